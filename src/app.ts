@@ -1,0 +1,117 @@
+import type { AddressInfo } from 'node:net';
+import pino, { type Logger } from 'pino';
+import { createAuthDomain } from './auth/index.js';
+import type { Config } from './config.js';
+import { openDatabase, type DatabaseHandle } from './db/database.js';
+import { migrateToLatest } from './db/migrate.js';
+import { buildHttpServer, type HttpServer } from './http/server.js';
+import { createMetrics } from './http/plugins/metrics.js';
+import { systemClock, type Clock } from './kernel/clock.js';
+import { InProcessNotifier, PostgresNotifier, type Notifier } from './kernel/notifier.js';
+import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
+import { LoopWorker, type Worker } from './workers/loop-worker.js';
+
+export interface AppOptions {
+  config: Config;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** What every domain may be built from (services take plain dependency objects). */
+export interface Platform {
+  readonly config: Config;
+  readonly database: DatabaseHandle;
+  readonly clock: Clock;
+  readonly notifier: Notifier;
+  readonly logger: Logger;
+  /** Base of every URL the server hands out (SWITCHBOARD_PUBLIC_URL, else the listen address). */
+  readonly publicUrl: () => string;
+  /** Aborted when the app starts closing: long polls and loops end early on it. */
+  readonly shutdown: AbortSignal;
+}
+
+export interface App {
+  readonly platform: Platform;
+  readonly http: HttpServer;
+  /** Starts listening, then the workers; resolves with the base URL. */
+  listen(): Promise<string>;
+  /** Stops accepting, drains in-flight requests, stops workers, closes the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: database → stores/services → workers → HTTP. Parts start in that
+ * order and stop in reverse.
+ */
+export async function createApp(options: AppOptions): Promise<App> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'switchboard' } });
+  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    const applied = await migrateToLatest(database);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+
+  const notifier: Notifier =
+    database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
+  if (notifier instanceof PostgresNotifier) await notifier.whenReady();
+  const lifecycle = new AbortController();
+  let listenUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;
+  const platform: Platform = {
+    config,
+    database,
+    clock,
+    notifier,
+    logger,
+    publicUrl: () => config.publicUrl ?? listenUrl,
+    shutdown: lifecycle.signal,
+  };
+  const { db } = database;
+
+  const auth = createAuthDomain({ db, clock });
+  await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
+
+  const workers: Worker[] = [
+    new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
+  ];
+
+  const limiter = new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
+  const http = await buildHttpServer({
+    config,
+    logger,
+    auth: auth.service,
+    limiter,
+    metrics: createMetrics(),
+    ready: () => database.ping(),
+    routes: [{ prefix: '/api/v1', plugin: auth.routes }],
+  });
+
+  let closing: Promise<void> | null = null;
+  return {
+    platform,
+    http,
+    async listen() {
+      await http.listen({ host: config.host, port: config.port });
+      const address = http.server.address() as AddressInfo;
+      const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      listenUrl = `http://${host}:${address.port}`;
+      for (const worker of workers) worker.start();
+      logger.info({ url: listenUrl, storage: database.caps.kind }, 'switchboard listening');
+      return listenUrl;
+    },
+    close() {
+      closing ??= (async () => {
+        lifecycle.abort();
+        await http.close();
+        for (const worker of [...workers].reverse()) await worker.stop();
+        await notifier.close();
+        await database.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import type { Db } from '../db/database.js';
+import type { Clock } from '../kernel/clock.js';
+import { authRoutes } from './routes.js';
+import { AuthService } from './service.js';
+import { AuthStore } from './store.js';
+
+export type { Principal } from './principal.js';
+export { actingAgent, assertActsAs, isAdmin, requireAdmin } from './principal.js';
+export { AuthService } from './service.js';
+export { EMPTY_BODY_SHA256, sha256Hex, signingString } from './signing.js';
+
+export function createAuthDomain(deps: { db: Db; clock: Clock }) {
+  const service = new AuthService(new AuthStore(deps.db), deps.clock);
+  return { service, routes: authRoutes(service) };
+}

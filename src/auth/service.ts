@@ -1,0 +1,234 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
+import { newId, newSecret } from '../kernel/ids.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { Principal } from './principal.js';
+import {
+  normalizePublicKey,
+  sha256Hex,
+  SIGNATURE_WINDOW_MS,
+  signingString,
+  verifySignature,
+} from './signing.js';
+import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
+
+export interface ApiKey {
+  id: string;
+  name: string | null;
+  role: 'admin' | 'agent';
+  agent_id: string | null;
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface PublicKey {
+  id: string;
+  agent_id: string;
+  public_key: string;
+  fingerprint: string;
+  created_at: string;
+}
+
+export interface SignedRequest {
+  agentId: string;
+  timestamp: string;
+  signature: string;
+  method: string;
+  pathWithQuery: string;
+  bodySha256: string;
+}
+
+const KEY_PREFIX = 'sk_';
+const BOOTSTRAP_KEY_NAME = 'bootstrap';
+
+function hashKey(plain: string): string {
+  return createHash('sha256').update(plain).digest('hex');
+}
+
+function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role,
+    agent_id: row.agent_id,
+    prefix: row.prefix,
+    created_at: iso(row.created_at),
+    revoked_at: iso(row.revoked_at),
+  };
+}
+
+function toPublicKey(row: PublicKeyRow): PublicKey {
+  return {
+    id: row.id,
+    agent_id: row.agent_id,
+    public_key: row.public_key,
+    fingerprint: row.fingerprint,
+    created_at: iso(row.created_at),
+  };
+}
+
+function principalFromKey(row: ApiKeyRow): Principal {
+  return {
+    role: row.role,
+    agentId: row.agent_id,
+    keyId: row.id,
+    actor: row.agent_id ?? 'admin',
+    bucket: row.agent_id !== null ? `agent:${row.agent_id}` : `key:${row.id}`,
+  };
+}
+
+export class AuthService {
+  constructor(
+    private readonly store: AuthStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async createKey(input: { agent_id?: string; role?: 'admin' | 'agent'; name?: string }): Promise<ApiKey & { key: string }> {
+    const role = input.role ?? 'agent';
+    if (role === 'agent' && input.agent_id === undefined) {
+      throw InvalidRequest.field('agent_id', 'is required for an agent key');
+    }
+    return this.insertKey(newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
+  }
+
+  private async insertKey(plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null) {
+    const now = this.clock.now();
+    const row: ApiKeyRow = {
+      id: newId('key', now),
+      name,
+      role,
+      agent_id: agentId,
+      key_hash: hashKey(plain),
+      prefix: plain.slice(0, KEY_PREFIX.length + 6),
+      created_at: now,
+      revoked_at: null,
+    };
+    await this.store.insertKey(row);
+    return { ...toApiKey(row), key: plain };
+  }
+
+  async listKeys(window: Page, includeRevoked = false): Promise<Paged<ApiKey>> {
+    const result = await this.store.listKeys(window, includeRevoked);
+    return { items: result.items.map(toApiKey), total: result.total };
+  }
+
+  async getKey(id: string): Promise<ApiKey> {
+    const row = await this.store.findKey(id);
+    if (!row) throw new NotFound('API key', id);
+    return toApiKey(row);
+  }
+
+  async revokeKey(id: string): Promise<void> {
+    const row = await this.store.findKey(id);
+    if (!row) throw new NotFound('API key', id);
+    if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
+    await this.store.revokeKey(id, this.clock.now());
+  }
+
+  /** Resolves a bearer token to its principal, or throws 401. */
+  async authenticateKey(plain: string): Promise<Principal> {
+    if (!plain.startsWith(KEY_PREFIX) || plain.length > 200) throw new Unauthorized('Malformed API key');
+    const hash = hashKey(plain);
+    const row = await this.store.findKeyByHash(hash);
+    // The lookup is by hash, so timing reveals nothing about the key; the explicit
+    // constant-time comparison keeps that true if the lookup ever changes.
+    if (!row || !timingSafeEqual(Buffer.from(row.key_hash, 'hex'), Buffer.from(hash, 'hex'))) {
+      throw new Unauthorized('Unknown API key');
+    }
+    if (row.revoked_at !== null) throw new Unauthorized('API key has been revoked');
+    return principalFromKey(row);
+  }
+
+  /** Verifies an Ed25519-signed request (design §3) and returns the agent principal. */
+  async authenticateSignature(request: SignedRequest): Promise<Principal> {
+    const sentAt = Date.parse(request.timestamp);
+    if (Number.isNaN(sentAt)) throw new Unauthorized('X-Timestamp must be an ISO 8601 time');
+    const now = this.clock.now();
+    if (Math.abs(now - sentAt) > SIGNATURE_WINDOW_MS) {
+      throw new Unauthorized('X-Timestamp is more than 300 s away from the server time');
+    }
+    const keys = await this.store.listPublicKeys(request.agentId);
+    if (keys.length === 0) throw new Unauthorized(`No public key registered for agent '${request.agentId}'`);
+    const message = signingString(request.method, request.pathWithQuery, request.timestamp, request.bodySha256);
+    if (!keys.some((k) => verifySignature(message, request.signature, k.public_key))) {
+      throw new Unauthorized('Signature does not verify');
+    }
+    const fresh = await this.store.rememberSignature(sha256Hex(request.signature), sentAt + SIGNATURE_WINDOW_MS);
+    if (!fresh) throw new Unauthorized('Signature has already been used (replay)');
+    return {
+      role: 'agent',
+      agentId: request.agentId,
+      keyId: null,
+      actor: request.agentId,
+      bucket: `agent:${request.agentId}`,
+    };
+  }
+
+  async addPublicKey(agentId: string, publicKey: string): Promise<PublicKey> {
+    const normalized = normalizePublicKey(publicKey);
+    if (normalized === null) {
+      throw InvalidRequest.field('public_key', 'must be an Ed25519 public key: base64 of the raw 32 bytes, or PEM');
+    }
+    const now = this.clock.now();
+    const row: PublicKeyRow = {
+      id: newId('pk', now),
+      agent_id: agentId,
+      public_key: normalized,
+      fingerprint: sha256Hex(Buffer.from(normalized, 'base64')),
+      created_at: now,
+    };
+    try {
+      await this.store.insertPublicKey(row);
+    } catch (err) {
+      if ((await this.store.listPublicKeys(agentId)).some((k) => k.fingerprint === row.fingerprint)) {
+        throw new Conflict('This public key is already registered for the agent');
+      }
+      throw err;
+    }
+    return toPublicKey(row);
+  }
+
+  async listPublicKeys(agentId: string): Promise<PublicKey[]> {
+    return (await this.store.listPublicKeys(agentId)).map(toPublicKey);
+  }
+
+  async deletePublicKey(agentId: string, keyId: string): Promise<void> {
+    if (!(await this.store.deletePublicKey(agentId, keyId))) throw new NotFound('Public key', keyId);
+  }
+
+  /** Drops remembered signatures once they are too old to be replayed anyway. */
+  async sweepSignatures(): Promise<number> {
+    return this.store.forgetSignaturesBefore(this.clock.now());
+  }
+
+  /**
+   * Makes sure an admin key exists (design §1): the configured one, else the one in
+   * `<data dir>/admin.key`, else a new one written there (mode 0600) and logged once.
+   */
+  async ensureAdminKey(configured: string | null, dataDir: string, logger: Logger): Promise<void> {
+    if (configured !== null) {
+      const existing = await this.store.findKeyByHash(hashKey(configured));
+      if (existing && existing.revoked_at === null) return;
+      if (existing) throw new Error('SWITCHBOARD_ADMIN_KEY has been revoked; configure a new one');
+      const key = await this.insertKey(configured, 'admin', null, BOOTSTRAP_KEY_NAME);
+      await this.store.revokeOtherKeysNamed(BOOTSTRAP_KEY_NAME, key.id, this.clock.now());
+      return;
+    }
+    const file = path.join(dataDir, 'admin.key');
+    if (fs.existsSync(file)) {
+      const plain = fs.readFileSync(file, 'utf8').trim();
+      const existing = await this.store.findKeyByHash(hashKey(plain));
+      if (!existing) await this.insertKey(plain, 'admin', null, BOOTSTRAP_KEY_NAME);
+      return;
+    }
+    const key = await this.insertKey(newSecret(KEY_PREFIX), 'admin', null, BOOTSTRAP_KEY_NAME);
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.writeFileSync(file, `${key.key}\n`, { mode: 0o600 });
+    logger.info({ file }, `generated admin key (shown once): ${key.key}`);
+  }
+}

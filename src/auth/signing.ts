@@ -1,0 +1,61 @@
+import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+
+/**
+ * Ed25519 request signing (design §3). The signed string is
+ * `METHOD\nPATH_WITH_QUERY\nX-Timestamp\nhex(sha256(raw body))`; the signature is base64.
+ */
+export const SIGNATURE_WINDOW_MS = 300_000;
+
+// DER prefix of an Ed25519 SubjectPublicKeyInfo; the raw 32-byte key follows it.
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+export function sha256Hex(data: Buffer | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export const EMPTY_BODY_SHA256 = sha256Hex('');
+
+export function signingString(method: string, pathWithQuery: string, timestamp: string, bodySha256: string): string {
+  return `${method.toUpperCase()}\n${pathWithQuery}\n${timestamp}\n${bodySha256}`;
+}
+
+/**
+ * Parses a public key given as base64 of the raw 32 bytes or as PEM; returns the raw bytes in
+ * base64 (how we store it), or null when it is not an Ed25519 public key.
+ */
+export function normalizePublicKey(input: string): string | null {
+  const text = input.trim();
+  try {
+    if (text.startsWith('-----BEGIN')) {
+      const key = createPublicKey(text);
+      if (key.asymmetricKeyType !== 'ed25519') return null;
+      const der = key.export({ format: 'der', type: 'spki' });
+      return der.subarray(der.length - 32).toString('base64');
+    }
+    if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) return null;
+    const raw = Buffer.from(text, text.includes('-') || text.includes('_') ? 'base64url' : 'base64');
+    if (raw.length !== 32) return null;
+    toKeyObject(raw.toString('base64'));
+    return raw.toString('base64');
+  } catch {
+    return null;
+  }
+}
+
+export function toKeyObject(rawBase64: string): KeyObject {
+  return createPublicKey({
+    key: Buffer.concat([ED25519_SPKI_PREFIX, Buffer.from(rawBase64, 'base64')]),
+    format: 'der',
+    type: 'spki',
+  });
+}
+
+export function verifySignature(message: string, signatureBase64: string, rawPublicKeyBase64: string): boolean {
+  const signature = Buffer.from(signatureBase64, 'base64');
+  if (signature.length !== 64) return false;
+  try {
+    return verify(null, Buffer.from(message), toKeyObject(rawPublicKeyBase64), signature);
+  } catch {
+    return false;
+  }
+}

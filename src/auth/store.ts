@@ -1,0 +1,137 @@
+import type { Generated, Selectable } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+
+export interface ApiKeysTable {
+  id: string;
+  name: string | null;
+  role: 'admin' | 'agent';
+  agent_id: string | null;
+  key_hash: string;
+  prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface AgentPublicKeysTable {
+  id: string;
+  agent_id: string;
+  public_key: string;
+  fingerprint: string;
+  created_at: number;
+}
+
+export interface SignatureNoncesTable {
+  signature_hash: string;
+  expires_at: number;
+}
+
+export interface SettingsTable {
+  name: string;
+  value: string;
+  updated_at: Generated<number>;
+}
+
+export interface AuthTables {
+  api_keys: ApiKeysTable;
+  agent_public_keys: AgentPublicKeysTable;
+  signature_nonces: SignatureNoncesTable;
+  settings: SettingsTable;
+}
+
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type PublicKeyRow = Selectable<AgentPublicKeysTable>;
+
+export class AuthStore {
+  constructor(private readonly db: Db) {}
+
+  async insertKey(row: ApiKeyRow): Promise<void> {
+    await this.db.insertInto('api_keys').values(row).execute();
+  }
+
+  async findKeyByHash(keyHash: string): Promise<ApiKeyRow | undefined> {
+    return this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  }
+
+  async findKey(id: string): Promise<ApiKeyRow | undefined> {
+    return this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async listKeys(window: Page, includeRevoked: boolean): Promise<Paged<ApiKeyRow>> {
+    let query = this.db.selectFrom('api_keys');
+    if (!includeRevoked) query = query.where('revoked_at', 'is', null);
+    const [items, count] = await Promise.all([
+      query.selectAll().orderBy('id').limit(window.limit).offset(window.offset).execute(),
+      query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { items, total: Number(count.n) };
+  }
+
+  async revokeKey(id: string, at: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Revokes every unrevoked key with this name except the one given (bootstrap key rotation). */
+  async revokeOtherKeysNamed(name: string, keepId: string, at: number): Promise<void> {
+    await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('name', '=', name)
+      .where('id', '!=', keepId)
+      .where('revoked_at', 'is', null)
+      .execute();
+  }
+
+  async insertPublicKey(row: PublicKeyRow): Promise<void> {
+    await this.db.insertInto('agent_public_keys').values(row).execute();
+  }
+
+  async listPublicKeys(agentId: string): Promise<PublicKeyRow[]> {
+    return this.db.selectFrom('agent_public_keys').selectAll().where('agent_id', '=', agentId).orderBy('id').execute();
+  }
+
+  async deletePublicKey(agentId: string, id: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom('agent_public_keys')
+      .where('agent_id', '=', agentId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** Records a signature as used; false when it was already used (a replay). */
+  async rememberSignature(signatureHash: string, expiresAt: number): Promise<boolean> {
+    const result = await this.db
+      .insertInto('signature_nonces')
+      .values({ signature_hash: signatureHash, expires_at: expiresAt })
+      .onConflict((oc) => oc.column('signature_hash').doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  async forgetSignaturesBefore(at: number): Promise<number> {
+    const result = await this.db.deleteFrom('signature_nonces').where('expires_at', '<', at).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async getSetting(name: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst();
+    return row?.value;
+  }
+
+  /** Stores a setting unless one exists; returns the value that is stored now (first writer wins). */
+  async ensureSetting(name: string, value: string, at: number): Promise<string> {
+    await this.db
+      .insertInto('settings')
+      .values({ name, value, updated_at: at })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    return (await this.getSetting(name)) ?? value;
+  }
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { createApp } from './app.js';
+import { AuthService } from './auth/service.js';
+import { AuthStore } from './auth/store.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { openDatabase } from './db/database.js';
+import { migrateToLatest } from './db/migrate.js';
+import { systemClock } from './kernel/clock.js';
+
+const HELP: Record<string, string> = {
+  main: `Usage: switchboard [command] [options]
+
+Commands:
+  serve                 Serve the API (default). Configuration comes from the environment:
+                        SWITCHBOARD_HOST, SWITCHBOARD_PORT, SWITCHBOARD_DATA_DIR, DATABASE_URL, ...
+  migrate               Apply pending database migrations and exit
+  keys create           Create an API key and print it once
+  keys list             List API keys
+  keys revoke KEY_ID    Revoke an API key
+
+Run 'switchboard COMMAND --help' for a command's options.`,
+  serve: `Usage: switchboard serve [--host HOST] [--port PORT] [--data-dir DIR]
+
+Serves the whole API. Flags override SWITCHBOARD_HOST, SWITCHBOARD_PORT and SWITCHBOARD_DATA_DIR.
+SIGTERM or SIGINT drains in-flight requests, stops workers and exits 0.`,
+  migrate: `Usage: switchboard migrate
+
+Applies pending migrations to the configured database (DATABASE_URL, else SQLite in the data dir).`,
+  keys: `Usage:
+  switchboard keys create --agent ID [--role agent|admin] [--name NAME]
+  switchboard keys create --role admin [--name NAME]
+  switchboard keys list [--all]
+  switchboard keys revoke KEY_ID
+
+Works directly on the configured database; the server need not be running.`,
+};
+
+function fail(message: string): never {
+  console.error(`switchboard: ${message}`);
+  process.exit(2);
+}
+
+async function serve(config: Config): Promise<void> {
+  const app = await createApp({ config });
+  await app.listen();
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.platform.logger.info({ signal }, 'shutting down');
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.platform.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function withAuth<T>(config: Config, fn: (auth: AuthService) => Promise<T>): Promise<T> {
+  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+  try {
+    await migrateToLatest(database);
+    return await fn(new AuthService(new AuthStore(database.db), systemClock));
+  } finally {
+    await database.close();
+  }
+}
+
+async function keys(config: Config, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      agent: { type: 'string' },
+      role: { type: 'string' },
+      name: { type: 'string' },
+      all: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [action, ...rest] = positionals;
+  if (values.help || action === undefined) {
+    console.log(HELP.keys);
+    return;
+  }
+  if (action === 'create') {
+    const role = values.role ?? 'agent';
+    if (role !== 'agent' && role !== 'admin') fail('--role must be agent or admin');
+    if (role === 'agent' && values.agent === undefined) fail('keys create needs --agent ID for an agent key');
+    const key = await withAuth(config, (auth) =>
+      auth.createKey({ agent_id: values.agent, role, name: values.name }),
+    );
+    console.log(JSON.stringify(key, null, 2));
+    return;
+  }
+  if (action === 'list') {
+    const result = await withAuth(config, (auth) => auth.listKeys({ limit: 500, offset: 0 }, values.all ?? false));
+    console.log(JSON.stringify(result.items, null, 2));
+    return;
+  }
+  if (action === 'revoke') {
+    const id = rest[0];
+    if (!id) fail('keys revoke needs a KEY_ID');
+    await withAuth(config, (auth) => auth.revokeKey(id));
+    console.log(JSON.stringify({ id, revoked: true }));
+    return;
+  }
+  fail(`unknown keys action '${action}'; see 'switchboard keys --help'`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const command = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'serve';
+  const args = command === argv[0] ? argv.slice(1) : argv;
+  if (command === 'help' || (command === 'serve' && args.includes('--help') && argv[0] !== 'serve')) {
+    console.log(HELP.main);
+    return;
+  }
+  if (!(command in HELP) || command === 'main') fail(`unknown command '${command}'; see 'switchboard --help'`);
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(HELP[command]);
+    return;
+  }
+  let config: Config;
+  try {
+    if (command === 'serve') {
+      const { values } = parseArgs({
+        args,
+        options: { host: { type: 'string' }, port: { type: 'string' }, 'data-dir': { type: 'string' } },
+      });
+      config = loadConfig({
+        ...process.env,
+        ...(values.host !== undefined && { SWITCHBOARD_HOST: values.host }),
+        ...(values.port !== undefined && { SWITCHBOARD_PORT: values.port }),
+        ...(values['data-dir'] !== undefined && { SWITCHBOARD_DATA_DIR: values['data-dir'] }),
+      });
+    } else {
+      config = loadConfig();
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  switch (command) {
+    case 'serve':
+      return serve(config);
+    case 'migrate': {
+      const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+      try {
+        const applied = await migrateToLatest(database);
+        pino({ level: config.logLevel }).info({ applied }, applied.length ? 'migrations applied' : 'database is up to date');
+      } finally {
+        await database.close();
+      }
+      return;
+    }
+    case 'keys':
+      return keys(config, args);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  console.error(err instanceof Error ? `switchboard: ${err.message}` : err);
+  process.exit(1);
+});

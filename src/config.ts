@@ -1,0 +1,79 @@
+import path from 'node:path';
+
+/**
+ * The whole configuration, read once from the environment (design §1), validated and frozen.
+ * Nothing else in the codebase reads process.env.
+ */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly databaseUrl: string | null;
+  readonly adminKey: string | null;
+  readonly publicUrl: string | null;
+  readonly logLevel: string;
+  readonly rateLimit: number;
+  readonly rateWindowSeconds: number;
+  readonly healthTtlSeconds: number;
+  readonly maxUploadBytes: number;
+  readonly maxJsonBodyBytes: number;
+  readonly llmUrl: string | null;
+  readonly llmModel: string | null;
+  readonly embeddingsModel: string | null;
+  readonly llmApiKey: string | null;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got '${raw}'`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function str(env: Env, name: string): string | null {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === '' ? null : raw.trim();
+}
+
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const databaseUrl = str(env, 'DATABASE_URL');
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const logLevel = str(env, 'SWITCHBOARD_LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`SWITCHBOARD_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const publicUrl = str(env, 'SWITCHBOARD_PUBLIC_URL');
+  if (publicUrl !== null && !/^https?:\/\//.test(publicUrl)) {
+    throw new ConfigError('SWITCHBOARD_PUBLIC_URL must be an http(s) URL');
+  }
+  const adminKey = str(env, 'SWITCHBOARD_ADMIN_KEY');
+  if (adminKey !== null && adminKey.length < 16) throw new ConfigError('SWITCHBOARD_ADMIN_KEY must be at least 16 characters');
+  const config: Config = {
+    host: str(env, 'SWITCHBOARD_HOST') ?? '127.0.0.1',
+    port: int(env, 'SWITCHBOARD_PORT', 8080, 0, 65535),
+    dataDir: path.resolve(str(env, 'SWITCHBOARD_DATA_DIR') ?? './data'),
+    databaseUrl,
+    adminKey,
+    publicUrl: publicUrl?.replace(/\/+$/, '') ?? null,
+    logLevel,
+    rateLimit: int(env, 'SWITCHBOARD_RATE_LIMIT', 6000, 0, 1_000_000_000),
+    rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
+    healthTtlSeconds: int(env, 'SWITCHBOARD_HEALTH_TTL_S', 30, 1, 86_400),
+    maxUploadBytes: int(env, 'SWITCHBOARD_MAX_UPLOAD_BYTES', 5 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
+    maxJsonBodyBytes: int(env, 'SWITCHBOARD_MAX_JSON_BYTES', 1024 * 1024, 1024, 1024 ** 3),
+    llmUrl: str(env, 'SWITCHBOARD_LLM_URL')?.replace(/\/+$/, '') ?? null,
+    llmModel: str(env, 'SWITCHBOARD_LLM_MODEL'),
+    embeddingsModel: str(env, 'SWITCHBOARD_EMBEDDINGS_MODEL'),
+    llmApiKey: str(env, 'SWITCHBOARD_LLM_API_KEY'),
+    ...overrides,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,54 @@
+import type { CreateTableBuilder } from 'kysely';
+import { sql } from 'kysely';
+
+/**
+ * Everything that differs between SQLite and PostgreSQL, in one object (house style: a
+ * capability object per dialect instead of scattered `if (sqlite)`). Stores and migrations ask
+ * it; services never see it.
+ *
+ * Shared storage conventions, so stores are written once:
+ * - timestamps are epoch milliseconds in `bigint` columns (int8 is parsed to number on pg);
+ * - JSON documents are `text` columns (serialize with JSON.stringify, parse on read);
+ * - booleans are `integer` 0/1.
+ */
+export interface DialectCapabilities {
+  readonly kind: 'sqlite' | 'postgres';
+  /** `FOR UPDATE SKIP LOCKED` exists (PostgreSQL); SQLite serializes writers instead. */
+  readonly skipLocked: boolean;
+  /** Adds an auto-incrementing integer primary key column (a FIFO sequence). */
+  serialPrimaryKey<T extends string, C extends string>(
+    table: CreateTableBuilder<T, C>,
+    column: string,
+  ): CreateTableBuilder<T, C>;
+  /** True when the error is a unique-constraint violation. */
+  isUniqueViolation(err: unknown): boolean;
+  /** True when the error is a foreign-key violation. */
+  isForeignKeyViolation(err: unknown): boolean;
+}
+
+function errorCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+}
+
+export const sqliteCapabilities: DialectCapabilities = {
+  kind: 'sqlite',
+  skipLocked: false,
+  serialPrimaryKey: (table, column) => table.addColumn(column, 'integer', (c) => c.primaryKey().autoIncrement()),
+  isUniqueViolation: (err) => {
+    const code = errorCode(err);
+    return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  },
+  isForeignKeyViolation: (err) => errorCode(err) === 'SQLITE_CONSTRAINT_FOREIGNKEY',
+};
+
+export const postgresCapabilities: DialectCapabilities = {
+  kind: 'postgres',
+  skipLocked: true,
+  serialPrimaryKey: (table, column) =>
+    table.addColumn(column, 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity()),
+  isUniqueViolation: (err) => errorCode(err) === '23505',
+  isForeignKeyViolation: (err) => errorCode(err) === '23503',
+};
+
+/** `now` in the stored format, for SQL-side defaults and comparisons in raw fragments. */
+export const epochMs = (ms: number) => sql<number>`${ms}`;

@@ -1,0 +1,80 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { DialectCapabilities } from './capabilities.js';
+import { postgresCapabilities, sqliteCapabilities } from './capabilities.js';
+import type { Database } from './schema.js';
+
+// int8 (counts, epoch-ms timestamps) arrives as number, not string; every value we store fits
+// in 2^53. float8/numeric likewise.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+pg.types.setTypeParser(1700, (v) => Number.parseFloat(v));
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseHandle {
+  readonly db: Db;
+  readonly caps: DialectCapabilities;
+  /** The pg pool in cluster mode (the notifier publishes through it). */
+  readonly pool: pg.Pool | null;
+  readonly url: string | null;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  databaseUrl: string | null;
+  dataDir: string;
+  poolSize?: number;
+}
+
+export function openDatabase(options: DatabaseOptions): DatabaseHandle {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(options.dataDir);
+}
+
+function openSqlite(dataDir: string): DatabaseHandle {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'switchboard.db');
+  const sqlite = new BetterSqlite3(file);
+  // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes
+  // (a power loss may drop the last transactions, never corrupt). busy_timeout covers a second
+  // process (the CLI) writing while the server runs.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return {
+    db,
+    caps: sqliteCapabilities,
+    pool: null,
+    url: null,
+    ping: async () => {
+      await sql`SELECT 1`.execute(db);
+    },
+    close: async () => {
+      await db.destroy();
+    },
+  };
+}
+
+function openPostgres(url: string, poolSize: number): DatabaseHandle {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client that loses its server must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    caps: postgresCapabilities,
+    pool,
+    url,
+    ping: async () => {
+      await sql`SELECT 1`.execute(db);
+    },
+    close: async () => {
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import type { Migration, MigrationResultSet } from 'kysely';
+import { Migrator } from 'kysely';
+import type { DatabaseHandle } from './database.js';
+import { migrations } from './migrations/index.js';
+
+/**
+ * Runs pending migrations. Kysely's migrator holds a lock while it works (an advisory lock
+ * inside the migration transaction on PostgreSQL), so nodes starting together migrate once.
+ */
+export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
+  const provided: Record<string, Migration> = {};
+  for (const [name, migration] of Object.entries(migrations)) {
+    provided[name] = { up: (db) => migration.up(db, handle.caps) };
+  }
+  const migrator = new Migrator({
+    db: handle.db,
+    provider: { getMigrations: async () => provided },
+    migrationTableName: 'switchboard_migrations',
+    migrationLockTableName: 'switchboard_migrations_lock',
+    // Domains land migrations independently; one numbered below an applied one still runs.
+    allowUnorderedMigrations: true,
+  });
+  const result: MigrationResultSet = await migrator.migrateToLatest();
+  if (result.error) {
+    const failed = result.results?.find((r) => r.status === 'Error');
+    const reason = result.error instanceof Error ? result.error.message : String(result.error);
+    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${reason}`, { cause: result.error });
+  }
+  return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

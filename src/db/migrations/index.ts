@@ -1,0 +1,15 @@
+import type { Kysely } from 'kysely';
+import type { DialectCapabilities } from '../capabilities.js';
+import * as foundation from './0001-foundation.js';
+
+export interface SwitchboardMigration {
+  up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
+}
+
+/**
+ * Every migration, by name; names sort in the order they run. Each domain adds its own file
+ * (numbered by the domain that introduced it) and one line here.
+ */
+export const migrations: Record<string, SwitchboardMigration> = {
+  '0001-foundation': foundation,
+};

@@ -1,0 +1,7 @@
+import type { AuthTables } from '../auth/store.js';
+
+/**
+ * The database seen by Kysely: the union of every domain's tables. Each domain declares its
+ * own tables next to its store; this file only joins them.
+ */
+export interface Database extends AuthTables {}

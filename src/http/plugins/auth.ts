@@ -1,0 +1,89 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthService, Principal } from '../../auth/index.js';
+import { EMPTY_BODY_SHA256, sha256Hex } from '../../auth/index.js';
+import { RateLimited, Unauthorized } from '../../kernel/errors.js';
+import type { RateLimiter } from '../../kernel/rate-limiter.js';
+import { pathWithQuery } from '../reply.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated caller. Unset only on routes marked `config.public`. */
+    principal: Principal;
+    /** The raw JSON body, kept for request signatures. */
+    rawBody?: Buffer;
+    /** Signature headers awaiting verification once the body has been read. */
+    signedBy?: { agentId: string; timestamp: string; signature: string };
+  }
+  interface FastifyContextConfig {
+    /** No credentials needed (health, webhooks, signed URLs): the path carries its own proof. */
+    public?: boolean;
+    /** false: not counted against any budget (health probes). */
+    rateLimit?: boolean;
+  }
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Authentication and rate limiting for every route (design §3, issue "rate limiting"):
+ * bearer keys are checked before the body is read; Ed25519 signatures after, because they
+ * cover the body's hash. Streamed bodies (multipart, raw uploads) are signed through the
+ * `X-Content-SHA256` header, which the consuming route checks against the bytes it stores.
+ */
+export function installAuth(app: FastifyInstance, auth: AuthService, limiter: RateLimiter): void {
+  app.decorateRequest('principal', null as unknown as Principal);
+
+  async function spend(bucket: string, reply: FastifyReply): Promise<void> {
+    if (!limiter.enabled) return;
+    const decision = await limiter.consume(bucket);
+    const resetSeconds = Math.ceil(decision.resetAt / 1000);
+    reply.header('X-RateLimit-Limit', decision.limit);
+    reply.header('X-RateLimit-Remaining', decision.remaining);
+    reply.header('X-RateLimit-Reset', resetSeconds);
+    if (!decision.allowed) throw new RateLimited(Math.max(1, resetSeconds - Math.floor(Date.now() / 1000)));
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    const config = request.routeOptions.config;
+    if (config.public) {
+      if (config.rateLimit !== false) await spend(`ip:${request.ip}`, reply);
+      return;
+    }
+    const authorization = header(request, 'authorization');
+    if (authorization !== undefined) {
+      const match = /^Bearer +(\S+)$/i.exec(authorization);
+      if (!match) throw new Unauthorized('Authorization must be "Bearer <API key>"');
+      request.principal = await auth.authenticateKey(match[1]!);
+      await spend(request.principal.bucket, reply);
+      return;
+    }
+    const agentId = header(request, 'x-agent-id');
+    const timestamp = header(request, 'x-timestamp');
+    const signature = header(request, 'x-signature');
+    if (agentId !== undefined || timestamp !== undefined || signature !== undefined) {
+      if (!agentId || !timestamp || !signature) {
+        throw new Unauthorized('Signed requests need X-Agent-ID, X-Timestamp and X-Signature');
+      }
+      request.signedBy = { agentId, timestamp, signature };
+      return;
+    }
+    throw new Unauthorized('Missing credentials: send "Authorization: Bearer <API key>" or sign the request');
+  });
+
+  app.addHook('preValidation', async (request, reply) => {
+    const signed = request.signedBy;
+    if (!signed) return;
+    const declared = header(request, 'x-content-sha256');
+    const bodySha256 = request.rawBody ? sha256Hex(request.rawBody) : (declared?.toLowerCase() ?? EMPTY_BODY_SHA256);
+    request.principal = await auth.authenticateSignature({
+      ...signed,
+      method: request.method,
+      pathWithQuery: pathWithQuery(request),
+      bodySha256,
+    });
+    await spend(request.principal.bucket, reply);
+  });
+}

@@ -1,0 +1,50 @@
+import type { Static, TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
+import type { Page } from '../kernel/pagination.js';
+
+/** Shared TypeBox pieces: the envelope of design §2 and common parameters. */
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+export const JsonObject = Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON object' });
+
+export const Meta = Type.Object({ request_id: Type.String() });
+export const ListMeta = Type.Object({
+  request_id: Type.String(),
+  total: Type.Integer(),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+});
+
+export const DataEnvelope = <T extends TSchema>(data: T) => Type.Object({ data, meta: Meta });
+export const ListEnvelope = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(item), meta: ListMeta });
+
+export const ErrorEnvelope = Type.Object({
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    details: Type.Optional(Type.Unknown()),
+  }),
+  meta: Meta,
+});
+
+export const Deleted = DataEnvelope(Type.Object({ id: Type.String(), deleted: Type.Literal(true) }));
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 500;
+
+export const PageQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+});
+export type PageQuery = Static<typeof PageQuery>;
+
+export function page(query: { limit?: number; offset?: number }): Page {
+  return { limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 };
+}
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+/** Agent ids are chosen by operators: letters, digits and `._:@-`, at most 128 characters. */
+export const AGENT_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$';
+export const AgentId = Type.String({ pattern: AGENT_ID_PATTERN, description: 'Agent id' });

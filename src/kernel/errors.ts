@@ -1,0 +1,116 @@
+/**
+ * Typed domain errors. Services throw these; the HTTP layer maps them to the error
+ * envelope in one place (http/error-handler.ts) using the registry below.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  precondition_failed: 412,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details: unknown;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, details?: unknown, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    this.details = details;
+    this.headers = headers;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export class InvalidRequest extends AppError {
+  constructor(message: string, details?: FieldProblem[]) {
+    super('invalid_request', message, details);
+  }
+
+  /** One bad field: the common case for service-level validation. */
+  static field(field: string, message: string): InvalidRequest {
+    return new InvalidRequest(`${field}: ${message}`, [{ field, message }]);
+  }
+}
+
+export class Unauthorized extends AppError {
+  constructor(message = 'Missing or invalid credentials') {
+    super('unauthorized', message);
+  }
+}
+
+export class Forbidden extends AppError {
+  constructor(message = 'You are not allowed to do this') {
+    super('forbidden', message);
+  }
+}
+
+export class NotFound extends AppError {
+  constructor(what: string, id?: string) {
+    super('not_found', id === undefined ? `${what} not found` : `${what} '${id}' not found`);
+  }
+}
+
+export class MethodNotAllowed extends AppError {
+  constructor(message: string, allow: string[]) {
+    super('method_not_allowed', message, undefined, { Allow: allow.join(', ') });
+  }
+}
+
+export class Conflict extends AppError {
+  constructor(message: string, details?: unknown) {
+    super('conflict', message, details);
+  }
+}
+
+export class PreconditionFailed extends AppError {
+  constructor(message: string) {
+    super('precondition_failed', message);
+  }
+}
+
+export class PayloadTooLarge extends AppError {
+  constructor(message: string) {
+    super('payload_too_large', message);
+  }
+}
+
+export class UnsupportedMediaType extends AppError {
+  constructor(message: string) {
+    super('unsupported_media_type', message);
+  }
+}
+
+export class RateLimited extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super('rate_limited', `Rate limit exceeded; retry in ${retryAfterSeconds} s`, undefined, {
+      'Retry-After': String(retryAfterSeconds),
+    });
+  }
+}
+
+export class ServiceUnavailable extends AppError {
+  constructor(message: string) {
+    super('service_unavailable', message);
+  }
+}

@@ -1,0 +1,10 @@
+/** A window into a list (limit/offset, design §2) and one page of results. */
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export interface Paged<T> {
+  items: T[];
+  total: number;
+}

@@ -1,0 +1,86 @@
+import { expect, it } from 'vitest';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+
+describeEachDialect('API keys', (dialect) => {
+  const server = useServer(dialect);
+
+  it('creates an agent key shown once, usable at once', async () => {
+    const res = await server.api.post('/api/v1/auth/keys', { agent_id: 'alpha', name: 'alpha worker' });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ role: 'agent', agent_id: 'alpha', name: 'alpha worker', revoked_at: null });
+    expect(res.body.data.key).toMatch(/^sk_/);
+    expect(res.body.data.id).toMatch(/^key_/);
+    const agent = server.api.withKey(res.body.data.key);
+    const me = await agent.get('/api/v1/auth/whoami');
+    expect(me.status).toBe(200);
+    expect(me.body.data).toEqual({ role: 'agent', agent_id: 'alpha', key_id: res.body.data.id, actor: 'alpha' });
+    const listed = await server.api.get('/api/v1/auth/keys?limit=500');
+    const entry = listed.body.data.find((k: { id: string }) => k.id === res.body.data.id);
+    expect(entry).toBeDefined();
+    expect(entry).not.toHaveProperty('key');
+  });
+
+  it('requires agent_id for agent keys and admin rights for the keys API', async () => {
+    const missing = await server.api.post('/api/v1/auth/keys', { role: 'agent' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.details).toEqual([{ field: 'agent_id', message: 'is required for an agent key' }]);
+    const agent = await server.agent('beta');
+    for (const res of [
+      await agent.post('/api/v1/auth/keys', { agent_id: 'beta' }),
+      await agent.get('/api/v1/auth/keys'),
+      await agent.delete('/api/v1/auth/keys/key_x'),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('forbidden');
+    }
+  });
+
+  it('rejects missing, malformed and unknown credentials with 401', async () => {
+    const cases: Record<string, string>[] = [
+      {},
+      { authorization: 'Basic dXNlcjpwYXNz' },
+      { authorization: 'Bearer' },
+      { authorization: 'Bearer not-a-key' },
+      { authorization: `Bearer sk_${'A'.repeat(43)}` },
+    ];
+    for (const headers of cases) {
+      const res = await server.api.get('/api/v1/auth/whoami', { key: null, headers });
+      expect(res.status, JSON.stringify(headers)).toBe(401);
+      expect(res.body.error.code).toBe('unauthorized');
+    }
+  });
+
+  it('revokes a key effective on the next request', async () => {
+    const created = await server.api.post('/api/v1/auth/keys', { agent_id: 'gamma' });
+    const agent = server.api.withKey(created.body.data.key);
+    expect((await agent.get('/api/v1/auth/whoami')).status).toBe(200);
+    const revoked = await server.api.delete(`/api/v1/auth/keys/${created.body.data.id}`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data).toEqual({ id: created.body.data.id, deleted: true });
+    const after = await agent.get('/api/v1/auth/whoami');
+    expect(after.status).toBe(401);
+    expect(after.body.error.message).toMatch(/revoked/);
+    expect((await server.api.delete(`/api/v1/auth/keys/${created.body.data.id}`)).status).toBe(409);
+    expect((await server.api.delete('/api/v1/auth/keys/key_unknown')).status).toBe(404);
+    const active = await server.api.get('/api/v1/auth/keys?limit=500');
+    expect(active.body.data.map((k: { id: string }) => k.id)).not.toContain(created.body.data.id);
+    const all = await server.api.get('/api/v1/auth/keys?limit=500&include_revoked=true');
+    expect(all.body.data.find((k: { id: string }) => k.id === created.body.data.id).revoked_at).toMatch(/Z$/);
+  });
+
+  it('lets admin keys bound to an agent act as that agent', async () => {
+    const res = await server.api.post('/api/v1/auth/keys', { role: 'admin', agent_id: 'operator' });
+    const me = await server.api.withKey(res.body.data.key).get('/api/v1/auth/whoami');
+    expect(me.body.data).toMatchObject({ role: 'admin', agent_id: 'operator', actor: 'operator' });
+  });
+
+  it('forbids an agent acting as another agent (403)', async () => {
+    const agent = await server.agent('delta');
+    const own = await agent.get('/api/v1/auth/agents/delta/public-keys');
+    expect(own.status).toBe(200);
+    const other = await agent.get('/api/v1/auth/agents/epsilon/public-keys');
+    expect(other.status).toBe(403);
+    expect(other.body.error.code).toBe('forbidden');
+  });
+});

@@ -1,0 +1,109 @@
+import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { expect, it } from 'vitest';
+import { sha256Hex, signingString } from '../../src/auth/signing.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+
+function keyPair() {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('base64');
+  const pem = publicKey.export({ format: 'pem', type: 'spki' }).toString();
+  return { raw, pem, privateKey };
+}
+
+function signedHeaders(
+  privateKey: KeyObject,
+  agentId: string,
+  method: string,
+  path: string,
+  body = '',
+  timestamp = new Date().toISOString(),
+) {
+  const message = signingString(method, path, timestamp, sha256Hex(body));
+  return {
+    'x-agent-id': agentId,
+    'x-timestamp': timestamp,
+    'x-signature': sign(null, Buffer.from(message), privateKey).toString('base64'),
+  };
+}
+
+describeEachDialect('Ed25519 request signing', (dialect) => {
+  const server = useServer(dialect);
+  const alice = keyPair();
+
+  it('registers a raw base64 public key and authenticates signed requests', async () => {
+    const added = await server.api.post('/api/v1/auth/agents/alice/public-keys', { public_key: alice.raw });
+    expect(added.status).toBe(201);
+    expect(added.body.data).toMatchObject({ agent_id: 'alice', public_key: alice.raw });
+    const path = '/api/v1/auth/whoami?x=1';
+    const res = await server.api.get(path, { key: null, headers: signedHeaders(alice.privateKey, 'alice', 'GET', path) });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ role: 'agent', agent_id: 'alice', key_id: null, actor: 'alice' });
+  });
+
+  it('covers the body: a signed POST verifies, a tampered one does not', async () => {
+    const other = keyPair();
+    const path = '/api/v1/auth/agents/alice/public-keys';
+    const body = JSON.stringify({ public_key: other.pem });
+    const headers = { ...signedHeaders(alice.privateKey, 'alice', 'POST', path, body), 'content-type': 'application/json' };
+    const ok = await server.api.post(path, body, { key: null, raw: true, headers });
+    expect(ok.status).toBe(201);
+    expect(ok.body.data.public_key).toBe(other.raw);
+    const tamperedHeaders = {
+      ...signedHeaders(alice.privateKey, 'alice', 'POST', path, body),
+      'content-type': 'application/json',
+    };
+    const tampered = await server.api.post(path, body.replace('BEGIN', 'BEGIN '), { key: null, raw: true, headers: tamperedHeaders });
+    expect(tampered.status).toBe(401);
+  });
+
+  it('rejects stale, replayed, unknown-key and malformed signatures with 401', async () => {
+    const path = '/api/v1/auth/whoami';
+    const stale = signedHeaders(alice.privateKey, 'alice', 'GET', path, '', new Date(Date.now() - 301_000).toISOString());
+    const staleRes = await server.api.get(path, { key: null, headers: stale });
+    expect(staleRes.status).toBe(401);
+    expect(staleRes.body.error.message).toMatch(/300 s/);
+
+    const once = signedHeaders(alice.privateKey, 'alice', 'GET', path);
+    expect((await server.api.get(path, { key: null, headers: once })).status).toBe(200);
+    const replay = await server.api.get(path, { key: null, headers: once });
+    expect(replay.status).toBe(401);
+    expect(replay.body.error.message).toMatch(/replay/);
+
+    const mallory = keyPair();
+    const unknown = await server.api.get(path, { key: null, headers: signedHeaders(mallory.privateKey, 'mallory', 'GET', path) });
+    expect(unknown.status).toBe(401);
+    const impostor = await server.api.get(path, { key: null, headers: signedHeaders(mallory.privateKey, 'alice', 'GET', path) });
+    expect(impostor.status).toBe(401);
+    const wrongPath = await server.api.get(path, {
+      key: null,
+      headers: signedHeaders(alice.privateKey, 'alice', 'GET', '/api/v1/auth/keys'),
+    });
+    expect(wrongPath.status).toBe(401);
+    const partial = await server.api.get(path, { key: null, headers: { 'x-agent-id': 'alice' } });
+    expect(partial.status).toBe(401);
+  });
+
+  it('keeps signed agents to themselves (403) and validates keys (400)', async () => {
+    const path = '/api/v1/auth/agents/bob/public-keys';
+    const res = await server.api.get(path, { key: null, headers: signedHeaders(alice.privateKey, 'alice', 'GET', path) });
+    expect(res.status).toBe(403);
+    const bad = await server.api.post('/api/v1/auth/agents/bob/public-keys', { public_key: 'c2hvcnQ=' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details[0].field).toBe('public_key');
+    const dup = await server.api.post('/api/v1/auth/agents/alice/public-keys', { public_key: alice.pem });
+    expect(dup.status).toBe(409);
+  });
+
+  it('lists and removes public keys; a removed key no longer verifies', async () => {
+    const carol = keyPair();
+    const added = await server.api.post('/api/v1/auth/agents/carol/public-keys', { public_key: carol.raw });
+    const listed = await server.api.get('/api/v1/auth/agents/carol/public-keys');
+    expect(listed.body.data.map((k: { id: string }) => k.id)).toEqual([added.body.data.id]);
+    const removed = await server.api.delete(`/api/v1/auth/agents/carol/public-keys/${added.body.data.id}`);
+    expect(removed.body.data).toEqual({ id: added.body.data.id, deleted: true });
+    const path = '/api/v1/auth/whoami';
+    expect((await server.api.get(path, { key: null, headers: signedHeaders(carol.privateKey, 'carol', 'GET', path) })).status).toBe(401);
+    expect((await server.api.delete(`/api/v1/auth/agents/carol/public-keys/${added.body.data.id}`)).status).toBe(404);
+  });
+});

@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export type Dialect = 'sqlite' | 'postgres';
+export const DIALECTS: Dialect[] = ['sqlite', 'postgres'];
+
+/** One isolated database: a temp data dir, plus a fresh PostgreSQL database for 'postgres'. */
+export interface TestDatabase {
+  readonly dialect: Dialect;
+  readonly databaseUrl: string | null;
+  readonly dataDir: string;
+  drop(): Promise<void>;
+}
+
+export function postgresTestUrl(): string | undefined {
+  const url = process.env.SWITCHBOARD_TEST_DATABASE_URL;
+  return url && url.trim() !== '' ? url.trim() : undefined;
+}
+
+export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-test-'));
+  if (dialect === 'sqlite') {
+    return {
+      dialect,
+      databaseUrl: null,
+      dataDir,
+      drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
+    };
+  }
+  const baseUrl = postgresTestUrl();
+  if (!baseUrl) throw new Error('SWITCHBOARD_TEST_DATABASE_URL is not set');
+  const name = `sbtest_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    dialect,
+    databaseUrl: url.toString(),
+    dataDir,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: baseUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
+import { afterAll, beforeAll } from 'vitest';
+import { createApp, type App } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import type { Clock } from '../../src/kernel/clock.js';
+import { Api } from './api.js';
+import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
+
+export interface TestServer {
+  readonly app: App;
+  readonly url: string;
+  readonly database: TestDatabase;
+  readonly adminKey: string;
+  /** A client with the admin key. */
+  readonly api: Api;
+  /** Creates an agent key and returns a client that acts as that agent. */
+  agent(agentId: string): Promise<Api>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Reuse a database (restart tests); a fresh one otherwise, dropped on close. */
+  database?: TestDatabase;
+  env?: Record<string, string>;
+  clock?: Clock;
+  adminKey?: string;
+}
+
+/** Starts the real app on 127.0.0.1 and a random port, on the given backend. */
+export async function startServer(dialect: Dialect, options: StartOptions = {}): Promise<TestServer> {
+  const database = options.database ?? (await createTestDatabase(dialect));
+  const ownsDatabase = options.database === undefined;
+  const adminKey = options.adminKey ?? `sk_test_${randomBytes(16).toString('hex')}`;
+  const config = loadConfig({
+    SWITCHBOARD_HOST: '127.0.0.1',
+    SWITCHBOARD_PORT: '0',
+    SWITCHBOARD_DATA_DIR: database.dataDir,
+    SWITCHBOARD_ADMIN_KEY: adminKey,
+    SWITCHBOARD_LOG_LEVEL: process.env.SWITCHBOARD_TEST_LOG ?? 'silent',
+    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    ...options.env,
+  });
+  const app = await createApp({
+    config,
+    clock: options.clock,
+    logger: pino({ level: config.logLevel }),
+  });
+  const url = await app.listen();
+  const api = new Api(url, adminKey);
+  return {
+    app,
+    url,
+    database,
+    adminKey,
+    api,
+    async agent(agentId: string) {
+      const res = await api.post('/api/v1/auth/keys', { agent_id: agentId, role: 'agent', name: `test ${agentId}` });
+      if (res.status !== 201) throw new Error(`could not create a key for ${agentId}: ${res.text}`);
+      return api.withKey(res.body.data.key);
+    },
+    async close() {
+      await app.close();
+      if (ownsDatabase) await database.drop();
+    },
+  };
+}
+
+/**
+ * Registers a server for the enclosing describe block: started in beforeAll, closed (and its
+ * database dropped) in afterAll. Read its fields inside tests.
+ */
+export function useServer(dialect: Dialect, options: StartOptions = {}): TestServer {
+  const holder = {} as { current?: TestServer };
+  beforeAll(async () => {
+    holder.current = await startServer(dialect, options);
+  });
+  afterAll(async () => {
+    await holder.current?.close();
+  });
+  return new Proxy({} as TestServer, {
+    get(_target, property) {
+      if (!holder.current) throw new Error('the test server is not started yet (use it inside a test)');
+      return Reflect.get(holder.current, property);
+    },
+  });
+}

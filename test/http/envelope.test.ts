@@ -1,0 +1,128 @@
+import { expect, it } from 'vitest';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { startServer, useServer } from '../helpers/server.js';
+
+describeEachDialect('HTTP conventions', (dialect) => {
+  const server = useServer(dialect);
+
+  it('wraps lists in the envelope with paging meta and a request id', async () => {
+    const res = await server.api.get('/api/v1/auth/keys?limit=1');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(1);
+    expect(res.body.meta).toMatchObject({ total: 1, limit: 1, offset: 0 });
+    expect(res.body.meta.request_id).toMatch(/^req_/);
+    expect(res.headers.get('x-request-id')).toBe(res.body.meta.request_id);
+    expect(res.body.data[0]).not.toHaveProperty('key_hash');
+  });
+
+  it('echoes a well-formed X-Request-ID and replaces a malformed one', async () => {
+    const echoed = await server.api.get('/api/v1/auth/whoami', { headers: { 'x-request-id': 'trace-42.a' } });
+    expect(echoed.headers.get('x-request-id')).toBe('trace-42.a');
+    expect(echoed.body.meta.request_id).toBe('trace-42.a');
+    const replaced = await server.api.get('/api/v1/auth/whoami', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(replaced.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  it('answers invalid bodies with 400 invalid_request and one detail per bad field', async () => {
+    const res = await server.api.post('/api/v1/auth/keys', { role: 'owner', colour: 'blue' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    const fields = res.body.error.details.map((d: { field: string }) => d.field).sort();
+    expect(fields).toEqual(expect.arrayContaining(['colour', 'role']));
+    expect(res.body.meta.request_id).toMatch(/^req_/);
+  });
+
+  it('answers malformed JSON with 400 and a wrong content type with 415', async () => {
+    const bad = await server.api.post('/api/v1/auth/keys', '{"role": ', {
+      raw: true,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_request');
+    const xml = await server.api.post('/api/v1/auth/keys', '<key/>', { raw: true, headers: { 'content-type': 'application/xml' } });
+    expect(xml.status).toBe(415);
+    expect(xml.body.error.code).toBe('unsupported_media_type');
+  });
+
+  it('answers oversized bodies with 413', async () => {
+    const res = await server.api.post('/api/v1/auth/keys', { name: 'x'.repeat(2 * 1024 * 1024) });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
+  });
+
+  it('answers unknown routes with 404 not_found in the envelope', async () => {
+    const res = await server.api.get('/api/v1/no-such-thing');
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('not_found');
+    const core = await server.api.get('/core/api/v1/nothing-here');
+    expect(core.status).toBe(404);
+  });
+
+  it('bounds pagination: limit 1..500, offset ≥ 0, integers only', async () => {
+    for (const query of ['limit=0', 'limit=501', 'limit=1.5', 'limit=abc', 'offset=-1', 'offset=x']) {
+      const res = await server.api.get(`/api/v1/auth/keys?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+    for (let i = 0; i < 3; i++) await server.api.post('/api/v1/auth/keys', { agent_id: `pager-${i}` });
+    const second = await server.api.get('/api/v1/auth/keys?limit=2&offset=2');
+    expect(second.status).toBe(200);
+    expect(second.body.meta).toMatchObject({ total: 4, limit: 2, offset: 2 });
+    expect(second.body.data).toHaveLength(2);
+    const all = await server.api.get('/api/v1/auth/keys');
+    expect(all.body.meta.limit).toBe(50);
+    expect(all.body.data.map((k: { id: string }) => k.id).slice(2)).toEqual(second.body.data.map((k: { id: string }) => k.id));
+  });
+
+  it('serves health without credentials and metrics to admins only', async () => {
+    expect((await server.api.get('/healthz', { key: null })).status).toBe(200);
+    const ready = await server.api.get('/readyz', { key: null });
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready' });
+    expect((await server.api.get('/metrics', { key: null })).status).toBe(401);
+    const agent = await server.agent('metrics-peeker');
+    expect((await agent.get('/metrics')).status).toBe(403);
+    const metrics = await server.api.get('/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toContain('switchboard_http_requests_total');
+    expect(metrics.text).toMatch(/switchboard_http_request_duration_seconds_bucket\{[^}]*route="\/api\/v1\/auth\/keys"/);
+  });
+
+  it('publishes a valid OpenAPI 3.1 document that lists every route', async () => {
+    const res = await server.api.get('/api/v1/openapi.json', { key: null });
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    const result = await new Validator().validate(res.body);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    const documented = new Set<string>();
+    for (const [path, item] of Object.entries(res.body.paths as Record<string, Record<string, unknown>>)) {
+      for (const method of Object.keys(item)) documented.add(`${method.toUpperCase()} ${path}`);
+    }
+    const routes = server.app.http.routeTable.filter((r) => !r.hidden);
+    expect(routes.length).toBeGreaterThan(5);
+    for (const route of routes) {
+      const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
+      expect(documented, `${route.method} ${route.url}`).toContain(`${route.method} ${path}`);
+    }
+    const docs = await server.api.get('/docs', { key: null });
+    expect([200, 302]).toContain(docs.status);
+  });
+});
+
+describeEachDialect('internal errors', (dialect) => {
+  it('answers 500 internal_error without leaking internals', async () => {
+    const server = await startServer(dialect);
+    try {
+      await server.app.platform.database.close();
+      const res = await server.api.get('/api/v1/auth/keys');
+      expect(res.status).toBe(500);
+      expect(res.body.error).toEqual({ code: 'internal_error', message: 'Internal server error' });
+      expect(res.text).not.toMatch(/at .*\.(ts|js):\d+/);
+      expect((await server.api.get('/readyz', { key: null })).status).toBe(503);
+    } finally {
+      await server.close();
+    }
+  });
+});
