@@ -8,7 +8,7 @@ import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics } from './http/plugins/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { InProcessNotifier, PostgresNotifier, type Notifier } from './kernel/notifier.js';
-import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
+import { FixedWindowRateLimiter, type RateLimiter } from './kernel/rate-limiter.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
 export interface AppOptions {
@@ -28,6 +28,8 @@ export interface Platform {
   readonly publicUrl: () => string;
   /** Aborted when the app starts closing: long polls and loops end early on it. */
   readonly shutdown: AbortSignal;
+  /** Request budgets per principal (messaging's rate-limit status reads the same counters). */
+  readonly limiter: RateLimiter;
 }
 
 export interface App {
@@ -61,6 +63,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   if (notifier instanceof PostgresNotifier) await notifier.whenReady();
   const lifecycle = new AbortController();
   let listenUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;
+  const limiter = new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
   const platform: Platform = {
     config,
     database,
@@ -69,17 +72,18 @@ export async function createApp(options: AppOptions): Promise<App> {
     logger,
     publicUrl: () => config.publicUrl ?? listenUrl,
     shutdown: lifecycle.signal,
+    limiter,
   };
   const { db } = database;
 
   const auth = createAuthDomain({ db, clock });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
+  // Each domain adds its workers here and its routes below, in dependency order.
   const workers: Worker[] = [
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
   ];
 
-  const limiter = new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
   const http = await buildHttpServer({
     config,
     logger,

@@ -1,0 +1,96 @@
+import type { Db } from '../db/database.js';
+
+/**
+ * Contracts between domains. A domain that needs another's behaviour depends on one of these
+ * interfaces; the composition root (app.ts) hands it the implementing service. Calls that must
+ * be atomic with the caller's own writes take the caller's transaction as `trx` (inside a
+ * transaction, use only `trx`: on SQLite the one connection is held by it).
+ */
+
+/** Who produced a message and wants its outcome (design §4): a routine execution, a plan step… */
+export interface MessageOrigin {
+  /** e.g. `routine_execution`, `plan_step`, `task` */
+  kind: string;
+  /** The producer's own id for the work (execution id, `run_id:step_id`, …). */
+  ref: string;
+}
+
+export interface OutgoingMessage {
+  /** The sending agent, or a platform sender such as `switchboard`. */
+  source: string;
+  destination: string;
+  event_name: string;
+  payload: unknown;
+  thread_id?: string;
+  delivery_semantic?: 'at_least_once' | 'at_most_once';
+  idempotency_key?: string;
+  delay_seconds?: number;
+  max_deliveries?: number;
+  origin?: MessageOrigin;
+}
+
+export interface SentMessage {
+  message_id: string;
+  status: 'sent';
+  timestamp: string;
+}
+
+/** Implemented by messaging: puts work into an agent's inbox. */
+export interface Inbox {
+  send(message: OutgoingMessage, trx?: Db): Promise<SentMessage>;
+  /** Withdraws a message that has not been acknowledged yet (a cancelled step); no-op otherwise. */
+  cancel(messageId: string, reason: string, trx?: Db): Promise<void>;
+}
+
+/** The end of a message that carried an origin: acknowledged, or failed for good. */
+export interface MessageOutcome {
+  message_id: string;
+  origin: MessageOrigin;
+  destination: string;
+  status: 'acknowledged' | 'dead_lettered';
+  /** The acknowledge `output` (any JSON) when acknowledged. */
+  output?: unknown;
+  /** Why it was dead-lettered (reject reason, `requeue: false`, max deliveries, expiry). */
+  reason?: string;
+}
+
+/**
+ * Producers register one handler per origin kind; messaging calls it inside the transaction
+ * that acknowledges or dead-letters the message, so the producer's state moves atomically.
+ */
+export type OutcomeHandler = (outcome: MessageOutcome, trx: Db) => Promise<void>;
+
+/** A published event (messaging `publish`), for coordination triggers and waits. */
+export interface PublishedEvent {
+  topic: string;
+  payload: unknown;
+  published_at: string;
+  publisher: string;
+}
+
+export type PublishListener = (event: PublishedEvent) => Promise<void>;
+
+/** Implemented by discovery: the groups an agent belongs to (artifact sharing). */
+export interface AgentGroups {
+  groupsOf(agentId: string): Promise<string[]>;
+}
+
+/** Implemented by discovery: picks agents for a capability (plan steps, plan generation). */
+export interface AgentDirectory {
+  lookup(query: {
+    capability: string;
+    strategy?: string;
+    group?: string;
+    limit?: number;
+    include_unhealthy?: boolean;
+  }): Promise<{ agent_id: string; capability: string; health: string; load: number | null }[]>;
+  search(query: { query: string; top_k?: number; min_score?: number }): Promise<
+    { capability: { id: string; name: string; agent_id: string; metadata: Record<string, unknown> }; similarity_score: number }[]
+  >;
+}
+
+/** Implemented by messaging: what the platform measured about an agent's message handling. */
+export interface DeliveryStats {
+  /** Per agent: median ms from delivery to acknowledgement, and acked / (acked + rejected + dead-lettered). */
+  statsFor(agentIds: string[]): Promise<Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>>;
+}
