@@ -1,7 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteDialect,
+  sql,
+  type DialectAdapter,
+  type MigrationLockOptions,
+  type SqliteDatabase,
+} from 'kysely';
 import pg from 'pg';
 import type { DialectCapabilities } from './capabilities.js';
 import { postgresCapabilities, sqliteCapabilities } from './capabilities.js';
@@ -45,7 +54,7 @@ function openSqlite(dataDir: string): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new LockingSqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     db,
     caps: sqliteCapabilities,
@@ -56,6 +65,53 @@ function openSqlite(dataDir: string): DatabaseHandle {
     },
     close: async () => {
       await db.destroy();
+    },
+  };
+}
+
+/**
+ * Kysely's SQLite adapter assumes one process and takes no migration lock, so two processes
+ * on one file (a server starting while `switchboard migrate` runs) would both apply a
+ * migration. SQLite has transactional DDL: run migrations in a transaction whose first
+ * statement writes the lock row, which makes the second process wait (busy_timeout) until the
+ * first commits, then find nothing left to do.
+ */
+class LockingSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+
+  override async acquireMigrationLock(db: Kysely<any>, options: MigrationLockOptions): Promise<void> {
+    await db.updateTable(options.lockTable).set({ is_locked: 1 }).where('id', '=', options.lockRowId).execute();
+  }
+}
+
+class LockingSqliteDialect extends SqliteDialect {
+  override createAdapter(): DialectAdapter {
+    return new LockingSqliteAdapter();
+  }
+}
+
+/**
+ * better-sqlite3 compiles SQL on every prepare(); Kysely prepares per query. Reusing compiled
+ * statements by SQL text removed ~6% of CPU on an authenticated read (profiled). Safe because
+ * Kysely runs one query at a time on its single SQLite connection.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 500): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sqlText: string) {
+      let statement = cache.get(sqlText);
+      if (statement) {
+        // Map order is insertion order: re-inserting marks it most recently used.
+        cache.delete(sqlText);
+      } else {
+        statement = sqlite.prepare(sqlText);
+        if (cache.size >= capacity) cache.delete(cache.keys().next().value!);
+      }
+      cache.set(sqlText, statement);
+      return statement;
     },
   };
 }

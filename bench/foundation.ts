@@ -1,0 +1,42 @@
+/**
+ * Issue 2: an authenticated read (GET /api/v1/auth/keys?limit=1, admin key: auth lookup, rate
+ * limiter, envelope, SQLite query) against a bare Fastify hello-world, 50 connections.
+ * Target: ≥ 60% of the baseline's requests/s, p99 ≤ 10 ms.
+ */
+import { compare, fmt, machine, record, startBaseline, startSwitchboard } from './lib.js';
+
+export default async function foundation(): Promise<void> {
+  const baseline = await startBaseline('hello.ts');
+  const server = await startSwitchboard({ dialect: 'sqlite' });
+  try {
+    const { a, b } = await compare(
+      { url: `${baseline.url}/`, connections: 50, duration: 10 },
+      {
+        url: `${server.url}/api/v1/auth/keys?limit=1`,
+        headers: { authorization: `Bearer ${server.adminKey}` },
+        connections: 50,
+        duration: 10,
+      },
+    );
+    if (b.non2xx > 0 || b.errors > 0) throw new Error(`switchboard answered ${b.non2xx} non-2xx and ${b.errors} errors`);
+    const ratio = b.rps / a.rps;
+    const lines = [
+      '## Foundation (issue 2): authenticated read vs bare Fastify',
+      '',
+      `Machine: ${machine()}. Command: \`npm run build && npm run bench -- foundation\` (${new Date().toISOString().slice(0, 10)}).`,
+      'Each side: 2 s warm-up, then 2 interleaved rounds of 10 s at 50 connections; medians.',
+      '',
+      '| target | req/s | p50 ms | p99 ms |',
+      '|---|---:|---:|---:|',
+      `| bare Fastify hello-world | ${fmt(a.rps)} | ${a.p50} | ${a.p99} |`,
+      `| GET /api/v1/auth/keys?limit=1 (admin key, SQLite) | ${fmt(b.rps)} | ${b.p50} | ${b.p99} |`,
+      '',
+      `Ratio: **${fmt(ratio * 100, 1)}%** of the baseline's requests/s (target ≥ 60%); p99 ${b.p99} ms (target ≤ 10 ms).`,
+    ];
+    record('foundation', lines.join('\n'));
+    console.log(lines.join('\n'));
+  } finally {
+    await server.stop();
+    await baseline.stop();
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * Benchmark plumbing: servers as child processes on 127.0.0.1 (so the load generator does not
+ * share an event loop with the server), autocannon runs bounded in time, and RESULTS.md
+ * sections that a re-run replaces. All traffic goes to 127.0.0.1 and every run stops itself.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { createTestDatabase, type Dialect, type TestDatabase } from '../test/helpers/database.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const RESULTS_FILE = path.join(ROOT, 'bench', 'RESULTS.md');
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly pid: number;
+  readonly child: ChildProcess;
+  /** Resident set size in bytes, read from /proc. */
+  rss(): number;
+  /** CPU time (user + system) in ms consumed so far, read from /proc. */
+  cpuMs(): number;
+  stop(): Promise<void>;
+}
+
+export interface SwitchboardProcess extends ServerProcess {
+  readonly adminKey: string;
+  readonly database: TestDatabase;
+}
+
+function procStat(pid: number): { rss: number; cpuMs: number } {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = 100; // CLK_TCK on Linux
+  const pageSize = 4096;
+  return {
+    cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks,
+    rss: Number(fields[21]) * pageSize,
+  };
+}
+
+/** Waits for a JSON log line carrying `url` on the child's stdout. */
+function waitForUrl(child: ChildProcess, what: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const lines = readline.createInterface({ input: child.stdout! });
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within 30 s`)), 30_000);
+    lines.on('line', (line) => {
+      try {
+        const parsed = JSON.parse(line) as { url?: string };
+        if (parsed.url) {
+          clearTimeout(timer);
+          resolve(parsed.url);
+        }
+      } catch {
+        // not a JSON line
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with ${code} before listening`));
+    });
+  });
+}
+
+function wrap(child: ChildProcess, url: string): ServerProcess {
+  const pid = child.pid!;
+  return {
+    url,
+    pid,
+    child,
+    rss: () => procStat(pid).rss,
+    cpuMs: () => procStat(pid).cpuMs,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.exitCode === null && child.kill('SIGKILL'), 10_000).unref();
+      }),
+  };
+}
+
+/** Starts `node dist/cli.js serve` on a fresh database of the given dialect. */
+export async function startSwitchboard(
+  options: { dialect?: Dialect; env?: Record<string, string>; database?: TestDatabase } = {},
+): Promise<SwitchboardProcess> {
+  const database = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
+  const adminKey = `sk_bench_${randomBytes(16).toString('hex')}`;
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'serve'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: {
+      PATH: process.env.PATH,
+      SWITCHBOARD_HOST: '127.0.0.1',
+      SWITCHBOARD_PORT: '0',
+      SWITCHBOARD_DATA_DIR: database.dataDir,
+      SWITCHBOARD_ADMIN_KEY: adminKey,
+      SWITCHBOARD_LOG_LEVEL: 'info',
+      // A budget far above any bench's rate keeps the limiter on the hot path without throttling.
+      SWITCHBOARD_RATE_LIMIT: '1000000000',
+      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      ...options.env,
+    },
+  });
+  const url = await waitForUrl(child, 'switchboard');
+  const server = wrap(child, url);
+  return {
+    ...server,
+    adminKey,
+    database,
+    stop: async () => {
+      await server.stop();
+      if (!options.database) await database.drop();
+    },
+  };
+}
+
+/** Starts a baseline server script from bench/baselines (it prints `{"url": …}` when listening). */
+export async function startBaseline(script: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'baselines', script)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { PATH: process.env.PATH, PORT: '0', ...env },
+  });
+  return wrap(child, await waitForUrl(child, script));
+}
+
+export interface LoadOptions {
+  url: string;
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  connections?: number;
+  /** Seconds (bounded: at most 60). */
+  duration?: number;
+  /** Requests per connection-run setup, for dynamic bodies. */
+  requests?: autocannon.Request[];
+  pipelining?: number;
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  errors: number;
+  non2xx: number;
+}
+
+/** One autocannon run against 127.0.0.1, bounded in time. */
+export async function load(options: LoadOptions): Promise<LoadResult> {
+  const target = new URL(options.url);
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname)) throw new Error('benchmarks only target loopback');
+  const result = await autocannon({
+    url: options.url,
+    method: options.method ?? 'GET',
+    headers: options.headers,
+    body: options.body,
+    connections: options.connections ?? 50,
+    duration: Math.min(options.duration ?? 10, 60),
+    pipelining: options.pipelining ?? 1,
+    requests: options.requests,
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Percentile (0..100) of raw samples. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/**
+ * Runs A and B alternately `rounds` times after a warm-up of each, and returns the median of
+ * each figure (interleaving spreads machine noise evenly over both sides).
+ */
+export async function compare(
+  a: LoadOptions,
+  b: LoadOptions,
+  rounds = 2,
+  warmupSeconds = 2,
+): Promise<{ a: LoadResult; b: LoadResult }> {
+  await load({ ...a, duration: warmupSeconds });
+  await load({ ...b, duration: warmupSeconds });
+  const as: LoadResult[] = [];
+  const bs: LoadResult[] = [];
+  for (let i = 0; i < rounds; i++) {
+    as.push(await load(a));
+    bs.push(await load(b));
+  }
+  const pick = (runs: LoadResult[]): LoadResult => ({
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    requests: runs.reduce((sum, r) => sum + r.requests, 0),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+  });
+  return { a: pick(as), b: pick(bs) };
+}
+
+export function machine(): string {
+  const cpus = os.cpus();
+  return `${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
+}
+
+/**
+ * Replaces (or appends) the section `name` of bench/RESULTS.md, so each suite's latest run is
+ * what the file shows. Sections are delimited by HTML comments.
+ */
+export function record(name: string, markdown: string): void {
+  const start = `<!-- bench:${name} -->`;
+  const end = `<!-- /bench:${name} -->`;
+  const block = `${start}\n${markdown.trim()}\n${end}`;
+  const current = fs.existsSync(RESULTS_FILE) ? fs.readFileSync(RESULTS_FILE, 'utf8') : '# Benchmark results\n';
+  const from = current.indexOf(start);
+  const to = current.indexOf(end);
+  const next =
+    from >= 0 && to > from
+      ? current.slice(0, from) + block + current.slice(to + end.length)
+      : `${current.trimEnd()}\n\n${block}\n`;
+  fs.writeFileSync(RESULTS_FILE, next);
+}
+
+export function fmt(n: number, digits = 0): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}

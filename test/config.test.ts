@@ -1,0 +1,59 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      dataDir: path.resolve('./data'),
+      databaseUrl: null,
+      adminKey: null,
+      publicUrl: null,
+      logLevel: 'info',
+      rateLimit: 6000,
+      rateWindowSeconds: 60,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      SWITCHBOARD_HOST: '0.0.0.0',
+      SWITCHBOARD_PORT: '0',
+      SWITCHBOARD_DATA_DIR: '/tmp/sb',
+      DATABASE_URL: 'postgres://u@h/db',
+      SWITCHBOARD_ADMIN_KEY: 'sk_0123456789abcdef',
+      SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example.com/',
+      SWITCHBOARD_LOG_LEVEL: 'debug',
+      SWITCHBOARD_RATE_LIMIT: '0',
+      SWITCHBOARD_RATE_WINDOW_S: '1',
+    });
+    expect(config).toMatchObject({
+      host: '0.0.0.0',
+      port: 0,
+      dataDir: '/tmp/sb',
+      databaseUrl: 'postgres://u@h/db',
+      adminKey: 'sk_0123456789abcdef',
+      publicUrl: 'https://switchboard.example.com',
+      logLevel: 'debug',
+      rateLimit: 0,
+      rateWindowSeconds: 1,
+    });
+  });
+
+  it.each([
+    ['SWITCHBOARD_PORT', '80a'],
+    ['SWITCHBOARD_PORT', '70000'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['SWITCHBOARD_LOG_LEVEL', 'loud'],
+    ['SWITCHBOARD_PUBLIC_URL', 'ftp://x'],
+    ['SWITCHBOARD_ADMIN_KEY', 'short'],
+    ['SWITCHBOARD_RATE_WINDOW_S', '0'],
+  ])('rejects %s=%s with a clear message', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+});

@@ -1,0 +1,60 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrations } from '../../src/db/migrations/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+
+const run = promisify(execFile);
+const CLI = path.resolve('dist/cli.js');
+
+describeEachDialect('migrations', (dialect) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterAll(async () => {
+    await database.drop();
+  });
+
+  const open = () => openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
+
+  it('apply every migration once, from two processes at the same time, and nothing on a second run', async () => {
+    // Two nodes starting together: the migration lock lets exactly one apply each migration.
+    const env = {
+      PATH: process.env.PATH,
+      SWITCHBOARD_DATA_DIR: database.dataDir,
+      SWITCHBOARD_LOG_LEVEL: 'info',
+      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    };
+    const outputs = await Promise.all([1, 2].map(() => run(process.execPath, [CLI, 'migrate'], { env })));
+    const applied = outputs.flatMap(({ stdout }) => (JSON.parse(stdout.trim().split('\n').pop()!) as { applied: string[] }).applied);
+    expect(applied.sort()).toEqual(Object.keys(migrations).sort());
+    const handle = open();
+    try {
+      expect(await migrateToLatest(handle)).toEqual([]);
+      const names = (await handle.db.introspection.getTables()).map((t) => t.name);
+      for (const table of ['api_keys', 'agent_public_keys', 'signature_nonces', 'settings']) expect(names).toContain(table);
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it('keep data across reopening', async () => {
+    const first = open();
+    await migrateToLatest(first);
+    await first.db.insertInto('settings').values({ name: 'probe', value: '42', updated_at: 1 }).execute();
+    await first.close();
+    const second = open();
+    try {
+      expect(await migrateToLatest(second)).toEqual([]);
+      const row = await second.db.selectFrom('settings').select('value').where('name', '=', 'probe').executeTakeFirst();
+      expect(row?.value).toBe('42');
+    } finally {
+      await second.close();
+    }
+  });
+});

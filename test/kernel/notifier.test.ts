@@ -1,0 +1,76 @@
+import pino from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
+import { InProcessNotifier, PostgresNotifier, type Notifier } from '../../src/kernel/notifier.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+
+const logger = pino({ level: 'silent' });
+
+function nextMessage(notifier: Notifier, channel: string): Promise<{ payload: string; at: number }> {
+  return new Promise((resolve) => {
+    const stop = notifier.listen(channel, (payload) => {
+      stop();
+      resolve({ payload, at: performance.now() });
+    });
+  });
+}
+
+describeEachDialect('notifier', (dialect) => {
+  let database: TestDatabase;
+  const handles: DatabaseHandle[] = [];
+  const notifiers: Notifier[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterAll(async () => {
+    for (const n of notifiers) await n.close();
+    for (const h of handles) await h.close();
+    await database.drop();
+  });
+
+  async function node(): Promise<Notifier> {
+    if (dialect === 'sqlite') {
+      const n = new InProcessNotifier();
+      notifiers.push(n);
+      return n;
+    }
+    const handle = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
+    handles.push(handle);
+    const n = new PostgresNotifier(database.databaseUrl!, handle.pool!, logger);
+    notifiers.push(n);
+    await n.whenReady();
+    return n;
+  }
+
+  it('wakes a listener on another connection within 100 ms', async () => {
+    const publisher = await node();
+    // On SQLite there is one process, so the same emitter is the whole transport.
+    const listener = dialect === 'sqlite' ? publisher : await node();
+    for (let i = 0; i < 5; i++) {
+      const received = nextMessage(listener, 'inbox:agent-1');
+      const sentAt = performance.now();
+      await publisher.notify('inbox:agent-1', `hello ${i}`);
+      const { payload, at } = await received;
+      expect(payload).toBe(`hello ${i}`);
+      expect(at - sentAt).toBeLessThan(100);
+    }
+  });
+
+  it('delivers only to listeners of the channel, and stops after unlisten', async () => {
+    const n = await node();
+    const seen: string[] = [];
+    const stopA = n.listen('a', (p) => seen.push(`a:${p}`));
+    n.listen('b', (p) => seen.push(`b:${p}`));
+    const firstA = nextMessage(n, 'a');
+    await n.notify('a', '1');
+    await firstA;
+    stopA();
+    const done = nextMessage(n, 'b');
+    await n.notify('a', '2');
+    await n.notify('b', '3');
+    await done;
+    expect(seen).toEqual(['a:1', 'b:3']);
+  });
+});
