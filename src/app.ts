@@ -76,7 +76,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   };
   const { db } = database;
 
-  const auth = createAuthDomain({ db, clock });
+  const auth = createAuthDomain({ db, clock, notifier });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
   // Each domain adds its workers here and its routes below, in dependency order.
@@ -112,6 +112,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         lifecycle.abort();
         await http.close();
         for (const worker of [...workers].reverse()) await worker.stop();
+        auth.service.close();
         await notifier.close();
         await database.close();
       })();

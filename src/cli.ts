@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { systemClock } from './kernel/clock.js';
+import { InProcessNotifier, PostgresNotifier } from './kernel/notifier.js';
 
 const HELP: Record<string, string> = {
   main: `Usage: switchboard [command] [options]
@@ -63,10 +64,20 @@ async function serve(config: Config): Promise<void> {
 }
 
 async function withAuth<T>(config: Config, fn: (auth: AuthService) => Promise<T>): Promise<T> {
+  const logger = pino({ level: config.logLevel });
   const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
   try {
     await migrateToLatest(database);
-    return await fn(new AuthService(new AuthStore(database.db), systemClock));
+    // The CLI is its own process: a revocation reaches running servers through their cache
+    // expiry (and, on PostgreSQL, the NOTIFY the service sends).
+    const notifier = database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
+    const auth = new AuthService(new AuthStore(database.db), systemClock, notifier);
+    try {
+      return await fn(auth);
+    } finally {
+      auth.close();
+      await notifier.close();
+    }
   } finally {
     await database.close();
   }

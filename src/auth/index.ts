@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
+import type { Notifier } from '../kernel/notifier.js';
 import { authRoutes } from './routes.js';
 import { AuthService } from './service.js';
 import { AuthStore } from './store.js';
@@ -9,7 +10,7 @@ export { actingAgent, assertActsAs, isAdmin, requireAdmin } from './principal.js
 export { AuthService } from './service.js';
 export { EMPTY_BODY_SHA256, sha256Hex, signingString } from './signing.js';
 
-export function createAuthDomain(deps: { db: Db; clock: Clock }) {
-  const service = new AuthService(new AuthStore(deps.db), deps.clock);
+export function createAuthDomain(deps: { db: Db; clock: Clock; notifier: Notifier }) {
+  const service = new AuthService(new AuthStore(deps.db), deps.clock, deps.notifier);
   return { service, routes: authRoutes(service) };
 }

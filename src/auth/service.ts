@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
+import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Principal } from './principal.js';
 import {
@@ -82,11 +83,34 @@ function principalFromKey(row: ApiKeyRow): Principal {
   };
 }
 
+/** Channel on which a revocation tells every node to forget the key at once. */
+const REVOKED_CHANNEL = 'auth:key-revoked';
+// Cached principals expire anyway after this long, bounding staleness if a NOTIFY is lost
+// while a node's LISTEN connection is down.
+const KEY_CACHE_TTL_MS = 10_000;
+const KEY_CACHE_MAX = 10_000;
+
 export class AuthService {
+  /** key hash → principal; saves the key lookup on every request (profiled: ~20% of an authenticated read). */
+  private readonly keyCache = new Map<string, { principal: Principal; keyId: string; until: number }>();
+  private readonly stopListening: () => void;
+
   constructor(
     private readonly store: AuthStore,
     private readonly clock: Clock,
-  ) {}
+    private readonly notifier: Notifier,
+  ) {
+    this.stopListening = notifier.listen(REVOKED_CHANNEL, (keyId) => this.forget(keyId));
+  }
+
+  close(): void {
+    this.stopListening();
+    this.keyCache.clear();
+  }
+
+  private forget(keyId: string): void {
+    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
+  }
 
   async createKey(input: { agent_id?: string; role?: 'admin' | 'agent'; name?: string }): Promise<ApiKey & { key: string }> {
     const role = input.role ?? 'agent';
@@ -128,12 +152,17 @@ export class AuthService {
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
     await this.store.revokeKey(id, this.clock.now());
+    this.forget(id);
+    await this.notifier.notify(REVOKED_CHANNEL, id);
   }
 
   /** Resolves a bearer token to its principal, or throws 401. */
   async authenticateKey(plain: string): Promise<Principal> {
     if (!plain.startsWith(KEY_PREFIX) || plain.length > 200) throw new Unauthorized('Malformed API key');
     const hash = hashKey(plain);
+    const now = this.clock.now();
+    const cached = this.keyCache.get(hash);
+    if (cached && cached.until > now) return cached.principal;
     const row = await this.store.findKeyByHash(hash);
     // The lookup is by hash, so timing reveals nothing about the key; the explicit
     // constant-time comparison keeps that true if the lookup ever changes.
@@ -141,7 +170,10 @@ export class AuthService {
       throw new Unauthorized('Unknown API key');
     }
     if (row.revoked_at !== null) throw new Unauthorized('API key has been revoked');
-    return principalFromKey(row);
+    const principal = principalFromKey(row);
+    if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
+    this.keyCache.set(hash, { principal, keyId: row.id, until: now + KEY_CACHE_TTL_MS });
+    return principal;
   }
 
   /** Verifies an Ed25519-signed request (design §3) and returns the agent principal. */

@@ -1,5 +1,6 @@
 import type { Generated, Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
+import { paginate } from '../db/paginate.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 
 export interface ApiKeysTable {
@@ -58,13 +59,9 @@ export class AuthStore {
   }
 
   async listKeys(window: Page, includeRevoked: boolean): Promise<Paged<ApiKeyRow>> {
-    let query = this.db.selectFrom('api_keys');
+    let query = this.db.selectFrom('api_keys').selectAll().orderBy('id');
     if (!includeRevoked) query = query.where('revoked_at', 'is', null);
-    const [items, count] = await Promise.all([
-      query.selectAll().orderBy('id').limit(window.limit).offset(window.offset).execute(),
-      query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { items, total: Number(count.n) };
+    return paginate(query, window);
   }
 
   async revokeKey(id: string, at: number): Promise<boolean> {

@@ -86,6 +86,12 @@ export class PostgresNotifier implements Notifier {
     try {
       await client.connect();
       await client.query(`LISTEN ${PG_CHANNEL}`);
+      if (this.closed) {
+        // close() ran while we were connecting: nothing will end this client but us.
+        client.removeAllListeners('end');
+        await client.end().catch(() => undefined);
+        return;
+      }
       this.client = client;
       this.retryDelay = 250;
     } catch (err) {
@@ -121,6 +127,7 @@ export class PostgresNotifier implements Notifier {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.ready;
     const client = this.client;
     this.client = null;
     if (client) {

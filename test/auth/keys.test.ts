@@ -1,6 +1,8 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer } from '../helpers/server.js';
+import { Api } from '../helpers/api.js';
+import { startServer, useServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 describeEachDialect('API keys', (dialect) => {
   const server = useServer(dialect);
@@ -82,5 +84,25 @@ describeEachDialect('API keys', (dialect) => {
     const other = await agent.get('/api/v1/auth/agents/epsilon/public-keys');
     expect(other.status).toBe(403);
     expect(other.body.error.code).toBe('forbidden');
+  });
+});
+
+describeEachDialect('API key revocation across nodes', (dialect) => {
+  it.runIf(dialect === 'postgres')('reaches a second node that had the key cached', async () => {
+    const first = await startServer(dialect);
+    const second = await startServer(dialect, { database: first.database, adminKey: first.adminKey });
+    try {
+      const created = await first.api.post('/api/v1/auth/keys', { agent_id: 'roaming' });
+      const onSecond = new Api(second.url, created.body.data.key);
+      expect((await onSecond.get('/api/v1/auth/whoami')).status).toBe(200);
+      expect((await first.api.delete(`/api/v1/auth/keys/${created.body.data.id}`)).status).toBe(200);
+      // The revocation travels by NOTIFY: within milliseconds, not the cache's 10 s expiry.
+      const started = Date.now();
+      await waitFor(async () => (await onSecond.get('/api/v1/auth/whoami')).status === 401, 2000, 5);
+      expect(Date.now() - started).toBeLessThan(1000);
+    } finally {
+      await second.close();
+      await first.close();
+    }
   });
 });
