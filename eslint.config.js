@@ -11,7 +11,14 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': ['error', { allow: ['error', 'warn'] }],
       eqeqeq: ['error', 'smart'],
+      // The database interface is the union of domain table interfaces, declared by extension.
+      '@typescript-eslint/no-empty-object-type': ['error', { allowInterfaces: 'always' }],
     },
+  },
+  {
+    // Tests read JSON responses whose shape the assertions themselves check.
+    files: ['test/**'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
     files: ['src/cli.ts', 'bench/**', 'examples/**'],

@@ -81,6 +81,7 @@ class LockingSqliteAdapter extends SqliteAdapter {
     return true;
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's adapter signature
   override async acquireMigrationLock(db: Kysely<any>, options: MigrationLockOptions): Promise<void> {
     await db.updateTable(options.lockTable).set({ is_locked: 1 }).where('id', '=', options.lockRowId).execute();
   }
