@@ -42,12 +42,15 @@ export interface Inbox {
   cancel(messageId: string, reason: string, trx?: Db): Promise<void>;
 }
 
-/** The end of a message that carried an origin: acknowledged, or failed for good. */
+/**
+ * What happened to a message that carried an origin: first delivered to its agent (a receive
+ * leased it; may repeat on redelivery), then acknowledged, or failed for good.
+ */
 export interface MessageOutcome {
   message_id: string;
   origin: MessageOrigin;
   destination: string;
-  status: 'acknowledged' | 'dead_lettered';
+  status: 'delivered' | 'acknowledged' | 'dead_lettered';
   /** The acknowledge `output` (any JSON) when acknowledged. */
   output?: unknown;
   /** Why it was dead-lettered (reject reason, `requeue: false`, max deliveries, expiry). */
@@ -56,7 +59,8 @@ export interface MessageOutcome {
 
 /**
  * Producers register one handler per origin kind; messaging calls it inside the transaction
- * that acknowledges or dead-letters the message, so the producer's state moves atomically.
+ * that delivers, acknowledges or dead-letters the message, so the producer's state moves
+ * atomically with it.
  */
 export type OutcomeHandler = (outcome: MessageOutcome, trx: Db) => Promise<void>;
 

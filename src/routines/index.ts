@@ -1,0 +1,55 @@
+import type { Platform } from '../app.js';
+import type { Inbox, OutcomeHandler } from '../kernel/ports.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import { routinesRoutes } from './routes.js';
+import { ROUTINE_ORIGIN, ROUTINES_CHANGED, RoutinesService } from './service.js';
+import { RoutinesStore } from './store.js';
+
+export { RoutinesService } from './service.js';
+export type { Execution, Routine } from './service.js';
+export * as routineSchemas from './schemas.js';
+export { cronProblem, decideSlots, isValidTimeZone, Schedule } from './schedule.js';
+
+/** The scheduler sleeps at most this long, so a lost wake-up costs at most a minute. */
+const MAX_SLEEP_MS = 60_000;
+
+export function createRoutinesDomain(deps: {
+  platform: Platform;
+  inbox: Inbox;
+  registerOutcomeHandler: (kind: string, handler: OutcomeHandler) => void;
+}) {
+  const { platform } = deps;
+  const service = new RoutinesService({
+    store: new RoutinesStore(platform.database.db, platform.database.caps),
+    clock: platform.clock,
+    notifier: platform.notifier,
+    inbox: deps.inbox,
+    publicUrl: platform.publicUrl,
+    logger: platform.logger,
+  });
+  deps.registerOutcomeHandler(ROUTINE_ORIGIN, (outcome, trx) => service.handleOutcome(outcome, trx));
+
+  // One pass fires due slots and expires overdue executions, then sleeps until the next due
+  // time (a timer, not per-routine polling); a routine change anywhere cuts the sleep short.
+  const scheduler = new LoopWorker({
+    name: 'routine-scheduler',
+    intervalMs: MAX_SLEEP_MS,
+    logger: platform.logger,
+    run: async () => {
+      await service.fireDue();
+      await service.expireTimedOut();
+      const next = await service.nextWakeAt();
+      return next === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, next - platform.clock.now()));
+    },
+  });
+  const stopListening = platform.notifier.listen(ROUTINES_CHANGED, () => scheduler.nudge());
+  const worker = {
+    name: scheduler.name,
+    start: () => scheduler.start(),
+    stop: async () => {
+      stopListening();
+      await scheduler.stop();
+    },
+  };
+  return { service, routes: routinesRoutes(service), workers: [worker] };
+}

@@ -1,0 +1,175 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { accepted, created, deleted, list, ok } from '../http/reply.js';
+import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
+import {
+  CreateRoutineBody,
+  Execution,
+  Fire,
+  ListExecutionsQuery,
+  ListRoutinesQuery,
+  PreviewQuery,
+  Routine,
+  RoutineParams,
+  TokenParams,
+  TriggerBody,
+  UpdateRoutineBody,
+  WebhookToken,
+} from './schemas.js';
+import type { RoutinesService } from './service.js';
+
+const tags = ['routines'];
+
+export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      '/routines',
+      { schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        const { trigger_type, enabled } = request.query;
+        return list(reply, await service.list({ trigger_type, enabled }, window), window);
+      },
+    );
+
+    app.post(
+      '/routines',
+      { schema: { tags, summary: 'Create a routine', body: CreateRoutineBody, response: { 201: DataEnvelope(Routine) } } },
+      async (request, reply) => created(reply, await service.create(request.body, request.principal.actor)),
+    );
+
+    app.get(
+      '/routines/:id',
+      { schema: { tags, summary: 'Get a routine', params: RoutineParams, response: { 200: DataEnvelope(Routine) } } },
+      async (request, reply) => ok(reply, await service.get(request.params.id)),
+    );
+
+    app.patch(
+      '/routines/:id',
+      {
+        schema: {
+          tags,
+          summary: 'Update a routine (enabled=false pauses, true resumes)',
+          params: RoutineParams,
+          body: UpdateRoutineBody,
+          response: { 200: DataEnvelope(Routine) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.update(request.params.id, request.body)),
+    );
+
+    app.delete(
+      '/routines/:id',
+      { schema: { tags, summary: 'Delete a routine with its history', params: RoutineParams, response: { 200: Deleted } } },
+      async (request, reply) => {
+        await service.delete(request.params.id);
+        return deleted(reply, request.params.id);
+      },
+    );
+
+    app.post(
+      '/routines/:id/trigger',
+      {
+        schema: {
+          tags,
+          summary: 'Run a routine now, regardless of its schedule',
+          params: RoutineParams,
+          body: Type.Optional(TriggerBody),
+          response: { 202: DataEnvelope(Execution) },
+        },
+      },
+      async (request, reply) => accepted(reply, await service.trigger(request.params.id, request.body?.payload)),
+    );
+
+    app.post(
+      '/routines/:id/rotate-token',
+      {
+        schema: {
+          tags,
+          summary: 'Issue a new webhook token (the old one stops working)',
+          params: RoutineParams,
+          response: { 200: DataEnvelope(WebhookToken) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.rotateToken(request.params.id)),
+    );
+
+    app.get(
+      '/routines/:id/preview',
+      {
+        schema: {
+          tags,
+          summary: 'Upcoming fire times of a cron routine',
+          params: RoutineParams,
+          querystring: PreviewQuery,
+          response: { 200: DataEnvelope(Type.Array(Type.String({ format: 'date-time' }))) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.preview(request.params.id, request.query.count ?? 10)),
+    );
+
+    app.get(
+      '/routines/:id/fires',
+      {
+        schema: {
+          tags,
+          summary: 'The fire ledger of a cron routine, newest first (fired and skipped slots)',
+          params: RoutineParams,
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(Fire) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listFires(request.params.id, window), window);
+      },
+    );
+
+    app.post(
+      '/routines/webhook/:token',
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          summary: 'Fire a webhook routine (no auth header: the token authenticates); the JSON body becomes the payload',
+          params: TokenParams,
+          security: [],
+          response: { 202: DataEnvelope(Type.Object({ execution_id: Type.String() })) },
+        },
+      },
+      async (request, reply) => accepted(reply, await service.invokeWebhook(request.params.token, request.body)),
+    );
+
+    app.get(
+      '/routines/:id/executions',
+      {
+        schema: {
+          tags,
+          summary: "A routine's executions, newest first",
+          params: RoutineParams,
+          querystring: ListExecutionsQuery,
+          response: { 200: ListEnvelope(Execution) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listExecutions(request.params.id, request.query.status, window), window);
+      },
+    );
+
+    app.get(
+      '/routines/executions/:id',
+      { schema: { tags, summary: 'Get an execution', params: RoutineParams, response: { 200: DataEnvelope(Execution) } } },
+      async (request, reply) => ok(reply, await service.getExecution(request.params.id)),
+    );
+
+    app.delete(
+      '/routines/executions/:id',
+      { schema: { tags, summary: 'Delete an execution record', params: RoutineParams, response: { 200: Deleted } } },
+      async (request, reply) => {
+        await service.deleteExecution(request.params.id);
+        return deleted(reply, request.params.id);
+      },
+    );
+  };
+}

@@ -1,0 +1,502 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { newId, newSecret } from '../kernel/ids.js';
+import type { Notifier } from '../kernel/notifier.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { Inbox, MessageOutcome } from '../kernel/ports.js';
+import type { Db } from '../db/database.js';
+import { cronProblem, decideSlots, isValidTimeZone, Schedule, type CatchUp } from './schedule.js';
+import type {
+  ExecutionRow,
+  ExecutionStatus,
+  ExecutionTrigger,
+  FireRow,
+  RoutineRow,
+  RoutinesStore,
+  TriggerType,
+} from './store.js';
+
+export const ROUTINE_ORIGIN = 'routine_execution';
+export const ROUTINE_EVENT = 'routine.execute';
+/** Wakes every node's scheduler when routines change (a new earliest due time, a pause). */
+export const ROUTINES_CHANGED = 'routines:changed';
+const PLATFORM_SENDER = 'switchboard';
+const FIRE_BATCH = 500;
+
+export interface RoutineInput {
+  name: string;
+  description?: string;
+  trigger_type: TriggerType;
+  cron_expression?: string;
+  timezone?: string;
+  target_agent: string;
+  payload?: Record<string, unknown>;
+  enabled?: boolean;
+  catch_up?: CatchUp;
+  overlap?: 'allow' | 'skip';
+  timeout_seconds?: number;
+}
+
+export type RoutinePatch = Partial<RoutineInput>;
+
+export interface Routine {
+  id: string;
+  name: string;
+  description: string | null;
+  trigger_type: TriggerType;
+  cron_expression: string | null;
+  timezone: string;
+  target_agent: string;
+  payload: Record<string, unknown>;
+  enabled: boolean;
+  catch_up: CatchUp;
+  overlap: 'allow' | 'skip';
+  timeout_seconds: number;
+  next_run_at: string | null;
+  last_run_at: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+  /** Only when a token was just issued (create, rotate, switch to webhook): it is stored hashed. */
+  webhook_url?: string;
+  webhook_token?: string;
+}
+
+export interface Execution {
+  id: string;
+  routine_id: string;
+  status: ExecutionStatus;
+  trigger: ExecutionTrigger;
+  payload: unknown;
+  scheduled_for: string | null;
+  message_id: string | null;
+  output: string | null;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+export interface Fire {
+  id: string;
+  routine_id: string;
+  scheduled_for: string;
+  outcome: 'fired' | 'skipped';
+  reason: string | null;
+  execution_id: string | null;
+  created_at: string;
+}
+
+export interface RoutinesDeps {
+  store: RoutinesStore;
+  clock: Clock;
+  notifier: Notifier;
+  inbox: Inbox;
+  publicUrl: () => string;
+  logger: Logger;
+}
+
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+function toRoutine(row: RoutineRow): Routine {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    trigger_type: row.trigger_type,
+    cron_expression: row.cron_expression,
+    timezone: row.timezone,
+    target_agent: row.target_agent,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    enabled: row.enabled === 1,
+    catch_up: row.catch_up,
+    overlap: row.overlap,
+    timeout_seconds: row.timeout_seconds,
+    next_run_at: iso(row.next_run_at),
+    last_run_at: iso(row.last_run_at),
+    created_by: row.created_by,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function toExecution(row: ExecutionRow): Execution {
+  return {
+    id: row.id,
+    routine_id: row.routine_id,
+    status: row.status,
+    trigger: row.trigger,
+    payload: JSON.parse(row.payload) as unknown,
+    scheduled_for: iso(row.scheduled_for),
+    message_id: row.message_id,
+    output: row.output,
+    created_at: iso(row.created_at),
+    started_at: iso(row.started_at),
+    completed_at: iso(row.completed_at),
+  };
+}
+
+function toFire(row: FireRow): Fire {
+  return {
+    id: row.id,
+    routine_id: row.routine_id,
+    scheduled_for: iso(row.scheduled_for),
+    outcome: row.outcome,
+    reason: row.reason,
+    execution_id: row.execution_id,
+    created_at: iso(row.created_at),
+  };
+}
+
+/** An acknowledgement's output as the execution's text output (design §4). */
+function outputText(output: unknown): string | null {
+  if (output === undefined || output === null) return null;
+  return typeof output === 'string' ? output : JSON.stringify(output);
+}
+
+/**
+ * Routines: CRUD, the cron scheduler with its fire ledger, manual and webhook runs, and the
+ * executions whose fate the target agent decides through its inbox (design §4, §5).
+ */
+export class RoutinesService {
+  constructor(private readonly deps: RoutinesDeps) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  private webhookUrl(token: string): string {
+    return `${this.deps.publicUrl()}/core/api/v1/routines/webhook/${token}`;
+  }
+
+  /** Checks the schedule fields of a routine as it will be after a change. */
+  private validate(routine: Pick<RoutineRow, 'trigger_type' | 'cron_expression' | 'timezone'>): void {
+    if (!isValidTimeZone(routine.timezone)) throw InvalidRequest.field('timezone', `'${routine.timezone}' is not an IANA time zone`);
+    if (routine.trigger_type === 'cron') {
+      if (routine.cron_expression === null) throw InvalidRequest.field('cron_expression', 'is required when trigger_type is cron');
+      const problem = cronProblem(routine.cron_expression, routine.timezone);
+      if (problem) throw InvalidRequest.field('cron_expression', problem);
+    } else if (routine.cron_expression !== null) {
+      throw InvalidRequest.field('cron_expression', 'is only allowed when trigger_type is cron');
+    }
+  }
+
+  private nextRun(row: Pick<RoutineRow, 'trigger_type' | 'cron_expression' | 'timezone' | 'enabled'>, after: number): number | null {
+    if (row.trigger_type !== 'cron' || row.enabled !== 1) return null;
+    return new Schedule(row.cron_expression!, row.timezone).next(after);
+  }
+
+  private async changed(): Promise<void> {
+    await this.deps.notifier.notify(ROUTINES_CHANGED);
+  }
+
+  async create(input: RoutineInput, actor: string): Promise<Routine> {
+    const now = this.deps.clock.now();
+    const token = input.trigger_type === 'webhook' ? newSecret() : null;
+    const row: RoutineRow = {
+      id: newId('rtn', now),
+      name: input.name,
+      description: input.description ?? null,
+      trigger_type: input.trigger_type,
+      cron_expression: input.cron_expression ?? null,
+      timezone: input.timezone ?? 'UTC',
+      target_agent: input.target_agent,
+      payload: JSON.stringify(input.payload ?? {}),
+      enabled: input.enabled === false ? 0 : 1,
+      catch_up: input.catch_up ?? 'latest',
+      overlap: input.overlap ?? 'allow',
+      timeout_seconds: input.timeout_seconds ?? 3600,
+      webhook_token_hash: token === null ? null : hashToken(token),
+      next_run_at: null,
+      last_run_at: null,
+      created_by: actor,
+      created_at: now,
+      updated_at: now,
+    };
+    this.validate(row);
+    row.next_run_at = this.nextRun(row, now);
+    await this.store.insertRoutine(row);
+    await this.changed();
+    const routine = toRoutine(row);
+    return token === null ? routine : { ...routine, webhook_url: this.webhookUrl(token), webhook_token: token };
+  }
+
+  private async row(id: string, trx?: Db): Promise<RoutineRow> {
+    const row = await this.store.findRoutine(id, trx);
+    if (!row) throw new NotFound('Routine', id);
+    return row;
+  }
+
+  async get(id: string): Promise<Routine> {
+    return toRoutine(await this.row(id));
+  }
+
+  async list(filter: { trigger_type?: TriggerType; enabled?: boolean }, window: Page): Promise<Paged<Routine>> {
+    const result = await this.store.listRoutines(filter, window);
+    return { items: result.items.map(toRoutine), total: result.total };
+  }
+
+  async update(id: string, patch: RoutinePatch): Promise<Routine> {
+    const now = this.deps.clock.now();
+    let token: string | null = null;
+    const updated = await this.store.transaction(async (trx) => {
+      const current = await this.row(id, trx);
+      const next: RoutineRow = {
+        ...current,
+        ...(patch.name !== undefined && { name: patch.name }),
+        ...(patch.description !== undefined && { description: patch.description }),
+        ...(patch.trigger_type !== undefined && { trigger_type: patch.trigger_type }),
+        ...(patch.cron_expression !== undefined && { cron_expression: patch.cron_expression }),
+        ...(patch.timezone !== undefined && { timezone: patch.timezone }),
+        ...(patch.target_agent !== undefined && { target_agent: patch.target_agent }),
+        ...(patch.payload !== undefined && { payload: JSON.stringify(patch.payload) }),
+        ...(patch.enabled !== undefined && { enabled: patch.enabled ? 1 : 0 }),
+        ...(patch.catch_up !== undefined && { catch_up: patch.catch_up }),
+        ...(patch.overlap !== undefined && { overlap: patch.overlap }),
+        ...(patch.timeout_seconds !== undefined && { timeout_seconds: patch.timeout_seconds }),
+        updated_at: now,
+      };
+      // Switching away from cron drops the expression (unless the patch sets one, which validate rejects).
+      if (patch.trigger_type === 'webhook' && patch.cron_expression === undefined) next.cron_expression = null;
+      this.validate(next);
+      if (next.trigger_type === 'webhook' && next.webhook_token_hash === null) {
+        token = newSecret();
+        next.webhook_token_hash = hashToken(token);
+      }
+      if (next.trigger_type === 'cron') next.webhook_token_hash = null;
+      // A resume or a schedule change starts from now: nothing missed while paused fires.
+      const scheduleChanged =
+        next.enabled !== current.enabled ||
+        next.cron_expression !== current.cron_expression ||
+        next.timezone !== current.timezone ||
+        next.trigger_type !== current.trigger_type;
+      if (scheduleChanged) next.next_run_at = this.nextRun(next, now);
+      const { id: _id, ...changes } = next;
+      await this.store.updateRoutine(id, changes, trx);
+      return next;
+    });
+    await this.changed();
+    const routine = toRoutine(updated);
+    return token === null ? routine : { ...routine, webhook_url: this.webhookUrl(token), webhook_token: token };
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.store.transaction(async (trx) => {
+      await this.row(id, trx);
+      const outstanding = await this.store.deleteRoutine(id, trx);
+      for (const messageId of outstanding) await this.deps.inbox.cancel(messageId, 'routine deleted', trx);
+    });
+    await this.changed();
+  }
+
+  async rotateToken(id: string): Promise<{ webhook_url: string; webhook_token: string }> {
+    const token = newSecret();
+    await this.store.transaction(async (trx) => {
+      const row = await this.row(id, trx);
+      if (row.trigger_type !== 'webhook') throw new Conflict(`Routine '${id}' is not a webhook routine`);
+      await this.store.updateRoutine(id, { webhook_token_hash: hashToken(token), updated_at: this.deps.clock.now() }, trx);
+    });
+    return { webhook_url: this.webhookUrl(token), webhook_token: token };
+  }
+
+  async preview(id: string, count: number): Promise<string[]> {
+    const row = await this.row(id);
+    if (row.trigger_type !== 'cron') throw new Conflict(`Routine '${id}' is a webhook routine and has no schedule`);
+    return new Schedule(row.cron_expression!, row.timezone).upcoming(this.deps.clock.now(), count).map((t) => iso(t));
+  }
+
+  /** Runs a routine now (manual trigger): 409 while it is paused. */
+  async trigger(id: string, payload?: unknown): Promise<Execution> {
+    return this.store.transaction(async (trx) => {
+      const row = await this.row(id, trx);
+      if (row.enabled !== 1) throw new Conflict(`Routine '${id}' is paused; resume it (PATCH enabled=true) first`);
+      return toExecution(await this.startExecution(trx, row, 'manual', null, payload ?? JSON.parse(row.payload)));
+    });
+  }
+
+  /** A webhook invocation: the token authenticates; the body becomes the payload. */
+  async invokeWebhook(token: string, body: unknown): Promise<{ execution_id: string }> {
+    const row = await this.store.findRoutineByTokenHash(hashToken(token));
+    if (!row || row.trigger_type !== 'webhook') throw new NotFound('Webhook');
+    if (row.enabled !== 1) throw new Conflict('This routine is paused');
+    const execution = await this.store.transaction((trx) => this.startExecution(trx, row, 'webhook', null, body ?? {}));
+    return { execution_id: execution.id };
+  }
+
+  /** Creates an execution and puts `routine.execute` in the target's inbox, in `trx`. */
+  private async startExecution(
+    trx: Db,
+    routine: RoutineRow,
+    trigger: ExecutionTrigger,
+    scheduledFor: number | null,
+    payload: unknown,
+    id: string = newId('exe'),
+  ): Promise<ExecutionRow> {
+    const now = this.deps.clock.now();
+    const sent = await this.deps.inbox.send(
+      {
+        source: PLATFORM_SENDER,
+        destination: routine.target_agent,
+        event_name: ROUTINE_EVENT,
+        payload: { routine_id: routine.id, execution_id: id, trigger, payload },
+        origin: { kind: ROUTINE_ORIGIN, ref: id },
+      },
+      trx,
+    );
+    const row: ExecutionRow = {
+      id,
+      routine_id: routine.id,
+      status: 'pending',
+      trigger,
+      payload: JSON.stringify(payload),
+      scheduled_for: scheduledFor,
+      message_id: sent.message_id,
+      output: null,
+      deadline_at: now + routine.timeout_seconds * 1000,
+      created_at: now,
+      started_at: null,
+      completed_at: null,
+    };
+    await this.store.insertExecution(trx, row);
+    if (trigger !== 'cron') await this.store.updateRoutine(routine.id, { last_run_at: now }, trx);
+    return row;
+  }
+
+  async listExecutions(routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<Execution>> {
+    await this.row(routineId);
+    const result = await this.store.listExecutions(routineId, status, window);
+    return { items: result.items.map(toExecution), total: result.total };
+  }
+
+  async getExecution(id: string): Promise<Execution> {
+    const row = await this.store.findExecution(id);
+    if (!row) throw new NotFound('Execution', id);
+    return toExecution(row);
+  }
+
+  async deleteExecution(id: string): Promise<void> {
+    if (!(await this.store.deleteExecution(id))) throw new NotFound('Execution', id);
+  }
+
+  async listFires(routineId: string, window: Page): Promise<Paged<Fire>> {
+    await this.row(routineId);
+    const result = await this.store.listFires(routineId, window);
+    return { items: result.items.map(toFire), total: result.total };
+  }
+
+  /** Messaging calls this inside the transaction that delivers, acknowledges or dead-letters. */
+  async handleOutcome(outcome: MessageOutcome, trx: Db): Promise<void> {
+    const now = this.deps.clock.now();
+    const id = outcome.origin.ref;
+    if (outcome.status === 'delivered') {
+      await this.store.transitionExecution(trx, id, ['pending'], { status: 'running', started_at: now });
+      return;
+    }
+    const execution = await this.store.findExecution(id, trx);
+    if (!execution) return;
+    const succeeded = outcome.status === 'acknowledged';
+    await this.store.transitionExecution(trx, id, ['pending', 'running'], {
+      status: succeeded ? 'success' : 'failed',
+      output: succeeded ? outputText(outcome.output) : (outcome.reason ?? 'dead-lettered'),
+      started_at: execution.started_at ?? now,
+      completed_at: now,
+    });
+  }
+
+  /**
+   * Fires every due cron slot (the scheduler's pass). Each slot is a ledger row unique on
+   * (routine_id, scheduled_for), written in the same transaction as its execution and inbox
+   * message, so restarts, a second node or a racing trigger never fire a slot twice.
+   * Returns how many executions were started.
+   */
+  async fireDue(): Promise<number> {
+    let started = 0;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const { fired, claimed } = await this.store.transaction(async (trx) => {
+        const due = await this.store.claimDueRoutines(trx, now, FIRE_BATCH);
+        if (due.length === 0) return { fired: 0, claimed: 0 };
+        const busy = await this.store.routinesWithOpenExecutions(
+          trx,
+          due.filter((r) => r.overlap === 'skip').map((r) => r.id),
+        );
+        const fires: FireRow[] = [];
+        const byRoutine = new Map(due.map((r) => [r.id, r]));
+        for (const routine of due) {
+          const schedule = new Schedule(routine.cron_expression!, routine.timezone);
+          const slots = schedule.dueSlots(routine.next_run_at!, now);
+          const decision = decideSlots(slots, now, routine.catch_up);
+          let running = busy.has(routine.id);
+          for (const slot of decision.fire) {
+            if (routine.overlap === 'skip' && running) {
+              fires.push(this.fireRow(routine.id, slot, now, 'skipped', 'overlap: the previous execution has not finished'));
+              continue;
+            }
+            fires.push(this.fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
+            running = true;
+          }
+          for (const { slot, reason } of decision.skip) fires.push(this.fireRow(routine.id, slot, now, 'skipped', reason));
+          const lastSlot = slots[slots.length - 1] ?? routine.next_run_at!;
+          const firedSlots = fires.filter((f) => f.routine_id === routine.id && f.outcome === 'fired');
+          await this.store.updateRoutine(
+            routine.id,
+            {
+              next_run_at: schedule.next(Math.max(now, lastSlot)),
+              ...(firedSlots.length > 0 && { last_run_at: now }),
+            },
+            trx,
+          );
+        }
+        const inserted = await this.store.insertFires(trx, fires);
+        let count = 0;
+        for (const fire of inserted) {
+          if (fire.outcome !== 'fired') continue;
+          const routine = byRoutine.get(fire.routine_id)!;
+          await this.startExecution(trx, routine, 'cron', fire.scheduled_for, JSON.parse(routine.payload), fire.execution_id!);
+          count++;
+        }
+        return { fired: count, claimed: due.length };
+      });
+      started += fired;
+      if (claimed < FIRE_BATCH) return started;
+    }
+  }
+
+  private fireRow(
+    routineId: string,
+    slot: number,
+    now: number,
+    outcome: 'fired' | 'skipped',
+    reason: string | null,
+    executionId: string | null = null,
+  ): FireRow {
+    return { id: newId('fire', now), routine_id: routineId, scheduled_for: slot, outcome, reason, execution_id: executionId, created_at: now };
+  }
+
+  /** Fails executions that outlived `timeout_seconds` and withdraws their messages. */
+  async expireTimedOut(): Promise<number> {
+    const now = this.deps.clock.now();
+    return this.store.transaction(async (trx) => {
+      const expired = await this.store.claimTimedOut(trx, now, FIRE_BATCH);
+      for (const execution of expired) {
+        const routine = await this.store.findRoutine(execution.routine_id, trx);
+        const seconds = routine?.timeout_seconds ?? Math.round((execution.deadline_at - execution.created_at) / 1000);
+        await this.store.transitionExecution(trx, execution.id, ['pending', 'running'], {
+          status: 'failed',
+          output: `timed out after ${seconds} s without an acknowledgement`,
+          completed_at: now,
+        });
+        if (execution.message_id) await this.deps.inbox.cancel(execution.message_id, 'execution timed out', trx);
+      }
+      return expired.length;
+    });
+  }
+
+  /** When the scheduler must look again: the earliest due slot or execution deadline. */
+  async nextWakeAt(): Promise<number | null> {
+    const [due, deadline] = await Promise.all([this.store.nextDueAt(), this.store.nextDeadline()]);
+    const times = [due, deadline].filter((t): t is number => t !== null);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+}

@@ -1,0 +1,235 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../db/database.js';
+import { paginate } from '../db/paginate.js';
+import type { DialectCapabilities } from '../db/capabilities.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+
+export type TriggerType = 'cron' | 'webhook';
+export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed';
+export type ExecutionTrigger = 'cron' | 'webhook' | 'manual';
+
+export interface RoutinesTable {
+  id: string;
+  name: string;
+  description: string | null;
+  trigger_type: TriggerType;
+  cron_expression: string | null;
+  timezone: string;
+  target_agent: string;
+  payload: string;
+  enabled: number;
+  catch_up: 'none' | 'latest' | 'all';
+  overlap: 'allow' | 'skip';
+  timeout_seconds: number;
+  webhook_token_hash: string | null;
+  next_run_at: number | null;
+  last_run_at: number | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RoutineExecutionsTable {
+  id: string;
+  routine_id: string;
+  status: ExecutionStatus;
+  trigger: ExecutionTrigger;
+  payload: string;
+  scheduled_for: number | null;
+  message_id: string | null;
+  output: string | null;
+  deadline_at: number;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
+export interface RoutineFiresTable {
+  id: string;
+  routine_id: string;
+  scheduled_for: number;
+  outcome: 'fired' | 'skipped';
+  reason: string | null;
+  execution_id: string | null;
+  created_at: number;
+}
+
+export interface RoutinesTables {
+  routines: RoutinesTable;
+  routine_executions: RoutineExecutionsTable;
+  routine_fires: RoutineFiresTable;
+}
+
+export type RoutineRow = Selectable<RoutinesTable>;
+export type ExecutionRow = Selectable<RoutineExecutionsTable>;
+export type FireRow = Selectable<RoutineFiresTable>;
+
+const UNFINISHED: ExecutionStatus[] = ['pending', 'running'];
+
+export class RoutinesStore {
+  constructor(
+    private readonly db: Db,
+    private readonly caps: DialectCapabilities,
+  ) {}
+
+  transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(work);
+  }
+
+  async insertRoutine(row: RoutineRow): Promise<void> {
+    await this.db.insertInto('routines').values(row).execute();
+  }
+
+  async findRoutine(id: string, trx: Db = this.db): Promise<RoutineRow | undefined> {
+    return trx.selectFrom('routines').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async findRoutineByTokenHash(hash: string): Promise<RoutineRow | undefined> {
+    return this.db.selectFrom('routines').selectAll().where('webhook_token_hash', '=', hash).executeTakeFirst();
+  }
+
+  async listRoutines(filter: { trigger_type?: TriggerType; enabled?: boolean }, window: Page): Promise<Paged<RoutineRow>> {
+    let query = this.db.selectFrom('routines').selectAll().orderBy('id');
+    if (filter.trigger_type !== undefined) query = query.where('trigger_type', '=', filter.trigger_type);
+    if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled ? 1 : 0);
+    return paginate(query, window);
+  }
+
+  async updateRoutine(id: string, changes: Partial<RoutineRow>, trx: Db = this.db): Promise<void> {
+    await trx.updateTable('routines').set(changes).where('id', '=', id).execute();
+  }
+
+  /** Deletes a routine with its executions and fires; returns the message ids still outstanding. */
+  async deleteRoutine(id: string, trx: Db): Promise<string[]> {
+    const open = await trx
+      .selectFrom('routine_executions')
+      .select('message_id')
+      .where('routine_id', '=', id)
+      .where('status', 'in', UNFINISHED)
+      .where('message_id', 'is not', null)
+      .execute();
+    await trx.deleteFrom('routine_fires').where('routine_id', '=', id).execute();
+    await trx.deleteFrom('routine_executions').where('routine_id', '=', id).execute();
+    await trx.deleteFrom('routines').where('id', '=', id).execute();
+    return open.map((r) => r.message_id!);
+  }
+
+  /**
+   * Claims up to `limit` enabled cron routines due at `now`. On PostgreSQL the rows stay locked
+   * (SKIP LOCKED) until the transaction ends, so another node takes different ones.
+   */
+  async claimDueRoutines(trx: Db, now: number, limit: number): Promise<RoutineRow[]> {
+    let query = trx
+      .selectFrom('routines')
+      .selectAll()
+      .where('enabled', '=', 1)
+      .where('trigger_type', '=', 'cron')
+      .where('next_run_at', '<=', now)
+      .orderBy('next_run_at')
+      .limit(limit);
+    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
+    return query.execute();
+  }
+
+  /** The earliest next_run_at of enabled cron routines (the scheduler sleeps until then). */
+  async nextDueAt(): Promise<number | null> {
+    const row = await this.db
+      .selectFrom('routines')
+      .select((eb) => eb.fn.min('next_run_at').as('next'))
+      .where('enabled', '=', 1)
+      .where('trigger_type', '=', 'cron')
+      .executeTakeFirst();
+    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+  }
+
+  /** Routine ids among `ids` with an execution still pending or running. */
+  async routinesWithOpenExecutions(trx: Db, ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await trx
+      .selectFrom('routine_executions')
+      .select('routine_id')
+      .distinct()
+      .where('routine_id', 'in', ids)
+      .where('status', 'in', UNFINISHED)
+      .execute();
+    return new Set(rows.map((r) => r.routine_id));
+  }
+
+  /**
+   * Writes ledger rows; returns the ones that were new. The unique (routine_id, scheduled_for)
+   * key is what makes a slot fire once, whatever raced for it.
+   */
+  async insertFires(trx: Db, rows: FireRow[]): Promise<FireRow[]> {
+    if (rows.length === 0) return [];
+    const inserted = await trx
+      .insertInto('routine_fires')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing())
+      .returning('id')
+      .execute();
+    const ids = new Set(inserted.map((r) => r.id));
+    return rows.filter((r) => ids.has(r.id));
+  }
+
+  async insertExecution(trx: Db, row: ExecutionRow): Promise<void> {
+    await trx.insertInto('routine_executions').values(row).execute();
+  }
+
+  async findExecution(id: string, trx: Db = this.db): Promise<ExecutionRow | undefined> {
+    return trx.selectFrom('routine_executions').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async listExecutions(routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<ExecutionRow>> {
+    let query = this.db.selectFrom('routine_executions').selectAll().where('routine_id', '=', routineId).orderBy('id', 'desc');
+    if (status !== undefined) query = query.where('status', '=', status);
+    return paginate(query, window);
+  }
+
+  async listFires(routineId: string, window: Page): Promise<Paged<FireRow>> {
+    const query = this.db.selectFrom('routine_fires').selectAll().where('routine_id', '=', routineId).orderBy('scheduled_for', 'desc');
+    return paginate(query, window);
+  }
+
+  async deleteExecution(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('routine_executions').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** Moves an unfinished execution; false when it had already finished (or is gone). */
+  async transitionExecution(
+    trx: Db,
+    id: string,
+    from: ExecutionStatus[],
+    changes: Partial<Pick<ExecutionRow, 'status' | 'output' | 'started_at' | 'completed_at' | 'message_id'>>,
+  ): Promise<boolean> {
+    const result = await trx
+      .updateTable('routine_executions')
+      .set(changes)
+      .where('id', '=', id)
+      .where('status', 'in', from)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Unfinished executions past their deadline, locked for this node on PostgreSQL. */
+  async claimTimedOut(trx: Db, now: number, limit: number): Promise<ExecutionRow[]> {
+    let query = trx
+      .selectFrom('routine_executions')
+      .selectAll()
+      .where('status', 'in', UNFINISHED)
+      .where('deadline_at', '<=', now)
+      .orderBy('deadline_at')
+      .limit(limit);
+    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
+    return query.execute();
+  }
+
+  async nextDeadline(): Promise<number | null> {
+    const row = await this.db
+      .selectFrom('routine_executions')
+      .select((eb) => eb.fn.min('deadline_at').as('next'))
+      .where('status', 'in', UNFINISHED)
+      .executeTakeFirst();
+    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+  }
+}
