@@ -1,7 +1,8 @@
 import type { AuthTables } from '../auth/store.js';
+import type { RoutinesTables } from '../routines/store.js';
 
 /**
  * The database seen by Kysely: the union of every domain's tables. Each domain declares its
  * own tables next to its store; this file only joins them.
  */
-export interface Database extends AuthTables {}
+export interface Database extends AuthTables, RoutinesTables {}

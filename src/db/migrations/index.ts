@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 import * as foundation from './0001-foundation.js';
+import * as routines from './0006-routines.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -12,4 +13,5 @@ export interface SwitchboardMigration {
  */
 export const migrations: Record<string, SwitchboardMigration> = {
   '0001-foundation': foundation,
+  '0006-routines': routines,
 };
