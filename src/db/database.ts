@@ -2,14 +2,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
+  CompiledQuery,
   Kysely,
   PostgresDialect,
   SqliteAdapter,
   SqliteDialect,
+  SqliteDriver,
   sql,
+  type DatabaseConnection,
   type DialectAdapter,
-  type MigrationLockOptions,
+  type Driver,
   type SqliteDatabase,
+  type SqliteDialectConfig,
 } from 'kysely';
 import pg from 'pg';
 import type { DialectCapabilities } from './capabilities.js';
@@ -50,11 +54,13 @@ function openSqlite(dataDir: string): DatabaseHandle {
   // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes
   // (a power loss may drop the last transactions, never corrupt). busy_timeout covers a second
   // process (the CLI) writing while the server runs.
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
+  // Switching to WAL needs a moment of exclusive access; a second process opening the file
+  // at the same time gets SQLITE_BUSY without any wait, so retry.
+  retryBusy(() => sqlite.pragma('journal_mode = WAL'));
+  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new LockingSqliteDialect({ database: withStatementCache(sqlite) }) });
+  const db = new Kysely<Database>({ dialect: new SwitchboardSqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     db,
     caps: sqliteCapabilities,
@@ -70,26 +76,49 @@ function openSqlite(dataDir: string): DatabaseHandle {
 }
 
 /**
- * Kysely's SQLite adapter assumes one process and takes no migration lock, so two processes
- * on one file (a server starting while `switchboard migrate` runs) would both apply a
- * migration. SQLite has transactional DDL: run migrations in a transaction whose first
- * statement writes the lock row, which makes the second process wait (busy_timeout) until the
- * first commits, then find nothing left to do.
+ * Two processes may write one SQLite file (a server and `switchboard migrate` or `keys`).
+ * A deferred transaction that reads and then writes fails at once with SQLITE_BUSY when the
+ * other process wrote in between (the busy timeout cannot help a stale snapshot), so every
+ * transaction begins IMMEDIATE: it takes the write lock up front, waiting up to busy_timeout.
+ * With transactional DDL declared, Kysely's migrator runs inside such a transaction, which
+ * makes it the migration lock: a second process waits, then finds nothing left to apply.
  */
-class LockingSqliteAdapter extends SqliteAdapter {
-  override get supportsTransactionalDdl(): boolean {
-    return true;
-  }
-
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's adapter signature
-  override async acquireMigrationLock(db: Kysely<any>, options: MigrationLockOptions): Promise<void> {
-    await db.updateTable(options.lockTable).set({ is_locked: 1 }).where('id', '=', options.lockRowId).execute();
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 }
 
-class LockingSqliteDialect extends SqliteDialect {
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class SwitchboardSqliteDialect extends SqliteDialect {
+  constructor(private readonly config: SqliteDialectConfig) {
+    super(config);
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.config);
+  }
+
   override createAdapter(): DialectAdapter {
-    return new LockingSqliteAdapter();
+    return new TransactionalDdlSqliteAdapter();
+  }
+}
+
+/** Retries a statement that SQLite refuses with SQLITE_BUSY without calling its busy handler. */
+function retryBusy<T>(work: () => T, timeoutMs = 5000): T {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return work();
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
   }
 }
 
