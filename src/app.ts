@@ -1,6 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { createAuthDomain } from './auth/index.js';
+import { createMessagingDomain } from './messaging/index.js';
+import { createRoutinesDomain } from './routines/index.js';
 import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -79,9 +81,18 @@ export async function createApp(options: AppOptions): Promise<App> {
   const auth = createAuthDomain({ db, clock, notifier });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
-  // Each domain adds its workers here and its routes below, in dependency order.
+  const messaging = createMessagingDomain(platform);
+  const routines = createRoutinesDomain({
+    platform,
+    inbox: messaging.service,
+    registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
+  });
+
+  // Workers start after the server listens, in this order, and stop in reverse.
   const workers: Worker[] = [
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
+    ...messaging.workers,
+    ...routines.workers,
   ];
 
   const http = await buildHttpServer({
@@ -91,7 +102,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     limiter,
     metrics: createMetrics(),
     ready: () => database.ping(),
-    routes: [{ prefix: '/api/v1', plugin: auth.routes }],
+    routes: [
+      { prefix: '/api/v1', plugin: auth.routes },
+      { prefix: '/api/v1', plugin: messaging.routes },
+      { prefix: '/core/api/v1', plugin: routines.routes },
+    ],
   });
 
   let closing: Promise<void> | null = null;

@@ -1,15 +1,18 @@
 import { EventEmitter } from 'node:events';
+import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import type { Db } from '../db/database.js';
 
 /**
  * Wake-ups between parts of the platform (a message arrived, a run advanced, an event was
  * published). A notification is only ever a latency hint: every consumer must also work from
  * what is in the database, so a lost notification costs latency, never correctness.
- * Publish after the transaction that made the change has committed.
+ * Publish after the transaction that made the change has committed, or pass that transaction
+ * as `trx`: PostgreSQL then delivers the notification at commit (and drops it on rollback).
  */
 export interface Notifier {
-  notify(channel: string, payload?: string): Promise<void>;
+  notify(channel: string, payload?: string, trx?: Db): Promise<void>;
   listen(channel: string, handler: (payload: string) => void): () => void;
   close(): Promise<void>;
 }
@@ -22,7 +25,9 @@ export class InProcessNotifier implements Notifier {
     this.emitter.setMaxListeners(0);
   }
 
-  async notify(channel: string, payload = ''): Promise<void> {
+  // With one SQLite connection, a listener woken inside a transaction cannot read until that
+  // transaction ends (Kysely queues its query), so emitting at once is safe.
+  async notify(channel: string, payload = '', _trx?: Db): Promise<void> {
     this.emitter.emit(channel, payload);
   }
 
@@ -114,10 +119,11 @@ export class PostgresNotifier implements Notifier {
     this.retryTimer.unref();
   }
 
-  async notify(channel: string, payload = ''): Promise<void> {
+  async notify(channel: string, payload = '', trx?: Db): Promise<void> {
     const body = JSON.stringify({ c: channel, p: payload });
     if (Buffer.byteLength(body) > MAX_PAYLOAD) throw new Error(`notification payload too large on ${channel}`);
-    await this.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, body]);
+    if (trx) await sql`SELECT pg_notify(${PG_CHANNEL}, ${body})`.execute(trx);
+    else await this.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, body]);
   }
 
   listen(channel: string, handler: (payload: string) => void): () => void {

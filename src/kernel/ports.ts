@@ -20,7 +20,8 @@ export interface OutgoingMessage {
   source: string;
   destination: string;
   event_name: string;
-  payload: unknown;
+  /** Any JSON value; default {}. */
+  payload?: unknown;
   thread_id?: string;
   delivery_semantic?: 'at_least_once' | 'at_most_once';
   idempotency_key?: string;

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 import * as foundation from './0001-foundation.js';
+import * as messaging from './0002-messaging.js';
 import * as routines from './0006-routines.js';
 
 export interface SwitchboardMigration {
@@ -13,5 +14,6 @@ export interface SwitchboardMigration {
  */
 export const migrations: Record<string, SwitchboardMigration> = {
   '0001-foundation': foundation,
+  '0002-messaging': messaging,
   '0006-routines': routines,
 };

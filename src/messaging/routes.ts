@@ -1,0 +1,267 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
+import { created, deleted, list, ok } from '../http/reply.js';
+import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
+import {
+  AcknowledgeBody,
+  AgentQuery,
+  DeadLetter,
+  ExtendBody,
+  MessageParams,
+  Message,
+  Published,
+  PublishBody,
+  RateLimitQuery,
+  RateLimitStatus,
+  ReceiveQuery,
+  RejectBody,
+  SendBatchBody,
+  SendBody,
+  Sent,
+  Session,
+  SessionBody,
+  SessionParams,
+  SubscribeBody,
+  Subscription,
+  SubscriptionParams,
+  Thread,
+  ThreadBody,
+  ThreadParams,
+} from './schemas.js';
+import { DEFAULT_VISIBILITY_S, MAX_BATCH, MAX_WAIT_S, type Caller, type MessagingService } from './service.js';
+
+const tags = ['messaging'];
+
+const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: isAdmin(p) });
+
+export function messagingRoutes(service: MessagingService, shutdown: AbortSignal): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      '/messaging/send',
+      { schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
+      async (request, reply) => {
+        const { sent, replayed } = await service.sendAs(callerOf(request.principal), request.body);
+        if (replayed) return ok(reply.header('Idempotent-Replayed', 'true'), sent);
+        return created(reply, sent);
+      },
+    );
+
+    app.post(
+      '/messaging/send-batch',
+      {
+        schema: {
+          tags,
+          summary: 'Send up to 500 messages at once, all or nothing',
+          body: SendBatchBody,
+          response: { 201: DataEnvelope(Type.Object({ messages: Type.Array(Sent) })) },
+        },
+      },
+      async (request, reply) => created(reply, { messages: await service.sendBatchAs(callerOf(request.principal), request.body.messages) }),
+    );
+
+    app.get(
+      '/messaging/receive',
+      {
+        schema: {
+          tags,
+          summary: "Receive (long-poll) messages from an agent's inbox; each is leased for visibility_timeout",
+          querystring: ReceiveQuery,
+          response: { 200: DataEnvelope(Type.Object({ messages: Type.Array(Message) })) },
+        },
+      },
+      async (request, reply) => {
+        const agentId = actingAgent(request.principal, request.query.agent_id);
+        // The wait ends early when the client goes away or the server shuts down.
+        const gone = new AbortController();
+        request.raw.once('close', () => gone.abort());
+        const messages = await service.receive(
+          callerOf(request.principal),
+          agentId,
+          {
+            waitSeconds: Math.min(request.query.timeout ?? 0, MAX_WAIT_S),
+            max: Math.min(request.query.max ?? 10, MAX_BATCH),
+            visibilitySeconds: request.query.visibility_timeout ?? DEFAULT_VISIBILITY_S,
+          },
+          AbortSignal.any([gone.signal, shutdown]),
+        );
+        return ok(reply, { messages });
+      },
+    );
+
+    app.post(
+      '/messaging/acknowledge',
+      {
+        schema: {
+          tags,
+          summary: 'Acknowledge received messages (done); output is kept for the producer',
+          body: AcknowledgeBody,
+          response: { 200: DataEnvelope(Type.Object({ acknowledged: Type.Array(Type.String()) })) },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        const caller = callerOf(request.principal);
+        const result =
+          'message_ids' in body ? await service.acknowledge(caller, body.message_ids) : await service.acknowledge(caller, [body.message_id], body.output);
+        return ok(reply, result);
+      },
+    );
+
+    app.post(
+      '/messaging/reject',
+      {
+        schema: {
+          tags,
+          summary: 'Reject a received message: redelivered after backoff, or dead-lettered',
+          body: RejectBody,
+          response: {
+            200: DataEnvelope(
+              Type.Object({
+                message_id: Type.String(),
+                status: Type.Union([Type.Literal('requeued'), Type.Literal('dead_lettered')]),
+                retry_at: Type.Union([Type.String(), Type.Null()]),
+              }),
+            ),
+          },
+        },
+      },
+      async (request, reply) => ok(reply, await service.reject(callerOf(request.principal), request.body)),
+    );
+
+    app.post(
+      '/messaging/extend',
+      {
+        schema: {
+          tags,
+          summary: 'Extend the lease of a received message (long work)',
+          body: ExtendBody,
+          response: { 200: DataEnvelope(Type.Object({ message_id: Type.String(), visible_at: Type.String() })) },
+        },
+      },
+      async (request, reply) =>
+        ok(reply, await service.extend(callerOf(request.principal), request.body.message_id, request.body.visibility_timeout)),
+    );
+
+    app.get(
+      '/messaging/dead-letters',
+      { schema: { tags, summary: 'Dead-lettered messages with every delivery attempt', querystring: AgentQuery, response: { 200: ListEnvelope(DeadLetter) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listDeadLetters(callerOf(request.principal), request.query.agent_id, window), window);
+      },
+    );
+
+    app.post(
+      '/messaging/dead-letters/:message_id/redrive',
+      {
+        schema: {
+          tags,
+          summary: 'Put a dead letter back in the inbox as a new message linked to it',
+          params: MessageParams,
+          response: { 201: DataEnvelope(Message) },
+        },
+      },
+      async (request, reply) => created(reply, await service.redrive(callerOf(request.principal), request.params.message_id)),
+    );
+
+    app.post(
+      '/messaging/sessions',
+      { schema: { tags, summary: 'Create a session', body: SessionBody, response: { 201: DataEnvelope(Session) } } },
+      async (request, reply) => created(reply, await service.createSession(callerOf(request.principal), request.body)),
+    );
+
+    app.get(
+      '/messaging/sessions',
+      { schema: { tags, summary: 'List sessions', querystring: PageQuery, response: { 200: ListEnvelope(Session) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listSessions(window), window);
+      },
+    );
+
+    app.get(
+      '/messaging/sessions/:session_id',
+      { schema: { tags, summary: 'Get a session', params: SessionParams, response: { 200: DataEnvelope(Session) } } },
+      async (request, reply) => ok(reply, await service.getSession(request.params.session_id)),
+    );
+
+    app.post(
+      '/messaging/threads',
+      { schema: { tags, summary: 'Create a thread in a session', body: ThreadBody, response: { 201: DataEnvelope(Thread) } } },
+      async (request, reply) => created(reply, await service.createThread(callerOf(request.principal), request.body)),
+    );
+
+    app.get(
+      '/messaging/threads/:thread_id',
+      { schema: { tags, summary: 'Get a thread (participants and admins)', params: ThreadParams, response: { 200: DataEnvelope(Thread) } } },
+      async (request, reply) => ok(reply, await service.getThread(callerOf(request.principal), request.params.thread_id)),
+    );
+
+    app.get(
+      '/messaging/threads/:thread_id/messages',
+      {
+        schema: {
+          tags,
+          summary: 'Messages of a thread, in the order they were sent',
+          params: ThreadParams,
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(Message) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.threadMessages(callerOf(request.principal), request.params.thread_id, window), window);
+      },
+    );
+
+    app.post(
+      '/messaging/publish',
+      { schema: { tags, summary: 'Publish to a topic: one message per subscriber', body: PublishBody, response: { 201: DataEnvelope(Published) } } },
+      async (request, reply) => created(reply, await service.publish(callerOf(request.principal), request.body.topic, request.body.payload ?? {})),
+    );
+
+    app.post(
+      '/messaging/subscribe',
+      {
+        schema: {
+          tags,
+          summary: 'Subscribe an agent to a topic or pattern (idempotent)',
+          body: SubscribeBody,
+          response: { 200: DataEnvelope(Subscription), 201: DataEnvelope(Subscription) },
+        },
+      },
+      async (request, reply) => {
+        const { subscription, created: isNew } = await service.subscribe(callerOf(request.principal), request.body.agent_id, request.body.topic);
+        return isNew ? created(reply, subscription) : ok(reply, subscription);
+      },
+    );
+
+    app.get(
+      '/messaging/subscriptions',
+      { schema: { tags, summary: "List an agent's subscriptions", querystring: AgentQuery, response: { 200: ListEnvelope(Subscription) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listSubscriptions(callerOf(request.principal), request.query.agent_id, window), window);
+      },
+    );
+
+    app.delete(
+      '/messaging/subscriptions/:subscription_id',
+      { schema: { tags, summary: 'Unsubscribe', params: SubscriptionParams, response: { 200: Deleted } } },
+      async (request, reply) => {
+        await service.unsubscribe(callerOf(request.principal), request.params.subscription_id);
+        return deleted(reply, request.params.subscription_id);
+      },
+    );
+
+    app.get(
+      '/messaging/rate-limit',
+      { schema: { tags, summary: "An agent's request budget", querystring: RateLimitQuery, response: { 200: DataEnvelope(RateLimitStatus) } } },
+      async (request, reply) => {
+        const agentId = actingAgent(request.principal, request.query.agent_id);
+        return ok(reply, await service.rateLimit(callerOf(request.principal), agentId));
+      },
+    );
+  };
+}

@@ -1,0 +1,177 @@
+import { Type } from '@sinclair/typebox';
+import { AgentId, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+
+const EventName = Type.String({ minLength: 1, maxLength: 255, description: 'Name of the message event, e.g. task.review' });
+const DeliverySemantic = Type.Union([Type.Literal('at_least_once'), Type.Literal('at_most_once')], {
+  description: 'at_least_once (default): redelivered until acknowledged; at_most_once: settled on delivery, never redelivered',
+});
+const Topic = Type.String({ minLength: 1, maxLength: 255, description: "Dot-separated topic, e.g. 'orders.created'" });
+
+const SendFields = {
+  destination: Type.Intersect([AgentId], { description: 'Receiving agent' }),
+  event_name: EventName,
+  payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })),
+  delivery_semantic: Type.Optional(DeliverySemantic),
+  delay_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 86_400, description: 'Invisible to receivers for this long' })),
+  max_deliveries: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Deliveries before dead-lettering; default 5' })),
+};
+
+export const SendBody = Type.Object(
+  {
+    ...SendFields,
+    thread_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Thread the message belongs to (participants only)' })),
+    idempotency_key: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 255, description: 'A repeat from the same source within 24 h returns the original message' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SendBatchBody = Type.Object(
+  { messages: Type.Array(Type.Object(SendFields, { additionalProperties: false }), { minItems: 1, maxItems: 500 }) },
+  { additionalProperties: false },
+);
+
+export const Sent = Type.Object({
+  message_id: Type.String(),
+  status: Type.Literal('sent'),
+  timestamp: Timestamp,
+});
+
+export const Message = Type.Object({
+  message_id: Type.String(),
+  source: Type.String(),
+  destination: Type.String(),
+  event_name: Type.String(),
+  payload: Type.Unknown(),
+  thread_id: Type.Union([Type.String(), Type.Null()]),
+  timestamp: Timestamp,
+  retry_count: Type.Integer({ description: 'Number of prior deliveries' }),
+  delivery_semantic: DeliverySemantic,
+  status: Type.String({ description: 'sent, delivered (leased), acked, dead, redriven or cancelled' }),
+  redriven_from: Type.Union([Type.String(), Type.Null()], { description: 'The dead letter this message was redriven from' }),
+});
+
+export const ReceiveQuery = Type.Object({
+  agent_id: Type.Optional(Type.Intersect([AgentId], { description: 'Whose inbox; default: the calling agent' })),
+  timeout: Type.Optional(Type.Number({ minimum: 0, default: 0, description: 'Seconds to wait for a message (long poll); capped at 30' })),
+  max: Type.Optional(Type.Integer({ minimum: 1, default: 10, description: 'Most messages to return; capped at 100' })),
+  visibility_timeout: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 43_200, default: 30, description: 'Seconds the messages stay leased to this receiver' }),
+  ),
+});
+
+export const AcknowledgeBody = Type.Union([
+  Type.Object(
+    {
+      message_id: Type.String({ minLength: 1, maxLength: 100 }),
+      output: Type.Optional(Type.Unknown({ description: 'Result of the work, kept for the producer (routine execution, plan step)' })),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    { message_ids: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 }) },
+    { additionalProperties: false },
+  ),
+]);
+
+export const RejectBody = Type.Object(
+  {
+    message_id: Type.String({ minLength: 1, maxLength: 100 }),
+    reason: Type.String({ minLength: 1, maxLength: 4000 }),
+    requeue: Type.Optional(Type.Boolean({ default: true, description: 'false dead-letters the message at once' })),
+    delay_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400, description: 'Override the exponential backoff' })),
+  },
+  { additionalProperties: false },
+);
+
+export const ExtendBody = Type.Object(
+  {
+    message_id: Type.String({ minLength: 1, maxLength: 100 }),
+    visibility_timeout: Type.Integer({ minimum: 1, maximum: 43_200, description: 'Seconds from now' }),
+  },
+  { additionalProperties: false },
+);
+
+export const Attempt = Type.Object({
+  attempt: Type.Integer(),
+  receiver: Type.String(),
+  delivered_at: Timestamp,
+  outcome: Type.Union([Type.String(), Type.Null()]),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  ended_at: NullableTimestamp,
+});
+
+export const DeadLetter = Type.Composite([
+  Message,
+  Type.Object({ reason: Type.Union([Type.String(), Type.Null()]), dead_at: NullableTimestamp, attempts: Type.Array(Attempt) }),
+]);
+
+export const AgentQuery = Type.Composite([PageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);
+
+export const SessionBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }), metadata: Type.Optional(JsonObject) },
+  { additionalProperties: false },
+);
+
+export const Session = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  metadata: JsonObject,
+  created_by: Type.String(),
+  created_at: Timestamp,
+});
+
+export const ThreadBody = Type.Object(
+  {
+    session_id: Type.String({ minLength: 1, maxLength: 100 }),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    mode: Type.Optional(
+      Type.Union([Type.Literal('wild'), Type.Literal('turn')], {
+        description: 'wild: any participant any time (default); turn: participants speak in list order, round robin',
+      }),
+    ),
+    participants: Type.Array(AgentId, { minItems: 1, maxItems: 100 }),
+  },
+  { additionalProperties: false },
+);
+
+export const Thread = Type.Object({
+  id: Type.String(),
+  session_id: Type.String(),
+  name: Type.String(),
+  mode: Type.Union([Type.Literal('wild'), Type.Literal('turn')]),
+  participants: Type.Array(Type.String()),
+  next_speaker: Type.Union([Type.String(), Type.Null()], { description: 'In turn mode, who may send next' }),
+  created_by: Type.String(),
+  created_at: Timestamp,
+});
+
+export const SubscribeBody = Type.Object(
+  {
+    agent_id: AgentId,
+    topic: Type.Intersect([Topic], { description: "Exact topic, or a pattern: '*' matches one token, a final '>' one or more" }),
+  },
+  { additionalProperties: false },
+);
+
+export const Subscription = Type.Object({ id: Type.String(), agent_id: Type.String(), topic: Type.String(), created_at: Timestamp });
+
+export const PublishBody = Type.Object(
+  { topic: Topic, payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })) },
+  { additionalProperties: false },
+);
+
+export const Published = Type.Object({
+  topic: Type.String(),
+  count: Type.Integer({ description: 'Subscribers the message was delivered to' }),
+  message_ids: Type.Array(Type.String()),
+});
+
+export const RateLimitQuery = Type.Object({ agent_id: Type.Optional(AgentId) });
+export const RateLimitStatus = Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset_at: Timestamp });
+const Id = Type.String({ minLength: 1, maxLength: 100 });
+export const MessageParams = Type.Object({ message_id: Id });
+export const SessionParams = Type.Object({ session_id: Id });
+export const ThreadParams = Type.Object({ thread_id: Id });
+export const SubscriptionParams = Type.Object({ subscription_id: Id });

@@ -1,0 +1,667 @@
+import type { Logger } from 'pino';
+import type { Db } from '../db/database.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { Notifier } from '../kernel/notifier.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type {
+  DeliveryStats,
+  Inbox,
+  MessageOutcome,
+  OutcomeHandler,
+  OutgoingMessage,
+  PublishedEvent,
+  PublishListener,
+  SentMessage,
+} from '../kernel/ports.js';
+import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
+import { hasWildcard, topicMatches, topicProblem } from './topics.js';
+import type { DeliveryRow, MessageRow, MessagingStore, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './store.js';
+
+export const DEFAULT_MAX_DELIVERIES = 5;
+export const DEFAULT_VISIBILITY_S = 30;
+export const MAX_WAIT_S = 30;
+export const MAX_BATCH = 100;
+const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+const MAX_BACKOFF_S = 300;
+/** The caller of a request, as messaging sees it: who it is and whether it may act for others. */
+export interface Caller {
+  actor: string;
+  agentId: string | null;
+  admin: boolean;
+}
+
+export interface Message {
+  message_id: string;
+  source: string;
+  destination: string;
+  event_name: string;
+  payload: unknown;
+  thread_id: string | null;
+  timestamp: string;
+  retry_count: number;
+  delivery_semantic: 'at_least_once' | 'at_most_once';
+  status: string;
+  redriven_from: string | null;
+}
+
+export interface Attempt {
+  attempt: number;
+  receiver: string;
+  delivered_at: string;
+  outcome: string | null;
+  reason: string | null;
+  ended_at: string | null;
+}
+
+export interface DeadLetter extends Message {
+  reason: string | null;
+  dead_at: string | null;
+  attempts: Attempt[];
+}
+
+export interface Session {
+  id: string;
+  name: string;
+  metadata: Record<string, unknown>;
+  created_by: string;
+  created_at: string;
+}
+
+export interface Thread {
+  id: string;
+  session_id: string;
+  name: string;
+  mode: 'wild' | 'turn';
+  participants: string[];
+  next_speaker: string | null;
+  created_by: string;
+  created_at: string;
+}
+
+export interface Subscription {
+  id: string;
+  agent_id: string;
+  topic: string;
+  created_at: string;
+}
+
+export interface SendInput {
+  destination: string;
+  event_name: string;
+  payload?: unknown;
+  thread_id?: string;
+  delivery_semantic?: 'at_least_once' | 'at_most_once';
+  idempotency_key?: string;
+  delay_seconds?: number;
+  max_deliveries?: number;
+}
+
+function toMessage(row: MessageRow): Message {
+  return {
+    message_id: row.id,
+    source: row.source,
+    destination: row.destination,
+    event_name: row.event_name,
+    payload: JSON.parse(row.payload) as unknown,
+    thread_id: row.thread_id,
+    timestamp: iso(row.created_at),
+    retry_count: row.retry_count,
+    delivery_semantic: row.delivery_semantic,
+    status: row.state === 'pending' ? (row.deliveries > 0 ? 'delivered' : 'sent') : row.state,
+    redriven_from: row.redriven_from,
+  };
+}
+
+function toAttempt(row: DeliveryRow): Attempt {
+  return {
+    attempt: row.attempt,
+    receiver: row.receiver,
+    delivered_at: iso(row.delivered_at),
+    outcome: row.outcome,
+    reason: row.reason,
+    ended_at: iso(row.ended_at),
+  };
+}
+
+function toSession(row: SessionRow): Session {
+  return {
+    id: row.id,
+    name: row.name,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    created_by: row.created_by,
+    created_at: iso(row.created_at),
+  };
+}
+
+function toThread(row: ThreadRow): Thread {
+  const participants = JSON.parse(row.participants) as string[];
+  return {
+    id: row.id,
+    session_id: row.session_id,
+    name: row.name,
+    mode: row.mode,
+    participants,
+    next_speaker: row.mode === 'turn' ? participants[row.turn % participants.length]! : null,
+    created_by: row.created_by,
+    created_at: iso(row.created_at),
+  };
+}
+
+function toSubscription(row: SubscriptionRow): Subscription {
+  return { id: row.id, agent_id: row.agent_id, topic: row.topic, created_at: iso(row.created_at) };
+}
+
+export const inboxChannel = (agentId: string) => `inbox:${agentId}`;
+
+/**
+ * Durable agent inboxes (design §4, issue "Messaging"): FIFO per destination, leases with
+ * redelivery, reject with backoff, dead letters with every attempt, threads, topics. Also the
+ * transport other domains use through the Inbox port, with outcome handlers called inside the
+ * transaction that settles a message.
+ */
+export class MessagingService implements Inbox, DeliveryStats {
+  private readonly outcomeHandlers = new Map<string, OutcomeHandler>();
+  private readonly publishListeners: PublishListener[] = [];
+
+  constructor(
+    private readonly deps: {
+      store: MessagingStore;
+      clock: Clock;
+      notifier: Notifier;
+      limiter: RateLimiter;
+      logger: Logger;
+    },
+  ) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  registerOutcomeHandler(kind: string, handler: OutcomeHandler): void {
+    if (this.outcomeHandlers.has(kind)) throw new Error(`an outcome handler for '${kind}' is already registered`);
+    this.outcomeHandlers.set(kind, handler);
+  }
+
+  onPublish(listener: PublishListener): void {
+    this.publishListeners.push(listener);
+  }
+
+  private async emitOutcome(trx: Db, row: MessageRow, outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>) {
+    if (row.origin_kind === null || row.origin_ref === null) return;
+    const handler = this.outcomeHandlers.get(row.origin_kind);
+    if (!handler) return;
+    await handler({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...outcome }, trx);
+  }
+
+  private async wake(destinations: Iterable<string>, trx?: Db): Promise<void> {
+    for (const destination of new Set(destinations)) await this.deps.notifier.notify(inboxChannel(destination), '', trx);
+  }
+
+  private newRow(message: OutgoingMessage, now: number): NewMessageRow {
+    if (message.delay_seconds !== undefined && message.delay_seconds < 0) throw InvalidRequest.field('delay_seconds', 'must be ≥ 0');
+    return {
+      id: newId('msg', now),
+      source: message.source,
+      destination: message.destination,
+      event_name: message.event_name,
+      payload: JSON.stringify(message.payload ?? {}),
+      thread_id: message.thread_id ?? null,
+      delivery_semantic: message.delivery_semantic ?? 'at_least_once',
+      idempotency_key: message.idempotency_key ?? null,
+      state: 'pending',
+      visible_at: now + (message.delay_seconds ?? 0) * 1000,
+      retry_count: 0,
+      deliveries: 0,
+      max_deliveries: message.max_deliveries ?? DEFAULT_MAX_DELIVERIES,
+      delivered_at: null,
+      receiver: null,
+      acked_at: null,
+      output: null,
+      dead_reason: null,
+      dead_at: null,
+      origin_kind: message.origin?.kind ?? null,
+      origin_ref: message.origin?.ref ?? null,
+      redriven_from: null,
+      created_at: now,
+    };
+  }
+
+  /** Inbox port: a platform sender puts work into an agent's inbox, inside the caller's transaction. */
+  async send(message: OutgoingMessage, trx?: Db): Promise<SentMessage> {
+    const now = this.deps.clock.now();
+    const row = this.newRow(message, now);
+    if (trx) {
+      await this.store.insertMessages(trx, [row]);
+      await this.wake([row.destination], trx);
+    } else {
+      await this.store.transaction((t) => this.store.insertMessages(t, [row]));
+      await this.wake([row.destination]);
+    }
+    return { message_id: row.id, status: 'sent', timestamp: iso(now) };
+  }
+
+  /** Inbox port: withdraws an unsettled message (a cancelled step, a deleted routine). */
+  async cancel(messageId: string, _reason: string, trx?: Db): Promise<void> {
+    const run = async (t: Db) => {
+      const row = await this.store.findMessage(messageId, t);
+      if (row && row.state === 'pending') await this.store.settle(t, messageId, { state: 'cancelled' });
+    };
+    await (trx ? run(trx) : this.store.transaction(run));
+  }
+
+  /** HTTP send: `source` is the caller; thread rules and idempotency apply. */
+  async sendAs(caller: Caller, input: SendInput): Promise<{ sent: SentMessage; replayed: boolean }> {
+    const now = this.deps.clock.now();
+    const source = caller.agentId ?? caller.actor;
+    const result = await this.store.transaction(async (trx) => {
+      if (input.idempotency_key !== undefined) {
+        const existing = await this.store.findByIdempotencyKey(trx, source, input.idempotency_key);
+        if (existing && now - existing.created_at < IDEMPOTENCY_WINDOW_MS) {
+          return { row: existing, replayed: true };
+        }
+        if (existing) await this.store.clearIdempotencyKey(trx, existing.id);
+      }
+      if (input.thread_id !== undefined) await this.takeTurn(trx, input.thread_id, source, input.destination);
+      const row = this.newRow({ ...input, source }, now);
+      await this.store.insertMessages(trx, [row]);
+      await this.wake([row.destination], trx);
+      return { row: { ...row, seq: 0 }, replayed: false };
+    }).catch(async (err: unknown) => {
+      // Two sends with one idempotency key raced: the loser returns the winner's message.
+      if (input.idempotency_key !== undefined && this.store.isUniqueViolation(err)) {
+        const existing = await this.store.findByIdempotencyKey(this.store.db, source, input.idempotency_key);
+        if (existing) return { row: existing, replayed: true };
+      }
+      throw err;
+    });
+    return {
+      sent: { message_id: result.row.id, status: 'sent', timestamp: iso(result.row.created_at) },
+      replayed: result.replayed,
+    };
+  }
+
+  /** All-or-nothing batch send (up to 500). */
+  async sendBatchAs(caller: Caller, inputs: SendInput[]): Promise<SentMessage[]> {
+    const now = this.deps.clock.now();
+    const source = caller.agentId ?? caller.actor;
+    inputs.forEach((input, i) => {
+      if (input.thread_id !== undefined) throw InvalidRequest.field(`messages.${i}.thread_id`, 'is not supported in batches; send thread messages one at a time');
+      if (input.idempotency_key !== undefined) throw InvalidRequest.field(`messages.${i}.idempotency_key`, 'is not supported in batches');
+    });
+    const rows = inputs.map((input) => this.newRow({ ...input, source }, now));
+    await this.store.transaction(async (trx) => {
+      await this.store.insertMessages(trx, rows);
+      await this.wake(rows.map((r) => r.destination), trx);
+    });
+    return rows.map((r) => ({ message_id: r.id, status: 'sent' as const, timestamp: iso(now) }));
+  }
+
+  /** Thread rules (design §5): participants only; in turn mode, round robin in list order. */
+  private async takeTurn(trx: Db, threadId: string, sender: string, destination: string): Promise<void> {
+    const thread = await this.store.findThread(threadId, trx);
+    if (!thread) throw new NotFound('Thread', threadId);
+    const participants = JSON.parse(thread.participants) as string[];
+    if (!participants.includes(sender)) throw new Forbidden(`'${sender}' is not a participant of thread '${threadId}'`);
+    if (!participants.includes(destination)) {
+      throw InvalidRequest.field('destination', `'${destination}' is not a participant of thread '${threadId}'`);
+    }
+    if (thread.mode !== 'turn') return;
+    const expected = participants[thread.turn % participants.length]!;
+    if (expected !== sender) throw new Conflict(`It is '${expected}''s turn in thread '${threadId}', not '${sender}''s`);
+    if (!(await this.store.advanceTurn(trx, threadId, thread.turn))) {
+      throw new Conflict(`Another message took this turn in thread '${threadId}'; fetch the thread and retry`);
+    }
+  }
+
+  private checkReceiver(caller: Caller, agentId: string): void {
+    if (!caller.admin && caller.agentId !== agentId) throw new Forbidden(`Agent '${caller.agentId}' cannot receive for agent '${agentId}'`);
+  }
+
+  /**
+   * Long-polls the inbox: returns at once when messages are visible, else waits up to
+   * `waitSeconds` for a notification (a send, a lease running out) or until `signal` aborts.
+   */
+  async receive(
+    caller: Caller,
+    agentId: string,
+    options: { waitSeconds: number; max: number; visibilitySeconds: number },
+    signal: AbortSignal,
+  ): Promise<Message[]> {
+    this.checkReceiver(caller, agentId);
+    const deadline = this.deps.clock.now() + options.waitSeconds * 1000;
+    let wakeUp: (() => void) | null = null;
+    let notified = false;
+    // Listen before the first look, so a send between the look and the wait is not missed.
+    const stop = this.deps.notifier.listen(inboxChannel(agentId), () => {
+      notified = true;
+      wakeUp?.();
+    });
+    try {
+      for (;;) {
+        notified = false;
+        const messages = await this.claim(agentId, caller.actor, options.max, options.visibilitySeconds);
+        const now = this.deps.clock.now();
+        if (messages.length > 0 || now >= deadline || signal.aborted) return messages;
+        if (notified) continue;
+        const nextVisible = await this.store.nextVisibleAt(agentId, now);
+        const until = Math.min(deadline, nextVisible ?? deadline);
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            wakeUp = null;
+            resolve();
+          };
+          const timer = setTimeout(done, Math.max(0, until - now));
+          signal.addEventListener('abort', done, { once: true });
+          wakeUp = done;
+          if (notified) done();
+        });
+      }
+    } finally {
+      stop();
+    }
+  }
+
+  private async claim(agentId: string, receiver: string, max: number, visibilitySeconds: number): Promise<Message[]> {
+    const now = this.deps.clock.now();
+    const rows = await this.store.transaction(async (trx) => {
+      const claimed = await this.store.claim(trx, agentId, receiver, max, now, visibilitySeconds * 1000);
+      for (const row of claimed) await this.emitOutcome(trx, row, { status: 'delivered' });
+      return claimed;
+    });
+    return rows.map(toMessage);
+  }
+
+  /** Loads messages for settlement, checking ownership: 404 unknown, 403 foreign. */
+  private async settleable(trx: Db, caller: Caller, ids: string[]): Promise<MessageRow[]> {
+    const rows = await this.store.findMessages(trx, ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => {
+      const row = byId.get(id);
+      if (!row) throw new NotFound('Message', id);
+      if (!caller.admin && caller.agentId !== row.destination) {
+        throw new Forbidden(`Message '${id}' is addressed to '${row.destination}', not to '${caller.agentId}'`);
+      }
+      if (row.state !== 'pending') throw new Conflict(`Message '${id}' is already settled (${row.state})`);
+      if (row.deliveries === 0) throw new Conflict(`Message '${id}' has not been received yet`);
+      return row;
+    });
+  }
+
+  async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
+    if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
+    const now = this.deps.clock.now();
+    await this.store.transaction(async (trx) => {
+      const rows = await this.settleable(trx, caller, ids);
+      for (const row of rows) {
+        await this.store.settle(trx, row.id, {
+          state: 'acked',
+          acked_at: now,
+          output: output === undefined ? null : JSON.stringify(output),
+        });
+        await this.store.endAttempt(trx, row.id, row.deliveries, 'acked', null, now);
+        await this.emitOutcome(trx, row, { status: 'acknowledged', output });
+      }
+    });
+    return { acknowledged: ids };
+  }
+
+  /**
+   * Rejects a received message: back to the inbox after exponential backoff (1 s, 2 s, 4 s …
+   * capped at 5 min, or `delay_seconds`), or dead-lettered when `requeue` is false or no
+   * delivery is left.
+   */
+  async reject(
+    caller: Caller,
+    input: { message_id: string; reason: string; requeue?: boolean; delay_seconds?: number },
+  ): Promise<{ message_id: string; status: 'requeued' | 'dead_lettered'; retry_at: string | null }> {
+    const now = this.deps.clock.now();
+    return this.store.transaction(async (trx) => {
+      const [row] = await this.settleable(trx, caller, [input.message_id]);
+      const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
+      await this.store.endAttempt(trx, row!.id, row!.deliveries, 'rejected', input.reason, now);
+      if (!requeue) {
+        const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
+        await this.deadLetter(trx, row!, reason, now);
+        return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
+      }
+      const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
+      const retryAt = now + delay * 1000;
+      await this.store.settle(trx, row!.id, { visible_at: retryAt });
+      return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
+    });
+  }
+
+  private async deadLetter(trx: Db, row: MessageRow, reason: string, now: number): Promise<void> {
+    await this.store.settle(trx, row.id, { state: 'dead', dead_reason: reason, dead_at: now });
+    await this.emitOutcome(trx, row, { status: 'dead_lettered', reason });
+  }
+
+  async extend(caller: Caller, messageId: string, visibilitySeconds: number): Promise<{ message_id: string; visible_at: string }> {
+    const now = this.deps.clock.now();
+    return this.store.transaction(async (trx) => {
+      const [row] = await this.settleable(trx, caller, [messageId]);
+      if (row!.visible_at <= now) throw new Conflict(`The lease of message '${messageId}' has expired; receive it again`);
+      const until = now + visibilitySeconds * 1000;
+      await this.store.extendLease(trx, messageId, until);
+      return { message_id: messageId, visible_at: iso(until) };
+    });
+  }
+
+  async listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
+    const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
+    if (agent !== undefined) this.checkReceiver(caller, agent);
+    const page = await this.store.listDeadLetters(agent, window);
+    const attempts = await this.store.attemptsOf(page.items.map((r) => r.id));
+    return {
+      total: page.total,
+      items: page.items.map((row) => ({
+        ...toMessage(row),
+        reason: row.dead_reason,
+        dead_at: iso(row.dead_at),
+        attempts: attempts.filter((a) => a.message_id === row.id).map(toAttempt),
+      })),
+    };
+  }
+
+  /** Puts a dead letter back in the inbox as a new message (retry_count 0) linked to it. */
+  async redrive(caller: Caller, messageId: string): Promise<Message> {
+    const now = this.deps.clock.now();
+    const row = await this.store.transaction(async (trx) => {
+      const dead = await this.store.findMessage(messageId, trx);
+      if (!dead) throw new NotFound('Message', messageId);
+      this.checkReceiver(caller, dead.destination);
+      if (dead.state !== 'dead') throw new Conflict(`Message '${messageId}' is not dead-lettered (${dead.state})`);
+      const copy: NewMessageRow = {
+        ...this.newRow(
+          {
+            source: dead.source,
+            destination: dead.destination,
+            event_name: dead.event_name,
+            payload: JSON.parse(dead.payload),
+            thread_id: dead.thread_id ?? undefined,
+            delivery_semantic: dead.delivery_semantic,
+            max_deliveries: dead.max_deliveries,
+          },
+          now,
+        ),
+        redriven_from: dead.id,
+      };
+      await this.store.insertMessages(trx, [copy]);
+      await this.store.settle(trx, dead.id, { state: 'redriven' });
+      await this.wake([copy.destination], trx);
+      return copy;
+    });
+    return toMessage({ ...row, seq: 0 });
+  }
+
+  /**
+   * The reaper's pass: dead-letters leased messages whose last lease ran out with no delivery
+   * left, and wakes long polls of inboxes where delayed or backed-off messages became visible
+   * since the last pass.
+   */
+  async reap(since: number): Promise<number> {
+    const now = this.deps.clock.now();
+    const reaped = await this.store.transaction(async (trx) => {
+      const exhausted = await this.store.claimExhausted(trx, now, 500);
+      for (const row of exhausted) {
+        await this.store.endAttempt(trx, row.id, row.deliveries, 'expired', 'visibility timeout expired', now);
+        await this.deadLetter(trx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now);
+      }
+      return exhausted.length;
+    });
+    await this.wake(await this.store.destinationsBecomingVisible(since, now));
+    return reaped;
+  }
+
+  async createSession(caller: Caller, input: { name: string; metadata?: Record<string, unknown> }): Promise<Session> {
+    const now = this.deps.clock.now();
+    const row: SessionRow = {
+      id: newId('ses', now),
+      name: input.name,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      created_by: caller.actor,
+      created_at: now,
+    };
+    await this.store.insertSession(row);
+    return toSession(row);
+  }
+
+  async getSession(id: string): Promise<Session> {
+    const row = await this.store.findSession(id);
+    if (!row) throw new NotFound('Session', id);
+    return toSession(row);
+  }
+
+  async listSessions(window: Page): Promise<Paged<Session>> {
+    const page = await this.store.listSessions(window);
+    return { items: page.items.map(toSession), total: page.total };
+  }
+
+  async createThread(
+    caller: Caller,
+    input: { session_id: string; name: string; mode?: 'wild' | 'turn'; participants: string[] },
+  ): Promise<Thread> {
+    await this.getSession(input.session_id);
+    if (new Set(input.participants).size !== input.participants.length) {
+      throw InvalidRequest.field('participants', 'must not repeat an agent');
+    }
+    const now = this.deps.clock.now();
+    const row: ThreadRow = {
+      id: newId('thr', now),
+      session_id: input.session_id,
+      name: input.name,
+      mode: input.mode ?? 'wild',
+      participants: JSON.stringify(input.participants),
+      turn: 0,
+      created_by: caller.actor,
+      created_at: now,
+    };
+    await this.store.insertThread(row);
+    return toThread(row);
+  }
+
+  private async readableThread(caller: Caller, id: string): Promise<ThreadRow> {
+    const row = await this.store.findThread(id);
+    if (!row) throw new NotFound('Thread', id);
+    const participants = JSON.parse(row.participants) as string[];
+    if (!caller.admin && (caller.agentId === null || !participants.includes(caller.agentId))) {
+      throw new Forbidden(`Only participants of thread '${id}' may read it`);
+    }
+    return row;
+  }
+
+  async getThread(caller: Caller, id: string): Promise<Thread> {
+    return toThread(await this.readableThread(caller, id));
+  }
+
+  async threadMessages(caller: Caller, id: string, window: Page): Promise<Paged<Message>> {
+    await this.readableThread(caller, id);
+    const page = await this.store.threadMessages(id, window);
+    return { items: page.items.map(toMessage), total: page.total };
+  }
+
+  async subscribe(caller: Caller, agentId: string, topic: string): Promise<{ subscription: Subscription; created: boolean }> {
+    this.checkReceiver(caller, agentId);
+    const problem = topicProblem(topic, true);
+    if (problem) throw InvalidRequest.field('topic', problem);
+    const existing = await this.store.findSubscriptionFor(agentId, topic);
+    if (existing) return { subscription: toSubscription(existing), created: false };
+    const now = this.deps.clock.now();
+    const row: SubscriptionRow = { id: newId('sub', now), agent_id: agentId, topic, wildcard: hasWildcard(topic) ? 1 : 0, created_at: now };
+    try {
+      await this.store.insertSubscription(row);
+    } catch (err) {
+      const raced = this.store.isUniqueViolation(err) ? await this.store.findSubscriptionFor(agentId, topic) : undefined;
+      if (raced) return { subscription: toSubscription(raced), created: false };
+      throw err;
+    }
+    return { subscription: toSubscription(row), created: true };
+  }
+
+  async listSubscriptions(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<Subscription>> {
+    const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
+    if (agent !== undefined) this.checkReceiver(caller, agent);
+    const page = await this.store.listSubscriptions(agent, window);
+    return { items: page.items.map(toSubscription), total: page.total };
+  }
+
+  async unsubscribe(caller: Caller, id: string): Promise<void> {
+    const row = await this.store.findSubscription(id);
+    if (!row) throw new NotFound('Subscription', id);
+    this.checkReceiver(caller, row.agent_id);
+    await this.store.deleteSubscription(id);
+  }
+
+  /** One message per matching subscriber, in one transaction; then the publish listeners. */
+  async publish(caller: Caller, topic: string, payload: unknown): Promise<{ topic: string; count: number; message_ids: string[] }> {
+    const problem = topicProblem(topic, false);
+    if (problem) throw InvalidRequest.field('topic', problem);
+    const now = this.deps.clock.now();
+    const source = caller.agentId ?? caller.actor;
+    const rows = await this.store.transaction(async (trx) => {
+      const candidates = await this.store.candidateSubscriptions(trx, topic);
+      const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
+      const messages = subscribers.map((destination) => this.newRow({ source, destination, event_name: topic, payload }, now));
+      await this.store.insertMessages(trx, messages);
+      await this.wake(subscribers, trx);
+      return messages;
+    });
+    const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
+    for (const listener of this.publishListeners) {
+      try {
+        await listener(event);
+      } catch (err) {
+        this.deps.logger.error({ err, topic }, 'publish listener failed');
+      }
+    }
+    return { topic, count: rows.length, message_ids: rows.map((r) => r.id) };
+  }
+
+  async rateLimit(caller: Caller, agentId: string): Promise<{ limit: number; remaining: number; reset_at: string }> {
+    this.checkReceiver(caller, agentId);
+    const state: RateLimitState = await this.deps.limiter.peek(`agent:${agentId}`);
+    return { limit: state.limit, remaining: state.remaining, reset_at: iso(state.resetAt) };
+  }
+
+  /** DeliveryStats port: measured latency (median delivery→ack) and success ratio per agent. */
+  async statsFor(agentIds: string[]) {
+    const { latencies, outcomes } = await this.store.deliveryStats(agentIds, 100);
+    const result = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
+    for (const agentId of agentIds) {
+      const samples = latencies.filter((l) => l.destination === agentId).map((l) => Number(l.latency)).sort((a, b) => a - b);
+      const counts = outcomes.filter((o) => o.destination === agentId);
+      const count = (outcome: string) => Number(counts.find((c) => c.outcome === outcome)?.n ?? 0);
+      const settled = count('acked') + count('rejected') + count('expired') + count('dead');
+      result.set(agentId, {
+        latency_ms: samples.length > 0 ? samples[Math.floor(samples.length / 2)]! : null,
+        success_ratio: settled > 0 ? count('acked') / settled : null,
+        samples: settled,
+      });
+    }
+    return result;
+  }
+}

@@ -1,0 +1,287 @@
+import { expect, it } from 'vitest';
+import { acknowledge, receive, receiveOne, reject } from '../helpers/agent.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+
+const M = '/api/v1/messaging';
+
+describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
+  const server = useServer(dialect);
+
+  it('sends as the caller and delivers FIFO with the spec fields', async () => {
+    const alice = await server.agent('alice');
+    const bob = await server.agent('bob');
+    const sent = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await alice.post(`${M}/send`, { destination: 'bob', event_name: 'greet', payload: { i } });
+      expect(res.status).toBe(201);
+      expect(res.body.data).toMatchObject({ status: 'sent' });
+      expect(res.body.data.message_id).toMatch(/^msg_/);
+      sent.push(res.body.data.message_id);
+    }
+    const messages = await receive(bob, 'bob', 0, 10);
+    expect(messages.map((m) => m.message_id)).toEqual(sent);
+    expect(messages[0]).toMatchObject({ source: 'alice', destination: 'bob', event_name: 'greet', payload: { i: 0 }, retry_count: 0, thread_id: null });
+    const ack = await bob.post(`${M}/acknowledge`, { message_ids: sent });
+    expect(ack.status).toBe(200);
+    expect(ack.body.data.acknowledged).toEqual(sent);
+    expect(await receive(bob, 'bob', 0)).toEqual([]);
+  });
+
+  it('wakes a waiting long poll within 50 ms of a send', async () => {
+    const sender = await server.agent('waker');
+    const sleeper = await server.agent('sleeper');
+    const waiting = (async () => {
+      const started = Date.now();
+      const messages = await receive(sleeper, 'sleeper', 10);
+      return { messages, at: Date.now(), started };
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const sentAt = Date.now();
+    await sender.post(`${M}/send`, { destination: 'sleeper', event_name: 'ping' });
+    const { messages, at } = await waiting;
+    expect(messages).toHaveLength(1);
+    expect(at - sentAt).toBeLessThan(50 + 20);
+  });
+
+  it('returns an empty list when a long poll times out', async () => {
+    const idle = await server.agent('idle');
+    const started = Date.now();
+    expect(await receive(idle, 'idle', 1)).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it('never gives one leased message to two concurrent receivers', async () => {
+    const producer = await server.agent('producer');
+    const worker = await server.agent('busy');
+    const ids = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      ids.add((await producer.post(`${M}/send`, { destination: 'busy', event_name: 'job', payload: { i } })).body.data.message_id);
+    }
+    const batches = await Promise.all(Array.from({ length: 6 }, () => receive(worker, 'busy', 0, 10)));
+    const got = batches.flat().map((m) => m.message_id);
+    expect(new Set(got).size).toBe(got.length);
+    for (const id of got) expect(ids.has(id)).toBe(true);
+    // Drain the rest, still without duplicates.
+    const rest = await receive(worker, 'busy', 0, 100);
+    const all = [...got, ...rest.map((m) => m.message_id)];
+    expect(new Set(all).size).toBe(40);
+  });
+
+  it('redelivers when the lease expires, with retry_count + 1, and extend keeps a lease', async () => {
+    const producer = await server.agent('lease-producer');
+    const worker = await server.agent('lease-worker');
+    const sent = (await producer.post(`${M}/send`, { destination: 'lease-worker', event_name: 'slow' })).body.data.message_id;
+    const first = await worker.get(`${M}/receive?agent_id=lease-worker&visibility_timeout=1`);
+    expect(first.body.data.messages[0].message_id).toBe(sent);
+    expect(await receive(worker, 'lease-worker', 0)).toEqual([]);
+    const again = await receiveOne(worker, 'lease-worker', 5);
+    expect(again).toMatchObject({ message_id: sent, retry_count: 1 });
+
+    // Extended: still invisible after the original lease would have ended.
+    const extended = await worker.post(`${M}/extend`, { message_id: sent, visibility_timeout: 3 });
+    expect(extended.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await receive(worker, 'lease-worker', 0)).toEqual([]);
+    await acknowledge(worker, sent, { done: true });
+  });
+
+  it('answers 404, 403 and 409 for unknown, foreign and settled messages', async () => {
+    const a = await server.agent('owner-a');
+    const b = await server.agent('owner-b');
+    expect((await a.post(`${M}/acknowledge`, { message_id: 'msg_nope' })).status).toBe(404);
+    const sent = (await a.post(`${M}/send`, { destination: 'owner-b', event_name: 'x' })).body.data.message_id;
+    expect((await b.post(`${M}/acknowledge`, { message_id: sent })).status).toBe(409); // not received yet
+    await receive(b, 'owner-b', 0);
+    expect((await a.post(`${M}/acknowledge`, { message_id: sent })).status).toBe(403);
+    expect((await a.post(`${M}/reject`, { message_id: sent, reason: 'mine now' })).status).toBe(403);
+    expect((await a.get(`${M}/receive?agent_id=owner-b`)).status).toBe(403);
+    await acknowledge(b, sent);
+    const twice = await b.post(`${M}/acknowledge`, { message_id: sent });
+    expect(twice.status).toBe(409);
+    expect(twice.body.error.code).toBe('conflict');
+  });
+
+  it('rejects with backoff, dead-letters past max_deliveries with every attempt, and redrives', async () => {
+    const producer = await server.agent('dl-producer');
+    const worker = await server.agent('dl-worker');
+    const sent = (await producer.post(`${M}/send`, { destination: 'dl-worker', event_name: 'flaky', max_deliveries: 3 })).body.data.message_id;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const message = await receiveOne(worker, 'dl-worker', 10);
+      expect(message).toMatchObject({ message_id: sent, retry_count: attempt });
+      const res = await worker.post(`${M}/reject`, { message_id: sent, reason: `boom ${attempt}`, delay_seconds: 0 });
+      expect(res.body.data.status).toBe(attempt < 2 ? 'requeued' : 'dead_lettered');
+    }
+    expect(await receive(worker, 'dl-worker', 0)).toEqual([]);
+    const dead = await worker.get(`${M}/dead-letters`);
+    expect(dead.body.meta.total).toBe(1);
+    expect(dead.body.data[0]).toMatchObject({ message_id: sent, status: 'dead' });
+    expect(dead.body.data[0].reason).toContain('boom 2');
+    expect(dead.body.data[0].attempts.map((a: { attempt: number; outcome: string; reason: string; receiver: string }) => [a.attempt, a.outcome, a.reason, a.receiver])).toEqual([
+      [1, 'rejected', 'boom 0', 'dl-worker'],
+      [2, 'rejected', 'boom 1', 'dl-worker'],
+      [3, 'rejected', 'boom 2', 'dl-worker'],
+    ]);
+    const redriven = await worker.post(`${M}/dead-letters/${sent}/redrive`);
+    expect(redriven.status).toBe(201);
+    expect(redriven.body.data).toMatchObject({ redriven_from: sent, retry_count: 0 });
+    const back = await receiveOne(worker, 'dl-worker');
+    expect(back.message_id).toBe(redriven.body.data.message_id);
+    expect((await worker.get(`${M}/dead-letters`)).body.meta.total).toBe(0);
+    expect((await worker.post(`${M}/dead-letters/${sent}/redrive`)).status).toBe(409);
+  });
+
+  it('backs off exponentially by default and dead-letters at once with requeue=false', async () => {
+    const producer = await server.agent('bo-producer');
+    const worker = await server.agent('bo-worker');
+    const first = (await producer.post(`${M}/send`, { destination: 'bo-worker', event_name: 'x' })).body.data.message_id;
+    await receive(worker, 'bo-worker', 0);
+    const rejected = await worker.post(`${M}/reject`, { message_id: first, reason: 'later' });
+    const retryIn = Date.parse(rejected.body.data.retry_at) - Date.now();
+    expect(retryIn).toBeGreaterThan(500);
+    expect(retryIn).toBeLessThanOrEqual(1000);
+    expect(await receive(worker, 'bo-worker', 0)).toEqual([]);
+    const again = await receiveOne(worker, 'bo-worker', 5);
+    expect(again.retry_count).toBe(1);
+    await reject(worker, first, 'give up', false);
+    const dead = await worker.get(`${M}/dead-letters?agent_id=bo-worker`);
+    expect(dead.body.data[0]).toMatchObject({ message_id: first, reason: 'give up' });
+  });
+
+  it('returns the original message for a repeated idempotency key', async () => {
+    const sender = await server.agent('idem');
+    const body = { destination: 'idem-target', event_name: 'charge', payload: { amount: 5 }, idempotency_key: 'order-17' };
+    const first = await sender.post(`${M}/send`, body);
+    const second = await sender.post(`${M}/send`, body);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(200);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(second.body.data.message_id).toBe(first.body.data.message_id);
+    const concurrent = await Promise.all(Array.from({ length: 5 }, () => sender.post(`${M}/send`, { ...body, idempotency_key: 'order-18' })));
+    expect(new Set(concurrent.map((r) => r.body.data.message_id)).size).toBe(1);
+    const target = await server.agent('idem-target');
+    expect(await receive(target, 'idem-target', 0, 100)).toHaveLength(2);
+  });
+
+  it('settles at-most-once messages on delivery and honours delay_seconds', async () => {
+    const sender = await server.agent('amo-sender');
+    const target = await server.agent('amo-target');
+    const once = (await sender.post(`${M}/send`, { destination: 'amo-target', event_name: 'fire-and-forget', delivery_semantic: 'at_most_once' })).body.data.message_id;
+    await target.get(`${M}/receive?agent_id=amo-target&visibility_timeout=1`);
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(await receive(target, 'amo-target', 0)).toEqual([]);
+    expect((await target.post(`${M}/acknowledge`, { message_id: once })).status).toBe(409);
+    const delayed = (await sender.post(`${M}/send`, { destination: 'amo-target', event_name: 'later', delay_seconds: 1 })).body.data.message_id;
+    expect(await receive(target, 'amo-target', 0)).toEqual([]);
+    const started = Date.now();
+    const message = await receiveOne(target, 'amo-target', 5);
+    expect(message.message_id).toBe(delayed);
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it('sends batches all or nothing', async () => {
+    const sender = await server.agent('batcher');
+    const ok = await sender.post(`${M}/send-batch`, {
+      messages: Array.from({ length: 20 }, (_, i) => ({ destination: 'batch-target', event_name: 'b', payload: { i } })),
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.body.data.messages).toHaveLength(20);
+    const bad = await sender.post(`${M}/send-batch`, {
+      messages: [{ destination: 'batch-target', event_name: 'b' }, { destination: 'batch-target' }],
+    });
+    expect(bad.status).toBe(400);
+    const target = await server.agent('batch-target');
+    const received = await receive(target, 'batch-target', 0, 100);
+    expect(received.map((m) => m.payload.i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  it('reports the rate-limit budget of an agent, only to itself', async () => {
+    const agent = await server.agent('budgeted');
+    const res = await agent.get(`${M}/rate-limit`);
+    expect(res.status).toBe(200);
+    expect(res.body.data.limit).toBe(6000);
+    expect(res.body.data.remaining).toBeLessThan(6000);
+    expect(res.body.data.remaining).toBe(Number(res.headers.get('x-ratelimit-remaining')));
+    expect(Date.parse(res.body.data.reset_at)).toBeGreaterThan(Date.now());
+    expect((await agent.get(`${M}/rate-limit?agent_id=someone-else`)).status).toBe(403);
+  });
+});
+
+describeEachDialect('messaging: sessions, threads, topics', (dialect) => {
+  const server = useServer(dialect);
+
+  it('creates, lists and gets sessions', async () => {
+    const created = await server.api.post(`${M}/sessions`, { name: 'review', metadata: { ticket: 9 } });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ name: 'review', metadata: { ticket: 9 }, created_by: 'admin' });
+    expect(created.body.data.id).toMatch(/^ses_/);
+    expect((await server.api.get(`${M}/sessions/${created.body.data.id}`)).body.data).toEqual(created.body.data);
+    expect((await server.api.get(`${M}/sessions`)).body.data.map((s: { id: string }) => s.id)).toContain(created.body.data.id);
+    expect((await server.api.get(`${M}/sessions/ses_missing`)).status).toBe(404);
+  });
+
+  it('enforces turn order (409 out of turn, 403 for non-participants) and keeps thread history in order', async () => {
+    const session = (await server.api.post(`${M}/sessions`, { name: 'debate' })).body.data;
+    const a = await server.agent('turn-a');
+    const b = await server.agent('turn-b');
+    const c = await server.agent('turn-c');
+    const thread = await a.post(`${M}/threads`, { session_id: session.id, name: 'round', mode: 'turn', participants: ['turn-a', 'turn-b'] });
+    expect(thread.status).toBe(201);
+    expect(thread.body.data).toMatchObject({ mode: 'turn', participants: ['turn-a', 'turn-b'], next_speaker: 'turn-a' });
+    const id = thread.body.data.id;
+    const send = (agent: typeof a, destination: string, n: number) =>
+      agent.post(`${M}/send`, { destination, event_name: 'say', payload: { n }, thread_id: id });
+    expect((await send(b, 'turn-a', 0)).status).toBe(409);
+    expect((await send(a, 'turn-b', 1)).status).toBe(201);
+    expect((await send(a, 'turn-b', 2)).status).toBe(409);
+    expect((await send(b, 'turn-a', 3)).status).toBe(201);
+    expect((await send(c, 'turn-a', 4)).status).toBe(403);
+    expect((await send(a, 'turn-c', 5)).status).toBe(400);
+    expect((await send(a, 'turn-b', 6)).status).toBe(201);
+    const history = await a.get(`${M}/threads/${id}/messages`);
+    expect(history.body.data.map((m: { payload: { n: number } }) => m.payload.n)).toEqual([1, 3, 6]);
+    expect((await b.get(`${M}/threads/${id}`)).body.data.next_speaker).toBe('turn-b');
+    expect((await c.get(`${M}/threads/${id}`)).status).toBe(403);
+    expect((await c.get(`${M}/threads/${id}/messages`)).status).toBe(403);
+
+    const wild = await a.post(`${M}/threads`, { session_id: session.id, name: 'free', mode: 'wild', participants: ['turn-a', 'turn-b'] });
+    for (const sender of [a, a, b]) {
+      const res = await sender.post(`${M}/send`, { destination: sender === a ? 'turn-b' : 'turn-a', event_name: 'chat', thread_id: wild.body.data.id });
+      expect(res.status).toBe(201);
+    }
+    expect((await a.post(`${M}/threads`, { session_id: 'ses_missing', name: 'x', participants: ['turn-a'] })).status).toBe(404);
+  });
+
+  it('fans out publishes to exact and wildcard subscribers', async () => {
+    const exact = await server.agent('sub-exact');
+    const star = await server.agent('sub-star');
+    const tail = await server.agent('sub-tail');
+    const other = await server.agent('sub-other');
+    expect((await exact.post(`${M}/subscribe`, { agent_id: 'sub-exact', topic: 'orders.created' })).status).toBe(201);
+    expect((await exact.post(`${M}/subscribe`, { agent_id: 'sub-exact', topic: 'orders.created' })).status).toBe(200);
+    await star.post(`${M}/subscribe`, { agent_id: 'sub-star', topic: 'orders.*' });
+    await tail.post(`${M}/subscribe`, { agent_id: 'sub-tail', topic: 'orders.>' });
+    await other.post(`${M}/subscribe`, { agent_id: 'sub-other', topic: 'payments.*' });
+    expect((await other.post(`${M}/subscribe`, { agent_id: 'sub-exact', topic: 'x' })).status).toBe(403);
+    expect((await other.post(`${M}/subscribe`, { agent_id: 'sub-other', topic: 'a.>.b' })).status).toBe(400);
+
+    const published = await server.api.post(`${M}/publish`, { topic: 'orders.created', payload: { id: 1 } });
+    expect(published.status).toBe(201);
+    expect(published.body.data.count).toBe(3);
+    const deep = await server.api.post(`${M}/publish`, { topic: 'orders.eu.created', payload: { id: 2 } });
+    expect(deep.body.data.count).toBe(1);
+    expect((await server.api.post(`${M}/publish`, { topic: 'orders.*', payload: {} })).status).toBe(400);
+
+    const [e] = await receive(exact, 'sub-exact', 0);
+    expect(e).toMatchObject({ event_name: 'orders.created', payload: { id: 1 }, source: 'admin' });
+    expect((await receive(star, 'sub-star', 0)).map((m) => m.payload.id)).toEqual([1]);
+    expect((await receive(tail, 'sub-tail', 0)).map((m) => m.payload.id)).toEqual([1, 2]);
+    expect(await receive(other, 'sub-other', 0)).toEqual([]);
+
+    const subs = await star.get(`${M}/subscriptions`);
+    const subId = subs.body.data[0].id;
+    expect((await other.delete(`${M}/subscriptions/${subId}`)).status).toBe(403);
+    expect((await star.delete(`${M}/subscriptions/${subId}`)).status).toBe(200);
+    expect((await server.api.post(`${M}/publish`, { topic: 'orders.created' })).body.data.count).toBe(2);
+  });
+});
