@@ -308,11 +308,14 @@ export class RoutinesService {
 
   /** Runs a routine now (manual trigger): 409 while it is paused. */
   async trigger(id: string, payload?: unknown): Promise<Execution> {
-    return this.store.transaction(async (trx) => {
+    const execution = await this.store.transaction(async (trx) => {
       const row = await this.row(id, trx);
       if (row.enabled !== 1) throw new Conflict(`Routine '${id}' is paused; resume it (PATCH enabled=true) first`);
       return toExecution(await this.startExecution(trx, row, 'manual', null, payload ?? JSON.parse(row.payload)));
     });
+    // A new deadline the scheduler must watch.
+    await this.changed();
+    return execution;
   }
 
   /** A webhook invocation: the token authenticates; the body becomes the payload. */
@@ -321,6 +324,7 @@ export class RoutinesService {
     if (!row || row.trigger_type !== 'webhook') throw new NotFound('Webhook');
     if (row.enabled !== 1) throw new Conflict('This routine is paused');
     const execution = await this.store.transaction((trx) => this.startExecution(trx, row, 'webhook', null, body ?? {}));
+    await this.changed();
     return { execution_id: execution.id };
   }
 
