@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Api } from '../helpers/api.js';
+import { receive } from '../helpers/agent.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { spawnServer } from '../helpers/process.js';
+
+describeEachDialect('messaging durability', (dialect) => {
+  let database: TestDatabase;
+  const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterAll(async () => {
+    await database.drop();
+  });
+
+  it('loses no acknowledged send when the server is killed with SIGKILL mid-load', async () => {
+    const first = await spawnServer(database, adminKey);
+    const admin = new Api(first.url, adminKey);
+    const confirmed: string[] = [];
+    let stop = false;
+    // 8 concurrent senders until the kill; a send counts only once its 201 arrived.
+    const senders = Array.from({ length: 8 }, async (_, worker) => {
+      for (let i = 0; !stop; i++) {
+        try {
+          const res = await admin.post('/api/v1/messaging/send', { destination: 'durable', event_name: 'load', payload: { worker, i } });
+          if (res.status === 201) confirmed.push(res.body.data.message_id);
+        } catch {
+          return; // the connection died with the server
+        }
+      }
+    });
+    while (confirmed.length < 200) await new Promise((r) => setTimeout(r, 5));
+    first.child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(senders);
+    await first.exited;
+
+    const second = await spawnServer(database, adminKey);
+    try {
+      const inbox = new Api(second.url, adminKey);
+      const received = new Set<string>();
+      for (let batch = await receive(inbox, 'durable', 0, 100); batch.length > 0; batch = await receive(inbox, 'durable', 0, 100)) {
+        for (const m of batch) received.add(m.message_id);
+      }
+      const missing = confirmed.filter((id) => !received.has(id));
+      expect(missing).toEqual([]);
+      expect(confirmed.length).toBeGreaterThanOrEqual(200);
+    } finally {
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    }
+  });
+});
