@@ -3,6 +3,7 @@ import pino, { type Logger } from 'pino';
 import { createAuthDomain } from './auth/index.js';
 import { createMessagingDomain } from './messaging/index.js';
 import { createRoutinesDomain } from './routines/index.js';
+import { createTasksDomain } from './tasks/index.js';
 import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -87,6 +88,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     inbox: messaging.service,
     registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
   });
+  const tasks = createTasksDomain({ platform, inbox: messaging.service });
 
   // Workers start after the server listens, in this order, and stop in reverse.
   const workers: Worker[] = [
@@ -106,6 +108,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: messaging.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
+      { prefix: '/core/api/v1', plugin: tasks.routes },
     ],
   });
 

@@ -1,4 +1,4 @@
-import type { CreateTableBuilder } from 'kysely';
+import type { CreateTableBuilder, QueryExecutorProvider } from 'kysely';
 import { sql } from 'kysely';
 
 /**
@@ -24,6 +24,12 @@ export interface DialectCapabilities {
   isUniqueViolation(err: unknown): boolean;
   /** True when the error is a foreign-key violation. */
   isForeignKeyViolation(err: unknown): boolean;
+  /**
+   * Serializes transactions that take the same named lock until they end (an advisory
+   * transaction lock on PostgreSQL; a no-op on SQLite, whose writers are serialized already).
+   * Call it inside the transaction, with the transaction object.
+   */
+  transactionLock(trx: QueryExecutorProvider, name: string): Promise<void>;
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -39,6 +45,7 @@ export const sqliteCapabilities: DialectCapabilities = {
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
   },
   isForeignKeyViolation: (err) => errorCode(err) === 'SQLITE_CONSTRAINT_FOREIGNKEY',
+  transactionLock: async () => undefined,
 };
 
 export const postgresCapabilities: DialectCapabilities = {
@@ -48,6 +55,9 @@ export const postgresCapabilities: DialectCapabilities = {
     table.addColumn(column, 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity()),
   isUniqueViolation: (err) => errorCode(err) === '23505',
   isForeignKeyViolation: (err) => errorCode(err) === '23503',
+  transactionLock: async (trx, name) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
+  },
 };
 
 /** `now` in the stored format, for SQL-side defaults and comparisons in raw fragments. */

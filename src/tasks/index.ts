@@ -1,0 +1,25 @@
+import type { Platform } from '../app.js';
+import type { Inbox } from '../kernel/ports.js';
+import { tasksRoutes } from './routes.js';
+import { TasksService } from './service.js';
+import { TasksStore } from './store.js';
+
+export { TASK_UNBLOCKED, TasksService } from './service.js';
+export type { UnblockedPayload } from './service.js';
+export * as taskSchemas from './schemas.js';
+export { cycleThrough, findPath } from './graph.js';
+
+/**
+ * Projects and tasks (issue 6). `inbox` (messaging) receives the `task.unblocked` messages;
+ * without it the domain works the same and sends none.
+ */
+export function createTasksDomain(deps: { platform: Platform; inbox?: Inbox }) {
+  const { platform } = deps;
+  const service = new TasksService({
+    store: new TasksStore(platform.database.db, platform.database.caps),
+    caps: platform.database.caps,
+    clock: platform.clock,
+    inbox: deps.inbox,
+  });
+  return { service, routes: tasksRoutes(service) };
+}

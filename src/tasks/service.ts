@@ -1,0 +1,510 @@
+import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
+import type { DialectCapabilities } from '../db/capabilities.js';
+import type { Db } from '../db/database.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, NotFound } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { Inbox } from '../kernel/ports.js';
+import { cycleThrough } from './graph.js';
+import {
+  DONE,
+  type Activity,
+  type ActivityAction,
+  type Comment,
+  type CreateTaskBody,
+  type Dependency,
+  type Project,
+  type ProjectBody,
+  type Task,
+  type TaskFilter,
+  type UpdateTaskBody,
+} from './schemas.js';
+import type {
+  ActivityRow,
+  AdjustedTask,
+  CommentRow,
+  DependencyRow,
+  ProjectRow,
+  TaskRow,
+  TaskScope,
+  TasksStore,
+} from './store.js';
+
+export const TASK_UNBLOCKED = 'task.unblocked';
+const PLATFORM_SENDER = 'switchboard';
+const IN_PROGRESS = 'in_progress';
+const TODO = 'todo';
+
+export interface TasksDeps {
+  store: TasksStore;
+  caps: DialectCapabilities;
+  clock: Clock;
+  /** Messaging's inbox, for `task.unblocked`; without it nothing is sent. */
+  inbox?: Inbox;
+}
+
+/** The payload of a `task.unblocked` message. */
+export interface UnblockedPayload {
+  task_id: string;
+  project_id: string | null;
+  title: string;
+  /** The dependency whose completion (or removal) unblocked the task. */
+  unblocked_by: string;
+}
+
+/** One field-level change, before it becomes an activity entry. */
+interface Change {
+  action: ActivityAction;
+  from: string | null;
+  to: string | null;
+}
+
+const isDone = (status: string) => status === DONE;
+
+function toProject(row: ProjectRow): Project {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    created_by: row.created_by,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function toTask(row: TaskRow, dependsOn: string[]): Task {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    title: row.title,
+    description: row.description,
+    status: row.status,
+    assigned_to: row.assigned_to,
+    priority: row.priority as Task['priority'],
+    created_by: row.created_by,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    depends_on: dependsOn,
+    blocked: row.open_dependencies > 0,
+  };
+}
+
+function toDependency(row: DependencyRow): Dependency {
+  return { id: row.id, task_id: row.task_id, depends_on: row.depends_on, created_by: row.created_by, created_at: iso(row.created_at) };
+}
+
+function toComment(row: CommentRow): Comment {
+  return { id: row.id, task_id: row.task_id, author: row.author, content: row.content, created_at: iso(row.created_at) };
+}
+
+function toActivity(row: ActivityRow): Activity {
+  return {
+    id: row.id,
+    task_id: row.task_id,
+    actor: row.actor,
+    action: row.action as ActivityAction,
+    from: row.from_value,
+    to: row.to_value,
+    created_at: iso(row.created_at),
+  };
+}
+
+/** The PATCH fields, in the order their activity entries are written, with their action. */
+const PATCHABLE: [keyof UpdateTaskBody & keyof TaskRow, ActivityAction][] = [
+  ['title', 'title_changed'],
+  ['description', 'description_changed'],
+  ['status', 'status_changed'],
+  ['priority', 'priority_changed'],
+  ['project_id', 'project_changed'],
+  ['assigned_to', 'assigned'],
+];
+
+/** The field changes a PATCH makes to a task (fields sent with their current value are no change). */
+export function diffTask(before: Pick<TaskRow, (typeof PATCHABLE)[number][0]>, patch: UpdateTaskBody): Change[] {
+  const changes: Change[] = [];
+  for (const [field, action] of PATCHABLE) {
+    const next = patch[field];
+    if (next === undefined || next === before[field]) continue;
+    changes.push({ action, from: before[field], to: next });
+  }
+  return changes;
+}
+
+/**
+ * Projects and tasks (design §5): task CRUD with a complete activity log, dependencies that
+ * keep the graph acyclic and make tasks blocked, comments, and atomic claims. Every change and
+ * its activity entries are written in one transaction; when the last open dependency of a task
+ * goes away, its assignee gets one `task.unblocked` message in that same transaction.
+ */
+export class TasksService {
+  constructor(private readonly deps: TasksDeps) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  private now(): number {
+    return this.deps.clock.now();
+  }
+
+  // ---- projects ----
+
+  async createProject(input: ProjectBody, principal: Principal): Promise<Project> {
+    const now = this.now();
+    const row: ProjectRow = {
+      id: newId('prj', now),
+      name: input.name,
+      description: input.description ?? null,
+      created_by: principal.actor,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.store.insertProject(row);
+    return toProject(row);
+  }
+
+  async getProject(id: string): Promise<Project> {
+    const row = await this.store.findProject(id);
+    if (!row) throw new NotFound('Project', id);
+    return toProject(row);
+  }
+
+  async listProjects(window: Page): Promise<Paged<Project>> {
+    const page = await this.store.listProjects(window);
+    return { items: page.items.map(toProject), total: page.total };
+  }
+
+  /** PUT: replaces name and description (an absent description clears it). */
+  async replaceProject(id: string, input: ProjectBody): Promise<Project> {
+    const row = await this.store.updateProject(id, { name: input.name, description: input.description ?? null, updated_at: this.now() });
+    if (!row) throw new NotFound('Project', id);
+    return toProject(row);
+  }
+
+  /** Deletes a project; one with tasks only with `cascade`, which removes them (and all theirs) too. */
+  async deleteProject(id: string, cascade: boolean, principal: Principal): Promise<void> {
+    await this.store.transaction(async (trx) => {
+      // The lock keeps tasks from being added to the project while it goes.
+      if (!(await this.store.findProject(id, trx, true))) throw new NotFound('Project', id);
+      const count = await this.store.countProjectTasks(trx, id);
+      if (count > 0) {
+        if (!cascade) {
+          throw new Conflict(`Project '${id}' has ${count} task(s); delete them first or pass cascade=true`, { tasks: count });
+        }
+        await this.removeTasks(trx, { projectId: id }, principal.actor);
+      }
+      await this.store.deleteProject(trx, id);
+    });
+  }
+
+  // ---- tasks ----
+
+  async createTask(input: CreateTaskBody, principal: Principal): Promise<Task> {
+    const now = this.now();
+    const dependsOn = input.depends_on ?? [];
+    return this.store.transaction(async (trx) => {
+      if (input.project_id !== undefined) await this.requireProject(trx, input.project_id);
+      // Locked so a dependency cannot become done between counting it open and the insert.
+      const upstream = await this.store.lockTasks(trx, dependsOn);
+      const missing = dependsOn.find((id) => !upstream.some((t) => t.id === id));
+      if (missing !== undefined) throw new NotFound('Task', missing);
+      const row: TaskRow = {
+        id: newId('tsk', now),
+        project_id: input.project_id ?? null,
+        title: input.title,
+        description: input.description ?? null,
+        status: input.status ?? TODO,
+        assigned_to: input.assigned_to ?? null,
+        priority: input.priority ?? 'none',
+        open_dependencies: upstream.filter((t) => !isDone(t.status)).length,
+        created_by: principal.actor,
+        created_at: now,
+        updated_at: now,
+      };
+      await this.referencing(() => this.store.insertTask(trx, row), 'Project', row.project_id);
+      // A new task has no dependents yet, so these edges cannot close a cycle.
+      await this.store.insertDependencies(
+        trx,
+        dependsOn.map((target) => ({ id: newId('dep', now), task_id: row.id, depends_on: target, created_by: principal.actor, created_at: now })),
+      );
+      await this.record(trx, row.id, principal.actor, [
+        { action: 'created', from: null, to: row.title },
+        ...dependsOn.map((target): Change => ({ action: 'dependency_added', from: null, to: target })),
+      ]);
+      return toTask(row, dependsOn);
+    });
+  }
+
+  async getTask(id: string): Promise<Task> {
+    const row = await this.store.findTask(id);
+    if (!row) throw new NotFound('Task', id);
+    return this.present(row);
+  }
+
+  async listTasks(filter: TaskFilter, window: Page): Promise<Paged<Task>> {
+    const page = await this.store.listTasks(filter, window);
+    const dependsOn = await this.store.dependsOnOf(page.items.map((t) => t.id));
+    return { items: page.items.map((row) => toTask(row, dependsOn.get(row.id) ?? [])), total: page.total };
+  }
+
+  async updateTask(id: string, patch: UpdateTaskBody, principal: Principal): Promise<Task> {
+    return this.store.transaction(async (trx) => {
+      const [before] = await this.store.lockTasks(trx, [id]);
+      if (!before) throw new NotFound('Task', id);
+      const changes = diffTask(before, patch);
+      if (changes.length === 0) return this.present(before, trx);
+      if (patch.project_id != null && patch.project_id !== before.project_id) {
+        await this.requireProject(trx, patch.project_id);
+      }
+      const fields: Partial<TaskRow> = { updated_at: this.now() };
+      for (const [field] of PATCHABLE) if (patch[field] !== undefined) Object.assign(fields, { [field]: patch[field] });
+      const after = await this.referencing(() => this.store.updateTask(trx, id, fields), 'Project', patch.project_id);
+      await this.record(trx, id, principal.actor, changes);
+      await this.statusMoved(trx, before.status, after);
+      return this.present(after, trx);
+    });
+  }
+
+  async deleteTask(id: string, principal: Principal): Promise<void> {
+    await this.store.transaction(async (trx) => {
+      if ((await this.removeTasks(trx, { taskId: id }, principal.actor)) === 0) throw new NotFound('Task', id);
+    });
+  }
+
+  /**
+   * Claims a task for an agent (the caller unless an admin names one): in one conditional
+   * UPDATE it is assigned to the agent and moved to in_progress, but only while nobody else
+   * holds it, it has the expected status (any but done when none is given) and it is not
+   * blocked. Racing claimers queue on the row; exactly one wins, the others get 409.
+   */
+  async claimTask(id: string, input: { expected_status?: string; agent_id?: string }, principal: Principal): Promise<Task> {
+    const agent = actingAgent(principal, input.agent_id);
+    return this.store.transaction(async (trx) => {
+      const before = await this.store.findTask(id, trx);
+      if (!before) throw new NotFound('Task', id);
+      this.assertClaimable(before, agent, input.expected_status);
+      const after = await this.store.claimTask(trx, id, before.status, agent, this.now());
+      if (!after) {
+        // Someone changed the task between the read and the update: explain with what is there now.
+        const current = await this.store.findTask(id, trx);
+        if (!current) throw new NotFound('Task', id);
+        this.assertClaimable(current, agent, input.expected_status);
+        throw new Conflict(`Task '${id}' changed while it was being claimed; read it and try again`);
+      }
+      const changes: Change[] = [];
+      if (before.assigned_to !== agent) changes.push({ action: 'claimed', from: before.assigned_to, to: agent });
+      if (before.status !== after.status) changes.push({ action: 'status_changed', from: before.status, to: after.status });
+      await this.record(trx, id, principal.actor, changes);
+      await this.statusMoved(trx, before.status, after);
+      return this.present(after, trx);
+    });
+  }
+
+  private assertClaimable(task: TaskRow, agent: string, expectedStatus: string | undefined): void {
+    if (task.assigned_to !== null && task.assigned_to !== agent) {
+      throw new Conflict(`Task '${task.id}' is held by '${task.assigned_to}'`, { assigned_to: task.assigned_to, status: task.status });
+    }
+    if (expectedStatus !== undefined && task.status !== expectedStatus) {
+      throw new Conflict(`Task '${task.id}' has status '${task.status}', not '${expectedStatus}'`, { status: task.status });
+    }
+    if (expectedStatus === undefined && isDone(task.status)) {
+      throw new Conflict(`Task '${task.id}' is done; pass expected_status 'done' to reopen and claim it`, { status: task.status });
+    }
+    if (task.open_dependencies > 0) {
+      throw new Conflict(`Task '${task.id}' is blocked by ${task.open_dependencies} open dependenc${task.open_dependencies === 1 ? 'y' : 'ies'}`, {
+        open_dependencies: task.open_dependencies,
+      });
+    }
+  }
+
+  /**
+   * Gives a claimed task back: unassigned, and in_progress returns to todo. An agent may only
+   * release what it holds; an admin may release any task.
+   */
+  async releaseTask(id: string, principal: Principal): Promise<Task> {
+    return this.store.transaction(async (trx) => {
+      const before = await this.store.findTask(id, trx);
+      if (!before) throw new NotFound('Task', id);
+      const holder = before.assigned_to;
+      if (holder === null) throw new Conflict(`Task '${id}' is not assigned to anyone`);
+      if (!isAdmin(principal) && holder !== principal.agentId) {
+        throw new Conflict(`Task '${id}' is held by '${holder}', not by '${principal.agentId}'`, { assigned_to: holder });
+      }
+      const status = before.status === IN_PROGRESS ? TODO : before.status;
+      const after = await this.store.releaseTask(trx, id, holder, before.status, status, this.now());
+      if (!after) throw new Conflict(`Task '${id}' changed while it was being released; read it and try again`);
+      const changes: Change[] = [{ action: 'released', from: holder, to: null }];
+      if (status !== before.status) changes.push({ action: 'status_changed', from: before.status, to: status });
+      await this.record(trx, id, principal.actor, changes);
+      return this.present(after, trx);
+    });
+  }
+
+  // ---- dependencies ----
+
+  async addDependency(taskId: string, dependsOn: string, principal: Principal): Promise<Dependency> {
+    const now = this.now();
+    return this.store.transaction(async (trx) => {
+      // One dependency insert at a time (PostgreSQL; SQLite serializes writers anyway): the
+      // cycle check below then sees every committed edge, so racing inserts cannot close a cycle.
+      await this.store.lockGraph(trx);
+      // The task depended upon first, then the dependent: the order every path locks in.
+      const [upstream] = await this.store.lockTasks(trx, [dependsOn]);
+      const [task] = await this.store.lockTasks(trx, [taskId]);
+      if (!task) throw new NotFound('Task', taskId);
+      if (!upstream) throw new NotFound('Task', dependsOn);
+      if (taskId === dependsOn) throw new Conflict('A task cannot depend on itself', { cycle: [taskId, taskId] });
+      if (await this.store.findDependency(trx, taskId, { dependsOn })) {
+        throw new Conflict(`Task '${taskId}' already depends on '${dependsOn}'`);
+      }
+      const cycle = cycleThrough(await this.store.reachableEdges(trx, dependsOn), taskId, dependsOn);
+      if (cycle) throw new Conflict(`The dependency would create a cycle: ${cycle.join(' → ')}`, { cycle });
+      const row: DependencyRow = { id: newId('dep', now), task_id: taskId, depends_on: dependsOn, created_by: principal.actor, created_at: now };
+      await this.store.insertDependencies(trx, [row]);
+      await this.adjust(trx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn);
+      await this.store.updateTask(trx, taskId, { updated_at: now });
+      await this.record(trx, taskId, principal.actor, [{ action: 'dependency_added', from: null, to: dependsOn }]);
+      return toDependency(row);
+    });
+  }
+
+  /** Removes a dependency, named by its id (dep_…) or by the task depended upon (tsk_…). */
+  async removeDependency(taskId: string, ref: string, principal: Principal): Promise<string> {
+    return this.store.transaction(async (trx) => {
+      const byTask = ref.startsWith('tsk_');
+      const dependency = await this.store.findDependency(trx, taskId, byTask ? { dependsOn: ref } : { id: ref });
+      if (!dependency) {
+        if (!(await this.store.findTask(taskId, trx))) throw new NotFound('Task', taskId);
+        throw new NotFound(`Dependency of task '${taskId}'`, ref);
+      }
+      const [upstream] = await this.store.lockTasks(trx, [dependency.depends_on]);
+      await this.store.lockTasks(trx, [taskId]);
+      // A concurrent removal may have won the race while this one waited for the locks.
+      if (!(await this.store.deleteDependency(trx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);
+      await this.record(trx, taskId, principal.actor, [{ action: 'dependency_removed', from: dependency.depends_on, to: null }]);
+      const open = upstream && !isDone(upstream.status) ? [taskId] : [];
+      await this.adjust(trx, open, -1, dependency.depends_on);
+      await this.store.updateTask(trx, taskId, { updated_at: this.now() });
+      return dependency.id;
+    });
+  }
+
+  async listDependencies(taskId: string): Promise<Dependency[]> {
+    await this.requireTask(taskId);
+    return (await this.store.listDependencies(taskId)).map(toDependency);
+  }
+
+  // ---- comments and activity ----
+
+  async addComment(taskId: string, content: string, principal: Principal): Promise<Comment> {
+    const now = this.now();
+    return this.store.transaction(async (trx) => {
+      if (!(await this.store.findTask(taskId, trx))) throw new NotFound('Task', taskId);
+      const row: CommentRow = { id: newId('cmt', now), task_id: taskId, author: principal.actor, content, created_at: now };
+      await this.referencing(() => this.store.insertComment(trx, row), 'Task', taskId);
+      await this.record(trx, taskId, principal.actor, [{ action: 'comment_added', from: null, to: row.id }]);
+      return toComment(row);
+    });
+  }
+
+  async listComments(taskId: string, window: Page): Promise<Paged<Comment>> {
+    await this.requireTask(taskId);
+    const page = await this.store.listComments(taskId, window);
+    return { items: page.items.map(toComment), total: page.total };
+  }
+
+  async listActivity(taskId: string, window: Page): Promise<Paged<Activity>> {
+    await this.requireTask(taskId);
+    const page = await this.store.listActivity(taskId, window);
+    return { items: page.items.map(toActivity), total: page.total };
+  }
+
+  // ---- internals ----
+
+  private async requireTask(id: string): Promise<void> {
+    if (!(await this.store.findTask(id))) throw new NotFound('Task', id);
+  }
+
+  private async requireProject(trx: Db, id: string): Promise<void> {
+    if (!(await this.store.findProject(id, trx))) throw new NotFound('Project', id);
+  }
+
+  /**
+   * Runs an insert or update that references a project or task checked a moment earlier: if
+   * that row was deleted in between (PostgreSQL; the foreign key catches it), it is a 404.
+   */
+  private async referencing<T>(work: () => Promise<T>, what: string, id: string | null | undefined): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (this.deps.caps.isForeignKeyViolation(err)) throw new NotFound(what, id ?? undefined);
+      throw err;
+    }
+  }
+
+  private async present(row: TaskRow, trx?: Db): Promise<Task> {
+    const dependsOn = await this.store.dependsOnOf([row.id], trx);
+    return toTask(row, dependsOn.get(row.id) ?? []);
+  }
+
+  private async record(trx: Db, taskId: string, actor: string, changes: Change[]): Promise<void> {
+    const now = this.now();
+    await this.store.insertActivity(
+      trx,
+      changes.map((c) => ({ id: newId('act', now), task_id: taskId, actor, action: c.action, from_value: c.from, to_value: c.to, created_at: now })),
+    );
+  }
+
+  /** After a task's status changed: its dependents gain or lose an open dependency. */
+  private async statusMoved(trx: Db, before: string, after: TaskRow): Promise<void> {
+    if (isDone(before) === isDone(after.status)) return;
+    const dependents = await this.store.dependentsOf(trx, after.id);
+    await this.store.lockTasks(trx, dependents);
+    await this.adjust(trx, dependents, isDone(after.status) ? -1 : 1, after.id);
+  }
+
+  /**
+   * Moves the open-dependency count of tasks by `delta`; each task that this takes from 1 to 0
+   * is unblocked, and its assignee is told, in this transaction (so exactly once).
+   */
+  private async adjust(trx: Db, ids: string[], delta: number, cause: string): Promise<void> {
+    const adjusted = await this.store.adjustOpenDependencies(trx, ids, delta);
+    if (delta >= 0) return;
+    for (const task of adjusted) if (task.open_dependencies === 0) await this.unblocked(trx, task, cause);
+  }
+
+  private async unblocked(trx: Db, task: AdjustedTask, cause: string): Promise<void> {
+    if (!this.deps.inbox || task.assigned_to === null) return;
+    const payload: UnblockedPayload = { task_id: task.id, project_id: task.project_id, title: task.title, unblocked_by: cause };
+    await this.deps.inbox.send(
+      { source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload },
+      trx,
+    );
+  }
+
+  /**
+   * Removes the tasks in `scope` with everything they own. Tasks outside that depended on
+   * them lose those dependencies (logged on them) and may become unblocked. Returns how many
+   * tasks were removed.
+   */
+  private async removeTasks(trx: Db, scope: TaskScope, actor: string): Promise<number> {
+    const ids = await this.store.lockScope(trx, scope);
+    if (ids.length === 0) return 0;
+    const severed = await this.store.edgesIntoScope(trx, scope);
+    const dependents = [...new Set(severed.map((e) => e.task_id))];
+    await this.store.lockTasks(trx, dependents);
+    for (const task of dependents) {
+      const edges = severed.filter((e) => e.task_id === task);
+      await this.record(
+        trx,
+        task,
+        actor,
+        edges.map((e) => ({ action: 'dependency_removed', from: e.depends_on, to: null })),
+      );
+      for (const edge of edges) if (!isDone(edge.depends_on_status)) await this.adjust(trx, [task], -1, edge.depends_on);
+      await this.store.updateTask(trx, task, { updated_at: this.now() });
+    }
+    return this.store.deleteScope(trx, scope);
+  }
+}
