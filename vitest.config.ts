@@ -6,7 +6,6 @@ export default defineConfig({
     pool: 'forks',
     // Two cores on the reference machine: more workers only add contention.
     maxWorkers: 2,
-    minWorkers: 1,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
