@@ -284,6 +284,7 @@ export class TasksService {
       const before = await this.store.findTask(id, trx);
       if (!before) throw new NotFound('Task', id);
       this.assertClaimable(before, agent, input.expected_status);
+      if (before.assigned_to === agent && before.status === IN_PROGRESS) return this.present(before, trx);
       const after = await this.store.claimTask(trx, id, before.status, agent, this.now());
       if (!after) {
         // Someone changed the task between the read and the update: explain with what is there now.
