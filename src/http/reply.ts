@@ -6,6 +6,11 @@ export function ok<T>(reply: FastifyReply, data: T, status = 200) {
   return reply.code(status).send({ data, meta: { request_id: reply.request.id } });
 }
 
+/** The success envelope with more meta fields (e.g. the strategy that ordered a lookup). */
+export function okWithMeta<T>(reply: FastifyReply, data: T, meta: Record<string, unknown>) {
+  return reply.code(200).send({ data, meta: { ...meta, request_id: reply.request.id } });
+}
+
 export function created<T>(reply: FastifyReply, data: T) {
   return ok(reply, data, 201);
 }

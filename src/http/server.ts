@@ -72,8 +72,9 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     parseJson(request, raw.toString('utf8'), done);
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-ID', request.id);
+    done();
   });
   installErrorHandling(app);
   installMetrics(app, options.metrics);

@@ -1,4 +1,18 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
+
+// Random bytes drawn in blocks: one syscall per 409 ids instead of one per id.
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function random10(): Uint8Array {
+  if (poolOffset + 10 > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const bytes = Uint8Array.from(pool.subarray(poolOffset, poolOffset + 10));
+  poolOffset += 10;
+  return bytes;
+}
 
 /** The id prefixes of design §2; one per kind of object. */
 export type IdPrefix =
@@ -57,7 +71,7 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
     lastRandom = increment(lastRandom);
   } else {
     lastTime = now;
-    lastRandom = new Uint8Array(randomBytes(10));
+    lastRandom = random10();
   }
   return `${prefix}_${encodeTime(Math.max(now, lastTime))}${encodeRandom(lastRandom)}`.toLowerCase();
 }

@@ -73,9 +73,7 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
     throw new Unauthorized('Missing credentials: send "Authorization: Bearer <API key>" or sign the request');
   });
 
-  app.addHook('preValidation', async (request, reply) => {
-    const signed = request.signedBy;
-    if (!signed) return;
+  async function verifySignature(request: FastifyRequest, reply: FastifyReply, signed: NonNullable<FastifyRequest['signedBy']>) {
     const declared = header(request, 'x-content-sha256');
     const bodySha256 = request.rawBody ? sha256Hex(request.rawBody) : (declared?.toLowerCase() ?? EMPTY_BODY_SHA256);
     request.principal = await auth.authenticateSignature({
@@ -85,5 +83,12 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
       bodySha256,
     });
     await spend(request.principal.bucket, reply);
+  }
+
+  // A callback hook: most requests carry no signature, and skip it without a promise.
+  app.addHook('preValidation', (request, reply, done) => {
+    const signed = request.signedBy;
+    if (!signed) return done();
+    verifySignature(request, reply, signed).then(() => done(), done);
   });
 }
