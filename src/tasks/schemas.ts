@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TString } from '@sinclair/typebox';
 import { AGENT_ID_PATTERN, PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
@@ -7,10 +7,13 @@ import { AGENT_ID_PATTERN, PageQuery, Timestamp } from '../http/schemas.js';
  * list_tasks, update_task, delete_task, add_comment, list_projects), so every field says what it is.
  */
 
-// Null first: requests are validated with type coercion, and a string branch tried first
-// would turn null into "".
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) =>
-  Type.Union([Type.Null(), schema], { description });
+// `type: [string, null]` and `enum` rather than unions (anyOf): the response serializer
+// validates each anyOf branch per value, and request coercion would turn null into "" in a
+// string branch tried first.
+const Nullable = (schema: TString, description: string) =>
+  Type.Unsafe<string | null>({ ...schema, type: ['string', 'null'], description });
+const Enum = <T extends string>(values: readonly T[], description: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], description });
 
 export const BUILT_IN_STATUSES = ['todo', 'in_progress', 'done'] as const;
 export const DONE = 'done';
@@ -25,10 +28,7 @@ export const Status = Type.String({
   pattern: '^[a-z][a-z0-9_-]{0,63}$',
   description: "Task status: 'todo', 'in_progress', 'done' (built in) or a custom lowercase slug (letters, digits, _ and -)",
 });
-export const Priority = Type.Union(
-  PRIORITIES.map((p) => Type.Literal(p)),
-  { description: 'Priority: none (default), low, medium, high or urgent' },
-);
+export const Priority = Enum(PRIORITIES, 'Priority: none (default), low, medium, high or urgent');
 const Title = Type.String({ minLength: 1, maxLength: 500, description: 'Task title' });
 const TaskDescription = Type.String({ maxLength: 100_000, description: 'Longer description of the work (Markdown welcome)' });
 const Assignee = Type.String({ pattern: AGENT_ID_PATTERN, description: 'Agent the task is assigned to' });
@@ -216,10 +216,7 @@ export const Activity = Type.Object({
   id: Type.String({ description: 'Activity entry id (act_…)' }),
   task_id: Type.String({ description: 'The task that changed' }),
   actor: Type.String({ description: 'Agent (or admin) that made the change' }),
-  action: Type.Union(
-    ACTIVITY_ACTIONS.map((a) => Type.Literal(a)),
-    { description: 'What changed' },
-  ),
+  action: Enum(ACTIVITY_ACTIONS, 'What changed'),
   from: Nullable(Type.String(), 'Previous value (e.g. the old status), or null'),
   to: Nullable(Type.String(), 'New value (e.g. the new status, the comment or dependency id), or null'),
   created_at: Timestamp,

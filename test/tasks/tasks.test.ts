@@ -259,6 +259,9 @@ describeEachDialect('tasks', (dialect) => {
     expect(page.body.data.map((t: any) => t.id)).toEqual([b.id, c.id]);
     expect(page.body.meta).toMatchObject({ total: 4, limit: 2, offset: 1 });
     expect(page.body.data[1]).toMatchObject({ depends_on: [b.id], blocked: true });
+    const first = await server.api.get(`${CORE}/tasks?project_id=${p}&limit=3`);
+    expect(first.body.data.map((t: any) => t.id)).toEqual([a.id, b.id, c.id]);
+    expect(first.body.meta).toMatchObject({ total: 4, limit: 3, offset: 0 });
     const beyond = await server.api.get(`${CORE}/tasks?project_id=${p}&limit=2&offset=10`);
     expect(beyond.body).toMatchObject({ data: [], meta: { total: 4 } });
     for (const query of ['priority=soon', 'blocked=maybe', 'limit=-1', 'offset=x', 'status=Bad']) {
