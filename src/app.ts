@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { createAuthDomain } from './auth/index.js';
+import { createDiscoveryDomain } from './discovery/index.js';
 import { createMessagingDomain } from './messaging/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
@@ -83,6 +84,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
   const messaging = createMessagingDomain(platform);
+  const discovery = createDiscoveryDomain({ platform, stats: messaging.service });
   const routines = createRoutinesDomain({
     platform,
     inbox: messaging.service,
@@ -94,6 +96,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const workers: Worker[] = [
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
     ...messaging.workers,
+    ...discovery.workers,
     ...routines.workers,
   ];
 
@@ -107,6 +110,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: messaging.routes },
+      { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
     ],

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 import * as foundation from './0001-foundation.js';
 import * as messaging from './0002-messaging.js';
+import * as discovery from './0003-discovery.js';
 import * as tasks from './0004-tasks.js';
 import * as routines from './0006-routines.js';
 
@@ -16,6 +17,7 @@ export interface SwitchboardMigration {
 export const migrations: Record<string, SwitchboardMigration> = {
   '0001-foundation': foundation,
   '0002-messaging': messaging,
+  '0003-discovery': discovery,
   '0004-tasks': tasks,
   '0006-routines': routines,
 };

@@ -1,0 +1,185 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { AgentId, JsonObject, Meta, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { STRATEGIES } from './routing.js';
+
+/** Dotted lowercase names: `text.summarize`, `image.detect-faces`, `code.v2.review`. */
+export const CAPABILITY_PATTERN = '^[a-z0-9][a-z0-9_-]*(\\.[a-z0-9][a-z0-9_-]*)*$';
+/** A lookup filter: a name, or a name prefix ending in `.*` (`text.*`), or `*` for all. */
+export const CAPABILITY_FILTER_PATTERN = '^(\\*|[a-z0-9][a-z0-9_-]*(\\.[a-z0-9][a-z0-9_-]*)*(\\.\\*)?)$';
+export const GROUP_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$';
+
+const CapabilityName = Type.String({
+  pattern: CAPABILITY_PATTERN,
+  maxLength: 200,
+  description: 'Dotted lowercase name, e.g. text.summarize',
+});
+const CapabilityFilter = Type.String({
+  pattern: CAPABILITY_FILTER_PATTERN,
+  maxLength: 200,
+  description: 'A capability name, or a prefix with a trailing wildcard (text.*)',
+});
+const GroupName = Type.String({ pattern: GROUP_PATTERN, description: 'Group name' });
+
+export const StrategyName = Type.Union(
+  STRATEGIES.map((s) => Type.Literal(s)),
+  { description: 'How the agents are ordered' },
+);
+
+/** Free-form, with the keys routing and search read checked when present. */
+export const CapabilityMetadata = Type.Object(
+  {
+    description: Type.Optional(Type.String({ maxLength: 4000, description: 'What the capability does (searched)' })),
+    tags: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, description: 'Searched' })),
+    examples: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 50, description: 'Example requests (searched)' })),
+    weight: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Relative share under the weighted strategy (default 1)' })),
+    latency_ms: Type.Optional(Type.Number({ minimum: 0, description: 'Claimed latency; used by the latency strategy until measured' })),
+    trust_score: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Claimed trust; used by the trust strategy until measured' })),
+  },
+  { additionalProperties: true, description: 'Free-form JSON object' },
+);
+
+export const RegisterBody = Type.Object(
+  {
+    agent_id: Type.Optional(AgentId),
+    capability: CapabilityName,
+    metadata: Type.Optional(CapabilityMetadata),
+    groups: Type.Optional(Type.Array(GroupName, { maxItems: 50, uniqueItems: true })),
+  },
+  { additionalProperties: false },
+);
+export type RegisterBody = Static<typeof RegisterBody>;
+
+export const Capability = Type.Object({
+  id: Type.String(),
+  agent_id: Type.String(),
+  capability: Type.String(),
+  metadata: JsonObject,
+  groups: Type.Array(Type.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const ListCapabilitiesQuery = Type.Composite([
+  PageQuery,
+  Type.Object({
+    agent_id: Type.Optional(AgentId),
+    capability: Type.Optional(CapabilityFilter),
+    group: Type.Optional(GroupName),
+  }),
+]);
+
+export const CapabilityParams = Type.Object({ capability_id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const AgentParams = Type.Object({ agent_id: AgentId });
+export const GroupParams = Type.Object({ group_name: GroupName });
+
+export const AgentDeleted = Type.Object({
+  id: Type.String({ description: 'The agent id' }),
+  deleted: Type.Literal(true),
+  capabilities_removed: Type.Integer(),
+});
+
+export const HeartbeatBody = Type.Object(
+  {
+    agent_id: Type.Optional(AgentId),
+    load: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Current load, 0 (idle) to 1 (saturated)' })),
+    metadata: Type.Optional(JsonObject),
+  },
+  { additionalProperties: false },
+);
+export type HeartbeatBody = Static<typeof HeartbeatBody>;
+
+export const HealthStatus = Type.Union(['healthy', 'degraded', 'unhealthy', 'unknown'].map((s) => Type.Literal(s)));
+
+export const HealthRecord = Type.Object({
+  agent_id: Type.String(),
+  status: HealthStatus,
+  load: Type.Union([Type.Number(), Type.Null()]),
+  last_heartbeat: NullableTimestamp,
+  uptime_seconds: Type.Integer({ description: 'Seconds since heartbeats began without a gap longer than the TTL; 0 unless alive' }),
+  ttl_seconds: Type.Integer(),
+  metadata: JsonObject,
+});
+
+export const LookupQuery = Type.Object({
+  capability: Type.Optional(CapabilityFilter),
+  strategy: Type.Optional(StrategyName),
+  group: Type.Optional(GroupName),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  include_unhealthy: Type.Optional(Type.Boolean({ default: false })),
+});
+export type LookupQuery = Static<typeof LookupQuery>;
+
+export const AgentEntry = Type.Object({
+  agent_id: Type.String(),
+  capability: Type.String(),
+  capability_id: Type.String(),
+  metadata: JsonObject,
+  groups: Type.Array(Type.String()),
+  load: Type.Union([Type.Number(), Type.Null()]),
+  health: HealthStatus,
+  last_heartbeat: NullableTimestamp,
+  latency_ms: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'latency strategy: the figure used' })),
+  trust_score: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'trust strategy: the figure used' })),
+  score_source: Type.Optional(
+    Type.Union([Type.Literal('measured'), Type.Literal('metadata'), Type.Literal('none')], {
+      description: 'latency/trust strategies: measured by the platform, claimed in metadata, or neither',
+    }),
+  ),
+});
+
+export const LookupEnvelope = Type.Object({
+  data: Type.Object({ agents: Type.Array(AgentEntry) }),
+  meta: Type.Object({
+    request_id: Type.String(),
+    strategy: StrategyName,
+    total: Type.Integer({ description: 'Agents that matched, before the limit' }),
+  }),
+});
+
+export const SearchBody = Type.Object(
+  {
+    query: Type.String({ minLength: 1, maxLength: 2000, description: 'Natural language' }),
+    top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
+    min_score: Type.Optional(Type.Number({ minimum: 0, maximum: 1, default: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type SearchBody = Static<typeof SearchBody>;
+
+export const SearchResult = Type.Object({
+  capability: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    agent_id: Type.String(),
+    metadata: JsonObject,
+    groups: Type.Array(Type.String()),
+  }),
+  similarity_score: Type.Number({ minimum: 0, maximum: 1 }),
+});
+
+export const SearchEnvelope = Type.Object({
+  data: Type.Object({ results: Type.Array(SearchResult) }),
+  meta: Type.Composite([
+    Meta,
+    Type.Object({
+      ranker: Type.Union([Type.Literal('lexical'), Type.Literal('lexical+embeddings')], {
+        description: 'lexical+embeddings when the embeddings endpoint answered for this query',
+      }),
+    }),
+  ]),
+});
+
+export const Group = Type.Object({
+  name: Type.String(),
+  agent_count: Type.Integer(),
+  capability_count: Type.Integer(),
+});
+
+export const GroupMember = Type.Object({
+  agent_id: Type.String(),
+  capabilities: Type.Array(Type.String(), { description: 'Its capabilities in this group' }),
+  health: HealthStatus,
+  load: Type.Union([Type.Number(), Type.Null()]),
+  last_heartbeat: NullableTimestamp,
+});
+

@@ -1,0 +1,485 @@
+import type { Logger } from 'pino';
+import { assertActsAs, type Principal } from '../auth/index.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { InvalidRequest, NotFound } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { Notifier } from '../kernel/notifier.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { AgentDirectory, AgentGroups, DeliveryStats } from '../kernel/ports.js';
+import type { Embedder } from './embeddings.js';
+import { CapabilityIndex, unit, type IndexedCapability, type SearchHit } from './search.js';
+import { DEFAULT_STRATEGY, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
+import type { CandidateRow, CapabilityFilter, CapabilityRow, DiscoveryStore, GroupCount, HeartbeatRow } from './store.js';
+
+/** Published after capabilities change; every node then brings its search index up to date. */
+export const DISCOVERY_CHANGED = 'discovery:changed';
+
+const MAX_METADATA_BYTES = 64 * 1024;
+const EMBED_BATCH = 64;
+const QUERY_VECTOR_CACHE = 256;
+
+export interface Capability {
+  id: string;
+  agent_id: string;
+  capability: string;
+  metadata: Record<string, unknown>;
+  groups: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface HealthRecord {
+  agent_id: string;
+  status: Health;
+  load: number | null;
+  last_heartbeat: string | null;
+  uptime_seconds: number;
+  ttl_seconds: number;
+  metadata: Record<string, unknown>;
+}
+
+export interface AgentEntry {
+  agent_id: string;
+  capability: string;
+  capability_id: string;
+  metadata: Record<string, unknown>;
+  groups: string[];
+  load: number | null;
+  health: Health;
+  last_heartbeat: string | null;
+  latency_ms?: number | null;
+  trust_score?: number | null;
+  score_source?: 'measured' | 'metadata' | 'none';
+}
+
+export interface GroupMember {
+  agent_id: string;
+  capabilities: string[];
+  health: Health;
+  load: number | null;
+  last_heartbeat: string | null;
+}
+
+export interface LookupInput {
+  capability?: string;
+  strategy?: string;
+  group?: string;
+  limit?: number;
+  include_unhealthy?: boolean;
+}
+
+export interface SearchInput {
+  query: string;
+  top_k?: number;
+  min_score?: number;
+}
+
+export interface DiscoveryDeps {
+  store: DiscoveryStore;
+  clock: Clock;
+  notifier: Notifier;
+  logger: Logger;
+  healthTtlSeconds: number;
+  /** Measured delivery figures (messaging); without them latency/trust use the claimed metadata. */
+  stats?: DeliveryStats;
+  /** Embeddings endpoint for the search blend; lexical only without it. */
+  embedder?: Embedder | null;
+  /** Uniform in [0, 1), for the random and weighted strategies. */
+  random?: () => number;
+}
+
+type Metadata = Record<string, unknown>;
+
+function parseObject(text: string): Metadata {
+  return JSON.parse(text) as Metadata;
+}
+
+function toCapability(row: CapabilityRow): Capability {
+  return {
+    id: row.id,
+    agent_id: row.agent_id,
+    capability: row.capability,
+    metadata: parseObject(row.metadata),
+    groups: JSON.parse(row.groups) as string[],
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function toIndexed(row: CapabilityRow): IndexedCapability {
+  return {
+    id: row.id,
+    name: row.capability,
+    agent_id: row.agent_id,
+    metadata: parseObject(row.metadata),
+    groups: JSON.parse(row.groups) as string[],
+  };
+}
+
+/** `text.*` → prefix `text.`; `*` → everything; otherwise an exact name. */
+export function capabilityFilter(capability: string | undefined): Pick<CapabilityFilter, 'exact' | 'prefix'> {
+  if (capability === undefined || capability === '*') return {};
+  if (capability.endsWith('.*')) return { prefix: capability.slice(0, -1) };
+  return { exact: capability };
+}
+
+const finite = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
+/**
+ * Capabilities, heartbeats and health, lookups by routing strategy, groups and search
+ * (design §3, §5). Implements the AgentDirectory and AgentGroups ports for other domains.
+ */
+export class DiscoveryService implements AgentDirectory, AgentGroups {
+  private readonly store: DiscoveryStore;
+  private readonly clock: Clock;
+  private readonly notifier: Notifier;
+  private readonly logger: Logger;
+  private readonly ttlMs: number;
+  private readonly stats: DeliveryStats | undefined;
+  private readonly embedder: Embedder | null;
+  private readonly random: () => number;
+
+  private readonly index = new CapabilityIndex();
+  /** The change seq the index reflects; -1 before the first build. */
+  private indexedSeq = -1;
+  private syncRequested = false;
+  private syncing: Promise<void> | null = null;
+  private embedding: Promise<void> | null = null;
+  private readonly queryVectors = new Map<string, Float32Array>();
+
+  constructor(deps: DiscoveryDeps) {
+    this.store = deps.store;
+    this.clock = deps.clock;
+    this.notifier = deps.notifier;
+    this.logger = deps.logger;
+    this.ttlMs = deps.healthTtlSeconds * 1000;
+    this.stats = deps.stats;
+    this.embedder = deps.embedder ?? null;
+    this.random = deps.random ?? Math.random;
+  }
+
+  // ---- capabilities ----
+
+  /** Registers the agent's capability, or updates it when the agent already has one of that name. */
+  async register(
+    agentId: string,
+    input: { capability: string; metadata?: Metadata; groups?: string[] },
+  ): Promise<{ capability: Capability; created: boolean }> {
+    const metadata = JSON.stringify(input.metadata ?? {});
+    if (Buffer.byteLength(metadata) > MAX_METADATA_BYTES) {
+      throw InvalidRequest.field('metadata', `must be at most ${MAX_METADATA_BYTES / 1024} KiB of JSON`);
+    }
+    const groups = [...new Set(input.groups ?? [])];
+    const now = this.clock.now();
+    const id = newId('cap', now);
+    const row = await this.store.upsertCapability(
+      {
+        id,
+        agent_id: agentId,
+        capability: input.capability,
+        metadata,
+        groups: JSON.stringify(groups),
+        created_at: now,
+        updated_at: now,
+      },
+      groups,
+    );
+    await this.announceChange();
+    return { capability: toCapability(row), created: row.id === id };
+  }
+
+  async listCapabilities(
+    query: { agent_id?: string; capability?: string; group?: string },
+    window: Page,
+  ): Promise<Paged<Capability>> {
+    const page = await this.store.listCapabilities(
+      { ...capabilityFilter(query.capability), agentId: query.agent_id, group: query.group },
+      window,
+    );
+    return { items: page.items.map(toCapability), total: page.total };
+  }
+
+  async getCapability(id: string): Promise<Capability> {
+    const row = await this.store.findCapability(id);
+    if (!row) throw new NotFound('Capability', id);
+    return toCapability(row);
+  }
+
+  /** Removes one capability; an agent may remove only its own (design §3). */
+  async deleteCapability(principal: Principal, id: string): Promise<void> {
+    const row = await this.store.findCapability(id);
+    if (!row) throw new NotFound('Capability', id);
+    assertActsAs(principal, row.agent_id);
+    const removed = await this.store.deleteCapabilities({ id }, this.clock.now());
+    if (removed.length === 0) throw new NotFound('Capability', id);
+    await this.announceChange();
+  }
+
+  /** Deregisters an agent: all its capabilities and its heartbeat record. */
+  async deleteAgent(agentId: string): Promise<number> {
+    const removed = await this.store.deleteCapabilities({ agentId }, this.clock.now());
+    const hadHeartbeat = await this.store.deleteHeartbeat(agentId);
+    if (removed.length === 0 && !hadHeartbeat) throw new NotFound('Agent', agentId);
+    if (removed.length > 0) await this.announceChange();
+    return removed.length;
+  }
+
+  private async announceChange(): Promise<void> {
+    try {
+      await this.notifier.notify(DISCOVERY_CHANGED);
+    } catch (err) {
+      // The change is committed; other nodes still see it at their next search or poll.
+      this.logger.warn({ err }, 'could not publish a discovery change');
+    }
+  }
+
+  // ---- heartbeats and health ----
+
+  async heartbeat(agentId: string, input: { load?: number; metadata?: Metadata }): Promise<HealthRecord> {
+    const now = this.clock.now();
+    const row = await this.store.heartbeat(
+      {
+        agent_id: agentId,
+        load: input.load ?? null,
+        metadata: JSON.stringify(input.metadata ?? {}),
+        started_at: now,
+        last_heartbeat_at: now,
+      },
+      { ttlMs: this.ttlMs, keepMetadata: input.metadata === undefined },
+    );
+    return this.toHealth(agentId, row, now);
+  }
+
+  async health(agentId: string): Promise<HealthRecord> {
+    const row = await this.store.findHeartbeat(agentId);
+    if (!row && !(await this.store.hasCapabilities(agentId))) throw new NotFound('Agent', agentId);
+    return this.toHealth(agentId, row, this.clock.now());
+  }
+
+  private toHealth(agentId: string, row: HeartbeatRow | undefined, now: number): HealthRecord {
+    const status = healthOf(row?.last_heartbeat_at ?? null, row?.load ?? null, now, this.ttlMs);
+    const alive = status === 'healthy' || status === 'degraded';
+    return {
+      agent_id: agentId,
+      status,
+      load: row?.load ?? null,
+      last_heartbeat: iso(row?.last_heartbeat_at ?? null),
+      uptime_seconds: alive && row ? Math.max(0, Math.floor((now - row.started_at) / 1000)) : 0,
+      ttl_seconds: this.ttlMs / 1000,
+      metadata: row ? parseObject(row.metadata) : {},
+    };
+  }
+
+  // ---- lookup ----
+
+  /** Agents with a capability, one entry each, ordered by the strategy (the HTTP lookup). */
+  async lookupAgents(input: LookupInput): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
+    const strategy = (input.strategy ?? DEFAULT_STRATEGY) as Strategy;
+    if (!STRATEGIES.includes(strategy)) {
+      throw InvalidRequest.field('strategy', `must be one of ${STRATEGIES.join(', ')}`);
+    }
+    const now = this.clock.now();
+    const rows = await this.store.candidates(
+      { ...capabilityFilter(input.capability), group: input.group },
+      input.include_unhealthy ? null : now - this.ttlMs,
+    );
+    // One entry per agent: its first-registered matching capability (rows come in that order).
+    const byAgent = new Map<string, CandidateRow>();
+    for (const row of rows) if (!byAgent.has(row.agent_id)) byAgent.set(row.agent_id, row);
+    const picked = [...byAgent.values()];
+    const metadata = new Map(picked.map((row) => [row.id, parseObject(row.metadata)]));
+    const scores = await this.routingScores(strategy, picked, metadata);
+    const cursor = strategy === 'round_robin' ? await this.store.nextCursor(`${input.capability ?? '*'}|${input.group ?? ''}`) : 0;
+    const candidates: Candidate[] = picked.map((row) => ({
+      agent_id: row.agent_id,
+      order: row.id,
+      health: healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs),
+      load: row.load,
+      weight: finite(metadata.get(row.id)!.weight) ?? 1,
+      score: scores.get(row.agent_id)?.value ?? null,
+    }));
+    const rowsByAgent = byAgent;
+    const ordered = route(strategy, candidates, { cursor, random: this.random }).slice(0, input.limit ?? 50);
+    const agents = ordered.map((candidate): AgentEntry => {
+      const row = rowsByAgent.get(candidate.agent_id)!;
+      const entry: AgentEntry = {
+        agent_id: row.agent_id,
+        capability: row.capability,
+        capability_id: row.id,
+        metadata: metadata.get(row.id)!,
+        groups: JSON.parse(row.groups) as string[],
+        load: row.load,
+        health: candidate.health,
+        last_heartbeat: iso(row.last_heartbeat_at),
+      };
+      const score = scores.get(row.agent_id);
+      if (strategy === 'latency') Object.assign(entry, { latency_ms: score?.value ?? null, score_source: score?.source ?? 'none' });
+      if (strategy === 'trust') Object.assign(entry, { trust_score: score?.value ?? null, score_source: score?.source ?? 'none' });
+      return entry;
+    });
+    return { agents, strategy, total: candidates.length };
+  }
+
+  /** AgentDirectory port: the lookup's agents. */
+  async lookup(query: LookupInput): Promise<AgentEntry[]> {
+    return (await this.lookupAgents(query)).agents;
+  }
+
+  /**
+   * The latency (ms) or trust (0..1) figure of each agent: what messaging measured when it
+   * has history for the agent, else what the agent claims in its metadata.
+   */
+  private async routingScores(
+    strategy: Strategy,
+    rows: CandidateRow[],
+    metadata: Map<string, Metadata>,
+  ): Promise<Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>> {
+    const scores = new Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>();
+    if (strategy !== 'latency' && strategy !== 'trust') return scores;
+    let measured = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
+    if (this.stats && rows.length > 0) {
+      try {
+        measured = await this.stats.statsFor(rows.map((r) => r.agent_id));
+      } catch (err) {
+        this.logger.warn({ err }, 'delivery stats unavailable; routing on claimed metadata');
+      }
+    }
+    for (const row of rows) {
+      const m = measured.get(row.agent_id);
+      const observed = m && m.samples > 0 ? (strategy === 'latency' ? m.latency_ms : m.success_ratio) : null;
+      const claimed = finite(metadata.get(row.id)![strategy === 'latency' ? 'latency_ms' : 'trust_score']);
+      if (observed !== null && observed !== undefined) scores.set(row.agent_id, { value: observed, source: 'measured' });
+      else if (claimed !== null) scores.set(row.agent_id, { value: claimed, source: 'metadata' });
+      else scores.set(row.agent_id, { value: null, source: 'none' });
+    }
+    return scores;
+  }
+
+  // ---- groups ----
+
+  async groupsOf(agentId: string): Promise<string[]> {
+    return this.store.groupsOf(agentId);
+  }
+
+  async listGroups(window: Page): Promise<Paged<GroupCount>> {
+    return this.store.listGroups(window);
+  }
+
+  async groupAgents(group: string, window: Page): Promise<Paged<GroupMember>> {
+    const page = await this.store.groupAgents(group, window);
+    if (page.total === 0) throw new NotFound('Group', group);
+    const [capabilities, heartbeats] = await Promise.all([
+      this.store.capabilitiesInGroup(group, page.items),
+      this.store.heartbeatsOf(page.items),
+    ]);
+    const now = this.clock.now();
+    const items = page.items.map((agentId): GroupMember => {
+      const beat = heartbeats.find((h) => h.agent_id === agentId);
+      return {
+        agent_id: agentId,
+        capabilities: capabilities.filter((c) => c.agent_id === agentId).map((c) => c.capability),
+        health: healthOf(beat?.last_heartbeat_at ?? null, beat?.load ?? null, now, this.ttlMs),
+        load: beat?.load ?? null,
+        last_heartbeat: iso(beat?.last_heartbeat_at ?? null),
+      };
+    });
+    return { items, total: page.total };
+  }
+
+  // ---- search ----
+
+  async searchCapabilities(input: SearchInput): Promise<{ results: SearchHit[]; ranker: 'lexical' | 'lexical+embeddings' }> {
+    await this.syncIndex();
+    let queryVector: Float32Array | undefined;
+    if (this.embedder) {
+      try {
+        [queryVector] = await Promise.all([this.queryVector(input.query), this.embedMissing()]);
+      } catch (err) {
+        this.logger.warn({ err }, 'embeddings endpoint failed; search falls back to lexical scores');
+        queryVector = undefined;
+      }
+    }
+    const results = this.index.search(input.query, {
+      topK: input.top_k ?? 10,
+      minScore: input.min_score ?? 0,
+      queryVector,
+    });
+    return { results, ranker: queryVector ? 'lexical+embeddings' : 'lexical' };
+  }
+
+  /** AgentDirectory port: the search results. */
+  async search(query: SearchInput): Promise<SearchHit[]> {
+    return (await this.searchCapabilities(query)).results;
+  }
+
+  private async queryVector(query: string): Promise<Float32Array> {
+    const cached = this.queryVectors.get(query);
+    if (cached) return cached;
+    const [vector] = await this.embedder!.embed([query]);
+    const unitVector = unit(vector!);
+    if (this.queryVectors.size >= QUERY_VECTOR_CACHE) this.queryVectors.delete(this.queryVectors.keys().next().value!);
+    this.queryVectors.set(query, unitVector);
+    return unitVector;
+  }
+
+  /** Embeds indexed capabilities that have no (current) vector, in batches; one run at a time. */
+  embedMissing(): Promise<void> {
+    if (!this.embedder) return Promise.resolve();
+    this.embedding ??= (async () => {
+      try {
+        const missing = this.index.needingVectors();
+        for (let i = 0; i < missing.length; i += EMBED_BATCH) {
+          const batch = missing.slice(i, i + EMBED_BATCH);
+          const vectors = await this.embedder!.embed(batch.map((m) => m.text));
+          batch.forEach((m, j) => this.index.setVector(m.id, m.text, Float32Array.from(vectors[j]!)));
+        }
+      } finally {
+        this.embedding = null;
+      }
+    })();
+    return this.embedding;
+  }
+
+  /**
+   * Brings the search index up to the database: rebuilt the first time (and when this node
+   * fell behind pruned history), otherwise patched with the capabilities changed since the
+   * seq it reflects. Concurrent callers share one pass; a call made during a pass gets
+   * another pass after it, so it always sees changes committed before it was made.
+   */
+  syncIndex(): Promise<void> {
+    this.syncRequested = true;
+    this.syncing ??= (async () => {
+      try {
+        while (this.syncRequested) {
+          this.syncRequested = false;
+          await this.syncOnce();
+        }
+      } finally {
+        this.syncing = null;
+      }
+    })();
+    return this.syncing;
+  }
+
+  private async syncOnce(): Promise<void> {
+    const marks = await this.store.changeMarks();
+    if (this.indexedSeq < 0 || marks.pruned > this.indexedSeq) {
+      const snapshot = await this.store.snapshot();
+      this.index.reset(snapshot.rows.map(toIndexed));
+      this.indexedSeq = snapshot.seq;
+      return;
+    }
+    if (marks.seq <= this.indexedSeq) return;
+    // All of them at once: one change (an agent's deletion) may share its seq with many rows.
+    for (const change of await this.store.changesSince(this.indexedSeq)) {
+      if (change.row) this.index.upsert(toIndexed(change.row));
+      else this.index.remove(change.capability_id);
+      this.indexedSeq = Math.max(this.indexedSeq, change.seq);
+    }
+  }
+
+  /** Forgets deletions older than a day (see DiscoveryStore.pruneTombstones). */
+  async pruneHistory(): Promise<number> {
+    return this.store.pruneTombstones(this.clock.now() - 24 * 3600_000);
+  }
+}

@@ -1,0 +1,424 @@
+import { sql, type AliasableExpression, type Expression, type ExpressionBuilder, type Selectable, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { DialectCapabilities } from '../db/capabilities.js';
+import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { paginate } from '../db/paginate.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+
+export interface DiscoveryCapabilitiesTable {
+  id: string;
+  agent_id: string;
+  capability: string;
+  /** JSON object */
+  metadata: string;
+  /** JSON array of group names */
+  groups: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DiscoveryCapabilityGroupsTable {
+  capability_id: string;
+  group_name: string;
+  agent_id: string;
+}
+
+export interface DiscoveryHeartbeatsTable {
+  agent_id: string;
+  load: number | null;
+  /** JSON object */
+  metadata: string;
+  started_at: number;
+  last_heartbeat_at: number;
+}
+
+export interface DiscoveryCountersTable {
+  name: string;
+  value: number;
+}
+
+export interface DiscoveryChangesTable {
+  capability_id: string;
+  seq: number;
+  changed_at: number;
+}
+
+export interface DiscoveryTables {
+  discovery_capabilities: DiscoveryCapabilitiesTable;
+  discovery_capability_groups: DiscoveryCapabilityGroupsTable;
+  discovery_heartbeats: DiscoveryHeartbeatsTable;
+  discovery_counters: DiscoveryCountersTable;
+  discovery_changes: DiscoveryChangesTable;
+}
+
+export type CapabilityRow = Selectable<DiscoveryCapabilitiesTable>;
+type CapabilityEb = ExpressionBuilder<Database, 'discovery_capabilities'>;
+export type HeartbeatRow = Selectable<DiscoveryHeartbeatsTable>;
+
+/** A capability joined with its agent's latest heartbeat (null columns: never sent one). */
+export interface CandidateRow extends CapabilityRow {
+  load: number | null;
+  last_heartbeat_at: number | null;
+  started_at: number | null;
+}
+
+/** Which capabilities a lookup or listing means: an exact name or a `prefix.` of a wildcard. */
+export interface CapabilityFilter {
+  exact?: string;
+  prefix?: string;
+  group?: string;
+  agentId?: string;
+}
+
+export interface GroupCount {
+  name: string;
+  agent_count: number;
+  capability_count: number;
+}
+
+/** The change sequence counter; round-robin cursors live beside it under `rr:` names. */
+const CHANGES = 'changes';
+/** Highest change seq whose tombstone was pruned: a node behind it must rebuild its index. */
+const PRUNED = 'changes_pruned';
+
+export class DiscoveryStore {
+  constructor(
+    private readonly db: Db,
+    private readonly caps: DialectCapabilities,
+  ) {}
+
+  /**
+   * Inserts or updates the agent's capability of that name (one statement, so two concurrent
+   * registrations cannot duplicate it), replaces its groups and records the change, all in one
+   * transaction. Returns the stored row.
+   */
+  async upsertCapability(row: CapabilityRow, groups: string[]): Promise<CapabilityRow> {
+    return this.db.transaction().execute(async (trx) => {
+      const stored = await trx
+        .insertInto('discovery_capabilities')
+        .values(row)
+        .onConflict((oc) =>
+          oc.columns(['agent_id', 'capability']).doUpdateSet({
+            metadata: row.metadata,
+            groups: row.groups,
+            updated_at: row.updated_at,
+          }),
+        )
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await trx.deleteFrom('discovery_capability_groups').where('capability_id', '=', stored.id).execute();
+      if (groups.length > 0) {
+        await trx
+          .insertInto('discovery_capability_groups')
+          .values(groups.map((group_name) => ({ capability_id: stored.id, group_name, agent_id: stored.agent_id })))
+          .execute();
+      }
+      await this.recordChanges(trx, [stored.id], row.updated_at);
+      return stored;
+    });
+  }
+
+  /** Deletes capabilities (one, or every one of an agent) and records the changes; returns the ids. */
+  async deleteCapabilities(where: { id?: string; agentId?: string }, at: number): Promise<string[]> {
+    return this.db.transaction().execute(async (trx) => {
+      let query = trx.deleteFrom('discovery_capabilities').returning('id');
+      if (where.id !== undefined) query = query.where('id', '=', where.id);
+      if (where.agentId !== undefined) query = query.where('agent_id', '=', where.agentId);
+      const ids = (await query.execute()).map((r) => r.id);
+      if (ids.length > 0) await this.recordChanges(trx, ids, at);
+      return ids;
+    });
+  }
+
+  async deleteHeartbeat(agentId: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('discovery_heartbeats').where('agent_id', '=', agentId).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /**
+   * Takes the next change seq and stamps the changed capabilities with it. The counter row
+   * stays locked until commit (PostgreSQL row lock; SQLite has one writer), so seqs become
+   * visible in order and a reader that saw seq n has seen every change up to n.
+   */
+  private async recordChanges(trx: Db, ids: string[], at: number): Promise<void> {
+    const seq = await this.advance(trx, CHANGES);
+    await trx
+      .insertInto('discovery_changes')
+      .values(ids.map((capability_id) => ({ capability_id, seq, changed_at: at })))
+      .onConflict((oc) => oc.column('capability_id').doUpdateSet({ seq, changed_at: at }))
+      .execute();
+  }
+
+  /** Adds one to a named counter (created at 1) and returns the new value. */
+  async advance(db: Db, name: string): Promise<number> {
+    const row = await db
+      .insertInto('discovery_counters')
+      .values({ name, value: 1 })
+      .onConflict((oc) => oc.column('name').doUpdateSet({ value: sql<number>`discovery_counters.value + 1` }))
+      .returning('value')
+      .executeTakeFirstOrThrow();
+    return Number(row.value);
+  }
+
+  /** Advances a round-robin cursor; returns how many times it had been used before. */
+  async nextCursor(key: string): Promise<number> {
+    return (await this.advance(this.db, `rr:${key}`)) - 1;
+  }
+
+  async findCapability(id: string): Promise<CapabilityRow | undefined> {
+    return this.db.selectFrom('discovery_capabilities').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async listCapabilities(filter: CapabilityFilter, window: Page): Promise<Paged<CapabilityRow>> {
+    let query = this.db.selectFrom('discovery_capabilities').selectAll('discovery_capabilities').orderBy('discovery_capabilities.id');
+    query = this.applyFilter(query, filter);
+    return paginate(query, window);
+  }
+
+  /**
+   * Capabilities matching the filter with their agents' heartbeats, in registration order.
+   * With `freshSince`, agents whose last heartbeat is older are left out (unhealthy).
+   */
+  async candidates(filter: CapabilityFilter, freshSince: number | null): Promise<CandidateRow[]> {
+    let query = this.db
+      .selectFrom('discovery_capabilities')
+      .leftJoin('discovery_heartbeats', 'discovery_heartbeats.agent_id', 'discovery_capabilities.agent_id')
+      .selectAll('discovery_capabilities')
+      .select(['discovery_heartbeats.load', 'discovery_heartbeats.last_heartbeat_at', 'discovery_heartbeats.started_at'])
+      .orderBy('discovery_capabilities.id');
+    query = this.applyFilter(query, filter);
+    if (freshSince !== null) {
+      query = query.where((eb) =>
+        eb.or([
+          eb('discovery_heartbeats.last_heartbeat_at', 'is', null),
+          eb('discovery_heartbeats.last_heartbeat_at', '>=', freshSince),
+        ]),
+      );
+    }
+    return query.execute();
+  }
+
+  // Kysely types a where-callback by the tables in the query; a lookup joins heartbeats, a
+  // listing does not. Both only filter on capability columns, hence the one widening cast.
+  private applyFilter<Q extends { where: (expression: (eb: CapabilityEb) => Expression<SqlBool>) => Q }>(
+    query: Q,
+    filter: CapabilityFilter,
+  ): Q {
+    return query.where((eb) => {
+      const conditions: Expression<SqlBool>[] = [];
+      if (filter.exact !== undefined) conditions.push(eb('discovery_capabilities.capability', '=', filter.exact));
+      if (filter.prefix !== undefined) {
+        // substr, not LIKE: names may hold `_`, a LIKE wildcard; substr means the same on both dialects.
+        conditions.push(eb(sql`substr(discovery_capabilities.capability, 1, ${filter.prefix.length})`, '=', filter.prefix));
+      }
+      if (filter.agentId !== undefined) conditions.push(eb('discovery_capabilities.agent_id', '=', filter.agentId));
+      if (filter.group !== undefined) {
+        conditions.push(
+          eb.exists(
+            eb
+              .selectFrom('discovery_capability_groups')
+              .select(sql.lit(1).as('one'))
+              .whereRef('discovery_capability_groups.capability_id', '=', 'discovery_capabilities.id')
+              .where('discovery_capability_groups.group_name', '=', filter.group),
+          ),
+        );
+      }
+      return eb.and(conditions);
+    });
+  }
+
+  /**
+   * Records a heartbeat in one upsert. A gap longer than the TTL ends the agent's uptime (the
+   * new run starts at this beat); a beat without load or metadata keeps the previous ones.
+   */
+  async heartbeat(row: HeartbeatRow, options: { ttlMs: number; keepMetadata: boolean }): Promise<HeartbeatRow> {
+    const ttlMs = options.ttlMs;
+    return this.db
+      .insertInto('discovery_heartbeats')
+      .values(row)
+      .onConflict((oc) =>
+        oc.column('agent_id').doUpdateSet({
+          load: sql`coalesce(excluded.load, discovery_heartbeats.load)`,
+          metadata: options.keepMetadata ? sql<string>`discovery_heartbeats.metadata` : row.metadata,
+          started_at: sql`case when excluded.last_heartbeat_at - discovery_heartbeats.last_heartbeat_at > ${ttlMs}
+            then excluded.started_at else discovery_heartbeats.started_at end`,
+          last_heartbeat_at: row.last_heartbeat_at,
+        }),
+      )
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async findHeartbeat(agentId: string): Promise<HeartbeatRow | undefined> {
+    return this.db.selectFrom('discovery_heartbeats').selectAll().where('agent_id', '=', agentId).executeTakeFirst();
+  }
+
+  async heartbeatsOf(agentIds: string[]): Promise<HeartbeatRow[]> {
+    if (agentIds.length === 0) return [];
+    return this.db.selectFrom('discovery_heartbeats').selectAll().where('agent_id', 'in', agentIds).execute();
+  }
+
+  async hasCapabilities(agentId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('discovery_capabilities').select('id').where('agent_id', '=', agentId).limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async groupsOf(agentId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('discovery_capability_groups')
+      .select('group_name')
+      .distinct()
+      .where('agent_id', '=', agentId)
+      .orderBy('group_name')
+      .execute();
+    return rows.map((r) => r.group_name);
+  }
+
+  async listGroups(window: Page): Promise<Paged<GroupCount>> {
+    const query = this.db
+      .selectFrom('discovery_capability_groups')
+      .select((eb) => [
+        'group_name as name',
+        eb.fn.count<number>('agent_id').distinct().as('agent_count'),
+        eb.fn.countAll<number>().as('capability_count'),
+      ])
+      .groupBy('group_name')
+      .orderBy('group_name');
+    const page = await this.pageOfGroups(query, window, (eb) => eb.fn.count<number>('group_name').distinct());
+    return {
+      total: page.total,
+      items: page.items.map((g) => ({ name: g.name, agent_count: Number(g.agent_count), capability_count: Number(g.capability_count) })),
+    };
+  }
+
+  /** One page of a group's agents (by agent id) and the total number of agents in it. */
+  async groupAgents(group: string, window: Page): Promise<Paged<string>> {
+    const query = this.db
+      .selectFrom('discovery_capability_groups')
+      .select('agent_id')
+      .where('group_name', '=', group)
+      .groupBy('agent_id')
+      .orderBy('agent_id');
+    const page = await this.pageOfGroups(query, window, (eb) => eb.fn.count<number>('agent_id').distinct(), group);
+    return { items: page.items.map((r) => r.agent_id), total: page.total };
+  }
+
+  /**
+   * paginate() for a GROUP BY query: its `count(*) over ()` counts groups, but its fallback
+   * for a page past the end would count rows, so that case counts `distinct` itself.
+   */
+  private async pageOfGroups<O>(
+    query: SelectQueryBuilder<Database, 'discovery_capability_groups', O>,
+    window: Page,
+    distinct: (eb: ExpressionBuilder<Database, 'discovery_capability_groups'>) => AliasableExpression<number>,
+    group?: string,
+  ): Promise<Paged<O>> {
+    const page = await paginate(query, window);
+    if (page.items.length > 0 || window.offset === 0) return page;
+    let count = this.db.selectFrom('discovery_capability_groups').select((eb) => distinct(eb).as('n'));
+    if (group !== undefined) count = count.where('group_name', '=', group);
+    const counted = await count.executeTakeFirst();
+    return { items: [], total: Number(counted?.n ?? 0) };
+  }
+
+  /** The capabilities of these agents that carry the group. */
+  async capabilitiesInGroup(group: string, agentIds: string[]): Promise<CapabilityRow[]> {
+    if (agentIds.length === 0) return [];
+    return this.db
+      .selectFrom('discovery_capabilities')
+      .innerJoin('discovery_capability_groups', 'discovery_capability_groups.capability_id', 'discovery_capabilities.id')
+      .selectAll('discovery_capabilities')
+      .where('discovery_capability_groups.group_name', '=', group)
+      .where('discovery_capabilities.agent_id', 'in', agentIds)
+      .orderBy('discovery_capabilities.id')
+      .execute();
+  }
+
+  /** Every capability (search index rebuild) and the change seq it reflects. */
+  async snapshot(): Promise<{ rows: CapabilityRow[]; seq: number }> {
+    // Read the seq first: a change committed between the two reads is applied again by the
+    // next sync, which is harmless; the reverse order could miss one.
+    const seq = await this.counter(this.db, CHANGES);
+    const rows = await this.db.selectFrom('discovery_capabilities').selectAll().orderBy('id').execute();
+    return { rows, seq };
+  }
+
+  /** The change seq and the pruning mark: a cheap "did anything change?" probe. */
+  async changeMarks(): Promise<{ seq: number; pruned: number }> {
+    const rows = await this.db.selectFrom('discovery_counters').select(['name', 'value']).where('name', 'in', [CHANGES, PRUNED]).execute();
+    const value = (name: string) => Number(rows.find((r) => r.name === name)?.value ?? 0);
+    return { seq: value(CHANGES), pruned: value(PRUNED) };
+  }
+
+  /** Capabilities changed after `seq`, with their current rows (undefined when deleted). */
+  async changesSince(seq: number): Promise<{ capability_id: string; seq: number; row: CapabilityRow | undefined }[]> {
+    const rows = await this.db
+      .selectFrom('discovery_changes')
+      .leftJoin('discovery_capabilities', 'discovery_capabilities.id', 'discovery_changes.capability_id')
+      .select([
+        'discovery_changes.capability_id',
+        'discovery_changes.seq',
+        'discovery_capabilities.id',
+        'discovery_capabilities.agent_id',
+        'discovery_capabilities.capability',
+        'discovery_capabilities.metadata',
+        'discovery_capabilities.groups',
+        'discovery_capabilities.created_at',
+        'discovery_capabilities.updated_at',
+      ])
+      .where('discovery_changes.seq', '>', seq)
+      .orderBy('discovery_changes.seq')
+      .execute();
+    return rows.map((r) => ({
+      capability_id: r.capability_id,
+      seq: Number(r.seq),
+      row:
+        r.id === null
+          ? undefined
+          : {
+              id: r.id,
+              agent_id: r.agent_id!,
+              capability: r.capability!,
+              metadata: r.metadata!,
+              groups: r.groups!,
+              created_at: r.created_at!,
+              updated_at: r.updated_at!,
+            },
+    }));
+  }
+
+  /**
+   * Forgets the changes of capabilities deleted before `before` (their tombstones), raising
+   * the pruning mark so a node that had not seen them rebuilds instead of missing a delete.
+   */
+  async pruneTombstones(before: number): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      await this.caps.transactionLock(trx, 'discovery:prune');
+      const gone = await trx
+        .selectFrom('discovery_changes')
+        .leftJoin('discovery_capabilities', 'discovery_capabilities.id', 'discovery_changes.capability_id')
+        .select(['discovery_changes.capability_id', 'discovery_changes.seq'])
+        .where('discovery_capabilities.id', 'is', null)
+        .where('discovery_changes.changed_at', '<', before)
+        .execute();
+      if (gone.length === 0) return 0;
+      const mark = Math.max(...gone.map((g) => Number(g.seq)));
+      await trx.deleteFrom('discovery_changes').where('capability_id', 'in', gone.map((g) => g.capability_id)).execute();
+      await trx
+        .insertInto('discovery_counters')
+        .values({ name: PRUNED, value: mark })
+        .onConflict((oc) =>
+          oc.column('name').doUpdateSet({
+            value: sql<number>`case when excluded.value > discovery_counters.value then excluded.value else discovery_counters.value end`,
+          }),
+        )
+        .execute();
+      return gone.length;
+    });
+  }
+
+  private async counter(db: Db, name: string): Promise<number> {
+    const row = await db.selectFrom('discovery_counters').select('value').where('name', '=', name).executeTakeFirst();
+    return Number(row?.value ?? 0);
+  }
+}
