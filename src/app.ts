@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
+import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
 import { createMessagingDomain } from './messaging/index.js';
@@ -91,6 +92,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
   });
   const tasks = createTasksDomain({ platform, inbox: messaging.service });
+  const artifacts = createArtifactsDomain({ platform, sharedSecret: (name) => auth.service.sharedSecret(name) });
 
   // Workers start after the server listens, in this order, and stop in reverse.
   const workers: Worker[] = [
@@ -98,6 +100,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...messaging.workers,
     ...discovery.workers,
     ...routines.workers,
+    ...artifacts.workers,
   ];
 
   const http = await buildHttpServer({
@@ -113,6 +116,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
+      { prefix: '/api/v1', plugin: artifacts.routes },
     ],
   });
 

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  range_not_satisfiable: 416,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
@@ -98,6 +99,14 @@ export class PayloadTooLarge extends AppError {
 export class UnsupportedMediaType extends AppError {
   constructor(message: string) {
     super('unsupported_media_type', message);
+  }
+}
+
+export class RangeNotSatisfiable extends AppError {
+  constructor(size: number) {
+    super('range_not_satisfiable', `The requested range is outside the ${size} bytes of the content`, undefined, {
+      'Content-Range': `bytes */${size}`,
+    });
   }
 }
 

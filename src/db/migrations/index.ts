@@ -4,6 +4,7 @@ import * as foundation from './0001-foundation.js';
 import * as messaging from './0002-messaging.js';
 import * as discovery from './0003-discovery.js';
 import * as tasks from './0004-tasks.js';
+import * as artifacts from './0005-artifacts.js';
 import * as routines from './0006-routines.js';
 
 export interface SwitchboardMigration {
@@ -19,5 +20,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0002-messaging': messaging,
   '0003-discovery': discovery,
   '0004-tasks': tasks,
+  '0005-artifacts': artifacts,
   '0006-routines': routines,
 };

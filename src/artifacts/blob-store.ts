@@ -1,0 +1,166 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { PayloadTooLarge } from '../kernel/errors.js';
+
+/** An inclusive byte range of a blob. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * Bytes written to the staging area, hashed, not yet visible under their key. `commit` makes
+ * them visible atomically; `discard` removes them. Exactly one of the two should be called.
+ */
+export interface StagedBlob {
+  readonly sha256: string;
+  readonly size: number;
+  readonly key: string;
+  /** True once commit has renamed the file into place. */
+  readonly committed: boolean;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+/**
+ * Content-addressed blob storage (design §6). Callers stage a stream, then commit it inside the
+ * database transaction that references it, so the file and its reference appear together; the
+ * database counts references and tells the store when to delete.
+ */
+export interface BlobStore {
+  /** Streams `source` to a staging file, hashing while it goes; over `maxBytes` → 413, nothing left behind. */
+  stage(source: Readable, maxBytes: number): Promise<StagedBlob>;
+  /** stage + commit, for bytes that need no transaction around them. */
+  put(source: Readable, maxBytes: number): Promise<{ sha256: string; size: number; key: string }>;
+  /** Opens the blob (optionally a range of it) for streaming; throws ENOENT when it is absent. */
+  get(key: string, range?: ByteRange): Promise<Readable>;
+  delete(key: string): Promise<void>;
+  /** Removes staging files untouched for longer than `olderThanMs` of wall-clock time (left by a crash). */
+  sweepStaging(olderThanMs: number): Promise<number>;
+}
+
+/** Counts, hashes and bounds the bytes flowing through it. */
+class Meter extends Transform {
+  readonly hash = createHash('sha256');
+  size = 0;
+
+  constructor(private readonly maxBytes: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) {
+      callback(new PayloadTooLarge(`The upload exceeds the limit of ${this.maxBytes} bytes`));
+      return;
+    }
+    this.hash.update(chunk);
+    callback(null, chunk);
+  }
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/**
+ * Blobs as files under `<root>/sha256/ab/<sha256>`, staged in `<root>/tmp` on the same file
+ * system so that commit is one atomic rename: a crash leaves either no file or a complete one,
+ * never a half-written blob under its key.
+ */
+export class FsBlobStore implements BlobStore {
+  private readonly staging: string;
+  private readonly objects: string;
+  private readonly madeDirs = new Set<string>();
+
+  constructor(
+    root: string,
+    /** fsync before the rename, so a power loss cannot leave a named but incomplete file. */
+    private readonly durable = true,
+  ) {
+    this.staging = path.join(root, 'tmp');
+    this.objects = path.join(root, 'sha256');
+    fs.mkdirSync(this.staging, { recursive: true });
+    fs.mkdirSync(this.objects, { recursive: true });
+  }
+
+  pathOf(key: string): string {
+    if (!SHA256_HEX.test(key)) throw new Error(`not a blob key: ${key}`);
+    return path.join(this.objects, key.slice(0, 2), key);
+  }
+
+  async stage(source: Readable, maxBytes: number): Promise<StagedBlob> {
+    const temp = path.join(this.staging, `${Date.now()}-${randomBytes(8).toString('hex')}`);
+    const meter = new Meter(maxBytes);
+    try {
+      await pipeline(source, meter, fs.createWriteStream(temp, { flags: 'wx', flush: this.durable }));
+    } catch (err) {
+      // The source may still be flowing (an aborted request); stop it before forgetting the file.
+      source.destroy();
+      await fsp.rm(temp, { force: true });
+      throw err;
+    }
+    const sha256 = meter.hash.digest('hex');
+    const final = this.pathOf(sha256);
+    let settled = false;
+    let committed = false;
+    return {
+      sha256,
+      size: meter.size,
+      key: sha256,
+      get committed() {
+        return committed;
+      },
+      commit: async () => {
+        if (settled) return;
+        const dir = path.dirname(final);
+        if (!this.madeDirs.has(dir)) {
+          await fsp.mkdir(dir, { recursive: true });
+          this.madeDirs.add(dir);
+        }
+        // Renaming over an existing blob replaces it with identical bytes: harmless.
+        await fsp.rename(temp, final);
+        settled = true;
+        committed = true;
+      },
+      discard: async () => {
+        if (settled) return;
+        settled = true;
+        await fsp.rm(temp, { force: true });
+      },
+    };
+  }
+
+  async put(source: Readable, maxBytes: number): Promise<{ sha256: string; size: number; key: string }> {
+    const staged = await this.stage(source, maxBytes);
+    await staged.commit();
+    return { sha256: staged.sha256, size: staged.size, key: staged.key };
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    const handle = await fsp.open(this.pathOf(key), 'r');
+    // The stream owns the handle and closes it on end, error or destroy.
+    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+  }
+
+  async delete(key: string): Promise<void> {
+    await fsp.rm(this.pathOf(key), { force: true });
+  }
+
+  async sweepStaging(olderThanMs: number): Promise<number> {
+    // File times are wall-clock times, so this compares with the wall clock, not the app's Clock.
+    const now = Date.now();
+    let removed = 0;
+    for (const name of await fsp.readdir(this.staging)) {
+      const file = path.join(this.staging, name);
+      const stat = await fsp.stat(file).catch(() => null);
+      if (stat && now - stat.mtimeMs > olderThanMs) {
+        await fsp.rm(file, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+}

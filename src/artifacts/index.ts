@@ -1,0 +1,53 @@
+import path from 'node:path';
+import type { Platform } from '../app.js';
+import type { AgentGroups } from '../kernel/ports.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import { FsBlobStore, type BlobStore } from './blob-store.js';
+import { artifactsRoutes } from './routes.js';
+import { ArtifactsService } from './service.js';
+import { ArtifactsStore } from './store.js';
+
+export { ArtifactsService } from './service.js';
+export type { BlobStore, StagedBlob } from './blob-store.js';
+
+/** The settings row holding the HMAC key of signed and upload URLs (shared by every node). */
+export const URL_SIGNING_SETTING = 'artifacts.url_signing_key';
+
+/**
+ * How often expired upload intents are swept. Cheap (an indexed range scan that is usually
+ * empty), and short enough that an expired upload's bytes do not linger.
+ */
+const SWEEP_INTERVAL_MS = 1000;
+
+/**
+ * Artifacts (issue 9): versioned, content-addressed files and JSON snippets, upload intents,
+ * signed URLs and sharing. `sharedSecret` returns a cluster-wide secret by name (auth's
+ * settings); `groups` (discovery) makes group shares work.
+ */
+export function createArtifactsDomain(deps: {
+  platform: Platform;
+  sharedSecret: (name: string) => Promise<string>;
+  groups?: AgentGroups;
+  blobs?: BlobStore;
+}) {
+  const { platform } = deps;
+  const service = new ArtifactsService({
+    store: new ArtifactsStore(platform.database.db, platform.database.caps),
+    blobs: deps.blobs ?? new FsBlobStore(path.join(platform.config.dataDir, 'blobs')),
+    clock: platform.clock,
+    logger: platform.logger,
+    groups: deps.groups,
+    signingKey: () => deps.sharedSecret(URL_SIGNING_SETTING),
+    publicUrl: platform.publicUrl,
+    maxUploadBytes: platform.config.maxUploadBytes,
+  });
+  const sweeper = new LoopWorker({
+    name: 'artifact-upload-sweeper',
+    intervalMs: SWEEP_INTERVAL_MS,
+    logger: platform.logger,
+    run: async () => {
+      await service.sweep();
+    },
+  });
+  return { service, routes: artifactsRoutes(service, platform.config.maxUploadBytes), workers: [sweeper] };
+}

@@ -1,0 +1,334 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { created, deleted, list, ok } from '../http/reply.js';
+import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
+import { RangeNotSatisfiable, Unauthorized, UnsupportedMediaType } from '../kernel/errors.js';
+import { contentDisposition, decideRange, tagMatches } from './http-conditions.js';
+import {
+  AccessList,
+  Artifact,
+  ArtifactParams,
+  DownloadQuery,
+  ListQuery,
+  ShareBody,
+  SharedQuery,
+  SignatureQuery,
+  SignedUrl,
+  SignedUrlBody,
+  SnippetBody,
+  UnshareBody,
+  UploadIntent,
+  UploadIntentBody,
+  UploadParams,
+  UploadReceived,
+  VersionDeleted,
+  VersionList,
+  VersionParams,
+} from './schemas.js';
+import type { ArtifactsService, Download, FormPart, IncomingForm } from './service.js';
+
+const tags = ['artifacts'];
+
+/** Form fields are small (metadata is the largest); the file is bounded by the upload limit. */
+const FIELD_LIMIT_BYTES = 64 * 1024;
+
+const FORM_DESCRIPTION =
+  'multipart/form-data with the part `file` (the content) and the optional fields `name` (default: the file name), ' +
+  "`content_type` (default: the file part's type) and `metadata` (a JSON object as text). The content is streamed to " +
+  'storage; over SWITCHBOARD_MAX_UPLOAD_BYTES the request ends with 413 and nothing is kept. Signed requests send ' +
+  'X-Content-SHA256: hex SHA-256 of the raw multipart body.';
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/**
+ * Adapts @fastify/multipart to the service's streamed form. A signed request's body is hashed
+ * as it is parsed and compared with the X-Content-SHA256 its signature covered.
+ */
+function incomingForm(request: FastifyRequest, maxUploadBytes: number): IncomingForm {
+  if (!request.isMultipart()) throw new UnsupportedMediaType('This endpoint takes multipart/form-data');
+  const digest = request.signedBy ? createHash('sha256') : null;
+  const raw = request.raw;
+  return {
+    parts: (async function* (): AsyncGenerator<FormPart> {
+      // Tapped in the same tick as the parser is piped (below), so neither misses a chunk.
+      if (digest) raw.on('data', (chunk: Buffer) => digest.update(chunk));
+      // One byte over the limit lets the blob store see the excess and answer 413 itself.
+      const limits = { fileSize: maxUploadBytes + 1, files: 1, fields: 10, parts: 12, fieldSize: FIELD_LIMIT_BYTES };
+      for await (const part of request.parts({ limits })) {
+        if (part.type === 'file') {
+          yield { kind: 'file', name: part.fieldname, filename: part.filename, mimetype: part.mimetype, stream: part.file };
+        } else {
+          const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+          yield { kind: 'field', name: part.fieldname, value, truncated: part.valueTruncated };
+        }
+      }
+    })(),
+    async verify() {
+      if (!digest) return;
+      if (!raw.readableEnded) {
+        raw.resume();
+        await finished(raw);
+      }
+      if (header(request, 'x-content-sha256')?.toLowerCase() !== digest.digest('hex')) {
+        throw new Unauthorized('X-Content-SHA256 does not match the request body');
+      }
+    },
+  };
+}
+
+/** Streams a version with its validators: ETag (the sha256), If-None-Match → 304, Range → 206/416. */
+async function sendDownload(request: FastifyRequest, reply: FastifyReply, download: Download) {
+  reply
+    .header('ETag', `"${download.sha256}"`)
+    .header('Accept-Ranges', 'bytes')
+    .header('Content-Disposition', contentDisposition(download.name))
+    .header('X-Artifact-Version', String(download.version));
+  if (tagMatches(header(request, 'if-none-match'), download.sha256)) return reply.code(304).send();
+  const decision = decideRange(header(request, 'range'), download.size_bytes);
+  if (decision.kind === 'unsatisfiable') throw new RangeNotSatisfiable(download.size_bytes);
+  reply.type(download.content_type);
+  if (decision.kind === 'partial') {
+    const { start, end } = decision.range;
+    const stream = await download.open(decision.range);
+    return reply
+      .code(206)
+      .header('Content-Range', `bytes ${start}-${end}/${download.size_bytes}`)
+      .header('Content-Length', String(end - start + 1))
+      .send(stream);
+  }
+  const stream = await download.open();
+  return reply.code(200).header('Content-Length', String(download.size_bytes)).send(stream);
+}
+
+const ArtifactResponse = DataEnvelope(Artifact);
+
+export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: number): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    // Registered here only: multipart parsing and raw streamed bodies are this plugin's business.
+    await app.register(multipart);
+    // Upload URLs take raw bytes of any type; the body stays a stream for the blob store.
+    app.addContentTypeParser(['application/octet-stream', '*'], (_request, payload, done) => done(null, payload));
+    // An error answered before the body was read (413, 403 on an upload URL…) must not make
+    // Node read and discard the rest of a possibly huge body: close the connection instead.
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (reply.statusCode >= 400 && !request.raw.complete) reply.header('Connection', 'close');
+      return payload;
+    });
+
+    app.post(
+      '/artifacts',
+      {
+        schema: { tags, summary: 'Upload a file as a new artifact (multipart)', description: FORM_DESCRIPTION, consumes: ['multipart/form-data'], response: { 201: ArtifactResponse } },
+      },
+      async (request, reply) => created(reply, await service.create(request.principal, incomingForm(request, maxUploadBytes))),
+    );
+
+    app.post(
+      '/artifacts/snippets',
+      { schema: { tags, summary: 'Store a JSON value as an artifact (application/json)', body: SnippetBody, response: { 201: ArtifactResponse } } },
+      async (request, reply) => created(reply, await service.createSnippet(request.principal, request.body)),
+    );
+
+    app.post(
+      '/artifacts/upload-url',
+      {
+        schema: {
+          tags,
+          summary: 'Start a large upload: returns a URL to PUT the raw bytes to, without credentials',
+          body: UploadIntentBody,
+          response: { 201: DataEnvelope(UploadIntent) },
+        },
+      },
+      async (request, reply) => created(reply, await service.createUpload(request.principal, request.body)),
+    );
+
+    app.put(
+      '/artifacts/uploads/:upload_id',
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          summary: 'PUT the raw bytes of an upload (the signed URL from upload-url; no credentials)',
+          params: UploadParams,
+          querystring: SignatureQuery,
+          response: { 200: DataEnvelope(UploadReceived) },
+        },
+      },
+      async (request, reply) => {
+        const source = request.rawBody ? Readable.from([request.rawBody]) : request.raw;
+        const length = header(request, 'content-length');
+        return ok(reply, await service.receiveUpload(request.params.upload_id, request.query, source, length === undefined ? undefined : Number(length)));
+      },
+    );
+
+    app.post(
+      '/artifacts/upload-url/:upload_id/confirm',
+      {
+        schema: {
+          tags,
+          summary: 'Create the artifact from uploaded bytes (409 and discarded when size or sha256 differ)',
+          params: UploadParams,
+          response: { 201: ArtifactResponse },
+        },
+      },
+      async (request, reply) => created(reply, await service.confirmUpload(request.principal, request.params.upload_id)),
+    );
+
+    app.get(
+      '/artifacts',
+      {
+        schema: {
+          tags,
+          summary: 'List the artifacts the caller may read, by content type (exact or type/*) and metadata (JSON containment)',
+          querystring: ListQuery,
+          response: { 200: ListEnvelope(Artifact) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.list(request.principal, request.query, window), window);
+      },
+    );
+
+    app.get(
+      '/artifacts/shared',
+      {
+        schema: {
+          tags,
+          summary: 'List artifacts shared with the caller, directly or through a discovery group',
+          querystring: SharedQuery,
+          response: { 200: ListEnvelope(Artifact) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listShared(request.principal, request.query.agent_id, window), window);
+      },
+    );
+
+    app.get(
+      '/artifacts/:artifact_id',
+      { schema: { tags, summary: 'Get artifact metadata', params: ArtifactParams, response: { 200: ArtifactResponse } } },
+      async (request, reply) => ok(reply, await service.get(request.principal, request.params.artifact_id)),
+    );
+
+    app.get(
+      '/artifacts/:artifact_id/download',
+      {
+        schema: {
+          tags,
+          summary: 'Download a version (default: current), with ETag, Range and If-None-Match',
+          params: ArtifactParams,
+          querystring: DownloadQuery,
+        },
+      },
+      async (request, reply) =>
+        sendDownload(request, reply, await service.download(request.principal, request.params.artifact_id, request.query.version)),
+    );
+
+    app.get(
+      '/artifacts/signed/:artifact_id/:version',
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          summary: 'Download through a signed URL (no credentials; 403 once expired)',
+          params: VersionParams,
+          querystring: SignatureQuery,
+        },
+      },
+      async (request, reply) =>
+        sendDownload(request, reply, await service.signedDownload(request.params.artifact_id, request.params.version, request.query)),
+    );
+
+    app.post(
+      '/artifacts/:artifact_id/signed-url',
+      {
+        schema: {
+          tags,
+          summary: 'Create a URL that downloads one version without credentials until it expires',
+          params: ArtifactParams,
+          body: SignedUrlBody,
+          response: { 201: DataEnvelope(SignedUrl) },
+        },
+      },
+      async (request, reply) => created(reply, await service.signedUrl(request.principal, request.params.artifact_id, request.body)),
+    );
+
+    app.put(
+      '/artifacts/:artifact_id',
+      {
+        schema: {
+          tags,
+          summary: 'Upload a new version (multipart); If-Match: <sha256> makes it conditional (412)',
+          description: FORM_DESCRIPTION,
+          consumes: ['multipart/form-data'],
+          params: ArtifactParams,
+          response: { 200: ArtifactResponse },
+        },
+      },
+      async (request, reply) =>
+        ok(
+          reply,
+          await service.update(request.principal, request.params.artifact_id, incomingForm(request, maxUploadBytes), header(request, 'if-match')),
+        ),
+    );
+
+    app.get(
+      '/artifacts/:artifact_id/versions',
+      { schema: { tags, summary: 'List versions, newest first', params: ArtifactParams, response: { 200: DataEnvelope(VersionList) } } },
+      async (request, reply) => ok(reply, { versions: await service.versions(request.principal, request.params.artifact_id) }),
+    );
+
+    app.delete(
+      '/artifacts/:artifact_id/versions/:version',
+      {
+        schema: {
+          tags,
+          summary: 'Delete a version (409 for the only one; deleting the newest makes the previous current)',
+          params: VersionParams,
+          response: { 200: DataEnvelope(VersionDeleted) },
+        },
+      },
+      async (request, reply) => {
+        const { artifact_id: id, version } = request.params;
+        const { current_version } = await service.deleteVersion(request.principal, id, version);
+        return ok(reply, { id, version, deleted: true as const, current_version });
+      },
+    );
+
+    app.post(
+      '/artifacts/:artifact_id/share',
+      { schema: { tags, summary: 'Share with agents and discovery groups (owner or admin)', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } } },
+      async (request, reply) => ok(reply, await service.share(request.principal, request.params.artifact_id, request.body)),
+    );
+
+    app.post(
+      '/artifacts/:artifact_id/unshare',
+      { schema: { tags, summary: 'Withdraw shares (owner or admin)', params: ArtifactParams, body: UnshareBody, response: { 200: DataEnvelope(AccessList) } } },
+      async (request, reply) => ok(reply, await service.unshare(request.principal, request.params.artifact_id, request.body)),
+    );
+
+    app.get(
+      '/artifacts/:artifact_id/access',
+      { schema: { tags, summary: 'Who may read the artifact: owner, agents, groups', params: ArtifactParams, response: { 200: DataEnvelope(AccessList) } } },
+      async (request, reply) => ok(reply, await service.access(request.principal, request.params.artifact_id)),
+    );
+
+    app.delete(
+      '/artifacts/:artifact_id',
+      { schema: { tags, summary: 'Delete the artifact, all versions and unreferenced blobs', params: ArtifactParams, response: { 200: Deleted } } },
+      async (request, reply) => {
+        await service.delete(request.principal, request.params.artifact_id);
+        return deleted(reply, request.params.artifact_id);
+      },
+    );
+  };
+}

@@ -1,0 +1,145 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { AgentId, JsonObject, PageQuery, Timestamp } from '../http/schemas.js';
+
+export const MAX_NAME_LENGTH = 255;
+/** type/subtype with optional parameters, as in a Content-Type header. */
+export const CONTENT_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*( *;.*)?$';
+/** Signed and upload URLs live from one second to seven days. */
+export const MAX_EXPIRES_IN_S = 7 * 24 * 3600;
+export const DEFAULT_UPLOAD_EXPIRES_IN_S = 3600;
+
+const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: 'Display and download file name' });
+const ContentType = Type.String({ pattern: CONTENT_TYPE_PATTERN, maxLength: 255, description: 'MIME type' });
+const Sha256 = Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'hex SHA-256 of the content' });
+const GroupName = Type.String({ minLength: 1, maxLength: 200, description: 'Discovery group name' });
+const expiresIn = (options: { default?: number } = {}) =>
+  Type.Integer({ minimum: 1, maximum: MAX_EXPIRES_IN_S, description: 'Seconds until the URL expires (1 s to 7 days)', ...options });
+
+export const Artifact = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  content_type: Type.String(),
+  size_bytes: Type.Integer(),
+  sha256: Type.String({ description: 'hex SHA-256 of the current version; also its ETag' }),
+  metadata: JsonObject,
+  version: Type.Integer({ description: 'The current version' }),
+  owner: Type.String(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Artifact = Static<typeof Artifact>;
+
+export const ArtifactVersion = Type.Object({
+  version: Type.Integer(),
+  content_type: Type.String(),
+  size_bytes: Type.Integer(),
+  sha256: Type.String(),
+  created_at: Timestamp,
+  created_by: Type.String(),
+});
+export type ArtifactVersion = Static<typeof ArtifactVersion>;
+
+export const VersionList = Type.Object({ versions: Type.Array(ArtifactVersion, { description: 'Newest first' }) });
+
+export const VersionDeleted = Type.Object({
+  id: Type.String(),
+  version: Type.Integer(),
+  deleted: Type.Literal(true),
+  current_version: Type.Integer({ description: 'The version now served by default' }),
+});
+
+export const SnippetBody = Type.Object(
+  {
+    name: Name,
+    content: Type.Unknown({ description: 'Any JSON value; stored as application/json' }),
+    metadata: Type.Optional(JsonObject),
+  },
+  { additionalProperties: false },
+);
+export type SnippetBody = Static<typeof SnippetBody>;
+
+export const UploadIntentBody = Type.Object(
+  {
+    name: Name,
+    content_type: ContentType,
+    size_bytes: Type.Integer({ minimum: 0, description: 'Exact size of the bytes that will be PUT' }),
+    sha256: Type.Optional(Sha256),
+    metadata: Type.Optional(JsonObject),
+    expires_in: Type.Optional(expiresIn({ default: DEFAULT_UPLOAD_EXPIRES_IN_S })),
+  },
+  { additionalProperties: false },
+);
+export type UploadIntentBody = Static<typeof UploadIntentBody>;
+
+export const UploadIntent = Type.Object({
+  upload_id: Type.String(),
+  url: Type.String({ description: 'PUT the raw bytes here, without an Authorization header' }),
+  expires_at: Timestamp,
+});
+
+export const UploadReceived = Type.Object({
+  upload_id: Type.String(),
+  size_bytes: Type.Integer(),
+  sha256: Type.String(),
+});
+
+export const SignedUrlBody = Type.Object(
+  {
+    expires_in: expiresIn(),
+    version: Type.Optional(Type.Integer({ minimum: 1, description: 'Default: the current version' })),
+  },
+  { additionalProperties: false },
+);
+export type SignedUrlBody = Static<typeof SignedUrlBody>;
+
+export const SignedUrl = Type.Object({ url: Type.String(), expires_at: Timestamp, version: Type.Integer() });
+
+export const ShareBody = Type.Object(
+  {
+    with_agents: Type.Optional(Type.Array(AgentId, { maxItems: 500 })),
+    with_groups: Type.Optional(Type.Array(GroupName, { maxItems: 500 })),
+  },
+  { additionalProperties: false },
+);
+export const UnshareBody = Type.Object(
+  {
+    agents: Type.Optional(Type.Array(AgentId, { maxItems: 500 })),
+    groups: Type.Optional(Type.Array(GroupName, { maxItems: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+export const AccessList = Type.Object({
+  owner: Type.String(),
+  agents: Type.Array(Type.String()),
+  groups: Type.Array(Type.String()),
+});
+export type AccessList = Static<typeof AccessList>;
+
+export const ListQuery = Type.Composite([
+  PageQuery,
+  Type.Object({
+    content_type: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/(\\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*( *;.*)?)$', maxLength: 255, description: "Exact MIME type, or 'type/*'" }),
+    ),
+    metadata: Type.Optional(Type.String({ maxLength: 8192, description: 'A JSON object that every listed artifact metadata contains' })),
+  }),
+]);
+
+export const SharedQuery = Type.Composite([
+  PageQuery,
+  Type.Object({ agent_id: Type.Optional(AgentId) }),
+]);
+
+export const ArtifactParams = Type.Object({ artifact_id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const VersionParams = Type.Object({
+  artifact_id: Type.String({ minLength: 1, maxLength: 100 }),
+  version: Type.Integer({ minimum: 1 }),
+});
+export const DownloadQuery = Type.Object({ version: Type.Optional(Type.Integer({ minimum: 1 })) });
+export const UploadParams = Type.Object({ upload_id: Type.String({ minLength: 1, maxLength: 100 }) });
+/** The proof a signed or upload URL carries instead of credentials. */
+export const SignatureQuery = Type.Object({
+  expires: Type.Integer({ minimum: 0, description: 'Unix seconds' }),
+  signature: Type.String({ minLength: 1, maxLength: 200 }),
+});

@@ -1,0 +1,349 @@
+import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import type { DialectCapabilities } from '../db/capabilities.js';
+import type { Db } from '../db/database.js';
+import { paginate } from '../db/paginate.js';
+import type { Database } from '../db/schema.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+
+export interface ArtifactsTable {
+  id: string;
+  name: string;
+  owner: string;
+  /** JSON object. */
+  metadata: string;
+  current_version: number;
+  last_version: number;
+  content_type: string;
+  size_bytes: number;
+  sha256: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ArtifactVersionsTable {
+  artifact_id: string;
+  version: number;
+  content_type: string;
+  size_bytes: number;
+  sha256: string;
+  created_by: string;
+  created_at: number;
+}
+
+export interface ArtifactSharesTable {
+  artifact_id: string;
+  kind: 'agent' | 'group';
+  principal: string;
+  created_at: number;
+}
+
+export interface ArtifactUploadsTable {
+  id: string;
+  owner: string;
+  name: string;
+  content_type: string;
+  metadata: string;
+  size_bytes: number;
+  sha256: string | null;
+  expires_at: number;
+  blob_sha256: string | null;
+  received_bytes: number | null;
+  created_at: number;
+}
+
+export interface ArtifactsTables {
+  artifacts: ArtifactsTable;
+  artifact_versions: ArtifactVersionsTable;
+  artifact_shares: ArtifactSharesTable;
+  artifact_uploads: ArtifactUploadsTable;
+}
+
+export type ArtifactRow = Selectable<ArtifactsTable>;
+export type VersionRow = Selectable<ArtifactVersionsTable>;
+export type ShareRow = Selectable<ArtifactSharesTable>;
+export type UploadRow = Selectable<ArtifactUploadsTable>;
+
+/** Who lists: an admin sees everything; an agent what it owns or is shared with it directly or through a group. */
+export interface Viewer {
+  admin: boolean;
+  agentId: string | null;
+  groups: string[];
+}
+
+export interface ArtifactFilter {
+  content_type?: string;
+  /** A JSON object the artifact's metadata must contain (PostgreSQL `@>` semantics). */
+  metadata?: Record<string, unknown>;
+}
+
+/** The content of a new current version, as copied onto the artifact row. */
+export type CurrentContent = Pick<ArtifactRow, 'content_type' | 'size_bytes' | 'sha256' | 'updated_at'>;
+
+type ArtifactsEb = ExpressionBuilder<Database, 'artifacts'>;
+
+export class ArtifactsStore {
+  constructor(
+    private readonly db: Db,
+    private readonly caps: DialectCapabilities,
+  ) {}
+
+  transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(work);
+  }
+
+  /**
+   * Serializes everything that adds or drops references to these blobs, and the file
+   * operations done under it (commit's rename, the last reference's unlink), until the
+   * transaction ends. Taken after any artifact row lock, in sorted order, so it cannot deadlock.
+   */
+  async lockBlobs(trx: Db, sha256s: Iterable<string>): Promise<void> {
+    for (const sha of [...new Set(sha256s)].sort()) await this.caps.transactionLock(trx, `artifact-blob:${sha}`);
+  }
+
+  /** How many versions and pending uploads still use these bytes. */
+  async blobReferences(trx: Db, sha256: string): Promise<number> {
+    const row = await trx
+      .selectNoFrom((eb) => [
+        eb.selectFrom('artifact_versions').select(eb.fn.countAll<number>().as('n')).where('sha256', '=', sha256).as('versions'),
+        eb.selectFrom('artifact_uploads').select(eb.fn.countAll<number>().as('n')).where('blob_sha256', '=', sha256).as('uploads'),
+      ])
+      .executeTakeFirstOrThrow();
+    return Number(row.versions) + Number(row.uploads);
+  }
+
+  // ---- artifacts and versions ----
+
+  async insertArtifact(trx: Db, artifact: ArtifactRow, version: VersionRow): Promise<void> {
+    await trx.insertInto('artifacts').values(artifact).execute();
+    await trx.insertInto('artifact_versions').values(version).execute();
+  }
+
+  async findArtifact(id: string, trx: Db = this.db): Promise<ArtifactRow | undefined> {
+    return trx.selectFrom('artifacts').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * Makes a new current version number (never reused) and records its content on the artifact,
+   * in one UPDATE that also row-locks it, so concurrent writers get distinct numbers. With
+   * `ifMatch`, only when the current content still has one of those sha256s (compare-and-set).
+   */
+  async advanceVersion(
+    trx: Db,
+    id: string,
+    content: CurrentContent & Partial<Pick<ArtifactRow, 'name' | 'metadata'>>,
+    ifMatch?: string[],
+  ): Promise<ArtifactRow | undefined> {
+    let query = trx
+      .updateTable('artifacts')
+      .set((eb) => ({
+        ...content,
+        last_version: eb('last_version', '+', 1),
+        current_version: eb('last_version', '+', 1),
+      }))
+      .where('id', '=', id);
+    if (ifMatch !== undefined) query = query.where('sha256', 'in', ifMatch);
+    return query.returningAll().executeTakeFirst();
+  }
+
+  async insertVersion(trx: Db, row: VersionRow): Promise<void> {
+    await trx.insertInto('artifact_versions').values(row).execute();
+  }
+
+  /** Row-locks the artifact for the rest of the transaction (an UPDATE does it on both dialects). */
+  async lockArtifact(trx: Db, id: string): Promise<ArtifactRow | undefined> {
+    return trx
+      .updateTable('artifacts')
+      .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async setCurrent(trx: Db, id: string, version: VersionRow, at: number): Promise<void> {
+    await trx
+      .updateTable('artifacts')
+      .set({
+        current_version: version.version,
+        content_type: version.content_type,
+        size_bytes: version.size_bytes,
+        sha256: version.sha256,
+        updated_at: at,
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async listVersions(id: string, trx: Db = this.db): Promise<VersionRow[]> {
+    return trx.selectFrom('artifact_versions').selectAll().where('artifact_id', '=', id).orderBy('version', 'desc').execute();
+  }
+
+  async findVersion(id: string, version: number): Promise<VersionRow | undefined> {
+    return this.db
+      .selectFrom('artifact_versions')
+      .selectAll()
+      .where('artifact_id', '=', id)
+      .where('version', '=', version)
+      .executeTakeFirst();
+  }
+
+  async deleteVersion(trx: Db, id: string, version: number): Promise<VersionRow | undefined> {
+    return trx
+      .deleteFrom('artifact_versions')
+      .where('artifact_id', '=', id)
+      .where('version', '=', version)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** Deletes the artifact with its versions and shares (cascade). */
+  async deleteArtifact(trx: Db, id: string): Promise<void> {
+    await trx.deleteFrom('artifacts').where('id', '=', id).execute();
+  }
+
+  async list(viewer: Viewer, filter: ArtifactFilter, window: Page): Promise<Paged<ArtifactRow>> {
+    let query = this.db.selectFrom('artifacts').selectAll().orderBy('id');
+    if (!viewer.admin) query = query.where((eb) => eb.or([eb('owner', '=', viewer.agentId ?? ''), sharedWith(eb, viewer)]));
+    const type = filter.content_type;
+    if (type !== undefined) {
+      if (type.endsWith('/*')) {
+        // 'text/*' → every type from 'text/' up to 'text0' ('0' follows '/'): a range on the index.
+        const major = type.slice(0, -1);
+        query = query.where('content_type', '>=', major).where('content_type', '<', `${major.slice(0, -1)}0`);
+      } else {
+        query = query.where('content_type', '=', type);
+      }
+    }
+    if (filter.metadata !== undefined) {
+      const wanted = filter.metadata;
+      query = query.where(() => this.metadataContains(wanted));
+    }
+    return paginate(query, window);
+  }
+
+  /** Artifacts shared with the viewer (directly or through a group) that it does not own. */
+  async listShared(viewer: Viewer, window: Page): Promise<Paged<ArtifactRow>> {
+    const query = this.db
+      .selectFrom('artifacts')
+      .selectAll()
+      .where((eb) => sharedWith(eb, viewer))
+      .where('owner', '!=', viewer.agentId ?? '')
+      .orderBy('id');
+    return paginate(query, window);
+  }
+
+  private metadataContains(wanted: Record<string, unknown>): Expression<SqlBool> {
+    if (this.caps.kind === 'postgres') {
+      return sql<SqlBool>`artifacts.metadata::jsonb @> ${JSON.stringify(wanted)}::jsonb`;
+    }
+    return sqliteContains(sql.ref('artifacts.metadata'), sql.lit('object'), wanted, { next: 0 });
+  }
+
+  // ---- sharing ----
+
+  async listShares(id: string): Promise<ShareRow[]> {
+    return this.db.selectFrom('artifact_shares').selectAll().where('artifact_id', '=', id).orderBy('principal').execute();
+  }
+
+  async addShares(rows: ShareRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db
+      .insertInto('artifact_shares')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['artifact_id', 'kind', 'principal']).doNothing())
+      .execute();
+  }
+
+  async removeShares(id: string, kind: 'agent' | 'group', principals: string[]): Promise<void> {
+    if (principals.length === 0) return;
+    await this.db
+      .deleteFrom('artifact_shares')
+      .where('artifact_id', '=', id)
+      .where('kind', '=', kind)
+      .where('principal', 'in', principals)
+      .execute();
+  }
+
+  // ---- upload intents ----
+
+  async insertUpload(row: UploadRow): Promise<void> {
+    await this.db.insertInto('artifact_uploads').values(row).execute();
+  }
+
+  async findUpload(id: string, trx: Db = this.db): Promise<UploadRow | undefined> {
+    return trx.selectFrom('artifact_uploads').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Records received bytes; returns the row as it was before (its previous blob, if any), locked. */
+  async recordUploadBytes(trx: Db, id: string, sha256: string, size: number): Promise<UploadRow | undefined> {
+    const before = await this.lockUpload(trx, id);
+    if (!before) return undefined;
+    await trx.updateTable('artifact_uploads').set({ blob_sha256: sha256, received_bytes: size }).where('id', '=', id).execute();
+    return before;
+  }
+
+  /** Reads the upload and row-locks it (an UPDATE that changes nothing), so one confirm wins. */
+  async lockUpload(trx: Db, id: string): Promise<UploadRow | undefined> {
+    return trx
+      .updateTable('artifact_uploads')
+      .set((eb) => ({ expires_at: eb.ref('expires_at') }))
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  async deleteUpload(trx: Db, id: string): Promise<void> {
+    await trx.deleteFrom('artifact_uploads').where('id', '=', id).execute();
+  }
+
+  /**
+   * Claims and deletes up to `limit` uploads that expired before `now`, returning them. On
+   * PostgreSQL rows another node is sweeping are skipped rather than waited for.
+   */
+  async claimExpiredUploads(trx: Db, now: number, limit: number): Promise<UploadRow[]> {
+    let due = trx.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit);
+    if (this.caps.skipLocked) due = due.forUpdate().skipLocked();
+    return trx.deleteFrom('artifact_uploads').where('id', 'in', due).returningAll().execute();
+  }
+}
+
+/** The non-owner part of read access: a share to the agent, or to one of its groups. */
+function sharedWith(eb: ArtifactsEb, viewer: Viewer): Expression<SqlBool> {
+  const shareExists = (kind: 'agent' | 'group', principals: string[]) =>
+    eb.exists(
+      eb
+        .selectFrom('artifact_shares')
+        .select(sql.lit(1).as('one'))
+        .whereRef('artifact_shares.artifact_id', '=', 'artifacts.id')
+        .where('artifact_shares.kind', '=', kind)
+        .where('artifact_shares.principal', 'in', principals),
+    );
+  const conditions: Expression<SqlBool>[] = [];
+  if (viewer.agentId !== null) conditions.push(shareExists('agent', [viewer.agentId]));
+  if (viewer.groups.length > 0) conditions.push(shareExists('group', viewer.groups));
+  return conditions.length === 0 ? sql<SqlBool>`1 = 0` : eb.or(conditions);
+}
+
+/**
+ * PostgreSQL's jsonb containment (`doc @> wanted`) for SQLite's JSON text, built from json_each
+ * so keys and values are bound parameters, never spliced into a JSON path: an object contains
+ * another when every key of it is present with a containing value; an array when every element
+ * of it is contained by some element; a scalar only equals itself (numbers by value).
+ * `doc` is an SQL expression holding JSON text, `type` its json type.
+ */
+function sqliteContains(doc: Expression<unknown>, type: Expression<unknown>, wanted: unknown, aliases: { next: number }): Expression<SqlBool> {
+  if (wanted === null) return sql<SqlBool>`${type} = 'null'`;
+  if (typeof wanted === 'boolean') return sql<SqlBool>`${type} = ${sql.lit(wanted ? 'true' : 'false')}`;
+  if (typeof wanted === 'number') return sql<SqlBool>`(${type} IN ('integer', 'real') AND ${doc} = ${wanted})`;
+  if (typeof wanted === 'string') return sql<SqlBool>`(${type} = 'text' AND ${doc} = ${wanted})`;
+  const alias = sql.raw(`j${aliases.next++}`);
+  const child = (value: unknown) => sqliteContains(sql`${alias}.value`, sql`${alias}.type`, value, aliases);
+  if (Array.isArray(wanted)) {
+    const each = wanted.map((element) => sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${doc}) AS ${alias} WHERE ${child(element)})`);
+    return sql<SqlBool>`(${type} = 'array'${sql.join(each.map((e) => sql` AND ${e}`), sql``)})`;
+  }
+  const entries = Object.entries(wanted as Record<string, unknown>);
+  const each = entries.map(
+    ([key, value]) => sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${doc}) AS ${alias} WHERE ${alias}.key = ${key} AND ${child(value)})`,
+  );
+  return sql<SqlBool>`(${type} = 'object'${sql.join(each.map((e) => sql` AND ${e}`), sql``)})`;
+}
