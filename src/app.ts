@@ -92,7 +92,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
   });
   const tasks = createTasksDomain({ platform, inbox: messaging.service });
-  const artifacts = createArtifactsDomain({ platform, sharedSecret: (name) => auth.service.sharedSecret(name) });
+  const artifacts = createArtifactsDomain({
+    platform,
+    sharedSecret: (name) => auth.service.sharedSecret(name),
+    groups: discovery.service,
+  });
 
   // Workers start after the server listens, in this order, and stop in reverse.
   const workers: Worker[] = [
