@@ -1,0 +1,68 @@
+import fc from 'fast-check';
+import { expect, it } from 'vitest';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+
+/** PostgreSQL's jsonb containment (`doc @> want`) below the top level, as documented. */
+function contains(doc: unknown, want: unknown): boolean {
+  if (Array.isArray(want)) return Array.isArray(doc) && want.every((w) => doc.some((d) => contains(d, w)));
+  if (want !== null && typeof want === 'object') {
+    if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return false;
+    return Object.entries(want).every(([k, v]) => Object.hasOwn(doc, k) && contains((doc as Record<string, unknown>)[k], v));
+  }
+  return doc === want;
+}
+
+// A small vocabulary, so random filters often hit; keys with dots and quotes, which JSON paths would mangle.
+const key = fc.constantFrom('a', 'b', 'c', 'x.y', 'k "q"', 'ü');
+// Integers and exactly representable fractions: both databases compare them by value.
+const scalar = fc.oneof(fc.constantFrom(null, true, false, 0.5, -3.75, 'a', 'b', '', 'ünï', '1'), fc.integer({ min: -3, max: 3 }));
+const { value } = fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: 'small' }, scalar, tie('array'), tie('object')),
+  array: fc.array(tie('value'), { maxLength: 3 }),
+  object: fc.dictionary(key, tie('value'), { maxKeys: 3 }),
+}));
+const metadata = fc.dictionary(key, value, { maxKeys: 4 });
+
+/** A part of `doc` (so the filter matches at least it), chosen by a seed. */
+function prune(doc: unknown, seed: number): unknown {
+  let state = seed >>> 0;
+  const coin = () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state % 3 !== 0;
+  };
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.filter(coin).map(walk);
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(coin).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(doc);
+}
+
+describeEachDialect('Artifacts: metadata filter', (dialect) => {
+  const server = useServer(dialect);
+
+  it('lists exactly the artifacts whose metadata contains the filter (jsonb @> semantics)', async () => {
+    const agent = await server.agent('meta-prop');
+    const docs = fc.sample(metadata, 40);
+    const ids: string[] = [];
+    for (const [i, doc] of docs.entries()) {
+      const res = await agent.post('/api/v1/artifacts/snippets', { name: `m${i}`, content: i, metadata: doc });
+      expect(res.status).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    const filter = fc.oneof(
+      metadata,
+      fc.tuple(fc.nat(docs.length - 1), fc.integer()).map(([i, seed]) => prune(docs[i], seed) as Record<string, unknown>),
+    );
+    await fc.assert(
+      fc.asyncProperty(filter, async (wanted) => {
+        const res = await agent.get(`/api/v1/artifacts?limit=500&metadata=${encodeURIComponent(JSON.stringify(wanted))}`);
+        expect(res.status).toBe(200);
+        const expected = ids.filter((_, i) => contains(docs[i], wanted));
+        expect(res.body.data.map((a: { id: string }) => a.id), JSON.stringify({ wanted, docs })).toEqual(expected);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
