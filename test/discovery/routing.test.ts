@@ -1,0 +1,265 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { acknowledge, receiveOne, reject } from '../helpers/agent.js';
+import { FakeClock } from '../helpers/clock.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { startServer, useServer } from '../helpers/server.js';
+import { heartbeat, lookup, namespace, register } from './fixtures.js';
+
+const TTL_S = 30;
+
+interface Spec {
+  metadata?: Record<string, unknown>;
+  load?: number;
+}
+
+describeEachDialect('discovery lookup and routing strategies', (dialect) => {
+  const clock = new FakeClock();
+  const server = useServer(dialect, { clock, env: { SWITCHBOARD_HEALTH_TTL_S: String(TTL_S) } });
+
+  /** Registers agents `${ns}-a`, `${ns}-b`… for one capability, in that order. */
+  async function agents<const S extends readonly Spec[]>(ns: string, specs: S): Promise<{ -readonly [K in keyof S]: string }> {
+    const ids: string[] = [];
+    for (const [i, spec] of specs.entries()) {
+      const id = `${ns}-${String.fromCharCode(97 + i)}`;
+      await register(server.api, id, `${ns}.work`, spec.metadata ?? {});
+      if (spec.load !== undefined) await heartbeat(server.api, id, spec.load);
+      ids.push(id);
+    }
+    return ids as { -readonly [K in keyof S]: string };
+  }
+
+  it('returns one entry per agent with load, health and heartbeat, and says which strategy ordered it', async () => {
+    const ns = namespace();
+    await register(server.api, `${ns}-a`, `${ns}.text.summarize`, { description: 'd' }, ['g1']);
+    await register(server.api, `${ns}-a`, `${ns}.text.translate`);
+    await register(server.api, `${ns}-b`, `${ns}.text.translate`);
+    await heartbeat(server.api, `${ns}-a`, 0.25);
+    const { body } = await lookup(server.api, { capability: `${ns}.text.*` });
+    expect(body.meta).toMatchObject({ strategy: 'first_available', total: 2 });
+    expect(body.meta.request_id).toMatch(/^req_/);
+    expect(body.data.agents).toEqual([
+      {
+        agent_id: `${ns}-a`,
+        capability: `${ns}.text.summarize`,
+        capability_id: expect.stringMatching(/^cap_/),
+        metadata: { description: 'd' },
+        groups: ['g1'],
+        load: 0.25,
+        health: 'healthy',
+        last_heartbeat: new Date(clock.now()).toISOString(),
+      },
+      {
+        agent_id: `${ns}-b`,
+        capability: `${ns}.text.translate`,
+        capability_id: expect.stringMatching(/^cap_/),
+        metadata: {},
+        groups: [],
+        load: null,
+        health: 'unknown',
+        last_heartbeat: null,
+      },
+    ]);
+  });
+
+  it('matches a trailing wildcard on whole name segments only', async () => {
+    const ns = namespace();
+    await register(server.api, `${ns}-a`, `${ns}.text.summarize`);
+    await register(server.api, `${ns}-b`, `${ns}.text.deep.translate`);
+    await register(server.api, `${ns}-c`, `${ns}.textual.other`);
+    await register(server.api, `${ns}-d`, `${ns}.image.resize`);
+    expect((await lookup(server.api, { capability: `${ns}.text.*` })).ids).toEqual([`${ns}-a`, `${ns}-b`]);
+    expect((await lookup(server.api, { capability: `${ns}.*` })).ids).toEqual([`${ns}-a`, `${ns}-b`, `${ns}-c`, `${ns}-d`]);
+    expect((await lookup(server.api, { capability: `${ns}.text` })).ids).toEqual([]);
+    expect((await server.api.get(`/api/v1/discovery/agents?capability=${ns}.te*`)).status).toBe(400);
+    expect((await server.api.get(`/api/v1/discovery/agents?capability=${ns}.x&strategy=fastest`)).status).toBe(400);
+  });
+
+  it('round_robin rotates the first agent on consecutive calls', async () => {
+    const ns = namespace();
+    const ids = await agents(ns, [{}, {}, {}]);
+    const firsts: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const { ids: order, body } = await lookup(server.api, { capability: `${ns}.work`, strategy: 'round_robin' });
+      expect(body.meta.strategy).toBe('round_robin');
+      expect([...order].sort()).toEqual(ids);
+      firsts.push(order[0]!);
+    }
+    expect(firsts).toEqual([ids[0], ids[1], ids[2], ids[0], ids[1], ids[2]]);
+    // Each capability (and group) has its own cursor.
+    const other = namespace();
+    const otherIds = await agents(other, [{}, {}]);
+    expect((await lookup(server.api, { capability: `${other}.work`, strategy: 'round_robin' })).ids[0]).toBe(otherIds[0]);
+  });
+
+  it('least_loaded orders by the last reported load, agents without one last', async () => {
+    const ns = namespace();
+    const [a, b, c, d] = await agents(ns, [{ load: 0.5 }, { load: 0.1 }, { load: 0.3 }, {}]);
+    const { ids, body } = await lookup(server.api, { capability: `${ns}.work`, strategy: 'least_loaded' });
+    expect(ids).toEqual([b, c, a, d]);
+    expect(body.data.agents.map((x: { load: number | null }) => x.load)).toEqual([0.1, 0.3, 0.5, null]);
+    expect((await lookup(server.api, { capability: `${ns}.work`, strategy: 'least_loaded', limit: 2 })).ids).toEqual([b, c]);
+  });
+
+  it('first_available puts healthy agents first in registration order, then degraded, then silent ones', async () => {
+    const ns = namespace();
+    const [a, b, c, d] = await agents(ns, [{ load: 0.95 }, {}, { load: 0.2 }, { load: 0.89 }]);
+    const { ids, body } = await lookup(server.api, { capability: `${ns}.work`, strategy: 'first_available' });
+    expect(ids).toEqual([c, d, a, b]);
+    expect(body.data.agents.map((x: { health: string }) => x.health)).toEqual(['healthy', 'healthy', 'degraded', 'unknown']);
+  });
+
+  it('random puts each agent first about equally often', async () => {
+    const ns = namespace();
+    const ids = await agents(ns, [{}, {}, {}, {}]);
+    const counts = new Map(ids.map((id) => [id, 0]));
+    const orders = new Set<string>();
+    const rounds = 400;
+    for (let i = 0; i < rounds; i++) {
+      const { ids: order } = await lookup(server.api, { capability: `${ns}.work`, strategy: 'random' });
+      expect([...order].sort()).toEqual(ids);
+      counts.set(order[0]!, counts.get(order[0]!)! + 1);
+      orders.add(order.join());
+    }
+    // Binomial(400, 1/4): mean 100, sd 8.7; 50..150 is beyond 5.7 sd either way.
+    for (const count of counts.values()) expect(count).toBeGreaterThan(50);
+    for (const count of counts.values()) expect(count).toBeLessThan(150);
+    expect(orders.size).toBeGreaterThan(10);
+  });
+
+  it('weighted puts agents first in proportion to metadata.weight (default 1, 0 never first)', async () => {
+    const ns = namespace();
+    const [heavy, light, off, plain] = await agents(ns, [
+      { metadata: { weight: 6 } },
+      { metadata: { weight: 2 } },
+      { metadata: { weight: 0 } },
+      {},
+    ]);
+    const counts = new Map<string, number>();
+    const rounds = 450;
+    for (let i = 0; i < rounds; i++) {
+      const { ids: order } = await lookup(server.api, { capability: `${ns}.work`, strategy: 'weighted' });
+      expect(order).toHaveLength(4);
+      expect(order[3]).toBe(off);
+      counts.set(order[0]!, (counts.get(order[0]!) ?? 0) + 1);
+    }
+    // Shares 6:2:1 of 9 → expected 300, 100, 50 (sd 10, 9.4, 6.7).
+    expect(counts.get(heavy)).toBeGreaterThan(250);
+    expect(counts.get(heavy)).toBeLessThan(350);
+    expect(counts.get(light)).toBeGreaterThan(55);
+    expect(counts.get(light)).toBeLessThan(145);
+    expect(counts.get(plain)).toBeGreaterThan(20);
+    expect(counts.get(plain)).toBeLessThan(85);
+    expect(counts.get(off)).toBeUndefined();
+  });
+
+  it('latency and trust fall back to the claimed metadata when nothing was measured', async () => {
+    const ns = namespace();
+    const [a, b, c, d] = await agents(ns, [
+      { metadata: { latency_ms: 300, trust_score: 0.5 } },
+      { metadata: { latency_ms: 20, trust_score: 0.9 } },
+      {},
+      { metadata: { latency_ms: 80, trust_score: 0.99 } },
+    ]);
+    const byLatency = await lookup(server.api, { capability: `${ns}.work`, strategy: 'latency' });
+    expect(byLatency.ids).toEqual([b, d, a, c]);
+    expect(byLatency.body.meta.strategy).toBe('latency');
+    expect(byLatency.body.data.agents.map((x: any) => [x.latency_ms, x.score_source])).toEqual([
+      [20, 'metadata'],
+      [80, 'metadata'],
+      [300, 'metadata'],
+      [null, 'none'],
+    ]);
+    const byTrust = await lookup(server.api, { capability: `${ns}.work`, strategy: 'trust' });
+    expect(byTrust.ids).toEqual([d, b, a, c]);
+    expect(byTrust.body.data.agents.map((x: any) => x.trust_score)).toEqual([0.99, 0.9, 0.5, null]);
+  });
+
+  it('latency and trust use what messaging measured over what agents claim', async () => {
+    const ns = namespace();
+    // The boasters claim to be fast and reliable; the platform sees otherwise.
+    const [boaster, modest] = await agents(ns, [
+      { metadata: { latency_ms: 5, trust_score: 0.99 } },
+      { metadata: { latency_ms: 900, trust_score: 0.1 } },
+    ]);
+    const work = async (agentId: string, holdMs: number, outcome: 'ack' | 'dead') => {
+      const sent = await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'job', payload: {} });
+      expect(sent.status, sent.text).toBe(201);
+      const message = await receiveOne(server.api, agentId);
+      clock.advance(holdMs);
+      if (outcome === 'ack') await acknowledge(server.api, message.message_id);
+      else await reject(server.api, message.message_id, 'cannot do it', false);
+    };
+    await work(boaster, 700, 'ack');
+    await work(boaster, 10, 'dead');
+    await work(boaster, 10, 'dead');
+    await work(modest, 40, 'ack');
+    await work(modest, 60, 'ack');
+
+    const byLatency = await lookup(server.api, { capability: `${ns}.work`, strategy: 'latency' });
+    expect(byLatency.ids).toEqual([modest, boaster]);
+    expect(byLatency.body.data.agents.map((x: any) => x.score_source)).toEqual(['measured', 'measured']);
+    expect(byLatency.body.data.agents[1].latency_ms).toBe(700);
+    const byTrust = await lookup(server.api, { capability: `${ns}.work`, strategy: 'trust' });
+    expect(byTrust.ids).toEqual([modest, boaster]);
+    expect(byTrust.body.data.agents.map((x: any) => x.trust_score)).toEqual([1, 1 / 3]);
+  });
+
+  it('skips unhealthy agents unless include_unhealthy=true, and turns silent agents unhealthy after the TTL', async () => {
+    const ns = namespace();
+    const [a, b, c] = await agents(ns, [{ load: 0.1 }, { load: 0.2 }, {}]);
+    const health = async (id: string) => (await server.api.get(`/api/v1/discovery/agents/${id}/health`)).body.data;
+    expect((await health(a)).status).toBe('healthy');
+
+    // Exactly at the TTL the agent still counts as alive; one millisecond later it does not.
+    clock.advance(TTL_S * 1000);
+    await heartbeat(server.api, b, 0.2);
+    expect((await health(a)).status).toBe('healthy');
+    clock.advance(1);
+    expect((await health(a)).status).toBe('unhealthy');
+    expect((await health(b)).status).toBe('healthy');
+    expect((await health(c)).status).toBe('unknown');
+
+    expect((await lookup(server.api, { capability: `${ns}.work`, strategy: 'first_available' })).ids).toEqual([b, c]);
+    const all = await lookup(server.api, { capability: `${ns}.work`, strategy: 'first_available', include_unhealthy: true });
+    expect(all.ids).toEqual([b, c, a]);
+    expect(all.body.data.agents.map((x: { health: string }) => x.health)).toEqual(['healthy', 'unknown', 'unhealthy']);
+    expect(all.body.meta.total).toBe(3);
+    // Every strategy skips it.
+    for (const strategy of ['round_robin', 'least_loaded', 'random', 'weighted', 'latency', 'trust']) {
+      expect((await lookup(server.api, { capability: `${ns}.work`, strategy })).ids.sort()).toEqual([b, c]);
+    }
+    // A new heartbeat brings it back.
+    await heartbeat(server.api, a, 0.1);
+    expect((await lookup(server.api, { capability: `${ns}.work`, strategy: 'least_loaded' })).ids).toEqual([a, b, c]);
+  });
+});
+
+describeEachDialect('discovery round-robin cursor', (dialect) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterAll(async () => {
+    await database.drop();
+  });
+
+  it('keeps rotating across a server restart', async () => {
+    const query = { capability: 'rr.work', strategy: 'round_robin' };
+    let server = await startServer(dialect, { database });
+    for (const id of ['rr-a', 'rr-b', 'rr-c']) await register(server.api, id, 'rr.work');
+    const firsts: string[] = [];
+    try {
+      for (let i = 0; i < 2; i++) firsts.push((await lookup(server.api, query)).ids[0]!);
+    } finally {
+      await server.close();
+    }
+    server = await startServer(dialect, { database, adminKey: server.adminKey });
+    try {
+      for (let i = 0; i < 2; i++) firsts.push((await lookup(server.api, query)).ids[0]!);
+    } finally {
+      await server.close();
+    }
+    expect(firsts).toEqual(['rr-a', 'rr-b', 'rr-c', 'rr-a']);
+  });
+});
