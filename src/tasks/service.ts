@@ -121,7 +121,7 @@ const PATCHABLE: [keyof UpdateTaskBody & keyof TaskRow, ActivityAction][] = [
 ];
 
 /** The field changes a PATCH makes to a task (fields sent with their current value are no change). */
-export function diffTask(before: Pick<TaskRow, (typeof PATCHABLE)[number][0]>, patch: UpdateTaskBody): Change[] {
+function diffTask(before: Pick<TaskRow, (typeof PATCHABLE)[number][0]>, patch: UpdateTaskBody): Change[] {
   const changes: Change[] = [];
   for (const [field, action] of PATCHABLE) {
     const next = patch[field];

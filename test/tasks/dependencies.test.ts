@@ -39,6 +39,7 @@ describeEachDialect('task dependencies', (dialect) => {
     });
     const listed = await server.api.get(`${CORE}/tasks/${task.id}/dependencies`);
     expect(listed.body.data).toEqual([res.body.data]);
+    expect((await server.api.get(`${CORE}/tasks/tsk_missing/dependencies`)).status).toBe(404);
     expect(await getTask(server.api, task.id)).toMatchObject({ depends_on: [upstream.id], blocked: true });
     expect(await getTask(server.api, upstream.id)).toMatchObject({ depends_on: [], blocked: false });
     expect((await activityOf(server.api, task.id)).at(-1)).toEqual(['linker', 'dependency_added', null, upstream.id]);
