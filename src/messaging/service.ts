@@ -87,16 +87,8 @@ export interface Subscription {
   created_at: string;
 }
 
-export interface SendInput {
-  destination: string;
-  event_name: string;
-  payload?: unknown;
-  thread_id?: string;
-  delivery_semantic?: 'at_least_once' | 'at_most_once';
-  idempotency_key?: string;
-  delay_seconds?: number;
-  max_deliveries?: number;
-}
+/** What an HTTP caller sends: the port's message without the fields the platform sets. */
+export type SendInput = Omit<OutgoingMessage, 'source' | 'origin'>;
 
 function toMessage(row: MessageRow): Message {
   return {
