@@ -62,6 +62,11 @@ interface Change {
 
 const isDone = (status: string) => status === DONE;
 
+/** The task's depends_on (JSON) without the given ids. */
+function without(task: Pick<TaskRow, 'depends_on'>, removed: string[]): string {
+  return JSON.stringify((JSON.parse(task.depends_on) as string[]).filter((id) => !removed.includes(id)));
+}
+
 function toProject(row: ProjectRow): Project {
   return {
     id: row.id,
@@ -73,7 +78,7 @@ function toProject(row: ProjectRow): Project {
   };
 }
 
-function toTask(row: TaskRow, dependsOn: string[]): Task {
+function toTask(row: TaskRow): Task {
   return {
     id: row.id,
     project_id: row.project_id,
@@ -85,7 +90,7 @@ function toTask(row: TaskRow, dependsOn: string[]): Task {
     created_by: row.created_by,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
-    depends_on: dependsOn,
+    depends_on: JSON.parse(row.depends_on) as string[],
     blocked: row.open_dependencies > 0,
   };
 }
@@ -218,6 +223,7 @@ export class TasksService {
         assigned_to: input.assigned_to ?? null,
         priority: input.priority ?? 'none',
         open_dependencies: upstream.filter((t) => !isDone(t.status)).length,
+        depends_on: JSON.stringify(dependsOn),
         created_by: principal.actor,
         created_at: now,
         updated_at: now,
@@ -232,20 +238,19 @@ export class TasksService {
         { action: 'created', from: null, to: row.title },
         ...dependsOn.map((target): Change => ({ action: 'dependency_added', from: null, to: target })),
       ]);
-      return toTask(row, dependsOn);
+      return toTask(row);
     });
   }
 
   async getTask(id: string): Promise<Task> {
     const row = await this.store.findTask(id);
     if (!row) throw new NotFound('Task', id);
-    return this.present(row);
+    return toTask(row);
   }
 
   async listTasks(filter: TaskFilter, window: Page): Promise<Paged<Task>> {
     const page = await this.store.listTasks(filter, window);
-    const dependsOn = await this.store.dependsOnOf(page.items.map((t) => t.id));
-    return { items: page.items.map((row) => toTask(row, dependsOn.get(row.id) ?? [])), total: page.total };
+    return { items: page.items.map(toTask), total: page.total };
   }
 
   async updateTask(id: string, patch: UpdateTaskBody, principal: Principal): Promise<Task> {
@@ -253,7 +258,7 @@ export class TasksService {
       const [before] = await this.store.lockTasks(trx, [id]);
       if (!before) throw new NotFound('Task', id);
       const changes = diffTask(before, patch);
-      if (changes.length === 0) return this.present(before, trx);
+      if (changes.length === 0) return toTask(before);
       if (patch.project_id != null && patch.project_id !== before.project_id) {
         await this.requireProject(trx, patch.project_id);
       }
@@ -262,7 +267,7 @@ export class TasksService {
       const after = await this.referencing(() => this.store.updateTask(trx, id, fields), 'Project', patch.project_id);
       await this.record(trx, id, principal.actor, changes);
       await this.statusMoved(trx, before.status, after);
-      return this.present(after, trx);
+      return toTask(after);
     });
   }
 
@@ -284,7 +289,7 @@ export class TasksService {
       const before = await this.store.findTask(id, trx);
       if (!before) throw new NotFound('Task', id);
       this.assertClaimable(before, agent, input.expected_status);
-      if (before.assigned_to === agent && before.status === IN_PROGRESS) return this.present(before, trx);
+      if (before.assigned_to === agent && before.status === IN_PROGRESS) return toTask(before);
       const after = await this.store.claimTask(trx, id, before.status, agent, this.now());
       if (!after) {
         // Someone changed the task between the read and the update: explain with what is there now.
@@ -298,7 +303,7 @@ export class TasksService {
       if (before.status !== after.status) changes.push({ action: 'status_changed', from: before.status, to: after.status });
       await this.record(trx, id, principal.actor, changes);
       await this.statusMoved(trx, before.status, after);
-      return this.present(after, trx);
+      return toTask(after);
     });
   }
 
@@ -338,7 +343,7 @@ export class TasksService {
       const changes: Change[] = [{ action: 'released', from: holder, to: null }];
       if (status !== before.status) changes.push({ action: 'status_changed', from: before.status, to: status });
       await this.record(trx, id, principal.actor, changes);
-      return this.present(after, trx);
+      return toTask(after);
     });
   }
 
@@ -364,7 +369,7 @@ export class TasksService {
       const row: DependencyRow = { id: newId('dep', now), task_id: taskId, depends_on: dependsOn, created_by: principal.actor, created_at: now };
       await this.store.insertDependencies(trx, [row]);
       await this.adjust(trx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn);
-      await this.store.updateTask(trx, taskId, { updated_at: now });
+      await this.store.updateTask(trx, taskId, { updated_at: now, depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]) });
       await this.record(trx, taskId, principal.actor, [{ action: 'dependency_added', from: null, to: dependsOn }]);
       return toDependency(row);
     });
@@ -380,13 +385,14 @@ export class TasksService {
         throw new NotFound(`Dependency of task '${taskId}'`, ref);
       }
       const [upstream] = await this.store.lockTasks(trx, [dependency.depends_on]);
-      await this.store.lockTasks(trx, [taskId]);
-      // A concurrent removal may have won the race while this one waited for the locks.
-      if (!(await this.store.deleteDependency(trx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);
+      const [task] = await this.store.lockTasks(trx, [taskId]);
+      // A concurrent removal (or deletion of either task) may have won the race while this one
+      // waited for the locks.
+      if (!task || !(await this.store.deleteDependency(trx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);
       await this.record(trx, taskId, principal.actor, [{ action: 'dependency_removed', from: dependency.depends_on, to: null }]);
       const open = upstream && !isDone(upstream.status) ? [taskId] : [];
       await this.adjust(trx, open, -1, dependency.depends_on);
-      await this.store.updateTask(trx, taskId, { updated_at: this.now() });
+      await this.store.updateTask(trx, taskId, { updated_at: this.now(), depends_on: without(task, [dependency.depends_on]) });
       return dependency.id;
     });
   }
@@ -444,11 +450,6 @@ export class TasksService {
     }
   }
 
-  private async present(row: TaskRow, trx?: Db): Promise<Task> {
-    const dependsOn = await this.store.dependsOnOf([row.id], trx);
-    return toTask(row, dependsOn.get(row.id) ?? []);
-  }
-
   private async record(trx: Db, taskId: string, actor: string, changes: Change[]): Promise<void> {
     const now = this.now();
     await this.store.insertActivity(
@@ -493,9 +494,8 @@ export class TasksService {
     const ids = await this.store.lockScope(trx, scope);
     if (ids.length === 0) return 0;
     const severed = await this.store.edgesIntoScope(trx, scope);
-    const dependents = [...new Set(severed.map((e) => e.task_id))];
-    await this.store.lockTasks(trx, dependents);
-    for (const task of dependents) {
+    const dependents = await this.store.lockTasks(trx, [...new Set(severed.map((e) => e.task_id))]);
+    for (const { id: task, ...row } of dependents) {
       const edges = severed.filter((e) => e.task_id === task);
       await this.record(
         trx,
@@ -504,7 +504,7 @@ export class TasksService {
         edges.map((e) => ({ action: 'dependency_removed', from: e.depends_on, to: null })),
       );
       for (const edge of edges) if (!isDone(edge.depends_on_status)) await this.adjust(trx, [task], -1, edge.depends_on);
-      await this.store.updateTask(trx, task, { updated_at: this.now() });
+      await this.store.updateTask(trx, task, { updated_at: this.now(), depends_on: without(row, edges.map((e) => e.depends_on)) });
     }
     return this.store.deleteScope(trx, scope);
   }

@@ -24,6 +24,8 @@ export interface TasksTable {
   priority: string;
   /** Dependencies whose task is not done; the task is blocked while this is above 0. */
   open_dependencies: number;
+  /** JSON array of the ids this task depends on (a copy of its task_dependencies rows, oldest first). */
+  depends_on: string;
   created_by: string;
   created_at: number;
   updated_at: number;
@@ -292,20 +294,6 @@ export class TasksStore {
 
   async listDependencies(taskId: string): Promise<DependencyRow[]> {
     return this.db.selectFrom('task_dependencies').selectAll().where('task_id', '=', taskId).orderBy('id').execute();
-  }
-
-  /** task id → the ids it depends on (oldest dependency first), for a page of tasks. */
-  async dependsOnOf(taskIds: readonly string[], trx: Db = this.db): Promise<Map<string, string[]>> {
-    const out = new Map<string, string[]>(taskIds.map((id) => [id, []]));
-    if (taskIds.length === 0) return out;
-    const rows = await trx
-      .selectFrom('task_dependencies')
-      .select(['task_id', 'depends_on'])
-      .where('task_id', 'in', taskIds)
-      .orderBy('id')
-      .execute();
-    for (const row of rows) out.get(row.task_id)?.push(row.depends_on);
-    return out;
   }
 
   /** Ids of the tasks that depend on `taskId`. */

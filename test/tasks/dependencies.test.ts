@@ -3,7 +3,7 @@ import { acknowledge, receive } from '../helpers/agent.js';
 import type { Api } from '../helpers/api.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-import { activityOf, addDependency, CORE, createTask, getTask, patchTask } from './fixtures.js';
+import { activityOf, addDependency, CORE, createTask, expectConsistentDependencies, getTask, patchTask } from './fixtures.js';
 
 /** Whether the depends_on edges of these tasks contain a cycle (depth-first search). */
 async function hasCycle(api: Api, ids: string[]): Promise<boolean> {
@@ -117,6 +117,7 @@ describeEachDialect('task dependencies', (dialect) => {
     expect((await server.api.delete(`${CORE}/tasks/${upstream.id}/dependencies/dep_missing`)).status).toBe(404);
     // A cycle refused before is fine once the edge that closed it is gone.
     await addDependency(server.api, upstream.id, task.id);
+    await expectConsistentDependencies(server.api, [upstream.id, other.id, task.id]);
   });
 
   it('never lets 20 concurrent inserts close a cycle', async () => {
@@ -145,6 +146,7 @@ describeEachDialect('task dependencies', (dialect) => {
       expect([raced[2 * i]!.status, raced[2 * i + 1]!.status].sort()).toEqual([201, 409]);
     }
     expect(await hasCycle(server.api, pairs.flat())).toBe(false);
+    await expectConsistentDependencies(server.api, [...ring, ...pairs.flat()]);
   });
 
   it('sends the assignee exactly one task.unblocked when its last open dependency is done', async () => {

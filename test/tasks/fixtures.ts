@@ -42,3 +42,12 @@ export async function activityOf(api: Api, id: string): Promise<[string, string,
   expect(res.status, res.text).toBe(200);
   return res.body.data.map((e: any) => [e.actor, e.action, e.from, e.to]);
 }
+
+/** A task's depends_on agrees with its dependency list (same ids, oldest first). */
+export async function expectConsistentDependencies(api: Api, ids: string[]): Promise<void> {
+  for (const id of ids) {
+    const listed = await api.get(`${CORE}/tasks/${id}/dependencies`);
+    expect(listed.status, listed.text).toBe(200);
+    expect((await getTask(api, id)).depends_on, id).toEqual(listed.body.data.map((d: any) => d.depends_on));
+  }
+}

@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
 import { FakeClock } from '../helpers/clock.js';
-import { activityOf, addDependency, CORE, createProject, createTask, getTask, patchTask } from './fixtures.js';
+import { activityOf, addDependency, CORE, createProject, createTask, expectConsistentDependencies, getTask, patchTask } from './fixtures.js';
 
 describeEachDialect('projects', (dialect) => {
   const server = useServer(dialect);
@@ -89,6 +89,7 @@ describeEachDialect('projects', (dialect) => {
     expect(after).toMatchObject({ depends_on: [], blocked: false });
     expect((await activityOf(server.api, outside.id)).at(-1)).toEqual(['cleaner', 'dependency_removed', b.id, null]);
     expect(await getTask(server.api, unrelated.id)).toMatchObject({ title: 'unrelated' });
+    await expectConsistentDependencies(server.api, [outside.id, unrelated.id]);
     // The project is gone for good: a task cannot be created in it.
     expect((await server.api.post(`${CORE}/tasks`, { title: 'late', project_id: project.id })).status).toBe(404);
   });
@@ -271,7 +272,8 @@ describeEachDialect('tasks', (dialect) => {
 
   it('deletes a task with its comments and activity, and frees its dependents', async () => {
     const upstream = await createTask(server.api, { title: 'upstream' });
-    const task = await createTask(server.api, { title: 'downstream', depends_on: [upstream.id] });
+    const keeper = await createTask(server.api, { title: 'keeper' });
+    const task = await createTask(server.api, { title: 'downstream', depends_on: [upstream.id, keeper.id] });
     expect(task.blocked).toBe(true);
     await server.api.post(`${CORE}/tasks/${upstream.id}/comments`, { content: 'bye' });
     const agent = await server.agent('deleter');
@@ -280,8 +282,11 @@ describeEachDialect('tasks', (dialect) => {
     expect(removed.body.data).toEqual({ id: upstream.id, deleted: true });
     expect((await server.api.get(`${CORE}/tasks/${upstream.id}`)).status).toBe(404);
     expect((await server.api.delete(`${CORE}/tasks/${upstream.id}`)).status).toBe(404);
-    expect(await getTask(server.api, task.id)).toMatchObject({ depends_on: [], blocked: false });
+    expect(await getTask(server.api, task.id)).toMatchObject({ depends_on: [keeper.id], blocked: true });
     expect((await activityOf(server.api, task.id)).at(-1)).toEqual(['deleter', 'dependency_removed', upstream.id, null]);
+    await expectConsistentDependencies(server.api, [task.id, keeper.id]);
+    await patchTask(server.api, keeper.id, { status: 'done' });
+    expect((await getTask(server.api, task.id)).blocked).toBe(false);
   });
 
   it('adds and lists comments, oldest first, logging each', async () => {

@@ -26,6 +26,9 @@ export async function up(db: Kysely<unknown>, _caps: DialectCapabilities): Promi
     // Kept in the transactions that change it, so the blocked filter is an index lookup and
     // the 1 → 0 step (the unblocking) is seen by exactly one transaction.
     .addColumn('open_dependencies', 'integer', (c) => c.notNull())
+    // The ids in task_dependencies for this task, oldest first, as a JSON array: kept with the
+    // edges so reading a task or a page of tasks needs no second query.
+    .addColumn('depends_on', 'text', (c) => c.notNull())
     .addColumn('created_by', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
