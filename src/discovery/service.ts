@@ -422,9 +422,19 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     return unitVector;
   }
 
-  /** Embeds indexed capabilities that have no (current) vector, in batches; one run at a time. */
-  embedMissing(): Promise<void> {
-    if (!this.embedder) return Promise.resolve();
+  /**
+   * Embeds indexed capabilities that have no (current) vector. A run already in flight may
+   * have listed its work before the newest capabilities were indexed, so after waiting for it
+   * look again (bounded: a capability changing on every pass cannot keep a search waiting).
+   */
+  async embedMissing(): Promise<void> {
+    for (let pass = 0; pass < 3 && this.embedder && this.index.needingVectors().length > 0; pass++) {
+      await this.embedRun();
+    }
+  }
+
+  /** One embedding run over what is missing now, in batches; one run at a time. */
+  private embedRun(): Promise<void> {
     this.embedding ??= (async () => {
       try {
         const missing = this.index.needingVectors();
