@@ -1,6 +1,8 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -51,16 +53,15 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     bodyLimit: options.config.maxJsonBodyBytes,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    ajv: {
-      customOptions: {
-        // Unknown fields are errors (design §2), never silently dropped.
-        removeAdditional: false,
-        useDefaults: true,
-        coerceTypes: 'array',
-        allErrors: true,
-      },
-    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Two validators: query strings and path params arrive as text and are coerced to the
+  // schema's types; JSON bodies are not (a number where a string belongs is a 400, never
+  // silently converted). Unknown fields are errors everywhere (design §2).
+  const validatorOptions = { removeAdditional: false, useDefaults: true, allErrors: true, strict: false } as const;
+  const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false }));
+  const textValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: 'array' }));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
 
   const parseJson = app.getDefaultJsonParser('error', 'remove');
   app.removeContentTypeParser('application/json');

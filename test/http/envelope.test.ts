@@ -33,6 +33,15 @@ describeEachDialect('HTTP conventions', (dialect) => {
     expect(res.body.meta.request_id).toMatch(/^req_/);
   });
 
+  it('never coerces body types, while query strings are coerced', async () => {
+    const res = await server.api.post('/api/v1/auth/keys', { agent_id: 'typed', name: 3 });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details).toEqual([{ field: 'name', in: 'body', message: 'must be string' }]);
+    const flag = await server.api.post('/api/v1/auth/keys', { agent_id: 'typed', role: ['agent'] });
+    expect(flag.status).toBe(400);
+    expect((await server.api.get('/api/v1/auth/keys?limit=2&include_revoked=true')).status).toBe(200);
+  });
+
   it('answers malformed JSON with 400 and a wrong content type with 415', async () => {
     const bad = await server.api.post('/api/v1/auth/keys', '{"role": ', {
       raw: true,
