@@ -187,34 +187,45 @@ export class CapabilityIndex {
     if (tokens.length === 0 || this.capabilities.size === 0) return scores;
     const weights = this.weights(tokens);
     const totalWeight = weights.reduce((a, b) => a + b, 0);
-    const covered = new Map<string, { coverage: number; bm25: number }>();
+    // One search for every expansion of every word (one pass over the index and one sort,
+    // measured 3× faster than a search per word); each matched term maps back to the words it
+    // stands for.
+    const standsFor = new Map<string, { token: number; quality: number }[]>();
     tokens.forEach((token, i) => {
-      const quality = new Map(token.expansions.map((e) => [e.term, e.quality]));
-      const results = this.mini.search(token.expansions.map((e) => e.term).join(' '), {
-        combineWith: 'OR',
-        // Typos and truncations only for the word itself, and only for words long enough
-        // that one edit does not turn them into another word.
-        fuzzy: (_term, index) => (index === 0 && token.stem.length >= 5 ? 0.2 : false),
-        prefix: (_term, index) => index === 0 && token.stem.length >= 4,
-        boostTerm: (term) => quality.get(term) ?? 1,
-      });
-      for (const result of results) {
-        let best = 0;
-        for (const term of result.queryTerms) {
-          const exact = Object.prototype.hasOwnProperty.call(result.match, term);
-          best = Math.max(best, (quality.get(term) ?? 0) * (exact ? 1 : APPROXIMATE_QUALITY));
-        }
-        const entry = covered.get(result.id as string) ?? { coverage: 0, bm25: 0 };
-        entry.coverage += weights[i]! * best;
-        // MiniSearch multiplies a hit's score by the number of query terms it matched; here
-        // those are one word's synonyms, which should not count several times.
-        entry.bm25 += result.score / Math.max(1, result.queryTerms.length);
-        covered.set(result.id as string, entry);
+      for (const e of token.expansions) {
+        const list = standsFor.get(e.term) ?? [];
+        list.push({ token: i, quality: e.quality });
+        standsFor.set(e.term, list);
       }
     });
-    for (const [id, { coverage, bm25 }] of covered) {
+    // Typos and truncations only for words no capability uses (a known word is taken as
+    // meant), and only when long enough that one edit does not make it another word.
+    const approximate = new Set(
+      tokens.filter((t) => t.stem.length >= 4 && !this.documentFrequency.has(t.stem)).map((t) => t.stem),
+    );
+    const boost = (term: string) => Math.max(...(standsFor.get(term) ?? [{ quality: 1 }]).map((s) => s.quality));
+    const results = this.mini.search([...standsFor.keys()].join(' '), {
+      combineWith: 'OR',
+      fuzzy: (term) => (approximate.has(term) && term.length >= 5 ? 0.2 : false),
+      prefix: (term) => approximate.has(term),
+      boostTerm: boost,
+    });
+    const best = new Array<number>(tokens.length);
+    for (const result of results) {
+      best.fill(0);
+      for (const term of result.queryTerms) {
+        const exact = Object.prototype.hasOwnProperty.call(result.match, term);
+        for (const { token, quality } of standsFor.get(term) ?? []) {
+          best[token] = Math.max(best[token]!, quality * (exact ? 1 : APPROXIMATE_QUALITY));
+        }
+      }
+      let coverage = 0;
+      for (let i = 0; i < tokens.length; i++) coverage += weights[i]! * best[i]!;
       const share = Math.min(1, coverage / totalWeight);
-      scores.set(id, share ** COVERAGE_POWER * (BASE + (1 - BASE) * (bm25 / (bm25 + BM25_HALF))));
+      // MiniSearch multiplies a hit's score by the number of query terms it matched; synonyms
+      // of one word should not count several times, so that factor is taken out again.
+      const bm25 = result.score / Math.max(1, result.queryTerms.length);
+      scores.set(result.id as string, share ** COVERAGE_POWER * (BASE + (1 - BASE) * (bm25 / (bm25 + BM25_HALF))));
     }
     return scores;
   }
