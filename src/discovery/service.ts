@@ -8,7 +8,7 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { AgentDirectory, AgentGroups, DeliveryStats } from '../kernel/ports.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilityIndex, unit, type IndexedCapability, type SearchHit } from './search.js';
-import { DEFAULT_STRATEGY, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
+import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
 import type { CandidateRow, CapabilityFilter, CapabilityRow, DiscoveryStore, GroupCount, HeartbeatRow } from './store.js';
 
 /** Published after capabilities change; every node then brings its search index up to date. */
@@ -279,10 +279,31 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
       throw InvalidRequest.field('strategy', `must be one of ${STRATEGIES.join(', ')}`);
     }
     const now = this.clock.now();
-    const rows = await this.store.candidates(
-      { ...capabilityFilter(input.capability), group: input.group },
-      input.include_unhealthy ? null : now - this.ttlMs,
-    );
+    const filter = { ...capabilityFilter(input.capability), group: input.group };
+    const freshSince = input.include_unhealthy ? null : now - this.ttlMs;
+    const limit = input.limit ?? 50;
+    const entry = (row: CandidateRow, metadata: Metadata): AgentEntry => ({
+      agent_id: row.agent_id,
+      capability: row.capability,
+      capability_id: row.id,
+      metadata,
+      groups: JSON.parse(row.groups) as string[],
+      load: row.load,
+      health: healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs),
+      last_heartbeat: iso(row.last_heartbeat_at),
+    });
+
+    // An exact name has one row per agent, and these two orders need nothing but the row, so
+    // the database sorts and cuts (same order as routing.ts; see DiscoveryStore.rankedCandidates).
+    if (filter.exact !== undefined && (strategy === 'first_available' || strategy === 'least_loaded')) {
+      const { rows, total } = await this.store.rankedCandidates(
+        { ...filter, exact: filter.exact },
+        { order: strategy, freshSince, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit },
+      );
+      return { agents: rows.map((row) => entry(row, parseObject(row.metadata))), strategy, total };
+    }
+
+    const rows = await this.store.candidates(filter, freshSince);
     // One entry per agent: its first-registered matching capability (rows come in that order).
     const byAgent = new Map<string, CandidateRow>();
     for (const row of rows) if (!byAgent.has(row.agent_id)) byAgent.set(row.agent_id, row);
@@ -298,24 +319,14 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
       weight: finite(metadata.get(row.id)!.weight) ?? 1,
       score: scores.get(row.agent_id)?.value ?? null,
     }));
-    const rowsByAgent = byAgent;
-    const ordered = route(strategy, candidates, { cursor, random: this.random }).slice(0, input.limit ?? 50);
+    const ordered = route(strategy, candidates, { cursor, random: this.random }).slice(0, limit);
     const agents = ordered.map((candidate): AgentEntry => {
-      const row = rowsByAgent.get(candidate.agent_id)!;
-      const entry: AgentEntry = {
-        agent_id: row.agent_id,
-        capability: row.capability,
-        capability_id: row.id,
-        metadata: metadata.get(row.id)!,
-        groups: JSON.parse(row.groups) as string[],
-        load: row.load,
-        health: candidate.health,
-        last_heartbeat: iso(row.last_heartbeat_at),
-      };
+      const row = byAgent.get(candidate.agent_id)!;
+      const result = entry(row, metadata.get(row.id)!);
       const score = scores.get(row.agent_id);
-      if (strategy === 'latency') Object.assign(entry, { latency_ms: score?.value ?? null, score_source: score?.source ?? 'none' });
-      if (strategy === 'trust') Object.assign(entry, { trust_score: score?.value ?? null, score_source: score?.source ?? 'none' });
-      return entry;
+      if (strategy === 'latency') Object.assign(result, { latency_ms: score?.value ?? null, score_source: score?.source ?? 'none' });
+      if (strategy === 'trust') Object.assign(result, { trust_score: score?.value ?? null, score_source: score?.source ?? 'none' });
+      return result;
     });
     return { agents, strategy, total: candidates.length };
   }

@@ -99,6 +99,8 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     expect(ids).toEqual([b, c, a, d]);
     expect(body.data.agents.map((x: { load: number | null }) => x.load)).toEqual([0.1, 0.3, 0.5, null]);
     expect((await lookup(server.api, { capability: `${ns}.work`, strategy: 'least_loaded', limit: 2 })).ids).toEqual([b, c]);
+    // An exact name is ordered by the database, a wildcard in memory: both give one order.
+    expect((await lookup(server.api, { capability: `${ns}.*`, strategy: 'least_loaded' })).ids).toEqual([b, c, a, d]);
   });
 
   it('first_available puts healthy agents first in registration order, then degraded, then silent ones', async () => {
@@ -106,6 +108,10 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     const [a, b, c, d] = await agents(ns, [{ load: 0.95 }, {}, { load: 0.2 }, { load: 0.89 }]);
     const { ids, body } = await lookup(server.api, { capability: `${ns}.work`, strategy: 'first_available' });
     expect(ids).toEqual([c, d, a, b]);
+    expect((await lookup(server.api, { capability: `${ns}.*`, strategy: 'first_available' })).ids).toEqual([c, d, a, b]);
+    const limited = await lookup(server.api, { capability: `${ns}.work`, strategy: 'first_available', limit: 2 });
+    expect(limited.ids).toEqual([c, d]);
+    expect(limited.body.meta.total).toBe(4);
     expect(body.data.agents.map((x: { health: string }) => x.health)).toEqual(['healthy', 'healthy', 'degraded', 'unknown']);
   });
 
@@ -225,6 +231,10 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     expect(all.ids).toEqual([b, c, a]);
     expect(all.body.data.agents.map((x: { health: string }) => x.health)).toEqual(['healthy', 'unknown', 'unhealthy']);
     expect(all.body.meta.total).toBe(3);
+    for (const capability of [`${ns}.work`, `${ns}.*`]) {
+      expect((await lookup(server.api, { capability, strategy: 'least_loaded', include_unhealthy: true })).ids).toEqual([b, c, a]);
+      expect((await lookup(server.api, { capability, strategy: 'first_available', include_unhealthy: true })).ids).toEqual([b, c, a]);
+    }
     // Every strategy skips it.
     for (const strategy of ['round_robin', 'least_loaded', 'random', 'weighted', 'latency', 'trust']) {
       expect((await lookup(server.api, { capability: `${ns}.work`, strategy })).ids.sort()).toEqual([b, c]);
