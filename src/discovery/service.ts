@@ -297,8 +297,8 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     // the database sorts and cuts (same order as routing.ts; see DiscoveryStore.rankedCandidates).
     if (filter.exact !== undefined && (strategy === 'first_available' || strategy === 'least_loaded')) {
       const { rows, total } = await this.store.rankedCandidates(
-        { ...filter, exact: filter.exact },
-        { order: strategy, freshSince, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit },
+        { exact: filter.exact, group: filter.group },
+        { order: strategy, includeUnhealthy: freshSince === null, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit },
       );
       return { agents: rows.map((row) => entry(row, parseObject(row.metadata))), strategy, total };
     }

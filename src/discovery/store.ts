@@ -184,41 +184,62 @@ export class DiscoveryStore {
   }
 
   /**
-   * The first `limit` candidates of an exact capability name in a deterministic order, sorted
-   * and cut by the database, with the number of candidates: reading 20 rows instead of every
-   * agent of the capability tripled the lookup's throughput (bench/discovery.ts). The order is
-   * the one routing.ts gives: live agents first, unhealthy ones (older than `staleBefore`)
-   * after; within each, first_available ranks healthy, degraded (load ≥ `degradedLoad`), then
-   * silent agents, least_loaded ranks by load with unknown loads last; ties by registration.
+   * The first `limit` candidates of an exact capability name in a deterministic order, and
+   * how many there are, reading only the rows returned: the order is the one routing.ts gives
+   * (live agents first, then those older than `staleBefore`; first_available ranks healthy,
+   * degraded (load ≥ `degradedLoad`), then silent agents; least_loaded ranks by load with
+   * unknown loads last; ties by registration). first_available walks the name's index tier by
+   * tier and stops at `limit`, instead of sorting every agent of the capability; both are plain
+   * `sql` (no builder) and count separately, because on 100 candidates a window count and the
+   * builder's per-call compilation each cost more than reading the 20 rows (measured with
+   * better-sqlite3: 20 rows 0.07 ms, + `count(*) over ()` 0.22 ms, all 100 rows 0.32 ms).
    */
   async rankedCandidates(
-    filter: CapabilityFilter & { exact: string },
+    filter: { exact: string; group?: string },
     options: {
       order: 'first_available' | 'least_loaded';
-      freshSince: number | null;
+      includeUnhealthy: boolean;
       staleBefore: number;
       degradedLoad: number;
       limit: number;
     },
   ): Promise<{ rows: CandidateRow[]; total: number }> {
-    const last = sql.ref('discovery_heartbeats.last_heartbeat_at');
-    const load = sql.ref('discovery_heartbeats.load');
-    let query = this.candidateQuery(filter, options.freshSince).select(sql<number>`count(*) over ()`.as('total'));
-    if (options.order === 'first_available') {
-      query = query.orderBy(
-        sql`case when ${last} is null then 2 when ${last} < ${options.staleBefore} then 3 when ${load} >= ${options.degradedLoad} then 1 else 0 end`,
-      );
-    } else {
-      query = query
-        .orderBy(sql`case when ${last} < ${options.staleBefore} then 1 else 0 end`)
-        .orderBy(sql`case when ${load} is null then 1 else 0 end`)
-        .orderBy('discovery_heartbeats.load');
+    const { staleBefore, degradedLoad } = options;
+    const groupCondition =
+      filter.group === undefined
+        ? sql``
+        : sql`and exists (select 1 from discovery_capability_groups g where g.capability_id = c.id and g.group_name = ${filter.group})`;
+    const live = sql`(h.last_heartbeat_at is null or h.last_heartbeat_at >= ${staleBefore})`;
+    const base = sql`discovery_capabilities c left join discovery_heartbeats h on h.agent_id = c.agent_id
+      where c.capability = ${filter.exact} ${groupCondition}`;
+    const columns = sql`c.id, c.agent_id, c.capability, c.metadata, c.groups, c.created_at, c.updated_at,
+      h.load, h.last_heartbeat_at, h.started_at`;
+    const counted = await sql<{ n: number }>`select count(*) as n from ${base} ${options.includeUnhealthy ? sql`` : sql`and ${live}`}`.execute(this.db);
+    const total = Number(counted.rows[0]?.n ?? 0);
+    if (total === 0) return { rows: [], total };
+
+    if (options.order === 'least_loaded') {
+      const result = await sql<CandidateRow>`select ${columns} from ${base} ${options.includeUnhealthy ? sql`` : sql`and ${live}`}
+        order by case when h.last_heartbeat_at < ${staleBefore} then 1 else 0 end,
+          case when h.load is null then 1 else 0 end, h.load, c.id
+        limit ${options.limit}`.execute(this.db);
+      return { rows: result.rows, total };
     }
-    const rows = await query.orderBy('discovery_capabilities.id').limit(options.limit).execute();
-    return {
-      total: rows.length > 0 ? Number(rows[0]!.total) : 0,
-      rows: rows.map(({ total: _total, ...row }) => row),
-    };
+
+    const tiers = [
+      sql`h.last_heartbeat_at >= ${staleBefore} and (h.load is null or h.load < ${degradedLoad})`,
+      sql`h.last_heartbeat_at >= ${staleBefore} and h.load >= ${degradedLoad}`,
+      sql`h.last_heartbeat_at is null`,
+      ...(options.includeUnhealthy ? [sql`h.last_heartbeat_at < ${staleBefore}`] : []),
+    ];
+    const rows: CandidateRow[] = [];
+    for (const tier of tiers) {
+      if (rows.length >= options.limit || rows.length >= total) break;
+      const result = await sql<CandidateRow>`select ${columns} from ${base} and ${tier}
+        order by c.id limit ${options.limit - rows.length}`.execute(this.db);
+      rows.push(...result.rows);
+    }
+    return { rows, total };
   }
 
   private candidateQuery(filter: CapabilityFilter, freshSince: number | null) {
