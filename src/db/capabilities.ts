@@ -15,6 +15,11 @@ export interface DialectCapabilities {
   readonly kind: 'sqlite' | 'postgres';
   /** `FOR UPDATE SKIP LOCKED` exists (PostgreSQL); SQLite serializes writers instead. */
   readonly skipLocked: boolean;
+  /**
+   * INSERT/UPDATE may run inside a `WITH` of another statement (PostgreSQL), so several writes
+   * cost one round trip; SQLite runs them one by one (in process, a round trip is free).
+   */
+  readonly writableCte: boolean;
   /** Adds an auto-incrementing integer primary key column (a FIFO sequence). */
   serialPrimaryKey<T extends string, C extends string>(
     table: CreateTableBuilder<T, C>,
@@ -24,6 +29,8 @@ export interface DialectCapabilities {
   isUniqueViolation(err: unknown): boolean;
   /** True when the error is a foreign-key violation. */
   isForeignKeyViolation(err: unknown): boolean;
+  /** True when the transaction lost a deadlock or serialization race and may simply be run again. */
+  isTransientConflict(err: unknown): boolean;
   /**
    * Serializes transactions that take the same named lock until they end (an advisory
    * transaction lock on PostgreSQL; a no-op on SQLite, whose writers are serialized already).
@@ -39,22 +46,27 @@ function errorCode(err: unknown): string | undefined {
 export const sqliteCapabilities: DialectCapabilities = {
   kind: 'sqlite',
   skipLocked: false,
+  writableCte: false,
   serialPrimaryKey: (table, column) => table.addColumn(column, 'integer', (c) => c.primaryKey().autoIncrement()),
   isUniqueViolation: (err) => {
     const code = errorCode(err);
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
   },
   isForeignKeyViolation: (err) => errorCode(err) === 'SQLITE_CONSTRAINT_FOREIGNKEY',
+  // Writers are serialized (BEGIN IMMEDIATE with a busy timeout): there is no deadlock to lose.
+  isTransientConflict: () => false,
   transactionLock: async () => undefined,
 };
 
 export const postgresCapabilities: DialectCapabilities = {
   kind: 'postgres',
   skipLocked: true,
+  writableCte: true,
   serialPrimaryKey: (table, column) =>
     table.addColumn(column, 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity()),
   isUniqueViolation: (err) => errorCode(err) === '23505',
   isForeignKeyViolation: (err) => errorCode(err) === '23503',
+  isTransientConflict: (err) => errorCode(err) === '40P01' || errorCode(err) === '40001',
   transactionLock: async (trx, name) => {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
   },

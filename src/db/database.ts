@@ -16,6 +16,7 @@ import {
   type SqliteDialectConfig,
 } from 'kysely';
 import pg from 'pg';
+import { BoundedMap } from '../kernel/bounded-map.js';
 import type { DialectCapabilities } from './capabilities.js';
 import { postgresCapabilities, sqliteCapabilities } from './capabilities.js';
 import type { Database } from './schema.js';
@@ -128,18 +129,12 @@ function retryBusy<T>(work: () => T, timeoutMs = 5000): T {
  * Kysely runs one query at a time on its single SQLite connection.
  */
 function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 500): SqliteDatabase {
-  const cache = new Map<string, BetterSqlite3.Statement>();
+  const cache = new BoundedMap<string, BetterSqlite3.Statement>(capacity);
   return {
     close: () => sqlite.close(),
     prepare(sqlText: string) {
-      let statement = cache.get(sqlText);
-      if (statement) {
-        // Map order is insertion order: re-inserting marks it most recently used.
-        cache.delete(sqlText);
-      } else {
-        statement = sqlite.prepare(sqlText);
-        if (cache.size >= capacity) cache.delete(cache.keys().next().value!);
-      }
+      const statement = cache.get(sqlText) ?? sqlite.prepare(sqlText);
+      // Setting again marks it most recently used, so the least used one goes first.
       cache.set(sqlText, statement);
       return statement;
     },

@@ -39,6 +39,8 @@ export interface SentMessage {
 /** Implemented by messaging: puts work into an agent's inbox. */
 export interface Inbox {
   send(message: OutgoingMessage, trx?: Db): Promise<SentMessage>;
+  /** Several messages in the caller's transaction, in order (one insert however many). */
+  sendMany(messages: OutgoingMessage[], trx: Db): Promise<SentMessage[]>;
   /** Withdraws a message that has not been acknowledged yet (a cancelled step); no-op otherwise. */
   cancel(messageId: string, reason: string, trx?: Db): Promise<void>;
 }
@@ -82,13 +84,17 @@ export interface AgentGroups {
 
 /** Implemented by discovery: picks agents for a capability (plan steps, plan generation). */
 export interface AgentDirectory {
-  lookup(query: {
+  /** `trx`: the caller's transaction, when it looks up inside one (on SQLite it holds the connection). */
+  lookup(
+    query: {
     capability: string;
     strategy?: string;
     group?: string;
     limit?: number;
     include_unhealthy?: boolean;
-  }): Promise<{ agent_id: string; capability: string; health: string; load: number | null }[]>;
+    },
+    trx?: Db,
+  ): Promise<{ agent_id: string; capability: string; health: string; load: number | null }[]>;
   search(query: { query: string; top_k?: number; min_score?: number }): Promise<
     { capability: { id: string; name: string; agent_id: string; metadata: Record<string, unknown> }; similarity_score: number }[]
   >;
@@ -97,5 +103,5 @@ export interface AgentDirectory {
 /** Implemented by messaging: what the platform measured about an agent's message handling. */
 export interface DeliveryStats {
   /** Per agent: median ms from delivery to acknowledgement, and acked / (acked + rejected + dead-lettered). */
-  statsFor(agentIds: string[]): Promise<Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>>;
+  statsFor(agentIds: string[], trx?: Db): Promise<Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>>;
 }
