@@ -16,6 +16,7 @@ import type {
   SentMessage,
 } from '../kernel/ports.js';
 import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
+import { InboxWakeups } from './inbox-wakeups.js';
 import { hasWildcard, topicMatches, topicProblem } from './topics.js';
 import type { DeliveryRow, MessageRow, MessagingStore, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './store.js';
 
@@ -25,6 +26,8 @@ export const MAX_WAIT_S = 30;
 export const MAX_BATCH = 100;
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 const MAX_BACKOFF_S = 300;
+/** Exhausted leases dead-lettered per reaper transaction. */
+const REAP_BATCH = 500;
 /** The caller of a request, as messaging sees it: who it is and whether it may act for others. */
 export interface Caller {
   actor: string;
@@ -145,8 +148,6 @@ function toSubscription(row: SubscriptionRow): Subscription {
   return { id: row.id, agent_id: row.agent_id, topic: row.topic, created_at: iso(row.created_at) };
 }
 
-export const inboxChannel = (agentId: string) => `inbox:${agentId}`;
-
 /**
  * Durable agent inboxes (design §4, issue "Messaging"): FIFO per destination, leases with
  * redelivery, reject with backoff, dead letters with every attempt, threads, topics. Also the
@@ -156,6 +157,7 @@ export const inboxChannel = (agentId: string) => `inbox:${agentId}`;
 export class MessagingService implements Inbox, DeliveryStats {
   private readonly outcomeHandlers = new Map<string, OutcomeHandler>();
   private readonly publishListeners: PublishListener[] = [];
+  private readonly wakeups: InboxWakeups;
 
   constructor(
     private readonly deps: {
@@ -165,7 +167,9 @@ export class MessagingService implements Inbox, DeliveryStats {
       limiter: RateLimiter;
       logger: Logger;
     },
-  ) {}
+  ) {
+    this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
+  }
 
   private get store() {
     return this.deps.store;
@@ -185,10 +189,6 @@ export class MessagingService implements Inbox, DeliveryStats {
     const handler = this.outcomeHandlers.get(row.origin_kind);
     if (!handler) return;
     await handler({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...outcome }, trx);
-  }
-
-  private async wake(destinations: Iterable<string>, trx?: Db): Promise<void> {
-    for (const destination of new Set(destinations)) await this.deps.notifier.notify(inboxChannel(destination), '', trx);
   }
 
   private newRow(message: OutgoingMessage, now: number): NewMessageRow {
@@ -226,19 +226,29 @@ export class MessagingService implements Inbox, DeliveryStats {
     const row = this.newRow(message, now);
     if (trx) {
       await this.store.insertMessages(trx, [row]);
-      await this.wake([row.destination], trx);
+      await this.wakeups.inTransaction([row.destination], trx);
     } else {
-      await this.store.transaction((t) => this.store.insertMessages(t, [row]));
-      await this.wake([row.destination]);
+      await this.store.insertMessages(this.store.db, [row]);
+      this.wakeups.committed([row.destination]);
     }
     return { message_id: row.id, status: 'sent', timestamp: iso(now) };
+  }
+
+  /** Inbox port: several messages in the caller's transaction (a scheduler's batch of fires). */
+  async sendMany(messages: OutgoingMessage[], trx: Db): Promise<SentMessage[]> {
+    if (messages.length === 0) return [];
+    const now = this.deps.clock.now();
+    const rows = messages.map((message) => this.newRow(message, now));
+    await this.store.insertMessages(trx, rows);
+    await this.wakeups.inTransaction(rows.map((row) => row.destination), trx);
+    return rows.map((row) => ({ message_id: row.id, status: 'sent' as const, timestamp: iso(now) }));
   }
 
   /** Inbox port: withdraws an unsettled message (a cancelled step, a deleted routine). */
   async cancel(messageId: string, _reason: string, trx?: Db): Promise<void> {
     const run = async (t: Db) => {
       const row = await this.store.findMessage(messageId, t);
-      if (row && row.state === 'pending') await this.store.settle(t, messageId, { state: 'cancelled' });
+      if (row && row.state === 'pending') await this.store.settle(t, [messageId], { state: 'cancelled' });
     };
     await (trx ? run(trx) : this.store.transaction(run));
   }
@@ -247,7 +257,26 @@ export class MessagingService implements Inbox, DeliveryStats {
   async sendAs(caller: Caller, input: SendInput): Promise<{ sent: SentMessage; replayed: boolean }> {
     const now = this.deps.clock.now();
     const source = caller.agentId ?? caller.actor;
-    const result = await this.store.transaction(async (trx) => {
+    const result = await (input.idempotency_key === undefined && input.thread_id === undefined
+      ? this.sendPlain({ ...input, source }, now)
+      : this.sendChecked(input, source, now));
+    if (!result.replayed) this.wakeups.committed([input.destination]);
+    return {
+      sent: { message_id: result.row.id, status: 'sent', timestamp: iso(result.row.created_at) },
+      replayed: result.replayed,
+    };
+  }
+
+  /** One INSERT, atomic on its own: no transaction around it (on PostgreSQL, two round trips fewer). */
+  private async sendPlain(message: OutgoingMessage, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
+    const row = this.newRow(message, now);
+    await this.store.insertMessages(this.store.db, [row]);
+    return { row, replayed: false };
+  }
+
+  /** A send with an idempotency key or to a thread: its checks and the insert in one transaction. */
+  private async sendChecked(input: SendInput, source: string, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
+    return this.store.transaction(async (trx) => {
       if (input.idempotency_key !== undefined) {
         const existing = await this.store.findByIdempotencyKey(trx, source, input.idempotency_key);
         if (existing && now - existing.created_at < IDEMPOTENCY_WINDOW_MS) {
@@ -258,8 +287,7 @@ export class MessagingService implements Inbox, DeliveryStats {
       if (input.thread_id !== undefined) await this.takeTurn(trx, input.thread_id, source, input.destination);
       const row = this.newRow({ ...input, source }, now);
       await this.store.insertMessages(trx, [row]);
-      await this.wake([row.destination], trx);
-      return { row: { ...row, seq: 0 }, replayed: false };
+      return { row, replayed: false };
     }).catch(async (err: unknown) => {
       // Two sends with one idempotency key raced: the loser returns the winner's message.
       if (input.idempotency_key !== undefined && this.store.isUniqueViolation(err)) {
@@ -268,10 +296,6 @@ export class MessagingService implements Inbox, DeliveryStats {
       }
       throw err;
     });
-    return {
-      sent: { message_id: result.row.id, status: 'sent', timestamp: iso(result.row.created_at) },
-      replayed: result.replayed,
-    };
   }
 
   /** All-or-nothing batch send (up to 500). */
@@ -283,11 +307,10 @@ export class MessagingService implements Inbox, DeliveryStats {
       if (input.idempotency_key !== undefined) throw InvalidRequest.field(`messages.${i}.idempotency_key`, 'is not supported in batches');
     });
     const rows = inputs.map((input) => this.newRow({ ...input, source }, now));
-    await this.store.transaction(async (trx) => {
-      await this.store.insertMessages(trx, rows);
-      await this.wake(rows.map((r) => r.destination), trx);
-    });
-    return rows.map((r) => ({ message_id: r.id, status: 'sent' as const, timestamp: iso(now) }));
+    await this.store.transaction((trx) => this.store.insertMessages(trx, rows));
+    this.wakeups.committed(rows.map((r) => r.destination));
+    const timestamp = iso(now);
+    return rows.map((r) => ({ message_id: r.id, status: 'sent' as const, timestamp }));
   }
 
   /** Thread rules (design §5): participants only; in turn mode, round robin in list order. */
@@ -323,37 +346,39 @@ export class MessagingService implements Inbox, DeliveryStats {
   ): Promise<Message[]> {
     this.checkReceiver(caller, agentId);
     const deadline = this.deps.clock.now() + options.waitSeconds * 1000;
-    let wakeUp: (() => void) | null = null;
-    let notified = false;
-    // Listen before the first look, so a send between the look and the wait is not missed.
-    const stop = this.deps.notifier.listen(inboxChannel(agentId), () => {
-      notified = true;
-      wakeUp?.();
-    });
+    // Registered before the first look, so a send between the look and the wait is not missed.
+    const waiter = this.wakeups.register(agentId);
+    let full = false;
     try {
       for (;;) {
-        notified = false;
+        waiter.notified = false;
         const messages = await this.claim(agentId, caller.actor, options.max, options.visibilitySeconds);
+        full = messages.length === options.max;
         const now = this.deps.clock.now();
         if (messages.length > 0 || now >= deadline || signal.aborted) return messages;
-        if (notified) continue;
+        if (waiter.notified) continue;
         const nextVisible = await this.store.nextVisibleAt(agentId, now);
         const until = Math.min(deadline, nextVisible ?? deadline);
         await new Promise<void>((resolve) => {
+          let settled = false;
           const done = () => {
+            if (settled) return;
+            settled = true;
             clearTimeout(timer);
             signal.removeEventListener('abort', done);
-            wakeUp = null;
+            waiter.wake = null;
             resolve();
           };
           const timer = setTimeout(done, Math.max(0, until - now));
           signal.addEventListener('abort', done, { once: true });
-          wakeUp = done;
-          if (notified) done();
+          // Resumed on the next turn of the event loop rather than at once: the sends that
+          // arrived in this turn commit first and one claim takes them all.
+          waiter.wake = () => setImmediate(done);
+          if (waiter.notified) done();
         });
       }
     } finally {
-      stop();
+      this.wakeups.unregister(agentId, waiter, full);
     }
   }
 
@@ -388,15 +413,13 @@ export class MessagingService implements Inbox, DeliveryStats {
     const now = this.deps.clock.now();
     await this.store.transaction(async (trx) => {
       const rows = await this.settleable(trx, caller, ids);
-      for (const row of rows) {
-        await this.store.settle(trx, row.id, {
-          state: 'acked',
-          acked_at: now,
-          output: output === undefined ? null : JSON.stringify(output),
-        });
-        await this.store.endAttempt(trx, row.id, row.deliveries, 'acked', null, now);
-        await this.emitOutcome(trx, row, { status: 'acknowledged', output });
-      }
+      // A batch settles in two statements, whatever its size (was two per message).
+      await this.store.settle(trx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
+      await this.store.endAttempts(trx, rows, 'acked', null, now);
+      // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps
+      // two concurrent batches that touch the same runs from deadlocking on PostgreSQL.
+      rows.sort((a, b) => ((a.origin_ref ?? '') < (b.origin_ref ?? '') ? -1 : a.origin_ref === b.origin_ref ? 0 : 1));
+      for (const row of rows) await this.emitOutcome(trx, row, { status: 'acknowledged', output });
     });
     return { acknowledged: ids };
   }
@@ -414,7 +437,7 @@ export class MessagingService implements Inbox, DeliveryStats {
     return this.store.transaction(async (trx) => {
       const [row] = await this.settleable(trx, caller, [input.message_id]);
       const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
-      await this.store.endAttempt(trx, row!.id, row!.deliveries, 'rejected', input.reason, now);
+      await this.store.endAttempts(trx, [row!], 'rejected', input.reason, now);
       if (!requeue) {
         const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
         await this.deadLetter(trx, row!, reason, now);
@@ -422,13 +445,13 @@ export class MessagingService implements Inbox, DeliveryStats {
       }
       const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
       const retryAt = now + delay * 1000;
-      await this.store.settle(trx, row!.id, { visible_at: retryAt });
+      await this.store.settle(trx, [row!.id], { visible_at: retryAt });
       return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
     });
   }
 
   private async deadLetter(trx: Db, row: MessageRow, reason: string, now: number): Promise<void> {
-    await this.store.settle(trx, row.id, { state: 'dead', dead_reason: reason, dead_at: now });
+    await this.store.settle(trx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
     await this.emitOutcome(trx, row, { status: 'dead_lettered', reason });
   }
 
@@ -483,29 +506,33 @@ export class MessagingService implements Inbox, DeliveryStats {
         redriven_from: dead.id,
       };
       await this.store.insertMessages(trx, [copy]);
-      await this.store.settle(trx, dead.id, { state: 'redriven' });
-      await this.wake([copy.destination], trx);
+      await this.store.settle(trx, [dead.id], { state: 'redriven' });
       return copy;
     });
+    this.wakeups.committed([row.destination]);
     return toMessage({ ...row, seq: 0 });
   }
 
   /**
-   * The reaper's pass: dead-letters leased messages whose last lease ran out with no delivery
-   * left, and wakes long polls of inboxes where delayed or backed-off messages became visible
-   * since the last pass.
+   * The reaper's pass: dead-letters leased messages whose last lease ran out since
+   * `expiredSince` with no delivery left, and wakes long polls of inboxes where delayed or
+   * backed-off messages became visible since `since` (the previous pass).
    */
-  async reap(since: number): Promise<number> {
+  async reap(since: number, expiredSince = since): Promise<number> {
     const now = this.deps.clock.now();
-    const reaped = await this.store.transaction(async (trx) => {
-      const exhausted = await this.store.claimExhausted(trx, now, 500);
-      for (const row of exhausted) {
-        await this.store.endAttempt(trx, row.id, row.deliveries, 'expired', 'visibility timeout expired', now);
-        await this.deadLetter(trx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now);
-      }
-      return exhausted.length;
-    });
-    await this.wake(await this.store.destinationsBecomingVisible(since, now));
+    let reaped = 0;
+    for (let batch = REAP_BATCH; batch === REAP_BATCH; ) {
+      batch = await this.store.transaction(async (trx) => {
+        const exhausted = await this.store.claimExhausted(trx, expiredSince, now, REAP_BATCH);
+        for (const row of exhausted) {
+          await this.store.endAttempts(trx, [row], 'expired', 'visibility timeout expired', now);
+          await this.deadLetter(trx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now);
+        }
+        return exhausted.length;
+      });
+      reaped += batch;
+    }
+    this.wakeups.committed(await this.store.destinationsBecomingVisible(since, now));
     return reaped;
   }
 
@@ -619,9 +646,9 @@ export class MessagingService implements Inbox, DeliveryStats {
       const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
       const messages = subscribers.map((destination) => this.newRow({ source, destination, event_name: topic, payload }, now));
       await this.store.insertMessages(trx, messages);
-      await this.wake(subscribers, trx);
       return messages;
     });
+    this.wakeups.committed(rows.map((r) => r.destination));
     const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
     for (const listener of this.publishListeners) {
       try {
@@ -640,8 +667,8 @@ export class MessagingService implements Inbox, DeliveryStats {
   }
 
   /** DeliveryStats port: measured latency (median delivery→ack) and success ratio per agent. */
-  async statsFor(agentIds: string[]) {
-    const { latencies, outcomes } = await this.store.deliveryStats(agentIds, 100);
+  async statsFor(agentIds: string[], trx?: Db) {
+    const { latencies, outcomes } = await this.store.deliveryStats(agentIds, 100, trx);
     const result = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
     for (const agentId of agentIds) {
       const samples = latencies.filter((l) => l.destination === agentId).map((l) => Number(l.latency)).sort((a, b) => a - b);

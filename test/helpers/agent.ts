@@ -1,3 +1,4 @@
+import { createAgent, PermanentError, Switchboard } from '../../src/client/index.js';
 import type { Api } from './api.js';
 
 /** A message as receive returns it (spec: Message). */
@@ -37,4 +38,32 @@ export async function acknowledge(agent: Api, messageId: string, output?: unknow
 export async function reject(agent: Api, messageId: string, reason: string, requeue = true): Promise<void> {
   const res = await agent.post('/api/v1/messaging/reject', { message_id: messageId, reason, requeue });
   if (res.status !== 200) throw new Error(`reject failed: ${res.status} ${res.text}`);
+}
+
+/** What an agent loop does with a message: an output to acknowledge with, or a rejection. */
+export type Handling = { output: unknown } | { reject: string; requeue?: boolean };
+
+/**
+ * Runs the SDK's agent worker (receive → handle → acknowledge/reject, one message at a time)
+ * until `stop()`; `handled` lists every message it saw. A real agent as far as the server can tell.
+ */
+export function runAgent(agent: Api, agentId: string, handle: (message: InboxMessage) => Handling | Promise<Handling>) {
+  const handled: InboxMessage[] = [];
+  const client = new Switchboard({ url: agent.baseUrl, apiKey: agent.key! });
+  // Errors of the loop itself (a server closing under a test) are retried, as a real agent would.
+  const worker = createAgent({ client, agentId, concurrency: 1, heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, onError: () => undefined });
+  worker.on('*', async (message) => {
+    handled.push(message as InboxMessage);
+    const outcome = await handle(message as InboxMessage);
+    if ('output' in outcome) return outcome.output;
+    throw outcome.requeue === false ? new PermanentError(outcome.reject) : new Error(outcome.reject);
+  });
+  const started = worker.start();
+  return {
+    handled,
+    async stop() {
+      await started;
+      await worker.stop();
+    },
+  };
 }

@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Db } from '../db/database.js';
+import type { Notifier } from '../kernel/notifier.js';
+
+/** One notifier channel for every inbox; the payload names the inboxes. */
+const CHANNEL = 'messaging:inboxes';
+// NOTIFY payloads are capped at 8000 bytes; leave room for the notifier's own envelope.
+const MAX_PAYLOAD = 6000;
+
+/** A long poll waiting on an inbox. */
+export interface Waiter {
+  /** A wake-up reached this waiter and no claim has consumed it yet. */
+  notified: boolean;
+  /** Ends the current sleep (null while the waiter is not sleeping). */
+  wake: (() => void) | null;
+}
+
+/**
+ * Wakes long polls when their inbox gets messages; a wake-up is only a latency hint (receivers
+ * claim from the database and time out on their own).
+ *
+ * - Waiters of this process are woken directly, right after the commit, with no database round
+ *   trip (a send used to wake its own node's receivers through a NOTIFY inside its transaction).
+ * - Other nodes learn through one notifier channel. Those NOTIFYs are coalesced: at most one is
+ *   in flight per node, carrying every inbox touched meanwhile. PostgreSQL serializes the
+ *   commits of transactions that NOTIFY, so one per send capped the send rate.
+ * - One waiter per inbox is woken, not all of them: it passes the wake-up on when it leaves
+ *   without claiming, or with a full batch (more may be waiting). Ten receivers on one inbox
+ *   no longer make ten claims for one message.
+ */
+export class InboxWakeups {
+  private readonly waiters = new Map<string, Waiter[]>();
+  private readonly node = randomUUID();
+  private readonly outgoing = new Set<string>();
+  private flushing = false;
+
+  // The listener lives as long as the notifier: closing the notifier at shutdown removes it.
+  constructor(
+    private readonly notifier: Notifier,
+    private readonly logger: Logger,
+  ) {
+    notifier.listen(CHANNEL, (payload) => this.received(payload));
+  }
+
+  register(inbox: string): Waiter {
+    const waiter: Waiter = { notified: false, wake: null };
+    const list = this.waiters.get(inbox);
+    if (list) list.push(waiter);
+    else this.waiters.set(inbox, [waiter]);
+    return waiter;
+  }
+
+  /** Removes a waiter; `more` says its last claim was full, so the inbox may hold more. */
+  unregister(inbox: string, waiter: Waiter, more: boolean): void {
+    const list = this.waiters.get(inbox);
+    if (!list) return;
+    list.splice(list.indexOf(waiter), 1);
+    if (list.length === 0) this.waiters.delete(inbox);
+    else if (waiter.notified || more) this.wakeOne(inbox);
+  }
+
+  /** The inboxes got messages in a transaction that has committed. */
+  committed(inboxes: Iterable<string>): void {
+    for (const inbox of new Set(inboxes)) {
+      this.wakeOne(inbox);
+      this.outgoing.add(inbox);
+    }
+    if (!this.flushing && this.outgoing.size > 0) void this.flush();
+  }
+
+  /**
+   * The inboxes get messages in `trx`, a caller's transaction whose commit we do not see:
+   * the notifier delivers at commit (PostgreSQL) to every node, this one included.
+   */
+  async inTransaction(inboxes: Iterable<string>, trx: Db): Promise<void> {
+    for (const payload of this.payloads([...new Set(inboxes)], '')) await this.notifier.notify(CHANNEL, payload, trx);
+  }
+
+  private wakeOne(inbox: string): void {
+    const waiter = this.waiters.get(inbox)?.find((w) => !w.notified);
+    if (!waiter) return;
+    waiter.notified = true;
+    waiter.wake?.();
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.outgoing.size > 0) {
+        const inboxes = [...this.outgoing];
+        this.outgoing.clear();
+        for (const payload of this.payloads(inboxes, this.node)) await this.notifier.notify(CHANNEL, payload);
+      }
+    } catch (err) {
+      // Lost wake-ups cost remote receivers latency, not messages.
+      this.logger.warn({ err }, 'could not notify other nodes of new messages');
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** JSON payloads `{n: node, i: inboxes}` under the size cap. */
+  private *payloads(inboxes: string[], node: string): Generator<string> {
+    let batch: string[] = [];
+    let size = 0;
+    for (const inbox of inboxes) {
+      // Bytes, with room for the quoting the notifier's envelope adds around each name.
+      const bytes = Buffer.byteLength(inbox) + 6;
+      if (batch.length > 0 && size + bytes > MAX_PAYLOAD) {
+        yield JSON.stringify({ n: node, i: batch });
+        batch = [];
+        size = 0;
+      }
+      batch.push(inbox);
+      size += bytes;
+    }
+    if (batch.length > 0) yield JSON.stringify({ n: node, i: batch });
+  }
+
+  private received(payload: string): void {
+    let parsed: { n: string; i: string[] };
+    try {
+      parsed = JSON.parse(payload) as { n: string; i: string[] };
+    } catch {
+      return;
+    }
+    // This node's own notifications come back through LISTEN; its waiters were woken already.
+    if (parsed.n === this.node) return;
+    for (const inbox of parsed.i) this.wakeOne(inbox);
+  }
+}
