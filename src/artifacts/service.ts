@@ -21,6 +21,7 @@ import {
   type UploadIntentBody,
 } from './schemas.js';
 import type { ArtifactFilter, ArtifactRow, ArtifactsStore, UploadRow, VersionRow, Viewer } from './store.js';
+import { isJsonObject } from '../kernel/json.js';
 
 /** One part of a multipart body, in the order the client sent them. */
 export type FormPart =
@@ -97,10 +98,6 @@ function toVersion(row: VersionRow): ArtifactVersion {
   };
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** A JSON object given as text (a form field or a query parameter), or a 400 naming the field. */
 export function parseJsonObject(text: string, field: string): Record<string, unknown> {
   let value: unknown;
@@ -109,7 +106,7 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
   } catch {
     throw InvalidRequest.field(field, 'must be valid JSON');
   }
-  if (!isPlainObject(value)) throw InvalidRequest.field(field, 'must be a JSON object');
+  if (!isJsonObject(value)) throw InvalidRequest.field(field, 'must be a JSON object');
   return value;
 }
 

@@ -1,5 +1,7 @@
+import type { Db } from '../db/database.js';
 import type { Logger } from 'pino';
 import { assertActsAs, type Principal } from '../auth/index.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -145,7 +147,7 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   private syncRequested = false;
   private syncing: Promise<void> | null = null;
   private embedding: Promise<void> | null = null;
-  private readonly queryVectors = new Map<string, Float32Array>();
+  private readonly queryVectors = new BoundedMap<string, Float32Array>(QUERY_VECTOR_CACHE);
 
   constructor(deps: DiscoveryDeps) {
     this.store = deps.store;
@@ -273,7 +275,8 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   // ---- lookup ----
 
   /** Agents with a capability, one entry each, ordered by the strategy (the HTTP lookup). */
-  async lookupAgents(input: LookupInput): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
+  /** `trx`: the caller's transaction, when it looks agents up inside one (a plan step starting). */
+  async lookupAgents(input: LookupInput, trx?: Db): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
     const strategy = (input.strategy ?? DEFAULT_STRATEGY) as Strategy;
     if (!STRATEGIES.includes(strategy)) {
       throw InvalidRequest.field('strategy', `must be one of ${STRATEGIES.join(', ')}`);
@@ -299,18 +302,19 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
       const { rows, total } = await this.store.rankedCandidates(
         { exact: filter.exact, group: filter.group },
         { order: strategy, includeUnhealthy: freshSince === null, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit },
+        trx,
       );
       return { agents: rows.map((row) => entry(row, parseObject(row.metadata))), strategy, total };
     }
 
-    const rows = await this.store.candidates(filter, freshSince);
+    const rows = await this.store.candidates(filter, freshSince, trx);
     // One entry per agent: its first-registered matching capability (rows come in that order).
     const byAgent = new Map<string, CandidateRow>();
     for (const row of rows) if (!byAgent.has(row.agent_id)) byAgent.set(row.agent_id, row);
     const picked = [...byAgent.values()];
     const metadata = new Map(picked.map((row) => [row.id, parseObject(row.metadata)]));
-    const scores = await this.routingScores(strategy, picked, metadata);
-    const cursor = strategy === 'round_robin' ? await this.store.nextCursor(`${input.capability ?? '*'}|${input.group ?? ''}`) : 0;
+    const scores = await this.routingScores(strategy, picked, metadata, trx);
+    const cursor = strategy === 'round_robin' ? await this.store.nextCursor(`${input.capability ?? '*'}|${input.group ?? ''}`, trx) : 0;
     const candidates: Candidate[] = picked.map((row) => ({
       agent_id: row.agent_id,
       order: row.id,
@@ -332,8 +336,8 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   }
 
   /** AgentDirectory port: the lookup's agents. */
-  async lookup(query: LookupInput): Promise<AgentEntry[]> {
-    return (await this.lookupAgents(query)).agents;
+  async lookup(query: LookupInput, trx?: Db): Promise<AgentEntry[]> {
+    return (await this.lookupAgents(query, trx)).agents;
   }
 
   /**
@@ -344,13 +348,14 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     strategy: Strategy,
     rows: CandidateRow[],
     metadata: Map<string, Metadata>,
+    trx?: Db,
   ): Promise<Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>> {
     const scores = new Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>();
     if (strategy !== 'latency' && strategy !== 'trust') return scores;
     let measured = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
     if (this.stats && rows.length > 0) {
       try {
-        measured = await this.stats.statsFor(rows.map((r) => r.agent_id));
+        measured = await this.stats.statsFor(rows.map((r) => r.agent_id), trx);
       } catch (err) {
         this.logger.warn({ err }, 'delivery stats unavailable; routing on claimed metadata');
       }
@@ -428,7 +433,6 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     if (cached) return cached;
     const [vector] = await this.embedder!.embed([query]);
     const unitVector = unit(vector!);
-    if (this.queryVectors.size >= QUERY_VECTOR_CACHE) this.queryVectors.delete(this.queryVectors.keys().next().value!);
     this.queryVectors.set(query, unitVector);
     return unitVector;
   }

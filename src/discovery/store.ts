@@ -161,8 +161,8 @@ export class DiscoveryStore {
   }
 
   /** Advances a round-robin cursor; returns how many times it had been used before. */
-  async nextCursor(key: string): Promise<number> {
-    return (await this.advance(this.db, `rr:${key}`)) - 1;
+  async nextCursor(key: string, db: Db = this.db): Promise<number> {
+    return (await this.advance(db, `rr:${key}`)) - 1;
   }
 
   async findCapability(id: string): Promise<CapabilityRow | undefined> {
@@ -179,8 +179,8 @@ export class DiscoveryStore {
    * Capabilities matching the filter with their agents' heartbeats, in registration order.
    * With `freshSince`, agents whose last heartbeat is older are left out (unhealthy).
    */
-  async candidates(filter: CapabilityFilter, freshSince: number | null): Promise<CandidateRow[]> {
-    return this.candidateQuery(filter, freshSince).orderBy('discovery_capabilities.id').execute();
+  async candidates(filter: CapabilityFilter, freshSince: number | null, db: Db = this.db): Promise<CandidateRow[]> {
+    return this.candidateQuery(filter, freshSince, db).orderBy('discovery_capabilities.id').execute();
   }
 
   /**
@@ -203,6 +203,7 @@ export class DiscoveryStore {
       degradedLoad: number;
       limit: number;
     },
+    db: Db = this.db,
   ): Promise<{ rows: CandidateRow[]; total: number }> {
     const { staleBefore, degradedLoad } = options;
     const groupCondition =
@@ -214,7 +215,7 @@ export class DiscoveryStore {
       where c.capability = ${filter.exact} ${groupCondition}`;
     const columns = sql`c.id, c.agent_id, c.capability, c.metadata, c.groups, c.created_at, c.updated_at,
       h.load, h.last_heartbeat_at, h.started_at`;
-    const counted = await sql<{ n: number }>`select count(*) as n from ${base} ${options.includeUnhealthy ? sql`` : sql`and ${live}`}`.execute(this.db);
+    const counted = await sql<{ n: number }>`select count(*) as n from ${base} ${options.includeUnhealthy ? sql`` : sql`and ${live}`}`.execute(db);
     const total = Number(counted.rows[0]?.n ?? 0);
     if (total === 0) return { rows: [], total };
 
@@ -222,7 +223,7 @@ export class DiscoveryStore {
       const result = await sql<CandidateRow>`select ${columns} from ${base} ${options.includeUnhealthy ? sql`` : sql`and ${live}`}
         order by case when h.last_heartbeat_at < ${staleBefore} then 1 else 0 end,
           case when h.load is null then 1 else 0 end, h.load, c.id
-        limit ${options.limit}`.execute(this.db);
+        limit ${options.limit}`.execute(db);
       return { rows: result.rows, total };
     }
 
@@ -236,14 +237,14 @@ export class DiscoveryStore {
     for (const tier of tiers) {
       if (rows.length >= options.limit || rows.length >= total) break;
       const result = await sql<CandidateRow>`select ${columns} from ${base} and ${tier}
-        order by c.id limit ${options.limit - rows.length}`.execute(this.db);
+        order by c.id limit ${options.limit - rows.length}`.execute(db);
       rows.push(...result.rows);
     }
     return { rows, total };
   }
 
-  private candidateQuery(filter: CapabilityFilter, freshSince: number | null) {
-    let query = this.db
+  private candidateQuery(filter: CapabilityFilter, freshSince: number | null, db: Db = this.db) {
+    let query = db
       .selectFrom('discovery_capabilities')
       .leftJoin('discovery_heartbeats', 'discovery_heartbeats.agent_id', 'discovery_capabilities.agent_id')
       .selectAll('discovery_capabilities')

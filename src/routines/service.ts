@@ -23,7 +23,7 @@ export const ROUTINE_EVENT = 'routine.execute';
 /** Wakes every node's scheduler when routines change (a new earliest due time, a pause). */
 export const ROUTINES_CHANGED = 'routines:changed';
 const PLATFORM_SENDER = 'switchboard';
-const FIRE_BATCH = 500;
+const FIRE_BATCH = 2000;
 
 export interface RoutineInput {
   name: string;
@@ -184,7 +184,7 @@ export class RoutinesService {
 
   private nextRun(row: Pick<RoutineRow, 'trigger_type' | 'cron_expression' | 'timezone' | 'enabled'>, after: number): number | null {
     if (row.trigger_type !== 'cron' || row.enabled !== 1) return null;
-    return new Schedule(row.cron_expression!, row.timezone).next(after);
+    return Schedule.of(row.cron_expression!, row.timezone).next(after);
   }
 
   private async changed(): Promise<void> {
@@ -303,7 +303,7 @@ export class RoutinesService {
   async preview(id: string, count: number): Promise<string[]> {
     const row = await this.row(id);
     if (row.trigger_type !== 'cron') throw new Conflict(`Routine '${id}' is a webhook routine and has no schedule`);
-    return new Schedule(row.cron_expression!, row.timezone).upcoming(this.deps.clock.now(), count).map((t) => iso(t));
+    return Schedule.of(row.cron_expression!, row.timezone).upcoming(this.deps.clock.now(), count).map((t) => iso(t));
   }
 
   /** Runs a routine now (manual trigger): 409 while it is paused. */
@@ -335,36 +335,47 @@ export class RoutinesService {
     trigger: ExecutionTrigger,
     scheduledFor: number | null,
     payload: unknown,
-    id: string = newId('exe'),
   ): Promise<ExecutionRow> {
+    const [row] = await this.startExecutions(trx, [{ routine, trigger, scheduledFor, payload, id: newId('exe') }]);
+    if (trigger !== 'cron') await this.store.updateRoutine(routine.id, { last_run_at: row!.created_at }, trx);
+    return row!;
+  }
+
+  /** Creates executions with their inbox messages in `trx`: one insert for each kind, however many. */
+  private async startExecutions(
+    trx: Db,
+    starts: { routine: RoutineRow; trigger: ExecutionTrigger; scheduledFor: number | null; payload: unknown; id: string }[],
+  ): Promise<ExecutionRow[]> {
+    if (starts.length === 0) return [];
     const now = this.deps.clock.now();
-    const sent = await this.deps.inbox.send(
-      {
+    const sent = await this.deps.inbox.sendMany(
+      starts.map(({ routine, trigger, payload, id }) => ({
         source: PLATFORM_SENDER,
         destination: routine.target_agent,
         event_name: ROUTINE_EVENT,
         payload: { routine_id: routine.id, execution_id: id, trigger, payload },
         origin: { kind: ROUTINE_ORIGIN, ref: id },
-      },
+      })),
       trx,
     );
-    const row: ExecutionRow = {
-      id,
-      routine_id: routine.id,
-      status: 'pending',
-      trigger,
-      payload: JSON.stringify(payload),
-      scheduled_for: scheduledFor,
-      message_id: sent.message_id,
-      output: null,
-      deadline_at: now + routine.timeout_seconds * 1000,
-      created_at: now,
-      started_at: null,
-      completed_at: null,
-    };
-    await this.store.insertExecution(trx, row);
-    if (trigger !== 'cron') await this.store.updateRoutine(routine.id, { last_run_at: now }, trx);
-    return row;
+    const rows = starts.map(
+      ({ routine, trigger, scheduledFor, payload, id }, i): ExecutionRow => ({
+        id,
+        routine_id: routine.id,
+        status: 'pending',
+        trigger,
+        payload: JSON.stringify(payload),
+        scheduled_for: scheduledFor,
+        message_id: sent[i]!.message_id,
+        output: null,
+        deadline_at: now + routine.timeout_seconds * 1000,
+        created_at: now,
+        started_at: null,
+        completed_at: null,
+      }),
+    );
+    await this.store.insertExecutions(trx, rows);
+    return rows;
   }
 
   async listExecutions(routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<Execution>> {
@@ -428,10 +439,11 @@ export class RoutinesService {
         const fires: FireRow[] = [];
         const byRoutine = new Map(due.map((r) => [r.id, r]));
         for (const routine of due) {
-          const schedule = new Schedule(routine.cron_expression!, routine.timezone);
+          const schedule = Schedule.of(routine.cron_expression!, routine.timezone);
           const slots = schedule.dueSlots(routine.next_run_at!, now);
           const decision = decideSlots(slots, now, routine.catch_up);
           let running = busy.has(routine.id);
+          let fired = false;
           for (const slot of decision.fire) {
             if (routine.overlap === 'skip' && running) {
               fires.push(this.fireRow(routine.id, slot, now, 'skipped', 'overlap: the previous execution has not finished'));
@@ -439,27 +451,25 @@ export class RoutinesService {
             }
             fires.push(this.fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
             running = true;
+            fired = true;
           }
           for (const { slot, reason } of decision.skip) fires.push(this.fireRow(routine.id, slot, now, 'skipped', reason));
           const lastSlot = slots[slots.length - 1] ?? routine.next_run_at!;
-          const firedSlots = fires.filter((f) => f.routine_id === routine.id && f.outcome === 'fired');
-          await this.store.updateRoutine(
-            routine.id,
-            {
-              next_run_at: schedule.next(Math.max(now, lastSlot)),
-              ...(firedSlots.length > 0 && { last_run_at: now }),
-            },
-            trx,
-          );
+          routine.next_run_at = schedule.next(Math.max(now, lastSlot));
+          if (fired) routine.last_run_at = now;
         }
+        await this.store.saveSchedules(trx, due);
         const inserted = await this.store.insertFires(trx, fires);
-        let count = 0;
-        for (const fire of inserted) {
-          if (fire.outcome !== 'fired') continue;
-          const routine = byRoutine.get(fire.routine_id)!;
-          await this.startExecution(trx, routine, 'cron', fire.scheduled_for, JSON.parse(routine.payload), fire.execution_id!);
-          count++;
-        }
+        const started = await this.startExecutions(
+          trx,
+          inserted
+            .filter((fire) => fire.outcome === 'fired')
+            .map((fire) => {
+              const routine = byRoutine.get(fire.routine_id)!;
+              return { routine, trigger: 'cron' as const, scheduledFor: fire.scheduled_for, payload: JSON.parse(routine.payload), id: fire.execution_id! };
+            }),
+        );
+        const count = started.length;
         return { fired: count, claimed: due.length };
       });
       started += fired;

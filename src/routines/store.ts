@@ -171,8 +171,26 @@ export class RoutinesStore {
     return rows.filter((r) => ids.has(r.id));
   }
 
-  async insertExecution(trx: Db, row: ExecutionRow): Promise<void> {
-    await trx.insertInto('routine_executions').values(row).execute();
+  async insertExecutions(trx: Db, rows: ExecutionRow[]): Promise<void> {
+    // Chunks keep each statement under SQLite's bound-parameter limit.
+    for (let i = 0; i < rows.length; i += 500) await trx.insertInto('routine_executions').values(rows.slice(i, i + 500)).execute();
+  }
+
+  /**
+   * Writes the scheduling fields of many claimed routines: one UPDATE per distinct
+   * (next_run_at, last_run_at) pair — routines due together mostly share it — per 500 ids.
+   */
+  async saveSchedules(trx: Db, rows: RoutineRow[]): Promise<void> {
+    const groups = new Map<string, { next_run_at: number | null; last_run_at: number | null; ids: string[] }>();
+    for (const row of rows) {
+      const key = `${row.next_run_at}|${row.last_run_at}`;
+      let group = groups.get(key);
+      if (!group) groups.set(key, (group = { next_run_at: row.next_run_at, last_run_at: row.last_run_at, ids: [] }));
+      group.ids.push(row.id);
+    }
+    for (const { ids, ...changes } of groups.values()) {
+      for (let i = 0; i < ids.length; i += 500) await trx.updateTable('routines').set(changes).where('id', 'in', ids.slice(i, i + 500)).execute();
+    }
   }
 
   async findExecution(id: string, trx: Db = this.db): Promise<ExecutionRow | undefined> {
