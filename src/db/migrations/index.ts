@@ -6,6 +6,8 @@ import * as discovery from './0003-discovery.js';
 import * as tasks from './0004-tasks.js';
 import * as artifacts from './0005-artifacts.js';
 import * as routines from './0006-routines.js';
+import * as coordination from './0007-coordination.js';
+import * as coordinationTriggers from './0008-coordination-triggers.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -22,4 +24,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0004-tasks': tasks,
   '0005-artifacts': artifacts,
   '0006-routines': routines,
+  '0007-coordination': coordination,
+  '0008-coordination-triggers': coordinationTriggers,
 };

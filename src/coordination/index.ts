@@ -1,0 +1,86 @@
+import type { Platform } from '../app.js';
+import type { AgentDirectory, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import { COORDINATION_CHANGED, PLAN_STEP_ORIGIN, RunEngine } from './engine.js';
+import { coordinationRoutes } from './routes.js';
+import { CoordinationService } from './service.js';
+import { CoordinationStore } from './store.js';
+import { Planner } from './planner.js';
+import { TriggersService } from './triggers.js';
+
+export { CoordinationService } from './service.js';
+export type { Plan, Run, RunEvent } from './service.js';
+
+/** The timer sleeps at most this long, so a lost wake-up costs at most a minute. */
+const MAX_SLEEP_MS = 60_000;
+
+export function createCoordinationDomain(deps: {
+  platform: Platform;
+  inbox: Inbox;
+  directory: AgentDirectory;
+  registerOutcomeHandler: (kind: string, handler: OutcomeHandler) => void;
+  onPublish: (listener: PublishListener) => void;
+}) {
+  const { platform } = deps;
+  const store = new CoordinationStore(platform.database.db, platform.database.caps);
+  let timerPlannedAt = 0;
+  const engine = new RunEngine({
+    store,
+    inbox: deps.inbox,
+    directory: deps.directory,
+    clock: platform.clock,
+    notifier: platform.notifier,
+    logger: platform.logger,
+    timerPlannedAt: () => timerPlannedAt,
+  });
+  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier });
+  const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier });
+  const { llmUrl, llmModel, llmApiKey } = platform.config;
+  const planner = new Planner({
+    directory: deps.directory,
+    durations: (capabilities) => store.stepDurations(capabilities),
+    llm: llmUrl !== null && llmModel !== null ? { url: llmUrl, model: llmModel, apiKey: llmApiKey } : null,
+    logger: platform.logger,
+  });
+  deps.registerOutcomeHandler(PLAN_STEP_ORIGIN, (outcome, trx) => coordination.handleOutcome(outcome, trx));
+  deps.onPublish(async (event) => {
+    await triggers.onEvent(event);
+    await coordination.handleEvent(event);
+  });
+
+  // Step timeouts, retry backoff, waits, approval deadlines and schedule triggers: one pass
+  // handles what is due, then sleeps until the next due time (or a nudge from any node).
+  let lastPrune = 0;
+  const timer = new LoopWorker({
+    name: 'run-timer',
+    intervalMs: MAX_SLEEP_MS,
+    logger: platform.logger,
+    run: async () => {
+      timerPlannedAt = 0;
+      await triggers.fireDue();
+      await coordination.wakeDue();
+      if (platform.clock.now() - lastPrune >= MAX_SLEEP_MS) {
+        lastPrune = platform.clock.now();
+        await triggers.pruneFires();
+      }
+      const times = [await coordination.nextWakeAt(), await triggers.nextScheduleAt()].filter((t): t is number => t !== null);
+      const now = platform.clock.now();
+      const sleep = times.length === 0 ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, Math.min(...times) - now));
+      timerPlannedAt = now + sleep;
+      return sleep;
+    },
+  });
+  const stopListening = platform.notifier.listen(COORDINATION_CHANGED, () => {
+    triggers.invalidate();
+    timer.nudge();
+  });
+  const worker = {
+    name: timer.name,
+    start: () => timer.start(),
+    stop: async () => {
+      stopListening();
+      await timer.stop();
+    },
+  };
+  return { service: coordination, triggers, routes: coordinationRoutes(coordination, triggers, planner), workers: [worker] };
+}

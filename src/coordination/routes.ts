@@ -1,0 +1,275 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { isAdmin, type Principal } from '../auth/principal.js';
+import { accepted, created, deleted, list, ok } from '../http/reply.js';
+import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
+import type { StepDefinition } from './plan.js';
+import type { Planner } from './planner.js';
+import {
+  ApproveBody,
+  CreateTriggerBody,
+  Fire,
+  GenerateBody,
+  GeneratedPlan,
+  HookParams,
+  HookStarted,
+  ListTriggersQuery,
+  Trigger,
+  TriggerParams,
+  UpdateTriggerBody,
+  InputBody,
+  ListRunsQuery,
+  Plan,
+  PlanBody,
+  PlanParams,
+  Run,
+  RunEvent,
+  RunParams,
+  RunStepParams,
+  StartRunBody,
+  VersionParams,
+} from './schemas.js';
+import type { Caller, CoordinationService, PlanInput } from './service.js';
+import { WEBHOOK_METHODS, type TriggerConfig, type TriggersService } from './triggers.js';
+
+const tags = ['coordination'];
+const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: isAdmin(p) });
+/** The body schema checks each field's shape; the service checks what each step type needs. */
+const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps as StepDefinition[] });
+
+export function coordinationRoutes(service: CoordinationService, triggers: TriggersService, planner: Planner): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      '/coordination/plans/generate',
+      {
+        schema: {
+          tags,
+          summary: 'Draft a plan from a goal (local planner over discovery search, or the configured model with a local fallback)',
+          body: GenerateBody,
+          response: { 200: DataEnvelope(GeneratedPlan) },
+        },
+      },
+      async (request, reply) => ok(reply, await planner.generate(request.body)),
+    );
+
+    app.post(
+      '/coordination/plans',
+      { schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
+      async (request, reply) => created(reply, await service.createPlan(planInput(request.body), callerOf(request.principal))),
+    );
+
+    app.get(
+      '/coordination/plans',
+      { schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listPlans(window), window);
+      },
+    );
+
+    app.get(
+      '/coordination/plans/:plan_id',
+      { schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } } },
+      async (request, reply) => ok(reply, await service.getPlan(request.params.plan_id)),
+    );
+
+    app.put(
+      '/coordination/plans/:plan_id',
+      {
+        schema: {
+          tags,
+          summary: 'Replace a plan: version + 1 (runs keep the version they started with)',
+          params: PlanParams,
+          body: PlanBody,
+          response: { 200: DataEnvelope(Plan) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.updatePlan(request.params.plan_id, planInput(request.body), callerOf(request.principal))),
+    );
+
+    app.delete(
+      '/coordination/plans/:plan_id',
+      { schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
+      async (request, reply) => deleted(reply, await service.deletePlan(request.params.plan_id)),
+    );
+
+    app.get(
+      '/coordination/plans/:plan_id/versions/:version',
+      { schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } } },
+      async (request, reply) => ok(reply, await service.getPlanVersion(request.params.plan_id, request.params.version)),
+    );
+
+    app.post(
+      '/coordination/runs',
+      { schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } } },
+      async (request, reply) => created(reply, await service.startRun(request.body, callerOf(request.principal))),
+    );
+
+    app.get(
+      '/coordination/runs',
+      { schema: { tags, summary: 'List runs, newest first', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        const { plan_id, status } = request.query;
+        return list(reply, await service.listRuns({ plan_id, status }, window), window);
+      },
+    );
+
+    app.get(
+      '/coordination/runs/:run_id',
+      { schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } } },
+      async (request, reply) => ok(reply, await service.getRun(request.params.run_id)),
+    );
+
+    app.get(
+      '/coordination/runs/:run_id/events',
+      {
+        schema: {
+          tags,
+          summary: "The run's timeline: every state change, oldest first",
+          params: RunParams,
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(RunEvent) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.events(request.params.run_id, window), window);
+      },
+    );
+
+    app.post(
+      '/coordination/runs/:run_id/cancel',
+      {
+        schema: {
+          tags,
+          summary: 'Cancel a running or waiting run (its in-flight steps and child runs); 409 once finished',
+          params: RunParams,
+          response: { 200: DataEnvelope(Run) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.cancelRun(request.params.run_id, callerOf(request.principal))),
+    );
+
+    app.post(
+      '/coordination/runs/:run_id/redrive',
+      {
+        schema: {
+          tags,
+          summary: 'Restart a failed run from its failed steps (completed steps keep their output)',
+          params: RunParams,
+          response: { 200: DataEnvelope(Run) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.redrive(request.params.run_id, callerOf(request.principal))),
+    );
+
+    app.post(
+      '/coordination/runs/:run_id/steps/:step_id/approve',
+      {
+        schema: {
+          tags,
+          summary: 'Decide a waiting human_approval step (approved: false fails it)',
+          params: RunStepParams,
+          body: ApproveBody,
+          response: { 200: DataEnvelope(Run) },
+        },
+      },
+      async (request, reply) =>
+        ok(reply, await service.approve(request.params.run_id, request.params.step_id, request.body, callerOf(request.principal))),
+    );
+
+    app.post(
+      '/coordination/runs/:run_id/steps/:step_id/input',
+      {
+        schema: {
+          tags,
+          summary: "Submit a waiting human_input step's data (validated against its schema)",
+          params: RunStepParams,
+          body: InputBody,
+          response: { 200: DataEnvelope(Run) },
+        },
+      },
+      async (request, reply) =>
+        ok(reply, await service.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal))),
+    );
+
+    app.post(
+      '/coordination/triggers',
+      { schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
+      async (request, reply) =>
+        created(reply, await triggers.create({ ...request.body, config: request.body.config as TriggerConfig }, request.principal.agentId ?? request.principal.actor)),
+    );
+
+    app.get(
+      '/coordination/triggers',
+      { schema: { tags, summary: 'List triggers', querystring: ListTriggersQuery, response: { 200: ListEnvelope(Trigger) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await triggers.list(request.query.plan_id, window), window);
+      },
+    );
+
+    app.get(
+      '/coordination/triggers/:trigger_id',
+      { schema: { tags, summary: 'Get a trigger', params: TriggerParams, response: { 200: DataEnvelope(Trigger) } } },
+      async (request, reply) => ok(reply, await triggers.get(request.params.trigger_id)),
+    );
+
+    app.patch(
+      '/coordination/triggers/:trigger_id',
+      {
+        schema: {
+          tags,
+          summary: 'Update a trigger (enabled=false pauses it; a new schedule starts from now)',
+          params: TriggerParams,
+          body: UpdateTriggerBody,
+          response: { 200: DataEnvelope(Trigger) },
+        },
+      },
+      async (request, reply) =>
+        ok(reply, await triggers.update(request.params.trigger_id, { ...request.body, config: request.body.config as TriggerConfig | undefined })),
+    );
+
+    app.delete(
+      '/coordination/triggers/:trigger_id',
+      { schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } } },
+      async (request, reply) => {
+        await triggers.delete(request.params.trigger_id);
+        return deleted(reply, request.params.trigger_id);
+      },
+    );
+
+    app.get(
+      '/coordination/triggers/:trigger_id/fires',
+      {
+        schema: {
+          tags,
+          summary: "A trigger's latest fires, newest first (started, skipped, filtered, failed; the last 100 are kept)",
+          params: TriggerParams,
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(Fire) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await triggers.fires(request.params.trigger_id, window), window);
+      },
+    );
+
+    app.route({
+      method: [...WEBHOOK_METHODS],
+      url: '/coordination/hooks/*',
+      schema: {
+        tags,
+        summary: "Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method)",
+        params: HookParams,
+        response: { 202: DataEnvelope(HookStarted) },
+      },
+      handler: async (request, reply) =>
+        accepted(
+          reply,
+          await triggers.invokeWebhook(request.method, request.params['*'], request.body, request.query as Record<string, unknown>),
+        ),
+    });
+  };
+}

@@ -1,0 +1,302 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { AgentId, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { STRATEGIES } from '../discovery/routing.js';
+import { STEP_TYPES } from './plan.js';
+
+const StepId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Step id: letters, digits, _ and -, unique in the plan' });
+const StepIds = Type.Array(StepId, { maxItems: 200 });
+const Template = (description: string) => Type.Unknown({ description });
+const Seconds = (description: string) => Type.Integer({ minimum: 1, maximum: 30 * 86_400, description });
+
+/** The fields every step type may use; which ones a type requires is checked when the plan is saved. */
+const stepFields = {
+  type: Type.Union(
+    STEP_TYPES.map((t) => Type.Literal(t)),
+    { description: 'agent, human_approval, human_input, condition, parallel, wait, sub_plan or transform' },
+  ),
+  agent: Type.Optional(Type.Intersect([AgentId], { description: 'agent: the agent that executes the step (or capability)' })),
+  capability: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'agent: pick an agent with this capability through discovery when the step starts' }),
+  ),
+  strategy: Type.Optional(
+    Type.Union(
+      STRATEGIES.map((s) => Type.Literal(s)),
+      { description: 'agent with capability: the routing strategy (default first_available)' },
+    ),
+  ),
+  input: Type.Optional(Type.Intersect([JsonObject], { description: 'agent, sub_plan: the input, with {{…}} templates' })),
+  timeout_seconds: Type.Optional(
+    Seconds('agent: fail the attempt without an acknowledgement in this time (default 3600); human_approval: decide on_timeout after it'),
+  ),
+  retry: Type.Optional(
+    Type.Object(
+      {
+        max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Attempts in all (default 1)' })),
+        backoff_seconds: Type.Optional(
+          Type.Number({ minimum: 0, maximum: 3600, description: 'Delay before the 2nd attempt, doubled for each later one (default 0)' }),
+        ),
+      },
+      { additionalProperties: false, description: 'agent: retries after a reject, dead letter or timeout' },
+    ),
+  ),
+  prompt: Type.Optional(Type.String({ maxLength: 10_000, description: 'human_approval, human_input: what the person is asked (templates allowed)' })),
+  approvers: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 100, description: 'human_approval: agent ids allowed to decide (default anyone; admins always)' }),
+  ),
+  on_timeout: Type.Optional(
+    Type.Union([Type.Literal('fail'), Type.Literal('approve'), Type.Literal('reject')], { description: 'human_approval: what timeout_seconds does (default fail)' }),
+  ),
+  schema: Type.Optional(Type.Intersect([JsonObject], { description: 'human_input: JSON Schema the submitted data must satisfy' })),
+  expression: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 10_000, description: 'condition, transform: JSONata over {input, steps, event} (and item in a for_each)' }),
+  ),
+  then: Type.Optional(Type.Union([StepId, StepIds], { description: 'condition: step(s) run when the expression is true' })),
+  else: Type.Optional(Type.Union([StepId, StepIds], { description: 'condition: step(s) run when it is false' })),
+  steps: Type.Optional(Type.Intersect([StepIds], { description: 'parallel: ids of steps started together; output keyed by id' })),
+  for_each: Type.Optional(Template('parallel: an array, or a template yielding one; `step` runs once per item ({{item}})')),
+  max_concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'parallel for_each: items in flight at once (default 10)' })),
+  seconds: Type.Optional(Seconds('wait: this many seconds')),
+  until: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'wait: until this ISO 8601 time (templates allowed)' })),
+  event: Type.Optional(
+    Type.Object(
+      {
+        topic: Type.String({ minLength: 1, maxLength: 255, description: 'Topic, exact or with * and > wildcards' }),
+        match: Type.Optional(Type.Intersect([JsonObject], { description: 'Fields the published payload must equal (templates allowed)' })),
+      },
+      { additionalProperties: false, description: 'wait: until a matching payload is published' },
+    ),
+  ),
+  plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'sub_plan: the plan (id or alias) whose run this step waits for' })),
+  output: Type.Optional(Template('transform: the output, an object with {{…}} templates')),
+};
+
+const StepTemplate = Type.Object(stepFields, { additionalProperties: false, description: 'The step a for_each repeats (no id)' });
+
+export const Step = Type.Object(
+  {
+    id: StepId,
+    depends_on: Type.Optional(Type.Intersect([StepIds], { description: 'Steps that must finish first' })),
+    ...stepFields,
+    step: Type.Optional(StepTemplate),
+  },
+  { additionalProperties: false },
+);
+
+const Alias = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', description: 'Unique plan alias' });
+
+export const PlanBody = Type.Object(
+  {
+    alias: Alias,
+    description: Type.Optional(Type.String({ maxLength: 4000 })),
+    steps: Type.Array(Step, { maxItems: 200 }),
+    output: Type.Optional(
+      Type.Intersect([JsonObject], { description: 'Template object for the run output (default: outputs of the steps nothing depends on, by id)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type PlanBody = Static<typeof PlanBody>;
+
+export const Plan = Type.Object({
+  id: Type.String(),
+  alias: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  steps: Type.Array(Step),
+  output: Type.Union([JsonObject, Type.Null()]),
+  version: Type.Integer({ description: '1 on create, +1 on every update' }),
+  created_by: Type.String(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const PlanParams = Type.Object({ plan_id: Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' }) });
+export const VersionParams = Type.Object({ plan_id: PlanParams.properties.plan_id, version: Type.Integer({ minimum: 1 }) });
+
+export const RunStatus = Type.Union(
+  [Type.Literal('running'), Type.Literal('waiting'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('cancelled')],
+  { description: 'waiting: blocked on a person, a timer or an event' },
+);
+export const StepStatus = Type.Union(
+  ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'].map((s) => Type.Literal(s)),
+  { description: 'waiting: a human step awaiting its decision or data' },
+);
+
+export const Adaptive = Type.Object(
+  {
+    enabled: Type.Boolean(),
+    max_revisions: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'default 3' })),
+  },
+  { additionalProperties: false, description: 'Re-route failed capability steps to another healthy agent' },
+);
+
+export const StartRunBody = Type.Object(
+  {
+    plan_id: Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias (its current version is pinned)' }),
+    input: Type.Optional(JsonObject),
+    adaptive: Type.Optional(Adaptive),
+  },
+  { additionalProperties: false },
+);
+export type StartRunBody = Static<typeof StartRunBody>;
+
+export const RunStep = Type.Object({
+  id: Type.String({ description: 'Step id; a for_each item is <step>[<index>]' }),
+  type: Type.String(),
+  status: StepStatus,
+  attempt: Type.Integer(),
+  agent: Type.Union([Type.String(), Type.Null()], { description: 'agent steps: the agent of the latest attempt' }),
+  child_run_id: Type.Union([Type.String(), Type.Null()], { description: 'sub_plan steps: the child run' }),
+  started_at: NullableTimestamp,
+  completed_at: NullableTimestamp,
+  input: Type.Unknown({ description: 'The resolved input (templates applied)' }),
+  output: Type.Unknown(),
+  error: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const Revision = Type.Object({ step: Type.String(), reason: Type.String(), change: JsonObject, at: Timestamp });
+
+export const Run = Type.Object({
+  id: Type.String(),
+  plan_id: Type.String(),
+  plan_version: Type.Integer(),
+  status: RunStatus,
+  current_step: Type.Union([Type.String(), Type.Null()], { description: 'The first step (in plan order) in progress; null when finished' }),
+  input: JsonObject,
+  output: Type.Unknown(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  adaptive: Type.Union([Adaptive, Type.Null()]),
+  revisions: Type.Array(Revision),
+  parent_run_id: Type.Union([Type.String(), Type.Null()]),
+  steps: Type.Array(RunStep),
+  created_by: Type.String(),
+  started_at: Timestamp,
+  completed_at: NullableTimestamp,
+});
+
+export const RunParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 200 }) });
+export const RunStepParams = Type.Object({ run_id: RunParams.properties.run_id, step_id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const ListRunsQuery = Type.Composite([
+  PageQuery,
+  Type.Object({ plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(RunStatus) }),
+]);
+
+export const ApproveBody = Type.Object(
+  { approved: Type.Boolean(), comment: Type.Optional(Type.String({ maxLength: 4000 })) },
+  { additionalProperties: false },
+);
+export const InputBody = Type.Object({ data: JsonObject }, { additionalProperties: false });
+
+export const RunEvent = Type.Object({
+  seq: Type.Integer(),
+  type: Type.String({ description: 'run.started, step.started, step.completed, step.failed, step.retrying, step.skipped, step.waiting, …' }),
+  step_id: Type.Union([Type.String(), Type.Null()]),
+  detail: JsonObject,
+  at: Timestamp,
+});
+
+const TriggerTypeSchema = Type.Union([Type.Literal('schedule'), Type.Literal('event'), Type.Literal('webhook')], {
+  description: 'schedule: on config.cron; event: on every publish to config.topic; webhook: on {method} /api/v1/coordination/hooks/{config.path}',
+});
+
+export const TriggerConfig = Type.Object(
+  {
+    cron: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'schedule: cron expression (5 fields, optional seconds field, or @hourly…)' })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'schedule: IANA time zone (default UTC)' })),
+    topic: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'event: topic, exact or with * and > wildcards' })),
+    filter: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 4000, description: 'event: JSONata over {event}; a false result starts no run' }),
+    ),
+    path: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "webhook: unique path, e.g. 'github/push'" })),
+    method: Type.Optional(
+      Type.Union(
+        ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => Type.Literal(m)),
+        { description: 'webhook: HTTP method (default POST)' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const TriggerInputField = Type.Intersect([JsonObject], { description: 'Fixed run input (input_mapping values override it)' });
+const InputMapping = Type.Intersect([JsonObject], {
+  description: 'event and webhook: run input built from {{event.*}} templates (the payload or request body and query; events add topic and published_at)',
+});
+
+export const CreateTriggerBody = Type.Object(
+  {
+    plan_id: Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' }),
+    type: TriggerTypeSchema,
+    config: TriggerConfig,
+    input: Type.Optional(TriggerInputField),
+    input_mapping: Type.Optional(InputMapping),
+    enabled: Type.Optional(Type.Boolean({ description: 'default true' })),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateTriggerBody = Type.Object(
+  {
+    config: Type.Optional(TriggerConfig),
+    input: Type.Optional(TriggerInputField),
+    input_mapping: Type.Optional(Type.Union([InputMapping, Type.Null()])),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const Trigger = Type.Object({
+  id: Type.String(),
+  plan_id: Type.String(),
+  type: TriggerTypeSchema,
+  config: TriggerConfig,
+  input: JsonObject,
+  input_mapping: Type.Union([JsonObject, Type.Null()]),
+  enabled: Type.Boolean(),
+  next_fire_at: Type.Union([Timestamp, Type.Null()], { description: 'schedule: the next slot' }),
+  last_fired_at: NullableTimestamp,
+  created_by: Type.String(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const TriggerParams = Type.Object({ trigger_id: Type.String({ minLength: 1, maxLength: 200 }) });
+export const ListTriggersQuery = Type.Composite([PageQuery, Type.Object({ plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) })]);
+
+export const Fire = Type.Object({
+  id: Type.String(),
+  trigger_id: Type.String(),
+  scheduled_for: NullableTimestamp,
+  outcome: Type.Union(['started', 'skipped', 'filtered', 'failed'].map((o) => Type.Literal(o))),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  run_id: Type.Union([Type.String(), Type.Null()]),
+  at: Timestamp,
+});
+
+export const HookParams = Type.Object({ '*': Type.String({ minLength: 1, maxLength: 200 }) });
+export const HookStarted = Type.Object({ run_id: Type.String() });
+
+export const GenerateBody = Type.Object(
+  {
+    goal: Type.String({ minLength: 1, maxLength: 4000, description: 'What the plan should achieve, in plain words (sentences, "then", numbered lists)' }),
+    constraints: Type.Optional(
+      Type.Object(
+        {
+          require_human_approval: Type.Optional(Type.Boolean({ description: 'Add a human_approval step before the first step with side effects (or the last step)' })),
+          max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, description: 'At most this many steps (default 10); the least relevant sub-goals are merged' })),
+          available_agents: Type.Optional(Type.Array(AgentId, { maxItems: 500, description: 'Only these agents may be used' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const GeneratedPlan = Type.Object({
+  steps: Type.Array(Step, { description: 'A valid plan body: POST it to /coordination/plans with an alias' }),
+  description: Type.String(),
+  estimated_duration: Type.String({ description: 'ISO 8601 duration: medians of past steps per capability, else 60 s per agent step and 1 h per approval' }),
+  unmatched: Type.Array(Type.String(), { description: 'Sub-goals no capability matched (left out, not invented)' }),
+  planner: Type.Union([Type.Literal('local'), Type.Literal('llm')]),
+});

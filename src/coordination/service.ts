@@ -1,0 +1,361 @@
+import type { Db } from '../db/database.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { Notifier } from '../kernel/notifier.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { MessageOutcome, PublishedEvent } from '../kernel/ports.js';
+import { topicMatches } from '../messaging/topics.js';
+import { COORDINATION_CHANGED, RUN_FINISHED, type Adaptive, type Revision, type RunEngine } from './engine.js';
+import { validatePlan, type PlanDefinition, type StepDefinition } from './plan.js';
+import type { CoordinationStore, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStatus, RunStepRow, StepStatus } from './store.js';
+import { parseNullableJson } from '../kernel/json.js';
+
+/** Who calls: plans and runs are shared; cancelling is for the run's creator and admins. */
+export interface Caller {
+  actor: string;
+  agentId: string | null;
+  admin: boolean;
+}
+
+export interface Plan {
+  id: string;
+  alias: string;
+  description: string | null;
+  steps: StepDefinition[];
+  output: Record<string, unknown> | null;
+  version: number;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RunStep {
+  id: string;
+  type: string;
+  status: StepStatus;
+  attempt: number;
+  agent: string | null;
+  child_run_id: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+}
+
+export interface Run {
+  id: string;
+  plan_id: string;
+  plan_version: number;
+  status: RunStatus;
+  current_step: string | null;
+  input: Record<string, unknown>;
+  output: unknown;
+  error: string | null;
+  adaptive: Adaptive | null;
+  revisions: Revision[];
+  parent_run_id: string | null;
+  steps: RunStep[];
+  created_by: string;
+  started_at: string;
+  completed_at: string | null;
+}
+
+export interface RunEvent {
+  seq: number;
+  type: string;
+  step_id: string | null;
+  detail: Record<string, unknown>;
+  at: string;
+}
+
+export interface PlanInput {
+  alias: string;
+  description?: string;
+  steps: StepDefinition[];
+  output?: Record<string, unknown>;
+}
+
+function toPlan(plan: Pick<PlanRow, 'id' | 'created_at'>, version: PlanVersionRow, updatedAt: number): Plan {
+  const definition = JSON.parse(version.definition) as PlanDefinition;
+  return {
+    id: plan.id,
+    alias: version.alias,
+    description: definition.description ?? null,
+    steps: definition.steps,
+    output: definition.output ?? null,
+    version: version.version,
+    created_by: version.created_by,
+    created_at: iso(plan.created_at),
+    updated_at: iso(updatedAt),
+  };
+}
+
+function toRun(run: RunRow, steps: RunStepRow[]): Run {
+  const definition = JSON.parse(run.definition) as PlanDefinition;
+  const types = new Map(definition.steps.map((s) => [s.id, s]));
+  const typeOf = (row: RunStepRow) => {
+    if (row.parent_step_id !== null) return types.get(row.parent_step_id)?.step?.type ?? 'agent';
+    return types.get(row.step_id)?.type ?? 'agent';
+  };
+  const current = RUN_FINISHED.has(run.status) ? undefined : steps.find((s) => s.status === 'running' || s.status === 'waiting');
+  return {
+    id: run.id,
+    plan_id: run.plan_id,
+    plan_version: run.plan_version,
+    status: run.status,
+    current_step: current?.step_id ?? null,
+    input: JSON.parse(run.input) as Record<string, unknown>,
+    output: parseNullableJson(run.output),
+    error: run.error,
+    adaptive: parseNullableJson(run.adaptive) as Adaptive | null,
+    revisions: JSON.parse(run.revisions) as Revision[],
+    parent_run_id: run.parent_run_id,
+    steps: steps.map((s) => ({
+      id: s.step_id,
+      type: typeOf(s),
+      status: s.status,
+      attempt: s.attempt,
+      agent: s.agent_id,
+      child_run_id: s.child_run_id,
+      started_at: iso(s.started_at),
+      completed_at: iso(s.completed_at),
+      input: parseNullableJson(s.input),
+      output: parseNullableJson(s.output),
+      error: s.error,
+    })),
+    created_by: run.created_by,
+    started_at: iso(run.started_at),
+    completed_at: iso(run.completed_at),
+  };
+}
+
+function toEvent(row: RunEventRow): RunEvent {
+  return { seq: Number(row.seq), type: row.type, step_id: row.step_id, detail: JSON.parse(row.detail) as Record<string, unknown>, at: iso(row.created_at) };
+}
+
+/** Plans (versioned, validated) and the HTTP-facing side of runs; the engine moves the runs. */
+export class CoordinationService {
+  constructor(
+    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier },
+  ) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  private async validate(input: PlanInput, trx: Db): Promise<PlanDefinition> {
+    const definition: PlanDefinition = {
+      ...(input.description !== undefined && { description: input.description }),
+      steps: input.steps,
+      ...(input.output !== undefined && { output: input.output }),
+    };
+    const problems = validatePlan(definition);
+    for (const [i, step] of input.steps.entries()) {
+      for (const [at, planId] of [
+        [`steps[${i}].plan_id`, step.type === 'sub_plan' ? step.plan_id : undefined],
+        [`steps[${i}].step.plan_id`, step.step?.type === 'sub_plan' ? step.step.plan_id : undefined],
+      ] as const) {
+        if (planId !== undefined && !(await this.store.findPlan(planId, trx))) problems.push({ field: at, message: `unknown plan '${planId}'` });
+      }
+    }
+    if (problems.length > 0) throw new InvalidRequest(`The plan is invalid: ${problems[0]!.field}: ${problems[0]!.message}`, problems);
+    return definition;
+  }
+
+  private versionRow(planId: string, version: number, alias: string, definition: PlanDefinition, by: string, now: number): PlanVersionRow {
+    return { plan_id: planId, version, alias, definition: JSON.stringify(definition), created_by: by, created_at: now };
+  }
+
+  private async aliasTaken<T>(work: () => Promise<T>, alias: string): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (this.store.isUniqueViolation(err)) throw new Conflict(`A plan with alias '${alias}' already exists`);
+      throw err;
+    }
+  }
+
+  async createPlan(input: PlanInput, caller: Caller): Promise<Plan> {
+    const now = this.deps.clock.now();
+    return this.aliasTaken(
+      () =>
+        this.store.transaction(async (trx) => {
+          const definition = await this.validate(input, trx);
+          const plan: PlanRow = { id: newId('plan', now), alias: input.alias, version: 1, created_by: caller.actor, created_at: now, updated_at: now };
+          const version = this.versionRow(plan.id, 1, input.alias, definition, caller.actor, now);
+          await this.store.insertPlan(trx, plan, version);
+          return toPlan(plan, version, now);
+        }),
+      input.alias,
+    );
+  }
+
+  private async planRow(idOrAlias: string, trx?: Db, forUpdate = false): Promise<PlanRow> {
+    const plan = await this.store.findPlan(idOrAlias, trx, forUpdate);
+    if (!plan) throw new NotFound('Plan', idOrAlias);
+    return plan;
+  }
+
+  async getPlan(idOrAlias: string): Promise<Plan> {
+    const plan = await this.planRow(idOrAlias);
+    return toPlan(plan, (await this.store.findVersion(plan.id, plan.version))!, plan.updated_at);
+  }
+
+  async getPlanVersion(idOrAlias: string, version: number): Promise<Plan> {
+    const plan = await this.planRow(idOrAlias);
+    const row = await this.store.findVersion(plan.id, version);
+    if (!row) throw new NotFound('Plan version', `${plan.id}@${version}`);
+    return toPlan(plan, row, row.created_at);
+  }
+
+  async listPlans(window: Page): Promise<Paged<Plan>> {
+    const page = await this.store.listPlans(window);
+    const items = await Promise.all(
+      page.items.map(async (plan) => toPlan(plan, (await this.store.findVersion(plan.id, plan.version))!, plan.updated_at)),
+    );
+    return { items, total: page.total };
+  }
+
+  /** Replaces a plan: a new version; runs already started keep the version they pinned. */
+  async updatePlan(idOrAlias: string, input: PlanInput, caller: Caller): Promise<Plan> {
+    const now = this.deps.clock.now();
+    return this.aliasTaken(
+      () =>
+        this.store.transaction(async (trx) => {
+          const plan = await this.planRow(idOrAlias, trx, true);
+          const definition = await this.validate(input, trx);
+          const next = plan.version + 1;
+          const version = this.versionRow(plan.id, next, input.alias, definition, caller.actor, now);
+          await this.store.updatePlan(trx, plan.id, { alias: input.alias, version: next, updated_at: now }, version);
+          return toPlan(plan, version, now);
+        }),
+      input.alias,
+    ).then(async (updated) => {
+      // Event triggers cache the current version of their plans on every node.
+      await this.deps.notifier.notify(COORDINATION_CHANGED);
+      return updated;
+    });
+  }
+
+  /** Deletes a plan with its versions and triggers (runs keep their copy of the definition). */
+  async deletePlan(idOrAlias: string): Promise<string> {
+    const id = await this.store.transaction(async (trx) => {
+      const plan = await this.planRow(idOrAlias, trx, true);
+      await this.store.deletePlan(trx, plan.id);
+      return plan.id;
+    });
+    // Every node drops its cached event triggers.
+    await this.deps.notifier.notify(COORDINATION_CHANGED);
+    return id;
+  }
+
+  // Runs
+
+  private async view(runId: string, trx?: Db): Promise<Run> {
+    const run = await this.store.findRun(runId, trx);
+    if (!run) throw new NotFound('Run', runId);
+    return toRun(run, await this.store.runSteps(runId, trx));
+  }
+
+  async startRun(input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive }, caller: Caller): Promise<Run> {
+    return this.store.transaction(async (trx) => {
+      const plan = await this.store.currentPlan(trx, input.plan_id);
+      if (!plan) throw new NotFound('Plan', input.plan_id);
+      const run = await this.deps.engine.start(trx, {
+        planId: plan.id,
+        planVersion: plan.version,
+        definition: plan.definition,
+        input: input.input ?? {},
+        adaptive: input.adaptive,
+        createdBy: caller.agentId ?? caller.actor,
+      });
+      return this.view(run.id, trx);
+    });
+  }
+
+  getRun(runId: string): Promise<Run> {
+    return this.view(runId);
+  }
+
+  async listRuns(filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<Run>> {
+    let planId = filter.plan_id;
+    if (planId !== undefined) planId = (await this.store.findPlan(planId))?.id ?? planId;
+    const page = await this.store.listRuns({ ...filter, plan_id: planId }, window);
+    const steps = await this.store.stepsOfRuns(page.items.map((run) => run.id));
+    const items = page.items.map((run) => toRun(run, steps.get(run.id)!));
+    return { items, total: page.total };
+  }
+
+  async cancelRun(runId: string, caller: Caller): Promise<Run> {
+    return this.store.transaction(async (trx) => {
+      const run = await this.store.findRun(runId, trx);
+      if (!run) throw new NotFound('Run', runId);
+      if (!caller.admin && run.created_by !== (caller.agentId ?? caller.actor)) {
+        throw new Forbidden(`Only '${run.created_by}' (who started it) or an admin can cancel run '${runId}'`);
+      }
+      await this.deps.engine.cancel(trx, runId, `cancelled by ${caller.agentId ?? caller.actor}`);
+      return this.view(runId, trx);
+    });
+  }
+
+  async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string }, caller: Caller): Promise<Run> {
+    return this.store.transaction(async (trx) => {
+      await this.deps.engine.approve(trx, runId, stepId, decision, caller);
+      return this.view(runId, trx);
+    });
+  }
+
+  async submitInput(runId: string, stepId: string, data: Record<string, unknown>, caller: Caller): Promise<Run> {
+    return this.store.transaction(async (trx) => {
+      await this.deps.engine.submitInput(trx, runId, stepId, data, caller.agentId ?? caller.actor);
+      return this.view(runId, trx);
+    });
+  }
+
+  async redrive(runId: string, caller: Caller): Promise<Run> {
+    return this.store.transaction(async (trx) => {
+      await this.deps.engine.redrive(trx, runId, caller.agentId ?? caller.actor);
+      return this.view(runId, trx);
+    });
+  }
+
+  async events(runId: string, window: Page): Promise<Paged<RunEvent>> {
+    if (!(await this.store.findRun(runId))) throw new NotFound('Run', runId);
+    const page = await this.store.listEvents(runId, window);
+    return { items: page.items.map(toEvent), total: page.total };
+  }
+
+  // Engine plumbing
+
+  handleOutcome(outcome: MessageOutcome, trx: Db): Promise<void> {
+    return this.deps.engine.onOutcome(outcome, trx);
+  }
+
+  async handleEvent(event: PublishedEvent): Promise<void> {
+    // Most events resume nothing: look before opening a transaction.
+    const waiters = await this.store.eventWaiters();
+    if (!waiters.some((w) => topicMatches(w.wait_topic, event.topic))) return;
+    await this.store.transaction((trx) => this.deps.engine.onEvent(trx, event));
+  }
+
+  /** Advances runs whose timers are due; returns how many it advanced. */
+  async wakeDue(batch = 100): Promise<number> {
+    let advanced = 0;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const count = await this.store.transaction(async (trx) => {
+        const due = await this.store.claimDueRuns(trx, now, batch);
+        for (const run of due) await this.deps.engine.wake(trx, run);
+        return due.length;
+      });
+      advanced += count;
+      if (count < batch) return advanced;
+    }
+  }
+
+  nextWakeAt(): Promise<number | null> {
+    return this.store.nextWakeAt();
+  }
+}

@@ -1,0 +1,476 @@
+import type { Generated, Insertable, QueryCreator, Selectable } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { DialectCapabilities } from '../db/capabilities.js';
+import type { Database } from '../db/schema.js';
+import { paginate } from '../db/paginate.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { PlanDefinition } from './plan.js';
+
+export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+export type StepStatus = 'pending' | 'running' | 'waiting' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+export interface PlansTable {
+  id: string;
+  alias: string;
+  version: number;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PlanVersionsTable {
+  plan_id: string;
+  version: number;
+  alias: string;
+  /** JSON: {description, steps, output}. */
+  definition: string;
+  created_by: string;
+  created_at: number;
+}
+
+export interface RunsTable {
+  id: string;
+  plan_id: string;
+  plan_version: number;
+  definition: string;
+  status: RunStatus;
+  input: string;
+  event: string | null;
+  output: string | null;
+  error: string | null;
+  adaptive: string | null;
+  revisions: string;
+  parent_run_id: string | null;
+  parent_step_id: string | null;
+  depth: number;
+  created_by: string;
+  wake_at: number | null;
+  revision: string;
+  started_at: number;
+  completed_at: number | null;
+  updated_at: number;
+}
+
+export interface RunStepsTable {
+  run_id: string;
+  step_id: string;
+  position: number;
+  parent_step_id: string | null;
+  item_index: number;
+  item: string | null;
+  status: StepStatus;
+  attempt: number;
+  agent_id: string | null;
+  capability: string | null;
+  message_id: string | null;
+  child_run_id: string | null;
+  input: string | null;
+  output: string | null;
+  error: string | null;
+  wake_at: number | null;
+  wait_topic: string | null;
+  detail: string;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
+export interface RunEventsTable {
+  seq: Generated<number>;
+  run_id: string;
+  step_id: string | null;
+  type: string;
+  detail: string;
+  created_at: number;
+}
+
+export type TriggerType = 'schedule' | 'event' | 'webhook';
+
+export interface PlanTriggersTable {
+  id: string;
+  plan_id: string;
+  type: TriggerType;
+  config: string;
+  input: string;
+  input_mapping: string | null;
+  enabled: number;
+  topic: string | null;
+  webhook_path: string | null;
+  next_fire_at: number | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export type FireOutcome = 'started' | 'skipped' | 'filtered' | 'failed';
+
+export interface TriggerFiresTable {
+  id: string;
+  trigger_id: string;
+  scheduled_for: number | null;
+  outcome: FireOutcome;
+  reason: string | null;
+  run_id: string | null;
+  created_at: number;
+}
+
+export interface CoordinationTables {
+  plans: PlansTable;
+  plan_versions: PlanVersionsTable;
+  runs: RunsTable;
+  run_steps: RunStepsTable;
+  run_events: RunEventsTable;
+  plan_triggers: PlanTriggersTable;
+  trigger_fires: TriggerFiresTable;
+}
+
+export type PlanRow = Selectable<PlansTable>;
+export type PlanVersionRow = Selectable<PlanVersionsTable>;
+export type RunRow = Selectable<RunsTable>;
+export type RunStepRow = Selectable<RunStepsTable>;
+export type RunEventRow = Selectable<RunEventsTable>;
+export type NewRunEvent = Omit<Insertable<RunEventsTable>, 'seq'>;
+export type TriggerRow = Selectable<PlanTriggersTable>;
+/** A trigger as read: with the time of its latest started run, from the fire ledger. */
+export type TriggerView = TriggerRow & { last_fired_at: number | null };
+export type FireRow = Selectable<TriggerFiresTable>;
+
+/** Fires kept per trigger (older ones are pruned by the timer worker). */
+export const FIRES_KEPT = 100;
+
+const ACTIVE: RunStatus[] = ['running', 'waiting'];
+/** What a transition may change in a step row (everything but its identity and place). */
+const STEP_STATE_COLUMNS = [
+  'status', 'attempt', 'agent_id', 'capability', 'message_id', 'child_run_id', 'input', 'output', 'error',
+  'wake_at', 'wait_topic', 'detail', 'started_at', 'completed_at',
+] as const;
+
+export class CoordinationStore {
+  private readonly definitions = new BoundedMap<string, PlanDefinition>(500);
+
+  constructor(
+    private readonly db: Db,
+    private readonly caps: DialectCapabilities,
+  ) {}
+
+  /**
+   * Runs `work` in a transaction, again (up to 3 times) when PostgreSQL aborts it to break a
+   * deadlock: a cancel or a timer locks a run and then its message, an acknowledgement the reverse.
+   */
+  async transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction().execute(work);
+      } catch (err) {
+        if (attempt >= 3 || !this.caps.isTransientConflict(err)) throw err;
+      }
+    }
+  }
+
+  isUniqueViolation(err: unknown): boolean {
+    return this.caps.isUniqueViolation(err);
+  }
+
+  // Plans
+
+  async insertPlan(trx: Db, plan: PlanRow, version: PlanVersionRow): Promise<void> {
+    await trx.insertInto('plans').values(plan).execute();
+    await trx.insertInto('plan_versions').values(version).execute();
+  }
+
+  async updatePlan(trx: Db, id: string, changes: Pick<PlanRow, 'alias' | 'version' | 'updated_at'>, version: PlanVersionRow): Promise<void> {
+    await trx.updateTable('plans').set(changes).where('id', '=', id).execute();
+    await trx.insertInto('plan_versions').values(version).execute();
+  }
+
+  /** A plan by id or alias, locked on PostgreSQL when read inside a transaction for an update. */
+  async findPlan(idOrAlias: string, trx: Db = this.db, forUpdate = false): Promise<PlanRow | undefined> {
+    let query = trx
+      .selectFrom('plans')
+      .selectAll()
+      .where((eb) => eb.or([eb('id', '=', idOrAlias), eb('alias', '=', idOrAlias)]));
+    if (forUpdate && this.caps.skipLocked) query = query.forUpdate();
+    return query.executeTakeFirst();
+  }
+
+  async findVersion(planId: string, version: number, trx: Db = this.db): Promise<PlanVersionRow | undefined> {
+    return trx.selectFrom('plan_versions').selectAll().where('plan_id', '=', planId).where('version', '=', version).executeTakeFirst();
+  }
+
+  /** The newest version of a plan by id or alias (what a new run pins). */
+  async currentPlan(trx: Db, idOrAlias: string): Promise<{ id: string; version: number; definition: PlanDefinition } | null> {
+    const plan = await this.findPlan(idOrAlias, trx);
+    if (!plan) return null;
+    // A version never changes once written, so its parsed definition can be kept.
+    const key = `${plan.id}@${plan.version}`;
+    let definition = this.definitions.get(key);
+    if (!definition) {
+      definition = JSON.parse((await this.findVersion(plan.id, plan.version, trx))!.definition) as PlanDefinition;
+      this.definitions.set(key, definition);
+    }
+    return { id: plan.id, version: plan.version, definition };
+  }
+
+  async listPlans(window: Page): Promise<Paged<PlanRow>> {
+    return paginate(this.db.selectFrom('plans').selectAll().orderBy('id'), window);
+  }
+
+  async deletePlan(trx: Db, id: string): Promise<void> {
+    const triggers = trx.selectFrom('plan_triggers').select('id').where('plan_id', '=', id);
+    await trx.deleteFrom('trigger_fires').where('trigger_id', 'in', triggers).execute();
+    await trx.deleteFrom('plan_triggers').where('plan_id', '=', id).execute();
+    await trx.deleteFrom('plan_versions').where('plan_id', '=', id).execute();
+    await trx.deleteFrom('plans').where('id', '=', id).execute();
+  }
+
+  // Runs
+
+  async insertRun(trx: Db, run: RunRow, steps: RunStepRow[]): Promise<void> {
+    await trx.insertInto('runs').values(run).execute();
+    await this.insertSteps(trx, steps);
+  }
+
+  async insertSteps(trx: Db, steps: RunStepRow[]): Promise<void> {
+    // Chunks keep each statement under SQLite's bound-parameter limit.
+    for (let i = 0; i < steps.length; i += 100) await trx.insertInto('run_steps').values(steps.slice(i, i + 100)).execute();
+  }
+
+  /** A run for reading, or (in a transaction) for advancing: locked on PostgreSQL until commit. */
+  async findRun(id: string, trx: Db = this.db, forUpdate = false): Promise<RunRow | undefined> {
+    let query = trx.selectFrom('runs').selectAll().where('id', '=', id);
+    if (forUpdate && this.caps.skipLocked) query = query.forUpdate();
+    return query.executeTakeFirst();
+  }
+
+  async runSteps(runId: string, trx: Db = this.db): Promise<RunStepRow[]> {
+    return trx.selectFrom('run_steps').selectAll().where('run_id', '=', runId).orderBy('position').orderBy('item_index').execute();
+  }
+
+  /** The steps of several runs in one query (a page of runs), grouped by run. */
+  async stepsOfRuns(runIds: string[]): Promise<Map<string, RunStepRow[]>> {
+    const byRun = new Map<string, RunStepRow[]>(runIds.map((id) => [id, []]));
+    if (runIds.length === 0) return byRun;
+    const rows = await this.db
+      .selectFrom('run_steps')
+      .selectAll()
+      .where('run_id', 'in', runIds)
+      .orderBy('run_id')
+      .orderBy('position')
+      .orderBy('item_index')
+      .execute();
+    for (const row of rows) byRun.get(row.run_id)!.push(row);
+    return byRun;
+  }
+
+  async listRuns(filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<RunRow>> {
+    let query = this.db.selectFrom('runs').selectAll().orderBy('id', 'desc');
+    if (filter.plan_id !== undefined) query = query.where('plan_id', '=', filter.plan_id);
+    if (filter.status !== undefined) query = query.where('status', '=', filter.status);
+    return paginate(query, window);
+  }
+
+  /**
+   * Saves a transition of an existing run: its row, its new and changed steps (an upsert on the
+   * step key) and its timeline events — in one round trip on PostgreSQL when they fit one
+   * statement, else one statement each (per 100 rows).
+   */
+  async saveTransition(trx: Db, run: RunRow, steps: RunStepRow[], events: NewRunEvent[]): Promise<void> {
+    const { id, ...changes } = run;
+    if (this.caps.writableCte && steps.length > 0 && steps.length <= 100 && events.length <= 100) {
+      const withSteps = trx.with('saved_steps', (db) => this.upsertSteps(db, steps).returning('step_id'));
+      const statement =
+        events.length > 0
+          ? withSteps.with('saved_events', (db) => db.insertInto('run_events').values(events).returning('seq')).updateTable('runs')
+          : withSteps.updateTable('runs');
+      await statement.set(changes).where('id', '=', id).execute();
+      return;
+    }
+    await trx.updateTable('runs').set(changes).where('id', '=', id).execute();
+    for (let i = 0; i < steps.length; i += 100) await this.upsertSteps(trx, steps.slice(i, i + 100)).execute();
+    await this.insertEvents(trx, events);
+  }
+
+  private upsertSteps(db: Db | QueryCreator<Database>, rows: RunStepRow[]) {
+    return db
+      .insertInto('run_steps')
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(['run_id', 'step_id']).doUpdateSet((eb) => {
+          const set: Record<string, unknown> = {};
+          for (const column of STEP_STATE_COLUMNS) set[column] = eb.ref(`excluded.${column}`);
+          return set as never;
+        }),
+      );
+  }
+
+  /**
+   * Claims up to `limit` active runs whose timer is due; on PostgreSQL they stay locked (SKIP
+   * LOCKED) until the transaction ends, so another node advances different ones.
+   */
+  async claimDueRuns(trx: Db, now: number, limit: number): Promise<RunRow[]> {
+    let query = trx
+      .selectFrom('runs')
+      .selectAll()
+      .where('wake_at', '<=', now)
+      .where('status', 'in', ACTIVE)
+      .orderBy('wake_at')
+      .limit(limit);
+    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
+    return query.execute();
+  }
+
+  /** The earliest timer of any run (finished runs have none, so the wake_at index answers alone). */
+  async nextWakeAt(): Promise<number | null> {
+    const row = await this.db
+      .selectFrom('runs')
+      .select((eb) => eb.fn.min('wake_at').as('next'))
+      .where('wake_at', 'is not', null)
+      .executeTakeFirst();
+    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+  }
+
+  /** Runs with a step waiting for a published event (filtered by topic pattern by the caller). */
+  async eventWaiters(trx: Db = this.db): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
+    return trx
+      .selectFrom('run_steps')
+      .select(['run_id', 'step_id', 'wait_topic'])
+      .where('wait_topic', 'is not', null)
+      .where('status', '=', 'running')
+      .execute() as Promise<{ run_id: string; step_id: string; wait_topic: string }[]>;
+  }
+
+  async insertEvents(trx: Db, events: NewRunEvent[]): Promise<void> {
+    for (let i = 0; i < events.length; i += 100) await trx.insertInto('run_events').values(events.slice(i, i + 100)).execute();
+  }
+
+  async listEvents(runId: string, window: Page): Promise<Paged<RunEventRow>> {
+    return paginate(this.db.selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('seq'), window);
+  }
+
+  // Triggers
+
+  async insertTrigger(row: TriggerRow): Promise<void> {
+    await this.db.insertInto('plan_triggers').values(row).execute();
+  }
+
+  private triggerView(db: Db) {
+    return db
+      .selectFrom('plan_triggers')
+      .selectAll('plan_triggers')
+      .select((eb) =>
+        eb
+          .selectFrom('trigger_fires')
+          .select((f) => f.fn.max('trigger_fires.created_at').as('at'))
+          .whereRef('trigger_fires.trigger_id', '=', 'plan_triggers.id')
+          .where('trigger_fires.outcome', '=', 'started')
+          .as('last_fired_at'),
+      );
+  }
+
+  async findTrigger(id: string, trx: Db = this.db): Promise<TriggerView | undefined> {
+    const row = await this.triggerView(trx).where('plan_triggers.id', '=', id).executeTakeFirst();
+    return row && { ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) };
+  }
+
+  async findTriggerByPath(path: string): Promise<TriggerRow | undefined> {
+    return this.db.selectFrom('plan_triggers').selectAll().where('webhook_path', '=', path).executeTakeFirst();
+  }
+
+  async listTriggers(planId: string | undefined, window: Page): Promise<Paged<TriggerView>> {
+    let query = this.triggerView(this.db).orderBy('plan_triggers.id');
+    if (planId !== undefined) query = query.where('plan_triggers.plan_id', '=', planId);
+    const page = await paginate(query, window);
+    return { items: page.items.map((row) => ({ ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) })), total: page.total };
+  }
+
+  async updateTrigger(id: string, changes: Partial<TriggerRow>, trx: Db = this.db): Promise<void> {
+    await trx.updateTable('plan_triggers').set(changes).where('id', '=', id).execute();
+  }
+
+  async deleteTrigger(id: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('trigger_fires').where('trigger_id', '=', id).execute();
+      const result = await trx.deleteFrom('plan_triggers').where('id', '=', id).executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    });
+  }
+
+  /** Enabled event triggers (few; the caller matches their topic patterns). */
+  async eventTriggers(): Promise<TriggerRow[]> {
+    return this.db.selectFrom('plan_triggers').selectAll().where('type', '=', 'event').where('enabled', '=', 1).execute();
+  }
+
+  /** Claims enabled schedule triggers that are due (SKIP LOCKED on PostgreSQL, like routines). */
+  async claimDueSchedules(trx: Db, now: number, limit: number): Promise<TriggerRow[]> {
+    let query = trx
+      .selectFrom('plan_triggers')
+      .selectAll()
+      .where('type', '=', 'schedule')
+      .where('enabled', '=', 1)
+      .where('next_fire_at', '<=', now)
+      .orderBy('next_fire_at')
+      .limit(limit);
+    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
+    return query.execute();
+  }
+
+  async nextScheduleAt(): Promise<number | null> {
+    const row = await this.db
+      .selectFrom('plan_triggers')
+      .select((eb) => eb.fn.min('next_fire_at').as('next'))
+      .where('type', '=', 'schedule')
+      .where('enabled', '=', 1)
+      .executeTakeFirst();
+    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+  }
+
+  /** Records fires; a schedule slot already in the ledger is left out of the result. */
+  async insertFires(trx: Db, rows: FireRow[]): Promise<FireRow[]> {
+    if (rows.length === 0) return [];
+    const inserted = await trx
+      .insertInto('trigger_fires')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['trigger_id', 'scheduled_for']).doNothing())
+      .returning('id')
+      .execute();
+    const ids = new Set(inserted.map((r) => r.id));
+    return rows.filter((r) => ids.has(r.id));
+  }
+
+  async updateFire(trx: Db, id: string, changes: Partial<FireRow>): Promise<void> {
+    await trx.updateTable('trigger_fires').set(changes).where('id', '=', id).execute();
+  }
+
+  async listFires(triggerId: string, window: Page): Promise<Paged<FireRow>> {
+    return paginate(this.db.selectFrom('trigger_fires').selectAll().where('trigger_id', '=', triggerId).orderBy('id', 'desc'), window);
+  }
+
+  /** Keeps the newest FIRES_KEPT fires of every trigger. */
+  async pruneFires(): Promise<void> {
+    const ranked = this.db
+      .selectFrom('trigger_fires')
+      .select(['id', (eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('trigger_id').orderBy('id', 'desc')).as('rank')])
+      .as('ranked');
+    const stale = this.db.selectFrom(ranked).select('ranked.id').where('ranked.rank', '>', FIRES_KEPT);
+    await this.db.deleteFrom('trigger_fires').where('id', 'in', stale).execute();
+  }
+
+  /** Durations (ms) of the latest completed agent steps of each capability, up to `sample` each. */
+  async stepDurations(capabilities: string[], sample = 50): Promise<Map<string, number[]>> {
+    const durations = new Map<string, number[]>(capabilities.map((c) => [c, []]));
+    if (capabilities.length === 0) return durations;
+    const rows = await this.db
+      .selectFrom('run_steps')
+      .select(['capability', 'started_at', 'completed_at'])
+      .where('capability', 'in', capabilities)
+      .where('status', '=', 'completed')
+      .orderBy('completed_at', 'desc')
+      .limit(sample * capabilities.length)
+      .execute();
+    for (const row of rows) {
+      const list = durations.get(row.capability!)!;
+      if (list.length < sample && row.started_at !== null && row.completed_at !== null) list.push(Number(row.completed_at) - Number(row.started_at));
+    }
+    return durations;
+  }
+}

@@ -1,0 +1,417 @@
+import jsonata from 'jsonata';
+import type { Db } from '../db/database.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, InvalidRequest, MethodNotAllowed, NotFound, type FieldProblem } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { Notifier } from '../kernel/notifier.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { PublishedEvent } from '../kernel/ports.js';
+import { topicMatches, topicProblem } from '../messaging/topics.js';
+import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../routines/index.js';
+import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
+import type { CoordinationStore, FireOutcome, FireRow, TriggerRow, TriggerType, TriggerView } from './store.js';
+import { collectReferences, render } from './templates.js';
+import type { PlanDefinition } from './plan.js';
+import { isJsonObject } from '../kernel/json.js';
+
+type PlanVersion = { id: string; version: number; definition: PlanDefinition };
+
+export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type WebhookMethod = (typeof WEBHOOK_METHODS)[number];
+const WEBHOOK_PATH = /^[A-Za-z0-9][A-Za-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*$/;
+const SCHEDULE_BATCH = 100;
+/** Event triggers are re-read at least this often even without a change notification. */
+const EVENT_TRIGGERS_TTL_MS = 5000;
+
+export interface TriggerConfig {
+  cron?: string;
+  timezone?: string;
+  topic?: string;
+  filter?: string;
+  path?: string;
+  method?: WebhookMethod;
+}
+
+export interface TriggerInput {
+  plan_id: string;
+  type: TriggerType;
+  config: TriggerConfig;
+  input?: Record<string, unknown>;
+  input_mapping?: Record<string, unknown>;
+  enabled?: boolean;
+}
+
+export interface TriggerPatch {
+  config?: TriggerConfig;
+  input?: Record<string, unknown>;
+  /** null removes the mapping. */
+  input_mapping?: Record<string, unknown> | null;
+  enabled?: boolean;
+}
+
+export interface Trigger {
+  id: string;
+  plan_id: string;
+  type: TriggerType;
+  config: TriggerConfig;
+  input: Record<string, unknown>;
+  input_mapping: Record<string, unknown> | null;
+  enabled: boolean;
+  next_fire_at: string | null;
+  last_fired_at: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Fire {
+  id: string;
+  trigger_id: string;
+  scheduled_for: string | null;
+  outcome: FireOutcome;
+  reason: string | null;
+  run_id: string | null;
+  at: string;
+}
+
+function toTrigger(row: TriggerView): Trigger {
+  return {
+    id: row.id,
+    plan_id: row.plan_id,
+    type: row.type,
+    config: JSON.parse(row.config) as TriggerConfig,
+    input: JSON.parse(row.input) as Record<string, unknown>,
+    input_mapping: row.input_mapping === null ? null : (JSON.parse(row.input_mapping) as Record<string, unknown>),
+    enabled: row.enabled === 1,
+    next_fire_at: iso(row.next_fire_at),
+    last_fired_at: iso(row.last_fired_at),
+    created_by: row.created_by,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function toFire(row: FireRow): Fire {
+  return {
+    id: row.id,
+    trigger_id: row.trigger_id,
+    scheduled_for: iso(row.scheduled_for),
+    outcome: row.outcome,
+    reason: row.reason,
+    run_id: row.run_id,
+    at: iso(row.created_at),
+  };
+}
+
+/** What a trigger's type needs in `config`, and that `input_mapping` reads only `event.*`. */
+function problems(type: TriggerType, config: TriggerConfig, mapping: Record<string, unknown> | undefined | null): FieldProblem[] {
+  const found: FieldProblem[] = [];
+  const problem = (field: string, message: string) => found.push({ field, message });
+  const allowed: Record<TriggerType, (keyof TriggerConfig)[]> = {
+    schedule: ['cron', 'timezone'],
+    event: ['topic', 'filter'],
+    webhook: ['path', 'method'],
+  };
+  for (const key of Object.keys(config) as (keyof TriggerConfig)[]) {
+    if (!allowed[type].includes(key)) problem(`config.${key}`, `is not used by ${type} triggers (they take ${allowed[type].join(', ')})`);
+  }
+  if (type === 'schedule') {
+    const zone = config.timezone ?? 'UTC';
+    if (!isValidTimeZone(zone)) problem('config.timezone', `'${zone}' is not an IANA time zone`);
+    else if (config.cron === undefined) problem('config.cron', 'is required for schedule triggers');
+    else {
+      const cron = cronProblem(config.cron, zone);
+      if (cron) problem('config.cron', cron);
+    }
+  }
+  if (type === 'event') {
+    if (config.topic === undefined) problem('config.topic', 'is required for event triggers');
+    else {
+      const topic = topicProblem(config.topic, true);
+      if (topic) problem('config.topic', topic);
+    }
+    if (config.filter !== undefined) {
+      try {
+        jsonata(config.filter);
+      } catch (err) {
+        problem('config.filter', `is not a valid JSONata expression: ${(err as Error).message}`);
+      }
+    }
+  }
+  if (type === 'webhook') {
+    if (config.path === undefined) problem('config.path', 'is required for webhook triggers');
+    else if (!WEBHOOK_PATH.test(config.path) || config.path.split('/').some((s) => s === '.' || s === '..')) {
+      problem('config.path', "is segments of letters, digits and '._~-' separated by '/', e.g. 'github/push'");
+    }
+  }
+  if (mapping) {
+    if (type === 'schedule') problem('input_mapping', 'schedule triggers have no event; use input');
+    for (const reference of collectReferences(mapping)) {
+      if (typeof reference === 'string') problem('input_mapping', reference);
+      else if (reference.root !== 'event') problem('input_mapping', `'{{${reference.expression}}}': a trigger's mapping reads only event.*`);
+    }
+  }
+  return found;
+}
+
+/**
+ * Triggers start runs of a plan: on a cron schedule (through a fire ledger, like routines), on
+ * every matching published event, or on a call to their webhook path.
+ */
+export class TriggersService {
+  /**
+   * Enabled event triggers and the current versions of their plans, kept between publishes;
+   * dropped on any trigger or plan change (any node) and re-read at least every 5 s.
+   */
+  private eventTriggers: { rows: TriggerRow[]; at: number; plans: Map<string, PlanVersion> } | null = null;
+
+  constructor(
+    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier },
+  ) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  /** Triggers changed (here or on another node): read them again on the next event. */
+  invalidate(): void {
+    this.eventTriggers = null;
+  }
+
+  private async changed(): Promise<void> {
+    this.invalidate();
+    await this.deps.notifier.notify(COORDINATION_CHANGED);
+  }
+
+  private async enabledEventTriggers(): Promise<TriggerRow[]> {
+    const now = this.deps.clock.now();
+    if (this.eventTriggers === null || now - this.eventTriggers.at > EVENT_TRIGGERS_TTL_MS) {
+      this.eventTriggers = { rows: await this.store.eventTriggers(), at: now, plans: new Map() };
+    }
+    return this.eventTriggers.rows;
+  }
+
+  private nextFire(row: Pick<TriggerRow, 'type' | 'config' | 'enabled'>, after: number): number | null {
+    if (row.type !== 'schedule' || row.enabled !== 1) return null;
+    const config = JSON.parse(row.config) as TriggerConfig;
+    return new Schedule(config.cron!, config.timezone ?? 'UTC').next(after);
+  }
+
+  private check(type: TriggerType, config: TriggerConfig, mapping: Record<string, unknown> | null | undefined): void {
+    const found = problems(type, config, mapping);
+    if (found.length > 0) throw new InvalidRequest(`The trigger is invalid: ${found[0]!.field}: ${found[0]!.message}`, found);
+  }
+
+  private async unique<T>(work: () => Promise<T>, path: string | undefined): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (this.store.isUniqueViolation(err)) throw new Conflict(`Another trigger already uses the webhook path '${path}'`);
+      throw err;
+    }
+  }
+
+  async create(input: TriggerInput, actor: string): Promise<Trigger> {
+    const plan = await this.store.findPlan(input.plan_id);
+    if (!plan) throw new NotFound('Plan', input.plan_id);
+    const config: TriggerConfig = input.type === 'webhook' ? { method: 'POST', ...input.config } : input.config;
+    this.check(input.type, config, input.input_mapping);
+    const now = this.deps.clock.now();
+    const row: TriggerRow = {
+      id: newId('trg', now),
+      plan_id: plan.id,
+      type: input.type,
+      config: JSON.stringify(config),
+      input: JSON.stringify(input.input ?? {}),
+      input_mapping: input.input_mapping ? JSON.stringify(input.input_mapping) : null,
+      enabled: input.enabled === false ? 0 : 1,
+      topic: input.type === 'event' ? config.topic! : null,
+      webhook_path: input.type === 'webhook' ? config.path! : null,
+      next_fire_at: null,
+      created_by: actor,
+      created_at: now,
+      updated_at: now,
+    };
+    row.next_fire_at = this.nextFire(row, now);
+    await this.unique(() => this.store.insertTrigger(row), config.path);
+    await this.changed();
+    return toTrigger({ ...row, last_fired_at: null });
+  }
+
+  private async row(id: string, trx?: Db): Promise<TriggerView> {
+    const row = await this.store.findTrigger(id, trx);
+    if (!row) throw new NotFound('Trigger', id);
+    return row;
+  }
+
+  async get(id: string): Promise<Trigger> {
+    return toTrigger(await this.row(id));
+  }
+
+  async list(planId: string | undefined, window: Page): Promise<Paged<Trigger>> {
+    const resolved = planId === undefined ? undefined : ((await this.store.findPlan(planId))?.id ?? planId);
+    const page = await this.store.listTriggers(resolved, window);
+    return { items: page.items.map(toTrigger), total: page.total };
+  }
+
+  async update(id: string, patch: TriggerPatch): Promise<Trigger> {
+    const now = this.deps.clock.now();
+    const current = await this.row(id);
+    const config: TriggerConfig = patch.config ?? (JSON.parse(current.config) as TriggerConfig);
+    const mapping = patch.input_mapping !== undefined ? patch.input_mapping : current.input_mapping === null ? null : JSON.parse(current.input_mapping);
+    this.check(current.type, current.type === 'webhook' ? { method: 'POST', ...config } : config, mapping);
+    const next: TriggerView = {
+      ...current,
+      config: JSON.stringify(current.type === 'webhook' ? { method: 'POST', ...config } : config),
+      ...(patch.input !== undefined && { input: JSON.stringify(patch.input) }),
+      input_mapping: mapping === null ? null : JSON.stringify(mapping),
+      ...(patch.enabled !== undefined && { enabled: patch.enabled ? 1 : 0 }),
+      topic: current.type === 'event' ? config.topic! : null,
+      webhook_path: current.type === 'webhook' ? config.path! : null,
+      updated_at: now,
+    };
+    // A new schedule or a resume starts from now: nothing missed while paused fires.
+    if (next.config !== current.config || next.enabled !== current.enabled) next.next_fire_at = this.nextFire(next, now);
+    const { id: _id, last_fired_at: _last, ...changes } = next;
+    await this.unique(() => this.store.updateTrigger(id, changes), config.path);
+    await this.changed();
+    return toTrigger(next);
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!(await this.store.deleteTrigger(id))) throw new NotFound('Trigger', id);
+    await this.changed();
+  }
+
+  async fires(id: string, window: Page): Promise<Paged<Fire>> {
+    await this.row(id);
+    const page = await this.store.listFires(id, window);
+    return { items: page.items.map(toFire), total: page.total };
+  }
+
+  /** Starts a run of the trigger's plan (newest version) in `trx`; returns its id, or why it could not. */
+  private async startRun(
+    trx: Db,
+    trigger: TriggerRow,
+    event: Record<string, unknown> | undefined,
+    plans?: Map<string, PlanVersion>,
+  ): Promise<{ runId: string } | { failed: string }> {
+    const plan = plans?.get(trigger.plan_id) ?? (await this.store.currentPlan(trx, trigger.plan_id));
+    if (!plan) return { failed: `plan '${trigger.plan_id}' no longer exists` };
+    plans?.set(trigger.plan_id, plan);
+    const fixed = JSON.parse(trigger.input) as Record<string, unknown>;
+    const mapped = trigger.input_mapping === null ? {} : (render(JSON.parse(trigger.input_mapping), { input: {}, steps: {}, event: event ?? {} }) as Record<string, unknown>);
+    const run = await this.deps.engine.start(trx, {
+      planId: plan.id,
+      planVersion: plan.version,
+      definition: plan.definition,
+      input: { ...fixed, ...mapped },
+      event,
+      createdBy: `trigger:${trigger.id}`,
+    });
+    return { runId: run.id };
+  }
+
+  private fire(trigger: TriggerRow, now: number, outcome: FireOutcome, extra: Partial<FireRow> = {}): FireRow {
+    return { id: newId('fire', now), trigger_id: trigger.id, scheduled_for: null, outcome, reason: null, run_id: null, created_at: now, ...extra };
+  }
+
+  /** Fires every due schedule slot (catch-up `latest`): one run per slot, recorded in the ledger. */
+  async fireDue(): Promise<number> {
+    let started = 0;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const { claimed, count } = await this.store.transaction(async (trx) => {
+        const due = await this.store.claimDueSchedules(trx, now, SCHEDULE_BATCH);
+        let count = 0;
+        for (const trigger of due) {
+          const config = JSON.parse(trigger.config) as TriggerConfig;
+          const schedule = new Schedule(config.cron!, config.timezone ?? 'UTC');
+          const slots = schedule.dueSlots(trigger.next_fire_at!, now);
+          const decision = decideSlots(slots, now, 'latest');
+          const rows = [
+            ...decision.fire.map((slot) => this.fire(trigger, now, 'started', { scheduled_for: slot })),
+            ...decision.skip.map(({ slot, reason }) => this.fire(trigger, now, 'skipped', { scheduled_for: slot, reason })),
+          ];
+          for (const fire of await this.store.insertFires(trx, rows)) {
+            if (fire.outcome !== 'started') continue;
+            const outcome = await this.startRun(trx, trigger, { scheduled_for: iso(fire.scheduled_for) });
+            if ('runId' in outcome) count++;
+            await this.store.updateFire(trx, fire.id, 'runId' in outcome ? { run_id: outcome.runId } : { outcome: 'failed', reason: outcome.failed });
+          }
+          const last = slots[slots.length - 1] ?? trigger.next_fire_at!;
+          await this.store.updateTrigger(
+            trigger.id,
+            { next_fire_at: schedule.next(Math.max(now, last)) },
+            trx,
+          );
+        }
+        return { claimed: due.length, count };
+      });
+      started += count;
+      if (claimed < SCHEDULE_BATCH) return started;
+    }
+  }
+
+  nextScheduleAt(): Promise<number | null> {
+    return this.store.nextScheduleAt();
+  }
+
+  pruneFires(): Promise<void> {
+    return this.store.pruneFires();
+  }
+
+  /** A published event starts a run of every enabled event trigger whose topic matches and whose filter passes. */
+  async onEvent(event: PublishedEvent): Promise<number> {
+    const triggers = (await this.enabledEventTriggers()).filter((t) => topicMatches(t.topic!, event.topic));
+    const plans = this.eventTriggers?.plans;
+    if (triggers.length === 0) return 0;
+    const now = this.deps.clock.now();
+    const data: Record<string, unknown> = { ...(isJsonObject(event.payload) ? event.payload : { payload: event.payload }), topic: event.topic, published_at: event.published_at };
+    const decided: { trigger: TriggerRow; pass: boolean; error?: string }[] = [];
+    for (const trigger of triggers) {
+      const { filter } = JSON.parse(trigger.config) as TriggerConfig;
+      if (filter === undefined) {
+        decided.push({ trigger, pass: true });
+        continue;
+      }
+      try {
+        decided.push({ trigger, pass: Boolean(await jsonata(filter).evaluate({ event: data })) });
+      } catch (err) {
+        decided.push({ trigger, pass: false, error: `filter failed: ${(err as { message?: string }).message ?? String(err)}` });
+      }
+    }
+    return this.store.transaction(async (trx) => {
+      let started = 0;
+      const fires: FireRow[] = [];
+      for (const { trigger, pass, error } of decided) {
+        if (!pass) {
+          fires.push(this.fire(trigger, now, error ? 'failed' : 'filtered', { reason: error ?? `filter is false for ${event.topic}` }));
+          continue;
+        }
+        const outcome = await this.startRun(trx, trigger, data, plans);
+        if ('runId' in outcome) started++;
+        fires.push(this.fire(trigger, now, 'runId' in outcome ? 'started' : 'failed', 'runId' in outcome ? { run_id: outcome.runId } : { reason: outcome.failed }));
+      }
+      await this.store.insertFires(trx, fires);
+      return started;
+    });
+  }
+
+  /** `{method} /coordination/hooks/{path}`: the request body and query become `event.*`. */
+  async invokeWebhook(method: string, path: string, body: unknown, query: Record<string, unknown>): Promise<{ run_id: string }> {
+    const trigger = await this.store.findTriggerByPath(path);
+    if (!trigger || trigger.type !== 'webhook') throw new NotFound('Webhook', path);
+    const expected = (JSON.parse(trigger.config) as TriggerConfig).method ?? 'POST';
+    if (method !== expected) throw new MethodNotAllowed(`Webhook '${path}' accepts ${expected}, not ${method}`, [expected]);
+    if (trigger.enabled !== 1) throw new Conflict(`The trigger of webhook '${path}' is disabled`);
+    const now = this.deps.clock.now();
+    const event: Record<string, unknown> = { ...query, ...(isJsonObject(body) ? body : body === undefined ? {} : { body }) };
+    return this.store.transaction(async (trx) => {
+      const outcome = await this.startRun(trx, trigger, event);
+      if ('failed' in outcome) throw new Conflict(outcome.failed);
+      await this.store.insertFires(trx, [this.fire(trigger, now, 'started', { run_id: outcome.runId })]);
+      return { run_id: outcome.runId };
+    });
+  }
+}
