@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Principal } from '../auth/index.js';
+import { API_VERSION } from '../http/server.js';
+import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { callTool, type Tool } from './tools.js';
+
+export const SERVER_INFO = { name: 'switchboard', version: API_VERSION };
+
+/**
+ * An MCP server answering tools/list and tools/call with the given tools. `principalOf`
+ * finds the caller of each request: over HTTP every request carries its own API key.
+ */
+export function createMcpServer(tools: Tool[], logger: Logger, principalOf: (authInfo: AuthInfo | undefined) => Principal): Server {
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: tools.map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, annotations })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    const tool = byName.get(request.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${request.params.name}'`);
+    return callTool(tool, request.params.arguments, principalOf(extra.authInfo), logger);
+  });
+  return server;
+}
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  /** The actor that initialized the session: another key may not use it. */
+  actor: string;
+  lastSeen: number;
+}
+
+/** A session not used for this long is closed: clients that vanish never send DELETE. */
+const SESSION_IDLE_MS = 30 * 60_000;
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Streamable HTTP at `/core/mcp` (POST messages, GET the server's stream, DELETE ends the
+ * session). The routes sit behind the usual API-key authentication; the principal travels
+ * to the tools as the transport's `authInfo`.
+ */
+export function mcpRoutes(tools: Tool[], logger: Logger): FastifyPluginAsync {
+  return async (app) => {
+    const sessions = new Map<string, Session>();
+    const principalOf = (authInfo: AuthInfo | undefined) => authInfo?.extra?.principal as Principal;
+
+    async function open(actor: string): Promise<StreamableHTTPServerTransport> {
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: randomUUID,
+        // Called before initialize is answered, so the client's next request finds the session.
+        onsessioninitialized: (id) => void sessions.set(id, { transport, actor, lastSeen: Date.now() }),
+        onsessionclosed: (id) => void sessions.delete(id),
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      await createMcpServer(tools, logger, principalOf).connect(transport);
+      return transport;
+    }
+
+    async function handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+      const { principal } = request;
+      const sessionId = header(request, 'mcp-session-id');
+      let transport: StreamableHTTPServerTransport;
+      if (sessionId !== undefined) {
+        const session = sessions.get(sessionId);
+        // 404 tells the client to initialize a new session (MCP spec, session management).
+        if (!session) throw new NotFound('MCP session', sessionId);
+        if (session.actor !== principal.actor) throw new Forbidden('This MCP session belongs to another key');
+        session.lastSeen = Date.now();
+        transport = session.transport;
+      } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
+        transport = await open(principal.actor);
+      } else {
+        throw new InvalidRequest('Send initialize first, then the Mcp-Session-Id header it returns');
+      }
+      (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = { token: '', clientId: principal.actor, scopes: [], extra: { principal } };
+      reply.hijack();
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    }
+
+    const schema = { hide: true };
+    app.post('/', { schema }, handle);
+    app.get('/', { schema }, handle);
+    app.delete('/', { schema }, handle);
+
+    const sweeper = setInterval(() => {
+      const cutoff = Date.now() - SESSION_IDLE_MS;
+      for (const { transport, lastSeen } of sessions.values()) if (lastSeen < cutoff) void transport.close();
+    }, 60_000);
+    sweeper.unref();
+
+    // Open GET streams would hold the server's close: end every session first.
+    app.addHook('preClose', async () => {
+      clearInterval(sweeper);
+      await Promise.all([...sessions.values()].map(({ transport }) => transport.close()));
+      sessions.clear();
+    });
+  };
+}
