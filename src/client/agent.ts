@@ -1,0 +1,143 @@
+import type { Switchboard } from './client.js';
+import type { Bodies, Message } from './types.js';
+
+/** Thrown by a handler when retrying cannot help: the message is dead-lettered at once. */
+export class PermanentError extends Error {
+  override name = 'PermanentError';
+}
+
+export type Handler = (message: Message) => unknown;
+
+export interface AgentOptions {
+  client: Switchboard;
+  agentId: string;
+  /** Registered on start (capability names, or full registrations without agent_id). */
+  capabilities?: Array<string | Omit<Bodies['discovery.registerCapability'], 'agent_id' | 'groups'>>;
+  groups?: string[];
+  /** 0 disables heartbeats. Default 10 s. */
+  heartbeatIntervalMs?: number;
+  /** Messages handled at once. Default 4. */
+  concurrency?: number;
+  /** Seconds a received message stays leased; extended at half of it while its handler runs. Default 30. */
+  visibilityTimeoutSeconds?: number;
+  /** Seconds one long poll waits; also the longest stop() waits for it. Default 5. */
+  pollTimeoutSeconds?: number;
+  /** Called with errors of the loop itself (network, server); the loop goes on. */
+  onError?: (error: unknown) => void;
+}
+
+export interface Agent {
+  /** Routes messages whose event_name matches: exact, or a prefix ending in '*' ('plan.*'). */
+  on(eventName: string, handler: Handler): Agent;
+  start(): Promise<void>;
+  /** Stops polling and waits for in-flight handlers; deregisters only when asked. */
+  stop(options?: { deregister?: boolean }): Promise<void>;
+  /** Messages being handled now. */
+  readonly inFlight: number;
+}
+
+/**
+ * An agent worker: registers its capabilities, heartbeats its load, long-polls its inbox and
+ * runs handlers with bounded concurrency, acknowledging with the handler's return value or
+ * rejecting with its error (requeued unless it is a PermanentError).
+ */
+export function createAgent(options: AgentOptions): Agent {
+  const { client, agentId } = options;
+  const concurrency = options.concurrency ?? 4;
+  const visibility = options.visibilityTimeoutSeconds ?? 30;
+  const pollSeconds = options.pollTimeoutSeconds ?? 5;
+  const onError = options.onError ?? ((error: unknown) => console.error(`agent ${agentId}:`, error));
+  const handlers: Array<{ pattern: string; handler: Handler }> = [];
+  const running = new Set<Promise<void>>();
+  let active = false;
+  let loop: Promise<void> | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
+  let slotFreed: (() => void) | undefined;
+
+  function route(eventName: string): Handler | undefined {
+    return handlers.find(({ pattern }) => (pattern.endsWith('*') ? eventName.startsWith(pattern.slice(0, -1)) : pattern === eventName))?.handler;
+  }
+
+  async function handle(message: Message): Promise<void> {
+    let settled = false;
+    const lease = setInterval(() => {
+      // An extend racing the acknowledgement finds the message settled: not an error worth reporting.
+      client.messaging.extend({ body: { message_id: message.message_id, visibility_timeout: visibility } }).catch((error: unknown) => settled || onError(error));
+    }, (visibility * 1000) / 2);
+    try {
+      const handler = route(message.event_name);
+      if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
+      const output = await handler(message);
+      await client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output } });
+    } catch (error) {
+      const reason = (error instanceof Error ? error.message : String(error)) || 'handler failed';
+      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue: !(error instanceof PermanentError) } }).catch(onError);
+    } finally {
+      settled = true;
+      clearInterval(lease);
+    }
+  }
+
+  function beat(): void {
+    client.discovery.heartbeat({ body: { agent_id: agentId, load: running.size / concurrency } }).catch(onError);
+  }
+
+  async function poll(): Promise<void> {
+    while (active) {
+      if (running.size >= concurrency) {
+        await new Promise<void>((resolve) => (slotFreed = resolve));
+        continue;
+      }
+      let messages: Message[] = [];
+      try {
+        ({ messages } = await client.messaging.receive({
+          query: { agent_id: agentId, timeout: pollSeconds, max: concurrency - running.size, visibility_timeout: visibility },
+        }));
+      } catch (error) {
+        onError(error);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+      // Whatever was received is handled even when stop() came meanwhile: nothing leased is dropped.
+      for (const message of messages) {
+        const task = handle(message).finally(() => {
+          running.delete(task);
+          slotFreed?.();
+        });
+        running.add(task);
+      }
+    }
+  }
+
+  const agent: Agent = {
+    on(eventName, handler) {
+      handlers.push({ pattern: eventName, handler });
+      return agent;
+    },
+    async start() {
+      if (active) return;
+      for (const capability of options.capabilities ?? []) {
+        const registration = typeof capability === 'string' ? { capability } : capability;
+        await client.discovery.registerCapability({ body: { ...registration, agent_id: agentId, ...(options.groups ? { groups: options.groups } : {}) } });
+      }
+      active = true;
+      const interval = options.heartbeatIntervalMs ?? 10_000;
+      if (interval > 0) {
+        beat();
+        heartbeat = setInterval(beat, interval);
+      }
+      loop = poll();
+    },
+    async stop(stopOptions = {}) {
+      active = false;
+      clearInterval(heartbeat);
+      slotFreed?.();
+      await loop;
+      await Promise.all(running);
+      if (stopOptions.deregister) await client.discovery.deregisterAgent({ path: { agent_id: agentId } });
+    },
+    get inFlight() {
+      return running.size;
+    },
+  };
+  return agent;
+}
