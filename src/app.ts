@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
+import { createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
 import { createMessagingDomain } from './messaging/index.js';
 import { createRoutinesDomain } from './routines/index.js';
@@ -14,6 +15,8 @@ import { createMetrics } from './http/plugins/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { InProcessNotifier, PostgresNotifier, type Notifier } from './kernel/notifier.js';
 import { FixedWindowRateLimiter, type RateLimiter } from './kernel/rate-limiter.js';
+import { mcpRoutes } from './mcp/server.js';
+import { buildTools } from './mcp/tools.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
 export interface AppOptions {
@@ -92,6 +95,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
   });
   const tasks = createTasksDomain({ platform, inbox: messaging.service });
+  const coordination = createCoordinationDomain({
+    platform,
+    inbox: messaging.service,
+    directory: discovery.service,
+    registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
+    onPublish: (listener) => messaging.service.onPublish(listener),
+  });
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
@@ -104,6 +114,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...messaging.workers,
     ...discovery.workers,
     ...routines.workers,
+    ...coordination.workers,
     ...artifacts.workers,
   ];
 
@@ -120,6 +131,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
+      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service), logger) },
+      { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
     ],
   });

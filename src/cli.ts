@@ -9,6 +9,7 @@ import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { systemClock } from './kernel/clock.js';
 import { InProcessNotifier, PostgresNotifier } from './kernel/notifier.js';
+import { serveStdio } from './mcp/stdio.js';
 
 const HELP: Record<string, string> = {
   main: `Usage: switchboard [command] [options]
@@ -20,6 +21,7 @@ Commands:
   keys create           Create an API key and print it once
   keys list             List API keys
   keys revoke KEY_ID    Revoke an API key
+  mcp                   Serve the MCP tools over stdio, proxying to a running server
 
 Run 'switchboard COMMAND --help' for a command's options.`,
   serve: `Usage: switchboard serve [--host HOST] [--port PORT] [--data-dir DIR]
@@ -36,6 +38,11 @@ Applies pending migrations to the configured database (DATABASE_URL, else SQLite
   switchboard keys revoke KEY_ID
 
 Works directly on the configured database; the server need not be running.`,
+  mcp: `Usage: switchboard mcp --url URL --key KEY
+
+Serves the routine and task MCP tools over stdio (for desktop MCP clients), forwarding each
+call to the server at URL (its /core/mcp endpoint) with the API key KEY.
+SWITCHBOARD_URL and SWITCHBOARD_API_KEY are used when the flags are absent.`,
 };
 
 function fail(message: string): never {
@@ -136,6 +143,14 @@ async function main(argv: string[]): Promise<void> {
   if (args.includes('--help') || args.includes('-h')) {
     console.log(HELP[command]);
     return;
+  }
+  if (command === 'mcp') {
+    // A client of a running server: it needs no local configuration or database.
+    const { values } = parseArgs({ args, options: { url: { type: 'string' }, key: { type: 'string' } } });
+    const url = values.url ?? process.env.SWITCHBOARD_URL;
+    const key = values.key ?? process.env.SWITCHBOARD_API_KEY;
+    if (!url || !key) fail('mcp needs --url URL and --key KEY');
+    return serveStdio(url, key);
   }
   let config: Config;
   try {
