@@ -220,7 +220,10 @@ export class RunEngine {
     this.remember(ctx);
     // Only a timer earlier than the worker's next look needs a wake-up; the worker on this node
     // sees the rest in time (another node's worker, if this one dies, within its longest sleep).
-    if (run.wake_at !== null && run.wake_at < this.deps.timerPlannedAt() && (ctx.initialWakeAt === null || run.wake_at < ctx.initialWakeAt)) {
+    // While a pass is under way (0) it may have read the timers before this commit and would
+    // then sleep past this one, so it is woken again.
+    const planned = this.deps.timerPlannedAt();
+    if (run.wake_at !== null && (planned === 0 || run.wake_at < planned) && (ctx.initialWakeAt === null || run.wake_at < ctx.initialWakeAt)) {
       await this.deps.notifier.notify(COORDINATION_CHANGED, '', trx);
     }
     if (RUN_FINISHED.has(run.status) && !RUN_FINISHED.has(ctx.initialStatus) && run.parent_run_id && !ctx.parentInMemory) {
@@ -543,6 +546,7 @@ export class RunEngine {
     const id = step.row.step_id;
     this.change(step, { status: 'running', attempt: step.row.attempt + 1, started_at: ctx.now, wake_at: null, error: null });
     const scope = this.scope(ctx, step.row.item);
+    const eventsBefore = ctx.events.length;
     try {
       switch (def.type) {
         case 'agent':
@@ -583,7 +587,9 @@ export class RunEngine {
     } catch (err) {
       // Expressions and templates fail on the run's data, not on the server: the step fails.
       if (!(err instanceof StepError || err instanceof TemplateError)) throw err;
-      this.record(ctx, 'step.started', id, { attempt: step.row.attempt });
+      // Some types announce the start before they evaluate anything: the timeline shows it once.
+      const announced = ctx.events.slice(eventsBefore).some((e) => e.type === 'step.started' && e.step_id === id);
+      if (!announced) this.record(ctx, 'step.started', id, { attempt: step.row.attempt });
       this.fail(ctx, step, err.message);
     }
   }
@@ -791,6 +797,10 @@ export class RunEngine {
   private async settleRun(trx: Db, ctx: RunContext): Promise<void> {
     const failed = ctx.failed;
     if (failed) {
+      // A group whose member failed fails with it (rather than showing as cancelled).
+      for (const step of ctx.steps.values()) {
+        if (step.row.status === 'running' && this.definition(ctx, step).type === 'parallel') this.settleGroup(ctx, step);
+      }
       for (const step of ctx.steps.values()) {
         if (!IN_FLIGHT.has(step.row.status)) continue;
         await this.withdraw(trx, step, 'run failed');
