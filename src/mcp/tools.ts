@@ -3,7 +3,7 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
-import { page, PageQuery } from '../http/schemas.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page, PageQuery } from '../http/schemas.js';
 import { AppError } from '../kernel/errors.js';
 import type { RoutinesService } from '../routines/index.js';
 import { CreateRoutineBody, ListRoutinesQuery, RoutineParams, TriggerBody, UpdateRoutineBody } from '../routines/schemas.js';
@@ -51,6 +51,28 @@ const DELETE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, id
 // fields rejected by the schemas themselves, defaults applied).
 const ajv = addFormats.default(new Ajv.default({ removeAdditional: false, useDefaults: true, allErrors: true, strict: false }));
 
+/** Descriptions for the arguments whose route schemas carry none (path and query parameters). */
+const ARGUMENT_DESCRIPTIONS: Record<string, string> = {
+  limit: `Page size, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}`,
+  offset: 'Number of items to skip; default 0',
+};
+
+/**
+ * A tool's input schema: the route's own TypeBox schema, closed to unknown arguments (a
+ * misspelt filter is an error, not silently ignored) and with a description on every argument.
+ */
+function toolInput<S extends TObject>(schema: S, descriptions: Record<string, string> = {}): S {
+  const properties = Object.fromEntries(
+    Object.entries(schema.properties).map(([key, property]) => {
+      const description = property.description ?? descriptions[key] ?? ARGUMENT_DESCRIPTIONS[key];
+      return [key, description === undefined ? property : { ...property, description }];
+    }),
+  );
+  return { ...schema, properties, additionalProperties: false };
+}
+
+const ROUTINE_ID = { id: 'Routine id (rtn_…)' };
+
 function define<S extends TObject>(definition: ToolDefinition<S>): Tool {
   const validate = ajv.compile<Static<S>>(definition.input);
   return {
@@ -80,35 +102,35 @@ export function buildTools(routines: RoutinesService, tasks: TasksService): Tool
     define({
       name: 'create_routine',
       description: 'Create a routine: a cron schedule or a webhook that sends routine.execute to an agent inbox.',
-      input: CreateRoutineBody,
+      input: toolInput(CreateRoutineBody),
       annotations: CREATE,
       run: async (args, principal) => ({ ...(await routines.create(args, principal.actor)) }),
     }),
     define({
       name: 'list_routines',
       description: 'List routines, optionally filtered by trigger_type and enabled; paged with limit/offset.',
-      input: ListRoutinesQuery,
+      input: toolInput(ListRoutinesQuery, { enabled: 'true: only enabled routines; false: only paused ones' }),
       annotations: READ,
       run: async ({ trigger_type, enabled, ...window }) => ({ ...(await routines.list({ trigger_type, enabled }, page(window))) }),
     }),
     define({
       name: 'get_routine',
       description: 'Get one routine by id (rtn_…).',
-      input: RoutineParams,
+      input: toolInput(RoutineParams, ROUTINE_ID),
       annotations: READ,
       run: async ({ id }) => ({ ...(await routines.get(id)) }),
     }),
     define({
       name: 'update_routine',
       description: 'Change some fields of a routine by id; enabled=false pauses it, true resumes it.',
-      input: Type.Composite([RoutineParams, UpdateRoutineBody], { additionalProperties: false }),
+      input: toolInput(Type.Composite([RoutineParams, UpdateRoutineBody]), ROUTINE_ID),
       annotations: UPDATE,
       run: async ({ id, ...patch }) => ({ ...(await routines.update(id, patch)) }),
     }),
     define({
       name: 'delete_routine',
       description: 'Delete a routine by id, with its executions and fire history.',
-      input: RoutineParams,
+      input: toolInput(RoutineParams, ROUTINE_ID),
       annotations: DELETE,
       run: async ({ id }) => {
         await routines.delete(id);
@@ -118,42 +140,42 @@ export function buildTools(routines: RoutinesService, tasks: TasksService): Tool
     define({
       name: 'trigger_routine',
       description: "Run a routine now, regardless of its schedule; returns the execution. payload replaces the routine's payload for this run.",
-      input: Type.Composite([RoutineParams, TriggerBody.anyOf[0]], { additionalProperties: false }),
+      input: toolInput(Type.Composite([RoutineParams, TriggerBody.anyOf[0]]), ROUTINE_ID),
       annotations: CREATE,
       run: async ({ id, payload }) => ({ ...(await routines.trigger(id, payload)) }),
     }),
     define({
       name: 'create_task',
       description: 'Create a task in a project.',
-      input: CreateTaskBody,
+      input: toolInput(CreateTaskBody),
       annotations: CREATE,
       run: async (args, principal) => ({ ...(await tasks.createTask(args, principal)) }),
     }),
     define({
       name: 'get_task',
       description: 'Get one task by id (tsk_…).',
-      input: TaskParams,
+      input: toolInput(TaskParams),
       annotations: READ,
       run: async ({ id }) => ({ ...(await tasks.getTask(id)) }),
     }),
     define({
       name: 'list_tasks',
       description: 'List tasks, oldest first, with filters; paged with limit/offset.',
-      input: ListTasksQuery,
+      input: toolInput(ListTasksQuery),
       annotations: READ,
       run: async ({ limit, offset, ...filter }) => ({ ...(await tasks.listTasks(filter, page({ limit, offset }))) }),
     }),
     define({
       name: 'update_task',
       description: 'Change some fields of a task by id; each change is logged in its activity with the caller as actor.',
-      input: Type.Composite([TaskParams, UpdateTaskBody], { additionalProperties: false }),
+      input: toolInput(Type.Composite([TaskParams, UpdateTaskBody])),
       annotations: UPDATE,
       run: async ({ id, ...patch }, principal) => ({ ...(await tasks.updateTask(id, patch, principal)) }),
     }),
     define({
       name: 'delete_task',
       description: 'Delete a task by id, with its comments, dependencies and activity.',
-      input: TaskParams,
+      input: toolInput(TaskParams),
       annotations: DELETE,
       run: async ({ id }, principal) => {
         await tasks.deleteTask(id, principal);
@@ -163,14 +185,14 @@ export function buildTools(routines: RoutinesService, tasks: TasksService): Tool
     define({
       name: 'add_comment',
       description: 'Comment on a task, as the caller.',
-      input: Type.Composite([TaskParams, AddCommentBody], { additionalProperties: false }),
+      input: toolInput(Type.Composite([TaskParams, AddCommentBody])),
       annotations: CREATE,
       run: async ({ id, content }, principal) => ({ ...(await tasks.addComment(id, content, principal)) }),
     }),
     define({
       name: 'list_projects',
       description: 'List projects, oldest first; paged with limit/offset.',
-      input: PageQuery,
+      input: toolInput(PageQuery),
       annotations: READ,
       run: async (window) => ({ ...(await tasks.listProjects(page(window))) }),
     }),

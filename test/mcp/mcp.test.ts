@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { expect, it } from 'vitest';
 import { acknowledge, receiveOne } from '../helpers/agent.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -25,9 +26,29 @@ const TOOLS = [
   'update_task',
 ];
 
+const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true };
+const CREATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
+const UPDATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
+const DELETE = { readOnlyHint: false, destructiveHint: true, idempotentHint: true };
+const ANNOTATIONS: Record<string, typeof READ> = {
+  add_comment: CREATE,
+  create_routine: CREATE,
+  create_task: CREATE,
+  delete_routine: DELETE,
+  delete_task: DELETE,
+  get_routine: READ,
+  get_task: READ,
+  list_projects: READ,
+  list_routines: READ,
+  list_tasks: READ,
+  trigger_routine: CREATE,
+  update_routine: UPDATE,
+  update_task: UPDATE,
+};
+
 interface Result {
   structuredContent?: Record<string, unknown>;
-  content: unknown;
+  content: { type: string; text?: string }[];
   isError?: boolean;
 }
 
@@ -37,68 +58,160 @@ async function connect(transport: Transport): Promise<Client> {
   return client;
 }
 
+/** Calls a tool; every result, success or tool error, is structuredContent plus its JSON text rendering. */
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<Result> {
-  return (await client.callTool({ name, arguments: args })) as Result;
+  const result = (await client.callTool({ name, arguments: args })) as Result;
+  expect(result.structuredContent).toBeTypeOf('object');
+  expect(result.content).toHaveLength(1);
+  expect(result.content[0]!.type).toBe('text');
+  expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent);
+  return result;
+}
+
+async function expectToolError(client: Client, name: string, args: Record<string, unknown>, code: string): Promise<void> {
+  const result = await call(client, name, args);
+  expect(result.isError, `${name} ${JSON.stringify(args)}`).toBe(true);
+  expect(result.structuredContent, `${name} ${JSON.stringify(args)}`).toMatchObject({ error: { code, message: expect.any(String) } });
+  expect(result.content[0]!.text).toContain(code);
 }
 
 /** Every tool once, through one client: the same checks over HTTP and stdio. */
 async function exercise(server: TestServer, client: Client, agentId: string): Promise<void> {
+  // initialize: the server names itself and offers tools.
+  expect(client.getServerVersion()).toMatchObject({ name: 'switchboard', version: expect.any(String) });
+  expect(client.getServerCapabilities()?.tools).toBeDefined();
+
+  // tools/list: exactly the 13 tools, each with a description, annotations and a closed input schema.
   const { tools } = await client.listTools();
   expect(tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
   for (const tool of tools) {
-    expect(tool.inputSchema.type).toBe('object');
-    expect(tool.description).toBeTruthy();
-    expect(tool.annotations).toHaveProperty('readOnlyHint');
+    expect(tool.description, tool.name).toBeTruthy();
+    expect(tool.annotations, tool.name).toEqual(ANNOTATIONS[tool.name]);
+    expect(tool.inputSchema.type, tool.name).toBe('object');
+    expect(tool.inputSchema.additionalProperties, tool.name).toBe(false);
+    expect(Object.keys(tool.inputSchema.properties ?? {}).length, tool.name).toBeGreaterThan(0);
+    for (const [argument, schema] of Object.entries(tool.inputSchema.properties ?? {})) {
+      expect((schema as { description?: string }).description, `${tool.name}.${argument}`).toBeTruthy();
+    }
   }
-  expect(tools.find((tool) => tool.name === 'create_routine')!.inputSchema.required).toEqual(['name', 'trigger_type', 'target_agent']);
-  expect(tools.find((tool) => tool.name === 'delete_task')!.annotations).toMatchObject({ destructiveHint: true, readOnlyHint: false });
+  const required = Object.fromEntries(tools.map((tool) => [tool.name, tool.inputSchema.required ?? []]));
+  expect(required).toMatchObject({
+    create_routine: ['name', 'trigger_type', 'target_agent'],
+    get_routine: ['id'],
+    update_routine: ['id'],
+    delete_routine: ['id'],
+    trigger_routine: ['id'],
+    create_task: ['title'],
+    get_task: ['id'],
+    update_task: ['id'],
+    delete_task: ['id'],
+    add_comment: ['id', 'content'],
+    list_routines: [],
+    list_tasks: [],
+    list_projects: [],
+  });
 
-  // Routines: a manual run reaches the agent, which completes it.
-  const inbox = await server.agent(`${agentId}-worker`);
+  // Routines: a run triggered through MCP reaches the agent, which completes it.
+  const worker = `${agentId}-worker`;
+  const inbox = await server.agent(worker);
   const routine = (
-    await call(client, 'create_routine', { name: 'nightly', trigger_type: 'cron', cron_expression: '0 3 * * *', target_agent: `${agentId}-worker` })
+    await call(client, 'create_routine', { name: 'nightly', trigger_type: 'cron', cron_expression: '0 3 * * *', target_agent: worker })
   ).structuredContent!;
-  expect(routine).toMatchObject({ name: 'nightly', created_by: agentId });
+  expect(routine).toMatchObject({ name: 'nightly', created_by: agentId, target_agent: worker });
   expect((await call(client, 'get_routine', { id: routine.id })).structuredContent).toMatchObject({ id: routine.id });
-  const listed = (await call(client, 'list_routines', { trigger_type: 'cron' })).structuredContent!;
+  const listed = (await call(client, 'list_routines', { trigger_type: 'cron', enabled: true })).structuredContent!;
   expect(listed.items).toEqual(expect.arrayContaining([expect.objectContaining({ id: routine.id })]));
   expect((await call(client, 'update_routine', { id: routine.id, timezone: 'Europe/Paris' })).structuredContent).toMatchObject({ timezone: 'Europe/Paris' });
   const execution = (await call(client, 'trigger_routine', { id: routine.id, payload: { run: 1 } })).structuredContent!;
-  expect(execution).toMatchObject({ routine_id: routine.id, trigger: 'manual', status: 'pending' });
-  const message = await receiveOne(inbox, `${agentId}-worker`);
+  expect(execution).toMatchObject({ routine_id: routine.id, trigger: 'manual' });
+  const message = await receiveOne(inbox, worker);
+  expect(message).toMatchObject({
+    event_name: 'routine.execute',
+    payload: { routine_id: routine.id, execution_id: execution.id, trigger: 'manual', payload: { run: 1 } },
+  });
   await acknowledge(inbox, message.message_id, 'done by the agent');
-  await waitFor(async () => (await server.api.get(`/core/api/v1/routines/executions/${execution.id}`)).body.data.status === 'success');
+  const completed = await waitFor(async () => {
+    const res = await server.api.get(`/core/api/v1/routines/executions/${String(execution.id)}`);
+    return res.body.data.status === 'success' ? res.body.data : undefined;
+  });
+  expect(completed).toMatchObject({ id: execution.id, output: 'done by the agent' });
 
-  // Tasks: the activity's actor is the key's agent.
-  const task = (await call(client, 'create_task', { title: 'Ship MCP', priority: 'high' })).structuredContent!;
-  expect(task).toMatchObject({ title: 'Ship MCP', status: 'todo' });
+  // Tasks in a project: every activity entry and the comment name the key's agent.
+  const project = await server.api.post('/core/api/v1/projects', { name: `${agentId} project` });
+  expect(project.status, project.text).toBe(201);
+  const projectId = project.body.data.id as string;
+  const task = (await call(client, 'create_task', { title: 'Ship MCP', priority: 'high', project_id: projectId })).structuredContent!;
+  expect(task).toMatchObject({ title: 'Ship MCP', status: 'todo', project_id: projectId, created_by: agentId });
   expect((await call(client, 'get_task', { id: task.id })).structuredContent).toMatchObject({ id: task.id });
-  expect((await call(client, 'update_task', { id: task.id, status: 'in_progress' })).structuredContent).toMatchObject({ status: 'in_progress' });
-  expect((await call(client, 'add_comment', { id: task.id, content: 'on it' })).structuredContent).toMatchObject({ content: 'on it' });
-  expect((await call(client, 'list_tasks', { status: 'in_progress' })).structuredContent!.items).toEqual(
-    expect.arrayContaining([expect.objectContaining({ id: task.id })]),
+  expect((await call(client, 'update_task', { id: task.id, status: 'in_progress', assigned_to: worker })).structuredContent).toMatchObject({
+    status: 'in_progress',
+    assigned_to: worker,
+  });
+  expect((await call(client, 'add_comment', { id: task.id, content: 'on it' })).structuredContent).toMatchObject({
+    task_id: task.id,
+    content: 'on it',
+    author: agentId,
+  });
+  expect((await call(client, 'list_tasks', { project_id: projectId, status: 'in_progress' })).structuredContent).toMatchObject({
+    items: [expect.objectContaining({ id: task.id })],
+    total: 1,
+  });
+  expect((await call(client, 'list_projects', { limit: 500 })).structuredContent!.items).toEqual(
+    expect.arrayContaining([expect.objectContaining({ id: projectId })]),
   );
-  expect((await call(client, 'list_projects', { limit: 10 })).structuredContent).toMatchObject({ items: [], total: 0 });
-  expect(new Set((await activityOf(server.api, String(task.id))).map(([actor]) => actor))).toEqual(new Set([agentId]));
+  const activity = await activityOf(server.api, String(task.id));
+  expect(activity.length).toBeGreaterThanOrEqual(3);
+  expect(new Set(activity.map(([actor]) => actor))).toEqual(new Set([agentId]));
 
   // Domain errors are tool errors with the code, never protocol errors.
-  const bad = await call(client, 'create_task', { title: 42 });
-  expect(bad.isError).toBe(true);
-  expect(bad.structuredContent).toMatchObject({ error: { code: 'invalid_request' } });
-  expect(JSON.stringify(bad.content)).toContain('invalid_request');
-  const unknownField = await call(client, 'update_routine', { id: routine.id, colour: 'red' });
-  expect(unknownField.structuredContent).toMatchObject({ error: { code: 'invalid_request' } });
-  const missing = await call(client, 'get_task', { id: 'tsk_nope' });
-  expect(missing).toMatchObject({ isError: true, structuredContent: { error: { code: 'not_found' } } });
+  await expectToolError(client, 'create_task', { title: 42 }, 'invalid_request');
+  await expectToolError(client, 'create_task', {}, 'invalid_request');
+  await expectToolError(client, 'list_tasks', { limit: '10' }, 'invalid_request');
+  await expectToolError(client, 'update_routine', { id: routine.id, colour: 'red' }, 'invalid_request');
+  await expectToolError(client, 'get_task', { id: task.id, verbose: true }, 'invalid_request');
+  await expectToolError(client, 'get_task', { id: 'tsk_nope' }, 'not_found');
+  await expectToolError(client, 'update_task', { id: 'tsk_nope', status: 'done' }, 'not_found');
+  await expectToolError(client, 'add_comment', { id: 'tsk_nope', content: 'hello?' }, 'not_found');
+  await expectToolError(client, 'trigger_routine', { id: 'rtn_nope' }, 'not_found');
+  await expectToolError(client, 'create_task', { title: 'orphan', project_id: 'prj_nope' }, 'not_found');
+  // An unknown tool is a protocol error (MCP spec), and the session carries on.
+  const unknown = await client.callTool({ name: 'drop_database', arguments: {} }).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(unknown).toBeInstanceOf(McpError);
+  expect((unknown as McpError).code).toBe(ErrorCode.InvalidParams);
 
   expect((await call(client, 'delete_task', { id: task.id })).structuredContent).toEqual({ id: task.id, deleted: true });
   expect((await call(client, 'delete_routine', { id: routine.id })).structuredContent).toEqual({ id: routine.id, deleted: true });
-  expect((await call(client, 'get_routine', { id: routine.id })).structuredContent).toMatchObject({ error: { code: 'not_found' } });
+  await expectToolError(client, 'get_routine', { id: routine.id }, 'not_found');
+  await expectToolError(client, 'delete_task', { id: task.id }, 'not_found');
+}
+
+async function createKey(server: TestServer, agentId: string): Promise<{ id: string; key: string }> {
+  const res = await server.api.post('/api/v1/auth/keys', { agent_id: agentId, role: 'agent' });
+  expect(res.status, res.text).toBe(201);
+  return { id: res.body.data.id as string, key: res.body.data.key as string };
 }
 
 async function agentKey(server: TestServer, agentId: string): Promise<string> {
-  const res = await server.api.post('/api/v1/auth/keys', { agent_id: agentId, role: 'agent' });
-  return res.body.data.key as string;
+  return (await createKey(server, agentId)).key;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+/** tools/list sent by hand on an existing session, to see the HTTP status. */
+function rawToolsList(server: TestServer, key: string, session: { sessionId?: string; protocolVersion?: string }): Promise<Response> {
+  return fetch(`${server.url}/core/mcp`, {
+    method: 'POST',
+    headers: {
+      ...JSON_HEADERS,
+      authorization: `Bearer ${key}`,
+      'mcp-session-id': session.sessionId!,
+      'mcp-protocol-version': session.protocolVersion!,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+  });
 }
 
 function httpTransport(server: TestServer, key?: string): StreamableHTTPClientTransport {
@@ -120,7 +233,7 @@ describeEachDialect('MCP', (dialect) => {
 
   it('answers 401 without a key, and 404 for an unknown session', async () => {
     const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } };
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const headers = JSON_HEADERS;
     const anonymous = await fetch(`${server.url}/core/mcp`, { method: 'POST', headers, body: JSON.stringify(initialize) });
     expect(anonymous.status).toBe(401);
     await expect(connect(httpTransport(server))).rejects.toThrow();
@@ -136,18 +249,39 @@ describeEachDialect('MCP', (dialect) => {
     const transport = httpTransport(server, await agentKey(server, 'mcp-owner'));
     const client = await connect(transport);
     try {
-      const other = await fetch(`${server.url}/core/mcp`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          authorization: `Bearer ${await agentKey(server, 'mcp-intruder')}`,
-          'mcp-session-id': transport.sessionId!,
-          'mcp-protocol-version': transport.protocolVersion!,
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
-      });
+      const other = await rawToolsList(server, await agentKey(server, 'mcp-intruder'), transport);
       expect(other.status).toBe(403);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('ends a session on DELETE: its id is then unknown (404)', async () => {
+    const key = await agentKey(server, 'mcp-leaver');
+    const transport = httpTransport(server, key);
+    const client = await connect(transport);
+    try {
+      expect((await rawToolsList(server, key, transport)).status).toBe(200);
+      const ended = { sessionId: transport.sessionId, protocolVersion: transport.protocolVersion };
+      await transport.terminateSession();
+      expect(transport.sessionId).toBeUndefined();
+      const after = await rawToolsList(server, key, ended);
+      expect(after.status).toBe(404);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses an open session once its key is revoked (401)', async () => {
+    const { id, key } = await createKey(server, 'mcp-revoked');
+    const transport = httpTransport(server, key);
+    const client = await connect(transport);
+    try {
+      expect((await client.listTools()).tools).toHaveLength(TOOLS.length);
+      const revoked = await server.api.delete(`/api/v1/auth/keys/${id}`);
+      expect(revoked.status, revoked.text).toBe(200);
+      expect((await rawToolsList(server, key, transport)).status).toBe(401);
+      await expect(client.listTools()).rejects.toThrow();
     } finally {
       await client.close();
     }
