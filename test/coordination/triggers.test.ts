@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { CoordinationStore } from '../../src/coordination/store.js';
+import { FakeClock } from '../helpers/clock.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
@@ -135,6 +136,70 @@ describeEachDialect('coordination triggers', (dialect) => {
     expect((await fires(hook.id)).map((f) => f.outcome)).toEqual(['started']);
   });
 
+  it('plan steps read event.* of the event that started the run; mappings see topic and published_at; a non-object payload is event.payload', async () => {
+    const topic = unique('signups');
+    const planId = (
+      await server.api.post(P, {
+        alias: unique('welcome'),
+        steps: [
+          { id: 'greet', type: 'transform', output: { hello: 'Hello {{event.name}}', age: '{{event.age}}', topic: '{{event.topic}}', at: '{{event.published_at}}' } },
+          { id: 'shape', type: 'transform', expression: '{"next": event.age + 1, "fromInput": input.who}', depends_on: ['greet'] },
+        ],
+      })
+    ).body.data.id;
+    await trigger({ plan_id: planId, type: 'event', config: { topic }, input_mapping: { who: '{{event.name}}', when: '{{event.published_at}}', raw: '{{event.payload}}' } });
+    const publisher = await server.agent(unique('signup-service'));
+    expect((await publisher.post('/api/v1/messaging/publish', { topic, payload: { name: 'Ada', age: 36 } })).status).toBe(201);
+    const [run] = await waitFor(async () => {
+      const list = await runsOf(planId);
+      return list.length === 1 ? list : null;
+    });
+    expect(run.status).toBe('completed');
+    expect(run.input).toEqual({ who: 'Ada', when: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), raw: null });
+    expect(run.output).toEqual({ shape: { next: 37, fromInput: 'Ada' } });
+    expect(run.steps[0].output).toEqual({ hello: 'Hello Ada', age: 36, topic, at: run.input.when });
+
+    // A payload that is not an object is event.payload.
+    expect((await publisher.post('/api/v1/messaging/publish', { topic, payload: 42 })).status).toBe(201);
+    const second = await waitFor(async () => (await runsOf(planId)).find((r) => r.input.raw === 42));
+    expect(second.input.who).toBeNull();
+    expect(second.steps[0].output.hello).toBe('Hello ');
+  });
+
+  it('webhooks accept a normal agent key, any configured method with the query as event.*, and keep paths unique on update', async () => {
+    const planId = (
+      await server.api.post(P, { alias: unique('hooked'), steps: [{ id: 'see', type: 'transform', output: { repo: '{{event.repo}}', body: '{{event.body}}', q: '{{event.q}}' } }] })
+    ).body.data.id;
+    const getPath = unique('status/check');
+    const putPath = unique('items/upsert');
+    const getHook = await trigger({ plan_id: planId, type: 'webhook', config: { path: getPath, method: 'GET' }, input_mapping: { q: '{{event.q}}' } });
+    await trigger({ plan_id: planId, type: 'webhook', config: { path: putPath, method: 'PUT' }, input: { fixed: 1 } });
+    const agent = await server.agent(unique('caller'));
+
+    const viaGet = await agent.get(`/api/v1/coordination/hooks/${getPath}?q=weather`);
+    expect(viaGet.status, viaGet.text).toBe(202);
+    const getRun = (await server.api.get(`${R}/${viaGet.body.data.run_id}`)).body.data;
+    expect(getRun).toMatchObject({ status: 'completed', input: { q: 'weather' }, output: { see: { repo: null, body: null, q: 'weather' } } });
+    expect(getRun.created_by).toBe(`trigger:${getHook.id}`);
+
+    const viaPut = await agent.put(`/api/v1/coordination/hooks/${putPath}`, ['a', 'b']);
+    expect(viaPut.status, viaPut.text).toBe(202);
+    const putRun = (await server.api.get(`${R}/${viaPut.body.data.run_id}`)).body.data;
+    expect(putRun).toMatchObject({ input: { fixed: 1 }, output: { see: { body: ['a', 'b'] } } });
+
+    for (const method of ['post', 'patch', 'delete'] as const) {
+      const wrong = await (method === 'delete' ? agent.delete(`/api/v1/coordination/hooks/${getPath}`) : agent[method](`/api/v1/coordination/hooks/${getPath}`, {}));
+      expect(wrong.status, method).toBe(405);
+      expect(wrong.headers.get('allow')).toBe('GET');
+    }
+    expect((await agent.get(`/api/v1/coordination/hooks/${getPath}/more`)).status).toBe(404);
+    expect((await server.api.patch(`${T}/${getHook.id}`, { config: { path: putPath, method: 'GET' } })).status).toBe(409);
+    const moved = await server.api.patch(`${T}/${getHook.id}`, { config: { path: `${getPath}-v2`, method: 'GET' } });
+    expect(moved.status, moved.text).toBe(200);
+    expect((await agent.get(`/api/v1/coordination/hooks/${getPath}`)).status).toBe(404);
+    expect((await agent.get(`/api/v1/coordination/hooks/${getPath}-v2`)).status).toBe(202);
+  });
+
   it('keeps the last 100 fires of a trigger when the ledger is pruned', async () => {
     const plan = await echoPlan();
     const path = unique('busy/hook');
@@ -165,9 +230,83 @@ describeEachDialect('coordination triggers', (dialect) => {
     const runs = await runsOf(plan);
     expect(runs.length).toBeGreaterThanOrEqual(2);
     expect(runs[0].input).toEqual({ tick: true });
-    await new Promise((r) => setTimeout(r, 1500));
-    expect((await fires(every.id)).length).toBe(stopped);
+    expect(stopped).toBeGreaterThanOrEqual(2);
+    // That pausing fires nothing more is shown on a clock the test moves (below).
     expect((await server.api.get(`${T}/${every.id}`)).body.data.next_fire_at).toBeNull();
+  });
+});
+
+describeEachDialect('coordination schedule triggers on a moved clock', (dialect) => {
+  const clock = new FakeClock(Date.parse('2026-01-05T00:00:30.000Z'));
+  const server = useServer(dialect, { clock });
+  const MINUTE = 60_000;
+
+  const fires = async (id: string) => (await server.api.get(`${T}/${id}/fires?limit=100`)).body.data as any[];
+  const get = async (id: string) => (await server.api.get(`${T}/${id}`)).body.data;
+  async function create(body: Record<string, unknown>) {
+    const res = await server.api.post(T, body);
+    expect(res.status, res.text).toBe(201);
+    return res.body.data;
+  }
+  /** Moves the clock and wakes the run timer (as a change on any node does); resolves once `done` holds. */
+  async function advance(ms: number, done: () => Promise<boolean>) {
+    clock.advance(ms);
+    await server.app.platform.notifier.notify('coordination:changed');
+    await waitFor(done, 10_000);
+  }
+
+  it('fires the latest missed slot once (the others are skipped), in the trigger time zone, never while disabled or paused', async () => {
+    const plan = (
+      await server.api.post(P, { alias: 'clocked', steps: [{ id: 'slot', type: 'transform', output: { slot: '{{event.scheduled_for}}', tick: '{{input.tick}}' } }] })
+    ).body.data.id;
+    const every = await create({ plan_id: plan, type: 'schedule', config: { cron: '* * * * *' }, input: { tick: 1 } });
+    const off = await create({ plan_id: plan, type: 'schedule', config: { cron: '* * * * *' }, enabled: false });
+    const paris = await create({ plan_id: plan, type: 'schedule', config: { cron: '30 9 * * *', timezone: 'Europe/Paris' } });
+    const newYork = await create({ plan_id: plan, type: 'schedule', config: { cron: '30 9 * * *', timezone: 'America/New_York' } });
+    expect(every.next_fire_at).toBe('2026-01-05T00:01:00.000Z');
+    expect(off.next_fire_at).toBeNull();
+    expect(paris.next_fire_at).toBe('2026-01-05T08:30:00.000Z');
+    expect(newYork.next_fire_at).toBe('2026-01-05T14:30:00.000Z');
+
+    // Five slots went by unseen: catch-up `latest` starts one run, for the newest slot.
+    await advance(5 * MINUTE, async () => (await fires(every.id)).length === 5);
+    const ledger = await fires(every.id);
+    // One pass wrote them all (same time): compare in slot order.
+    expect(ledger.map((f) => [f.scheduled_for, f.outcome]).sort()).toEqual([
+      ['2026-01-05T00:01:00.000Z', 'skipped'],
+      ['2026-01-05T00:02:00.000Z', 'skipped'],
+      ['2026-01-05T00:03:00.000Z', 'skipped'],
+      ['2026-01-05T00:04:00.000Z', 'skipped'],
+      ['2026-01-05T00:05:00.000Z', 'started'],
+    ]);
+    expect(ledger.find((f) => f.outcome === 'skipped').reason).toBeTruthy();
+    const run = (await server.api.get(`${R}/${ledger.find((f) => f.outcome === 'started').run_id}`)).body.data;
+    expect(run).toMatchObject({ status: 'completed', input: { tick: 1 }, output: { slot: { slot: '2026-01-05T00:05:00.000Z', tick: 1 } } });
+    expect(await get(every.id)).toMatchObject({ next_fire_at: '2026-01-05T00:06:00.000Z', last_fired_at: '2026-01-05T00:05:30.000Z' });
+    // The same pass saw the disabled and not-yet-due triggers.
+    expect(await fires(off.id)).toEqual([]);
+    expect(await fires(paris.id)).toEqual([]);
+
+    // Paused: its slots pass without a fire (a witness trigger shows the timer ran).
+    await server.api.patch(`${T}/${every.id}`, { enabled: false });
+    const witness = await create({ plan_id: plan, type: 'schedule', config: { cron: '* * * * *' } });
+    await advance(MINUTE, async () => (await fires(witness.id)).length === 1);
+    expect(await fires(every.id)).toHaveLength(5);
+    expect((await get(every.id)).next_fire_at).toBeNull();
+    expect(await fires(off.id)).toEqual([]);
+
+    // Resumed: from now on, with nothing from the pause caught up.
+    const resumed = (await server.api.patch(`${T}/${every.id}`, { enabled: true })).body.data;
+    expect(resumed.next_fire_at).toBe('2026-01-05T00:07:00.000Z');
+    await advance(MINUTE, async () => (await fires(every.id)).length === 6);
+    expect((await fires(every.id))[0]).toMatchObject({ scheduled_for: '2026-01-05T00:07:00.000Z', outcome: 'started' });
+
+    // The day's Paris slot comes at 08:30 UTC (09:30 CET), New York's later.
+    for (const id of [every.id, witness.id]) await server.api.patch(`${T}/${id}`, { enabled: false });
+    await advance(Date.parse('2026-01-05T08:31:00.000Z') - clock.now(), async () => (await fires(paris.id)).length === 1);
+    expect((await fires(paris.id))[0]).toMatchObject({ scheduled_for: '2026-01-05T08:30:00.000Z', outcome: 'started' });
+    expect(await fires(newYork.id)).toEqual([]);
+    expect((await get(paris.id)).next_fire_at).toBe('2026-01-06T08:30:00.000Z');
   });
 });
 
@@ -179,14 +318,22 @@ describeEachDialect('coordination triggers on several nodes', (dialect) => {
     try {
       const plan = (await a.api.post(P, { alias: 'ticks', steps: [{ id: 't', type: 'transform', output: { ok: true } }] })).body.data.id;
       const created = (await a.api.post(T, { plan_id: plan, type: 'schedule', config: { cron: '* * * * * *' } })).body.data;
-      await new Promise((r) => setTimeout(r, 3500));
+      // Both nodes' timers race for every slot; wait until several slots went by.
+      await waitFor(async () => {
+        const ledger = (await b.api.get(`${T}/${created.id}/fires?limit=500`)).body.data as any[];
+        return ledger.filter((f) => f.outcome === 'started').length >= 3;
+      }, 20_000);
       await a.api.patch(`${T}/${created.id}`, { enabled: false });
-      const ledger = (await a.api.get(`${T}/${created.id}/fires`)).body.data as any[];
-      const started = ledger.filter((f) => f.outcome === 'started');
-      expect(started.length).toBeGreaterThanOrEqual(2);
-      expect(new Set(started.map((f) => f.scheduled_for)).size).toBe(started.length);
+      // Runs first, then the ledger: a fire committed in between only adds to the ledger.
       const runs = (await a.api.get(`${R}?plan_id=${plan}&limit=500`)).body.data as any[];
-      expect(runs.length).toBe(started.length);
+      const ledger = (await a.api.get(`${T}/${created.id}/fires?limit=500`)).body.data as any[];
+      const started = ledger.filter((f) => f.outcome === 'started');
+      expect(new Set(ledger.map((f) => f.scheduled_for)).size).toBe(ledger.length);
+      expect(new Set(started.map((f) => f.run_id)).size).toBe(started.length);
+      const firedRuns = new Set(started.map((f) => f.run_id));
+      expect(runs.every((r) => firedRuns.has(r.id))).toBe(true);
+      expect(runs.length).toBeGreaterThanOrEqual(3);
+      expect(runs.every((r) => r.created_by === `trigger:${created.id}`)).toBe(true);
     } finally {
       await b.close();
       await a.close();
