@@ -141,6 +141,8 @@ export class Planner {
     const gateIndex = !approval || matches.length === 0 ? -1 : firstEffect >= 0 ? firstEffect : matches.length - 1;
     let previous: string | null = null;
     let lastAgent: string | null = null;
+    // The capability each agent step was matched to, also when it names its one agent.
+    const capabilityOf = new Map<string, string>();
     matches.forEach((m, i) => {
       if (i === gateIndex) {
         const id = stepId('approval', taken);
@@ -148,6 +150,7 @@ export class Planner {
         previous = id;
       }
       const id = stepId(m.capability, taken);
+      capabilityOf.set(id, m.capability);
       steps.push({
         id,
         type: 'agent',
@@ -162,21 +165,27 @@ export class Planner {
     return {
       steps,
       description: `Generated from the goal: ${request.goal.trim().slice(0, 500)}`,
-      estimated_duration: await this.estimate(steps),
+      estimated_duration: await this.estimate(steps, capabilityOf),
       unmatched,
       planner: 'local',
     };
   }
 
-  /** Sum of the steps' expected durations (they run in sequence): measured medians, else the defaults. */
-  private async estimate(steps: StepDefinition[]): Promise<string> {
-    const capabilities = [...new Set(steps.flatMap((s) => (s.capability ? [s.capability] : [])))];
+  /**
+   * Sum of the steps' expected durations (they run in sequence): the median of the capability's
+   * measured past steps, else the defaults. `capabilityOf` names the capability of steps that
+   * name their agent instead.
+   */
+  private async estimate(steps: StepDefinition[], capabilityOf: Map<string, string> = new Map()): Promise<string> {
+    const capability = (step: StepDefinition) => step.capability ?? capabilityOf.get(step.id);
+    const capabilities = [...new Set(steps.flatMap((s) => (s.type === 'agent' && capability(s) ? [capability(s)!] : [])))];
     const measured = await this.deps.durations(capabilities);
     let total = 0;
     for (const step of steps) {
       if (step.type === 'human_approval' || step.type === 'human_input') total += APPROVAL_MS;
       else if (step.type === 'agent') {
-        const samples = step.capability ? (measured.get(step.capability) ?? []) : [];
+        const name = capability(step);
+        const samples = name ? (measured.get(name) ?? []) : [];
         total += samples.length > 0 ? median(samples) : DEFAULT_STEP_MS;
       }
     }

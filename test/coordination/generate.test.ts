@@ -3,7 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isoDuration, splitGoal } from '../../src/coordination/planner.js';
 import type { Api } from '../helpers/api.js';
+import { acknowledge, type InboxMessage } from '../helpers/agent.js';
+import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
+import { waitFor } from '../helpers/wait.js';
 import { startServer, useServer, type TestServer } from '../helpers/server.js';
 
 const G = '/api/v1/coordination/plans/generate';
@@ -118,6 +121,20 @@ describeEachDialect('plan generation', (dialect) => {
     expect(none.body.data.estimated_duration).toBe('PT1H2M');
   });
 
+  it('puts the approval first when the first step has side effects, and the generated plan runs', async () => {
+    const res = await server.api.post(G, { goal: 'Send an email to the team, then create a support ticket', constraints: { require_human_approval: true } });
+    const steps = res.body.data.steps;
+    expect(steps.map((s: any) => s.type)).toEqual(['human_approval', 'agent', 'agent']);
+    expect(steps[0].depends_on).toBeUndefined();
+    expect(steps[1].depends_on).toEqual([steps[0].id]);
+    expect(steps[1].input.data).toBe('{{input}}');
+    expect(capabilitiesOf(steps)).toEqual(['email.send', 'ticket.create']);
+    const alias = `gated-${dialect}`;
+    expect((await server.api.post('/api/v1/coordination/plans', { alias, steps })).status).toBe(201);
+    const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: alias, input: { to: 'team' } })).body.data;
+    expect(run).toMatchObject({ status: 'waiting', current_step: steps[0].id });
+  });
+
   it('never exceeds max_steps (the least relevant sub-goals are merged) and honours available_agents', async () => {
     const res = await server.api.post(G, {
       goal: 'Search the web for quantum computing, summarize the results, translate them to German, then write a report',
@@ -134,7 +151,40 @@ describeEachDialect('plan generation', (dialect) => {
   });
 });
 
+describeEachDialect('plan generation estimates from measured steps', (dialect) => {
+  const clock = new FakeClock(Date.parse('2026-03-02T10:00:00.000Z'));
+  const server = useServer(dialect, { clock });
+
+  it('estimated_duration is the sum of the median measured durations of the capabilities, defaults otherwise', async () => {
+    await register(server, '');
+    const scribe = await server.agent('scribe');
+    await server.api.post('/api/v1/coordination/plans', { alias: 'transcribe', steps: [{ id: 'listen', type: 'agent', capability: 'speech.transcribe' }] });
+    // Three past transcriptions that took 30 s, 10 min and 90 s on the (moved) clock: median 90 s.
+    for (const seconds of [30, 600, 90]) {
+      await scribe.post('/api/v1/discovery/heartbeat', { agent_id: 'scribe' });
+      const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: 'transcribe' })).body.data;
+      expect(run.steps[0].agent).toBe('scribe');
+      const message = await waitFor(async () => {
+        const res = await scribe.get('/api/v1/messaging/receive?agent_id=scribe&timeout=1&visibility_timeout=43200');
+        return (res.body.data.messages as InboxMessage[])[0];
+      });
+      clock.advance(seconds * 1000);
+      await acknowledge(scribe, message.message_id, { text: 'hello' });
+      const done = (await server.api.get(`/api/v1/coordination/runs/${run.id}`)).body.data;
+      expect(done.status).toBe('completed');
+    }
+    const one = await server.api.post(G, { goal: 'Transcribe the audio recording' });
+    expect(one.body.data.steps).toEqual([expect.objectContaining({ type: 'agent', agent: 'scribe' })]);
+    expect(one.body.data.estimated_duration).toBe('PT1M30S');
+    // Measured 90 s + an approval (1 h) + a summary never measured (60 s).
+    const two = await server.api.post(G, { goal: 'Transcribe the recording, then summarize the transcript', constraints: { require_human_approval: true } });
+    expect(two.body.data.steps.map((s: any) => s.type)).toEqual(['agent', 'human_approval', 'agent']);
+    expect(two.body.data.estimated_duration).toBe('PT1H2M30S');
+  });
+});
+
 describeEachDialect('plan generation with a model endpoint', (dialect) => {
+  const FAIL = Symbol('answer with a 500');
   let answer: unknown;
   let requests = 0;
   const fake = http.createServer((req, res) => {
@@ -142,6 +192,11 @@ describeEachDialect('plan generation with a model endpoint', (dialect) => {
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
       requests++;
+      if (answer === FAIL) {
+        res.statusCode = 500;
+        res.end('{"error":"overloaded"}');
+        return;
+      }
       const parsed = JSON.parse(body) as { model: string; messages: { content: string }[] };
       expect(parsed.model).toBe('planner-1');
       expect(parsed.messages[1]!.content).toContain('text.summarize');
@@ -188,10 +243,39 @@ describeEachDialect('plan generation with a model endpoint', (dialect) => {
     }
     expect(requests).toBe(1 + invalid.length);
 
+    // An endpoint that fails, or a plan longer than max_steps, falls back to the local planner too.
+    answer = FAIL;
+    const failing = await server.api.post(G, { goal: 'Fetch the page, then summarize it' });
+    expect(failing.status).toBe(200);
+    expect(failing.body.data.planner).toBe('local');
+    expect(capabilitiesOf(failing.body.data.steps)).toEqual(['web.fetch', 'text.summarize']);
+    answer = {
+      steps: [
+        { id: 'a', type: 'agent', capability: 'web.fetch' },
+        { id: 'b', type: 'agent', capability: 'text.summarize', depends_on: ['a'] },
+        { id: 'c', type: 'agent', capability: 'email.send', depends_on: ['b'] },
+      ],
+    };
+    const tooLong = await server.api.post(G, { goal: 'Fetch the page, then summarize it', constraints: { max_steps: 2 } });
+    expect(tooLong.body.data.planner).toBe('local');
+    expect(tooLong.body.data.steps.length).toBeLessThanOrEqual(2);
+
     // A plan without the approval the request asked for is not used either.
     answer = { steps: [{ id: 'get', type: 'agent', capability: 'web.fetch' }] };
     const ungated = await server.api.post(G, { goal: 'Fetch the page, summarize it, then send an email', constraints: { require_human_approval: true } });
     expect(ungated.body.data.planner).toBe('local');
     expect(ungated.body.data.steps.map((s: any) => s.type)).toEqual(['agent', 'agent', 'human_approval', 'agent']);
+  });
+});
+
+describeEachDialect('plan generation with an unreachable model endpoint', (dialect) => {
+  const server = useServer(dialect, { env: { SWITCHBOARD_LLM_URL: 'http://127.0.0.1:9/v1', SWITCHBOARD_LLM_MODEL: 'absent' } });
+
+  it('falls back to the local planner', async () => {
+    await register(server, '');
+    const res = await server.api.post(G, { goal: 'Fetch the page, then summarize it' });
+    expect(res.status).toBe(200);
+    expect(res.body.data.planner).toBe('local');
+    expect(capabilitiesOf(res.body.data.steps)).toEqual(['web.fetch', 'text.summarize']);
   });
 });
