@@ -111,6 +111,19 @@ describeEachDialect('coordination triggers', (dialect) => {
     await publisher.post('/api/v1/messaging/publish', { topic: `${topic}.shipped`, payload: { id: 'o-9' } });
     const newest = await waitFor(async () => (await runsOf(plan)).find((r) => r.input.order === 'o-9'));
     expect(newest.plan_version).toBe(2);
+
+    // Runs start while the publish is handled, so once it returns the count is final.
+    const before = (await runsOf(plan)).length;
+    await server.api.patch(`${T}/${all.id}`, { enabled: false });
+    await publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: 'o-10', amount: 1 } });
+    expect((await runsOf(plan)).length).toBe(before);
+    expect((await fires(all.id)).length).toBe(3);
+
+    // A filter that fails on the event starts nothing and says why.
+    const broken = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.paid`, filter: '$error("no amount")' } });
+    await publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: 'o-11' } });
+    expect((await runsOf(plan)).length).toBe(before);
+    expect(await fires(broken.id)).toEqual([expect.objectContaining({ outcome: 'failed', run_id: null, reason: expect.stringMatching(/no amount/) })]);
   });
 
   it('a webhook trigger starts a run from the request body and query; path and method errors', async () => {
