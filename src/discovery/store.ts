@@ -223,7 +223,7 @@ export class DiscoveryStore {
       const result = await sql<CandidateRow>`select ${columns} from ${base} ${options.includeUnhealthy ? sql`` : sql`and ${live}`}
         order by case when h.last_heartbeat_at < ${staleBefore} then 1 else 0 end,
           case when h.load is null then 1 else 0 end, h.load, c.id
-        limit ${options.limit}`.execute(db);
+        limit ${sql.lit(options.limit)}`.execute(db);
       return { rows: result.rows, total };
     }
 
@@ -234,10 +234,11 @@ export class DiscoveryStore {
       ...(options.includeUnhealthy ? [sql`h.last_heartbeat_at < ${staleBefore}`] : []),
     ];
     const rows: CandidateRow[] = [];
+    // Limits are inlined: a bound LIMIT is prepared again on every run on SQLite (see database.ts).
     for (const tier of tiers) {
       if (rows.length >= options.limit || rows.length >= total) break;
       const result = await sql<CandidateRow>`select ${columns} from ${base} and ${tier}
-        order by c.id limit ${options.limit - rows.length}`.execute(db);
+        order by c.id limit ${sql.lit(options.limit - rows.length)}`.execute(db);
       rows.push(...result.rows);
     }
     return { rows, total };
@@ -366,22 +367,18 @@ export class DiscoveryStore {
     return { items: page.items.map((r) => r.agent_id), total: page.total };
   }
 
-  /**
-   * paginate() for a GROUP BY query: its `count(*) over ()` counts groups, but its fallback
-   * for a page past the end would count rows, so that case counts `distinct` itself.
-   */
+  /** paginate() for a GROUP BY query: the total counts `distinct` groups, not rows. */
   private async pageOfGroups<O>(
     query: SelectQueryBuilder<Database, 'discovery_capability_groups', O>,
     window: Page,
     distinct: (eb: ExpressionBuilder<Database, 'discovery_capability_groups'>) => AliasableExpression<number>,
     group?: string,
   ): Promise<Paged<O>> {
-    const page = await paginate(query, window);
-    if (page.items.length > 0 || window.offset === 0) return page;
-    let count = this.db.selectFrom('discovery_capability_groups').select((eb) => distinct(eb).as('n'));
-    if (group !== undefined) count = count.where('group_name', '=', group);
-    const counted = await count.executeTakeFirst();
-    return { items: [], total: Number(counted?.n ?? 0) };
+    return paginate(query, window, async () => {
+      let count = this.db.selectFrom('discovery_capability_groups').select((eb) => distinct(eb).as('n'));
+      if (group !== undefined) count = count.where('group_name', '=', group);
+      return Number((await count.executeTakeFirst())?.n ?? 0);
+    });
   }
 
   /** The capabilities of these agents that carry the group. */

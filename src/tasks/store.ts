@@ -162,12 +162,6 @@ export class TasksStore {
     return query.execute();
   }
 
-  /**
-   * One page of tasks and the total, as two queries: the page walks an index in id order and
-   * stops at the limit, the count reads only the index. `count(*) over ()` in one query
-   * materialized and sorted every match instead: 0.95 → 0.45 ms for a project/status page
-   * with 333 matches among 100,000 tasks (SQLite, measured).
-   */
   async listTasks(filter: TaskListFilter, window: Page): Promise<Paged<TaskRow>> {
     let query = this.db.selectFrom('tasks');
     if (filter.project_id !== undefined) query = query.where('project_id', '=', filter.project_id);
@@ -175,11 +169,7 @@ export class TasksStore {
     if (filter.assigned_to !== undefined) query = query.where('assigned_to', '=', filter.assigned_to);
     if (filter.priority !== undefined) query = query.where('priority', '=', filter.priority);
     if (filter.blocked !== undefined) query = query.where('open_dependencies', filter.blocked ? '>' : '=', 0);
-    const items = await query.selectAll().orderBy('id').limit(window.limit).offset(window.offset).execute();
-    // A first page shorter than the limit is the whole list: no count needed.
-    if (window.offset === 0 && items.length < window.limit) return { items, total: items.length };
-    const counted = await query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
-    return { items, total: Number(counted?.n ?? 0) };
+    return paginate(query.selectAll().orderBy('id'), window);
   }
 
   async updateTask(trx: Db, id: string, changes: Partial<Omit<TaskRow, 'id'>>): Promise<TaskRow> {

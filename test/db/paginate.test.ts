@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
+import { paginate } from '../../src/db/paginate.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+
+describeEachDialect('paginate', (dialect) => {
+  let database: TestDatabase;
+  let handle: DatabaseHandle;
+  // A scratch table outside the schema's types: the helper is generic over any query.
+  const rows = () => (handle.db as any).selectFrom('paginate_probe').selectAll().orderBy('id');
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    handle = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+    await handle.db.schema.createTable('paginate_probe').addColumn('id', 'integer', (c) => c.primaryKey()).execute();
+    for (let id = 1; id <= 7; id++) await handle.db.insertInto('paginate_probe' as never).values({ id } as never).execute();
+  });
+  afterAll(async () => {
+    await handle.close();
+    await database.drop();
+  });
+
+  it.each([
+    { limit: 3, offset: 0, ids: [1, 2, 3] },
+    { limit: 3, offset: 6, ids: [7] },
+    { limit: 7, offset: 0, ids: [1, 2, 3, 4, 5, 6, 7] },
+    { limit: 10, offset: 0, ids: [1, 2, 3, 4, 5, 6, 7] },
+    { limit: 3, offset: 7, ids: [] },
+    { limit: 3, offset: 50, ids: [] },
+  ])('counts every row whatever the window ($limit at $offset)', async ({ limit, offset, ids }) => {
+    const page = await paginate(rows(), { limit, offset });
+    expect(page.items.map((r: { id: number }) => r.id)).toEqual(ids);
+    expect(page.total).toBe(7);
+  });
+
+  it('says 0 for an empty list', async () => {
+    const page = await paginate(rows().where('id', '>', 100), { limit: 5, offset: 0 });
+    expect(page).toEqual({ items: [], total: 0 });
+  });
+
+  it('takes a count of its own (GROUP BY queries count groups)', async () => {
+    const page = await paginate(rows(), { limit: 2, offset: 0 }, async () => 42);
+    expect(page.total).toBe(42);
+  });
+
+  if (dialect === 'sqlite') {
+    it('compiles LIMIT as an expression, so the statement is not prepared again on every run', () => {
+      expect(rows().limit(3).compile().sql).toMatch(/limit \+\?/);
+    });
+  }
+});
