@@ -4,8 +4,7 @@
  *   node --import tsx examples/approval-plan.ts      # then approve as printed
  */
 import { pathToFileURL } from 'node:url';
-import { createAgent, SwitchboardError, type Switchboard } from '../src/client/index.js';
-import type { Bodies } from '../src/client/types.js';
+import { createAgent, SwitchboardError, type Body, type Switchboard } from '../src/client/index.js';
 import { adminClient, runUntilInterrupted, signingClient } from './connect.js';
 
 async function startWorker(admin: Switchboard, agentId: string, work: (input: Record<string, unknown>) => unknown) {
@@ -23,7 +22,7 @@ export async function main(admin: Switchboard, prefix = 'example') {
     await startWorker(admin, researcher, (input) => ({ notes: [`${input.topic} matters`, `${input.topic} is hard`] })),
     await startWorker(admin, writer, (input) => ({ draft: `On ${input.topic}: ${(input.notes as string[]).join('; ')}.` })),
   ];
-  const plan: Bodies['coordination.createPlan'] = {
+  const plan: Body<'coordination.createPlan'> = {
     alias: `${prefix}-article`,
     steps: [
       { id: 'research', type: 'agent', agent: researcher, input: { topic: '{{input.topic}}' } },

@@ -1,19 +1,23 @@
 import type { Switchboard } from './client.js';
-import type { Bodies, Message } from './types.js';
+import type { Body, Message } from './types.js';
 
 /** Thrown by a handler when retrying cannot help: the message is dead-lettered at once. */
 export class PermanentError extends Error {
   override name = 'PermanentError';
 }
 
+/** Handles one message; what it returns (or resolves to) is the acknowledgement's `output`. */
 export type Handler = (message: Message) => unknown;
 
 export interface AgentOptions {
   client: Switchboard;
   agentId: string;
-  /** Registered on start (capability names, or full registrations without agent_id). */
-  capabilities?: Array<string | Omit<Bodies['discovery.registerCapability'], 'agent_id' | 'groups'>>;
+  /** Registered on start (capability names, or full registrations without agent_id and groups). */
+  capabilities?: Array<string | Omit<Body<'discovery.registerCapability'>, 'agent_id' | 'groups'>>;
+  /** Discovery groups every capability is registered in. */
   groups?: string[];
+  /** Topics (or patterns: `*` one token, final `>` one or more) subscribed to on start. */
+  topics?: string[];
   /** 0 disables heartbeats. Default 10 s. */
   heartbeatIntervalMs?: number;
   /** Messages handled at once. Default 4. */
@@ -27,13 +31,33 @@ export interface AgentOptions {
 }
 
 export interface Agent {
-  /** Routes messages whose event_name matches: exact, or a prefix ending in '*' ('plan.*'). */
+  /**
+   * Routes messages by `event_name`: an exact name (`routine.execute`, `plan.step.execute`, a
+   * topic), a pattern in the subscription syntax (`orders.*`, `orders.>`), or `*` for any.
+   * An exact name wins, then the patterns in the order they were added, then `*`.
+   */
   on(eventName: string, handler: Handler): Agent;
+  /** Registers capabilities and subscriptions, starts heartbeats and the inbox loop. */
   start(): Promise<void>;
-  /** Stops polling and waits for in-flight handlers; deregisters only when asked. */
+  /**
+   * Stops polling and waits for every handler that received a message to finish and be
+   * acknowledged or rejected. Leaves discovery and the topics only with `{ deregister: true }`.
+   */
   stop(options?: { deregister?: boolean }): Promise<void>;
   /** Messages being handled now. */
   readonly inFlight: number;
+}
+
+/** NATS-style matching as the server's subscriptions do it; a lone `*` matches any name. */
+function matches(pattern: string, eventName: string): boolean {
+  if (pattern === '*' || pattern === eventName) return true;
+  const p = pattern.split('.');
+  const t = eventName.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return i === p.length - 1 && t.length > i;
+    if (i >= t.length || (p[i] !== '*' && p[i] !== t[i])) return false;
+  }
+  return p.length === t.length;
 }
 
 /**
@@ -43,27 +67,35 @@ export interface Agent {
  */
 export function createAgent(options: AgentOptions): Agent {
   const { client, agentId } = options;
-  const concurrency = options.concurrency ?? 4;
+  const concurrency = Math.max(1, options.concurrency ?? 4);
   const visibility = options.visibilityTimeoutSeconds ?? 30;
   const pollSeconds = options.pollTimeoutSeconds ?? 5;
   const onError = options.onError ?? ((error: unknown) => console.error(`agent ${agentId}:`, error));
   const handlers: Array<{ pattern: string; handler: Handler }> = [];
   const running = new Set<Promise<void>>();
+  const subscriptions = new Set<string>();
   let active = false;
   let loop: Promise<void> | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
   let slotFreed: (() => void) | undefined;
 
   function route(eventName: string): Handler | undefined {
-    return handlers.find(({ pattern }) => (pattern.endsWith('*') ? eventName.startsWith(pattern.slice(0, -1)) : pattern === eventName))?.handler;
+    return (
+      handlers.find(({ pattern }) => pattern === eventName) ??
+      handlers.find(({ pattern }) => pattern !== '*' && matches(pattern, eventName)) ??
+      handlers.find(({ pattern }) => pattern === '*')
+    )?.handler;
   }
 
   async function handle(message: Message): Promise<void> {
     let settled = false;
-    const lease = setInterval(() => {
-      // An extend racing the acknowledgement finds the message settled: not an error worth reporting.
-      client.messaging.extend({ body: { message_id: message.message_id, visibility_timeout: visibility } }).catch((error: unknown) => settled || onError(error));
-    }, (visibility * 1000) / 2);
+    const lease = setInterval(
+      () => {
+        // An extend racing the acknowledgement finds the message settled: not an error worth reporting.
+        client.messaging.extend({ body: { message_id: message.message_id, visibility_timeout: visibility } }).catch((error: unknown) => settled || onError(error));
+      },
+      (visibility * 1000) / 2,
+    );
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
@@ -95,7 +127,7 @@ export function createAgent(options: AgentOptions): Agent {
         }));
       } catch (error) {
         onError(error);
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (active) await new Promise((resolve) => setTimeout(resolve, 1000));
       }
       // Whatever was received is handled even when stop() came meanwhile: nothing leased is dropped.
       for (const message of messages) {
@@ -119,6 +151,10 @@ export function createAgent(options: AgentOptions): Agent {
         const registration = typeof capability === 'string' ? { capability } : capability;
         await client.discovery.registerCapability({ body: { ...registration, agent_id: agentId, ...(options.groups ? { groups: options.groups } : {}) } });
       }
+      for (const topic of options.topics ?? []) {
+        const subscription = await client.messaging.subscribe({ body: { agent_id: agentId, topic } });
+        subscriptions.add(subscription.id);
+      }
       active = true;
       const interval = options.heartbeatIntervalMs ?? 10_000;
       if (interval > 0) {
@@ -133,7 +169,11 @@ export function createAgent(options: AgentOptions): Agent {
       slotFreed?.();
       await loop;
       await Promise.all(running);
-      if (stopOptions.deregister) await client.discovery.deregisterAgent({ path: { agent_id: agentId } });
+      if (stopOptions.deregister) {
+        for (const id of subscriptions) await client.messaging.unsubscribe({ path: { subscription_id: id } });
+        subscriptions.clear();
+        await client.discovery.deregisterAgent({ path: { agent_id: agentId } });
+      }
     },
     get inFlight() {
       return running.size;

@@ -1,14 +1,19 @@
-import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
-import { OPERATIONS, type Domain, type HttpMethod } from './operations.js';
-import type { Bodies, Results } from './types.js';
+import { createHash, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from './operations.js';
+import type { Body, DomainClient, RawBody, Result } from './types.js';
 
 /** An error envelope from the server (design §2), thrown by every client method. */
 export class SwitchboardError extends Error {
   constructor(
+    /** The HTTP status. */
     readonly status: number,
+    /** The envelope's `error.code` (`not_found`, `conflict`…), or `http_error` when there was no envelope. */
     readonly code: string,
     message: string,
+    /** The request's `meta.request_id` / `X-Request-ID`, for the server's logs. */
     readonly requestId: string | undefined,
+    /** The envelope's `error.details` (for `invalid_request`: each bad field). */
     readonly details?: unknown,
   ) {
     super(message);
@@ -16,46 +21,36 @@ export class SwitchboardError extends Error {
   }
 }
 
+/** Reported before each retry (for logs and metrics). */
+export interface RetryEvent {
+  method: string;
+  path: string;
+  /** 0 for the first retry. */
+  attempt: number;
+  /** How long the client waits before retrying: `Retry-After` when the server sent one, else backoff. */
+  delayMs: number;
+  /** The status that caused the retry, or undefined after a network error. */
+  status?: number;
+  retryAfter?: string | null;
+  error?: unknown;
+}
+
 export type SwitchboardOptions = ({ apiKey: string } | { agentId: string; privateKey: string | KeyObject }) & {
   url: string;
-  /** Attempts after the first on 429 (any method) and 5xx/network errors (idempotent methods). Default 3. */
+  /** Attempts after the first on 429 (any method) and on 5xx/network errors (idempotent methods). Default 3. */
   retries?: number;
+  /** Upper bound of one backoff wait, in ms (not of a server's Retry-After). Default 5000. */
+  maxBackoffMs?: number;
+  onRetry?: (event: RetryEvent) => void;
 };
 
-type Operations = typeof OPERATIONS;
-type PathParams<P extends string> = P extends `${string}{${infer K}}${infer Rest}` ? K | PathParams<Rest> : never;
-type Query = Record<string, string | number | boolean | undefined>;
-type Key<D extends Domain, N extends keyof Operations[D]> = `${D}.${N & string}`;
-// Operations whose shapes are not in types.ts exchange plain JSON, read by the caller.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-export type CallInput<D extends Domain, N extends keyof Operations[D]> = (Operations[D][N] extends readonly [HttpMethod, infer P extends string]
-  ? [PathParams<P>] extends [never]
-    ? { path?: undefined }
-    : { path: Record<PathParams<P>, string | number> }
-  : never) & {
-  query?: Query;
-  /** JSON, or a stream/bytes/form sent as is (artifact uploads). */
-  body?: Key<D, N> extends keyof Bodies ? Bodies[Key<D, N>] : unknown;
+type AnyInput = {
+  path?: Record<string, string | number>;
+  query?: Record<string, unknown>;
+  body?: unknown;
   headers?: Record<string, string>;
   signal?: AbortSignal;
 };
-
-export type ResultOf<D extends Domain, N extends keyof Operations[D]> = Key<D, N> extends keyof Results ? Results[Key<D, N>] : Json;
-
-type NeedsInput<D extends Domain, N extends keyof Operations[D]> = Operations[D][N] extends readonly [HttpMethod, infer P extends string]
-  ? [PathParams<P>] extends [never]
-    ? false
-    : true
-  : false;
-
-export type Operation<D extends Domain, N extends keyof Operations[D]> = ((
-  ...input: NeedsInput<D, N> extends true ? [input: CallInput<D, N>] : [input?: CallInput<D, N>]
-) => Promise<ResultOf<D, N>>) &
-  (N extends `list${string}` ? { all(...input: NeedsInput<D, N> extends true ? [input: CallInput<D, N>] : [input?: CallInput<D, N>]): AsyncIterable<Json> } : unknown);
-
-export type DomainClient<D extends Domain> = { [N in keyof Operations[D]]: Operation<D, N> };
 
 interface Envelope {
   data?: unknown;
@@ -63,24 +58,86 @@ interface Envelope {
   meta?: { request_id?: string; total?: number };
 }
 
-const IDEMPOTENT = new Set(['GET', 'PUT', 'DELETE']);
-const PAGE_SIZE = 100;
+/** Extra artifact methods that stream. */
+export interface ArtifactStreams {
+  /**
+   * Uploads bytes of a known size without holding them in memory, for either kind of credentials:
+   * an upload URL is created, the bytes are PUT to it as they are read, and the upload is confirmed.
+   */
+  uploadStream(
+    input: Omit<Body<'artifacts.createUploadUrl'>, 'expires_in'> & { expires_in?: number; body: RawBody; signal?: AbortSignal },
+  ): Promise<Result<'artifacts.confirmUpload'>>;
+  /** The bytes of a version (default: the current one) as a stream. */
+  downloadStream(input: { artifact_id: string; version?: number; signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>;
+}
 
-function isRaw(body: unknown): body is FormData | Blob | ReadableStream | Uint8Array | string {
-  return body instanceof FormData || body instanceof Blob || body instanceof ReadableStream || body instanceof Uint8Array || typeof body === 'string';
+// GET, PUT and DELETE repeat safely; POST and PATCH may not (a 5xx may come after the work was done).
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+const PAGE_SIZE = 100;
+const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
+
+function isStream(body: unknown): body is ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> {
+  return body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
     signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
   });
 }
 
+/** `Retry-After` in ms: delay-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent or unreadable. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function quote(value: string): string {
+  return value.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
+}
+
+/**
+ * A form as one Blob with a fixed boundary. File parts stay the Blobs they are (a file opened
+ * with `fs.openAsBlob` is read from disk when sent), so the body can be hashed for a signature
+ * in one streaming pass and then sent, without being held in memory.
+ */
+function formBlob(form: FormData): { blob: Blob; contentType: string } {
+  const boundary = `----switchboard-${randomBytes(12).toString('hex')}`;
+  const parts: Array<string | Blob> = [];
+  for (const [name, value] of form) {
+    if (typeof value === 'string') {
+      parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`);
+    } else {
+      parts.push(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"; filename="${quote(value.name)}"\r\n` +
+          `Content-Type: ${value.type || 'application/octet-stream'}\r\n\r\n`,
+        value,
+        '\r\n',
+      );
+    }
+  }
+  parts.push(`--${boundary}--\r\n`);
+  return { blob: new Blob(parts), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+async function sha256Of(blob: Blob): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of blob.stream()) hash.update(chunk);
+  return hash.digest('hex');
+}
+
+function toWebStream(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
+  return body instanceof ReadableStream ? body : (Readable.toWeb(Readable.from(body)) as ReadableStream<Uint8Array>);
+}
+
 /**
  * The Switchboard API client: one typed method per operation, grouped by domain
  * (`client.messaging.send({ body })`), authenticated with an API key or Ed25519 signatures.
- * Results are the envelope's `data`; binary downloads return the `Response` to stream.
+ * Methods resolve to the envelope's `data`; downloads resolve to the `Response`, to stream.
  */
 export class Switchboard {
   readonly auth: DomainClient<'auth'>;
@@ -90,7 +147,7 @@ export class Switchboard {
   readonly projects: DomainClient<'projects'>;
   readonly tasks: DomainClient<'tasks'>;
   readonly coordination: DomainClient<'coordination'>;
-  readonly artifacts: DomainClient<'artifacts'>;
+  readonly artifacts: DomainClient<'artifacts'> & ArtifactStreams;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -98,10 +155,14 @@ export class Switchboard {
   readonly #apiKey: string | undefined;
   readonly #privateKey: KeyObject | undefined;
   readonly #retries: number;
+  readonly #maxBackoffMs: number;
+  readonly #onRetry: ((event: RetryEvent) => void) | undefined;
 
   constructor(options: SwitchboardOptions) {
     this.url = options.url.replace(/\/+$/, '');
     this.#retries = options.retries ?? 3;
+    this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
+    this.#onRetry = options.onRetry;
     if ('apiKey' in options) {
       this.#apiKey = options.apiKey;
     } else {
@@ -115,35 +176,53 @@ export class Switchboard {
     this.projects = this.#domain('projects');
     this.tasks = this.#domain('tasks');
     this.coordination = this.#domain('coordination');
-    this.artifacts = this.#domain('artifacts');
+    const artifacts = this.#domain('artifacts');
+    const streams: ArtifactStreams = {
+      uploadStream: async ({ body, signal, ...intent }) => {
+        const upload = await artifacts.createUploadUrl({ body: intent, ...(signal ? { signal } : {}) });
+        const url = new URL(upload.url);
+        await artifacts.putUpload({
+          path: { upload_id: upload.upload_id },
+          query: { expires: Number(url.searchParams.get('expires')), signature: url.searchParams.get('signature') ?? '' },
+          body,
+          ...(signal ? { signal } : {}),
+        });
+        return artifacts.confirmUpload({ path: { upload_id: upload.upload_id }, ...(signal ? { signal } : {}) });
+      },
+      downloadStream: async ({ artifact_id, version, signal }) => {
+        const response = await artifacts.download({ path: { artifact_id }, query: version === undefined ? {} : { version }, ...(signal ? { signal } : {}) });
+        return response.body ?? new Blob([]).stream();
+      },
+    };
+    this.artifacts = Object.assign(artifacts, streams);
   }
 
   #domain<D extends Domain>(domain: D): DomainClient<D> {
     const methods: Record<string, unknown> = {};
-    for (const [name, [method, template]] of Object.entries(OPERATIONS[domain] as Record<string, readonly [HttpMethod, string]>)) {
-      const call = async (input: CallInput<D, never> = {} as CallInput<D, never>) => (await this.#call(method, template, input)).data;
-      if (name.startsWith('list')) Object.assign(call, { all: (input?: CallInput<D, never>) => this.#pages(method, template, input) });
+    for (const [name, spec] of Object.entries(OPERATIONS[domain] as Record<string, OperationSpec>)) {
+      const call = async (input: AnyInput = {}) => (await this.#call(spec, input)).data;
+      if (spec[2] === PAGED) Object.assign(call, { all: (input?: AnyInput) => this.#pages(spec, input) });
       methods[name] = call;
     }
     return methods as DomainClient<D>;
   }
 
-  /** Every item of a list operation, a page at a time. */
-  async *#pages(method: HttpMethod, template: string, input: CallInput<Domain, never> = {} as CallInput<Domain, never>): AsyncIterable<unknown> {
+  /** Every item of a paginated list, a page at a time (`query.limit` sets the page size). */
+  async *#pages(spec: OperationSpec, input: AnyInput = {}): AsyncIterable<unknown> {
     const limit = Number(input.query?.limit ?? PAGE_SIZE);
     let offset = Number(input.query?.offset ?? 0);
     for (;;) {
-      const { data, meta } = await this.#call(method, template, { ...input, query: { ...input.query, limit, offset } });
+      const { data, meta } = await this.#call(spec, { ...input, query: { ...input.query, limit, offset } });
       const items = data as unknown[];
       yield* items;
       offset += items.length;
-      if (items.length < limit || meta?.total === undefined || offset >= meta.total) return;
+      if (items.length === 0 || items.length < limit || meta?.total === undefined || offset >= meta.total) return;
     }
   }
 
-  async #call(method: HttpMethod, template: string, input: CallInput<Domain, never>): Promise<{ data: unknown; meta?: Envelope['meta'] }> {
+  async #call([method, template, flag]: OperationSpec, input: AnyInput): Promise<{ data: unknown; meta?: Envelope['meta'] }> {
     const path = template.replace(/\{([^}]+)\}/g, (_, name: string) => {
-      const value = (input.path as Record<string, string | number> | undefined)?.[name];
+      const value = input.path?.[name];
       if (value === undefined) throw new TypeError(`${method} ${template}: missing path parameter '${name}'`);
       // The hook path's rest ('*') keeps its slashes.
       return name === '*' ? String(value).split('/').map(encodeURIComponent).join('/') : encodeURIComponent(String(value));
@@ -151,76 +230,116 @@ export class Switchboard {
     const search = new URLSearchParams();
     for (const [key, value] of Object.entries(input.query ?? {})) if (value !== undefined) search.set(key, String(value));
     const pathWithQuery = search.size > 0 ? `${path}?${search}` : path;
-    const response = await this.request(method, pathWithQuery, input.body, input.headers, input.signal);
+    const response = await this.#send(method, pathWithQuery, input.body, input.headers ?? {}, input.signal, flag !== PUBLIC);
     if (!(response.headers.get('content-type') ?? '').includes('json')) return { data: response };
     const envelope = (await response.json()) as Envelope;
     return { data: envelope.data, meta: envelope.meta };
   }
 
   /**
-   * One authenticated request with retries; throws SwitchboardError on an error status. For
-   * paths the table does not know (e.g. a signed URL the server handed out).
+   * One authenticated request with retries, for paths the operation table does not know;
+   * throws SwitchboardError on an error status. `body` is JSON unless it is a FormData, Blob,
+   * stream, Uint8Array or string, which are sent as they are.
    */
-  async request(method: string, pathWithQuery: string, body?: unknown, extraHeaders: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  request(method: string, pathWithQuery: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+    return this.#send(method.toUpperCase(), pathWithQuery, body, headers, signal, true);
+  }
+
+  async #send(
+    method: string,
+    pathWithQuery: string,
+    body: unknown,
+    extraHeaders: Record<string, string>,
+    signal: AbortSignal | undefined,
+    authenticate: boolean,
+  ): Promise<Response> {
     const headers: Record<string, string> = { ...extraHeaders };
-    let payload: RequestInit['body'];
-    let bodyHash: string | undefined;
+    const signing = authenticate && this.#privateKey !== undefined;
+    let payload: Blob | FormData | ReadableStream<Uint8Array> | Uint8Array | string | undefined;
+    let bodySha256 = EMPTY_SHA256;
     if (body === undefined) {
       // No body: signed as the empty string's hash.
-    } else if (isRaw(body)) {
-      // Signed streamed bodies declare their hash (design §3), so they must be read first; bearer calls stream.
+    } else if (body instanceof FormData) {
+      if (signing) {
+        // Signed: one streaming pass for the hash (declared in X-Content-SHA256, design §3), then sent.
+        const { blob, contentType } = formBlob(body);
+        headers['content-type'] = contentType;
+        headers['x-content-sha256'] = bodySha256 = await sha256Of(blob);
+        payload = blob;
+      } else {
+        payload = body;
+      }
+    } else if (body instanceof Blob || body instanceof Uint8Array || typeof body === 'string') {
       payload = body instanceof Uint8Array ? new Blob([body]) : body;
-      if (this.#privateKey) {
-        const buffered = new Response(payload);
-        const bytes = Buffer.from(await buffered.arrayBuffer());
-        headers['content-type'] ??= buffered.headers.get('content-type') ?? 'application/octet-stream';
-        payload = bytes;
-        headers['x-content-sha256'] = createHash('sha256').update(bytes).digest('hex');
+      headers['content-type'] ??= typeof body === 'string' ? 'text/plain; charset=utf-8' : body instanceof Blob && body.type ? body.type : 'application/octet-stream';
+      if (signing) headers['x-content-sha256'] = bodySha256 = await sha256Of(payload instanceof Blob ? payload : new Blob([payload]));
+    } else if (isStream(body)) {
+      headers['content-type'] ??= 'application/octet-stream';
+      if (signing) {
+        // A signature covers the hash of the bytes, known only once they are read: a signed
+        // stream is gathered first (public upload URLs, see uploadStream, take streams as they come).
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of toWebStream(body)) chunks.push(chunk);
+        payload = new Blob(chunks);
+        headers['x-content-sha256'] = bodySha256 = await sha256Of(payload);
+      } else {
+        payload = toWebStream(body);
       }
     } else {
       payload = JSON.stringify(body);
       headers['content-type'] = 'application/json';
-      bodyHash = createHash('sha256').update(payload).digest('hex');
+      bodySha256 = createHash('sha256').update(payload).digest('hex');
     }
     // A stream can be sent only once.
     const retries = payload instanceof ReadableStream ? 0 : this.#retries;
     for (let attempt = 0; ; attempt++) {
-      const signed = { ...headers, ...this.#credentials(method, pathWithQuery, bodyHash ?? headers['x-content-sha256']) };
+      const credentials = authenticate ? this.#credentials(method, pathWithQuery, bodySha256) : {};
       let response: Response;
       try {
-        response = await fetch(this.url + pathWithQuery, { method, headers: signed, body: payload, signal, ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}) });
+        response = await fetch(this.url + pathWithQuery, {
+          method,
+          headers: { ...headers, ...credentials },
+          body: payload,
+          signal,
+          ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
+        } as RequestInit);
       } catch (error) {
         if (attempt >= retries || !IDEMPOTENT.has(method) || signal?.aborted) throw error;
-        await sleep(backoff(attempt), signal);
+        const delayMs = this.#backoff(attempt);
+        this.#onRetry?.({ method, path: pathWithQuery, attempt, delayMs, error });
+        await sleep(delayMs, signal);
         continue;
       }
-      if (response.ok) return response;
+      if (response.ok || response.status === 304) return response;
       // 429 is refused before any work is done, so every method may repeat it; 5xx only idempotent ones.
       const retryable = response.status === 429 || (response.status >= 500 && IDEMPOTENT.has(method));
       if (retryable && attempt < retries) {
         await response.body?.cancel();
-        const retryAfter = Number(response.headers.get('retry-after'));
-        await sleep(Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : backoff(attempt), signal);
+        const retryAfter = response.headers.get('retry-after');
+        const delayMs = retryAfterMs(retryAfter) ?? this.#backoff(attempt);
+        this.#onRetry?.({ method, path: pathWithQuery, attempt, delayMs, status: response.status, retryAfter });
+        await sleep(delayMs, signal);
         continue;
       }
       throw await toError(response);
     }
   }
 
-  #credentials(method: string, pathWithQuery: string, bodySha256: string | undefined): Record<string, string> {
+  /** Exponential backoff with jitter: 100 ms, 200 ms, 400 ms… (half to full), capped. */
+  #backoff(attempt: number): number {
+    return Math.min(this.#maxBackoffMs, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
+  }
+
+  #credentials(method: string, pathWithQuery: string, bodySha256: string): Record<string, string> {
     if (!this.#privateKey) return { authorization: `Bearer ${this.#apiKey}` };
     const timestamp = new Date().toISOString();
-    const message = `${method.toUpperCase()}\n${pathWithQuery}\n${timestamp}\n${bodySha256 ?? createHash('sha256').update('').digest('hex')}`;
+    const message = `${method}\n${pathWithQuery}\n${timestamp}\n${bodySha256}`;
     return {
       'x-agent-id': this.agentId!,
       'x-timestamp': timestamp,
       'x-signature': sign(null, Buffer.from(message), this.#privateKey).toString('base64'),
     };
   }
-}
-
-function backoff(attempt: number): number {
-  return Math.min(5_000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
 }
 
 async function toError(response: Response): Promise<SwitchboardError> {
@@ -232,5 +351,11 @@ async function toError(response: Response): Promise<SwitchboardError> {
     // Not an envelope (a proxy's page): the status and text are all there is.
   }
   const error = envelope.error;
-  return new SwitchboardError(response.status, error?.code ?? 'http_error', error?.message ?? (text || response.statusText), envelope.meta?.request_id ?? response.headers.get('x-request-id') ?? undefined, error?.details);
+  return new SwitchboardError(
+    response.status,
+    error?.code ?? 'http_error',
+    error?.message ?? (text || response.statusText),
+    envelope.meta?.request_id ?? response.headers.get('x-request-id') ?? undefined,
+    error?.details,
+  );
 }

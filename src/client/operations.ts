@@ -1,13 +1,20 @@
+/** Marks a list operation that pages with `limit`/`offset` and reports `meta.total`. */
+export const PAGED = 'paged';
+/** Marks an operation that takes no credentials (its path or query carries its own proof). */
+export const PUBLIC = 'public';
+
 /**
- * Every operation of the HTTP API, by domain, as `[method, path]`. The client's methods are built
- * from this table, and test/client/openapi.test.ts compares it both ways with the served OpenAPI
- * document, so the SDK cannot drift from the server.
+ * Every operation of the HTTP API, by domain, as `[method, path]` (plus PAGED for paginated
+ * lists, which also get an `.all()` async iterator, or PUBLIC). The client's methods are built from this
+ * table, and test/client/openapi.test.ts compares it both ways with the served OpenAPI document
+ * (operations, methods, paths, pagination, and the shapes in schemas.ts), so the SDK cannot drift
+ * from the server.
  */
 export const OPERATIONS = {
   auth: {
     whoami: ['GET', '/api/v1/auth/whoami'],
     createKey: ['POST', '/api/v1/auth/keys'],
-    listKeys: ['GET', '/api/v1/auth/keys'],
+    listKeys: ['GET', '/api/v1/auth/keys', PAGED],
     revokeKey: ['DELETE', '/api/v1/auth/keys/{key_id}'],
     addPublicKey: ['POST', '/api/v1/auth/agents/{agent_id}/public-keys'],
     listPublicKeys: ['GET', '/api/v1/auth/agents/{agent_id}/public-keys'],
@@ -20,35 +27,35 @@ export const OPERATIONS = {
     acknowledge: ['POST', '/api/v1/messaging/acknowledge'],
     reject: ['POST', '/api/v1/messaging/reject'],
     extend: ['POST', '/api/v1/messaging/extend'],
-    listDeadLetters: ['GET', '/api/v1/messaging/dead-letters'],
+    listDeadLetters: ['GET', '/api/v1/messaging/dead-letters', PAGED],
     redriveDeadLetter: ['POST', '/api/v1/messaging/dead-letters/{message_id}/redrive'],
     createSession: ['POST', '/api/v1/messaging/sessions'],
-    listSessions: ['GET', '/api/v1/messaging/sessions'],
+    listSessions: ['GET', '/api/v1/messaging/sessions', PAGED],
     getSession: ['GET', '/api/v1/messaging/sessions/{session_id}'],
     createThread: ['POST', '/api/v1/messaging/threads'],
     getThread: ['GET', '/api/v1/messaging/threads/{thread_id}'],
-    listThreadMessages: ['GET', '/api/v1/messaging/threads/{thread_id}/messages'],
+    listThreadMessages: ['GET', '/api/v1/messaging/threads/{thread_id}/messages', PAGED],
     publish: ['POST', '/api/v1/messaging/publish'],
     subscribe: ['POST', '/api/v1/messaging/subscribe'],
-    listSubscriptions: ['GET', '/api/v1/messaging/subscriptions'],
+    listSubscriptions: ['GET', '/api/v1/messaging/subscriptions', PAGED],
     unsubscribe: ['DELETE', '/api/v1/messaging/subscriptions/{subscription_id}'],
     rateLimit: ['GET', '/api/v1/messaging/rate-limit'],
   },
   discovery: {
     registerCapability: ['POST', '/api/v1/discovery/capabilities'],
-    listCapabilities: ['GET', '/api/v1/discovery/capabilities'],
+    listCapabilities: ['GET', '/api/v1/discovery/capabilities', PAGED],
     getCapability: ['GET', '/api/v1/discovery/capabilities/{capability_id}'],
     removeCapability: ['DELETE', '/api/v1/discovery/capabilities/{capability_id}'],
     deregisterAgent: ['DELETE', '/api/v1/discovery/agents/{agent_id}'],
     findAgents: ['GET', '/api/v1/discovery/agents'],
     heartbeat: ['POST', '/api/v1/discovery/heartbeat'],
     agentHealth: ['GET', '/api/v1/discovery/agents/{agent_id}/health'],
-    listGroups: ['GET', '/api/v1/discovery/groups'],
-    listGroupAgents: ['GET', '/api/v1/discovery/groups/{group_name}/agents'],
+    listGroups: ['GET', '/api/v1/discovery/groups', PAGED],
+    listGroupAgents: ['GET', '/api/v1/discovery/groups/{group_name}/agents', PAGED],
     search: ['POST', '/api/v1/discovery/search'],
   },
   routines: {
-    list: ['GET', '/core/api/v1/routines'],
+    list: ['GET', '/core/api/v1/routines', PAGED],
     create: ['POST', '/core/api/v1/routines'],
     get: ['GET', '/core/api/v1/routines/{id}'],
     update: ['PATCH', '/core/api/v1/routines/{id}'],
@@ -56,21 +63,21 @@ export const OPERATIONS = {
     trigger: ['POST', '/core/api/v1/routines/{id}/trigger'],
     rotateToken: ['POST', '/core/api/v1/routines/{id}/rotate-token'],
     preview: ['GET', '/core/api/v1/routines/{id}/preview'],
-    listFires: ['GET', '/core/api/v1/routines/{id}/fires'],
-    webhook: ['POST', '/core/api/v1/routines/webhook/{token}'],
-    listExecutions: ['GET', '/core/api/v1/routines/{id}/executions'],
+    listFires: ['GET', '/core/api/v1/routines/{id}/fires', PAGED],
+    webhook: ['POST', '/core/api/v1/routines/webhook/{token}', PUBLIC],
+    listExecutions: ['GET', '/core/api/v1/routines/{id}/executions', PAGED],
     getExecution: ['GET', '/core/api/v1/routines/executions/{id}'],
     deleteExecution: ['DELETE', '/core/api/v1/routines/executions/{id}'],
   },
   projects: {
-    list: ['GET', '/core/api/v1/projects'],
+    list: ['GET', '/core/api/v1/projects', PAGED],
     create: ['POST', '/core/api/v1/projects'],
     get: ['GET', '/core/api/v1/projects/{id}'],
     update: ['PUT', '/core/api/v1/projects/{id}'],
     delete: ['DELETE', '/core/api/v1/projects/{id}'],
   },
   tasks: {
-    list: ['GET', '/core/api/v1/tasks'],
+    list: ['GET', '/core/api/v1/tasks', PAGED],
     create: ['POST', '/core/api/v1/tasks'],
     get: ['GET', '/core/api/v1/tasks/{id}'],
     update: ['PATCH', '/core/api/v1/tasks/{id}'],
@@ -80,32 +87,32 @@ export const OPERATIONS = {
     listDependencies: ['GET', '/core/api/v1/tasks/{id}/dependencies'],
     addDependency: ['POST', '/core/api/v1/tasks/{id}/dependencies'],
     removeDependency: ['DELETE', '/core/api/v1/tasks/{id}/dependencies/{dep_id}'],
-    listComments: ['GET', '/core/api/v1/tasks/{id}/comments'],
+    listComments: ['GET', '/core/api/v1/tasks/{id}/comments', PAGED],
     addComment: ['POST', '/core/api/v1/tasks/{id}/comments'],
-    listActivity: ['GET', '/core/api/v1/tasks/{id}/activity'],
+    listActivity: ['GET', '/core/api/v1/tasks/{id}/activity', PAGED],
   },
   coordination: {
     generatePlan: ['POST', '/api/v1/coordination/plans/generate'],
     createPlan: ['POST', '/api/v1/coordination/plans'],
-    listPlans: ['GET', '/api/v1/coordination/plans'],
+    listPlans: ['GET', '/api/v1/coordination/plans', PAGED],
     getPlan: ['GET', '/api/v1/coordination/plans/{plan_id}'],
     updatePlan: ['PUT', '/api/v1/coordination/plans/{plan_id}'],
     deletePlan: ['DELETE', '/api/v1/coordination/plans/{plan_id}'],
     getPlanVersion: ['GET', '/api/v1/coordination/plans/{plan_id}/versions/{version}'],
     startRun: ['POST', '/api/v1/coordination/runs'],
-    listRuns: ['GET', '/api/v1/coordination/runs'],
+    listRuns: ['GET', '/api/v1/coordination/runs', PAGED],
     getRun: ['GET', '/api/v1/coordination/runs/{run_id}'],
-    listRunEvents: ['GET', '/api/v1/coordination/runs/{run_id}/events'],
+    listRunEvents: ['GET', '/api/v1/coordination/runs/{run_id}/events', PAGED],
     cancelRun: ['POST', '/api/v1/coordination/runs/{run_id}/cancel'],
     redriveRun: ['POST', '/api/v1/coordination/runs/{run_id}/redrive'],
     approveStep: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/approve'],
     provideInput: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/input'],
     createTrigger: ['POST', '/api/v1/coordination/triggers'],
-    listTriggers: ['GET', '/api/v1/coordination/triggers'],
+    listTriggers: ['GET', '/api/v1/coordination/triggers', PAGED],
     getTrigger: ['GET', '/api/v1/coordination/triggers/{trigger_id}'],
     updateTrigger: ['PATCH', '/api/v1/coordination/triggers/{trigger_id}'],
     deleteTrigger: ['DELETE', '/api/v1/coordination/triggers/{trigger_id}'],
-    listTriggerFires: ['GET', '/api/v1/coordination/triggers/{trigger_id}/fires'],
+    listTriggerFires: ['GET', '/api/v1/coordination/triggers/{trigger_id}/fires', PAGED],
     // Trigger hooks accept any method under their path ('*' is the rest of it, e.g. "github/push").
     hookGet: ['GET', '/api/v1/coordination/hooks/{*}'],
     hookPost: ['POST', '/api/v1/coordination/hooks/{*}'],
@@ -115,17 +122,17 @@ export const OPERATIONS = {
   },
   artifacts: {
     upload: ['POST', '/api/v1/artifacts'],
-    list: ['GET', '/api/v1/artifacts'],
+    list: ['GET', '/api/v1/artifacts', PAGED],
     createSnippet: ['POST', '/api/v1/artifacts/snippets'],
     createUploadUrl: ['POST', '/api/v1/artifacts/upload-url'],
-    putUpload: ['PUT', '/api/v1/artifacts/uploads/{upload_id}'],
+    putUpload: ['PUT', '/api/v1/artifacts/uploads/{upload_id}', PUBLIC],
     confirmUpload: ['POST', '/api/v1/artifacts/upload-url/{upload_id}/confirm'],
-    listShared: ['GET', '/api/v1/artifacts/shared'],
+    listShared: ['GET', '/api/v1/artifacts/shared', PAGED],
     get: ['GET', '/api/v1/artifacts/{artifact_id}'],
     uploadVersion: ['PUT', '/api/v1/artifacts/{artifact_id}'],
     delete: ['DELETE', '/api/v1/artifacts/{artifact_id}'],
     download: ['GET', '/api/v1/artifacts/{artifact_id}/download'],
-    downloadSigned: ['GET', '/api/v1/artifacts/signed/{artifact_id}/{version}'],
+    downloadSigned: ['GET', '/api/v1/artifacts/signed/{artifact_id}/{version}', PUBLIC],
     createSignedUrl: ['POST', '/api/v1/artifacts/{artifact_id}/signed-url'],
     listVersions: ['GET', '/api/v1/artifacts/{artifact_id}/versions'],
     deleteVersion: ['DELETE', '/api/v1/artifacts/{artifact_id}/versions/{version}'],
@@ -133,7 +140,10 @@ export const OPERATIONS = {
     unshare: ['POST', '/api/v1/artifacts/{artifact_id}/unshare'],
     access: ['GET', '/api/v1/artifacts/{artifact_id}/access'],
   },
-} as const satisfies Record<string, Record<string, readonly [HttpMethod, string]>>;
+} as const satisfies Record<string, Record<string, OperationSpec>>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type OperationSpec = readonly [HttpMethod, string] | readonly [HttpMethod, string, typeof PAGED | typeof PUBLIC];
 export type Domain = keyof typeof OPERATIONS;
+/** `domain.name`, e.g. `messaging.send`. */
+export type OperationKey = { [D in Domain]: `${D}.${keyof (typeof OPERATIONS)[D] & string}` }[Domain];

@@ -1,39 +1,76 @@
-import type { Static } from '@sinclair/typebox';
-import type * as Coordination from '../coordination/schemas.js';
-import type * as Discovery from '../discovery/schemas.js';
+import type { Static, TSchema } from '@sinclair/typebox';
 import type * as Messaging from '../messaging/schemas.js';
-import type * as Routines from '../routines/schemas.js';
+import type { OPERATIONS, Domain, HttpMethod, OperationKey, PAGED } from './operations.js';
+import type { SCHEMAS } from './schemas.js';
 
-/**
- * Request bodies and results typed from the server's own TypeBox schemas (type-only imports:
- * nothing of the server is loaded at run time), so a wrong field fails to compile.
- * Operations not listed here take and return plain JSON.
+/*
+ * Every operation's request and result types, from the server's own TypeBox schemas listed in
+ * schemas.ts (type-only imports: nothing of the server is loaded at run time), so a wrong field
+ * fails to compile, and the schemas themselves are checked against the OpenAPI document.
  */
-export interface Bodies {
-  'messaging.send': Static<typeof Messaging.SendBody>;
-  'messaging.sendBatch': Static<typeof Messaging.SendBatchBody>;
-  'messaging.acknowledge': Static<typeof Messaging.AcknowledgeBody>;
-  'messaging.reject': Static<typeof Messaging.RejectBody>;
-  'messaging.extend': Static<typeof Messaging.ExtendBody>;
-  'messaging.publish': Static<typeof Messaging.PublishBody>;
-  'messaging.subscribe': Static<typeof Messaging.SubscribeBody>;
-  'discovery.registerCapability': Static<typeof Discovery.RegisterBody>;
-  'discovery.heartbeat': Static<typeof Discovery.HeartbeatBody>;
-  'discovery.search': Static<typeof Discovery.SearchBody>;
-  'routines.create': Static<typeof Routines.CreateRoutineBody>;
-  'routines.update': Static<typeof Routines.UpdateRoutineBody>;
-  'coordination.createPlan': Static<typeof Coordination.PlanBody>;
-  'coordination.startRun': Static<typeof Coordination.StartRunBody>;
-  'coordination.approveStep': Static<typeof Coordination.ApproveBody>;
-  'coordination.provideInput': Static<typeof Coordination.InputBody>;
-  'coordination.createTrigger': Static<typeof Coordination.CreateTriggerBody>;
-}
 
-export interface Results {
-  'messaging.receive': { messages: Message[] };
-  'coordination.getRun': Static<typeof Coordination.Run>;
-  'coordination.startRun': Static<typeof Coordination.Run>;
-  'routines.create': Static<typeof Routines.Routine>;
-}
+type Schemas = typeof SCHEMAS;
+type Spec<K extends OperationKey> = K extends `${infer D extends Domain}.${infer N}`
+  ? N extends keyof (typeof OPERATIONS)[D]
+    ? (typeof OPERATIONS)[D][N]
+    : never
+  : never;
+type PathParams<P extends string> = P extends `${string}{${infer Name}}${infer Rest}` ? Name | PathParams<Rest> : never;
+
+/** The JSON request body of an operation (`never` when it takes none). */
+export type Body<K extends OperationKey> = Schemas[K] extends { body: infer B extends TSchema } ? Static<B> : never;
+/** The query parameters of an operation (`never` when it has none). */
+export type Query<K extends OperationKey> = Schemas[K] extends { query: infer Q extends TSchema } ? Static<Q> : never;
+/** What a call resolves to: the envelope's `data`, or the `Response` of a download (to stream). */
+export type Result<K extends OperationKey> = Schemas[K] extends { data: infer D extends TSchema } ? Static<D> : Response;
+/** One element of a paginated list. */
+export type Item<K extends OperationKey> = Result<K> extends ReadonlyArray<infer I> ? I : never;
+/** Operations that page with limit/offset and so have `.all()`. */
+export type IsPaged<K extends OperationKey> = Spec<K> extends readonly [HttpMethod, string, typeof PAGED] ? true : false;
+
+/** Bytes sent as they are: the raw PUT of an upload URL, or a hook's body. */
+export type RawBody = Blob | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | Uint8Array | string;
+
+type PathInput<K extends OperationKey> = [PathParams<Spec<K>[1]>] extends [never]
+  ? { path?: undefined }
+  : { path: Record<PathParams<Spec<K>[1]>, string | number> };
+
+type QueryInput<K extends OperationKey> = Schemas[K] extends { query: infer Q extends TSchema }
+  ? object extends Static<Q>
+    ? { query?: Static<Q> }
+    : { query: Static<Q> }
+  : // Hooks take any query (it becomes event.query); other operations take none.
+    K extends `coordination.hook${string}`
+    ? { query?: Record<string, string | number | boolean | undefined> }
+    : { query?: undefined };
+
+type BodyInput<K extends OperationKey> = Schemas[K] extends { body: infer B extends TSchema }
+  ? Schemas[K] extends { optionalBody: true }
+    ? { body?: Static<B> }
+    : { body: Static<B> }
+  : Schemas[K] extends { content: 'multipart' }
+    ? { /** A form with the part `file` and optional `name`, `content_type`, `metadata`. */ body: FormData }
+    : Schemas[K] extends { content: 'raw' }
+      ? { body: RawBody }
+      : Schemas[K] extends { content: 'any' }
+        ? { /** JSON, or raw bytes sent as they are. */ body?: unknown }
+        : { body?: undefined };
+
+/** The single argument of an operation's method. */
+export type CallInput<K extends OperationKey> = PathInput<K> &
+  QueryInput<K> &
+  BodyInput<K> & {
+    /** Extra request headers (If-Match, Range…). */
+    headers?: Record<string, string>;
+    signal?: AbortSignal;
+  };
+
+type Args<K extends OperationKey> = object extends CallInput<K> ? [input?: CallInput<K>] : [input: CallInput<K>];
+
+/** A typed method; paginated lists also have `.all()`, an async iterator over every page. */
+export type Operation<K extends OperationKey> = ((...input: Args<K>) => Promise<Result<K>>) &
+  (IsPaged<K> extends true ? { all(...input: Args<K>): AsyncIterable<Item<K>> } : unknown);
+
+export type DomainClient<D extends Domain> = { [N in keyof (typeof OPERATIONS)[D] & string]: Operation<`${D}.${N}` & OperationKey> };
 
 export type Message = Static<typeof Messaging.Message>;

@@ -1,0 +1,161 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import * as Artifacts from '../artifacts/schemas.js';
+import * as Auth from '../auth/schemas.js';
+import * as Coordination from '../coordination/schemas.js';
+import * as Discovery from '../discovery/schemas.js';
+import { PageQuery } from '../http/schemas.js';
+import * as Messaging from '../messaging/schemas.js';
+import * as Routines from '../routines/schemas.js';
+import * as Tasks from '../tasks/schemas.js';
+import type { OperationKey } from './operations.js';
+
+/**
+ * The shapes of every operation, by the server's own TypeBox schemas: `body` (JSON request
+ * body; `optionalBody` when it may be left out), `query`, and `data` (the envelope's data).
+ * Operations without `data` answer with bytes (the client returns the `Response`); `upload`
+ * takes a multipart form, `raw` takes bytes.
+ *
+ * The client imports this module for its types only (`import type`): nothing of the server is
+ * loaded at run time. test/client/openapi.test.ts compares each entry with the served OpenAPI
+ * document, so a type here cannot disagree with what the server validates and answers.
+ */
+export interface OperationSchema {
+  body?: TSchema;
+  optionalBody?: true;
+  query?: TSchema;
+  data?: TSchema;
+  /** The request body is a multipart form (`FormData`) or raw bytes, not JSON. */
+  content?: 'multipart' | 'raw' | 'any';
+}
+
+const Deleted = Type.Object({ id: Type.String(), deleted: Type.Literal(true) });
+const list = <T extends TSchema>(item: T) => Type.Array(item);
+
+export const SCHEMAS = {
+  'auth.whoami': { data: Auth.WhoAmI },
+  'auth.createKey': { body: Auth.CreateKeyBody, data: Auth.CreatedKey },
+  'auth.listKeys': { query: Auth.ListKeysQuery, data: list(Auth.ApiKey) },
+  'auth.revokeKey': { data: Deleted },
+  'auth.addPublicKey': { body: Auth.AddPublicKeyBody, data: Auth.PublicKey },
+  'auth.listPublicKeys': { data: list(Auth.PublicKey) },
+  'auth.removePublicKey': { data: Deleted },
+
+  'messaging.send': { body: Messaging.SendBody, data: Messaging.Sent },
+  'messaging.sendBatch': { body: Messaging.SendBatchBody, data: Type.Object({ messages: Type.Array(Messaging.Sent) }) },
+  'messaging.receive': { query: Messaging.ReceiveQuery, data: Type.Object({ messages: Type.Array(Messaging.Message) }) },
+  'messaging.acknowledge': { body: Messaging.AcknowledgeBody, data: Type.Object({ acknowledged: Type.Array(Type.String()) }) },
+  'messaging.reject': {
+    body: Messaging.RejectBody,
+    data: Type.Object({
+      message_id: Type.String(),
+      status: Type.Union([Type.Literal('requeued'), Type.Literal('dead_lettered')]),
+      retry_at: Type.Union([Type.String(), Type.Null()]),
+    }),
+  },
+  'messaging.extend': { body: Messaging.ExtendBody, data: Type.Object({ message_id: Type.String(), visible_at: Type.String() }) },
+  'messaging.listDeadLetters': { query: Messaging.AgentQuery, data: list(Messaging.DeadLetter) },
+  'messaging.redriveDeadLetter': { data: Messaging.Message },
+  'messaging.createSession': { body: Messaging.SessionBody, data: Messaging.Session },
+  'messaging.listSessions': { query: PageQuery, data: list(Messaging.Session) },
+  'messaging.getSession': { data: Messaging.Session },
+  'messaging.createThread': { body: Messaging.ThreadBody, data: Messaging.Thread },
+  'messaging.getThread': { data: Messaging.Thread },
+  'messaging.listThreadMessages': { query: PageQuery, data: list(Messaging.Message) },
+  'messaging.publish': { body: Messaging.PublishBody, data: Messaging.Published },
+  'messaging.subscribe': { body: Messaging.SubscribeBody, data: Messaging.Subscription },
+  'messaging.listSubscriptions': { query: Messaging.AgentQuery, data: list(Messaging.Subscription) },
+  'messaging.unsubscribe': { data: Deleted },
+  'messaging.rateLimit': { query: Messaging.RateLimitQuery, data: Messaging.RateLimitStatus },
+
+  'discovery.registerCapability': { body: Discovery.RegisterBody, data: Discovery.Capability },
+  'discovery.listCapabilities': { query: Discovery.ListCapabilitiesQuery, data: list(Discovery.Capability) },
+  'discovery.getCapability': { data: Discovery.Capability },
+  'discovery.removeCapability': { data: Deleted },
+  'discovery.deregisterAgent': { data: Discovery.AgentDeleted },
+  'discovery.findAgents': { query: Discovery.LookupQuery, data: Discovery.LookupEnvelope.properties.data },
+  'discovery.heartbeat': { body: Discovery.HeartbeatBody, data: Discovery.HealthRecord },
+  'discovery.agentHealth': { data: Discovery.HealthRecord },
+  'discovery.listGroups': { query: PageQuery, data: list(Discovery.Group) },
+  'discovery.listGroupAgents': { query: PageQuery, data: list(Discovery.GroupMember) },
+  'discovery.search': { body: Discovery.SearchBody, data: Discovery.SearchEnvelope.properties.data },
+
+  'routines.list': { query: Routines.ListRoutinesQuery, data: list(Routines.Routine) },
+  'routines.create': { body: Routines.CreateRoutineBody, data: Routines.Routine },
+  'routines.get': { data: Routines.Routine },
+  'routines.update': { body: Routines.UpdateRoutineBody, data: Routines.Routine },
+  'routines.delete': { data: Deleted },
+  'routines.trigger': { body: Routines.TriggerBody, optionalBody: true, data: Routines.Execution },
+  'routines.rotateToken': { data: Routines.WebhookToken },
+  'routines.preview': { query: Routines.PreviewQuery, data: Type.Array(Type.String({ format: 'date-time' })) },
+  'routines.listFires': { query: PageQuery, data: list(Routines.Fire) },
+  'routines.webhook': { content: 'any', data: Type.Object({ execution_id: Type.String() }) },
+  'routines.listExecutions': { query: Routines.ListExecutionsQuery, data: list(Routines.Execution) },
+  'routines.getExecution': { data: Routines.Execution },
+  'routines.deleteExecution': { data: Deleted },
+
+  'projects.list': { query: Tasks.ListProjectsQuery, data: list(Tasks.Project) },
+  'projects.create': { body: Tasks.ProjectBody, data: Tasks.Project },
+  'projects.get': { data: Tasks.Project },
+  'projects.update': { body: Tasks.ProjectBody, data: Tasks.Project },
+  'projects.delete': { query: Tasks.DeleteProjectQuery, data: Deleted },
+
+  'tasks.list': { query: Tasks.ListTasksQuery, data: list(Tasks.Task) },
+  'tasks.create': { body: Tasks.CreateTaskBody, data: Tasks.Task },
+  'tasks.get': { data: Tasks.Task },
+  'tasks.update': { body: Tasks.UpdateTaskBody, data: Tasks.Task },
+  'tasks.delete': { data: Deleted },
+  'tasks.claim': { body: Tasks.ClaimBody, optionalBody: true, data: Tasks.Task },
+  'tasks.release': { data: Tasks.Task },
+  'tasks.listDependencies': { data: list(Tasks.Dependency) },
+  'tasks.addDependency': { body: Tasks.AddDependencyBody, data: Tasks.Dependency },
+  'tasks.removeDependency': { data: Deleted },
+  'tasks.listComments': { query: PageQuery, data: list(Tasks.Comment) },
+  'tasks.addComment': { body: Tasks.AddCommentBody, data: Tasks.Comment },
+  'tasks.listActivity': { query: PageQuery, data: list(Tasks.Activity) },
+
+  'coordination.generatePlan': { body: Coordination.GenerateBody, data: Coordination.GeneratedPlan },
+  'coordination.createPlan': { body: Coordination.PlanBody, data: Coordination.Plan },
+  'coordination.listPlans': { query: PageQuery, data: list(Coordination.Plan) },
+  'coordination.getPlan': { data: Coordination.Plan },
+  'coordination.updatePlan': { body: Coordination.PlanBody, data: Coordination.Plan },
+  'coordination.deletePlan': { data: Deleted },
+  'coordination.getPlanVersion': { data: Coordination.Plan },
+  'coordination.startRun': { body: Coordination.StartRunBody, data: Coordination.Run },
+  'coordination.listRuns': { query: Coordination.ListRunsQuery, data: list(Coordination.Run) },
+  'coordination.getRun': { data: Coordination.Run },
+  'coordination.listRunEvents': { query: PageQuery, data: list(Coordination.RunEvent) },
+  'coordination.cancelRun': { data: Coordination.Run },
+  'coordination.redriveRun': { data: Coordination.Run },
+  'coordination.approveStep': { body: Coordination.ApproveBody, data: Coordination.Run },
+  'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
+  'coordination.createTrigger': { body: Coordination.CreateTriggerBody, data: Coordination.Trigger },
+  'coordination.listTriggers': { query: Coordination.ListTriggersQuery, data: list(Coordination.Trigger) },
+  'coordination.getTrigger': { data: Coordination.Trigger },
+  'coordination.updateTrigger': { body: Coordination.UpdateTriggerBody, data: Coordination.Trigger },
+  'coordination.deleteTrigger': { data: Deleted },
+  'coordination.listTriggerFires': { query: PageQuery, data: list(Coordination.Fire) },
+  'coordination.hookGet': { data: Coordination.HookStarted },
+  'coordination.hookPost': { content: 'any', data: Coordination.HookStarted },
+  'coordination.hookPut': { content: 'any', data: Coordination.HookStarted },
+  'coordination.hookPatch': { content: 'any', data: Coordination.HookStarted },
+  'coordination.hookDelete': { content: 'any', data: Coordination.HookStarted },
+
+  'artifacts.upload': { content: 'multipart', data: Artifacts.Artifact },
+  'artifacts.list': { query: Artifacts.ListQuery, data: list(Artifacts.Artifact) },
+  'artifacts.createSnippet': { body: Artifacts.SnippetBody, data: Artifacts.Artifact },
+  'artifacts.createUploadUrl': { body: Artifacts.UploadIntentBody, data: Artifacts.UploadIntent },
+  'artifacts.putUpload': { content: 'raw', query: Artifacts.SignatureQuery, data: Artifacts.UploadReceived },
+  'artifacts.confirmUpload': { data: Artifacts.Artifact },
+  'artifacts.listShared': { query: Artifacts.SharedQuery, data: list(Artifacts.Artifact) },
+  'artifacts.get': { data: Artifacts.Artifact },
+  'artifacts.uploadVersion': { content: 'multipart', data: Artifacts.Artifact },
+  'artifacts.delete': { data: Deleted },
+  'artifacts.download': { query: Artifacts.DownloadQuery },
+  'artifacts.downloadSigned': { query: Artifacts.SignatureQuery },
+  'artifacts.createSignedUrl': { body: Artifacts.SignedUrlBody, data: Artifacts.SignedUrl },
+  'artifacts.listVersions': { data: Artifacts.VersionList },
+  'artifacts.deleteVersion': { data: Artifacts.VersionDeleted },
+  'artifacts.share': { body: Artifacts.ShareBody, data: Artifacts.AccessList },
+  'artifacts.unshare': { body: Artifacts.UnshareBody, data: Artifacts.AccessList },
+  'artifacts.access': { data: Artifacts.AccessList },
+} satisfies Record<OperationKey, OperationSchema>;
