@@ -30,7 +30,7 @@ describeEachDialect('paginate', (dialect) => {
     { limit: 3, offset: 50, ids: [] },
   ])('counts every row whatever the window ($limit at $offset)', async ({ limit, offset, ids }) => {
     const page = await paginate(rows(), { limit, offset });
-    expect(page.items.map((r: { id: number }) => r.id)).toEqual(ids);
+    expect((page.items as { id: number }[]).map((r) => r.id)).toEqual(ids);
     expect(page.total).toBe(7);
   });
 
