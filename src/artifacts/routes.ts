@@ -125,6 +125,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.post(
       '/artifacts',
       {
+        config: { verifiesBodyHash: true },
         schema: { tags, summary: 'Upload a file as a new artifact (multipart)', description: FORM_DESCRIPTION, consumes: ['multipart/form-data'], response: { 201: ArtifactResponse } },
       },
       async (request, reply) => created(reply, await service.create(request.principal, incomingForm(request, maxUploadBytes))),
@@ -265,6 +266,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.put(
       '/artifacts/:artifact_id',
       {
+        config: { verifiesBodyHash: true },
         schema: {
           tags,
           summary: 'Upload a new version (multipart); If-Match: <sha256> makes it conditional (412)',

@@ -56,7 +56,8 @@ export class InvalidRequest extends AppError {
 
 export class Unauthorized extends AppError {
   constructor(message = 'Missing or invalid credentials') {
-    super('unauthorized', message);
+    // RFC 9110: a 401 names the scheme it wants.
+    super('unauthorized', message, undefined, { 'WWW-Authenticate': 'Bearer realm="switchboard"' });
   }
 }
 

@@ -50,6 +50,7 @@ describeEachDialect('API keys', (dialect) => {
       const res = await server.api.get('/api/v1/auth/whoami', { key: null, headers });
       expect(res.status, JSON.stringify(headers)).toBe(401);
       expect(res.body.error.code).toBe('unauthorized');
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="switchboard"');
     }
   });
 

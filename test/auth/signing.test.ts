@@ -57,6 +57,19 @@ describeEachDialect('Ed25519 request signing', (dialect) => {
     expect(tampered.status).toBe(401);
   });
 
+  it('trusts a declared X-Content-SHA256 only on routes that check it against the body', async () => {
+    const dana = keyPair();
+    expect((await server.api.post('/api/v1/auth/agents/dana/public-keys', { public_key: dana.raw })).status).toBe(201);
+    // A signature over some other body's hash, sent with no body and that hash declared.
+    const path = '/api/v1/auth/whoami';
+    const otherBody = JSON.stringify({ anything: true });
+    const headers = { ...signedHeaders(dana.privateKey, 'dana', 'GET', path, otherBody), 'x-content-sha256': sha256Hex(otherBody) };
+    const forged = await server.api.get(path, { key: null, headers });
+    expect(forged.status).toBe(401);
+    expect(forged.body.error.message).toMatch(/signature/i);
+    expect((await server.api.get(path, { key: null, headers: signedHeaders(dana.privateKey, 'dana', 'GET', path) })).status).toBe(200);
+  });
+
   it('rejects stale, replayed, unknown-key and malformed signatures with 401', async () => {
     const path = '/api/v1/auth/whoami';
     const stale = signedHeaders(alice.privateKey, 'alice', 'GET', path, '', new Date(Date.now() - 301_000).toISOString());

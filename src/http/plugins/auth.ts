@@ -19,6 +19,12 @@ declare module 'fastify' {
     public?: boolean;
     /** false: not counted against any budget (health probes). */
     rateLimit?: boolean;
+    /**
+     * The route streams its body and checks it against `X-Content-SHA256` itself, so a
+     * signature may cover that declared hash. Elsewhere a body that was not read as JSON is
+     * signed as empty: an unchecked declaration would let a signature cover other bytes.
+     */
+    verifiesBodyHash?: boolean;
   }
 }
 
@@ -74,7 +80,7 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
   });
 
   async function verifySignature(request: FastifyRequest, reply: FastifyReply, signed: NonNullable<FastifyRequest['signedBy']>) {
-    const declared = header(request, 'x-content-sha256');
+    const declared = request.routeOptions.config.verifiesBodyHash ? header(request, 'x-content-sha256') : undefined;
     const bodySha256 = request.rawBody ? sha256Hex(request.rawBody) : (declared?.toLowerCase() ?? EMPTY_BODY_SHA256);
     request.principal = await auth.authenticateSignature({
       ...signed,
