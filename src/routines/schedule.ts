@@ -14,21 +14,26 @@ export const MISSED_AFTER_MS = 60_000;
 /** At most this many missed slots are fired (`all`) or recorded as skipped, per pass. */
 export const MAX_CATCH_UP_SLOTS = 100;
 
+// Zones that Intl accepted (a finite set of IANA names): asking Intl costs ~25 µs a time.
+const validZones = new Set<string>();
+
 export function isValidTimeZone(zone: string): boolean {
+  if (validZones.has(zone)) return true;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
   } catch {
     return false;
   }
+  if (validZones.size < 10_000) validZones.add(zone);
+  return true;
 }
 
 /** Returns a message saying what is wrong with the expression, or null when it parses. */
 export function cronProblem(expression: string, timezone = 'UTC'): string | null {
   if (expression.trim() === '') return 'must not be empty';
   try {
-    const cron = new Cron(expression, { timezone, paused: true });
-    if (cron.nextRun(new Date(0)) === null) return 'never fires';
+    // Parsed through the shared cache: the routine being validated is about to use it.
+    if (Schedule.of(expression, timezone).next(0) === null) return 'never fires';
     return null;
   } catch (err) {
     return err instanceof Error ? err.message.replace(/^CronPattern: /, '') : 'is not a valid cron expression';

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
+import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -66,7 +67,45 @@ export type FireRow = Selectable<RoutineFiresTable>;
 
 const UNFINISHED: ExecutionStatus[] = ['pending', 'running'];
 
+const FIRE_TEMPLATE: Record<keyof FireRow, null> = {
+  id: null,
+  routine_id: null,
+  scheduled_for: null,
+  outcome: null,
+  reason: null,
+  execution_id: null,
+  created_at: null,
+};
+
+const EXECUTION_TEMPLATE: Record<keyof ExecutionRow, null> = {
+  id: null,
+  routine_id: null,
+  status: null,
+  trigger: null,
+  payload: null,
+  scheduled_for: null,
+  message_id: null,
+  output: null,
+  deadline_at: null,
+  created_at: null,
+  started_at: null,
+  completed_at: null,
+};
+
 export class RoutinesStore {
+  /** A slot already in the ledger is left alone: RETURNING names the fires that are new. */
+  private readonly fireInsert = new BulkInsert<FireRow>(FIRE_TEMPLATE, (trx, rows) =>
+    trx
+      .insertInto('routine_fires')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing())
+      .returning('id')
+      .compile(),
+  );
+  private readonly executionInsert = new BulkInsert<ExecutionRow>(EXECUTION_TEMPLATE, (trx, rows) =>
+    trx.insertInto('routine_executions').values(rows).compile(),
+  );
+
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
@@ -160,20 +199,13 @@ export class RoutinesStore {
    * key is what makes a slot fire once, whatever raced for it.
    */
   async insertFires(trx: Db, rows: FireRow[]): Promise<FireRow[]> {
-    if (rows.length === 0) return [];
-    const inserted = await trx
-      .insertInto('routine_fires')
-      .values(rows)
-      .onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing())
-      .returning('id')
-      .execute();
+    const inserted = await this.fireInsert.run<{ id: string }>(trx, rows);
     const ids = new Set(inserted.map((r) => r.id));
     return rows.filter((r) => ids.has(r.id));
   }
 
   async insertExecutions(trx: Db, rows: ExecutionRow[]): Promise<void> {
-    // Chunks keep each statement under SQLite's bound-parameter limit.
-    for (let i = 0; i < rows.length; i += 500) await trx.insertInto('routine_executions').values(rows.slice(i, i + 500)).execute();
+    await this.executionInsert.run(trx, rows);
   }
 
   /**
