@@ -17,6 +17,7 @@ import {
   type QueryCompiler,
   type SqliteDatabase,
   type SqliteDialectConfig,
+  type SqliteStatement,
 } from 'kysely';
 import pg from 'pg';
 import { BoundedMap } from '../kernel/bounded-map.js';
@@ -149,14 +150,41 @@ function retryBusy<T>(work: () => T, timeoutMs = 5000): T {
  * Kysely runs one query at a time on its single SQLite connection.
  */
 function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 500): SqliteDatabase {
-  const cache = new BoundedMap<string, BetterSqlite3.Statement>(capacity);
+  const cache = new BoundedMap<string, SqliteStatement>(capacity);
   return {
     close: () => sqlite.close(),
     prepare(sqlText: string) {
-      const statement = cache.get(sqlText) ?? sqlite.prepare(sqlText);
+      const statement = cache.get(sqlText) ?? withFastRows(sqlite.prepare(sqlText));
       // Setting again marks it most recently used, so the least used one goes first.
       cache.set(sqlText, statement);
       return statement;
+    },
+  };
+}
+
+/**
+ * better-sqlite3 builds each row object one property at a time (~0.7 µs a value: half of
+ * claiming 2,000 due routines). A reader statement runs in raw mode instead, and its rows
+ * become objects through one literal of fixed shape per statement: the same rows, about
+ * twice as fast (measured). Column names reach the generated code only as JSON strings.
+ */
+function withFastRows(statement: BetterSqlite3.Statement): SqliteStatement {
+  if (!statement.reader) return statement;
+  const names = statement.columns().map((column) => column.name);
+  const fields = names.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ');
+  const toRow = new Function('v', `return { ${fields} };`) as (values: unknown[]) => unknown;
+  statement.raw(true);
+  return {
+    reader: true,
+    all(parameters) {
+      const rows = statement.all(parameters) as unknown[][];
+      const objects = new Array<unknown>(rows.length);
+      for (let i = 0; i < rows.length; i++) objects[i] = toRow(rows[i]!);
+      return objects;
+    },
+    run: (parameters) => statement.run(parameters),
+    *iterate(parameters) {
+      for (const values of statement.iterate(parameters) as IterableIterator<unknown[]>) yield toRow(values);
     },
   };
 }
