@@ -3,6 +3,7 @@
  * limiter, envelope, SQLite query) against a bare Fastify hello-world, 50 connections.
  * Target: ≥ 60% of the baseline's requests/s, p99 ≤ 10 ms.
  */
+import os from 'node:os';
 import { compare, fmt, machine, record, startBaseline, startSwitchboard } from './lib.js';
 
 export default async function foundation(): Promise<void> {
@@ -10,12 +11,13 @@ export default async function foundation(): Promise<void> {
   const server = await startSwitchboard({ dialect: 'sqlite' });
   try {
     const { a, b } = await compare(
-      { url: `${baseline.url}/`, connections: 50, duration: 10 },
+      { url: `${baseline.url}/`, connections: 50, duration: 10, serverCpuMs: baseline.cpuMs },
       {
         url: `${server.url}/api/v1/auth/keys?limit=1`,
         headers: { authorization: `Bearer ${server.adminKey}` },
         connections: 50,
         duration: 10,
+        serverCpuMs: server.cpuMs,
       },
     );
     if (b.non2xx > 0 || b.errors > 0) throw new Error(`switchboard answered ${b.non2xx} non-2xx and ${b.errors} errors`);
@@ -26,12 +28,13 @@ export default async function foundation(): Promise<void> {
       `Machine: ${machine()}. Command: \`npm run build && npm run bench -- foundation\` (${new Date().toISOString().slice(0, 10)}).`,
       'Each side: 2 s warm-up, then 2 interleaved rounds of 10 s at 50 connections; medians.',
       '',
-      '| target | req/s | p50 ms | p99 ms |',
-      '|---|---:|---:|---:|',
-      `| bare Fastify hello-world | ${fmt(a.rps)} | ${a.p50} | ${a.p99} |`,
-      `| GET /api/v1/auth/keys?limit=1 (admin key, SQLite) | ${fmt(b.rps)} | ${b.p50} | ${b.p99} |`,
+      '| target | req/s | p50 ms | p99 ms | server CPU µs/request |',
+      '|---|---:|---:|---:|---:|',
+      `| bare Fastify hello-world | ${fmt(a.rps)} | ${a.p50} | ${a.p99} | ${fmt(a.cpuUs ?? NaN)} |`,
+      `| GET /api/v1/auth/keys?limit=1 (admin key, SQLite) | ${fmt(b.rps)} | ${b.p50} | ${b.p99} | ${fmt(b.cpuUs ?? NaN)} |`,
       '',
       `Ratio: **${fmt(ratio * 100, 1)}%** of the baseline's requests/s (target ≥ 60%); p99 ${b.p99} ms (target ≤ 10 ms).`,
+      `CPU per request: the baseline's is ${fmt(((a.cpuUs ?? NaN) / (b.cpuUs ?? NaN)) * 100, 1)}% of ours (the ceiling of the req/s ratio when the server is the bottleneck; it moves little with other load). 1-minute load average at the end: ${os.loadavg()[0]!.toFixed(2)}.`,
     ];
     record('foundation', lines.join('\n'));
     console.log(lines.join('\n'));

@@ -140,6 +140,8 @@ export interface LoadOptions {
   /** Requests per connection-run setup, for dynamic bodies. */
   requests?: autocannon.Request[];
   pipelining?: number;
+  /** The server's CPU time so far (ms): the result then says what one request cost it. */
+  serverCpuMs?: () => number;
 }
 
 export interface LoadResult {
@@ -149,12 +151,15 @@ export interface LoadResult {
   requests: number;
   errors: number;
   non2xx: number;
+  /** Server CPU µs per request (with `serverCpuMs`): unlike req/s, it barely moves with other load on the machine. */
+  cpuUs?: number;
 }
 
 /** One autocannon run against 127.0.0.1, bounded in time. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
   const target = new URL(options.url);
   if (!['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname)) throw new Error('benchmarks only target loopback');
+  const cpuBefore = options.serverCpuMs?.();
   const result = await autocannon({
     url: options.url,
     method: options.method ?? 'GET',
@@ -172,6 +177,10 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     requests: result.requests.total,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
+    cpuUs:
+      cpuBefore === undefined || result.requests.total === 0
+        ? undefined
+        : ((options.serverCpuMs!() - cpuBefore) * 1000) / result.requests.total,
   };
 }
 
@@ -213,6 +222,7 @@ export async function compare(
     requests: runs.reduce((sum, r) => sum + r.requests, 0),
     errors: runs.reduce((sum, r) => sum + r.errors, 0),
     non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    cpuUs: runs.every((r) => r.cpuUs !== undefined) ? median(runs.map((r) => r.cpuUs!)) : undefined,
   });
   return { a: pick(as), b: pick(bs) };
 }
