@@ -641,13 +641,13 @@ export class MessagingService implements Inbox, DeliveryStats {
     if (problem) throw InvalidRequest.field('topic', problem);
     const now = this.deps.clock.now();
     const source = caller.agentId ?? caller.actor;
-    const rows = await this.store.transaction(async (trx) => {
-      const candidates = await this.store.candidateSubscriptions(trx, topic);
-      const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
-      const messages = subscribers.map((destination) => this.newRow({ source, destination, event_name: topic, payload }, now));
-      await this.store.insertMessages(trx, messages);
-      return messages;
-    });
+    // No transaction around the read: a subscription made or removed while this runs is one
+    // made just after or just before the publish. Most topics have no subscriber (events for
+    // triggers and waits): then nothing is written at all.
+    const candidates = await this.store.candidateSubscriptions(this.store.db, topic);
+    const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
+    const rows = subscribers.map((destination) => this.newRow({ source, destination, event_name: topic, payload }, now));
+    if (rows.length > 0) await this.store.transaction((trx) => this.store.insertMessages(trx, rows));
     this.wakeups.committed(rows.map((r) => r.destination));
     const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
     for (const listener of this.publishListeners) {
