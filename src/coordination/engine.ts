@@ -7,7 +7,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { AgentDirectory, Inbox, MessageOutcome, PublishedEvent } from '../kernel/ports.js';
+import type { AgentDirectory, Inbox, MessageOutcome, OutgoingMessage, PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/topics.js';
 import {
   asList,
@@ -87,12 +87,19 @@ interface RunContext {
   failed: StepState | null;
   /** Set while a parent run is itself in memory (start or cancel of a child): it reads the outcome directly. */
   parentInMemory: boolean;
+  /**
+   * The step messages this transition sends, sent together when it is saved (one insert for
+   * all, and for all the runs of a batch); a step's `message_id` is set then.
+   */
+  outbox: { message: OutgoingMessage; step: StepState }[];
 }
 
 export interface StartRun {
   planId: string;
   planVersion: number;
   definition: PlanDefinition;
+  /** The definition as stored with its plan version, when the caller has it (saves serializing it again). */
+  definitionText?: string;
   input: Record<string, unknown>;
   event?: unknown;
   adaptive?: Adaptive;
@@ -182,6 +189,7 @@ export class RunEngine {
       event: parseNullableJson(run.event),
       failed: null,
       parentInMemory: false,
+      outbox: [],
     };
   }
 
@@ -190,6 +198,12 @@ export class RunEngine {
     const run = await this.store.findRun(runId, trx, true);
     if (!run) return null;
     return this.context(run, await this.steps(trx, run), false);
+  }
+
+  /** The steps of `run` in plan order (position, then item): from memory when this node saved it last. */
+  async stepsOf(trx: Db, run: RunRow): Promise<RunStepRow[]> {
+    const rows = await this.steps(trx, run);
+    return rows.sort((a, b) => a.position - b.position || a.item_index - b.item_index);
   }
 
   private async steps(trx: Db, run: RunRow): Promise<RunStepRow[]> {
@@ -206,17 +220,50 @@ export class RunEngine {
   }
 
   private async save(trx: Db, ctx: RunContext): Promise<void> {
+    if (ctx.isNew) return this.saveNew(trx, [ctx]);
+    await this.send(trx, ctx.outbox);
     const { run } = ctx;
-    run.revision = `${this.revisionPrefix}.${++this.revisions}`;
-    if (ctx.isNew) {
-      await this.store.insertRun(trx, run, [...ctx.steps.values()].map((s) => s.row));
-      await this.store.insertEvents(trx, ctx.events);
-    } else {
-      run.updated_at = ctx.now;
-      const changed: RunStepRow[] = [];
-      for (const step of ctx.steps.values()) if (step.dirty) changed.push(step.row);
-      await this.store.saveTransition(trx, run, changed, ctx.events);
+    run.revision = this.nextRevision();
+    run.updated_at = ctx.now;
+    const changed: RunStepRow[] = [];
+    for (const step of ctx.steps.values()) if (step.dirty) changed.push(step.row);
+    await this.store.saveTransition(trx, run, changed, ctx.events);
+    await this.saved(trx, ctx);
+  }
+
+  /** Inserts new runs (one statement per table for all of them), then what follows any save. */
+  private async saveNew(trx: Db, contexts: RunContext[]): Promise<void> {
+    await this.send(trx, contexts.length === 1 ? contexts[0]!.outbox : contexts.flatMap((ctx) => ctx.outbox));
+    const runs: RunRow[] = [];
+    const steps: RunStepRow[] = [];
+    const events: NewRunEvent[] = [];
+    for (const ctx of contexts) {
+      ctx.run.revision = this.nextRevision();
+      runs.push(ctx.run);
+      for (const step of ctx.steps.values()) steps.push(step.row);
+      for (const event of ctx.events) events.push(event);
     }
+    await this.store.insertRuns(trx, { runs, steps, events });
+    for (const ctx of contexts) await this.saved(trx, ctx);
+  }
+
+  /** Sends the step messages in `outbox` (emptying it) and sets their steps' `message_id`. */
+  private async send(trx: Db, outbox: RunContext['outbox']): Promise<void> {
+    if (outbox.length === 0) return;
+    const pending = outbox.splice(0);
+    const sent = await this.deps.inbox.sendMany(
+      pending.map((p) => p.message),
+      trx,
+    );
+    pending.forEach(({ step }, i) => (step.row.message_id = sent[i]!.message_id));
+  }
+
+  private nextRevision(): string {
+    return `${this.revisionPrefix}.${++this.revisions}`;
+  }
+
+  private async saved(trx: Db, ctx: RunContext): Promise<void> {
+    const { run } = ctx;
     this.remember(ctx);
     // Only a timer earlier than the worker's next look needs a wake-up; the worker on this node
     // sees the rest in time (another node's worker, if this one dies, within its longest sleep).
@@ -260,12 +307,34 @@ export class RunEngine {
 
   /** Creates a run and starts its first steps; returns the saved run row. */
   async start(trx: Db, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunRow> {
+    const ctx = this.newRun(spec, parent);
+    await this.advance(trx, ctx);
+    await this.save(trx, ctx);
+    return ctx.run;
+  }
+
+  /**
+   * Creates several runs and starts their first steps (triggered runs of one batch of events):
+   * each run advances as `start` would, then they are inserted together. Returns their rows.
+   */
+  async startMany(trx: Db, specs: StartRun[]): Promise<RunRow[]> {
+    const contexts: RunContext[] = [];
+    for (const spec of specs) {
+      const ctx = this.newRun(spec);
+      await this.advance(trx, ctx);
+      contexts.push(ctx);
+    }
+    if (contexts.length > 0) await this.saveNew(trx, contexts);
+    return contexts.map((ctx) => ctx.run);
+  }
+
+  private newRun(spec: StartRun, parent?: { run: RunRow; stepId: string }): RunContext {
     const now = this.deps.clock.now();
     const run: RunRow = {
       id: newId('run', now),
       plan_id: spec.planId,
       plan_version: spec.planVersion,
-      definition: JSON.stringify(spec.definition),
+      definition: spec.definitionText ?? JSON.stringify(spec.definition),
       status: 'running',
       input: JSON.stringify(spec.input),
       event: spec.event === undefined ? null : JSON.stringify(spec.event),
@@ -289,9 +358,7 @@ export class RunEngine {
     const ctx = this.context(run, rows, true);
     ctx.parentInMemory = parent !== undefined;
     this.record(ctx, 'run.started', null, { plan_id: run.plan_id, plan_version: run.plan_version });
-    await this.advance(trx, ctx);
-    await this.save(trx, ctx);
-    return run;
+    return ctx;
   }
 
   /** Messaging's outcome handler: an agent step's message was acknowledged or dead-lettered. */
@@ -378,7 +445,7 @@ export class RunEngine {
     ctx.parentInMemory = fromParent;
     for (const step of ctx.steps.values()) {
       if (FINISHED.has(step.row.status)) continue;
-      await this.withdraw(trx, step, reason);
+      await this.withdraw(trx, ctx, step, reason);
       this.change(step, { status: 'cancelled', wake_at: null, wait_topic: null, completed_at: ctx.now });
       this.record(ctx, 'step.cancelled', step.row.step_id, { reason });
     }
@@ -608,23 +675,24 @@ export class RunEngine {
       await this.failAttempt(trx, ctx, step, `no healthy agent offers capability '${def.capability}'`);
       return;
     }
-    const sent = await this.deps.inbox.send(
-      {
+    // Sent when the transition is saved (with the other messages it sends), which sets message_id.
+    ctx.outbox.push({
+      step,
+      message: {
         source: PLATFORM_SENDER,
         destination: agent,
         event_name: PLAN_STEP_EVENT,
         payload: { run_id: ctx.run.id, step_id: step.row.step_id, plan_id: ctx.run.plan_id, input },
         origin: { kind: PLAN_STEP_ORIGIN, ref: `${ctx.run.id}|${step.row.step_id}|${step.row.attempt}` },
       },
-      trx,
-    );
+    });
     detail.tried = [...new Set([...(detail.tried ?? []), agent])];
     delete detail.route_to;
     this.setDetail(step, detail);
     this.change(step, {
       agent_id: agent,
       capability: def.capability ?? null,
-      message_id: sent.message_id,
+      message_id: null,
       wake_at: ctx.now + (def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S) * 1000,
     });
   }
@@ -662,7 +730,7 @@ export class RunEngine {
     }
     const child = await this.start(
       trx,
-      { planId: plan.id, planVersion: plan.version, definition: plan.definition, input, event: ctx.event ?? undefined, createdBy: ctx.run.created_by },
+      { planId: plan.id, planVersion: plan.version, definition: plan.definition, definitionText: plan.text, input, event: ctx.event ?? undefined, createdBy: ctx.run.created_by },
       { run: ctx.run, stepId: step.row.step_id },
     );
     this.change(step, { child_run_id: child.id });
@@ -715,7 +783,7 @@ export class RunEngine {
   private async onTimer(trx: Db, ctx: RunContext, step: StepState): Promise<void> {
     const def = this.definition(ctx, step);
     if (def.type === 'agent') {
-      await this.withdraw(trx, step, 'step timed out');
+      await this.withdraw(trx, ctx, step, 'step timed out');
       const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
       await this.failAttempt(trx, ctx, step, `timed out after ${seconds} s without an acknowledgement`);
     } else if (def.type === 'human_approval') {
@@ -729,8 +797,10 @@ export class RunEngine {
   }
 
   /** Stops what a step has in flight: its unacknowledged message or its child run. */
-  private async withdraw(trx: Db, step: StepState, reason: string): Promise<void> {
+  private async withdraw(trx: Db, ctx: RunContext, step: StepState, reason: string): Promise<void> {
     if (step.row.status !== 'running') return;
+    // A message this transition has yet to send goes out first, so it is withdrawn like any other.
+    if (ctx.outbox.some((p) => p.step === step)) await this.send(trx, ctx.outbox);
     if (step.row.message_id !== null) await this.deps.inbox.cancel(step.row.message_id, reason, trx);
     if (step.row.child_run_id !== null) await this.cancel(trx, step.row.child_run_id, reason, true);
   }
@@ -803,7 +873,7 @@ export class RunEngine {
       }
       for (const step of ctx.steps.values()) {
         if (!IN_FLIGHT.has(step.row.status)) continue;
-        await this.withdraw(trx, step, 'run failed');
+        await this.withdraw(trx, ctx, step, 'run failed');
         this.change(step, { status: 'cancelled', wake_at: null, wait_topic: null, completed_at: ctx.now });
         this.record(ctx, 'step.cancelled', step.row.step_id, { reason: 'run failed' });
       }

@@ -137,6 +137,9 @@ function toEvent(row: RunEventRow): RunEvent {
 
 /** Plans (versioned, validated) and the HTTP-facing side of runs; the engine moves the runs. */
 export class CoordinationService {
+  /** The read of waiting steps that the events of this turn of the event loop share. */
+  private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
+
   constructor(
     private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier },
   ) {}
@@ -267,11 +270,13 @@ export class CoordinationService {
         planId: plan.id,
         planVersion: plan.version,
         definition: plan.definition,
+        definitionText: plan.text,
         input: input.input ?? {},
         adaptive: input.adaptive,
         createdBy: caller.agentId ?? caller.actor,
       });
-      return this.view(run.id, trx);
+      // The run as saved, with its steps from memory: no need to read back what was just written.
+      return toRun(run, await this.deps.engine.stepsOf(trx, run));
     });
   }
 
@@ -335,9 +340,22 @@ export class CoordinationService {
 
   async handleEvent(event: PublishedEvent): Promise<void> {
     // Most events resume nothing: look before opening a transaction.
-    const waiters = await this.store.eventWaiters();
+    const waiters = await this.waiters();
     if (!waiters.some((w) => topicMatches(w.wait_topic, event.topic))) return;
     await this.store.transaction((trx) => this.deps.engine.onEvent(trx, event));
+  }
+
+  /**
+   * The steps waiting for events, read once for all the events handled in one turn of the
+   * event loop (a burst of publishes): the read starts after every one of them was published,
+   * so it sees every wait that began before any of them.
+   */
+  private waiters(): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
+    this.waiterRead ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.waiterRead = null;
+      return this.store.eventWaiters();
+    });
+    return this.waiterRead;
   }
 
   /** Advances runs whose timers are due; returns how many it advanced. */

@@ -1,7 +1,8 @@
-import type { Generated, Insertable, QueryCreator, Selectable } from 'kysely';
+import { CompiledQuery, sql, type Generated, type Insertable, type QueryCreator, type Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Database } from '../db/schema.js';
+import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -139,6 +140,33 @@ export type FireRow = Selectable<TriggerFiresTable>;
 export const FIRES_KEPT = 100;
 
 const ACTIVE: RunStatus[] = ['running', 'waiting'];
+
+// Every column of the rows inserted on hot paths (a run started, its steps and timeline, a fire),
+// each null: typed as full records, so a column added to a table cannot be left out.
+const RUN_TEMPLATE: Record<keyof RunRow, null> = {
+  id: null, plan_id: null, plan_version: null, definition: null, status: null, input: null, event: null, output: null,
+  error: null, adaptive: null, revisions: null, parent_run_id: null, parent_step_id: null, depth: null, created_by: null,
+  wake_at: null, revision: null, started_at: null, completed_at: null, updated_at: null,
+};
+const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
+  run_id: null, step_id: null, position: null, parent_step_id: null, item_index: null, item: null, status: null, attempt: null,
+  agent_id: null, capability: null, message_id: null, child_run_id: null, input: null, output: null, error: null, wake_at: null,
+  wait_topic: null, detail: null, started_at: null, completed_at: null,
+};
+const EVENT_TEMPLATE: Record<keyof NewRunEvent, null> = { run_id: null, step_id: null, type: null, detail: null, created_at: null };
+const FIRE_TEMPLATE: Record<keyof FireRow, null> = {
+  id: null, trigger_id: null, scheduled_for: null, outcome: null, reason: null, run_id: null, created_at: null,
+};
+/** Bound values of the one-statement insert of new runs on PostgreSQL at most (its limit is 65,535). */
+const MAX_CTE_BOUND = 10_000;
+
+/** New runs with their steps and timeline events, written together. */
+export interface NewRuns {
+  runs: RunRow[];
+  steps: RunStepRow[];
+  events: NewRunEvent[];
+}
+
 /** What a transition may change in a step row (everything but its identity and place). */
 const STEP_STATE_COLUMNS = [
   'status', 'attempt', 'agent_id', 'capability', 'message_id', 'child_run_id', 'input', 'output', 'error',
@@ -146,7 +174,14 @@ const STEP_STATE_COLUMNS = [
 ] as const;
 
 export class CoordinationStore {
-  private readonly definitions = new BoundedMap<string, PlanDefinition>(500);
+  private readonly definitions = new BoundedMap<string, { definition: PlanDefinition; text: string }>(500);
+  private readonly runInsert = new BulkInsert<RunRow>(RUN_TEMPLATE, (trx, rows) => trx.insertInto('runs').values(rows).compile());
+  private readonly stepInsert = new BulkInsert<RunStepRow>(STEP_TEMPLATE, (trx, rows) => trx.insertInto('run_steps').values(rows).compile());
+  private readonly eventInsert = new BulkInsert<NewRunEvent>(EVENT_TEMPLATE, (trx, rows) => trx.insertInto('run_events').values(rows).compile());
+  private readonly fireInsert = new BulkInsert<FireRow>(FIRE_TEMPLATE, (trx, rows) => trx.insertInto('trigger_fires').values(rows).compile());
+  /** The PostgreSQL insert of new runs, steps and events in one statement, by row counts. */
+  private readonly newRunsTexts = new BoundedMap<string, string>(200);
+  private waitersQuery: CompiledQuery<{ run_id: string; step_id: string; wait_topic: string }> | null = null;
 
   constructor(
     private readonly db: Db,
@@ -197,18 +232,22 @@ export class CoordinationStore {
     return trx.selectFrom('plan_versions').selectAll().where('plan_id', '=', planId).where('version', '=', version).executeTakeFirst();
   }
 
-  /** The newest version of a plan by id or alias (what a new run pins). */
-  async currentPlan(trx: Db, idOrAlias: string): Promise<{ id: string; version: number; definition: PlanDefinition } | null> {
+  /**
+   * The newest version of a plan by id or alias (what a new run pins), with its definition
+   * parsed and as stored (the text a run copies).
+   */
+  async currentPlan(trx: Db, idOrAlias: string): Promise<{ id: string; version: number; definition: PlanDefinition; text: string } | null> {
     const plan = await this.findPlan(idOrAlias, trx);
     if (!plan) return null;
     // A version never changes once written, so its parsed definition can be kept.
     const key = `${plan.id}@${plan.version}`;
-    let definition = this.definitions.get(key);
-    if (!definition) {
-      definition = JSON.parse((await this.findVersion(plan.id, plan.version, trx))!.definition) as PlanDefinition;
-      this.definitions.set(key, definition);
+    let kept = this.definitions.get(key);
+    if (!kept) {
+      const text = (await this.findVersion(plan.id, plan.version, trx))!.definition;
+      kept = { definition: JSON.parse(text) as PlanDefinition, text };
+      this.definitions.set(key, kept);
     }
-    return { id: plan.id, version: plan.version, definition };
+    return { id: plan.id, version: plan.version, ...kept };
   }
 
   async listPlans(window: Page): Promise<Paged<PlanRow>> {
@@ -225,14 +264,34 @@ export class CoordinationStore {
 
   // Runs
 
-  async insertRun(trx: Db, run: RunRow, steps: RunStepRow[]): Promise<void> {
-    await trx.insertInto('runs').values(run).execute();
-    await this.insertSteps(trx, steps);
-  }
-
-  async insertSteps(trx: Db, steps: RunStepRow[]): Promise<void> {
-    // Chunks keep each statement under SQLite's bound-parameter limit.
-    for (let i = 0; i < steps.length; i += 100) await trx.insertInto('run_steps').values(steps.slice(i, i + 100)).execute();
+  /**
+   * Inserts new runs, their steps and their timeline events: one statement per table (per
+   * chunk), or on PostgreSQL one statement in all when they fit one.
+   */
+  async insertRuns(trx: Db, { runs, steps, events }: NewRuns): Promise<void> {
+    const bound = runs.length * RUN_COLUMNS.length + steps.length * STEP_COLUMNS.length + events.length * EVENT_COLUMNS.length;
+    if (this.caps.writableCte && runs.length > 0 && steps.length > 0 && events.length > 0 && bound <= MAX_CTE_BOUND) {
+      const key = `${runs.length}:${steps.length}:${events.length}`;
+      let text = this.newRunsTexts.get(key);
+      if (text === undefined) {
+        text = trx
+          .with('r', (db) => db.insertInto('runs').values(nulls<RunRow>(RUN_TEMPLATE, runs.length)).returning('id'))
+          .with('s', (db) => db.insertInto('run_steps').values(nulls<RunStepRow>(STEP_TEMPLATE, steps.length)).returning('step_id'))
+          .insertInto('run_events')
+          .values(nulls<NewRunEvent>(EVENT_TEMPLATE, events.length))
+          .compile().sql;
+        this.newRunsTexts.set(key, text);
+      }
+      const params: unknown[] = [];
+      bind(params, RUN_COLUMNS, runs);
+      bind(params, STEP_COLUMNS, steps);
+      bind(params, EVENT_COLUMNS, events);
+      await trx.executeQuery(CompiledQuery.raw(text, params));
+      return;
+    }
+    await this.runInsert.run(trx, runs);
+    await this.stepInsert.run(trx, steps);
+    await this.eventInsert.run(trx, events);
   }
 
   /** A run for reading, or (in a transaction) for advancing: locked on PostgreSQL until commit. */
@@ -329,18 +388,24 @@ export class CoordinationStore {
     return row?.next === null || row?.next === undefined ? null : Number(row.next);
   }
 
-  /** Runs with a step waiting for a published event (filtered by topic pattern by the caller). */
+  /**
+   * Runs with a step waiting for a published event (filtered by topic pattern by the caller).
+   * Every publish asks, so the query is compiled once, and `wait_topic >= ''` (every text is)
+   * rather than `is not null` lets SQLite search the wait_topic index, which holds a few
+   * waiting steps among all steps, instead of scanning the table.
+   */
   async eventWaiters(trx: Db = this.db): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
-    return trx
+    this.waitersQuery ??= this.db
       .selectFrom('run_steps')
       .select(['run_id', 'step_id', 'wait_topic'])
-      .where('wait_topic', 'is not', null)
-      .where('status', '=', 'running')
-      .execute() as Promise<{ run_id: string; step_id: string; wait_topic: string }[]>;
+      .where('wait_topic', '>=', sql.lit(''))
+      .where('status', '=', sql.lit('running'))
+      .compile() as CompiledQuery<{ run_id: string; step_id: string; wait_topic: string }>;
+    return (await trx.executeQuery(this.waitersQuery)).rows;
   }
 
   async insertEvents(trx: Db, events: NewRunEvent[]): Promise<void> {
-    for (let i = 0; i < events.length; i += 100) await trx.insertInto('run_events').values(events.slice(i, i + 100)).execute();
+    await this.eventInsert.run(trx, events);
   }
 
   async listEvents(runId: string, window: Page): Promise<Paged<RunEventRow>> {
@@ -437,6 +502,11 @@ export class CoordinationStore {
     return rows.filter((r) => ids.has(r.id));
   }
 
+  /** Records fires that no other can conflict with (events and webhooks: no schedule slot). */
+  async insertEventFires(trx: Db, rows: FireRow[]): Promise<void> {
+    await this.fireInsert.run(trx, rows);
+  }
+
   async updateFire(trx: Db, id: string, changes: Partial<FireRow>): Promise<void> {
     await trx.updateTable('trigger_fires').set(changes).where('id', '=', id).execute();
   }
@@ -473,4 +543,18 @@ export class CoordinationStore {
     }
     return durations;
   }
+}
+
+const RUN_COLUMNS = Object.keys(RUN_TEMPLATE) as (keyof RunRow)[];
+const STEP_COLUMNS = Object.keys(STEP_TEMPLATE) as (keyof RunStepRow)[];
+const EVENT_COLUMNS = Object.keys(EVENT_TEMPLATE) as (keyof NewRunEvent)[];
+
+/** `count` copies of a template row (what an INSERT text is compiled from). */
+function nulls<Row>(template: Record<keyof Row, null>, count: number): Row[] {
+  return Array.from({ length: count }, () => template as Row);
+}
+
+/** Appends the values of `rows`, column by column, in the order of `columns`. */
+function bind<Row extends object>(params: unknown[], columns: (keyof Row)[], rows: Row[]): void {
+  for (const row of rows) for (const column of columns) params.push(row[column]);
 }

@@ -4,6 +4,7 @@
  * its JSON type; a template inside a longer string is interpolated as text (objects as JSON).
  */
 
+import { BoundedMap } from '../kernel/bounded-map.js';
 import { isJsonObject } from '../kernel/json.js';
 
 /** What templates may read while a run executes. */
@@ -70,8 +71,11 @@ function lookup(scope: TemplateScope, reference: Reference): unknown {
 /** A template that cannot be resolved (plans are validated when saved, so only older rules hit this). */
 export class TemplateError extends Error {}
 
+/** Parsed references by expression: a plan's or a trigger's templates are rendered again and again. */
+const parsed = new BoundedMap<string, Reference | string>(2000);
+
 function resolveExpression(expression: string, scope: TemplateScope): unknown {
-  const reference = parseReference(expression);
+  const reference = parsed.getOrCreate(expression, () => parseReference(expression));
   if (typeof reference === 'string') throw new TemplateError(reference);
   return lookup(scope, reference);
 }

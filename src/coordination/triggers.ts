@@ -8,13 +8,31 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { PublishedEvent } from '../kernel/ports.js';
 import { topicMatches, topicProblem } from '../messaging/topics.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../routines/index.js';
-import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
+import { COORDINATION_CHANGED, type RunEngine, type StartRun } from './engine.js';
 import type { CoordinationStore, FireOutcome, FireRow, TriggerRow, TriggerType, TriggerView } from './store.js';
 import { collectReferences, render } from './templates.js';
 import type { PlanDefinition } from './plan.js';
 import { isJsonObject } from '../kernel/json.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
 
-type PlanVersion = { id: string; version: number; definition: PlanDefinition };
+type PlanVersion = { id: string; version: number; definition: PlanDefinition; text: string };
+
+/** An enabled event trigger as kept between publishes: its row with what each event needs made once. */
+interface EventTrigger {
+  row: TriggerRow;
+  /** The compiled filter, or why it does not compile (the fire then fails, as on evaluation). */
+  filter: { expression: jsonata.Expression } | { error: string } | null;
+  input: Record<string, unknown>;
+  mapping: unknown;
+}
+
+/** What one published event does: the triggers it starts and those it does not (with why). */
+interface EventWork {
+  topic: string;
+  data: Record<string, unknown>;
+  now: number;
+  decided: { trigger: EventTrigger; pass: boolean; error?: string }[];
+}
 
 export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type WebhookMethod = (typeof WEBHOOK_METHODS)[number];
@@ -22,6 +40,10 @@ const WEBHOOK_PATH = /^[A-Za-z0-9][A-Za-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*$/;
 const SCHEDULE_BATCH = 100;
 /** Event triggers are re-read at least this often even without a change notification. */
 const EVENT_TRIGGERS_TTL_MS = 5000;
+/** Published topics whose matching triggers are kept (per reading of the triggers). */
+const MATCHED_TOPICS = 1000;
+/** Events whose runs start in one transaction at most. */
+const EVENT_BATCH = 100;
 
 export interface TriggerConfig {
   cron?: string;
@@ -103,6 +125,38 @@ function toFire(row: FireRow): Fire {
   };
 }
 
+function toEventTrigger(row: TriggerRow): EventTrigger {
+  const { filter } = JSON.parse(row.config) as TriggerConfig;
+  let compiled: EventTrigger['filter'] = null;
+  if (filter !== undefined) {
+    try {
+      compiled = { expression: jsonata(filter) };
+    } catch (err) {
+      compiled = { error: (err as { message?: string }).message ?? String(err) };
+    }
+  }
+  return {
+    row,
+    filter: compiled,
+    input: JSON.parse(row.input) as Record<string, unknown>,
+    mapping: row.input_mapping === null ? null : (JSON.parse(row.input_mapping) as unknown),
+  };
+}
+
+/** A run of `trigger`'s plan: its fixed input overlaid with its mapping over the event. */
+function runSpec(trigger: TriggerRow, plan: PlanVersion, fixed: Record<string, unknown>, mapping: unknown, event: Record<string, unknown> | undefined): StartRun {
+  const mapped = mapping === null ? {} : (render(mapping, { input: {}, steps: {}, event: event ?? {} }) as Record<string, unknown>);
+  return {
+    planId: plan.id,
+    planVersion: plan.version,
+    definition: plan.definition,
+    definitionText: plan.text,
+    input: { ...fixed, ...mapped },
+    event,
+    createdBy: `trigger:${trigger.id}`,
+  };
+}
+
 /** What a trigger's type needs in `config`, and that `input_mapping` reads only `event.*`. */
 function problems(type: TriggerType, config: TriggerConfig, mapping: Record<string, unknown> | undefined | null): FieldProblem[] {
   const found: FieldProblem[] = [];
@@ -163,7 +217,16 @@ export class TriggersService {
    * Enabled event triggers and the current versions of their plans, kept between publishes;
    * dropped on any trigger or plan change (any node) and re-read at least every 5 s.
    */
-  private eventTriggers: { rows: TriggerRow[]; at: number; plans: Map<string, PlanVersion> } | null = null;
+  private eventTriggers: {
+    triggers: EventTrigger[];
+    at: number;
+    plans: Map<string, PlanVersion>;
+    /** The triggers matching a published topic, by topic. */
+    matched: BoundedMap<string, EventTrigger[]>;
+  } | null = null;
+  /** Events waiting for the transaction under way to end; the next one starts all their runs. */
+  private pendingEvents: { work: EventWork; resolve: (started: number) => void; reject: (err: unknown) => void }[] = [];
+  private startingEvents = false;
 
   constructor(
     private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier },
@@ -183,12 +246,21 @@ export class TriggersService {
     await this.deps.notifier.notify(COORDINATION_CHANGED);
   }
 
-  private async enabledEventTriggers(): Promise<TriggerRow[]> {
+  /** The enabled event triggers whose topic pattern matches `topic`. */
+  private async matchingEventTriggers(topic: string): Promise<EventTrigger[]> {
     const now = this.deps.clock.now();
-    if (this.eventTriggers === null || now - this.eventTriggers.at > EVENT_TRIGGERS_TTL_MS) {
-      this.eventTriggers = { rows: await this.store.eventTriggers(), at: now, plans: new Map() };
+    let cache = this.eventTriggers;
+    if (cache === null || now - cache.at > EVENT_TRIGGERS_TTL_MS) {
+      const rows = await this.store.eventTriggers();
+      cache = { triggers: rows.map(toEventTrigger), at: now, plans: new Map(), matched: new BoundedMap(MATCHED_TOPICS) };
+      this.eventTriggers = cache;
     }
-    return this.eventTriggers.rows;
+    let triggers = cache.matched.get(topic);
+    if (triggers === undefined) {
+      triggers = cache.triggers.filter((t) => topicMatches(t.row.topic!, topic));
+      cache.matched.set(topic, triggers);
+    }
+    return triggers;
   }
 
   private nextFire(row: Pick<TriggerRow, 'type' | 'config' | 'enabled'>, after: number): number | null {
@@ -290,25 +362,12 @@ export class TriggersService {
   }
 
   /** Starts a run of the trigger's plan (newest version) in `trx`; returns its id, or why it could not. */
-  private async startRun(
-    trx: Db,
-    trigger: TriggerRow,
-    event: Record<string, unknown> | undefined,
-    plans?: Map<string, PlanVersion>,
-  ): Promise<{ runId: string } | { failed: string }> {
-    const plan = plans?.get(trigger.plan_id) ?? (await this.store.currentPlan(trx, trigger.plan_id));
+  private async startRun(trx: Db, trigger: TriggerRow, event: Record<string, unknown> | undefined): Promise<{ runId: string } | { failed: string }> {
+    const plan = await this.store.currentPlan(trx, trigger.plan_id);
     if (!plan) return { failed: `plan '${trigger.plan_id}' no longer exists` };
-    plans?.set(trigger.plan_id, plan);
     const fixed = JSON.parse(trigger.input) as Record<string, unknown>;
-    const mapped = trigger.input_mapping === null ? {} : (render(JSON.parse(trigger.input_mapping), { input: {}, steps: {}, event: event ?? {} }) as Record<string, unknown>);
-    const run = await this.deps.engine.start(trx, {
-      planId: plan.id,
-      planVersion: plan.version,
-      definition: plan.definition,
-      input: { ...fixed, ...mapped },
-      event,
-      createdBy: `trigger:${trigger.id}`,
-    });
+    const mapping = trigger.input_mapping === null ? null : (JSON.parse(trigger.input_mapping) as unknown);
+    const run = await this.deps.engine.start(trx, runSpec(trigger, plan, fixed, mapping, event));
     return { runId: run.id };
   }
 
@@ -361,41 +420,105 @@ export class TriggersService {
     return this.store.pruneFires();
   }
 
-  /** A published event starts a run of every enabled event trigger whose topic matches and whose filter passes. */
+  /**
+   * A published event starts a run of every enabled event trigger whose topic matches and whose
+   * filter passes; resolves once those runs are committed. Events published while a transaction
+   * starts the runs of earlier ones wait for it and then start theirs together, in one
+   * transaction (a commit and a few multi-row statements for many runs).
+   */
   async onEvent(event: PublishedEvent): Promise<number> {
-    const triggers = (await this.enabledEventTriggers()).filter((t) => topicMatches(t.topic!, event.topic));
-    const plans = this.eventTriggers?.plans;
+    const triggers = await this.matchingEventTriggers(event.topic);
     if (triggers.length === 0) return 0;
     const now = this.deps.clock.now();
     const data: Record<string, unknown> = { ...(isJsonObject(event.payload) ? event.payload : { payload: event.payload }), topic: event.topic, published_at: event.published_at };
-    const decided: { trigger: TriggerRow; pass: boolean; error?: string }[] = [];
+    const work: EventWork = { topic: event.topic, data, now, decided: [] };
     for (const trigger of triggers) {
-      const { filter } = JSON.parse(trigger.config) as TriggerConfig;
-      if (filter === undefined) {
-        decided.push({ trigger, pass: true });
+      const { filter } = trigger;
+      if (filter === null) {
+        work.decided.push({ trigger, pass: true });
         continue;
       }
       try {
-        decided.push({ trigger, pass: Boolean(await jsonata(filter).evaluate({ event: data })) });
+        if ('error' in filter) throw new Error(filter.error);
+        work.decided.push({ trigger, pass: Boolean(await filter.expression.evaluate({ event: data })) });
       } catch (err) {
-        decided.push({ trigger, pass: false, error: `filter failed: ${(err as { message?: string }).message ?? String(err)}` });
+        work.decided.push({ trigger, pass: false, error: `filter failed: ${(err as { message?: string }).message ?? String(err)}` });
       }
     }
-    return this.store.transaction(async (trx) => {
-      let started = 0;
-      const fires: FireRow[] = [];
-      for (const { trigger, pass, error } of decided) {
+    return new Promise<number>((resolve, reject) => {
+      this.pendingEvents.push({ work, resolve, reject });
+      if (this.startingEvents) return;
+      this.startingEvents = true;
+      // On the next turn of the event loop: SQLite statements run synchronously, so a batch
+      // started at once would only ever hold this event; the publishes that arrived with it are
+      // handled first and join it.
+      setImmediate(() => void this.startPendingEvents());
+    });
+  }
+
+  /** Starts the runs of the waiting events, a batch per transaction, until none waits. */
+  private async startPendingEvents(): Promise<void> {
+    try {
+      while (this.pendingEvents.length > 0) {
+        const batch = this.pendingEvents.splice(0, EVENT_BATCH);
+        // The plan versions kept with the triggers (dropped with them when a plan changes).
+        const plans = this.eventTriggers?.plans ?? new Map<string, PlanVersion>();
+        try {
+          const started = await this.store.transaction((trx) => this.startEvents(trx, batch.map((b) => b.work), plans));
+          batch.forEach((b, i) => b.resolve(started[i]!));
+        } catch (err) {
+          if (batch.length === 1) {
+            batch[0]!.reject(err);
+            continue;
+          }
+          // One event's failure must not undo the others': each goes again on its own.
+          for (const b of batch) {
+            try {
+              b.resolve((await this.store.transaction((trx) => this.startEvents(trx, [b.work], new Map())))[0]!);
+            } catch (own) {
+              b.reject(own);
+            }
+          }
+        }
+      }
+    } finally {
+      this.startingEvents = false;
+    }
+  }
+
+  /** Starts the runs of a batch of events in `trx` and records every fire; returns the runs started per event. */
+  private async startEvents(trx: Db, batch: EventWork[], plans: Map<string, PlanVersion>): Promise<number[]> {
+    const fires: FireRow[] = [];
+    const specs: StartRun[] = [];
+    const startedFires: FireRow[] = [];
+    const started = batch.map(() => 0);
+    for (const [index, work] of batch.entries()) {
+      for (const { trigger, pass, error } of work.decided) {
+        const { row } = trigger;
         if (!pass) {
-          fires.push(this.fire(trigger, now, error ? 'failed' : 'filtered', { reason: error ?? `filter is false for ${event.topic}` }));
+          fires.push(this.fire(row, work.now, error ? 'failed' : 'filtered', { reason: error ?? `filter is false for ${work.topic}` }));
           continue;
         }
-        const outcome = await this.startRun(trx, trigger, data, plans);
-        if ('runId' in outcome) started++;
-        fires.push(this.fire(trigger, now, 'runId' in outcome ? 'started' : 'failed', 'runId' in outcome ? { run_id: outcome.runId } : { reason: outcome.failed }));
+        let plan = plans.get(row.plan_id);
+        if (plan === undefined) {
+          const current = await this.store.currentPlan(trx, row.plan_id);
+          if (current) plans.set(row.plan_id, (plan = current));
+        }
+        if (!plan) {
+          fires.push(this.fire(row, work.now, 'failed', { reason: `plan '${row.plan_id}' no longer exists` }));
+          continue;
+        }
+        const fire = this.fire(row, work.now, 'started');
+        fires.push(fire);
+        startedFires.push(fire);
+        specs.push(runSpec(row, plan, trigger.input, trigger.mapping, work.data));
+        started[index]!++;
       }
-      await this.store.insertFires(trx, fires);
-      return started;
-    });
+    }
+    const runs = await this.deps.engine.startMany(trx, specs);
+    runs.forEach((run, i) => (startedFires[i]!.run_id = run.id));
+    await this.store.insertEventFires(trx, fires);
+    return started;
   }
 
   /** `{method} /coordination/hooks/{path}`: the request body and query become `event.*`. */
@@ -410,7 +533,7 @@ export class TriggersService {
     return this.store.transaction(async (trx) => {
       const outcome = await this.startRun(trx, trigger, event);
       if ('failed' in outcome) throw new Conflict(outcome.failed);
-      await this.store.insertFires(trx, [this.fire(trigger, now, 'started', { run_id: outcome.runId })]);
+      await this.store.insertEventFires(trx, [this.fire(trigger, now, 'started', { run_id: outcome.runId })]);
       return { run_id: outcome.runId };
     });
   }

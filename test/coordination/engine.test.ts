@@ -209,6 +209,23 @@ describeEachDialect('coordination engine', (dialect) => {
     expectTimelineMatches(cancelled, await eventsOf(run.id));
   });
 
+  it('a run failing in the transition that started an agent step withdraws the step message', async () => {
+    const worker = unique('bystander');
+    const client = await server.agent(worker);
+    const id = await plan({
+      steps: [
+        { id: 'job', type: 'agent', agent: worker },
+        { id: 'boom', type: 'transform', expression: '$error("boom")' },
+      ],
+    });
+    const run = await start(id);
+    expect(run.status).toBe('failed');
+    expect(step(run, 'job').status).toBe('cancelled');
+    expect(step(run, 'boom').error).toMatch(/boom/);
+    expect(await receive(client, worker, 1)).toEqual([]);
+    expectTimelineMatches(run, await eventsOf(run.id));
+  });
+
   it('cancel withdraws every in-flight for_each item and a later event no longer resumes the run', async () => {
     const worker = unique('mapper');
     const client = await server.agent(worker);

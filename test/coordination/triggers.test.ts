@@ -1,5 +1,9 @@
 import { expect, it } from 'vitest';
+import type { RunEngine } from '../../src/coordination/engine.js';
 import { CoordinationStore } from '../../src/coordination/store.js';
+import { TriggersService } from '../../src/coordination/triggers.js';
+import { InProcessNotifier } from '../../src/kernel/notifier.js';
+import { acknowledge, receive, type InboxMessage } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -124,6 +128,89 @@ describeEachDialect('coordination triggers', (dialect) => {
     await publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: 'o-11' } });
     expect((await runsOf(plan)).length).toBe(before);
     expect(await fires(broken.id)).toEqual([expect.objectContaining({ outcome: 'failed', run_id: null, reason: expect.stringMatching(/no amount/) })]);
+  });
+
+  it('publishes at once start one run per trigger and event, each with its own input, fire and step message', async () => {
+    const worker = unique('order-handler');
+    const client = await server.agent(worker);
+    const plan = (
+      await server.api.post(P, { alias: unique('handle-order'), steps: [{ id: 'handle', type: 'agent', agent: worker, input: { order: '{{input.order}}' } }] })
+    ).body.data.id;
+    const topic = unique('shop');
+    const first = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.*` }, input_mapping: { order: '{{event.id}}' } });
+    const second = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.paid`, filter: 'event.n % 2 = 0' }, input: { even: true }, input_mapping: { order: '{{event.id}}' } });
+    const publisher = await server.agent(unique('shop'));
+    const count = 30;
+    // Sent together, so several are handled in one transaction.
+    const published = await Promise.all(
+      Array.from({ length: count }, (_, n) => publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: `o-${n}`, n } })),
+    );
+    expect(published.map((r) => r.status)).toEqual(published.map(() => 201));
+
+    // Runs start while the publish is handled: every one is there once the publishes returned.
+    const runs = await runsOf(plan);
+    expect(runs).toHaveLength(count + count / 2);
+    const byTrigger = (id: string) => runs.filter((r) => r.created_by === `trigger:${id}`);
+    expect(byTrigger(first.id).map((r) => r.input.order).sort()).toEqual(Array.from({ length: count }, (_, n) => `o-${n}`).sort());
+    expect(byTrigger(second.id).map((r) => r.input).sort((a, b) => a.order.localeCompare(b.order))).toEqual(
+      Array.from({ length: count / 2 }, (_, i) => ({ even: true, order: `o-${2 * i}` })).sort((a, b) => a.order.localeCompare(b.order)),
+    );
+    expect(runs.every((r) => r.status === 'running' && r.steps[0].status === 'running')).toBe(true);
+    for (const run of runs) expect(run.steps[0].input).toEqual({ order: run.input.order });
+
+    // Each started fire names its run; the filtered ones none.
+    const firstFires = (await server.api.get(`${T}/${first.id}/fires?limit=100`)).body.data as any[];
+    const secondFires = (await server.api.get(`${T}/${second.id}/fires?limit=100`)).body.data as any[];
+    expect(new Set(firstFires.map((f) => f.run_id))).toEqual(new Set(byTrigger(first.id).map((r) => r.id)));
+    expect(secondFires.filter((f) => f.outcome === 'started').map((f) => f.run_id).sort()).toEqual(byTrigger(second.id).map((r) => r.id).sort());
+    expect(secondFires.filter((f) => f.outcome === 'filtered')).toHaveLength(count / 2);
+
+    // One step message per run, carrying that run's input.
+    const messages: InboxMessage[] = [];
+    await waitFor(async () => {
+      messages.push(...(await receive(client, worker, 1, 50)));
+      return messages.length >= runs.length;
+    });
+    const inputOf = new Map(runs.map((r) => [r.id, r.steps[0].input]));
+    expect(messages.map((m) => m.payload.run_id).sort()).toEqual(runs.map((r) => r.id).sort());
+    for (const m of messages) expect(m.payload.input).toEqual(inputOf.get(m.payload.run_id as string));
+    await acknowledge(client, messages[0]!.message_id, { done: true });
+    const done = await waitFor(async () => {
+      const run = (await server.api.get(`${R}/${messages[0]!.payload.run_id}`)).body.data;
+      return run.status === 'completed' ? run : null;
+    });
+    expect(done.output).toEqual({ handle: { done: true } });
+  });
+
+  it('an event whose runs fail to start does not undo the runs of the events started with it', async () => {
+    const plan = await echoPlan();
+    const topic = unique('mixed');
+    const created = await trigger({ plan_id: plan, type: 'event', config: { topic }, input_mapping: { id: '{{event.id}}' } });
+    const { db, caps } = server.app.platform.database;
+    const store = new CoordinationStore(db, caps);
+    let batches = 0;
+    // An engine that fails any batch holding the 'bad' event (as a failing write would).
+    const engine = {
+      startMany: async (_trx: unknown, specs: { input: Record<string, unknown> }[]) => {
+        batches++;
+        if (specs.some((spec) => spec.input.id === 'bad')) throw new Error('cannot start bad');
+        return specs.map((_, i) => ({ id: `run_fake_${batches}_${i}` }));
+      },
+    } as unknown as RunEngine;
+    const triggers = new TriggersService({ store, engine, clock: new FakeClock(Date.now()), notifier: new InProcessNotifier() });
+    const event = (id: string, on = topic) => ({ topic: on, payload: { id }, published_at: new Date().toISOString(), publisher: 'test' });
+    // Triggers read (an event nothing matches), so the three below are handled in the same turn.
+    expect(await triggers.onEvent(event('none', unique('unmatched')))).toBe(0);
+    const outcomes = await Promise.allSettled([triggers.onEvent(event('a')), triggers.onEvent(event('bad')), triggers.onEvent(event('b'))]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message))).toEqual([1, 'cannot start bad', 1]);
+    // One batch for the three, then each on its own.
+    expect(batches).toBe(4);
+    const ledger = (await server.api.get(`${T}/${created.id}/fires`)).body.data as any[];
+    expect(ledger.map((f) => [f.outcome, f.run_id]).sort()).toEqual([
+      ['started', 'run_fake_2_0'],
+      ['started', 'run_fake_4_0'],
+    ]);
   });
 
   it('a webhook trigger starts a run from the request body and query; path and method errors', async () => {
