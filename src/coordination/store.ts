@@ -179,9 +179,21 @@ export class CoordinationStore {
   private readonly stepInsert = new BulkInsert<RunStepRow>(STEP_TEMPLATE, (trx, rows) => trx.insertInto('run_steps').values(rows).compile());
   private readonly eventInsert = new BulkInsert<NewRunEvent>(EVENT_TEMPLATE, (trx, rows) => trx.insertInto('run_events').values(rows).compile());
   private readonly fireInsert = new BulkInsert<FireRow>(FIRE_TEMPLATE, (trx, rows) => trx.insertInto('trigger_fires').values(rows).compile());
+  /** Texts of queries run on every transition or start, compiled once (by name). */
+  private readonly texts = new Map<string, string>();
+
+  private compiled(name: string, compile: () => string): string {
+    let text = this.texts.get(name);
+    if (text === undefined) this.texts.set(name, (text = compile()));
+    return text;
+  }
+
+  /** New and changed steps of a transition: an upsert on the step key. */
+  private readonly stepUpsert = new BulkInsert<RunStepRow>(STEP_TEMPLATE, (trx, rows) => this.upsertSteps(trx, rows).compile());
   /** The PostgreSQL insert of new runs, steps and events in one statement, by row counts. */
   private readonly newRunsTexts = new BoundedMap<string, string>(200);
-  private waitersQuery: CompiledQuery<{ run_id: string; step_id: string; wait_topic: string }> | null = null;
+  /** The PostgreSQL save of a transition in one statement, by step and event counts. */
+  private readonly transitionTexts = new BoundedMap<string, string>(200);
 
   constructor(
     private readonly db: Db,
@@ -220,12 +232,15 @@ export class CoordinationStore {
 
   /** A plan by id or alias, locked on PostgreSQL when read inside a transaction for an update. */
   async findPlan(idOrAlias: string, trx: Db = this.db, forUpdate = false): Promise<PlanRow | undefined> {
-    let query = trx
-      .selectFrom('plans')
-      .selectAll()
-      .where((eb) => eb.or([eb('id', '=', idOrAlias), eb('alias', '=', idOrAlias)]));
-    if (forUpdate && this.caps.skipLocked) query = query.forUpdate();
-    return query.executeTakeFirst();
+    const lock = forUpdate && this.caps.skipLocked;
+    const text = this.compiled(`plan${lock ? ':lock' : ''}`, () => {
+      const query = trx
+        .selectFrom('plans')
+        .selectAll()
+        .where((eb) => eb.or([eb('id', '=', ''), eb('alias', '=', '')]));
+      return (lock ? query.forUpdate() : query).compile().sql;
+    });
+    return (await trx.executeQuery<PlanRow>(CompiledQuery.raw(text, [idOrAlias, idOrAlias]))).rows[0];
   }
 
   async findVersion(planId: string, version: number, trx: Db = this.db): Promise<PlanVersionRow | undefined> {
@@ -296,9 +311,12 @@ export class CoordinationStore {
 
   /** A run for reading, or (in a transaction) for advancing: locked on PostgreSQL until commit. */
   async findRun(id: string, trx: Db = this.db, forUpdate = false): Promise<RunRow | undefined> {
-    let query = trx.selectFrom('runs').selectAll().where('id', '=', id);
-    if (forUpdate && this.caps.skipLocked) query = query.forUpdate();
-    return query.executeTakeFirst();
+    const lock = forUpdate && this.caps.skipLocked;
+    const text = this.compiled(`run${lock ? ':lock' : ''}`, () => {
+      const query = trx.selectFrom('runs').selectAll().where('id', '=', '');
+      return (lock ? query.forUpdate() : query).compile().sql;
+    });
+    return (await trx.executeQuery<RunRow>(CompiledQuery.raw(text, [id]))).rows[0];
   }
 
   async runSteps(runId: string, trx: Db = this.db): Promise<RunStepRow[]> {
@@ -331,22 +349,42 @@ export class CoordinationStore {
   /**
    * Saves a transition of an existing run: its row, its new and changed steps (an upsert on the
    * step key) and its timeline events — in one round trip on PostgreSQL when they fit one
-   * statement, else one statement each (per 100 rows).
+   * statement, else one statement each (per chunk of rows); each statement compiled once.
    */
   async saveTransition(trx: Db, run: RunRow, steps: RunStepRow[], events: NewRunEvent[]): Promise<void> {
-    const { id, ...changes } = run;
-    if (this.caps.writableCte && steps.length > 0 && steps.length <= 100 && events.length <= 100) {
-      const withSteps = trx.with('saved_steps', (db) => this.upsertSteps(db, steps).returning('step_id'));
-      const statement =
-        events.length > 0
-          ? withSteps.with('saved_events', (db) => db.insertInto('run_events').values(events).returning('seq')).updateTable('runs')
-          : withSteps.updateTable('runs');
-      await statement.set(changes).where('id', '=', id).execute();
+    const bound = RUN_COLUMNS.length + steps.length * STEP_COLUMNS.length + events.length * EVENT_COLUMNS.length;
+    if (this.caps.writableCte && steps.length > 0 && bound <= MAX_CTE_BOUND) {
+      const key = `${steps.length}:${events.length}`;
+      let text = this.transitionTexts.get(key);
+      if (text === undefined) {
+        const withSteps = trx.with('saved_steps', (db) => this.upsertSteps(db, nulls<RunStepRow>(STEP_TEMPLATE, steps.length)).returning('step_id'));
+        const statement =
+          events.length > 0
+            ? withSteps
+                .with('saved_events', (db) => db.insertInto('run_events').values(nulls<NewRunEvent>(EVENT_TEMPLATE, events.length)).returning('seq'))
+                .updateTable('runs')
+            : withSteps.updateTable('runs');
+        text = statement.set(RUN_CHANGES_TEMPLATE as unknown as Omit<RunRow, 'id'>).where('id', '=', '').compile().sql;
+        this.transitionTexts.set(key, text);
+      }
+      // In the order of the statement: the WITHs (steps, events), then the SET, then the id.
+      const params: unknown[] = [];
+      bind(params, STEP_COLUMNS, steps);
+      bind(params, EVENT_COLUMNS, events);
+      bind(params, RUN_CHANGE_COLUMNS, [run]);
+      params.push(run.id);
+      await trx.executeQuery(CompiledQuery.raw(text, params));
       return;
     }
-    await trx.updateTable('runs').set(changes).where('id', '=', id).execute();
-    for (let i = 0; i < steps.length; i += 100) await this.upsertSteps(trx, steps.slice(i, i + 100)).execute();
-    await this.insertEvents(trx, events);
+    const update = this.compiled('update-run', () =>
+      trx.updateTable('runs').set(RUN_CHANGES_TEMPLATE as unknown as Omit<RunRow, 'id'>).where('id', '=', '').compile().sql,
+    );
+    const params: unknown[] = [];
+    bind(params, RUN_CHANGE_COLUMNS, [run]);
+    params.push(run.id);
+    await trx.executeQuery(CompiledQuery.raw(update, params));
+    await this.stepUpsert.run(trx, steps);
+    await this.eventInsert.run(trx, events);
   }
 
   private upsertSteps(db: Db | QueryCreator<Database>, rows: RunStepRow[]) {
@@ -395,13 +433,15 @@ export class CoordinationStore {
    * waiting steps among all steps, instead of scanning the table.
    */
   async eventWaiters(trx: Db = this.db): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
-    this.waitersQuery ??= this.db
-      .selectFrom('run_steps')
-      .select(['run_id', 'step_id', 'wait_topic'])
-      .where('wait_topic', '>=', sql.lit(''))
-      .where('status', '=', sql.lit('running'))
-      .compile() as CompiledQuery<{ run_id: string; step_id: string; wait_topic: string }>;
-    return (await trx.executeQuery(this.waitersQuery)).rows;
+    const text = this.compiled('waiters', () =>
+      trx
+        .selectFrom('run_steps')
+        .select(['run_id', 'step_id', 'wait_topic'])
+        .where('wait_topic', '>=', sql.lit(''))
+        .where('status', '=', sql.lit('running'))
+        .compile().sql,
+    );
+    return (await trx.executeQuery<{ run_id: string; step_id: string; wait_topic: string }>(CompiledQuery.raw(text, []))).rows;
   }
 
   async insertEvents(trx: Db, events: NewRunEvent[]): Promise<void> {
@@ -546,6 +586,8 @@ export class CoordinationStore {
 }
 
 const RUN_COLUMNS = Object.keys(RUN_TEMPLATE) as (keyof RunRow)[];
+const { id: _id, ...RUN_CHANGES_TEMPLATE } = RUN_TEMPLATE;
+const RUN_CHANGE_COLUMNS = Object.keys(RUN_CHANGES_TEMPLATE) as (keyof RunRow)[];
 const STEP_COLUMNS = Object.keys(STEP_TEMPLATE) as (keyof RunStepRow)[];
 const EVENT_COLUMNS = Object.keys(EVENT_TEMPLATE) as (keyof NewRunEvent)[];
 
