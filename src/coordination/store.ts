@@ -140,6 +140,7 @@ export type FireRow = Selectable<TriggerFiresTable>;
 export const FIRES_KEPT = 100;
 
 const ACTIVE: RunStatus[] = ['running', 'waiting'];
+type RunStateColumn = 'status' | 'output' | 'error' | 'revisions' | 'wake_at' | 'revision' | 'completed_at' | 'updated_at';
 
 // Every column of the rows inserted on hot paths (a run started, its steps and timeline, a fire),
 // each null: typed as full records, so a column added to a table cannot be left out.
@@ -167,6 +168,15 @@ export interface NewRuns {
   events: NewRunEvent[];
 }
 
+/**
+ * What a transition may change in a run row; the rest (its plan and definition, input, event,
+ * parent, creator, start) is written once, when the run is inserted. A definition is kilobytes
+ * for a long plan, and SQLite rewrites every byte of a column it is told to set.
+ */
+const RUN_STATE_TEMPLATE: Record<RunStateColumn, null> = {
+  status: null, output: null, error: null, revisions: null, wake_at: null, revision: null, completed_at: null, updated_at: null,
+};
+const RUN_STATE_COLUMNS = Object.keys(RUN_STATE_TEMPLATE) as RunStateColumn[];
 /** What a transition may change in a step row (everything but its identity and place). */
 const STEP_STATE_COLUMNS = [
   'status', 'attempt', 'agent_id', 'capability', 'message_id', 'child_run_id', 'input', 'output', 'error',
@@ -347,12 +357,12 @@ export class CoordinationStore {
   }
 
   /**
-   * Saves a transition of an existing run: its row, its new and changed steps (an upsert on the
+   * Saves a transition of an existing run: its row (the columns a transition changes), its new and changed steps (an upsert on the
    * step key) and its timeline events — in one round trip on PostgreSQL when they fit one
    * statement, else one statement each (per chunk of rows); each statement compiled once.
    */
   async saveTransition(trx: Db, run: RunRow, steps: RunStepRow[], events: NewRunEvent[]): Promise<void> {
-    const bound = RUN_COLUMNS.length + steps.length * STEP_COLUMNS.length + events.length * EVENT_COLUMNS.length;
+    const bound = RUN_STATE_COLUMNS.length + steps.length * STEP_COLUMNS.length + events.length * EVENT_COLUMNS.length;
     if (this.caps.writableCte && steps.length > 0 && bound <= MAX_CTE_BOUND) {
       const key = `${steps.length}:${events.length}`;
       let text = this.transitionTexts.get(key);
@@ -364,23 +374,23 @@ export class CoordinationStore {
                 .with('saved_events', (db) => db.insertInto('run_events').values(nulls<NewRunEvent>(EVENT_TEMPLATE, events.length)).returning('seq'))
                 .updateTable('runs')
             : withSteps.updateTable('runs');
-        text = statement.set(RUN_CHANGES_TEMPLATE as unknown as Omit<RunRow, 'id'>).where('id', '=', '').compile().sql;
+        text = statement.set(RUN_STATE_TEMPLATE as unknown as Pick<RunRow, RunStateColumn>).where('id', '=', '').compile().sql;
         this.transitionTexts.set(key, text);
       }
       // In the order of the statement: the WITHs (steps, events), then the SET, then the id.
       const params: unknown[] = [];
       bind(params, STEP_COLUMNS, steps);
       bind(params, EVENT_COLUMNS, events);
-      bind(params, RUN_CHANGE_COLUMNS, [run]);
+      bind(params, RUN_STATE_COLUMNS, [run]);
       params.push(run.id);
       await trx.executeQuery(CompiledQuery.raw(text, params));
       return;
     }
     const update = this.compiled('update-run', () =>
-      trx.updateTable('runs').set(RUN_CHANGES_TEMPLATE as unknown as Omit<RunRow, 'id'>).where('id', '=', '').compile().sql,
+      trx.updateTable('runs').set(RUN_STATE_TEMPLATE as unknown as Pick<RunRow, RunStateColumn>).where('id', '=', '').compile().sql,
     );
     const params: unknown[] = [];
-    bind(params, RUN_CHANGE_COLUMNS, [run]);
+    bind(params, RUN_STATE_COLUMNS, [run]);
     params.push(run.id);
     await trx.executeQuery(CompiledQuery.raw(update, params));
     await this.stepUpsert.run(trx, steps);
@@ -586,8 +596,6 @@ export class CoordinationStore {
 }
 
 const RUN_COLUMNS = Object.keys(RUN_TEMPLATE) as (keyof RunRow)[];
-const { id: _id, ...RUN_CHANGES_TEMPLATE } = RUN_TEMPLATE;
-const RUN_CHANGE_COLUMNS = Object.keys(RUN_CHANGES_TEMPLATE) as (keyof RunRow)[];
 const STEP_COLUMNS = Object.keys(STEP_TEMPLATE) as (keyof RunStepRow)[];
 const EVENT_COLUMNS = Object.keys(EVENT_TEMPLATE) as (keyof NewRunEvent)[];
 
