@@ -22,6 +22,7 @@ import {
 import pg from 'pg';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { DialectCapabilities } from './capabilities.js';
+import { startCheckpointer } from './checkpointer.js';
 import { postgresCapabilities, sqliteCapabilities } from './capabilities.js';
 import type { Database } from './schema.js';
 
@@ -66,6 +67,10 @@ function openSqlite(dataDir: string): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SwitchboardSqliteDialect({ database: withStatementCache(sqlite) }) });
+  sqlite.pragma('wal_autocheckpoint = 0');
+  const checkpointer = startCheckpointer(file, () => {
+    if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+  });
   return {
     db,
     caps: sqliteCapabilities,
@@ -75,6 +80,8 @@ function openSqlite(dataDir: string): DatabaseHandle {
       await sql`SELECT 1`.execute(db);
     },
     close: async () => {
+      await checkpointer.stop();
+      // The last connection to close checkpoints what is left and removes the WAL.
       await db.destroy();
     },
   };

@@ -1,0 +1,40 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { waitFor } from '../helpers/wait.js';
+
+describe('SQLite checkpoints in the background', () => {
+  let database: TestDatabase;
+  let handle: DatabaseHandle | undefined;
+  afterEach(async () => {
+    await handle?.close();
+    await database.drop();
+  });
+
+  it('copies the WAL into the database file from a worker, never in a commit', async () => {
+    database = await createTestDatabase('sqlite');
+    handle = openDatabase({ databaseUrl: null, dataDir: database.dataDir });
+    const file = path.join(database.dataDir, 'switchboard.db');
+    const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(handle.db);
+    expect(rows[0]!.wal_autocheckpoint).toBe(0);
+    await sql`create table probe (id integer primary key, body text)`.execute(handle.db);
+    const sizeBefore = fs.statSync(file).size;
+    // About 2 MB: well under the 1,000 pages at which a commit would checkpoint by default.
+    for (let i = 0; i < 20; i++) await sql`insert into probe (body) values (${'x'.repeat(100_000)})`.execute(handle.db);
+    await waitFor(async () => fs.statSync(file).size > sizeBefore + 1_500_000, 5000, 20);
+    const { rows: count } = await sql<{ n: number }>`select count(*) as n from probe`.execute(handle.db);
+    expect(Number(count[0]!.n)).toBe(20);
+  });
+
+  it('removes the WAL when the database closes', async () => {
+    database = await createTestDatabase('sqlite');
+    handle = openDatabase({ databaseUrl: null, dataDir: database.dataDir });
+    await sql`create table probe (id integer primary key)`.execute(handle.db);
+    await handle.close();
+    handle = undefined;
+    expect(fs.existsSync(path.join(database.dataDir, 'switchboard.db-wal'))).toBe(false);
+  });
+});
