@@ -32,16 +32,18 @@ export function startCheckpointer(file: string, onExit: () => void, intervalMs =
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, intervalMs } });
   let stopping = false;
+  const exited = new Promise<void>((resolve) =>
+    worker.once('exit', () => {
+      if (!stopping) onExit();
+      resolve();
+    }),
+  );
   worker.on('error', () => undefined);
-  worker.on('exit', () => {
-    if (!stopping) onExit();
-  });
   return {
-    stop: () =>
-      new Promise<void>((resolve) => {
-        stopping = true;
-        worker.once('exit', () => resolve());
-        worker.postMessage('stop');
-      }),
+    stop: async () => {
+      stopping = true;
+      worker.postMessage('stop');
+      await exited;
+    },
   };
 }
