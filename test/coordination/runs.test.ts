@@ -1,42 +1,12 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { receiveOne, reject, runAgent, type Handling, type InboxMessage } from '../helpers/agent.js';
 import type { Api } from '../helpers/api.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer } from '../helpers/server.js';
+import { P, R, useCoordination } from './fixture.js';
 import { waitFor } from '../helpers/wait.js';
 
-const P = '/api/v1/coordination/plans';
-const R = '/api/v1/coordination/runs';
-
 describeEachDialect('coordination runs', (dialect) => {
-  const server = useServer(dialect);
-  const loops: { stop(): Promise<void> }[] = [];
-  afterEach(async () => {
-    await Promise.all(loops.splice(0).map((l) => l.stop()));
-  });
-
-  let seq = 0;
-  /** A unique name per test (the server is shared by the file). */
-  const unique = (name: string) => `${name}-${dialect}-${++seq}`;
-
-  async function plan(body: Record<string, unknown>): Promise<string> {
-    const res = await server.api.post(P, { alias: unique('plan'), ...body });
-    expect(res.status, res.text).toBe(201);
-    return res.body.data.id as string;
-  }
-
-  async function start(planId: string, input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-    const res = await server.api.post(R, { plan_id: planId, input, ...extra });
-    expect(res.status, res.text).toBe(201);
-    return res.body.data;
-  }
-
-  const getRun = async (id: string) => (await server.api.get(`${R}/${id}`)).body.data;
-  const finished = (id: string, status = 'completed') =>
-    waitFor(async () => {
-      const run = await getRun(id);
-      return run.status === status ? run : null;
-    }, 15_000);
+  const { server, loops, unique, plan, start, getRun, finished } = useCoordination(dialect);
   const step = (run: { steps: { id: string }[] }, id: string) => run.steps.find((s) => s.id === id) as any;
 
   /** An agent that answers plan steps with `handle` (default: echo the input). */
