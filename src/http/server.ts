@@ -85,6 +85,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const routes: { method: string; url: string; hidden: boolean }[] = [];
   app.decorate('routeTable', routes);
   app.addHook('onRoute', (route) => {
+    // Public routes (webhooks, upload URLs, signed downloads) say so in the document: no credentials.
+    if (route.config?.public && route.schema && !route.schema.hide) route.schema = { ...route.schema, security: [] };
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;

@@ -148,7 +148,8 @@ function allSchemaDifferences(doc: Doc): string[] {
       const meta = jsonResponse(operation)?.properties?.meta?.properties ?? {};
       const paged = parameters.has('limit') && parameters.has('offset') && 'total' in meta;
       if (paged !== (flag === PAGED)) problems.push(`${key}: ${paged ? 'paginated' : 'not paginated'} in the document, not in the SDK`);
-      if (operation.security?.length === 0 && flag !== PUBLIC) problems.push(`${key}: public in the document, authenticated in the SDK`);
+      const publicInDoc = operation.security?.length === 0;
+      if (publicInDoc !== (flag === PUBLIC)) problems.push(`${key}: ${publicInDoc ? 'public' : 'authenticated'} in the document, not in the SDK`);
     }
   }
   return problems;

@@ -116,6 +116,9 @@ describeEachDialect('HTTP conventions', (dialect) => {
       const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\/\*$/, '/{*}');
       expect(documented, `${route.method} ${route.url}`).toContain(`${route.method} ${path}`);
     }
+    // Routes that take no credentials override the document's security; the others inherit it.
+    expect(res.body.paths['/core/api/v1/routines/webhook/{token}'].post.security).toEqual([]);
+    expect(res.body.paths['/api/v1/auth/keys'].get.security).toBeUndefined();
     const docs = await server.api.get('/docs', { key: null });
     expect([200, 302]).toContain(docs.status);
   });
