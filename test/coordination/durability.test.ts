@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { acknowledge, receiveOne, runAgent, type InboxMessage } from '../helpers/agent.js';
 import { Api } from '../helpers/api.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { spawnServer } from '../helpers/process.js';
 import { startServer } from '../helpers/server.js';
@@ -16,17 +16,11 @@ async function agentKey(admin: Api, agentId: string): Promise<string> {
 }
 
 describeEachDialect('coordination durability', (dialect) => {
-  let database: TestDatabase;
+  const suiteDatabase = useTestDatabase(dialect);
   const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
-  beforeAll(async () => {
-    database = await createTestDatabase(dialect);
-  });
-  afterAll(async () => {
-    await database.drop();
-  });
 
   it('continues a run after SIGKILL: an ack after the restart completes the step, and due timers fire', async () => {
-    const first = await spawnServer(database, adminKey);
+    const first = await spawnServer(suiteDatabase(), adminKey);
     let admin = new Api(first.url, adminKey);
     const key = await agentKey(admin, 'crash-worker');
     const plan = await admin.post('/api/v1/coordination/plans', {
@@ -44,7 +38,7 @@ describeEachDialect('coordination durability', (dialect) => {
 
     first.child.kill('SIGKILL');
     await first.exited;
-    const second = await spawnServer(database, adminKey);
+    const second = await spawnServer(suiteDatabase(), adminKey);
     try {
       admin = new Api(second.url, adminKey);
       const worker = admin.withKey(key);
@@ -61,7 +55,7 @@ describeEachDialect('coordination durability', (dialect) => {
     } finally {
       second.child.kill('SIGKILL');
     }
-    const third = await spawnServer(database, adminKey);
+    const third = await spawnServer(suiteDatabase(), adminKey);
     try {
       admin = new Api(third.url, adminKey);
       const worker = admin.withKey(key);

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { acknowledge, receiveOne, reject } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
 import { heartbeat, lookup, namespace, register } from './fixtures.js';
@@ -246,17 +246,11 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
 });
 
 describeEachDialect('discovery round-robin cursor', (dialect) => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase(dialect);
-  });
-  afterAll(async () => {
-    await database.drop();
-  });
+  const suiteDatabase = useTestDatabase(dialect);
 
   it('keeps rotating across a server restart', async () => {
     const query = { capability: 'rr.work', strategy: 'round_robin' };
-    let server = await startServer(dialect, { database });
+    let server = await startServer(dialect, { database: suiteDatabase() });
     for (const id of ['rr-a', 'rr-b', 'rr-c']) await register(server.api, id, 'rr.work');
     const firsts: string[] = [];
     try {
@@ -264,7 +258,7 @@ describeEachDialect('discovery round-robin cursor', (dialect) => {
     } finally {
       await server.close();
     }
-    server = await startServer(dialect, { database, adminKey: server.adminKey });
+    server = await startServer(dialect, { database: suiteDatabase(), adminKey: server.adminKey });
     try {
       for (let i = 0; i < 2; i++) firsts.push((await lookup(server.api, query)).ids[0]!);
     } finally {

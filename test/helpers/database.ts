@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 
 export type Dialect = 'sqlite' | 'postgres';
 export const DIALECTS: Dialect[] = ['sqlite', 'postgres'];
@@ -57,4 +58,19 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * One database for a whole suite (a server restarted on it keeps its data), dropped after the
+ * suite. Read it through the getter inside tests: it exists once `beforeAll` has run.
+ */
+export function useTestDatabase(dialect: Dialect): () => TestDatabase {
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+  return () => database!;
 }

@@ -1,23 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Api } from '../helpers/api.js';
 import { receive } from '../helpers/agent.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { spawnServer } from '../helpers/process.js';
 
 describeEachDialect('messaging durability', (dialect) => {
-  let database: TestDatabase;
+  const suiteDatabase = useTestDatabase(dialect);
   const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
-  beforeAll(async () => {
-    database = await createTestDatabase(dialect);
-  });
-  afterAll(async () => {
-    await database.drop();
-  });
 
   it('loses no acknowledged send when the server is killed with SIGKILL mid-load', async () => {
-    const first = await spawnServer(database, adminKey);
+    const first = await spawnServer(suiteDatabase(), adminKey);
     const admin = new Api(first.url, adminKey);
     const confirmed: string[] = [];
     let stop = false;
@@ -38,7 +32,7 @@ describeEachDialect('messaging durability', (dialect) => {
     await Promise.all(senders);
     await first.exited;
 
-    const second = await spawnServer(database, adminKey);
+    const second = await spawnServer(suiteDatabase(), adminKey);
     try {
       const inbox = new Api(second.url, adminKey);
       const received = new Set<string>();
