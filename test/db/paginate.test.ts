@@ -39,6 +39,22 @@ describeEachDialect('paginate', (dialect) => {
     expect(page).toEqual({ items: [], total: 0 });
   });
 
+  it.each([
+    { limit: 7, offset: 0, counted: false },
+    { limit: 1, offset: 6, counted: false },
+    { limit: 6, offset: 0, counted: true },
+    { limit: 3, offset: 9, counted: true },
+  ])('counts only when the page does not reach the end ($limit at $offset)', async ({ limit, offset, counted }) => {
+    let calls = 0;
+    const page = await paginate(rows(), { limit, offset }, async () => {
+      calls += 1;
+      return 7;
+    });
+    expect(page.total).toBe(7);
+    expect(page.items.length).toBeLessThanOrEqual(limit);
+    expect(calls).toBe(counted ? 1 : 0);
+  });
+
   it('takes a count of its own (GROUP BY queries count groups)', async () => {
     const page = await paginate(rows(), { limit: 2, offset: 0 }, async () => 42);
     expect(page.total).toBe(42);
