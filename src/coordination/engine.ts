@@ -138,6 +138,11 @@ const NOT_STARTED = {
 /** A step cannot proceed with the run's data (an expression, a template value): the step fails, not the request. */
 class StepError extends Error {}
 
+/** The messages that runs about to be saved send: one outbox, or all of them (emptied) as one. */
+function outboxes(contexts: RunContext[]): RunContext['outbox'] {
+  return contexts.length === 1 ? contexts[0]!.outbox : contexts.flatMap((ctx) => ctx.outbox.splice(0));
+}
+
 /** True when every field of `match` equals the same field of `value` (recursively for objects). */
 function matches(match: unknown, value: unknown): boolean {
   if (isJsonObject(match)) return isJsonObject(value) && Object.entries(match).every(([k, v]) => matches(v, value[k]));
@@ -200,6 +205,18 @@ export class RunEngine {
     return this.context(run, await this.steps(trx, run), false);
   }
 
+  /** Loads several runs for transitions, locked in id order (as one read) until the transaction ends. */
+  private async loadMany(trx: Db, runIds: string[]): Promise<RunContext[]> {
+    if (runIds.length === 1) {
+      const ctx = await this.load(trx, runIds[0]!);
+      return ctx ? [ctx] : [];
+    }
+    const runs = await this.store.findRuns(runIds, trx, true);
+    const missing = runs.filter((run) => this.savedSteps.get(run.id)?.revision !== run.revision).map((run) => run.id);
+    const read = missing.length > 0 ? await this.store.stepsOfRuns(missing, trx) : null;
+    return runs.map((run) => this.context(run, read?.get(run.id) ?? this.savedSteps.get(run.id)!.rows.map((row) => ({ ...row })), false));
+  }
+
   /** The steps of `run` in plan order (position, then item): from memory when this node saved it last. */
   async stepsOf(trx: Db, run: RunRow): Promise<RunStepRow[]> {
     const rows = await this.steps(trx, run);
@@ -220,20 +237,27 @@ export class RunEngine {
   }
 
   private async save(trx: Db, ctx: RunContext): Promise<void> {
-    if (ctx.isNew) return this.saveNew(trx, [ctx]);
-    await this.send(trx, ctx.outbox);
-    const { run } = ctx;
-    run.revision = this.nextRevision();
-    run.updated_at = ctx.now;
-    const changed: RunStepRow[] = [];
-    for (const step of ctx.steps.values()) if (step.dirty) changed.push(step.row);
-    await this.store.saveTransition(trx, run, changed, ctx.events);
-    await this.saved(trx, ctx);
+    return ctx.isNew ? this.saveNew(trx, [ctx]) : this.saveMany(trx, [ctx]);
+  }
+
+  /** Saves transitions of loaded runs: their messages in one insert, their rows in one write. */
+  private async saveMany(trx: Db, contexts: RunContext[]): Promise<void> {
+    if (contexts.length === 0) return;
+    await this.send(trx, outboxes(contexts));
+    const transitions = contexts.map((ctx) => {
+      ctx.run.revision = this.nextRevision();
+      ctx.run.updated_at = ctx.now;
+      const steps: RunStepRow[] = [];
+      for (const step of ctx.steps.values()) if (step.dirty) steps.push(step.row);
+      return { run: ctx.run, steps, events: ctx.events };
+    });
+    await this.store.saveTransitions(trx, transitions);
+    await this.saved(trx, contexts);
   }
 
   /** Inserts new runs (one statement per table for all of them), then what follows any save. */
   private async saveNew(trx: Db, contexts: RunContext[]): Promise<void> {
-    await this.send(trx, contexts.length === 1 ? contexts[0]!.outbox : contexts.flatMap((ctx) => ctx.outbox));
+    await this.send(trx, outboxes(contexts));
     const runs: RunRow[] = [];
     const steps: RunStepRow[] = [];
     const events: NewRunEvent[] = [];
@@ -244,7 +268,7 @@ export class RunEngine {
       for (const event of ctx.events) events.push(event);
     }
     await this.store.insertRuns(trx, { runs, steps, events });
-    for (const ctx of contexts) await this.saved(trx, ctx);
+    await this.saved(trx, contexts);
   }
 
   /** Sends the step messages in `outbox` (emptying it) and sets their steps' `message_id`. */
@@ -262,20 +286,28 @@ export class RunEngine {
     return `${this.revisionPrefix}.${++this.revisions}`;
   }
 
-  private async saved(trx: Db, ctx: RunContext): Promise<void> {
-    const { run } = ctx;
-    this.remember(ctx);
-    // Only a timer earlier than the worker's next look needs a wake-up; the worker on this node
-    // sees the rest in time (another node's worker, if this one dies, within its longest sleep).
-    // While a pass is under way (0) it may have read the timers before this commit and would
-    // then sleep past this one, so it is woken again.
-    const planned = this.deps.timerPlannedAt();
-    if (run.wake_at !== null && (planned === 0 || run.wake_at < planned) && (ctx.initialWakeAt === null || run.wake_at < ctx.initialWakeAt)) {
-      await this.deps.notifier.notify(COORDINATION_CHANGED, '', trx);
+  /**
+   * What follows a save: every saved run's steps are remembered first, so a parent that was
+   * saved in the same batch as its finishing child is read back as saved.
+   */
+  private async saved(trx: Db, contexts: RunContext[]): Promise<void> {
+    for (const ctx of contexts) this.remember(ctx);
+    let wakeTimers = false;
+    for (const ctx of contexts) {
+      const { run } = ctx;
+      // Only a timer earlier than the worker's next look needs a wake-up; the worker on this node
+      // sees the rest in time (another node's worker, if this one dies, within its longest sleep).
+      // While a pass is under way (0) it may have read the timers before this commit and would
+      // then sleep past this one, so it is woken again.
+      const planned = this.deps.timerPlannedAt();
+      if (run.wake_at !== null && (planned === 0 || run.wake_at < planned) && (ctx.initialWakeAt === null || run.wake_at < ctx.initialWakeAt)) {
+        wakeTimers = true;
+      }
+      if (RUN_FINISHED.has(run.status) && !RUN_FINISHED.has(ctx.initialStatus) && run.parent_run_id && !ctx.parentInMemory) {
+        await this.childFinished(trx, run);
+      }
     }
-    if (RUN_FINISHED.has(run.status) && !RUN_FINISHED.has(ctx.initialStatus) && run.parent_run_id && !ctx.parentInMemory) {
-      await this.childFinished(trx, run);
-    }
+    if (wakeTimers) await this.deps.notifier.notify(COORDINATION_CHANGED, '', trx);
   }
 
   private record(ctx: RunContext, type: string, stepId: string | null, detail: Record<string, unknown> = {}): void {
@@ -361,18 +393,37 @@ export class RunEngine {
     return ctx;
   }
 
-  /** Messaging's outcome handler: an agent step's message was acknowledged or dead-lettered. */
-  async onOutcome(outcome: MessageOutcome, trx: Db): Promise<void> {
-    if (outcome.status === 'delivered') return;
-    const [runId, stepId, attempt] = outcome.origin.ref.split('|');
-    const ctx = await this.load(trx, runId!);
-    const step = ctx?.steps.get(stepId!);
-    // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
-    if (!ctx || !step || step.row.status !== 'running' || String(step.row.attempt) !== attempt || step.row.message_id !== outcome.message_id) return;
-    if (outcome.status === 'acknowledged') this.complete(ctx, step, outcome.output ?? {});
-    else await this.failAttempt(trx, ctx, step, outcome.reason ?? 'dead-lettered');
-    await this.advance(trx, ctx);
-    await this.save(trx, ctx);
+  /**
+   * Messaging's outcome handler: agent steps' messages were acknowledged or dead-lettered. A
+   * batch (one batch acknowledgement) loads its runs in one locked read and saves them in one
+   * write (on PostgreSQL), instead of a few round trips per message.
+   */
+  async onOutcomes(outcomes: MessageOutcome[], trx: Db): Promise<void> {
+    const byRun = new Map<string, MessageOutcome[]>();
+    for (const outcome of outcomes) {
+      if (outcome.status === 'delivered') continue;
+      const runId = outcome.origin.ref.slice(0, outcome.origin.ref.indexOf('|'));
+      let list = byRun.get(runId);
+      if (!list) byRun.set(runId, (list = []));
+      list.push(outcome);
+    }
+    if (byRun.size === 0) return;
+    const moved: RunContext[] = [];
+    for (const ctx of await this.loadMany(trx, [...byRun.keys()])) {
+      let changed = false;
+      for (const outcome of byRun.get(ctx.run.id)!) {
+        const [, stepId, attempt] = outcome.origin.ref.split('|');
+        const step = ctx.steps.get(stepId!);
+        // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
+        if (!step || step.row.status !== 'running' || String(step.row.attempt) !== attempt || step.row.message_id !== outcome.message_id) continue;
+        if (outcome.status === 'acknowledged') this.complete(ctx, step, outcome.output ?? {});
+        else await this.failAttempt(trx, ctx, step, outcome.reason ?? 'dead-lettered');
+        await this.advance(trx, ctx);
+        changed = true;
+      }
+      if (changed) moved.push(ctx);
+    }
+    await this.saveMany(trx, moved);
   }
 
   /** Advances a run whose timer is due (the worker claimed it). */

@@ -334,8 +334,8 @@ export class CoordinationService {
 
   // Engine plumbing
 
-  handleOutcome(outcome: MessageOutcome, trx: Db): Promise<void> {
-    return this.deps.engine.onOutcome(outcome, trx);
+  handleOutcomes(outcomes: MessageOutcome[], trx: Db): Promise<void> {
+    return this.deps.engine.onOutcomes(outcomes, trx);
   }
 
   async handleEvent(event: PublishedEvent): Promise<void> {

@@ -161,6 +161,13 @@ const FIRE_TEMPLATE: Record<keyof FireRow, null> = {
 /** Bound values of the one-statement insert of new runs on PostgreSQL at most (its limit is 65,535). */
 const MAX_CTE_BOUND = 10_000;
 
+/** A saved transition of an existing run: its row, its new and changed steps, its new events. */
+export interface Transition {
+  run: RunRow;
+  steps: RunStepRow[];
+  events: NewRunEvent[];
+}
+
 /** New runs with their steps and timeline events, written together. */
 export interface NewRuns {
   runs: RunRow[];
@@ -177,6 +184,10 @@ const RUN_STATE_TEMPLATE: Record<RunStateColumn, null> = {
   status: null, output: null, error: null, revisions: null, wake_at: null, revision: null, completed_at: null, updated_at: null,
 };
 const RUN_STATE_COLUMNS = Object.keys(RUN_STATE_TEMPLATE) as RunStateColumn[];
+/** PostgreSQL types of the run columns a transition writes (see saveInOneStatement). */
+const RUN_STATE_TYPES: Record<RunStateColumn | 'id', 'text' | 'bigint'> = {
+  id: 'text', status: 'text', output: 'text', error: 'text', revisions: 'text', wake_at: 'bigint', revision: 'text', completed_at: 'bigint', updated_at: 'bigint',
+};
 /** What a transition may change in a step row (everything but its identity and place). */
 const STEP_STATE_COLUMNS = [
   'status', 'attempt', 'agent_id', 'capability', 'message_id', 'child_run_id', 'input', 'output', 'error',
@@ -202,7 +213,7 @@ export class CoordinationStore {
   private readonly stepUpsert = new BulkInsert<RunStepRow>(STEP_TEMPLATE, (trx, rows) => this.upsertSteps(trx, rows).compile());
   /** The PostgreSQL insert of new runs, steps and events in one statement, by row counts. */
   private readonly newRunsTexts = new BoundedMap<string, string>(200);
-  /** The PostgreSQL save of a transition in one statement, by step and event counts. */
+  /** The PostgreSQL save of transitions in one statement, by run, step and event counts. */
   private readonly transitionTexts = new BoundedMap<string, string>(200);
 
   constructor(
@@ -329,15 +340,21 @@ export class CoordinationStore {
     return (await trx.executeQuery<RunRow>(CompiledQuery.raw(text, [id]))).rows[0];
   }
 
+  /** Several runs for advancing, in id order: on PostgreSQL locked in that order (no deadlock between batches). */
+  async findRuns(ids: string[], trx: Db, forUpdate = false): Promise<RunRow[]> {
+    const query = trx.selectFrom('runs').selectAll().where('id', 'in', ids).orderBy('id');
+    return (forUpdate && this.caps.skipLocked ? query.forUpdate() : query).execute();
+  }
+
   async runSteps(runId: string, trx: Db = this.db): Promise<RunStepRow[]> {
     return trx.selectFrom('run_steps').selectAll().where('run_id', '=', runId).orderBy('position').orderBy('item_index').execute();
   }
 
   /** The steps of several runs in one query (a page of runs), grouped by run. */
-  async stepsOfRuns(runIds: string[]): Promise<Map<string, RunStepRow[]>> {
+  async stepsOfRuns(runIds: string[], trx: Db = this.db): Promise<Map<string, RunStepRow[]>> {
     const byRun = new Map<string, RunStepRow[]>(runIds.map((id) => [id, []]));
     if (runIds.length === 0) return byRun;
-    const rows = await this.db
+    const rows = await trx
       .selectFrom('run_steps')
       .selectAll()
       .where('run_id', 'in', runIds)
@@ -357,44 +374,84 @@ export class CoordinationStore {
   }
 
   /**
-   * Saves a transition of an existing run: its row (the columns a transition changes), its new and changed steps (an upsert on the
-   * step key) and its timeline events — in one round trip on PostgreSQL when they fit one
-   * statement, else one statement each (per chunk of rows); each statement compiled once.
+   * Saves transitions of existing runs: each run's row (the columns a transition changes), its
+   * new and changed steps (an upsert on the step key) and its timeline events. On PostgreSQL a
+   * batch (a batch acknowledgement moves one run per message) is one statement, as long as it
+   * fits one; elsewhere one statement per run row plus one per table for steps and events.
+   * Every statement is compiled once per shape.
    */
-  async saveTransition(trx: Db, run: RunRow, steps: RunStepRow[], events: NewRunEvent[]): Promise<void> {
-    const bound = RUN_STATE_COLUMNS.length + steps.length * STEP_COLUMNS.length + events.length * EVENT_COLUMNS.length;
-    if (this.caps.writableCte && steps.length > 0 && bound <= MAX_CTE_BOUND) {
-      const key = `${steps.length}:${events.length}`;
-      let text = this.transitionTexts.get(key);
-      if (text === undefined) {
-        const withSteps = trx.with('saved_steps', (db) => this.upsertSteps(db, nulls<RunStepRow>(STEP_TEMPLATE, steps.length)).returning('step_id'));
-        const statement =
-          events.length > 0
-            ? withSteps
-                .with('saved_events', (db) => db.insertInto('run_events').values(nulls<NewRunEvent>(EVENT_TEMPLATE, events.length)).returning('seq'))
-                .updateTable('runs')
-            : withSteps.updateTable('runs');
-        text = statement.set(RUN_STATE_TEMPLATE as unknown as Pick<RunRow, RunStateColumn>).where('id', '=', '').compile().sql;
-        this.transitionTexts.set(key, text);
+  async saveTransitions(trx: Db, transitions: Transition[]): Promise<void> {
+    if (!this.caps.writableCte) return this.saveStatementEach(trx, transitions);
+    let chunk: Transition[] = [];
+    let bound = 0;
+    for (const transition of transitions) {
+      const size = (1 + RUN_STATE_COLUMNS.length) + transition.steps.length * STEP_COLUMNS.length + transition.events.length * EVENT_COLUMNS.length;
+      if (size > MAX_CTE_BOUND) {
+        await this.saveStatementEach(trx, [transition]);
+        continue;
       }
-      // In the order of the statement: the WITHs (steps, events), then the SET, then the id.
-      const params: unknown[] = [];
-      bind(params, STEP_COLUMNS, steps);
-      bind(params, EVENT_COLUMNS, events);
-      bind(params, RUN_STATE_COLUMNS, [run]);
-      params.push(run.id);
-      await trx.executeQuery(CompiledQuery.raw(text, params));
-      return;
+      if (bound + size > MAX_CTE_BOUND) {
+        await this.saveInOneStatement(trx, chunk);
+        chunk = [];
+        bound = 0;
+      }
+      chunk.push(transition);
+      bound += size;
     }
+    if (chunk.length > 0) await this.saveInOneStatement(trx, chunk);
+  }
+
+  private async saveStatementEach(trx: Db, transitions: Transition[]): Promise<void> {
     const update = this.compiled('update-run', () =>
       trx.updateTable('runs').set(RUN_STATE_TEMPLATE as unknown as Pick<RunRow, RunStateColumn>).where('id', '=', '').compile().sql,
     );
+    for (const { run } of transitions) {
+      const params: unknown[] = [];
+      bind(params, RUN_STATE_COLUMNS, [run]);
+      params.push(run.id);
+      await trx.executeQuery(CompiledQuery.raw(update, params));
+    }
+    await this.stepUpsert.run(trx, transitions.length === 1 ? transitions[0]!.steps : transitions.flatMap((t) => t.steps));
+    await this.eventInsert.run(trx, transitions.length === 1 ? transitions[0]!.events : transitions.flatMap((t) => t.events));
+  }
+
+  /**
+   * PostgreSQL: the steps' upsert and the events' insert as writable CTEs of an UPDATE of the
+   * runs from a VALUES list (typed by casts: a bound parameter alone has no type).
+   */
+  private async saveInOneStatement(trx: Db, transitions: Transition[]): Promise<void> {
+    const steps = transitions.length === 1 ? transitions[0]!.steps : transitions.flatMap((t) => t.steps);
+    const events = transitions.length === 1 ? transitions[0]!.events : transitions.flatMap((t) => t.events);
+    const key = `${transitions.length}:${steps.length}:${events.length}`;
+    let text = this.transitionTexts.get(key);
+    if (text === undefined) {
+      const columns = ['id', ...RUN_STATE_COLUMNS] as const;
+      const row = sql`(${sql.join(columns.map((c) => sql`${null}::${sql.raw(RUN_STATE_TYPES[c])}`))})`;
+      const values = sql`(values ${sql.join(transitions.map(() => row))})`.as(sql`v(${sql.join(columns.map((c) => sql.ref(c)))})`);
+      let query: QueryCreator<Database> = trx;
+      if (steps.length > 0) {
+        query = query.with('saved_steps', (db) => this.upsertSteps(db, nulls<RunStepRow>(STEP_TEMPLATE, steps.length)).returning('step_id')) as never;
+      }
+      if (events.length > 0) {
+        query = query.with('saved_events', (db) => db.insertInto('run_events').values(nulls<NewRunEvent>(EVENT_TEMPLATE, events.length)).returning('seq')) as never;
+      }
+      text = query
+        .updateTable('runs')
+        .from(values as never)
+        .set(Object.fromEntries(RUN_STATE_COLUMNS.map((c) => [c, sql.ref(`v.${c}`)])) as never)
+        .where(sql<boolean>`${sql.ref('runs.id')} = ${sql.ref('v.id')}`)
+        .compile().sql;
+      this.transitionTexts.set(key, text);
+    }
+    // In the order of the statement: the WITHs (steps, events), then the VALUES rows.
     const params: unknown[] = [];
-    bind(params, RUN_STATE_COLUMNS, [run]);
-    params.push(run.id);
-    await trx.executeQuery(CompiledQuery.raw(update, params));
-    await this.stepUpsert.run(trx, steps);
-    await this.eventInsert.run(trx, events);
+    bind(params, STEP_COLUMNS, steps);
+    bind(params, EVENT_COLUMNS, events);
+    for (const { run } of transitions) {
+      params.push(run.id);
+      bind(params, RUN_STATE_COLUMNS, [run]);
+    }
+    await trx.executeQuery(CompiledQuery.raw(text, params));
   }
 
   private upsertSteps(db: Db | QueryCreator<Database>, rows: RunStepRow[]) {

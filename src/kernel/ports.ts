@@ -62,10 +62,11 @@ export interface MessageOutcome {
 
 /**
  * Producers register one handler per origin kind; messaging calls it inside the transaction
- * that delivers, acknowledges or dead-letters the message, so the producer's state moves
- * atomically with it.
+ * that delivers, acknowledges or dead-letters the messages, so the producer's state moves
+ * atomically with them. A batch (a receive, a batch acknowledge) arrives in one call, in the
+ * order of the messages' origin refs, so a producer can settle it in a few statements.
  */
-export type OutcomeHandler = (outcome: MessageOutcome, trx: Db) => Promise<void>;
+export type OutcomeHandler = (outcomes: MessageOutcome[], trx: Db) => Promise<void>;
 
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {

@@ -184,11 +184,21 @@ export class MessagingService implements Inbox, DeliveryStats {
     this.publishListeners.push(listener);
   }
 
-  private async emitOutcome(trx: Db, row: MessageRow, outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>) {
-    if (row.origin_kind === null || row.origin_ref === null) return;
-    const handler = this.outcomeHandlers.get(row.origin_kind);
-    if (!handler) return;
-    await handler({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...outcome }, trx);
+  /** Tells each origin's producer what happened to its messages: one call per origin kind. */
+  private async emitOutcomes(trx: Db, rows: MessageRow[], outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>) {
+    const byKind = new Map<string, MessageOutcome[]>();
+    for (const row of rows) {
+      if (row.origin_kind === null || row.origin_ref === null || !this.outcomeHandlers.has(row.origin_kind)) continue;
+      let batch = byKind.get(row.origin_kind);
+      if (!batch) byKind.set(row.origin_kind, (batch = []));
+      batch.push({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...outcome });
+    }
+    for (const [kind, outcomes] of byKind) {
+      // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps
+      // two concurrent batches that touch the same runs from deadlocking on PostgreSQL.
+      outcomes.sort((a, b) => (a.origin.ref < b.origin.ref ? -1 : a.origin.ref === b.origin.ref ? 0 : 1));
+      await this.outcomeHandlers.get(kind)!(outcomes, trx);
+    }
   }
 
   private newRow(message: OutgoingMessage, now: number): NewMessageRow {
@@ -386,7 +396,7 @@ export class MessagingService implements Inbox, DeliveryStats {
     const now = this.deps.clock.now();
     const rows = await this.store.transaction(async (trx) => {
       const claimed = await this.store.claim(trx, agentId, receiver, max, now, visibilitySeconds * 1000);
-      for (const row of claimed) await this.emitOutcome(trx, row, { status: 'delivered' });
+      await this.emitOutcomes(trx, claimed, { status: 'delivered' });
       return claimed;
     });
     return rows.map(toMessage);
@@ -416,10 +426,7 @@ export class MessagingService implements Inbox, DeliveryStats {
       // A batch settles in two statements, whatever its size (was two per message).
       await this.store.settle(trx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
       await this.store.endAttempts(trx, rows, 'acked', null, now);
-      // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps
-      // two concurrent batches that touch the same runs from deadlocking on PostgreSQL.
-      rows.sort((a, b) => ((a.origin_ref ?? '') < (b.origin_ref ?? '') ? -1 : a.origin_ref === b.origin_ref ? 0 : 1));
-      for (const row of rows) await this.emitOutcome(trx, row, { status: 'acknowledged', output });
+      await this.emitOutcomes(trx, rows, { status: 'acknowledged', output });
     });
     return { acknowledged: ids };
   }
@@ -452,7 +459,7 @@ export class MessagingService implements Inbox, DeliveryStats {
 
   private async deadLetter(trx: Db, row: MessageRow, reason: string, now: number): Promise<void> {
     await this.store.settle(trx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
-    await this.emitOutcome(trx, row, { status: 'dead_lettered', reason });
+    await this.emitOutcomes(trx, [row], { status: 'dead_lettered', reason });
   }
 
   async extend(caller: Caller, messageId: string, visibilitySeconds: number): Promise<{ message_id: string; visible_at: string }> {

@@ -27,7 +27,9 @@ export function createRoutinesDomain(deps: {
     publicUrl: platform.publicUrl,
     logger: platform.logger,
   });
-  deps.registerOutcomeHandler(ROUTINE_ORIGIN, (outcome, trx) => service.handleOutcome(outcome, trx));
+  deps.registerOutcomeHandler(ROUTINE_ORIGIN, async (outcomes, trx) => {
+    for (const outcome of outcomes) await service.handleOutcome(outcome, trx);
+  });
 
   // One pass fires due slots and expires overdue executions, then sleeps until the next due
   // time (a timer, not per-routine polling); a routine change anywhere cuts the sleep short.

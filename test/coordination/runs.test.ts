@@ -291,6 +291,38 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(step(parentDone, 'nested').output).toEqual({ gate: expect.objectContaining({ approved: true }) });
   });
 
+  it('one batch acknowledgement moves every run it touches: branches of one run, several runs, parents of finishing children', async () => {
+    const w = unique('batcher');
+    const client = await server.agent(w);
+    const child = await plan({ steps: [{ id: 'work', type: 'agent', agent: w, input: { part: 'child' } }] });
+    const parent = await plan({
+      steps: [
+        { id: 'a', type: 'agent', agent: w, input: { part: 'a' } },
+        { id: 'b', type: 'agent', agent: w, input: { part: 'b' } },
+        { id: 'nested', type: 'sub_plan', plan_id: child },
+        { id: 'join', type: 'transform', output: { a: '{{steps.a.output}}', nested: '{{steps.nested.output}}' }, depends_on: ['a', 'b', 'nested'] },
+      ],
+    });
+    const runs = await Promise.all([1, 2, 3].map(() => start(parent)));
+    // Three runs × (a, b) and their three children's `work`: nine messages, settled in one call.
+    const messages = await waitFor(async () => {
+      const got = await client.get(`/api/v1/messaging/receive?agent_id=${w}&timeout=1&max=20&visibility_timeout=60`);
+      return got.body.data.messages.length > 0 ? got.body.data.messages : null;
+    });
+    const pending = [...messages];
+    while (pending.length < 9) pending.push(...(await client.get(`/api/v1/messaging/receive?agent_id=${w}&timeout=1&max=20`)).body.data.messages);
+    expect(pending).toHaveLength(9);
+    const ack = await client.post('/api/v1/messaging/acknowledge', { message_ids: pending.map((m: InboxMessage) => m.message_id) });
+    expect(ack.status, ack.text).toBe(200);
+    for (const run of runs) {
+      const done = await finished(run.id);
+      expect(step(done, 'join').output).toEqual({ a: {}, nested: { work: {} } });
+      expect((await getRun(step(done, 'nested').child_run_id)).status).toBe('completed');
+      const timeline = (await server.api.get(`${R}/${run.id}/events?limit=100`)).body.data.map((e: { type: string; step_id: string | null }) => `${e.type}:${e.step_id}`);
+      for (const id of ['a', 'b', 'nested', 'join']) expect(timeline).toContain(`step.completed:${id}`);
+    }
+  });
+
   it('adaptive runs re-route a failed capability step to another healthy agent', async () => {
     const capability = unique('translate');
     const bad = unique('bad-translator');
