@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { installErrorHandling } from './error-handler.js';
 import { installAuth } from './plugins/auth.js';
+import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
 import { requestId } from './plugins/request-id.js';
 
@@ -62,6 +63,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false }));
   const textValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: 'array' }));
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
+  app.setSerializerCompiler(compileSerializer);
 
   const parseJson = app.getDefaultJsonParser('error', 'remove');
   app.removeContentTypeParser('application/json');
