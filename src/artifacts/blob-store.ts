@@ -15,11 +15,14 @@ export interface ByteRange {
 /**
  * Bytes written to the staging area, hashed, not yet visible under their key. `commit` makes
  * them visible atomically; `discard` removes them. Exactly one of the two should be called.
+ * A content that fit the stage's inline limit was only held in memory: `inline` has it whole,
+ * and commit and discard do nothing (the caller stores it elsewhere, e.g. in the database).
  */
 export interface StagedBlob {
   readonly sha256: string;
   readonly size: number;
   readonly key: string;
+  readonly inline: Buffer | null;
   /** True once commit has renamed the file into place. */
   readonly committed: boolean;
   commit(): Promise<void>;
@@ -32,10 +35,12 @@ export interface StagedBlob {
  * database counts references and tells the store when to delete.
  */
 export interface BlobStore {
-  /** Streams `source` to a staging file, hashing while it goes; over `maxBytes` → 413, nothing left behind. */
-  stage(source: Readable, maxBytes: number): Promise<StagedBlob>;
-  /** stage + commit, for bytes that need no transaction around them. */
-  put(source: Readable, maxBytes: number): Promise<{ sha256: string; size: number; key: string }>;
+  /**
+   * Streams `source` to a staging file, hashing while it goes; over `maxBytes` → 413, nothing
+   * left behind. Up to `inlineMaxBytes` are held in memory first: a content no larger never
+   * touches the disk (`inline`), a larger one spills to the file once it crosses that size.
+   */
+  stage(source: Readable, maxBytes: number, inlineMaxBytes?: number): Promise<StagedBlob>;
   /** Opens the blob (optionally a range of it) for streaming; throws ENOENT when it is absent. */
   get(key: string, range?: ByteRange): Promise<Readable>;
   delete(key: string): Promise<void>;
@@ -73,20 +78,43 @@ const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
  * the background every 64 MiB while the upload is still arriving (one flush in flight at a
  * time), then once more at the end. A single flush at the end of a 1 GiB upload made the
  * client wait ~1.5 s for the disk after the last byte (benchmarked: 253 MiB/s with it).
+ *
+ * The file is created only once more than `inlineMaxBytes` have arrived; until then the chunks
+ * are held, so a small content costs no file creation, write, flush or rename at all (a 4 KiB
+ * create spent most of its time waiting on those: see bench/RESULTS.md, artifacts).
  */
-class FileSink extends Writable {
+class StagingSink extends Writable {
+  private handle: fsp.FileHandle | null = null;
+  private held: Buffer[] = [];
+  private heldBytes = 0;
   private unsynced = 0;
   private syncing: Promise<void> | null = null;
   private released = false;
 
   constructor(
-    private readonly handle: fsp.FileHandle,
+    private readonly file: string,
     private readonly durable: boolean,
+    private readonly inlineMaxBytes: number,
   ) {
     super({ highWaterMark: 1024 * 1024 });
   }
 
+  /** The whole content, once finished without having needed a file. */
+  get inline(): Buffer | null {
+    return this.handle === null ? Buffer.concat(this.held, this.heldBytes) : null;
+  }
+
   private async append(chunks: Buffer[]): Promise<void> {
+    if (this.handle === null) {
+      for (const chunk of chunks) {
+        this.held.push(chunk);
+        this.heldBytes += chunk.length;
+      }
+      if (this.heldBytes <= this.inlineMaxBytes) return;
+      this.handle = await fsp.open(this.file, 'wx');
+      chunks = this.held;
+      this.held = [];
+    }
     await this.handle.writev(chunks);
     if (!this.durable) return;
     for (const chunk of chunks) this.unsynced += chunk.length;
@@ -107,21 +135,24 @@ class FileSink extends Writable {
   }
 
   override _final(callback: (err?: Error | null) => void): void {
+    const handle = this.handle;
+    if (handle === null) return callback();
     (async () => {
       await this.syncing;
-      if (this.durable) await this.handle.datasync();
+      if (this.durable) await handle.datasync();
       this.released = true;
-      await this.handle.close();
+      await handle.close();
     })().then(() => callback(), callback);
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    if (this.released) return callback(err);
+    const handle = this.handle;
+    if (this.released || handle === null) return callback(err);
     this.released = true;
     // Let a background flush settle before closing the descriptor under it.
     Promise.resolve(this.syncing)
       .catch(() => undefined)
-      .then(() => this.handle.close())
+      .then(() => handle.close())
       .then(() => callback(err), () => callback(err));
   }
 }
@@ -152,11 +183,12 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.objects, key.slice(0, 2), key);
   }
 
-  async stage(source: Readable, maxBytes: number): Promise<StagedBlob> {
+  async stage(source: Readable, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {
     const temp = path.join(this.staging, `${Date.now()}-${randomBytes(8).toString('hex')}`);
     const meter = new Meter(maxBytes);
+    const sink = new StagingSink(temp, this.durable, inlineMaxBytes);
     try {
-      await pipeline(source, meter, new FileSink(await fsp.open(temp, 'wx'), this.durable));
+      await pipeline(source, meter, sink);
     } catch (err) {
       // The source may still be flowing (an aborted request); stop it before forgetting the file.
       source.destroy();
@@ -164,6 +196,8 @@ export class FsBlobStore implements BlobStore {
       throw err;
     }
     const sha256 = meter.hash.digest('hex');
+    const inline = sink.inline;
+    if (inline !== null) return { sha256, size: meter.size, key: sha256, inline, committed: false, commit: async () => {}, discard: async () => {} };
     const final = this.pathOf(sha256);
     let settled = false;
     let committed = false;
@@ -171,6 +205,7 @@ export class FsBlobStore implements BlobStore {
       sha256,
       size: meter.size,
       key: sha256,
+      inline: null,
       get committed() {
         return committed;
       },
@@ -200,12 +235,6 @@ export class FsBlobStore implements BlobStore {
         await fsp.rm(temp, { force: true });
       },
     };
-  }
-
-  async put(source: Readable, maxBytes: number): Promise<{ sha256: string; size: number; key: string }> {
-    const staged = await this.stage(source, maxBytes);
-    await staged.commit();
-    return { sha256: staged.sha256, size: staged.size, key: staged.key };
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {

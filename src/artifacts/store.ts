@@ -46,13 +46,21 @@ export interface ArtifactUploadsTable {
   size_bytes: number;
   sha256: string | null;
   expires_at: number;
+  /** The sha256 of the bytes received so far (a content reference, like a version's sha256). */
   blob_sha256: string | null;
   received_bytes: number | null;
   created_at: number;
 }
 
+/** Small contents, kept in the database instead of a blob file (migration 0009). */
+export interface ArtifactContentsTable {
+  sha256: string;
+  bytes: Buffer;
+}
+
 export interface ArtifactsTables {
   artifacts: ArtifactsTable;
+  artifact_contents: ArtifactContentsTable;
   artifact_versions: ArtifactVersionsTable;
   artifact_shares: ArtifactSharesTable;
   artifact_uploads: ArtifactUploadsTable;
@@ -62,6 +70,8 @@ export type ArtifactRow = Selectable<ArtifactsTable>;
 export type VersionRow = Selectable<ArtifactVersionsTable>;
 export type ShareRow = Selectable<ArtifactSharesTable>;
 export type UploadRow = Selectable<ArtifactUploadsTable>;
+/** A version with its bytes when they are kept in the database (null: they are in the blob store). */
+export type VersionContentRow = VersionRow & { bytes: Buffer | null };
 
 /** Who lists: an admin sees everything; an agent what it owns or is shared with it directly or through a group. */
 export interface Viewer {
@@ -98,6 +108,19 @@ export class ArtifactsStore {
    */
   async lockBlobs(trx: Db, sha256s: Iterable<string>): Promise<void> {
     for (const sha of [...new Set(sha256s)].sort()) await this.caps.transactionLock(trx, `artifact-blob:${sha}`);
+  }
+
+  /** Keeps a content in the database; the same bytes stored already are left as they are. */
+  async insertContent(trx: Db, sha256: string, bytes: Buffer): Promise<void> {
+    await trx
+      .insertInto('artifact_contents')
+      .values({ sha256, bytes })
+      .onConflict((oc) => oc.column('sha256').doNothing())
+      .execute();
+  }
+
+  async deleteContent(trx: Db, sha256: string): Promise<void> {
+    await trx.deleteFrom('artifact_contents').where('sha256', '=', sha256).execute();
   }
 
   /** How many versions and pending uploads still use these bytes. */
@@ -183,6 +206,18 @@ export class ArtifactsStore {
       .selectAll()
       .where('artifact_id', '=', id)
       .where('version', '=', version)
+      .executeTakeFirst();
+  }
+
+  /** The version with its bytes, if the database holds them: one snapshot, so they cannot vanish in between. */
+  async findVersionContent(id: string, version: number): Promise<VersionContentRow | undefined> {
+    return this.db
+      .selectFrom('artifact_versions')
+      .leftJoin('artifact_contents', 'artifact_contents.sha256', 'artifact_versions.sha256')
+      .selectAll('artifact_versions')
+      .select('artifact_contents.bytes')
+      .where('artifact_versions.artifact_id', '=', id)
+      .where('artifact_versions.version', '=', version)
       .executeTakeFirst();
   }
 
