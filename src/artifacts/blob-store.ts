@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+import { Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PayloadTooLarge } from '../kernel/errors.js';
 
@@ -39,14 +39,17 @@ export interface BlobStore {
    * Streams `source` to a staging file, hashing while it goes; over `maxBytes` → 413, nothing
    * left behind. Up to `inlineMaxBytes` are held in memory first: a content no larger never
    * touches the disk (`inline`), a larger one spills to the file once it crosses that size.
+   * A Buffer is a content in memory already.
    */
-  stage(source: Readable, maxBytes: number, inlineMaxBytes?: number): Promise<StagedBlob>;
+  stage(source: Readable | Buffer, maxBytes: number, inlineMaxBytes?: number): Promise<StagedBlob>;
   /** Opens the blob (optionally a range of it) for streaming; throws ENOENT when it is absent. */
   get(key: string, range?: ByteRange): Promise<Readable>;
   delete(key: string): Promise<void>;
   /** Removes staging files untouched for longer than `olderThanMs` of wall-clock time (left by a crash). */
   sweepStaging(olderThanMs: number): Promise<number>;
 }
+
+const tooLarge = (maxBytes: number) => new PayloadTooLarge(`The upload exceeds the limit of ${maxBytes} bytes`);
 
 /** Counts, hashes and bounds the bytes flowing through it. */
 class Meter extends Transform {
@@ -60,7 +63,7 @@ class Meter extends Transform {
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.size += chunk.length;
     if (this.size > this.maxBytes) {
-      callback(new PayloadTooLarge(`The upload exceeds the limit of ${this.maxBytes} bytes`));
+      callback(tooLarge(this.maxBytes));
       return;
     }
     this.hash.update(chunk);
@@ -73,48 +76,78 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** Flush to disk in the background after this many bytes, so the sync at the end is short. */
 const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
 
+/** The staged form of a content held whole in memory: nothing to commit or discard. */
+function inMemory(bytes: Buffer): StagedBlob {
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  return { sha256, size: bytes.length, key: sha256, inline: bytes, committed: false, commit: async () => {}, discard: async () => {} };
+}
+
+/**
+ * Reads `source` into memory while it stays within `inlineMaxBytes`: resolves with the whole
+ * content when it ended within that, or with null once it crossed it, the bytes read so far
+ * put back at the head of the (paused) source so that it can be piped from its start. Over
+ * `maxBytes` → 413 at once, the source left paused, not destroyed: destroying a server request
+ * would close its socket before the 413 is sent (pipeline() detaches the socket first for that
+ * reason); the HTTP layer closes the connection after answering instead. Plain listeners rather than pipeline(): for a 4 KiB upload the
+ * pipeline of the file path cost ~170 µs of CPU (its AbortController, end-of-stream tracking
+ * and Transform), a third of a whole create request (measured, see bench/RESULTS.md).
+ */
+function holdSmall(source: Readable, inlineMaxBytes: number, maxBytes: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const held: Buffer[] = [];
+    let size = 0;
+    const settle = (outcome: () => void) => {
+      source.off('data', onData);
+      source.off('end', onEnd);
+      source.off('error', onError);
+      source.off('close', onClose);
+      outcome();
+    };
+    const onData = (chunk: Buffer) => {
+      held.push(chunk);
+      size += chunk.length;
+      if (size > maxBytes) {
+        settle(() => {
+          source.pause();
+          reject(tooLarge(maxBytes));
+        });
+      } else if (size > inlineMaxBytes) {
+        settle(() => {
+          source.pause();
+          source.unshift(Buffer.concat(held, size));
+          resolve(null);
+        });
+      }
+    };
+    const onEnd = () => settle(() => resolve(Buffer.concat(held, size)));
+    const onError = (err: Error) => settle(() => reject(err));
+    const onClose = () => settle(() => reject(new Error('The upload ended before its last byte')));
+    source.on('data', onData);
+    source.on('end', onEnd);
+    source.on('error', onError);
+    source.on('close', onClose);
+  });
+}
+
 /**
  * Writes a stream to a file and, when `durable`, makes it reach the disk: data is flushed in
  * the background every 64 MiB while the upload is still arriving (one flush in flight at a
  * time), then once more at the end. A single flush at the end of a 1 GiB upload made the
  * client wait ~1.5 s for the disk after the last byte (benchmarked: 253 MiB/s with it).
- *
- * The file is created only once more than `inlineMaxBytes` have arrived; until then the chunks
- * are held, so a small content costs no file creation, write, flush or rename at all (a 4 KiB
- * create spent most of its time waiting on those: see bench/RESULTS.md, artifacts).
  */
-class StagingSink extends Writable {
-  private handle: fsp.FileHandle | null = null;
-  private held: Buffer[] = [];
-  private heldBytes = 0;
+class FileSink extends Writable {
   private unsynced = 0;
   private syncing: Promise<void> | null = null;
   private released = false;
 
   constructor(
-    private readonly file: string,
+    private readonly handle: fsp.FileHandle,
     private readonly durable: boolean,
-    private readonly inlineMaxBytes: number,
   ) {
     super({ highWaterMark: 1024 * 1024 });
   }
 
-  /** The whole content, once finished without having needed a file. */
-  get inline(): Buffer | null {
-    return this.handle === null ? Buffer.concat(this.held, this.heldBytes) : null;
-  }
-
   private async append(chunks: Buffer[]): Promise<void> {
-    if (this.handle === null) {
-      for (const chunk of chunks) {
-        this.held.push(chunk);
-        this.heldBytes += chunk.length;
-      }
-      if (this.heldBytes <= this.inlineMaxBytes) return;
-      this.handle = await fsp.open(this.file, 'wx');
-      chunks = this.held;
-      this.held = [];
-    }
     await this.handle.writev(chunks);
     if (!this.durable) return;
     for (const chunk of chunks) this.unsynced += chunk.length;
@@ -135,24 +168,21 @@ class StagingSink extends Writable {
   }
 
   override _final(callback: (err?: Error | null) => void): void {
-    const handle = this.handle;
-    if (handle === null) return callback();
     (async () => {
       await this.syncing;
-      if (this.durable) await handle.datasync();
+      if (this.durable) await this.handle.datasync();
       this.released = true;
-      await handle.close();
+      await this.handle.close();
     })().then(() => callback(), callback);
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    const handle = this.handle;
-    if (this.released || handle === null) return callback(err);
+    if (this.released) return callback(err);
     this.released = true;
     // Let a background flush settle before closing the descriptor under it.
     Promise.resolve(this.syncing)
       .catch(() => undefined)
-      .then(() => handle.close())
+      .then(() => this.handle.close())
       .then(() => callback(err), () => callback(err));
   }
 }
@@ -183,21 +213,27 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.objects, key.slice(0, 2), key);
   }
 
-  async stage(source: Readable, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {
-    const temp = path.join(this.staging, `${Date.now()}-${randomBytes(8).toString('hex')}`);
+  async stage(source: Readable | Buffer, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {
+    if (Buffer.isBuffer(source)) {
+      if (source.length > maxBytes) throw tooLarge(maxBytes);
+      if (source.length <= inlineMaxBytes) return inMemory(source);
+      source = Readable.from([source]);
+    }
+    if (inlineMaxBytes > 0) {
+      const held = await holdSmall(source, inlineMaxBytes, maxBytes);
+      if (held !== null) return inMemory(held);
+    }
+    const staging = path.join(this.staging, `${Date.now()}-${randomBytes(8).toString('hex')}`);
     const meter = new Meter(maxBytes);
-    const sink = new StagingSink(temp, this.durable, inlineMaxBytes);
     try {
-      await pipeline(source, meter, sink);
+      await pipeline(source, meter, new FileSink(await fsp.open(staging, 'wx'), this.durable));
     } catch (err) {
       // The source may still be flowing (an aborted request); stop it before forgetting the file.
       source.destroy();
-      await fsp.rm(temp, { force: true });
+      await fsp.rm(staging, { force: true });
       throw err;
     }
     const sha256 = meter.hash.digest('hex');
-    const inline = sink.inline;
-    if (inline !== null) return { sha256, size: meter.size, key: sha256, inline, committed: false, commit: async () => {}, discard: async () => {} };
     const final = this.pathOf(sha256);
     let settled = false;
     let committed = false;
@@ -224,15 +260,15 @@ export class FsBlobStore implements BlobStore {
         // Renaming over them would be correct, but ext4 flushes the replacing file's data on
         // such a rename: ~1 ms per rename in a CPU profile of 4 KiB creates of one content,
         // the largest single cost, spent while holding the database connection.
-        if (fs.existsSync(final)) fs.rmSync(temp, { force: true });
-        else fs.renameSync(temp, final);
+        if (fs.existsSync(final)) fs.rmSync(staging, { force: true });
+        else fs.renameSync(staging, final);
         settled = true;
         committed = true;
       },
       discard: async () => {
         if (settled) return;
         settled = true;
-        await fsp.rm(temp, { force: true });
+        await fsp.rm(staging, { force: true });
       },
     };
   }

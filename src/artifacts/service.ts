@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
 import type { Db } from '../db/database.js';
@@ -191,7 +191,7 @@ export class ArtifactsService {
    * Streams an upload to the staging area: held in memory while it fits the inline limit, else
    * spilled to a staging file (bounded by `maxBytes` either way: 413, nothing left behind).
    */
-  private stage(source: Readable, maxBytes = this.deps.maxUploadBytes): Promise<StagedBlob> {
+  private stage(source: Readable | Buffer, maxBytes = this.deps.maxUploadBytes): Promise<StagedBlob> {
     return this.deps.blobs.stage(source, maxBytes, this.deps.inlineMaxBytes);
   }
 
@@ -328,7 +328,7 @@ export class ArtifactsService {
 
   async createSnippet(principal: Principal, body: SnippetBody): Promise<Artifact> {
     const bytes = Buffer.from(JSON.stringify(body.content ?? null));
-    const staged = await this.stage(Readable.from([bytes]));
+    const staged = await this.stage(bytes);
     return this.settle(staged, () =>
       this.insertStaged(principal, { name: body.name, content_type: SNIPPET_TYPE, metadata: body.metadata ?? {} }, staged),
     );

@@ -1,4 +1,5 @@
 import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
@@ -90,8 +91,49 @@ export interface ArtifactFilter {
 export type CurrentContent = Pick<ArtifactRow, 'content_type' | 'size_bytes' | 'sha256' | 'updated_at'>;
 
 type ArtifactsEb = ExpressionBuilder<Database, 'artifacts'>;
+type ContentRow = Selectable<ArtifactContentsTable>;
+
+const ARTIFACT_TEMPLATE: Record<keyof ArtifactRow, null> = {
+  id: null,
+  name: null,
+  owner: null,
+  metadata: null,
+  current_version: null,
+  last_version: null,
+  content_type: null,
+  size_bytes: null,
+  sha256: null,
+  created_at: null,
+  updated_at: null,
+};
+
+const VERSION_TEMPLATE: Record<keyof VersionRow, null> = {
+  artifact_id: null,
+  version: null,
+  content_type: null,
+  size_bytes: null,
+  sha256: null,
+  created_by: null,
+  created_at: null,
+};
+
+const CONTENT_TEMPLATE: Record<keyof ContentRow, null> = { sha256: null, bytes: null };
 
 export class ArtifactsStore {
+  // The inserts of a create, compiled once: building and compiling them with the query builder
+  // on every create took ~50 µs of the ~165 µs of its transaction on SQLite (measured).
+  private readonly artifactInsert = new BulkInsert<ArtifactRow>(ARTIFACT_TEMPLATE, (trx, rows) => trx.insertInto('artifacts').values(rows).compile());
+  private readonly versionInsert = new BulkInsert<VersionRow>(VERSION_TEMPLATE, (trx, rows) =>
+    trx.insertInto('artifact_versions').values(rows).compile(),
+  );
+  private readonly contentInsert = new BulkInsert<ContentRow>(CONTENT_TEMPLATE, (trx, rows) =>
+    trx
+      .insertInto('artifact_contents')
+      .values(rows)
+      .onConflict((oc) => oc.column('sha256').doNothing())
+      .compile(),
+  );
+
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
@@ -112,11 +154,7 @@ export class ArtifactsStore {
 
   /** Keeps a content in the database; the same bytes stored already are left as they are. */
   async insertContent(trx: Db, sha256: string, bytes: Buffer): Promise<void> {
-    await trx
-      .insertInto('artifact_contents')
-      .values({ sha256, bytes })
-      .onConflict((oc) => oc.column('sha256').doNothing())
-      .execute();
+    await this.contentInsert.run(trx, [{ sha256, bytes }]);
   }
 
   async deleteContent(trx: Db, sha256: string): Promise<void> {
@@ -137,8 +175,8 @@ export class ArtifactsStore {
   // ---- artifacts and versions ----
 
   async insertArtifact(trx: Db, artifact: ArtifactRow, version: VersionRow): Promise<void> {
-    await trx.insertInto('artifacts').values(artifact).execute();
-    await trx.insertInto('artifact_versions').values(version).execute();
+    await this.artifactInsert.run(trx, [artifact]);
+    await this.versionInsert.run(trx, [version]);
   }
 
   async findArtifact(id: string, trx: Db = this.db): Promise<ArtifactRow | undefined> {
@@ -169,7 +207,7 @@ export class ArtifactsStore {
   }
 
   async insertVersion(trx: Db, row: VersionRow): Promise<void> {
-    await trx.insertInto('artifact_versions').values(row).execute();
+    await this.versionInsert.run(trx, [row]);
   }
 
   /** Row-locks the artifact for the rest of the transaction (an UPDATE does it on both dialects). */
