@@ -16,6 +16,8 @@ export interface Config {
   readonly rateWindowSeconds: number;
   readonly healthTtlSeconds: number;
   readonly maxUploadBytes: number;
+  /** Artifact contents of at most this many bytes are kept in the database, not as files. */
+  readonly artifactInlineBytes: number;
   readonly maxJsonBodyBytes: number;
   readonly llmUrl: string | null;
   readonly llmModel: string | null;
@@ -68,6 +70,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
     healthTtlSeconds: int(env, 'SWITCHBOARD_HEALTH_TTL_S', 30, 1, 86_400),
     maxUploadBytes: int(env, 'SWITCHBOARD_MAX_UPLOAD_BYTES', 5 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
+    // Each upload in flight holds up to this much in memory before it spills to a staging file.
+    artifactInlineBytes: int(env, 'SWITCHBOARD_ARTIFACT_INLINE_BYTES', 64 * 1024, 0, 16 * 1024 ** 2),
     maxJsonBodyBytes: int(env, 'SWITCHBOARD_MAX_JSON_BYTES', 1024 * 1024, 1024, 1024 ** 3),
     llmUrl: str(env, 'SWITCHBOARD_LLM_URL')?.replace(/\/+$/, '') ?? null,
     llmModel: str(env, 'SWITCHBOARD_LLM_MODEL'),

@@ -40,6 +40,7 @@ export function createArtifactsDomain(deps: {
     signingKey: () => deps.sharedSecret(URL_SIGNING_SETTING),
     publicUrl: platform.publicUrl,
     maxUploadBytes: platform.config.maxUploadBytes,
+    inlineMaxBytes: platform.config.artifactInlineBytes,
   });
   const sweeper = new LoopWorker({
     name: 'artifact-upload-sweeper',

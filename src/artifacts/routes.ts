@@ -39,7 +39,8 @@ const FIELD_LIMIT_BYTES = 64 * 1024;
 const FORM_DESCRIPTION =
   'multipart/form-data with the part `file` (the content) and the optional fields `name` (default: the file name), ' +
   "`content_type` (default: the file part's type) and `metadata` (a JSON object as text). The content is streamed to " +
-  'storage; over SWITCHBOARD_MAX_UPLOAD_BYTES the request ends with 413 and nothing is kept. Signed requests send ' +
+  'storage (up to SWITCHBOARD_ARTIFACT_INLINE_BYTES kept in the database, larger ones in a file); over ' +
+  'SWITCHBOARD_MAX_UPLOAD_BYTES the request ends with 413 and nothing is kept. Signed requests send ' +
   'X-Content-SHA256: hex SHA-256 of the raw multipart body.';
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -96,15 +97,15 @@ async function sendDownload(request: FastifyRequest, reply: FastifyReply, downlo
   reply.type(download.content_type);
   if (decision.kind === 'partial') {
     const { start, end } = decision.range;
-    const stream = await download.open(decision.range);
+    const body = await download.open(decision.range);
     return reply
       .code(206)
       .header('Content-Range', `bytes ${start}-${end}/${download.size_bytes}`)
       .header('Content-Length', String(end - start + 1))
-      .send(stream);
+      .send(body);
   }
-  const stream = await download.open();
-  return reply.code(200).header('Content-Length', String(download.size_bytes)).send(stream);
+  const body = await download.open();
+  return reply.code(200).header('Content-Length', String(download.size_bytes)).send(body);
 }
 
 const ArtifactResponse = DataEnvelope(Artifact);

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
 import type { Db } from '../db/database.js';
@@ -20,7 +20,7 @@ import {
   type SnippetBody,
   type UploadIntentBody,
 } from './schemas.js';
-import type { ArtifactFilter, ArtifactRow, ArtifactsStore, UploadRow, VersionRow, Viewer } from './store.js';
+import type { ArtifactFilter, ArtifactRow, ArtifactsStore, UploadRow, VersionContentRow, VersionRow, Viewer } from './store.js';
 import { isJsonObject } from '../kernel/json.js';
 
 /** One part of a multipart body, in the order the client sent them. */
@@ -43,7 +43,8 @@ export interface Download {
   content_type: string;
   size_bytes: number;
   sha256: string;
-  open(range?: ByteRange): Promise<Readable>;
+  /** The bytes (or a range of them): whole in memory when the database holds them, else streamed from the blob store. */
+  open(range?: ByteRange): Promise<Readable | Buffer>;
 }
 
 /** The proof a signed or upload URL carries (query `expires`, Unix seconds, and `signature`). */
@@ -63,6 +64,8 @@ export interface ArtifactsDeps {
   signingKey: () => Promise<string>;
   publicUrl: () => string;
   maxUploadBytes: number;
+  /** Contents of at most this many bytes are kept in the database, larger ones in the blob store. */
+  inlineMaxBytes: number;
 }
 
 const FORM_FIELDS = new Set(['name', 'content_type', 'metadata']);
@@ -182,16 +185,38 @@ export class ArtifactsService {
     throw new Forbidden(`Only the owner ('${row.owner}') or an admin may change artifact '${id}'`);
   }
 
-  // ---- blobs and their references ----
+  // ---- contents and their references ----
 
   /**
-   * Deletes the files of blobs no version or upload references any more. Call inside the
-   * transaction that dropped the references, holding their locks (store.lockBlobs), so no
-   * writer can add a reference between the count and the unlink.
+   * Streams an upload to the staging area: held in memory while it fits the inline limit, else
+   * spilled to a staging file (bounded by `maxBytes` either way: 413, nothing left behind).
+   */
+  private stage(source: Readable | Buffer, maxBytes = this.deps.maxUploadBytes): Promise<StagedBlob> {
+    return this.deps.blobs.stage(source, maxBytes, this.deps.inlineMaxBytes);
+  }
+
+  /**
+   * Stores staged bytes under their sha256 inside `trx`, which holds their lock
+   * (store.lockBlobs) and adds the reference: a small content as a database row, which the
+   * transaction commits or rolls back with the reference; a large one by committing its file.
+   */
+  private async keep(trx: Db, staged: StagedBlob): Promise<void> {
+    await this.store.lockBlobs(trx, [staged.key]);
+    if (staged.inline) await this.store.insertContent(trx, staged.key, staged.inline);
+    else await staged.commit();
+  }
+
+  /**
+   * Deletes the contents no version or upload references any more, wherever they are kept (a
+   * content may be in both places: a row and a file made while the inline limit was lower).
+   * Call inside the transaction that dropped the references, holding their locks
+   * (store.lockBlobs), so no writer can add a reference between the count and the delete.
    */
   private async dropUnreferenced(trx: Db, sha256s: Iterable<string>): Promise<void> {
     for (const sha of new Set(sha256s)) {
-      if ((await this.store.blobReferences(trx, sha)) === 0) await this.deps.blobs.delete(sha);
+      if ((await this.store.blobReferences(trx, sha)) > 0) continue;
+      await this.store.deleteContent(trx, sha);
+      await this.deps.blobs.delete(sha);
     }
   }
 
@@ -228,7 +253,7 @@ export class ArtifactsService {
         if (part.kind === 'file') {
           if (part.name !== 'file') throw InvalidRequest.field(part.name, 'is not a known field; send the content as "file"');
           if (staged) throw InvalidRequest.field('file', 'must be sent once');
-          staged = await this.deps.blobs.stage(part.stream, this.deps.maxUploadBytes);
+          staged = await this.stage(part.stream);
           file = { filename: part.filename, mimetype: part.mimetype };
           continue;
         }
@@ -280,8 +305,7 @@ export class ArtifactsService {
       this.deps.clock.now(),
     );
     await this.store.transaction(async (trx) => {
-      await this.store.lockBlobs(trx, [staged.key]);
-      await staged.commit();
+      await this.keep(trx, staged);
       await this.store.insertArtifact(trx, rows.artifact, rows.version);
     });
     return toArtifact(rows.artifact);
@@ -304,7 +328,7 @@ export class ArtifactsService {
 
   async createSnippet(principal: Principal, body: SnippetBody): Promise<Artifact> {
     const bytes = Buffer.from(JSON.stringify(body.content ?? null));
-    const staged = await this.deps.blobs.stage(Readable.from([bytes]), this.deps.maxUploadBytes);
+    const staged = await this.stage(bytes);
     return this.settle(staged, () =>
       this.insertStaged(principal, { name: body.name, content_type: SNIPPET_TYPE, metadata: body.metadata ?? {} }, staged),
     );
@@ -346,8 +370,17 @@ export class ArtifactsService {
     return row;
   }
 
-  private toDownload(artifact: ArtifactRow, version: VersionRow): Download {
+  /** A version ready to download (default: the current one). */
+  private async downloadOf(artifact: ArtifactRow, version: number | undefined): Promise<Download> {
+    const wanted = version ?? artifact.current_version;
+    const row = await this.store.findVersionContent(artifact.id, wanted);
+    if (!row) throw new NotFound(`Version ${wanted} of artifact`, artifact.id);
+    return this.toDownload(artifact, row);
+  }
+
+  private toDownload(artifact: ArtifactRow, version: VersionContentRow): Download {
     const blobs = this.deps.blobs;
+    const inline = version.bytes;
     return {
       artifact_id: artifact.id,
       version: version.version,
@@ -356,6 +389,7 @@ export class ArtifactsService {
       size_bytes: Number(version.size_bytes),
       sha256: version.sha256,
       async open(range) {
+        if (inline !== null) return range ? inline.subarray(range.start, range.end + 1) : inline;
         try {
           return await blobs.get(version.sha256, range);
         } catch (err) {
@@ -368,8 +402,7 @@ export class ArtifactsService {
   }
 
   async download(principal: Principal, id: string, version?: number): Promise<Download> {
-    const artifact = await this.readable(principal, id);
-    return this.toDownload(artifact, await this.versionOf(artifact, version));
+    return this.downloadOf(await this.readable(principal, id), version);
   }
 
   // ---- versions ----
@@ -405,8 +438,7 @@ export class ArtifactsService {
           if (await this.store.findArtifact(id, trx)) throw mismatch();
           throw new NotFound('Artifact', id);
         }
-        await this.store.lockBlobs(trx, [staged.key]);
-        await staged.commit();
+        await this.keep(trx, staged);
         await this.store.insertVersion(trx, {
           artifact_id: id,
           version: advanced.current_version,
@@ -490,8 +522,7 @@ export class ArtifactsService {
 
   async signedDownload(id: string, version: number, proof: UrlProof): Promise<Download> {
     await this.verify(`download\n${id}\n${version}\n${proof.expires}`, proof);
-    const artifact = await this.find(id);
-    return this.toDownload(artifact, await this.versionOf(artifact, version));
+    return this.downloadOf(await this.find(id), version);
   }
 
   // ---- upload intents ----
@@ -533,14 +564,15 @@ export class ArtifactsService {
     if (contentLength !== undefined && contentLength > limit) {
       throw new PayloadTooLarge(`The upload declared ${upload.size_bytes} bytes; this body has ${contentLength}`);
     }
-    const staged = await this.deps.blobs.stage(body, limit);
+    const staged = await this.stage(body, limit);
     return this.settle(staged, async () => {
       await this.store.transaction(async (trx) => {
         const before = await this.store.lockUpload(trx, uploadId);
         if (!before) throw new NotFound('Upload', uploadId);
         const previous = before.blob_sha256;
-        await this.store.lockBlobs(trx, previous === null ? [staged.key] : [staged.key, previous]);
-        await staged.commit();
+        // Both locks at once, in sorted order (store.lockBlobs), so two replacements cannot deadlock.
+        if (previous !== null) await this.store.lockBlobs(trx, [staged.key, previous]);
+        await this.keep(trx, staged);
         await this.store.recordUploadBytes(trx, uploadId, staged.sha256, staged.size);
         if (previous !== null && previous !== staged.key) await this.dropUnreferenced(trx, [previous]);
       });

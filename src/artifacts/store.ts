@@ -1,4 +1,5 @@
 import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
@@ -46,13 +47,21 @@ export interface ArtifactUploadsTable {
   size_bytes: number;
   sha256: string | null;
   expires_at: number;
+  /** The sha256 of the bytes received so far (a content reference, like a version's sha256). */
   blob_sha256: string | null;
   received_bytes: number | null;
   created_at: number;
 }
 
+/** Small contents, kept in the database instead of a blob file (migration 0009). */
+export interface ArtifactContentsTable {
+  sha256: string;
+  bytes: Buffer;
+}
+
 export interface ArtifactsTables {
   artifacts: ArtifactsTable;
+  artifact_contents: ArtifactContentsTable;
   artifact_versions: ArtifactVersionsTable;
   artifact_shares: ArtifactSharesTable;
   artifact_uploads: ArtifactUploadsTable;
@@ -62,6 +71,8 @@ export type ArtifactRow = Selectable<ArtifactsTable>;
 export type VersionRow = Selectable<ArtifactVersionsTable>;
 export type ShareRow = Selectable<ArtifactSharesTable>;
 export type UploadRow = Selectable<ArtifactUploadsTable>;
+/** A version with its bytes when they are kept in the database (null: they are in the blob store). */
+export type VersionContentRow = VersionRow & { bytes: Buffer | null };
 
 /** Who lists: an admin sees everything; an agent what it owns or is shared with it directly or through a group. */
 export interface Viewer {
@@ -80,8 +91,49 @@ export interface ArtifactFilter {
 export type CurrentContent = Pick<ArtifactRow, 'content_type' | 'size_bytes' | 'sha256' | 'updated_at'>;
 
 type ArtifactsEb = ExpressionBuilder<Database, 'artifacts'>;
+type ContentRow = Selectable<ArtifactContentsTable>;
+
+const ARTIFACT_TEMPLATE: Record<keyof ArtifactRow, null> = {
+  id: null,
+  name: null,
+  owner: null,
+  metadata: null,
+  current_version: null,
+  last_version: null,
+  content_type: null,
+  size_bytes: null,
+  sha256: null,
+  created_at: null,
+  updated_at: null,
+};
+
+const VERSION_TEMPLATE: Record<keyof VersionRow, null> = {
+  artifact_id: null,
+  version: null,
+  content_type: null,
+  size_bytes: null,
+  sha256: null,
+  created_by: null,
+  created_at: null,
+};
+
+const CONTENT_TEMPLATE: Record<keyof ContentRow, null> = { sha256: null, bytes: null };
 
 export class ArtifactsStore {
+  // The inserts of a create, compiled once: building and compiling them with the query builder
+  // on every create took ~50 µs of the ~165 µs of its transaction on SQLite (measured).
+  private readonly artifactInsert = new BulkInsert<ArtifactRow>(ARTIFACT_TEMPLATE, (trx, rows) => trx.insertInto('artifacts').values(rows).compile());
+  private readonly versionInsert = new BulkInsert<VersionRow>(VERSION_TEMPLATE, (trx, rows) =>
+    trx.insertInto('artifact_versions').values(rows).compile(),
+  );
+  private readonly contentInsert = new BulkInsert<ContentRow>(CONTENT_TEMPLATE, (trx, rows) =>
+    trx
+      .insertInto('artifact_contents')
+      .values(rows)
+      .onConflict((oc) => oc.column('sha256').doNothing())
+      .compile(),
+  );
+
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
@@ -100,6 +152,15 @@ export class ArtifactsStore {
     for (const sha of [...new Set(sha256s)].sort()) await this.caps.transactionLock(trx, `artifact-blob:${sha}`);
   }
 
+  /** Keeps a content in the database; the same bytes stored already are left as they are. */
+  async insertContent(trx: Db, sha256: string, bytes: Buffer): Promise<void> {
+    await this.contentInsert.run(trx, [{ sha256, bytes }]);
+  }
+
+  async deleteContent(trx: Db, sha256: string): Promise<void> {
+    await trx.deleteFrom('artifact_contents').where('sha256', '=', sha256).execute();
+  }
+
   /** How many versions and pending uploads still use these bytes. */
   async blobReferences(trx: Db, sha256: string): Promise<number> {
     const row = await trx
@@ -114,8 +175,8 @@ export class ArtifactsStore {
   // ---- artifacts and versions ----
 
   async insertArtifact(trx: Db, artifact: ArtifactRow, version: VersionRow): Promise<void> {
-    await trx.insertInto('artifacts').values(artifact).execute();
-    await trx.insertInto('artifact_versions').values(version).execute();
+    await this.artifactInsert.run(trx, [artifact]);
+    await this.versionInsert.run(trx, [version]);
   }
 
   async findArtifact(id: string, trx: Db = this.db): Promise<ArtifactRow | undefined> {
@@ -146,7 +207,7 @@ export class ArtifactsStore {
   }
 
   async insertVersion(trx: Db, row: VersionRow): Promise<void> {
-    await trx.insertInto('artifact_versions').values(row).execute();
+    await this.versionInsert.run(trx, [row]);
   }
 
   /** Row-locks the artifact for the rest of the transaction (an UPDATE does it on both dialects). */
@@ -183,6 +244,18 @@ export class ArtifactsStore {
       .selectAll()
       .where('artifact_id', '=', id)
       .where('version', '=', version)
+      .executeTakeFirst();
+  }
+
+  /** The version with its bytes, if the database holds them: one snapshot, so they cannot vanish in between. */
+  async findVersionContent(id: string, version: number): Promise<VersionContentRow | undefined> {
+    return this.db
+      .selectFrom('artifact_versions')
+      .leftJoin('artifact_contents', 'artifact_contents.sha256', 'artifact_versions.sha256')
+      .selectAll('artifact_versions')
+      .select('artifact_contents.bytes')
+      .where('artifact_versions.artifact_id', '=', id)
+      .where('artifact_versions.version', '=', version)
       .executeTakeFirst();
   }
 

@@ -9,7 +9,8 @@ import { sql } from 'kysely';
  * Shared storage conventions, so stores are written once:
  * - timestamps are epoch milliseconds in `bigint` columns (int8 is parsed to number on pg);
  * - JSON documents are `text` columns (serialize with JSON.stringify, parse on read);
- * - booleans are `integer` 0/1.
+ * - booleans are `integer` 0/1;
+ * - raw bytes are `bytesType` columns, written and read as Buffers.
  */
 export interface DialectCapabilities {
   readonly kind: 'sqlite' | 'postgres';
@@ -20,6 +21,8 @@ export interface DialectCapabilities {
    * cost one round trip; SQLite runs them one by one (in process, a round trip is free).
    */
   readonly writableCte: boolean;
+  /** The column type of raw bytes (read back as a Buffer on both). */
+  readonly bytesType: 'blob' | 'bytea';
   /** Adds an auto-incrementing integer primary key column (a FIFO sequence). */
   serialPrimaryKey<T extends string, C extends string>(
     table: CreateTableBuilder<T, C>,
@@ -47,6 +50,7 @@ export const sqliteCapabilities: DialectCapabilities = {
   kind: 'sqlite',
   skipLocked: false,
   writableCte: false,
+  bytesType: 'blob',
   serialPrimaryKey: (table, column) => table.addColumn(column, 'integer', (c) => c.primaryKey().autoIncrement()),
   isUniqueViolation: (err) => {
     const code = errorCode(err);
@@ -62,6 +66,7 @@ export const postgresCapabilities: DialectCapabilities = {
   kind: 'postgres',
   skipLocked: true,
   writableCte: true,
+  bytesType: 'bytea',
   serialPrimaryKey: (table, column) =>
     table.addColumn(column, 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity()),
   isUniqueViolation: (err) => errorCode(err) === '23505',

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-import { blobExists, blobFiles, bytesOf, createArtifact, download, sendForm, sha256 } from './fixtures.js';
+import { blobFiles, bytesOf, contentExists, createArtifact, download, inlineContents, sendForm, sha256, storedContent } from './fixtures.js';
 
 describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect) => {
   const server = useServer(dialect);
@@ -32,7 +32,8 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     expect(got.headers.get('content-length')).toBe(String(bytes.length));
     expect(got.headers.get('etag')).toBe(`"${sha256(bytes)}"`);
     expect(got.headers.get('content-disposition')).toBe(`attachment; filename="report _.bin"; filename*=UTF-8''report%20%C3%A9.bin`);
-    expect(blobExists(server, sha256(bytes))).toBe(true);
+    // Above the inline limit (64 KiB by default): a blob file, not a database row.
+    expect(await storedContent(server, sha256(bytes))).toEqual({ inline: false, file: true });
   });
 
   it('defaults name and content type from the file part and reads fields sent after the file', async () => {
@@ -48,6 +49,7 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
   it('rejects bad forms with 400/415 and keeps nothing of them', async () => {
     const owner = await server.agent('writer');
     const before = blobFiles(server);
+    const inlineBefore = await inlineContents(server);
     const cases: [Parameters<typeof sendForm>[1], string][] = [
       [{ bytes: 'x1', metadata: '{not json' }, 'metadata'],
       [{ bytes: 'x2', metadata: [1, 2] }, 'metadata'],
@@ -65,6 +67,7 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     const json = await owner.post('/api/v1/artifacts', { name: 'x' });
     expect(json.status).toBe(415);
     expect(blobFiles(server)).toEqual(before);
+    expect(await inlineContents(server)).toEqual(inlineBefore);
     expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(2);
   });
 
@@ -185,7 +188,7 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     expect(meta).toMatchObject({ version: 2, sha256: sha256('two'), size_bytes: 3 });
     expect((await download(owner, `/api/v1/artifacts/${art.id}/download`)).text).toBe('two');
     expect((await download(owner, `/api/v1/artifacts/${art.id}/download?version=3`)).status).toBe(404);
-    expect(blobExists(server, sha256('three'))).toBe(false);
+    expect(await contentExists(server, sha256('three'))).toBe(false);
     expect((await owner.delete(`/api/v1/artifacts/${art.id}/versions/3`)).status).toBe(404);
 
     const middle = await owner.delete(`/api/v1/artifacts/${art.id}/versions/1`);
@@ -207,12 +210,12 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     expect(res.body.data).toEqual({ id: a.id, deleted: true });
     expect((await owner.get(`/api/v1/artifacts/${a.id}`)).status).toBe(404);
     expect((await owner.get(`/api/v1/artifacts/${a.id}/versions`)).status).toBe(404);
-    expect(blobExists(server, sha256(own))).toBe(false);
-    expect(blobExists(server, sha256(shared))).toBe(true);
+    expect(await contentExists(server, sha256(own))).toBe(false);
+    expect(await contentExists(server, sha256(shared))).toBe(true);
     const still = await download(owner, `/api/v1/artifacts/${b.id}/download`);
     expect(Buffer.from(still.bytes).equals(Buffer.from(shared))).toBe(true);
     await owner.delete(`/api/v1/artifacts/${b.id}`);
-    expect(blobExists(server, sha256(shared))).toBe(false);
+    expect(await contentExists(server, sha256(shared))).toBe(false);
     expect((await owner.delete(`/api/v1/artifacts/${b.id}`)).status).toBe(404);
   });
 

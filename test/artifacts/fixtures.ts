@@ -51,8 +51,15 @@ export async function createArtifact(client: Api, options: FormOptions): Promise
   return res.body.data;
 }
 
+export interface Downloaded {
+  status: number;
+  headers: Headers;
+  bytes: Uint8Array;
+  text: string;
+}
+
 /** GET the download as bytes, with the response for its headers. */
-export async function download(client: Api, url: string, headers: Record<string, string> = {}, key?: string | null) {
+export async function download(client: Api, url: string, headers: Record<string, string> = {}, key?: string | null): Promise<Downloaded> {
   const full = url.startsWith('http') ? url : client.baseUrl + url;
   const h: Record<string, string> = { ...headers };
   const useKey = key === undefined ? client.key : key;
@@ -73,4 +80,22 @@ export function blobFiles(server: TestServer): string[] {
 
 export function blobExists(server: TestServer, sha: string): boolean {
   return fs.existsSync(path.join(server.database.dataDir, 'blobs', 'sha256', sha.slice(0, 2), sha));
+}
+
+/** Where the server keeps a content: a database row (contents up to the inline limit), a blob file, both or neither. */
+export async function storedContent(server: TestServer, sha: string): Promise<{ inline: boolean; file: boolean }> {
+  const row = await server.app.platform.database.db.selectFrom('artifact_contents').select('sha256').where('sha256', '=', sha).executeTakeFirst();
+  return { inline: row !== undefined, file: blobExists(server, sha) };
+}
+
+/** True while the server keeps the content anywhere. */
+export async function contentExists(server: TestServer, sha: string): Promise<boolean> {
+  const stored = await storedContent(server, sha);
+  return stored.inline || stored.file;
+}
+
+/** The sha256 of every content kept in the database. */
+export async function inlineContents(server: TestServer): Promise<string[]> {
+  const rows = await server.app.platform.database.db.selectFrom('artifact_contents').select('sha256').orderBy('sha256').execute();
+  return rows.map((r) => r.sha256);
 }

@@ -6,7 +6,7 @@ import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { blobExists, blobFiles, bytesOf, createArtifact, download, formOf, sendForm, sha256 } from './fixtures.js';
+import { blobFiles, bytesOf, contentExists, createArtifact, download, formOf, inlineContents, sendForm, sha256 } from './fixtures.js';
 
 /** PUTs raw bytes to an upload URL, without credentials. */
 function putBytes(url: string, bytes: Uint8Array | string, headers: Record<string, string> = {}) {
@@ -86,11 +86,11 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     const bytes = bytesOf(5000);
     const short = await owner.post('/api/v1/artifacts/upload-url', { name: 's', content_type: 'text/plain', size_bytes: 6000 });
     expect((await putBytes(short.body.data.url, bytes)).status).toBe(200);
-    expect(blobExists(server, sha256(bytes))).toBe(true);
+    expect(await contentExists(server, sha256(bytes))).toBe(true);
     const res = await owner.post(`/api/v1/artifacts/upload-url/${short.body.data.upload_id}/confirm`);
     expect(res.status).toBe(409);
     expect(res.body.error.details).toEqual([{ field: 'size_bytes', message: 'declared 6000, received 5000' }]);
-    expect(blobExists(server, sha256(bytes))).toBe(false);
+    expect(await contentExists(server, sha256(bytes))).toBe(false);
     expect((await owner.post(`/api/v1/artifacts/upload-url/${short.body.data.upload_id}/confirm`)).status).toBe(404);
 
     const wrongHash = await owner.post('/api/v1/artifacts/upload-url', { name: 'h', content_type: 'text/plain', size_bytes: 5000, sha256: sha256('something else') });
@@ -98,7 +98,7 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     const bad = await owner.post(`/api/v1/artifacts/upload-url/${wrongHash.body.data.upload_id}/confirm`);
     expect(bad.status).toBe(409);
     expect(bad.body.error.details.map((d: { field: string }) => d.field)).toEqual(['sha256']);
-    expect(blobExists(server, sha256(bytes))).toBe(false);
+    expect(await contentExists(server, sha256(bytes))).toBe(false);
     expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
   });
 
@@ -116,7 +116,7 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     expect((await putBytes(url, 'first try!')).status).toBe(200);
     // A second PUT replaces the first one's bytes, which are dropped.
     expect((await putBytes(url, '0123456789')).status).toBe(200);
-    expect(blobExists(server, sha256('first try!'))).toBe(false);
+    expect(await contentExists(server, sha256('first try!'))).toBe(false);
     const stranger = await server.agent('not-the-owner');
     expect((await stranger.post(`/api/v1/artifacts/upload-url/${upload_id}/confirm`)).status).toBe(403);
     const done = await owner.post(`/api/v1/artifacts/upload-url/${upload_id}/confirm`);
@@ -131,12 +131,12 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     const bytes = bytesOf(3000);
     const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'l', content_type: 'text/plain', size_bytes: 3000, expires_in: 60 });
     expect((await putBytes(intent.body.data.url, bytes)).status).toBe(200);
-    expect(blobExists(server, sha256(bytes))).toBe(true);
+    expect(await contentExists(server, sha256(bytes))).toBe(true);
     clock.advance(61_000);
     const late = await putBytes(intent.body.data.url, bytes);
     expect(late.status).toBe(403);
     expect(((await late.json()) as any).error.message).toMatch(/expired/);
-    await waitFor(() => !blobExists(server, sha256(bytes)), 5000);
+    await waitFor(async () => !(await contentExists(server, sha256(bytes))), 5000);
     expect((await owner.post(`/api/v1/artifacts/upload-url/${intent.body.data.upload_id}/confirm`)).status).toBe(404);
   });
 
@@ -203,71 +203,80 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     expect(created.body.data).toMatchObject({ owner: agent, sha256: sha256('signed content') });
 
     const before = blobFiles(server);
+    const inlineBefore = await inlineContents(server);
     clock.advance(1); // a new timestamp: the same signed string would be refused as a replay
     const forged = await multipartBytes(formOf({ bytes: 'forged content', name: 'forged.txt' }));
     const rejected = await signedPost(forged.bytes, forged.contentType, sha256(good.bytes));
     expect(rejected.status).toBe(401);
     expect(rejected.body.error.message).toMatch(/X-Content-SHA256/);
     expect(blobFiles(server)).toEqual(before);
+    expect(await inlineContents(server)).toEqual(inlineBefore);
     expect((await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent('{}')}&limit=500`)).body.data.map((a: any) => a.name)).not.toContain('forged.txt');
   });
 });
 
-describeEachDialect('Artifacts: upload limit', (dialect) => {
-  const LIMIT = 64 * 1024;
-  const server = useServer(dialect, { env: { SWITCHBOARD_MAX_UPLOAD_BYTES: String(LIMIT) } });
+// The limit is crossed once after the upload spilled from memory to a staging file, once while
+// it is still held in memory (an inline limit above the upload limit).
+for (const inline of [16 * 1024, 128 * 1024]) {
+  describeEachDialect(`Artifacts: upload limit (inline up to ${inline} bytes)`, (dialect) => {
+    const LIMIT = 64 * 1024;
+    const server = useServer(dialect, { env: { SWITCHBOARD_MAX_UPLOAD_BYTES: String(LIMIT), SWITCHBOARD_ARTIFACT_INLINE_BYTES: String(inline) } });
 
-  describe('over the limit', () => {
-    it('answers 413 to a multipart upload, leaving no row and no blob', async () => {
-      const owner = await server.agent('too-big');
-      const res = await sendForm(owner, { bytes: bytesOf(LIMIT + 1), name: 'x' });
-      expect(res.status).toBe(413);
-      expect(res.body.error.code).toBe('payload_too_large');
-      expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
-      expect(blobFiles(server)).toEqual([]);
-      const exact = await sendForm(owner, { bytes: bytesOf(LIMIT), name: 'fits' });
-      expect(exact.status).toBe(201);
-      await owner.delete(`/api/v1/artifacts/${exact.body.data.id}`);
-      expect(blobFiles(server)).toEqual([]);
-    });
-
-    it('cuts a streamed upload off as soon as it crosses the limit', async () => {
-      const owner = await server.agent('streamer');
-      const { bytes: preamble, contentType } = await multipartBytes(formOf({ name: 'stream', bytes: '' }));
-      // Everything of the form up to the (empty) file content, then endless file bytes.
-      const text = Buffer.from(preamble).toString('latin1');
-      const head = Buffer.from(text.slice(0, text.indexOf('\r\n\r\n', text.indexOf('filename=')) + 4), 'latin1');
-      const chunk = Buffer.alloc(16 * 1024, 7);
-      const multipart = await streamUntilAnswered(`${server.url}/api/v1/artifacts`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${owner.key}`, 'content-type': contentType },
-        preamble: head,
-        chunk,
-        maxChunks: 4096,
+    describe('over the limit', () => {
+      it('answers 413 to a multipart upload, leaving no row and no blob', async () => {
+        const owner = await server.agent('too-big');
+        const res = await sendForm(owner, { bytes: bytesOf(LIMIT + 1), name: 'x' });
+        expect(res.status).toBe(413);
+        expect(res.body.error.code).toBe('payload_too_large');
+        expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
+        expect(blobFiles(server)).toEqual([]);
+        expect(await inlineContents(server)).toEqual([]);
+        const exact = await sendForm(owner, { bytes: bytesOf(LIMIT), name: 'fits' });
+        expect(exact.status).toBe(201);
+        await owner.delete(`/api/v1/artifacts/${exact.body.data.id}`);
+        expect(blobFiles(server)).toEqual([]);
+        expect(await inlineContents(server)).toEqual([]);
       });
-      expect(multipart.status).toBe(413);
-      expect(multipart.chunksSent).toBeLessThan(100);
 
-      const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'r', content_type: 'text/plain', size_bytes: LIMIT });
-      const rawPut = await streamUntilAnswered(intent.body.data.url, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/octet-stream' },
-        chunk,
-        maxChunks: 4096,
+      it('cuts a streamed upload off as soon as it crosses the limit', async () => {
+        const owner = await server.agent('streamer');
+        const { bytes: preamble, contentType } = await multipartBytes(formOf({ name: 'stream', bytes: '' }));
+        // Everything of the form up to the (empty) file content, then endless file bytes.
+        const text = Buffer.from(preamble).toString('latin1');
+        const head = Buffer.from(text.slice(0, text.indexOf('\r\n\r\n', text.indexOf('filename=')) + 4), 'latin1');
+        const chunk = Buffer.alloc(16 * 1024, 7);
+        const multipart = await streamUntilAnswered(`${server.url}/api/v1/artifacts`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${owner.key}`, 'content-type': contentType },
+          preamble: head,
+          chunk,
+          maxChunks: 4096,
+        });
+        expect(multipart.status).toBe(413);
+        expect(multipart.chunksSent).toBeLessThan(100);
+
+        const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'r', content_type: 'text/plain', size_bytes: LIMIT });
+        const rawPut = await streamUntilAnswered(intent.body.data.url, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/octet-stream' },
+          chunk,
+          maxChunks: 4096,
+        });
+        expect(rawPut.status).toBe(413);
+        expect(rawPut.chunksSent).toBeLessThan(100);
+        await waitFor(() => blobFiles(server).length === 0);
+        expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
       });
-      expect(rawPut.status).toBe(413);
-      expect(rawPut.chunksSent).toBeLessThan(100);
-      await waitFor(() => blobFiles(server).length === 0);
-      expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
-    });
 
-    it('refuses upload intents and snippets over the limit', async () => {
-      const owner = await server.agent('planner');
-      const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'r', content_type: 'text/plain', size_bytes: LIMIT + 1 });
-      expect(intent.status).toBe(413);
-      const snippet = await owner.post('/api/v1/artifacts/snippets', { name: 's', content: 'x'.repeat(LIMIT) });
-      expect(snippet.status).toBe(413);
-      expect(blobFiles(server)).toEqual([]);
+      it('refuses upload intents and snippets over the limit', async () => {
+        const owner = await server.agent('planner');
+        const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'r', content_type: 'text/plain', size_bytes: LIMIT + 1 });
+        expect(intent.status).toBe(413);
+        const snippet = await owner.post('/api/v1/artifacts/snippets', { name: 's', content: 'x'.repeat(LIMIT) });
+        expect(snippet.status).toBe(413);
+        expect(blobFiles(server)).toEqual([]);
+        expect(await inlineContents(server)).toEqual([]);
+      });
     });
   });
-});
+}
