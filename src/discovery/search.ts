@@ -38,8 +38,8 @@ const BASE = 0.75;
 const BM25_HALF = 8;
 /** Weight of embedding cosine similarity in the blended score (the rest is lexical). */
 export const EMBEDDING_WEIGHT = 0.5;
-// BM25 and approximate-match weights as MiniSearch 7 scores them (the index this one replaced;
-// scores are the same as its, see lexicalScores).
+// BM25 parameters and approximate-match weights of MiniSearch 7, whose document-per-capability
+// index this one replaced: a capability scores what it scored there (see lexicalScores).
 const BM25_K = 1.2;
 const BM25_B = 0.7;
 const BM25_D = 0.5;
@@ -145,7 +145,7 @@ class TopK {
  *
  * Measured on the bench's 10,000 capabilities (200 distinct texts), 10 queries in rotation:
  * MiniSearch with a document per capability took 4.2 ms a query, 57% of it building a result
- * object per matching capability; scoring each distinct text once takes under 0.1 ms.
+ * object per matching capability; scoring each distinct text once takes about 0.1 ms.
  */
 export class CapabilityIndex {
   private readonly capabilities = new Map<string, IndexedCapability>();
