@@ -110,8 +110,8 @@ export default async function discovery(): Promise<void> {
     let lookupResult;
     try {
       lookupResult = await compare(
-        { url: `${lookupBaseline.url}/?capability=text.summarize`, connections: 50, duration: 10 },
-        { url: `${server.url}/api/v1/discovery/agents?capability=text.summarize&limit=20`, headers: auth, connections: 50, duration: 10 },
+        { url: `${lookupBaseline.url}/?capability=text.summarize`, connections: 50, duration: 10, serverCpuMs: lookupBaseline.cpuMs },
+        { url: `${server.url}/api/v1/discovery/agents?capability=text.summarize&limit=20`, headers: auth, connections: 50, duration: 10, serverCpuMs: server.cpuMs },
       );
     } finally {
       await lookupBaseline.stop();
@@ -128,6 +128,7 @@ export default async function discovery(): Promise<void> {
       connections: 10,
       duration: 10,
       requests: cycling(QUERIES.map((query) => ({ query, top_k: 10 }))),
+      serverCpuMs: server.cpuMs,
     });
     if (sr.non2xx > 0 || sr.errors > 0) throw new Error(`search answered ${sr.non2xx} non-2xx and ${sr.errors} errors`);
 
@@ -137,8 +138,8 @@ export default async function discovery(): Promise<void> {
     let beatResult;
     try {
       beatResult = await compare(
-        { url: `${updateBaseline.url}/`, method: 'POST', headers: { 'content-type': 'application/json' }, connections: 50, duration: 10, requests: cycling(beats) },
-        { url: `${server.url}/api/v1/discovery/heartbeat`, method: 'POST', headers: auth, connections: 50, duration: 10, requests: cycling(beats) },
+        { url: `${updateBaseline.url}/`, method: 'POST', headers: { 'content-type': 'application/json' }, connections: 50, duration: 10, requests: cycling(beats), serverCpuMs: updateBaseline.cpuMs },
+        { url: `${server.url}/api/v1/discovery/heartbeat`, method: 'POST', headers: auth, connections: 50, duration: 10, requests: cycling(beats), serverCpuMs: server.cpuMs },
       );
     } finally {
       await updateBaseline.stop();
@@ -147,6 +148,7 @@ export default async function discovery(): Promise<void> {
     if (hb.non2xx > 0 || hb.errors > 0) throw new Error(`heartbeat answered ${hb.non2xx} non-2xx and ${hb.errors} errors`);
 
     const pct = (x: number, y: number) => `${fmt((100 * x) / y, 1)}%`;
+    const cpu = (r: { cpuUs?: number }) => (r.cpuUs === undefined ? '–' : fmt(r.cpuUs));
     lines.push(
       '## Discovery (issue 4): lookup, search, heartbeat',
       '',
@@ -154,13 +156,13 @@ export default async function discovery(): Promise<void> {
       `Data: ${fmt(AGENTS)} agents across 100 capability names (one distinct description each) and one heartbeat each, seeded over HTTP in ${fmt(seedSeconds, 1)} s; SQLite.`,
       'Lookup and heartbeat: each side 2 s warm-up, then 2 interleaved rounds of 10 s at 50 connections; medians. Search: 2 s warm-up, then 10 s at 10 connections, 10 queries in rotation.',
       '',
-      '| target | req/s | p50 ms | p99 ms |',
-      '|---|---:|---:|---:|',
-      `| bare Fastify GET: the same 20 rows from the same SQLite file | ${fmt(la.rps)} | ${la.p50} | ${la.p99} |`,
-      `| GET /api/v1/discovery/agents?capability=text.summarize&limit=20 | ${fmt(lb.rps)} | ${lb.p50} | ${lb.p99} |`,
-      `| POST /api/v1/discovery/search (top_k 10, 10 connections) | ${fmt(sr.rps)} | ${sr.p50} | ${sr.p99} |`,
-      `| bare Fastify POST + one SQLite update | ${fmt(ha.rps)} | ${ha.p50} | ${ha.p99} |`,
-      `| POST /api/v1/discovery/heartbeat | ${fmt(hb.rps)} | ${hb.p50} | ${hb.p99} |`,
+      '| target | req/s | p50 ms | p99 ms | server CPU µs/req |',
+      '|---|---:|---:|---:|---:|',
+      `| bare Fastify GET: the same 20 rows from the same SQLite file | ${fmt(la.rps)} | ${la.p50} | ${la.p99} | ${cpu(la)} |`,
+      `| GET /api/v1/discovery/agents?capability=text.summarize&limit=20 | ${fmt(lb.rps)} | ${lb.p50} | ${lb.p99} | ${cpu(lb)} |`,
+      `| POST /api/v1/discovery/search (top_k 10, 10 connections) | ${fmt(sr.rps)} | ${sr.p50} | ${sr.p99} | ${cpu(sr)} |`,
+      `| bare Fastify POST + one SQLite update | ${fmt(ha.rps)} | ${ha.p50} | ${ha.p99} | ${cpu(ha)} |`,
+      `| POST /api/v1/discovery/heartbeat | ${fmt(hb.rps)} | ${hb.p50} | ${hb.p99} | ${cpu(hb)} |`,
       '',
       `- Lookup: **${pct(lb.rps, la.rps)}** of the baseline's requests/s (target ≥ 75%); p99 ${lb.p99} ms vs ${la.p99} ms = **${fmt(lb.p99 / la.p99, 2)}×** (target ≤ 2×).`,
       `- Search: p99 **${sr.p99} ms** at 10 connections over ${fmt(AGENTS)} capabilities (target ≤ 20 ms).`,

@@ -115,6 +115,37 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     expect(body.data.agents.map((x: { health: string }) => x.health)).toEqual(['healthy', 'healthy', 'degraded', 'unknown']);
   });
 
+  it('meta.total counts every matching agent before the limit, whichever tier or group they fall in', async () => {
+    const ns = namespace();
+    // Silent agents only: the healthy and degraded tiers are empty.
+    const silent = await agents(ns, [{}, {}, {}]);
+    for (const strategy of ['first_available', 'least_loaded']) {
+      const one = await lookup(server.api, { capability: `${ns}.work`, strategy, limit: 1 });
+      expect(one.ids, strategy).toEqual([silent[0]]);
+      expect(one.body.meta.total, strategy).toBe(3);
+    }
+    expect((await lookup(server.api, { capability: `${ns}.nothing` })).body.meta.total).toBe(0);
+
+    // A group counts its members only; an agent gone silent past the TTL counts with include_unhealthy only.
+    const grouped = namespace();
+    for (const [i, groups] of [['g1'], ['g1', 'g2'], ['g2'], ['g1']].entries()) {
+      await register(server.api, `${grouped}-${i}`, `${grouped}.work`, {}, groups.map((g) => `${grouped}-${g}`));
+      if (i === 0) await heartbeat(server.api, `${grouped}-${i}`, 0.5);
+    }
+    clock.advance(TTL_S * 1000 + 1);
+    await heartbeat(server.api, `${grouped}-1`, 0.95);
+    for (const strategy of ['first_available', 'least_loaded']) {
+      const query = { capability: `${grouped}.work`, group: `${grouped}-g1`, strategy, limit: 1 };
+      const live = await lookup(server.api, query);
+      expect(live.ids, strategy).toEqual([`${grouped}-1`]);
+      expect(live.body.meta.total, strategy).toBe(2);
+      expect((await lookup(server.api, { ...query, include_unhealthy: true })).body.meta.total, strategy).toBe(3);
+      // Degraded (or loaded) before silent before unhealthy, under both strategies.
+      const all = await lookup(server.api, { ...query, limit: 10, include_unhealthy: true });
+      expect(all.ids, strategy).toEqual([`${grouped}-1`, `${grouped}-3`, `${grouped}-0`]);
+    }
+  });
+
   it('random puts each agent first about equally often', async () => {
     const ns = namespace();
     const ids = await agents(ns, [{}, {}, {}, {}]);

@@ -207,6 +207,22 @@ describe('CapabilityIndex', () => {
     expect(prefix.similarity_score).toBeLessThan(exact.similarity_score);
   });
 
+  it('ranks capabilities that share one text (replicas) equally, in registration order, across top_k and removals', () => {
+    const index = new CapabilityIndex();
+    for (const id of ['c5', 'c2', 'c9', 'c4']) index.upsert(doc(id, 'text.summarize', 'condense a long document into key points'));
+    index.upsert(doc('c1', 'text.translate', 'translate documents between languages'));
+    const hits = index.search('condense a document', { topK: 3, minScore: 0 });
+    expect(hits.map((h) => h.capability.id)).toEqual(['c2', 'c4', 'c5']);
+    expect(new Set(hits.map((h) => h.similarity_score)).size).toBe(1);
+    index.remove('c4');
+    index.upsert(doc('c2', 'text.summarize', 'walrus tusks'));
+    expect(index.search('condense a document', { topK: 3, minScore: 0 }).map((h) => h.capability.id)).toEqual(['c5', 'c9', 'c1']);
+    expect(index.search('walrus', { topK: 3, minScore: 0 }).map((h) => h.capability.id)).toEqual(['c2']);
+    for (const id of ['c5', 'c9']) index.remove(id);
+    expect(index.search('points', { topK: 3, minScore: 0 })).toEqual([]);
+    expect(index.size).toBe(2);
+  });
+
   it('forgets removed capabilities and replaces updated ones', () => {
     const index = new CapabilityIndex();
     index.upsert(doc('c1', 'a.one', 'walrus tusks'));
