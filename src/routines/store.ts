@@ -94,22 +94,28 @@ const EXECUTION_TEMPLATE: Record<keyof ExecutionRow, null> = {
 
 export class RoutinesStore {
   /** A slot already in the ledger is left alone: RETURNING names the fires that are new. */
-  private readonly fireInsert = new BulkInsert<FireRow>(FIRE_TEMPLATE, (trx, rows) =>
-    trx
-      .insertInto('routine_fires')
-      .values(rows)
-      .onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing())
-      .returning('id')
-      .compile(),
-  );
-  private readonly executionInsert = new BulkInsert<ExecutionRow>(EXECUTION_TEMPLATE, (trx, rows) =>
-    trx.insertInto('routine_executions').values(rows).compile(),
-  );
+  private readonly fireInsert: BulkInsert<FireRow>;
+  private readonly executionInsert: BulkInsert<ExecutionRow>;
 
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
-  ) {}
+  ) {
+    this.fireInsert = new BulkInsert<FireRow>(
+      FIRE_TEMPLATE,
+      (trx, rows) =>
+        trx
+          .insertInto('routine_fires')
+          .values(rows)
+          .onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing())
+          .returning('id')
+          .compile(),
+      { columnar: caps },
+    );
+    this.executionInsert = new BulkInsert<ExecutionRow>(EXECUTION_TEMPLATE, (trx, rows) => trx.insertInto('routine_executions').values(rows).compile(), {
+      columnar: caps,
+    });
+  }
 
   transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(work);
