@@ -9,7 +9,6 @@ import type { Inbox, MessageOutcome } from '../kernel/ports.js';
 import type { Db } from '../db/database.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule, type CatchUp } from './schedule.js';
 import type {
-  DueRoutine,
   ExecutionRow,
   ExecutionStatus,
   ExecutionTrigger,
