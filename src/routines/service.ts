@@ -97,6 +97,8 @@ export interface RoutinesDeps {
   logger: Logger;
   /** How many fire batches may run at once (more than 1 only where claims skip locked rows). */
   fireLanes?: number;
+  /** Routines claimed per fire transaction (default 2,000). */
+  fireBatchSize?: number;
 }
 
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
@@ -162,7 +164,11 @@ function outputText(output: unknown): string | null {
  * executions whose fate the target agent decides through its inbox (design §4, §5).
  */
 export class RoutinesService {
-  constructor(private readonly deps: RoutinesDeps) {}
+  private readonly fireBatchSize: number;
+
+  constructor(private readonly deps: RoutinesDeps) {
+    this.fireBatchSize = deps.fireBatchSize ?? FIRE_BATCH;
+  }
 
   private get store() {
     return this.deps.store;
@@ -441,13 +447,13 @@ export class RoutinesService {
       const now = this.deps.clock.now();
       const { fired, claimed } = await this.store.transaction((trx) => this.fireBatch(trx, now));
       started += fired;
-      if (claimed < FIRE_BATCH) return started;
+      if (claimed < this.fireBatchSize) return started;
     }
   }
 
   /** Claims a batch of due routines and fires (or records as skipped) their due slots, in `trx`. */
   private async fireBatch(trx: Db, now: number): Promise<{ fired: number; claimed: number }> {
-    const due = await this.store.claimDueRoutines(trx, now, FIRE_BATCH);
+    const due = await this.store.claimDueRoutines(trx, now, this.fireBatchSize);
     if (due.length === 0) return { fired: 0, claimed: 0 };
     const busy = await this.store.routinesWithOpenExecutions(
       trx,
