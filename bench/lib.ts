@@ -86,11 +86,11 @@ function wrap(child: ChildProcess, url: string): ServerProcess {
 
 /** Starts `node dist/cli.js serve` on a fresh database of the given dialect. */
 export async function startSwitchboard(
-  options: { dialect?: Dialect; env?: Record<string, string>; database?: TestDatabase } = {},
+  options: { dialect?: Dialect; env?: Record<string, string>; database?: TestDatabase; nodeArgs?: string[] } = {},
 ): Promise<SwitchboardProcess> {
   const database = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const adminKey = `sk_bench_${randomBytes(16).toString('hex')}`;
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'serve'], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), 'serve'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {

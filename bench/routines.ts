@@ -76,7 +76,9 @@ export async function sameSecond(server: SwitchboardProcess) {
     if (done < ROUTINES) throw new Error(`only ${done} of ${ROUTINES} fires within 30 s`);
     const executions = await count('routine_executions', 'scheduled_for');
     const messages = Number((await query(`select count(*) as n from messages where event_name = ?`, ['routine.execute']))[0]!.n);
-    return { createRate, allFiredMs: doneAt - target, executions, messages };
+    // When each batch began (its fires share created_at): where the time went, while iterating.
+    const batches = await query(`select created_at - scheduled_for as at, count(*) as n from routine_fires where scheduled_for = ? group by created_at, scheduled_for order by created_at`, [target]);
+    return { createRate, allFiredMs: doneAt - target, executions, messages, batches: batches.map((b) => `${Number(b.n)}@${Number(b.at)}`).join(' ') };
   } finally {
     await close();
   }
@@ -109,7 +111,26 @@ async function idle(server: SwitchboardProcess) {
   return { cpuPercent: cpuShare * 100, rssMb: server.rss() / 1024 ** 2 };
 }
 
+/**
+ * While iterating: ROUTINES_BENCH_ONLY=a runs part (a) alone and records nothing;
+ * ROUTINES_BENCH_DIALECTS=sqlite|postgres narrows it; ROUTINES_BENCH_CPU_PROF=DIR writes the
+ * server's CPU profile there. The recorded run is the full suite with none of them set.
+ */
+async function sameSecondOnly(): Promise<void> {
+  const dialects = (process.env.ROUTINES_BENCH_DIALECTS ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
+  const profile = process.env.ROUTINES_BENCH_CPU_PROF;
+  for (const dialect of dialects) {
+    const server = await startSwitchboard({ dialect, nodeArgs: profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [] });
+    try {
+      console.log(dialect, await sameSecond(server));
+    } finally {
+      await server.stop();
+    }
+  }
+}
+
 export default async function routines(): Promise<void> {
+  if (process.env.ROUTINES_BENCH_ONLY === 'a') return sameSecondOnly();
   const rows: string[] = [];
   let spreadResult: Awaited<ReturnType<typeof spread>> | undefined;
   let idleResult: Awaited<ReturnType<typeof idle>> | undefined;

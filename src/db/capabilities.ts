@@ -1,4 +1,4 @@
-import type { CreateTableBuilder, QueryExecutorProvider } from 'kysely';
+import type { CreateTableBuilder, QueryExecutorProvider, RawBuilder, SqlBool } from 'kysely';
 import { sql } from 'kysely';
 
 /**
@@ -40,6 +40,11 @@ export interface DialectCapabilities {
    * Call it inside the transaction, with the transaction object.
    */
   transactionLock(trx: QueryExecutorProvider, name: string): Promise<void>;
+  /**
+   * `column IN (values)` with the whole list as one parameter (an array on PostgreSQL, a JSON
+   * text on SQLite): one statement text whatever the count, and no bound-value limit.
+   */
+  inTextList(column: string, values: readonly string[]): RawBuilder<SqlBool>;
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -60,6 +65,7 @@ export const sqliteCapabilities: DialectCapabilities = {
   // Writers are serialized (BEGIN IMMEDIATE with a busy timeout): there is no deadlock to lose.
   isTransientConflict: () => false,
   transactionLock: async () => undefined,
+  inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`,
 };
 
 export const postgresCapabilities: DialectCapabilities = {
@@ -75,6 +81,7 @@ export const postgresCapabilities: DialectCapabilities = {
   transactionLock: async (trx, name) => {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
   },
+  inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} = any(${values}::text[])`,
 };
 
 /** `now` in the stored format, for SQL-side defaults and comparisons in raw fragments. */

@@ -26,6 +26,8 @@ export function createRoutinesDomain(deps: {
     inbox: deps.inbox,
     publicUrl: platform.publicUrl,
     logger: platform.logger,
+    // SQLite has one connection: a second lane would only queue behind the first.
+    fireLanes: platform.database.caps.skipLocked ? 2 : 1,
   });
   deps.registerOutcomeHandler(ROUTINE_ORIGIN, async (outcomes, trx) => {
     for (const outcome of outcomes) await service.handleOutcome(outcome, trx);

@@ -95,6 +95,10 @@ export interface RoutinesDeps {
   inbox: Inbox;
   publicUrl: () => string;
   logger: Logger;
+  /** How many fire batches may run at once (more than 1 only where claims skip locked rows). */
+  fireLanes?: number;
+  /** Routines claimed per fire transaction (default 2,000). */
+  fireBatchSize?: number;
 }
 
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
@@ -160,7 +164,11 @@ function outputText(output: unknown): string | null {
  * executions whose fate the target agent decides through its inbox (design §4, §5).
  */
 export class RoutinesService {
-  constructor(private readonly deps: RoutinesDeps) {}
+  private readonly fireBatchSize: number;
+
+  constructor(private readonly deps: RoutinesDeps) {
+    this.fireBatchSize = deps.fireBatchSize ?? FIRE_BATCH;
+  }
 
   private get store() {
     return this.deps.store;
@@ -344,7 +352,7 @@ export class RoutinesService {
   /** Creates executions with their inbox messages in `trx`: one insert for each kind, however many. */
   private async startExecutions(
     trx: Db,
-    starts: { routine: RoutineRow; trigger: ExecutionTrigger; scheduledFor: number | null; payload: unknown; id: string }[],
+    starts: { routine: Pick<RoutineRow, 'id' | 'target_agent' | 'timeout_seconds'>; trigger: ExecutionTrigger; scheduledFor: number | null; payload: unknown; id: string }[],
   ): Promise<ExecutionRow[]> {
     if (starts.length === 0) return [];
     const now = this.deps.clock.now();
@@ -424,57 +432,67 @@ export class RoutinesService {
    * (routine_id, scheduled_for), written in the same transaction as its execution and inbox
    * message, so restarts, a second node or a racing trigger never fire a slot twice.
    * Returns how many executions were started.
+   *
+   * `fireLanes` batches run at once (PostgreSQL: each claims other rows, SKIP LOCKED), so one
+   * batch's statements run in the database while this process prepares the next.
    */
   async fireDue(): Promise<number> {
+    const lanes = await Promise.all(Array.from({ length: this.deps.fireLanes ?? 1 }, () => this.fireBatches()));
+    return lanes.reduce((sum, started) => sum + started, 0);
+  }
+
+  private async fireBatches(): Promise<number> {
     let started = 0;
     for (;;) {
       const now = this.deps.clock.now();
-      const { fired, claimed } = await this.store.transaction(async (trx) => {
-        const due = await this.store.claimDueRoutines(trx, now, FIRE_BATCH);
-        if (due.length === 0) return { fired: 0, claimed: 0 };
-        const busy = await this.store.routinesWithOpenExecutions(
-          trx,
-          due.filter((r) => r.overlap === 'skip').map((r) => r.id),
-        );
-        const fires: FireRow[] = [];
-        const byRoutine = new Map(due.map((r) => [r.id, r]));
-        for (const routine of due) {
-          const schedule = Schedule.of(routine.cron_expression!, routine.timezone);
-          const slots = schedule.dueSlots(routine.next_run_at!, now);
-          const decision = decideSlots(slots, now, routine.catch_up);
-          let running = busy.has(routine.id);
-          let fired = false;
-          for (const slot of decision.fire) {
-            if (routine.overlap === 'skip' && running) {
-              fires.push(this.fireRow(routine.id, slot, now, 'skipped', 'overlap: the previous execution has not finished'));
-              continue;
-            }
-            fires.push(this.fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
-            running = true;
-            fired = true;
-          }
-          for (const { slot, reason } of decision.skip) fires.push(this.fireRow(routine.id, slot, now, 'skipped', reason));
-          const lastSlot = slots[slots.length - 1] ?? routine.next_run_at!;
-          routine.next_run_at = schedule.next(Math.max(now, lastSlot));
-          if (fired) routine.last_run_at = now;
-        }
-        await this.store.saveSchedules(trx, due);
-        const inserted = await this.store.insertFires(trx, fires);
-        const started = await this.startExecutions(
-          trx,
-          inserted
-            .filter((fire) => fire.outcome === 'fired')
-            .map((fire) => {
-              const routine = byRoutine.get(fire.routine_id)!;
-              return { routine, trigger: 'cron' as const, scheduledFor: fire.scheduled_for, payload: JSON.parse(routine.payload), id: fire.execution_id! };
-            }),
-        );
-        const count = started.length;
-        return { fired: count, claimed: due.length };
-      });
+      const { fired, claimed } = await this.store.transaction((trx) => this.fireBatch(trx, now));
       started += fired;
-      if (claimed < FIRE_BATCH) return started;
+      if (claimed < this.fireBatchSize) return started;
     }
+  }
+
+  /** Claims a batch of due routines and fires (or records as skipped) their due slots, in `trx`. */
+  private async fireBatch(trx: Db, now: number): Promise<{ fired: number; claimed: number }> {
+    const due = await this.store.claimDueRoutines(trx, now, this.fireBatchSize);
+    if (due.length === 0) return { fired: 0, claimed: 0 };
+    const busy = await this.store.routinesWithOpenExecutions(
+      trx,
+      due.filter((r) => r.overlap === 'skip').map((r) => r.id),
+    );
+    const fires: FireRow[] = [];
+    const byRoutine = new Map(due.map((r) => [r.id, r]));
+    for (const routine of due) {
+      const schedule = Schedule.of(routine.cron_expression!, routine.timezone);
+      const slots = schedule.dueSlots(routine.next_run_at!, now);
+      const decision = decideSlots(slots, now, routine.catch_up);
+      let running = busy.has(routine.id);
+      let fired = false;
+      for (const slot of decision.fire) {
+        if (routine.overlap === 'skip' && running) {
+          fires.push(this.fireRow(routine.id, slot, now, 'skipped', 'overlap: the previous execution has not finished'));
+          continue;
+        }
+        fires.push(this.fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
+        running = true;
+        fired = true;
+      }
+      for (const { slot, reason } of decision.skip) fires.push(this.fireRow(routine.id, slot, now, 'skipped', reason));
+      const lastSlot = slots[slots.length - 1] ?? routine.next_run_at!;
+      routine.next_run_at = schedule.next(Math.max(now, lastSlot));
+      if (fired) routine.last_run_at = now;
+    }
+    await this.store.saveSchedules(trx, due);
+    const inserted = await this.store.insertFires(trx, fires);
+    const started = await this.startExecutions(
+      trx,
+      inserted
+        .filter((fire) => fire.outcome === 'fired')
+        .map((fire) => {
+          const routine = byRoutine.get(fire.routine_id)!;
+          return { routine, trigger: 'cron' as const, scheduledFor: fire.scheduled_for, payload: JSON.parse(routine.payload), id: fire.execution_id! };
+        }),
+    );
+    return { fired: started.length, claimed: due.length };
   }
 
   private fireRow(

@@ -222,7 +222,39 @@ describeEachDialect('routines', (dialect) => {
     const executions = await server.api.get(`${R}/${id}/executions`);
     expect(executions.body.meta.total).toBe(1);
   });
+  it('never fires a slot that is already in the ledger, even when next_run_at is set back', async () => {
+    const created = await server.api.post(R, {
+      name: 'ledger',
+      trigger_type: 'cron',
+      cron_expression: '* * * * *',
+      target_agent: 'ledger-agent',
+      catch_up: 'all',
+    });
+    const id = created.body.data.id;
+    const { db } = server.app.platform.database;
+    const minute = (back: number) => Math.floor(Date.now() / 60_000) * 60_000 - back * 60_000;
+    const rewind = async (to: number, total: number) => {
+      await db.updateTable('routines').set({ next_run_at: to }).where('id', '=', id).execute();
+      await server.app.platform.notifier.notify('routines:changed');
+      return waitFor(async () => {
+        const res = await server.api.get(`${R}/${id}/fires?limit=100`);
+        return res.body.meta.total >= total ? (res.body.data as { scheduled_for: string; outcome: string }[]) : null;
+      });
+    };
+    // Three missed minutes fire (catch_up: all); set back two minutes further, only the two
+    // new slots fire: the three in the ledger are not written or executed again.
+    const first = await rewind(minute(2), 3);
+    await rewind(minute(4), first.length + 2);
+    await server.api.patch(`${R}/${id}`, { enabled: false });
+    const fires = (await server.api.get(`${R}/${id}/fires?limit=100`)).body.data as { scheduled_for: string; outcome: string }[];
+    const slots = fires.map((f) => f.scheduled_for);
+    expect(new Set(slots).size).toBe(slots.length);
+    expect(fires.every((f) => f.outcome === 'fired')).toBe(true);
+    const executions = (await server.api.get(`${R}/${id}/executions?limit=100`)).body.data as { scheduled_for: string }[];
+    expect(executions.map((e) => e.scheduled_for).sort()).toEqual([...slots].sort());
+  });
 });
+
 
 describeEachDialect('routines across restarts', (dialect) => {
   it.each(['latest', 'all', 'none'] as const)('catches up missed slots with catch_up=%s', async (policy) => {

@@ -9,6 +9,7 @@ import * as routines from './0006-routines.js';
 import * as coordination from './0007-coordination.js';
 import * as coordinationTriggers from './0008-coordination-triggers.js';
 import * as artifactsInline from './0009-artifacts-inline.js';
+import * as routinesBurst from './0010-routines-burst.js';
 import * as discoverySpeed from './0011-discovery-speed.js';
 
 export interface SwitchboardMigration {
@@ -29,5 +30,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0007-coordination': coordination,
   '0008-coordination-triggers': coordinationTriggers,
   '0009-artifacts-inline': artifactsInline,
+  '0010-routines-burst': routinesBurst,
   '0011-discovery-speed': discoverySpeed,
 };
