@@ -42,7 +42,7 @@ export function createCoordinationDomain(deps: {
     llm: llmUrl !== null && llmModel !== null ? { url: llmUrl, model: llmModel, apiKey: llmApiKey } : null,
     logger: platform.logger,
   });
-  deps.registerOutcomeHandler(PLAN_STEP_ORIGIN, (outcomes, trx) => coordination.handleOutcomes(outcomes, trx));
+  deps.registerOutcomeHandler(PLAN_STEP_ORIGIN, { delivered: false, handle: (outcomes, trx) => coordination.handleOutcomes(outcomes, trx) });
   deps.onPublish(async (event) => {
     await triggers.onEvent(event);
     await coordination.handleEvent(event);

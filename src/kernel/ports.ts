@@ -61,12 +61,21 @@ export interface MessageOutcome {
 }
 
 /**
- * Producers register one handler per origin kind; messaging calls it inside the transaction
- * that delivers, acknowledges or dead-letters the messages, so the producer's state moves
- * atomically with them. A batch (a receive, a batch acknowledge) arrives in one call, in the
- * order of the messages' origin refs, so a producer can settle it in a few statements.
+ * Producers register one handler per origin kind. Messaging calls it inside the transaction
+ * that acknowledges or dead-letters the messages, so the producer's state moves atomically
+ * with them. A batch (a batch acknowledge) arrives in one call, in the order of the messages'
+ * origin refs, so a producer can settle it in a few statements.
  */
-export type OutcomeHandler = (outcomes: MessageOutcome[], trx: Db) => Promise<void>;
+export interface OutcomeHandler {
+  /**
+   * Also tell of `delivered` outcomes (a receive leased the message). They come inside the
+   * lease's transaction on SQLite; on PostgreSQL, where a lease is one statement without a
+   * transaction around it, in a transaction of their own right after it. Either way the
+   * receive answers only once the handler has run.
+   */
+  readonly delivered: boolean;
+  handle(outcomes: MessageOutcome[], trx: Db): Promise<void>;
+}
 
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {

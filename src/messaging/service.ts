@@ -184,11 +184,18 @@ export class MessagingService implements Inbox, DeliveryStats {
     this.publishListeners.push(listener);
   }
 
+  /** Whether the producer of `row` (if any) wants to hear of outcomes like `status`. */
+  private hears(row: MessageRow, status: MessageOutcome['status']): row is MessageRow & { origin_kind: string; origin_ref: string } {
+    if (row.origin_kind === null || row.origin_ref === null) return false;
+    const handler = this.outcomeHandlers.get(row.origin_kind);
+    return handler !== undefined && (status !== 'delivered' || handler.delivered);
+  }
+
   /** Tells each origin's producer what happened to its messages: one call per origin kind. */
   private async emitOutcomes(trx: Db, rows: MessageRow[], outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>) {
     const byKind = new Map<string, MessageOutcome[]>();
     for (const row of rows) {
-      if (row.origin_kind === null || row.origin_ref === null || !this.outcomeHandlers.has(row.origin_kind)) continue;
+      if (!this.hears(row, outcome.status)) continue;
       let batch = byKind.get(row.origin_kind);
       if (!batch) byKind.set(row.origin_kind, (batch = []));
       batch.push({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...outcome });
@@ -197,7 +204,7 @@ export class MessagingService implements Inbox, DeliveryStats {
       // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps
       // two concurrent batches that touch the same runs from deadlocking on PostgreSQL.
       outcomes.sort((a, b) => (a.origin.ref < b.origin.ref ? -1 : a.origin.ref === b.origin.ref ? 0 : 1));
-      await this.outcomeHandlers.get(kind)!(outcomes, trx);
+      await this.outcomeHandlers.get(kind)!.handle(outcomes, trx);
     }
   }
 
@@ -394,8 +401,18 @@ export class MessagingService implements Inbox, DeliveryStats {
 
   private async claim(agentId: string, receiver: string, max: number, visibilitySeconds: number): Promise<Message[]> {
     const now = this.deps.clock.now();
+    const leaseMs = visibilitySeconds * 1000;
+    if (this.store.claimsInOneStatement) {
+      // Atomic on its own: no BEGIN and COMMIT round trips around it. Producers that follow
+      // deliveries hear of them right after, before the receive answers.
+      const rows = await this.store.claim(this.store.db, agentId, receiver, max, now, leaseMs);
+      if (rows.some((row) => this.hears(row, 'delivered'))) {
+        await this.store.transaction((trx) => this.emitOutcomes(trx, rows, { status: 'delivered' }));
+      }
+      return rows.map(toMessage);
+    }
     const rows = await this.store.transaction(async (trx) => {
-      const claimed = await this.store.claim(trx, agentId, receiver, max, now, visibilitySeconds * 1000);
+      const claimed = await this.store.claim(trx, agentId, receiver, max, now, leaseMs);
       await this.emitOutcomes(trx, claimed, { status: 'delivered' });
       return claimed;
     });

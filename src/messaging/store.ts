@@ -199,8 +199,13 @@ export class MessagingStore {
    * rows; on SQLite the writer lock serializes them. At-most-once messages are settled as
    * `delivered` on the spot.
    */
+  /** PostgreSQL leases in one statement (atomic without a transaction); SQLite in several. */
+  get claimsInOneStatement(): boolean {
+    return this.caps.kind === 'postgres';
+  }
+
   async claim(trx: Db, destination: string, receiver: string, max: number, now: number, leaseMs: number): Promise<MessageRow[]> {
-    if (this.caps.kind === 'postgres') return this.claimInOneStatement(trx, destination, receiver, max, now, leaseMs);
+    if (this.claimsInOneStatement) return this.claimInOneStatement(trx, destination, receiver, max, now, leaseMs);
     const rows = await this.lease(trx, destination, receiver, max, now, leaseMs).execute();
     rows.sort((a, b) => a.seq - b.seq);
     if (rows.length > 0) {

@@ -29,8 +29,12 @@ export function createRoutinesDomain(deps: {
     // SQLite has one connection: a second lane would only queue behind the first.
     fireLanes: platform.database.caps.skipLocked ? 2 : 1,
   });
-  deps.registerOutcomeHandler(ROUTINE_ORIGIN, async (outcomes, trx) => {
-    for (const outcome of outcomes) await service.handleOutcome(outcome, trx);
+  deps.registerOutcomeHandler(ROUTINE_ORIGIN, {
+    // A delivery moves its execution to running.
+    delivered: true,
+    handle: async (outcomes, trx) => {
+      for (const outcome of outcomes) await service.handleOutcome(outcome, trx);
+    },
   });
 
   // One pass fires due slots and expires overdue executions, then sleeps until the next due
