@@ -1,5 +1,4 @@
 import {
-  CompiledQuery,
   sql,
   type AliasableExpression,
   type Expression,
@@ -13,7 +12,7 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
-import { BoundedMap } from '../kernel/bounded-map.js';
+import { Statements, type Values } from '../db/statements.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 
 export interface DiscoveryCapabilitiesTable {
@@ -90,42 +89,6 @@ export interface GroupCount {
 const CHANGES = 'changes';
 /** Highest change seq whose tombstone was pruned: a node behind it must rebuild its index. */
 const PRUNED = 'changes_pruned';
-
-/** A statement's values by name; `build` places each one with `${v.name}`. */
-type Values<K extends string> = Record<K, unknown>;
-
-/**
- * SQL texts compiled once per statement shape, bound by name on every run. The requests
- * discovery answers most (heartbeat, lookup, the search's change probe) spent more in Kysely
- * building and compiling their statements than SQLite spent running them: a heartbeat's upsert
- * ~50 µs of builder and compiler against ~30 µs in SQLite (profiled).
- */
-class Statements {
-  private readonly texts = new BoundedMap<string, { sql: string; names: string[] }>(512);
-
-  constructor(private readonly db: Db) {}
-
-  /**
-   * The statement `build` writes, for these values. `shape` names everything else its text
-   * depends on (inlined limits, optional clauses): one text is compiled per shape, with a
-   * marker in place of each value, and each run binds the values in the markers' order.
-   */
-  compiled<R, K extends string>(shape: string, values: Values<K>, build: (v: Values<K>) => RawBuilder<R>): CompiledQuery<R> {
-    let text = this.texts.get(shape);
-    if (!text) {
-      const markers = Object.fromEntries(Object.keys(values).map((name) => [name, new Marker(name)])) as Values<K>;
-      const compiled = build(markers).compile(this.db);
-      text = { sql: compiled.sql, names: compiled.parameters.map((p) => (p as Marker).name) };
-      this.texts.set(shape, text);
-    }
-    const names = text.names as K[];
-    return CompiledQuery.raw(text.sql, names.map((name) => values[name])) as CompiledQuery<R>;
-  }
-}
-
-class Marker {
-  constructor(readonly name: string) {}
-}
 
 export class DiscoveryStore {
   private readonly statements: Statements;

@@ -1,0 +1,44 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
+import { Statements } from '../../src/db/statements.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+
+describeEachDialect('statements compiled once per shape', (dialect) => {
+  let database: TestDatabase;
+  let handle: DatabaseHandle;
+  let statements: Statements;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    handle = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+    statements = new Statements(handle.db);
+  });
+  afterAll(async () => {
+    await handle.close();
+    await database.drop();
+  });
+
+  it('binds each run’s values by name, in the order the text places them', async () => {
+    let builds = 0;
+    const run = async (values: { low: number; high: number; label: string }) => {
+      const query = statements.compiled('probe', values, (v) => {
+        builds += 1;
+        return sql<{ label: string; width: number }>`select cast(${v.label} as text) as label, cast(${v.high} as integer) - cast(${v.low} as integer) as width`;
+      });
+      return (await handle.db.executeQuery(query)).rows[0];
+    };
+    expect(await run({ low: 1, high: 10, label: 'a' })).toMatchObject({ label: 'a', width: 9 });
+    // Keys in another order: the binding follows the text, not the object.
+    expect(await run({ label: 'b', high: 5, low: 3 } as never)).toMatchObject({ label: 'b', width: 2 });
+    expect(builds).toBe(1);
+  });
+
+  it('compiles another text for another shape', async () => {
+    const one = statements.compiled('shape-one', { x: 1 }, (v) => sql`select ${v.x} as x`);
+    const two = statements.compiled('shape-two', { x: 1 }, (v) => sql`select ${v.x} as x, 2 as y`);
+    expect(one.sql).not.toBe(two.sql);
+    expect(one.parameters).toEqual([1]);
+  });
+});
