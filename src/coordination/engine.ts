@@ -138,9 +138,9 @@ const NOT_STARTED = {
 /** A step cannot proceed with the run's data (an expression, a template value): the step fails, not the request. */
 class StepError extends Error {}
 
-/** The messages that runs about to be saved send: one outbox, or all of them (emptied) as one. */
+/** The messages that runs about to be saved send, taken out of their outboxes. */
 function outboxes(contexts: RunContext[]): RunContext['outbox'] {
-  return contexts.length === 1 ? contexts[0]!.outbox : contexts.flatMap((ctx) => ctx.outbox.splice(0));
+  return contexts.flatMap((ctx) => ctx.outbox.splice(0));
 }
 
 /** True when every field of `match` equals the same field of `value` (recursively for objects). */
@@ -207,6 +207,7 @@ export class RunEngine {
 
   /** Loads several runs for transitions, locked in id order (as one read) until the transaction ends. */
   private async loadMany(trx: Db, runIds: string[]): Promise<RunContext[]> {
+    // One run (a single acknowledgement, the usual case) takes the lookup compiled once.
     if (runIds.length === 1) {
       const ctx = await this.load(trx, runIds[0]!);
       return ctx ? [ctx] : [];

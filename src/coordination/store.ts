@@ -411,8 +411,8 @@ export class CoordinationStore {
       params.push(run.id);
       await trx.executeQuery(CompiledQuery.raw(update, params));
     }
-    await this.stepUpsert.run(trx, transitions.length === 1 ? transitions[0]!.steps : transitions.flatMap((t) => t.steps));
-    await this.eventInsert.run(trx, transitions.length === 1 ? transitions[0]!.events : transitions.flatMap((t) => t.events));
+    await this.stepUpsert.run(trx, transitions.flatMap((t) => t.steps));
+    await this.eventInsert.run(trx, transitions.flatMap((t) => t.events));
   }
 
   /**
@@ -420,8 +420,8 @@ export class CoordinationStore {
    * runs from a VALUES list (typed by casts: a bound parameter alone has no type).
    */
   private async saveInOneStatement(trx: Db, transitions: Transition[]): Promise<void> {
-    const steps = transitions.length === 1 ? transitions[0]!.steps : transitions.flatMap((t) => t.steps);
-    const events = transitions.length === 1 ? transitions[0]!.events : transitions.flatMap((t) => t.events);
+    const steps = transitions.flatMap((t) => t.steps);
+    const events = transitions.flatMap((t) => t.events);
     const key = `${transitions.length}:${steps.length}:${events.length}`;
     let text = this.transitionTexts.get(key);
     if (text === undefined) {
