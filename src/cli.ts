@@ -10,6 +10,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { systemClock } from './kernel/clock.js';
 import { InProcessNotifier, PostgresNotifier } from './kernel/notifier.js';
 import { serveStdio } from './mcp/stdio.js';
+import { tuneHeapForServing } from './runtime.js';
 
 const HELP: Record<string, string> = {
   main: `Usage: switchboard [command] [options]
@@ -51,6 +52,7 @@ function fail(message: string): never {
 }
 
 async function serve(config: Config): Promise<void> {
+  tuneHeapForServing();
   const app = await createApp({ config });
   await app.listen();
   let stopping = false;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PayloadTooLarge } from '../kernel/errors.js';
+import { sha256Hex } from '../kernel/sha256.js';
 
 /** An inclusive byte range of a blob. */
 export interface ByteRange {
@@ -78,7 +79,7 @@ const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
 
 /** The staged form of a content held whole in memory: nothing to commit or discard. */
 function inMemory(bytes: Buffer): StagedBlob {
-  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const sha256 = sha256Hex(bytes);
   return { sha256, size: bytes.length, key: sha256, inline: bytes, committed: false, commit: async () => {}, discard: async () => {} };
 }
 

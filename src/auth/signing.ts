@@ -1,4 +1,5 @@
-import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { sha256Hex } from '../kernel/sha256.js';
 
 /**
  * Ed25519 request signing (design §3). The signed string is
@@ -9,9 +10,7 @@ export const SIGNATURE_WINDOW_MS = 300_000;
 // DER prefix of an Ed25519 SubjectPublicKeyInfo; the raw 32-byte key follows it.
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-export function sha256Hex(data: Buffer | string): string {
-  return createHash('sha256').update(data).digest('hex');
-}
+export { sha256Hex };
 
 export const EMPTY_BODY_SHA256 = sha256Hex('');
 

@@ -15,6 +15,7 @@ import { installAuth } from './plugins/auth.js';
 import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
 import { requestId } from './plugins/request-id.js';
+import { lazyRequestLogger } from './request-logger.js';
 
 export type HttpServer = FastifyInstance;
 
@@ -49,6 +50,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     loggerInstance: options.logger as FastifyBaseLogger,
     // Per-request access logs cost ~15% throughput; metrics and error logs cover operations.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: options.config.maxJsonBodyBytes,

@@ -16,8 +16,12 @@ export interface RateLimitDecision extends RateLimitState {
 
 export interface RateLimiter {
   readonly enabled: boolean;
-  /** Counts one request against `key` and says whether it is allowed. */
-  consume(key: string): Promise<RateLimitDecision>;
+  /**
+   * Counts one request against `key` and says whether it is allowed. An in-memory limiter
+   * answers at once (every request pays this, so no promise when none is needed); a shared
+   * store answers with a promise.
+   */
+  consume(key: string): RateLimitDecision | Promise<RateLimitDecision>;
   /** The budget of `key` without spending any of it. */
   peek(key: string): Promise<RateLimitState>;
 }
@@ -61,12 +65,12 @@ export class FixedWindowRateLimiter implements RateLimiter {
     for (const [key, window] of this.windows) if (window.start < start) this.windows.delete(key);
   }
 
-  async consume(key: string): Promise<RateLimitDecision> {
-    const now = this.now();
-    const window = this.current(key, now);
+  consume(key: string): RateLimitDecision {
+    const window = this.current(key, this.now());
     const allowed = !this.enabled || window.count < this.limit;
     if (allowed) window.count += 1;
-    return { ...this.state(window), allowed };
+    const state = this.state(window);
+    return { limit: state.limit, remaining: state.remaining, resetAt: state.resetAt, allowed };
   }
 
   async peek(key: string): Promise<RateLimitState> {

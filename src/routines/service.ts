@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
+import { sha256Hex } from '../kernel/sha256.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Inbox, MessageOutcome } from '../kernel/ports.js';
@@ -101,7 +101,6 @@ export interface RoutinesDeps {
   fireBatchSize?: number;
 }
 
-const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 function toRoutine(row: RoutineRow): Routine {
   return {
@@ -215,7 +214,7 @@ export class RoutinesService {
       catch_up: input.catch_up ?? 'latest',
       overlap: input.overlap ?? 'allow',
       timeout_seconds: input.timeout_seconds ?? 3600,
-      webhook_token_hash: token === null ? null : hashToken(token),
+      webhook_token_hash: token === null ? null : sha256Hex(token),
       next_run_at: null,
       last_run_at: null,
       created_by: actor,
@@ -270,7 +269,7 @@ export class RoutinesService {
       this.validate(next);
       if (next.trigger_type === 'webhook' && next.webhook_token_hash === null) {
         token = newSecret();
-        next.webhook_token_hash = hashToken(token);
+        next.webhook_token_hash = sha256Hex(token);
       }
       if (next.trigger_type === 'cron') next.webhook_token_hash = null;
       // A resume or a schedule change starts from now: nothing missed while paused fires.
@@ -303,7 +302,7 @@ export class RoutinesService {
     await this.store.transaction(async (trx) => {
       const row = await this.row(id, trx);
       if (row.trigger_type !== 'webhook') throw new Conflict(`Routine '${id}' is not a webhook routine`);
-      await this.store.updateRoutine(id, { webhook_token_hash: hashToken(token), updated_at: this.deps.clock.now() }, trx);
+      await this.store.updateRoutine(id, { webhook_token_hash: sha256Hex(token), updated_at: this.deps.clock.now() }, trx);
     });
     return { webhook_url: this.webhookUrl(token), webhook_token: token };
   }
@@ -328,7 +327,7 @@ export class RoutinesService {
 
   /** A webhook invocation: the token authenticates; the body becomes the payload. */
   async invokeWebhook(token: string, body: unknown): Promise<{ execution_id: string }> {
-    const row = await this.store.findRoutineByTokenHash(hashToken(token));
+    const row = await this.store.findRoutineByTokenHash(sha256Hex(token));
     if (!row || row.trigger_type !== 'webhook') throw new NotFound('Webhook');
     if (row.enabled !== 1) throw new Conflict('This routine is paused');
     const execution = await this.store.transaction((trx) => this.startExecution(trx, row, 'webhook', null, body ?? {}));

@@ -94,8 +94,27 @@ describeEachDialect('HTTP conventions', (dialect) => {
     expect((await agent.get('/metrics')).status).toBe(403);
     const metrics = await server.api.get('/metrics');
     expect(metrics.status).toBe(200);
-    expect(metrics.text).toContain('switchboard_http_requests_total');
+    expect(metrics.text).toContain('# TYPE switchboard_http_requests_total counter');
+    expect(metrics.text).toContain('# TYPE switchboard_http_request_duration_seconds histogram');
     expect(metrics.text).toMatch(/switchboard_http_request_duration_seconds_bucket\{[^}]*route="\/api\/v1\/auth\/keys"/);
+  });
+
+  it('counts requests by route and status, with latency buckets that add up', async () => {
+    const route = '/api/v1/auth/keys/:key_id';
+    for (let i = 0; i < 3; i++) expect((await server.api.delete('/api/v1/auth/keys/key_missing')).status).toBe(404);
+    const text = (await server.api.get('/metrics')).text;
+    const series = (name: string) =>
+      text
+        .split('\n')
+        .filter((line) => line.startsWith(`${name}{`) && line.includes(`route="${route}"`) && line.includes('method="DELETE"') && line.includes('status="404"'))
+        .map((line) => ({ le: /le="([^"]+)"/.exec(line)?.[1], value: Number(line.slice(line.lastIndexOf(' ') + 1)) }));
+    expect(series('switchboard_http_requests_total')).toEqual([{ le: undefined, value: 3 }]);
+    expect(series('switchboard_http_request_duration_seconds_count')).toEqual([{ le: undefined, value: 3 }]);
+    const buckets = series('switchboard_http_request_duration_seconds_bucket');
+    expect(buckets.at(-1)).toEqual({ le: '+Inf', value: 3 });
+    const counts = buckets.map((b) => b.value);
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    expect(series('switchboard_http_request_duration_seconds_sum')[0]!.value).toBeGreaterThan(0);
   });
 
   it('publishes a valid OpenAPI 3.1 document that lists every route', async () => {

@@ -2,6 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { newId, newSecret } from '../../src/kernel/ids.js';
 
+const millisecondOf = (id: string) =>
+  [...id.slice(id.indexOf('_') + 1).slice(0, 10)].reduce((value, char) => value * 32 + '0123456789abcdefghjkmnpqrstvwxyz'.indexOf(char), 0);
+
 describe('ids', () => {
   it('are prefixed, unique and sort in creation order, also within one millisecond', () => {
     const ids = Array.from({ length: 2000 }, () => newId('msg'));
@@ -18,6 +21,17 @@ describe('ids', () => {
         expect([...ids].sort()).toEqual(ids);
       }),
     );
+  });
+
+  it('carry their millisecond in the first 10 characters, as base32', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: Date.parse('2031-01-01T00:00:00Z'), max: 2 ** 48 }), (ms) => {
+        // An earlier call may have used a later millisecond: ids never go back in time.
+        expect(millisecondOf(newId('evt', ms))).toBeGreaterThanOrEqual(ms);
+      }),
+    );
+    const ms = 2 ** 49 + 12_345;
+    expect(millisecondOf(newId('evt', ms))).toBe(ms);
   });
 
   it('makes 32-byte url-safe secrets', () => {

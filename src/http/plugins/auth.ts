@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthService, Principal } from '../../auth/index.js';
 import { EMPTY_BODY_SHA256, sha256Hex } from '../../auth/index.js';
 import { RateLimited, Unauthorized } from '../../kernel/errors.js';
-import type { RateLimiter } from '../../kernel/rate-limiter.js';
+import type { RateLimitDecision, RateLimiter } from '../../kernel/rate-limiter.js';
 import { pathWithQuery } from '../reply.js';
 
 declare module 'fastify' {
@@ -42,9 +42,14 @@ function header(request: FastifyRequest, name: string): string | undefined {
 export function installAuth(app: FastifyInstance, auth: AuthService, limiter: RateLimiter): void {
   app.decorateRequest('principal', null as unknown as Principal);
 
-  async function spend(bucket: string, reply: FastifyReply): Promise<void> {
+  function spend(bucket: string, reply: FastifyReply): void | Promise<void> {
     if (!limiter.enabled) return;
-    const decision = await limiter.consume(bucket);
+    const decision = limiter.consume(bucket);
+    if (decision instanceof Promise) return decision.then((d) => apply(d, reply));
+    apply(decision, reply);
+  }
+
+  function apply(decision: RateLimitDecision, reply: FastifyReply): void {
     const resetSeconds = Math.ceil(decision.resetAt / 1000);
     reply.header('X-RateLimit-Limit', decision.limit);
     reply.header('X-RateLimit-Remaining', decision.remaining);
@@ -52,19 +57,23 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
     if (!decision.allowed) throw new RateLimited(Math.max(1, resetSeconds - Math.floor(Date.now() / 1000)));
   }
 
-  app.addHook('onRequest', async (request, reply) => {
+  /** Settles at once for a cached key and an in-memory limiter, the common case. */
+  function authenticate(request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
     const config = request.routeOptions.config;
-    if (config.public) {
-      if (config.rateLimit !== false) await spend(`ip:${request.ip}`, reply);
-      return;
-    }
+    if (config.public) return config.rateLimit !== false ? spend(`ip:${request.ip}`, reply) : undefined;
     const authorization = header(request, 'authorization');
     if (authorization !== undefined) {
       const match = /^Bearer +(\S+)$/i.exec(authorization);
       if (!match) throw new Unauthorized('Authorization must be "Bearer <API key>"');
-      request.principal = await auth.authenticateKey(match[1]!);
-      await spend(request.principal.bucket, reply);
-      return;
+      const principal = auth.authenticateKey(match[1]!);
+      if (principal instanceof Promise) {
+        return principal.then((p) => {
+          request.principal = p;
+          return spend(p.bucket, reply);
+        });
+      }
+      request.principal = principal;
+      return spend(principal.bucket, reply);
     }
     const agentId = header(request, 'x-agent-id');
     const timestamp = header(request, 'x-timestamp');
@@ -77,6 +86,18 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
       return;
     }
     throw new Unauthorized('Missing credentials: send "Authorization: Bearer <API key>" or sign the request');
+  }
+
+  // A callback hook, so that a request settled at once costs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
+    let pending: void | Promise<void>;
+    try {
+      pending = authenticate(request, reply);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (pending) pending.then(() => done(), done);
+    else done();
   });
 
   async function verifySignature(request: FastifyRequest, reply: FastifyReply, signed: NonNullable<FastifyRequest['signedBy']>) {
