@@ -28,7 +28,8 @@ export class BoundedMap<K, V> {
 
   /** The value kept for `key`, made and kept on a miss. */
   getOrCreate(key: K, make: () => V): V {
-    if (this.entries.has(key)) return this.entries.get(key)!;
+    const known = this.entries.get(key);
+    if (known !== undefined || this.entries.has(key)) return known as V;
     const value = make();
     this.set(key, value);
     return value;
