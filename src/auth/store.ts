@@ -1,6 +1,7 @@
 import type { Generated, Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
-import { paginate } from '../db/paginate.js';
+import { paginateCompiled } from '../db/paginate.js';
+import { Statements } from '../db/statements.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 
 export interface ApiKeysTable {
@@ -44,7 +45,11 @@ export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type PublicKeyRow = Selectable<AgentPublicKeysTable>;
 
 export class AuthStore {
-  constructor(private readonly db: Db) {}
+  private readonly statements: Statements;
+
+  constructor(private readonly db: Db) {
+    this.statements = new Statements(db);
+  }
 
   async insertKey(row: ApiKeyRow): Promise<void> {
     await this.db.insertInto('api_keys').values(row).execute();
@@ -58,10 +63,12 @@ export class AuthStore {
     return this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** Compiled once per shape (see Statements): every key listing would otherwise build it anew. */
   async listKeys(window: Page, includeRevoked: boolean): Promise<Paged<ApiKeyRow>> {
-    let query = this.db.selectFrom('api_keys').selectAll().orderBy('id');
-    if (!includeRevoked) query = query.where('revoked_at', 'is', null);
-    return paginate(query, window);
+    return paginateCompiled(this.db, this.statements, `keys:${includeRevoked}`, {}, () => {
+      const query = this.db.selectFrom('api_keys').selectAll().orderBy('id');
+      return includeRevoked ? query : query.where('revoked_at', 'is', null);
+    }, window);
   }
 
   async revokeKey(id: string, at: number): Promise<boolean> {

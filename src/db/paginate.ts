@@ -1,4 +1,6 @@
 import type { SelectQueryBuilder } from 'kysely';
+import type { Db } from './database.js';
+import type { Statements } from './statements.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 
 /**
@@ -17,9 +19,30 @@ import type { Page, Paged } from '../kernel/pagination.js';
 export async function paginate<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   window: Page,
-  count: () => Promise<number> = () => countRows(query),
+  count: () => Promise<number> = async () => countOf(await countRows(query).executeTakeFirst()),
 ): Promise<Paged<O>> {
-  const items = await query.limit(window.limit + 1).offset(window.offset).execute();
+  return pageOf(await query.limit(window.limit + 1).offset(window.offset).execute(), window, count);
+}
+
+/**
+ * `paginate` for a hot list: the page and the count are compiled once per `shape` (see
+ * Statements), and `build` writes the filtered, ordered query from the values it is given.
+ */
+export async function paginateCompiled<DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
+  db: Db,
+  statements: Statements,
+  shape: string,
+  values: V,
+  build: (v: V) => SelectQueryBuilder<DB, TB, O>,
+  window: Page,
+): Promise<Paged<O>> {
+  const paged = { ...values, limit: window.limit + 1, offset: window.offset };
+  const page = statements.compiled(`${shape}:page`, paged, (v) => build(v).limit(v.limit).offset(v.offset));
+  const count = statements.compiled(`${shape}:count`, values, (v) => countRows(build(v)));
+  return pageOf((await db.executeQuery(page)).rows, window, async () => countOf((await db.executeQuery(count)).rows[0]));
+}
+
+async function pageOf<O>(items: O[], window: Page, count: () => Promise<number>): Promise<Paged<O>> {
   // A page without the extra row ends the list; an empty first page is an empty list.
   if (items.length <= window.limit && (items.length > 0 || window.offset === 0)) {
     return { items, total: window.offset + items.length };
@@ -28,11 +51,13 @@ export async function paginate<DB, TB extends keyof DB, O>(
   return { items, total: await count() };
 }
 
-async function countRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): Promise<number> {
-  const counted = await query
+function countRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>) {
+  return query
     .clearSelect()
     .clearOrderBy()
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .executeTakeFirst();
-  return Number((counted as { n?: number } | undefined)?.n ?? 0);
+    .select((eb) => eb.fn.countAll<number>().as('n'));
+}
+
+function countOf(counted: { n?: number | string | bigint } | undefined): number {
+  return Number(counted?.n ?? 0);
 }

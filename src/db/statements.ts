@@ -1,9 +1,14 @@
-import { CompiledQuery, type RawBuilder } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Db } from './database.js';
 
 /** A statement's values by name; `build` places each one with `${v.name}`. */
 export type Values<K extends string> = Record<K, unknown>;
+
+/** Raw SQL (`sql\`…\``) or a query builder: what writes a statement's text. */
+interface Writer<R> {
+  compile(db: Db): CompiledQuery<R>;
+}
 
 /**
  * SQL texts compiled once per statement shape, bound by name on every run, for a store's
@@ -19,18 +24,27 @@ export class Statements {
    * The statement `build` writes, for these values. `shape` names everything else its text
    * depends on (inlined limits, optional clauses): one text is compiled per shape, with a
    * marker in place of each value, and each run binds the values in the markers' order.
+   * `build` may write raw SQL or use the query builder; it must pass each value through as
+   * it is (no arithmetic on it, no list a value expands into).
    */
-  compiled<R, K extends string>(shape: string, values: Values<K>, build: (v: Values<K>) => RawBuilder<R>): CompiledQuery<R> {
+  compiled<R, V extends Record<string, unknown>>(shape: string, values: V, build: (v: V) => Writer<R>): CompiledQuery<R> {
     let text = this.texts.get(shape);
     if (!text) {
-      const markers = Object.fromEntries(Object.keys(values).map((name) => [name, new Marker(name)])) as Values<K>;
+      // Markers stand in for the values while the text is written.
+      const markers = Object.fromEntries(Object.keys(values).map((name) => [name, new Marker(name)])) as V;
       const compiled = build(markers).compile(this.db);
-      text = { sql: compiled.sql, names: compiled.parameters.map((p) => (p as Marker).name) };
+      text = { sql: compiled.sql, names: compiled.parameters.map((p) => markerName(p, shape)) };
       this.texts.set(shape, text);
     }
-    const names = text.names as K[];
+    const names = text.names;
     return CompiledQuery.raw(text.sql, names.map((name) => values[name])) as CompiledQuery<R>;
   }
+}
+
+function markerName(parameter: unknown, shape: string): string {
+  // A constant the builder bound itself would be replayed as undefined on every run.
+  if (!(parameter instanceof Marker)) throw new Error(`statement '${shape}' binds a value that is not one of its named values`);
+  return parameter.name;
 }
 
 class Marker {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
-import { paginate } from '../../src/db/paginate.js';
+import { paginate, paginateCompiled } from '../../src/db/paginate.js';
+import { Statements } from '../../src/db/statements.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 
@@ -58,6 +59,29 @@ describeEachDialect('paginate', (dialect) => {
   it('takes a count of its own (GROUP BY queries count groups)', async () => {
     const page = await paginate(rows(), { limit: 2, offset: 0 }, async () => 42);
     expect(page.total).toBe(42);
+  });
+
+  it.each([
+    { limit: 3, offset: 0, above: 0, ids: [1, 2, 3], total: 7 },
+    { limit: 2, offset: 4, above: 0, ids: [5, 6], total: 7 },
+    { limit: 2, offset: 1, above: 3, ids: [5, 6], total: 4 },
+    { limit: 9, offset: 0, above: 3, ids: [4, 5, 6, 7], total: 4 },
+    { limit: 2, offset: 9, above: 3, ids: [], total: 4 },
+  ])('pages a compiled query like a built one, binding its values on every run ($limit at $offset above $above)', async ({ limit, offset, above, ids, total }) => {
+    const statements = new Statements(handle.db);
+    let builds = 0;
+    const build = (v: { above: number }) => {
+      builds += 1;
+      return rows().where('id', '>', v.above);
+    };
+    for (let run = 0; run < 2; run++) {
+      const page = await paginateCompiled(handle.db, statements, 'probe', { above }, build, { limit, offset });
+      expect((page.items as { id: number }[]).map((r) => r.id)).toEqual(ids);
+      expect(page.total).toBe(total);
+    }
+    // The page once, and the count once when the page could not tell the total.
+    expect(builds).toBeLessThanOrEqual(2);
+    expect((await paginateCompiled(handle.db, statements, 'probe', { above: 6 }, build, { limit: 1, offset: 0 })).items).toEqual([{ id: 7 }]);
   });
 
   if (dialect === 'sqlite') {

@@ -41,4 +41,23 @@ describeEachDialect('statements compiled once per shape', (dialect) => {
     expect(one.sql).not.toBe(two.sql);
     expect(one.parameters).toEqual([1]);
   });
+
+  it('takes a query builder as well as raw SQL', async () => {
+    let builds = 0;
+    const query = (label: string) =>
+      statements.compiled('builder', { label }, (v) => {
+        builds += 1;
+        return handle.db.selectNoFrom((eb) => eb.cast<string>(eb.val(v.label), 'text').as('label'));
+      });
+    expect(query('a').sql).toBe(query('b').sql);
+    expect(query('b').parameters).toEqual(['b']);
+    expect((await handle.db.executeQuery(query('c'))).rows).toEqual([{ label: 'c' }]);
+    expect(builds).toBe(1);
+  });
+
+  it('refuses a text that binds a value of its own, which later runs would not bind again', () => {
+    expect(() =>
+      statements.compiled('constant', { id: 'x' }, () => handle.db.selectFrom('api_keys').select('id').where('role', '=', 'admin')),
+    ).toThrow(/not one of its named values/);
+  });
 });
