@@ -84,13 +84,20 @@ function wrap(child: ChildProcess, url: string): ServerProcess {
   };
 }
 
-/** Starts `node dist/cli.js serve` on a fresh database of the given dialect. */
+/** The node flags the `switchboard` bin and `npm start` serve with (the first line of src/cli.ts). */
+export const SERVING_NODE_FLAGS = fs
+  .readFileSync(path.join(ROOT, 'src', 'cli.ts'), 'utf8')
+  .split('\n')[0]!
+  .split(' ')
+  .filter((arg) => arg.startsWith('--'));
+
+/** Starts `node dist/cli.js serve`, with the serving flags, on a fresh database of the given dialect. */
 export async function startSwitchboard(
   options: { dialect?: Dialect; env?: Record<string, string>; database?: TestDatabase; nodeArgs?: string[] } = {},
 ): Promise<SwitchboardProcess> {
   const database = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const adminKey = `sk_bench_${randomBytes(16).toString('hex')}`;
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), 'serve'], {
+  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), 'serve'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {

@@ -27,6 +27,16 @@ describe('switchboard --help', () => {
     expect(stdout).toMatch(/^Usage:/);
   });
 
+  it('names its serving flags on its first line, the same ones `npm start` passes', async () => {
+    const shebang = fs.readFileSync(CLI, 'utf8').split('\n')[0]!;
+    const flags = shebang.split(' ').filter((arg) => arg.startsWith('--'));
+    expect(flags).toEqual(['--min-semi-space-size=32', '--max-semi-space-size=32']);
+    const start = JSON.parse(fs.readFileSync('package.json', 'utf8')).scripts.start as string;
+    expect(start).toBe(`node ${flags.join(' ')} dist/cli.js serve`);
+    const { stdout } = await run(process.execPath, [...flags, CLI, '--help']);
+    expect(stdout).toMatch(/^Usage:/);
+  });
+
   it('rejects unknown commands with exit code 2', async () => {
     await expect(run(process.execPath, [CLI, 'frobnicate'])).rejects.toMatchObject({ code: 2 });
   });
