@@ -125,22 +125,32 @@ async function compareQueues(queues: QueueClient[], seconds: number, batch: numb
 }
 
 /** ms from a send to the response of a receive that was already waiting. */
-async function wakeLatency(server: SwitchboardProcess, samples: number): Promise<{ p50: number; p99: number }> {
+/**
+ * Send → waiting long-poll latency, and for scale the round trip of one authenticated GET after
+ * the same 5 ms pause: the floor of any request here, where both processes sleep in between.
+ */
+async function wakeLatency(server: SwitchboardProcess, samples: number): Promise<{ p50: number; p99: number; floorP50: number }> {
   const key = await agentKey(server, 'latency');
   const times: number[] = [];
+  const floor: number[] = [];
+  const pause = () => new Promise((r) => setTimeout(r, 5));
   for (let i = 0; i < samples; i++) {
     const waiting = call(`${server.url}/api/v1/messaging/receive?agent_id=latency&timeout=5`, 'GET', key).then((res) => ({
       at: performance.now(),
       ids: (res.json.data.messages as { message_id: string }[]).map((m) => m.message_id),
     }));
-    await new Promise((r) => setTimeout(r, 5));
+    await pause();
     const sentAt = performance.now();
     await call(`${server.url}/api/v1/messaging/send`, 'POST', server.adminKey, { destination: 'latency', event_name: 'ping' });
     const received = await waiting;
     times.push(received.at - sentAt);
     await call(`${server.url}/api/v1/messaging/acknowledge`, 'POST', key, { message_ids: received.ids });
+    await pause();
+    const askedAt = performance.now();
+    await call(`${server.url}/api/v1/auth/whoami`, 'GET', key);
+    floor.push(performance.now() - askedAt);
   }
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  return { p50: percentile(times, 50), p99: percentile(times, 99), floorP50: percentile(floor, 50) };
 }
 
 /** Receive+ack rate (msg/s) while draining `drain` messages from a backlog of `pending`. */
@@ -225,9 +235,12 @@ export default async function messaging(): Promise<void> {
     const small = await backlogRate(server, 1_000, 1_000);
     const large = await backlogRate(server, 100_000, 10_000);
     lines.push(
-      '### (c) send → waiting long-poll response latency (300 samples)',
+      '### (c) send → waiting long-poll response latency (300 samples, each after a 5 ms pause)',
       '',
-      `- SQLite: p50 **${fmt(sqliteLatency.p50, 2)} ms**, p99 **${fmt(sqliteLatency.p99, 2)} ms** (targets p50 ≤ 1 ms, p99 ≤ 5 ms)`,
+      'The chain is two requests (the send, then the answer to the long poll) and a claim. Each sample starts after a pause, and',
+      'waking the sleeping server and client processes is part of every figure: the GET after the same pause is its floor.',
+      '',
+      `- SQLite: p50 **${fmt(sqliteLatency.p50, 2)} ms**, p99 **${fmt(sqliteLatency.p99, 2)} ms** (targets p50 ≤ 1 ms, p99 ≤ 5 ms); one GET /auth/whoami after the same pause: p50 ${fmt(sqliteLatency.floorP50, 2)} ms`,
     );
     const pgLines: string[] = [];
     const queueLines: string[] = [];
@@ -235,7 +248,9 @@ export default async function messaging(): Promise<void> {
       const pg = await startSwitchboard({ dialect: 'postgres' });
       try {
         const pgLatency = await wakeLatency(pg, 300);
-        lines.push(`- PostgreSQL: p50 **${fmt(pgLatency.p50, 2)} ms**, p99 **${fmt(pgLatency.p99, 2)} ms** (target p50 ≤ 3 ms)`);
+        lines.push(
+          `- PostgreSQL: p50 **${fmt(pgLatency.p50, 2)} ms**, p99 **${fmt(pgLatency.p99, 2)} ms** (target p50 ≤ 3 ms); one GET /auth/whoami after the same pause: p50 ${fmt(pgLatency.floorP50, 2)} ms`,
+        );
         const pgSmall = await backlogRate(pg, 1_000, 1_000);
         const pgLarge = await backlogRate(pg, 100_000, 10_000);
         pgLines.push(`- PostgreSQL: ${fmt(pgSmall)} msg/s with 1,000 pending, ${fmt(pgLarge)} msg/s with 100,000 pending: **${fmt((pgLarge / pgSmall) * 100, 1)}%**`);
