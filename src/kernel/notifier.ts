@@ -12,6 +12,8 @@ import type { Db } from '../db/database.js';
  * as `trx`: PostgreSQL then delivers the notification at commit (and drops it on rollback).
  */
 export interface Notifier {
+  /** Other processes hear this notifier (PostgreSQL's LISTEN/NOTIFY); else only this process does. */
+  readonly spansNodes: boolean;
   notify(channel: string, payload?: string, trx?: Db): Promise<void>;
   listen(channel: string, handler: (payload: string) => void): () => void;
   close(): Promise<void>;
@@ -19,6 +21,7 @@ export interface Notifier {
 
 /** Embedded mode: one process, so an EventEmitter is the whole transport. */
 export class InProcessNotifier implements Notifier {
+  readonly spansNodes: boolean = false;
   private readonly emitter = new EventEmitter();
 
   constructor() {
@@ -51,6 +54,7 @@ const MAX_PAYLOAD = 7900;
  * exponential backoff (250 ms → 10 s); while it is down, consumers fall back to their polling.
  */
 export class PostgresNotifier implements Notifier {
+  readonly spansNodes = true;
   private readonly local = new InProcessNotifier();
   private client: pg.Client | null = null;
   private closed = false;

@@ -62,9 +62,11 @@ export class InboxWakeups {
 
   /** The inboxes got messages in a transaction that has committed. */
   committed(inboxes: Iterable<string>): void {
+    // Only other nodes need the notification: with one process (SQLite) it would only come back.
+    const tellOthers = this.notifier.spansNodes;
     for (const inbox of new Set(inboxes)) {
       this.wakeOne(inbox);
-      this.outgoing.add(inbox);
+      if (tellOthers) this.outgoing.add(inbox);
     }
     if (!this.flushing && this.outgoing.size > 0) void this.flush();
   }

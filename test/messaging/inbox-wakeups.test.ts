@@ -5,8 +5,14 @@ import { InboxWakeups, type Waiter } from '../../src/messaging/inbox-wakeups.js'
 
 const logger = pino({ level: 'silent' });
 
-/** A notifier that records what it is asked to send and holds each notify until released. */
+/** Stands in for PostgreSQL's LISTEN/NOTIFY between the nodes of a cluster, in one process. */
+class ClusterNotifier extends InProcessNotifier {
+  override readonly spansNodes = true;
+}
+
+/** A cluster's notifier that records what it is asked to send and holds each notify until released. */
 class HeldNotifier implements Notifier {
+  readonly spansNodes = true;
   readonly sent: string[] = [];
   private readonly local = new InProcessNotifier();
   private readonly held: (() => void)[] = [];
@@ -65,7 +71,7 @@ describe('inbox wake-ups', () => {
   });
 
   it('wakes waiters of another node through the notifier, and ignores its own notifications', async () => {
-    const notifier = new InProcessNotifier();
+    const notifier = new ClusterNotifier();
     const here = new InboxWakeups(notifier, logger);
     const there = new InboxWakeups(notifier, logger);
     const local = sleeping(here, 'a');
@@ -76,6 +82,19 @@ describe('inbox wake-ups', () => {
     // `here` woke its waiter directly and ignored its own notification when it came back.
     expect(local.woken()).toBe(1);
     expect(remote.woken()).toBe(1);
+  });
+
+  it('notifies nobody when no other process can hear (one SQLite server)', async () => {
+    const notifier = new InProcessNotifier();
+    const heard: string[] = [];
+    notifier.listen('messaging:inboxes', (payload) => heard.push(payload));
+    const wakeups = new InboxWakeups(notifier, logger);
+    const local = sleeping(wakeups, 'a');
+
+    wakeups.committed(['a', 'b']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(local.woken()).toBe(1);
+    expect(heard).toEqual([]);
   });
 
   it('keeps at most one notify in flight and folds the inboxes touched meanwhile into the next', async () => {
