@@ -8,7 +8,7 @@ import { AuthStore } from './store.js';
 export type { Principal } from './principal.js';
 export { actingAgent, assertActsAs, isAdmin, requireAdmin } from './principal.js';
 export { AuthService } from './service.js';
-export { EMPTY_BODY_SHA256, sha256Hex, signingString } from './signing.js';
+export { EMPTY_BODY_SHA256, signingString } from './signing.js';
 
 export function createAuthDomain(deps: { db: Db; clock: Clock; notifier: Notifier }) {
   const service = new AuthService(new AuthStore(deps.db), deps.clock, deps.notifier);

@@ -6,15 +6,10 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
+import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Principal } from './principal.js';
-import {
-  normalizePublicKey,
-  sha256Hex,
-  SIGNATURE_WINDOW_MS,
-  signingString,
-  verifySignature,
-} from './signing.js';
+import { normalizePublicKey, SIGNATURE_WINDOW_MS, signingString, verifySignature } from './signing.js';
 import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
 
 export interface ApiKey {

@@ -10,8 +10,6 @@ export const SIGNATURE_WINDOW_MS = 300_000;
 // DER prefix of an Ed25519 SubjectPublicKeyInfo; the raw 32-byte key follows it.
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-export { sha256Hex };
-
 export const EMPTY_BODY_SHA256 = sha256Hex('');
 
 export function signingString(method: string, pathWithQuery: string, timestamp: string, bodySha256: string): string {

@@ -57,7 +57,7 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
   } else {
     lastTime = now;
     // 50 bits of milliseconds: enough until the year 37,648.
-    lastTimeText = PAIRS[Math.floor(now / 2 ** 40) % 1024]! + encode40(now % BITS_40);
+    lastTimeText = PAIRS[Math.floor(now / BITS_40) % 1024]! + encode40(now % BITS_40);
     high = random40();
     low = random40();
   }

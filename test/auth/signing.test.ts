@@ -1,6 +1,7 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { sha256Hex, signingString } from '../../src/auth/signing.js';
+import { signingString } from '../../src/auth/signing.js';
+import { sha256Hex } from '../../src/kernel/sha256.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 

@@ -222,6 +222,7 @@ describeEachDialect('routines', (dialect) => {
     const executions = await server.api.get(`${R}/${id}/executions`);
     expect(executions.body.meta.total).toBe(1);
   });
+
   it('never fires a slot that is already in the ledger, even when next_run_at is set back', async () => {
     const created = await server.api.post(R, {
       name: 'ledger',

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthService, Principal } from '../../auth/index.js';
-import { EMPTY_BODY_SHA256, sha256Hex } from '../../auth/index.js';
+import { EMPTY_BODY_SHA256 } from '../../auth/index.js';
 import { RateLimited, Unauthorized } from '../../kernel/errors.js';
+import { sha256Hex } from '../../kernel/sha256.js';
 import type { RateLimitDecision, RateLimiter } from '../../kernel/rate-limiter.js';
 import { pathWithQuery } from '../reply.js';
 
@@ -65,15 +66,12 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
     if (authorization !== undefined) {
       const match = /^Bearer +(\S+)$/i.exec(authorization);
       if (!match) throw new Unauthorized('Authorization must be "Bearer <API key>"');
+      const admit = (principal: Principal) => {
+        request.principal = principal;
+        return spend(principal.bucket, reply);
+      };
       const principal = auth.authenticateKey(match[1]!);
-      if (principal instanceof Promise) {
-        return principal.then((p) => {
-          request.principal = p;
-          return spend(p.bucket, reply);
-        });
-      }
-      request.principal = principal;
-      return spend(principal.bucket, reply);
+      return principal instanceof Promise ? principal.then(admit) : admit(principal);
     }
     const agentId = header(request, 'x-agent-id');
     const timestamp = header(request, 'x-timestamp');

@@ -45,20 +45,20 @@ class HttpRequestMetrics {
 
   /** The two metrics in the shape prom-client's registry reads from its own. */
   metrics(): Metric[] {
-    const counter = {
-      name: 'switchboard_http_requests_total',
-      help: 'HTTP requests by route and status',
-      type: 'counter',
-      get: async () => ({ ...counter, aggregator: 'sum', values: [...this.series.values()].map((s) => ({ labels: s.labels, value: s.count })) }),
-    };
-    const name = 'switchboard_http_request_duration_seconds';
-    const histogram = {
+    const all = () => [...this.series.values()];
+    const metric = (name: string, help: string, type: 'counter' | 'histogram', values: () => Sample[]) => ({
       name,
-      help: 'HTTP request latency by route and status',
-      type: 'histogram',
-      get: async () => ({ ...histogram, aggregator: 'sum', values: [...this.series.values()].flatMap((s) => this.histogramSamples(name, s)) }),
-    };
-    return [counter, histogram] as unknown as Metric[];
+      help,
+      type,
+      get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
+    });
+    const latency = 'switchboard_http_request_duration_seconds';
+    return [
+      metric('switchboard_http_requests_total', 'HTTP requests by route and status', 'counter', () =>
+        all().map((s) => ({ labels: s.labels, value: s.count })),
+      ),
+      metric(latency, 'HTTP request latency by route and status', 'histogram', () => all().flatMap((s) => this.histogramSamples(latency, s))),
+    ] as unknown as Metric[];
   }
 
   private histogramSamples(name: string, series: Series): Sample[] {
