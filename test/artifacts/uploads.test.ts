@@ -18,10 +18,26 @@ function putBytes(url: string, bytes: Uint8Array | string, headers: Record<strin
  * and reports the status and how many chunks went out: proof that an over-limit upload is cut
  * off while it streams, not after it has been read whole.
  */
-function streamUntilAnswered(
-  url: string,
-  options: { method: string; headers: Record<string, string>; preamble?: Buffer; chunk: Buffer; maxChunks: number },
-): Promise<{ status: number; chunksSent: number; body: string }> {
+type StreamOptions = { method: string; headers: Record<string, string>; preamble?: Buffer; chunk: Buffer; maxChunks: number };
+
+/**
+ * Streams until the server answers. The server closes the connection right after answering
+ * early, and when a write of ours lands on the closed socket the reset can reach this client
+ * before the answer is read (the server has no lingering close).
+ * Such a try proves nothing either way, so it is made again, up to three times.
+ */
+async function streamUntilAnswered(url: string, options: StreamOptions): Promise<{ status: number; chunksSent: number; body: string }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await streamOnce(url, options);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (attempt >= 3 || (code !== 'EPIPE' && code !== 'ECONNRESET')) throw err;
+    }
+  }
+}
+
+function streamOnce(url: string, options: StreamOptions): Promise<{ status: number; chunksSent: number; body: string }> {
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
