@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform, Writable, type TransformCallback } from 'node:stream';
+import { Readable, Transform, Writable, finished, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PayloadTooLarge } from '../kernel/errors.js';
 import { sha256Hex } from '../kernel/sha256.js';
@@ -87,11 +87,12 @@ function inMemory(bytes: Buffer): StagedBlob {
  * Reads `source` into memory while it stays within `inlineMaxBytes`: resolves with the whole
  * content when it ended within that, or with null once it crossed it, the bytes read so far
  * put back at the head of the (paused) source so that it can be piped from its start. Over
- * `maxBytes` → 413 at once, the source left paused, not destroyed: destroying a server request
- * would close its socket before the 413 is sent (pipeline() detaches the socket first for that
- * reason); the HTTP layer closes the connection after answering instead. Plain listeners rather than pipeline(): for a 4 KiB upload the
- * pipeline of the file path cost ~170 µs of CPU (its AbortController, end-of-stream tracking
- * and Transform), a third of a whole create request (measured, see bench/RESULTS.md).
+ * `maxBytes` → 413 at once, the source left paused, not destroyed: a server request destroyed
+ * leaves the rest of its body unread, and closing the connection then resets it under the 413;
+ * the HTTP layer reads and drops the rest instead (http/lingering-close.ts). Plain listeners
+ * rather than pipeline(): for a 4 KiB upload the pipeline of the file path cost ~170 µs of CPU
+ * (its AbortController, end-of-stream tracking and Transform), a third of a whole create
+ * request (measured, see bench/RESULTS.md).
  */
 function holdSmall(source: Readable, inlineMaxBytes: number, maxBytes: number): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
@@ -226,13 +227,24 @@ export class FsBlobStore implements BlobStore {
     }
     const staging = path.join(this.staging, `${Date.now()}-${randomBytes(8).toString('hex')}`);
     const meter = new Meter(maxBytes);
+    const sink = new FileSink(await fsp.open(staging, 'wx'), this.durable);
+    // Piped, not a stage of the pipeline: on an error pipeline() destroys every stream in it,
+    // and a server request destroyed leaves the rest of its body unread, so closing the
+    // connection resets it under the 413 (see http/lingering-close.ts). A source that fails or
+    // ends early (an aborted request) still fails the pipeline through its meter.
+    const unwatch = finished(source, (err) => {
+      if (err) meter.destroy(err);
+    });
+    source.pipe(meter);
     try {
-      await pipeline(source, meter, new FileSink(await fsp.open(staging, 'wx'), this.durable));
+      await pipeline(meter, sink);
     } catch (err) {
-      // The source may still be flowing (an aborted request); stop it before forgetting the file.
-      source.destroy();
+      source.unpipe(meter);
+      source.pause();
       await fsp.rm(staging, { force: true });
       throw err;
+    } finally {
+      unwatch();
     }
     const sha256 = meter.hash.digest('hex');
     const final = this.pathOf(sha256);

@@ -116,12 +116,6 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     await app.register(multipart);
     // Upload URLs take raw bytes of any type; the body stays a stream for the blob store.
     app.addContentTypeParser(['application/octet-stream', '*'], (_request, payload, done) => done(null, payload));
-    // An error answered before the body was read (413, 403 on an upload URL…) must not make
-    // Node read and discard the rest of a possibly huge body: close the connection instead.
-    app.addHook('onSend', async (request, reply, payload) => {
-      if (reply.statusCode >= 400 && !request.raw.complete) reply.header('Connection', 'close');
-      return payload;
-    });
 
     app.post(
       '/artifacts',

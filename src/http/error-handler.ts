@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_STATUS, type ErrorCode, type FieldProblem } from '../kernel/errors.js';
+import { closeAfterAnswer } from './lingering-close.js';
 
 interface AjvIssue {
   instancePath?: string;
@@ -36,6 +37,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 
 function send(reply: FastifyReply, code: ErrorCode, message: string, details?: unknown, headers?: Record<string, string>) {
   if (headers) for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+  closeAfterAnswer(reply);
   const error: { code: ErrorCode; message: string; details?: unknown } = { code, message };
   if (details !== undefined) error.details = details;
   return reply.code(ERROR_STATUS[code]).send({ error, meta: { request_id: reply.request.id } });

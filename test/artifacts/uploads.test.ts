@@ -13,31 +13,14 @@ function putBytes(url: string, bytes: Uint8Array | string, headers: Record<strin
   return fetch(url, { method: 'PUT', body: bytes, headers: { 'content-type': 'application/octet-stream', ...headers } });
 }
 
+type StreamOptions = { method: string; headers: Record<string, string>; preamble?: Buffer; chunk: Buffer; maxChunks: number };
+
 /**
  * Sends a chunked body one chunk at a time until the server answers (or `maxChunks` are sent),
  * and reports the status and how many chunks went out: proof that an over-limit upload is cut
  * off while it streams, not after it has been read whole.
  */
-type StreamOptions = { method: string; headers: Record<string, string>; preamble?: Buffer; chunk: Buffer; maxChunks: number };
-
-/**
- * Streams until the server answers. The server closes the connection right after answering
- * early, and when a write of ours lands on the closed socket the reset can reach this client
- * before the answer is read (the server has no lingering close).
- * Such a try proves nothing either way, so it is made again, up to three times.
- */
-async function streamUntilAnswered(url: string, options: StreamOptions): Promise<{ status: number; chunksSent: number; body: string }> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await streamOnce(url, options);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (attempt >= 3 || (code !== 'EPIPE' && code !== 'ECONNRESET')) throw err;
-    }
-  }
-}
-
-function streamOnce(url: string, options: StreamOptions): Promise<{ status: number; chunksSent: number; body: string }> {
+function streamUntilAnswered(url: string, options: StreamOptions): Promise<{ status: number; chunksSent: number; body: string }> {
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
@@ -49,7 +32,7 @@ function streamOnce(url: string, options: StreamOptions): Promise<{ status: numb
       response.on('end', () => resolve({ status: response.statusCode ?? 0, chunksSent: sent, body }));
       request.destroy();
     });
-    // The server closes the connection after answering; a write racing that is expected.
+    // The server ends the connection after answering (it reads and drops what follows meanwhile).
     request.on('error', (err) => (answered ? undefined : reject(err)));
     if (options.preamble) request.write(options.preamble);
     const pump = () => {
