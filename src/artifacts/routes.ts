@@ -4,9 +4,11 @@ import { finished } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { malformedForm, parseFormWithBusboy, parseSmallForm, type FormLimits } from '../http/multipart.js';
 import { created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
 import { RangeNotSatisfiable, Unauthorized, UnsupportedMediaType } from '../kernel/errors.js';
+import { sha256Hex } from '../kernel/sha256.js';
 import { contentDisposition, decideRange, tagMatches } from './http-conditions.js';
 import {
   AccessList,
@@ -38,8 +40,8 @@ const FIELD_LIMIT_BYTES = 64 * 1024;
 
 const FORM_DESCRIPTION =
   'multipart/form-data with the part `file` (the content) and the optional fields `name` (default: the file name), ' +
-  "`content_type` (default: the file part's type) and `metadata` (a JSON object as text). The content is streamed to " +
-  'storage (up to SWITCHBOARD_ARTIFACT_INLINE_BYTES kept in the database, larger ones in a file); over ' +
+  "`content_type` (default: the file part's type) and `metadata` (a JSON object as text). A form of up to 128 KiB is " +
+  'read whole, a larger one streamed to storage (up to SWITCHBOARD_ARTIFACT_INLINE_BYTES kept in the database, larger ones in a file); over ' +
   'SWITCHBOARD_MAX_UPLOAD_BYTES the request ends with 413 and nothing is kept. Signed requests send ' +
   'X-Content-SHA256: hex SHA-256 of the raw multipart body.';
 
@@ -48,12 +50,59 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/**
- * Adapts @fastify/multipart to the service's streamed form. A signed request's body is hashed
- * as it is parsed and compared with the X-Content-SHA256 its signature covered.
- */
+/** Bounds of every form; the file's size is the blob store's to check. */
+const FORM_LIMITS: FormLimits = { files: 1, fields: 10, parts: 12, fieldSize: FIELD_LIMIT_BYTES };
+
+/** Forms up to this size (by Content-Length) are read whole and parsed in one pass. */
+const SMALL_FORM_BYTES = 128 * 1024;
+
+/** The service's form from a multipart request: read whole when small, else streamed. */
 function incomingForm(request: FastifyRequest, maxUploadBytes: number): IncomingForm {
   if (!request.isMultipart()) throw new UnsupportedMediaType('This endpoint takes multipart/form-data');
+  return Number(request.headers['content-length']) <= SMALL_FORM_BYTES ? wholeForm(request) : streamedForm(request, maxUploadBytes);
+}
+
+/** A signed request's body must be the one whose SHA-256 its signature covered (X-Content-SHA256). */
+function checkDeclaredHash(request: FastifyRequest, sha256: string): void {
+  if (header(request, 'x-content-sha256')?.toLowerCase() !== sha256) {
+    throw new Unauthorized('X-Content-SHA256 does not match the request body');
+  }
+}
+
+function wholeForm(request: FastifyRequest): IncomingForm {
+  let body: Buffer | undefined;
+  return {
+    parts: (async function* (): AsyncGenerator<FormPart> {
+      body = await readWhole(request.raw);
+      const small = parseSmallForm(body, header(request, 'content-type') ?? '', FORM_LIMITS);
+      yield* small ?? (await parseFormWithBusboy(body, request.headers, FORM_LIMITS));
+    })(),
+    async verify() {
+      if (request.signedBy) checkDeclaredHash(request, sha256Hex(body!));
+    },
+  };
+}
+
+function readWhole(source: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    source.on('data', (chunk: Buffer) => chunks.push(chunk));
+    source.once('end', () => {
+      ended = true;
+      resolve(Buffer.concat(chunks));
+    });
+    source.once('error', reject);
+    // A request closes after its end too; an Error (and its stack) only when it did not end.
+    source.once('close', () => ended || reject(new Error('The request ended before its last byte')));
+  });
+}
+
+/**
+ * Adapts @fastify/multipart to the service's streamed form. A signed request's body is hashed
+ * as it is parsed.
+ */
+function streamedForm(request: FastifyRequest, maxUploadBytes: number): IncomingForm {
   const digest = request.signedBy ? createHash('sha256') : null;
   const raw = request.raw;
   return {
@@ -61,14 +110,19 @@ function incomingForm(request: FastifyRequest, maxUploadBytes: number): Incoming
       // Tapped in the same tick as the parser is piped (below), so neither misses a chunk.
       if (digest) raw.on('data', (chunk: Buffer) => digest.update(chunk));
       // One byte over the limit lets the blob store see the excess and answer 413 itself.
-      const limits = { fileSize: maxUploadBytes + 1, files: 1, fields: 10, parts: 12, fieldSize: FIELD_LIMIT_BYTES };
-      for await (const part of request.parts({ limits })) {
-        if (part.type === 'file') {
-          yield { kind: 'file', name: part.fieldname, filename: part.filename, mimetype: part.mimetype, stream: part.file };
-        } else {
-          const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
-          yield { kind: 'field', name: part.fieldname, value, truncated: part.valueTruncated };
+      const limits = { ...FORM_LIMITS, fileSize: maxUploadBytes + 1 };
+      try {
+        for await (const part of request.parts({ limits })) {
+          if (part.type === 'file') {
+            yield { kind: 'file', name: part.fieldname, filename: part.filename, mimetype: part.mimetype, content: part.file };
+          } else {
+            const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+            yield { kind: 'field', name: part.fieldname, value, truncated: part.valueTruncated };
+          }
         }
+      } catch (err) {
+        // busboy's own refusals ("Multipart: Boundary not found") are the client's errors.
+        throw err instanceof Error && err.message.startsWith('Multipart:') ? malformedForm(err) : err;
       }
     })(),
     async verify() {
@@ -77,9 +131,7 @@ function incomingForm(request: FastifyRequest, maxUploadBytes: number): Incoming
         raw.resume();
         await finished(raw);
       }
-      if (header(request, 'x-content-sha256')?.toLowerCase() !== digest.digest('hex')) {
-        throw new Unauthorized('X-Content-SHA256 does not match the request body');
-      }
+      checkDeclaredHash(request, digest.digest('hex'));
     },
   };
 }

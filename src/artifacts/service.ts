@@ -26,9 +26,9 @@ import { isJsonObject } from '../kernel/json.js';
 /** One part of a multipart body, in the order the client sent them. */
 export type FormPart =
   | { kind: 'field'; name: string; value: string; truncated: boolean }
-  | { kind: 'file'; name: string; filename: string; mimetype: string; stream: Readable };
+  | { kind: 'file'; name: string; filename: string; mimetype: string; content: Readable | Buffer };
 
-/** A streamed multipart body; the HTTP layer adapts its parser to this. */
+/** A multipart body, streamed or read whole; the HTTP layer adapts its parser to this. */
 export interface IncomingForm {
   parts: AsyncIterable<FormPart>;
   /** Resolves once the whole body has been read; throws when the body is not what the request signed. */
@@ -253,7 +253,7 @@ export class ArtifactsService {
         if (part.kind === 'file') {
           if (part.name !== 'file') throw InvalidRequest.field(part.name, 'is not a known field; send the content as "file"');
           if (staged) throw InvalidRequest.field('file', 'must be sent once');
-          staged = await this.stage(part.stream);
+          staged = await this.stage(part.content);
           file = { filename: part.filename, mimetype: part.mimetype };
           continue;
         }

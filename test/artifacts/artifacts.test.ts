@@ -71,6 +71,25 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(2);
   });
 
+  it('reads forms the one-pass parser leaves to busboy, and refuses a form without a boundary with 400', async () => {
+    const owner = await server.agent('writer');
+    const boundary = 'b0undary';
+    const form = (disposition: string, content = 'hello') => `--${boundary}\r\n${disposition}\r\nContent-Type: text/plain\r\n\r\n${content}\r\n--${boundary}--\r\n`;
+    const post = (body: string, contentType = `multipart/form-data; boundary=${boundary}`) =>
+      owner.request('POST', '/api/v1/artifacts', { raw: true, body, headers: { 'content-type': contentType } });
+    const encoded = await post(form(`Content-Disposition: form-data; name="file"; filename*=utf-8''%C3%BC.txt`));
+    expect(encoded.status).toBe(201);
+    expect(encoded.body.data).toMatchObject({ name: 'ü.txt', size_bytes: 5 });
+    const withPath = await post(form('Content-Disposition: form-data; name="file"; filename="dir/report.txt"'));
+    expect(withPath.body.data.name).toBe('report.txt');
+    // Without a boundary, small (read whole) and large (streamed).
+    for (const content of ['hello', 'x'.repeat(200_000)]) {
+      const unbounded = await post(form('Content-Disposition: form-data; name="file"; filename="a.txt"', content), 'multipart/form-data');
+      expect(unbounded.status).toBe(400);
+      expect(unbounded.body.error.code).toBe('invalid_request');
+    }
+  });
+
   it('stores JSON snippets', async () => {
     const owner = await server.agent('snipper');
     const content = { steps: [1, 2, { deep: 'ünïcode' }], ok: true, none: null };

@@ -196,21 +196,26 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
         headers: { 'content-type': contentType, 'x-agent-id': agent, 'x-timestamp': timestamp, 'x-signature': signature, 'x-content-sha256': declared },
       });
     };
-    const good = await multipartBytes(formOf({ bytes: 'signed content', name: 'signed.txt' }));
-    const created = await signedPost(good.bytes, good.contentType, sha256(good.bytes));
-    expect(created.status, created.text).toBe(201);
-    expect(created.body.data).toMatchObject({ owner: agent, sha256: sha256('signed content') });
+    // A small form is read whole, a large one streamed: each is checked against the declaration.
+    for (const [i, content] of [new TextEncoder().encode('signed content'), bytesOf(200_000)].entries()) {
+      clock.advance(1); // a new timestamp: the same signed string would be refused as a replay
+      const good = await multipartBytes(formOf({ bytes: content, name: `signed-${i}.txt` }));
+      const created = await signedPost(good.bytes, good.contentType, sha256(good.bytes));
+      expect(created.status, created.text).toBe(201);
+      expect(created.body.data).toMatchObject({ owner: agent, sha256: sha256(content) });
 
-    const before = blobFiles(server);
-    const inlineBefore = await inlineContents(server);
-    clock.advance(1); // a new timestamp: the same signed string would be refused as a replay
-    const forged = await multipartBytes(formOf({ bytes: 'forged content', name: 'forged.txt' }));
-    const rejected = await signedPost(forged.bytes, forged.contentType, sha256(good.bytes));
-    expect(rejected.status).toBe(401);
-    expect(rejected.body.error.message).toMatch(/X-Content-SHA256/);
-    expect(blobFiles(server)).toEqual(before);
-    expect(await inlineContents(server)).toEqual(inlineBefore);
-    expect((await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent('{}')}&limit=500`)).body.data.map((a: any) => a.name)).not.toContain('forged.txt');
+      const before = blobFiles(server);
+      const inlineBefore = await inlineContents(server);
+      clock.advance(1);
+      const forged = await multipartBytes(formOf({ bytes: bytesOf(content.length), name: `forged-${i}.txt` }));
+      const rejected = await signedPost(forged.bytes, forged.contentType, sha256(good.bytes));
+      expect(rejected.status).toBe(401);
+      expect(rejected.body.error.message).toMatch(/X-Content-SHA256/);
+      expect(blobFiles(server)).toEqual(before);
+      expect(await inlineContents(server)).toEqual(inlineBefore);
+      const names = (await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent('{}')}&limit=500`)).body.data.map((a: any) => a.name);
+      expect(names).not.toContain(`forged-${i}.txt`);
+    }
   });
 });
 
@@ -220,7 +225,6 @@ for (const inline of [16 * 1024, 128 * 1024]) {
   describeEachDialect(`Artifacts: upload limit (inline up to ${inline} bytes)`, (dialect) => {
     const LIMIT = 64 * 1024;
     const server = useServer(dialect, { env: { SWITCHBOARD_MAX_UPLOAD_BYTES: String(LIMIT), SWITCHBOARD_ARTIFACT_INLINE_BYTES: String(inline) } });
-
     describe('over the limit', () => {
       it('answers 413 to a multipart upload, leaving no row and no blob', async () => {
         const owner = await server.agent('too-big');
