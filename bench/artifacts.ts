@@ -237,12 +237,14 @@ Where a 4 KiB create goes: until 2026-11-23 each one staged a file, flushed it (
 the SQLite transaction: 438 req/s, 11.6% of the bare route, the flush forcing an ext4 journal commit per create.
 Contents up to the inline limit are now held in memory while they arrive (spilling to the staging file past it)
 and stored as one row per distinct sha256 in the transaction that references them, so a small create writes only
-database rows. What remains, from CPU profiles of this route on the server's event loop: multipart parsing
-(@fastify/multipart + busboy, ~25 µs of which is busboy's byte search), the transaction (BEGIN IMMEDIATE, three
-INSERTs, COMMIT through Kysely: ~110 µs alone, ~65 µs of it in SQLite; the commit appends ~8 pages, ~33 KB, to the
-WAL because the artifact and version rows touch seven B-trees, against one page and a row-id table for the bare
-insert), authentication and rate limiting, and the response. Holding the upload with plain stream listeners
-instead of pipeline() saved ~170 µs per create, compiling the three INSERTs once ~50 µs.
+database rows. A form of up to 128 KiB is read whole and parsed in one pass (src/http/multipart.ts) instead of
+through @fastify/multipart and busboy's streams: ~456 → ~365 µs of server CPU per create of the same content, ~743
+→ ~496 µs for distinct contents (measured 2026-11-23). What remains, from CPU profiles of this route: the
+transaction, whose COMMIT alone is ~61 µs in SQLite for the same content and ~139 µs for a new one (timed with
+better-sqlite3 on the migrated schema), because it appends ~8 pages to the WAL with two pwrite calls each: the
+artifact and version rows touch seven B-trees, against one row-id table for the bare insert; authentication and
+rate limiting; and writing the response. Holding the upload with plain stream listeners instead of pipeline()
+saved ~170 µs per create, compiling the three INSERTs once ~50 µs.
 `;
     console.log(markdown);
     record('artifacts', markdown);
