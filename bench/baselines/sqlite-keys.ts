@@ -3,6 +3,7 @@
 // SQLite file Switchboard uses (read-only; WAL lets it read beside the server), with no auth.
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
+import { serve } from './serve.js';
 
 const file = process.env.BASELINE_DB;
 if (!file) throw new Error('BASELINE_DB is required');
@@ -16,12 +17,6 @@ app.get<{ Querystring: { limit?: string } }>('/', async (request) => {
   const { total } = count.get() as { total: number };
   return { data: page.all(limit, 0), meta: { total, limit, offset: 0 } };
 });
-await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) });
-const address = app.server.address();
-if (address && typeof address === 'object') console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}` }));
-process.on('SIGTERM', () => {
-  void app.close().then(() => {
-    db.close();
-    process.exit(0);
-  });
+await serve(app, () => {
+  db.close();
 });

@@ -3,6 +3,7 @@
 // capability rows of one name joined with their heartbeats — and returns them as JSON.
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
+import { serve } from './serve.js';
 
 const file = process.env.BASELINE_DB;
 if (!file) throw new Error('BASELINE_DB is required');
@@ -15,12 +16,6 @@ const select = db.prepare(
 
 const app = Fastify({ logger: false });
 app.get<{ Querystring: { capability: string } }>('/', async (request) => ({ data: { agents: select.all(request.query.capability) } }));
-await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) });
-const address = app.server.address();
-if (address && typeof address === 'object') console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}` }));
-process.on('SIGTERM', () => {
-  void app.close().then(() => {
-    db.close();
-    process.exit(0);
-  });
+await serve(app, () => {
+  db.close();
 });

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
+import { serve } from './serve.js';
 
 const AGENTS = Number(process.env.BASELINE_AGENTS ?? 10_000);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baseline-'));
@@ -24,13 +25,7 @@ app.post<{ Body: { agent_id: string; load: number } }>('/', async (request) => {
   update.run(load, '{}', Date.now(), agent_id);
   return { data: { agent_id, load } };
 });
-await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) });
-const address = app.server.address();
-if (address && typeof address === 'object') console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}` }));
-process.on('SIGTERM', () => {
-  void app.close().then(() => {
-    db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-    process.exit(0);
-  });
+await serve(app, () => {
+  db.close();
+  fs.rmSync(dir, { recursive: true, force: true });
 });

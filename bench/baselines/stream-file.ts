@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import Fastify from 'fastify';
+import { serve } from './serve.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baseline-stream-'));
 const file = path.join(dir, 'upload.bin');
@@ -19,12 +20,4 @@ app.get('/download', async (_request, reply) => {
   const size = fs.statSync(file).size;
   return reply.type('application/octet-stream').header('content-length', String(size)).send(fs.createReadStream(file));
 });
-await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) });
-const address = app.server.address();
-if (address && typeof address === 'object') console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}` }));
-process.on('SIGTERM', () => {
-  void app.close().then(() => {
-    fs.rmSync(dir, { recursive: true, force: true });
-    process.exit(0);
-  });
-});
+await serve(app, () => fs.rmSync(dir, { recursive: true, force: true }));
