@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { finished } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -73,7 +74,7 @@ function wholeForm(request: FastifyRequest): IncomingForm {
   let body: Buffer | undefined;
   return {
     parts: (async function* (): AsyncGenerator<FormPart> {
-      body = await readWhole(request.raw);
+      body = await buffer(request.raw);
       const small = parseSmallForm(body, header(request, 'content-type') ?? '', FORM_LIMITS);
       yield* small ?? (await parseFormWithBusboy(body, request.headers, FORM_LIMITS));
     })(),
@@ -81,21 +82,6 @@ function wholeForm(request: FastifyRequest): IncomingForm {
       if (request.signedBy) checkDeclaredHash(request, sha256Hex(body!));
     },
   };
-}
-
-function readWhole(source: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let ended = false;
-    source.on('data', (chunk: Buffer) => chunks.push(chunk));
-    source.once('end', () => {
-      ended = true;
-      resolve(Buffer.concat(chunks));
-    });
-    source.once('error', reject);
-    // A request closes after its end too; an Error (and its stack) only when it did not end.
-    source.once('close', () => ended || reject(new Error('The request ended before its last byte')));
-  });
 }
 
 /**
