@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { buffer } from 'node:stream/consumers';
 import { finished } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -74,7 +73,7 @@ function wholeForm(request: FastifyRequest): IncomingForm {
   let body: Buffer | undefined;
   return {
     parts: (async function* (): AsyncGenerator<FormPart> {
-      body = await buffer(request.raw);
+      body = await readWhole(request.raw);
       const small = parseSmallForm(body, header(request, 'content-type') ?? '', FORM_LIMITS);
       yield* small ?? (await parseFormWithBusboy(body, request.headers, FORM_LIMITS));
     })(),
@@ -82,6 +81,25 @@ function wholeForm(request: FastifyRequest): IncomingForm {
       if (request.signedBy) checkDeclaredHash(request, sha256Hex(body!));
     },
   };
+}
+
+/**
+ * The request's bytes as one Buffer. Not node:stream/consumers' buffer(): it collects through a
+ * Blob, whose transfer plumbing cost ~8% of a 4 KiB create's CPU (profiled).
+ */
+function readWhole(source: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    source.on('data', (chunk: Buffer) => chunks.push(chunk));
+    source.once('end', () => {
+      ended = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    source.once('error', reject);
+    // A request closes after its end too; an Error (and its stack) only when it did not end.
+    source.once('close', () => ended || reject(new Error('The request ended before its last byte')));
+  });
 }
 
 /**
