@@ -94,6 +94,8 @@ describe('parseSmallForm', () => {
       ['a quoted boundary', handmade([[file, 'x']]), `multipart/form-data; boundary="${BOUNDARY}"`],
       ['an epilogue', handmade([[file, 'x']], '\r\ntrailing words')],
       ['a file name busboy empties', handmade([['Content-Disposition: form-data; name="file"; filename=".."', 'x']])],
+      ['a bare LF in a header', handmade([[`${file}\r\nContent-Type:\nimage/png`, 'x']])],
+      ['a tab in a header', handmade([[`${file}\r\nContent-Type:\timage/png`, 'x']])],
     ];
     for (const [what, body, contentType = CONTENT_TYPE] of declined) {
       const quoted = contentType !== CONTENT_TYPE;
