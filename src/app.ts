@@ -11,7 +11,7 @@ import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
-import { createMetrics } from './http/plugins/metrics.js';
+import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { InProcessNotifier, PostgresNotifier, type Notifier } from './kernel/notifier.js';
 import { FixedWindowRateLimiter, type RateLimiter } from './kernel/rate-limiter.js';
@@ -118,12 +118,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...artifacts.workers,
   ];
 
+  const metrics = createMetrics();
+  if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   const http = await buildHttpServer({
     config,
     logger,
     auth: auth.service,
     limiter,
-    metrics: createMetrics(),
+    metrics,
     ready: () => database.ping(),
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },

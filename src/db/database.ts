@@ -1,30 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import {
-  CompiledQuery,
-  Kysely,
-  PostgresDialect,
-  SqliteAdapter,
-  SqliteDialect,
-  SqliteDriver,
-  SqliteQueryCompiler,
-  sql,
-  type DatabaseConnection,
-  type DialectAdapter,
-  type Driver,
-  type LimitNode,
-  type QueryCompiler,
-  type SqliteDatabase,
-  type SqliteDialectConfig,
-  type SqliteStatement,
-} from 'kysely';
+import { Kysely, PostgresDialect, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql, type Dialect, type LimitNode } from 'kysely';
 import pg from 'pg';
-import { BoundedMap } from '../kernel/bounded-map.js';
 import type { DialectCapabilities } from './capabilities.js';
 import { startCheckpointer } from './checkpointer.js';
 import { postgresCapabilities, sqliteCapabilities } from './capabilities.js';
 import type { Database } from './schema.js';
+import { GroupCommitSqliteDriver } from './sqlite-driver.js';
 
 // int8 (counts, epoch-ms timestamps) arrives as number, not string; every value we store fits
 // in 2^53. float8/numeric likewise.
@@ -41,6 +24,8 @@ export interface DatabaseHandle {
   /** The pg pool in cluster mode (the notifier publishes through it). */
   readonly pool: pg.Pool | null;
   readonly url: string | null;
+  /** SQLite only: physical commits and the writes they carried (GroupCommitSqliteDriver). */
+  readonly writeStats: (() => { commits: number; writes: number }) | null;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -72,7 +57,8 @@ function openSqlite(dataDir: string): DatabaseHandle {
   // a query touches is read from the OS with a syscall, and a lookup among 10,000 agents or a
   // page of 100,000 tasks touches many.
   sqlite.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
-  const db = new Kysely<Database>({ dialect: new SwitchboardSqliteDialect({ database: withStatementCache(sqlite) }) });
+  const driver = new GroupCommitSqliteDriver(sqlite);
+  const db = new Kysely<Database>({ dialect: sqliteDialect(driver) });
   sqlite.pragma('wal_autocheckpoint = 0');
   const checkpointer = startCheckpointer(file, () => {
     if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
@@ -82,6 +68,7 @@ function openSqlite(dataDir: string): DatabaseHandle {
     caps: sqliteCapabilities,
     pool: null,
     url: null,
+    writeStats: () => driver.stats,
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },
@@ -94,41 +81,23 @@ function openSqlite(dataDir: string): DatabaseHandle {
 }
 
 /**
- * Two processes may write one SQLite file (a server and `switchboard migrate` or `keys`).
- * A deferred transaction that reads and then writes fails at once with SQLITE_BUSY when the
- * other process wrote in between (the busy timeout cannot help a stale snapshot), so every
- * transaction begins IMMEDIATE: it takes the write lock up front, waiting up to busy_timeout.
- * With transactional DDL declared, Kysely's migrator runs inside such a transaction, which
- * makes it the migration lock: a second process waits, then finds nothing left to apply.
+ * With transactional DDL declared, Kysely's migrator runs inside a transaction, which begins
+ * IMMEDIATE (GroupCommitSqliteDriver) and so is the migration lock: a second process waits,
+ * then finds nothing left to apply.
  */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
-}
-
 class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
     return true;
   }
 }
 
-class SwitchboardSqliteDialect extends SqliteDialect {
-  constructor(private readonly config: SqliteDialectConfig) {
-    super(config);
-  }
-
-  override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.config);
-  }
-
-  override createAdapter(): DialectAdapter {
-    return new TransactionalDdlSqliteAdapter();
-  }
-
-  override createQueryCompiler(): QueryCompiler {
-    return new UnplannedLimitSqliteCompiler();
-  }
+function sqliteDialect(driver: GroupCommitSqliteDriver): Dialect {
+  return {
+    createDriver: () => driver,
+    createAdapter: () => new TransactionalDdlSqliteAdapter(),
+    createQueryCompiler: () => new UnplannedLimitSqliteCompiler(),
+    createIntrospector: (db) => new SqliteIntrospector(db),
+  };
 }
 
 /**
@@ -157,55 +126,6 @@ function retryBusy<T>(work: () => T, timeoutMs = 5000): T {
   }
 }
 
-/**
- * better-sqlite3 compiles SQL on every prepare(); Kysely prepares per query. Reusing compiled
- * statements by SQL text removed ~6% of CPU on an authenticated read (profiled). Safe because
- * Kysely runs one query at a time on its single SQLite connection. A hit does not renew its
- * entry (the oldest goes first, used or not): renewing cost two more map operations on every
- * query, and a hot statement dropped is only prepared once more.
- */
-function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 500): SqliteDatabase {
-  const cache = new BoundedMap<string, SqliteStatement>(capacity);
-  return {
-    close: () => sqlite.close(),
-    prepare(sqlText: string) {
-      let statement = cache.get(sqlText);
-      if (statement === undefined) {
-        statement = withFastRows(sqlite.prepare(sqlText));
-        cache.set(sqlText, statement);
-      }
-      return statement;
-    },
-  };
-}
-
-/**
- * better-sqlite3 builds each row object one property at a time (~0.7 µs a value: half of
- * claiming 2,000 due routines). A reader statement runs in raw mode instead, and its rows
- * become objects through one literal of fixed shape per statement: the same rows, about
- * twice as fast (measured). Column names reach the generated code only as JSON strings.
- */
-function withFastRows(statement: BetterSqlite3.Statement): SqliteStatement {
-  if (!statement.reader) return statement;
-  const names = statement.columns().map((column) => column.name);
-  const fields = names.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ');
-  const toRow = new Function('v', `return { ${fields} };`) as (values: unknown[]) => unknown;
-  statement.raw(true);
-  return {
-    reader: true,
-    all(parameters) {
-      const rows = statement.all(parameters) as unknown[][];
-      const objects = new Array<unknown>(rows.length);
-      for (let i = 0; i < rows.length; i++) objects[i] = toRow(rows[i]!);
-      return objects;
-    },
-    run: (parameters) => statement.run(parameters),
-    *iterate(parameters) {
-      for (const values of statement.iterate(parameters) as IterableIterator<unknown[]>) yield toRow(values);
-    },
-  };
-}
-
 function openPostgres(url: string, poolSize: number): DatabaseHandle {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client that loses its server must not crash the process; the pool replaces it.
@@ -216,6 +136,7 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
     caps: postgresCapabilities,
     pool,
     url,
+    writeStats: null,
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },

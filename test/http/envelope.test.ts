@@ -99,6 +99,27 @@ describeEachDialect('HTTP conventions', (dialect) => {
     expect(metrics.text).toMatch(/switchboard_http_request_duration_seconds_bucket\{[^}]*route="\/api\/v1\/auth\/keys"/);
   });
 
+  it('counts SQLite commits and the writes they carried; concurrent writes all land', async () => {
+    const counter = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+    const before = (await server.api.get('/metrics')).text;
+    if (dialect === 'postgres') {
+      expect(before).not.toContain('switchboard_sqlite_commits_total');
+      return;
+    }
+    const created = await Promise.all(Array.from({ length: 30 }, (_, i) => server.api.post('/api/v1/auth/keys', { agent_id: `grouped-${i}` })));
+    expect(created.map((res) => res.status)).toEqual(Array(30).fill(201));
+    for (const res of created) {
+      const whoami = await server.api.get('/api/v1/auth/whoami', { key: res.body.data.key });
+      expect(whoami.body.data.agent_id).toBe(res.body.data.agent_id);
+    }
+    const after = (await server.api.get('/metrics')).text;
+    const writes = counter(after, 'switchboard_sqlite_writes_total') - counter(before, 'switchboard_sqlite_writes_total');
+    const commits = counter(after, 'switchboard_sqlite_commits_total') - counter(before, 'switchboard_sqlite_commits_total');
+    expect(writes).toBeGreaterThanOrEqual(30);
+    expect(commits).toBeGreaterThan(0);
+    expect(commits).toBeLessThanOrEqual(writes);
+  });
+
   it('counts requests by route and status, with latency buckets that add up', async () => {
     const route = '/api/v1/auth/keys/:key_id';
     for (let i = 0; i < 3; i++) expect((await server.api.delete('/api/v1/auth/keys/key_missing')).status).toBe(404);

@@ -21,6 +21,21 @@ interface Series {
 
 type Sample = { labels: Record<string, string | number>; value: number; metricName?: string };
 
+/** A metric whose samples are read when scraped, in the shape prom-client's registry reads from its own. */
+function metric(name: string, help: string, type: 'counter' | 'histogram', values: () => Sample[]): Metric {
+  return { name, help, type, get: async () => ({ name, help, type, aggregator: 'sum', values: values() }) } as unknown as Metric;
+}
+
+/** SQLite's physical commits and the writes they carried (group commit, db/sqlite-driver.ts). */
+export function installWriteMetrics(registry: Registry, stats: () => { commits: number; writes: number }): void {
+  registry.registerMetric(metric('switchboard_sqlite_commits_total', 'SQLite transactions committed', 'counter', () => [{ labels: {}, value: stats().commits }]));
+  registry.registerMetric(
+    metric('switchboard_sqlite_writes_total', 'Writes (transactions and lone statements) carried by those commits', 'counter', () => [
+      { labels: {}, value: stats().writes },
+    ]),
+  );
+}
+
 /**
  * Request counts and latencies as plain numbers, shaped for Prometheus only when scraped.
  * prom-client's Counter and Histogram validate and hash their labels on every observation
@@ -46,19 +61,13 @@ class HttpRequestMetrics {
   /** The two metrics in the shape prom-client's registry reads from its own. */
   metrics(): Metric[] {
     const all = () => [...this.series.values()];
-    const metric = (name: string, help: string, type: 'counter' | 'histogram', values: () => Sample[]) => ({
-      name,
-      help,
-      type,
-      get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
-    });
     const latency = 'switchboard_http_request_duration_seconds';
     return [
       metric('switchboard_http_requests_total', 'HTTP requests by route and status', 'counter', () =>
         all().map((s) => ({ labels: s.labels, value: s.count })),
       ),
       metric(latency, 'HTTP request latency by route and status', 'histogram', () => all().flatMap((s) => this.histogramSamples(latency, s))),
-    ] as unknown as Metric[];
+    ];
   }
 
   private histogramSamples(name: string, series: Series): Sample[] {
