@@ -72,20 +72,30 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       },
       async (request, reply) => {
         const agentId = actingAgent(request.principal, request.query.agent_id);
-        // The wait ends early when the client goes away or the server shuts down.
-        const gone = new AbortController();
-        request.raw.once('close', () => gone.abort());
-        const messages = await service.receive(
-          callerOf(request.principal),
-          agentId,
-          {
-            waitSeconds: Math.min(request.query.timeout ?? 0, MAX_WAIT_S),
-            max: Math.min(request.query.max ?? 10, MAX_BATCH),
-            visibilitySeconds: request.query.visibility_timeout ?? DEFAULT_VISIBILITY_S,
-          },
-          AbortSignal.any([gone.signal, shutdown]),
-        );
-        return ok(reply, { messages });
+        // The wait ends early when the client goes away or the server shuts down. The listeners
+        // go when the receive ends: every request closes, and an abort then would only build a
+        // DOMException (a stack trace) for nobody; AbortSignal.any cost as much again (profiled).
+        const stop = new AbortController();
+        const abort = () => stop.abort();
+        request.raw.once('close', abort);
+        shutdown.addEventListener('abort', abort, { once: true });
+        if (shutdown.aborted) abort();
+        try {
+          const messages = await service.receive(
+            callerOf(request.principal),
+            agentId,
+            {
+              waitSeconds: Math.min(request.query.timeout ?? 0, MAX_WAIT_S),
+              max: Math.min(request.query.max ?? 10, MAX_BATCH),
+              visibilitySeconds: request.query.visibility_timeout ?? DEFAULT_VISIBILITY_S,
+            },
+            stop.signal,
+          );
+          return ok(reply, { messages });
+        } finally {
+          request.raw.off('close', abort);
+          shutdown.removeEventListener('abort', abort);
+        }
       },
     );
 

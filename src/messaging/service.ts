@@ -388,9 +388,9 @@ export class MessagingService implements Inbox, DeliveryStats {
           };
           const timer = setTimeout(done, Math.max(0, until - now));
           signal.addEventListener('abort', done, { once: true });
-          // Resumed on the next turn of the event loop rather than at once: the sends that
-          // arrived in this turn commit first and one claim takes them all.
-          waiter.wake = () => setImmediate(done);
+          // Woken after the commit of a write group (db/sqlite-driver.ts on SQLite), which holds
+          // every send of its turn: the claim that follows at once takes them all.
+          waiter.wake = done;
           if (waiter.notified) done();
         });
       }

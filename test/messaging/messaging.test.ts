@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { acknowledge, receive, receiveOne, reject } from '../helpers/agent.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer } from '../helpers/server.js';
+import { startServer, useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 const M = '/api/v1/messaging';
@@ -45,6 +45,36 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     const { messages, at } = await waiting;
     expect(messages).toHaveLength(1);
     expect(at - sentAt).toBeLessThan(2000);
+  });
+
+  it('ends the wait of a long poll whose client went away, so it leases nothing it cannot deliver', async () => {
+    const sender = await server.agent('leaver-sender');
+    const leaver = await server.agent('leaver');
+    const gone = new AbortController();
+    const abandoned = fetch(`${leaver.baseUrl}${M}/receive?agent_id=leaver&timeout=10`, {
+      headers: { authorization: `Bearer ${leaver.key}` },
+      signal: gone.signal,
+    }).catch((err: Error) => err.name);
+    await new Promise((r) => setTimeout(r, 300));
+    gone.abort();
+    expect(await abandoned).toBe('AbortError');
+    await new Promise((r) => setTimeout(r, 100));
+    await sender.post(`${M}/send`, { destination: 'leaver', event_name: 'after' });
+    await new Promise((r) => setTimeout(r, 100));
+    // Had the abandoned poll still been waiting, the send would have woken it and leased the message to nobody.
+    expect((await receive(leaver, 'leaver', 0)).map((m: { event_name: string }) => m.event_name)).toEqual(['after']);
+  });
+
+  it('answers a waiting long poll at once when the server shuts down', async () => {
+    const own = await startServer(dialect);
+    const sleeper = await own.agent('shutdown-sleeper');
+    const waiting = receive(sleeper, 'shutdown-sleeper', 20);
+    await new Promise((r) => setTimeout(r, 300));
+    const closing = Date.now();
+    await own.close();
+    expect(await waiting).toEqual([]);
+    // A close that waited for the poll's 20 s timeout would take that long.
+    expect(Date.now() - closing).toBeLessThan(5000);
   });
 
   it('returns an empty list when a long poll times out', async () => {
