@@ -81,6 +81,18 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     reply.header('X-Request-ID', request.id);
     done();
   });
+  // Once closing, answers end their connections: the server's close waits for every open
+  // connection, and one kept alive after its last answer (a long poll ended by the shutdown)
+  // would hold the close until the keep-alive timeout.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
+  });
   installErrorHandling(app);
   installMetrics(app, options.metrics);
   installAuth(app, options.auth, options.limiter);
