@@ -239,11 +239,13 @@ Contents up to the inline limit are now held in memory while they arrive (spilli
 and stored as one row per distinct sha256 in the transaction that references them, so a small create writes only
 database rows. A form of up to 128 KiB is read whole and parsed in one pass (src/http/multipart.ts) instead of
 through @fastify/multipart and busboy's streams: ~456 → ~365 µs of server CPU per create of the same content, ~743
-→ ~496 µs for distinct contents (measured 2026-11-23). What remains, from CPU profiles of this route: the
-transaction, whose COMMIT alone is ~61 µs in SQLite for the same content and ~139 µs for a new one (timed with
-better-sqlite3 on the migrated schema), because it appends ~8 pages to the WAL with two pwrite calls each: the
-artifact and version rows touch seven B-trees, against one row-id table for the bare insert; authentication and
-rate limiting; and writing the response. Holding the upload with plain stream listeners instead of pipeline()
+→ ~496 µs for distinct contents (measured 2026-11-23). The largest cost left was then the transaction's COMMIT
+(~108 µs of a ~310 µs create under load, timed per statement), which appends every page it touched to the WAL: the
+artifact and version rows touch seven B-trees, against one row-id table for the bare insert. SQLite writes are now
+group-committed (src/db/sqlite-driver.ts): the creates that arrive in one turn of the event loop share one
+transaction and its pages, ~310 → ~120 µs per create of the same content (scratch load, 20 connections). Reading
+the small form with plain listeners instead of node:stream/consumers' buffer(), which collects through a Blob,
+saved another ~70 µs. Earlier: holding the upload with plain stream listeners instead of pipeline()
 saved ~170 µs per create, compiling the three INSERTs once ~50 µs.
 `;
     console.log(markdown);
