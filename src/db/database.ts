@@ -45,11 +45,9 @@ function openSqlite(dataDir: string): DatabaseHandle {
   const file = path.join(dataDir, 'switchboard.db');
   const sqlite = new BetterSqlite3(file);
   // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes
-  // (a power loss may drop the last transactions, never corrupt). busy_timeout covers a second
-  // process (the CLI) writing while the server runs.
-  sqlite.pragma('busy_timeout = 5000');
-  // Switching to WAL needs a moment of exclusive access; a second process opening the file
-  // at the same time gets SQLITE_BUSY without any wait, so retry.
+  // (a power loss may drop the last transactions, never corrupt). Switching to WAL needs a
+  // moment of exclusive access; a second process opening the file at the same time gets
+  // SQLITE_BUSY without any wait, so retry.
   retryBusy(() => sqlite.pragma('journal_mode = WAL'));
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
@@ -57,7 +55,8 @@ function openSqlite(dataDir: string): DatabaseHandle {
   // a query touches is read from the OS with a syscall, and a lookup among 10,000 agents or a
   // page of 100,000 tasks touches many.
   sqlite.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
-  const driver = new GroupCommitSqliteDriver(sqlite);
+  // A second process (the CLI) writing while the server runs makes the other wait up to 5 s.
+  const driver = new GroupCommitSqliteDriver(sqlite, 5000);
   const db = new Kysely<Database>({ dialect: sqliteDialect(driver) });
   sqlite.pragma('wal_autocheckpoint = 0');
   const checkpointer = startCheckpointer(file, () => {

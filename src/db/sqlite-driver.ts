@@ -24,10 +24,9 @@ import { BoundedMap } from '../kernel/bounded-map.js';
  *
  * Every group begins IMMEDIATE, so a second writer of the file (the CLI, another process, or
  * a second server in this process) makes it wait for the write lock instead of failing on a
- * stale snapshot. It waits without blocking the thread (busy_timeout is set to 0 for the
- * BEGIN, which is retried on a timer up to the connection's busy_timeout): SQLite's own wait
- * would stop the event loop, and with it a group in this process that holds the lock and
- * commits only when the loop turns.
+ * stale snapshot. The driver waits itself, on a timer, up to `lockWaitMs`: the connection's
+ * busy_timeout is 0, because SQLite's own wait stops the event loop, and with it a group in
+ * this process that holds the lock and commits only when the loop turns.
  */
 export class GroupCommitSqliteDriver implements Driver {
   private readonly mutex = new FifoMutex();
@@ -35,13 +34,12 @@ export class GroupCommitSqliteDriver implements Driver {
   private group: WriteGroup | null = null;
   private commitCount = 0;
   private writeCount = 0;
-  private readonly busyTimeoutMs: number;
-  private readonly waitForLock: CompiledQuery;
-
-  constructor(private readonly sqlite: BetterSqlite3.Database) {
+  constructor(
+    private readonly sqlite: BetterSqlite3.Database,
+    private readonly lockWaitMs: number,
+  ) {
     this.statements = new StatementCache(sqlite);
-    this.busyTimeoutMs = Number(sqlite.pragma('busy_timeout', { simple: true }));
-    this.waitForLock = CompiledQuery.raw(`pragma busy_timeout = ${this.busyTimeoutMs}`);
+    sqlite.pragma('busy_timeout = 0');
   }
 
   /** Physical commits, and the writes (logical transactions and lone writes) they carried. */
@@ -108,7 +106,7 @@ export class GroupCommitSqliteDriver implements Driver {
       return this.runInGroup(query);
     }
     const statement = this.statements.get(query.sql);
-    if (this.group === null && statement.readonly) return this.run(query, statement);
+    if (this.group === null && statement.readonly) return this.whenFree(() => this.run<R>(query, statement));
     const group = this.group ?? (await this.openGroup());
     const result = this.runInGroup<R>(query, statement);
     if (!statement.readonly) this.writeCount++;
@@ -123,32 +121,28 @@ export class GroupCommitSqliteDriver implements Driver {
     lease.held = true;
   }
 
-  /** Opens a group (BEGIN IMMEDIATE), waiting on a timer while another connection writes, and schedules its commit. */
+  /** Opens a group (BEGIN IMMEDIATE) and schedules its commit. */
   private async openGroup(): Promise<WriteGroup> {
-    const deadline = Date.now() + this.busyTimeoutMs;
-    for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, MAX_BUSY_PAUSE_MS)) {
-      const busy = this.tryBeginImmediate();
-      if (busy === null) break;
-      if (Date.now() >= deadline) throw busy;
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    }
+    await this.whenFree(() => this.run(BEGIN_IMMEDIATE));
     const group = new WriteGroup();
     this.group = group;
     setImmediate(() => void this.commitWhenFree(group));
     return group;
   }
 
-  /** BEGIN IMMEDIATE without SQLite's blocking wait; the SQLITE_BUSY error when another connection holds the write lock. */
-  private tryBeginImmediate(): unknown {
-    this.run(NO_WAIT_FOR_LOCK);
-    try {
-      this.run(BEGIN_IMMEDIATE);
-      return null;
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
-      return err;
-    } finally {
-      this.run(this.waitForLock);
+  /**
+   * Runs `work` at once, or, while another connection holds a lock it needs (SQLITE_BUSY),
+   * again on a timer until it succeeds or `lockWaitMs` have passed.
+   */
+  private async whenFree<T>(work: () => T): Promise<T> {
+    const deadline = Date.now() + this.lockWaitMs;
+    for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, MAX_BUSY_PAUSE_MS)) {
+      try {
+        return work();
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
   }
 
@@ -211,7 +205,6 @@ export class GroupCommitSqliteDriver implements Driver {
 
 /** The longest pause between two tries for the write lock. */
 const MAX_BUSY_PAUSE_MS = 20;
-const NO_WAIT_FOR_LOCK = CompiledQuery.raw('pragma busy_timeout = 0');
 const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
 
 /** The savepoint a logical transaction is inside its group (logical transactions never overlap). */
