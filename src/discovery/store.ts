@@ -13,6 +13,7 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
 import { Statements, type Values } from '../db/statements.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 
 export interface DiscoveryCapabilitiesTable {
@@ -92,6 +93,8 @@ const PRUNED = 'changes_pruned';
 
 export class DiscoveryStore {
   private readonly statements: Statements;
+  /** Agent counts of recent lookups, by name, group and whether stale agents count. */
+  private readonly liveCounts = new BoundedMap<string, { seq: number; total: number; oldest: number | null }>(1024);
 
   constructor(
     private readonly db: Db,
@@ -208,7 +211,8 @@ export class DiscoveryStore {
    * statement: on 100 candidates a window count cost more than reading the 20 rows (measured
    * with better-sqlite3: 20 rows 0.07 ms, + `count(*) over ()` 0.22 ms, all 100 rows 0.32 ms),
    * and carrying it as a scalar subquery of the first read saved nothing in SQLite. It reads
-   * the name's (capability, id, agent_id) index, and heartbeats only to leave silent agents out.
+   * the name's (capability, id, agent_id) index, and heartbeats only to leave stale agents out.
+   * Counts are kept between lookups when they can be checked cheaply (see `liveCount`).
    */
   async rankedCandidates(
     filter: { exact: string; group?: string },
@@ -234,10 +238,19 @@ export class DiscoveryStore {
       }`;
     const live = (v: V) => (includeUnhealthy ? sql`` : sql` and (h.last_heartbeat_at is null or h.last_heartbeat_at >= ${v.staleBefore})`);
 
-    const counted = await db.executeQuery(
-      this.statements.compiled(`count:${shape}`, values, (v) => sql<{ n: number }>`select count(*) as n from ${from(v)}${live(v)}`),
-    );
-    const total = Number(counted.rows[0]?.n ?? 0);
+    const total = await this.liveCount(`${includeUnhealthy}:${grouped}:${filter.exact}\0${filter.group ?? ''}`, options.staleBefore, db, async () => {
+      const { rows } = await db.executeQuery(
+        this.statements.compiled(`count:${grouped}`, values, (v) =>
+          sql<{ n: number; stale: number | null; oldest: number | null }>`select count(*) as n,
+            sum(case when h.last_heartbeat_at < ${v.staleBefore} then 1 else 0 end) as stale,
+            min(h.last_heartbeat_at) as oldest from ${from(v)}`,
+        ),
+      );
+      const n = Number(rows[0]?.n ?? 0);
+      const oldest = rows[0]?.oldest;
+      if (includeUnhealthy) return { total: n, oldest: null };
+      return { total: n - Number(rows[0]?.stale ?? 0), oldest: oldest === null || oldest === undefined ? null : Number(oldest) };
+    });
     const rows: CandidateRow[] = [];
     // Limits are inlined: a bound LIMIT is prepared again on every run on SQLite (see database.ts).
     const read = async (tier: string, condition: (v: V) => RawBuilder<unknown>, orderBy: (v: V) => RawBuilder<unknown>) => {
@@ -269,6 +282,31 @@ export class DiscoveryStore {
       await read(tier, condition, () => sql`c.id`);
     }
     return { rows, total };
+  }
+
+  /**
+   * How many agents a name (and group) has, from `count`, or from an earlier count while it
+   * still holds: every capability change advances the `changes` counter, and only time turns
+   * a live agent stale, which the oldest heartbeat of the name says when. A count that saw a
+   * stale agent (its oldest heartbeat is already too old) is therefore never used again, as a
+   * heartbeat could bring that agent back unseen. The check is one read of the counter (SQLite,
+   * 100 agents of a name: ~3 µs against ~30 µs for the count, measured); a caller's
+   * transaction always counts, inside that transaction. `oldest` null: no time limit.
+   */
+  private async liveCount(
+    key: string,
+    staleBefore: number,
+    db: Db,
+    count: () => Promise<{ total: number; oldest: number | null }>,
+  ): Promise<number> {
+    if (db !== this.db) return (await count()).total;
+    const seq = await this.counter(db, CHANGES);
+    const kept = this.liveCounts.get(key);
+    if (kept && kept.seq === seq && (kept.oldest === null || kept.oldest >= staleBefore)) return kept.total;
+    // The counter is read first: a change between the two reads only makes the next lookup count again.
+    const counted = await count();
+    this.liveCounts.set(key, { seq, ...counted });
+    return counted.total;
   }
 
   private candidateQuery(filter: CapabilityFilter, freshSince: number | null, db: Db = this.db) {
@@ -514,7 +552,8 @@ export class DiscoveryStore {
   }
 
   private async counter(db: Db, name: string): Promise<number> {
-    const row = await db.selectFrom('discovery_counters').select('value').where('name', '=', name).executeTakeFirst();
-    return Number(row?.value ?? 0);
+    const query = this.statements.compiled('counter', { name }, (v) => sql<{ value: number }>`select value from discovery_counters where name = ${v.name}`);
+    const { rows } = await db.executeQuery(query);
+    return Number(rows[0]?.value ?? 0);
   }
 }

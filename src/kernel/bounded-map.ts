@@ -1,7 +1,7 @@
 /**
  * A map that keeps at most `capacity` entries and drops the one set longest ago first (setting
  * a key again renews it): the in-memory caches of things that never change once made — parsed
- * plans and schedules, compiled validators and statements.
+ * plans and schedules, compiled validators and statements — or that are checked before use.
  */
 export class BoundedMap<K, V> {
   private readonly entries = new Map<K, V>();

@@ -146,6 +146,41 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     }
   });
 
+  it('meta.total follows every change between repeated lookups, on this node and on another sharing the database', async () => {
+    const ns = namespace();
+    const query = { capability: `${ns}.work`, strategy: 'first_available', limit: 1 };
+    const total = async (api = server.api, extra: Record<string, string | boolean> = {}) =>
+      (await lookup(api, { ...query, ...extra })).body.meta.total as number;
+    const [a] = await agents(ns, [{ load: 0.1 }, { load: 0.2 }]);
+    expect(await total()).toBe(2);
+    expect(await total()).toBe(2);
+
+    // Registrations and deletions, here and on a second node.
+    const other = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock, env: { SWITCHBOARD_HEALTH_TTL_S: String(TTL_S) } });
+    try {
+      expect(await total(other.api)).toBe(2);
+      await register(server.api, `${ns}-c`, `${ns}.work`);
+      expect(await total(other.api)).toBe(3);
+      expect(await total()).toBe(3);
+      expect((await other.api.delete(`/api/v1/discovery/agents/${ns}-c`)).status).toBe(200);
+      expect(await total()).toBe(2);
+      expect(await total(other.api)).toBe(2);
+    } finally {
+      await other.close();
+    }
+
+    // Time turns a counted agent stale; its next heartbeat brings it back.
+    clock.advance(TTL_S * 1000 - 1000);
+    await heartbeat(server.api, `${ns}-b`, 0.2);
+    expect(await total()).toBe(2);
+    clock.advance(1001);
+    expect(await total()).toBe(1);
+    expect(await total(server.api, { include_unhealthy: true })).toBe(2);
+    await heartbeat(server.api, a, 0.1);
+    expect(await total()).toBe(2);
+    expect(await total()).toBe(2);
+  });
+
   it('random puts each agent first about equally often', async () => {
     const ns = namespace();
     const ids = await agents(ns, [{}, {}, {}, {}]);
