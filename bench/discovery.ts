@@ -12,6 +12,8 @@ import type autocannon from 'autocannon';
 import { compare, fmt, load, machine, record, startBaseline, startSwitchboard, type SwitchboardProcess } from './lib.js';
 
 const AGENTS = 10_000;
+/** Interleaved rounds per side: three, so one round disturbed by the shared host does not move the median. */
+const ROUNDS = 3;
 const DOMAINS = ['text', 'image', 'audio', 'video', 'code', 'data', 'web', 'email', 'finance', 'legal'];
 const ACTIONS = ['summarize', 'translate', 'classify', 'extract', 'generate', 'review', 'convert', 'search', 'detect', 'schedule'];
 const OBJECTS = [
@@ -112,6 +114,7 @@ export default async function discovery(): Promise<void> {
       lookupResult = await compare(
         { url: `${lookupBaseline.url}/?capability=text.summarize`, connections: 50, duration: 10, serverCpuMs: lookupBaseline.cpuMs },
         { url: `${server.url}/api/v1/discovery/agents?capability=text.summarize&limit=20`, headers: auth, connections: 50, duration: 10, serverCpuMs: server.cpuMs },
+        ROUNDS,
       );
     } finally {
       await lookupBaseline.stop();
@@ -140,6 +143,7 @@ export default async function discovery(): Promise<void> {
       beatResult = await compare(
         { url: `${updateBaseline.url}/`, method: 'POST', headers: { 'content-type': 'application/json' }, connections: 50, duration: 10, requests: cycling(beats), serverCpuMs: updateBaseline.cpuMs },
         { url: `${server.url}/api/v1/discovery/heartbeat`, method: 'POST', headers: auth, connections: 50, duration: 10, requests: cycling(beats), serverCpuMs: server.cpuMs },
+        ROUNDS,
       );
     } finally {
       await updateBaseline.stop();
@@ -154,7 +158,7 @@ export default async function discovery(): Promise<void> {
       '',
       `Machine: ${machine()}. Command: \`npm run build && npm run bench -- discovery\` (${new Date().toISOString().slice(0, 10)}).`,
       `Data: ${fmt(AGENTS)} agents across 100 capability names (one distinct description each) and one heartbeat each, seeded over HTTP in ${fmt(seedSeconds, 1)} s; SQLite.`,
-      'Lookup and heartbeat: each side 2 s warm-up, then 2 interleaved rounds of 10 s at 50 connections; medians. Search: 2 s warm-up, then 10 s at 10 connections, 10 queries in rotation.',
+      `Lookup and heartbeat: each side 2 s warm-up, then ${ROUNDS} interleaved rounds of 10 s at 50 connections; medians. Search: 2 s warm-up, then 10 s at 10 connections, 10 queries in rotation.`,
       '',
       '| target | req/s | p50 ms | p99 ms | server CPU µs/req |',
       '|---|---:|---:|---:|---:|',
