@@ -224,8 +224,8 @@ export class Switchboard {
     const path = template.replace(/\{([^}]+)\}/g, (_, name: string) => {
       const value = input.path?.[name];
       if (value === undefined) throw new TypeError(`${method} ${template}: missing path parameter '${name}'`);
-      // The hook path's rest ('*') keeps its slashes.
-      return name === '*' ? String(value).split('/').map(encodeURIComponent).join('/') : encodeURIComponent(String(value));
+      // `path` is a route's wildcard, the rest of the URL (a trigger hook's path): it keeps its slashes.
+      return name === 'path' ? String(value).split('/').map(encodeURIComponent).join('/') : encodeURIComponent(String(value));
     });
     const search = new URLSearchParams();
     for (const [key, value] of Object.entries(input.query ?? {})) if (value !== undefined) search.set(key, String(value));

@@ -113,12 +113,12 @@ export const OPERATIONS = {
     updateTrigger: ['PATCH', '/api/v1/coordination/triggers/{trigger_id}'],
     deleteTrigger: ['DELETE', '/api/v1/coordination/triggers/{trigger_id}'],
     listTriggerFires: ['GET', '/api/v1/coordination/triggers/{trigger_id}/fires', PAGED],
-    // Trigger hooks accept any method under their path ('*' is the rest of it, e.g. "github/push").
-    hookGet: ['GET', '/api/v1/coordination/hooks/{*}'],
-    hookPost: ['POST', '/api/v1/coordination/hooks/{*}'],
-    hookPut: ['PUT', '/api/v1/coordination/hooks/{*}'],
-    hookPatch: ['PATCH', '/api/v1/coordination/hooks/{*}'],
-    hookDelete: ['DELETE', '/api/v1/coordination/hooks/{*}'],
+    // Trigger hooks accept any method under their path (`path` is the rest of the URL, e.g. "github/push").
+    hookGet: ['GET', '/api/v1/coordination/hooks/{path}'],
+    hookPost: ['POST', '/api/v1/coordination/hooks/{path}'],
+    hookPut: ['PUT', '/api/v1/coordination/hooks/{path}'],
+    hookPatch: ['PATCH', '/api/v1/coordination/hooks/{path}'],
+    hookDelete: ['DELETE', '/api/v1/coordination/hooks/{path}'],
   },
   artifacts: {
     upload: ['POST', '/api/v1/artifacts'],

@@ -273,7 +273,10 @@ export const Fire = Type.Object({
   at: Timestamp,
 });
 
-export const HookParams = Type.Object({ '*': Type.String({ minLength: 1, maxLength: 200 }) });
+/** `*` is the rest of the URL after `hooks/`; the OpenAPI document names it `path`. */
+export const HookParams = Type.Object({
+  '*': Type.String({ minLength: 1, maxLength: 200, description: "A webhook trigger's config.path, slashes included (e.g. github/push)" }),
+});
 export const HookStarted = Type.Object({ run_id: Type.String() });
 
 export const GenerateBody = Type.Object(

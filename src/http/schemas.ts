@@ -1,5 +1,6 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import { Type } from '@sinclair/typebox';
+import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
 import type { Page } from '../kernel/pagination.js';
 
 /** Shared TypeBox pieces: the envelope of design §2 and common parameters. */
@@ -21,9 +22,9 @@ export const ListEnvelope = <T extends TSchema>(item: T) => Type.Object({ data: 
 
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
-    code: Type.String(),
-    message: Type.String(),
-    details: Type.Optional(Type.Unknown()),
+    code: Type.Unsafe<ErrorCode>({ type: 'string', enum: Object.keys(ERROR_STATUS) }),
+    message: Type.String({ description: 'What went wrong and how to fix the request' }),
+    details: Type.Optional(Type.Unknown({ description: 'More about the error; for invalid_request, each bad field as {field, message, in?}' })),
   }),
   meta: Meta,
 });

@@ -11,6 +11,7 @@ import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { installErrorHandling } from './error-handler.js';
+import { describeOperations } from './openapi.js';
 import { installAuth } from './plugins/auth.js';
 import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
@@ -117,6 +118,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
         title: 'Switchboard',
         version: API_VERSION,
         description: 'Control plane for software agents: routines, tasks, discovery, messaging, coordination, artifacts.',
+        license: { name: 'MIT', identifier: 'MIT' },
       },
       servers: [{ url: options.config.publicUrl ?? '/' }],
       components: {
@@ -133,6 +135,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
       },
       security: [{ bearer: [] }, { agentSignature: [] }],
     },
+    transformObject: (built) => ('openapiObject' in built ? describeOperations(built.openapiObject) : built.swaggerObject),
   });
 
   await app.register(async (docs) => {

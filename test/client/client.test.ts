@@ -124,7 +124,7 @@ describeEachDialect('SDK client', (dialect) => {
     await signing.coordination.createTrigger({
       body: { plan_id: 'sdk-hook-plan', type: 'webhook', config: { path: 'sdk/push' }, input_mapping: { repo: '{{event.repository}}', ref: '{{event.ref}}' } },
     });
-    const started = await signing.coordination.hookPost({ path: { '*': 'sdk/push' }, query: { ref: 'main' }, body: { repository: 'switchboard' } });
+    const started = await signing.coordination.hookPost({ path: { path: 'sdk/push' }, query: { ref: 'main' }, body: { repository: 'switchboard' } });
     const run = await waitFor(async () => {
       const current = await signing.coordination.getRun({ path: { run_id: started.run_id } });
       return current.status === 'completed' ? current : undefined;

@@ -13,6 +13,7 @@ import { useServer } from '../helpers/server.js';
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 interface DocOperation {
+  operationId?: string;
   summary?: string;
   description?: string;
   parameters?: Array<{ in: string; name: string; required?: boolean; schema: unknown }>;
@@ -82,6 +83,19 @@ function operationDifferences(table: Table, doc: Doc): string[] {
     ...[...documented.keys()].filter((op) => !inSdk.has(op)).map((op) => `not in the SDK: ${op}`),
     ...[...inSdk].filter(([op]) => !documented.has(op)).map(([op, key]) => `not documented: ${key} = ${op}`),
   ].sort();
+}
+
+/** Operations whose documented operationId is not the SDK's name for them (`domain_name`). */
+function operationIdDifferences(table: Table, doc: Doc): string[] {
+  const documented = documentedOperations(doc);
+  const problems: string[] = [];
+  for (const [domain, operations] of Object.entries(table)) {
+    for (const [name, [method, path]] of Object.entries(operations)) {
+      const operationId = documented.get(`${method} ${path}`)?.operationId;
+      if (operationId !== `${domain}_${name}`) problems.push(`${domain}.${name}: operationId ${operationId}`);
+    }
+  }
+  return problems;
 }
 
 function jsonResponse(operation: DocOperation): JsonSchema | undefined {
@@ -166,6 +180,17 @@ describeEachDialect('SDK operations match the OpenAPI document', (dialect) => {
   it('every documented operation is in the SDK and every SDK operation is documented, with the same method and path', async () => {
     const doc = await fetchDoc();
     expect(operationDifferences(OPERATIONS as unknown as Table, doc)).toEqual([]);
+  });
+
+  it("every operation's operationId is the SDK's name for it, once", async () => {
+    const doc = await fetchDoc();
+    expect(operationIdDifferences(OPERATIONS as unknown as Table, doc)).toEqual([]);
+    const ids = [...documentedOperations(doc).values()].map((operation) => operation.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    const renamed = structuredClone(OPERATIONS) as unknown as Record<string, Record<string, string[]>>;
+    renamed.messaging!.post = renamed.messaging!.send!;
+    delete renamed.messaging!.send;
+    expect(operationIdDifferences(renamed, doc)).toEqual(['messaging.post: operationId messaging_send']);
   });
 
   it("every operation's request body, query parameters, result and pagination match the SDK's types", async () => {

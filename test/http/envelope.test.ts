@@ -152,8 +152,8 @@ describeEachDialect('HTTP conventions', (dialect) => {
     const routes = server.app.http.routeTable.filter((r) => !r.hidden);
     expect(routes.length).toBeGreaterThan(5);
     for (const route of routes) {
-      // A wildcard (webhook paths) is documented as the path parameter `*`.
-      const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\/\*$/, '/{*}');
+      // A wildcard (webhook paths) is documented as the path parameter `path`.
+      const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\/\*$/, '/{path}');
       expect(documented, `${route.method} ${route.url}`).toContain(`${route.method} ${path}`);
     }
     // Routes that take no credentials override the document's security; the others inherit it.

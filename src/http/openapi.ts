@@ -1,0 +1,136 @@
+import { OPERATIONS } from '../client/operations.js';
+import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
+import { ErrorEnvelope } from './schemas.js';
+
+/*
+ * What the served OpenAPI document says beyond the route schemas, added to the document
+ * @fastify/swagger builds (its `transformObject`): each operation's id, the SDK's method name,
+ * and the errors it can answer, derived from what the operation takes.
+ */
+
+interface Parameter {
+  in: string;
+  name: string;
+}
+interface Operation {
+  operationId?: string;
+  parameters?: Parameter[];
+  requestBody?: unknown;
+  security?: unknown[];
+  responses?: Record<string, unknown>;
+}
+interface Document {
+  paths?: Record<string, Record<string, unknown>>;
+  components?: { schemas?: Record<string, unknown>; responses?: Record<string, unknown> };
+}
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch']);
+const BODY_METHODS = new Set(['put', 'post', 'patch']);
+
+/** `METHOD /path` → the SDK's `domain.name` written `domain_name` (no dot, which code generators mangle). */
+const OPERATION_IDS = new Map(
+  Object.entries(OPERATIONS).flatMap(([domain, operations]) =>
+    Object.entries(operations).map(([name, [method, path]]) => [`${method} ${path}`, `${domain}_${name}`] as const),
+  ),
+);
+
+/**
+ * Fastify's trailing wildcard (`/coordination/hooks/*`, the rest of the URL) comes out of
+ * @fastify/swagger as `{*}`, which is no parameter name OpenAPI allows: it is documented as
+ * `{path}`. The route still serves every path below its prefix.
+ */
+const WILDCARD = '*';
+const WILDCARD_NAME = 'path';
+
+/** The error responses, by status: the envelope of design §2 with the code it carries. */
+const ERRORS: Record<number, { name: string; description: string; headers?: Record<string, unknown> }> = {
+  400: { name: 'InvalidRequest', description: 'A parameter or the body is invalid; `error.details` lists each bad field' },
+  401: {
+    name: 'Unauthorized',
+    description: 'Credentials are missing or invalid: an unknown, revoked or malformed API key, or a stale, replayed or wrong signature',
+  },
+  403: {
+    name: 'Forbidden',
+    description:
+      'The caller may not do this: an admin-only operation, acting as another agent, an object it may not read or change, or an invalid or expired URL signature',
+  },
+  404: { name: 'NotFound', description: 'Nothing is known by an id, token or path in the URL' },
+  413: { name: 'PayloadTooLarge', description: 'The body is larger than the server accepts' },
+  429: {
+    name: 'RateLimited',
+    description: "The caller's request budget is spent (per key or agent; per client address without credentials)",
+    headers: { 'Retry-After': { description: 'Seconds until the budget refills', schema: { type: 'integer' } } },
+  },
+  500: { name: 'InternalError', description: 'An unexpected failure; the body says nothing more, the server log has it under the request id' },
+};
+
+function codeOf(status: number): ErrorCode {
+  return (Object.keys(ERROR_STATUS) as ErrorCode[]).find((code) => ERROR_STATUS[code] === status)!;
+}
+
+/** The statuses an operation can answer with an error, from what it takes and who may call it. */
+function errorStatuses(method: string, operation: Operation): number[] {
+  const parameters = operation.parameters ?? [];
+  // A body is read (and may be malformed or too large) on these methods even where the route
+  // takes any body and documents none (hooks, routine webhooks).
+  const body = operation.requestBody !== undefined || BODY_METHODS.has(method);
+  // Public routes (webhooks, upload URLs, signed downloads) document `security: []`.
+  const authenticated = operation.security?.length !== 0;
+  const statuses: number[] = [];
+  if (parameters.length > 0 || body) statuses.push(400);
+  if (authenticated) statuses.push(401);
+  // Which caller may do what is the services' business (admin only, acting as oneself, owners):
+  // any credentials may be refused; without them, only a URL signature can be.
+  if (authenticated || parameters.some((p) => p.in === 'query' && p.name === 'signature')) statuses.push(403);
+  if (parameters.some((p) => p.in === 'path')) statuses.push(404);
+  if (body) statuses.push(413);
+  // Every documented route is rate limited (only the hidden health probes are not).
+  statuses.push(429, 500);
+  return statuses;
+}
+
+function describeOperation(method: string, path: string, documented: Operation): Operation {
+  // @fastify/swagger shares one object between the methods of a route (the hooks take five).
+  const operation: Operation = { ...documented };
+  const operationId = OPERATION_IDS.get(`${method.toUpperCase()} ${path}`);
+  if (operationId) operation.operationId = operationId;
+  operation.parameters = documented.parameters?.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));
+  if (operation.parameters === undefined) delete operation.parameters;
+  // A route's own response for a status wins over the shared one.
+  const responses: Record<string, unknown> = { ...documented.responses };
+  for (const status of errorStatuses(method, operation)) responses[status] ??= { $ref: `#/components/responses/${ERRORS[status]!.name}` };
+  operation.responses = responses;
+  return operation;
+}
+
+/** Adds operation ids and error responses to the document @fastify/swagger built. */
+export function describeOperations<D extends object>(built: D): D {
+  const document = built as Document;
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [documentedPath, item] of Object.entries(document.paths ?? {})) {
+    const path = documentedPath.replace(`{${WILDCARD}}`, `{${WILDCARD_NAME}}`);
+    paths[path] = Object.fromEntries(
+      Object.entries(item).map(([method, value]) => [method, METHODS.has(method) ? describeOperation(method, path, value as Operation) : value]),
+    );
+  }
+  const responses = Object.fromEntries(
+    Object.entries(ERRORS).map(([status, { name, description, headers }]) => [
+      name,
+      {
+        description: `\`${codeOf(Number(status))}\`: ${description}`,
+        ...(headers ? { headers } : {}),
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      },
+    ]),
+  );
+  const described: Document = {
+    ...document,
+    paths,
+    components: {
+      ...document.components,
+      schemas: { ...document.components?.schemas, Error: JSON.parse(JSON.stringify(ErrorEnvelope)) },
+      responses: { ...document.components?.responses, ...responses },
+    },
+  };
+  return described as D;
+}
