@@ -145,6 +145,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     await docs.register(swaggerUi, { routePrefix: '/docs' });
   });
 
+  // A browser opening the server lands on the API docs (the console will take this over).
+  app.get('/', { config: { public: true }, schema: { hide: true } }, (_request, reply) => reply.redirect('/docs'));
   app.get('/healthz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async (_request, reply) => {
     try {
