@@ -94,8 +94,7 @@ function describeOperation(method: string, path: string, documented: Operation):
   const operation: Operation = { ...documented };
   const operationId = OPERATION_IDS.get(`${method.toUpperCase()} ${path}`);
   if (operationId) operation.operationId = operationId;
-  operation.parameters = documented.parameters?.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));
-  if (operation.parameters === undefined) delete operation.parameters;
+  if (documented.parameters) operation.parameters = documented.parameters.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));
   // A route's own response for a status wins over the shared one.
   const responses: Record<string, unknown> = { ...documented.responses };
   for (const status of errorStatuses(method, operation)) responses[status] ??= { $ref: `#/components/responses/${ERRORS[status]!.name}` };
@@ -103,7 +102,7 @@ function describeOperation(method: string, path: string, documented: Operation):
   return operation;
 }
 
-/** Adds operation ids and error responses to the document @fastify/swagger built. */
+/** Adds operation ids and error responses to the document @fastify/swagger built, and names its wildcard. */
 export function describeOperations<D extends object>(built: D): D {
   const document = built as Document;
   const paths: Record<string, Record<string, unknown>> = {};
