@@ -101,7 +101,18 @@ function toVersion(row: VersionRow): ArtifactVersion {
   };
 }
 
-/** A JSON object given as text (a form field or a query parameter), or a 400 naming the field. */
+/** True when a key or string anywhere in a parsed JSON value holds a NUL character. */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (Array.isArray(value)) return value.some(holdsNul);
+  if (isJsonObject(value)) return Object.entries(value).some(([key, v]) => key.includes('\0') || holdsNul(v));
+  return false;
+}
+
+/**
+ * A JSON object given as text (a form field or a query parameter), or a 400 naming the field.
+ * A NUL, escaped in the text, is refused like a raw one: PostgreSQL's jsonb cannot hold it.
+ */
 export function parseJsonObject(text: string, field: string): Record<string, unknown> {
   let value: unknown;
   try {
@@ -110,6 +121,7 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
     throw InvalidRequest.field(field, 'must be valid JSON');
   }
   if (!isJsonObject(value)) throw InvalidRequest.field(field, 'must be a JSON object');
+  if (holdsNul(value)) throw InvalidRequest.field(field, 'must not contain NUL characters (\\u0000)');
   return value;
 }
 
