@@ -74,6 +74,12 @@ const SNIPPET_TYPE = 'application/json';
 const SWEEP_BATCH = 100;
 /** Staging files untouched this long were left by a crash (a live upload writes continuously). */
 const STAGING_TTL_MS = 3600_000;
+/**
+ * A blob file untouched for less than this is never taken for an orphan: the transaction that
+ * renamed it into place may still be open (the lock each delete takes covers that already;
+ * this is a margin on top of it, for a rename that takes milliseconds).
+ */
+const ORPHAN_GRACE_MS = 10 * 60_000;
 
 function toArtifact(row: ArtifactRow): Artifact {
   return {
@@ -224,12 +230,15 @@ export class ArtifactsService {
    * Call inside the transaction that dropped the references, holding their locks
    * (store.lockBlobs), so no writer can add a reference between the count and the delete.
    */
-  private async dropUnreferenced(trx: Db, sha256s: Iterable<string>): Promise<void> {
+  private async dropUnreferenced(trx: Db, sha256s: Iterable<string>): Promise<number> {
+    let dropped = 0;
     for (const sha of new Set(sha256s)) {
       if ((await this.store.blobReferences(trx, sha)) > 0) continue;
       await this.store.deleteContent(trx, sha);
       await this.deps.blobs.delete(sha);
+      dropped++;
     }
+    return dropped;
   }
 
   /**
@@ -653,6 +662,35 @@ export class ArtifactsService {
       if (n < SWEEP_BATCH) break;
     }
     await this.deps.blobs.sweepStaging(STAGING_TTL_MS);
+    return swept;
+  }
+
+  /**
+   * Deletes the blob files no version or upload references. A crash between a file's rename
+   * into place and the commit of the transaction that references it leaves one (seen on
+   * PostgreSQL after SIGKILLs under load). Only files untouched for the grace period are
+   * looked at, and each is deleted under its lock after its references are counted again, as
+   * every delete is, so an upload in flight keeps its file.
+   */
+  async sweepOrphanBlobs(): Promise<number> {
+    let swept = 0;
+    let batch: string[] = [];
+    const sweepBatch = async () => {
+      const referenced = await this.store.referencedBlobs(batch);
+      for (const sha of batch.filter((key) => !referenced.has(key))) {
+        swept += await this.store.transaction(async (trx) => {
+          await this.store.lockBlobs(trx, [sha]);
+          return this.dropUnreferenced(trx, [sha]);
+        });
+      }
+      batch = [];
+    };
+    for await (const sha of this.deps.blobs.storedBefore(ORPHAN_GRACE_MS)) {
+      batch.push(sha);
+      if (batch.length === SWEEP_BATCH) await sweepBatch();
+    }
+    await sweepBatch();
+    if (swept > 0) this.deps.logger.info({ blobs: swept }, 'deleted blob files that nothing referenced');
     return swept;
   }
 

@@ -172,6 +172,16 @@ export class ArtifactsStore {
     return Number(row.versions) + Number(row.uploads);
   }
 
+  /** Which of these contents a version or a pending upload references. */
+  async referencedBlobs(sha256s: string[]): Promise<Set<string>> {
+    if (sha256s.length === 0) return new Set();
+    const [versions, uploads] = await Promise.all([
+      this.db.selectFrom('artifact_versions').select('sha256').distinct().where(this.caps.inTextList('sha256', sha256s)).execute(),
+      this.db.selectFrom('artifact_uploads').select('blob_sha256').distinct().where(this.caps.inTextList('blob_sha256', sha256s)).execute(),
+    ]);
+    return new Set([...versions.map((r) => r.sha256), ...uploads.map((r) => r.blob_sha256 ?? '')]);
+  }
+
   // ---- artifacts and versions ----
 
   async insertArtifact(trx: Db, artifact: ArtifactRow, version: VersionRow): Promise<void> {
