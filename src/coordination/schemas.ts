@@ -207,7 +207,7 @@ export const TriggerConfig = Type.Object(
     filter: Type.Optional(
       Type.String({ minLength: 1, maxLength: 4000, description: 'event: JSONata over {event}; a false result starts no run' }),
     ),
-    path: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "webhook: unique path, e.g. 'github/push'" })),
+    path: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "webhook: unique path, e.g. 'github/push' (a leading '/' is allowed: the same path)" })),
     method: Type.Optional(
       Type.Union(
         ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => Type.Literal(m)),
