@@ -61,8 +61,8 @@ export function createArtifactsDomain(deps: {
     name: 'artifact-orphan-blob-sweeper',
     intervalMs: ORPHAN_SWEEP_INTERVAL_MS,
     logger: platform.logger,
-    run: async () => {
-      await service.sweepOrphanBlobs();
+    run: async (signal) => {
+      await service.sweepOrphanBlobs(signal);
     },
   });
   return { service, routes: artifactsRoutes(service, platform.config.maxUploadBytes), workers: [sweeper, orphanSweeper] };

@@ -670,9 +670,10 @@ export class ArtifactsService {
    * into place and the commit of the transaction that references it leaves one (seen on
    * PostgreSQL after SIGKILLs under load). Only files untouched for the grace period are
    * looked at, and each is deleted under its lock after its references are counted again, as
-   * every delete is, so an upload in flight keeps its file.
+   * every delete is, so an upload in flight keeps its file. Stops between batches once `signal`
+   * is aborted (a shutdown does not wait for a pass over every file).
    */
-  async sweepOrphanBlobs(): Promise<number> {
+  async sweepOrphanBlobs(signal?: AbortSignal): Promise<number> {
     let swept = 0;
     let batch: string[] = [];
     const sweepBatch = async () => {
@@ -687,7 +688,9 @@ export class ArtifactsService {
     };
     for await (const sha of this.deps.blobs.storedBefore(ORPHAN_GRACE_MS)) {
       batch.push(sha);
-      if (batch.length === SWEEP_BATCH) await sweepBatch();
+      if (batch.length < SWEEP_BATCH) continue;
+      await sweepBatch();
+      if (signal?.aborted) break;
     }
     await sweepBatch();
     if (swept > 0) this.deps.logger.info({ blobs: swept }, 'deleted blob files that nothing referenced');
