@@ -20,6 +20,13 @@ export const URL_SIGNING_SETTING = 'artifacts.url_signing_key';
 const SWEEP_INTERVAL_MS = 1000;
 
 /**
+ * How often blob files are checked for a referencing row (the first pass runs at startup).
+ * Each pass lists every blob file and looks their keys up 100 at a time; orphans are rare (a
+ * crash between a rename and its commit), so a pass every half hour is plenty.
+ */
+const ORPHAN_SWEEP_INTERVAL_MS = 30 * 60_000;
+
+/**
  * Artifacts (issue 9): versioned, content-addressed files and JSON snippets, upload intents,
  * signed URLs and sharing. `sharedSecret` returns a cluster-wide secret by name (auth's
  * settings); `groups` (discovery) makes group shares work.
@@ -50,5 +57,13 @@ export function createArtifactsDomain(deps: {
       await service.sweep();
     },
   });
-  return { service, routes: artifactsRoutes(service, platform.config.maxUploadBytes), workers: [sweeper] };
+  const orphanSweeper = new LoopWorker({
+    name: 'artifact-orphan-blob-sweeper',
+    intervalMs: ORPHAN_SWEEP_INTERVAL_MS,
+    logger: platform.logger,
+    run: async (signal) => {
+      await service.sweepOrphanBlobs(signal);
+    },
+  });
+  return { service, routes: artifactsRoutes(service, platform.config.maxUploadBytes), workers: [sweeper, orphanSweeper] };
 }

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { malformedForm, parseFormWithBusboy, parseSmallForm, type FormLimits } from '../http/multipart.js';
 import { created, deleted, list, ok } from '../http/reply.js';
@@ -168,10 +168,34 @@ const ArtifactResponse = DataEnvelope(Artifact);
 
 export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: number): FastifyPluginAsyncTypebox {
   return async (app) => {
-    // Registered here only: multipart parsing and raw streamed bodies are this plugin's business.
+    // Registered here only: multipart parsing is this plugin's business.
     await app.register(multipart);
-    // Upload URLs take raw bytes of any type; the body stays a stream for the blob store.
-    app.addContentTypeParser(['application/octet-stream', '*'], (_request, payload, done) => done(null, payload));
+    // Upload URLs take the raw bytes whatever their type (a browser sends a .txt as text/plain),
+    // as a stream for the blob store: in their own context, without the server's parsers, which
+    // would read a JSON or text body whole (within the 1 MiB JSON limit) before the route could.
+    await app.register(async (context) => {
+      const uploads = context.withTypeProvider<TypeBoxTypeProvider>();
+      uploads.removeAllContentTypeParsers();
+      uploads.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+      uploads.put(
+        '/artifacts/uploads/:upload_id',
+        {
+          config: { public: true },
+          schema: {
+            tags,
+            summary: 'PUT the raw bytes of an upload, whatever their Content-Type (the signed URL from upload-url; no credentials)',
+            params: UploadParams,
+            querystring: SignatureQuery,
+            response: { 200: DataEnvelope(UploadReceived) },
+          },
+        },
+        async (request, reply) => {
+          const length = header(request, 'content-length');
+          const declared = length === undefined ? undefined : Number(length);
+          return ok(reply, await service.receiveUpload(request.params.upload_id, request.query, request.raw, declared));
+        },
+      );
+    });
 
     app.post(
       '/artifacts',
@@ -199,25 +223,6 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
         },
       },
       async (request, reply) => created(reply, await service.createUpload(request.principal, request.body)),
-    );
-
-    app.put(
-      '/artifacts/uploads/:upload_id',
-      {
-        config: { public: true },
-        schema: {
-          tags,
-          summary: 'PUT the raw bytes of an upload (the signed URL from upload-url; no credentials)',
-          params: UploadParams,
-          querystring: SignatureQuery,
-          response: { 200: DataEnvelope(UploadReceived) },
-        },
-      },
-      async (request, reply) => {
-        const source = request.rawBody ? Readable.from([request.rawBody]) : request.raw;
-        const length = header(request, 'content-length');
-        return ok(reply, await service.receiveUpload(request.params.upload_id, request.query, source, length === undefined ? undefined : Number(length)));
-      },
     );
 
     app.post(

@@ -74,6 +74,12 @@ const SNIPPET_TYPE = 'application/json';
 const SWEEP_BATCH = 100;
 /** Staging files untouched this long were left by a crash (a live upload writes continuously). */
 const STAGING_TTL_MS = 3600_000;
+/**
+ * A blob file untouched for less than this is never taken for an orphan: the transaction that
+ * renamed it into place may still be open (the lock each delete takes covers that already;
+ * this is a margin on top of it, for a rename that takes milliseconds).
+ */
+const ORPHAN_GRACE_MS = 10 * 60_000;
 
 function toArtifact(row: ArtifactRow): Artifact {
   return {
@@ -101,7 +107,18 @@ function toVersion(row: VersionRow): ArtifactVersion {
   };
 }
 
-/** A JSON object given as text (a form field or a query parameter), or a 400 naming the field. */
+/** True when a key or string anywhere in a parsed JSON value holds a NUL character. */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (Array.isArray(value)) return value.some(holdsNul);
+  if (isJsonObject(value)) return Object.entries(value).some(([key, v]) => key.includes('\0') || holdsNul(v));
+  return false;
+}
+
+/**
+ * A JSON object given as text (a form field or a query parameter), or a 400 naming the field.
+ * A NUL, escaped in the text, is refused like a raw one: PostgreSQL's jsonb cannot hold it.
+ */
 export function parseJsonObject(text: string, field: string): Record<string, unknown> {
   let value: unknown;
   try {
@@ -110,6 +127,7 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
     throw InvalidRequest.field(field, 'must be valid JSON');
   }
   if (!isJsonObject(value)) throw InvalidRequest.field(field, 'must be a JSON object');
+  if (holdsNul(value)) throw InvalidRequest.field(field, 'must not contain NUL characters (\\u0000)');
   return value;
 }
 
@@ -212,12 +230,15 @@ export class ArtifactsService {
    * Call inside the transaction that dropped the references, holding their locks
    * (store.lockBlobs), so no writer can add a reference between the count and the delete.
    */
-  private async dropUnreferenced(trx: Db, sha256s: Iterable<string>): Promise<void> {
+  private async dropUnreferenced(trx: Db, sha256s: Iterable<string>): Promise<number> {
+    let dropped = 0;
     for (const sha of new Set(sha256s)) {
       if ((await this.store.blobReferences(trx, sha)) > 0) continue;
       await this.store.deleteContent(trx, sha);
       await this.deps.blobs.delete(sha);
+      dropped++;
     }
+    return dropped;
   }
 
   /**
@@ -641,6 +662,38 @@ export class ArtifactsService {
       if (n < SWEEP_BATCH) break;
     }
     await this.deps.blobs.sweepStaging(STAGING_TTL_MS);
+    return swept;
+  }
+
+  /**
+   * Deletes the blob files no version or upload references. A crash between a file's rename
+   * into place and the commit of the transaction that references it leaves one (seen on
+   * PostgreSQL after SIGKILLs under load). Only files untouched for the grace period are
+   * looked at, and each is deleted under its lock after its references are counted again, as
+   * every delete is, so an upload in flight keeps its file. Stops between batches once `signal`
+   * is aborted (a shutdown does not wait for a pass over every file).
+   */
+  async sweepOrphanBlobs(signal?: AbortSignal): Promise<number> {
+    let swept = 0;
+    let batch: string[] = [];
+    const sweepBatch = async () => {
+      const referenced = await this.store.referencedBlobs(batch);
+      for (const sha of batch.filter((key) => !referenced.has(key))) {
+        swept += await this.store.transaction(async (trx) => {
+          await this.store.lockBlobs(trx, [sha]);
+          return this.dropUnreferenced(trx, [sha]);
+        });
+      }
+      batch = [];
+    };
+    for await (const sha of this.deps.blobs.storedBefore(ORPHAN_GRACE_MS)) {
+      batch.push(sha);
+      if (batch.length < SWEEP_BATCH) continue;
+      await sweepBatch();
+      if (signal?.aborted) break;
+    }
+    await sweepBatch();
+    if (swept > 0) this.deps.logger.info({ blobs: swept }, 'deleted blob files that nothing referenced');
     return swept;
   }
 

@@ -172,6 +172,16 @@ export class ArtifactsStore {
     return Number(row.versions) + Number(row.uploads);
   }
 
+  /** Which of these contents a version or a pending upload references. */
+  async referencedBlobs(sha256s: string[]): Promise<Set<string>> {
+    if (sha256s.length === 0) return new Set();
+    const [versions, uploads] = await Promise.all([
+      this.db.selectFrom('artifact_versions').select('sha256').distinct().where(this.caps.inTextList('sha256', sha256s)).execute(),
+      this.db.selectFrom('artifact_uploads').select('blob_sha256').distinct().where(this.caps.inTextList('blob_sha256', sha256s)).execute(),
+    ]);
+    return new Set([...versions.map((r) => r.sha256), ...uploads.map((r) => r.blob_sha256 ?? '')]);
+  }
+
   // ---- artifacts and versions ----
 
   async insertArtifact(trx: Db, artifact: ArtifactRow, version: VersionRow): Promise<void> {
@@ -305,9 +315,7 @@ export class ArtifactsStore {
   }
 
   private metadataContains(wanted: Record<string, unknown>): Expression<SqlBool> {
-    if (this.caps.kind === 'postgres') {
-      return sql<SqlBool>`artifacts.metadata::jsonb @> ${JSON.stringify(wanted)}::jsonb`;
-    }
+    if (this.caps.kind === 'postgres') return sql<SqlBool>`${postgresJsonb(sql.ref('artifacts.metadata'))} @> ${JSON.stringify(wanted)}::jsonb`;
     return sqliteContains(sql.ref('artifacts.metadata'), sql.lit('object'), wanted, { next: 0 });
   }
 
@@ -394,6 +402,21 @@ function sharedWith(eb: ArtifactsEb, viewer: Viewer): Expression<SqlBool> {
   if (viewer.agentId !== null) conditions.push(shareExists('agent', [viewer.agentId]));
   if (viewer.groups.length > 0) conditions.push(shareExists('group', viewer.groups));
   return conditions.length === 0 ? sql<SqlBool>`1 = 0` : eb.or(conditions);
+}
+
+const ESCAPED_BACKSLASH = '\\\\';
+const ESCAPED_NUL = '\\u0000';
+
+/**
+ * JSON text as jsonb on PostgreSQL, which cannot hold a NUL: metadata stored before NUL was
+ * refused at validation has one (escaped as \u0000), and casting it failed every filter for
+ * every caller. Such a text (rare: found by strpos) is cast with its NULs as U+FFFD. Escaped
+ * backslashes are set aside first (as \x01, which JSON text never holds raw), so that a
+ * backslash followed by "u0000" in a string stays text.
+ */
+function postgresJsonb(text: Expression<string>): Expression<unknown> {
+  const withoutNul = sql`replace(replace(replace(${text}, ${ESCAPED_BACKSLASH}, chr(1)), ${ESCAPED_NUL}, ${'\\ufffd'}), chr(1), ${ESCAPED_BACKSLASH})`;
+  return sql`(CASE WHEN strpos(${text}, ${ESCAPED_NUL}) = 0 THEN ${text}::jsonb ELSE (${withoutNul})::jsonb END)`;
 }
 
 /**

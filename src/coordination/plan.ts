@@ -108,6 +108,20 @@ export function inputValidator(schema: Record<string, unknown>): ValidateFunctio
   return validators.getOrCreate(JSON.stringify(schema), () => schemaChecker.compile(schema));
 }
 
+/**
+ * The plan's steps with what the spec lets a step leave out filled in, as they are saved (and
+ * shown): a human step's prompt, and a human_input's schema (any JSON object).
+ */
+export function withStepDefaults(steps: StepDefinition[], alias: string): StepDefinition[] {
+  return steps.map((step) => {
+    if (step.type === 'human_approval') return { ...step, prompt: step.prompt ?? `Approve step ${step.id} of plan ${alias}?` };
+    if (step.type === 'human_input') {
+      return { ...step, prompt: step.prompt ?? `Provide the input of step ${step.id} of plan ${alias}`, schema: step.schema ?? { type: 'object' } };
+    }
+    return step;
+  });
+}
+
 /** Everything wrong with a plan, as field problems (empty when it is valid). */
 export function validatePlan(plan: PlanDefinition): FieldProblem[] {
   const problems: FieldProblem[] = [];
@@ -177,12 +191,7 @@ function checkFields(step: StepTemplate & { step?: StepTemplate }, at: string, p
       if ((step.agent === undefined) === (step.capability === undefined)) problem(`${at}.agent`, 'an agent step names exactly one of agent or capability');
       if (step.strategy !== undefined && step.capability === undefined) problem(`${at}.strategy`, 'is only used with capability');
       break;
-    case 'human_approval':
-      requireField('prompt');
-      break;
     case 'human_input':
-      requireField('prompt');
-      requireField('schema');
       if (step.schema !== undefined) {
         try {
           inputValidator(step.schema);
@@ -193,7 +202,6 @@ function checkFields(step: StepTemplate & { step?: StepTemplate }, at: string, p
       break;
     case 'condition':
       requireField('expression');
-      if (step.then === undefined && step.else === undefined) problem(`${at}.then`, 'a condition needs then and/or else');
       break;
     case 'parallel':
       if (!topLevel) problem(`${at}.type`, 'a for_each cannot repeat a parallel step');

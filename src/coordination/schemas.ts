@@ -39,18 +39,18 @@ const stepFields = {
       { additionalProperties: false, description: 'agent: retries after a reject, dead letter or timeout' },
     ),
   ),
-  prompt: Type.Optional(Type.String({ maxLength: 10_000, description: 'human_approval, human_input: what the person is asked (templates allowed)' })),
+  prompt: Type.Optional(Type.String({ maxLength: 10_000, description: "human_approval, human_input: what the person is asked (templates allowed; default 'Approve step <id> of plan <alias>?' or 'Provide the input of step <id> of plan <alias>')" })),
   approvers: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 100, description: 'human_approval: agent ids allowed to decide (default anyone; admins always)' }),
   ),
   on_timeout: Type.Optional(
     Type.Union([Type.Literal('fail'), Type.Literal('approve'), Type.Literal('reject')], { description: 'human_approval: what timeout_seconds does (default fail)' }),
   ),
-  schema: Type.Optional(Type.Intersect([JsonObject], { description: 'human_input: JSON Schema the submitted data must satisfy' })),
+  schema: Type.Optional(Type.Intersect([JsonObject], { description: 'human_input: JSON Schema the submitted data must satisfy (default {type: object}: any JSON object)' })),
   expression: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 10_000, description: 'condition, transform: JSONata over {input, steps, event} (and item in a for_each)' }),
+    Type.String({ minLength: 1, maxLength: 10_000, description: 'condition, transform: JSONata over {input, steps, event} (and item in a for_each); a condition outputs {result, branch}' }),
   ),
-  then: Type.Optional(Type.Union([StepId, StepIds], { description: 'condition: step(s) run when the expression is true' })),
+  then: Type.Optional(Type.Union([StepId, StepIds], { description: 'condition: step(s) run when the expression is true (then and else are optional)' })),
   else: Type.Optional(Type.Union([StepId, StepIds], { description: 'condition: step(s) run when it is false' })),
   steps: Type.Optional(Type.Intersect([StepIds], { description: 'parallel: ids of steps started together; output keyed by id' })),
   for_each: Type.Optional(Template('parallel: an array, or a template yielding one; `step` runs once per item ({{item}})')),
@@ -207,7 +207,7 @@ export const TriggerConfig = Type.Object(
     filter: Type.Optional(
       Type.String({ minLength: 1, maxLength: 4000, description: 'event: JSONata over {event}; a false result starts no run' }),
     ),
-    path: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "webhook: unique path, e.g. 'github/push'" })),
+    path: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "webhook: unique path, e.g. 'github/push' (a leading '/' is allowed: the same path)" })),
     method: Type.Optional(
       Type.Union(
         ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => Type.Literal(m)),

@@ -7,7 +7,7 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { MessageOutcome, PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/topics.js';
 import { COORDINATION_CHANGED, RUN_FINISHED, type Adaptive, type Revision, type RunEngine } from './engine.js';
-import { validatePlan, type PlanDefinition, type StepDefinition } from './plan.js';
+import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
 import type { CoordinationStore, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStatus, RunStepRow, StepStatus } from './store.js';
 import { parseNullableJson } from '../kernel/json.js';
 
@@ -151,7 +151,7 @@ export class CoordinationService {
   private async validate(input: PlanInput, trx: Db): Promise<PlanDefinition> {
     const definition: PlanDefinition = {
       ...(input.description !== undefined && { description: input.description }),
-      steps: input.steps,
+      steps: withStepDefaults(input.steps, input.alias),
       ...(input.output !== undefined && { output: input.output }),
     };
     const problems = validatePlan(definition);

@@ -36,7 +36,14 @@ interface EventWork {
 
 export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type WebhookMethod = (typeof WEBHOOK_METHODS)[number];
-const WEBHOOK_PATH = /^[A-Za-z0-9][A-Za-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*$/;
+const WEBHOOK_PATH = /^\/?[A-Za-z0-9][A-Za-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*$/;
+
+/**
+ * A webhook path as it is stored and looked up: without the leading slash people often write
+ * (`/hooks/github`), so it is one path and one match however it was written. `config.path`
+ * keeps what was given.
+ */
+const webhookKey = (path: string) => (path.startsWith('/') ? path.slice(1) : path);
 const SCHEDULE_BATCH = 100;
 /** Event triggers are re-read at least this often even without a change notification. */
 const EVENT_TRIGGERS_TTL_MS = 5000;
@@ -195,7 +202,7 @@ function problems(type: TriggerType, config: TriggerConfig, mapping: Record<stri
   if (type === 'webhook') {
     if (config.path === undefined) problem('config.path', 'is required for webhook triggers');
     else if (!WEBHOOK_PATH.test(config.path) || config.path.split('/').some((s) => s === '.' || s === '..')) {
-      problem('config.path', "is segments of letters, digits and '._~-' separated by '/', e.g. 'github/push'");
+      problem('config.path', "is segments of letters, digits and '._~-' separated by '/', e.g. 'github/push' or '/github/push'");
     }
   }
   if (mapping) {
@@ -298,7 +305,7 @@ export class TriggersService {
       input_mapping: input.input_mapping ? JSON.stringify(input.input_mapping) : null,
       enabled: input.enabled === false ? 0 : 1,
       topic: input.type === 'event' ? config.topic! : null,
-      webhook_path: input.type === 'webhook' ? config.path! : null,
+      webhook_path: input.type === 'webhook' ? webhookKey(config.path!) : null,
       next_fire_at: null,
       created_by: actor,
       created_at: now,
@@ -339,7 +346,7 @@ export class TriggersService {
       input_mapping: mapping === null ? null : JSON.stringify(mapping),
       ...(patch.enabled !== undefined && { enabled: patch.enabled ? 1 : 0 }),
       topic: current.type === 'event' ? config.topic! : null,
-      webhook_path: current.type === 'webhook' ? config.path! : null,
+      webhook_path: current.type === 'webhook' ? webhookKey(config.path!) : null,
       updated_at: now,
     };
     // A new schedule or a resume starts from now: nothing missed while paused fires.
@@ -523,7 +530,7 @@ export class TriggersService {
 
   /** `{method} /coordination/hooks/{path}`: the request body and query become `event.*`. */
   async invokeWebhook(method: string, path: string, body: unknown, query: Record<string, unknown>): Promise<{ run_id: string }> {
-    const trigger = await this.store.findTriggerByPath(path);
+    const trigger = await this.store.findTriggerByPath(webhookKey(path));
     if (!trigger || trigger.type !== 'webhook') throw new NotFound('Webhook', path);
     const expected = (JSON.parse(trigger.config) as TriggerConfig).method ?? 'POST';
     if (method !== expected) throw new MethodNotAllowed(`Webhook '${path}' accepts ${expected}, not ${method}`, [expected]);

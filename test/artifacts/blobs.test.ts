@@ -1,8 +1,11 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
+import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer } from '../helpers/server.js';
+import { startServer, useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { blobFiles, bytesOf, contentExists, createArtifact, download, inlineContents, sendForm, sha256, storedContent } from './fixtures.js';
 
@@ -49,5 +52,54 @@ describeEachDialect('Artifacts: blob reference counting', (dialect) => {
     expect(fs.existsSync(recent)).toBe(true);
     fs.rmSync(recent);
     expect(blobFiles(server)).toEqual([]);
+  });
+});
+
+describeEachDialect('Artifacts: crash leftovers', (dialect) => {
+  const database = useTestDatabase(dialect);
+  const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
+
+  it('sweeps staging files at startup, and stored blobs nothing references once past the grace period', async () => {
+    const first = await startServer(dialect, { database: database(), adminKey });
+    const kept = bytesOf(100_000);
+    let art: { id: string };
+    try {
+      art = await createArtifact(first.api, { bytes: kept });
+    } finally {
+      await first.close();
+    }
+    // What a killed server leaves: partial uploads (named by this version, with the pid of a
+    // process that has ended, and by the versions before it), and blob files renamed into
+    // place whose transaction never committed.
+    const root = path.join(database().dataDir, 'blobs');
+    const deadPid = spawnSync(process.execPath, ['-e', '0']).pid;
+    const staging = [`${deadPid}-0a1b2c3d-00112233aabbccdd`, `${Date.now()}-00112233aabbccdd`].map((name) => path.join(root, 'tmp', name));
+    for (const file of staging) fs.writeFileSync(file, 'half an upload');
+    const blobPath = (bytes: Uint8Array) => path.join(root, 'sha256', sha256(bytes).slice(0, 2), sha256(bytes));
+    const orphan = bytesOf(70_000);
+    const young = bytesOf(70_000);
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    for (const bytes of [orphan, young]) {
+      fs.mkdirSync(path.dirname(blobPath(bytes)), { recursive: true });
+      fs.writeFileSync(blobPath(bytes), bytes);
+    }
+    fs.utimesSync(blobPath(orphan), twoHoursAgo, twoHoursAgo);
+    fs.utimesSync(blobPath(kept), twoHoursAgo, twoHoursAgo);
+
+    const second = await startServer(dialect, { database: database(), adminKey });
+    try {
+      for (const file of staging) expect(fs.existsSync(file), file).toBe(false);
+      await waitFor(() => !fs.existsSync(blobPath(orphan)), 5000);
+      // Referenced, or too young to tell from an upload whose transaction is still open: kept.
+      expect(fs.existsSync(blobPath(kept))).toBe(true);
+      expect(fs.existsSync(blobPath(young))).toBe(true);
+      const got = await download(second.api, `/api/v1/artifacts/${art.id}/download`);
+      expect(Buffer.from(got.bytes).equals(Buffer.from(kept))).toBe(true);
+      // Not the last request: a close right after a streamed download waits for that kept-alive
+      // connection (a shutdown issue of its own).
+      expect((await second.api.get(`/api/v1/artifacts/${art.id}`)).body.data.sha256).toBe(sha256(kept));
+    } finally {
+      await second.close();
+    }
   });
 });

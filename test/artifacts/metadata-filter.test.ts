@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
+import { sendForm } from './fixtures.js';
 
 /** PostgreSQL's jsonb containment (`doc @> want`) below the top level, as documented. */
 function contains(doc: unknown, want: unknown): boolean {
@@ -64,5 +65,46 @@ describeEachDialect('Artifacts: metadata filter', (dialect) => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describeEachDialect('Artifacts: metadata filter over metadata stored with a NUL', (dialect) => {
+  const server = useServer(dialect);
+
+  // Before NUL was refused at validation, metadata with one was stored (JSON text, the NUL
+  // escaped), and every filter then failed on PostgreSQL, whose jsonb cannot hold a NUL.
+  it('answers every filter, and refuses a filter with a NUL (400)', async () => {
+    const agent = await server.agent('nul-meta');
+    const create = async (name: string, metadata: Record<string, unknown>) =>
+      (await agent.post('/api/v1/artifacts/snippets', { name, content: name, metadata })).body.data.id as string;
+    const plain = await create('plain', { k: 1, note: 'plain', lit: '\\u0000' });
+    const old = await create('old', { k: 1 });
+    const other = await create('other', { k: 2 });
+    const stored = { k: 1, note: 'a\u0000b', lit: '\\u0000', nested: ['\u0000', { deeper: 'x\u0000' }] };
+    await server.app.platform.database.db.updateTable('artifacts').set({ metadata: JSON.stringify(stored) }).where('id', '=', old).execute();
+
+    const ids = async (filter: unknown) => {
+      const res = await agent.get(`/api/v1/artifacts?limit=500&metadata=${encodeURIComponent(JSON.stringify(filter))}`);
+      expect(res.status, res.text).toBe(200);
+      return res.body.data.map((a: { id: string }) => a.id);
+    };
+    expect(await ids({})).toEqual([plain, old, other]);
+    expect(await ids({ k: 1 })).toEqual([plain, old]);
+    // A backslash followed by "u0000" is text, not a NUL: it still matches exactly.
+    expect(await ids({ lit: '\\u0000' })).toEqual([plain, old]);
+    expect(await ids({ note: 'plain' })).toEqual([plain]);
+    expect(await ids({ nested: [{}] })).toEqual([old]);
+    expect(await ids({ k: 2 })).toEqual([other]);
+    expect((await agent.get(`/api/v1/artifacts/${old}`)).body.data.metadata).toEqual(stored);
+
+    for (const filter of [{ note: 'a\u0000b' }, { ['k\u0000']: 1 }, { nested: ['\u0000'] }]) {
+      const res = await agent.get(`/api/v1/artifacts?metadata=${encodeURIComponent(JSON.stringify(filter))}`);
+      expect(res.status).toBe(400);
+      expect(res.body.error.details).toEqual([{ field: 'metadata', message: expect.stringMatching(/NUL/) }]);
+    }
+    // Nor is such metadata stored any more, from a form's text either.
+    const form = await sendForm(agent, { bytes: 'x', metadata: '{"note":"a\\u0000b"}' });
+    expect(form.status).toBe(400);
+    expect(form.body.error.details).toEqual([{ field: 'metadata', message: expect.stringMatching(/NUL/) }]);
   });
 });

@@ -159,6 +159,36 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(step(rejected.body.data, 'after').status).toBe('pending');
   });
 
+  it('takes steps written as the spec shows them: human steps without prompt or schema, a condition without branches', async () => {
+    const alias = unique('spec-shapes');
+    const created = await server.api.post(P, {
+      alias,
+      steps: [
+        { id: 'gate', type: 'human_approval' },
+        { id: 'form', type: 'human_input', depends_on: ['gate'] },
+        { id: 'big', type: 'condition', expression: 'steps.form.output.amount > 100', depends_on: ['form'] },
+        { id: 'report', type: 'transform', output: { big: '{{steps.big.output.result}}' }, depends_on: ['big'] },
+      ],
+    });
+    expect(created.status, created.text).toBe(201);
+    const prompt = `Approve step gate of plan ${alias}?`;
+    expect(created.body.data.steps[0]).toEqual({ id: 'gate', type: 'human_approval', prompt });
+    expect(created.body.data.steps[1]).toMatchObject({ prompt: `Provide the input of step form of plan ${alias}`, schema: { type: 'object' } });
+
+    for (const [amount, big] of [[250, true], [5, false]] as const) {
+      const run = await start(created.body.data.id);
+      expect(step(run, 'gate')).toMatchObject({ status: 'waiting', input: { prompt } });
+      const approved = await server.api.post(`${R}/${run.id}/steps/gate/approve`, { approved: true });
+      expect(step(approved.body.data, 'form')).toMatchObject({ status: 'waiting', input: { schema: { type: 'object' } } });
+      // Any JSON object is accepted.
+      const submitted = await server.api.post(`${R}/${run.id}/steps/form/input`, { data: { amount, note: ['free', { form: true }] } });
+      expect(submitted.status, submitted.text).toBe(200);
+      expect(submitted.body.data.status).toBe('completed');
+      expect(step(submitted.body.data, 'big').output).toMatchObject({ result: big });
+      expect(submitted.body.data.output).toEqual({ report: { big } });
+    }
+  });
+
   it('an approval timeout applies on_timeout', async () => {
     const id = await plan({
       steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?', timeout_seconds: 1, on_timeout: 'approve' }],

@@ -236,6 +236,36 @@ describeEachDialect('coordination triggers', (dialect) => {
     expect((await fires(hook.id)).map((f) => f.outcome)).toEqual(['started']);
   });
 
+  it('a webhook path written with a leading slash is kept as given and matched with or without it', async () => {
+    const plan = await echoPlan();
+    const bare = unique('hooks/github');
+    const hook = await trigger({ plan_id: plan, type: 'webhook', config: { path: `/${bare}` }, input_mapping: { n: '{{event.n}}' } });
+    expect(hook.config).toEqual({ path: `/${bare}`, method: 'POST' });
+    expect((await server.api.get(`${T}/${hook.id}`)).body.data.config.path).toBe(`/${bare}`);
+    for (const [n, url] of [`/api/v1/coordination/hooks/${bare}`, `/api/v1/coordination/hooks//${bare}`].entries()) {
+      const res = await server.api.post(`${url}?n=${n}`, {});
+      expect(res.status, `${url}: ${res.text}`).toBe(202);
+      const run = await waitFor(async () => {
+        const current = (await server.api.get(`${R}/${res.body.data.run_id}`)).body.data;
+        return current.status === 'completed' ? current : null;
+      });
+      expect(run.input).toEqual({ n: String(n) });
+    }
+    // One path, however it is written.
+    const taken = await server.api.post(T, { plan_id: plan, type: 'webhook', config: { path: bare } });
+    expect(taken.status).toBe(409);
+    const other = unique('plain/path');
+    const plain = await trigger({ plan_id: plan, type: 'webhook', config: { path: other } });
+    expect((await server.api.post(`/api/v1/coordination/hooks//${other}`, {})).status).toBe(202);
+    const moved = await server.api.patch(`${T}/${plain.id}`, { config: { path: `/${other}/v2` } });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.data.config.path).toBe(`/${other}/v2`);
+    expect((await server.api.post(`/api/v1/coordination/hooks/${other}/v2`, {})).status).toBe(202);
+    for (const path of ['//two-slashes', '/', '/../etc']) {
+      expect((await server.api.post(T, { plan_id: plan, type: 'webhook', config: { path } })).status, path).toBe(400);
+    }
+  });
+
   it('plan steps read event.* of the event that started the run; mappings see topic and published_at; a non-object payload is event.payload', async () => {
     const topic = unique('signups');
     const planId = (
