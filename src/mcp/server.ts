@@ -39,9 +39,18 @@ export function createMcpServer(tools: Tool[], logger: Logger, principalOf: (aut
 
 interface Session {
   transport: StreamableHTTPServerTransport;
-  /** The actor that initialized the session: another key may not use it. */
-  actor: string;
+  /** The credential that initialized the session (see credentialOf): no other may use it. */
+  credential: string;
   lastSeen: number;
+}
+
+/**
+ * A session belongs to the API key that opened it, not to its agent or role: revoking the key
+ * ends its sessions, and another key (of the same agent, or another admin key) cannot take
+ * them over. A signed request has no key; its session belongs to the signing agent.
+ */
+function credentialOf(principal: Principal): string {
+  return principal.keyId ?? `signed:${principal.agentId}`;
 }
 
 /** A session not used for this long is closed: clients that vanish never send DELETE. */
@@ -55,18 +64,23 @@ function header(request: FastifyRequest, name: string): string | undefined {
 /**
  * Streamable HTTP at `/core/mcp` (POST messages, GET the server's stream, DELETE ends the
  * session). The routes sit behind the usual API-key authentication; the principal travels
- * to the tools as the transport's `authInfo`.
+ * to the tools as the transport's `authInfo`. `onKeyRevoked` reports each key revocation
+ * this node hears of, so the key's sessions (and their open streams) end at once.
  */
-export function mcpRoutes(tools: Tool[], logger: Logger): FastifyPluginAsync {
+export function mcpRoutes(
+  tools: Tool[],
+  logger: Logger,
+  onKeyRevoked: (listener: (keyId: string) => void) => () => void,
+): FastifyPluginAsync {
   return async (app) => {
     const sessions = new Map<string, Session>();
     const principalOf = (authInfo: AuthInfo | undefined) => authInfo?.extra?.principal as Principal;
 
-    async function open(actor: string): Promise<StreamableHTTPServerTransport> {
+    async function open(credential: string): Promise<StreamableHTTPServerTransport> {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         // Called before initialize is answered, so the client's next request finds the session.
-        onsessioninitialized: (id) => void sessions.set(id, { transport, actor, lastSeen: Date.now() }),
+        onsessioninitialized: (id) => void sessions.set(id, { transport, credential, lastSeen: Date.now() }),
         onsessionclosed: (id) => void sessions.delete(id),
       });
       transport.onclose = () => {
@@ -84,11 +98,11 @@ export function mcpRoutes(tools: Tool[], logger: Logger): FastifyPluginAsync {
         const session = sessions.get(sessionId);
         // 404 tells the client to initialize a new session (MCP spec, session management).
         if (!session) throw new NotFound('MCP session', sessionId);
-        if (session.actor !== principal.actor) throw new Forbidden('This MCP session belongs to another key');
+        if (session.credential !== credentialOf(principal)) throw new Forbidden('This MCP session belongs to another key');
         session.lastSeen = Date.now();
         transport = session.transport;
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
-        transport = await open(principal.actor);
+        transport = await open(credentialOf(principal));
       } else {
         throw new InvalidRequest('Send initialize first, then the Mcp-Session-Id header it returns');
       }
@@ -108,9 +122,14 @@ export function mcpRoutes(tools: Tool[], logger: Logger): FastifyPluginAsync {
     }, 60_000);
     sweeper.unref();
 
+    const stopWatching = onKeyRevoked((keyId) => {
+      for (const { transport, credential } of sessions.values()) if (credential === keyId) void transport.close();
+    });
+
     // Open GET streams would hold the server's close: end every session first.
     app.addHook('preClose', async () => {
       clearInterval(sweeper);
+      stopWatching();
       await Promise.all([...sessions.values()].map(({ transport }) => transport.close()));
       sessions.clear();
     });
