@@ -264,7 +264,7 @@ describeEachDialect('MCP', (dialect) => {
     try {
       const sameAgent = await rawToolsList(server, await agentKey(server, 'mcp-twice'), transport);
       expect(sameAgent.status).toBe(403);
-      expect((await sameAgent.json()).error.code).toBe('forbidden');
+      expect(((await sameAgent.json()) as { error: { code: string } }).error.code).toBe('forbidden');
       const otherAdmin = await server.api.post('/api/v1/auth/keys', { role: 'admin' });
       expect((await rawToolsList(server, otherAdmin.body.data.key, admin)).status).toBe(403);
       expect((await rawToolsList(server, server.adminKey, admin)).status).toBe(200);
