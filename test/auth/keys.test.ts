@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { expect, it } from 'vitest';
+import { createTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { Api } from '../helpers/api.js';
 import { startServer, useServer } from '../helpers/server.js';
@@ -129,6 +132,28 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
       expect(after.body.error.message).toMatch(/revoked/);
     } finally {
       await server.close();
+    }
+  });
+
+  it.runIf(dialect === 'postgres')('makes one bootstrap admin key when two nodes start together without SWITCHBOARD_ADMIN_KEY', async () => {
+    const database = await createTestDatabase(dialect);
+    const dataDirs = [0, 1].map(() => fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-node-')));
+    const nodes = await Promise.all(
+      dataDirs.map((dataDir) => startServer(dialect, { database: { ...database, dataDir }, env: { SWITCHBOARD_ADMIN_KEY: '' } })),
+    );
+    try {
+      const keyFiles = dataDirs.map((dir) => path.join(dir, 'admin.key')).filter((file) => fs.existsSync(file));
+      expect(keyFiles).toHaveLength(1);
+      const adminKey = fs.readFileSync(keyFiles[0]!, 'utf8').trim();
+      for (const node of nodes) {
+        const listed = await new Api(node.url, adminKey).get('/api/v1/auth/keys?limit=500');
+        expect(listed.status).toBe(200);
+        expect(listed.body.data.filter((k: { role: string }) => k.role === 'admin')).toHaveLength(1);
+      }
+    } finally {
+      await Promise.all(nodes.map((node) => node.close()));
+      await database.drop();
+      for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
