@@ -82,7 +82,6 @@ export async function createApp(options: AppOptions): Promise<App> {
     shutdown: lifecycle.signal,
     limiter,
   };
-  const { db } = database;
 
   const auth = createAuthDomain({ database, clock, notifier });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
@@ -133,7 +132,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
-      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service), logger, (listener) => auth.service.onRevoked(listener)) },
+      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service), logger, auth.service) },
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
     ],

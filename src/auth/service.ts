@@ -114,6 +114,11 @@ export class AuthService {
     return () => this.revocationListeners.delete(listener);
   }
 
+  /** Those of the given keys that are revoked. */
+  async revokedAmong(keyIds: string[]): Promise<string[]> {
+    return this.store.revokedAmong(keyIds);
+  }
+
   private forget(keyId: string): void {
     for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
     for (const listener of this.revocationListeners) listener(keyId);

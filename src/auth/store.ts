@@ -97,6 +97,16 @@ export class AuthStore {
     }, window);
   }
 
+  async revokedAmong(ids: string[]): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where(this.caps.inTextList('id', ids))
+      .where('revoked_at', 'is not', null)
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
   /** Revokes the key and, when it did, runs `announce` in the same transaction; false when it was revoked already. */
   async revokeKey(id: string, at: number, announce: (trx: Db) => Promise<void>): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {

@@ -37,6 +37,8 @@ export function createMcpServer(tools: Tool[], logger: Logger, principalOf: (aut
   return server;
 }
 
+const SIGNED = 'signed:';
+
 interface Session {
   transport: StreamableHTTPServerTransport;
   /** The credential that initialized the session (see credentialOf): no other may use it. */
@@ -50,28 +52,33 @@ interface Session {
  * them over. A signed request has no key; its session belongs to the signing agent.
  */
 function credentialOf(principal: Principal): string {
-  return principal.keyId ?? `signed:${principal.agentId}`;
+  return principal.keyId ?? `${SIGNED}${principal.agentId}`;
 }
 
 /** A session not used for this long is closed: clients that vanish never send DELETE. */
 const SESSION_IDLE_MS = 30 * 60_000;
+const SWEEP_INTERVAL_MS = 60_000;
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** What the MCP endpoint needs to know of API keys (the auth service). */
+export interface KeyRevocations {
+  /** Reports each revocation this node hears of (its own, other nodes', the CLI's on PostgreSQL). */
+  onRevoked(listener: (keyId: string) => void): () => void;
+  /** Those of the given keys that are revoked (catches what no notification told, e.g. the CLI on SQLite). */
+  revokedAmong(keyIds: string[]): Promise<string[]>;
+}
+
 /**
  * Streamable HTTP at `/core/mcp` (POST messages, GET the server's stream, DELETE ends the
  * session). The routes sit behind the usual API-key authentication; the principal travels
- * to the tools as the transport's `authInfo`. `onKeyRevoked` reports each key revocation
- * this node hears of, so the key's sessions (and their open streams) end at once.
+ * to the tools as the transport's `authInfo`. A revoked key's sessions (and their open
+ * streams) end when this node hears of the revocation, else at the next sweep.
  */
-export function mcpRoutes(
-  tools: Tool[],
-  logger: Logger,
-  onKeyRevoked: (listener: (keyId: string) => void) => () => void,
-): FastifyPluginAsync {
+export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): FastifyPluginAsync {
   return async (app) => {
     const sessions = new Map<string, Session>();
     const principalOf = (authInfo: AuthInfo | undefined) => authInfo?.extra?.principal as Principal;
@@ -116,15 +123,19 @@ export function mcpRoutes(
     app.get('/', { schema }, handle);
     app.delete('/', { schema }, handle);
 
+    const endSessionsOf = (revoked: string[]) => {
+      for (const { transport, credential } of sessions.values()) if (revoked.includes(credential)) void transport.close();
+    };
+    const stopWatching = keys.onRevoked((keyId) => endSessionsOf([keyId]));
+
     const sweeper = setInterval(() => {
       const cutoff = Date.now() - SESSION_IDLE_MS;
       for (const { transport, lastSeen } of sessions.values()) if (lastSeen < cutoff) void transport.close();
-    }, 60_000);
+      const keyIds = [...new Set([...sessions.values()].map((session) => session.credential))].filter((c) => !c.startsWith(SIGNED));
+      if (keyIds.length === 0) return;
+      keys.revokedAmong(keyIds).then(endSessionsOf, (err: unknown) => logger.warn({ err }, 'could not check the keys of MCP sessions'));
+    }, SWEEP_INTERVAL_MS);
     sweeper.unref();
-
-    const stopWatching = onKeyRevoked((keyId) => {
-      for (const { transport, credential } of sessions.values()) if (credential === keyId) void transport.close();
-    });
 
     // Open GET streams would hold the server's close: end every session first.
     app.addHook('preClose', async () => {
