@@ -82,9 +82,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     shutdown: lifecycle.signal,
     limiter,
   };
-  const { db } = database;
 
-  const auth = createAuthDomain({ db, clock, notifier });
+  const auth = createAuthDomain({ database, clock, notifier });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
   const messaging = createMessagingDomain(platform);
@@ -133,7 +132,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
-      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service), logger) },
+      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service), logger, auth.service) },
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
     ],

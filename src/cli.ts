@@ -3,14 +3,15 @@
 // of short-lived objects, and with Node's defaults the server scavenged often and slowly (650
 // against 100 ms of pauses in 8 s of authenticated reads at 50 connections, --trace-gc), ~10%
 // of its CPU. V8 takes them only at startup; `npm start` and the benchmarks pass the same ones.
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createApp } from './app.js';
 import { AuthService } from './auth/service.js';
 import { AuthStore } from './auth/store.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { openDatabase } from './db/database.js';
-import { migrateToLatest } from './db/migrate.js';
+import { describeDatabase, openDatabase, sqliteFile, type DatabaseHandle } from './db/database.js';
+import { hasMigrated, migrateToLatest } from './db/migrate.js';
 import { systemClock } from './kernel/clock.js';
 import { InProcessNotifier, PostgresNotifier } from './kernel/notifier.js';
 import { serveStdio } from './mcp/stdio.js';
@@ -36,12 +37,15 @@ SIGTERM or SIGINT drains in-flight requests, stops workers and exits 0.`,
 
 Applies pending migrations to the configured database (DATABASE_URL, else SQLite in the data dir).`,
   keys: `Usage:
-  switchboard keys create --agent ID [--role agent|admin] [--name NAME]
-  switchboard keys create --role admin [--name NAME]
+  switchboard keys create --agent ID [--role agent|admin] [--name NAME] [--create]
+  switchboard keys create --role admin [--name NAME] [--create]
   switchboard keys list [--all]
   switchboard keys revoke KEY_ID
 
-Works directly on the configured database; the server need not be running.`,
+Works directly on the configured database (DATABASE_URL, else SWITCHBOARD_DATA_DIR, default
+./data), which it names on stderr; the server need not be running, and a running server sees
+a revocation on its next request. It refuses a database Switchboard never used unless given
+--create, so that a wrong directory does not get a new empty database.`,
   mcp: `Usage: switchboard mcp --url URL --key KEY
 
 Serves the routine and task MCP tools over stdio (for desktop MCP clients), forwarding each
@@ -74,15 +78,36 @@ async function serve(config: Config): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-async function withAuth<T>(config: Config, fn: (auth: AuthService) => Promise<T>): Promise<T> {
+/**
+ * Opens the configured database for an offline command, naming it on stderr. Unless `create`,
+ * a database Switchboard never used is refused (checked before SQLite would create the file).
+ */
+async function openForCommand(config: Config, create: boolean): Promise<DatabaseHandle> {
+  const options = { databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 };
+  console.error(`switchboard: database ${describeDatabase(options)}`);
+  const refuse = () =>
+    fail(
+      'that database does not exist or Switchboard never used it. Run from the server\'s directory, ' +
+        'set SWITCHBOARD_DATA_DIR or DATABASE_URL to the server\'s, or pass --create to make a new one',
+    );
+  if (!create && !config.databaseUrl && !fs.existsSync(sqliteFile(config.dataDir))) refuse();
+  const database = openDatabase(options);
+  if (!create && !(await hasMigrated(database))) {
+    await database.close();
+    refuse();
+  }
+  return database;
+}
+
+async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthService) => Promise<T>): Promise<T> {
   const logger = pino({ level: config.logLevel });
-  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+  const database = await openForCommand(config, create);
   try {
     await migrateToLatest(database);
-    // The CLI is its own process: a revocation reaches running servers through their cache
-    // expiry (and, on PostgreSQL, the NOTIFY the service sends).
+    // The CLI is its own process: running servers see its revocations on their next request
+    // (through PostgreSQL's NOTIFY, or SQLite's data version of the file).
     const notifier = database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
-    const auth = new AuthService(new AuthStore(database.db), systemClock, notifier);
+    const auth = new AuthService(new AuthStore(database.db, database.caps), systemClock, notifier);
     try {
       return await fn(auth);
     } finally {
@@ -103,10 +128,12 @@ async function keys(config: Config, args: string[]): Promise<void> {
       role: { type: 'string' },
       name: { type: 'string' },
       all: { type: 'boolean' },
+      create: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   const [action, ...rest] = positionals;
+  const create = values.create ?? false;
   if (values.help || action === undefined) {
     console.log(HELP.keys);
     return;
@@ -115,21 +142,21 @@ async function keys(config: Config, args: string[]): Promise<void> {
     const role = values.role ?? 'agent';
     if (role !== 'agent' && role !== 'admin') fail('--role must be agent or admin');
     if (role === 'agent' && values.agent === undefined) fail('keys create needs --agent ID for an agent key');
-    const key = await withAuth(config, (auth) =>
+    const key = await withAuth(config, create, (auth) =>
       auth.createKey({ agent_id: values.agent, role, name: values.name }),
     );
     console.log(JSON.stringify(key, null, 2));
     return;
   }
   if (action === 'list') {
-    const result = await withAuth(config, (auth) => auth.listKeys({ limit: 500, offset: 0 }, values.all ?? false));
+    const result = await withAuth(config, create, (auth) => auth.listKeys({ limit: 500, offset: 0 }, values.all ?? false));
     console.log(JSON.stringify(result.items, null, 2));
     return;
   }
   if (action === 'revoke') {
     const id = rest[0];
     if (!id) fail('keys revoke needs a KEY_ID');
-    await withAuth(config, (auth) => auth.revokeKey(id));
+    await withAuth(config, create, (auth) => auth.revokeKey(id));
     console.log(JSON.stringify({ id, revoked: true }));
     return;
   }
@@ -180,7 +207,7 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       return serve(config);
     case 'migrate': {
-      const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+      const database = await openForCommand(config, true);
       try {
         const applied = await migrateToLatest(database);
         pino({ level: config.logLevel }).info({ applied }, applied.length ? 'migrations applied' : 'database is up to date');

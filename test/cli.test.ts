@@ -1,6 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { promisify } from 'node:util';
@@ -70,6 +71,45 @@ describeEachDialect('switchboard CLI', (dialect) => {
     const after = JSON.parse((await run(process.execPath, [CLI, 'keys', 'list'], { env: env(database) })).stdout);
     expect(after.map((k: { id: string }) => k.id)).not.toContain(created.id);
     await expect(run(process.execPath, [CLI, 'keys', 'create'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
+  });
+
+  it('names the database it uses on stderr and refuses one Switchboard never used unless --create', async () => {
+    const fresh = await createTestDatabase(dialect);
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-cwd-'));
+    try {
+      // SQLite: nothing configured, so ./data of the working directory. PostgreSQL: a new empty
+      // database, named with a password that must not be printed.
+      let shown: string;
+      const selected: Record<string, string> = {};
+      if (fresh.databaseUrl) {
+        const url = new URL(fresh.databaseUrl);
+        url.password = 'hunter2';
+        selected.DATABASE_URL = url.toString();
+        url.password = '***';
+        shown = `PostgreSQL ${url.toString()}`;
+      } else {
+        shown = `SQLite ${path.join(cwd, 'data', 'switchboard.db')}`;
+      }
+      const options = { cwd, env: { PATH: process.env.PATH, ...selected } };
+      const refused = await run(process.execPath, [CLI, 'keys', 'list'], options).then(
+        () => null,
+        (err: { code: number; stderr: string }) => err,
+      );
+      expect(refused?.code).toBe(2);
+      expect(refused?.stderr).toContain(`switchboard: database ${shown}\n`);
+      expect(refused?.stderr).toMatch(/pass --create/);
+      expect(refused?.stderr).not.toContain('hunter2');
+      expect(fs.existsSync(path.join(cwd, 'data'))).toBe(false);
+
+      const created = await run(process.execPath, [CLI, 'keys', 'create', '--role', 'admin', '--create'], options);
+      expect(created.stderr).toContain(`switchboard: database ${shown}\n`);
+      expect(JSON.parse(created.stdout)).toMatchObject({ role: 'admin' });
+      const listed = await run(process.execPath, [CLI, 'keys', 'list'], options);
+      expect(JSON.parse(listed.stdout)).toHaveLength(1);
+    } finally {
+      await fresh.drop();
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
   });
 
   it('serves with a generated admin key (0600), drains in-flight requests on SIGTERM and exits 0', async () => {

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { authRoutes } from './routes.js';
@@ -10,7 +10,8 @@ export { actingAgent, assertActsAs, isAdmin, requireAdmin } from './principal.js
 export { AuthService } from './service.js';
 export { EMPTY_BODY_SHA256, signingString } from './signing.js';
 
-export function createAuthDomain(deps: { db: Db; clock: Clock; notifier: Notifier }) {
-  const service = new AuthService(new AuthStore(deps.db), deps.clock, deps.notifier);
+export function createAuthDomain(deps: { database: DatabaseHandle; clock: Clock; notifier: Notifier }) {
+  const { database } = deps;
+  const service = new AuthService(new AuthStore(database.db, database.caps), deps.clock, deps.notifier, database.dataVersion);
   return { service, routes: authRoutes(service) };
 }

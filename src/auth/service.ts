@@ -76,20 +76,28 @@ function principalFromKey(row: ApiKeyRow): Principal {
 
 /** Channel on which a revocation tells every node to forget the key at once. */
 const REVOKED_CHANNEL = 'auth:key-revoked';
-// Cached principals expire anyway after this long, bounding staleness if a NOTIFY is lost
-// while a node's LISTEN connection is down.
-const KEY_CACHE_TTL_MS = 10_000;
 const KEY_CACHE_MAX = 10_000;
+
+interface CachedKey {
+  principal: Principal;
+  keyId: string;
+  /** The notifier's epoch and the database's data version when the key was read (see authenticateKey). */
+  epoch: number;
+  dataVersion: number;
+}
 
 export class AuthService {
   /** key hash → principal; saves the key lookup on every request (profiled: ~20% of an authenticated read). */
-  private readonly keyCache = new Map<string, { principal: Principal; keyId: string; until: number }>();
+  private readonly keyCache = new Map<string, CachedKey>();
+  private readonly revocationListeners = new Set<(keyId: string) => void>();
   private readonly stopListening: () => void;
 
+  /** `dataVersion`: the database's (SQLite's), which tells of revocations by other processes. */
   constructor(
     private readonly store: AuthStore,
     private readonly clock: Clock,
     private readonly notifier: Notifier,
+    private readonly dataVersion: (() => number) | null = null,
   ) {
     this.stopListening = notifier.listen(REVOKED_CHANNEL, (keyId) => this.forget(keyId));
   }
@@ -97,10 +105,23 @@ export class AuthService {
   close(): void {
     this.stopListening();
     this.keyCache.clear();
+    this.revocationListeners.clear();
+  }
+
+  /** Calls `listener` with each key revoked that this node hears of (possibly twice). */
+  onRevoked(listener: (keyId: string) => void): () => void {
+    this.revocationListeners.add(listener);
+    return () => this.revocationListeners.delete(listener);
+  }
+
+  /** Those of the given keys that are revoked. */
+  async revokedAmong(keyIds: string[]): Promise<string[]> {
+    return this.store.revokedAmong(keyIds);
   }
 
   private forget(keyId: string): void {
     for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
+    for (const listener of this.revocationListeners) listener(keyId);
   }
 
   async createKey(input: { agent_id?: string; role?: 'admin' | 'agent'; name?: string }): Promise<ApiKey & { key: string }> {
@@ -111,7 +132,7 @@ export class AuthService {
     return this.insertKey(newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
   }
 
-  private async insertKey(plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null) {
+  private async insertKey(plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null, store = this.store) {
     const now = this.clock.now();
     const row: ApiKeyRow = {
       id: newId('key', now),
@@ -123,7 +144,7 @@ export class AuthService {
       created_at: now,
       revoked_at: null,
     };
-    await this.store.insertKey(row);
+    await store.insertKey(row);
     return { ...toApiKey(row), key: plain };
   }
 
@@ -142,25 +163,33 @@ export class AuthService {
     const row = await this.store.findKey(id);
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
-    await this.store.revokeKey(id, this.clock.now());
+    // Announced in the revoking transaction: PostgreSQL delivers it to every node at commit,
+    // and a crash cannot commit the one without the other.
+    const revoked = await this.store.revokeKey(id, this.clock.now(), (trx) => this.notifier.notify(REVOKED_CHANNEL, id, trx));
+    if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
     this.forget(id);
-    await this.notifier.notify(REVOKED_CHANNEL, id);
   }
 
   /**
-   * Resolves a bearer token to its principal, or throws 401. A key seen within the cache's
-   * lifetime resolves at once, without a promise: every request with a key comes here.
+   * Resolves a bearer token to its principal, or throws 401. A key seen before resolves at
+   * once, without a promise: every request with a key comes here. A cached key holds until a
+   * revocation could have been missed: this node forgets a key on its own revocations and on
+   * the notifications of other nodes (or of the CLI on PostgreSQL), so it drops everything it
+   * cached when those may have been lost (a new notifier epoch) or when another process wrote
+   * to the SQLite file (the CLI). Revocation is effective on the next request either way.
    */
   authenticateKey(plain: string): Principal | Promise<Principal> {
     if (!plain.startsWith(KEY_PREFIX) || plain.length > 200) throw new Unauthorized('Malformed API key');
     const hash = sha256Hex(plain);
-    const now = this.clock.now();
+    const epoch = this.notifier.epoch;
+    const dataVersion = this.dataVersion?.() ?? 0;
     const cached = this.keyCache.get(hash);
-    if (cached && cached.until > now) return cached.principal;
-    return this.lookUpKey(hash, now);
+    if (cached && cached.epoch === epoch && cached.dataVersion === dataVersion) return cached.principal;
+    return this.lookUpKey(hash, epoch, dataVersion);
   }
 
-  private async lookUpKey(hash: string, now: number): Promise<Principal> {
+  /** `epoch` and `dataVersion` are read before the key: a change in between only costs another lookup. */
+  private async lookUpKey(hash: string, epoch: number | null, dataVersion: number): Promise<Principal> {
     const row = await this.store.findKeyByHash(hash);
     // The lookup is by hash, so timing reveals nothing about the key; the explicit
     // constant-time comparison keeps that true if the lookup ever changes.
@@ -169,8 +198,10 @@ export class AuthService {
     }
     if (row.revoked_at !== null) throw new Unauthorized('API key has been revoked');
     const principal = principalFromKey(row);
-    if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-    this.keyCache.set(hash, { principal, keyId: row.id, until: now + KEY_CACHE_TTL_MS });
+    if (epoch !== null) {
+      if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
+      this.keyCache.set(hash, { principal, keyId: row.id, epoch, dataVersion });
+    }
     return principal;
   }
 
@@ -246,27 +277,39 @@ export class AuthService {
 
   /**
    * Makes sure an admin key exists (design §1): the configured one, else the one in
-   * `<data dir>/admin.key`, else a new one written there (mode 0600) and logged once.
+   * `<data dir>/admin.key`, else, while the database has no admin key at all, a new one written
+   * there (mode 0600) and logged once. Under the bootstrap lock, so of the nodes that start
+   * together on one PostgreSQL database without a configured key only the first makes one.
    */
   async ensureAdminKey(configured: string | null, dataDir: string, logger: Logger): Promise<void> {
-    if (configured !== null) {
-      const existing = await this.store.findKeyByHash(sha256Hex(configured));
-      if (existing && existing.revoked_at === null) return;
-      if (existing) throw new Error('SWITCHBOARD_ADMIN_KEY has been revoked; configure a new one');
-      const key = await this.insertKey(configured, 'admin', null, BOOTSTRAP_KEY_NAME);
-      await this.store.revokeOtherKeysNamed(BOOTSTRAP_KEY_NAME, key.id, this.clock.now());
-      return;
-    }
     const file = path.join(dataDir, 'admin.key');
-    if (fs.existsSync(file)) {
-      const plain = fs.readFileSync(file, 'utf8').trim();
-      const existing = await this.store.findKeyByHash(sha256Hex(plain));
-      if (!existing) await this.insertKey(plain, 'admin', null, BOOTSTRAP_KEY_NAME);
-      return;
+    const outcome = await this.store.withBootstrapLock(async (store): Promise<'kept' | 'generated' | 'elsewhere'> => {
+      if (configured !== null) {
+        const existing = await store.findKeyByHash(sha256Hex(configured));
+        if (existing && existing.revoked_at === null) return 'kept';
+        if (existing) throw new Error('SWITCHBOARD_ADMIN_KEY has been revoked; configure a new one');
+        const key = await this.insertKey(configured, 'admin', null, BOOTSTRAP_KEY_NAME, store);
+        await store.revokeOtherKeysNamed(BOOTSTRAP_KEY_NAME, key.id, this.clock.now());
+        return 'kept';
+      }
+      if (fs.existsSync(file)) {
+        const plain = fs.readFileSync(file, 'utf8').trim();
+        const existing = await store.findKeyByHash(sha256Hex(plain));
+        if (!existing) await this.insertKey(plain, 'admin', null, BOOTSTRAP_KEY_NAME, store);
+        return 'kept';
+      }
+      if (await store.hasActiveAdminKey()) return 'elsewhere';
+      const key = await this.insertKey(newSecret(KEY_PREFIX), 'admin', null, BOOTSTRAP_KEY_NAME, store);
+      // Written before the commit: should the commit fail, the next start inserts it from the file.
+      fs.mkdirSync(dataDir, { recursive: true });
+      fs.writeFileSync(file, `${key.key}\n`, { mode: 0o600 });
+      logger.info({ file }, `generated admin key (shown once): ${key.key}`);
+      return 'generated';
+    });
+    if (outcome === 'elsewhere') {
+      logger.info(
+        'no admin key generated: the database has one already (set SWITCHBOARD_ADMIN_KEY on every node, or create one with `switchboard keys create --role admin`)',
+      );
     }
-    const key = await this.insertKey(newSecret(KEY_PREFIX), 'admin', null, BOOTSTRAP_KEY_NAME);
-    fs.mkdirSync(dataDir, { recursive: true });
-    fs.writeFileSync(file, `${key.key}\n`, { mode: 0o600 });
-    logger.info({ file }, `generated admin key (shown once): ${key.key}`);
   }
 }

@@ -1,4 +1,5 @@
 import type { Generated, Selectable } from 'kysely';
+import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginateCompiled } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
@@ -47,8 +48,33 @@ export type PublicKeyRow = Selectable<AgentPublicKeysTable>;
 export class AuthStore {
   private readonly statements: Statements;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly caps: DialectCapabilities,
+  ) {
     this.statements = new Statements(db);
+  }
+
+  /**
+   * Runs `work` with a store inside one transaction that holds the bootstrap lock: nodes that
+   * start together on one database take turns, so only the first finds no admin key.
+   */
+  async withBootstrapLock<T>(work: (store: AuthStore) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(async (trx) => {
+      await this.caps.transactionLock(trx, 'auth:bootstrap');
+      return work(new AuthStore(trx, this.caps));
+    });
+  }
+
+  async hasActiveAdminKey(): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('role', '=', 'admin')
+      .where('revoked_at', 'is', null)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   async insertKey(row: ApiKeyRow): Promise<void> {
@@ -71,14 +97,29 @@ export class AuthStore {
     }, window);
   }
 
-  async revokeKey(id: string, at: number): Promise<boolean> {
-    const result = await this.db
-      .updateTable('api_keys')
-      .set({ revoked_at: at })
-      .where('id', '=', id)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+  async revokedAmong(ids: string[]): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where(this.caps.inTextList('id', ids))
+      .where('revoked_at', 'is not', null)
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
+  /** Revokes the key and, when it did, runs `announce` in the same transaction; false when it was revoked already. */
+  async revokeKey(id: string, at: number, announce: (trx: Db) => Promise<void>): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable('api_keys')
+        .set({ revoked_at: at })
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      const revoked = Number(result.numUpdatedRows) > 0;
+      if (revoked) await announce(trx);
+      return revoked;
+    });
   }
 
   /** Revokes every unrevoked key with this name except the one given (bootstrap key rotation). */

@@ -26,6 +26,11 @@ export interface DatabaseHandle {
   readonly url: string | null;
   /** SQLite only: physical commits and the writes they carried (GroupCommitSqliteDriver). */
   readonly writeStats: (() => { commits: number; writes: number }) | null;
+  /**
+   * SQLite only: a number that changes when another connection (another process: the CLI)
+   * has committed to the file since the last call; this process's own writes leave it alone.
+   */
+  readonly dataVersion: (() => number) | null;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -36,13 +41,32 @@ export interface DatabaseOptions {
   poolSize?: number;
 }
 
+/** The SQLite file of a data dir. */
+export function sqliteFile(dataDir: string): string {
+  return path.resolve(dataDir, 'switchboard.db');
+}
+
+/** Which database the options select, for people: the SQLite file, or the URL without its password. */
+export function describeDatabase(options: DatabaseOptions): string {
+  if (!options.databaseUrl) return `SQLite ${sqliteFile(options.dataDir)}`;
+  let url: URL;
+  try {
+    url = new URL(options.databaseUrl);
+  } catch {
+    return 'PostgreSQL (DATABASE_URL is not a URL)';
+  }
+  if (url.password) url.password = '***';
+  if (url.searchParams.has('password')) url.searchParams.set('password', '***');
+  return `PostgreSQL ${url.toString()}`;
+}
+
 export function openDatabase(options: DatabaseOptions): DatabaseHandle {
   return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(options.dataDir);
 }
 
 function openSqlite(dataDir: string): DatabaseHandle {
   fs.mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, 'switchboard.db');
+  const file = sqliteFile(dataDir);
   const sqlite = new BetterSqlite3(file);
   // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes
   // (a power loss may drop the last transactions, never corrupt). Switching to WAL needs a
@@ -59,6 +83,7 @@ function openSqlite(dataDir: string): DatabaseHandle {
   const driver = new GroupCommitSqliteDriver(sqlite, 5000);
   const db = new Kysely<Database>({ dialect: sqliteDialect(driver) });
   sqlite.pragma('wal_autocheckpoint = 0');
+  const dataVersion = oncePerTurn(sqlite.prepare('PRAGMA data_version').pluck());
   const checkpointer = startCheckpointer(file, () => {
     if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
   });
@@ -68,6 +93,7 @@ function openSqlite(dataDir: string): DatabaseHandle {
     pool: null,
     url: null,
     writeStats: () => driver.stats,
+    dataVersion,
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },
@@ -76,6 +102,26 @@ function openSqlite(dataDir: string): DatabaseHandle {
       // The last connection to close checkpoints what is left and removes the WAL.
       await db.destroy();
     },
+  };
+}
+
+/**
+ * Reads the statement at most once per turn of the event loop. Each read starts a read
+ * transaction (3–15 µs, measured on a loaded machine); under load many requests share a turn.
+ * A caller later in the same turn learns nothing new from reading again: whatever it is
+ * handling was received before the turn's first read.
+ */
+function oncePerTurn(statement: BetterSqlite3.Statement): () => number {
+  let value: number | null = null;
+  const forget = () => {
+    value = null;
+  };
+  return () => {
+    if (value === null) {
+      value = statement.get() as number;
+      setImmediate(forget);
+    }
+    return value;
   };
 }
 
@@ -136,6 +182,7 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
     pool,
     url,
     writeStats: null,
+    dataVersion: null,
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },

@@ -3,6 +3,14 @@ import { Migrator } from 'kysely';
 import type { DatabaseHandle } from './database.js';
 import { migrations } from './migrations/index.js';
 
+const MIGRATION_TABLE = 'switchboard_migrations';
+
+/** False for a database Switchboard never migrated (a new, empty one). */
+export async function hasMigrated(handle: DatabaseHandle): Promise<boolean> {
+  const tables = await handle.db.introspection.getTables({ withInternalKyselyTables: true });
+  return tables.some((table) => table.name === MIGRATION_TABLE);
+}
+
 /**
  * Runs pending migrations. Kysely's migrator holds a lock while it works (an advisory lock
  * inside the migration transaction on PostgreSQL), so nodes starting together migrate once.
@@ -15,7 +23,7 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]>
   const migrator = new Migrator({
     db: handle.db,
     provider: { getMigrations: async () => provided },
-    migrationTableName: 'switchboard_migrations',
+    migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: 'switchboard_migrations_lock',
     // Domains land migrations independently; one numbered below an applied one still runs.
     allowUnorderedMigrations: true,

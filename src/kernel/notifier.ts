@@ -14,6 +14,12 @@ import type { Db } from '../db/database.js';
 export interface Notifier {
   /** Other processes hear this notifier (PostgreSQL's LISTEN/NOTIFY); else only this process does. */
   readonly spansNodes: boolean;
+  /**
+   * Changes whenever notifications may have been missed (each new LISTEN connection), so a
+   * consumer that caches what notifications keep fresh drops what it cached under another
+   * epoch; null while they cannot arrive (the connection is down): cache nothing then.
+   */
+  readonly epoch: number | null;
   notify(channel: string, payload?: string, trx?: Db): Promise<void>;
   listen(channel: string, handler: (payload: string) => void): () => void;
   close(): Promise<void>;
@@ -22,6 +28,7 @@ export interface Notifier {
 /** Embedded mode: one process, so an EventEmitter is the whole transport. */
 export class InProcessNotifier implements Notifier {
   readonly spansNodes: boolean = false;
+  readonly epoch: number | null = 0;
   private readonly emitter = new EventEmitter();
 
   constructor() {
@@ -57,6 +64,7 @@ export class PostgresNotifier implements Notifier {
   readonly spansNodes = true;
   private readonly local = new InProcessNotifier();
   private client: pg.Client | null = null;
+  private connections = 0;
   private closed = false;
   private retryDelay = 250;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -68,6 +76,10 @@ export class PostgresNotifier implements Notifier {
     private readonly logger: Logger,
   ) {
     this.ready = this.connect();
+  }
+
+  get epoch(): number | null {
+    return this.client === null ? null : this.connections;
   }
 
   /** Resolves once the first LISTEN is in place (or the first attempt failed). */
@@ -102,6 +114,7 @@ export class PostgresNotifier implements Notifier {
         return;
       }
       this.client = client;
+      this.connections++;
       this.retryDelay = 250;
     } catch (err) {
       this.logger.warn({ err }, 'notifier could not LISTEN; retrying');

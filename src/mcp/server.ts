@@ -37,36 +37,57 @@ export function createMcpServer(tools: Tool[], logger: Logger, principalOf: (aut
   return server;
 }
 
+const SIGNED = 'signed:';
+
 interface Session {
   transport: StreamableHTTPServerTransport;
-  /** The actor that initialized the session: another key may not use it. */
-  actor: string;
+  /** The credential that initialized the session (see credentialOf): no other may use it. */
+  credential: string;
   lastSeen: number;
+}
+
+/**
+ * A session belongs to the API key that opened it, not to its agent or role: revoking the key
+ * ends its sessions, and another key (of the same agent, or another admin key) cannot take
+ * them over. A signed request has no key; its session belongs to the signing agent.
+ */
+function credentialOf(principal: Principal): string {
+  return principal.keyId ?? `${SIGNED}${principal.agentId}`;
 }
 
 /** A session not used for this long is closed: clients that vanish never send DELETE. */
 const SESSION_IDLE_MS = 30 * 60_000;
+const SWEEP_INTERVAL_MS = 60_000;
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** What the MCP endpoint needs to know of API keys (the auth service). */
+export interface KeyRevocations {
+  /** Reports each revocation this node hears of (its own, other nodes', the CLI's on PostgreSQL). */
+  onRevoked(listener: (keyId: string) => void): () => void;
+  /** Those of the given keys that are revoked (catches what no notification told, e.g. the CLI on SQLite). */
+  revokedAmong(keyIds: string[]): Promise<string[]>;
+}
+
 /**
  * Streamable HTTP at `/core/mcp` (POST messages, GET the server's stream, DELETE ends the
  * session). The routes sit behind the usual API-key authentication; the principal travels
- * to the tools as the transport's `authInfo`.
+ * to the tools as the transport's `authInfo`. A revoked key's sessions (and their open
+ * streams) end when this node hears of the revocation, else at the next sweep.
  */
-export function mcpRoutes(tools: Tool[], logger: Logger): FastifyPluginAsync {
+export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): FastifyPluginAsync {
   return async (app) => {
     const sessions = new Map<string, Session>();
     const principalOf = (authInfo: AuthInfo | undefined) => authInfo?.extra?.principal as Principal;
 
-    async function open(actor: string): Promise<StreamableHTTPServerTransport> {
+    async function open(credential: string): Promise<StreamableHTTPServerTransport> {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         // Called before initialize is answered, so the client's next request finds the session.
-        onsessioninitialized: (id) => void sessions.set(id, { transport, actor, lastSeen: Date.now() }),
+        onsessioninitialized: (id) => void sessions.set(id, { transport, credential, lastSeen: Date.now() }),
         onsessionclosed: (id) => void sessions.delete(id),
       });
       transport.onclose = () => {
@@ -84,11 +105,11 @@ export function mcpRoutes(tools: Tool[], logger: Logger): FastifyPluginAsync {
         const session = sessions.get(sessionId);
         // 404 tells the client to initialize a new session (MCP spec, session management).
         if (!session) throw new NotFound('MCP session', sessionId);
-        if (session.actor !== principal.actor) throw new Forbidden('This MCP session belongs to another key');
+        if (session.credential !== credentialOf(principal)) throw new Forbidden('This MCP session belongs to another key');
         session.lastSeen = Date.now();
         transport = session.transport;
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
-        transport = await open(principal.actor);
+        transport = await open(credentialOf(principal));
       } else {
         throw new InvalidRequest('Send initialize first, then the Mcp-Session-Id header it returns');
       }
@@ -102,15 +123,24 @@ export function mcpRoutes(tools: Tool[], logger: Logger): FastifyPluginAsync {
     app.get('/', { schema }, handle);
     app.delete('/', { schema }, handle);
 
+    const endSessionsOf = (revoked: string[]) => {
+      for (const { transport, credential } of sessions.values()) if (revoked.includes(credential)) void transport.close();
+    };
+    const stopWatching = keys.onRevoked((keyId) => endSessionsOf([keyId]));
+
     const sweeper = setInterval(() => {
       const cutoff = Date.now() - SESSION_IDLE_MS;
       for (const { transport, lastSeen } of sessions.values()) if (lastSeen < cutoff) void transport.close();
-    }, 60_000);
+      const keyIds = [...new Set([...sessions.values()].map((session) => session.credential))].filter((c) => !c.startsWith(SIGNED));
+      if (keyIds.length === 0) return;
+      keys.revokedAmong(keyIds).then(endSessionsOf, (err: unknown) => logger.warn({ err }, 'could not check the keys of MCP sessions'));
+    }, SWEEP_INTERVAL_MS);
     sweeper.unref();
 
     // Open GET streams would hold the server's close: end every session first.
     app.addHook('preClose', async () => {
       clearInterval(sweeper);
+      stopWatching();
       await Promise.all([...sessions.values()].map(({ transport }) => transport.close()));
       sessions.clear();
     });

@@ -256,6 +256,37 @@ describeEachDialect('MCP', (dialect) => {
     }
   });
 
+  it('binds a session to its key: another key of the same agent, or another admin key, is refused (403)', async () => {
+    const transport = httpTransport(server, await agentKey(server, 'mcp-twice'));
+    const client = await connect(transport);
+    const admin = httpTransport(server, server.adminKey);
+    const adminClient = await connect(admin);
+    try {
+      const sameAgent = await rawToolsList(server, await agentKey(server, 'mcp-twice'), transport);
+      expect(sameAgent.status).toBe(403);
+      expect(((await sameAgent.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+      const otherAdmin = await server.api.post('/api/v1/auth/keys', { role: 'admin' });
+      expect((await rawToolsList(server, otherAdmin.body.data.key, admin)).status).toBe(403);
+      expect((await rawToolsList(server, server.adminKey, admin)).status).toBe(200);
+    } finally {
+      await adminClient.close();
+      await client.close();
+    }
+  });
+
+  it('ends the sessions of a revoked key: its session id is then unknown (404) to any key', async () => {
+    const { id, key } = await createKey(server, 'mcp-ended');
+    const transport = httpTransport(server, key);
+    const client = await connect(transport);
+    try {
+      expect((await server.api.delete(`/api/v1/auth/keys/${id}`)).status).toBe(200);
+      const after = await rawToolsList(server, await agentKey(server, 'mcp-ended'), transport);
+      expect(after.status).toBe(404);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('ends a session on DELETE: its id is then unknown (404)', async () => {
     const key = await agentKey(server, 'mcp-leaver');
     const transport = httpTransport(server, key);

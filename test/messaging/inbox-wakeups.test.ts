@@ -13,6 +13,7 @@ class ClusterNotifier extends InProcessNotifier {
 /** A cluster's notifier that records what it is asked to send and holds each notify until released. */
 class HeldNotifier implements Notifier {
   readonly spansNodes = true;
+  readonly epoch = 0;
   readonly sent: string[] = [];
   private readonly local = new InProcessNotifier();
   private readonly held: (() => void)[] = [];
