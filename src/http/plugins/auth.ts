@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthService, Principal } from '../../auth/index.js';
+import type { AuthService, Principal, SignatureHeaders } from '../../auth/index.js';
 import { EMPTY_BODY_SHA256 } from '../../auth/index.js';
 import { RateLimited, Unauthorized } from '../../kernel/errors.js';
 import { sha256Hex } from '../../kernel/sha256.js';
@@ -13,7 +13,7 @@ declare module 'fastify' {
     /** The raw JSON body, kept for request signatures. */
     rawBody?: Buffer;
     /** Signature headers awaiting verification once the body has been read. */
-    signedBy?: { agentId: string; timestamp: string; signature: string };
+    signedBy?: SignatureHeaders;
   }
   interface FastifyContextConfig {
     /** No credentials needed (health, webhooks, signed URLs): the path carries its own proof. */
@@ -101,12 +101,8 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
   async function verifySignature(request: FastifyRequest, reply: FastifyReply, signed: NonNullable<FastifyRequest['signedBy']>) {
     const declared = request.routeOptions.config.verifiesBodyHash ? header(request, 'x-content-sha256') : undefined;
     const bodySha256 = request.rawBody ? sha256Hex(request.rawBody) : (declared?.toLowerCase() ?? EMPTY_BODY_SHA256);
-    request.principal = await auth.authenticateSignature({
-      ...signed,
-      method: request.method,
-      pathWithQuery: pathWithQuery(request),
-      bodySha256,
-    });
+    const pending = await auth.checkSignatureHeaders(signed);
+    request.principal = await auth.verifySignature(pending, { method: request.method, pathWithQuery: pathWithQuery(request), bodySha256 });
     await spend(request.principal.bucket, reply);
   }
 
