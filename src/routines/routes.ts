@@ -16,12 +16,13 @@ import {
   UpdateRoutineBody,
   WebhookToken,
 } from './schemas.js';
-import type { RoutinesService } from './service.js';
+import type { RoutinesService, WebhookRoutine } from './service.js';
 
 const tags = ['routines'];
 
 export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncTypebox {
   return async (app) => {
+    const webhooks = new WeakMap<object, WebhookRoutine>();
     app.get(
       '/routines',
       { schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
@@ -129,6 +130,10 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
       '/routines/webhook/:token',
       {
         config: { public: true },
+        // The token is looked up before the body is read: without a valid one, no memory is held.
+        onRequest: async (request) => {
+          webhooks.set(request, await service.webhookRoutine(request.params.token));
+        },
         schema: {
           tags,
           summary: 'Fire a webhook routine (no auth header: the token authenticates); the JSON body becomes the payload',
@@ -137,7 +142,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
           response: { 202: DataEnvelope(Type.Object({ execution_id: Type.String() })) },
         },
       },
-      async (request, reply) => accepted(reply, await service.invokeWebhook(request.params.token, request.body)),
+      async (request, reply) => accepted(reply, await service.invokeWebhook(webhooks.get(request)!, request.body)),
     );
 
     app.get(

@@ -1,32 +1,8 @@
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { signingString } from '../../src/auth/signing.js';
 import { sha256Hex } from '../../src/kernel/sha256.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-
-function keyPair() {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('base64');
-  const pem = publicKey.export({ format: 'pem', type: 'spki' }).toString();
-  return { raw, pem, privateKey };
-}
-
-function signedHeaders(
-  privateKey: KeyObject,
-  agentId: string,
-  method: string,
-  path: string,
-  body = '',
-  timestamp = new Date().toISOString(),
-) {
-  const message = signingString(method, path, timestamp, sha256Hex(body));
-  return {
-    'x-agent-id': agentId,
-    'x-timestamp': timestamp,
-    'x-signature': sign(null, Buffer.from(message), privateKey).toString('base64'),
-  };
-}
+import { keyPair, signedHeaders } from '../helpers/signing.js';
 
 describeEachDialect('Ed25519 request signing', (dialect) => {
   const server = useServer(dialect);
