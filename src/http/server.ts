@@ -60,7 +60,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     requestIdHeader: false,
     bodyLimit: options.config.maxJsonBodyBytes,
     // A slow body is cut (408) and never holds its memory for long; headers get less time.
-    // Node checks the deadlines every connectionsCheckingInterval (30 s by default).
+    // Node checks the deadlines every connectionsCheckingInterval: a tenth of the timeout, at
+    // most Node's default of 30 s.
     requestTimeout: requestTimeoutMs,
     http: {
       headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs),

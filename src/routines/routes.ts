@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
 import {
@@ -22,7 +23,8 @@ const tags = ['routines'];
 
 export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncTypebox {
   return async (app) => {
-    const webhooks = new WeakMap<object, WebhookRoutine>();
+    // The routine each webhook request's token named, found before its body was read.
+    const webhooks = new WeakMap<FastifyRequest, WebhookRoutine>();
     app.get(
       '/routines',
       { schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
@@ -130,7 +132,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
       '/routines/webhook/:token',
       {
         config: { public: true },
-        // The token is looked up before the body is read: without a valid one, no memory is held.
+        // The token is looked up before the body is read: a caller without a valid one holds no memory.
         onRequest: async (request) => {
           webhooks.set(request, await service.webhookRoutine(request.params.token));
         },
