@@ -124,6 +124,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     logger,
     auth: auth.service,
     limiter,
+    anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,
     ready: () => database.ping(),
     routes: [

@@ -14,6 +14,12 @@ export interface Config {
   readonly logLevel: string;
   readonly rateLimit: number;
   readonly rateWindowSeconds: number;
+  /** Budget per client address of requests without a principal (public routes, refused credentials). */
+  readonly rateLimitAnonymous: number;
+  /** The most bytes the bodies of signed requests awaiting verification may hold together. */
+  readonly unauthenticatedBodyBytes: number;
+  /** Time to receive a whole request, body included; slower ones are cut with 408. */
+  readonly requestTimeoutSeconds: number;
   readonly healthTtlSeconds: number;
   readonly maxUploadBytes: number;
   /** Artifact contents of at most this many bytes are kept in the database, not as files. */
@@ -68,6 +74,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     logLevel,
     rateLimit: int(env, 'SWITCHBOARD_RATE_LIMIT', 6000, 0, 1_000_000_000),
     rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
+    rateLimitAnonymous: int(env, 'SWITCHBOARD_RATE_LIMIT_ANONYMOUS', 600, 0, 1_000_000_000),
+    unauthenticatedBodyBytes: int(env, 'SWITCHBOARD_UNAUTHENTICATED_BODY_BYTES', 32 * 1024 ** 2, 1024, 1024 ** 4),
+    // Node's own default, which Fastify turns off; it bounds uploads too.
+    requestTimeoutSeconds: int(env, 'SWITCHBOARD_REQUEST_TIMEOUT_S', 300, 1, 86_400),
     healthTtlSeconds: int(env, 'SWITCHBOARD_HEALTH_TTL_S', 30, 1, 86_400),
     maxUploadBytes: int(env, 'SWITCHBOARD_MAX_UPLOAD_BYTES', 5 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
     // Each upload in flight holds up to this much in memory before it spills to a staging file.

@@ -9,7 +9,7 @@ import type { Notifier } from '../kernel/notifier.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Principal } from './principal.js';
-import { normalizePublicKey, SIGNATURE_WINDOW_MS, signingString, verifySignature } from './signing.js';
+import { decodeSignature, normalizePublicKey, SIGNATURE_WINDOW_MS, signingString, verifySignature } from './signing.js';
 import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
 
 export interface ApiKey {
@@ -30,13 +30,24 @@ export interface PublicKey {
   created_at: string;
 }
 
-export interface SignedRequest {
+/** The signature headers of a request (design §3). */
+export interface SignatureHeaders {
   agentId: string;
   timestamp: string;
   signature: string;
-  method: string;
-  pathWithQuery: string;
-  bodySha256: string;
+}
+
+/**
+ * A signed request that passed the checks possible before its body is read; its signature is
+ * verified once the body's hash is known.
+ */
+export interface PendingSignature {
+  agentId: string;
+  timestamp: string;
+  sentAt: number;
+  signature: Buffer;
+  /** The agent's registered keys, raw base64. */
+  publicKeys: string[];
 }
 
 const KEY_PREFIX = 'sk_';
@@ -205,29 +216,50 @@ export class AuthService {
     return principal;
   }
 
-  /** Verifies an Ed25519-signed request (design §3) and returns the agent principal. */
-  async authenticateSignature(request: SignedRequest): Promise<Principal> {
-    const sentAt = Date.parse(request.timestamp);
-    if (Number.isNaN(sentAt)) throw new Unauthorized('X-Timestamp must be an ISO 8601 time');
-    const now = this.clock.now();
-    if (Math.abs(now - sentAt) > SIGNATURE_WINDOW_MS) {
-      throw new Unauthorized('X-Timestamp is more than 300 s away from the server time');
+  /**
+   * The checks of a signed request that need no body: a canonical signature, a fresh timestamp
+   * and a registered key. A request failing them is refused before its body is read.
+   */
+  async checkSignatureHeaders(headers: SignatureHeaders): Promise<PendingSignature> {
+    const signature = decodeSignature(headers.signature);
+    if (signature === null) {
+      throw new Unauthorized('X-Signature must be the padded standard base64 of a 64-byte Ed25519 signature');
     }
-    const keys = await this.store.listPublicKeys(request.agentId);
-    if (keys.length === 0) throw new Unauthorized(`No public key registered for agent '${request.agentId}'`);
-    const message = signingString(request.method, request.pathWithQuery, request.timestamp, request.bodySha256);
-    if (!keys.some((k) => verifySignature(message, request.signature, k.public_key))) {
+    const sentAt = Date.parse(headers.timestamp);
+    if (Number.isNaN(sentAt)) throw new Unauthorized('X-Timestamp must be an ISO 8601 time');
+    this.checkFresh(sentAt);
+    const keys = await this.store.listPublicKeys(headers.agentId);
+    if (keys.length === 0) throw new Unauthorized(`No public key registered for agent '${headers.agentId}'`);
+    return { ...headers, sentAt, signature, publicKeys: keys.map((k) => k.public_key) };
+  }
+
+  /** Verifies a pending signature over the request's method, path and body hash; returns the agent principal. */
+  async verifySignature(
+    pending: PendingSignature,
+    request: { method: string; pathWithQuery: string; bodySha256: string },
+  ): Promise<Principal> {
+    // Again: the body may have taken a while, and the replay guard forgets a signature once its window has passed.
+    this.checkFresh(pending.sentAt);
+    const message = signingString(request.method, request.pathWithQuery, pending.timestamp, request.bodySha256);
+    if (!pending.publicKeys.some((key) => verifySignature(message, pending.signature, key))) {
       throw new Unauthorized('Signature does not verify');
     }
-    const fresh = await this.store.rememberSignature(sha256Hex(request.signature), sentAt + SIGNATURE_WINDOW_MS);
+    // Keyed on the signature's bytes, so that no other text of the same signature passes as new.
+    const fresh = await this.store.rememberSignature(sha256Hex(pending.signature), pending.sentAt + SIGNATURE_WINDOW_MS);
     if (!fresh) throw new Unauthorized('Signature has already been used (replay)');
     return {
       role: 'agent',
-      agentId: request.agentId,
+      agentId: pending.agentId,
       keyId: null,
-      actor: request.agentId,
-      bucket: `agent:${request.agentId}`,
+      actor: pending.agentId,
+      bucket: `agent:${pending.agentId}`,
     };
+  }
+
+  private checkFresh(sentAt: number): void {
+    if (Math.abs(this.clock.now() - sentAt) > SIGNATURE_WINDOW_MS) {
+      throw new Unauthorized('X-Timestamp is more than 300 s away from the server time');
+    }
   }
 
   async addPublicKey(agentId: string, publicKey: string): Promise<PublicKey> {

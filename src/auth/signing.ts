@@ -47,9 +47,22 @@ export function toKeyObject(rawBase64: string): KeyObject {
   });
 }
 
-export function verifySignature(message: string, signatureBase64: string, rawPublicKeyBase64: string): boolean {
-  const signature = Buffer.from(signatureBase64, 'base64');
-  if (signature.length !== 64) return false;
+/** Bytes of an Ed25519 signature; their canonical base64 is 86 characters and `==`. */
+const SIGNATURE_BYTES = 64;
+
+/**
+ * The signature in an `X-Signature` header, or null unless the header is the canonical
+ * standard base64 of exactly 64 bytes. `Buffer.from(text, 'base64')` skips junk characters and
+ * missing padding, takes the url-safe alphabet and ignores the unused low bits, so many texts
+ * decode to one signature: accepting them let a captured request replay under a re-encoded
+ * signature (one signed send became 51 deliveries, issue 20).
+ */
+export function decodeSignature(text: string): Buffer | null {
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.length === SIGNATURE_BYTES && bytes.toString('base64') === text ? bytes : null;
+}
+
+export function verifySignature(message: string, signature: Buffer, rawPublicKeyBase64: string): boolean {
   try {
     return verify(null, Buffer.from(message), toKeyObject(rawPublicKeyBase64), signature);
   } catch {

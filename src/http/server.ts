@@ -37,6 +37,8 @@ export interface HttpServerOptions {
   logger: Logger;
   auth: AuthService;
   limiter: RateLimiter;
+  /** Budgets per client address of requests without a principal. */
+  anonymousLimiter: RateLimiter;
   metrics: Registry;
   /** Throws when the database cannot be reached (GET /readyz). */
   ready: () => Promise<void>;
@@ -45,8 +47,11 @@ export interface HttpServerOptions {
 
 export const API_VERSION = '0.1.0';
 
+const HEADERS_TIMEOUT_MS = 30_000;
+
 /** Builds the Fastify app: plumbing first, then every domain's routes under its root. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
+  const requestTimeoutMs = options.config.requestTimeoutSeconds * 1000;
   const app = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
     // Per-request access logs cost ~15% throughput; metrics and error logs cover operations.
@@ -55,6 +60,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: options.config.maxJsonBodyBytes,
+    // A slow body is cut (408) and never holds its memory for long; headers get less time.
+    // Node checks the deadlines every connectionsCheckingInterval: a tenth of the timeout, at
+    // most Node's default of 30 s.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, requestTimeoutMs / 10),
+    },
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -96,7 +109,12 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   installErrorHandling(app);
   installMetrics(app, options.metrics);
-  installAuth(app, options.auth, options.limiter);
+  installAuth(app, options.auth, {
+    principals: options.limiter,
+    anonymous: options.anonymousLimiter,
+    bodyBytes: options.config.maxJsonBodyBytes,
+    unauthenticatedBodyBytes: options.config.unauthenticatedBodyBytes,
+  });
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
   const routes: { method: string; url: string; hidden: boolean }[] = [];

@@ -120,7 +120,7 @@ export class RateLimited extends AppError {
 }
 
 export class ServiceUnavailable extends AppError {
-  constructor(message: string) {
-    super('service_unavailable', message);
+  constructor(message: string, retryAfterSeconds?: number) {
+    super('service_unavailable', message, undefined, retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) });
   }
 }

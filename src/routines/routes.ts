@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
 import {
@@ -16,12 +17,14 @@ import {
   UpdateRoutineBody,
   WebhookToken,
 } from './schemas.js';
-import type { RoutinesService } from './service.js';
+import type { RoutinesService, WebhookRoutine } from './service.js';
 
 const tags = ['routines'];
 
 export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncTypebox {
   return async (app) => {
+    // The routine each webhook request's token named, found before its body was read.
+    const webhooks = new WeakMap<FastifyRequest, WebhookRoutine>();
     app.get(
       '/routines',
       { schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
@@ -129,6 +132,10 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
       '/routines/webhook/:token',
       {
         config: { public: true },
+        // The token is looked up before the body is read: a caller without a valid one holds no memory.
+        onRequest: async (request) => {
+          webhooks.set(request, await service.webhookRoutine(request.params.token));
+        },
         schema: {
           tags,
           summary: 'Fire a webhook routine (no auth header: the token authenticates); the JSON body becomes the payload',
@@ -137,7 +144,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
           response: { 202: DataEnvelope(Type.Object({ execution_id: Type.String() })) },
         },
       },
-      async (request, reply) => accepted(reply, await service.invokeWebhook(request.params.token, request.body)),
+      async (request, reply) => accepted(reply, await service.invokeWebhook(webhooks.get(request)!, request.body)),
     );
 
     app.get(

@@ -88,6 +88,9 @@ export interface Fire {
   created_at: string;
 }
 
+/** A webhook routine found by its token; what `invokeWebhook` fires. */
+export type WebhookRoutine = RoutineRow;
+
 export interface RoutinesDeps {
   store: RoutinesStore;
   clock: Clock;
@@ -325,12 +328,20 @@ export class RoutinesService {
     return execution;
   }
 
-  /** A webhook invocation: the token authenticates; the body becomes the payload. */
-  async invokeWebhook(token: string, body: unknown): Promise<{ execution_id: string }> {
+  /**
+   * The routine a webhook token fires (the token authenticates): 404 unknown, 409 paused.
+   * Asked before the request's body is read, so that a caller without a token holds no memory.
+   */
+  async webhookRoutine(token: string): Promise<WebhookRoutine> {
     const row = await this.store.findRoutineByTokenHash(sha256Hex(token));
     if (!row || row.trigger_type !== 'webhook') throw new NotFound('Webhook');
     if (row.enabled !== 1) throw new Conflict('This routine is paused');
-    const execution = await this.store.transaction((trx) => this.startExecution(trx, row, 'webhook', null, body ?? {}));
+    return row;
+  }
+
+  /** A webhook invocation of the routine `webhookRoutine` found; the body becomes the payload. */
+  async invokeWebhook(routine: WebhookRoutine, body: unknown): Promise<{ execution_id: string }> {
+    const execution = await this.store.transaction((trx) => this.startExecution(trx, routine, 'webhook', null, body ?? {}));
     await this.changed();
     return { execution_id: execution.id };
   }

@@ -1,32 +1,8 @@
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { signingString } from '../../src/auth/signing.js';
 import { sha256Hex } from '../../src/kernel/sha256.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-
-function keyPair() {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('base64');
-  const pem = publicKey.export({ format: 'pem', type: 'spki' }).toString();
-  return { raw, pem, privateKey };
-}
-
-function signedHeaders(
-  privateKey: KeyObject,
-  agentId: string,
-  method: string,
-  path: string,
-  body = '',
-  timestamp = new Date().toISOString(),
-) {
-  const message = signingString(method, path, timestamp, sha256Hex(body));
-  return {
-    'x-agent-id': agentId,
-    'x-timestamp': timestamp,
-    'x-signature': sign(null, Buffer.from(message), privateKey).toString('base64'),
-  };
-}
+import { keyPair, signedHeaders } from '../helpers/signing.js';
 
 describeEachDialect('Ed25519 request signing', (dialect) => {
   const server = useServer(dialect);
@@ -96,6 +72,41 @@ describeEachDialect('Ed25519 request signing', (dialect) => {
     expect(wrongPath.status).toBe(401);
     const partial = await server.api.get(path, { key: null, headers: { 'x-agent-id': 'alice' } });
     expect(partial.status).toBe(401);
+  });
+
+  it('refuses a captured signature re-encoded in any other base64 text (replay), and still takes fresh ones', async () => {
+    const erin = keyPair();
+    expect((await server.api.post('/api/v1/auth/agents/erin/public-keys', { public_key: erin.raw })).status).toBe(201);
+    const path = '/api/v1/auth/whoami';
+    // A signature with a '+' or '/' in it, so that its url-safe text differs (they are signed over distinct timestamps).
+    let captured = signedHeaders(erin.privateKey, 'erin', 'GET', path);
+    for (let ms = 1; !/[+/]/.test(captured['x-signature']); ms++) {
+      captured = signedHeaders(erin.privateKey, 'erin', 'GET', path, '', new Date(Date.now() - ms).toISOString());
+    }
+    const text = captured['x-signature'];
+    expect(text).toMatch(/^[A-Za-z0-9+/]{86}==$/);
+    expect((await server.api.get(path, { key: null, headers: captured })).status).toBe(200);
+
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    // The last character carries 2 bits of the signature and 4 unused ones.
+    const unusedBitsFlipped = text.slice(0, 85) + alphabet[alphabet.indexOf(text[85]!) ^ 1] + '==';
+    const variants = {
+      'no padding': text.replace(/=+$/, ''),
+      'one pad missing': text.slice(0, -1),
+      'extra padding': `${text}=`,
+      'unused bits flipped': unusedBitsFlipped,
+      'url-safe alphabet': text.replace(/\+/g, '-').replace(/\//g, '_'),
+      'trailing junk': `${text}!`,
+      'trailing junk, many': `${text}!!!!!!`,
+      'junk inside': `${text.slice(0, 40)}.${text.slice(40)}`,
+      'leading junk': `*${text}`,
+    };
+    for (const [name, signature] of Object.entries(variants)) {
+      expect(signature, name).not.toBe(text);
+      const replay = await server.api.get(path, { key: null, headers: { ...captured, 'x-signature': signature } });
+      expect({ name, status: replay.status, code: replay.body.error?.code }).toEqual({ name, status: 401, code: 'unauthorized' });
+    }
+    expect((await server.api.get(path, { key: null, headers: signedHeaders(erin.privateKey, 'erin', 'GET', path) })).status).toBe(200);
   });
 
   it('keeps signed agents to themselves (403) and validates keys (400)', async () => {

@@ -51,3 +51,41 @@ describeEachDialect('rate limiting disabled', (dialect) => {
     }
   });
 });
+
+describeEachDialect('rate limiting of requests without a principal', (dialect) => {
+  // An hour's window, so that no window boundary falls inside the test.
+  const server = useServer(dialect, {
+    env: { SWITCHBOARD_RATE_LIMIT: '100', SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '4', SWITCHBOARD_RATE_WINDOW_S: '3600' },
+  });
+
+  it('spends a budget of their own per client address, with the headers on every answer, 401 and 404 included', async () => {
+    const refused = [
+      await server.api.get('/api/v1/auth/whoami', { key: null }),
+      await server.api.get('/api/v1/auth/whoami', { key: `sk_${'x'.repeat(40)}` }),
+      await server.api.get('/api/v1/auth/whoami', { key: null, headers: { 'x-agent-id': 'nobody', 'x-timestamp': new Date().toISOString(), 'x-signature': 'AA==' } }),
+      await server.api.get('/api/v1/no-such-route', { key: null }),
+    ];
+    expect(refused.map((res) => res.status)).toEqual([401, 401, 401, 401]);
+    expect(refused.map((res) => res.headers.get('x-ratelimit-limit'))).toEqual(['4', '4', '4', '4']);
+    expect(refused.map((res) => res.headers.get('x-ratelimit-remaining'))).toEqual(['3', '2', '1', '0']);
+    for (const res of refused) expect(Number(res.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
+
+    // Past the budget, a client guessing keys (and public routes from the same address) get 429.
+    const guessing = await server.api.get('/api/v1/auth/whoami', { key: `sk_${'y'.repeat(40)}` });
+    expect(guessing.status).toBe(429);
+    expect(guessing.body.error.code).toBe('rate_limited');
+    expect(Number(guessing.headers.get('retry-after'))).toBeGreaterThan(0);
+    const publicRoute = await server.api.get('/api/v1/openapi.json', { key: null });
+    expect(publicRoute.status).toBe(429);
+    expect(publicRoute.headers.get('x-ratelimit-remaining')).toBe('0');
+
+    // Authenticated callers keep their own budgets, and their 404s carry them.
+    const own = await server.api.get('/api/v1/auth/whoami');
+    expect(own.status).toBe(200);
+    expect(own.headers.get('x-ratelimit-limit')).toBe('100');
+    const unknownRoute = await server.api.get('/api/v1/no-such-route');
+    expect(unknownRoute.status).toBe(404);
+    expect(unknownRoute.headers.get('x-ratelimit-limit')).toBe('100');
+    expect(unknownRoute.headers.get('x-ratelimit-remaining')).toBe('98');
+  });
+});

@@ -1,7 +1,7 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthService, Principal } from '../../auth/index.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { AuthService, PendingSignature, Principal } from '../../auth/index.js';
 import { EMPTY_BODY_SHA256 } from '../../auth/index.js';
-import { RateLimited, Unauthorized } from '../../kernel/errors.js';
+import { RateLimited, ServiceUnavailable, Unauthorized } from '../../kernel/errors.js';
 import { sha256Hex } from '../../kernel/sha256.js';
 import type { RateLimitDecision, RateLimiter } from '../../kernel/rate-limiter.js';
 import { pathWithQuery } from '../reply.js';
@@ -12,8 +12,8 @@ declare module 'fastify' {
     principal: Principal;
     /** The raw JSON body, kept for request signatures. */
     rawBody?: Buffer;
-    /** Signature headers awaiting verification once the body has been read. */
-    signedBy?: { agentId: string; timestamp: string; signature: string };
+    /** Signature headers that passed the checks before the body; verified once the body has been read. */
+    signedBy?: PendingSignature;
   }
   interface FastifyContextConfig {
     /** No credentials needed (health, webhooks, signed URLs): the path carries its own proof. */
@@ -29,21 +29,35 @@ declare module 'fastify' {
   }
 }
 
+export interface AuthLimits {
+  /** Budgets of authenticated principals. */
+  principals: RateLimiter;
+  /** Budgets of requests without a principal (public routes, refused credentials), per client address. */
+  anonymous: RateLimiter;
+  /** The most bytes one request body may have (Fastify's body limit). */
+  bodyBytes: number;
+  /** The most bytes the bodies of signed requests awaiting verification may hold together. */
+  unauthenticatedBodyBytes: number;
+}
+
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
 
 /**
- * Authentication and rate limiting for every route (design §3, issue "rate limiting"):
- * bearer keys are checked before the body is read; Ed25519 signatures after, because they
- * cover the body's hash. Streamed bodies (multipart, raw uploads) are signed through the
- * `X-Content-SHA256` header, which the consuming route checks against the bytes it stores.
+ * Authentication and rate limiting for every route (design §2, §3): bearer keys are checked
+ * before the body is read; Ed25519 signatures cover the body's hash, so before the body only
+ * what can be (a canonical signature, a fresh timestamp, a registered key), and the signature
+ * after. Streamed bodies (multipart, raw uploads) are signed through the `X-Content-SHA256`
+ * header, which the consuming route checks against the bytes it stores. A request with no
+ * principal (a public route, or refused credentials) spends its client address's anonymous
+ * budget, so every answer carries the budget headers.
  */
-export function installAuth(app: FastifyInstance, auth: AuthService, limiter: RateLimiter): void {
+export function installAuth(app: FastifyInstance, auth: AuthService, limits: AuthLimits): void {
   app.decorateRequest('principal', null as unknown as Principal);
 
-  function spend(bucket: string, reply: FastifyReply): void | Promise<void> {
+  function spend(limiter: RateLimiter, bucket: string, reply: FastifyReply): void | Promise<void> {
     if (!limiter.enabled) return;
     const decision = limiter.consume(bucket);
     if (decision instanceof Promise) return decision.then((d) => apply(d, reply));
@@ -58,20 +72,66 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
     if (!decision.allowed) throw new RateLimited(Math.max(1, resetSeconds - Math.floor(Date.now() / 1000)));
   }
 
+  const spendAnonymous = (request: FastifyRequest, reply: FastifyReply) => spend(limits.anonymous, `ip:${request.ip}`, reply);
+
+  /**
+   * Ends a hook with `err`. A request refused before it had a principal spends the anonymous
+   * budget first: its answer carries the budget headers, and a client guessing credentials is
+   * held to that budget (429 once it is spent).
+   */
+  function refuse(request: FastifyRequest, reply: FastifyReply, err: unknown, done: HookHandlerDoneFunction): void {
+    if (request.principal || request.routeOptions.config.public) return done(err as Error);
+    let spent: void | Promise<void>;
+    try {
+      spent = spendAnonymous(request, reply);
+    } catch (limited) {
+      return done(limited as Error);
+    }
+    if (spent) spent.then(() => done(err as Error), done);
+    else done(err as Error);
+  }
+
+  // Bytes reserved by the bodies of signed requests not verified yet: a client needs no secret
+  // to get this far, so together they may hold at most `unauthenticatedBodyBytes` (1,000 slow
+  // 1 MiB bodies took RSS from 180 MB to 1.17 GB, issue 20).
+  let heldBodyBytes = 0;
+  const releases = new WeakMap<FastifyRequest, () => void>();
+
+  /** Reserves what the request's body may hold until its signature is verified or it ends; 503 over the cap. */
+  function holdBody(request: FastifyRequest): void {
+    const length = header(request, 'content-length');
+    const declared = length !== undefined ? Number(length) : request.headers['transfer-encoding'] ? limits.bodyBytes : 0;
+    const bytes = Math.min(declared, limits.bodyBytes);
+    if (!(bytes > 0)) return;
+    if (heldBodyBytes + bytes > limits.unauthenticatedBodyBytes) {
+      throw new ServiceUnavailable('Too many signed request bodies are awaiting verification; retry in a moment', 1);
+    }
+    heldBodyBytes += bytes;
+    let held = true;
+    const release = () => {
+      if (held) heldBodyBytes -= bytes;
+      held = false;
+    };
+    releases.set(request, release);
+    // Also when the client goes away before its body has arrived.
+    request.raw.once('close', release);
+  }
+
+  function admit(request: FastifyRequest, reply: FastifyReply, principal: Principal): void | Promise<void> {
+    request.principal = principal;
+    return spend(limits.principals, principal.bucket, reply);
+  }
+
   /** Settles at once for a cached key and an in-memory limiter, the common case. */
   function authenticate(request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
     const config = request.routeOptions.config;
-    if (config.public) return config.rateLimit !== false ? spend(`ip:${request.ip}`, reply) : undefined;
+    if (config.public) return config.rateLimit !== false ? spendAnonymous(request, reply) : undefined;
     const authorization = header(request, 'authorization');
     if (authorization !== undefined) {
       const match = /^Bearer +(\S+)$/i.exec(authorization);
       if (!match) throw new Unauthorized('Authorization must be "Bearer <API key>"');
-      const admit = (principal: Principal) => {
-        request.principal = principal;
-        return spend(principal.bucket, reply);
-      };
       const principal = auth.authenticateKey(match[1]!);
-      return principal instanceof Promise ? principal.then(admit) : admit(principal);
+      return principal instanceof Promise ? principal.then((p) => admit(request, reply, p)) : admit(request, reply, principal);
     }
     const agentId = header(request, 'x-agent-id');
     const timestamp = header(request, 'x-timestamp');
@@ -80,8 +140,10 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
       if (!agentId || !timestamp || !signature) {
         throw new Unauthorized('Signed requests need X-Agent-ID, X-Timestamp and X-Signature');
       }
-      request.signedBy = { agentId, timestamp, signature };
-      return;
+      return auth.checkSignatureHeaders({ agentId, timestamp, signature }).then((pending) => {
+        holdBody(request);
+        request.signedBy = pending;
+      });
     }
     throw new Unauthorized('Missing credentials: send "Authorization: Bearer <API key>" or sign the request');
   }
@@ -92,28 +154,27 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limiter: Ra
     try {
       pending = authenticate(request, reply);
     } catch (err) {
-      return done(err as Error);
+      return refuse(request, reply, err, done);
     }
-    if (pending) pending.then(() => done(), done);
+    if (pending) pending.then(() => done(), (err: unknown) => refuse(request, reply, err, done));
     else done();
   });
 
-  async function verifySignature(request: FastifyRequest, reply: FastifyReply, signed: NonNullable<FastifyRequest['signedBy']>) {
+  async function verifySignature(request: FastifyRequest, reply: FastifyReply, pending: PendingSignature) {
     const declared = request.routeOptions.config.verifiesBodyHash ? header(request, 'x-content-sha256') : undefined;
     const bodySha256 = request.rawBody ? sha256Hex(request.rawBody) : (declared?.toLowerCase() ?? EMPTY_BODY_SHA256);
-    request.principal = await auth.authenticateSignature({
-      ...signed,
-      method: request.method,
-      pathWithQuery: pathWithQuery(request),
-      bodySha256,
-    });
-    await spend(request.principal.bucket, reply);
+    try {
+      const principal = await auth.verifySignature(pending, { method: request.method, pathWithQuery: pathWithQuery(request), bodySha256 });
+      await admit(request, reply, principal);
+    } finally {
+      releases.get(request)?.();
+    }
   }
 
   // A callback hook: most requests carry no signature, and skip it without a promise.
   app.addHook('preValidation', (request, reply, done) => {
-    const signed = request.signedBy;
-    if (!signed) return done();
-    verifySignature(request, reply, signed).then(() => done(), done);
+    const pending = request.signedBy;
+    if (!pending) return done();
+    verifySignature(request, reply, pending).then(() => done(), (err: unknown) => refuse(request, reply, err, done));
   });
 }
