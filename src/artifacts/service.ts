@@ -21,7 +21,7 @@ import {
   type UploadIntentBody,
 } from './schemas.js';
 import type { ArtifactFilter, ArtifactRow, ArtifactsStore, UploadRow, VersionContentRow, VersionRow, Viewer } from './store.js';
-import { isJsonObject } from '../kernel/json.js';
+import { isJsonObject, refuseNul } from '../kernel/json.js';
 
 /** One part of a multipart body, in the order the client sent them. */
 export type FormPart =
@@ -110,6 +110,8 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
     throw InvalidRequest.field(field, 'must be valid JSON');
   }
   if (!isJsonObject(value)) throw InvalidRequest.field(field, 'must be a JSON object');
+  // JSON text in a form field or the query: the shared refusal of the HTTP layer never saw it.
+  refuseNul(value, field);
   return value;
 }
 
@@ -117,6 +119,7 @@ function checkName(name: string): string {
   if (name.length < 1 || name.length > MAX_NAME_LENGTH) {
     throw InvalidRequest.field('name', `must be 1 to ${MAX_NAME_LENGTH} characters`);
   }
+  refuseNul(name, 'name');
   return name;
 }
 

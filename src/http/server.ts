@@ -11,6 +11,7 @@ import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { installErrorHandling } from './error-handler.js';
+import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { installAuth } from './plugins/auth.js';
 import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
@@ -74,6 +75,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     request.rawBody = raw;
     // An empty body with a JSON content type means "no body", as curl -X POST sends it.
     if (raw.length === 0) return done(null, undefined);
+    if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) return done(tooDeepError());
     parseJson(request, raw.toString('utf8'), done);
   });
 
@@ -96,6 +98,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   installErrorHandling(app);
   installMetrics(app, options.metrics);
   installAuth(app, options.auth, options.limiter);
+  installNulRefusal(app);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
   const routes: { method: string; url: string; hidden: boolean }[] = [];

@@ -23,6 +23,8 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export interface FieldProblem {
   field: string;
   message: string;
+  /** Where the field is: body, querystring, params or headers. */
+  in?: string;
 }
 
 export class AppError extends Error {
