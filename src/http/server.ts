@@ -17,6 +17,7 @@ import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
 import { requestId } from './plugins/request-id.js';
 import { lazyRequestLogger } from './request-logger.js';
+import { withBoundedRequestIntegers } from './schemas.js';
 
 export type HttpServer = FastifyInstance;
 
@@ -61,9 +62,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
 
   // Two validators: query strings and path params arrive as text and are coerced to the
   // schema's types; JSON bodies are not (a number where a string belongs is a 400, never
-  // silently converted). Unknown fields are errors everywhere (design §2).
+  // silently converted). Unknown fields are errors everywhere (design §2). JSON numbers are
+  // finite (`1e400` parses as Infinity); text ones coerced to Infinity pass ajv's finiteness
+  // check, and meet the maximum every integer has (withBoundedRequestIntegers).
   const validatorOptions = { removeAdditional: false, useDefaults: true, allErrors: true, strict: false } as const;
-  const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false }));
+  const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false, strictNumbers: true }));
   const textValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: 'array' }));
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
   app.setSerializerCompiler(compileSerializer);
@@ -104,6 +107,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const routes: { method: string; url: string; hidden: boolean }[] = [];
   app.decorate('routeTable', routes);
   app.addHook('onRoute', (route) => {
+    if (route.schema) route.schema = withBoundedRequestIntegers(route.schema);
     // Public routes (webhooks, upload URLs, signed downloads) say so in the document: no credentials.
     if (route.config?.public && route.schema && !route.schema.hide) route.schema = { ...route.schema, security: [] };
     const methods = Array.isArray(route.method) ? route.method : [route.method];
