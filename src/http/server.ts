@@ -10,7 +10,7 @@ import type { AuthService } from '../auth/index.js';
 import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
-import { installErrorHandling } from './error-handler.js';
+import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { installAuth } from './plugins/auth.js';
 import { compileSerializer } from './serialization.js';
@@ -58,6 +58,9 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     bodyLimit: options.config.maxJsonBodyBytes,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Requests refused before routing, or before they could be parsed, get the envelope too.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Two validators: query strings and path params arrive as text and are coerced to the
