@@ -271,7 +271,10 @@ export function problemWith(answer: Answer): string | null {
  * Objects the fuzzed requests can name in their paths (a task, a plan, a routine with a
  * webhook, an artifact, an agent), so that requests get past "not found" to the services.
  */
+let seedings = 0;
+
 export async function seedObjects(baseUrl: string, adminKey: string): Promise<Seeds> {
+  const alias = `fuzzed-${++seedings}`;
   const post = async (path: string, body: unknown) => {
     const res = await fetch(baseUrl + path, {
       method: 'POST',
@@ -285,7 +288,7 @@ export async function seedObjects(baseUrl: string, adminKey: string): Promise<Se
   const task = await post('/core/api/v1/tasks', { title: 'fuzzed' });
   const project = await post('/core/api/v1/projects', { name: 'fuzzed' });
   const routine = await post('/core/api/v1/routines', { name: 'fuzzed', trigger_type: 'webhook', target_agent: 'fuzz-agent' });
-  const plan = await post('/api/v1/coordination/plans', { alias: 'fuzzed', steps: [{ id: 'a', type: 'agent', agent: 'fuzz-agent', input: {} }] });
+  const plan = await post('/api/v1/coordination/plans', { alias, steps: [{ id: 'a', type: 'agent', agent: 'fuzz-agent', input: {} }] });
   const run = await post('/api/v1/coordination/runs', { plan_id: plan.id, input: {} });
   const artifact = await post('/api/v1/artifacts/snippets', { name: 'fuzzed.json', content: { a: 1 } });
   await post('/api/v1/discovery/capabilities', { agent_id: 'fuzz-agent', capability: 'fuzz.target' });
