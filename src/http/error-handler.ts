@@ -7,14 +7,37 @@ import { closeAfterAnswer, LINGER_MS } from './lingering-close.js';
 
 interface AjvIssue {
   instancePath?: string;
+  schemaPath?: string;
   message?: string;
   keyword?: string;
   params?: Record<string, unknown>;
 }
 
+const allowedValues = (issue: AjvIssue): unknown[] =>
+  issue.keyword === 'const' ? [issue.params?.allowedValue] : ((issue.params?.allowedValues as unknown[] | undefined) ?? []);
+
+/**
+ * A union of literals (TypeBox's `Type.Union([Type.Literal('a'), …])`) fails as one "must be
+ * equal to constant" per branch and a "must match a schema in anyOf": folded here into the one
+ * enum finding it means, so that the message lists the allowed values.
+ */
+function foldLiteralUnions(issues: AjvIssue[]): AjvIssue[] {
+  const folded = new Set<AjvIssue>();
+  const replaced = new Map<AjvIssue, AjvIssue>();
+  for (const issue of issues) {
+    if (issue.keyword !== 'anyOf' || !issue.schemaPath) continue;
+    const prefix = `${issue.schemaPath}/`;
+    const branches = issues.filter((other) => other.schemaPath?.startsWith(prefix));
+    if (branches.length === 0 || !branches.every((b) => (b.keyword === 'const' || b.keyword === 'enum') && b.instancePath === issue.instancePath)) continue;
+    for (const branch of branches) folded.add(branch);
+    replaced.set(issue, { instancePath: issue.instancePath, keyword: 'enum', params: { allowedValues: branches.flatMap(allowedValues) } });
+  }
+  return issues.filter((issue) => !folded.has(issue)).map((issue) => replaced.get(issue) ?? issue);
+}
+
 /** Turns ajv's findings into `{field, in, message}` entries a client can act on. */
 function fieldProblems(issues: AjvIssue[], location: string): (FieldProblem & { in: string })[] {
-  return issues.map((issue) => {
+  return foldLiteralUnions(issues).map((issue) => {
     const segments = (issue.instancePath ?? '').split('/').filter(Boolean);
     let message = issue.message ?? 'is invalid';
     if (issue.keyword === 'required' && typeof issue.params?.missingProperty === 'string') {

@@ -139,5 +139,13 @@ describeEachDialect('hostile input', (dialect) => {
     expectEnvelope(res, 400, 'invalid_request');
     expect(res.body.error.message).toBe('Invalid request: priority must be one of: none, low, medium, high, urgent');
     expect(res.body.error.details).toEqual([{ field: 'priority', in: 'body', message: 'must be one of: none, low, medium, high, urgent' }]);
+    // A union of literals says the same, once.
+    const step = await server.api.post('/api/v1/coordination/plans', { alias: 'typed', steps: [{ id: 'a', type: 'bogus' }] });
+    expectEnvelope(step, 400, 'invalid_request');
+    expect(step.body.error.details).toEqual([
+      { field: 'steps.0.type', in: 'body', message: 'must be one of: agent, human_approval, human_input, condition, parallel, wait, sub_plan, transform' },
+    ]);
+    const strategy = await server.api.get('/api/v1/discovery/agents?strategy=bogus');
+    expect(strategy.body.error.message).toMatch(/^Invalid request: strategy must be one of: [a-z_]+(, [a-z_]+)+$/);
   });
 });
