@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { DIALECTS, postgresTestUrl, type Dialect } from '../test/helpers/database.js';
-import { operationsOf, problemWith, requestFor, seedObjects, type FuzzRequest } from '../test/fuzz/requests.js';
+import { describeRequest, operationsOf, problemWith, requestFor, seedObjects, send, type FuzzRequest } from '../test/fuzz/requests.js';
 import { fmt, machine, record, ROOT, startSwitchboard } from './lib.js';
 
 const ROUNDS = 10;
@@ -44,21 +44,14 @@ async function fuzz(dialect: Dialect): Promise<Tally> {
       const worker = async () => {
         while (next < requests.length) {
           const request = requests[next++]!;
-          const label = `${request.method} ${request.url.slice(0, 160)}`;
           tally.requests++;
           try {
-            const res = await fetch(server.url + request.url, {
-              method: request.method,
-              headers: request.headers,
-              body: request.body,
-              signal: AbortSignal.timeout(35_000),
-            });
-            const answer = { status: res.status, headers: res.headers, text: await res.text() };
-            tally.byStatus.set(res.status, (tally.byStatus.get(res.status) ?? 0) + 1);
+            const answer = await send(server.url, request, 35_000);
+            tally.byStatus.set(answer.status, (tally.byStatus.get(answer.status) ?? 0) + 1);
             const problem = problemWith(answer);
-            if (problem) tally.problems.push(`${label} ${request.body?.slice(0, 200) ?? ''} → ${problem}`);
+            if (problem) tally.problems.push(`${describeRequest(request)} → ${problem}`);
           } catch (err) {
-            tally.unanswered.push(`${label} → ${(err as Error).message}`);
+            tally.unanswered.push(`${describeRequest(request)} → ${(err as Error).message}`);
           }
         }
       };

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-import { anyRequest, operationsOf, problemWith, seedObjects } from './requests.js';
+import { anyRequest, describeRequest, operationsOf, problemWith, seedObjects, send } from './requests.js';
 
 /** Fixed, so a failure here is a failure on every run; bench/fuzz.ts draws far more. */
 const SEED = 20;
@@ -18,14 +18,7 @@ describeEachDialect('fuzzing every operation of the OpenAPI document', (dialect)
     const ids = await seedObjects(server.url, server.adminKey);
     await fc.assert(
       fc.asyncProperty(anyRequest(operations, ids, server.adminKey), async (request) => {
-        const res = await fetch(server.url + request.url, {
-          method: request.method,
-          headers: request.headers,
-          body: request.body,
-          signal: AbortSignal.timeout(10_000),
-        });
-        const answer = { status: res.status, headers: res.headers, text: await res.text() };
-        expect(problemWith(answer), `${request.method} ${request.url} ${request.body?.slice(0, 300) ?? ''}`).toBeNull();
+        expect(problemWith(await send(server.url, request, 10_000)), describeRequest(request)).toBeNull();
       }),
       { seed: SEED, numRuns: RUNS },
     );

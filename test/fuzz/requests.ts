@@ -248,6 +248,20 @@ export interface Answer {
   text: string;
 }
 
+/** Sends a fuzzed request to the server at `baseUrl`; rejects when no answer comes within `timeoutMs`. */
+export async function send(baseUrl: string, request: FuzzRequest, timeoutMs: number): Promise<Answer> {
+  const res = await fetch(baseUrl + request.url, {
+    method: request.method,
+    headers: request.headers,
+    body: request.body,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/** A request in one line, for a failure's message. */
+export const describeRequest = (request: FuzzRequest) => `${request.method} ${request.url.slice(0, 160)} ${request.body?.slice(0, 200) ?? ''}`;
+
 /**
  * What is wrong with an answer, or null: never a 5xx, and every error in the envelope with
  * the request id of its X-Request-ID header.
