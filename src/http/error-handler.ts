@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_STATUS, type ErrorCode, type FieldProblem } from '../kernel/errors.js';
@@ -133,6 +133,8 @@ const MALFORMED_REQUEST = { code: 'invalid_request', message: 'The request is no
  */
 export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed || socket.writableEnded) return;
+  // An answer already under way (a request timeout mid-response) cannot be followed by another.
+  if ((socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage?.headersSent) return void socket.destroy();
   const { code, message } = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED_REQUEST;
   const status = ERROR_STATUS[code];
   const requestId = newId('req');
