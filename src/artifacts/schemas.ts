@@ -62,7 +62,8 @@ export const UploadIntentBody = Type.Object(
   {
     name: Name,
     content_type: ContentType,
-    size_bytes: Type.Integer({ minimum: 0, description: 'Exact size of the bytes that will be PUT' }),
+    // A bigint column: the upload limit (SWITCHBOARD_MAX_UPLOAD_BYTES) may pass 2 GiB.
+    size_bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Exact size of the bytes that will be PUT' }),
     sha256: Type.Optional(Sha256),
     metadata: Type.Optional(JsonObject),
     expires_in: Type.Optional(expiresIn({ default: DEFAULT_UPLOAD_EXPIRES_IN_S })),
@@ -140,6 +141,7 @@ export const DownloadQuery = Type.Object({ version: Type.Optional(Type.Integer({
 export const UploadParams = Type.Object({ upload_id: Type.String({ minLength: 1, maxLength: 100 }) });
 /** The proof a signed or upload URL carries instead of credentials. */
 export const SignatureQuery = Type.Object({
-  expires: Type.Integer({ minimum: 0, description: 'Unix seconds' }),
+  // Never stored, only compared with the clock: past 2038 too.
+  expires: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Unix seconds' }),
   signature: Type.String({ minLength: 1, maxLength: 200 }),
 });

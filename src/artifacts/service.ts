@@ -21,7 +21,7 @@ import {
   type UploadIntentBody,
 } from './schemas.js';
 import type { ArtifactFilter, ArtifactRow, ArtifactsStore, UploadRow, VersionContentRow, VersionRow, Viewer } from './store.js';
-import { isJsonObject } from '../kernel/json.js';
+import { isJsonObject, refuseNul } from '../kernel/json.js';
 
 /** One part of a multipart body, in the order the client sent them. */
 export type FormPart =
@@ -107,14 +107,6 @@ function toVersion(row: VersionRow): ArtifactVersion {
   };
 }
 
-/** True when a key or string anywhere in a parsed JSON value holds a NUL character. */
-function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\0');
-  if (Array.isArray(value)) return value.some(holdsNul);
-  if (isJsonObject(value)) return Object.entries(value).some(([key, v]) => key.includes('\0') || holdsNul(v));
-  return false;
-}
-
 /**
  * A JSON object given as text (a form field or a query parameter), or a 400 naming the field.
  * A NUL, escaped in the text, is refused like a raw one: PostgreSQL's jsonb cannot hold it.
@@ -127,7 +119,8 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
     throw InvalidRequest.field(field, 'must be valid JSON');
   }
   if (!isJsonObject(value)) throw InvalidRequest.field(field, 'must be a JSON object');
-  if (holdsNul(value)) throw InvalidRequest.field(field, 'must not contain NUL characters (\\u0000)');
+  // JSON text in a form field or the query: the shared refusal of the HTTP layer never saw it.
+  refuseNul(value, field);
   return value;
 }
 
@@ -135,6 +128,7 @@ function checkName(name: string): string {
   if (name.length < 1 || name.length > MAX_NAME_LENGTH) {
     throw InvalidRequest.field('name', `must be 1 to ${MAX_NAME_LENGTH} characters`);
   }
+  refuseNul(name, 'name');
   return name;
 }
 

@@ -3,7 +3,7 @@ import * as Artifacts from '../artifacts/schemas.js';
 import * as Auth from '../auth/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
-import { PageQuery } from '../http/schemas.js';
+import { PageQuery, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
@@ -31,7 +31,16 @@ export interface OperationSchema {
 const Deleted = Type.Object({ id: Type.String(), deleted: Type.Literal(true) });
 const list = <T extends TSchema>(item: T) => Type.Array(item);
 
-export const SCHEMAS = {
+/** Request shapes as the server validates them: every integer bounded (withIntegerMaximum). */
+function asValidated<T extends Record<string, OperationSchema>>(table: T): T {
+  for (const operation of Object.values(table)) {
+    if (operation.body) operation.body = withIntegerMaximum(operation.body);
+    if (operation.query) operation.query = withIntegerMaximum(operation.query);
+  }
+  return table;
+}
+
+export const SCHEMAS = asValidated({
   'auth.whoami': { data: Auth.WhoAmI },
   'auth.createKey': { body: Auth.CreateKeyBody, data: Auth.CreatedKey },
   'auth.listKeys': { query: Auth.ListKeysQuery, data: list(Auth.ApiKey) },
@@ -158,4 +167,4 @@ export const SCHEMAS = {
   'artifacts.share': { body: Artifacts.ShareBody, data: Artifacts.AccessList },
   'artifacts.unshare': { body: Artifacts.UnshareBody, data: Artifacts.AccessList },
   'artifacts.access': { data: Artifacts.AccessList },
-} satisfies Record<OperationKey, OperationSchema>;
+} satisfies Record<OperationKey, OperationSchema>);

@@ -1,17 +1,43 @@
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_STATUS, type ErrorCode, type FieldProblem } from '../kernel/errors.js';
-import { closeAfterAnswer } from './lingering-close.js';
+import { newId } from '../kernel/ids.js';
+import { closeAfterAnswer, LINGER_MS } from './lingering-close.js';
 
 interface AjvIssue {
   instancePath?: string;
+  schemaPath?: string;
   message?: string;
   keyword?: string;
   params?: Record<string, unknown>;
 }
 
+const allowedValues = (issue: AjvIssue): unknown[] =>
+  issue.keyword === 'const' ? [issue.params?.allowedValue] : ((issue.params?.allowedValues as unknown[] | undefined) ?? []);
+
+/**
+ * A union of literals (TypeBox's `Type.Union([Type.Literal('a'), …])`) fails as one "must be
+ * equal to constant" per branch and a "must match a schema in anyOf": folded here into the one
+ * enum finding it means, so that the message lists the allowed values.
+ */
+function foldLiteralUnions(issues: AjvIssue[]): AjvIssue[] {
+  const folded = new Set<AjvIssue>();
+  const replaced = new Map<AjvIssue, AjvIssue>();
+  for (const issue of issues) {
+    if (issue.keyword !== 'anyOf' || !issue.schemaPath) continue;
+    const prefix = `${issue.schemaPath}/`;
+    const branches = issues.filter((other) => other.schemaPath?.startsWith(prefix));
+    if (branches.length === 0 || !branches.every((b) => (b.keyword === 'const' || b.keyword === 'enum') && b.instancePath === issue.instancePath)) continue;
+    for (const branch of branches) folded.add(branch);
+    replaced.set(issue, { instancePath: issue.instancePath, keyword: 'enum', params: { allowedValues: branches.flatMap(allowedValues) } });
+  }
+  return issues.filter((issue) => !folded.has(issue)).map((issue) => replaced.get(issue) ?? issue);
+}
+
 /** Turns ajv's findings into `{field, in, message}` entries a client can act on. */
 function fieldProblems(issues: AjvIssue[], location: string): (FieldProblem & { in: string })[] {
-  return issues.map((issue) => {
+  return foldLiteralUnions(issues).map((issue) => {
     const segments = (issue.instancePath ?? '').split('/').filter(Boolean);
     let message = issue.message ?? 'is invalid';
     if (issue.keyword === 'required' && typeof issue.params?.missingProperty === 'string') {
@@ -20,6 +46,8 @@ function fieldProblems(issues: AjvIssue[], location: string): (FieldProblem & { 
     } else if (issue.keyword === 'additionalProperties' && typeof issue.params?.additionalProperty === 'string') {
       segments.push(issue.params.additionalProperty);
       message = 'is not a known field';
+    } else if (issue.keyword === 'enum' && Array.isArray(issue.params?.allowedValues)) {
+      message = `must be one of: ${issue.params.allowedValues.join(', ')}`;
     }
     return { field: segments.join('.') || location, in: location, message };
   });
@@ -33,6 +61,8 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
   FST_ERR_VALIDATION: 'invalid_request',
+  FST_ERR_BAD_URL: 'invalid_request',
+  FST_ERR_MAX_PARAM_LENGTH: 'uri_too_long',
 };
 
 function send(reply: FastifyReply, code: ErrorCode, message: string, details?: unknown, headers?: Record<string, string>) {
@@ -74,4 +104,50 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     send(reply, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`),
   );
+}
+
+/**
+ * Fastify's `frameworkErrors`: a URL the router cannot read (a bad %-escape, a path parameter
+ * over the length limit) is answered before any hook runs, so the request id is set here.
+ */
+export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('X-Request-ID', request.id);
+  return request.server.errorHandler(err, request, reply);
+}
+
+// Node's parser errors, by code, as the envelope answers them; any other is a 400.
+const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
+  HPE_HEADER_OVERFLOW: { code: 'header_fields_too_large', message: 'The request headers are too large' },
+  ERR_HTTP_REQUEST_TIMEOUT: { code: 'request_timeout', message: 'The request was not received in time' },
+};
+const MALFORMED_REQUEST = { code: 'invalid_request', message: 'The request is not valid HTTP' } as const;
+
+/**
+ * The node server's `clientError`: a request its parser could not read (headers too large,
+ * malformed HTTP, too slow) gets the envelope, a request id and `Connection: close`, since
+ * the rest of what the client sent cannot be read. Fastify's default answer had none of
+ * them, and a keep-alive client sent its next request into the closed socket (ECONNRESET).
+ * As in closeAfterAnswer, what the client still sends is read (the parser refuses it again,
+ * which lands here with the answer already sent) until it closes or LINGER_MS pass: closing
+ * at once, with its bytes unread, would reset the connection and lose the answer.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed || socket.writableEnded) return;
+  // An answer already under way (a request timeout mid-response) cannot be followed by another.
+  if ((socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage?.headersSent) return void socket.destroy();
+  const { code, message } = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED_REQUEST;
+  const status = ERROR_STATUS[code];
+  const requestId = newId('req');
+  const body = JSON.stringify({ error: { code, message }, meta: { request_id: requestId } });
+  const head = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-ID: ${requestId}`,
+    'Connection: close',
+  ];
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }

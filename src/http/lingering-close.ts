@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 
 /** How long, and how many more bytes, a connection reads a body it has refused. */
-const LINGER_MS = 5_000;
+export const LINGER_MS = 5_000;
 export const LINGER_BYTES = 16 * 1024 * 1024;
 
 /**

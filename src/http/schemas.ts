@@ -49,3 +49,42 @@ export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength:
 /** Agent ids are chosen by operators: letters, digits and `._:@-`, at most 128 characters. */
 export const AGENT_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$';
 export const AgentId = Type.String({ pattern: AGENT_ID_PATTERN, description: 'Agent id' });
+
+/**
+ * The largest integer a request may carry where its schema sets no maximum: PostgreSQL's
+ * `integer`, the narrowest integer column. Unbounded, `offset=1e20` or a version of 1e10 got
+ * as far as the database and failed there (a 500 on 22 list routes). A field stored wider,
+ * or never stored, states its own maximum.
+ */
+export const MAX_INTEGER = 2_147_483_647;
+
+/** Keywords whose values are subschemas (not data such as `default` or `enum`). */
+const SUBSCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'anyOf', 'oneOf', 'allOf', 'prefixItems'];
+const SUBSCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', '$defs', 'definitions'];
+
+/** A copy of a JSON schema in which every integer without an upper bound gets MAX_INTEGER. */
+export function withIntegerMaximum<T>(schema: T): T {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
+  const copy = { ...schema } as Record<string, unknown>;
+  const type = copy.type;
+  const integer = type === 'integer' || (Array.isArray(type) && type.includes('integer'));
+  if (integer && copy.maximum === undefined && copy.exclusiveMaximum === undefined) copy.maximum = MAX_INTEGER;
+  for (const keyword of SUBSCHEMA_KEYWORDS) {
+    const sub = copy[keyword];
+    if (sub !== undefined) copy[keyword] = Array.isArray(sub) ? sub.map(withIntegerMaximum) : withIntegerMaximum(sub);
+  }
+  for (const keyword of SUBSCHEMA_MAP_KEYWORDS) {
+    const map = copy[keyword];
+    if (typeof map === 'object' && map !== null) {
+      copy[keyword] = Object.fromEntries(Object.entries(map).map(([name, sub]) => [name, withIntegerMaximum(sub)]));
+    }
+  }
+  return copy as T;
+}
+
+/** The route schema with every integer of the request (body, query, params, headers) bounded. */
+export function withBoundedRequestIntegers<T extends object>(routeSchema: T): T {
+  const copy = { ...routeSchema } as Record<string, unknown>;
+  for (const part of ['body', 'querystring', 'params', 'headers']) if (part in copy) copy[part] = withIntegerMaximum(copy[part]);
+  return copy as T;
+}

@@ -10,13 +10,15 @@ import type { AuthService } from '../auth/index.js';
 import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
-import { installErrorHandling } from './error-handler.js';
+import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
+import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { describeOperations } from './openapi.js';
 import { installAuth } from './plugins/auth.js';
 import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
 import { requestId } from './plugins/request-id.js';
 import { lazyRequestLogger } from './request-logger.js';
+import { withBoundedRequestIntegers } from './schemas.js';
 
 export type HttpServer = FastifyInstance;
 
@@ -70,13 +72,18 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     },
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Requests refused before routing, or before they could be parsed, get the envelope too.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Two validators: query strings and path params arrive as text and are coerced to the
   // schema's types; JSON bodies are not (a number where a string belongs is a 400, never
-  // silently converted). Unknown fields are errors everywhere (design §2).
+  // silently converted). Unknown fields are errors everywhere (design §2). JSON numbers are
+  // finite (`1e400` parses as Infinity); text ones coerced to Infinity pass ajv's finiteness
+  // check, and meet the maximum every integer has (withBoundedRequestIntegers).
   const validatorOptions = { removeAdditional: false, useDefaults: true, allErrors: true, strict: false } as const;
-  const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false }));
+  const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false, strictNumbers: true }));
   const textValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: 'array' }));
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
   app.setSerializerCompiler(compileSerializer);
@@ -88,6 +95,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     request.rawBody = raw;
     // An empty body with a JSON content type means "no body", as curl -X POST sends it.
     if (raw.length === 0) return done(null, undefined);
+    if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) return done(tooDeepError());
     parseJson(request, raw.toString('utf8'), done);
   });
 
@@ -115,11 +123,13 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     bodyBytes: options.config.maxJsonBodyBytes,
     unauthenticatedBodyBytes: options.config.unauthenticatedBodyBytes,
   });
+  installNulRefusal(app);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
   const routes: { method: string; url: string; hidden: boolean }[] = [];
   app.decorate('routeTable', routes);
   app.addHook('onRoute', (route) => {
+    if (route.schema) route.schema = withBoundedRequestIntegers(route.schema);
     // Public routes (webhooks, upload URLs, signed downloads) say so in the document: no credentials.
     if (route.config?.public && route.schema && !route.schema.hide) route.schema = { ...route.schema, security: [] };
     const methods = Array.isArray(route.method) ? route.method : [route.method];

@@ -8,12 +8,15 @@ export const ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   precondition_failed: 412,
   payload_too_large: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
   rate_limited: 429,
+  header_fields_too_large: 431,
   internal_error: 500,
   service_unavailable: 503,
 } as const;
@@ -23,6 +26,8 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export interface FieldProblem {
   field: string;
   message: string;
+  /** Where the field is: body, querystring, params or headers. */
+  in?: string;
 }
 
 export class AppError extends Error {
