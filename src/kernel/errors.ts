@@ -16,6 +16,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
+  insufficient_storage: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -120,7 +121,13 @@ export class RateLimited extends AppError {
 }
 
 export class ServiceUnavailable extends AppError {
+  constructor(message: string, retryAfterSeconds?: number) {
+    super('service_unavailable', message, undefined, retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) });
+  }
+}
+
+export class InsufficientStorage extends AppError {
   constructor(message: string) {
-    super('service_unavailable', message);
+    super('insufficient_storage', message);
   }
 }
