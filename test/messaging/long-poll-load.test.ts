@@ -88,9 +88,9 @@ describeEachDialect('messaging: 2,000 long polls opened at once', (dialect) => {
         healthzMaxMs: Math.round(latencies.at(-1)!),
         loopMaxMs: Math.round(delay.max / 1e6),
       };
-      console.log(`[${dialect}] ${POLLS} long polls opened at once:`, JSON.stringify(figures));
-      expect(figures.loopMaxMs).toBeLessThan(1000);
-      expect(figures.healthzMaxMs).toBeLessThan(1000);
+      const measured = `[${dialect}] ${POLLS} long polls opened at once: ${JSON.stringify(figures)}`;
+      expect(figures.loopMaxMs, measured).toBeLessThan(1000);
+      expect(figures.healthzMaxMs, measured).toBeLessThan(1000);
     } finally {
       probe.destroy();
     }
