@@ -82,11 +82,12 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     reply.header('X-Request-ID', request.id);
     done();
   });
+  // Whether writes find storage full, for /readyz: set by the error handler, cleared by a write that succeeds.
+  const storage = new StorageFullness();
   // Once closing, answers end their connections: the server's close waits for every open
   // connection, and one kept alive after its last answer (a long poll ended by the shutdown)
   // would hold the close until the keep-alive timeout.
   let closing = false;
-  const storage = new StorageFullness();
   app.addHook('preClose', (done) => {
     closing = true;
     done();
