@@ -37,7 +37,7 @@ export interface RetryEvent {
 
 export type SwitchboardOptions = ({ apiKey: string } | { agentId: string; privateKey: string | KeyObject }) & {
   url: string;
-  /** Attempts after the first on 429 (any method) and on 5xx/network errors (idempotent methods). Default 3. */
+  /** Attempts after the first on 429 (any method) and on 5xx/network errors (idempotent methods, and a POST whose body carries an `idempotency_key`). Default 3. */
   retries?: number;
   /** Upper bound of one backoff wait, in ms (not of a server's Retry-After). Default 5000. */
   maxBackoffMs?: number;
@@ -78,6 +78,11 @@ const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
 
 function isStream(body: unknown): body is ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> {
   return body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
+}
+
+/** A JSON body with an `idempotency_key` (POST /messaging/send). */
+function hasIdempotencyKey(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && typeof (body as { idempotency_key?: unknown }).idempotency_key === 'string';
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -292,6 +297,9 @@ export class Switchboard {
     }
     // A stream can be sent only once.
     const retries = payload instanceof ReadableStream ? 0 : this.#retries;
+    // A create that carries an idempotency key (a send) is as safe to repeat as a GET: the
+    // server answers a repeat with the first one's result.
+    const idempotent = IDEMPOTENT.has(method) || hasIdempotencyKey(body);
     for (let attempt = 0; ; attempt++) {
       const credentials = authenticate ? this.#credentials(method, pathWithQuery, bodySha256) : {};
       let response: Response;
@@ -304,7 +312,7 @@ export class Switchboard {
           ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
         } as RequestInit);
       } catch (error) {
-        if (attempt >= retries || !IDEMPOTENT.has(method) || signal?.aborted) throw error;
+        if (attempt >= retries || !idempotent || signal?.aborted) throw error;
         const delayMs = this.#backoff(attempt);
         this.#onRetry?.({ method, path: pathWithQuery, attempt, delayMs, error });
         await sleep(delayMs, signal);
@@ -312,7 +320,7 @@ export class Switchboard {
       }
       if (response.ok || response.status === 304) return response;
       // 429 is refused before any work is done, so every method may repeat it; 5xx only idempotent ones.
-      const retryable = response.status === 429 || (response.status >= 500 && IDEMPOTENT.has(method));
+      const retryable = response.status === 429 || (response.status >= 500 && idempotent);
       if (retryable && attempt < retries) {
         await response.body?.cancel();
         const retryAfter = response.headers.get('retry-after');

@@ -172,9 +172,13 @@ function retryBusy<T>(work: () => T, timeoutMs = 5000): T {
 }
 
 function openPostgres(url: string, poolSize: number): DatabaseHandle {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // A connection that cannot be made in 5 s fails the request (503) instead of holding it.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000 });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // Nor one in use: it emits 'error' besides failing its query (a 503, see faults.ts), and the
+  // pool listens only to idle clients. The pool drops the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,

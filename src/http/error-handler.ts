@@ -1,7 +1,8 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ERROR_STATUS, type ErrorCode, type FieldProblem } from '../kernel/errors.js';
+import { storageFault, type StorageFullness } from '../db/faults.js';
+import { AppError, ERROR_STATUS, InsufficientStorage, ServiceUnavailable, type ErrorCode, type FieldProblem } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import { closeAfterAnswer, LINGER_MS } from './lingering-close.js';
 
@@ -73,15 +74,34 @@ function send(reply: FastifyReply, code: ErrorCode, message: string, details?: u
   return reply.code(ERROR_STATUS[code]).send({ error, meta: { request_id: reply.request.id } });
 }
 
+/** Seconds a client is told to wait before retrying while the database cannot be reached. */
+const UNAVAILABLE_RETRY_AFTER_S = 1;
+
+/** A storage failure (db/faults.ts) as the typed error the client sees, or the error unchanged. */
+function typedStorageFault(err: FastifyError | AppError, storage: StorageFullness): FastifyError | AppError {
+  switch (storageFault(err)) {
+    case 'unavailable':
+      return new ServiceUnavailable('The database cannot be reached right now; retry shortly', UNAVAILABLE_RETRY_AFTER_S);
+    case 'full':
+      storage.full = true;
+      return new InsufficientStorage('No storage space is left for this write; reads still work');
+    default:
+      return err;
+  }
+}
+
 /**
  * The one place errors become HTTP responses (design §2). Typed errors keep their code and
- * message; validation errors list every bad field; anything unexpected is logged and answered
- * with a bare 500 that leaks nothing.
+ * message; validation errors list every bad field; a database out of reach is a 503 with
+ * Retry-After and a full disk a 507 (noted in `storage` for /readyz); anything else unexpected
+ * is logged and answered with a bare 500 that leaks nothing.
  */
-export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
+export function installErrorHandling(app: FastifyInstance, storage: StorageFullness): void {
+  app.setErrorHandler((thrown: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
+    const err = thrown instanceof AppError ? thrown : typedStorageFault(thrown, storage);
     if (err instanceof AppError) {
-      if (err.status >= 500) request.log.error({ err }, 'request failed');
+      if (err !== thrown) request.log.error({ err: thrown }, 'storage failure');
+      else if (err.status >= 500) request.log.error({ err }, 'request failed');
       return send(reply, err.code, err.message, err.details, err.headers);
     }
     const fastifyError = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };

@@ -10,6 +10,7 @@ import type { AuthService } from '../auth/index.js';
 import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
+import { StorageFullness } from '../db/faults.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { describeOperations } from './openapi.js';
@@ -103,6 +104,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     reply.header('X-Request-ID', request.id);
     done();
   });
+  // Whether writes find storage full, for /readyz: set by the error handler, cleared by a write that succeeds.
+  const storage = new StorageFullness();
   // Once closing, answers end their connections: the server's close waits for every open
   // connection, and one kept alive after its last answer (a long poll ended by the shutdown)
   // would hold the close until the keep-alive timeout.
@@ -113,9 +116,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    // A write answered with success shows there is room again (see StorageFullness).
+    if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.full = false;
     done(null, payload);
   });
-  installErrorHandling(app);
+  installErrorHandling(app, storage);
   installMetrics(app, options.metrics);
   installAuth(app, options.auth, {
     principals: options.limiter,
@@ -179,10 +184,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   app.get('/readyz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async (_request, reply) => {
     try {
       await options.ready();
-      return { status: 'ready' };
     } catch {
       return reply.code(503).send({ status: 'unavailable' });
     }
+    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage' });
+    return { status: 'ready' };
   });
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     requireAdmin(request.principal);

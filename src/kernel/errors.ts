@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   header_fields_too_large: 431,
   internal_error: 500,
   service_unavailable: 503,
+  insufficient_storage: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -127,5 +128,11 @@ export class RateLimited extends AppError {
 export class ServiceUnavailable extends AppError {
   constructor(message: string, retryAfterSeconds?: number) {
     super('service_unavailable', message, undefined, retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) });
+  }
+}
+
+export class InsufficientStorage extends AppError {
+  constructor(message: string) {
+    super('insufficient_storage', message);
   }
 }

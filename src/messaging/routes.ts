@@ -37,6 +37,11 @@ const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId
 
 export function messagingRoutes(service: MessagingService, shutdown: AbortSignal): FastifyPluginAsyncTypebox {
   return async (app) => {
+    // One shutdown listener ends every long poll: a listener each cost a walk over all the others
+    // on every add and remove (an AbortSignal's list), quadratic with 2,000 polls opening.
+    const longPolls = new Set<() => void>();
+    shutdown.addEventListener('abort', () => longPolls.forEach((abort) => abort()), { once: true });
+
     app.post(
       '/messaging/send',
       { schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
@@ -78,7 +83,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
         const stop = new AbortController();
         const abort = () => stop.abort();
         request.raw.once('close', abort);
-        shutdown.addEventListener('abort', abort, { once: true });
+        longPolls.add(abort);
         if (shutdown.aborted) abort();
         try {
           const messages = await service.receive(
@@ -94,7 +99,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
           return ok(reply, { messages });
         } finally {
           request.raw.off('close', abort);
-          shutdown.removeEventListener('abort', abort);
+          longPolls.delete(abort);
         }
       },
     );

@@ -368,7 +368,11 @@ export class MessagingService implements Inbox, DeliveryStats {
     let full = false;
     try {
       for (;;) {
-        waiter.notified = false;
+        const turn = this.wakeups.claimTurn();
+        if (turn) await turn;
+        // A client gone while its poll waited for a turn gets nothing leased to it.
+        if (signal.aborted) return [];
+        this.wakeups.rearm(waiter);
         const messages = await this.claim(agentId, caller.actor, options.max, options.visibilitySeconds);
         full = messages.length === options.max;
         const now = this.deps.clock.now();
@@ -395,7 +399,7 @@ export class MessagingService implements Inbox, DeliveryStats {
         });
       }
     } finally {
-      this.wakeups.unregister(agentId, waiter, full);
+      this.wakeups.unregister(waiter, full);
     }
   }
 

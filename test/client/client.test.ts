@@ -252,6 +252,16 @@ describe('SDK client retries on server errors (a stand-in server answers the sta
     expect(events).toEqual([]);
   });
 
+  it('retries a send that carries an idempotency key on 503, after Retry-After, like a GET', async () => {
+    const events: RetryEvent[] = [];
+    seen.length = 0;
+    replies.push({ status: 503, headers: { 'retry-after': '0' } }, { status: 201 });
+    const body = { destination: 'a', event_name: 'e', idempotency_key: 'order-1' };
+    expect(await client(events).messaging.send({ body })).toEqual({ ok: true });
+    expect(seen).toEqual(['POST /api/v1/messaging/send', 'POST /api/v1/messaging/send']);
+    expect(events).toMatchObject([{ method: 'POST', status: 503, retryAfter: '0', delayMs: 0 }]);
+  });
+
   it('gives up after `retries` attempts with the last error; a page without an envelope still becomes a SwitchboardError', async () => {
     const events: RetryEvent[] = [];
     seen.length = 0;

@@ -57,18 +57,38 @@ describe('inbox wake-ups', () => {
     expect([first.woken(), second.woken(), third.woken()]).toEqual([1, 0, 0]);
 
     // The first leaves without claiming (its request went away): the second gets the wake-up.
-    wakeups.unregister('a', first.waiter, false);
+    wakeups.unregister(first.waiter, false);
     expect([second.woken(), third.woken()]).toEqual([1, 0]);
 
     // The second claims a partial batch: nothing more is waiting, nobody else is woken.
-    second.waiter.notified = false;
-    wakeups.unregister('a', second.waiter, false);
+    wakeups.rearm(second.waiter);
+    wakeups.unregister(second.waiter, false);
     expect(third.woken()).toBe(0);
 
     // A full batch may leave more behind: the next waiter looks.
     const fourth = sleeping(wakeups, 'a');
-    wakeups.unregister('a', third.waiter, true);
+    wakeups.unregister(third.waiter, true);
     expect(fourth.woken()).toBe(1);
+  });
+
+  it('lets at most 32 long-poll claims start per turn of the event loop, the rest in later turns in order', async () => {
+    const wakeups = new InboxWakeups(new InProcessNotifier(), logger);
+    const started: number[] = [];
+    const turns = Array.from({ length: 100 }, (_, i) => {
+      const turn = wakeups.claimTurn();
+      if (!turn) started.push(i);
+      return turn?.then(() => started.push(i));
+    });
+    expect(started).toHaveLength(32);
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.resolve();
+    expect(started).toHaveLength(64);
+    await Promise.all(turns);
+    expect(started).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    // An idle turn later, a claim starts at once again.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(wakeups.claimTurn()).toBeUndefined();
   });
 
   it('wakes waiters of another node through the notifier, and ignores its own notifications', async () => {
