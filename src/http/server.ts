@@ -11,6 +11,7 @@ import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { installErrorHandling } from './error-handler.js';
+import { drainOnClose } from './drain.js';
 import { describeOperations } from './openapi.js';
 import { installAuth } from './plugins/auth.js';
 import { compileSerializer } from './serialization.js';
@@ -82,18 +83,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     reply.header('X-Request-ID', request.id);
     done();
   });
-  // Once closing, answers end their connections: the server's close waits for every open
-  // connection, and one kept alive after its last answer (a long poll ended by the shutdown)
-  // would hold the close until the keep-alive timeout.
-  let closing = false;
-  app.addHook('preClose', (done) => {
-    closing = true;
-    done();
-  });
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
+  drainOnClose(app);
   installErrorHandling(app);
   installMetrics(app, options.metrics);
   installAuth(app, options.auth, options.limiter);
