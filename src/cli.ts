@@ -4,6 +4,7 @@
 // against 100 ms of pauses in 8 s of authenticated reads at 50 connections, --trace-gc), ~10%
 // of its CPU. V8 takes them only at startup; `npm start` and the benchmarks pass the same ones.
 import fs from 'node:fs';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createApp } from './app.js';
@@ -32,7 +33,8 @@ Run 'switchboard COMMAND --help' for a command's options.`,
   serve: `Usage: switchboard serve [--host HOST] [--port PORT] [--data-dir DIR]
 
 Serves the whole API. Flags override SWITCHBOARD_HOST, SWITCHBOARD_PORT and SWITCHBOARD_DATA_DIR.
-SIGTERM or SIGINT drains in-flight requests, stops workers and exits 0.`,
+SIGTERM or SIGINT drains in-flight requests, stops workers and exits 0; a second one, a
+second or more later, exits at once with 128 + the signal's number (143 for SIGTERM).`,
   migrate: `Usage: switchboard migrate
 
 Applies pending migrations to the configured database (DATABASE_URL, else SQLite in the data dir).`,
@@ -58,18 +60,29 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/**
+ * A signal this soon after the first is the same stop delivered twice, not an operator's second
+ * one: a terminal's Ctrl-C reaches the whole process group, and `npm start` forwards it again.
+ */
+const REPEATED_SIGNAL_MS = 1_000;
+
 async function serve(config: Config): Promise<void> {
   const app = await createApp({ config });
   await app.listen();
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    app.platform.logger.info({ signal }, 'shutting down');
+  let stoppingSince: number | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    const { logger } = app.platform;
+    if (stoppingSince !== undefined) {
+      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
+      logger.warn({ signal }, 'second signal: exiting without finishing the shutdown');
+      process.exit(128 + os.constants.signals[signal]);
+    }
+    stoppingSince = Date.now();
+    logger.info({ signal }, 'shutting down (a second signal exits at once)');
     app.close().then(
       () => process.exit(0),
       (err: unknown) => {
-        app.platform.logger.error({ err }, 'shutdown failed');
+        logger.error({ err }, 'shutdown failed');
         process.exit(1);
       },
     );

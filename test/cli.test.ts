@@ -1,4 +1,5 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -11,6 +12,8 @@ import { describeEachDialect } from './helpers/dialects.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('dist/cli.js');
+/** The server takes a second signal within this long of the first for the same stop (src/cli.ts). */
+const REPEATED_SIGNAL_MS = 1_000;
 
 function env(database: TestDatabase, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return {
@@ -20,6 +23,104 @@ function env(database: TestDatabase, extra: Record<string, string> = {}): NodeJS
     ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
     ...extra,
   };
+}
+
+/** Rejects if `promise` has not settled within `ms`. */
+function within<T>(promise: Promise<T>, what: string, ms = 15_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+interface Launched {
+  child: ChildProcess;
+  /** The URL the server logged once listening. */
+  url: string;
+  /** The exit code, or the signal that ended the process. */
+  ended: Promise<number | NodeJS.Signals | null>;
+  /** Resolves once the server has logged a message starting with `message`. */
+  logged(message: string): Promise<void>;
+  /** Kills whatever is left of the process group (a server orphaned by its launcher too). */
+  end(): void;
+}
+
+/**
+ * Starts a command that serves (the CLI, or `npm start`) in a process group of its own, as a
+ * terminal's job, and resolves once the server listens.
+ */
+async function launch(command: string, args: string[], environment: NodeJS.ProcessEnv): Promise<Launched> {
+  const child = spawn(command, args, { env: environment, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const ended = new Promise<number | NodeJS.Signals | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  const entries: { msg?: string; url?: string }[] = [];
+  const log = new EventEmitter();
+  readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      entries.push(JSON.parse(line));
+    } catch {
+      return; // npm's own lines
+    }
+    log.emit('entry');
+  });
+  child.once('close', () => log.emit('closed'));
+  const find = <T>(pick: (entry: { msg?: string; url?: string }) => T | undefined, what: string) =>
+    within(
+      new Promise<T>((resolve, reject) => {
+        const look = () => {
+          for (const entry of entries) {
+            const found = pick(entry);
+            if (found !== undefined) return resolve(found);
+          }
+          if (child.exitCode !== null || child.signalCode !== null) reject(new Error(`exited before logging ${what}`));
+        };
+        log.on('entry', look).on('closed', look);
+        look();
+      }),
+      what,
+    );
+  const end = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // nothing left
+    }
+  };
+  try {
+    const url = await find((entry) => entry.url, 'its URL');
+    const logged = (message: string) => find((entry) => (entry.msg?.startsWith(message) ? true : undefined), `'${message}'`).then(() => {});
+    return { child, url, ended, logged, end };
+  } catch (err) {
+    end();
+    throw err;
+  }
+}
+
+/**
+ * A POST whose body is held back: `started` once the server has read its headers (its
+ * `100 Continue`), answered once `finish` sends the body.
+ */
+function holdRequest(url: string, adminKey: string): { started: Promise<void>; finish(): void; status: Promise<number> } {
+  const body = JSON.stringify({ agent_id: 'held-agent' });
+  const request = http.request(`${url}/api/v1/auth/keys`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${adminKey}`,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+      expect: '100-continue',
+    },
+  });
+  const status = new Promise<number>((resolve, reject) => {
+    request.on('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.on('error', reject);
+  });
+  status.catch(() => {}); // awaited by the test that expects it
+  const started = within(new Promise<void>((resolve) => request.once('continue', resolve)), 'the 100 Continue');
+  request.flushHeaders();
+  return { started, finish: () => request.end(body), status };
 }
 
 describe('switchboard --help', () => {
@@ -33,7 +134,8 @@ describe('switchboard --help', () => {
     const flags = shebang.split(' ').filter((arg) => arg.startsWith('--'));
     expect(flags).toEqual(['--min-semi-space-size=32', '--max-semi-space-size=32']);
     const start = JSON.parse(fs.readFileSync('package.json', 'utf8')).scripts.start as string;
-    expect(start).toBe(`node ${flags.join(' ')} dist/cli.js serve`);
+    // exec: npm's shell gives way to the server, so the signals npm forwards reach it.
+    expect(start).toBe(`exec node ${flags.join(' ')} dist/cli.js serve`);
     const { stdout } = await run(process.execPath, [...flags, CLI, '--help']);
     expect(stdout).toMatch(/^Usage:/);
   });
@@ -51,6 +153,7 @@ describeEachDialect('switchboard CLI', (dialect) => {
   afterAll(async () => {
     await database.drop();
   });
+  const adminKey = () => fs.readFileSync(path.join(database.dataDir, 'admin.key'), 'utf8').trim();
 
   it('migrates, then finds nothing to do the second time', async () => {
     const first = await run(process.execPath, [CLI, 'migrate'], { env: env(database) });
@@ -113,49 +216,73 @@ describeEachDialect('switchboard CLI', (dialect) => {
   });
 
   it('serves with a generated admin key (0600), drains in-flight requests on SIGTERM and exits 0', async () => {
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0'], { env: env(database), stdio: ['ignore', 'pipe', 'pipe'] });
-    const url = await new Promise<string>((resolve, reject) => {
-      const lines = readline.createInterface({ input: child.stdout });
-      lines.on('line', (line) => {
-        const parsed = JSON.parse(line) as { url?: string };
-        if (parsed.url) resolve(parsed.url);
-      });
-      child.once('exit', (code) => reject(new Error(`exited ${code}`)));
-    });
-    const keyFile = path.join(database.dataDir, 'admin.key');
-    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
-    const adminKey = fs.readFileSync(keyFile, 'utf8').trim();
-    const listed = await fetch(`${url}/api/v1/auth/keys`, { headers: { authorization: `Bearer ${adminKey}` } });
-    expect(listed.status).toBe(200);
+    const server = await launch(process.execPath, [CLI, 'serve', '--port', '0'], env(database));
+    try {
+      const keyFile = path.join(database.dataDir, 'admin.key');
+      expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+      const listed = await fetch(`${server.url}/api/v1/auth/keys`, { headers: { authorization: `Bearer ${adminKey()}` } });
+      expect(listed.status).toBe(200);
 
-    // Start a request, hold its body back, stop the server, then finish the body: the
-    // request must still be answered before the process exits 0.
-    const body = JSON.stringify({ agent_id: 'late-agent' });
-    const target = new URL(`${url}/api/v1/auth/keys`);
-    const response = new Promise<number>((resolve, reject) => {
-      const req = http.request(
-        {
-          host: target.hostname,
-          port: target.port,
-          path: target.pathname,
-          method: 'POST',
-          headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' },
-        },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        },
-      );
-      req.on('error', reject);
-      req.write(body.slice(0, 5));
-      setTimeout(() => {
-        child.kill('SIGTERM');
-        setTimeout(() => req.end(body.slice(5)), 200);
-      }, 100);
-    });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    expect(await response).toBe(201);
-    expect(await exited).toBe(0);
-    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+      // A request whose body is held back until the server is stopping must still be answered
+      // before the process exits 0.
+      const held = holdRequest(server.url, adminKey());
+      await held.started;
+      server.child.kill('SIGTERM');
+      await server.logged('shutting down');
+      held.finish();
+      expect(await held.status).toBe(201);
+      expect(await within(server.ended, 'the server to exit')).toBe(0);
+      await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+    } finally {
+      server.end();
+    }
+  });
+
+  it('exits at once (143) on a second SIGTERM, a second or more after the first, without waiting for the drain', async () => {
+    const server = await launch(process.execPath, [CLI, 'serve', '--port', '0'], env(database));
+    try {
+      const held = holdRequest(server.url, adminKey());
+      await held.started;
+      server.child.kill('SIGTERM');
+      await server.logged('shutting down');
+      // The server takes a repeat within a second for the same stop delivered twice.
+      await new Promise((resolve) => setTimeout(resolve, REPEATED_SIGNAL_MS + 100));
+      server.child.kill('SIGTERM');
+      expect(await within(server.ended, 'the server to exit')).toBe(143);
+      await server.logged('second signal');
+      await expect(held.status).rejects.toThrow();
+    } finally {
+      server.end();
+    }
+  });
+
+  it('stops the server of `npm start` when npm gets SIGTERM', async () => {
+    const npm = await launch('npm', ['start'], env(database, { SWITCHBOARD_PORT: '0', HOME: os.homedir() }));
+    try {
+      npm.child.kill('SIGTERM');
+      await npm.logged('shutting down');
+      expect(await within(npm.ended, 'npm to exit')).toBe(0);
+      await expect(fetch(`${npm.url}/healthz`)).rejects.toThrow();
+    } finally {
+      npm.end();
+    }
+  });
+
+  it('drains once and exits 0 when Ctrl-C signals `npm start` and its server together', async () => {
+    const npm = await launch('npm', ['start'], env(database, { SWITCHBOARD_PORT: '0', HOME: os.homedir() }));
+    try {
+      const held = holdRequest(npm.url, adminKey());
+      await held.started;
+      // To the process group, as a terminal does: npm and the server get it, and npm forwards
+      // it to the server once more.
+      process.kill(-npm.child.pid!, 'SIGINT');
+      await npm.logged('shutting down');
+      held.finish();
+      expect(await held.status).toBe(201);
+      expect(await within(npm.ended, 'npm to exit')).toBe(0);
+      await expect(fetch(`${npm.url}/healthz`)).rejects.toThrow();
+    } finally {
+      npm.end();
+    }
   });
 });

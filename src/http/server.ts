@@ -11,6 +11,7 @@ import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { StorageFullness } from '../db/faults.js';
+import { drainOnClose } from './drain.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { describeOperations } from './openapi.js';
@@ -104,18 +105,10 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     reply.header('X-Request-ID', request.id);
     done();
   });
+  drainOnClose(app);
   // Whether writes find storage full, for /readyz: set by the error handler, cleared by a write that succeeds.
   const storage = new StorageFullness();
-  // Once closing, answers end their connections: the server's close waits for every open
-  // connection, and one kept alive after its last answer (a long poll ended by the shutdown)
-  // would hold the close until the keep-alive timeout.
-  let closing = false;
-  app.addHook('preClose', (done) => {
-    closing = true;
-    done();
-  });
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
     // A write answered with success shows there is room again (see StorageFullness).
     if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.full = false;
     done(null, payload);
