@@ -7,7 +7,7 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { PublishedEvent } from '../kernel/ports.js';
 import { topicMatches, topicProblem } from '../messaging/topics.js';
-import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../routines/index.js';
+import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import { COORDINATION_CHANGED, type RunEngine, type StartRun } from './engine.js';
 import type { CoordinationStore, FireRow, TriggerRow, TriggerView } from './store.js';
 import type { FireOutcome, TriggerType } from './tables.js';
