@@ -8,36 +8,24 @@ import { createMessagingDomain } from './messaging/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
 import type { Config } from './config.js';
-import { openDatabase, type DatabaseHandle } from './db/database.js';
+import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { InProcessNotifier, PostgresNotifier, type Notifier } from './kernel/notifier.js';
-import { FixedWindowRateLimiter, type RateLimiter } from './kernel/rate-limiter.js';
+import type { Platform } from './kernel/platform.js';
+import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { mcpRoutes } from './mcp/server.js';
 import { buildTools } from './mcp/tools.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
+
+export type { Platform };
 
 export interface AppOptions {
   config: Config;
   clock?: Clock;
   logger?: Logger;
-}
-
-/** What every domain may be built from (services take plain dependency objects). */
-export interface Platform {
-  readonly config: Config;
-  readonly database: DatabaseHandle;
-  readonly clock: Clock;
-  readonly notifier: Notifier;
-  readonly logger: Logger;
-  /** Base of every URL the server hands out (SWITCHBOARD_PUBLIC_URL, else the listen address). */
-  readonly publicUrl: () => string;
-  /** Aborted when the app starts closing: long polls and loops end early on it. */
-  readonly shutdown: AbortSignal;
-  /** Request budgets per principal (messaging's rate-limit status reads the same counters). */
-  readonly limiter: RateLimiter;
 }
 
 export interface App {

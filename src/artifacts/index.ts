@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Platform } from '../app.js';
+import type { Platform } from '../kernel/platform.js';
 import type { AgentGroups } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { FsBlobStore, type BlobStore } from './blob-store.js';

@@ -1,46 +1,10 @@
-import type { Generated, Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginateCompiled } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-
-export interface ApiKeysTable {
-  id: string;
-  name: string | null;
-  role: 'admin' | 'agent';
-  agent_id: string | null;
-  key_hash: string;
-  prefix: string;
-  created_at: number;
-  revoked_at: number | null;
-}
-
-export interface AgentPublicKeysTable {
-  id: string;
-  agent_id: string;
-  public_key: string;
-  fingerprint: string;
-  created_at: number;
-}
-
-export interface SignatureNoncesTable {
-  signature_hash: string;
-  expires_at: number;
-}
-
-export interface SettingsTable {
-  name: string;
-  value: string;
-  updated_at: Generated<number>;
-}
-
-export interface AuthTables {
-  api_keys: ApiKeysTable;
-  agent_public_keys: AgentPublicKeysTable;
-  signature_nonces: SignatureNoncesTable;
-  settings: SettingsTable;
-}
+import type { ApiKeysTable, AgentPublicKeysTable } from './tables.js';
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type PublicKeyRow = Selectable<AgentPublicKeysTable>;

@@ -19,7 +19,8 @@ import {
   type PlanDefinition,
   type StepTemplate,
 } from './plan.js';
-import type { CoordinationStore, NewRunEvent, RunRow, RunStatus, RunStepRow, StepStatus } from './store.js';
+import type { CoordinationStore, NewRunEvent, RunRow, RunStepRow } from './store.js';
+import type { RunStatus, StepStatus } from './tables.js';
 import { render, TemplateError, type TemplateScope } from './templates.js';
 import { isJsonObject, parseNullableJson } from '../kernel/json.js';
 

@@ -1,4 +1,4 @@
-import type { Platform } from '../app.js';
+import type { Platform } from '../kernel/platform.js';
 import type { AgentDirectory, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { COORDINATION_CHANGED, PLAN_STEP_ORIGIN, RunEngine } from './engine.js';

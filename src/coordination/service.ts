@@ -8,7 +8,8 @@ import type { MessageOutcome, PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/topics.js';
 import { COORDINATION_CHANGED, RUN_FINISHED, type Adaptive, type Revision, type RunEngine } from './engine.js';
 import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
-import type { CoordinationStore, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStatus, RunStepRow, StepStatus } from './store.js';
+import type { CoordinationStore, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStepRow } from './store.js';
+import type { RunStatus, StepStatus } from './tables.js';
 import { parseNullableJson } from '../kernel/json.js';
 
 /** Who calls: plans and runs are shared; cancelling is for the run's creator and admins. */

@@ -1,4 +1,4 @@
-import type { Platform } from '../app.js';
+import type { Platform } from '../kernel/platform.js';
 import type { DeliveryStats } from '../kernel/ports.js';
 import { LoopWorker, type Worker } from '../workers/loop-worker.js';
 import { OpenAiEmbedder, type Embedder } from './embeddings.js';

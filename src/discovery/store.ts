@@ -15,52 +15,7 @@ import { paginate } from '../db/paginate.js';
 import { Statements, type Values } from '../db/statements.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-
-export interface DiscoveryCapabilitiesTable {
-  id: string;
-  agent_id: string;
-  capability: string;
-  /** JSON object */
-  metadata: string;
-  /** JSON array of group names */
-  groups: string;
-  created_at: number;
-  updated_at: number;
-}
-
-export interface DiscoveryCapabilityGroupsTable {
-  capability_id: string;
-  group_name: string;
-  agent_id: string;
-}
-
-export interface DiscoveryHeartbeatsTable {
-  agent_id: string;
-  load: number | null;
-  /** JSON object */
-  metadata: string;
-  started_at: number;
-  last_heartbeat_at: number;
-}
-
-export interface DiscoveryCountersTable {
-  name: string;
-  value: number;
-}
-
-export interface DiscoveryChangesTable {
-  capability_id: string;
-  seq: number;
-  changed_at: number;
-}
-
-export interface DiscoveryTables {
-  discovery_capabilities: DiscoveryCapabilitiesTable;
-  discovery_capability_groups: DiscoveryCapabilityGroupsTable;
-  discovery_heartbeats: DiscoveryHeartbeatsTable;
-  discovery_counters: DiscoveryCountersTable;
-  discovery_changes: DiscoveryChangesTable;
-}
+import type { DiscoveryCapabilitiesTable, DiscoveryHeartbeatsTable } from './tables.js';
 
 export type CapabilityRow = Selectable<DiscoveryCapabilitiesTable>;
 type CapabilityEb = ExpressionBuilder<Database, 'discovery_capabilities'>;

@@ -1,4 +1,4 @@
-import type { Platform } from '../app.js';
+import type { Platform } from '../kernel/platform.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingService } from './service.js';

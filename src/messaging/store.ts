@@ -1,84 +1,10 @@
-import { CompiledQuery, sql, type Generated, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Selectable } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-
-export type MessageState = 'pending' | 'acked' | 'delivered' | 'dead' | 'redriven' | 'cancelled';
-
-export interface MessagesTable {
-  seq: Generated<number>;
-  id: string;
-  source: string;
-  destination: string;
-  event_name: string;
-  payload: string;
-  thread_id: string | null;
-  delivery_semantic: 'at_least_once' | 'at_most_once';
-  idempotency_key: string | null;
-  state: MessageState;
-  visible_at: number;
-  retry_count: number;
-  deliveries: number;
-  max_deliveries: number;
-  delivered_at: number | null;
-  receiver: string | null;
-  acked_at: number | null;
-  output: string | null;
-  dead_reason: string | null;
-  dead_at: number | null;
-  origin_kind: string | null;
-  origin_ref: string | null;
-  redriven_from: string | null;
-  created_at: number;
-}
-
-export interface MessageDeliveriesTable {
-  message_id: string;
-  attempt: number;
-  receiver: string;
-  destination: string;
-  delivered_at: number;
-  outcome: 'acked' | 'rejected' | 'expired' | 'dead' | null;
-  reason: string | null;
-  ended_at: number | null;
-}
-
-export interface SessionsTable {
-  id: string;
-  name: string;
-  metadata: string;
-  created_by: string;
-  created_at: number;
-}
-
-export interface ThreadsTable {
-  id: string;
-  session_id: string;
-  name: string;
-  mode: 'wild' | 'turn';
-  participants: string;
-  turn: number;
-  created_by: string;
-  created_at: number;
-}
-
-export interface SubscriptionsTable {
-  id: string;
-  agent_id: string;
-  topic: string;
-  wildcard: number;
-  created_at: number;
-}
-
-export interface MessagingTables {
-  messages: MessagesTable;
-  message_deliveries: MessageDeliveriesTable;
-  messaging_sessions: SessionsTable;
-  messaging_threads: ThreadsTable;
-  messaging_subscriptions: SubscriptionsTable;
-}
+import type { MessagesTable, MessageDeliveriesTable, SessionsTable, ThreadsTable, SubscriptionsTable } from './tables.js';
 
 export type MessageRow = Selectable<MessagesTable>;
 export type NewMessageRow = Omit<MessageRow, 'seq'>;

@@ -1,4 +1,4 @@
-import type { Platform } from '../app.js';
+import type { Platform } from '../kernel/platform.js';
 import type { Inbox, OutcomeHandler } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { routinesRoutes } from './routes.js';
@@ -8,7 +8,6 @@ import { RoutinesStore } from './store.js';
 export { RoutinesService } from './service.js';
 export type { Execution, Routine } from './service.js';
 export * as routineSchemas from './schemas.js';
-export { cronProblem, decideSlots, isValidTimeZone, Schedule } from './schedule.js';
 
 /** The scheduler sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;

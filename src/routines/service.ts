@@ -7,16 +7,9 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Inbox, MessageOutcome } from '../kernel/ports.js';
 import type { Db } from '../db/database.js';
-import { cronProblem, decideSlots, isValidTimeZone, Schedule, type CatchUp } from './schedule.js';
-import type {
-  ExecutionRow,
-  ExecutionStatus,
-  ExecutionTrigger,
-  FireRow,
-  RoutineRow,
-  RoutinesStore,
-  TriggerType,
-} from './store.js';
+import { cronProblem, decideSlots, isValidTimeZone, Schedule, type CatchUp } from '../kernel/cron.js';
+import type { ExecutionRow, FireRow, RoutineRow, RoutinesStore } from './store.js';
+import type { ExecutionStatus, ExecutionTrigger, TriggerType } from './tables.js';
 
 export const ROUTINE_ORIGIN = 'routine_execution';
 export const ROUTINE_EVENT = 'routine.execute';

@@ -1,4 +1,4 @@
-import type { Platform } from '../app.js';
+import type { Platform } from '../kernel/platform.js';
 import type { Inbox } from '../kernel/ports.js';
 import { tasksRoutes } from './routes.js';
 import { TasksService } from './service.js';

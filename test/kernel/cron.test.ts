@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cronProblem, decideSlots, isValidTimeZone, MISSED_AFTER_MS, Schedule } from '../../src/routines/schedule.js';
+import { cronProblem, decideSlots, isValidTimeZone, MISSED_AFTER_MS, Schedule } from '../../src/kernel/cron.js';
 
 const t = (s: string) => Date.parse(s);
 const isoList = (times: number[]) => times.map((x) => new Date(x).toISOString());

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { BoundedMap } from '../kernel/bounded-map.js';
+import { BoundedMap } from './bounded-map.js';
 
 /**
  * Fire-time arithmetic for cron routines and schedule triggers: parsing (5 fields, optional

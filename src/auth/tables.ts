@@ -1,0 +1,39 @@
+import type { Generated } from 'kysely';
+
+export interface ApiKeysTable {
+  id: string;
+  name: string | null;
+  role: 'admin' | 'agent';
+  agent_id: string | null;
+  key_hash: string;
+  prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface AgentPublicKeysTable {
+  id: string;
+  agent_id: string;
+  public_key: string;
+  fingerprint: string;
+  created_at: number;
+}
+
+export interface SignatureNoncesTable {
+  signature_hash: string;
+  expires_at: number;
+}
+
+export interface SettingsTable {
+  name: string;
+  value: string;
+  updated_at: Generated<number>;
+}
+
+/** The auth tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
+export interface AuthTables {
+  api_keys: ApiKeysTable;
+  agent_public_keys: AgentPublicKeysTable;
+  signature_nonces: SignatureNoncesTable;
+  settings: SettingsTable;
+}

@@ -1,0 +1,119 @@
+import type { Generated } from 'kysely';
+
+export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+export type StepStatus = 'pending' | 'running' | 'waiting' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+export interface PlansTable {
+  id: string;
+  alias: string;
+  version: number;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PlanVersionsTable {
+  plan_id: string;
+  version: number;
+  alias: string;
+  /** JSON: {description, steps, output}. */
+  definition: string;
+  created_by: string;
+  created_at: number;
+}
+
+export interface RunsTable {
+  id: string;
+  plan_id: string;
+  plan_version: number;
+  definition: string;
+  status: RunStatus;
+  input: string;
+  event: string | null;
+  output: string | null;
+  error: string | null;
+  adaptive: string | null;
+  revisions: string;
+  parent_run_id: string | null;
+  parent_step_id: string | null;
+  depth: number;
+  created_by: string;
+  wake_at: number | null;
+  revision: string;
+  started_at: number;
+  completed_at: number | null;
+  updated_at: number;
+}
+
+export interface RunStepsTable {
+  run_id: string;
+  step_id: string;
+  position: number;
+  parent_step_id: string | null;
+  item_index: number;
+  item: string | null;
+  status: StepStatus;
+  attempt: number;
+  agent_id: string | null;
+  capability: string | null;
+  message_id: string | null;
+  child_run_id: string | null;
+  input: string | null;
+  output: string | null;
+  error: string | null;
+  wake_at: number | null;
+  wait_topic: string | null;
+  detail: string;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
+export interface RunEventsTable {
+  seq: Generated<number>;
+  run_id: string;
+  step_id: string | null;
+  type: string;
+  detail: string;
+  created_at: number;
+}
+
+export type TriggerType = 'schedule' | 'event' | 'webhook';
+
+export interface PlanTriggersTable {
+  id: string;
+  plan_id: string;
+  type: TriggerType;
+  config: string;
+  input: string;
+  input_mapping: string | null;
+  enabled: number;
+  topic: string | null;
+  webhook_path: string | null;
+  next_fire_at: number | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export type FireOutcome = 'started' | 'skipped' | 'filtered' | 'failed';
+
+export interface TriggerFiresTable {
+  id: string;
+  trigger_id: string;
+  scheduled_for: number | null;
+  outcome: FireOutcome;
+  reason: string | null;
+  run_id: string | null;
+  created_at: number;
+}
+
+/** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
+export interface CoordinationTables {
+  plans: PlansTable;
+  plan_versions: PlanVersionsTable;
+  runs: RunsTable;
+  run_steps: RunStepsTable;
+  run_events: RunEventsTable;
+  plan_triggers: PlanTriggersTable;
+  trigger_fires: TriggerFiresTable;
+}

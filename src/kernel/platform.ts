@@ -1,0 +1,21 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { DatabaseHandle } from '../db/database.js';
+import type { Clock } from './clock.js';
+import type { Notifier } from './notifier.js';
+import type { RateLimiter } from './rate-limiter.js';
+
+/** What every domain may be built from (services take plain dependency objects). */
+export interface Platform {
+  readonly config: Config;
+  readonly database: DatabaseHandle;
+  readonly clock: Clock;
+  readonly notifier: Notifier;
+  readonly logger: Logger;
+  /** Base of every URL the server hands out (SWITCHBOARD_PUBLIC_URL, else the listen address). */
+  readonly publicUrl: () => string;
+  /** Aborted when the app starts closing: long polls and loops end early on it. */
+  readonly shutdown: AbortSignal;
+  /** Request budgets per principal (messaging's rate-limit status reads the same counters). */
+  readonly limiter: RateLimiter;
+}
