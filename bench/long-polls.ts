@@ -88,6 +88,7 @@ async function openPolls(server: SwitchboardProcess, keys: string[]): Promise<Ro
   const statuses = new Map<string, number>();
   let retries = 0;
   let firstAnswer = Infinity;
+  let cpuFirstAnswer = 0;
   let lastAnswer = 0;
   let openedAt = Infinity;
   let answeredEarly = 0;
@@ -111,7 +112,7 @@ async function openPolls(server: SwitchboardProcess, keys: string[]): Promise<Ro
         markWritten();
         const at = now();
         if (at < openedAt) answeredEarly++;
-        firstAnswer = Math.min(firstAnswer, at);
+        if (at < firstAnswer) [firstAnswer, cpuFirstAnswer] = [at, server.cpuMs()];
         lastAnswer = Math.max(lastAnswer, at);
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
       })(),
@@ -123,12 +124,12 @@ async function openPolls(server: SwitchboardProcess, keys: string[]): Promise<Ro
   openedAt = now();
   const cpuOpened = server.cpuMs();
   await Promise.all(answered);
-  const cpuTo = server.cpuMs();
+  const cpuLastAnswer = server.cpuMs();
   agent.destroy();
   sentinelAgent.destroy();
   return {
     opening: { from, to: openedAt, cpuMs: cpuOpened - cpuFrom },
-    answering: { from: firstAnswer, to: lastAnswer, cpuMs: cpuTo - cpuOpened },
+    answering: { from: firstAnswer, to: lastAnswer, cpuMs: cpuLastAnswer - cpuFirstAnswer },
     statuses,
     retries,
     answeredEarly,
