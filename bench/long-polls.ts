@@ -13,6 +13,7 @@
  * LONG_POLLS_BENCH_CPU_PROF=<dir> writes the server's CPU profile there (`node --cpu-prof`).
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,12 +31,30 @@ const CONNECT_RETRIES = 3;
 const TARGET_P99_MS = 50;
 
 const now = () => performance.timeOrigin + performance.now();
+/** An epoch time in a CPU profile's clock: CLOCK_MONOTONIC in µs, as process.hrtime's. */
+const toProfileUs = (epochMs: number) => Math.round((Number(process.hrtime.bigint()) / 1e6 - now() + epochMs) * 1000);
 
-/** A span of wall time, epoch ms; `cpuMs` is the server's CPU time over it. */
+/** CPU time (ms) every core of the machine has spent busy, from /proc/stat: the contention the figures met. */
+function machineBusyMs(): number {
+  const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = ticks as number[];
+  return (user! + nice! + system! + irq! + softirq! + steal!) * 10; // CLK_TCK = 100
+}
+
+/** CPU time so far: the server's (from /proc) and the whole machine's. */
+function cpuNow(server: SwitchboardProcess): { server: number; machine: number } {
+  return { server: server.cpuMs(), machine: machineBusyMs() };
+}
+
+/** A span of wall time, epoch ms; `cpu` is the CPU time spent over it. */
 interface Window {
   from: number;
   to: number;
-  cpuMs: number;
+  cpu: { server: number; machine: number };
+}
+
+function windowOf(from: number, to: number, cpuFrom: { server: number; machine: number }, cpuTo: { server: number; machine: number }): Window {
+  return { from, to, cpu: { server: cpuTo.server - cpuFrom.server, machine: cpuTo.machine - cpuFrom.machine } };
 }
 
 interface Round {
@@ -88,13 +107,13 @@ async function openPolls(server: SwitchboardProcess, keys: string[]): Promise<Ro
   const statuses = new Map<string, number>();
   let retries = 0;
   let firstAnswer = Infinity;
-  let cpuFirstAnswer = 0;
+  let cpuFirstAnswer = { server: 0, machine: 0 };
   let lastAnswer = 0;
   let openedAt = Infinity;
   let answeredEarly = 0;
 
   const from = now();
-  const cpuFrom = server.cpuMs();
+  const cpuFrom = cpuNow(server);
   const written: Promise<void>[] = [];
   const answered: Promise<void>[] = [];
   for (let i = 0; i < POLLS; i++) {
@@ -112,7 +131,7 @@ async function openPolls(server: SwitchboardProcess, keys: string[]): Promise<Ro
         markWritten();
         const at = now();
         if (at < openedAt) answeredEarly++;
-        if (at < firstAnswer) [firstAnswer, cpuFirstAnswer] = [at, server.cpuMs()];
+        if (at < firstAnswer) [firstAnswer, cpuFirstAnswer] = [at, cpuNow(server)];
         lastAnswer = Math.max(lastAnswer, at);
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
       })(),
@@ -122,14 +141,14 @@ async function openPolls(server: SwitchboardProcess, keys: string[]): Promise<Ro
   const sentinel = await get(`${receive}?timeout=0`, keys[0]!, sentinelAgent);
   if (sentinel !== '200') throw new Error(`the receive after the polls answered ${sentinel}`);
   openedAt = now();
-  const cpuOpened = server.cpuMs();
+  const cpuOpened = cpuNow(server);
   await Promise.all(answered);
-  const cpuLastAnswer = server.cpuMs();
+  const cpuLastAnswer = cpuNow(server);
   agent.destroy();
   sentinelAgent.destroy();
   return {
-    opening: { from, to: openedAt, cpuMs: cpuOpened - cpuFrom },
-    answering: { from: firstAnswer, to: lastAnswer, cpuMs: cpuLastAnswer - cpuFirstAnswer },
+    opening: windowOf(from, openedAt, cpuFrom, cpuOpened),
+    answering: windowOf(firstAnswer, lastAnswer, cpuFirstAnswer, cpuLastAnswer),
     statuses,
     retries,
     answeredEarly,
@@ -175,15 +194,16 @@ async function run(dialect: Dialect): Promise<Run> {
     const keys = await agentKeys(server);
     const started = await startProbe(server.url);
     probe = started.probe;
-    const cpuFrom = server.cpuMs();
+    const cpuFrom = cpuNow(server);
     const from = now();
     await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
-    const quiet = { from, to: now(), cpuMs: server.cpuMs() - cpuFrom };
+    const quiet = windowOf(from, now(), cpuFrom, cpuNow(server));
     const rounds: Round[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       rounds.push(await openPolls(server, keys));
       const last = rounds.at(-1)!;
       console.log(`${dialect} round ${round + 1}/${ROUNDS}: opened in ${fmt(last.opening.to - last.opening.from)} ms, ${[...last.statuses].map(([s, n]) => `${s}×${n}`).join(', ')}`);
+      if (profile) console.log(`${dialect} round ${round + 1} opening in the profile's clock (µs): ${toProfileUs(last.opening.from)}–${toProfileUs(last.opening.to)}`);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
     return { dialect, quiet, rounds, probe: await started.report() };
@@ -200,9 +220,10 @@ function latencies(samples: [number, number][], windows: Window[]): number[] {
 function row(dialect: Dialect, label: string, samples: [number, number][], windows: Window[]): string {
   const ms = latencies(samples, windows);
   const wall = windows.reduce((sum, w) => sum + (w.to - w.from), 0);
-  const cpu = windows.reduce((sum, w) => sum + w.cpuMs, 0);
+  const server = windows.reduce((sum, w) => sum + w.cpu.server, 0);
+  const busy = windows.reduce((sum, w) => sum + w.cpu.machine, 0);
   const figures = ms.length === 0 ? ['–', '–', '–'] : [percentile(ms, 50), percentile(ms, 99), Math.max(...ms)].map((v) => fmt(v, 1));
-  return `| ${dialect} | ${label} | ${fmt(wall)} | ${ms.length} | ${figures.join(' | ')} | ${fmt(cpu)} (${fmt((cpu / wall) * 100)}%) |`;
+  return `| ${dialect} | ${label} | ${fmt(wall)} | ${ms.length} | ${figures.join(' | ')} | ${fmt(server)} (${fmt((server / wall) * 100)}%) | ${fmt((busy / wall / os.cpus().length) * 100)}% |`;
 }
 
 export default async function longPolls(): Promise<void> {
@@ -220,10 +241,11 @@ export default async function longPolls(): Promise<void> {
     `Per backend: a ${QUIET_MS / 1000} s quiet window, then ${ROUNDS} rounds (the first on a fresh server), each waiting for every poll to time out.`,
     'Opening = first request → every request written and a `timeout=0` receive sent after them answered (it waits its claim turn behind',
     'the polls). Answering = first → last poll answered (they time out together). The probe waits for each answer, so a stall of',
-    'S ms is one sample of ~S ms: max shows stalls, p99 of a window barely longer than the stall may not. Server CPU from /proc (10 ms ticks).',
+    'S ms is one sample of ~S ms: max shows stalls, p99 of a window barely longer than the stall may not. Server CPU from /proc (10 ms ticks);',
+    `machine busy: all ${os.cpus().length} cores (/proc/stat), PostgreSQL, the bench and the probe included.`,
     '',
-    '| backend | window | ms | probes | /healthz p50 ms | p99 ms | max ms | server CPU ms (% of a core) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
+    '| backend | window | ms | probes | /healthz p50 ms | p99 ms | max ms | server CPU ms (% of a core) | machine busy |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const verdicts: string[] = [];
   const polls: string[] = [];
