@@ -9,6 +9,8 @@
  * A poll is open once the server has made its first claim and sleeps; no answer says so. Opening
  * counts as done when every poll's request is written and a `timeout=0` receive sent after them
  * has answered: it passes the same route and claim turns (`claimTurn`), behind the polls.
+ * The server's own event-loop lag is noted too (bench/long-polls/loop-lag.mjs, preloaded), to tell
+ * a stall of its loop from the machine's contention in the probe's figures.
  *
  * LONG_POLLS_BENCH_CPU_PROF=<dir> writes the server's CPU profile there (`node --cpu-prof`).
  */
@@ -184,12 +186,20 @@ interface Run {
   quiet: Window;
   rounds: Round[];
   probe: Samples;
+  /** The server's timer lag: [epoch ms due, ms late]. */
+  loopLag: [number, number][];
 }
 
 async function run(dialect: Dialect): Promise<Run> {
   const profile = process.env.LONG_POLLS_BENCH_CPU_PROF;
-  const server = await startSwitchboard({ dialect, nodeArgs: profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [] });
+  const lagFile = path.join(os.tmpdir(), `long-polls-loop-lag-${process.pid}-${dialect}.json`);
+  const server = await startSwitchboard({
+    dialect,
+    env: { LOOP_LAG_FILE: lagFile },
+    nodeArgs: ['--import', path.join(ROOT, 'bench', 'long-polls', 'loop-lag.mjs'), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])],
+  });
   let probe: ChildProcess | undefined;
+  let result: Omit<Run, 'loopLag'>;
   try {
     const keys = await agentKeys(server);
     const started = await startProbe(server.url);
@@ -206,24 +216,29 @@ async function run(dialect: Dialect): Promise<Run> {
       if (profile) console.log(`${dialect} round ${round + 1} opening in the profile's clock (µs): ${toProfileUs(last.opening.from)}–${toProfileUs(last.opening.to)}`);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
-    return { dialect, quiet, rounds, probe: await started.report() };
+    result = { dialect, quiet, rounds, probe: await started.report() };
   } finally {
     if (probe && probe.exitCode === null) probe.kill();
     await server.stop();
   }
+  const loopLag = JSON.parse(fs.readFileSync(lagFile, 'utf8')) as [number, number][];
+  fs.rmSync(lagFile);
+  return { ...result, loopLag };
 }
 
 function latencies(samples: [number, number][], windows: Window[]): number[] {
   return samples.filter(([at]) => windows.some((w) => at >= w.from && at <= w.to)).map(([, ms]) => ms);
 }
 
-function row(dialect: Dialect, label: string, samples: [number, number][], windows: Window[]): string {
-  const ms = latencies(samples, windows);
+function row(r: Run, label: string, windows: Window[]): string {
+  const ms = latencies(r.probe.samples, windows);
+  const lag = latencies(r.loopLag, windows);
   const wall = windows.reduce((sum, w) => sum + (w.to - w.from), 0);
   const server = windows.reduce((sum, w) => sum + w.cpu.server, 0);
   const busy = windows.reduce((sum, w) => sum + w.cpu.machine, 0);
-  const figures = ms.length === 0 ? ['–', '–', '–'] : [percentile(ms, 50), percentile(ms, 99), Math.max(...ms)].map((v) => fmt(v, 1));
-  return `| ${dialect} | ${label} | ${fmt(wall)} | ${ms.length} | ${figures.join(' | ')} | ${fmt(server)} (${fmt((server / wall) * 100)}%) | ${fmt((busy / wall / os.cpus().length) * 100)}% |`;
+  const healthz = ms.length === 0 ? ['–', '–', '–'] : [percentile(ms, 50), percentile(ms, 99), Math.max(...ms)].map((v) => fmt(v, 1));
+  const loop = lag.length === 0 ? ['–', '–'] : [percentile(lag, 99), Math.max(...lag)].map((v) => fmt(v, 1));
+  return `| ${r.dialect} | ${label} | ${fmt(wall)} | ${ms.length} | ${healthz.join(' | ')} | ${loop.join(' | ')} | ${fmt(server)} (${fmt((server / wall) * 100)}%) | ${fmt((busy / wall / os.cpus().length) * 100)}% |`;
 }
 
 export default async function longPolls(): Promise<void> {
@@ -242,21 +257,21 @@ export default async function longPolls(): Promise<void> {
     'Opening = first request → every request written and a `timeout=0` receive sent after them answered (it waits its claim turn behind',
     'the polls). Answering = first → last poll answered (they time out together). The probe waits for each answer, so a stall of',
     'S ms is one sample of ~S ms: max shows stalls, p99 of a window barely longer than the stall may not. Server CPU from /proc (10 ms ticks);',
-    `machine busy: all ${os.cpus().length} cores (/proc/stat), PostgreSQL, the bench and the probe included.`,
+    `machine busy: all ${os.cpus().length} cores (/proc/stat), PostgreSQL, the bench and the probe included. Loop lag: how late a 10 ms timer`,
+    'in the server fired (bench/long-polls/loop-lag.mjs, preloaded): its own event loop, without the network or the probe.',
     '',
-    '| backend | window | ms | probes | /healthz p50 ms | p99 ms | max ms | server CPU ms (% of a core) | machine busy |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| backend | window | ms | probes | /healthz p50 ms | p99 ms | max ms | loop lag p99 ms | max ms | server CPU ms (% of a core) | machine busy |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const verdicts: string[] = [];
   const polls: string[] = [];
   for (const r of runs) {
-    const samples = r.probe.samples;
     const openings = r.rounds.map((round) => round.opening);
-    lines.push(row(r.dialect, 'quiet', samples, [r.quiet]));
-    r.rounds.forEach((round, i) => lines.push(row(r.dialect, `opening, round ${i + 1}${i === 0 ? ' (fresh server)' : ''}`, samples, [round.opening])));
-    lines.push(row(r.dialect, `**opening, ${ROUNDS} rounds pooled**`, samples, openings));
-    lines.push(row(r.dialect, `answering, ${ROUNDS} rounds pooled`, samples, r.rounds.map((round) => round.answering)));
-    const p99 = percentile(latencies(samples, openings), 99);
+    lines.push(row(r, 'quiet', [r.quiet]));
+    r.rounds.forEach((round, i) => lines.push(row(r, `opening, round ${i + 1}${i === 0 ? ' (fresh server)' : ''}`, [round.opening])));
+    lines.push(row(r, `**opening, ${ROUNDS} rounds pooled**`, openings));
+    lines.push(row(r, `answering, ${ROUNDS} rounds pooled`, r.rounds.map((round) => round.answering)));
+    const p99 = percentile(latencies(r.probe.samples, openings), 99);
     verdicts.push(`${r.dialect} **${fmt(p99, 1)} ms** (${p99 < TARGET_P99_MS ? 'met' : 'not met'})`);
     const statuses = new Map<string, number>();
     for (const round of r.rounds) for (const [status, n] of round.statuses) statuses.set(status, (statuses.get(status) ?? 0) + n);
