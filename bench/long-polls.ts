@@ -43,8 +43,13 @@ function machineBusyMs(): number {
   return (user! + nice! + system! + irq! + softirq! + steal!) * 10; // CLK_TCK = 100
 }
 
-/** CPU time so far: the server's (from /proc) and the whole machine's. */
-function cpuNow(server: SwitchboardProcess): { server: number; machine: number } {
+/** CPU time in ms: the server's (from /proc) and the whole machine's. */
+interface CpuMs {
+  server: number;
+  machine: number;
+}
+
+function cpuNow(server: SwitchboardProcess): CpuMs {
   return { server: server.cpuMs(), machine: machineBusyMs() };
 }
 
@@ -52,10 +57,10 @@ function cpuNow(server: SwitchboardProcess): { server: number; machine: number }
 interface Window {
   from: number;
   to: number;
-  cpu: { server: number; machine: number };
+  cpu: CpuMs;
 }
 
-function windowOf(from: number, to: number, cpuFrom: { server: number; machine: number }, cpuTo: { server: number; machine: number }): Window {
+function windowOf(from: number, to: number, cpuFrom: CpuMs, cpuTo: CpuMs): Window {
   return { from, to, cpu: { server: cpuTo.server - cpuFrom.server, machine: cpuTo.machine - cpuFrom.machine } };
 }
 
@@ -109,7 +114,7 @@ async function openPolls(server: SwitchboardProcess, keys: string[]): Promise<Ro
   const statuses = new Map<string, number>();
   let retries = 0;
   let firstAnswer = Infinity;
-  let cpuFirstAnswer = { server: 0, machine: 0 };
+  let cpuFirstAnswer: CpuMs = { server: 0, machine: 0 };
   let lastAnswer = 0;
   let openedAt = Infinity;
   let answeredEarly = 0;
