@@ -1,4 +1,4 @@
-import type { CreateTableBuilder, QueryExecutorProvider, RawBuilder, SqlBool } from 'kysely';
+import type { CreateTableBuilder, QueryExecutorProvider, RawBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import { sql } from 'kysely';
 
 /**
@@ -45,6 +45,19 @@ export interface DialectCapabilities {
    * text on SQLite): one statement text whatever the count, and no bound-value limit.
    */
   inTextList(column: string, values: readonly string[]): RawBuilder<SqlBool>;
+  /**
+   * A due-work query whose rows stay locked to this transaction, skipping rows another
+   * transaction holds (`FOR UPDATE SKIP LOCKED`), so nodes claim different rows; unchanged on
+   * SQLite, whose single writer claims alone.
+   */
+  claim<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /** A query whose rows stay locked to this transaction (`FOR UPDATE`); unchanged on SQLite. */
+  lock<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+}
+
+/** The time of a `min(…) as next` lookup of due work, or null when nothing is due. */
+export function nextDue(row: { next: unknown } | undefined): number | null {
+  return row?.next === null || row?.next === undefined ? null : Number(row.next);
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -66,6 +79,8 @@ export const sqliteCapabilities: DialectCapabilities = {
   isTransientConflict: () => false,
   transactionLock: async () => undefined,
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`,
+  claim: (query) => query,
+  lock: (query) => query,
 };
 
 export const postgresCapabilities: DialectCapabilities = {
@@ -82,6 +97,8 @@ export const postgresCapabilities: DialectCapabilities = {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
   },
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} = any(${values}::text[])`,
+  claim: (query) => query.forUpdate().skipLocked(),
+  lock: (query) => query.forUpdate(),
 };
 
 /** `now` in the stored format, for SQL-side defaults and comparisons in raw fragments. */
