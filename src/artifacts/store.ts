@@ -321,8 +321,7 @@ export class ArtifactsStore {
    * PostgreSQL rows another node is sweeping are skipped rather than waited for.
    */
   async claimExpiredUploads(trx: Db, now: number, limit: number): Promise<UploadRow[]> {
-    let due = trx.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit);
-    if (this.caps.skipLocked) due = due.forUpdate().skipLocked();
+    const due = this.caps.claim(trx.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit));
     return trx.deleteFrom('artifact_uploads').where('id', 'in', due).returningAll().execute();
   }
 }

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
-import type { DialectCapabilities } from '../db/capabilities.js';
+import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { TriggerType, ExecutionStatus, RoutinesTable, RoutineExecutionsTable, RoutineFiresTable } from './tables.js';
 
@@ -56,11 +56,17 @@ export class RoutinesStore {
   /** A slot already in the ledger is left alone (ON CONFLICT DO NOTHING). */
   private readonly fireInsert: BulkInsert<FireRow>;
   private readonly executionInsert: BulkInsert<ExecutionRow>;
+  /**
+   * How many fire batches may claim at once: two where each claim skips the other's locked rows
+   * (PostgreSQL); one on SQLite, whose single connection would only queue a second behind the first.
+   */
+  readonly fireLanes: number;
 
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
   ) {
+    this.fireLanes = caps.skipLocked ? 2 : 1;
     this.fireInsert = new BulkInsert<FireRow>(
       FIRE_TEMPLATE,
       (trx, rows) =>
@@ -124,16 +130,18 @@ export class RoutinesStore {
    * takes different ones.
    */
   async claimDueRoutines(trx: Db, now: number, limit: number): Promise<DueRoutine[]> {
-    let query = trx
-      .selectFrom('routines')
-      .select(DUE_COLUMNS)
-      .where('enabled', '=', 1)
-      .where('trigger_type', '=', 'cron')
-      .where('next_run_at', '<=', now)
-      .orderBy('next_run_at')
-      .limit(limit);
-    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
-    return query.execute();
+    return this.caps
+      .claim(
+        trx
+          .selectFrom('routines')
+          .select(DUE_COLUMNS)
+          .where('enabled', '=', 1)
+          .where('trigger_type', '=', 'cron')
+          .where('next_run_at', '<=', now)
+          .orderBy('next_run_at')
+          .limit(limit),
+      )
+      .execute();
   }
 
   /** The earliest next_run_at of enabled cron routines (the scheduler sleeps until then). */
@@ -144,7 +152,7 @@ export class RoutinesStore {
       .where('enabled', '=', 1)
       .where('trigger_type', '=', 'cron')
       .executeTakeFirst();
-    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+    return nextDue(row);
   }
 
   /** Routine ids among `ids` with an execution still pending or running. */
@@ -234,15 +242,17 @@ export class RoutinesStore {
 
   /** Unfinished executions past their deadline, locked for this node on PostgreSQL. */
   async claimTimedOut(trx: Db, now: number, limit: number): Promise<ExecutionRow[]> {
-    let query = trx
-      .selectFrom('routine_executions')
-      .selectAll()
-      .where('status', 'in', UNFINISHED)
-      .where('deadline_at', '<=', now)
-      .orderBy('deadline_at')
-      .limit(limit);
-    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
-    return query.execute();
+    return this.caps
+      .claim(
+        trx
+          .selectFrom('routine_executions')
+          .selectAll()
+          .where('status', 'in', UNFINISHED)
+          .where('deadline_at', '<=', now)
+          .orderBy('deadline_at')
+          .limit(limit),
+      )
+      .execute();
   }
 
   async nextDeadline(): Promise<number | null> {
@@ -251,6 +261,6 @@ export class RoutinesStore {
       .select((eb) => eb.fn.min('deadline_at').as('next'))
       .where('status', 'in', UNFINISHED)
       .executeTakeFirst();
-    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+    return nextDue(row);
   }
 }

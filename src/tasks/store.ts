@@ -67,6 +67,11 @@ export class TasksStore {
     return this.db.transaction().execute(work);
   }
 
+  /** True when a write failed because a row it references was deleted meanwhile. */
+  isForeignKeyViolation(err: unknown): boolean {
+    return this.caps.isForeignKeyViolation(err);
+  }
+
   // ---- projects ----
 
   async insertProject(row: ProjectRow): Promise<void> {
@@ -75,10 +80,8 @@ export class TasksStore {
 
   /** The project, locked against concurrent task inserts and deletes on PostgreSQL when `lock`. */
   async findProject(id: string, trx: Db = this.db, lock = false): Promise<ProjectRow | undefined> {
-    let query = trx.selectFrom('projects').selectAll().where('id', '=', id);
-    // Row locks exist where SKIP LOCKED does (PostgreSQL); SQLite serializes writers instead.
-    if (lock && this.caps.skipLocked) query = query.forUpdate();
-    return query.executeTakeFirst();
+    const query = trx.selectFrom('projects').selectAll().where('id', '=', id);
+    return (lock ? this.caps.lock(query) : query).executeTakeFirst();
   }
 
   async listProjects(window: Page): Promise<Paged<ProjectRow>> {
@@ -122,8 +125,7 @@ export class TasksStore {
     // One text per list length, as the query builder would write (and SQLite cache) anyway.
     const values = Object.fromEntries(ids.map((id, i) => [`id${i}`, id]));
     const query = this.statements.compiled(`lock:${ids.length}`, values, (v) => {
-      const locked = trx.selectFrom('tasks').selectAll().where('id', 'in', Object.values(v) as string[]).orderBy('id');
-      return this.caps.skipLocked ? locked.forUpdate() : locked;
+      return this.caps.lock(trx.selectFrom('tasks').selectAll().where('id', 'in', Object.values(v) as string[]).orderBy('id'));
     });
     return (await trx.executeQuery(query)).rows;
   }
@@ -209,8 +211,7 @@ export class TasksStore {
 
   /** Locks every task in the scope (PostgreSQL), in id order. */
   async lockScope(trx: Db, scope: TaskScope): Promise<string[]> {
-    let query = trx.selectFrom('tasks').select('id').where(this.scoped(scope)).orderBy('id');
-    if (this.caps.skipLocked) query = query.forUpdate();
+    const query = this.caps.lock(trx.selectFrom('tasks').select('id').where(this.scoped(scope)).orderBy('id'));
     return (await query.execute()).map((r) => r.id);
   }
 

@@ -1,5 +1,29 @@
+import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { postgresCapabilities, sqliteCapabilities } from '../../src/db/capabilities.js';
+import { nextDue, postgresCapabilities, sqliteCapabilities } from '../../src/db/capabilities.js';
+
+interface Tables {
+  jobs: { id: string; due_at: number };
+}
+
+// Compiles without a connection: the helpers only shape SQL, so each dialect's text is the test.
+const postgres = new Kysely<Tables>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => new DummyDriver(),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
+const sqlite = new Kysely<Tables>({
+  dialect: {
+    createAdapter: () => new SqliteAdapter(),
+    createDriver: () => new DummyDriver(),
+    createIntrospector: (db) => new SqliteIntrospector(db),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+  },
+});
+const dueJobs = (db: Kysely<Tables>) => db.selectFrom('jobs').select('id').where('due_at', '<=', 5).orderBy('due_at').limit(10);
 
 describe('dialect capabilities', () => {
   it('tells a lost deadlock or serialization race (worth running again) from other errors', () => {
@@ -8,5 +32,27 @@ describe('dialect capabilities', () => {
     expect(postgresCapabilities.isTransientConflict({ code: '23505' })).toBe(false);
     expect(postgresCapabilities.isTransientConflict(new Error('boom'))).toBe(false);
     expect(sqliteCapabilities.isTransientConflict({ code: 'SQLITE_BUSY' })).toBe(false);
+  });
+
+  it('claims due work with FOR UPDATE SKIP LOCKED on PostgreSQL and leaves the SQLite query as it is', () => {
+    expect(postgresCapabilities.claim(dueJobs(postgres)).compile().sql).toBe(
+      'select "id" from "jobs" where "due_at" <= $1 order by "due_at" limit $2 for update skip locked',
+    );
+    expect(sqliteCapabilities.claim(dueJobs(sqlite)).compile().sql).toBe('select "id" from "jobs" where "due_at" <= ? order by "due_at" limit ?');
+  });
+
+  it('locks rows with FOR UPDATE (waiting, not skipping) on PostgreSQL and leaves the SQLite query as it is', () => {
+    expect(postgresCapabilities.lock(dueJobs(postgres)).compile().sql).toBe(
+      'select "id" from "jobs" where "due_at" <= $1 order by "due_at" limit $2 for update',
+    );
+    expect(sqliteCapabilities.lock(dueJobs(sqlite)).compile().sql).toBe('select "id" from "jobs" where "due_at" <= ? order by "due_at" limit ?');
+  });
+
+  it('reads the time of the next due work from a min(…) row, null when nothing is due', () => {
+    expect(nextDue(undefined)).toBeNull();
+    expect(nextDue({ next: null })).toBeNull();
+    expect(nextDue({ next: 0 })).toBe(0);
+    // The query builder types min() as string | number | bigint.
+    expect(nextDue({ next: '1700000000000' })).toBe(1_700_000_000_000);
   });
 });
