@@ -55,6 +55,7 @@ export function createCoordinationDomain(deps: {
     name: 'run-timer',
     intervalMs: MAX_SLEEP_MS,
     logger: platform.logger,
+    wakeOn: { notifier: platform.notifier, channel: COORDINATION_CHANGED, onNotice: () => triggers.invalidate() },
     run: async () => {
       timerPlannedAt = 0;
       await triggers.fireDue();
@@ -70,17 +71,5 @@ export function createCoordinationDomain(deps: {
       return sleep;
     },
   });
-  const stopListening = platform.notifier.listen(COORDINATION_CHANGED, () => {
-    triggers.invalidate();
-    timer.nudge();
-  });
-  const worker = {
-    name: timer.name,
-    start: () => timer.start(),
-    stop: async () => {
-      stopListening();
-      await timer.stop();
-    },
-  };
-  return { service: coordination, triggers, routes: coordinationRoutes(coordination, triggers, planner), workers: [worker] };
+  return { service: coordination, triggers, routes: coordinationRoutes(coordination, triggers, planner), workers: [timer] };
 }

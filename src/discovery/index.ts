@@ -1,6 +1,6 @@
 import type { Platform } from '../kernel/platform.js';
 import type { DeliveryStats } from '../kernel/ports.js';
-import { LoopWorker, type Worker } from '../workers/loop-worker.js';
+import { LoopWorker } from '../workers/loop-worker.js';
 import { OpenAiEmbedder, type Embedder } from './embeddings.js';
 import { discoveryRoutes } from './routes.js';
 import { DISCOVERY_CHANGED, DiscoveryService } from './service.js';
@@ -52,6 +52,7 @@ export function createDiscoveryDomain(deps: {
     name: 'discovery-index',
     intervalMs: INDEX_POLL_MS,
     logger: platform.logger,
+    wakeOn: { notifier: platform.notifier, channel: DISCOVERY_CHANGED },
     run: async () => {
       await service.syncIndex();
       if (embedder) {
@@ -64,17 +65,5 @@ export function createDiscoveryDomain(deps: {
       }
     },
   });
-  let stopListening: (() => void) | null = null;
-  const worker: Worker = {
-    name: indexer.name,
-    start: () => {
-      stopListening = platform.notifier.listen(DISCOVERY_CHANGED, () => indexer.nudge());
-      indexer.start();
-    },
-    stop: async () => {
-      stopListening?.();
-      await indexer.stop();
-    },
-  };
-  return { service, routes: discoveryRoutes(service), workers: [worker] };
+  return { service, routes: discoveryRoutes(service), workers: [indexer] };
 }

@@ -25,8 +25,6 @@ export function createRoutinesDomain(deps: {
     inbox: deps.inbox,
     publicUrl: platform.publicUrl,
     logger: platform.logger,
-    // SQLite has one connection: a second lane would only queue behind the first.
-    fireLanes: platform.database.caps.skipLocked ? 2 : 1,
   });
   deps.registerOutcomeHandler(ROUTINE_ORIGIN, {
     // A delivery moves its execution to running.
@@ -42,6 +40,7 @@ export function createRoutinesDomain(deps: {
     name: 'routine-scheduler',
     intervalMs: MAX_SLEEP_MS,
     logger: platform.logger,
+    wakeOn: { notifier: platform.notifier, channel: ROUTINES_CHANGED },
     run: async () => {
       await service.fireDue();
       await service.expireTimedOut();
@@ -49,14 +48,5 @@ export function createRoutinesDomain(deps: {
       return next === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, next - platform.clock.now()));
     },
   });
-  const stopListening = platform.notifier.listen(ROUTINES_CHANGED, () => scheduler.nudge());
-  const worker = {
-    name: scheduler.name,
-    start: () => scheduler.start(),
-    stop: async () => {
-      stopListening();
-      await scheduler.stop();
-    },
-  };
-  return { service, routes: routinesRoutes(service), workers: [worker] };
+  return { service, routes: routinesRoutes(service), workers: [scheduler] };
 }

@@ -91,8 +91,6 @@ export interface RoutinesDeps {
   inbox: Inbox;
   publicUrl: () => string;
   logger: Logger;
-  /** How many fire batches may run at once (more than 1 only where claims skip locked rows). */
-  fireLanes?: number;
   /** Routines claimed per fire transaction (default 2,000). */
   fireBatchSize?: number;
 }
@@ -436,11 +434,11 @@ export class RoutinesService {
    * message, so restarts, a second node or a racing trigger never fire a slot twice.
    * Returns how many executions were started.
    *
-   * `fireLanes` batches run at once (PostgreSQL: each claims other rows, SKIP LOCKED), so one
-   * batch's statements run in the database while this process prepares the next.
+   * The store's `fireLanes` batches run at once (PostgreSQL: each claims other rows, SKIP
+   * LOCKED), so one batch's statements run in the database while this process prepares the next.
    */
   async fireDue(): Promise<number> {
-    const lanes = await Promise.all(Array.from({ length: this.deps.fireLanes ?? 1 }, () => this.fireBatches()));
+    const lanes = await Promise.all(Array.from({ length: this.store.fireLanes }, () => this.fireBatches()));
     return lanes.reduce((sum, started) => sum + started, 0);
   }
 

@@ -17,7 +17,6 @@ export function createTasksDomain(deps: { platform: Platform; inbox?: Inbox }) {
   const { platform } = deps;
   const service = new TasksService({
     store: new TasksStore(platform.database.db, platform.database.caps),
-    caps: platform.database.caps,
     clock: platform.clock,
     inbox: deps.inbox,
   });

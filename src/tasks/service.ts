@@ -1,5 +1,4 @@
 import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
-import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
@@ -38,7 +37,6 @@ const TODO = 'todo';
 
 export interface TasksDeps {
   store: TasksStore;
-  caps: DialectCapabilities;
   clock: Clock;
   /** Messaging's inbox, for `task.unblocked`; without it nothing is sent. */
   inbox?: Inbox;
@@ -445,7 +443,7 @@ export class TasksService {
     try {
       return await work();
     } catch (err) {
-      if (this.deps.caps.isForeignKeyViolation(err)) throw new NotFound(what, id ?? undefined);
+      if (this.store.isForeignKeyViolation(err)) throw new NotFound(what, id ?? undefined);
       throw err;
     }
   }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Notifier } from '../kernel/notifier.js';
 
 export interface Worker {
   readonly name: string;
@@ -13,6 +14,13 @@ export interface LoopWorkerOptions {
   /** One pass of work; returns the ms until it wants to run again (default: intervalMs). */
   run: (signal: AbortSignal) => Promise<number | void>;
   logger: Logger;
+  /** Notices on this channel nudge the worker while it runs (listening from start to stop). */
+  wakeOn?: {
+    notifier: Notifier;
+    channel: string;
+    /** Runs on each notice before the nudge, e.g. to drop what the notice made stale. */
+    onNotice?: () => void;
+  };
 }
 
 /**
@@ -26,6 +34,7 @@ export class LoopWorker implements Worker {
   private wake: (() => void) | null = null;
   private nudged = false;
   private loop: Promise<void> | null = null;
+  private unlisten: (() => void) | null = null;
 
   constructor(private readonly options: LoopWorkerOptions) {
     this.name = options.name;
@@ -33,6 +42,13 @@ export class LoopWorker implements Worker {
 
   start(): void {
     if (this.loop) return;
+    const { wakeOn } = this.options;
+    if (wakeOn) {
+      this.unlisten = wakeOn.notifier.listen(wakeOn.channel, () => {
+        wakeOn.onNotice?.();
+        this.nudge();
+      });
+    }
     this.loop = this.runLoop();
   }
 
@@ -73,6 +89,8 @@ export class LoopWorker implements Worker {
   }
 
   async stop(): Promise<void> {
+    this.unlisten?.();
+    this.unlisten = null;
     this.controller.abort();
     this.wake?.();
     await this.loop;
