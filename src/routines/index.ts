@@ -2,7 +2,7 @@ import type { Platform } from '../kernel/platform.js';
 import type { Inbox, OutcomeHandler } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { routinesRoutes } from './routes.js';
-import { ROUTINE_ORIGIN, ROUTINES_CHANGED, RoutinesService } from './service.js';
+import { ROUTINES_CHANGED, RoutinesService } from './service.js';
 import { RoutinesStore } from './store.js';
 
 export { RoutinesService } from './service.js';
@@ -12,11 +12,7 @@ export * as routineSchemas from './schemas.js';
 /** The scheduler sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;
 
-export function createRoutinesDomain(deps: {
-  platform: Platform;
-  inbox: Inbox;
-  registerOutcomeHandler: (kind: string, handler: OutcomeHandler) => void;
-}) {
+export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox }) {
   const { platform } = deps;
   const service = new RoutinesService({
     store: new RoutinesStore(platform.database.db, platform.database.caps),
@@ -28,13 +24,14 @@ export function createRoutinesDomain(deps: {
     // SQLite has one connection: a second lane would only queue behind the first.
     fireLanes: platform.database.caps.skipLocked ? 2 : 1,
   });
-  deps.registerOutcomeHandler(ROUTINE_ORIGIN, {
+  /** Hears of `routine_execution` messages (kernel/ports.ts `OutcomeHandlers`). */
+  const outcomeHandler: OutcomeHandler = {
     // A delivery moves its execution to running.
     delivered: true,
     handle: async (outcomes, trx) => {
       for (const outcome of outcomes) await service.handleOutcome(outcome, trx);
     },
-  });
+  };
 
   // One pass fires due slots and expires overdue executions, then sleeps until the next due
   // time (a timer, not per-routine polling); a routine change anywhere cuts the sleep short.
@@ -58,5 +55,5 @@ export function createRoutinesDomain(deps: {
       await scheduler.stop();
     },
   };
-  return { service, routes: routinesRoutes(service), workers: [worker] };
+  return { service, outcomeHandler, routes: routinesRoutes(service), workers: [worker] };
 }
