@@ -9,8 +9,8 @@ import { topicMatches } from '../messaging/topics.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_STEP_TIMEOUT_S, inputValidator, type StepTemplate } from './plan.js';
 import { RunContexts } from './run-contexts.js';
 import {
-  completeStep,
   changeStep,
+  completeStep,
   definition,
   failStep,
   FINISHED,
@@ -139,7 +139,7 @@ export class RunEngine {
 
   /** Advances a run whose timer is due (the worker claimed it). */
   async wake(trx: Db, run: RunRow): Promise<void> {
-    const ctx = await this.contexts.of(trx, run);
+    const ctx = await this.contexts.fromRow(trx, run);
     await this.advance(trx, ctx);
     await this.save(trx, [ctx]);
   }

@@ -98,7 +98,7 @@ export class RunContexts {
   }
 
   /** A run the caller has read (and locked), with its steps. */
-  async of(trx: Db, run: RunRow): Promise<RunContext> {
+  async fromRow(trx: Db, run: RunRow): Promise<RunContext> {
     return this.context(run, await this.steps(trx, run), false);
   }
 
@@ -106,7 +106,7 @@ export class RunContexts {
   async load(trx: Db, runId: string): Promise<RunContext | null> {
     const run = await this.store.findRun(runId, trx, true);
     if (!run) return null;
-    return this.of(trx, run);
+    return this.fromRow(trx, run);
   }
 
   /** Loads several runs for transitions, locked in id order (as one read) until the transaction ends. */
