@@ -75,20 +75,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
   const messaging = createMessagingDomain(platform);
-  const discovery = createDiscoveryDomain({ platform, stats: messaging.service });
-  const routines = createRoutinesDomain({
-    platform,
-    inbox: messaging.service,
-    registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
-  });
-  const tasks = createTasksDomain({ platform, inbox: messaging.service });
+  const discovery = createDiscoveryDomain({ platform, stats: messaging.inbox });
+  const routines = createRoutinesDomain({ platform, inbox: messaging.inbox });
+  const tasks = createTasksDomain({ platform, inbox: messaging.inbox });
   const coordination = createCoordinationDomain({
     platform,
-    inbox: messaging.service,
+    inbox: messaging.inbox,
     directory: discovery.service,
-    registerOutcomeHandler: (kind, handler) => messaging.service.registerOutcomeHandler(kind, handler),
-    onPublish: (listener) => messaging.service.onPublish(listener),
+    onPublish: (listener) => messaging.subscriptions.onPublish(listener),
   });
+  // Who hears of what happened to the messages they sent, by their origin kind.
+  messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler });
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),

@@ -1,7 +1,7 @@
 import type { Platform } from '../kernel/platform.js';
 import type { AgentDirectory, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
-import { COORDINATION_CHANGED, PLAN_STEP_ORIGIN, RunEngine } from './engine.js';
+import { COORDINATION_CHANGED, RunEngine } from './engine.js';
 import { coordinationRoutes } from './routes.js';
 import { CoordinationService } from './service.js';
 import { CoordinationStore } from './store.js';
@@ -18,7 +18,6 @@ export function createCoordinationDomain(deps: {
   platform: Platform;
   inbox: Inbox;
   directory: AgentDirectory;
-  registerOutcomeHandler: (kind: string, handler: OutcomeHandler) => void;
   onPublish: (listener: PublishListener) => void;
 }) {
   const { platform } = deps;
@@ -42,7 +41,8 @@ export function createCoordinationDomain(deps: {
     llm: llmUrl !== null && llmModel !== null ? { url: llmUrl, model: llmModel, apiKey: llmApiKey } : null,
     logger: platform.logger,
   });
-  deps.registerOutcomeHandler(PLAN_STEP_ORIGIN, { delivered: false, handle: (outcomes, trx) => coordination.handleOutcomes(outcomes, trx) });
+  /** Hears of `plan_step` messages (kernel/ports.ts `OutcomeHandlers`): agents' acknowledgements and dead letters move runs. */
+  const outcomeHandler: OutcomeHandler = { delivered: false, handle: (outcomes, trx) => engine.onOutcomes(outcomes, trx) };
   deps.onPublish(async (event) => {
     await triggers.onEvent(event);
     await coordination.handleEvent(event);
@@ -71,5 +71,5 @@ export function createCoordinationDomain(deps: {
       return sleep;
     },
   });
-  return { service: coordination, triggers, routes: coordinationRoutes(coordination, triggers, planner), workers: [timer] };
+  return { service: coordination, triggers, outcomeHandler, routes: coordinationRoutes(coordination, triggers, planner), workers: [timer] };
 }

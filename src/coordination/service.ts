@@ -4,10 +4,11 @@ import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { MessageOutcome, PublishedEvent } from '../kernel/ports.js';
+import type { PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/topics.js';
-import { COORDINATION_CHANGED, RUN_FINISHED, type Adaptive, type Revision, type RunEngine } from './engine.js';
+import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
 import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
+import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
 import type { CoordinationStore, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStepRow } from './store.js';
 import type { RunStatus, StepStatus } from './tables.js';
 import { parseNullableJson } from '../kernel/json.js';
@@ -334,10 +335,6 @@ export class CoordinationService {
   }
 
   // Engine plumbing
-
-  handleOutcomes(outcomes: MessageOutcome[], trx: Db): Promise<void> {
-    return this.deps.engine.onOutcomes(outcomes, trx);
-  }
 
   async handleEvent(event: PublishedEvent): Promise<void> {
     // Most events resume nothing: look before opening a transaction.

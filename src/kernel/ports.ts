@@ -9,8 +9,8 @@ import type { Db } from '../db/database.js';
 
 /** Who produced a message and wants its outcome (design §4): a routine execution, a plan step… */
 export interface MessageOrigin {
-  /** e.g. `routine_execution`, `plan_step`, `task` */
-  kind: string;
+  /** Which producer's handler hears of the outcome (stored with the message as `origin_kind`). */
+  kind: OriginKind;
   /** The producer's own id for the work (execution id, `run_id:step_id`, …). */
   ref: string;
 }
@@ -76,6 +76,20 @@ export interface OutcomeHandler {
   readonly delivered: boolean;
   handle(outcomes: MessageOutcome[], trx: Db): Promise<void>;
 }
+
+/**
+ * Every producer of messages with an origin, by origin kind: messaging hands each outcome to
+ * the handler named by its message's `origin_kind`, and app.ts fills in one per kind. The field
+ * names are stored with messages (data), so a name never changes.
+ */
+export interface OutcomeHandlers {
+  /** routines: an execution's message was delivered, acknowledged or dead-lettered. */
+  routine_execution: OutcomeHandler;
+  /** coordination: an agent step's message was acknowledged or dead-lettered (ref `run|step|attempt`). */
+  plan_step: OutcomeHandler;
+}
+
+export type OriginKind = keyof OutcomeHandlers;
 
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {

@@ -1,10 +1,12 @@
 import type { Platform } from '../kernel/platform.js';
 import { LoopWorker } from '../workers/loop-worker.js';
+import { InboxService } from './inbox.js';
 import { messagingRoutes } from './routes.js';
-import { MessagingService } from './service.js';
 import { MessagingStore } from './store.js';
+import { SubscriptionsService } from './subscriptions.js';
+import { ThreadsService } from './threads.js';
 
-export { MessagingService } from './service.js';
+export { InboxService } from './inbox.js';
 export { topicMatches, topicProblem } from './topics.js';
 
 /** How often the reaper looks for exhausted leases and newly visible delayed messages. */
@@ -12,13 +14,11 @@ const REAPER_INTERVAL_MS = 250;
 const SWEEP_INTERVAL_MS = 60_000;
 
 export function createMessagingDomain(platform: Platform) {
-  const service = new MessagingService({
-    store: new MessagingStore(platform.database.db, platform.database.caps),
-    clock: platform.clock,
-    notifier: platform.notifier,
-    limiter: platform.limiter,
-    logger: platform.logger,
-  });
+  const { clock, logger } = platform;
+  const store = new MessagingStore(platform.database.db, platform.database.caps);
+  const threads = new ThreadsService({ store, clock });
+  const inbox = new InboxService({ store, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger });
+  const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
   let since = platform.clock.now();
   // Each pass looks only at leases that ran out since the previous one; the first pass (leases
   // that ran out while the server was down) and one a minute look at every expired lease, for
@@ -31,10 +31,10 @@ export function createMessagingDomain(platform: Platform) {
     run: async () => {
       const now = platform.clock.now();
       const sweep = now >= sweepAt;
-      await service.reap(since, sweep ? 0 : since);
+      await inbox.reap(since, sweep ? 0 : since);
       since = now;
       if (sweep) sweepAt = now + SWEEP_INTERVAL_MS;
     },
   });
-  return { service, routes: messagingRoutes(service, platform.shutdown), workers: [reaper] };
+  return { inbox, subscriptions, routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown), workers: [reaper] };
 }

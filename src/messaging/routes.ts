@@ -29,13 +29,19 @@ import {
   ThreadBody,
   ThreadParams,
 } from './schemas.js';
-import { DEFAULT_VISIBILITY_S, MAX_BATCH, MAX_WAIT_S, type Caller, type MessagingService } from './service.js';
+import { DEFAULT_VISIBILITY_S, MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
+import type { Caller } from './messages.js';
+import type { SubscriptionsService } from './subscriptions.js';
+import type { ThreadsService } from './threads.js';
 
 const tags = ['messaging'];
 
 const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: isAdmin(p) });
 
-export function messagingRoutes(service: MessagingService, shutdown: AbortSignal): FastifyPluginAsyncTypebox {
+export function messagingRoutes(
+  { inbox, threads, subscriptions }: { inbox: InboxService; threads: ThreadsService; subscriptions: SubscriptionsService },
+  shutdown: AbortSignal,
+): FastifyPluginAsyncTypebox {
   return async (app) => {
     // One shutdown listener ends every long poll: a listener each cost a walk over all the others
     // on every add and remove (an AbortSignal's list), quadratic with 2,000 polls opening.
@@ -46,7 +52,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       '/messaging/send',
       { schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
       async (request, reply) => {
-        const { sent, replayed } = await service.sendAs(callerOf(request.principal), request.body);
+        const { sent, replayed } = await inbox.sendAs(callerOf(request.principal), request.body);
         if (replayed) return ok(reply.header('Idempotent-Replayed', 'true'), sent);
         return created(reply, sent);
       },
@@ -62,7 +68,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
           response: { 201: DataEnvelope(Type.Object({ messages: Type.Array(Sent) })) },
         },
       },
-      async (request, reply) => created(reply, { messages: await service.sendBatchAs(callerOf(request.principal), request.body.messages) }),
+      async (request, reply) => created(reply, { messages: await inbox.sendBatchAs(callerOf(request.principal), request.body.messages) }),
     );
 
     app.get(
@@ -86,7 +92,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
         longPolls.add(abort);
         if (shutdown.aborted) abort();
         try {
-          const messages = await service.receive(
+          const messages = await inbox.receive(
             callerOf(request.principal),
             agentId,
             {
@@ -118,7 +124,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
         const body = request.body;
         const caller = callerOf(request.principal);
         const result =
-          'message_ids' in body ? await service.acknowledge(caller, body.message_ids) : await service.acknowledge(caller, [body.message_id], body.output);
+          'message_ids' in body ? await inbox.acknowledge(caller, body.message_ids) : await inbox.acknowledge(caller, [body.message_id], body.output);
         return ok(reply, result);
       },
     );
@@ -141,7 +147,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
           },
         },
       },
-      async (request, reply) => ok(reply, await service.reject(callerOf(request.principal), request.body)),
+      async (request, reply) => ok(reply, await inbox.reject(callerOf(request.principal), request.body)),
     );
 
     app.post(
@@ -155,7 +161,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
         },
       },
       async (request, reply) =>
-        ok(reply, await service.extend(callerOf(request.principal), request.body.message_id, request.body.visibility_timeout)),
+        ok(reply, await inbox.extend(callerOf(request.principal), request.body.message_id, request.body.visibility_timeout)),
     );
 
     app.get(
@@ -163,7 +169,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       { schema: { tags, summary: 'Dead-lettered messages with every delivery attempt', querystring: AgentQuery, response: { 200: ListEnvelope(DeadLetter) } } },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.listDeadLetters(callerOf(request.principal), request.query.agent_id, window), window);
+        return list(reply, await inbox.listDeadLetters(callerOf(request.principal), request.query.agent_id, window), window);
       },
     );
 
@@ -177,13 +183,13 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
           response: { 201: DataEnvelope(Message) },
         },
       },
-      async (request, reply) => created(reply, await service.redrive(callerOf(request.principal), request.params.message_id)),
+      async (request, reply) => created(reply, await inbox.redrive(callerOf(request.principal), request.params.message_id)),
     );
 
     app.post(
       '/messaging/sessions',
       { schema: { tags, summary: 'Create a session', body: SessionBody, response: { 201: DataEnvelope(Session) } } },
-      async (request, reply) => created(reply, await service.createSession(callerOf(request.principal), request.body)),
+      async (request, reply) => created(reply, await threads.createSession(callerOf(request.principal), request.body)),
     );
 
     app.get(
@@ -191,26 +197,26 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       { schema: { tags, summary: 'List sessions', querystring: PageQuery, response: { 200: ListEnvelope(Session) } } },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.listSessions(window), window);
+        return list(reply, await threads.listSessions(window), window);
       },
     );
 
     app.get(
       '/messaging/sessions/:session_id',
       { schema: { tags, summary: 'Get a session', params: SessionParams, response: { 200: DataEnvelope(Session) } } },
-      async (request, reply) => ok(reply, await service.getSession(request.params.session_id)),
+      async (request, reply) => ok(reply, await threads.getSession(request.params.session_id)),
     );
 
     app.post(
       '/messaging/threads',
       { schema: { tags, summary: 'Create a thread in a session', body: ThreadBody, response: { 201: DataEnvelope(Thread) } } },
-      async (request, reply) => created(reply, await service.createThread(callerOf(request.principal), request.body)),
+      async (request, reply) => created(reply, await threads.createThread(callerOf(request.principal), request.body)),
     );
 
     app.get(
       '/messaging/threads/:thread_id',
       { schema: { tags, summary: 'Get a thread (participants and admins)', params: ThreadParams, response: { 200: DataEnvelope(Thread) } } },
-      async (request, reply) => ok(reply, await service.getThread(callerOf(request.principal), request.params.thread_id)),
+      async (request, reply) => ok(reply, await threads.getThread(callerOf(request.principal), request.params.thread_id)),
     );
 
     app.get(
@@ -226,14 +232,14 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.threadMessages(callerOf(request.principal), request.params.thread_id, window), window);
+        return list(reply, await threads.threadMessages(callerOf(request.principal), request.params.thread_id, window), window);
       },
     );
 
     app.post(
       '/messaging/publish',
       { schema: { tags, summary: 'Publish to a topic: one message per subscriber', body: PublishBody, response: { 201: DataEnvelope(Published) } } },
-      async (request, reply) => created(reply, await service.publish(callerOf(request.principal), request.body.topic, request.body.payload ?? {})),
+      async (request, reply) => created(reply, await subscriptions.publish(callerOf(request.principal), request.body.topic, request.body.payload ?? {})),
     );
 
     app.post(
@@ -247,7 +253,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
         },
       },
       async (request, reply) => {
-        const { subscription, created: isNew } = await service.subscribe(callerOf(request.principal), request.body.agent_id, request.body.topic);
+        const { subscription, created: isNew } = await subscriptions.subscribe(callerOf(request.principal), request.body.agent_id, request.body.topic);
         return isNew ? created(reply, subscription) : ok(reply, subscription);
       },
     );
@@ -257,7 +263,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       { schema: { tags, summary: "List an agent's subscriptions", querystring: AgentQuery, response: { 200: ListEnvelope(Subscription) } } },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.listSubscriptions(callerOf(request.principal), request.query.agent_id, window), window);
+        return list(reply, await subscriptions.listSubscriptions(callerOf(request.principal), request.query.agent_id, window), window);
       },
     );
 
@@ -265,7 +271,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       '/messaging/subscriptions/:subscription_id',
       { schema: { tags, summary: 'Unsubscribe', params: SubscriptionParams, response: { 200: Deleted } } },
       async (request, reply) => {
-        await service.unsubscribe(callerOf(request.principal), request.params.subscription_id);
+        await subscriptions.unsubscribe(callerOf(request.principal), request.params.subscription_id);
         return deleted(reply, request.params.subscription_id);
       },
     );
@@ -275,7 +281,7 @@ export function messagingRoutes(service: MessagingService, shutdown: AbortSignal
       { schema: { tags, summary: "An agent's request budget", querystring: RateLimitQuery, response: { 200: DataEnvelope(RateLimitStatus) } } },
       async (request, reply) => {
         const agentId = actingAgent(request.principal, request.query.agent_id);
-        return ok(reply, await service.rateLimit(callerOf(request.principal), agentId));
+        return ok(reply, await inbox.rateLimit(callerOf(request.principal), agentId));
       },
     );
   };

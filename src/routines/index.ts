@@ -2,7 +2,7 @@ import type { Platform } from '../kernel/platform.js';
 import type { Inbox, OutcomeHandler } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { routinesRoutes } from './routes.js';
-import { ROUTINE_ORIGIN, ROUTINES_CHANGED, RoutinesService } from './service.js';
+import { ROUTINES_CHANGED, RoutinesService } from './service.js';
 import { RoutinesStore } from './store.js';
 
 export { RoutinesService } from './service.js';
@@ -12,11 +12,7 @@ export * as routineSchemas from './schemas.js';
 /** The scheduler sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;
 
-export function createRoutinesDomain(deps: {
-  platform: Platform;
-  inbox: Inbox;
-  registerOutcomeHandler: (kind: string, handler: OutcomeHandler) => void;
-}) {
+export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox }) {
   const { platform } = deps;
   const service = new RoutinesService({
     store: new RoutinesStore(platform.database.db, platform.database.caps),
@@ -26,13 +22,14 @@ export function createRoutinesDomain(deps: {
     publicUrl: platform.publicUrl,
     logger: platform.logger,
   });
-  deps.registerOutcomeHandler(ROUTINE_ORIGIN, {
+  /** Hears of `routine_execution` messages (kernel/ports.ts `OutcomeHandlers`). */
+  const outcomeHandler: OutcomeHandler = {
     // A delivery moves its execution to running.
     delivered: true,
     handle: async (outcomes, trx) => {
       for (const outcome of outcomes) await service.handleOutcome(outcome, trx);
     },
-  });
+  };
 
   // One pass fires due slots and expires overdue executions, then sleeps until the next due
   // time (a timer, not per-routine polling); a routine change anywhere cuts the sleep short.
@@ -48,5 +45,5 @@ export function createRoutinesDomain(deps: {
       return next === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, next - platform.clock.now()));
     },
   });
-  return { service, routes: routinesRoutes(service), workers: [scheduler] };
+  return { service, outcomeHandler, routes: routinesRoutes(service), workers: [scheduler] };
 }

@@ -11,7 +11,6 @@ import { cronProblem, decideSlots, isValidTimeZone, Schedule, type CatchUp } fro
 import type { ExecutionRow, FireRow, RoutineRow, RoutinesStore } from './store.js';
 import type { ExecutionStatus, ExecutionTrigger, TriggerType } from './tables.js';
 
-export const ROUTINE_ORIGIN = 'routine_execution';
 export const ROUTINE_EVENT = 'routine.execute';
 /** Wakes every node's scheduler when routines change (a new earliest due time, a pause). */
 export const ROUTINES_CHANGED = 'routines:changed';
@@ -363,7 +362,7 @@ export class RoutinesService {
         destination: routine.target_agent,
         event_name: ROUTINE_EVENT,
         payload: { routine_id: routine.id, execution_id: id, trigger, payload },
-        origin: { kind: ROUTINE_ORIGIN, ref: id },
+        origin: { kind: 'routine_execution', ref: id },
       })),
       trx,
     );

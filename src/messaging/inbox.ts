@@ -5,20 +5,12 @@ import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type {
-  DeliveryStats,
-  Inbox,
-  MessageOutcome,
-  OutcomeHandler,
-  OutgoingMessage,
-  PublishedEvent,
-  PublishListener,
-  SentMessage,
-} from '../kernel/ports.js';
+import type { DeliveryStats, Inbox, MessageOutcome, OriginKind, OutcomeHandler, OutcomeHandlers, OutgoingMessage, SentMessage } from '../kernel/ports.js';
 import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
 import { InboxWakeups } from './inbox-wakeups.js';
-import { hasWildcard, topicMatches, topicProblem } from './topics.js';
-import type { DeliveryRow, MessageRow, MessagingStore, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './store.js';
+import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
+import type { DeliveryRow, MessageRow, MessagingStore, NewMessageRow } from './store.js';
+import type { ThreadsService } from './threads.js';
 
 export const DEFAULT_MAX_DELIVERIES = 5;
 export const DEFAULT_VISIBILITY_S = 30;
@@ -28,26 +20,6 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 const MAX_BACKOFF_S = 300;
 /** Exhausted leases dead-lettered per reaper transaction. */
 const REAP_BATCH = 500;
-/** The caller of a request, as messaging sees it: who it is and whether it may act for others. */
-export interface Caller {
-  actor: string;
-  agentId: string | null;
-  admin: boolean;
-}
-
-export interface Message {
-  message_id: string;
-  source: string;
-  destination: string;
-  event_name: string;
-  payload: unknown;
-  thread_id: string | null;
-  timestamp: string;
-  retry_count: number;
-  delivery_semantic: 'at_least_once' | 'at_most_once';
-  status: string;
-  redriven_from: string | null;
-}
 
 export interface Attempt {
   attempt: number;
@@ -64,50 +36,8 @@ export interface DeadLetter extends Message {
   attempts: Attempt[];
 }
 
-export interface Session {
-  id: string;
-  name: string;
-  metadata: Record<string, unknown>;
-  created_by: string;
-  created_at: string;
-}
-
-export interface Thread {
-  id: string;
-  session_id: string;
-  name: string;
-  mode: 'wild' | 'turn';
-  participants: string[];
-  next_speaker: string | null;
-  created_by: string;
-  created_at: string;
-}
-
-export interface Subscription {
-  id: string;
-  agent_id: string;
-  topic: string;
-  created_at: string;
-}
-
 /** What an HTTP caller sends: the port's message without the fields the platform sets. */
 export type SendInput = Omit<OutgoingMessage, 'source' | 'origin'>;
-
-function toMessage(row: MessageRow): Message {
-  return {
-    message_id: row.id,
-    source: row.source,
-    destination: row.destination,
-    event_name: row.event_name,
-    payload: JSON.parse(row.payload) as unknown,
-    thread_id: row.thread_id,
-    timestamp: iso(row.created_at),
-    retry_count: row.retry_count,
-    delivery_semantic: row.delivery_semantic,
-    status: row.state === 'pending' ? (row.deliveries > 0 ? 'delivered' : 'sent') : row.state,
-    redriven_from: row.redriven_from,
-  };
-}
 
 function toAttempt(row: DeliveryRow): Attempt {
   return {
@@ -120,48 +50,22 @@ function toAttempt(row: DeliveryRow): Attempt {
   };
 }
 
-function toSession(row: SessionRow): Session {
-  return {
-    id: row.id,
-    name: row.name,
-    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-    created_by: row.created_by,
-    created_at: iso(row.created_at),
-  };
-}
-
-function toThread(row: ThreadRow): Thread {
-  const participants = JSON.parse(row.participants) as string[];
-  return {
-    id: row.id,
-    session_id: row.session_id,
-    name: row.name,
-    mode: row.mode,
-    participants,
-    next_speaker: row.mode === 'turn' ? participants[row.turn % participants.length]! : null,
-    created_by: row.created_by,
-    created_at: iso(row.created_at),
-  };
-}
-
-function toSubscription(row: SubscriptionRow): Subscription {
-  return { id: row.id, agent_id: row.agent_id, topic: row.topic, created_at: iso(row.created_at) };
-}
-
 /**
  * Durable agent inboxes (design §4, issue "Messaging"): FIFO per destination, leases with
- * redelivery, reject with backoff, dead letters with every attempt, threads, topics. Also the
- * transport other domains use through the Inbox port, with outcome handlers called inside the
- * transaction that settles a message.
+ * redelivery, reject with backoff, dead letters with every attempt. Also the transport other
+ * domains use through the Inbox port, with outcome handlers called inside the transaction that
+ * settles a message. Sessions and threads are `ThreadsService` (threads.ts), topics
+ * `SubscriptionsService` (subscriptions.ts).
  */
-export class MessagingService implements Inbox, DeliveryStats {
-  private readonly outcomeHandlers = new Map<string, OutcomeHandler>();
-  private readonly publishListeners: PublishListener[] = [];
+export class InboxService implements Inbox, DeliveryStats {
+  /** By origin kind (`messages.origin_kind`), from `routeOutcomesTo`. */
+  private outcomeHandlers = new Map<string, OutcomeHandler>();
   private readonly wakeups: InboxWakeups;
 
   constructor(
     private readonly deps: {
       store: MessagingStore;
+      threads: ThreadsService;
       clock: Clock;
       notifier: Notifier;
       limiter: RateLimiter;
@@ -175,17 +79,13 @@ export class MessagingService implements Inbox, DeliveryStats {
     return this.deps.store;
   }
 
-  registerOutcomeHandler(kind: string, handler: OutcomeHandler): void {
-    if (this.outcomeHandlers.has(kind)) throw new Error(`an outcome handler for '${kind}' is already registered`);
-    this.outcomeHandlers.set(kind, handler);
-  }
-
-  onPublish(listener: PublishListener): void {
-    this.publishListeners.push(listener);
+  /** Each settled message's producer hears of it through the handler of its origin kind. */
+  routeOutcomesTo(handlers: OutcomeHandlers): void {
+    this.outcomeHandlers = new Map(Object.entries(handlers));
   }
 
   /** Whether the producer of `row` (if any) wants to hear of outcomes like `status`. */
-  private hears(row: MessageRow, status: MessageOutcome['status']): row is MessageRow & { origin_kind: string; origin_ref: string } {
+  private hears(row: MessageRow, status: MessageOutcome['status']): row is MessageRow & { origin_kind: OriginKind; origin_ref: string } {
     if (row.origin_kind === null || row.origin_ref === null) return false;
     const handler = this.outcomeHandlers.get(row.origin_kind);
     return handler !== undefined && (status !== 'delivered' || handler.delivered);
@@ -193,7 +93,7 @@ export class MessagingService implements Inbox, DeliveryStats {
 
   /** Tells each origin's producer what happened to its messages: one call per origin kind. */
   private async emitOutcomes(trx: Db, rows: MessageRow[], outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>) {
-    const byKind = new Map<string, MessageOutcome[]>();
+    const byKind = new Map<OriginKind, MessageOutcome[]>();
     for (const row of rows) {
       if (!this.hears(row, outcome.status)) continue;
       let batch = byKind.get(row.origin_kind);
@@ -301,7 +201,7 @@ export class MessagingService implements Inbox, DeliveryStats {
         }
         if (existing) await this.store.clearIdempotencyKey(trx, existing.id);
       }
-      if (input.thread_id !== undefined) await this.takeTurn(trx, input.thread_id, source, input.destination);
+      if (input.thread_id !== undefined) await this.deps.threads.takeTurn(trx, input.thread_id, source, input.destination);
       const row = this.newRow({ ...input, source }, now);
       await this.store.insertMessages(trx, [row]);
       return { row, replayed: false };
@@ -323,32 +223,23 @@ export class MessagingService implements Inbox, DeliveryStats {
       if (input.thread_id !== undefined) throw InvalidRequest.field(`messages.${i}.thread_id`, 'is not supported in batches; send thread messages one at a time');
       if (input.idempotency_key !== undefined) throw InvalidRequest.field(`messages.${i}.idempotency_key`, 'is not supported in batches');
     });
-    const rows = inputs.map((input) => this.newRow({ ...input, source }, now));
-    await this.store.transaction((trx) => this.store.insertMessages(trx, rows));
-    this.wakeups.committed(rows.map((r) => r.destination));
+    const ids = await this.sendBatch(
+      inputs.map((input) => ({ ...input, source })),
+      now,
+    );
     const timestamp = iso(now);
-    return rows.map((r) => ({ message_id: r.id, status: 'sent' as const, timestamp }));
+    return ids.map((id) => ({ message_id: id, status: 'sent' as const, timestamp }));
   }
 
-  /** Thread rules (design §5): participants only; in turn mode, round robin in list order. */
-  private async takeTurn(trx: Db, threadId: string, sender: string, destination: string): Promise<void> {
-    const thread = await this.store.findThread(threadId, trx);
-    if (!thread) throw new NotFound('Thread', threadId);
-    const participants = JSON.parse(thread.participants) as string[];
-    if (!participants.includes(sender)) throw new Forbidden(`'${sender}' is not a participant of thread '${threadId}'`);
-    if (!participants.includes(destination)) {
-      throw InvalidRequest.field('destination', `'${destination}' is not a participant of thread '${threadId}'`);
-    }
-    if (thread.mode !== 'turn') return;
-    const expected = participants[thread.turn % participants.length]!;
-    if (expected !== sender) throw new Conflict(`It is '${expected}''s turn in thread '${threadId}', not '${sender}''s`);
-    if (!(await this.store.advanceTurn(trx, threadId, thread.turn))) {
-      throw new Conflict(`Another message took this turn in thread '${threadId}'; fetch the thread and retry`);
-    }
-  }
-
-  private checkReceiver(caller: Caller, agentId: string): void {
-    if (!caller.admin && caller.agentId !== agentId) throw new Forbidden(`Agent '${caller.agentId}' cannot receive for agent '${agentId}'`);
+  /**
+   * Messages sent together, all or nothing, in a transaction of their own (a batch send, a
+   * publish); their inboxes' long polls wake after the commit. Returns their ids, in order.
+   */
+  async sendBatch(messages: OutgoingMessage[], now: number): Promise<string[]> {
+    const rows = messages.map((message) => this.newRow(message, now));
+    if (rows.length > 0) await this.store.transaction((trx) => this.store.insertMessages(trx, rows));
+    this.wakeups.committed(rows.map((r) => r.destination));
+    return rows.map((r) => r.id);
   }
 
   /**
@@ -361,7 +252,7 @@ export class MessagingService implements Inbox, DeliveryStats {
     options: { waitSeconds: number; max: number; visibilitySeconds: number },
     signal: AbortSignal,
   ): Promise<Message[]> {
-    this.checkReceiver(caller, agentId);
+    checkReceiver(caller, agentId);
     const deadline = this.deps.clock.now() + options.waitSeconds * 1000;
     // Registered before the first look, so a send between the look and the wait is not missed.
     const waiter = this.wakeups.register(agentId);
@@ -496,7 +387,7 @@ export class MessagingService implements Inbox, DeliveryStats {
 
   async listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
     const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
-    if (agent !== undefined) this.checkReceiver(caller, agent);
+    if (agent !== undefined) checkReceiver(caller, agent);
     const page = await this.store.listDeadLetters(agent, window);
     const attempts = await this.store.attemptsOf(page.items.map((r) => r.id));
     return {
@@ -516,7 +407,7 @@ export class MessagingService implements Inbox, DeliveryStats {
     const row = await this.store.transaction(async (trx) => {
       const dead = await this.store.findMessage(messageId, trx);
       if (!dead) throw new NotFound('Message', messageId);
-      this.checkReceiver(caller, dead.destination);
+      checkReceiver(caller, dead.destination);
       if (dead.state !== 'dead') throw new Conflict(`Message '${messageId}' is not dead-lettered (${dead.state})`);
       const copy: NewMessageRow = {
         ...this.newRow(
@@ -564,132 +455,8 @@ export class MessagingService implements Inbox, DeliveryStats {
     return reaped;
   }
 
-  async createSession(caller: Caller, input: { name: string; metadata?: Record<string, unknown> }): Promise<Session> {
-    const now = this.deps.clock.now();
-    const row: SessionRow = {
-      id: newId('ses', now),
-      name: input.name,
-      metadata: JSON.stringify(input.metadata ?? {}),
-      created_by: caller.actor,
-      created_at: now,
-    };
-    await this.store.insertSession(row);
-    return toSession(row);
-  }
-
-  async getSession(id: string): Promise<Session> {
-    const row = await this.store.findSession(id);
-    if (!row) throw new NotFound('Session', id);
-    return toSession(row);
-  }
-
-  async listSessions(window: Page): Promise<Paged<Session>> {
-    const page = await this.store.listSessions(window);
-    return { items: page.items.map(toSession), total: page.total };
-  }
-
-  async createThread(
-    caller: Caller,
-    input: { session_id: string; name: string; mode?: 'wild' | 'turn'; participants: string[] },
-  ): Promise<Thread> {
-    await this.getSession(input.session_id);
-    if (new Set(input.participants).size !== input.participants.length) {
-      throw InvalidRequest.field('participants', 'must not repeat an agent');
-    }
-    const now = this.deps.clock.now();
-    const row: ThreadRow = {
-      id: newId('thr', now),
-      session_id: input.session_id,
-      name: input.name,
-      mode: input.mode ?? 'wild',
-      participants: JSON.stringify(input.participants),
-      turn: 0,
-      created_by: caller.actor,
-      created_at: now,
-    };
-    await this.store.insertThread(row);
-    return toThread(row);
-  }
-
-  private async readableThread(caller: Caller, id: string): Promise<ThreadRow> {
-    const row = await this.store.findThread(id);
-    if (!row) throw new NotFound('Thread', id);
-    const participants = JSON.parse(row.participants) as string[];
-    if (!caller.admin && (caller.agentId === null || !participants.includes(caller.agentId))) {
-      throw new Forbidden(`Only participants of thread '${id}' may read it`);
-    }
-    return row;
-  }
-
-  async getThread(caller: Caller, id: string): Promise<Thread> {
-    return toThread(await this.readableThread(caller, id));
-  }
-
-  async threadMessages(caller: Caller, id: string, window: Page): Promise<Paged<Message>> {
-    await this.readableThread(caller, id);
-    const page = await this.store.threadMessages(id, window);
-    return { items: page.items.map(toMessage), total: page.total };
-  }
-
-  async subscribe(caller: Caller, agentId: string, topic: string): Promise<{ subscription: Subscription; created: boolean }> {
-    this.checkReceiver(caller, agentId);
-    const problem = topicProblem(topic, true);
-    if (problem) throw InvalidRequest.field('topic', problem);
-    const existing = await this.store.findSubscriptionFor(agentId, topic);
-    if (existing) return { subscription: toSubscription(existing), created: false };
-    const now = this.deps.clock.now();
-    const row: SubscriptionRow = { id: newId('sub', now), agent_id: agentId, topic, wildcard: hasWildcard(topic) ? 1 : 0, created_at: now };
-    try {
-      await this.store.insertSubscription(row);
-    } catch (err) {
-      const raced = this.store.isUniqueViolation(err) ? await this.store.findSubscriptionFor(agentId, topic) : undefined;
-      if (raced) return { subscription: toSubscription(raced), created: false };
-      throw err;
-    }
-    return { subscription: toSubscription(row), created: true };
-  }
-
-  async listSubscriptions(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<Subscription>> {
-    const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
-    if (agent !== undefined) this.checkReceiver(caller, agent);
-    const page = await this.store.listSubscriptions(agent, window);
-    return { items: page.items.map(toSubscription), total: page.total };
-  }
-
-  async unsubscribe(caller: Caller, id: string): Promise<void> {
-    const row = await this.store.findSubscription(id);
-    if (!row) throw new NotFound('Subscription', id);
-    this.checkReceiver(caller, row.agent_id);
-    await this.store.deleteSubscription(id);
-  }
-
-  /** One message per matching subscriber, in one transaction; then the publish listeners. */
-  async publish(caller: Caller, topic: string, payload: unknown): Promise<{ topic: string; count: number; message_ids: string[] }> {
-    const problem = topicProblem(topic, false);
-    if (problem) throw InvalidRequest.field('topic', problem);
-    const now = this.deps.clock.now();
-    const source = caller.agentId ?? caller.actor;
-    // No transaction around the read: a subscription made or removed while this runs is one
-    // made just after or just before the publish. Most topics have no subscriber (events for
-    // triggers and waits): then nothing is written at all.
-    const candidates = await this.store.candidateSubscriptions(this.store.db, topic);
-    const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
-    const rows = subscribers.map((destination) => this.newRow({ source, destination, event_name: topic, payload }, now));
-    if (rows.length > 0) await this.store.transaction((trx) => this.store.insertMessages(trx, rows));
-    this.wakeups.committed(rows.map((r) => r.destination));
-    const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
-    for (const listener of this.publishListeners) {
-      try {
-        await listener(event);
-      } catch (err) {
-        this.deps.logger.error({ err, topic }, 'publish listener failed');
-      }
-    }
-    return { topic, count: rows.length, message_ids: rows.map((r) => r.id) };
-  }
-
   async rateLimit(caller: Caller, agentId: string): Promise<{ limit: number; remaining: number; reset_at: string }> {
-    this.checkReceiver(caller, agentId);
+    checkReceiver(caller, agentId);
     const state: RateLimitState = await this.deps.limiter.peek(`agent:${agentId}`);
     return { limit: state.limit, remaining: state.remaining, reset_at: iso(state.resetAt) };
   }

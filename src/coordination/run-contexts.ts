@@ -1,0 +1,191 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../db/database.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Clock } from '../kernel/clock.js';
+import { newId } from '../kernel/ids.js';
+import type { Inbox } from '../kernel/ports.js';
+import { parseNullableJson } from '../kernel/json.js';
+import { compilePlan, type CompiledPlan, type PlanDefinition } from './plan.js';
+import { NOT_STARTED, record, RUN_FINISHED, type RunContext, type StartRun, type StepState } from './run-state.js';
+import type { CoordinationStore, NewRunEvent, RunRow, RunStepRow } from './store.js';
+
+/** Runs whose steps a node keeps after saving them (most transitions touch a recently saved run). */
+const STEP_CACHE_RUNS = 2000;
+
+/** The messages that runs about to be saved send, taken out of their outboxes. */
+function outboxes(contexts: RunContext[]): RunContext['outbox'] {
+  return contexts.flatMap((ctx) => ctx.outbox.splice(0));
+}
+
+/**
+ * Runs in and out of memory for transitions: a new run, a run loaded (locked) from the store,
+ * and the save that writes what a transition changed, with the step messages it sends.
+ */
+export class RunContexts {
+  private readonly compiled = new BoundedMap<string, CompiledPlan>(1000);
+  /**
+   * The steps of recently saved runs, keyed by run id, valid while the run's `revision` still
+   * matches: a revision is unique per save, so a rolled-back save or another node's save never
+   * matches and the steps are read again.
+   */
+  private readonly savedSteps = new BoundedMap<string, { revision: string; rows: RunStepRow[] }>(STEP_CACHE_RUNS);
+  private readonly revisionPrefix = randomBytes(8).toString('hex');
+  private revisions = 0;
+
+  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock }) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  private compile(run: RunRow): CompiledPlan {
+    return this.compiled.getOrCreate(`${run.plan_id}@${run.plan_version}`, () => compilePlan(JSON.parse(run.definition) as PlanDefinition));
+  }
+
+  private context(run: RunRow, rows: RunStepRow[], isNew: boolean): RunContext {
+    const steps = new Map<string, StepState>();
+    // New runs insert every row on save; otherwise the changed and added rows are written.
+    for (const row of rows) steps.set(row.step_id, { row, dirty: false });
+    return {
+      run,
+      plan: this.compile(run),
+      steps,
+      events: [],
+      now: this.deps.clock.now(),
+      isNew,
+      initialWakeAt: run.wake_at,
+      initialStatus: run.status,
+      input: JSON.parse(run.input),
+      event: parseNullableJson(run.event),
+      failed: null,
+      parentInMemory: false,
+      outbox: [],
+    };
+  }
+
+  /** A new run of `spec` (a sub-plan's child of `parent`), its steps not started. */
+  create(spec: StartRun, parent?: { run: RunRow; stepId: string }): RunContext {
+    const now = this.deps.clock.now();
+    const run: RunRow = {
+      id: newId('run', now),
+      plan_id: spec.planId,
+      plan_version: spec.planVersion,
+      definition: spec.definitionText ?? JSON.stringify(spec.definition),
+      status: 'running',
+      input: JSON.stringify(spec.input),
+      event: spec.event === undefined ? null : JSON.stringify(spec.event),
+      output: null,
+      error: null,
+      adaptive: spec.adaptive ? JSON.stringify(spec.adaptive) : null,
+      revisions: '[]',
+      parent_run_id: parent?.run.id ?? null,
+      parent_step_id: parent?.stepId ?? null,
+      depth: parent ? parent.run.depth + 1 : 0,
+      created_by: spec.createdBy,
+      wake_at: null,
+      revision: '',
+      started_at: now,
+      completed_at: null,
+      updated_at: now,
+    };
+    const rows = spec.definition.steps.map(
+      (def, position): RunStepRow => ({ run_id: run.id, step_id: def.id, position, parent_step_id: null, item_index: -1, item: null, ...NOT_STARTED }),
+    );
+    const ctx = this.context(run, rows, true);
+    ctx.parentInMemory = parent !== undefined;
+    record(ctx, 'run.started', null, { plan_id: run.plan_id, plan_version: run.plan_version });
+    return ctx;
+  }
+
+  /** A run the caller has read (and locked), with its steps. */
+  async fromRow(trx: Db, run: RunRow): Promise<RunContext> {
+    return this.context(run, await this.steps(trx, run), false);
+  }
+
+  /** Loads a run for a transition, locked (PostgreSQL) until the transaction ends. */
+  async load(trx: Db, runId: string): Promise<RunContext | null> {
+    const run = await this.store.findRun(runId, trx, true);
+    if (!run) return null;
+    return this.fromRow(trx, run);
+  }
+
+  /** Loads several runs for transitions, locked in id order (as one read) until the transaction ends. */
+  async loadMany(trx: Db, runIds: string[]): Promise<RunContext[]> {
+    // One run (a single acknowledgement, the usual case) takes the lookup compiled once.
+    if (runIds.length === 1) {
+      const ctx = await this.load(trx, runIds[0]!);
+      return ctx ? [ctx] : [];
+    }
+    const runs = await this.store.findRuns(runIds, trx, true);
+    const missing = runs.filter((run) => this.savedSteps.get(run.id)?.revision !== run.revision).map((run) => run.id);
+    const read = missing.length > 0 ? await this.store.stepsOfRuns(missing, trx) : null;
+    return runs.map((run) => this.context(run, read?.get(run.id) ?? this.savedSteps.get(run.id)!.rows.map((row) => ({ ...row })), false));
+  }
+
+  /** The steps of `run` in plan order (position, then item): from memory when this node saved it last. */
+  async stepsOf(trx: Db, run: RunRow): Promise<RunStepRow[]> {
+    const rows = await this.steps(trx, run);
+    return rows.sort((a, b) => a.position - b.position || a.item_index - b.item_index);
+  }
+
+  private async steps(trx: Db, run: RunRow): Promise<RunStepRow[]> {
+    const saved = this.savedSteps.get(run.id);
+    if (saved?.revision === run.revision) return saved.rows.map((row) => ({ ...row }));
+    return this.store.runSteps(run.id, trx);
+  }
+
+  private remember(ctx: RunContext): void {
+    const { id, revision, status } = ctx.run;
+    this.savedSteps.delete(id);
+    if (RUN_FINISHED.has(status)) return;
+    this.savedSteps.set(id, { revision, rows: [...ctx.steps.values()].map((s) => ({ ...s.row })) });
+  }
+
+  /**
+   * Saves transitions: their messages in one insert, then new runs in one statement per table
+   * and loaded runs' changed rows in one write; every saved run's steps are remembered.
+   */
+  async save(trx: Db, contexts: RunContext[]): Promise<void> {
+    await this.send(trx, outboxes(contexts));
+    const created = contexts.filter((ctx) => ctx.isNew);
+    const moved = contexts.filter((ctx) => !ctx.isNew);
+    if (created.length > 0) {
+      const runs: RunRow[] = [];
+      const steps: RunStepRow[] = [];
+      const events: NewRunEvent[] = [];
+      for (const ctx of created) {
+        ctx.run.revision = this.nextRevision();
+        runs.push(ctx.run);
+        for (const step of ctx.steps.values()) steps.push(step.row);
+        for (const event of ctx.events) events.push(event);
+      }
+      await this.store.insertRuns(trx, { runs, steps, events });
+    }
+    if (moved.length > 0) {
+      const transitions = moved.map((ctx) => {
+        ctx.run.revision = this.nextRevision();
+        ctx.run.updated_at = ctx.now;
+        const steps: RunStepRow[] = [];
+        for (const step of ctx.steps.values()) if (step.dirty) steps.push(step.row);
+        return { run: ctx.run, steps, events: ctx.events };
+      });
+      await this.store.saveTransitions(trx, transitions);
+    }
+    for (const ctx of contexts) this.remember(ctx);
+  }
+
+  /** Sends the step messages in `outbox` (emptying it) and sets their steps' `message_id`. */
+  async send(trx: Db, outbox: RunContext['outbox']): Promise<void> {
+    if (outbox.length === 0) return;
+    const pending = outbox.splice(0);
+    const sent = await this.deps.inbox.sendMany(
+      pending.map((p) => p.message),
+      trx,
+    );
+    pending.forEach(({ step }, i) => (step.row.message_id = sent[i]!.message_id));
+  }
+
+  private nextRevision(): string {
+    return `${this.revisionPrefix}.${++this.revisions}`;
+  }
+}

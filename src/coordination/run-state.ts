@@ -1,0 +1,177 @@
+/**
+ * A run in memory for one transition (RunContext), and the changes a transition makes to it:
+ * each change marks its row to be saved and records its timeline event.
+ */
+
+import { parseNullableJson } from '../kernel/json.js';
+import type { OutgoingMessage } from '../kernel/ports.js';
+import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan.js';
+import type { NewRunEvent, RunRow, RunStepRow } from './store.js';
+import type { RunStatus, StepStatus } from './tables.js';
+import type { TemplateScope } from './templates.js';
+
+/** The sender of the messages and decisions the platform makes itself. */
+export const PLATFORM_SENDER = 'switchboard';
+
+export const FINISHED: ReadonlySet<StepStatus> = new Set(['completed', 'failed', 'skipped', 'cancelled']);
+export const IN_FLIGHT: ReadonlySet<StepStatus> = new Set(['running', 'waiting']);
+export const RUN_FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+export interface Adaptive {
+  enabled: boolean;
+  max_revisions?: number;
+}
+
+export interface Revision {
+  step: string;
+  reason: string;
+  change: Record<string, unknown>;
+  at: string;
+}
+
+export interface StartRun {
+  planId: string;
+  planVersion: number;
+  definition: PlanDefinition;
+  /** The definition as stored with its plan version, when the caller has it (saves serializing it again). */
+  definitionText?: string;
+  input: Record<string, unknown>;
+  event?: unknown;
+  adaptive?: Adaptive;
+  createdBy: string;
+}
+
+/** What a step remembers between transitions (JSON in run_steps.detail). */
+export interface StepDetail {
+  /** Agents this step was sent to, for adaptive re-routing. */
+  tried?: string[];
+  /** The agent a revision chose for the next attempt. */
+  route_to?: string;
+  /** Attempts made before the last revision (the retry budget restarts after one). */
+  attempt_base?: number;
+  /** wait on an event: the resolved match object. */
+  match?: Record<string, unknown>;
+}
+
+export interface StepState {
+  row: RunStepRow;
+  dirty: boolean;
+  output?: unknown;
+  detail?: StepDetail;
+}
+
+/** One run loaded for a transition: the run row, its steps and what the transition changes. */
+export interface RunContext {
+  run: RunRow;
+  plan: CompiledPlan;
+  steps: Map<string, StepState>;
+  events: NewRunEvent[];
+  now: number;
+  isNew: boolean;
+  initialWakeAt: number | null;
+  initialStatus: RunStatus;
+  input: unknown;
+  event: unknown;
+  /** The first step that failed in this transition (a failed step fails the run). */
+  failed: StepState | null;
+  /** Set while a parent run is itself in memory (start or cancel of a child): it reads the outcome directly. */
+  parentInMemory: boolean;
+  /**
+   * The step messages this transition sends, sent together when it is saved (one insert for
+   * all, and for all the runs of a batch); a step's `message_id` is set then.
+   */
+  outbox: { message: OutgoingMessage; step: StepState }[];
+}
+
+/** The state of a step that has not started: a new step, a for_each item, a redriven step. */
+export const NOT_STARTED = {
+  status: 'pending',
+  attempt: 0,
+  agent_id: null,
+  capability: null,
+  message_id: null,
+  child_run_id: null,
+  input: null,
+  output: null,
+  error: null,
+  wake_at: null,
+  wait_topic: null,
+  detail: '{}',
+  started_at: null,
+  completed_at: null,
+} as const satisfies Partial<RunStepRow>;
+
+export function record(ctx: RunContext, type: string, stepId: string | null, detail: Record<string, unknown> = {}): void {
+  ctx.events.push({ run_id: ctx.run.id, step_id: stepId, type, detail: JSON.stringify(detail), created_at: ctx.now });
+}
+
+export function changeStep(step: StepState, changes: Partial<RunStepRow>): void {
+  Object.assign(step.row, changes);
+  step.dirty = true;
+  if ('output' in changes) step.output = undefined;
+  if ('detail' in changes) step.detail = undefined;
+}
+
+export function stepOutput(step: StepState): unknown {
+  if (step.output === undefined) step.output = parseNullableJson(step.row.output);
+  return step.output;
+}
+
+export function stepDetail(step: StepState): StepDetail {
+  step.detail ??= JSON.parse(step.row.detail) as StepDetail;
+  return step.detail;
+}
+
+export function setStepDetail(step: StepState, detail: StepDetail): void {
+  changeStep(step, { detail: JSON.stringify(detail) });
+}
+
+/** The plan's definition of a step (a for_each item's is its group's `step`). */
+export function definition(ctx: RunContext, step: StepState): StepTemplate {
+  if (step.row.parent_step_id !== null) return ctx.plan.steps.get(step.row.parent_step_id)!.def.step!;
+  return ctx.plan.steps.get(step.row.step_id)!.def;
+}
+
+/** What templates and expressions of a step see: the run's input and event, finished steps' outputs, its item. */
+export function templateScope(ctx: RunContext, item: string | null): TemplateScope {
+  const steps: Record<string, { output: unknown }> = {};
+  for (const s of ctx.steps.values()) {
+    if (s.row.parent_step_id !== null) continue;
+    if (s.row.status === 'completed') steps[s.row.step_id] = { output: stepOutput(s) };
+    else if (s.row.status === 'skipped') steps[s.row.step_id] = { output: null };
+  }
+  const scope: TemplateScope = { input: ctx.input, steps, event: ctx.event ?? {} };
+  if (item !== null) scope.item = JSON.parse(item);
+  return scope;
+}
+
+// ── Step and run outcomes ───────────────────────────────────────────────────────────
+
+export function completeStep(ctx: RunContext, step: StepState, output: unknown): void {
+  changeStep(step, { status: 'completed', output: JSON.stringify(output), completed_at: ctx.now, wake_at: null, wait_topic: null, error: null });
+  step.output = output;
+  record(ctx, 'step.completed', step.row.step_id, { attempt: step.row.attempt });
+}
+
+export function failStep(ctx: RunContext, step: StepState, reason: string, output: unknown = null): void {
+  ctx.failed ??= step;
+  changeStep(step, { status: 'failed', error: reason, output: JSON.stringify(output), completed_at: ctx.now, wake_at: null, wait_topic: null });
+  record(ctx, 'step.failed', step.row.step_id, { attempt: step.row.attempt, error: reason });
+}
+
+export function skipStep(ctx: RunContext, step: StepState, reason: string): void {
+  changeStep(step, { status: 'skipped', completed_at: ctx.now });
+  record(ctx, 'step.skipped', step.row.step_id, { reason });
+}
+
+/** A sub_plan step takes its child run's outcome (nothing while the child is still going). */
+export function takeChildOutcome(ctx: RunContext, step: StepState, child: RunRow): void {
+  if (child.status === 'completed') completeStep(ctx, step, parseNullableJson(child.output) ?? {});
+  else if (child.status === 'failed') failStep(ctx, step, `sub-plan run ${child.id} failed: ${child.error ?? 'unknown error'}`);
+  else if (child.status === 'cancelled') failStep(ctx, step, `sub-plan run ${child.id} was cancelled`);
+}
+
+export function finishRun(ctx: RunContext, status: RunStatus, output: unknown, error: string | null): void {
+  Object.assign(ctx.run, { status, output: output === null ? null : JSON.stringify(output), error, completed_at: ctx.now, wake_at: null });
+  record(ctx, `run.${status}`, null, error ? { error } : {});
+}

@@ -1,0 +1,46 @@
+import { iso } from '../kernel/clock.js';
+import { Forbidden } from '../kernel/errors.js';
+import type { MessageRow } from './store.js';
+
+/** The caller of a request, as messaging sees it: who it is and whether it may act for others. */
+export interface Caller {
+  actor: string;
+  agentId: string | null;
+  admin: boolean;
+}
+
+/** A message as callers see it (an inbox, a dead letter, a thread). */
+export interface Message {
+  message_id: string;
+  source: string;
+  destination: string;
+  event_name: string;
+  payload: unknown;
+  thread_id: string | null;
+  timestamp: string;
+  retry_count: number;
+  delivery_semantic: 'at_least_once' | 'at_most_once';
+  status: string;
+  redriven_from: string | null;
+}
+
+export function toMessage(row: MessageRow): Message {
+  return {
+    message_id: row.id,
+    source: row.source,
+    destination: row.destination,
+    event_name: row.event_name,
+    payload: JSON.parse(row.payload) as unknown,
+    thread_id: row.thread_id,
+    timestamp: iso(row.created_at),
+    retry_count: row.retry_count,
+    delivery_semantic: row.delivery_semantic,
+    status: row.state === 'pending' ? (row.deliveries > 0 ? 'delivered' : 'sent') : row.state,
+    redriven_from: row.redriven_from,
+  };
+}
+
+/** An agent acts on its own inbox and subscriptions only; an admin on anyone's. */
+export function checkReceiver(caller: Caller, agentId: string): void {
+  if (!caller.admin && caller.agentId !== agentId) throw new Forbidden(`Agent '${caller.agentId}' cannot receive for agent '${agentId}'`);
+}

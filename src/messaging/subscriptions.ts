@@ -1,0 +1,97 @@
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../kernel/clock.js';
+import { InvalidRequest, NotFound } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { PublishedEvent, PublishListener } from '../kernel/ports.js';
+import type { InboxService } from './inbox.js';
+import { checkReceiver, type Caller } from './messages.js';
+import type { MessagingStore, SubscriptionRow } from './store.js';
+import { hasWildcard, topicMatches, topicProblem } from './topics.js';
+
+export interface Subscription {
+  id: string;
+  agent_id: string;
+  topic: string;
+  created_at: string;
+}
+
+function toSubscription(row: SubscriptionRow): Subscription {
+  return { id: row.id, agent_id: row.agent_id, topic: row.topic, created_at: iso(row.created_at) };
+}
+
+/**
+ * Topics: agents subscribe to topic patterns; a publish sends one message to each subscriber's
+ * inbox, then tells the publish listeners (coordination's triggers and waits).
+ */
+export class SubscriptionsService {
+  private readonly publishListeners: PublishListener[] = [];
+
+  constructor(private readonly deps: { store: MessagingStore; inbox: InboxService; clock: Clock; logger: Logger }) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  onPublish(listener: PublishListener): void {
+    this.publishListeners.push(listener);
+  }
+
+  async subscribe(caller: Caller, agentId: string, topic: string): Promise<{ subscription: Subscription; created: boolean }> {
+    checkReceiver(caller, agentId);
+    const problem = topicProblem(topic, true);
+    if (problem) throw InvalidRequest.field('topic', problem);
+    const existing = await this.store.findSubscriptionFor(agentId, topic);
+    if (existing) return { subscription: toSubscription(existing), created: false };
+    const now = this.deps.clock.now();
+    const row: SubscriptionRow = { id: newId('sub', now), agent_id: agentId, topic, wildcard: hasWildcard(topic) ? 1 : 0, created_at: now };
+    try {
+      await this.store.insertSubscription(row);
+    } catch (err) {
+      const raced = this.store.isUniqueViolation(err) ? await this.store.findSubscriptionFor(agentId, topic) : undefined;
+      if (raced) return { subscription: toSubscription(raced), created: false };
+      throw err;
+    }
+    return { subscription: toSubscription(row), created: true };
+  }
+
+  async listSubscriptions(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<Subscription>> {
+    const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
+    if (agent !== undefined) checkReceiver(caller, agent);
+    const page = await this.store.listSubscriptions(agent, window);
+    return { items: page.items.map(toSubscription), total: page.total };
+  }
+
+  async unsubscribe(caller: Caller, id: string): Promise<void> {
+    const row = await this.store.findSubscription(id);
+    if (!row) throw new NotFound('Subscription', id);
+    checkReceiver(caller, row.agent_id);
+    await this.store.deleteSubscription(id);
+  }
+
+  /** One message per matching subscriber, in one transaction; then the publish listeners. */
+  async publish(caller: Caller, topic: string, payload: unknown): Promise<{ topic: string; count: number; message_ids: string[] }> {
+    const problem = topicProblem(topic, false);
+    if (problem) throw InvalidRequest.field('topic', problem);
+    const now = this.deps.clock.now();
+    const source = caller.agentId ?? caller.actor;
+    // No transaction around the read: a subscription made or removed while this runs is one
+    // made just after or just before the publish. Most topics have no subscriber (events for
+    // triggers and waits): then nothing is written at all.
+    const candidates = await this.store.candidateSubscriptions(this.store.db, topic);
+    const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
+    const ids = await this.deps.inbox.sendBatch(
+      subscribers.map((destination) => ({ source, destination, event_name: topic, payload })),
+      now,
+    );
+    const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
+    for (const listener of this.publishListeners) {
+      try {
+        await listener(event);
+      } catch (err) {
+        this.deps.logger.error({ err, topic }, 'publish listener failed');
+      }
+    }
+    return { topic, count: ids.length, message_ids: ids };
+  }
+}
