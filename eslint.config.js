@@ -16,6 +16,36 @@ export default tseslint.config(
     },
   },
   {
+    // Kysely stays in db/ and the stores (house style: services never see it). Elsewhere a
+    // transaction is an opaque Tx that is only passed on: from db/tx.js a service takes the type,
+    // `autocommit` and `Transactor`, never the helpers that turn a Tx back into a Kysely handle.
+    // `Db`, the schema and the SQL helpers (dialect capabilities included) are for stores only;
+    // tables.ts declares columns with Kysely's types.
+    files: ['src/**/*.ts'],
+    // TODO(tx): wave 2 — messaging and coordination still pass Kysely handles between their files.
+    ignores: ['src/db/**', 'src/**/store.ts', 'src/**/tables.ts', 'src/messaging/**', 'src/coordination/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['kysely'], message: 'Kysely belongs in db/ and store.ts; pass a Tx (db/tx.js) instead.' },
+            { group: ['**/db/database.js'], importNames: ['Db'], message: 'A Kysely handle belongs in db/ and store.ts; pass a Tx (db/tx.js) instead.' },
+            {
+              group: ['**/db/schema.js', '**/db/capabilities.js', '**/db/paginate.js', '**/db/statements.js', '**/db/bulk-insert.js'],
+              message: 'SQL and dialect details belong in db/ and store.ts.',
+            },
+            {
+              group: ['**/db/tx.js'],
+              allowImportNames: ['Tx', 'Transactor', 'autocommit'],
+              message: 'Outside db/ and store.ts a Tx is only passed on (txOf, dbOf and the like are for stores).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests read JSON responses whose shape the assertions themselves check.
     files: ['test/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

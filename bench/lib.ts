@@ -91,6 +91,11 @@ export const SERVING_NODE_FLAGS = fs
   .split(' ')
   .filter((arg) => arg.startsWith('--'));
 
+/** The SWITCHBOARD_SQLITE_* entries of an environment. */
+export function sqliteSettings(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[0].startsWith('SWITCHBOARD_SQLITE_') && entry[1] !== undefined));
+}
+
 /** Starts `node dist/cli.js serve`, with the serving flags, on a fresh database of the given dialect. */
 export async function startSwitchboard(
   options: { dialect?: Dialect; env?: Record<string, string>; database?: TestDatabase; nodeArgs?: string[] } = {},
@@ -104,12 +109,14 @@ export async function startSwitchboard(
       PATH: process.env.PATH,
       SWITCHBOARD_HOST: '127.0.0.1',
       SWITCHBOARD_PORT: '0',
-      SWITCHBOARD_DATA_DIR: database.dataDir,
       SWITCHBOARD_ADMIN_KEY: adminKey,
       SWITCHBOARD_LOG_LEVEL: 'info',
       // A budget far above any bench's rate keeps the limiter on the hot path without throttling.
       SWITCHBOARD_RATE_LIMIT: '1000000000',
-      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      // The bench's own SWITCHBOARD_SQLITE_* (group commit, synchronous) reach the server.
+      ...sqliteSettings(process.env),
+      SWITCHBOARD_DATA_DIR: database.dataDir,
+      ...database.env,
       ...options.env,
     },
   });

@@ -8,12 +8,13 @@ import { createMessagingDomain } from './messaging/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
 import type { Config } from './config.js';
-import { openDatabase } from './db/database.js';
+import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
-import { InProcessNotifier, PostgresNotifier, type Notifier } from './kernel/notifier.js';
+import { PostgresNotifier } from './db/postgres-notifier.js';
+import { InProcessNotifier, type Notifier } from './kernel/notifier.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { mcpRoutes } from './mcp/server.js';
@@ -45,7 +46,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'switchboard' } });
-  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = openDatabase(databaseOptions(config));
   try {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');

@@ -11,10 +11,11 @@ import { createApp } from './app.js';
 import { AuthService } from './auth/service.js';
 import { AuthStore } from './auth/store.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { describeDatabase, openDatabase, sqliteFile, type DatabaseHandle } from './db/database.js';
+import { databaseOptions, describeDatabase, openDatabase, sqliteFile, type DatabaseHandle } from './db/database.js';
 import { hasMigrated, migrateToLatest } from './db/migrate.js';
 import { systemClock } from './kernel/clock.js';
-import { InProcessNotifier, PostgresNotifier } from './kernel/notifier.js';
+import { PostgresNotifier } from './db/postgres-notifier.js';
+import { InProcessNotifier } from './kernel/notifier.js';
 import { serveStdio } from './mcp/stdio.js';
 
 const HELP: Record<string, string> = {
@@ -96,7 +97,7 @@ async function serve(config: Config): Promise<void> {
  * a database Switchboard never used is refused (checked before SQLite would create the file).
  */
 async function openForCommand(config: Config, create: boolean): Promise<DatabaseHandle> {
-  const options = { databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 };
+  const options = databaseOptions(config, 1);
   console.error(`switchboard: database ${describeDatabase(options)}`);
   const refuse = () =>
     fail(
@@ -162,7 +163,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
     return;
   }
   if (action === 'list') {
-    const result = await withAuth(config, create, (auth) => auth.listKeys({ limit: 500, offset: 0 }, values.all ?? false));
+    const result = await withAuth(config, create, (auth) => auth.listKeys({ limit: 500, offset: 0 }, { includeRevoked: values.all }));
     console.log(JSON.stringify(result.items, null, 2));
     return;
   }

@@ -29,6 +29,10 @@ export interface Config {
   readonly llmModel: string | null;
   readonly embeddingsModel: string | null;
   readonly llmApiKey: string | null;
+  /** SQLite: the writes of one event-loop turn share one commit (db/sqlite-driver.ts); off: each commits alone. */
+  readonly sqliteGroupCommit: boolean;
+  /** SQLite's `PRAGMA synchronous`: `full` adds an fsync to every commit (README, Configuration). */
+  readonly sqliteSynchronous: 'normal' | 'full';
 }
 
 export class ConfigError extends Error {}
@@ -51,13 +55,18 @@ function str(env: Env, name: string): string | null {
   return raw === undefined || raw.trim() === '' ? null : raw.trim();
 }
 
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const value = str(env, name) ?? fallback;
+  if (!(values as readonly string[]).includes(value)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got '${value}'`);
+  return value as T;
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const databaseUrl = str(env, 'DATABASE_URL');
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
   }
-  const logLevel = str(env, 'SWITCHBOARD_LOG_LEVEL') ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`SWITCHBOARD_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const logLevel = oneOf(env, 'SWITCHBOARD_LOG_LEVEL', LOG_LEVELS, 'info');
   const publicUrl = str(env, 'SWITCHBOARD_PUBLIC_URL');
   if (publicUrl !== null && !/^https?:\/\//.test(publicUrl)) {
     throw new ConfigError('SWITCHBOARD_PUBLIC_URL must be an http(s) URL');
@@ -87,6 +96,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     llmModel: str(env, 'SWITCHBOARD_LLM_MODEL'),
     embeddingsModel: str(env, 'SWITCHBOARD_EMBEDDINGS_MODEL'),
     llmApiKey: str(env, 'SWITCHBOARD_LLM_API_KEY'),
+    sqliteGroupCommit: oneOf(env, 'SWITCHBOARD_SQLITE_GROUP_COMMIT', ['on', 'off'], 'on') === 'on',
+    sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
     ...overrides,
   };
   return Object.freeze(config);

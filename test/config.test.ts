@@ -15,6 +15,8 @@ describe('config', () => {
       logLevel: 'info',
       rateLimit: 6000,
       rateWindowSeconds: 60,
+      sqliteGroupCommit: true,
+      sqliteSynchronous: 'normal',
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -30,6 +32,8 @@ describe('config', () => {
       SWITCHBOARD_LOG_LEVEL: 'debug',
       SWITCHBOARD_RATE_LIMIT: '0',
       SWITCHBOARD_RATE_WINDOW_S: '1',
+      SWITCHBOARD_SQLITE_GROUP_COMMIT: 'off',
+      SWITCHBOARD_SQLITE_SYNCHRONOUS: 'full',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -41,6 +45,8 @@ describe('config', () => {
       logLevel: 'debug',
       rateLimit: 0,
       rateWindowSeconds: 1,
+      sqliteGroupCommit: false,
+      sqliteSynchronous: 'full',
     });
   });
 
@@ -52,6 +58,8 @@ describe('config', () => {
     ['SWITCHBOARD_PUBLIC_URL', 'ftp://x'],
     ['SWITCHBOARD_ADMIN_KEY', 'short'],
     ['SWITCHBOARD_RATE_WINDOW_S', '0'],
+    ['SWITCHBOARD_SQLITE_GROUP_COMMIT', 'yes'],
+    ['SWITCHBOARD_SQLITE_SYNCHRONOUS', 'extra'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
-import type { Db } from '../db/database.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, PreconditionFailed } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -168,7 +168,7 @@ export class ArtifactsService {
   }
 
   private async find(id: string): Promise<ArtifactRow> {
-    const row = await this.store.findArtifact(id);
+    const row = await this.store.findArtifact(autocommit, id);
     if (!row) throw new NotFound('Artifact', id);
     return row;
   }
@@ -179,7 +179,7 @@ export class ArtifactsService {
     if (isAdmin(principal) || row.owner === this.ownerOf(principal)) return row;
     const agentId = principal.agentId;
     if (agentId !== null) {
-      const shares = await this.store.listShares(id);
+      const shares = await this.store.listShares(autocommit, id);
       if (shares.some((s) => s.kind === 'agent' && s.principal === agentId)) return row;
       const groupShares = shares.filter((s) => s.kind === 'group').map((s) => s.principal);
       if (groupShares.length > 0) {
@@ -208,13 +208,13 @@ export class ArtifactsService {
   }
 
   /**
-   * Stores staged bytes under their sha256 inside `trx`, which holds their lock
+   * Stores staged bytes under their sha256 inside `tx`, which holds their lock
    * (store.lockBlobs) and adds the reference: a small content as a database row, which the
    * transaction commits or rolls back with the reference; a large one by committing its file.
    */
-  private async keep(trx: Db, staged: StagedBlob): Promise<void> {
-    await this.store.lockBlobs(trx, [staged.key]);
-    if (staged.inline) await this.store.insertContent(trx, staged.key, staged.inline);
+  private async keep(tx: Tx, staged: StagedBlob): Promise<void> {
+    await this.store.lockBlobs(tx, [staged.key]);
+    if (staged.inline) await this.store.insertContent(tx, staged.key, staged.inline);
     else await staged.commit();
   }
 
@@ -224,11 +224,11 @@ export class ArtifactsService {
    * Call inside the transaction that dropped the references, holding their locks
    * (store.lockBlobs), so no writer can add a reference between the count and the delete.
    */
-  private async dropUnreferenced(trx: Db, sha256s: Iterable<string>): Promise<number> {
+  private async dropUnreferenced(tx: Tx, sha256s: Iterable<string>): Promise<number> {
     let dropped = 0;
     for (const sha of new Set(sha256s)) {
-      if ((await this.store.blobReferences(trx, sha)) > 0) continue;
-      await this.store.deleteContent(trx, sha);
+      if ((await this.store.blobReferences(tx, sha)) > 0) continue;
+      await this.store.deleteContent(tx, sha);
       await this.deps.blobs.delete(sha);
       dropped++;
     }
@@ -246,9 +246,9 @@ export class ArtifactsService {
     } catch (err) {
       if (staged.committed) {
         await this.store
-          .transaction(async (trx) => {
-            await this.store.lockBlobs(trx, [staged.key]);
-            await this.dropUnreferenced(trx, [staged.key]);
+          .inTransaction(async (tx) => {
+            await this.store.lockBlobs(tx, [staged.key]);
+            await this.dropUnreferenced(tx, [staged.key]);
           })
           .catch((cleanupErr: unknown) => this.deps.logger.error({ err: cleanupErr, blob: staged.key }, 'could not release a blob'));
       } else {
@@ -319,9 +319,9 @@ export class ArtifactsService {
       principal.actor,
       this.deps.clock.now(),
     );
-    await this.store.transaction(async (trx) => {
-      await this.keep(trx, staged);
-      await this.store.insertArtifact(trx, rows.artifact, rows.version);
+    await this.store.inTransaction(async (tx) => {
+      await this.keep(tx, staged);
+      await this.store.insertArtifact(tx, rows.artifact, rows.version);
     });
     return toArtifact(rows.artifact);
   }
@@ -362,25 +362,25 @@ export class ArtifactsService {
     const viewer: Viewer = isAdmin(principal)
       ? { admin: true, agentId: principal.agentId, groups: [] }
       : { admin: false, agentId: principal.agentId, groups: await this.groupsOf(principal.agentId) };
-    const page = await this.store.list(viewer, filter, window);
+    const page = await this.store.list(autocommit, viewer, filter, window);
     return { items: page.items.map(toArtifact), total: page.total };
   }
 
   /** Artifacts shared with the caller (or, for an admin, with the named agent), not its own. */
   async listShared(principal: Principal, agentId: string | undefined, window: Page): Promise<Paged<Artifact>> {
     const agent = actingAgent(principal, agentId);
-    const page = await this.store.listShared({ admin: false, agentId: agent, groups: await this.groupsOf(agent) }, window);
+    const page = await this.store.listShared(autocommit, { admin: false, agentId: agent, groups: await this.groupsOf(agent) }, window);
     return { items: page.items.map(toArtifact), total: page.total };
   }
 
   async versions(principal: Principal, id: string): Promise<ArtifactVersion[]> {
     await this.readable(principal, id);
-    return (await this.store.listVersions(id)).map(toVersion);
+    return (await this.store.listVersions(autocommit, id)).map(toVersion);
   }
 
   private async versionOf(artifact: ArtifactRow, version: number | undefined): Promise<VersionRow> {
     const wanted = version ?? artifact.current_version;
-    const row = await this.store.findVersion(artifact.id, wanted);
+    const row = await this.store.findVersion(autocommit, artifact.id, wanted);
     if (!row) throw new NotFound(`Version ${wanted} of artifact`, artifact.id);
     return row;
   }
@@ -388,7 +388,7 @@ export class ArtifactsService {
   /** A version ready to download (default: the current one). */
   private async downloadOf(artifact: ArtifactRow, version: number | undefined): Promise<Download> {
     const wanted = version ?? artifact.current_version;
-    const row = await this.store.findVersionContent(artifact.id, wanted);
+    const row = await this.store.findVersionContent(autocommit, artifact.id, wanted);
     if (!row) throw new NotFound(`Version ${wanted} of artifact`, artifact.id);
     return this.toDownload(artifact, row);
   }
@@ -447,14 +447,14 @@ export class ArtifactsService {
         ...(name === undefined ? {} : { name: checkName(name) }),
         ...(metadataText === undefined ? {} : { metadata: JSON.stringify(parseJsonObject(metadataText, 'metadata')) }),
       };
-      const row = await this.store.transaction(async (trx) => {
-        const advanced = await this.store.advanceVersion(trx, id, content, expected);
+      const row = await this.store.inTransaction(async (tx) => {
+        const advanced = await this.store.advanceVersion(tx, id, content, expected);
         if (!advanced) {
-          if (await this.store.findArtifact(id, trx)) throw mismatch();
+          if (await this.store.findArtifact(tx, id)) throw mismatch();
           throw new NotFound('Artifact', id);
         }
-        await this.keep(trx, staged);
-        await this.store.insertVersion(trx, {
+        await this.keep(tx, staged);
+        await this.store.insertVersion(tx, {
           artifact_id: id,
           version: advanced.current_version,
           content_type: content.content_type,
@@ -472,22 +472,22 @@ export class ArtifactsService {
   /** Deletes one version (design §5): never the only one (409); the newest hands over to the previous. */
   async deleteVersion(principal: Principal, id: string, version: number): Promise<{ current_version: number }> {
     await this.writable(principal, id);
-    return this.store.transaction(async (trx) => {
-      const artifact = await this.store.lockArtifact(trx, id);
+    return this.store.inTransaction(async (tx) => {
+      const artifact = await this.store.lockArtifact(tx, id);
       if (!artifact) throw new NotFound('Artifact', id);
-      const versions = await this.store.listVersions(id, trx);
+      const versions = await this.store.listVersions(tx, id);
       const target = versions.find((v) => v.version === version);
       if (!target) throw new NotFound(`Version ${version} of artifact`, id);
       if (versions.length === 1) throw new Conflict(`Version ${version} is the only version of artifact '${id}'; delete the artifact instead`);
-      await this.store.deleteVersion(trx, id, version);
+      await this.store.deleteVersion(tx, id, version);
       let current = artifact.current_version;
       if (current === version) {
         const previous = versions.find((v) => v.version !== version)!;
-        await this.store.setCurrent(trx, id, previous, this.deps.clock.now());
+        await this.store.setCurrent(tx, id, previous, this.deps.clock.now());
         current = previous.version;
       }
-      await this.store.lockBlobs(trx, [target.sha256]);
-      await this.dropUnreferenced(trx, [target.sha256]);
+      await this.store.lockBlobs(tx, [target.sha256]);
+      await this.dropUnreferenced(tx, [target.sha256]);
       return { current_version: current };
     });
   }
@@ -495,12 +495,12 @@ export class ArtifactsService {
   /** Deletes the artifact, its versions and shares, and every blob nothing else references. */
   async delete(principal: Principal, id: string): Promise<void> {
     await this.writable(principal, id);
-    await this.store.transaction(async (trx) => {
-      if (!(await this.store.lockArtifact(trx, id))) throw new NotFound('Artifact', id);
-      const blobs = (await this.store.listVersions(id, trx)).map((v) => v.sha256);
-      await this.store.deleteArtifact(trx, id);
-      await this.store.lockBlobs(trx, blobs);
-      await this.dropUnreferenced(trx, blobs);
+    await this.store.inTransaction(async (tx) => {
+      if (!(await this.store.lockArtifact(tx, id))) throw new NotFound('Artifact', id);
+      const blobs = (await this.store.listVersions(tx, id)).map((v) => v.sha256);
+      await this.store.deleteArtifact(tx, id);
+      await this.store.lockBlobs(tx, blobs);
+      await this.dropUnreferenced(tx, blobs);
     });
   }
 
@@ -561,7 +561,7 @@ export class ArtifactsService {
       received_bytes: null,
       created_at: now,
     };
-    await this.store.insertUpload(row);
+    await this.store.insertUpload(autocommit, row);
     const signature = await this.sign(`upload\n${row.id}\n${expires}`);
     const url = `${this.deps.publicUrl()}/api/v1/artifacts/uploads/${row.id}?expires=${expires}&signature=${signature}`;
     return { upload_id: row.id, url, expires_at: iso(row.expires_at) };
@@ -573,7 +573,7 @@ export class ArtifactsService {
    */
   async receiveUpload(uploadId: string, proof: UrlProof, body: Readable, contentLength?: number): Promise<{ upload_id: string; size_bytes: number; sha256: string }> {
     await this.verify(`upload\n${uploadId}\n${proof.expires}`, proof);
-    const upload = await this.store.findUpload(uploadId);
+    const upload = await this.store.findUpload(autocommit, uploadId);
     if (!upload) throw new NotFound('Upload', uploadId);
     const limit = Math.min(this.deps.maxUploadBytes, Number(upload.size_bytes));
     if (contentLength !== undefined && contentLength > limit) {
@@ -581,15 +581,15 @@ export class ArtifactsService {
     }
     const staged = await this.stage(body, limit);
     return this.settle(staged, async () => {
-      await this.store.transaction(async (trx) => {
-        const before = await this.store.lockUpload(trx, uploadId);
+      await this.store.inTransaction(async (tx) => {
+        const before = await this.store.lockUpload(tx, uploadId);
         if (!before) throw new NotFound('Upload', uploadId);
         const previous = before.blob_sha256;
         // Both locks at once, in sorted order (store.lockBlobs), so two replacements cannot deadlock.
-        if (previous !== null) await this.store.lockBlobs(trx, [staged.key, previous]);
-        await this.keep(trx, staged);
-        await this.store.recordUploadBytes(trx, uploadId, staged.sha256, staged.size);
-        if (previous !== null && previous !== staged.key) await this.dropUnreferenced(trx, [previous]);
+        if (previous !== null) await this.store.lockBlobs(tx, [staged.key, previous]);
+        await this.keep(tx, staged);
+        await this.store.recordUploadBytes(tx, uploadId, staged.sha256, staged.size);
+        if (previous !== null && previous !== staged.key) await this.dropUnreferenced(tx, [previous]);
       });
       return { upload_id: uploadId, size_bytes: staged.size, sha256: staged.sha256 };
     });
@@ -597,8 +597,8 @@ export class ArtifactsService {
 
   /** Creates the artifact from the uploaded bytes if they match the declared size (and sha256); else 409, bytes discarded. */
   async confirmUpload(principal: Principal, uploadId: string): Promise<Artifact> {
-    const outcome = await this.store.transaction(async (trx): Promise<{ artifact: ArtifactRow } | { problems: { field: string; message: string }[] }> => {
-      const upload = await this.store.lockUpload(trx, uploadId);
+    const outcome = await this.store.inTransaction(async (tx): Promise<{ artifact: ArtifactRow } | { problems: { field: string; message: string }[] }> => {
+      const upload = await this.store.lockUpload(tx, uploadId);
       if (!upload) throw new NotFound('Upload', uploadId);
       if (!isAdmin(principal) && upload.owner !== this.ownerOf(principal)) {
         throw new Forbidden(`Upload '${uploadId}' belongs to '${upload.owner}'`);
@@ -606,8 +606,8 @@ export class ArtifactsService {
       if (upload.expires_at <= this.deps.clock.now()) throw new Conflict(`Upload '${uploadId}' has expired`);
       const blob = upload.blob_sha256;
       if (blob === null) throw new Conflict('No bytes have been uploaded yet: PUT them to the upload URL first');
-      await this.store.lockBlobs(trx, [blob]);
-      await this.store.deleteUpload(trx, uploadId);
+      await this.store.lockBlobs(tx, [blob]);
+      await this.store.deleteUpload(tx, uploadId);
       const problems: { field: string; message: string }[] = [];
       if (Number(upload.received_bytes) !== Number(upload.size_bytes)) {
         problems.push({ field: 'size_bytes', message: `declared ${upload.size_bytes}, received ${upload.received_bytes}` });
@@ -616,7 +616,7 @@ export class ArtifactsService {
         problems.push({ field: 'sha256', message: `declared ${upload.sha256}, received ${blob}` });
       }
       if (problems.length > 0) {
-        await this.dropUnreferenced(trx, [blob]);
+        await this.dropUnreferenced(tx, [blob]);
         return { problems };
       }
       const rows = this.rowsFor(
@@ -631,7 +631,7 @@ export class ArtifactsService {
         principal.actor,
         this.deps.clock.now(),
       );
-      await this.store.insertArtifact(trx, rows.artifact, rows.version);
+      await this.store.insertArtifact(tx, rows.artifact, rows.version);
       return { artifact: rows.artifact };
     });
     if ('problems' in outcome) {
@@ -645,11 +645,11 @@ export class ArtifactsService {
     const now = this.deps.clock.now();
     let swept = 0;
     for (;;) {
-      const n = await this.store.transaction(async (trx) => {
-        const expired = await this.store.claimExpiredUploads(trx, now, SWEEP_BATCH);
+      const n = await this.store.inTransaction(async (tx) => {
+        const expired = await this.store.claimExpiredUploads(tx, now, SWEEP_BATCH);
         const blobs = expired.map((u) => u.blob_sha256).filter((b): b is string => b !== null);
-        await this.store.lockBlobs(trx, blobs);
-        await this.dropUnreferenced(trx, blobs);
+        await this.store.lockBlobs(tx, blobs);
+        await this.dropUnreferenced(tx, blobs);
         return expired.length;
       });
       swept += n;
@@ -671,11 +671,11 @@ export class ArtifactsService {
     let swept = 0;
     let batch: string[] = [];
     const sweepBatch = async () => {
-      const referenced = await this.store.referencedBlobs(batch);
+      const referenced = await this.store.referencedBlobs(autocommit, batch);
       for (const sha of batch.filter((key) => !referenced.has(key))) {
-        swept += await this.store.transaction(async (trx) => {
-          await this.store.lockBlobs(trx, [sha]);
-          return this.dropUnreferenced(trx, [sha]);
+        swept += await this.store.inTransaction(async (tx) => {
+          await this.store.lockBlobs(tx, [sha]);
+          return this.dropUnreferenced(tx, [sha]);
         });
       }
       batch = [];
@@ -694,7 +694,7 @@ export class ArtifactsService {
   // ---- sharing ----
 
   private async accessOf(artifact: ArtifactRow): Promise<AccessList> {
-    const shares = await this.store.listShares(artifact.id);
+    const shares = await this.store.listShares(autocommit, artifact.id);
     return {
       owner: artifact.owner,
       agents: shares.filter((s) => s.kind === 'agent').map((s) => s.principal),
@@ -709,7 +709,7 @@ export class ArtifactsService {
   async share(principal: Principal, id: string, body: { with_agents?: string[]; with_groups?: string[] }): Promise<AccessList> {
     const artifact = await this.writable(principal, id);
     const now = this.deps.clock.now();
-    await this.store.addShares([
+    await this.store.addShares(autocommit, [
       ...[...new Set(body.with_agents ?? [])].map((p) => ({ artifact_id: id, kind: 'agent' as const, principal: p, created_at: now })),
       ...[...new Set(body.with_groups ?? [])].map((p) => ({ artifact_id: id, kind: 'group' as const, principal: p, created_at: now })),
     ]);
@@ -718,8 +718,8 @@ export class ArtifactsService {
 
   async unshare(principal: Principal, id: string, body: { agents?: string[]; groups?: string[] }): Promise<AccessList> {
     const artifact = await this.writable(principal, id);
-    await this.store.removeShares(id, 'agent', body.agents ?? []);
-    await this.store.removeShares(id, 'group', body.groups ?? []);
+    await this.store.removeShares(autocommit, id, 'agent', body.agents ?? []);
+    await this.store.removeShares(autocommit, id, 'group', body.groups ?? []);
     return this.accessOf(artifact);
   }
 }

@@ -3,6 +3,7 @@ import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
+import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
 import type { Database } from '../db/schema.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { ArtifactsTable, ArtifactVersionsTable, ArtifactSharesTable, ArtifactUploadsTable, ArtifactContentsTable } from './tables.js';
@@ -59,28 +60,26 @@ const VERSION_TEMPLATE: Record<keyof VersionRow, null> = {
 
 const CONTENT_TEMPLATE: Record<keyof ContentRow, null> = { sha256: null, bytes: null };
 
-export class ArtifactsStore {
+export class ArtifactsStore implements Transactor {
   // The inserts of a create, compiled once: building and compiling them with the query builder
   // on every create took ~50 µs of the ~165 µs of its transaction on SQLite (measured).
-  private readonly artifactInsert = new BulkInsert<ArtifactRow>(ARTIFACT_TEMPLATE, (trx, rows) => trx.insertInto('artifacts').values(rows).compile());
-  private readonly versionInsert = new BulkInsert<VersionRow>(VERSION_TEMPLATE, (trx, rows) =>
-    trx.insertInto('artifact_versions').values(rows).compile(),
-  );
-  private readonly contentInsert = new BulkInsert<ContentRow>(CONTENT_TEMPLATE, (trx, rows) =>
-    trx
-      .insertInto('artifact_contents')
-      .values(rows)
-      .onConflict((oc) => oc.column('sha256').doNothing())
-      .compile(),
-  );
+  private readonly artifactInsert: BulkInsert<'artifacts', keyof ArtifactRow>;
+  private readonly versionInsert: BulkInsert<'artifact_versions', keyof VersionRow>;
+  private readonly contentInsert: BulkInsert<'artifact_contents', keyof ContentRow>;
 
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
-  ) {}
+  ) {
+    this.artifactInsert = new BulkInsert(db, 'artifacts', ARTIFACT_TEMPLATE);
+    this.versionInsert = new BulkInsert(db, 'artifact_versions', VERSION_TEMPLATE);
+    this.contentInsert = new BulkInsert(db, 'artifact_contents', CONTENT_TEMPLATE, {
+      clauses: (insert) => insert.onConflict((oc) => oc.column('sha256').doNothing()),
+    });
+  }
 
-  transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(work);
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
   }
 
   /**
@@ -88,22 +87,23 @@ export class ArtifactsStore {
    * operations done under it (commit's rename, the last reference's unlink), until the
    * transaction ends. Taken after any artifact row lock, in sorted order, so it cannot deadlock.
    */
-  async lockBlobs(trx: Db, sha256s: Iterable<string>): Promise<void> {
-    for (const sha of [...new Set(sha256s)].sort()) await this.caps.transactionLock(trx, `artifact-blob:${sha}`);
+  async lockBlobs(tx: Tx, sha256s: Iterable<string>): Promise<void> {
+    const db = dbOf(tx, this.db);
+    for (const sha of [...new Set(sha256s)].sort()) await this.caps.transactionLock(db, `artifact-blob:${sha}`);
   }
 
   /** Keeps a content in the database; the same bytes stored already are left as they are. */
-  async insertContent(trx: Db, sha256: string, bytes: Buffer): Promise<void> {
-    await this.contentInsert.run(trx, [{ sha256, bytes }]);
+  async insertContent(tx: Tx, sha256: string, bytes: Buffer): Promise<void> {
+    await this.contentInsert.run(dbOf(tx, this.db), [{ sha256, bytes }]);
   }
 
-  async deleteContent(trx: Db, sha256: string): Promise<void> {
-    await trx.deleteFrom('artifact_contents').where('sha256', '=', sha256).execute();
+  async deleteContent(tx: Tx, sha256: string): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('artifact_contents').where('sha256', '=', sha256).execute();
   }
 
   /** How many versions and pending uploads still use these bytes. */
-  async blobReferences(trx: Db, sha256: string): Promise<number> {
-    const row = await trx
+  async blobReferences(tx: Tx, sha256: string): Promise<number> {
+    const row = await dbOf(tx, this.db)
       .selectNoFrom((eb) => [
         eb.selectFrom('artifact_versions').select(eb.fn.countAll<number>().as('n')).where('sha256', '=', sha256).as('versions'),
         eb.selectFrom('artifact_uploads').select(eb.fn.countAll<number>().as('n')).where('blob_sha256', '=', sha256).as('uploads'),
@@ -113,24 +113,26 @@ export class ArtifactsStore {
   }
 
   /** Which of these contents a version or a pending upload references. */
-  async referencedBlobs(sha256s: string[]): Promise<Set<string>> {
+  async referencedBlobs(tx: Tx, sha256s: string[]): Promise<Set<string>> {
+    const db = dbOf(tx, this.db);
     if (sha256s.length === 0) return new Set();
     const [versions, uploads] = await Promise.all([
-      this.db.selectFrom('artifact_versions').select('sha256').distinct().where(this.caps.inTextList('sha256', sha256s)).execute(),
-      this.db.selectFrom('artifact_uploads').select('blob_sha256').distinct().where(this.caps.inTextList('blob_sha256', sha256s)).execute(),
+      db.selectFrom('artifact_versions').select('sha256').distinct().where(this.caps.inTextList('sha256', sha256s)).execute(),
+      db.selectFrom('artifact_uploads').select('blob_sha256').distinct().where(this.caps.inTextList('blob_sha256', sha256s)).execute(),
     ]);
     return new Set([...versions.map((r) => r.sha256), ...uploads.map((r) => r.blob_sha256 ?? '')]);
   }
 
   // ---- artifacts and versions ----
 
-  async insertArtifact(trx: Db, artifact: ArtifactRow, version: VersionRow): Promise<void> {
-    await this.artifactInsert.run(trx, [artifact]);
-    await this.versionInsert.run(trx, [version]);
+  async insertArtifact(tx: Tx, artifact: ArtifactRow, version: VersionRow): Promise<void> {
+    const db = dbOf(tx, this.db);
+    await this.artifactInsert.run(db, [artifact]);
+    await this.versionInsert.run(db, [version]);
   }
 
-  async findArtifact(id: string, trx: Db = this.db): Promise<ArtifactRow | undefined> {
-    return trx.selectFrom('artifacts').selectAll().where('id', '=', id).executeTakeFirst();
+  async findArtifact(tx: Tx, id: string): Promise<ArtifactRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('artifacts').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /**
@@ -139,12 +141,12 @@ export class ArtifactsStore {
    * `ifMatch`, only when the current content still has one of those sha256s (compare-and-set).
    */
   async advanceVersion(
-    trx: Db,
+    tx: Tx,
     id: string,
     content: CurrentContent & Partial<Pick<ArtifactRow, 'name' | 'metadata'>>,
     ifMatch?: string[],
   ): Promise<ArtifactRow | undefined> {
-    let query = trx
+    let query = dbOf(tx, this.db)
       .updateTable('artifacts')
       .set((eb) => ({
         ...content,
@@ -156,13 +158,13 @@ export class ArtifactsStore {
     return query.returningAll().executeTakeFirst();
   }
 
-  async insertVersion(trx: Db, row: VersionRow): Promise<void> {
-    await this.versionInsert.run(trx, [row]);
+  async insertVersion(tx: Tx, row: VersionRow): Promise<void> {
+    await this.versionInsert.run(dbOf(tx, this.db), [row]);
   }
 
   /** Row-locks the artifact for the rest of the transaction (an UPDATE does it on both dialects). */
-  async lockArtifact(trx: Db, id: string): Promise<ArtifactRow | undefined> {
-    return trx
+  async lockArtifact(tx: Tx, id: string): Promise<ArtifactRow | undefined> {
+    return dbOf(tx, this.db)
       .updateTable('artifacts')
       .set((eb) => ({ updated_at: eb.ref('updated_at') }))
       .where('id', '=', id)
@@ -170,8 +172,8 @@ export class ArtifactsStore {
       .executeTakeFirst();
   }
 
-  async setCurrent(trx: Db, id: string, version: VersionRow, at: number): Promise<void> {
-    await trx
+  async setCurrent(tx: Tx, id: string, version: VersionRow, at: number): Promise<void> {
+    await dbOf(tx, this.db)
       .updateTable('artifacts')
       .set({
         current_version: version.version,
@@ -184,12 +186,12 @@ export class ArtifactsStore {
       .execute();
   }
 
-  async listVersions(id: string, trx: Db = this.db): Promise<VersionRow[]> {
-    return trx.selectFrom('artifact_versions').selectAll().where('artifact_id', '=', id).orderBy('version', 'desc').execute();
+  async listVersions(tx: Tx, id: string): Promise<VersionRow[]> {
+    return dbOf(tx, this.db).selectFrom('artifact_versions').selectAll().where('artifact_id', '=', id).orderBy('version', 'desc').execute();
   }
 
-  async findVersion(id: string, version: number): Promise<VersionRow | undefined> {
-    return this.db
+  async findVersion(tx: Tx, id: string, version: number): Promise<VersionRow | undefined> {
+    return dbOf(tx, this.db)
       .selectFrom('artifact_versions')
       .selectAll()
       .where('artifact_id', '=', id)
@@ -198,8 +200,8 @@ export class ArtifactsStore {
   }
 
   /** The version with its bytes, if the database holds them: one snapshot, so they cannot vanish in between. */
-  async findVersionContent(id: string, version: number): Promise<VersionContentRow | undefined> {
-    return this.db
+  async findVersionContent(tx: Tx, id: string, version: number): Promise<VersionContentRow | undefined> {
+    return dbOf(tx, this.db)
       .selectFrom('artifact_versions')
       .leftJoin('artifact_contents', 'artifact_contents.sha256', 'artifact_versions.sha256')
       .selectAll('artifact_versions')
@@ -209,8 +211,8 @@ export class ArtifactsStore {
       .executeTakeFirst();
   }
 
-  async deleteVersion(trx: Db, id: string, version: number): Promise<VersionRow | undefined> {
-    return trx
+  async deleteVersion(tx: Tx, id: string, version: number): Promise<VersionRow | undefined> {
+    return dbOf(tx, this.db)
       .deleteFrom('artifact_versions')
       .where('artifact_id', '=', id)
       .where('version', '=', version)
@@ -219,12 +221,12 @@ export class ArtifactsStore {
   }
 
   /** Deletes the artifact with its versions and shares (cascade). */
-  async deleteArtifact(trx: Db, id: string): Promise<void> {
-    await trx.deleteFrom('artifacts').where('id', '=', id).execute();
+  async deleteArtifact(tx: Tx, id: string): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('artifacts').where('id', '=', id).execute();
   }
 
-  async list(viewer: Viewer, filter: ArtifactFilter, window: Page): Promise<Paged<ArtifactRow>> {
-    let query = this.db.selectFrom('artifacts').selectAll().orderBy('id');
+  async list(tx: Tx, viewer: Viewer, filter: ArtifactFilter, window: Page): Promise<Paged<ArtifactRow>> {
+    let query = dbOf(tx, this.db).selectFrom('artifacts').selectAll().orderBy('id');
     if (!viewer.admin) query = query.where((eb) => eb.or([eb('owner', '=', viewer.agentId ?? ''), sharedWith(eb, viewer)]));
     const type = filter.content_type;
     if (type !== undefined) {
@@ -244,8 +246,8 @@ export class ArtifactsStore {
   }
 
   /** Artifacts shared with the viewer (directly or through a group) that it does not own. */
-  async listShared(viewer: Viewer, window: Page): Promise<Paged<ArtifactRow>> {
-    const query = this.db
+  async listShared(tx: Tx, viewer: Viewer, window: Page): Promise<Paged<ArtifactRow>> {
+    const query = dbOf(tx, this.db)
       .selectFrom('artifacts')
       .selectAll()
       .where((eb) => sharedWith(eb, viewer))
@@ -261,22 +263,22 @@ export class ArtifactsStore {
 
   // ---- sharing ----
 
-  async listShares(id: string): Promise<ShareRow[]> {
-    return this.db.selectFrom('artifact_shares').selectAll().where('artifact_id', '=', id).orderBy('principal').execute();
+  async listShares(tx: Tx, id: string): Promise<ShareRow[]> {
+    return dbOf(tx, this.db).selectFrom('artifact_shares').selectAll().where('artifact_id', '=', id).orderBy('principal').execute();
   }
 
-  async addShares(rows: ShareRow[]): Promise<void> {
+  async addShares(tx: Tx, rows: ShareRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.db
+    await dbOf(tx, this.db)
       .insertInto('artifact_shares')
       .values(rows)
       .onConflict((oc) => oc.columns(['artifact_id', 'kind', 'principal']).doNothing())
       .execute();
   }
 
-  async removeShares(id: string, kind: 'agent' | 'group', principals: string[]): Promise<void> {
+  async removeShares(tx: Tx, id: string, kind: 'agent' | 'group', principals: string[]): Promise<void> {
     if (principals.length === 0) return;
-    await this.db
+    await dbOf(tx, this.db)
       .deleteFrom('artifact_shares')
       .where('artifact_id', '=', id)
       .where('kind', '=', kind)
@@ -286,25 +288,25 @@ export class ArtifactsStore {
 
   // ---- upload intents ----
 
-  async insertUpload(row: UploadRow): Promise<void> {
-    await this.db.insertInto('artifact_uploads').values(row).execute();
+  async insertUpload(tx: Tx, row: UploadRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('artifact_uploads').values(row).execute();
   }
 
-  async findUpload(id: string, trx: Db = this.db): Promise<UploadRow | undefined> {
-    return trx.selectFrom('artifact_uploads').selectAll().where('id', '=', id).executeTakeFirst();
+  async findUpload(tx: Tx, id: string): Promise<UploadRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('artifact_uploads').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /** Records received bytes; returns the row as it was before (its previous blob, if any), locked. */
-  async recordUploadBytes(trx: Db, id: string, sha256: string, size: number): Promise<UploadRow | undefined> {
-    const before = await this.lockUpload(trx, id);
+  async recordUploadBytes(tx: Tx, id: string, sha256: string, size: number): Promise<UploadRow | undefined> {
+    const before = await this.lockUpload(tx, id);
     if (!before) return undefined;
-    await trx.updateTable('artifact_uploads').set({ blob_sha256: sha256, received_bytes: size }).where('id', '=', id).execute();
+    await dbOf(tx, this.db).updateTable('artifact_uploads').set({ blob_sha256: sha256, received_bytes: size }).where('id', '=', id).execute();
     return before;
   }
 
   /** Reads the upload and row-locks it (an UPDATE that changes nothing), so one confirm wins. */
-  async lockUpload(trx: Db, id: string): Promise<UploadRow | undefined> {
-    return trx
+  async lockUpload(tx: Tx, id: string): Promise<UploadRow | undefined> {
+    return dbOf(tx, this.db)
       .updateTable('artifact_uploads')
       .set((eb) => ({ expires_at: eb.ref('expires_at') }))
       .where('id', '=', id)
@@ -312,17 +314,18 @@ export class ArtifactsStore {
       .executeTakeFirst();
   }
 
-  async deleteUpload(trx: Db, id: string): Promise<void> {
-    await trx.deleteFrom('artifact_uploads').where('id', '=', id).execute();
+  async deleteUpload(tx: Tx, id: string): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('artifact_uploads').where('id', '=', id).execute();
   }
 
   /**
    * Claims and deletes up to `limit` uploads that expired before `now`, returning them. On
    * PostgreSQL rows another node is sweeping are skipped rather than waited for.
    */
-  async claimExpiredUploads(trx: Db, now: number, limit: number): Promise<UploadRow[]> {
-    const due = this.caps.claim(trx.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit));
-    return trx.deleteFrom('artifact_uploads').where('id', 'in', due).returningAll().execute();
+  async claimExpiredUploads(tx: Tx, now: number, limit: number): Promise<UploadRow[]> {
+    const db = dbOf(tx, this.db);
+    const due = this.caps.claim(db.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit));
+    return db.deleteFrom('artifact_uploads').where('id', 'in', due).returningAll().execute();
   }
 }
 

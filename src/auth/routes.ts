@@ -52,7 +52,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         requireAdmin(request.principal);
         const window = page(request.query);
-        return list(reply, await service.listKeys(window, request.query.include_revoked ?? false), window);
+        return list(reply, await service.listKeys(window, { includeRevoked: request.query.include_revoked }), window);
       },
     );
 

@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
@@ -127,7 +128,7 @@ export class AuthService {
 
   /** Those of the given keys that are revoked. */
   async revokedAmong(keyIds: string[]): Promise<string[]> {
-    return this.store.revokedAmong(keyIds);
+    return this.store.revokedAmong(autocommit, keyIds);
   }
 
   private forget(keyId: string): void {
@@ -140,10 +141,10 @@ export class AuthService {
     if (role === 'agent' && input.agent_id === undefined) {
       throw InvalidRequest.field('agent_id', 'is required for an agent key');
     }
-    return this.insertKey(newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
+    return this.insertKey(autocommit, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
   }
 
-  private async insertKey(plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null, store = this.store) {
+  private async insertKey(tx: Tx, plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null) {
     const now = this.clock.now();
     const row: ApiKeyRow = {
       id: newId('key', now),
@@ -155,28 +156,32 @@ export class AuthService {
       created_at: now,
       revoked_at: null,
     };
-    await store.insertKey(row);
+    await this.store.insertKey(tx, row);
     return { ...toApiKey(row), key: plain };
   }
 
-  async listKeys(window: Page, includeRevoked = false): Promise<Paged<ApiKey>> {
-    const result = await this.store.listKeys(window, includeRevoked);
+  async listKeys(window: Page, options: { includeRevoked?: boolean } = {}): Promise<Paged<ApiKey>> {
+    const result = await this.store.listKeys(autocommit, window, { includeRevoked: options.includeRevoked ?? false });
     return { items: result.items.map(toApiKey), total: result.total };
   }
 
   async getKey(id: string): Promise<ApiKey> {
-    const row = await this.store.findKey(id);
+    const row = await this.store.findKey(autocommit, id);
     if (!row) throw new NotFound('API key', id);
     return toApiKey(row);
   }
 
   async revokeKey(id: string): Promise<void> {
-    const row = await this.store.findKey(id);
+    const row = await this.store.findKey(autocommit, id);
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
     // Announced in the revoking transaction: PostgreSQL delivers it to every node at commit,
     // and a crash cannot commit the one without the other.
-    const revoked = await this.store.revokeKey(id, this.clock.now(), (trx) => this.notifier.notify(REVOKED_CHANNEL, id, trx));
+    const revoked = await this.store.inTransaction(async (tx) => {
+      if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return false;
+      await this.notifier.notifyIn(tx, REVOKED_CHANNEL, id);
+      return true;
+    });
     if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
     this.forget(id);
   }
@@ -201,7 +206,7 @@ export class AuthService {
 
   /** `epoch` and `dataVersion` are read before the key: a change in between only costs another lookup. */
   private async lookUpKey(hash: string, epoch: number | null, dataVersion: number): Promise<Principal> {
-    const row = await this.store.findKeyByHash(hash);
+    const row = await this.store.findKeyByHash(autocommit, hash);
     // The lookup is by hash, so timing reveals nothing about the key; the explicit
     // constant-time comparison keeps that true if the lookup ever changes.
     if (!row || !timingSafeEqual(Buffer.from(row.key_hash, 'hex'), Buffer.from(hash, 'hex'))) {
@@ -228,7 +233,7 @@ export class AuthService {
     const sentAt = Date.parse(headers.timestamp);
     if (Number.isNaN(sentAt)) throw new Unauthorized('X-Timestamp must be an ISO 8601 time');
     this.checkFresh(sentAt);
-    const keys = await this.store.listPublicKeys(headers.agentId);
+    const keys = await this.store.listPublicKeys(autocommit, headers.agentId);
     if (keys.length === 0) throw new Unauthorized(`No public key registered for agent '${headers.agentId}'`);
     return { ...headers, sentAt, signature, publicKeys: keys.map((k) => k.public_key) };
   }
@@ -245,7 +250,7 @@ export class AuthService {
       throw new Unauthorized('Signature does not verify');
     }
     // Keyed on the signature's bytes, so that no other text of the same signature passes as new.
-    const fresh = await this.store.rememberSignature(sha256Hex(pending.signature), pending.sentAt + SIGNATURE_WINDOW_MS);
+    const fresh = await this.store.rememberSignature(autocommit, sha256Hex(pending.signature), pending.sentAt + SIGNATURE_WINDOW_MS);
     if (!fresh) throw new Unauthorized('Signature has already been used (replay)');
     return {
       role: 'agent',
@@ -276,9 +281,9 @@ export class AuthService {
       created_at: now,
     };
     try {
-      await this.store.insertPublicKey(row);
+      await this.store.insertPublicKey(autocommit, row);
     } catch (err) {
-      if ((await this.store.listPublicKeys(agentId)).some((k) => k.fingerprint === row.fingerprint)) {
+      if ((await this.store.listPublicKeys(autocommit, agentId)).some((k) => k.fingerprint === row.fingerprint)) {
         throw new Conflict('This public key is already registered for the agent');
       }
       throw err;
@@ -287,11 +292,11 @@ export class AuthService {
   }
 
   async listPublicKeys(agentId: string): Promise<PublicKey[]> {
-    return (await this.store.listPublicKeys(agentId)).map(toPublicKey);
+    return (await this.store.listPublicKeys(autocommit, agentId)).map(toPublicKey);
   }
 
   async deletePublicKey(agentId: string, keyId: string): Promise<void> {
-    if (!(await this.store.deletePublicKey(agentId, keyId))) throw new NotFound('Public key', keyId);
+    if (!(await this.store.deletePublicKey(autocommit, agentId, keyId))) throw new NotFound('Public key', keyId);
   }
 
   /**
@@ -299,12 +304,12 @@ export class AuthService {
    * first and kept in the settings table; later callers get the stored one.
    */
   async sharedSecret(name: string): Promise<string> {
-    return this.store.ensureSetting(name, newSecret(), this.clock.now());
+    return this.store.ensureSetting(autocommit, name, newSecret(), this.clock.now());
   }
 
   /** Drops remembered signatures once they are too old to be replayed anyway. */
   async sweepSignatures(): Promise<number> {
-    return this.store.forgetSignaturesBefore(this.clock.now());
+    return this.store.forgetSignaturesBefore(autocommit, this.clock.now());
   }
 
   /**
@@ -315,23 +320,24 @@ export class AuthService {
    */
   async ensureAdminKey(configured: string | null, dataDir: string, logger: Logger): Promise<void> {
     const file = path.join(dataDir, 'admin.key');
-    const outcome = await this.store.withBootstrapLock(async (store): Promise<'kept' | 'generated' | 'elsewhere'> => {
+    const outcome = await this.store.inTransaction(async (tx): Promise<'kept' | 'generated' | 'elsewhere'> => {
+      await this.store.lockBootstrap(tx);
       if (configured !== null) {
-        const existing = await store.findKeyByHash(sha256Hex(configured));
+        const existing = await this.store.findKeyByHash(tx, sha256Hex(configured));
         if (existing && existing.revoked_at === null) return 'kept';
         if (existing) throw new Error('SWITCHBOARD_ADMIN_KEY has been revoked; configure a new one');
-        const key = await this.insertKey(configured, 'admin', null, BOOTSTRAP_KEY_NAME, store);
-        await store.revokeOtherKeysNamed(BOOTSTRAP_KEY_NAME, key.id, this.clock.now());
+        const key = await this.insertKey(tx, configured, 'admin', null, BOOTSTRAP_KEY_NAME);
+        await this.store.revokeOtherKeysNamed(tx, BOOTSTRAP_KEY_NAME, key.id, this.clock.now());
         return 'kept';
       }
       if (fs.existsSync(file)) {
         const plain = fs.readFileSync(file, 'utf8').trim();
-        const existing = await store.findKeyByHash(sha256Hex(plain));
-        if (!existing) await this.insertKey(plain, 'admin', null, BOOTSTRAP_KEY_NAME, store);
+        const existing = await this.store.findKeyByHash(tx, sha256Hex(plain));
+        if (!existing) await this.insertKey(tx, plain, 'admin', null, BOOTSTRAP_KEY_NAME);
         return 'kept';
       }
-      if (await store.hasActiveAdminKey()) return 'elsewhere';
-      const key = await this.insertKey(newSecret(KEY_PREFIX), 'admin', null, BOOTSTRAP_KEY_NAME, store);
+      if (await this.store.hasActiveAdminKey(tx)) return 'elsewhere';
+      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), 'admin', null, BOOTSTRAP_KEY_NAME);
       // Written before the commit: should the commit fail, the next start inserts it from the file.
       fs.mkdirSync(dataDir, { recursive: true });
       fs.writeFileSync(file, `${key.key}\n`, { mode: 0o600 });

@@ -3,13 +3,14 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginateCompiled } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
+import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { ApiKeysTable, AgentPublicKeysTable } from './tables.js';
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type PublicKeyRow = Selectable<AgentPublicKeysTable>;
 
-export class AuthStore {
+export class AuthStore implements Transactor {
   private readonly statements: Statements;
 
   constructor(
@@ -19,19 +20,20 @@ export class AuthStore {
     this.statements = new Statements(db);
   }
 
-  /**
-   * Runs `work` with a store inside one transaction that holds the bootstrap lock: nodes that
-   * start together on one database take turns, so only the first finds no admin key.
-   */
-  async withBootstrapLock<T>(work: (store: AuthStore) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(async (trx) => {
-      await this.caps.transactionLock(trx, 'auth:bootstrap');
-      return work(new AuthStore(trx, this.caps));
-    });
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
   }
 
-  async hasActiveAdminKey(): Promise<boolean> {
-    const row = await this.db
+  /**
+   * Holds the bootstrap lock until `tx` ends: nodes that start together on one database take
+   * turns, so only the first finds no admin key.
+   */
+  async lockBootstrap(tx: Tx): Promise<void> {
+    await this.caps.transactionLock(dbOf(tx, this.db), 'auth:bootstrap');
+  }
+
+  async hasActiveAdminKey(tx: Tx): Promise<boolean> {
+    const row = await dbOf(tx, this.db)
       .selectFrom('api_keys')
       .select('id')
       .where('role', '=', 'admin')
@@ -41,28 +43,30 @@ export class AuthStore {
     return row !== undefined;
   }
 
-  async insertKey(row: ApiKeyRow): Promise<void> {
-    await this.db.insertInto('api_keys').values(row).execute();
+  async insertKey(tx: Tx, row: ApiKeyRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('api_keys').values(row).execute();
   }
 
-  async findKeyByHash(keyHash: string): Promise<ApiKeyRow | undefined> {
-    return this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  async findKeyByHash(tx: Tx, keyHash: string): Promise<ApiKeyRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
   }
 
-  async findKey(id: string): Promise<ApiKeyRow | undefined> {
-    return this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  async findKey(tx: Tx, id: string): Promise<ApiKeyRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /** Compiled once per shape (see Statements): every key listing would otherwise build it anew. */
-  async listKeys(window: Page, includeRevoked: boolean): Promise<Paged<ApiKeyRow>> {
-    return paginateCompiled(this.db, this.statements, `keys:${includeRevoked}`, {}, () => {
-      const query = this.db.selectFrom('api_keys').selectAll().orderBy('id');
+  async listKeys(tx: Tx, window: Page, options: { includeRevoked: boolean }): Promise<Paged<ApiKeyRow>> {
+    const { includeRevoked } = options;
+    const db = dbOf(tx, this.db);
+    return paginateCompiled(db, this.statements, `keys:${includeRevoked}`, {}, () => {
+      const query = db.selectFrom('api_keys').selectAll().orderBy('id');
       return includeRevoked ? query : query.where('revoked_at', 'is', null);
     }, window);
   }
 
-  async revokedAmong(ids: string[]): Promise<string[]> {
-    const rows = await this.db
+  async revokedAmong(tx: Tx, ids: string[]): Promise<string[]> {
+    const rows = await dbOf(tx, this.db)
       .selectFrom('api_keys')
       .select('id')
       .where(this.caps.inTextList('id', ids))
@@ -71,24 +75,20 @@ export class AuthStore {
     return rows.map((row) => row.id);
   }
 
-  /** Revokes the key and, when it did, runs `announce` in the same transaction; false when it was revoked already. */
-  async revokeKey(id: string, at: number, announce: (trx: Db) => Promise<void>): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const result = await trx
-        .updateTable('api_keys')
-        .set({ revoked_at: at })
-        .where('id', '=', id)
-        .where('revoked_at', 'is', null)
-        .executeTakeFirst();
-      const revoked = Number(result.numUpdatedRows) > 0;
-      if (revoked) await announce(trx);
-      return revoked;
-    });
+  /** Revokes the key; false when it was revoked already. */
+  async revokeKey(tx: Tx, id: string, at: number): Promise<boolean> {
+    const result = await dbOf(tx, this.db)
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   /** Revokes every unrevoked key with this name except the one given (bootstrap key rotation). */
-  async revokeOtherKeysNamed(name: string, keepId: string, at: number): Promise<void> {
-    await this.db
+  async revokeOtherKeysNamed(tx: Tx, name: string, keepId: string, at: number): Promise<void> {
+    await dbOf(tx, this.db)
       .updateTable('api_keys')
       .set({ revoked_at: at })
       .where('name', '=', name)
@@ -97,16 +97,16 @@ export class AuthStore {
       .execute();
   }
 
-  async insertPublicKey(row: PublicKeyRow): Promise<void> {
-    await this.db.insertInto('agent_public_keys').values(row).execute();
+  async insertPublicKey(tx: Tx, row: PublicKeyRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('agent_public_keys').values(row).execute();
   }
 
-  async listPublicKeys(agentId: string): Promise<PublicKeyRow[]> {
-    return this.db.selectFrom('agent_public_keys').selectAll().where('agent_id', '=', agentId).orderBy('id').execute();
+  async listPublicKeys(tx: Tx, agentId: string): Promise<PublicKeyRow[]> {
+    return dbOf(tx, this.db).selectFrom('agent_public_keys').selectAll().where('agent_id', '=', agentId).orderBy('id').execute();
   }
 
-  async deletePublicKey(agentId: string, id: string): Promise<boolean> {
-    const result = await this.db
+  async deletePublicKey(tx: Tx, agentId: string, id: string): Promise<boolean> {
+    const result = await dbOf(tx, this.db)
       .deleteFrom('agent_public_keys')
       .where('agent_id', '=', agentId)
       .where('id', '=', id)
@@ -115,8 +115,8 @@ export class AuthStore {
   }
 
   /** Records a signature as used; false when it was already used (a replay). */
-  async rememberSignature(signatureHash: string, expiresAt: number): Promise<boolean> {
-    const result = await this.db
+  async rememberSignature(tx: Tx, signatureHash: string, expiresAt: number): Promise<boolean> {
+    const result = await dbOf(tx, this.db)
       .insertInto('signature_nonces')
       .values({ signature_hash: signatureHash, expires_at: expiresAt })
       .onConflict((oc) => oc.column('signature_hash').doNothing())
@@ -124,23 +124,23 @@ export class AuthStore {
     return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
   }
 
-  async forgetSignaturesBefore(at: number): Promise<number> {
-    const result = await this.db.deleteFrom('signature_nonces').where('expires_at', '<', at).executeTakeFirst();
+  async forgetSignaturesBefore(tx: Tx, at: number): Promise<number> {
+    const result = await dbOf(tx, this.db).deleteFrom('signature_nonces').where('expires_at', '<', at).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
-  async getSetting(name: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst();
+  async getSetting(tx: Tx, name: string): Promise<string | undefined> {
+    const row = await dbOf(tx, this.db).selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst();
     return row?.value;
   }
 
   /** Stores a setting unless one exists; returns the value that is stored now (first writer wins). */
-  async ensureSetting(name: string, value: string, at: number): Promise<string> {
-    await this.db
+  async ensureSetting(tx: Tx, name: string, value: string, at: number): Promise<string> {
+    await dbOf(tx, this.db)
       .insertInto('settings')
       .values({ name, value, updated_at: at })
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
-    return (await this.getSetting(name)) ?? value;
+    return (await this.getSetting(tx, name)) ?? value;
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Db } from '../db/database.js';
+import type { Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';
@@ -70,22 +70,22 @@ export class RunEngine {
     this.starters = new StepStarters({
       store: deps.store,
       directory: deps.directory,
-      startChild: (trx, spec, parent) => this.start(trx, spec, parent),
+      startChild: (tx, spec, parent) => this.start(tx, spec, parent),
     });
   }
 
   /** The steps of `run` in plan order (position, then item): from memory when this node saved it last. */
-  async stepsOf(trx: Db, run: RunRow): Promise<RunStepRow[]> {
-    return this.contexts.stepsOf(trx, run);
+  async stepsOf(tx: Tx, run: RunRow): Promise<RunStepRow[]> {
+    return this.contexts.stepsOf(tx, run);
   }
 
   // ── Entry points (each inside the caller's transaction) ─────────────────────────────
 
   /** Creates a run and starts its first steps; returns the saved run row. */
-  async start(trx: Db, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunRow> {
+  async start(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunRow> {
     const ctx = this.contexts.create(spec, parent);
-    await this.advance(trx, ctx);
-    await this.save(trx, [ctx]);
+    await this.advance(tx, ctx);
+    await this.save(tx, [ctx]);
     return ctx.run;
   }
 
@@ -93,14 +93,14 @@ export class RunEngine {
    * Creates several runs and starts their first steps (triggered runs of one batch of events):
    * each run advances as `start` would, then they are inserted together. Returns their rows.
    */
-  async startMany(trx: Db, specs: StartRun[]): Promise<RunRow[]> {
+  async startMany(tx: Tx, specs: StartRun[]): Promise<RunRow[]> {
     const contexts: RunContext[] = [];
     for (const spec of specs) {
       const ctx = this.contexts.create(spec);
-      await this.advance(trx, ctx);
+      await this.advance(tx, ctx);
       contexts.push(ctx);
     }
-    await this.save(trx, contexts);
+    await this.save(tx, contexts);
     return contexts.map((ctx) => ctx.run);
   }
 
@@ -109,7 +109,7 @@ export class RunEngine {
    * batch (one batch acknowledgement) loads its runs in one locked read and saves them in one
    * write (on PostgreSQL), instead of a few round trips per message.
    */
-  async onOutcomes(outcomes: MessageOutcome[], trx: Db): Promise<void> {
+  async onOutcomes(tx: Tx, outcomes: MessageOutcome[]): Promise<void> {
     const byRun = new Map<string, MessageOutcome[]>();
     for (const outcome of outcomes) {
       if (outcome.status === 'delivered') continue;
@@ -120,7 +120,7 @@ export class RunEngine {
     }
     if (byRun.size === 0) return;
     const moved: RunContext[] = [];
-    for (const ctx of await this.contexts.loadMany(trx, [...byRun.keys()])) {
+    for (const ctx of await this.contexts.loadMany(tx, [...byRun.keys()])) {
       let changed = false;
       for (const outcome of byRun.get(ctx.run.id)!) {
         const [, stepId, attempt] = outcome.origin.ref.split('|');
@@ -128,24 +128,24 @@ export class RunEngine {
         // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
         if (!step || step.row.status !== 'running' || String(step.row.attempt) !== attempt || step.row.message_id !== outcome.message_id) continue;
         if (outcome.status === 'acknowledged') completeStep(ctx, step, outcome.output ?? {});
-        else await this.starters.failAttempt(trx, ctx, step, outcome.reason ?? 'dead-lettered');
-        await this.advance(trx, ctx);
+        else await this.starters.failAttempt(tx, ctx, step, outcome.reason ?? 'dead-lettered');
+        await this.advance(tx, ctx);
         changed = true;
       }
       if (changed) moved.push(ctx);
     }
-    await this.save(trx, moved);
+    await this.save(tx, moved);
   }
 
   /** Advances a run whose timer is due (the worker claimed it). */
-  async wake(trx: Db, run: RunRow): Promise<void> {
-    const ctx = await this.contexts.fromRow(trx, run);
-    await this.advance(trx, ctx);
-    await this.save(trx, [ctx]);
+  async wake(tx: Tx, run: RunRow): Promise<void> {
+    const ctx = await this.contexts.fromRow(tx, run);
+    await this.advance(tx, ctx);
+    await this.save(tx, [ctx]);
   }
 
-  private async mustLoad(trx: Db, runId: string): Promise<RunContext> {
-    const ctx = await this.contexts.load(trx, runId);
+  private async mustLoad(tx: Tx, runId: string): Promise<RunContext> {
+    const ctx = await this.contexts.load(tx, runId);
     if (!ctx) throw new NotFound('Run', runId);
     return ctx;
   }
@@ -160,20 +160,20 @@ export class RunEngine {
   }
 
   async approve(
-    trx: Db,
+    tx: Tx,
     runId: string,
     stepId: string,
     decision: { approved: boolean; comment?: string },
     by: { actor: string; agentId: string | null; admin: boolean },
   ): Promise<void> {
-    const ctx = await this.mustLoad(trx, runId);
+    const ctx = await this.mustLoad(tx, runId);
     const { step, def } = this.humanStep(ctx, stepId, 'human_approval');
     if (def.approvers && def.approvers.length > 0 && !by.admin && !def.approvers.includes(by.agentId ?? by.actor)) {
       throw new Forbidden(`Only ${def.approvers.join(', ')} may decide step '${stepId}'`);
     }
     this.decide(ctx, step, decision.approved, decision.comment ?? null, by.agentId ?? by.actor);
-    await this.advance(trx, ctx);
-    await this.save(trx, [ctx]);
+    await this.advance(tx, ctx);
+    await this.save(tx, [ctx]);
   }
 
   private decide(ctx: RunContext, step: StepState, approved: boolean, comment: string | null, decidedBy: string): void {
@@ -183,8 +183,8 @@ export class RunEngine {
     else failStep(ctx, step, `rejected by ${decidedBy}${comment ? `: ${comment}` : ''}`, output);
   }
 
-  async submitInput(trx: Db, runId: string, stepId: string, data: Record<string, unknown>, by: string): Promise<void> {
-    const ctx = await this.mustLoad(trx, runId);
+  async submitInput(tx: Tx, runId: string, stepId: string, data: Record<string, unknown>, by: string): Promise<void> {
+    const ctx = await this.mustLoad(tx, runId);
     const { step, def } = this.humanStep(ctx, stepId, 'human_input');
     const validate = inputValidator(def.schema ?? {});
     if (!validate(data)) {
@@ -193,13 +193,13 @@ export class RunEngine {
     }
     record(ctx, 'step.input_received', stepId, { by });
     completeStep(ctx, step, data);
-    await this.advance(trx, ctx);
-    await this.save(trx, [ctx]);
+    await this.advance(tx, ctx);
+    await this.save(tx, [ctx]);
   }
 
   /** Cancels a running or waiting run, its in-flight steps and their child runs. */
-  async cancel(trx: Db, runId: string, reason: string, fromParent = false): Promise<RunRow> {
-    const ctx = await this.mustLoad(trx, runId);
+  async cancel(tx: Tx, runId: string, reason: string, { fromParent = false }: { fromParent?: boolean } = {}): Promise<RunRow> {
+    const ctx = await this.mustLoad(tx, runId);
     if (RUN_FINISHED.has(ctx.run.status)) {
       if (fromParent) return ctx.run;
       throw new Conflict(`Run '${runId}' is already ${ctx.run.status}`);
@@ -207,18 +207,18 @@ export class RunEngine {
     ctx.parentInMemory = fromParent;
     for (const step of ctx.steps.values()) {
       if (FINISHED.has(step.row.status)) continue;
-      await this.withdraw(trx, ctx, step, reason);
+      await this.withdraw(tx, ctx, step, reason);
       changeStep(step, { status: 'cancelled', wake_at: null, wait_topic: null, completed_at: ctx.now });
       record(ctx, 'step.cancelled', step.row.step_id, { reason });
     }
     finishRun(ctx, 'cancelled', null, reason);
-    await this.save(trx, [ctx]);
+    await this.save(tx, [ctx]);
     return ctx.run;
   }
 
   /** Restarts a failed run from its failed and cancelled steps; completed ones keep their output. */
-  async redrive(trx: Db, runId: string, by: string): Promise<void> {
-    const ctx = await this.mustLoad(trx, runId);
+  async redrive(tx: Tx, runId: string, by: string): Promise<void> {
+    const ctx = await this.mustLoad(tx, runId);
     if (ctx.run.status !== 'failed') throw new Conflict(`Run '${runId}' is ${ctx.run.status}; only failed runs can be redriven`);
     const restarted: string[] = [];
     for (const step of ctx.steps.values()) {
@@ -232,16 +232,16 @@ export class RunEngine {
     }
     Object.assign(ctx.run, { status: 'running', error: null, output: null, completed_at: null });
     record(ctx, 'run.redriven', null, { by, steps: restarted });
-    await this.advance(trx, ctx);
-    await this.save(trx, [ctx]);
+    await this.advance(tx, ctx);
+    await this.save(tx, [ctx]);
   }
 
   /** A published event: completes the wait steps whose topic and match it satisfies. */
-  async onEvent(trx: Db, event: PublishedEvent): Promise<number> {
-    const waiters = (await this.deps.store.eventWaiters(trx)).filter((w) => topicMatches(w.wait_topic, event.topic));
+  async onEvent(tx: Tx, event: PublishedEvent): Promise<number> {
+    const waiters = (await this.deps.store.eventWaiters(tx)).filter((w) => topicMatches(w.wait_topic, event.topic));
     let resumed = 0;
     for (const runId of new Set(waiters.map((w) => w.run_id))) {
-      const ctx = await this.contexts.load(trx, runId);
+      const ctx = await this.contexts.load(tx, runId);
       if (!ctx) continue;
       let changed = false;
       for (const waiter of waiters.filter((w) => w.run_id === runId)) {
@@ -254,26 +254,26 @@ export class RunEngine {
         resumed++;
       }
       if (!changed) continue;
-      await this.advance(trx, ctx);
-      await this.save(trx, [ctx]);
+      await this.advance(tx, ctx);
+      await this.save(tx, [ctx]);
     }
     return resumed;
   }
 
   /** A child run (sub_plan) finished: its parent step completes or fails with it. */
-  private async childFinished(trx: Db, child: RunRow): Promise<void> {
-    const ctx = await this.contexts.load(trx, child.parent_run_id!);
+  private async childFinished(tx: Tx, child: RunRow): Promise<void> {
+    const ctx = await this.contexts.load(tx, child.parent_run_id!);
     const step = ctx?.steps.get(child.parent_step_id!);
     if (!ctx || !step || step.row.status !== 'running' || step.row.child_run_id !== child.id) return;
     takeChildOutcome(ctx, step, child);
-    await this.advance(trx, ctx);
-    await this.save(trx, [ctx]);
+    await this.advance(tx, ctx);
+    await this.save(tx, [ctx]);
   }
 
   // ── The transition loop ─────────────────────────────────────────────────────────────
 
   /** Fires due timers, starts ready steps and settles groups until nothing moves; then the run status. */
-  private async advance(trx: Db, ctx: RunContext): Promise<void> {
+  private async advance(tx: Tx, ctx: RunContext): Promise<void> {
     if (RUN_FINISHED.has(ctx.run.status)) return;
     for (let moved = true; moved && !ctx.failed; ) {
       moved = false;
@@ -282,7 +282,7 @@ export class RunEngine {
         if (ctx.failed) break;
         const { status, wake_at } = step.row;
         if (IN_FLIGHT.has(status) && wake_at !== null && wake_at <= ctx.now) {
-          await this.onTimer(trx, ctx, step);
+          await this.onTimer(tx, ctx, step);
           moved = true;
         } else if (status === 'pending') {
           const readiness = this.readiness(ctx, step, active);
@@ -290,7 +290,7 @@ export class RunEngine {
             skipStep(ctx, step, 'every step it depends on was skipped');
             moved = true;
           } else if (readiness === 'start') {
-            await this.starters.start(trx, ctx, step);
+            await this.starters.start(tx, ctx, step);
             const group = step.row.parent_step_id;
             if (group !== null && IN_FLIGHT.has(step.row.status)) active.set(group, (active.get(group) ?? 0) + 1);
             moved = true;
@@ -300,7 +300,7 @@ export class RunEngine {
         }
       }
     }
-    await this.settleRun(trx, ctx);
+    await this.settleRun(tx, ctx);
   }
 
   /** In-flight for_each items per group step (max_concurrency). */
@@ -359,12 +359,12 @@ export class RunEngine {
     return true;
   }
 
-  private async onTimer(trx: Db, ctx: RunContext, step: StepState): Promise<void> {
+  private async onTimer(tx: Tx, ctx: RunContext, step: StepState): Promise<void> {
     const def = definition(ctx, step);
     if (def.type === 'agent') {
-      await this.withdraw(trx, ctx, step, 'step timed out');
+      await this.withdraw(tx, ctx, step, 'step timed out');
       const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
-      await this.starters.failAttempt(trx, ctx, step, `timed out after ${seconds} s without an acknowledgement`);
+      await this.starters.failAttempt(tx, ctx, step, `timed out after ${seconds} s without an acknowledgement`);
     } else if (def.type === 'human_approval') {
       const policy = def.on_timeout ?? 'fail';
       record(ctx, 'step.timed_out', step.row.step_id, { on_timeout: policy });
@@ -376,17 +376,17 @@ export class RunEngine {
   }
 
   /** Stops what a step has in flight: its unacknowledged message or its child run. */
-  private async withdraw(trx: Db, ctx: RunContext, step: StepState, reason: string): Promise<void> {
+  private async withdraw(tx: Tx, ctx: RunContext, step: StepState, reason: string): Promise<void> {
     if (step.row.status !== 'running') return;
     // A message this transition has yet to send goes out first, so it is withdrawn like any other.
-    if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(trx, ctx.outbox);
-    if (step.row.message_id !== null) await this.deps.inbox.cancel(step.row.message_id, reason, trx);
-    if (step.row.child_run_id !== null) await this.cancel(trx, step.row.child_run_id, reason, true);
+    if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(tx, ctx.outbox);
+    if (step.row.message_id !== null) await this.deps.inbox.cancel(tx, step.row.message_id, reason);
+    if (step.row.child_run_id !== null) await this.cancel(tx, step.row.child_run_id, reason, { fromParent: true });
   }
 
   // ── Run outcome ─────────────────────────────────────────────────────────────────────
 
-  private async settleRun(trx: Db, ctx: RunContext): Promise<void> {
+  private async settleRun(tx: Tx, ctx: RunContext): Promise<void> {
     const failed = ctx.failed;
     if (failed) {
       // A group whose member failed fails with it (rather than showing as cancelled).
@@ -395,7 +395,7 @@ export class RunEngine {
       }
       for (const step of ctx.steps.values()) {
         if (!IN_FLIGHT.has(step.row.status)) continue;
-        await this.withdraw(trx, ctx, step, 'run failed');
+        await this.withdraw(tx, ctx, step, 'run failed');
         changeStep(step, { status: 'cancelled', wake_at: null, wait_topic: null, completed_at: ctx.now });
         record(ctx, 'step.cancelled', step.row.step_id, { reason: 'run failed' });
       }
@@ -431,17 +431,17 @@ export class RunEngine {
   // ── Saving ──────────────────────────────────────────────────────────────────────────
 
   /** Saves the runs a transition moved (RunContexts), then what follows a save. */
-  private async save(trx: Db, contexts: RunContext[]): Promise<void> {
+  private async save(tx: Tx, contexts: RunContext[]): Promise<void> {
     if (contexts.length === 0) return;
-    await this.contexts.save(trx, contexts);
-    await this.saved(trx, contexts);
+    await this.contexts.save(tx, contexts);
+    await this.saved(tx, contexts);
   }
 
   /**
    * What follows a save: timers and parents. The save remembered every saved run's steps, so a
    * parent that was saved in the same batch as its finishing child is read back as saved.
    */
-  private async saved(trx: Db, contexts: RunContext[]): Promise<void> {
+  private async saved(tx: Tx, contexts: RunContext[]): Promise<void> {
     let wakeTimers = false;
     for (const ctx of contexts) {
       const { run } = ctx;
@@ -454,9 +454,9 @@ export class RunEngine {
         wakeTimers = true;
       }
       if (RUN_FINISHED.has(run.status) && !RUN_FINISHED.has(ctx.initialStatus) && run.parent_run_id && !ctx.parentInMemory) {
-        await this.childFinished(trx, run);
+        await this.childFinished(tx, run);
       }
     }
-    if (wakeTimers) await this.deps.notifier.notify(COORDINATION_CHANGED, '', trx);
+    if (wakeTimers) await this.deps.notifier.notifyIn(tx, COORDINATION_CHANGED);
   }
 }

@@ -1,3 +1,4 @@
+import { autocommit } from '../db/tx.js';
 import type { Platform } from '../kernel/platform.js';
 import type { AgentDirectory, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
@@ -37,12 +38,12 @@ export function createCoordinationDomain(deps: {
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
     directory: deps.directory,
-    durations: (capabilities) => store.stepDurations(capabilities),
+    durations: (capabilities) => store.stepDurations(autocommit, capabilities),
     llm: llmUrl !== null && llmModel !== null ? { url: llmUrl, model: llmModel, apiKey: llmApiKey } : null,
     logger: platform.logger,
   });
   /** Hears of `plan_step` messages (kernel/ports.ts `OutcomeHandlers`): agents' acknowledgements and dead letters move runs. */
-  const outcomeHandler: OutcomeHandler = { delivered: false, handle: (outcomes, trx) => engine.onOutcomes(outcomes, trx) };
+  const outcomeHandler: OutcomeHandler = { delivered: false, handle: (tx, outcomes) => engine.onOutcomes(tx, outcomes) };
   deps.onPublish(async (event) => {
     await triggers.onEvent(event);
     await coordination.handleEvent(event);

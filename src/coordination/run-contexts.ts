@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../db/database.js';
+import type { Tx } from '../db/tx.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
@@ -42,7 +42,7 @@ export class RunContexts {
     return this.compiled.getOrCreate(`${run.plan_id}@${run.plan_version}`, () => compilePlan(JSON.parse(run.definition) as PlanDefinition));
   }
 
-  private context(run: RunRow, rows: RunStepRow[], isNew: boolean): RunContext {
+  private context(run: RunRow, rows: RunStepRow[], { isNew }: { isNew: boolean }): RunContext {
     const steps = new Map<string, StepState>();
     // New runs insert every row on save; otherwise the changed and added rows are written.
     for (const row of rows) steps.set(row.step_id, { row, dirty: false });
@@ -91,47 +91,47 @@ export class RunContexts {
     const rows = spec.definition.steps.map(
       (def, position): RunStepRow => ({ run_id: run.id, step_id: def.id, position, parent_step_id: null, item_index: -1, item: null, ...NOT_STARTED }),
     );
-    const ctx = this.context(run, rows, true);
+    const ctx = this.context(run, rows, { isNew: true });
     ctx.parentInMemory = parent !== undefined;
     record(ctx, 'run.started', null, { plan_id: run.plan_id, plan_version: run.plan_version });
     return ctx;
   }
 
   /** A run the caller has read (and locked), with its steps. */
-  async fromRow(trx: Db, run: RunRow): Promise<RunContext> {
-    return this.context(run, await this.steps(trx, run), false);
+  async fromRow(tx: Tx, run: RunRow): Promise<RunContext> {
+    return this.context(run, await this.steps(tx, run), { isNew: false });
   }
 
   /** Loads a run for a transition, locked (PostgreSQL) until the transaction ends. */
-  async load(trx: Db, runId: string): Promise<RunContext | null> {
-    const run = await this.store.findRun(runId, trx, true);
+  async load(tx: Tx, runId: string): Promise<RunContext | null> {
+    const run = await this.store.findRun(tx, runId, { lock: true });
     if (!run) return null;
-    return this.fromRow(trx, run);
+    return this.fromRow(tx, run);
   }
 
   /** Loads several runs for transitions, locked in id order (as one read) until the transaction ends. */
-  async loadMany(trx: Db, runIds: string[]): Promise<RunContext[]> {
+  async loadMany(tx: Tx, runIds: string[]): Promise<RunContext[]> {
     // One run (a single acknowledgement, the usual case) takes the lookup compiled once.
     if (runIds.length === 1) {
-      const ctx = await this.load(trx, runIds[0]!);
+      const ctx = await this.load(tx, runIds[0]!);
       return ctx ? [ctx] : [];
     }
-    const runs = await this.store.findRuns(runIds, trx, true);
+    const runs = await this.store.findRuns(tx, runIds, { lock: true });
     const missing = runs.filter((run) => this.savedSteps.get(run.id)?.revision !== run.revision).map((run) => run.id);
-    const read = missing.length > 0 ? await this.store.stepsOfRuns(missing, trx) : null;
-    return runs.map((run) => this.context(run, read?.get(run.id) ?? this.savedSteps.get(run.id)!.rows.map((row) => ({ ...row })), false));
+    const read = missing.length > 0 ? await this.store.stepsOfRuns(tx, missing) : null;
+    return runs.map((run) => this.context(run, read?.get(run.id) ?? this.savedSteps.get(run.id)!.rows.map((row) => ({ ...row })), { isNew: false }));
   }
 
   /** The steps of `run` in plan order (position, then item): from memory when this node saved it last. */
-  async stepsOf(trx: Db, run: RunRow): Promise<RunStepRow[]> {
-    const rows = await this.steps(trx, run);
+  async stepsOf(tx: Tx, run: RunRow): Promise<RunStepRow[]> {
+    const rows = await this.steps(tx, run);
     return rows.sort((a, b) => a.position - b.position || a.item_index - b.item_index);
   }
 
-  private async steps(trx: Db, run: RunRow): Promise<RunStepRow[]> {
+  private async steps(tx: Tx, run: RunRow): Promise<RunStepRow[]> {
     const saved = this.savedSteps.get(run.id);
     if (saved?.revision === run.revision) return saved.rows.map((row) => ({ ...row }));
-    return this.store.runSteps(run.id, trx);
+    return this.store.runSteps(tx, run.id);
   }
 
   private remember(ctx: RunContext): void {
@@ -145,8 +145,8 @@ export class RunContexts {
    * Saves transitions: their messages in one insert, then new runs in one statement per table
    * and loaded runs' changed rows in one write; every saved run's steps are remembered.
    */
-  async save(trx: Db, contexts: RunContext[]): Promise<void> {
-    await this.send(trx, outboxes(contexts));
+  async save(tx: Tx, contexts: RunContext[]): Promise<void> {
+    await this.send(tx, outboxes(contexts));
     const created = contexts.filter((ctx) => ctx.isNew);
     const moved = contexts.filter((ctx) => !ctx.isNew);
     if (created.length > 0) {
@@ -159,7 +159,7 @@ export class RunContexts {
         for (const step of ctx.steps.values()) steps.push(step.row);
         for (const event of ctx.events) events.push(event);
       }
-      await this.store.insertRuns(trx, { runs, steps, events });
+      await this.store.insertRuns(tx, { runs, steps, events });
     }
     if (moved.length > 0) {
       const transitions = moved.map((ctx) => {
@@ -169,18 +169,18 @@ export class RunContexts {
         for (const step of ctx.steps.values()) if (step.dirty) steps.push(step.row);
         return { run: ctx.run, steps, events: ctx.events };
       });
-      await this.store.saveTransitions(trx, transitions);
+      await this.store.saveTransitions(tx, transitions);
     }
     for (const ctx of contexts) this.remember(ctx);
   }
 
   /** Sends the step messages in `outbox` (emptying it) and sets their steps' `message_id`. */
-  async send(trx: Db, outbox: RunContext['outbox']): Promise<void> {
+  async send(tx: Tx, outbox: RunContext['outbox']): Promise<void> {
     if (outbox.length === 0) return;
     const pending = outbox.splice(0);
     const sent = await this.deps.inbox.sendMany(
+      tx,
       pending.map((p) => p.message),
-      trx,
     );
     pending.forEach(({ step }, i) => (step.row.message_id = sent[i]!.message_id));
   }

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -150,7 +150,7 @@ export class CoordinationService {
     return this.deps.store;
   }
 
-  private async validate(input: PlanInput, trx: Db): Promise<PlanDefinition> {
+  private async validate(input: PlanInput, tx: Tx): Promise<PlanDefinition> {
     const definition: PlanDefinition = {
       ...(input.description !== undefined && { description: input.description }),
       steps: withStepDefaults(input.steps, input.alias),
@@ -162,7 +162,7 @@ export class CoordinationService {
         [`steps[${i}].plan_id`, step.type === 'sub_plan' ? step.plan_id : undefined],
         [`steps[${i}].step.plan_id`, step.step?.type === 'sub_plan' ? step.step.plan_id : undefined],
       ] as const) {
-        if (planId !== undefined && !(await this.store.findPlan(planId, trx))) problems.push({ field: at, message: `unknown plan '${planId}'` });
+        if (planId !== undefined && !(await this.store.findPlan(tx, planId))) problems.push({ field: at, message: `unknown plan '${planId}'` });
       }
     }
     if (problems.length > 0) throw new InvalidRequest(`The plan is invalid: ${problems[0]!.field}: ${problems[0]!.message}`, problems);
@@ -186,39 +186,39 @@ export class CoordinationService {
     const now = this.deps.clock.now();
     return this.aliasTaken(
       () =>
-        this.store.transaction(async (trx) => {
-          const definition = await this.validate(input, trx);
+        this.store.inTransaction(async (tx) => {
+          const definition = await this.validate(input, tx);
           const plan: PlanRow = { id: newId('plan', now), alias: input.alias, version: 1, created_by: caller.actor, created_at: now, updated_at: now };
           const version = this.versionRow(plan.id, 1, input.alias, definition, caller.actor, now);
-          await this.store.insertPlan(trx, plan, version);
+          await this.store.insertPlan(tx, plan, version);
           return toPlan(plan, version, now);
         }),
       input.alias,
     );
   }
 
-  private async planRow(idOrAlias: string, trx?: Db, forUpdate = false): Promise<PlanRow> {
-    const plan = await this.store.findPlan(idOrAlias, trx, forUpdate);
+  private async planRow(tx: Tx, idOrAlias: string, options: { lock?: boolean } = {}): Promise<PlanRow> {
+    const plan = await this.store.findPlan(tx, idOrAlias, options);
     if (!plan) throw new NotFound('Plan', idOrAlias);
     return plan;
   }
 
   async getPlan(idOrAlias: string): Promise<Plan> {
-    const plan = await this.planRow(idOrAlias);
-    return toPlan(plan, (await this.store.findVersion(plan.id, plan.version))!, plan.updated_at);
+    const plan = await this.planRow(autocommit, idOrAlias);
+    return toPlan(plan, (await this.store.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at);
   }
 
   async getPlanVersion(idOrAlias: string, version: number): Promise<Plan> {
-    const plan = await this.planRow(idOrAlias);
-    const row = await this.store.findVersion(plan.id, version);
+    const plan = await this.planRow(autocommit, idOrAlias);
+    const row = await this.store.findVersion(autocommit, plan.id, version);
     if (!row) throw new NotFound('Plan version', `${plan.id}@${version}`);
     return toPlan(plan, row, row.created_at);
   }
 
   async listPlans(window: Page): Promise<Paged<Plan>> {
-    const page = await this.store.listPlans(window);
+    const page = await this.store.listPlans(autocommit, window);
     const items = await Promise.all(
-      page.items.map(async (plan) => toPlan(plan, (await this.store.findVersion(plan.id, plan.version))!, plan.updated_at)),
+      page.items.map(async (plan) => toPlan(plan, (await this.store.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at)),
     );
     return { items, total: page.total };
   }
@@ -228,12 +228,12 @@ export class CoordinationService {
     const now = this.deps.clock.now();
     return this.aliasTaken(
       () =>
-        this.store.transaction(async (trx) => {
-          const plan = await this.planRow(idOrAlias, trx, true);
-          const definition = await this.validate(input, trx);
+        this.store.inTransaction(async (tx) => {
+          const plan = await this.planRow(tx, idOrAlias, { lock: true });
+          const definition = await this.validate(input, tx);
           const next = plan.version + 1;
           const version = this.versionRow(plan.id, next, input.alias, definition, caller.actor, now);
-          await this.store.updatePlan(trx, plan.id, { alias: input.alias, version: next, updated_at: now }, version);
+          await this.store.updatePlan(tx, plan.id, { alias: input.alias, version: next, updated_at: now }, version);
           return toPlan(plan, version, now);
         }),
       input.alias,
@@ -246,9 +246,9 @@ export class CoordinationService {
 
   /** Deletes a plan with its versions and triggers (runs keep their copy of the definition). */
   async deletePlan(idOrAlias: string): Promise<string> {
-    const id = await this.store.transaction(async (trx) => {
-      const plan = await this.planRow(idOrAlias, trx, true);
-      await this.store.deletePlan(trx, plan.id);
+    const id = await this.store.inTransaction(async (tx) => {
+      const plan = await this.planRow(tx, idOrAlias, { lock: true });
+      await this.store.deletePlan(tx, plan.id);
       return plan.id;
     });
     // Every node drops its cached event triggers.
@@ -258,17 +258,17 @@ export class CoordinationService {
 
   // Runs
 
-  private async view(runId: string, trx?: Db): Promise<Run> {
-    const run = await this.store.findRun(runId, trx);
+  private async view(tx: Tx, runId: string): Promise<Run> {
+    const run = await this.store.findRun(tx, runId);
     if (!run) throw new NotFound('Run', runId);
-    return toRun(run, await this.store.runSteps(runId, trx));
+    return toRun(run, await this.store.runSteps(tx, runId));
   }
 
   async startRun(input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive }, caller: Caller): Promise<Run> {
-    return this.store.transaction(async (trx) => {
-      const plan = await this.store.currentPlan(trx, input.plan_id);
+    return this.store.inTransaction(async (tx) => {
+      const plan = await this.store.currentPlan(tx, input.plan_id);
       if (!plan) throw new NotFound('Plan', input.plan_id);
-      const run = await this.deps.engine.start(trx, {
+      const run = await this.deps.engine.start(tx, {
         planId: plan.id,
         planVersion: plan.version,
         definition: plan.definition,
@@ -278,59 +278,59 @@ export class CoordinationService {
         createdBy: caller.agentId ?? caller.actor,
       });
       // The run as saved, with its steps from memory: no need to read back what was just written.
-      return toRun(run, await this.deps.engine.stepsOf(trx, run));
+      return toRun(run, await this.deps.engine.stepsOf(tx, run));
     });
   }
 
   getRun(runId: string): Promise<Run> {
-    return this.view(runId);
+    return this.view(autocommit, runId);
   }
 
   async listRuns(filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<Run>> {
     let planId = filter.plan_id;
-    if (planId !== undefined) planId = (await this.store.findPlan(planId))?.id ?? planId;
-    const page = await this.store.listRuns({ ...filter, plan_id: planId }, window);
-    const steps = await this.store.stepsOfRuns(page.items.map((run) => run.id));
+    if (planId !== undefined) planId = (await this.store.findPlan(autocommit, planId))?.id ?? planId;
+    const page = await this.store.listRuns(autocommit, { ...filter, plan_id: planId }, window);
+    const steps = await this.store.stepsOfRuns(autocommit, page.items.map((run) => run.id));
     const items = page.items.map((run) => toRun(run, steps.get(run.id)!));
     return { items, total: page.total };
   }
 
   async cancelRun(runId: string, caller: Caller): Promise<Run> {
-    return this.store.transaction(async (trx) => {
-      const run = await this.store.findRun(runId, trx);
+    return this.store.inTransaction(async (tx) => {
+      const run = await this.store.findRun(tx, runId);
       if (!run) throw new NotFound('Run', runId);
       if (!caller.admin && run.created_by !== (caller.agentId ?? caller.actor)) {
         throw new Forbidden(`Only '${run.created_by}' (who started it) or an admin can cancel run '${runId}'`);
       }
-      await this.deps.engine.cancel(trx, runId, `cancelled by ${caller.agentId ?? caller.actor}`);
-      return this.view(runId, trx);
+      await this.deps.engine.cancel(tx, runId, `cancelled by ${caller.agentId ?? caller.actor}`);
+      return this.view(tx, runId);
     });
   }
 
   async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string }, caller: Caller): Promise<Run> {
-    return this.store.transaction(async (trx) => {
-      await this.deps.engine.approve(trx, runId, stepId, decision, caller);
-      return this.view(runId, trx);
+    return this.store.inTransaction(async (tx) => {
+      await this.deps.engine.approve(tx, runId, stepId, decision, caller);
+      return this.view(tx, runId);
     });
   }
 
   async submitInput(runId: string, stepId: string, data: Record<string, unknown>, caller: Caller): Promise<Run> {
-    return this.store.transaction(async (trx) => {
-      await this.deps.engine.submitInput(trx, runId, stepId, data, caller.agentId ?? caller.actor);
-      return this.view(runId, trx);
+    return this.store.inTransaction(async (tx) => {
+      await this.deps.engine.submitInput(tx, runId, stepId, data, caller.agentId ?? caller.actor);
+      return this.view(tx, runId);
     });
   }
 
   async redrive(runId: string, caller: Caller): Promise<Run> {
-    return this.store.transaction(async (trx) => {
-      await this.deps.engine.redrive(trx, runId, caller.agentId ?? caller.actor);
-      return this.view(runId, trx);
+    return this.store.inTransaction(async (tx) => {
+      await this.deps.engine.redrive(tx, runId, caller.agentId ?? caller.actor);
+      return this.view(tx, runId);
     });
   }
 
   async events(runId: string, window: Page): Promise<Paged<RunEvent>> {
-    if (!(await this.store.findRun(runId))) throw new NotFound('Run', runId);
-    const page = await this.store.listEvents(runId, window);
+    if (!(await this.store.findRun(autocommit, runId))) throw new NotFound('Run', runId);
+    const page = await this.store.listEvents(autocommit, runId, window);
     return { items: page.items.map(toEvent), total: page.total };
   }
 
@@ -340,7 +340,7 @@ export class CoordinationService {
     // Most events resume nothing: look before opening a transaction.
     const waiters = await this.waiters();
     if (!waiters.some((w) => topicMatches(w.wait_topic, event.topic))) return;
-    await this.store.transaction((trx) => this.deps.engine.onEvent(trx, event));
+    await this.store.inTransaction((tx) => this.deps.engine.onEvent(tx, event));
   }
 
   /**
@@ -351,7 +351,7 @@ export class CoordinationService {
   private waiters(): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
     this.waiterRead ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
       this.waiterRead = null;
-      return this.store.eventWaiters();
+      return this.store.eventWaiters(autocommit);
     });
     return this.waiterRead;
   }
@@ -361,9 +361,9 @@ export class CoordinationService {
     let advanced = 0;
     for (;;) {
       const now = this.deps.clock.now();
-      const count = await this.store.transaction(async (trx) => {
-        const due = await this.store.claimDueRuns(trx, now, batch);
-        for (const run of due) await this.deps.engine.wake(trx, run);
+      const count = await this.store.inTransaction(async (tx) => {
+        const due = await this.store.claimDueRuns(tx, now, batch);
+        for (const run of due) await this.deps.engine.wake(tx, run);
         return due.length;
       });
       advanced += count;
@@ -372,6 +372,6 @@ export class CoordinationService {
   }
 
   nextWakeAt(): Promise<number | null> {
-    return this.store.nextWakeAt();
+    return this.store.nextWakeAt(autocommit);
   }
 }

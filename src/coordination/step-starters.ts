@@ -1,5 +1,5 @@
 import jsonata from 'jsonata';
-import type { Db } from '../db/database.js';
+import type { Tx } from '../db/tx.js';
 import { iso } from '../kernel/clock.js';
 import { parseNullableJson } from '../kernel/json.js';
 import type { AgentDirectory } from '../kernel/ports.js';
@@ -40,7 +40,7 @@ export interface StepStarterDeps {
   store: CoordinationStore;
   directory: AgentDirectory;
   /** Starts a sub_plan step's child run in the same transaction (the engine's `start`). */
-  startChild: (trx: Db, spec: StartRun, parent: { run: RunRow; stepId: string }) => Promise<RunRow>;
+  startChild: (tx: Tx, spec: StartRun, parent: { run: RunRow; stepId: string }) => Promise<RunRow>;
 }
 
 /**
@@ -52,7 +52,7 @@ export interface StepStarterDeps {
 export class StepStarters {
   constructor(private readonly deps: StepStarterDeps) {}
 
-  async start(trx: Db, ctx: RunContext, step: StepState): Promise<void> {
+  async start(tx: Tx, ctx: RunContext, step: StepState): Promise<void> {
     const def = definition(ctx, step);
     const id = step.row.step_id;
     changeStep(step, { status: 'running', attempt: step.row.attempt + 1, started_at: ctx.now, wake_at: null, error: null });
@@ -61,7 +61,7 @@ export class StepStarters {
     try {
       switch (def.type) {
         case 'agent':
-          return await this.startAgent(trx, ctx, step, def, scope);
+          return await this.startAgent(tx, ctx, step, def, scope);
         case 'human_approval':
         case 'human_input': {
           const input = { prompt: render(def.prompt, scope), ...(def.type === 'human_input' ? { schema: def.schema } : { approvers: def.approvers ?? [] }) };
@@ -89,7 +89,7 @@ export class StepStarters {
         case 'wait':
           return startWait(ctx, step, def, scope);
         case 'sub_plan':
-          return await this.startSubPlan(trx, ctx, step, def, scope);
+          return await this.startSubPlan(tx, ctx, step, def, scope);
         case 'parallel':
           record(ctx, 'step.started', id, { attempt: step.row.attempt });
           if (def.for_each !== undefined) expand(ctx, step, def, scope);
@@ -105,18 +105,18 @@ export class StepStarters {
     }
   }
 
-  private async startAgent(trx: Db, ctx: RunContext, step: StepState, def: StepTemplate, scope: TemplateScope): Promise<void> {
+  private async startAgent(tx: Tx, ctx: RunContext, step: StepState, def: StepTemplate, scope: TemplateScope): Promise<void> {
     const detail = { ...stepDetail(step) };
     const input = (render(def.input ?? {}, scope) ?? {}) as Record<string, unknown>;
     let agent = detail.route_to ?? def.agent ?? null;
     if (agent === null) {
-      const [first] = await this.deps.directory.lookup({ capability: def.capability!, strategy: def.strategy, limit: 1 }, trx);
+      const [first] = await this.deps.directory.lookup(tx, { capability: def.capability!, strategy: def.strategy, limit: 1 });
       agent = first?.agent_id ?? null;
     }
     changeStep(step, { input: JSON.stringify(input) });
     record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, agent });
     if (agent === null) {
-      await this.failAttempt(trx, ctx, step, `no healthy agent offers capability '${def.capability}'`);
+      await this.failAttempt(tx, ctx, step, `no healthy agent offers capability '${def.capability}'`);
       return;
     }
     // Sent when the transition is saved (with the other messages it sends), which sets message_id.
@@ -142,7 +142,7 @@ export class StepStarters {
     });
   }
 
-  private async startSubPlan(trx: Db, ctx: RunContext, step: StepState, def: StepTemplate, scope: TemplateScope): Promise<void> {
+  private async startSubPlan(tx: Tx, ctx: RunContext, step: StepState, def: StepTemplate, scope: TemplateScope): Promise<void> {
     const input = (render(def.input ?? {}, scope) ?? {}) as Record<string, unknown>;
     changeStep(step, { input: JSON.stringify(input) });
     record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, plan_id: def.plan_id });
@@ -150,13 +150,13 @@ export class StepStarters {
       failStep(ctx, step, `sub-plans nest deeper than ${MAX_DEPTH} levels`);
       return;
     }
-    const plan = await this.deps.store.currentPlan(trx, def.plan_id!);
+    const plan = await this.deps.store.currentPlan(tx, def.plan_id!);
     if (!plan) {
       failStep(ctx, step, `plan '${def.plan_id}' does not exist`);
       return;
     }
     const child = await this.deps.startChild(
-      trx,
+      tx,
       { planId: plan.id, planVersion: plan.version, definition: plan.definition, definitionText: plan.text, input, event: ctx.event ?? undefined, createdBy: ctx.run.created_by },
       { run: ctx.run, stepId: step.row.step_id },
     );
@@ -168,7 +168,7 @@ export class StepStarters {
    * An agent attempt failed: retry after backoff while attempts remain, then (adaptive runs)
    * re-route to another agent with the capability, else fail the step.
    */
-  async failAttempt(trx: Db, ctx: RunContext, step: StepState, reason: string): Promise<void> {
+  async failAttempt(tx: Tx, ctx: RunContext, step: StepState, reason: string): Promise<void> {
     const def = definition(ctx, step);
     const detail = { ...stepDetail(step) };
     const maxAttempts = def.retry?.max_attempts ?? 1;
@@ -183,7 +183,7 @@ export class StepStarters {
     const adaptive = parseNullableJson(ctx.run.adaptive) as Adaptive | null;
     const revisions = JSON.parse(ctx.run.revisions) as Revision[];
     if (adaptive?.enabled && def.capability !== undefined && revisions.length < (adaptive.max_revisions ?? DEFAULT_MAX_REVISIONS)) {
-      const candidates = await this.deps.directory.lookup({ capability: def.capability, strategy: def.strategy, limit: 50 }, trx);
+      const candidates = await this.deps.directory.lookup(tx, { capability: def.capability, strategy: def.strategy, limit: 50 });
       const next = candidates.find((c) => !(detail.tried ?? []).includes(c.agent_id));
       if (next) {
         const revision: Revision = {

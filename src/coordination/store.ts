@@ -1,9 +1,11 @@
-import { CompiledQuery, sql, type Insertable, type QueryCreator, type Selectable } from 'kysely';
+import { sql, type Insertable, type InsertQueryBuilder, type QueryCreator, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../db/database.js';
-import type { DialectCapabilities } from '../db/capabilities.js';
+import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Database } from '../db/schema.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
+import { Statements } from '../db/statements.js';
+import { atomically, dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { PlanDefinition } from './plan.js';
@@ -78,45 +80,51 @@ const STEP_STATE_COLUMNS = [
   'wake_at', 'wait_topic', 'detail', 'started_at', 'completed_at',
 ] as const;
 
-export class CoordinationStore {
+export class CoordinationStore implements Transactor {
   private readonly definitions = new BoundedMap<string, { definition: PlanDefinition; text: string }>(500);
-  private readonly runInsert = new BulkInsert<RunRow>(RUN_TEMPLATE, (trx, rows) => trx.insertInto('runs').values(rows).compile());
-  private readonly stepInsert = new BulkInsert<RunStepRow>(STEP_TEMPLATE, (trx, rows) => trx.insertInto('run_steps').values(rows).compile());
-  private readonly eventInsert = new BulkInsert<NewRunEvent>(EVENT_TEMPLATE, (trx, rows) => trx.insertInto('run_events').values(rows).compile());
-  private readonly fireInsert = new BulkInsert<FireRow>(FIRE_TEMPLATE, (trx, rows) => trx.insertInto('trigger_fires').values(rows).compile());
-  /** Texts of queries run on every transition or start, compiled once (by name). */
-  private readonly texts = new Map<string, string>();
-
-  private compiled(name: string, compile: () => string): string {
-    let text = this.texts.get(name);
-    if (text === undefined) this.texts.set(name, (text = compile()));
-    return text;
-  }
-
+  /** Statements run on every transition or start, compiled once per shape. */
+  private readonly statements: Statements;
+  private readonly runInsert: BulkInsert<'runs', keyof RunRow>;
+  private readonly stepInsert: BulkInsert<'run_steps', keyof RunStepRow>;
+  private readonly eventInsert: BulkInsert<'run_events', keyof NewRunEvent>;
   /** New and changed steps of a transition: an upsert on the step key. */
-  private readonly stepUpsert = new BulkInsert<RunStepRow>(STEP_TEMPLATE, (trx, rows) => this.upsertSteps(trx, rows).compile());
-  /** The PostgreSQL insert of new runs, steps and events in one statement, by row counts. */
-  private readonly newRunsTexts = new BoundedMap<string, string>(200);
-  /** The PostgreSQL save of transitions in one statement, by run, step and event counts. */
-  private readonly transitionTexts = new BoundedMap<string, string>(200);
+  private readonly stepUpsert: BulkInsert<'run_steps', keyof RunStepRow>;
+  /** A schedule slot already in the ledger is left out (ON CONFLICT DO NOTHING). */
+  private readonly fireInsert: BulkInsert<'trigger_fires', keyof FireRow>;
 
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
-  ) {}
+  ) {
+    // One text per count of runs, steps and events in the one-statement saves: room for the
+    // shapes a busy engine meets.
+    this.statements = new Statements(db, { size: 1024 });
+    this.runInsert = new BulkInsert(db, 'runs', RUN_TEMPLATE);
+    this.stepInsert = new BulkInsert(db, 'run_steps', STEP_TEMPLATE);
+    this.eventInsert = new BulkInsert(db, 'run_events', EVENT_TEMPLATE);
+    this.stepUpsert = new BulkInsert(db, 'run_steps', STEP_TEMPLATE, { clauses: (insert) => upsertSteps(insert) });
+    this.fireInsert = new BulkInsert(db, 'trigger_fires', FIRE_TEMPLATE, {
+      clauses: (insert) => insert.onConflict((oc) => oc.columns(['trigger_id', 'scheduled_for']).doNothing()).returning('id'),
+    });
+  }
 
   /**
    * Runs `work` in a transaction, again (up to 3 times) when PostgreSQL aborts it to break a
    * deadlock: a cancel or a timer locks a run and then its message, an acknowledgement the reverse.
    */
-  async transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
+  async inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction().execute(work);
+        return await inTransaction(this.db, work);
       } catch (err) {
         if (attempt >= 3 || !this.caps.isTransientConflict(err)) throw err;
       }
     }
+  }
+
+  /** `query`, locked (PostgreSQL `FOR UPDATE`) with `lock`: the read of a row about to be updated. */
+  private lockIf<TB extends keyof Database, O>(options: { lock?: boolean }, query: SelectQueryBuilder<Database, TB, O>): SelectQueryBuilder<Database, TB, O> {
+    return options.lock === true ? this.caps.lock(query) : query;
   }
 
   isUniqueViolation(err: unknown): boolean {
@@ -125,61 +133,69 @@ export class CoordinationStore {
 
   // Plans
 
-  async insertPlan(trx: Db, plan: PlanRow, version: PlanVersionRow): Promise<void> {
-    await trx.insertInto('plans').values(plan).execute();
-    await trx.insertInto('plan_versions').values(version).execute();
-  }
-
-  async updatePlan(trx: Db, id: string, changes: Pick<PlanRow, 'alias' | 'version' | 'updated_at'>, version: PlanVersionRow): Promise<void> {
-    await trx.updateTable('plans').set(changes).where('id', '=', id).execute();
-    await trx.insertInto('plan_versions').values(version).execute();
-  }
-
-  /** A plan by id or alias, locked on PostgreSQL when read inside a transaction for an update. */
-  async findPlan(idOrAlias: string, trx: Db = this.db, forUpdate = false): Promise<PlanRow | undefined> {
-    const lock = forUpdate && this.caps.skipLocked;
-    const text = this.compiled(`plan${lock ? ':lock' : ''}`, () => {
-      const query = trx
-        .selectFrom('plans')
-        .selectAll()
-        .where((eb) => eb.or([eb('id', '=', ''), eb('alias', '=', '')]));
-      return (lock ? query.forUpdate() : query).compile().sql;
+  async insertPlan(tx: Tx, plan: PlanRow, version: PlanVersionRow): Promise<void> {
+    await atomically(tx, this.db, async (trx) => {
+      await trx.insertInto('plans').values(plan).execute();
+      await trx.insertInto('plan_versions').values(version).execute();
     });
-    return (await trx.executeQuery<PlanRow>(CompiledQuery.raw(text, [idOrAlias, idOrAlias]))).rows[0];
   }
 
-  async findVersion(planId: string, version: number, trx: Db = this.db): Promise<PlanVersionRow | undefined> {
-    return trx.selectFrom('plan_versions').selectAll().where('plan_id', '=', planId).where('version', '=', version).executeTakeFirst();
+  async updatePlan(tx: Tx, id: string, changes: Pick<PlanRow, 'alias' | 'version' | 'updated_at'>, version: PlanVersionRow): Promise<void> {
+    await atomically(tx, this.db, async (trx) => {
+      await trx.updateTable('plans').set(changes).where('id', '=', id).execute();
+      await trx.insertInto('plan_versions').values(version).execute();
+    });
+  }
+
+  /** A plan by id or alias; with `lock`, locked on PostgreSQL until `tx` ends (read for an update). */
+  async findPlan(tx: Tx, idOrAlias: string, options: { lock?: boolean } = {}): Promise<PlanRow | undefined> {
+    const lock = options.lock === true;
+    const query = this.statements.compiled(`plan:${lock}`, { idOrAlias }, (v) =>
+      this.lockIf(
+        options,
+        this.db
+          .selectFrom('plans')
+          .selectAll()
+          .where((eb) => eb.or([eb('id', '=', v.idOrAlias), eb('alias', '=', v.idOrAlias)])),
+      ),
+    );
+    return (await dbOf(tx, this.db).executeQuery(query)).rows[0];
+  }
+
+  async findVersion(tx: Tx, planId: string, version: number): Promise<PlanVersionRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('plan_versions').selectAll().where('plan_id', '=', planId).where('version', '=', version).executeTakeFirst();
   }
 
   /**
    * The newest version of a plan by id or alias (what a new run pins), with its definition
    * parsed and as stored (the text a run copies).
    */
-  async currentPlan(trx: Db, idOrAlias: string): Promise<{ id: string; version: number; definition: PlanDefinition; text: string } | null> {
-    const plan = await this.findPlan(idOrAlias, trx);
+  async currentPlan(tx: Tx, idOrAlias: string): Promise<{ id: string; version: number; definition: PlanDefinition; text: string } | null> {
+    const plan = await this.findPlan(tx, idOrAlias);
     if (!plan) return null;
     // A version never changes once written, so its parsed definition can be kept.
     const key = `${plan.id}@${plan.version}`;
     let kept = this.definitions.get(key);
     if (!kept) {
-      const text = (await this.findVersion(plan.id, plan.version, trx))!.definition;
+      const text = (await this.findVersion(tx, plan.id, plan.version))!.definition;
       kept = { definition: JSON.parse(text) as PlanDefinition, text };
       this.definitions.set(key, kept);
     }
     return { id: plan.id, version: plan.version, ...kept };
   }
 
-  async listPlans(window: Page): Promise<Paged<PlanRow>> {
-    return paginate(this.db.selectFrom('plans').selectAll().orderBy('id'), window);
+  async listPlans(tx: Tx, window: Page): Promise<Paged<PlanRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('plans').selectAll().orderBy('id'), window);
   }
 
-  async deletePlan(trx: Db, id: string): Promise<void> {
-    const triggers = trx.selectFrom('plan_triggers').select('id').where('plan_id', '=', id);
-    await trx.deleteFrom('trigger_fires').where('trigger_id', 'in', triggers).execute();
-    await trx.deleteFrom('plan_triggers').where('plan_id', '=', id).execute();
-    await trx.deleteFrom('plan_versions').where('plan_id', '=', id).execute();
-    await trx.deleteFrom('plans').where('id', '=', id).execute();
+  async deletePlan(tx: Tx, id: string): Promise<void> {
+    await atomically(tx, this.db, async (trx) => {
+      const triggers = trx.selectFrom('plan_triggers').select('id').where('plan_id', '=', id);
+      await trx.deleteFrom('trigger_fires').where('trigger_id', 'in', triggers).execute();
+      await trx.deleteFrom('plan_triggers').where('plan_id', '=', id).execute();
+      await trx.deleteFrom('plan_versions').where('plan_id', '=', id).execute();
+      await trx.deleteFrom('plans').where('id', '=', id).execute();
+    });
   }
 
   // Runs
@@ -188,57 +204,55 @@ export class CoordinationStore {
    * Inserts new runs, their steps and their timeline events: one statement per table (per
    * chunk), or on PostgreSQL one statement in all when they fit one.
    */
-  async insertRuns(trx: Db, { runs, steps, events }: NewRuns): Promise<void> {
+  async insertRuns(tx: Tx, { runs, steps, events }: NewRuns): Promise<void> {
     const bound = runs.length * RUN_COLUMNS.length + steps.length * STEP_COLUMNS.length + events.length * EVENT_COLUMNS.length;
     if (this.caps.writableCte && runs.length > 0 && steps.length > 0 && events.length > 0 && bound <= MAX_CTE_BOUND) {
-      const key = `${runs.length}:${steps.length}:${events.length}`;
-      let text = this.newRunsTexts.get(key);
-      if (text === undefined) {
-        text = trx
-          .with('r', (db) => db.insertInto('runs').values(nulls<RunRow>(RUN_TEMPLATE, runs.length)).returning('id'))
-          .with('s', (db) => db.insertInto('run_steps').values(nulls<RunStepRow>(STEP_TEMPLATE, steps.length)).returning('step_id'))
-          .insertInto('run_events')
-          .values(nulls<NewRunEvent>(EVENT_TEMPLATE, events.length))
-          .compile().sql;
-        this.newRunsTexts.set(key, text);
-      }
-      const params: unknown[] = [];
-      bind(params, RUN_COLUMNS, runs);
-      bind(params, STEP_COLUMNS, steps);
-      bind(params, EVENT_COLUMNS, events);
-      await trx.executeQuery(CompiledQuery.raw(text, params));
+      const query = this.statements.listed(
+        `new-runs:${runs.length}:${steps.length}:${events.length}`,
+        { runs, steps, events },
+        (v) =>
+          this.db
+            .with('r', (db) => db.insertInto('runs').values(v.runs).returning('id'))
+            .with('s', (db) => db.insertInto('run_steps').values(v.steps).returning('step_id'))
+            .insertInto('run_events')
+            .values(v.events),
+        { runs: RUN_COLUMNS, steps: STEP_COLUMNS, events: EVENT_COLUMNS },
+      );
+      await dbOf(tx, this.db).executeQuery(query);
       return;
     }
-    await this.runInsert.run(trx, runs);
-    await this.stepInsert.run(trx, steps);
-    await this.eventInsert.run(trx, events);
-  }
-
-  /** A run for reading, or (in a transaction) for advancing: locked on PostgreSQL until commit. */
-  async findRun(id: string, trx: Db = this.db, forUpdate = false): Promise<RunRow | undefined> {
-    const lock = forUpdate && this.caps.skipLocked;
-    const text = this.compiled(`run${lock ? ':lock' : ''}`, () => {
-      const query = trx.selectFrom('runs').selectAll().where('id', '=', '');
-      return (lock ? query.forUpdate() : query).compile().sql;
+    await atomically(tx, this.db, async (trx) => {
+      await this.runInsert.run(trx, runs);
+      await this.stepInsert.run(trx, steps);
+      await this.eventInsert.run(trx, events);
     });
-    return (await trx.executeQuery<RunRow>(CompiledQuery.raw(text, [id]))).rows[0];
   }
 
-  /** Several runs for advancing, in id order: on PostgreSQL locked in that order (no deadlock between batches). */
-  async findRuns(ids: string[], trx: Db, forUpdate = false): Promise<RunRow[]> {
-    const query = trx.selectFrom('runs').selectAll().where('id', 'in', ids).orderBy('id');
-    return (forUpdate && this.caps.skipLocked ? query.forUpdate() : query).execute();
+  /** A run for reading, or with `lock` for advancing: locked on PostgreSQL until `tx` ends. */
+  async findRun(tx: Tx, id: string, options: { lock?: boolean } = {}): Promise<RunRow | undefined> {
+    const lock = options.lock === true;
+    const query = this.statements.compiled(`run:${lock}`, { id }, (v) => this.lockIf(options, this.db.selectFrom('runs').selectAll().where('id', '=', v.id)));
+    return (await dbOf(tx, this.db).executeQuery(query)).rows[0];
   }
 
-  async runSteps(runId: string, trx: Db = this.db): Promise<RunStepRow[]> {
-    return trx.selectFrom('run_steps').selectAll().where('run_id', '=', runId).orderBy('position').orderBy('item_index').execute();
+  /** Several runs in id order; with `lock`, for advancing: on PostgreSQL locked in that order (no deadlock between batches). */
+  async findRuns(tx: Tx, ids: string[], options: { lock?: boolean } = {}): Promise<RunRow[]> {
+    const lock = options.lock === true;
+    const query = this.statements.listed(`runs:${ids.length}:${lock}`, { ids }, (v) =>
+      this.lockIf(options, this.db.selectFrom('runs').selectAll().where('id', 'in', v.ids).orderBy('id')),
+    );
+    return (await dbOf(tx, this.db).executeQuery(query)).rows;
+  }
+
+  async runSteps(tx: Tx, runId: string): Promise<RunStepRow[]> {
+    return dbOf(tx, this.db).selectFrom('run_steps').selectAll().where('run_id', '=', runId).orderBy('position').orderBy('item_index').execute();
   }
 
   /** The steps of several runs in one query (a page of runs), grouped by run. */
-  async stepsOfRuns(runIds: string[], trx: Db = this.db): Promise<Map<string, RunStepRow[]>> {
+  async stepsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, RunStepRow[]>> {
     const byRun = new Map<string, RunStepRow[]>(runIds.map((id) => [id, []]));
     if (runIds.length === 0) return byRun;
-    const rows = await trx
+    const rows = await dbOf(tx, this.db)
       .selectFrom('run_steps')
       .selectAll()
       .where('run_id', 'in', runIds)
@@ -250,8 +264,8 @@ export class CoordinationStore {
     return byRun;
   }
 
-  async listRuns(filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<RunRow>> {
-    let query = this.db.selectFrom('runs').selectAll().orderBy('id', 'desc');
+  async listRuns(tx: Tx, filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<RunRow>> {
+    let query = dbOf(tx, this.db).selectFrom('runs').selectAll().orderBy('id', 'desc');
     if (filter.plan_id !== undefined) query = query.where('plan_id', '=', filter.plan_id);
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
     return paginate(query, window);
@@ -264,7 +278,11 @@ export class CoordinationStore {
    * fits one; elsewhere one statement per run row plus one per table for steps and events.
    * Every statement is compiled once per shape.
    */
-  async saveTransitions(trx: Db, transitions: Transition[]): Promise<void> {
+  async saveTransitions(tx: Tx, transitions: Transition[]): Promise<void> {
+    await atomically(tx, this.db, (trx) => this.saveChunked(trx, transitions));
+  }
+
+  private async saveChunked(trx: Db, transitions: Transition[]): Promise<void> {
     if (!this.caps.writableCte) return this.saveStatementEach(trx, transitions);
     let chunk: Transition[] = [];
     let bound = 0;
@@ -286,14 +304,11 @@ export class CoordinationStore {
   }
 
   private async saveStatementEach(trx: Db, transitions: Transition[]): Promise<void> {
-    const update = this.compiled('update-run', () =>
-      trx.updateTable('runs').set(RUN_STATE_TEMPLATE as unknown as Pick<RunRow, RunStateColumn>).where('id', '=', '').compile().sql,
-    );
     for (const { run } of transitions) {
-      const params: unknown[] = [];
-      bind(params, RUN_STATE_COLUMNS, [run]);
-      params.push(run.id);
-      await trx.executeQuery(CompiledQuery.raw(update, params));
+      const query = this.statements.compiled('update-run', pick(run, ['id', ...RUN_STATE_COLUMNS]), (v) =>
+        this.db.updateTable('runs').set(pick(v, RUN_STATE_COLUMNS)).where('id', '=', v.id),
+      );
+      await trx.executeQuery(query);
     }
     await this.stepUpsert.run(trx, transitions.flatMap((t) => t.steps));
     await this.eventInsert.run(trx, transitions.flatMap((t) => t.events));
@@ -306,75 +321,56 @@ export class CoordinationStore {
   private async saveInOneStatement(trx: Db, transitions: Transition[]): Promise<void> {
     const steps = transitions.flatMap((t) => t.steps);
     const events = transitions.flatMap((t) => t.events);
-    const key = `${transitions.length}:${steps.length}:${events.length}`;
-    let text = this.transitionTexts.get(key);
-    if (text === undefined) {
-      const columns = ['id', ...RUN_STATE_COLUMNS] as const;
-      const row = sql`(${sql.join(columns.map((c) => sql`${null}::${sql.raw(RUN_STATE_TYPES[c])}`))})`;
-      const values = sql`(values ${sql.join(transitions.map(() => row))})`.as(sql`v(${sql.join(columns.map((c) => sql.ref(c)))})`);
-      let query: QueryCreator<Database> = trx;
-      if (steps.length > 0) {
-        query = query.with('saved_steps', (db) => this.upsertSteps(db, nulls<RunStepRow>(STEP_TEMPLATE, steps.length)).returning('step_id')) as never;
-      }
-      if (events.length > 0) {
-        query = query.with('saved_events', (db) => db.insertInto('run_events').values(nulls<NewRunEvent>(EVENT_TEMPLATE, events.length)).returning('seq')) as never;
-      }
-      text = query
-        .updateTable('runs')
-        .from(values as never)
-        .set(Object.fromEntries(RUN_STATE_COLUMNS.map((c) => [c, sql.ref(`v.${c}`)])) as never)
-        .where(sql<boolean>`${sql.ref('runs.id')} = ${sql.ref('v.id')}`)
-        .compile().sql;
-      this.transitionTexts.set(key, text);
-    }
-    // In the order of the statement: the WITHs (steps, events), then the VALUES rows.
-    const params: unknown[] = [];
-    bind(params, STEP_COLUMNS, steps);
-    bind(params, EVENT_COLUMNS, events);
-    for (const { run } of transitions) {
-      params.push(run.id);
-      bind(params, RUN_STATE_COLUMNS, [run]);
-    }
-    await trx.executeQuery(CompiledQuery.raw(text, params));
-  }
-
-  private upsertSteps(db: Db | QueryCreator<Database>, rows: RunStepRow[]) {
-    return db
-      .insertInto('run_steps')
-      .values(rows)
-      .onConflict((oc) =>
-        oc.columns(['run_id', 'step_id']).doUpdateSet((eb) => {
-          const set: Record<string, unknown> = {};
-          for (const column of STEP_STATE_COLUMNS) set[column] = eb.ref(`excluded.${column}`);
-          return set as never;
-        }),
-      );
+    const runs = transitions.map((t) => t.run);
+    const query = this.statements.listed(
+      `transitions:${runs.length}:${steps.length}:${events.length}`,
+      { runs, steps, events },
+      (v) => {
+        const columns = ['id', ...RUN_STATE_COLUMNS] as const;
+        const rows = v.runs.map((run) => sql`(${sql.join(columns.map((c) => sql`${run[c]}::${sql.raw(RUN_STATE_TYPES[c])}`))})`);
+        const values = sql`(values ${sql.join(rows)})`.as(sql`v(${sql.join(columns.map((c) => sql.ref(c)))})`);
+        const { db } = this;
+        let query: QueryCreator<Database> = db;
+        if (v.steps.length > 0) {
+          query = query.with('saved_steps', (db) => upsertSteps(db.insertInto('run_steps').values(v.steps)).returning('step_id')) as never;
+        }
+        if (v.events.length > 0) {
+          query = query.with('saved_events', (db) => db.insertInto('run_events').values(v.events).returning('seq')) as never;
+        }
+        return query
+          .updateTable('runs')
+          .from(values as never)
+          .set(Object.fromEntries(RUN_STATE_COLUMNS.map((c) => [c, sql.ref(`v.${c}`)])) as never)
+          .where(sql<boolean>`${sql.ref('runs.id')} = ${sql.ref('v.id')}`);
+      },
+      { runs: ['id', ...RUN_STATE_COLUMNS], steps: STEP_COLUMNS, events: EVENT_COLUMNS },
+    );
+    await trx.executeQuery(query);
   }
 
   /**
    * Claims up to `limit` active runs whose timer is due; on PostgreSQL they stay locked (SKIP
    * LOCKED) until the transaction ends, so another node advances different ones.
    */
-  async claimDueRuns(trx: Db, now: number, limit: number): Promise<RunRow[]> {
-    let query = trx
+  async claimDueRuns(tx: Tx, now: number, limit: number): Promise<RunRow[]> {
+    const query = dbOf(tx, this.db)
       .selectFrom('runs')
       .selectAll()
       .where('wake_at', '<=', now)
       .where('status', 'in', ACTIVE)
       .orderBy('wake_at')
       .limit(limit);
-    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
-    return query.execute();
+    return this.caps.claim(query).execute();
   }
 
   /** The earliest timer of any run (finished runs have none, so the wake_at index answers alone). */
-  async nextWakeAt(): Promise<number | null> {
-    const row = await this.db
+  async nextWakeAt(tx: Tx): Promise<number | null> {
+    const row = await dbOf(tx, this.db)
       .selectFrom('runs')
       .select((eb) => eb.fn.min('wake_at').as('next'))
       .where('wake_at', 'is not', null)
       .executeTakeFirst();
-    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+    return nextDue(row);
   }
 
   /**
@@ -383,30 +379,26 @@ export class CoordinationStore {
    * rather than `is not null` lets SQLite search the wait_topic index, which holds a few
    * waiting steps among all steps, instead of scanning the table.
    */
-  async eventWaiters(trx: Db = this.db): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
-    const text = this.compiled('waiters', () =>
-      trx
+  async eventWaiters(tx: Tx): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
+    const query = this.statements.compiled('waiters', {}, () =>
+      this.db
         .selectFrom('run_steps')
         .select(['run_id', 'step_id', 'wait_topic'])
         .where('wait_topic', '>=', sql.lit(''))
-        .where('status', '=', sql.lit('running'))
-        .compile().sql,
+        .where('status', '=', sql.lit('running')),
     );
-    return (await trx.executeQuery<{ run_id: string; step_id: string; wait_topic: string }>(CompiledQuery.raw(text, []))).rows;
+    // wait_topic >= '' holds no NULL.
+    return (await dbOf(tx, this.db).executeQuery(query)).rows as { run_id: string; step_id: string; wait_topic: string }[];
   }
 
-  async insertEvents(trx: Db, events: NewRunEvent[]): Promise<void> {
-    await this.eventInsert.run(trx, events);
-  }
-
-  async listEvents(runId: string, window: Page): Promise<Paged<RunEventRow>> {
-    return paginate(this.db.selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('seq'), window);
+  async listEvents(tx: Tx, runId: string, window: Page): Promise<Paged<RunEventRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('seq'), window);
   }
 
   // Triggers
 
-  async insertTrigger(row: TriggerRow): Promise<void> {
-    await this.db.insertInto('plan_triggers').values(row).execute();
+  async insertTrigger(tx: Tx, row: TriggerRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('plan_triggers').values(row).execute();
   }
 
   private triggerView(db: Db) {
@@ -423,28 +415,28 @@ export class CoordinationStore {
       );
   }
 
-  async findTrigger(id: string, trx: Db = this.db): Promise<TriggerView | undefined> {
-    const row = await this.triggerView(trx).where('plan_triggers.id', '=', id).executeTakeFirst();
+  async findTrigger(tx: Tx, id: string): Promise<TriggerView | undefined> {
+    const row = await this.triggerView(dbOf(tx, this.db)).where('plan_triggers.id', '=', id).executeTakeFirst();
     return row && { ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) };
   }
 
-  async findTriggerByPath(path: string): Promise<TriggerRow | undefined> {
-    return this.db.selectFrom('plan_triggers').selectAll().where('webhook_path', '=', path).executeTakeFirst();
+  async findTriggerByPath(tx: Tx, path: string): Promise<TriggerRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('plan_triggers').selectAll().where('webhook_path', '=', path).executeTakeFirst();
   }
 
-  async listTriggers(planId: string | undefined, window: Page): Promise<Paged<TriggerView>> {
-    let query = this.triggerView(this.db).orderBy('plan_triggers.id');
+  async listTriggers(tx: Tx, planId: string | undefined, window: Page): Promise<Paged<TriggerView>> {
+    let query = this.triggerView(dbOf(tx, this.db)).orderBy('plan_triggers.id');
     if (planId !== undefined) query = query.where('plan_triggers.plan_id', '=', planId);
     const page = await paginate(query, window);
     return { items: page.items.map((row) => ({ ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) })), total: page.total };
   }
 
-  async updateTrigger(id: string, changes: Partial<TriggerRow>, trx: Db = this.db): Promise<void> {
-    await trx.updateTable('plan_triggers').set(changes).where('id', '=', id).execute();
+  async updateTrigger(tx: Tx, id: string, changes: Partial<TriggerRow>): Promise<void> {
+    await dbOf(tx, this.db).updateTable('plan_triggers').set(changes).where('id', '=', id).execute();
   }
 
-  async deleteTrigger(id: string): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+  async deleteTrigger(tx: Tx, id: string): Promise<boolean> {
+    return atomically(tx, this.db, async (trx) => {
       await trx.deleteFrom('trigger_fires').where('trigger_id', '=', id).execute();
       const result = await trx.deleteFrom('plan_triggers').where('id', '=', id).executeTakeFirst();
       return Number(result.numDeletedRows) > 0;
@@ -452,13 +444,13 @@ export class CoordinationStore {
   }
 
   /** Enabled event triggers (few; the caller matches their topic patterns). */
-  async eventTriggers(): Promise<TriggerRow[]> {
-    return this.db.selectFrom('plan_triggers').selectAll().where('type', '=', 'event').where('enabled', '=', 1).execute();
+  async eventTriggers(tx: Tx): Promise<TriggerRow[]> {
+    return dbOf(tx, this.db).selectFrom('plan_triggers').selectAll().where('type', '=', 'event').where('enabled', '=', 1).execute();
   }
 
   /** Claims enabled schedule triggers that are due (SKIP LOCKED on PostgreSQL, like routines). */
-  async claimDueSchedules(trx: Db, now: number, limit: number): Promise<TriggerRow[]> {
-    let query = trx
+  async claimDueSchedules(tx: Tx, now: number, limit: number): Promise<TriggerRow[]> {
+    const query = dbOf(tx, this.db)
       .selectFrom('plan_triggers')
       .selectAll()
       .where('type', '=', 'schedule')
@@ -466,61 +458,55 @@ export class CoordinationStore {
       .where('next_fire_at', '<=', now)
       .orderBy('next_fire_at')
       .limit(limit);
-    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
-    return query.execute();
+    return this.caps.claim(query).execute();
   }
 
-  async nextScheduleAt(): Promise<number | null> {
-    const row = await this.db
+  async nextScheduleAt(tx: Tx): Promise<number | null> {
+    const row = await dbOf(tx, this.db)
       .selectFrom('plan_triggers')
       .select((eb) => eb.fn.min('next_fire_at').as('next'))
       .where('type', '=', 'schedule')
       .where('enabled', '=', 1)
       .executeTakeFirst();
-    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+    return nextDue(row);
   }
 
   /** Records fires; a schedule slot already in the ledger is left out of the result. */
-  async insertFires(trx: Db, rows: FireRow[]): Promise<FireRow[]> {
+  async insertFires(tx: Tx, rows: FireRow[]): Promise<FireRow[]> {
     if (rows.length === 0) return [];
-    const inserted = await trx
-      .insertInto('trigger_fires')
-      .values(rows)
-      .onConflict((oc) => oc.columns(['trigger_id', 'scheduled_for']).doNothing())
-      .returning('id')
-      .execute();
-    const ids = new Set(inserted.map((r) => r.id));
+    const ids = new Set((await this.fireInsert.run<{ id: string }>(dbOf(tx, this.db), rows)).map((r) => r.id));
     return rows.filter((r) => ids.has(r.id));
   }
 
   /** Records fires that no other can conflict with (events and webhooks: no schedule slot). */
-  async insertEventFires(trx: Db, rows: FireRow[]): Promise<void> {
-    await this.fireInsert.run(trx, rows);
+  async insertEventFires(tx: Tx, rows: FireRow[]): Promise<void> {
+    await this.fireInsert.run(dbOf(tx, this.db), rows);
   }
 
-  async updateFire(trx: Db, id: string, changes: Partial<FireRow>): Promise<void> {
-    await trx.updateTable('trigger_fires').set(changes).where('id', '=', id).execute();
+  async updateFire(tx: Tx, id: string, changes: Partial<FireRow>): Promise<void> {
+    await dbOf(tx, this.db).updateTable('trigger_fires').set(changes).where('id', '=', id).execute();
   }
 
-  async listFires(triggerId: string, window: Page): Promise<Paged<FireRow>> {
-    return paginate(this.db.selectFrom('trigger_fires').selectAll().where('trigger_id', '=', triggerId).orderBy('id', 'desc'), window);
+  async listFires(tx: Tx, triggerId: string, window: Page): Promise<Paged<FireRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('trigger_fires').selectAll().where('trigger_id', '=', triggerId).orderBy('id', 'desc'), window);
   }
 
   /** Keeps the newest FIRES_KEPT fires of every trigger. */
-  async pruneFires(): Promise<void> {
-    const ranked = this.db
+  async pruneFires(tx: Tx): Promise<void> {
+    const db = dbOf(tx, this.db);
+    const ranked = db
       .selectFrom('trigger_fires')
       .select(['id', (eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('trigger_id').orderBy('id', 'desc')).as('rank')])
       .as('ranked');
-    const stale = this.db.selectFrom(ranked).select('ranked.id').where('ranked.rank', '>', FIRES_KEPT);
-    await this.db.deleteFrom('trigger_fires').where('id', 'in', stale).execute();
+    const stale = db.selectFrom(ranked).select('ranked.id').where('ranked.rank', '>', FIRES_KEPT);
+    await db.deleteFrom('trigger_fires').where('id', 'in', stale).execute();
   }
 
   /** Durations (ms) of the latest completed agent steps of each capability, up to `sample` each. */
-  async stepDurations(capabilities: string[], sample = 50): Promise<Map<string, number[]>> {
+  async stepDurations(tx: Tx, capabilities: string[], sample = 50): Promise<Map<string, number[]>> {
     const durations = new Map<string, number[]>(capabilities.map((c) => [c, []]));
     if (capabilities.length === 0) return durations;
-    const rows = await this.db
+    const rows = await dbOf(tx, this.db)
       .selectFrom('run_steps')
       .select(['capability', 'started_at', 'completed_at'])
       .where('capability', 'in', capabilities)
@@ -540,12 +526,20 @@ const RUN_COLUMNS = Object.keys(RUN_TEMPLATE) as (keyof RunRow)[];
 const STEP_COLUMNS = Object.keys(STEP_TEMPLATE) as (keyof RunStepRow)[];
 const EVENT_COLUMNS = Object.keys(EVENT_TEMPLATE) as (keyof NewRunEvent)[];
 
-/** `count` copies of a template row (what an INSERT text is compiled from). */
-function nulls<Row>(template: Record<keyof Row, null>, count: number): Row[] {
-  return Array.from({ length: count }, () => template as Row);
+/** The fields of `row` named by `columns`. */
+function pick<Row, C extends keyof Row>(row: Row, columns: readonly C[]): Pick<Row, C> {
+  const picked = {} as Pick<Row, C>;
+  for (const column of columns) picked[column] = row[column];
+  return picked;
 }
 
-/** Appends the values of `rows`, column by column, in the order of `columns`. */
-function bind<Row extends object>(params: unknown[], columns: (keyof Row)[], rows: Row[]): void {
-  for (const row of rows) for (const column of columns) params.push(row[column]);
+/** A transition's new and changed steps: an upsert on the step key. */
+function upsertSteps<O>(insert: InsertQueryBuilder<Database, 'run_steps', O>) {
+  return insert.onConflict((oc) =>
+    oc.columns(['run_id', 'step_id']).doUpdateSet((eb) => {
+      const set: Record<string, unknown> = {};
+      for (const column of STEP_STATE_COLUMNS) set[column] = eb.ref(`excluded.${column}`);
+      return set as never;
+    }),
+  );
 }

@@ -1,5 +1,5 @@
 import jsonata from 'jsonata';
-import type { Db } from '../db/database.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, MethodNotAllowed, NotFound, type FieldProblem } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -260,7 +260,7 @@ export class TriggersService {
     const now = this.deps.clock.now();
     let cache = this.eventTriggers;
     if (cache === null || now - cache.at > EVENT_TRIGGERS_TTL_MS) {
-      const rows = await this.store.eventTriggers();
+      const rows = await this.store.eventTriggers(autocommit);
       cache = { triggers: rows.map(toEventTrigger), at: now, plans: new Map(), matched: new BoundedMap(MATCHED_TOPICS) };
       this.eventTriggers = cache;
     }
@@ -293,7 +293,7 @@ export class TriggersService {
   }
 
   async create(input: TriggerInput, actor: string): Promise<Trigger> {
-    const plan = await this.store.findPlan(input.plan_id);
+    const plan = await this.store.findPlan(autocommit, input.plan_id);
     if (!plan) throw new NotFound('Plan', input.plan_id);
     const config: TriggerConfig = input.type === 'webhook' ? { method: 'POST', ...input.config } : input.config;
     this.check(input.type, config, input.input_mapping);
@@ -314,30 +314,30 @@ export class TriggersService {
       updated_at: now,
     };
     row.next_fire_at = this.nextFire(row, now);
-    await this.unique(() => this.store.insertTrigger(row), config.path);
+    await this.unique(() => this.store.insertTrigger(autocommit, row), config.path);
     await this.changed();
     return toTrigger({ ...row, last_fired_at: null });
   }
 
-  private async row(id: string, trx?: Db): Promise<TriggerView> {
-    const row = await this.store.findTrigger(id, trx);
+  private async row(tx: Tx, id: string): Promise<TriggerView> {
+    const row = await this.store.findTrigger(tx, id);
     if (!row) throw new NotFound('Trigger', id);
     return row;
   }
 
   async get(id: string): Promise<Trigger> {
-    return toTrigger(await this.row(id));
+    return toTrigger(await this.row(autocommit, id));
   }
 
   async list(planId: string | undefined, window: Page): Promise<Paged<Trigger>> {
-    const resolved = planId === undefined ? undefined : ((await this.store.findPlan(planId))?.id ?? planId);
-    const page = await this.store.listTriggers(resolved, window);
+    const resolved = planId === undefined ? undefined : ((await this.store.findPlan(autocommit, planId))?.id ?? planId);
+    const page = await this.store.listTriggers(autocommit, resolved, window);
     return { items: page.items.map(toTrigger), total: page.total };
   }
 
   async update(id: string, patch: TriggerPatch): Promise<Trigger> {
     const now = this.deps.clock.now();
-    const current = await this.row(id);
+    const current = await this.row(autocommit, id);
     const config: TriggerConfig = patch.config ?? (JSON.parse(current.config) as TriggerConfig);
     const mapping = patch.input_mapping !== undefined ? patch.input_mapping : current.input_mapping === null ? null : JSON.parse(current.input_mapping);
     this.check(current.type, current.type === 'webhook' ? { method: 'POST', ...config } : config, mapping);
@@ -354,29 +354,29 @@ export class TriggersService {
     // A new schedule or a resume starts from now: nothing missed while paused fires.
     if (next.config !== current.config || next.enabled !== current.enabled) next.next_fire_at = this.nextFire(next, now);
     const { id: _id, last_fired_at: _last, ...changes } = next;
-    await this.unique(() => this.store.updateTrigger(id, changes), config.path);
+    await this.unique(() => this.store.updateTrigger(autocommit, id, changes), config.path);
     await this.changed();
     return toTrigger(next);
   }
 
   async delete(id: string): Promise<void> {
-    if (!(await this.store.deleteTrigger(id))) throw new NotFound('Trigger', id);
+    if (!(await this.store.deleteTrigger(autocommit, id))) throw new NotFound('Trigger', id);
     await this.changed();
   }
 
   async fires(id: string, window: Page): Promise<Paged<Fire>> {
-    await this.row(id);
-    const page = await this.store.listFires(id, window);
+    await this.row(autocommit, id);
+    const page = await this.store.listFires(autocommit, id, window);
     return { items: page.items.map(toFire), total: page.total };
   }
 
-  /** Starts a run of the trigger's plan (newest version) in `trx`; returns its id, or why it could not. */
-  private async startRun(trx: Db, trigger: TriggerRow, event: Record<string, unknown> | undefined): Promise<{ runId: string } | { failed: string }> {
-    const plan = await this.store.currentPlan(trx, trigger.plan_id);
+  /** Starts a run of the trigger's plan (newest version) in `tx`; returns its id, or why it could not. */
+  private async startRun(tx: Tx, trigger: TriggerRow, event: Record<string, unknown> | undefined): Promise<{ runId: string } | { failed: string }> {
+    const plan = await this.store.currentPlan(tx, trigger.plan_id);
     if (!plan) return { failed: `plan '${trigger.plan_id}' no longer exists` };
     const fixed = JSON.parse(trigger.input) as Record<string, unknown>;
     const mapping = trigger.input_mapping === null ? null : (JSON.parse(trigger.input_mapping) as unknown);
-    const run = await this.deps.engine.start(trx, runSpec(trigger, plan, fixed, mapping, event));
+    const run = await this.deps.engine.start(tx, runSpec(trigger, plan, fixed, mapping, event));
     return { runId: run.id };
   }
 
@@ -389,8 +389,8 @@ export class TriggersService {
     let started = 0;
     for (;;) {
       const now = this.deps.clock.now();
-      const { claimed, count } = await this.store.transaction(async (trx) => {
-        const due = await this.store.claimDueSchedules(trx, now, SCHEDULE_BATCH);
+      const { claimed, count } = await this.store.inTransaction(async (tx) => {
+        const due = await this.store.claimDueSchedules(tx, now, SCHEDULE_BATCH);
         let count = 0;
         for (const trigger of due) {
           const config = JSON.parse(trigger.config) as TriggerConfig;
@@ -401,18 +401,14 @@ export class TriggersService {
             ...decision.fire.map((slot) => this.fire(trigger, now, 'started', { scheduled_for: slot })),
             ...decision.skip.map(({ slot, reason }) => this.fire(trigger, now, 'skipped', { scheduled_for: slot, reason })),
           ];
-          for (const fire of await this.store.insertFires(trx, rows)) {
+          for (const fire of await this.store.insertFires(tx, rows)) {
             if (fire.outcome !== 'started') continue;
-            const outcome = await this.startRun(trx, trigger, { scheduled_for: iso(fire.scheduled_for) });
+            const outcome = await this.startRun(tx, trigger, { scheduled_for: iso(fire.scheduled_for) });
             if ('runId' in outcome) count++;
-            await this.store.updateFire(trx, fire.id, 'runId' in outcome ? { run_id: outcome.runId } : { outcome: 'failed', reason: outcome.failed });
+            await this.store.updateFire(tx, fire.id, 'runId' in outcome ? { run_id: outcome.runId } : { outcome: 'failed', reason: outcome.failed });
           }
           const last = slots[slots.length - 1] ?? trigger.next_fire_at!;
-          await this.store.updateTrigger(
-            trigger.id,
-            { next_fire_at: schedule.next(Math.max(now, last)) },
-            trx,
-          );
+          await this.store.updateTrigger(tx, trigger.id, { next_fire_at: schedule.next(Math.max(now, last)) });
         }
         return { claimed: due.length, count };
       });
@@ -422,11 +418,11 @@ export class TriggersService {
   }
 
   nextScheduleAt(): Promise<number | null> {
-    return this.store.nextScheduleAt();
+    return this.store.nextScheduleAt(autocommit);
   }
 
   pruneFires(): Promise<void> {
-    return this.store.pruneFires();
+    return this.store.pruneFires(autocommit);
   }
 
   /**
@@ -473,7 +469,7 @@ export class TriggersService {
         // The plan versions kept with the triggers (dropped with them when a plan changes).
         const plans = this.eventTriggers?.plans ?? new Map<string, PlanVersion>();
         try {
-          const started = await this.store.transaction((trx) => this.startEvents(trx, batch.map((b) => b.work), plans));
+          const started = await this.store.inTransaction((tx) => this.startEvents(tx, batch.map((b) => b.work), plans));
           batch.forEach((b, i) => b.resolve(started[i]!));
         } catch (err) {
           if (batch.length === 1) {
@@ -483,7 +479,7 @@ export class TriggersService {
           // One event's failure must not undo the others': each goes again on its own.
           for (const b of batch) {
             try {
-              b.resolve((await this.store.transaction((trx) => this.startEvents(trx, [b.work], new Map())))[0]!);
+              b.resolve((await this.store.inTransaction((tx) => this.startEvents(tx, [b.work], new Map())))[0]!);
             } catch (own) {
               b.reject(own);
             }
@@ -495,8 +491,8 @@ export class TriggersService {
     }
   }
 
-  /** Starts the runs of a batch of events in `trx` and records every fire; returns the runs started per event. */
-  private async startEvents(trx: Db, batch: EventWork[], plans: Map<string, PlanVersion>): Promise<number[]> {
+  /** Starts the runs of a batch of events in `tx` and records every fire; returns the runs started per event. */
+  private async startEvents(tx: Tx, batch: EventWork[], plans: Map<string, PlanVersion>): Promise<number[]> {
     const fires: FireRow[] = [];
     const specs: StartRun[] = [];
     const startedFires: FireRow[] = [];
@@ -510,7 +506,7 @@ export class TriggersService {
         }
         let plan = plans.get(row.plan_id);
         if (plan === undefined) {
-          const current = await this.store.currentPlan(trx, row.plan_id);
+          const current = await this.store.currentPlan(tx, row.plan_id);
           if (current) plans.set(row.plan_id, (plan = current));
         }
         if (!plan) {
@@ -524,25 +520,25 @@ export class TriggersService {
         started[index]!++;
       }
     }
-    const runs = await this.deps.engine.startMany(trx, specs);
+    const runs = await this.deps.engine.startMany(tx, specs);
     runs.forEach((run, i) => (startedFires[i]!.run_id = run.id));
-    await this.store.insertEventFires(trx, fires);
+    await this.store.insertEventFires(tx, fires);
     return started;
   }
 
   /** `{method} /coordination/hooks/{path}`: the request body and query become `event.*`. */
   async invokeWebhook(method: string, path: string, body: unknown, query: Record<string, unknown>): Promise<{ run_id: string }> {
-    const trigger = await this.store.findTriggerByPath(webhookKey(path));
+    const trigger = await this.store.findTriggerByPath(autocommit, webhookKey(path));
     if (!trigger || trigger.type !== 'webhook') throw new NotFound('Webhook', path);
     const expected = (JSON.parse(trigger.config) as TriggerConfig).method ?? 'POST';
     if (method !== expected) throw new MethodNotAllowed(`Webhook '${path}' accepts ${expected}, not ${method}`, [expected]);
     if (trigger.enabled !== 1) throw new Conflict(`The trigger of webhook '${path}' is disabled`);
     const now = this.deps.clock.now();
     const event: Record<string, unknown> = { ...query, ...(isJsonObject(body) ? body : body === undefined ? {} : { body }) };
-    return this.store.transaction(async (trx) => {
-      const outcome = await this.startRun(trx, trigger, event);
+    return this.store.inTransaction(async (tx) => {
+      const outcome = await this.startRun(tx, trigger, event);
       if ('failed' in outcome) throw new Conflict(outcome.failed);
-      await this.store.insertEventFires(trx, [this.fire(trigger, now, 'started', { run_id: outcome.runId })]);
+      await this.store.insertEventFires(tx, [this.fire(trigger, now, 'started', { run_id: outcome.runId })]);
       return { run_id: outcome.runId };
     });
   }

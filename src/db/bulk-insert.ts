@@ -1,6 +1,8 @@
-import { CompiledQuery } from 'kysely';
+import { sql, type InsertQueryBuilder, type InsertResult, type RawBuilder } from 'kysely';
 import type { DialectCapabilities } from './capabilities.js';
 import type { Db } from './database.js';
+import type { Database } from './schema.js';
+import { Statements, type Writer } from './statements.js';
 
 /** Distinct row counts (or column shapes) whose INSERT text is kept. */
 const MAX_TEXTS = 64;
@@ -8,19 +10,26 @@ const MAX_TEXTS = 64;
 const MAX_BOUND_VALUES = 32_766;
 const MAX_CHUNK_ROWS = 1000;
 
-export interface BulkInsertOptions {
+type Table = keyof Database & string;
+/** A row to insert: a value (or undefined, for NULL) per column of the template. */
+export type BulkRow<K extends string> = { readonly [C in K]?: unknown };
+
+export interface BulkInsertOptions<T extends Table> {
   /**
    * Send a batch column by column instead of value by value (see the class comment). Every
    * value of the rows must then be a string, a number or null.
    */
   columnar?: DialectCapabilities;
+  /** What follows the rows: a conflict clause, RETURNING. */
+  clauses?: (insert: InsertQueryBuilder<Database, T, InsertResult>) => Writer<unknown>;
 }
 
 /**
- * A multi-row INSERT whose SQL text Kysely compiles once per row count; later batches of
- * that size bind their values straight into it. Building and compiling a 500-row insert with
- * the query builder took a sixth of a send-batch's server time, and parsing the values of a
- * cron burst's fires and executions a tenth of the burst (profiled).
+ * A multi-row INSERT whose SQL text Kysely compiles once per row count (through Statements,
+ * a marker per value); later batches of that size bind their values straight into it.
+ * Building and compiling a 500-row insert with the query builder took a sixth of a
+ * send-batch's server time, and parsing the values of a cron burst's fires and executions a
+ * tenth of the burst (profiled).
  *
  * Columnar (opt-in): a batch of more than one row travels as `INSERT … SELECT` from one array
  * parameter per column (`unnest`, PostgreSQL) or from one JSON text of the rows (`json_each`,
@@ -29,147 +38,125 @@ export interface BulkInsertOptions {
  * plans 23,000 parameters (2,000 inbox messages: 74 ms as VALUES, 27 ms from unnest), SQLite
  * no longer binds each value (and prepares no 23,000-parameter statement on a cold start).
  *
- * `template` has every column, each null: typed as a full record, so a column added to the
- * table cannot be left out. `build` writes the statement for some rows (conflict clauses and
- * RETURNING included); it is only ever called with copies of the template.
+ * `template` has every column of `table`, each null: typed as a full record, so a column added
+ * to the table cannot be left out; it fixes the columns every row is inserted with.
  */
-export class BulkInsert<Row extends object> {
-  private readonly texts = new Map<string, string>();
-  private readonly columns: (keyof Row)[];
+export class BulkInsert<T extends Table, K extends string> {
+  private readonly statements: Statements;
+  private readonly columns: K[];
   private readonly chunkRows: number;
   private readonly dialect: DialectCapabilities['kind'] | null;
+  private readonly clauses: (insert: InsertQueryBuilder<Database, T, InsertResult>) => Writer<unknown>;
 
   constructor(
-    private readonly template: Record<keyof Row, null>,
-    private readonly build: (trx: Db, rows: Row[]) => CompiledQuery,
-    options: BulkInsertOptions = {},
+    private readonly db: Db,
+    private readonly table: T,
+    template: Record<K, null>,
+    options: BulkInsertOptions<T> = {},
   ) {
-    this.columns = Object.keys(template) as (keyof Row)[];
+    this.statements = new Statements(db, { size: MAX_TEXTS });
+    this.columns = Object.keys(template) as K[];
     this.chunkRows = Math.max(1, Math.min(MAX_CHUNK_ROWS, Math.floor(MAX_BOUND_VALUES / this.columns.length)));
     this.dialect = options.columnar?.kind ?? null;
+    this.clauses = options.clauses ?? ((insert) => insert);
   }
 
   /** Inserts `rows` in `trx` (in chunks under the bound-value limit); returns what RETURNING gave. */
-  async run<Returned = unknown>(trx: Db, rows: readonly Row[]): Promise<Returned[]> {
+  async run<Returned = unknown>(trx: Db, rows: readonly BulkRow<K>[]): Promise<Returned[]> {
     const returned: Returned[] = [];
-    for (const query of this.statements(trx, rows)) {
+    for (const query of this.queries(rows)) {
       for (const row of (await trx.executeQuery<Returned>(query)).rows) returned.push(row);
     }
     return returned;
   }
 
   /** Inserts `rows` in `trx`; returns how many went in (a conflict clause may leave some out). */
-  async count(trx: Db, rows: readonly Row[]): Promise<number> {
+  async count(trx: Db, rows: readonly BulkRow<K>[]): Promise<number> {
     let inserted = 0;
-    for (const query of this.statements(trx, rows)) inserted += Number((await trx.executeQuery(query)).numAffectedRows ?? 0);
+    for (const query of this.queries(rows)) inserted += Number((await trx.executeQuery(query)).numAffectedRows ?? 0);
     return inserted;
   }
 
-  private *statements(trx: Db, rows: readonly Row[]): Generator<CompiledQuery> {
+  private *queries(rows: readonly BulkRow<K>[]) {
     if (this.dialect !== null && rows.length > 1) {
-      const { sql, parameters } = this.columnar(trx, rows);
-      yield CompiledQuery.raw(sql, parameters);
+      yield this.columnar(rows);
       return;
     }
     for (let i = 0; i < rows.length; i += this.chunkRows) {
-      const chunk = rows.slice(i, i + this.chunkRows);
-      // A plain loop: flatMap over 500 rows × 23 columns took a tenth of a send-batch's time.
-      const params: unknown[] = new Array(chunk.length * this.columns.length);
-      let k = 0;
-      for (const row of chunk) for (const column of this.columns) params[k++] = row[column];
-      yield CompiledQuery.raw(this.text(trx, chunk.length), params);
+      const chunk = rows.length <= this.chunkRows ? rows : rows.slice(i, i + this.chunkRows);
+      yield this.statements.listed(
+        `rows:${chunk.length}`,
+        { rows: chunk },
+        (v) => this.clauses(this.db.insertInto(this.table).values(v.rows as never)),
+        { rows: this.columns },
+      );
     }
-  }
-
-  private text(trx: Db, count: number): string {
-    return this.cached(String(count), () => {
-      const row = this.template as unknown as Row;
-      return this.build(trx, Array.from({ length: count }, () => row)).sql;
-    });
-  }
-
-  private cached(key: string, make: () => string): string {
-    let text = this.texts.get(key);
-    if (text === undefined) {
-      text = make();
-      if (this.texts.size >= MAX_TEXTS) this.texts.clear();
-      this.texts.set(key, text);
-    }
-    return text;
   }
 
   /**
-   * The statement and parameters of a columnar batch. Each column is either one value shared
-   * by every row or varying, with the SQL type its values travel as (`unnest` needs it).
+   * A columnar batch. Each column is either one value shared by every row (`c<i>`) or varying,
+   * with the SQL type its values travel as (`unnest` needs it): an array parameter of its own
+   * on PostgreSQL, a field of the rows' JSON text on SQLite.
    */
-  private columnar(trx: Db, rows: readonly Row[]): { sql: string; parameters: unknown[] } {
+  private columnar(rows: readonly BulkRow<K>[]) {
     const shapes: (string | null)[] = this.columns.map((column) => columnShape(rows, column));
     // Something must vary, or the SELECT would yield one row: the first column (an id) does.
     if (!shapes.some((shape) => shape !== null)) shapes[0] = columnType(rows, this.columns[0]!);
-    const key = `c:${shapes.map((shape) => shape ?? '=').join(',')}`;
-    const sql = this.cached(key, () => this.columnarText(trx, shapes));
-    const parameters: unknown[] = [];
-    const varying = this.columns.filter((_, i) => shapes[i] !== null);
-    for (let i = 0; i < this.columns.length; i++) {
-      if (shapes[i] === null) parameters.push(rows[0]![this.columns[i]!]);
-      else if (this.dialect === 'postgres') parameters.push(rows.map((row) => row[this.columns[i]!]));
-    }
+    const values: Record<string, unknown> = {};
+    const varying: K[] = [];
+    this.columns.forEach((column, i) => {
+      if (shapes[i] === null) values[`c${i}`] = rows[0]![column];
+      else if (this.dialect === 'postgres') values[`c${i}`] = rows.map((row) => row[column]);
+      else varying.push(column);
+    });
     if (this.dialect === 'sqlite') {
-      const values = new Array<unknown[]>(rows.length);
-      for (let r = 0; r < rows.length; r++) values[r] = varying.map((column) => rows[r]![column]);
-      parameters.push(JSON.stringify(values));
+      const json = new Array<unknown[]>(rows.length);
+      for (let r = 0; r < rows.length; r++) json[r] = varying.map((column) => rows[r]![column]);
+      values.rows = JSON.stringify(json);
     }
-    return { sql, parameters };
+    return this.statements.compiled(`c:${shapes.map((shape) => shape ?? '=').join(',')}`, values, (v) => this.columnarInsert(v, shapes));
   }
 
-  /**
-   * The one-row INSERT that `build` writes, with its `values (…)` replaced by a SELECT over
-   * the rows: its conflict and RETURNING clauses stay as written.
-   */
-  private columnarText(trx: Db, shapes: (string | null)[]): string {
-    const single = this.build(trx, [this.template as unknown as Row]);
-    const n = this.columns.length;
-    const placeholders = this.dialect === 'postgres' ? this.columns.map((_, i) => `$${i + 1}`) : this.columns.map(() => '?');
-    const values = `values (${placeholders.join(', ')})`;
-    const at = single.sql.indexOf(values);
-    if (single.parameters.length !== n || at < 0 || single.sql.indexOf(values, at + 1) >= 0) {
-      throw new Error(`BulkInsert: cannot make a columnar insert of: ${single.sql}`);
-    }
-    let select: string;
+  /** `INSERT … SELECT` over the columns' arrays (`unnest`) or the JSON rows (`json_each`). */
+  private columnarInsert(v: Record<string, unknown>, shapes: (string | null)[]) {
+    const exprs: RawBuilder<unknown>[] = [];
+    let source;
     if (this.dialect === 'postgres') {
-      // Parameter i+1 is column i's value, or its array.
-      const exprs = shapes.map((shape, i) => (shape === null ? `$${i + 1}` : `u.c${i}`));
-      const arrays = shapes.flatMap((shape, i) => (shape === null ? [] : [`$${i + 1}::${shape}[]`]));
-      const names = shapes.flatMap((shape, i) => (shape === null ? [] : [`c${i}`]));
-      select = `select ${exprs.join(', ')} from unnest(${arrays.join(', ')}) as u(${names.join(', ')})`;
+      const varying = shapes.flatMap((shape, i) => (shape === null ? [] : [i]));
+      const arrays = varying.map((i) => sql`${v[`c${i}`]}::${sql.raw(shapes[i]!)}[]`);
+      source = sql`unnest(${sql.join(arrays)})`.as(sql`u(${sql.join(varying.map((i) => sql.raw(`c${i}`)))})`);
+      shapes.forEach((shape, i) => exprs.push(shape === null ? sql`${v[`c${i}`]}` : sql.ref(`u.c${i}`)));
     } else {
-      // The shared values in column order, then the JSON rows (arrays of the varying values).
       let k = 0;
-      const exprs = shapes.map((shape) => (shape === null ? '?' : `j.value ->> ${k++}`));
-      // `where true`: SQLite would read a following ON CONFLICT as a join constraint.
-      select = `select ${exprs.join(', ')} from json_each(?) as j where true`;
+      source = sql`json_each(${v.rows})`.as('j');
+      shapes.forEach((shape, i) => exprs.push(shape === null ? sql`${v[`c${i}`]}` : sql`j.value ->> ${sql.raw(String(k++))}`));
     }
-    return single.sql.slice(0, at) + select + single.sql.slice(at + values.length);
+    const select = this.db
+      .selectFrom(source as never)
+      .select(exprs.map((expr, i) => expr.as(`c${i}`)))
+      // `where true`: SQLite would read a following ON CONFLICT as a join constraint.
+      .where(sql<boolean>`true`);
+    return this.clauses(this.db.insertInto(this.table).columns(this.columns as never).expression(select as never));
   }
 }
 
 /** null when every row holds the same value in `column`; else the SQL type of its values. */
-function columnShape<Row>(rows: readonly Row[], column: keyof Row): string | null {
+function columnShape<K extends string>(rows: readonly BulkRow<K>[], column: K): string | null {
   const first = rows[0]![column];
   for (let r = 1; r < rows.length; r++) if (rows[r]![column] !== first) return columnType(rows, column);
   return null;
 }
 
-function columnType<Row>(rows: readonly Row[], column: keyof Row): string {
+function columnType<K extends string>(rows: readonly BulkRow<K>[], column: K): string {
   let type: string | null = null;
   for (const row of rows) {
     const value = row[column];
     if (value === null || value === undefined) continue;
     const t = typeof value === 'string' ? 'text' : typeof value === 'number' ? (Number.isInteger(value) ? 'int8' : 'float8') : null;
-    if (t === null) throw new Error(`BulkInsert: column ${String(column)} holds a ${typeof value}`);
+    if (t === null) throw new Error(`BulkInsert: column ${column} holds a ${typeof value}`);
     if (type === null || type === t) type = t;
     else if (type !== 'text' && t !== 'text') type = 'float8';
-    else throw new Error(`BulkInsert: column ${String(column)} holds both text and numbers`);
+    else throw new Error(`BulkInsert: column ${column} holds both text and numbers`);
   }
   return type ?? 'text';
 }

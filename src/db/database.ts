@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql, type Dialect, type LimitNode } from 'kysely';
 import pg from 'pg';
+import type { Config } from '../config.js';
 import type { DialectCapabilities } from './capabilities.js';
-import { startCheckpointer } from './checkpointer.js';
 import { postgresCapabilities, sqliteCapabilities } from './capabilities.js';
 import type { Database } from './schema.js';
+import { DEFAULT_SQLITE_OPTIONS, SqliteConnection, type SqliteDriver, type SqliteOptions } from './sqlite-connection.js';
 import { GroupCommitSqliteDriver } from './sqlite-driver.js';
+import { PlainSqliteDriver } from './sqlite-plain-driver.js';
 
 // int8 (counts, epoch-ms timestamps) arrives as number, not string; every value we store fits
 // in 2^53. float8/numeric likewise.
@@ -16,7 +17,8 @@ pg.types.setTypeParser(1700, (v) => Number.parseFloat(v));
 
 export type Db = Kysely<Database>;
 
-const SQLITE_CACHE_KIB = 64 * 1024;
+/** How long a write waits for the write lock another connection (the CLI, another process) holds. */
+const SQLITE_LOCK_WAIT_MS = 5000;
 
 export interface DatabaseHandle {
   readonly db: Db;
@@ -24,7 +26,7 @@ export interface DatabaseHandle {
   /** The pg pool in cluster mode (the notifier publishes through it). */
   readonly pool: pg.Pool | null;
   readonly url: string | null;
-  /** SQLite only: physical commits and the writes they carried (GroupCommitSqliteDriver). */
+  /** SQLite only: physical commits and the writes they carried (equal without group commit). */
   readonly writeStats: (() => { commits: number; writes: number }) | null;
   /**
    * SQLite only: a number that changes when another connection (another process: the CLI)
@@ -39,6 +41,18 @@ export interface DatabaseOptions {
   databaseUrl: string | null;
   dataDir: string;
   poolSize?: number;
+  /** SQLite only; DEFAULT_SQLITE_OPTIONS when absent. */
+  sqlite?: SqliteOptions;
+}
+
+/** The database a configuration selects (the server's and the CLI's). */
+export function databaseOptions(config: Config, poolSize?: number): DatabaseOptions {
+  return {
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize,
+    sqlite: { groupCommit: config.sqliteGroupCommit, synchronous: config.sqliteSynchronous },
+  };
 }
 
 /** The SQLite file of a data dir. */
@@ -61,73 +75,38 @@ export function describeDatabase(options: DatabaseOptions): string {
 }
 
 export function openDatabase(options: DatabaseOptions): DatabaseHandle {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openSqlite(options.dataDir);
+  return options.databaseUrl
+    ? openPostgres(options.databaseUrl, options.poolSize ?? 10)
+    : openSqlite(options.dataDir, options.sqlite ?? DEFAULT_SQLITE_OPTIONS);
 }
 
-function openSqlite(dataDir: string): DatabaseHandle {
+function openSqlite(dataDir: string, options: SqliteOptions): DatabaseHandle {
   fs.mkdirSync(dataDir, { recursive: true });
-  const file = sqliteFile(dataDir);
-  const sqlite = new BetterSqlite3(file);
-  // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes
-  // (a power loss may drop the last transactions, never corrupt). Switching to WAL needs a
-  // moment of exclusive access; a second process opening the file at the same time gets
-  // SQLITE_BUSY without any wait, so retry.
-  retryBusy(() => sqlite.pragma('journal_mode = WAL'));
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('foreign_keys = ON');
-  // Pages SQLite keeps itself, up to 64 MiB (the default is 2 MiB): beyond its cache every page
-  // a query touches is read from the OS with a syscall, and a lookup among 10,000 agents or a
-  // page of 100,000 tasks touches many.
-  sqlite.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
-  // A second process (the CLI) writing while the server runs makes the other wait up to 5 s.
-  const driver = new GroupCommitSqliteDriver(sqlite, 5000);
+  const connection = new SqliteConnection(sqliteFile(dataDir), options.synchronous, SQLITE_LOCK_WAIT_MS);
+  const driver = options.groupCommit ? new GroupCommitSqliteDriver(connection) : new PlainSqliteDriver(connection);
   const db = new Kysely<Database>({ dialect: sqliteDialect(driver) });
-  sqlite.pragma('wal_autocheckpoint = 0');
-  const dataVersion = oncePerTurn(sqlite.prepare('PRAGMA data_version').pluck());
-  const checkpointer = startCheckpointer(file, () => {
-    if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
-  });
   return {
     db,
     caps: sqliteCapabilities,
     pool: null,
     url: null,
     writeStats: () => driver.stats,
-    dataVersion,
+    dataVersion: connection.dataVersion,
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },
+    // The driver commits a group still open, then closes the connection. Kysely starts its
+    // driver on the first query, and destroys only a started one: close the connection too.
     close: async () => {
-      await checkpointer.stop();
-      // The last connection to close checkpoints what is left and removes the WAL.
       await db.destroy();
+      await connection.close();
     },
-  };
-}
-
-/**
- * Reads the statement at most once per turn of the event loop. Each read starts a read
- * transaction (3–15 µs, measured on a loaded machine); under load many requests share a turn.
- * A caller later in the same turn learns nothing new from reading again: whatever it is
- * handling was received before the turn's first read.
- */
-function oncePerTurn(statement: BetterSqlite3.Statement): () => number {
-  let value: number | null = null;
-  const forget = () => {
-    value = null;
-  };
-  return () => {
-    if (value === null) {
-      value = statement.get() as number;
-      setImmediate(forget);
-    }
-    return value;
   };
 }
 
 /**
  * With transactional DDL declared, Kysely's migrator runs inside a transaction, which begins
- * IMMEDIATE (GroupCommitSqliteDriver) and so is the migration lock: a second process waits,
+ * IMMEDIATE (both SQLite drivers) and so is the migration lock: a second process waits,
  * then finds nothing left to apply.
  */
 class TransactionalDdlSqliteAdapter extends SqliteAdapter {
@@ -136,7 +115,7 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   }
 }
 
-function sqliteDialect(driver: GroupCommitSqliteDriver): Dialect {
+function sqliteDialect(driver: SqliteDriver): Dialect {
   return {
     createDriver: () => driver,
     createAdapter: () => new TransactionalDdlSqliteAdapter(),
@@ -155,19 +134,6 @@ class UnplannedLimitSqliteCompiler extends SqliteQueryCompiler {
   protected override visitLimit(node: LimitNode): void {
     this.append('limit +');
     this.visitNode(node.limit);
-  }
-}
-
-/** Retries a statement that SQLite refuses with SQLITE_BUSY without calling its busy handler. */
-function retryBusy<T>(work: () => T, timeoutMs = 5000): T {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return work();
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-    }
   }
 }
 
@@ -192,6 +158,8 @@ function openPostgres(url: string, poolSize: number): DatabaseHandle {
     },
     close: async () => {
       await db.destroy();
+      // Kysely ends the pool only if a query went through it; the notifier and tests use it directly.
+      if (!pool.ended) await pool.end();
     },
   };
 }

@@ -1,6 +1,5 @@
-import type BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, type DatabaseConnection, type Driver, type QueryResult } from 'kysely';
-import { BoundedMap } from '../kernel/bounded-map.js';
+import { CompiledQuery, type DatabaseConnection, type QueryResult } from 'kysely';
+import { BEGIN_IMMEDIATE, COMMIT, ROLLBACK, SqliteDriver, SqliteLease, type CachedStatement } from './sqlite-connection.js';
 
 /**
  * Kysely's driver for the one SQLite connection, with group commit: the writes that arrive in
@@ -18,36 +17,19 @@ import { BoundedMap } from '../kernel/bounded-map.js';
  * - a read outside a transaction runs at once when no group is open; while one is open it sees
  *   the group's writes, so it too answers only after the COMMIT;
  * - when the group's COMMIT fails, or a statement makes SQLite abandon the whole transaction,
- *   every write of the group, and every read that saw it, rejects with that error.
+ *   every write of the group, and every read that saw it, rejects with that error (the shared
+ *   fate, docs/architecture.md "Group commit");
+ * - savepoints (Kysely's `trx.savepoint()`) nest inside the transaction's own savepoint.
  * An idle server commits each write on its own one turn later (a setImmediate), so the cost in
  * latency is at most the rest of the turn the write arrived in.
  *
  * Every group begins IMMEDIATE, so a second writer of the file (the CLI, another process, or
  * a second server in this process) makes it wait for the write lock instead of failing on a
- * stale snapshot. The driver waits itself, on a timer, up to `lockWaitMs`: the connection's
- * busy_timeout is 0, because SQLite's own wait stops the event loop, and with it a group in
- * this process that holds the lock and commits only when the loop turns.
+ * stale snapshot; the connection waits for it on a timer (SqliteConnection.whenFree).
+ * SWITCHBOARD_SQLITE_GROUP_COMMIT=off uses PlainSqliteDriver instead.
  */
-export class GroupCommitSqliteDriver implements Driver {
-  private readonly mutex = new FifoMutex();
-  private readonly statements: StatementCache;
+export class GroupCommitSqliteDriver extends SqliteDriver {
   private group: WriteGroup | null = null;
-  private commitCount = 0;
-  private writeCount = 0;
-  constructor(
-    private readonly sqlite: BetterSqlite3.Database,
-    private readonly lockWaitMs: number,
-  ) {
-    this.statements = new StatementCache(sqlite);
-    sqlite.pragma('busy_timeout = 0');
-  }
-
-  /** Physical commits, and the writes (logical transactions and lone writes) they carried. */
-  get stats(): { commits: number; writes: number } {
-    return { commits: this.commitCount, writes: this.writeCount };
-  }
-
-  async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
     await this.mutex.lock();
@@ -58,14 +40,14 @@ export class GroupCommitSqliteDriver implements Driver {
     const lease = connection as Lease;
     await this.hold(lease);
     lease.group = this.group ?? (await this.openGroup());
-    this.run(CompiledQuery.raw(`savepoint ${TRANSACTION_SAVEPOINT}`));
+    this.connection.run(SAVEPOINT);
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const lease = connection as Lease;
     const group = this.transactionGroup(lease);
     lease.group = null;
-    this.run(CompiledQuery.raw(`release ${TRANSACTION_SAVEPOINT}`));
+    this.connection.run(RELEASE);
     this.writeCount++;
     await this.answerAfterCommit(lease, group);
   }
@@ -75,9 +57,9 @@ export class GroupCommitSqliteDriver implements Driver {
     const group = lease.group;
     lease.group = null;
     // Nothing to undo when the whole group is gone already (its writers were told why).
-    if (group === null || group !== this.group || !this.sqlite.inTransaction) return;
-    this.run(CompiledQuery.raw(`rollback to ${TRANSACTION_SAVEPOINT}`));
-    this.run(CompiledQuery.raw(`release ${TRANSACTION_SAVEPOINT}`));
+    if (group === null || group !== this.group || !this.connection.inTransaction) return;
+    this.connection.run(ROLLBACK_TO);
+    this.connection.run(RELEASE);
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
@@ -93,7 +75,7 @@ export class GroupCommitSqliteDriver implements Driver {
     try {
       if (this.group) this.commit(this.group);
     } finally {
-      this.sqlite.close();
+      await this.connection.close();
       this.mutex.unlock();
     }
   }
@@ -105,13 +87,19 @@ export class GroupCommitSqliteDriver implements Driver {
       this.transactionGroup(lease);
       return this.runInGroup(query);
     }
-    const statement = this.statements.get(query.sql);
-    if (this.group === null && statement.readonly) return this.whenFree(() => this.run<R>(query, statement));
+    const statement = this.connection.statement(query.sql);
+    if (this.group === null && statement.readonly) return this.connection.whenFree(() => this.connection.run<R>(query, statement));
     const group = this.group ?? (await this.openGroup());
     const result = this.runInGroup<R>(query, statement);
     if (!statement.readonly) this.writeCount++;
     await this.answerAfterCommit(lease, group);
     return result;
+  }
+
+  /** The transaction's own savepoint nests the caller's; a savepoint of the same name would take its place. */
+  protected override savepointCommand(command: string, name: string): CompiledQuery {
+    if (name === TRANSACTION_SAVEPOINT) throw new Error(`the savepoint name '${name}' is reserved by the SQLite driver: choose another`);
+    return super.savepointCommand(command, name);
   }
 
   /** Takes the connection again for a lease that gave it up while waiting for a commit. */
@@ -123,27 +111,11 @@ export class GroupCommitSqliteDriver implements Driver {
 
   /** Opens a group (BEGIN IMMEDIATE) and schedules its commit. */
   private async openGroup(): Promise<WriteGroup> {
-    await this.whenFree(() => this.run(BEGIN_IMMEDIATE));
+    await this.connection.whenFree(() => this.connection.run(BEGIN_IMMEDIATE));
     const group = new WriteGroup();
     this.group = group;
     setImmediate(() => void this.commitWhenFree(group));
     return group;
-  }
-
-  /**
-   * Runs `work` at once, or, while another connection holds a lock it needs (SQLITE_BUSY),
-   * again on a timer until it succeeds or `lockWaitMs` have passed.
-   */
-  private async whenFree<T>(work: () => T): Promise<T> {
-    const deadline = Date.now() + this.lockWaitMs;
-    for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, MAX_BUSY_PAUSE_MS)) {
-      try {
-        return work();
-      } catch (err) {
-        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
-      }
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    }
   }
 
   private async commitWhenFree(group: WriteGroup): Promise<void> {
@@ -158,11 +130,11 @@ export class GroupCommitSqliteDriver implements Driver {
   private commit(group: WriteGroup): void {
     this.group = null;
     try {
-      this.run(CompiledQuery.raw('commit'));
+      this.connection.run(COMMIT);
       this.commitCount++;
       group.settle(null);
     } catch (err) {
-      if (this.sqlite.inTransaction) this.run(CompiledQuery.raw('rollback'));
+      if (this.connection.inTransaction) this.connection.run(ROLLBACK);
       group.settle(err);
     }
   }
@@ -184,31 +156,23 @@ export class GroupCommitSqliteDriver implements Driver {
   /** Runs a statement inside the open group; a statement that makes SQLite abandon the transaction fails the group. */
   private runInGroup<R>(query: CompiledQuery, statement?: CachedStatement): QueryResult<R> {
     try {
-      return this.run(query, statement);
+      return this.connection.run(query, statement);
     } catch (err) {
       const group = this.group;
-      if (group && !this.sqlite.inTransaction) {
+      if (group && !this.connection.inTransaction) {
         this.group = null;
         group.settle(err);
       }
       throw err;
     }
   }
-
-  private run<R>(query: CompiledQuery, statement = this.statements.get(query.sql)): QueryResult<R> {
-    const parameters = query.parameters as unknown[];
-    if (statement.reader) return { rows: statement.all(parameters) as R[] };
-    const { changes, lastInsertRowid } = statement.run(parameters);
-    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
-  }
 }
-
-/** The longest pause between two tries for the write lock. */
-const MAX_BUSY_PAUSE_MS = 20;
-const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
 
 /** The savepoint a logical transaction is inside its group (logical transactions never overlap). */
 const TRANSACTION_SAVEPOINT = 'switchboard_tx';
+const SAVEPOINT = CompiledQuery.raw(`savepoint ${TRANSACTION_SAVEPOINT}`);
+const RELEASE = CompiledQuery.raw(`release ${TRANSACTION_SAVEPOINT}`);
+const ROLLBACK_TO = CompiledQuery.raw(`rollback to ${TRANSACTION_SAVEPOINT}`);
 
 /** The writes that share one physical transaction. */
 class WriteGroup {
@@ -234,93 +198,16 @@ class WriteGroup {
 }
 
 /** One use of the connection by Kysely: a query, or a transaction from begin to commit. */
-class Lease implements DatabaseConnection {
+class Lease extends SqliteLease {
   held = true;
   /** The group of the transaction this lease is in, or null outside one. */
   group: WriteGroup | null = null;
 
-  constructor(private readonly driver: GroupCommitSqliteDriver) {}
+  constructor(private readonly driver: GroupCommitSqliteDriver) {
+    super();
+  }
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     return this.driver.execute<R>(this, query);
   }
-
-  async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
-    for (const row of (await this.executeQuery<R>(query)).rows) yield { rows: [row] };
-  }
-}
-
-/** Hands the connection to waiters in the order they asked. */
-class FifoMutex {
-  private locked = false;
-  private readonly waiters: Array<() => void> = [];
-
-  lock(): Promise<void> {
-    if (!this.locked) {
-      this.locked = true;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.waiters.push(resolve));
-  }
-
-  unlock(): void {
-    const next = this.waiters.shift();
-    if (next) next();
-    else this.locked = false;
-  }
-}
-
-/** What the driver runs: better-sqlite3's statement, or its fast-rows wrapper for readers. */
-interface CachedStatement {
-  readonly reader: boolean;
-  readonly readonly: boolean;
-  all(parameters: ReadonlyArray<unknown>): unknown[];
-  run(parameters: ReadonlyArray<unknown>): { changes: number | bigint; lastInsertRowid: number | bigint };
-}
-
-/**
- * better-sqlite3 compiles SQL on every prepare(). Reusing compiled statements by SQL text
- * removed ~6% of CPU on an authenticated read (profiled). Safe because statements run one at a
- * time on the single connection. A hit does not renew its entry (the oldest goes first, used or
- * not): renewing cost two more map operations on every query, and a hot statement dropped is
- * only prepared once more.
- */
-class StatementCache {
-  private readonly cache = new BoundedMap<string, CachedStatement>(500);
-
-  constructor(private readonly sqlite: BetterSqlite3.Database) {}
-
-  get(sqlText: string): CachedStatement {
-    let statement = this.cache.get(sqlText);
-    if (statement === undefined) {
-      statement = withFastRows(this.sqlite.prepare(sqlText));
-      this.cache.set(sqlText, statement);
-    }
-    return statement;
-  }
-}
-
-/**
- * better-sqlite3 builds each row object one property at a time (~0.7 µs a value: half of
- * claiming 2,000 due routines). A reader statement runs in raw mode instead, and its rows
- * become objects through one literal of fixed shape per statement: the same rows, about
- * twice as fast (measured). Column names reach the generated code only as JSON strings.
- */
-function withFastRows(statement: BetterSqlite3.Statement): CachedStatement {
-  if (!statement.reader) return statement as unknown as CachedStatement;
-  const names = statement.columns().map((column) => column.name);
-  const fields = names.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ');
-  const toRow = new Function('v', `return { ${fields} };`) as (values: unknown[]) => unknown;
-  statement.raw(true);
-  return {
-    reader: true,
-    readonly: statement.readonly,
-    all(parameters) {
-      const rows = statement.all(parameters) as unknown[][];
-      const objects = new Array<unknown>(rows.length);
-      for (let i = 0; i < rows.length; i++) objects[i] = toRow(rows[i]!);
-      return objects;
-    },
-    run: (parameters) => statement.run(parameters),
-  };
 }

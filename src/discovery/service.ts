@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import type { Logger } from 'pino';
 import { assertActsAs, type Principal } from '../auth/index.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
@@ -175,6 +175,7 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     const now = this.clock.now();
     const id = newId('cap', now);
     const row = await this.store.upsertCapability(
+      autocommit,
       {
         id,
         agent_id: agentId,
@@ -195,6 +196,7 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     window: Page,
   ): Promise<Paged<Capability>> {
     const page = await this.store.listCapabilities(
+      autocommit,
       { ...capabilityFilter(query.capability), agentId: query.agent_id, group: query.group },
       window,
     );
@@ -202,25 +204,25 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   }
 
   async getCapability(id: string): Promise<Capability> {
-    const row = await this.store.findCapability(id);
+    const row = await this.store.findCapability(autocommit, id);
     if (!row) throw new NotFound('Capability', id);
     return toCapability(row);
   }
 
   /** Removes one capability; an agent may remove only its own (design §3). */
   async deleteCapability(principal: Principal, id: string): Promise<void> {
-    const row = await this.store.findCapability(id);
+    const row = await this.store.findCapability(autocommit, id);
     if (!row) throw new NotFound('Capability', id);
     assertActsAs(principal, row.agent_id);
-    const removed = await this.store.deleteCapabilities({ id }, this.clock.now());
+    const removed = await this.store.deleteCapabilities(autocommit, { id }, this.clock.now());
     if (removed.length === 0) throw new NotFound('Capability', id);
     await this.announceChange();
   }
 
   /** Deregisters an agent: all its capabilities and its heartbeat record. */
   async deleteAgent(agentId: string): Promise<number> {
-    const removed = await this.store.deleteCapabilities({ agentId }, this.clock.now());
-    const hadHeartbeat = await this.store.deleteHeartbeat(agentId);
+    const removed = await this.store.deleteCapabilities(autocommit, { agentId }, this.clock.now());
+    const hadHeartbeat = await this.store.deleteHeartbeat(autocommit, agentId);
     if (removed.length === 0 && !hadHeartbeat) throw new NotFound('Agent', agentId);
     if (removed.length > 0) await this.announceChange();
     return removed.length;
@@ -240,6 +242,7 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   async heartbeat(agentId: string, input: { load?: number; metadata?: Metadata }): Promise<HealthRecord> {
     const now = this.clock.now();
     const row = await this.store.heartbeat(
+      autocommit,
       {
         agent_id: agentId,
         load: input.load ?? null,
@@ -253,8 +256,8 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   }
 
   async health(agentId: string): Promise<HealthRecord> {
-    const row = await this.store.findHeartbeat(agentId);
-    if (!row && !(await this.store.hasCapabilities(agentId))) throw new NotFound('Agent', agentId);
+    const row = await this.store.findHeartbeat(autocommit, agentId);
+    if (!row && !(await this.store.hasCapabilities(autocommit, agentId))) throw new NotFound('Agent', agentId);
     return this.toHealth(agentId, row, this.clock.now());
   }
 
@@ -275,8 +278,16 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   // ---- lookup ----
 
   /** Agents with a capability, one entry each, ordered by the strategy (the HTTP lookup). */
-  /** `trx`: the caller's transaction, when it looks agents up inside one (a plan step starting). */
-  async lookupAgents(input: LookupInput, trx?: Db): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
+  async lookupAgents(input: LookupInput): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
+    return this.lookupIn(autocommit, input);
+  }
+
+  /** AgentDirectory port: the lookup's agents, in the caller's transaction (a plan step starting). */
+  async lookup(tx: Tx, query: LookupInput): Promise<AgentEntry[]> {
+    return (await this.lookupIn(tx, query)).agents;
+  }
+
+  private async lookupIn(tx: Tx, input: LookupInput): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
     const strategy = (input.strategy ?? DEFAULT_STRATEGY) as Strategy;
     if (!STRATEGIES.includes(strategy)) {
       throw InvalidRequest.field('strategy', `must be one of ${STRATEGIES.join(', ')}`);
@@ -300,21 +311,21 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     // the database sorts and cuts (same order as routing.ts; see DiscoveryStore.rankedCandidates).
     if (filter.exact !== undefined && (strategy === 'first_available' || strategy === 'least_loaded')) {
       const { rows, total } = await this.store.rankedCandidates(
+        tx,
         { exact: filter.exact, group: filter.group },
         { order: strategy, includeUnhealthy: freshSince === null, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit },
-        trx,
       );
       return { agents: rows.map((row) => entry(row, parseObject(row.metadata))), strategy, total };
     }
 
-    const rows = await this.store.candidates(filter, freshSince, trx);
+    const rows = await this.store.candidates(tx, filter, freshSince);
     // One entry per agent: its first-registered matching capability (rows come in that order).
     const byAgent = new Map<string, CandidateRow>();
     for (const row of rows) if (!byAgent.has(row.agent_id)) byAgent.set(row.agent_id, row);
     const picked = [...byAgent.values()];
     const metadata = new Map(picked.map((row) => [row.id, parseObject(row.metadata)]));
-    const scores = await this.routingScores(strategy, picked, metadata, trx);
-    const cursor = strategy === 'round_robin' ? await this.store.nextCursor(`${input.capability ?? '*'}|${input.group ?? ''}`, trx) : 0;
+    const scores = await this.routingScores(tx, strategy, picked, metadata);
+    const cursor = strategy === 'round_robin' ? await this.store.nextCursor(tx, `${input.capability ?? '*'}|${input.group ?? ''}`) : 0;
     const candidates: Candidate[] = picked.map((row) => ({
       agent_id: row.agent_id,
       order: row.id,
@@ -335,27 +346,22 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     return { agents, strategy, total: candidates.length };
   }
 
-  /** AgentDirectory port: the lookup's agents. */
-  async lookup(query: LookupInput, trx?: Db): Promise<AgentEntry[]> {
-    return (await this.lookupAgents(query, trx)).agents;
-  }
-
   /**
    * The latency (ms) or trust (0..1) figure of each agent: what messaging measured when it
    * has history for the agent, else what the agent claims in its metadata.
    */
   private async routingScores(
+    tx: Tx,
     strategy: Strategy,
     rows: CandidateRow[],
     metadata: Map<string, Metadata>,
-    trx?: Db,
   ): Promise<Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>> {
     const scores = new Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>();
     if (strategy !== 'latency' && strategy !== 'trust') return scores;
     let measured = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
     if (this.stats && rows.length > 0) {
       try {
-        measured = await this.stats.statsFor(rows.map((r) => r.agent_id), trx);
+        measured = await this.stats.statsFor(tx, rows.map((r) => r.agent_id));
       } catch (err) {
         this.logger.warn({ err }, 'delivery stats unavailable; routing on claimed metadata');
       }
@@ -374,19 +380,19 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   // ---- groups ----
 
   async groupsOf(agentId: string): Promise<string[]> {
-    return this.store.groupsOf(agentId);
+    return this.store.groupsOf(autocommit, agentId);
   }
 
   async listGroups(window: Page): Promise<Paged<GroupCount>> {
-    return this.store.listGroups(window);
+    return this.store.listGroups(autocommit, window);
   }
 
   async groupAgents(group: string, window: Page): Promise<Paged<GroupMember>> {
-    const page = await this.store.groupAgents(group, window);
+    const page = await this.store.groupAgents(autocommit, group, window);
     if (page.total === 0) throw new NotFound('Group', group);
     const [capabilities, heartbeats] = await Promise.all([
-      this.store.capabilitiesInGroup(group, page.items),
-      this.store.heartbeatsOf(page.items),
+      this.store.capabilitiesInGroup(autocommit, group, page.items),
+      this.store.heartbeatsOf(autocommit, page.items),
     ]);
     const now = this.clock.now();
     const items = page.items.map((agentId): GroupMember => {
@@ -487,16 +493,16 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   }
 
   private async syncOnce(): Promise<void> {
-    const marks = await this.store.changeMarks();
+    const marks = await this.store.changeMarks(autocommit);
     if (this.indexedSeq < 0 || marks.pruned > this.indexedSeq) {
-      const snapshot = await this.store.snapshot();
+      const snapshot = await this.store.snapshot(autocommit);
       this.index.reset(snapshot.rows.map(toIndexed));
       this.indexedSeq = snapshot.seq;
       return;
     }
     if (marks.seq <= this.indexedSeq) return;
     // All of them at once: one change (an agent's deletion) may share its seq with many rows.
-    for (const change of await this.store.changesSince(this.indexedSeq)) {
+    for (const change of await this.store.changesSince(autocommit, this.indexedSeq)) {
       if (change.row) this.index.upsert(toIndexed(change.row));
       else this.index.remove(change.capability_id);
       this.indexedSeq = Math.max(this.indexedSeq, change.seq);
@@ -505,6 +511,6 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
 
   /** Forgets deletions older than a day (see DiscoveryStore.pruneTombstones). */
   async pruneHistory(): Promise<number> {
-    return this.store.pruneTombstones(this.clock.now() - 24 * 3600_000);
+    return this.store.pruneTombstones(autocommit, this.clock.now() - 24 * 3600_000);
   }
 }

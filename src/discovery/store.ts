@@ -12,6 +12,7 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
+import { atomically, dbOf, type Tx } from '../db/tx.js';
 import { Statements, type Values } from '../db/statements.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -63,8 +64,8 @@ export class DiscoveryStore {
    * registrations cannot duplicate it), replaces its groups and records the change, all in one
    * transaction. Returns the stored row.
    */
-  async upsertCapability(row: CapabilityRow, groups: string[]): Promise<CapabilityRow> {
-    return this.db.transaction().execute(async (trx) => {
+  async upsertCapability(tx: Tx, row: CapabilityRow, groups: string[]): Promise<CapabilityRow> {
+    return atomically(tx, this.db, async (trx) => {
       const stored = await trx
         .insertInto('discovery_capabilities')
         .values(row)
@@ -90,8 +91,8 @@ export class DiscoveryStore {
   }
 
   /** Deletes capabilities (one, or every one of an agent) and records the changes; returns the ids. */
-  async deleteCapabilities(where: { id?: string; agentId?: string }, at: number): Promise<string[]> {
-    return this.db.transaction().execute(async (trx) => {
+  async deleteCapabilities(tx: Tx, where: { id?: string; agentId?: string }, at: number): Promise<string[]> {
+    return atomically(tx, this.db, async (trx) => {
       let query = trx.deleteFrom('discovery_capabilities').returning('id');
       if (where.id !== undefined) query = query.where('id', '=', where.id);
       if (where.agentId !== undefined) query = query.where('agent_id', '=', where.agentId);
@@ -101,8 +102,8 @@ export class DiscoveryStore {
     });
   }
 
-  async deleteHeartbeat(agentId: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('discovery_heartbeats').where('agent_id', '=', agentId).executeTakeFirst();
+  async deleteHeartbeat(tx: Tx, agentId: string): Promise<boolean> {
+    const result = await dbOf(tx, this.db).deleteFrom('discovery_heartbeats').where('agent_id', '=', agentId).executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
 
@@ -121,7 +122,7 @@ export class DiscoveryStore {
   }
 
   /** Adds one to a named counter (created at 1) and returns the new value. */
-  async advance(db: Db, name: string): Promise<number> {
+  private async advance(db: Db, name: string): Promise<number> {
     const row = await db
       .insertInto('discovery_counters')
       .values({ name, value: 1 })
@@ -132,16 +133,16 @@ export class DiscoveryStore {
   }
 
   /** Advances a round-robin cursor; returns how many times it had been used before. */
-  async nextCursor(key: string, db: Db = this.db): Promise<number> {
-    return (await this.advance(db, `rr:${key}`)) - 1;
+  async nextCursor(tx: Tx, key: string): Promise<number> {
+    return (await this.advance(dbOf(tx, this.db), `rr:${key}`)) - 1;
   }
 
-  async findCapability(id: string): Promise<CapabilityRow | undefined> {
-    return this.db.selectFrom('discovery_capabilities').selectAll().where('id', '=', id).executeTakeFirst();
+  async findCapability(tx: Tx, id: string): Promise<CapabilityRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('discovery_capabilities').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async listCapabilities(filter: CapabilityFilter, window: Page): Promise<Paged<CapabilityRow>> {
-    let query = this.db.selectFrom('discovery_capabilities').selectAll('discovery_capabilities').orderBy('discovery_capabilities.id');
+  async listCapabilities(tx: Tx, filter: CapabilityFilter, window: Page): Promise<Paged<CapabilityRow>> {
+    let query = dbOf(tx, this.db).selectFrom('discovery_capabilities').selectAll('discovery_capabilities').orderBy('discovery_capabilities.id');
     query = this.applyFilter(query, filter);
     return paginate(query, window);
   }
@@ -150,8 +151,8 @@ export class DiscoveryStore {
    * Capabilities matching the filter with their agents' heartbeats, in registration order.
    * With `freshSince`, agents whose last heartbeat is older are left out (unhealthy).
    */
-  async candidates(filter: CapabilityFilter, freshSince: number | null, db: Db = this.db): Promise<CandidateRow[]> {
-    return this.candidateQuery(filter, freshSince, db).orderBy('discovery_capabilities.id').execute();
+  async candidates(tx: Tx, filter: CapabilityFilter, freshSince: number | null): Promise<CandidateRow[]> {
+    return this.candidateQuery(dbOf(tx, this.db), filter, freshSince).orderBy('discovery_capabilities.id').execute();
   }
 
   /**
@@ -170,6 +171,7 @@ export class DiscoveryStore {
    * lookups while the change counter and the heartbeat times say it holds (see `liveCount`).
    */
   async rankedCandidates(
+    tx: Tx,
     filter: { exact: string; group?: string },
     options: {
       order: 'first_available' | 'least_loaded';
@@ -178,8 +180,8 @@ export class DiscoveryStore {
       degradedLoad: number;
       limit: number;
     },
-    db: Db = this.db,
   ): Promise<{ rows: CandidateRow[]; total: number }> {
+    const db = dbOf(tx, this.db);
     const { order, includeUnhealthy, limit } = options;
     const grouped = filter.group !== undefined;
     const values = { capability: filter.exact, group: filter.group, staleBefore: options.staleBefore, degradedLoad: options.degradedLoad };
@@ -264,7 +266,7 @@ export class DiscoveryStore {
     return counted.total;
   }
 
-  private candidateQuery(filter: CapabilityFilter, freshSince: number | null, db: Db = this.db) {
+  private candidateQuery(db: Db, filter: CapabilityFilter, freshSince: number | null) {
     let query = db
       .selectFrom('discovery_capabilities')
       .leftJoin('discovery_heartbeats', 'discovery_heartbeats.agent_id', 'discovery_capabilities.agent_id')
@@ -322,7 +324,7 @@ export class DiscoveryStore {
    * Records a heartbeat in one upsert. A gap longer than the TTL ends the agent's uptime (the
    * new run starts at this beat); a beat without load or metadata keeps the previous ones.
    */
-  async heartbeat(row: HeartbeatRow, options: { ttlMs: number; keepMetadata: boolean }): Promise<HeartbeatRow> {
+  async heartbeat(tx: Tx, row: HeartbeatRow, options: { ttlMs: number; keepMetadata: boolean }): Promise<HeartbeatRow> {
     const query = this.statements.compiled(`heartbeat:${options.keepMetadata}`, { ...row, ttlMs: options.ttlMs }, (v) =>
       sql<HeartbeatRow>`insert into discovery_heartbeats (agent_id, load, metadata, started_at, last_heartbeat_at)
         values (${v.agent_id}, ${v.load}, ${v.metadata}, ${v.started_at}, ${v.last_heartbeat_at})
@@ -334,26 +336,26 @@ export class DiscoveryStore {
           last_heartbeat_at = excluded.last_heartbeat_at
         returning *`,
     );
-    const { rows } = await this.db.executeQuery(query);
+    const { rows } = await dbOf(tx, this.db).executeQuery(query);
     return rows[0]!;
   }
 
-  async findHeartbeat(agentId: string): Promise<HeartbeatRow | undefined> {
-    return this.db.selectFrom('discovery_heartbeats').selectAll().where('agent_id', '=', agentId).executeTakeFirst();
+  async findHeartbeat(tx: Tx, agentId: string): Promise<HeartbeatRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('discovery_heartbeats').selectAll().where('agent_id', '=', agentId).executeTakeFirst();
   }
 
-  async heartbeatsOf(agentIds: string[]): Promise<HeartbeatRow[]> {
+  async heartbeatsOf(tx: Tx, agentIds: string[]): Promise<HeartbeatRow[]> {
     if (agentIds.length === 0) return [];
-    return this.db.selectFrom('discovery_heartbeats').selectAll().where('agent_id', 'in', agentIds).execute();
+    return dbOf(tx, this.db).selectFrom('discovery_heartbeats').selectAll().where('agent_id', 'in', agentIds).execute();
   }
 
-  async hasCapabilities(agentId: string): Promise<boolean> {
-    const row = await this.db.selectFrom('discovery_capabilities').select('id').where('agent_id', '=', agentId).limit(1).executeTakeFirst();
+  async hasCapabilities(tx: Tx, agentId: string): Promise<boolean> {
+    const row = await dbOf(tx, this.db).selectFrom('discovery_capabilities').select('id').where('agent_id', '=', agentId).limit(1).executeTakeFirst();
     return row !== undefined;
   }
 
-  async groupsOf(agentId: string): Promise<string[]> {
-    const rows = await this.db
+  async groupsOf(tx: Tx, agentId: string): Promise<string[]> {
+    const rows = await dbOf(tx, this.db)
       .selectFrom('discovery_capability_groups')
       .select('group_name')
       .distinct()
@@ -363,8 +365,9 @@ export class DiscoveryStore {
     return rows.map((r) => r.group_name);
   }
 
-  async listGroups(window: Page): Promise<Paged<GroupCount>> {
-    const query = this.db
+  async listGroups(tx: Tx, window: Page): Promise<Paged<GroupCount>> {
+    const db = dbOf(tx, this.db);
+    const query = db
       .selectFrom('discovery_capability_groups')
       .select((eb) => [
         'group_name as name',
@@ -373,7 +376,7 @@ export class DiscoveryStore {
       ])
       .groupBy('group_name')
       .orderBy('group_name');
-    const page = await this.pageOfGroups(query, window, (eb) => eb.fn.count<number>('group_name').distinct());
+    const page = await this.pageOfGroups(db, query, window, (eb) => eb.fn.count<number>('group_name').distinct());
     return {
       total: page.total,
       items: page.items.map((g) => ({ name: g.name, agent_count: Number(g.agent_count), capability_count: Number(g.capability_count) })),
@@ -381,35 +384,37 @@ export class DiscoveryStore {
   }
 
   /** One page of a group's agents (by agent id) and the total number of agents in it. */
-  async groupAgents(group: string, window: Page): Promise<Paged<string>> {
-    const query = this.db
+  async groupAgents(tx: Tx, group: string, window: Page): Promise<Paged<string>> {
+    const db = dbOf(tx, this.db);
+    const query = db
       .selectFrom('discovery_capability_groups')
       .select('agent_id')
       .where('group_name', '=', group)
       .groupBy('agent_id')
       .orderBy('agent_id');
-    const page = await this.pageOfGroups(query, window, (eb) => eb.fn.count<number>('agent_id').distinct(), group);
+    const page = await this.pageOfGroups(db, query, window, (eb) => eb.fn.count<number>('agent_id').distinct(), group);
     return { items: page.items.map((r) => r.agent_id), total: page.total };
   }
 
   /** paginate() for a GROUP BY query: the total counts `distinct` groups, not rows. */
   private async pageOfGroups<O>(
+    db: Db,
     query: SelectQueryBuilder<Database, 'discovery_capability_groups', O>,
     window: Page,
     distinct: (eb: ExpressionBuilder<Database, 'discovery_capability_groups'>) => AliasableExpression<number>,
     group?: string,
   ): Promise<Paged<O>> {
     return paginate(query, window, async () => {
-      let count = this.db.selectFrom('discovery_capability_groups').select((eb) => distinct(eb).as('n'));
+      let count = db.selectFrom('discovery_capability_groups').select((eb) => distinct(eb).as('n'));
       if (group !== undefined) count = count.where('group_name', '=', group);
       return Number((await count.executeTakeFirst())?.n ?? 0);
     });
   }
 
   /** The capabilities of these agents that carry the group. */
-  async capabilitiesInGroup(group: string, agentIds: string[]): Promise<CapabilityRow[]> {
+  async capabilitiesInGroup(tx: Tx, group: string, agentIds: string[]): Promise<CapabilityRow[]> {
     if (agentIds.length === 0) return [];
-    return this.db
+    return dbOf(tx, this.db)
       .selectFrom('discovery_capabilities')
       .innerJoin('discovery_capability_groups', 'discovery_capability_groups.capability_id', 'discovery_capabilities.id')
       .selectAll('discovery_capabilities')
@@ -420,28 +425,29 @@ export class DiscoveryStore {
   }
 
   /** Every capability (search index rebuild) and the change seq it reflects. */
-  async snapshot(): Promise<{ rows: CapabilityRow[]; seq: number }> {
+  async snapshot(tx: Tx): Promise<{ rows: CapabilityRow[]; seq: number }> {
+    const db = dbOf(tx, this.db);
     // Read the seq first: a change committed between the two reads is applied again by the
     // next sync, which is harmless; the reverse order could miss one.
-    const seq = await this.counter(this.db, CHANGES);
-    const rows = await this.db.selectFrom('discovery_capabilities').selectAll().orderBy('id').execute();
+    const seq = await this.counter(db, CHANGES);
+    const rows = await db.selectFrom('discovery_capabilities').selectAll().orderBy('id').execute();
     return { rows, seq };
   }
 
   /** The change seq and the pruning mark: a cheap "did anything change?" probe. */
-  async changeMarks(): Promise<{ seq: number; pruned: number }> {
+  async changeMarks(tx: Tx): Promise<{ seq: number; pruned: number }> {
     // Asked before every search.
     const query = this.statements.compiled('marks', { changes: CHANGES, pruned: PRUNED }, (v) =>
       sql<{ name: string; value: number }>`select name, value from discovery_counters where name in (${v.changes}, ${v.pruned})`,
     );
-    const { rows } = await this.db.executeQuery(query);
+    const { rows } = await dbOf(tx, this.db).executeQuery(query);
     const value = (name: string) => Number(rows.find((r) => r.name === name)?.value ?? 0);
     return { seq: value(CHANGES), pruned: value(PRUNED) };
   }
 
   /** Capabilities changed after `seq`, with their current rows (undefined when deleted). */
-  async changesSince(seq: number): Promise<{ capability_id: string; seq: number; row: CapabilityRow | undefined }[]> {
-    const rows = await this.db
+  async changesSince(tx: Tx, seq: number): Promise<{ capability_id: string; seq: number; row: CapabilityRow | undefined }[]> {
+    const rows = await dbOf(tx, this.db)
       .selectFrom('discovery_changes')
       .leftJoin('discovery_capabilities', 'discovery_capabilities.id', 'discovery_changes.capability_id')
       .select([
@@ -480,8 +486,8 @@ export class DiscoveryStore {
    * Forgets the changes of capabilities deleted before `before` (their tombstones), raising
    * the pruning mark so a node that had not seen them rebuilds instead of missing a delete.
    */
-  async pruneTombstones(before: number): Promise<number> {
-    return this.db.transaction().execute(async (trx) => {
+  async pruneTombstones(tx: Tx, before: number): Promise<number> {
+    return atomically(tx, this.db, async (trx) => {
       await this.caps.transactionLock(trx, 'discovery:prune');
       const gone = await trx
         .selectFrom('discovery_changes')

@@ -1,10 +1,11 @@
-import type { Db } from '../db/database.js';
+import type { Tx } from '../db/tx.js';
 
 /**
  * Contracts between domains. A domain that needs another's behaviour depends on one of these
  * interfaces; the composition root (app.ts) hands it the implementing service. Calls that must
- * be atomic with the caller's own writes take the caller's transaction as `trx` (inside a
- * transaction, use only `trx`: on SQLite the one connection is held by it).
+ * be atomic with the caller's own writes take the caller's transaction as `tx`, first (inside a
+ * transaction, pass only its `tx`: on SQLite the one connection is held by it); `autocommit`
+ * when there is none.
  */
 
 /** Who produced a message and wants its outcome (design §4): a routine execution, a plan step… */
@@ -38,11 +39,11 @@ export interface SentMessage {
 
 /** Implemented by messaging: puts work into an agent's inbox. */
 export interface Inbox {
-  send(message: OutgoingMessage, trx?: Db): Promise<SentMessage>;
+  send(tx: Tx, message: OutgoingMessage): Promise<SentMessage>;
   /** Several messages in the caller's transaction, in order (one insert however many). */
-  sendMany(messages: OutgoingMessage[], trx: Db): Promise<SentMessage[]>;
+  sendMany(tx: Tx, messages: OutgoingMessage[]): Promise<SentMessage[]>;
   /** Withdraws a message that has not been acknowledged yet (a cancelled step); no-op otherwise. */
-  cancel(messageId: string, reason: string, trx?: Db): Promise<void>;
+  cancel(tx: Tx, messageId: string, reason: string): Promise<void>;
 }
 
 /**
@@ -74,7 +75,7 @@ export interface OutcomeHandler {
    * receive answers only once the handler has run.
    */
   readonly delivered: boolean;
-  handle(outcomes: MessageOutcome[], trx: Db): Promise<void>;
+  handle(tx: Tx, outcomes: MessageOutcome[]): Promise<void>;
 }
 
 /**
@@ -108,16 +109,16 @@ export interface AgentGroups {
 
 /** Implemented by discovery: picks agents for a capability (plan steps, plan generation). */
 export interface AgentDirectory {
-  /** `trx`: the caller's transaction, when it looks up inside one (on SQLite it holds the connection). */
+  /** `tx`: the caller's transaction, when it looks up inside one (on SQLite it holds the connection). */
   lookup(
+    tx: Tx,
     query: {
-    capability: string;
-    strategy?: string;
-    group?: string;
-    limit?: number;
-    include_unhealthy?: boolean;
+      capability: string;
+      strategy?: string;
+      group?: string;
+      limit?: number;
+      include_unhealthy?: boolean;
     },
-    trx?: Db,
   ): Promise<{ agent_id: string; capability: string; health: string; load: number | null }[]>;
   search(query: { query: string; top_k?: number; min_score?: number }): Promise<
     { capability: { id: string; name: string; agent_id: string; metadata: Record<string, unknown> }; similarity_score: number }[]
@@ -127,5 +128,5 @@ export interface AgentDirectory {
 /** Implemented by messaging: what the platform measured about an agent's message handling. */
 export interface DeliveryStats {
   /** Per agent: median ms from delivery to acknowledgement, and acked / (acked + rejected + dead-lettered). */
-  statsFor(agentIds: string[], trx?: Db): Promise<Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>>;
+  statsFor(tx: Tx, agentIds: string[]): Promise<Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>>;
 }

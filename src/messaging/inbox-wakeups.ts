@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../db/database.js';
+import { txOf } from '../db/tx.js';
 import type { Notifier } from '../kernel/notifier.js';
 
 /** One notifier channel for every inbox; the payload names the inboxes. */
@@ -138,7 +139,7 @@ export class InboxWakeups {
    * the notifier delivers at commit (PostgreSQL) to every node, this one included.
    */
   async inTransaction(inboxes: Iterable<string>, trx: Db): Promise<void> {
-    for (const payload of this.payloads([...new Set(inboxes)], '')) await this.notifier.notify(CHANNEL, payload, trx);
+    for (const payload of this.payloads([...new Set(inboxes)], '')) await this.notifier.notifyIn(txOf(trx), CHANNEL, payload); // TODO(tx): wave 2
   }
 
   private wakeOne(inbox: string): void {

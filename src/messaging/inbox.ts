@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/database.js';
+import { dbOf, openTransaction, txOf, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -104,7 +105,7 @@ export class InboxService implements Inbox, DeliveryStats {
       // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps
       // two concurrent batches that touch the same runs from deadlocking on PostgreSQL.
       outcomes.sort((a, b) => (a.origin.ref < b.origin.ref ? -1 : a.origin.ref === b.origin.ref ? 0 : 1));
-      await this.outcomeHandlers.get(kind)!.handle(outcomes, trx);
+      await this.outcomeHandlers.get(kind)!.handle(txOf(trx), outcomes); // TODO(tx): wave 2
     }
   }
 
@@ -138,7 +139,8 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** Inbox port: a platform sender puts work into an agent's inbox, inside the caller's transaction. */
-  async send(message: OutgoingMessage, trx?: Db): Promise<SentMessage> {
+  async send(tx: Tx, message: OutgoingMessage): Promise<SentMessage> {
+    const trx = openTransaction(tx); // TODO(tx): wave 2
     const now = this.deps.clock.now();
     const row = this.newRow(message, now);
     if (trx) {
@@ -152,7 +154,8 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** Inbox port: several messages in the caller's transaction (a scheduler's batch of fires). */
-  async sendMany(messages: OutgoingMessage[], trx: Db): Promise<SentMessage[]> {
+  async sendMany(tx: Tx, messages: OutgoingMessage[]): Promise<SentMessage[]> {
+    const trx = dbOf(tx, this.store.db); // TODO(tx): wave 2
     if (messages.length === 0) return [];
     const now = this.deps.clock.now();
     const rows = messages.map((message) => this.newRow(message, now));
@@ -162,7 +165,8 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** Inbox port: withdraws an unsettled message (a cancelled step, a deleted routine). */
-  async cancel(messageId: string, _reason: string, trx?: Db): Promise<void> {
+  async cancel(tx: Tx, messageId: string, _reason: string): Promise<void> {
+    const trx = openTransaction(tx); // TODO(tx): wave 2
     const run = async (t: Db) => {
       const row = await this.store.findMessage(messageId, t);
       if (row && row.state === 'pending') await this.store.settle(t, [messageId], { state: 'cancelled' });
@@ -295,21 +299,11 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   private async claim(agentId: string, receiver: string, max: number, visibilitySeconds: number): Promise<Message[]> {
-    const now = this.deps.clock.now();
-    const leaseMs = visibilitySeconds * 1000;
-    if (this.store.claimsInOneStatement) {
-      // Atomic on its own: no BEGIN and COMMIT round trips around it. Producers that follow
-      // deliveries hear of them right after, before the receive answers.
-      const rows = await this.store.claim(this.store.db, agentId, receiver, max, now, leaseMs);
-      if (rows.some((row) => this.hears(row, 'delivered'))) {
-        await this.store.transaction((trx) => this.emitOutcomes(trx, rows, { status: 'delivered' }));
-      }
-      return rows.map(toMessage);
-    }
-    const rows = await this.store.transaction(async (trx) => {
-      const claimed = await this.store.claim(trx, agentId, receiver, max, now, leaseMs);
-      await this.emitOutcomes(trx, claimed, { status: 'delivered' });
-      return claimed;
+    const lease = { destination: agentId, receiver, max, now: this.deps.clock.now(), leaseMs: visibilitySeconds * 1000 };
+    // Producers that follow deliveries hear of them in the claim's transaction.
+    const rows = await this.store.claim(lease, {
+      wants: (claimed) => claimed.some((row) => this.hears(row, 'delivered')),
+      record: (trx, claimed) => this.emitOutcomes(trx, claimed, { status: 'delivered' }),
     });
     return rows.map(toMessage);
   }
@@ -462,8 +456,8 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** DeliveryStats port: measured latency (median delivery→ack) and success ratio per agent. */
-  async statsFor(agentIds: string[], trx?: Db) {
-    const { latencies, outcomes } = await this.store.deliveryStats(agentIds, 100, trx);
+  async statsFor(tx: Tx, agentIds: string[]) {
+    const { latencies, outcomes } = await this.store.deliveryStats(agentIds, 100, dbOf(tx, this.store.db)); // TODO(tx): wave 2
     const result = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
     for (const agentId of agentIds) {
       const samples = latencies.filter((l) => l.destination === agentId).map((l) => Number(l.latency)).sort((a, b) => a - b);

@@ -1,8 +1,9 @@
-import { CompiledQuery, sql, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
-import type { DialectCapabilities } from '../db/capabilities.js';
+import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
+import { Statements } from '../db/statements.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { MessagesTable, MessageDeliveriesTable, SessionsTable, ThreadsTable, SubscriptionsTable } from './tables.js';
 
@@ -25,6 +26,31 @@ const unindexedVisibleAt = sql<number>`+${sql.ref('visible_at')}`;
 
 /** How an attempt ends when its lease ran out and the message was delivered again. */
 const EXPIRED_ATTEMPT = (now: number) => ({ outcome: 'expired' as const, reason: 'visibility timeout expired', ended_at: now });
+
+/** What a receive leases: up to `max` visible messages of `destination`, to `receiver` for `leaseMs`. */
+export interface Lease {
+  destination: string;
+  receiver: string;
+  max: number;
+  now: number;
+  leaseMs: number;
+}
+
+/** What a claim's caller does with the leased messages inside the claim's transaction. */
+export interface ClaimFollowUp {
+  /** Whether `record` has anything to do for these messages (else no transaction is opened for it). */
+  wants(rows: MessageRow[]): boolean;
+  record(trx: Db, rows: MessageRow[]): Promise<void>;
+}
+
+/**
+ * The values of a claim's statements. The constants are named values too, so the texts bind
+ * them as parameters, as the query builder did (a literal could change SQLite's plan).
+ */
+function leaseValues({ destination, receiver, max, now, leaseMs }: Lease) {
+  return { destination, receiver, max, now, visibleAt: now + leaseMs, pending: 'pending' as const, ...EXPIRED_ATTEMPT(now) };
+}
+type LeaseValues = ReturnType<typeof leaseValues>;
 
 /** A message and its delivery count, which is the number of its current attempt. */
 type AttemptOf = Pick<MessageRow, 'id' | 'deliveries'>;
@@ -70,18 +96,31 @@ const MESSAGE_TEMPLATE: Record<keyof NewMessageRow, null> = {
   created_at: null,
 };
 
+const DELIVERY_TEMPLATE: Record<keyof DeliveryRow, null> = {
+  message_id: null,
+  attempt: null,
+  receiver: null,
+  destination: null,
+  delivered_at: null,
+  outcome: null,
+  reason: null,
+  ended_at: null,
+};
+
 export class MessagingStore {
   /** Columnar: a burst of 10,000 routine fires puts 10,000 messages in one insert per batch. */
-  private readonly messageInsert: BulkInsert<NewMessageRow>;
-  private candidatesSql: string | null = null;
+  private readonly messageInsert: BulkInsert<'messages', keyof NewMessageRow>;
+  private readonly deliveryInsert: BulkInsert<'message_deliveries', keyof DeliveryRow>;
+  /** The claim, next-visible and subscription lookups: asked by every receive and publish. */
+  private readonly statements: Statements;
 
   constructor(
     readonly db: Db,
     private readonly caps: DialectCapabilities,
   ) {
-    this.messageInsert = new BulkInsert<NewMessageRow>(MESSAGE_TEMPLATE, (trx, rows) => trx.insertInto('messages').values(rows).compile(), {
-      columnar: caps,
-    });
+    this.messageInsert = new BulkInsert(db, 'messages', MESSAGE_TEMPLATE, { columnar: caps });
+    this.deliveryInsert = new BulkInsert(db, 'message_deliveries', DELIVERY_TEMPLATE);
+    this.statements = new Statements(db);
   }
 
   transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
@@ -119,48 +158,49 @@ export class MessagingStore {
   }
 
   /**
-   * Leases up to `max` visible messages of `destination`, oldest first:
+   * Leases up to `lease.max` visible messages of its destination, oldest first:
    * `UPDATE … WHERE seq IN (SELECT … ORDER BY seq LIMIT n [FOR UPDATE SKIP LOCKED]) RETURNING`,
-   * and records the delivery attempts. On PostgreSQL concurrent receivers skip each other's
-   * rows; on SQLite the writer lock serializes them. At-most-once messages are settled as
-   * `delivered` on the spot.
+   * records the delivery attempts and ends earlier attempts whose lease expired. On PostgreSQL
+   * concurrent receivers skip each other's rows; on SQLite the writer lock serializes them.
+   * At-most-once messages are settled as `delivered` on the spot. `followUp` records what the
+   * caller must (producers that follow deliveries) in the same transaction.
    */
-  /** PostgreSQL leases in one statement (atomic without a transaction); SQLite in several. */
-  get claimsInOneStatement(): boolean {
-    return this.caps.kind === 'postgres';
+  async claim(lease: Lease, followUp: ClaimFollowUp): Promise<MessageRow[]> {
+    const values = leaseValues(lease);
+    if (this.caps.writableCte) {
+      // One statement, atomic on its own: no BEGIN and COMMIT round trips around it. Producers
+      // that follow deliveries hear of them right after, before the receive answers.
+      const rows = (await this.db.executeQuery(this.statements.compiled('claim', values, (v) => this.claimInOneStatement(v)))).rows;
+      if (followUp.wants(rows)) await this.transaction((trx) => followUp.record(trx, rows));
+      return rows;
+    }
+    return this.transaction(async (trx) => {
+      const rows = await this.claimStatementEach(trx, values);
+      if (followUp.wants(rows)) await followUp.record(trx, rows);
+      return rows;
+    });
   }
 
-  async claim(trx: Db, destination: string, receiver: string, max: number, now: number, leaseMs: number): Promise<MessageRow[]> {
-    if (this.claimsInOneStatement) return this.claimInOneStatement(trx, destination, receiver, max, now, leaseMs);
-    const rows = await this.lease(trx, destination, receiver, max, now, leaseMs).execute();
+  /** SQLite: the lease, the new attempts and the ends of the expired ones, one by one. */
+  private async claimStatementEach(trx: Db, values: LeaseValues): Promise<MessageRow[]> {
+    const rows = (await trx.executeQuery(this.statements.compiled('lease', values, (v) => this.lease(v)))).rows;
+    if (rows.length === 0) return rows;
     rows.sort((a, b) => a.seq - b.seq);
-    if (rows.length > 0) {
+    const { receiver, destination, now } = values;
+    await this.deliveryInsert.run(
+      trx,
+      rows.map((r) => ({ message_id: r.id, attempt: r.deliveries, receiver, destination, delivered_at: now, outcome: null, reason: null, ended_at: null })),
+    );
+    // Earlier attempts of redelivered messages ended by lease expiry: one statement per
+    // attempt number, not per message.
+    for (const [attempt, ids] of idsByAttempt(rows.filter((r) => r.deliveries > 1))) {
       await trx
-        .insertInto('message_deliveries')
-        .values(
-          rows.map((r) => ({
-            message_id: r.id,
-            attempt: r.deliveries,
-            receiver,
-            destination,
-            delivered_at: now,
-            outcome: null,
-            reason: null,
-            ended_at: null,
-          })),
-        )
+        .updateTable('message_deliveries')
+        .set(EXPIRED_ATTEMPT(now))
+        .where('message_id', 'in', ids)
+        .where('attempt', '<', attempt)
+        .where('outcome', 'is', null)
         .execute();
-      // Earlier attempts of redelivered messages ended by lease expiry: one statement per
-      // attempt number, not per message.
-      for (const [attempt, ids] of idsByAttempt(rows.filter((r) => r.deliveries > 1))) {
-        await trx
-          .updateTable('message_deliveries')
-          .set(EXPIRED_ATTEMPT(now))
-          .where('message_id', 'in', ids)
-          .where('attempt', '<', attempt)
-          .where('outcome', 'is', null)
-          .execute();
-      }
     }
     return rows;
   }
@@ -170,9 +210,9 @@ export class MessagingStore {
    * statement (data-modifying CTEs, which SQLite lacks): one round trip instead of two or three.
    * The CTEs share one snapshot, so `expired` cannot touch the attempts `attempts` inserts.
    */
-  private async claimInOneStatement(trx: Db, destination: string, receiver: string, max: number, now: number, leaseMs: number) {
-    return trx
-      .with('claimed', () => this.lease(trx, destination, receiver, max, now, leaseMs))
+  private claimInOneStatement(v: LeaseValues) {
+    return this.db
+      .with('claimed', () => this.lease(v))
       .with('attempts', (db) =>
         db
           .insertInto('message_deliveries')
@@ -180,7 +220,7 @@ export class MessagingStore {
           .expression((eb) =>
             eb
               .selectFrom('claimed')
-              .select(['id', 'deliveries', sql<string>`cast(${receiver} as text)`.as('receiver'), 'destination', sql<number>`cast(${now} as bigint)`.as('delivered_at')]),
+              .select(['id', 'deliveries', sql<string>`cast(${v.receiver} as text)`.as('receiver'), 'destination', sql<number>`cast(${v.now} as bigint)`.as('delivered_at')]),
           )
           .returning('message_id'),
       )
@@ -188,7 +228,7 @@ export class MessagingStore {
         db
           .updateTable('message_deliveries')
           .from('claimed')
-          .set(EXPIRED_ATTEMPT(now))
+          .set({ outcome: v.outcome, reason: v.reason, ended_at: v.ended_at })
           .whereRef('message_deliveries.message_id', '=', 'claimed.id')
           .whereRef('message_deliveries.attempt', '<', 'claimed.deliveries')
           .where('message_deliveries.outcome', 'is', null)
@@ -196,48 +236,48 @@ export class MessagingStore {
       )
       .selectFrom('claimed')
       .selectAll()
-      .orderBy('seq')
-      .execute();
+      .orderBy('seq');
   }
 
-  private lease(trx: Db, destination: string, receiver: string, max: number, now: number, leaseMs: number) {
-    return trx
+  private lease(v: LeaseValues) {
+    return this.db
       .updateTable('messages')
       .set({
         state: sql`case when delivery_semantic = 'at_most_once' then 'delivered' else 'pending' end`,
-        visible_at: now + leaseMs,
+        visible_at: v.visibleAt,
         retry_count: sql`deliveries`,
         deliveries: sql`deliveries + 1`,
-        delivered_at: now,
-        receiver,
+        delivered_at: v.now,
+        receiver: v.receiver,
       })
-      .where('seq', 'in', (eb) => {
-        let candidates = eb
-          .selectFrom('messages')
-          .select('seq')
-          .where('destination', '=', destination)
-          .where('state', '=', 'pending')
-          .where(unindexedVisibleAt, '<=', now)
-          .whereRef('deliveries', '<', 'max_deliveries')
-          .orderBy('seq')
-          .limit(max);
-        if (this.caps.skipLocked) candidates = candidates.forUpdate().skipLocked();
-        return candidates;
-      })
+      .where('seq', 'in', (eb) =>
+        this.caps.claim(
+          eb
+            .selectFrom('messages')
+            .select('seq')
+            .where('destination', '=', v.destination)
+            .where('state', '=', v.pending)
+            .where(unindexedVisibleAt, '<=', v.now)
+            .whereRef('deliveries', '<', 'max_deliveries')
+            .orderBy('seq')
+            .limit(v.max),
+        ),
+      )
       .returningAll();
   }
 
   /** When the next pending message of `destination` becomes visible (for a long poll's sleep). */
   async nextVisibleAt(destination: string, now: number): Promise<number | null> {
-    const row = await this.db
-      .selectFrom('messages')
-      .select((eb) => eb.fn.min(unindexedVisibleAt).as('next'))
-      .where('destination', '=', destination)
-      .where('state', '=', 'pending')
-      .where(unindexedVisibleAt, '>', now)
-      .whereRef('deliveries', '<', 'max_deliveries')
-      .executeTakeFirst();
-    return row?.next === null || row?.next === undefined ? null : Number(row.next);
+    const query = this.statements.compiled('next-visible', { destination, now, pending: 'pending' as const }, (v) =>
+      this.db
+        .selectFrom('messages')
+        .select((eb) => eb.fn.min(unindexedVisibleAt).as('next'))
+        .where('destination', '=', v.destination)
+        .where('state', '=', v.pending)
+        .where(unindexedVisibleAt, '>', v.now)
+        .whereRef('deliveries', '<', 'max_deliveries'),
+    );
+    return nextDue((await this.db.executeQuery(query)).rows[0]);
   }
 
   /** Applies the same changes to every message of `ids` (up to 500: one statement). */
@@ -272,7 +312,7 @@ export class MessagingStore {
    * (100,000 pending messages: 4 full scans a second).
    */
   async claimExhausted(trx: Db, from: number, now: number, limit: number): Promise<MessageRow[]> {
-    let query = trx
+    const query = trx
       .selectFrom('messages')
       .selectAll()
       .where('state', '=', 'pending')
@@ -281,8 +321,7 @@ export class MessagingStore {
       .whereRef('deliveries', '>=', 'max_deliveries')
       .orderBy('visible_at')
       .limit(limit);
-    if (this.caps.skipLocked) query = query.forUpdate().skipLocked();
-    return query.execute();
+    return this.caps.claim(query).execute();
   }
 
   /**
@@ -408,12 +447,13 @@ export class MessagingStore {
   /** Subscriptions that may match `topic`: the exact ones and every wildcard pattern. */
   async candidateSubscriptions(trx: Db, topic: string): Promise<SubscriptionRow[]> {
     // Asked on every publish: compiled once (building the query cost more than running it).
-    this.candidatesSql ??= trx
-      .selectFrom('messaging_subscriptions')
-      .selectAll()
-      .where((eb) => eb.or([eb('topic', '=', ''), eb('wildcard', '=', 1)]))
-      .orderBy('id')
-      .compile().sql;
-    return (await trx.executeQuery<SubscriptionRow>(CompiledQuery.raw(this.candidatesSql, [topic, 1]))).rows;
+    const query = this.statements.compiled('candidates', { topic, wildcard: 1 }, (v) =>
+      this.db
+        .selectFrom('messaging_subscriptions')
+        .selectAll()
+        .where((eb) => eb.or([eb('topic', '=', v.topic), eb('wildcard', '=', v.wildcard)]))
+        .orderBy('id'),
+    );
+    return (await trx.executeQuery(query)).rows;
   }
 }

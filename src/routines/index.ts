@@ -6,7 +6,7 @@ import { ROUTINES_CHANGED, RoutinesService } from './service.js';
 import { RoutinesStore } from './store.js';
 
 export { RoutinesService } from './service.js';
-export type { Execution, Routine } from './service.js';
+export type { Execution, Routine } from './schemas.js';
 export * as routineSchemas from './schemas.js';
 
 /** The scheduler sleeps at most this long, so a lost wake-up costs at most a minute. */
@@ -26,8 +26,8 @@ export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox })
   const outcomeHandler: OutcomeHandler = {
     // A delivery moves its execution to running.
     delivered: true,
-    handle: async (outcomes, trx) => {
-      for (const outcome of outcomes) await service.handleOutcome(outcome, trx);
+    handle: async (tx, outcomes) => {
+      for (const outcome of outcomes) await service.handleOutcome(tx, outcome);
     },
   };
 

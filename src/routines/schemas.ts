@@ -69,6 +69,7 @@ export const Routine = Type.Object({
   webhook_url: Type.Optional(Type.String({ description: 'Only when a token was just issued: the token is stored hashed' })),
   webhook_token: Type.Optional(Type.String({ description: 'Only when a token was just issued' })),
 });
+export type Routine = Static<typeof Routine>;
 
 export const ExecutionStatus = Type.Union(
   [Type.Literal('pending'), Type.Literal('running'), Type.Literal('success'), Type.Literal('failed')],
@@ -88,6 +89,7 @@ export const Execution = Type.Object({
   started_at: NullableTimestamp,
   completed_at: NullableTimestamp,
 });
+export type Execution = Static<typeof Execution>;
 
 export const Fire = Type.Object({
   id: Type.String(),
@@ -98,6 +100,7 @@ export const Fire = Type.Object({
   execution_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
 });
+export type Fire = Static<typeof Fire>;
 
 export const ListRoutinesQuery = Type.Composite([
   PageQuery,

@@ -6,8 +6,9 @@ import { sha256Hex } from '../kernel/sha256.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Inbox, MessageOutcome } from '../kernel/ports.js';
-import type { Db } from '../db/database.js';
-import { cronProblem, decideSlots, isValidTimeZone, Schedule, type CatchUp } from '../kernel/cron.js';
+import { autocommit, type Tx } from '../db/tx.js';
+import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
+import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
 import type { ExecutionRow, FireRow, RoutineRow, RoutinesStore } from './store.js';
 import type { ExecutionStatus, ExecutionTrigger, TriggerType } from './tables.js';
 
@@ -16,69 +17,6 @@ export const ROUTINE_EVENT = 'routine.execute';
 export const ROUTINES_CHANGED = 'routines:changed';
 const PLATFORM_SENDER = 'switchboard';
 const FIRE_BATCH = 2000;
-
-export interface RoutineInput {
-  name: string;
-  description?: string;
-  trigger_type: TriggerType;
-  cron_expression?: string;
-  timezone?: string;
-  target_agent: string;
-  payload?: Record<string, unknown>;
-  enabled?: boolean;
-  catch_up?: CatchUp;
-  overlap?: 'allow' | 'skip';
-  timeout_seconds?: number;
-}
-
-export type RoutinePatch = Partial<RoutineInput>;
-
-export interface Routine {
-  id: string;
-  name: string;
-  description: string | null;
-  trigger_type: TriggerType;
-  cron_expression: string | null;
-  timezone: string;
-  target_agent: string;
-  payload: Record<string, unknown>;
-  enabled: boolean;
-  catch_up: CatchUp;
-  overlap: 'allow' | 'skip';
-  timeout_seconds: number;
-  next_run_at: string | null;
-  last_run_at: string | null;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-  /** Only when a token was just issued (create, rotate, switch to webhook): it is stored hashed. */
-  webhook_url?: string;
-  webhook_token?: string;
-}
-
-export interface Execution {
-  id: string;
-  routine_id: string;
-  status: ExecutionStatus;
-  trigger: ExecutionTrigger;
-  payload: unknown;
-  scheduled_for: string | null;
-  message_id: string | null;
-  output: string | null;
-  created_at: string;
-  started_at: string | null;
-  completed_at: string | null;
-}
-
-export interface Fire {
-  id: string;
-  routine_id: string;
-  scheduled_for: string;
-  outcome: 'fired' | 'skipped';
-  reason: string | null;
-  execution_id: string | null;
-  created_at: string;
-}
 
 /** A webhook routine found by its token; what `invokeWebhook` fires. */
 export type WebhookRoutine = RoutineRow;
@@ -191,7 +129,7 @@ export class RoutinesService {
     await this.deps.notifier.notify(ROUTINES_CHANGED);
   }
 
-  async create(input: RoutineInput, actor: string): Promise<Routine> {
+  async create(input: CreateRoutineBody, actor: string): Promise<Routine> {
     const now = this.deps.clock.now();
     const token = input.trigger_type === 'webhook' ? newSecret() : null;
     const row: RoutineRow = {
@@ -216,32 +154,32 @@ export class RoutinesService {
     };
     this.validate(row);
     row.next_run_at = this.nextRun(row, now);
-    await this.store.insertRoutine(row);
+    await this.store.insertRoutine(autocommit, row);
     await this.changed();
     const routine = toRoutine(row);
     return token === null ? routine : { ...routine, webhook_url: this.webhookUrl(token), webhook_token: token };
   }
 
-  private async row(id: string, trx?: Db): Promise<RoutineRow> {
-    const row = await this.store.findRoutine(id, trx);
+  private async row(tx: Tx, id: string): Promise<RoutineRow> {
+    const row = await this.store.findRoutine(tx, id);
     if (!row) throw new NotFound('Routine', id);
     return row;
   }
 
   async get(id: string): Promise<Routine> {
-    return toRoutine(await this.row(id));
+    return toRoutine(await this.row(autocommit, id));
   }
 
   async list(filter: { trigger_type?: TriggerType; enabled?: boolean }, window: Page): Promise<Paged<Routine>> {
-    const result = await this.store.listRoutines(filter, window);
+    const result = await this.store.listRoutines(autocommit, filter, window);
     return { items: result.items.map(toRoutine), total: result.total };
   }
 
-  async update(id: string, patch: RoutinePatch): Promise<Routine> {
+  async update(id: string, patch: UpdateRoutineBody): Promise<Routine> {
     const now = this.deps.clock.now();
     let token: string | null = null;
-    const updated = await this.store.transaction(async (trx) => {
-      const current = await this.row(id, trx);
+    const updated = await this.store.inTransaction(async (tx) => {
+      const current = await this.row(tx, id);
       const next: RoutineRow = {
         ...current,
         ...(patch.name !== undefined && { name: patch.name }),
@@ -273,7 +211,7 @@ export class RoutinesService {
         next.trigger_type !== current.trigger_type;
       if (scheduleChanged) next.next_run_at = this.nextRun(next, now);
       const { id: _id, ...changes } = next;
-      await this.store.updateRoutine(id, changes, trx);
+      await this.store.updateRoutine(tx, id, changes);
       return next;
     });
     await this.changed();
@@ -282,36 +220,36 @@ export class RoutinesService {
   }
 
   async delete(id: string): Promise<void> {
-    await this.store.transaction(async (trx) => {
-      await this.row(id, trx);
-      const outstanding = await this.store.deleteRoutine(id, trx);
-      for (const messageId of outstanding) await this.deps.inbox.cancel(messageId, 'routine deleted', trx);
+    await this.store.inTransaction(async (tx) => {
+      await this.row(tx, id);
+      const outstanding = await this.store.deleteRoutine(tx, id);
+      for (const messageId of outstanding) await this.deps.inbox.cancel(tx, messageId, 'routine deleted');
     });
     await this.changed();
   }
 
   async rotateToken(id: string): Promise<{ webhook_url: string; webhook_token: string }> {
     const token = newSecret();
-    await this.store.transaction(async (trx) => {
-      const row = await this.row(id, trx);
+    await this.store.inTransaction(async (tx) => {
+      const row = await this.row(tx, id);
       if (row.trigger_type !== 'webhook') throw new Conflict(`Routine '${id}' is not a webhook routine`);
-      await this.store.updateRoutine(id, { webhook_token_hash: sha256Hex(token), updated_at: this.deps.clock.now() }, trx);
+      await this.store.updateRoutine(tx, id, { webhook_token_hash: sha256Hex(token), updated_at: this.deps.clock.now() });
     });
     return { webhook_url: this.webhookUrl(token), webhook_token: token };
   }
 
   async preview(id: string, count: number): Promise<string[]> {
-    const row = await this.row(id);
+    const row = await this.row(autocommit, id);
     if (row.trigger_type !== 'cron') throw new Conflict(`Routine '${id}' is a webhook routine and has no schedule`);
     return Schedule.of(row.cron_expression!, row.timezone).upcoming(this.deps.clock.now(), count).map((t) => iso(t));
   }
 
   /** Runs a routine now (manual trigger): 409 while it is paused. */
   async trigger(id: string, payload?: unknown): Promise<Execution> {
-    const execution = await this.store.transaction(async (trx) => {
-      const row = await this.row(id, trx);
+    const execution = await this.store.inTransaction(async (tx) => {
+      const row = await this.row(tx, id);
       if (row.enabled !== 1) throw new Conflict(`Routine '${id}' is paused; resume it (PATCH enabled=true) first`);
-      return toExecution(await this.startExecution(trx, row, 'manual', null, payload ?? JSON.parse(row.payload)));
+      return toExecution(await this.startExecution(tx, row, 'manual', null, payload ?? JSON.parse(row.payload)));
     });
     // A new deadline the scheduler must watch.
     await this.changed();
@@ -323,7 +261,7 @@ export class RoutinesService {
    * Asked before the request's body is read, so that a caller without a token holds no memory.
    */
   async webhookRoutine(token: string): Promise<WebhookRoutine> {
-    const row = await this.store.findRoutineByTokenHash(sha256Hex(token));
+    const row = await this.store.findRoutineByTokenHash(autocommit, sha256Hex(token));
     if (!row || row.trigger_type !== 'webhook') throw new NotFound('Webhook');
     if (row.enabled !== 1) throw new Conflict('This routine is paused');
     return row;
@@ -331,32 +269,33 @@ export class RoutinesService {
 
   /** A webhook invocation of the routine `webhookRoutine` found; the body becomes the payload. */
   async invokeWebhook(routine: WebhookRoutine, body: unknown): Promise<{ execution_id: string }> {
-    const execution = await this.store.transaction((trx) => this.startExecution(trx, routine, 'webhook', null, body ?? {}));
+    const execution = await this.store.inTransaction((tx) => this.startExecution(tx, routine, 'webhook', null, body ?? {}));
     await this.changed();
     return { execution_id: execution.id };
   }
 
-  /** Creates an execution and puts `routine.execute` in the target's inbox, in `trx`. */
+  /** Creates an execution and puts `routine.execute` in the target's inbox, in `tx`. */
   private async startExecution(
-    trx: Db,
+    tx: Tx,
     routine: RoutineRow,
     trigger: ExecutionTrigger,
     scheduledFor: number | null,
     payload: unknown,
   ): Promise<ExecutionRow> {
-    const [row] = await this.startExecutions(trx, [{ routine, trigger, scheduledFor, payload, id: newId('exe') }]);
-    if (trigger !== 'cron') await this.store.updateRoutine(routine.id, { last_run_at: row!.created_at }, trx);
+    const [row] = await this.startExecutions(tx, [{ routine, trigger, scheduledFor, payload, id: newId('exe') }]);
+    if (trigger !== 'cron') await this.store.updateRoutine(tx, routine.id, { last_run_at: row!.created_at });
     return row!;
   }
 
-  /** Creates executions with their inbox messages in `trx`: one insert for each kind, however many. */
+  /** Creates executions with their inbox messages in `tx`: one insert for each kind, however many. */
   private async startExecutions(
-    trx: Db,
+    tx: Tx,
     starts: { routine: Pick<RoutineRow, 'id' | 'target_agent' | 'timeout_seconds'>; trigger: ExecutionTrigger; scheduledFor: number | null; payload: unknown; id: string }[],
   ): Promise<ExecutionRow[]> {
     if (starts.length === 0) return [];
     const now = this.deps.clock.now();
     const sent = await this.deps.inbox.sendMany(
+      tx,
       starts.map(({ routine, trigger, payload, id }) => ({
         source: PLATFORM_SENDER,
         destination: routine.target_agent,
@@ -364,7 +303,6 @@ export class RoutinesService {
         payload: { routine_id: routine.id, execution_id: id, trigger, payload },
         origin: { kind: 'routine_execution', ref: id },
       })),
-      trx,
     );
     const rows = starts.map(
       ({ routine, trigger, scheduledFor, payload, id }, i): ExecutionRow => ({
@@ -382,44 +320,44 @@ export class RoutinesService {
         completed_at: null,
       }),
     );
-    await this.store.insertExecutions(trx, rows);
+    await this.store.insertExecutions(tx, rows);
     return rows;
   }
 
   async listExecutions(routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<Execution>> {
-    await this.row(routineId);
-    const result = await this.store.listExecutions(routineId, status, window);
+    await this.row(autocommit, routineId);
+    const result = await this.store.listExecutions(autocommit, routineId, status, window);
     return { items: result.items.map(toExecution), total: result.total };
   }
 
   async getExecution(id: string): Promise<Execution> {
-    const row = await this.store.findExecution(id);
+    const row = await this.store.findExecution(autocommit, id);
     if (!row) throw new NotFound('Execution', id);
     return toExecution(row);
   }
 
   async deleteExecution(id: string): Promise<void> {
-    if (!(await this.store.deleteExecution(id))) throw new NotFound('Execution', id);
+    if (!(await this.store.deleteExecution(autocommit, id))) throw new NotFound('Execution', id);
   }
 
   async listFires(routineId: string, window: Page): Promise<Paged<Fire>> {
-    await this.row(routineId);
-    const result = await this.store.listFires(routineId, window);
+    await this.row(autocommit, routineId);
+    const result = await this.store.listFires(autocommit, routineId, window);
     return { items: result.items.map(toFire), total: result.total };
   }
 
   /** Messaging calls this inside the transaction that delivers, acknowledges or dead-letters. */
-  async handleOutcome(outcome: MessageOutcome, trx: Db): Promise<void> {
+  async handleOutcome(tx: Tx, outcome: MessageOutcome): Promise<void> {
     const now = this.deps.clock.now();
     const id = outcome.origin.ref;
     if (outcome.status === 'delivered') {
-      await this.store.transitionExecution(trx, id, ['pending'], { status: 'running', started_at: now });
+      await this.store.transitionExecution(tx, id, ['pending'], { status: 'running', started_at: now });
       return;
     }
-    const execution = await this.store.findExecution(id, trx);
+    const execution = await this.store.findExecution(tx, id);
     if (!execution) return;
     const succeeded = outcome.status === 'acknowledged';
-    await this.store.transitionExecution(trx, id, ['pending', 'running'], {
+    await this.store.transitionExecution(tx, id, ['pending', 'running'], {
       status: succeeded ? 'success' : 'failed',
       output: succeeded ? outputText(outcome.output) : (outcome.reason ?? 'dead-lettered'),
       started_at: execution.started_at ?? now,
@@ -445,18 +383,18 @@ export class RoutinesService {
     let started = 0;
     for (;;) {
       const now = this.deps.clock.now();
-      const { fired, claimed } = await this.store.transaction((trx) => this.fireBatch(trx, now));
+      const { fired, claimed } = await this.store.inTransaction((tx) => this.fireBatch(tx, now));
       started += fired;
       if (claimed < this.fireBatchSize) return started;
     }
   }
 
-  /** Claims a batch of due routines and fires (or records as skipped) their due slots, in `trx`. */
-  private async fireBatch(trx: Db, now: number): Promise<{ fired: number; claimed: number }> {
-    const due = await this.store.claimDueRoutines(trx, now, this.fireBatchSize);
+  /** Claims a batch of due routines and fires (or records as skipped) their due slots, in `tx`. */
+  private async fireBatch(tx: Tx, now: number): Promise<{ fired: number; claimed: number }> {
+    const due = await this.store.claimDueRoutines(tx, now, this.fireBatchSize);
     if (due.length === 0) return { fired: 0, claimed: 0 };
     const busy = await this.store.routinesWithOpenExecutions(
-      trx,
+      tx,
       due.filter((r) => r.overlap === 'skip').map((r) => r.id),
     );
     const fires: FireRow[] = [];
@@ -481,10 +419,10 @@ export class RoutinesService {
       routine.next_run_at = schedule.next(Math.max(now, lastSlot));
       if (fired) routine.last_run_at = now;
     }
-    await this.store.saveSchedules(trx, due);
-    const inserted = await this.store.insertFires(trx, fires);
+    await this.store.saveSchedules(tx, due);
+    const inserted = await this.store.insertFires(tx, fires);
     const started = await this.startExecutions(
-      trx,
+      tx,
       inserted
         .filter((fire) => fire.outcome === 'fired')
         .map((fire) => {
@@ -509,17 +447,17 @@ export class RoutinesService {
   /** Fails executions that outlived `timeout_seconds` and withdraws their messages. */
   async expireTimedOut(): Promise<number> {
     const now = this.deps.clock.now();
-    return this.store.transaction(async (trx) => {
-      const expired = await this.store.claimTimedOut(trx, now, FIRE_BATCH);
+    return this.store.inTransaction(async (tx) => {
+      const expired = await this.store.claimTimedOut(tx, now, FIRE_BATCH);
       for (const execution of expired) {
-        const routine = await this.store.findRoutine(execution.routine_id, trx);
+        const routine = await this.store.findRoutine(tx, execution.routine_id);
         const seconds = routine?.timeout_seconds ?? Math.round((execution.deadline_at - execution.created_at) / 1000);
-        await this.store.transitionExecution(trx, execution.id, ['pending', 'running'], {
+        await this.store.transitionExecution(tx, execution.id, ['pending', 'running'], {
           status: 'failed',
           output: `timed out after ${seconds} s without an acknowledgement`,
           completed_at: now,
         });
-        if (execution.message_id) await this.deps.inbox.cancel(execution.message_id, 'execution timed out', trx);
+        if (execution.message_id) await this.deps.inbox.cancel(tx, execution.message_id, 'execution timed out');
       }
       return expired.length;
     });
@@ -527,7 +465,7 @@ export class RoutinesService {
 
   /** When the scheduler must look again: the earliest due slot or execution deadline. */
   async nextWakeAt(): Promise<number | null> {
-    const [due, deadline] = await Promise.all([this.store.nextDueAt(), this.store.nextDeadline()]);
+    const [due, deadline] = await Promise.all([this.store.nextDueAt(autocommit), this.store.nextDeadline(autocommit)]);
     const times = [due, deadline].filter((t): t is number => t !== null);
     return times.length === 0 ? null : Math.min(...times);
   }

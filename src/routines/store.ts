@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
+import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { TriggerType, ExecutionStatus, RoutinesTable, RoutineExecutionsTable, RoutineFiresTable } from './tables.js';
 
@@ -52,10 +53,10 @@ const EXECUTION_TEMPLATE: Record<keyof ExecutionRow, null> = {
   completed_at: null,
 };
 
-export class RoutinesStore {
+export class RoutinesStore implements Transactor {
   /** A slot already in the ledger is left alone (ON CONFLICT DO NOTHING). */
-  private readonly fireInsert: BulkInsert<FireRow>;
-  private readonly executionInsert: BulkInsert<ExecutionRow>;
+  private readonly fireInsert: BulkInsert<'routine_fires', keyof FireRow>;
+  private readonly executionInsert: BulkInsert<'routine_executions', keyof ExecutionRow>;
   /**
    * How many fire batches may claim at once: two where each claim skips the other's locked rows
    * (PostgreSQL); one on SQLite, whose single connection would only queue a second behind the first.
@@ -67,60 +68,53 @@ export class RoutinesStore {
     private readonly caps: DialectCapabilities,
   ) {
     this.fireLanes = caps.skipLocked ? 2 : 1;
-    this.fireInsert = new BulkInsert<FireRow>(
-      FIRE_TEMPLATE,
-      (trx, rows) =>
-        trx
-          .insertInto('routine_fires')
-          .values(rows)
-          .onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing())
-          .compile(),
-      { columnar: caps },
-    );
-    this.executionInsert = new BulkInsert<ExecutionRow>(EXECUTION_TEMPLATE, (trx, rows) => trx.insertInto('routine_executions').values(rows).compile(), {
+    this.fireInsert = new BulkInsert(db, 'routine_fires', FIRE_TEMPLATE, {
       columnar: caps,
+      clauses: (insert) => insert.onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing()),
     });
+    this.executionInsert = new BulkInsert(db, 'routine_executions', EXECUTION_TEMPLATE, { columnar: caps });
   }
 
-  transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(work);
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
   }
 
-  async insertRoutine(row: RoutineRow): Promise<void> {
-    await this.db.insertInto('routines').values(row).execute();
+  async insertRoutine(tx: Tx, row: RoutineRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('routines').values(row).execute();
   }
 
-  async findRoutine(id: string, trx: Db = this.db): Promise<RoutineRow | undefined> {
-    return trx.selectFrom('routines').selectAll().where('id', '=', id).executeTakeFirst();
+  async findRoutine(tx: Tx, id: string): Promise<RoutineRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('routines').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async findRoutineByTokenHash(hash: string): Promise<RoutineRow | undefined> {
-    return this.db.selectFrom('routines').selectAll().where('webhook_token_hash', '=', hash).executeTakeFirst();
+  async findRoutineByTokenHash(tx: Tx, hash: string): Promise<RoutineRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('routines').selectAll().where('webhook_token_hash', '=', hash).executeTakeFirst();
   }
 
-  async listRoutines(filter: { trigger_type?: TriggerType; enabled?: boolean }, window: Page): Promise<Paged<RoutineRow>> {
-    let query = this.db.selectFrom('routines').selectAll().orderBy('id');
+  async listRoutines(tx: Tx, filter: { trigger_type?: TriggerType; enabled?: boolean }, window: Page): Promise<Paged<RoutineRow>> {
+    let query = dbOf(tx, this.db).selectFrom('routines').selectAll().orderBy('id');
     if (filter.trigger_type !== undefined) query = query.where('trigger_type', '=', filter.trigger_type);
     if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled ? 1 : 0);
     return paginate(query, window);
   }
 
-  async updateRoutine(id: string, changes: Partial<RoutineRow>, trx: Db = this.db): Promise<void> {
-    await trx.updateTable('routines').set(changes).where('id', '=', id).execute();
+  async updateRoutine(tx: Tx, id: string, changes: Partial<RoutineRow>): Promise<void> {
+    await dbOf(tx, this.db).updateTable('routines').set(changes).where('id', '=', id).execute();
   }
 
   /** Deletes a routine with its executions and fires; returns the message ids still outstanding. */
-  async deleteRoutine(id: string, trx: Db): Promise<string[]> {
-    const open = await trx
+  async deleteRoutine(tx: Tx, id: string): Promise<string[]> {
+    const db = dbOf(tx, this.db);
+    const open = await db
       .selectFrom('routine_executions')
       .select('message_id')
       .where('routine_id', '=', id)
       .where('status', 'in', UNFINISHED)
       .where('message_id', 'is not', null)
       .execute();
-    await trx.deleteFrom('routine_fires').where('routine_id', '=', id).execute();
-    await trx.deleteFrom('routine_executions').where('routine_id', '=', id).execute();
-    await trx.deleteFrom('routines').where('id', '=', id).execute();
+    await db.deleteFrom('routine_fires').where('routine_id', '=', id).execute();
+    await db.deleteFrom('routine_executions').where('routine_id', '=', id).execute();
+    await db.deleteFrom('routines').where('id', '=', id).execute();
     return open.map((r) => r.message_id!);
   }
 
@@ -129,10 +123,10 @@ export class RoutinesStore {
    * PostgreSQL the rows stay locked (SKIP LOCKED) until the transaction ends, so another node
    * takes different ones.
    */
-  async claimDueRoutines(trx: Db, now: number, limit: number): Promise<DueRoutine[]> {
+  async claimDueRoutines(tx: Tx, now: number, limit: number): Promise<DueRoutine[]> {
     return this.caps
       .claim(
-        trx
+        dbOf(tx, this.db)
           .selectFrom('routines')
           .select(DUE_COLUMNS)
           .where('enabled', '=', 1)
@@ -145,8 +139,8 @@ export class RoutinesStore {
   }
 
   /** The earliest next_run_at of enabled cron routines (the scheduler sleeps until then). */
-  async nextDueAt(): Promise<number | null> {
-    const row = await this.db
+  async nextDueAt(tx: Tx): Promise<number | null> {
+    const row = await dbOf(tx, this.db)
       .selectFrom('routines')
       .select((eb) => eb.fn.min('next_run_at').as('next'))
       .where('enabled', '=', 1)
@@ -156,9 +150,9 @@ export class RoutinesStore {
   }
 
   /** Routine ids among `ids` with an execution still pending or running. */
-  async routinesWithOpenExecutions(trx: Db, ids: string[]): Promise<Set<string>> {
+  async routinesWithOpenExecutions(tx: Tx, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await trx
+    const rows = await dbOf(tx, this.db)
       .selectFrom('routine_executions')
       .select('routine_id')
       .distinct()
@@ -175,15 +169,16 @@ export class RoutinesStore {
    * fire's id is made for this insert, so a stored one is ours). RETURNING every id instead
    * made the insert half as slow again (2,000 fires on SQLite: 17 against 11 ms, measured).
    */
-  async insertFires(trx: Db, rows: FireRow[]): Promise<FireRow[]> {
-    if ((await this.fireInsert.count(trx, rows)) === rows.length) return rows;
-    const stored = await trx.selectFrom('routine_fires').select('id').where(this.caps.inTextList('id', rows.map((r) => r.id))).execute();
+  async insertFires(tx: Tx, rows: FireRow[]): Promise<FireRow[]> {
+    const db = dbOf(tx, this.db);
+    if ((await this.fireInsert.count(db, rows)) === rows.length) return rows;
+    const stored = await db.selectFrom('routine_fires').select('id').where(this.caps.inTextList('id', rows.map((r) => r.id))).execute();
     const ids = new Set(stored.map((r) => r.id));
     return rows.filter((r) => ids.has(r.id));
   }
 
-  async insertExecutions(trx: Db, rows: ExecutionRow[]): Promise<void> {
-    await this.executionInsert.run(trx, rows);
+  async insertExecutions(tx: Tx, rows: ExecutionRow[]): Promise<void> {
+    await this.executionInsert.run(dbOf(tx, this.db), rows);
   }
 
   /**
@@ -191,7 +186,7 @@ export class RoutinesStore {
    * (next_run_at, last_run_at) pair — routines due together mostly share it — with the ids
    * as one parameter (500-id IN lists took 20 statements and 108 ms of 10,000 fires on PostgreSQL).
    */
-  async saveSchedules(trx: Db, rows: Pick<RoutineRow, 'id' | 'next_run_at' | 'last_run_at'>[]): Promise<void> {
+  async saveSchedules(tx: Tx, rows: Pick<RoutineRow, 'id' | 'next_run_at' | 'last_run_at'>[]): Promise<void> {
     const groups = new Map<string, { next_run_at: number | null; last_run_at: number | null; ids: string[] }>();
     for (const row of rows) {
       const key = `${row.next_run_at}|${row.last_run_at}`;
@@ -200,38 +195,38 @@ export class RoutinesStore {
       group.ids.push(row.id);
     }
     for (const { ids, ...changes } of groups.values()) {
-      await trx.updateTable('routines').set(changes).where(this.caps.inTextList('id', ids)).execute();
+      await dbOf(tx, this.db).updateTable('routines').set(changes).where(this.caps.inTextList('id', ids)).execute();
     }
   }
 
-  async findExecution(id: string, trx: Db = this.db): Promise<ExecutionRow | undefined> {
-    return trx.selectFrom('routine_executions').selectAll().where('id', '=', id).executeTakeFirst();
+  async findExecution(tx: Tx, id: string): Promise<ExecutionRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('routine_executions').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async listExecutions(routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<ExecutionRow>> {
-    let query = this.db.selectFrom('routine_executions').selectAll().where('routine_id', '=', routineId).orderBy('id', 'desc');
+  async listExecutions(tx: Tx, routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<ExecutionRow>> {
+    let query = dbOf(tx, this.db).selectFrom('routine_executions').selectAll().where('routine_id', '=', routineId).orderBy('id', 'desc');
     if (status !== undefined) query = query.where('status', '=', status);
     return paginate(query, window);
   }
 
-  async listFires(routineId: string, window: Page): Promise<Paged<FireRow>> {
-    const query = this.db.selectFrom('routine_fires').selectAll().where('routine_id', '=', routineId).orderBy('scheduled_for', 'desc');
+  async listFires(tx: Tx, routineId: string, window: Page): Promise<Paged<FireRow>> {
+    const query = dbOf(tx, this.db).selectFrom('routine_fires').selectAll().where('routine_id', '=', routineId).orderBy('scheduled_for', 'desc');
     return paginate(query, window);
   }
 
-  async deleteExecution(id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('routine_executions').where('id', '=', id).executeTakeFirst();
+  async deleteExecution(tx: Tx, id: string): Promise<boolean> {
+    const result = await dbOf(tx, this.db).deleteFrom('routine_executions').where('id', '=', id).executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
 
   /** Moves an unfinished execution; false when it had already finished (or is gone). */
   async transitionExecution(
-    trx: Db,
+    tx: Tx,
     id: string,
     from: ExecutionStatus[],
     changes: Partial<Pick<ExecutionRow, 'status' | 'output' | 'started_at' | 'completed_at' | 'message_id'>>,
   ): Promise<boolean> {
-    const result = await trx
+    const result = await dbOf(tx, this.db)
       .updateTable('routine_executions')
       .set(changes)
       .where('id', '=', id)
@@ -241,10 +236,10 @@ export class RoutinesStore {
   }
 
   /** Unfinished executions past their deadline, locked for this node on PostgreSQL. */
-  async claimTimedOut(trx: Db, now: number, limit: number): Promise<ExecutionRow[]> {
+  async claimTimedOut(tx: Tx, now: number, limit: number): Promise<ExecutionRow[]> {
     return this.caps
       .claim(
-        trx
+        dbOf(tx, this.db)
           .selectFrom('routine_executions')
           .selectAll()
           .where('status', 'in', UNFINISHED)
@@ -255,8 +250,8 @@ export class RoutinesStore {
       .execute();
   }
 
-  async nextDeadline(): Promise<number | null> {
-    const row = await this.db
+  async nextDeadline(tx: Tx): Promise<number | null> {
+    const row = await dbOf(tx, this.db)
       .selectFrom('routine_executions')
       .select((eb) => eb.fn.min('deadline_at').as('next'))
       .where('status', 'in', UNFINISHED)

@@ -77,7 +77,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await service.deleteProject(request.params.id, request.query.cascade ?? false, request.principal);
+        await service.deleteProject(request.params.id, request.principal, { cascade: request.query.cascade });
         return deleted(reply, request.params.id);
       },
     );

@@ -1,5 +1,5 @@
 import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
-import type { Db } from '../db/database.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -163,41 +163,41 @@ export class TasksService {
       created_at: now,
       updated_at: now,
     };
-    await this.store.insertProject(row);
+    await this.store.insertProject(autocommit, row);
     return toProject(row);
   }
 
   async getProject(id: string): Promise<Project> {
-    const row = await this.store.findProject(id);
+    const row = await this.store.findProject(autocommit, id);
     if (!row) throw new NotFound('Project', id);
     return toProject(row);
   }
 
   async listProjects(window: Page): Promise<Paged<Project>> {
-    const page = await this.store.listProjects(window);
+    const page = await this.store.listProjects(autocommit, window);
     return { items: page.items.map(toProject), total: page.total };
   }
 
   /** PUT: replaces name and description (an absent description clears it). */
   async replaceProject(id: string, input: ProjectBody): Promise<Project> {
-    const row = await this.store.updateProject(id, { name: input.name, description: input.description ?? null, updated_at: this.now() });
+    const row = await this.store.updateProject(autocommit, id, { name: input.name, description: input.description ?? null, updated_at: this.now() });
     if (!row) throw new NotFound('Project', id);
     return toProject(row);
   }
 
   /** Deletes a project; one with tasks only with `cascade`, which removes them (and all theirs) too. */
-  async deleteProject(id: string, cascade: boolean, principal: Principal): Promise<void> {
-    await this.store.transaction(async (trx) => {
+  async deleteProject(id: string, principal: Principal, options: { cascade?: boolean } = {}): Promise<void> {
+    await this.store.inTransaction(async (tx) => {
       // The lock keeps tasks from being added to the project while it goes.
-      if (!(await this.store.findProject(id, trx, true))) throw new NotFound('Project', id);
-      const count = await this.store.countProjectTasks(trx, id);
+      if (!(await this.store.findProject(tx, id, { lock: true }))) throw new NotFound('Project', id);
+      const count = await this.store.countProjectTasks(tx, id);
       if (count > 0) {
-        if (!cascade) {
+        if (!options.cascade) {
           throw new Conflict(`Project '${id}' has ${count} task(s); delete them first or pass cascade=true`, { tasks: count });
         }
-        await this.removeTasks(trx, { projectId: id }, principal.actor);
+        await this.removeTasks(tx, { projectId: id }, principal.actor);
       }
-      await this.store.deleteProject(trx, id);
+      await this.store.deleteProject(tx, id);
     });
   }
 
@@ -206,10 +206,10 @@ export class TasksService {
   async createTask(input: CreateTaskBody, principal: Principal): Promise<Task> {
     const now = this.now();
     const dependsOn = input.depends_on ?? [];
-    return this.store.transaction(async (trx) => {
-      if (input.project_id !== undefined) await this.requireProject(trx, input.project_id);
+    return this.store.inTransaction(async (tx) => {
+      if (input.project_id !== undefined) await this.requireProject(tx, input.project_id);
       // Locked so a dependency cannot become done between counting it open and the insert.
-      const upstream = await this.store.lockTasks(trx, dependsOn);
+      const upstream = await this.store.lockTasks(tx, dependsOn);
       const missing = dependsOn.find((id) => !upstream.some((t) => t.id === id));
       if (missing !== undefined) throw new NotFound('Task', missing);
       const row: TaskRow = {
@@ -226,13 +226,13 @@ export class TasksService {
         created_at: now,
         updated_at: now,
       };
-      await this.referencing(() => this.store.insertTask(trx, row), 'Project', row.project_id);
+      await this.referencing(() => this.store.insertTask(tx, row), 'Project', row.project_id);
       // A new task has no dependents yet, so these edges cannot close a cycle.
       await this.store.insertDependencies(
-        trx,
+        tx,
         dependsOn.map((target) => ({ id: newId('dep', now), task_id: row.id, depends_on: target, created_by: principal.actor, created_at: now })),
       );
-      await this.record(trx, row.id, principal.actor, [
+      await this.record(tx, row.id, principal.actor, [
         { action: 'created', from: null, to: row.title },
         ...dependsOn.map((target): Change => ({ action: 'dependency_added', from: null, to: target })),
       ]);
@@ -241,37 +241,37 @@ export class TasksService {
   }
 
   async getTask(id: string): Promise<Task> {
-    const row = await this.store.findTask(id);
+    const row = await this.store.findTask(autocommit, id);
     if (!row) throw new NotFound('Task', id);
     return toTask(row);
   }
 
   async listTasks(filter: TaskFilter, window: Page): Promise<Paged<Task>> {
-    const page = await this.store.listTasks(filter, window);
+    const page = await this.store.listTasks(autocommit, filter, window);
     return { items: page.items.map(toTask), total: page.total };
   }
 
   async updateTask(id: string, patch: UpdateTaskBody, principal: Principal): Promise<Task> {
-    return this.store.transaction(async (trx) => {
-      const [before] = await this.store.lockTasks(trx, [id]);
+    return this.store.inTransaction(async (tx) => {
+      const [before] = await this.store.lockTasks(tx, [id]);
       if (!before) throw new NotFound('Task', id);
       const changes = diffTask(before, patch);
       if (changes.length === 0) return toTask(before);
       if (patch.project_id != null && patch.project_id !== before.project_id) {
-        await this.requireProject(trx, patch.project_id);
+        await this.requireProject(tx, patch.project_id);
       }
       const fields: Partial<TaskRow> = { updated_at: this.now() };
       for (const [field] of PATCHABLE) if (patch[field] !== undefined) Object.assign(fields, { [field]: patch[field] });
-      const after = await this.referencing(() => this.store.updateTask(trx, id, fields), 'Project', patch.project_id);
-      await this.record(trx, id, principal.actor, changes);
-      await this.statusMoved(trx, before.status, after);
+      const after = await this.referencing(() => this.store.updateTask(tx, id, fields), 'Project', patch.project_id);
+      await this.record(tx, id, principal.actor, changes);
+      await this.statusMoved(tx, before.status, after);
       return toTask(after);
     });
   }
 
   async deleteTask(id: string, principal: Principal): Promise<void> {
-    await this.store.transaction(async (trx) => {
-      if ((await this.removeTasks(trx, { taskId: id }, principal.actor)) === 0) throw new NotFound('Task', id);
+    await this.store.inTransaction(async (tx) => {
+      if ((await this.removeTasks(tx, { taskId: id }, principal.actor)) === 0) throw new NotFound('Task', id);
     });
   }
 
@@ -283,15 +283,15 @@ export class TasksService {
    */
   async claimTask(id: string, input: { expected_status?: string; agent_id?: string }, principal: Principal): Promise<Task> {
     const agent = actingAgent(principal, input.agent_id);
-    return this.store.transaction(async (trx) => {
-      const before = await this.store.findTask(id, trx);
+    return this.store.inTransaction(async (tx) => {
+      const before = await this.store.findTask(tx, id);
       if (!before) throw new NotFound('Task', id);
       this.assertClaimable(before, agent, input.expected_status);
       if (before.assigned_to === agent && before.status === IN_PROGRESS) return toTask(before);
-      const after = await this.store.claimTask(trx, id, before.status, agent, this.now());
+      const after = await this.store.claimTask(tx, id, before.status, agent, this.now());
       if (!after) {
         // Someone changed the task between the read and the update: explain with what is there now.
-        const current = await this.store.findTask(id, trx);
+        const current = await this.store.findTask(tx, id);
         if (!current) throw new NotFound('Task', id);
         this.assertClaimable(current, agent, input.expected_status);
         throw new Conflict(`Task '${id}' changed while it was being claimed; read it and try again`);
@@ -299,8 +299,8 @@ export class TasksService {
       const changes: Change[] = [];
       if (before.assigned_to !== agent) changes.push({ action: 'claimed', from: before.assigned_to, to: agent });
       if (before.status !== after.status) changes.push({ action: 'status_changed', from: before.status, to: after.status });
-      await this.record(trx, id, principal.actor, changes);
-      await this.statusMoved(trx, before.status, after);
+      await this.record(tx, id, principal.actor, changes);
+      await this.statusMoved(tx, before.status, after);
       return toTask(after);
     });
   }
@@ -327,8 +327,8 @@ export class TasksService {
    * release what it holds; an admin may release any task.
    */
   async releaseTask(id: string, principal: Principal): Promise<Task> {
-    return this.store.transaction(async (trx) => {
-      const before = await this.store.findTask(id, trx);
+    return this.store.inTransaction(async (tx) => {
+      const before = await this.store.findTask(tx, id);
       if (!before) throw new NotFound('Task', id);
       const holder = before.assigned_to;
       if (holder === null) throw new Conflict(`Task '${id}' is not assigned to anyone`);
@@ -336,11 +336,11 @@ export class TasksService {
         throw new Conflict(`Task '${id}' is held by '${holder}', not by '${principal.agentId}'`, { assigned_to: holder });
       }
       const status = before.status === IN_PROGRESS ? TODO : before.status;
-      const after = await this.store.releaseTask(trx, id, holder, before.status, status, this.now());
+      const after = await this.store.releaseTask(tx, id, holder, before.status, status, this.now());
       if (!after) throw new Conflict(`Task '${id}' changed while it was being released; read it and try again`);
       const changes: Change[] = [{ action: 'released', from: holder, to: null }];
       if (status !== before.status) changes.push({ action: 'status_changed', from: before.status, to: status });
-      await this.record(trx, id, principal.actor, changes);
+      await this.record(tx, id, principal.actor, changes);
       return toTask(after);
     });
   }
@@ -349,90 +349,90 @@ export class TasksService {
 
   async addDependency(taskId: string, dependsOn: string, principal: Principal): Promise<Dependency> {
     const now = this.now();
-    return this.store.transaction(async (trx) => {
+    return this.store.inTransaction(async (tx) => {
       // One dependency insert at a time (PostgreSQL; SQLite serializes writers anyway): the
       // cycle check below then sees every committed edge, so racing inserts cannot close a cycle.
-      await this.store.lockGraph(trx);
+      await this.store.lockGraph(tx);
       // The task depended upon first, then the dependent: the order every path locks in.
-      const [upstream] = await this.store.lockTasks(trx, [dependsOn]);
-      const [task] = await this.store.lockTasks(trx, [taskId]);
+      const [upstream] = await this.store.lockTasks(tx, [dependsOn]);
+      const [task] = await this.store.lockTasks(tx, [taskId]);
       if (!task) throw new NotFound('Task', taskId);
       if (!upstream) throw new NotFound('Task', dependsOn);
       if (taskId === dependsOn) throw new Conflict('A task cannot depend on itself', { cycle: [taskId, taskId] });
-      if (await this.store.findDependency(trx, taskId, { dependsOn })) {
+      if (await this.store.findDependency(tx, taskId, { dependsOn })) {
         throw new Conflict(`Task '${taskId}' already depends on '${dependsOn}'`);
       }
-      const cycle = cycleThrough(await this.store.reachableEdges(trx, dependsOn), taskId, dependsOn);
+      const cycle = cycleThrough(await this.store.reachableEdges(tx, dependsOn), taskId, dependsOn);
       if (cycle) throw new Conflict(`The dependency would create a cycle: ${cycle.join(' → ')}`, { cycle });
       const row: DependencyRow = { id: newId('dep', now), task_id: taskId, depends_on: dependsOn, created_by: principal.actor, created_at: now };
-      await this.store.insertDependencies(trx, [row]);
-      await this.adjust(trx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn);
-      await this.store.updateTask(trx, taskId, { updated_at: now, depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]) });
-      await this.record(trx, taskId, principal.actor, [{ action: 'dependency_added', from: null, to: dependsOn }]);
+      await this.store.insertDependencies(tx, [row]);
+      await this.adjust(tx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn);
+      await this.store.updateTask(tx, taskId, { updated_at: now, depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]) });
+      await this.record(tx, taskId, principal.actor, [{ action: 'dependency_added', from: null, to: dependsOn }]);
       return toDependency(row);
     });
   }
 
   /** Removes a dependency, named by its id (dep_…) or by the task depended upon (tsk_…). */
   async removeDependency(taskId: string, ref: string, principal: Principal): Promise<string> {
-    return this.store.transaction(async (trx) => {
+    return this.store.inTransaction(async (tx) => {
       const byTask = ref.startsWith('tsk_');
-      const dependency = await this.store.findDependency(trx, taskId, byTask ? { dependsOn: ref } : { id: ref });
+      const dependency = await this.store.findDependency(tx, taskId, byTask ? { dependsOn: ref } : { id: ref });
       if (!dependency) {
-        if (!(await this.store.findTask(taskId, trx))) throw new NotFound('Task', taskId);
+        if (!(await this.store.findTask(tx, taskId))) throw new NotFound('Task', taskId);
         throw new NotFound(`Dependency of task '${taskId}'`, ref);
       }
-      const [upstream] = await this.store.lockTasks(trx, [dependency.depends_on]);
-      const [task] = await this.store.lockTasks(trx, [taskId]);
+      const [upstream] = await this.store.lockTasks(tx, [dependency.depends_on]);
+      const [task] = await this.store.lockTasks(tx, [taskId]);
       // A concurrent removal (or deletion of either task) may have won the race while this one
       // waited for the locks.
-      if (!task || !(await this.store.deleteDependency(trx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);
-      await this.record(trx, taskId, principal.actor, [{ action: 'dependency_removed', from: dependency.depends_on, to: null }]);
+      if (!task || !(await this.store.deleteDependency(tx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);
+      await this.record(tx, taskId, principal.actor, [{ action: 'dependency_removed', from: dependency.depends_on, to: null }]);
       const open = upstream && !isDone(upstream.status) ? [taskId] : [];
-      await this.adjust(trx, open, -1, dependency.depends_on);
-      await this.store.updateTask(trx, taskId, { updated_at: this.now(), depends_on: without(task, [dependency.depends_on]) });
+      await this.adjust(tx, open, -1, dependency.depends_on);
+      await this.store.updateTask(tx, taskId, { updated_at: this.now(), depends_on: without(task, [dependency.depends_on]) });
       return dependency.id;
     });
   }
 
   async listDependencies(taskId: string): Promise<Dependency[]> {
     await this.requireTask(taskId);
-    return (await this.store.listDependencies(taskId)).map(toDependency);
+    return (await this.store.listDependencies(autocommit, taskId)).map(toDependency);
   }
 
   // ---- comments and activity ----
 
   async addComment(taskId: string, content: string, principal: Principal): Promise<Comment> {
     const now = this.now();
-    return this.store.transaction(async (trx) => {
-      if (!(await this.store.findTask(taskId, trx))) throw new NotFound('Task', taskId);
+    return this.store.inTransaction(async (tx) => {
+      if (!(await this.store.findTask(tx, taskId))) throw new NotFound('Task', taskId);
       const row: CommentRow = { id: newId('cmt', now), task_id: taskId, author: principal.actor, content, created_at: now };
-      await this.referencing(() => this.store.insertComment(trx, row), 'Task', taskId);
-      await this.record(trx, taskId, principal.actor, [{ action: 'comment_added', from: null, to: row.id }]);
+      await this.referencing(() => this.store.insertComment(tx, row), 'Task', taskId);
+      await this.record(tx, taskId, principal.actor, [{ action: 'comment_added', from: null, to: row.id }]);
       return toComment(row);
     });
   }
 
   async listComments(taskId: string, window: Page): Promise<Paged<Comment>> {
     await this.requireTask(taskId);
-    const page = await this.store.listComments(taskId, window);
+    const page = await this.store.listComments(autocommit, taskId, window);
     return { items: page.items.map(toComment), total: page.total };
   }
 
   async listActivity(taskId: string, window: Page): Promise<Paged<Activity>> {
     await this.requireTask(taskId);
-    const page = await this.store.listActivity(taskId, window);
+    const page = await this.store.listActivity(autocommit, taskId, window);
     return { items: page.items.map(toActivity), total: page.total };
   }
 
   // ---- internals ----
 
   private async requireTask(id: string): Promise<void> {
-    if (!(await this.store.findTask(id))) throw new NotFound('Task', id);
+    if (!(await this.store.findTask(autocommit, id))) throw new NotFound('Task', id);
   }
 
-  private async requireProject(trx: Db, id: string): Promise<void> {
-    if (!(await this.store.findProject(id, trx))) throw new NotFound('Project', id);
+  private async requireProject(tx: Tx, id: string): Promise<void> {
+    if (!(await this.store.findProject(tx, id))) throw new NotFound('Project', id);
   }
 
   /**
@@ -448,39 +448,36 @@ export class TasksService {
     }
   }
 
-  private async record(trx: Db, taskId: string, actor: string, changes: Change[]): Promise<void> {
+  private async record(tx: Tx, taskId: string, actor: string, changes: Change[]): Promise<void> {
     const now = this.now();
     await this.store.insertActivity(
-      trx,
+      tx,
       changes.map((c) => ({ id: newId('act', now), task_id: taskId, actor, action: c.action, from_value: c.from, to_value: c.to, created_at: now })),
     );
   }
 
   /** After a task's status changed: its dependents gain or lose an open dependency. */
-  private async statusMoved(trx: Db, before: string, after: TaskRow): Promise<void> {
+  private async statusMoved(tx: Tx, before: string, after: TaskRow): Promise<void> {
     if (isDone(before) === isDone(after.status)) return;
-    const dependents = await this.store.dependentsOf(trx, after.id);
-    await this.store.lockTasks(trx, dependents);
-    await this.adjust(trx, dependents, isDone(after.status) ? -1 : 1, after.id);
+    const dependents = await this.store.dependentsOf(tx, after.id);
+    await this.store.lockTasks(tx, dependents);
+    await this.adjust(tx, dependents, isDone(after.status) ? -1 : 1, after.id);
   }
 
   /**
    * Moves the open-dependency count of tasks by `delta`; each task that this takes from 1 to 0
    * is unblocked, and its assignee is told, in this transaction (so exactly once).
    */
-  private async adjust(trx: Db, ids: string[], delta: number, cause: string): Promise<void> {
-    const adjusted = await this.store.adjustOpenDependencies(trx, ids, delta);
+  private async adjust(tx: Tx, ids: string[], delta: number, cause: string): Promise<void> {
+    const adjusted = await this.store.adjustOpenDependencies(tx, ids, delta);
     if (delta >= 0) return;
-    for (const task of adjusted) if (task.open_dependencies === 0) await this.unblocked(trx, task, cause);
+    for (const task of adjusted) if (task.open_dependencies === 0) await this.unblocked(tx, task, cause);
   }
 
-  private async unblocked(trx: Db, task: AdjustedTask, cause: string): Promise<void> {
+  private async unblocked(tx: Tx, task: AdjustedTask, cause: string): Promise<void> {
     if (!this.deps.inbox || task.assigned_to === null) return;
     const payload: UnblockedPayload = { task_id: task.id, project_id: task.project_id, title: task.title, unblocked_by: cause };
-    await this.deps.inbox.send(
-      { source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload },
-      trx,
-    );
+    await this.deps.inbox.send(tx, { source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload });
   }
 
   /**
@@ -488,22 +485,22 @@ export class TasksService {
    * them lose those dependencies (logged on them) and may become unblocked. Returns how many
    * tasks were removed.
    */
-  private async removeTasks(trx: Db, scope: TaskScope, actor: string): Promise<number> {
-    const ids = await this.store.lockScope(trx, scope);
+  private async removeTasks(tx: Tx, scope: TaskScope, actor: string): Promise<number> {
+    const ids = await this.store.lockScope(tx, scope);
     if (ids.length === 0) return 0;
-    const severed = await this.store.edgesIntoScope(trx, scope);
-    const dependents = await this.store.lockTasks(trx, [...new Set(severed.map((e) => e.task_id))]);
+    const severed = await this.store.edgesIntoScope(tx, scope);
+    const dependents = await this.store.lockTasks(tx, [...new Set(severed.map((e) => e.task_id))]);
     for (const { id: task, ...row } of dependents) {
       const edges = severed.filter((e) => e.task_id === task);
       await this.record(
-        trx,
+        tx,
         task,
         actor,
         edges.map((e) => ({ action: 'dependency_removed', from: e.depends_on, to: null })),
       );
-      for (const edge of edges) if (!isDone(edge.depends_on_status)) await this.adjust(trx, [task], -1, edge.depends_on);
-      await this.store.updateTask(trx, task, { updated_at: this.now(), depends_on: without(row, edges.map((e) => e.depends_on)) });
+      for (const edge of edges) if (!isDone(edge.depends_on_status)) await this.adjust(tx, [task], -1, edge.depends_on);
+      await this.store.updateTask(tx, task, { updated_at: this.now(), depends_on: without(row, edges.map((e) => e.depends_on)) });
     }
-    return this.store.deleteScope(trx, scope);
+    return this.store.deleteScope(tx, scope);
   }
 }

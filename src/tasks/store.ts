@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
+import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
 import type { Database } from '../db/schema.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { ProjectsTable, TasksTable, TaskDependenciesTable, TaskCommentsTable, TaskActivityTable } from './tables.js';
@@ -49,22 +50,22 @@ const ACTIVITY_TEMPLATE: Record<keyof ActivityRow, null> = {
   created_at: null,
 };
 
-export class TasksStore {
+export class TasksStore implements Transactor {
   // A task update (PATCH, claim, close) locks, updates and records activity: compiled once per
   // shape, these spared the query builder ~10% of a PATCH's CPU (profiled).
   private readonly statements: Statements;
-  private readonly activityInsert: BulkInsert<ActivityRow>;
+  private readonly activityInsert: BulkInsert<'task_activity', keyof ActivityRow>;
 
   constructor(
     private readonly db: Db,
     private readonly caps: DialectCapabilities,
   ) {
     this.statements = new Statements(db);
-    this.activityInsert = new BulkInsert<ActivityRow>(ACTIVITY_TEMPLATE, (trx, rows) => trx.insertInto('task_activity').values(rows).compile());
+    this.activityInsert = new BulkInsert(db, 'task_activity', ACTIVITY_TEMPLATE);
   }
 
-  transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(work);
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
   }
 
   /** True when a write failed because a row it references was deleted meanwhile. */
@@ -74,26 +75,26 @@ export class TasksStore {
 
   // ---- projects ----
 
-  async insertProject(row: ProjectRow): Promise<void> {
-    await this.db.insertInto('projects').values(row).execute();
+  async insertProject(tx: Tx, row: ProjectRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('projects').values(row).execute();
   }
 
   /** The project, locked against concurrent task inserts and deletes on PostgreSQL when `lock`. */
-  async findProject(id: string, trx: Db = this.db, lock = false): Promise<ProjectRow | undefined> {
-    const query = trx.selectFrom('projects').selectAll().where('id', '=', id);
-    return (lock ? this.caps.lock(query) : query).executeTakeFirst();
+  async findProject(tx: Tx, id: string, options: { lock?: boolean } = {}): Promise<ProjectRow | undefined> {
+    const query = dbOf(tx, this.db).selectFrom('projects').selectAll().where('id', '=', id);
+    return (options.lock ? this.caps.lock(query) : query).executeTakeFirst();
   }
 
-  async listProjects(window: Page): Promise<Paged<ProjectRow>> {
-    return paginate(this.db.selectFrom('projects').selectAll().orderBy('id'), window);
+  async listProjects(tx: Tx, window: Page): Promise<Paged<ProjectRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('projects').selectAll().orderBy('id'), window);
   }
 
-  async updateProject(id: string, changes: Pick<ProjectRow, 'name' | 'description' | 'updated_at'>): Promise<ProjectRow | undefined> {
-    return this.db.updateTable('projects').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+  async updateProject(tx: Tx, id: string, changes: Pick<ProjectRow, 'name' | 'description' | 'updated_at'>): Promise<ProjectRow | undefined> {
+    return dbOf(tx, this.db).updateTable('projects').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
   }
 
-  async countProjectTasks(trx: Db, projectId: string): Promise<number> {
-    const row = await trx
+  async countProjectTasks(tx: Tx, projectId: string): Promise<number> {
+    const row = await dbOf(tx, this.db)
       .selectFrom('tasks')
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where('project_id', '=', projectId)
@@ -101,18 +102,18 @@ export class TasksStore {
     return Number(row?.n ?? 0);
   }
 
-  async deleteProject(trx: Db, id: string): Promise<void> {
-    await trx.deleteFrom('projects').where('id', '=', id).execute();
+  async deleteProject(tx: Tx, id: string): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('projects').where('id', '=', id).execute();
   }
 
   // ---- tasks ----
 
-  async insertTask(trx: Db, row: TaskRow): Promise<void> {
-    await trx.insertInto('tasks').values(row).execute();
+  async insertTask(tx: Tx, row: TaskRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('tasks').values(row).execute();
   }
 
-  async findTask(id: string, trx: Db = this.db): Promise<TaskRow | undefined> {
-    return trx.selectFrom('tasks').selectAll().where('id', '=', id).executeTakeFirst();
+  async findTask(tx: Tx, id: string): Promise<TaskRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('tasks').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /**
@@ -120,18 +121,18 @@ export class TasksStore {
    * depended-upon tasks before their dependents, the same order everywhere, so two
    * transactions never wait on each other in a circle.
    */
-  async lockTasks(trx: Db, ids: readonly string[]): Promise<TaskRow[]> {
+  async lockTasks(tx: Tx, ids: readonly string[]): Promise<TaskRow[]> {
+    const db = dbOf(tx, this.db);
     if (ids.length === 0) return [];
     // One text per list length, as the query builder would write (and SQLite cache) anyway.
-    const values = Object.fromEntries(ids.map((id, i) => [`id${i}`, id]));
-    const query = this.statements.compiled(`lock:${ids.length}`, values, (v) => {
-      return this.caps.lock(trx.selectFrom('tasks').selectAll().where('id', 'in', Object.values(v) as string[]).orderBy('id'));
-    });
-    return (await trx.executeQuery(query)).rows;
+    const query = this.statements.listed(`lock:${ids.length}`, { ids }, (v) =>
+      this.caps.lock(db.selectFrom('tasks').selectAll().where('id', 'in', v.ids).orderBy('id')),
+    );
+    return (await db.executeQuery(query)).rows;
   }
 
-  async listTasks(filter: TaskListFilter, window: Page): Promise<Paged<TaskRow>> {
-    let query = this.db.selectFrom('tasks');
+  async listTasks(tx: Tx, filter: TaskListFilter, window: Page): Promise<Paged<TaskRow>> {
+    let query = dbOf(tx, this.db).selectFrom('tasks');
     if (filter.project_id !== undefined) query = query.where('project_id', '=', filter.project_id);
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
     if (filter.assigned_to !== undefined) query = query.where('assigned_to', '=', filter.assigned_to);
@@ -140,19 +141,20 @@ export class TasksStore {
     return paginate(query.selectAll().orderBy('id'), window);
   }
 
-  async updateTask(trx: Db, id: string, changes: Partial<Omit<TaskRow, 'id'>>): Promise<TaskRow> {
+  async updateTask(tx: Tx, id: string, changes: Partial<Omit<TaskRow, 'id'>>): Promise<TaskRow> {
+    const db = dbOf(tx, this.db);
     // A column given as undefined is left alone, as the query builder leaves it.
     const columns = (Object.keys(changes) as (keyof typeof changes)[]).filter((column) => changes[column] !== undefined).sort();
     const values: Record<string, unknown> = { id };
     for (const column of columns) values[`set_${column}`] = changes[column];
     const query = this.statements.compiled(`update:${columns.join(',')}`, values, (v) =>
-      trx
+      db
         .updateTable('tasks')
         .set(Object.fromEntries(columns.map((column) => [column, v[`set_${column}`]])))
         .where('id', '=', v.id as string)
         .returningAll(),
     );
-    const [row] = (await trx.executeQuery(query)).rows;
+    const [row] = (await db.executeQuery(query)).rows;
     if (!row) throw new Error(`task '${id}' vanished inside its transaction`);
     return row;
   }
@@ -162,8 +164,8 @@ export class TasksStore {
    * held by `agent`, still has the status the caller saw, and is not blocked. Concurrent claims
    * queue on the row and all but the first find the condition false.
    */
-  async claimTask(trx: Db, id: string, seenStatus: string, agent: string, at: number): Promise<TaskRow | undefined> {
-    return trx
+  async claimTask(tx: Tx, id: string, seenStatus: string, agent: string, at: number): Promise<TaskRow | undefined> {
+    return dbOf(tx, this.db)
       .updateTable('tasks')
       .set({ assigned_to: agent, status: 'in_progress', updated_at: at })
       .where('id', '=', id)
@@ -175,8 +177,8 @@ export class TasksStore {
   }
 
   /** Drops the assignment if `holder` still holds the task with the status the caller saw. */
-  async releaseTask(trx: Db, id: string, holder: string, seenStatus: string, status: string, at: number): Promise<TaskRow | undefined> {
-    return trx
+  async releaseTask(tx: Tx, id: string, holder: string, seenStatus: string, status: string, at: number): Promise<TaskRow | undefined> {
+    return dbOf(tx, this.db)
       .updateTable('tasks')
       .set({ assigned_to: null, status, updated_at: at })
       .where('id', '=', id)
@@ -190,9 +192,9 @@ export class TasksStore {
    * Adds `delta` to the open-dependency count of each task (ids distinct) and returns what it
    * left. Row locks make concurrent adjustments of one task queue; each sees the other's result.
    */
-  async adjustOpenDependencies(trx: Db, ids: readonly string[], delta: number): Promise<AdjustedTask[]> {
+  async adjustOpenDependencies(tx: Tx, ids: readonly string[], delta: number): Promise<AdjustedTask[]> {
     if (ids.length === 0) return [];
-    return trx
+    return dbOf(tx, this.db)
       .updateTable('tasks')
       .set((eb) => ({ open_dependencies: eb('open_dependencies', '+', delta) }))
       .where('id', 'in', ids)
@@ -210,65 +212,67 @@ export class TasksStore {
   }
 
   /** Locks every task in the scope (PostgreSQL), in id order. */
-  async lockScope(trx: Db, scope: TaskScope): Promise<string[]> {
-    const query = this.caps.lock(trx.selectFrom('tasks').select('id').where(this.scoped(scope)).orderBy('id'));
+  async lockScope(tx: Tx, scope: TaskScope): Promise<string[]> {
+    const query = this.caps.lock(dbOf(tx, this.db).selectFrom('tasks').select('id').where(this.scoped(scope)).orderBy('id'));
     return (await query.execute()).map((r) => r.id);
   }
 
   /** Dependencies of tasks outside the scope on tasks inside it: removing the scope severs them. */
-  async edgesIntoScope(trx: Db, scope: TaskScope): Promise<SeveredEdge[]> {
-    return trx
+  async edgesIntoScope(tx: Tx, scope: TaskScope): Promise<SeveredEdge[]> {
+    const db = dbOf(tx, this.db);
+    return db
       .selectFrom('task_dependencies as d')
       .innerJoin('tasks', 'tasks.id', 'd.depends_on')
       .select(['d.task_id', 'd.depends_on', 'tasks.status as depends_on_status'])
       .where(this.scoped(scope))
-      .where('d.task_id', 'not in', this.scopeIds(trx, scope))
+      .where('d.task_id', 'not in', this.scopeIds(db, scope))
       .orderBy('d.task_id')
       .orderBy('d.id')
       .execute();
   }
 
   /** Deletes the tasks in the scope with their comments, activity and dependencies (both ways). */
-  async deleteScope(trx: Db, scope: TaskScope): Promise<number> {
-    const ids = this.scopeIds(trx, scope);
-    await trx.deleteFrom('task_activity').where('task_id', 'in', ids).execute();
-    await trx.deleteFrom('task_comments').where('task_id', 'in', ids).execute();
-    await trx
+  async deleteScope(tx: Tx, scope: TaskScope): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const ids = this.scopeIds(db, scope);
+    await db.deleteFrom('task_activity').where('task_id', 'in', ids).execute();
+    await db.deleteFrom('task_comments').where('task_id', 'in', ids).execute();
+    await db
       .deleteFrom('task_dependencies')
       .where((eb) => eb.or([eb('task_id', 'in', ids), eb('depends_on', 'in', ids)]))
       .execute();
-    const result = await trx.deleteFrom('tasks').where(this.scoped(scope)).executeTakeFirst();
+    const result = await db.deleteFrom('tasks').where(this.scoped(scope)).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
   // ---- dependencies ----
 
-  async lockGraph(trx: Db): Promise<void> {
-    await this.caps.transactionLock(trx, GRAPH_LOCK);
+  async lockGraph(tx: Tx): Promise<void> {
+    await this.caps.transactionLock(dbOf(tx, this.db), GRAPH_LOCK);
   }
 
-  async insertDependencies(trx: Db, rows: DependencyRow[]): Promise<void> {
-    if (rows.length > 0) await trx.insertInto('task_dependencies').values(rows).execute();
+  async insertDependencies(tx: Tx, rows: DependencyRow[]): Promise<void> {
+    if (rows.length > 0) await dbOf(tx, this.db).insertInto('task_dependencies').values(rows).execute();
   }
 
-  async findDependency(trx: Db, taskId: string, ref: { id: string } | { dependsOn: string }): Promise<DependencyRow | undefined> {
-    let query = trx.selectFrom('task_dependencies').selectAll().where('task_id', '=', taskId);
+  async findDependency(tx: Tx, taskId: string, ref: { id: string } | { dependsOn: string }): Promise<DependencyRow | undefined> {
+    let query = dbOf(tx, this.db).selectFrom('task_dependencies').selectAll().where('task_id', '=', taskId);
     query = 'id' in ref ? query.where('id', '=', ref.id) : query.where('depends_on', '=', ref.dependsOn);
     return query.executeTakeFirst();
   }
 
-  async deleteDependency(trx: Db, id: string): Promise<boolean> {
-    const result = await trx.deleteFrom('task_dependencies').where('id', '=', id).executeTakeFirst();
+  async deleteDependency(tx: Tx, id: string): Promise<boolean> {
+    const result = await dbOf(tx, this.db).deleteFrom('task_dependencies').where('id', '=', id).executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
 
-  async listDependencies(taskId: string): Promise<DependencyRow[]> {
-    return this.db.selectFrom('task_dependencies').selectAll().where('task_id', '=', taskId).orderBy('id').execute();
+  async listDependencies(tx: Tx, taskId: string): Promise<DependencyRow[]> {
+    return dbOf(tx, this.db).selectFrom('task_dependencies').selectAll().where('task_id', '=', taskId).orderBy('id').execute();
   }
 
   /** Ids of the tasks that depend on `taskId`. */
-  async dependentsOf(trx: Db, taskId: string): Promise<string[]> {
-    const rows = await trx.selectFrom('task_dependencies').select('task_id').where('depends_on', '=', taskId).execute();
+  async dependentsOf(tx: Tx, taskId: string): Promise<string[]> {
+    const rows = await dbOf(tx, this.db).selectFrom('task_dependencies').select('task_id').where('depends_on', '=', taskId).execute();
     return rows.map((r) => r.task_id);
   }
 
@@ -276,7 +280,7 @@ export class TasksStore {
    * Every edge reachable from `from` along depends_on (one recursive query). The graph is
    * acyclic, so the recursion ends; UNION drops tasks reached twice.
    */
-  async reachableEdges(trx: Db, from: string): Promise<{ task_id: string; depends_on: string }[]> {
+  async reachableEdges(tx: Tx, from: string): Promise<{ task_id: string; depends_on: string }[]> {
     const result = await sql<{ task_id: string; depends_on: string }>`
       WITH RECURSIVE reach(id) AS (
         SELECT ${from}
@@ -284,25 +288,25 @@ export class TasksStore {
         SELECT d.depends_on FROM task_dependencies d JOIN reach r ON d.task_id = r.id
       )
       SELECT d.task_id, d.depends_on FROM task_dependencies d JOIN reach r ON d.task_id = r.id
-    `.execute(trx);
+    `.execute(dbOf(tx, this.db));
     return result.rows;
   }
 
   // ---- comments and activity ----
 
-  async insertComment(trx: Db, row: CommentRow): Promise<void> {
-    await trx.insertInto('task_comments').values(row).execute();
+  async insertComment(tx: Tx, row: CommentRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('task_comments').values(row).execute();
   }
 
-  async listComments(taskId: string, window: Page): Promise<Paged<CommentRow>> {
-    return paginate(this.db.selectFrom('task_comments').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
+  async listComments(tx: Tx, taskId: string, window: Page): Promise<Paged<CommentRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('task_comments').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
   }
 
-  async insertActivity(trx: Db, rows: ActivityRow[]): Promise<void> {
-    if (rows.length > 0) await this.activityInsert.run(trx, rows);
+  async insertActivity(tx: Tx, rows: ActivityRow[]): Promise<void> {
+    if (rows.length > 0) await this.activityInsert.run(dbOf(tx, this.db), rows);
   }
 
-  async listActivity(taskId: string, window: Page): Promise<Paged<ActivityRow>> {
-    return paginate(this.db.selectFrom('task_activity').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
+  async listActivity(tx: Tx, taskId: string, window: Page): Promise<Paged<ActivityRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('task_activity').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
   }
 }

@@ -139,7 +139,7 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
     const database = await createTestDatabase(dialect);
     const dataDirs = [0, 1].map(() => fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-node-')));
     const nodes = await Promise.all(
-      dataDirs.map((dataDir) => startServer(dialect, { database: { ...database, dataDir }, env: { SWITCHBOARD_ADMIN_KEY: '' } })),
+      dataDirs.map((dataDir) => startServer(dialect, { database, env: { SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_ADMIN_KEY: '' } })),
     );
     try {
       const keyFiles = dataDirs.map((dir) => path.join(dir, 'admin.key')).filter((file) => fs.existsSync(file));

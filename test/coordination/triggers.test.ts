@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import type { RunEngine } from '../../src/coordination/engine.js';
 import { CoordinationStore } from '../../src/coordination/store.js';
 import { TriggersService } from '../../src/coordination/triggers.js';
+import { autocommit } from '../../src/db/tx.js';
 import { InProcessNotifier } from '../../src/kernel/notifier.js';
 import { acknowledge, receive, type InboxMessage } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
@@ -337,7 +338,7 @@ describeEachDialect('coordination triggers', (dialect) => {
     for (let i = 0; i < 105; i++) expect((await server.api.post(`/api/v1/coordination/hooks/${path}`, { i })).status).toBe(202);
     expect((await server.api.get(`${T}/${hook.id}/fires?limit=1`)).body.meta.total).toBe(105);
     const { db, caps } = server.app.platform.database;
-    await new CoordinationStore(db, caps).pruneFires();
+    await new CoordinationStore(db, caps).pruneFires(autocommit);
     const kept = await server.api.get(`${T}/${hook.id}/fires?limit=500`);
     expect(kept.body.meta.total).toBe(100);
     // The newest ones stay.

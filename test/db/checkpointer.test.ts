@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import * as fromSrc from '../../src/db/database.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { waitFor } from '../helpers/wait.js';
@@ -14,9 +16,13 @@ describe('SQLite checkpoints in the background', () => {
     await database.drop();
   });
 
-  it('copies the WAL into the database file from a worker, never in a commit', async () => {
+  // The worker is a file beside checkpointer.ts: src/ under the tests, dist/ once built (`npm test` builds first).
+  it.each([
+    ['src/', async () => fromSrc],
+    ['dist/', async () => (await import(pathToFileURL(path.resolve('dist/db/database.js')).href)) as typeof fromSrc],
+  ])('copies the WAL into the database file from a worker, never in a commit (from %s)', async (_, load) => {
     database = await createTestDatabase('sqlite');
-    handle = openDatabase({ databaseUrl: null, dataDir: database.dataDir });
+    handle = (await load()).openDatabase({ databaseUrl: null, dataDir: database.dataDir });
     const file = path.join(database.dataDir, 'switchboard.db');
     const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(handle.db);
     expect(rows[0]!.wal_autocheckpoint).toBe(0);

@@ -20,15 +20,15 @@ describeEachDialect('migrations', (dialect) => {
     await database.drop();
   });
 
-  const open = () => openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
+  const open = () => openDatabase(database.options(2));
 
   it('apply every migration once, from two processes at the same time, and nothing on a second run', async () => {
     // Two nodes starting together: the migration lock lets exactly one apply each migration.
     const env = {
       PATH: process.env.PATH,
-      SWITCHBOARD_DATA_DIR: database.dataDir,
       SWITCHBOARD_LOG_LEVEL: 'info',
-      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      SWITCHBOARD_DATA_DIR: database.dataDir,
+      ...database.env,
     };
     const outputs = await Promise.all([1, 2].map(() => run(process.execPath, [CLI, 'migrate'], { env })));
     const applied = outputs.flatMap(({ stdout }) => (JSON.parse(stdout.trim().split('\n').pop()!) as { applied: string[] }).applied);

@@ -13,7 +13,7 @@ describeEachDialect('paginate', (dialect) => {
 
   beforeAll(async () => {
     database = await createTestDatabase(dialect);
-    handle = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+    handle = openDatabase(database.options());
     await handle.db.schema.createTable('paginate_probe').addColumn('id', 'integer', (c) => c.primaryKey()).execute();
     for (let id = 1; id <= 7; id++) await handle.db.insertInto('paginate_probe' as never).values({ id } as never).execute();
   });
@@ -84,7 +84,7 @@ describeEachDialect('paginate', (dialect) => {
     expect((await paginateCompiled(handle.db, statements, 'probe', { above: 6 }, build, { limit: 1, offset: 0 })).items).toEqual([{ id: 7 }]);
   });
 
-  if (dialect === 'sqlite') {
+  if (dialect !== 'postgres') {
     it('compiles LIMIT as an expression, so the statement is not prepared again on every run', () => {
       expect(rows().limit(3).compile().sql).toMatch(/limit \+\?/);
     });

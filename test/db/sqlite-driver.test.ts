@@ -10,18 +10,21 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 describe('SQLite group commit', () => {
   let database: TestDatabase;
   let handle: DatabaseHandle;
+  /** False once a test closed the handle itself. */
+  let handleOpen: boolean;
   /** A second connection to the same file: it sees only what was committed. */
   let observer: BetterSqlite3.Database;
 
   beforeEach(async () => {
     database = await createTestDatabase('sqlite');
     handle = openDatabase({ databaseUrl: null, dataDir: database.dataDir });
+    handleOpen = true;
     await sql`create table notes (id integer primary key, body text not null unique)`.execute(handle.db);
     observer = new BetterSqlite3(path.join(database.dataDir, 'switchboard.db'), { readonly: true });
   });
   afterEach(async () => {
     observer.close();
-    await handle.close();
+    if (handleOpen) await handle.close();
     await database.drop();
   });
 
@@ -146,7 +149,7 @@ describe('SQLite group commit', () => {
     const closing = handle.close();
     await write;
     await closing;
+    handleOpen = false;
     expect(committed()).toEqual(['last words']);
-    handle = openDatabase({ databaseUrl: null, dataDir: database.dataDir });
   });
 });

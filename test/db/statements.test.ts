@@ -12,7 +12,7 @@ describeEachDialect('statements compiled once per shape', (dialect) => {
 
   beforeAll(async () => {
     database = await createTestDatabase(dialect);
-    handle = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+    handle = openDatabase(database.options());
     statements = new Statements(handle.db);
   });
   afterAll(async () => {
@@ -52,6 +52,36 @@ describeEachDialect('statements compiled once per shape', (dialect) => {
     expect(query('a').sql).toBe(query('b').sql);
     expect(query('b').parameters).toEqual(['b']);
     expect((await handle.db.executeQuery(query('c'))).rows).toEqual([{ label: 'c' }]);
+    expect(builds).toBe(1);
+  });
+
+  it('lists values and rows element by element, beside values bound whole', async () => {
+    let builds = 0;
+    const run = async (ids: string[], rows: { a: number; b: string; extra?: string }[], label: string) => {
+      const query = statements.listed(
+        `listed:${ids.length}:${rows.length}`,
+        { ids, rows, label },
+        (v) => {
+          builds += 1;
+          const picked = v.rows.map((row) => sql`select cast(${row.a} as integer) as a, cast(${row.b} as text) as b`);
+          return sql<{ a: number; b: string; label: string; hit: number }>`
+            select r.a, r.b, cast(${v.label} as text) as label,
+              case when r.b in (${sql.join(v.ids)}) then 1 else 0 end as hit
+            from (${sql.join(picked, sql` union all `)}) as r order by r.a`;
+        },
+        { rows: ['a', 'b'] },
+      );
+      return (await handle.db.executeQuery(query)).rows.map((row) => ({ ...row, hit: Number(row.hit) }));
+    };
+    expect(await run(['x', 'z'], [{ a: 1, b: 'x' }, { a: 2, b: 'y' }], 'one')).toEqual([
+      { a: 1, b: 'x', label: 'one', hit: 1 },
+      { a: 2, b: 'y', label: 'one', hit: 0 },
+    ]);
+    // Same lengths: the same text, bound anew; a field outside `columns` is not bound.
+    expect(await run(['y', 'q'], [{ a: 3, b: 'y', extra: 'e' }, { a: 4, b: 'w' }], 'two')).toEqual([
+      { a: 3, b: 'y', label: 'two', hit: 1 },
+      { a: 4, b: 'w', label: 'two', hit: 0 },
+    ]);
     expect(builds).toBe(1);
   });
 

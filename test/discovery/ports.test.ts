@@ -4,6 +4,7 @@ import type { Platform } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { autocommit } from '../../src/db/tx.js';
 import { createDiscoveryDomain, type DiscoveryService } from '../../src/discovery/index.js';
 import { InvalidRequest } from '../../src/kernel/errors.js';
 import { InProcessNotifier } from '../../src/kernel/notifier.js';
@@ -23,7 +24,7 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
 
   beforeAll(async () => {
     database = await createTestDatabase(dialect);
-    handle = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
+    handle = openDatabase(database.options(2));
     await migrateToLatest(handle);
     notifier = new InProcessNotifier();
     const config = loadConfig({ SWITCHBOARD_DATA_DIR: database.dataDir, SWITCHBOARD_HEALTH_TTL_S: '30' });
@@ -62,13 +63,13 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
     await service.register('w2', { capability: 'plan.write' });
     await service.heartbeat('w1', { load: 0.7 });
     await service.heartbeat('w2', { load: 0.2 });
-    const picked = await directory.lookup({ capability: 'plan.write', strategy: 'least_loaded', limit: 1 });
+    const picked = await directory.lookup(autocommit, { capability: 'plan.write', strategy: 'least_loaded', limit: 1 });
     expect(picked).toEqual([expect.objectContaining({ agent_id: 'w2', capability: 'plan.write', health: 'healthy', load: 0.2 })]);
     clock.advance(31_000);
     await service.heartbeat('w1', { load: 0.7 });
-    expect((await directory.lookup({ capability: 'plan.*' })).map((a) => a.agent_id)).toEqual(['w1']);
-    expect((await directory.lookup({ capability: 'plan.write', include_unhealthy: true })).map((a) => a.agent_id)).toEqual(['w1', 'w2']);
-    await expect(directory.lookup({ capability: 'plan.write', strategy: 'fastest' })).rejects.toBeInstanceOf(InvalidRequest);
+    expect((await directory.lookup(autocommit, { capability: 'plan.*' })).map((a) => a.agent_id)).toEqual(['w1']);
+    expect((await directory.lookup(autocommit, { capability: 'plan.write', include_unhealthy: true })).map((a) => a.agent_id)).toEqual(['w1', 'w2']);
+    await expect(directory.lookup(autocommit, { capability: 'plan.write', strategy: 'fastest' })).rejects.toBeInstanceOf(InvalidRequest);
   });
 
   it('search answers natural-language queries', async () => {

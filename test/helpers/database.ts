@@ -4,8 +4,11 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { databaseOptions, type DatabaseOptions } from '../../src/db/database.js';
 
-export type Dialect = 'sqlite' | 'postgres';
+/** 'sqlite-no-group-commit' is SQLite with SWITCHBOARD_SQLITE_GROUP_COMMIT=off (db/sqlite-plain-driver.ts). */
+export type Dialect = 'sqlite' | 'sqlite-no-group-commit' | 'postgres';
 export const DIALECTS: Dialect[] = ['sqlite', 'postgres'];
 
 /** One isolated database: a temp data dir, plus a fresh PostgreSQL database for 'postgres'. */
@@ -13,6 +16,10 @@ export interface TestDatabase {
   readonly dialect: Dialect;
   readonly databaseUrl: string | null;
   readonly dataDir: string;
+  /** The configuration entries besides SWITCHBOARD_DATA_DIR that select this database: for a server's or the CLI's environment. */
+  readonly env: Record<string, string>;
+  /** What `openDatabase` takes to open this database, as a server on `env` would. */
+  options(poolSize?: number): DatabaseOptions;
   drop(): Promise<void>;
 }
 
@@ -23,13 +30,9 @@ export function postgresTestUrl(): string | undefined {
 
 export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-test-'));
-  if (dialect === 'sqlite') {
-    return {
-      dialect,
-      databaseUrl: null,
-      dataDir,
-      drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
-    };
+  if (dialect !== 'postgres') {
+    const env: Record<string, string> = dialect === 'sqlite-no-group-commit' ? { SWITCHBOARD_SQLITE_GROUP_COMMIT: 'off' } : {};
+    return testDatabase(dialect, dataDir, env, async () => fs.rmSync(dataDir, { recursive: true, force: true }));
   }
   const baseUrl = postgresTestUrl();
   if (!baseUrl) throw new Error('SWITCHBOARD_TEST_DATABASE_URL is not set');
@@ -43,20 +46,29 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
   }
   const url = new URL(baseUrl);
   url.pathname = `/${name}`;
+  return testDatabase(dialect, dataDir, { DATABASE_URL: url.toString() }, async () => {
+    const client = new pg.Client({ connectionString: baseUrl });
+    await client.connect();
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+}
+
+function testDatabase(dialect: Dialect, dataDir: string, env: Record<string, string>, drop: () => Promise<void>): TestDatabase {
   return {
     dialect,
-    databaseUrl: url.toString(),
+    databaseUrl: env.DATABASE_URL ?? null,
     dataDir,
-    drop: async () => {
-      const client = new pg.Client({ connectionString: baseUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
-      fs.rmSync(dataDir, { recursive: true, force: true });
+    env,
+    // A method, not a closure: a copy with another data dir (`{ ...database, dataDir }`) opens that one.
+    options(poolSize) {
+      return databaseOptions(loadConfig({ ...this.env, SWITCHBOARD_DATA_DIR: this.dataDir }), poolSize);
     },
+    drop,
   };
 }
 

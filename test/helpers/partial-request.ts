@@ -39,12 +39,3 @@ export function startPartialRequest(
   if (first.length > 0) request.write(first);
   return { request, answer };
 }
-
-/** `promise`, or a rejection naming `what` once `ms` have passed without it. */
-export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}

@@ -18,11 +18,11 @@ export async function spawnServer(database: TestDatabase, adminKey: string, env:
     env: {
       PATH: process.env.PATH,
       SWITCHBOARD_PORT: '0',
-      SWITCHBOARD_DATA_DIR: database.dataDir,
       SWITCHBOARD_ADMIN_KEY: adminKey,
       SWITCHBOARD_LOG_LEVEL: 'info',
       SWITCHBOARD_RATE_LIMIT: '0',
-      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      SWITCHBOARD_DATA_DIR: database.dataDir,
+      ...database.env,
       ...env,
     },
   });

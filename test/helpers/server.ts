@@ -16,7 +16,18 @@ export interface TestServer {
   readonly api: Api;
   /** Creates an agent key and returns a client that acts as that agent. */
   agent(agentId: string): Promise<Api>;
+  /**
+   * Resolves when the next request whose method is `method` and whose URL starts with
+   * `urlPrefix` reaches its route handler (past auth and validation). Call it before sending.
+   */
+  requestArrival(method: string, urlPrefix: string): Promise<ArrivedRequest>;
   close(): Promise<void>;
+}
+
+/** A request the server is handling. */
+export interface ArrivedRequest {
+  /** Resolves when its handler has answered (even to a client that went away). */
+  readonly answered: Promise<void>;
 }
 
 export interface StartOptions {
@@ -35,16 +46,32 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
   const config = loadConfig({
     SWITCHBOARD_HOST: '127.0.0.1',
     SWITCHBOARD_PORT: '0',
-    SWITCHBOARD_DATA_DIR: database.dataDir,
     SWITCHBOARD_ADMIN_KEY: adminKey,
     SWITCHBOARD_LOG_LEVEL: process.env.SWITCHBOARD_TEST_LOG ?? 'silent',
-    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    SWITCHBOARD_DATA_DIR: database.dataDir,
+    ...database.env,
     ...options.env,
   });
   const app = await createApp({
     config,
     clock: options.clock,
     logger: pino({ level: config.logLevel }),
+  });
+  const arrivals = new Set<{ method: string; urlPrefix: string; arrived: (request: ArrivedRequest) => void }>();
+  // onSend runs once the handler answers, whether or not the client is still there to read it.
+  const answered = new WeakMap<object, () => void>();
+  app.http.addHook('preHandler', (request, _reply, done) => {
+    for (const waiting of arrivals) {
+      if (request.method !== waiting.method || !request.url.startsWith(waiting.urlPrefix)) continue;
+      arrivals.delete(waiting);
+      waiting.arrived({ answered: new Promise((resolve) => answered.set(request, resolve)) });
+      break;
+    }
+    done();
+  });
+  app.http.addHook('onSend', (request, _reply, payload, done) => {
+    answered.get(request)?.();
+    done(null, payload);
   });
   const url = await app.listen();
   const api = new Api(url, adminKey);
@@ -58,6 +85,9 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
       const res = await api.post('/api/v1/auth/keys', { agent_id: agentId, role: 'agent', name: `test ${agentId}` });
       if (res.status !== 201) throw new Error(`could not create a key for ${agentId}: ${res.text}`);
       return api.withKey(res.body.data.key);
+    },
+    requestArrival(method: string, urlPrefix: string) {
+      return new Promise((arrived) => arrivals.add({ method, urlPrefix, arrived }));
     },
     async close() {
       await app.close();

@@ -15,3 +15,12 @@ export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs = 5000, 
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** `promise`, or a rejection naming `what` once `ms` have passed without it. */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

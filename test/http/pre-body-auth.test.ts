@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { startPartialRequest, within, type PartialAnswer } from '../helpers/partial-request.js';
+import { startPartialRequest, type PartialAnswer } from '../helpers/partial-request.js';
+import { within } from '../helpers/wait.js';
 import { useServer } from '../helpers/server.js';
 import { keyPair, signedHeaders } from '../helpers/signing.js';
 

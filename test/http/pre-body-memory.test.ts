@@ -4,9 +4,9 @@ import { expect, it } from 'vitest';
 import { Api } from '../helpers/api.js';
 import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { startPartialRequest, within, type PartialRequest } from '../helpers/partial-request.js';
+import { startPartialRequest, type PartialRequest } from '../helpers/partial-request.js';
 import { spawnServer } from '../helpers/process.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor, within } from '../helpers/wait.js';
 import { keyPair, signedHeaders } from '../helpers/signing.js';
 
 const CONNECTIONS = 1000;
@@ -33,6 +33,7 @@ describeEachDialect('memory held before authentication', (dialect) => {
       const server = await spawnServer(database(), adminKey, { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '0' });
       const pid = server.child.pid!;
       const partials: PartialRequest[] = [];
+      let sampler: NodeJS.Timeout | undefined;
       try {
         const admin = new Api(server.url, adminKey);
         const alice = keyPair();
@@ -42,7 +43,7 @@ describeEachDialect('memory held before authentication', (dialect) => {
         const headers = { ...signedHeaders(alice.privateKey, 'alice', 'POST', '/elsewhere'), 'content-type': 'application/json' };
         const baseline = rssBytes(pid);
         let peak = baseline;
-        const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
+        sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
 
         const body = Buffer.alloc(SENT_BYTES, 0x20);
         let refused = 0;
@@ -68,6 +69,8 @@ describeEachDialect('memory held before authentication', (dialect) => {
         expect(growthMb, figures).toBeLessThan(100);
         expect(refused).toBeGreaterThanOrEqual(expectedRefusals);
       } finally {
+        // Also when the test fails midway: the sampler would read /proc of a server gone.
+        clearInterval(sampler);
         for (const partial of partials) partial.request.destroy();
         server.child.kill('SIGTERM');
         expect(await server.exited).toBe(0);

@@ -1,7 +1,8 @@
+import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
-import { InProcessNotifier, PostgresNotifier, type Notifier } from '../../src/kernel/notifier.js';
+import { PostgresNotifier } from '../../src/db/postgres-notifier.js';
+import { InProcessNotifier, type Notifier } from '../../src/kernel/notifier.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 
@@ -18,7 +19,7 @@ function nextMessage(notifier: Notifier, channel: string): Promise<{ payload: st
 
 describeEachDialect('notifier', (dialect) => {
   let database: TestDatabase;
-  const handles: DatabaseHandle[] = [];
+  const pools: pg.Pool[] = [];
   const notifiers: Notifier[] = [];
 
   beforeAll(async () => {
@@ -26,7 +27,7 @@ describeEachDialect('notifier', (dialect) => {
   });
   afterAll(async () => {
     for (const n of notifiers) await n.close();
-    for (const h of handles) await h.close();
+    for (const pool of pools) await pool.end();
     await database.drop();
   });
 
@@ -36,9 +37,10 @@ describeEachDialect('notifier', (dialect) => {
       notifiers.push(n);
       return n;
     }
-    const handle = openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, poolSize: 2 });
-    handles.push(handle);
-    const n = new PostgresNotifier(database.databaseUrl!, handle.pool!, logger);
+    // A pool of its own: the notifier only borrows the one it is given.
+    const pool = new pg.Pool({ connectionString: database.databaseUrl!, max: 2 });
+    pools.push(pool);
+    const n = new PostgresNotifier(database.databaseUrl!, pool, logger);
     notifiers.push(n);
     await n.whenReady();
     return n;

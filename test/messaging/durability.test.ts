@@ -5,6 +5,7 @@ import { receive } from '../helpers/agent.js';
 import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { spawnServer } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 describeEachDialect('messaging durability', (dialect) => {
   const suiteDatabase = useTestDatabase(dialect);
@@ -26,7 +27,7 @@ describeEachDialect('messaging durability', (dialect) => {
         }
       }
     });
-    while (confirmed.length < 200) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => confirmed.length >= 200, 30_000, 5);
     first.child.kill('SIGKILL');
     stop = true;
     await Promise.all(senders);

@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import type { Tx } from '../../src/db/tx.js';
 import { InProcessNotifier, type Notifier } from '../../src/kernel/notifier.js';
 import { InboxWakeups, type Waiter } from '../../src/messaging/inbox-wakeups.js';
 
@@ -22,6 +23,10 @@ class HeldNotifier implements Notifier {
     this.sent.push(payload);
     await new Promise<void>((resolve) => this.held.push(resolve));
     await this.local.notify(channel, payload);
+  }
+
+  notifyIn(_tx: Tx, channel: string, payload = ''): Promise<void> {
+    return this.notify(channel, payload);
   }
 
   listen(channel: string, handler: (payload: string) => void): () => void {

@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { acknowledge, receive, receiveOne, reject } from '../helpers/agent.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor, within } from '../helpers/wait.js';
 
 const M = '/api/v1/messaging';
 
@@ -34,12 +34,13 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
   it('wakes a waiting long poll when a message is sent', async () => {
     const sender = await server.agent('waker');
     const sleeper = await server.agent('sleeper');
+    const polling = server.requestArrival('GET', `${M}/receive?agent_id=sleeper&`);
     const waiting = (async () => {
-      const started = Date.now();
       const messages = await receive(sleeper, 'sleeper', 10);
-      return { messages, at: Date.now(), started };
+      return { messages, at: Date.now() };
     })();
-    await new Promise((r) => setTimeout(r, 300));
+    // The handler registers the poll's waiter before its first look, in the turn it starts.
+    await polling;
     const sentAt = Date.now();
     await sender.post(`${M}/send`, { destination: 'sleeper', event_name: 'ping' });
     const { messages, at } = await waiting;
@@ -51,16 +52,17 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     const sender = await server.agent('leaver-sender');
     const leaver = await server.agent('leaver');
     const gone = new AbortController();
-    const abandoned = fetch(`${leaver.baseUrl}${M}/receive?agent_id=leaver&timeout=10`, {
+    const polling = server.requestArrival('GET', `${M}/receive?agent_id=leaver&`);
+    const abandoned = fetch(`${leaver.baseUrl}${M}/receive?agent_id=leaver&timeout=30`, {
       headers: { authorization: `Bearer ${leaver.key}` },
       signal: gone.signal,
     }).catch((err: Error) => err.name);
-    await new Promise((r) => setTimeout(r, 300));
+    const poll = await polling;
     gone.abort();
     expect(await abandoned).toBe('AbortError');
-    await new Promise((r) => setTimeout(r, 100));
+    // Well before the poll's own 30 s timeout: only the client's going away can end it this soon.
+    await within(poll.answered, 5000, 'end of the abandoned poll');
     await sender.post(`${M}/send`, { destination: 'leaver', event_name: 'after' });
-    await new Promise((r) => setTimeout(r, 100));
     // Had the abandoned poll still been waiting, the send would have woken it and leased the message to nobody.
     expect((await receive(leaver, 'leaver', 0)).map((m: { event_name: string }) => m.event_name)).toEqual(['after']);
   });
@@ -68,8 +70,9 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
   it('answers a waiting long poll at once when the server shuts down', async () => {
     const own = await startServer(dialect);
     const sleeper = await own.agent('shutdown-sleeper');
+    const polling = own.requestArrival('GET', `${M}/receive?agent_id=shutdown-sleeper&`);
     const waiting = receive(sleeper, 'shutdown-sleeper', 20);
-    await new Promise((r) => setTimeout(r, 300));
+    await polling;
     const closing = Date.now();
     await own.close();
     expect(await waiting).toEqual([]);

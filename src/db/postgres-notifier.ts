@@ -1,0 +1,124 @@
+import { sql } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { InProcessNotifier, type Notifier } from '../kernel/notifier.js';
+import { openTransaction, type Tx } from './tx.js';
+
+const PG_CHANNEL = 'switchboard';
+// NOTIFY payloads are capped at 8000 bytes by PostgreSQL; ours carry ids, not documents.
+const MAX_PAYLOAD = 7900;
+
+/**
+ * Cluster mode: one PostgreSQL channel carries every logical channel as JSON `{c, p}`, so one
+ * LISTEN connection serves all listeners of this node. The connection reconnects with
+ * exponential backoff (250 ms → 10 s); while it is down, consumers fall back to their polling.
+ */
+export class PostgresNotifier implements Notifier {
+  readonly spansNodes = true;
+  private readonly local = new InProcessNotifier();
+  private client: pg.Client | null = null;
+  private connections = 0;
+  private closed = false;
+  private retryDelay = 250;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private readonly ready: Promise<void>;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly pool: pg.Pool,
+    private readonly logger: Logger,
+  ) {
+    this.ready = this.connect();
+  }
+
+  get epoch(): number | null {
+    return this.client === null ? null : this.connections;
+  }
+
+  /** Resolves once the first LISTEN is in place (or the first attempt failed). */
+  whenReady(): Promise<void> {
+    return this.ready;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const client = new pg.Client({ connectionString: this.connectionString });
+    client.on('notification', (msg) => {
+      if (msg.channel !== PG_CHANNEL || msg.payload === undefined) return;
+      try {
+        const { c, p } = JSON.parse(msg.payload) as { c: string; p: string };
+        void this.local.notify(c, p);
+      } catch {
+        this.logger.warn({ payload: msg.payload }, 'ignoring malformed notification');
+      }
+    });
+    client.on('error', (err) => {
+      this.logger.warn({ err }, 'notifier connection error; reconnecting');
+      this.scheduleReconnect(client);
+    });
+    client.on('end', () => this.scheduleReconnect(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${PG_CHANNEL}`);
+      if (this.closed) {
+        // close() ran while we were connecting: nothing will end this client but us.
+        client.removeAllListeners('end');
+        await client.end().catch(() => undefined);
+        return;
+      }
+      this.client = client;
+      this.connections++;
+      this.retryDelay = 250;
+    } catch (err) {
+      this.logger.warn({ err }, 'notifier could not LISTEN; retrying');
+      this.scheduleReconnect(client);
+    }
+  }
+
+  private scheduleReconnect(failed: pg.Client): void {
+    if (this.closed || this.retryTimer !== null) return;
+    if (this.client === failed) this.client = null;
+    failed.removeAllListeners('end');
+    void failed.end().catch(() => undefined);
+    const delay = this.retryDelay;
+    this.retryDelay = Math.min(this.retryDelay * 2, 10_000);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.connect();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  async notify(channel: string, payload = ''): Promise<void> {
+    await this.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, this.body(channel, payload)]);
+  }
+
+  async notifyIn(tx: Tx, channel: string, payload = ''): Promise<void> {
+    const trx = openTransaction(tx);
+    if (trx === null) return this.notify(channel, payload);
+    await sql`SELECT pg_notify(${PG_CHANNEL}, ${this.body(channel, payload)})`.execute(trx);
+  }
+
+  private body(channel: string, payload: string): string {
+    const body = JSON.stringify({ c: channel, p: payload });
+    if (Buffer.byteLength(body) > MAX_PAYLOAD) throw new Error(`notification payload too large on ${channel}`);
+    return body;
+  }
+
+  listen(channel: string, handler: (payload: string) => void): () => void {
+    return this.local.listen(channel, handler);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.ready;
+    const client = this.client;
+    this.client = null;
+    if (client) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+    }
+    await this.local.close();
+  }
+}

@@ -1,0 +1,55 @@
+import type { Db } from './database.js';
+
+declare const opaque: unique symbol;
+
+/**
+ * Where a store method runs its statements: inside a transaction, or `autocommit`. Services
+ * and the kernel only pass it along; they cannot run SQL with it, and a store method takes it
+ * as its first parameter with no default, so leaving it out (or handing over a Kysely handle)
+ * is a type error, never a silent escape from the caller's transaction. At run time it is the
+ * Kysely transaction itself: passing one costs nothing.
+ */
+export interface Tx {
+  readonly [opaque]: 'Tx';
+}
+
+/**
+ * Each statement commits on its own. Inside `inTransaction`, pass its `tx` instead: on SQLite
+ * the one connection is held by the transaction, and a statement outside it waits for it.
+ */
+export const autocommit: Tx = Object.freeze({ autocommit: true }) as unknown as Tx;
+
+/** Runs work in one transaction, for services (stores and db/ provide it). */
+export interface Transactor {
+  /** Commits when `work` resolves, rolls back when it throws (and rethrows). */
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+/** For stores and db/: wraps a Kysely transaction (or handle) to hand to services. */
+export function txOf(trx: Db): Tx {
+  return trx as unknown as Tx;
+}
+
+/** For stores and db/: the transaction `tx` stands for, or null under `autocommit`. */
+export function openTransaction(tx: Tx): Db | null {
+  return tx === autocommit ? null : (tx as unknown as Db);
+}
+
+/** For stores and db/: the Kysely handle to run a statement on (`db` itself under `autocommit`). */
+export function dbOf(tx: Tx, db: Db): Db {
+  return openTransaction(tx) ?? db;
+}
+
+/**
+ * For stores: runs `work` in `tx`'s transaction, or in a new one under `autocommit`, so a
+ * method's statements commit together whatever the caller passes.
+ */
+export function atomically<T>(tx: Tx, db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  const trx = openTransaction(tx);
+  return trx ? work(trx) : db.transaction().execute(work);
+}
+
+/** For stores implementing Transactor: `work` in one transaction of `db`, seeing only a Tx. */
+export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction().execute((trx) => work(txOf(trx)));
+}
