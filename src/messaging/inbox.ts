@@ -290,7 +290,9 @@ export class InboxService implements Inbox, DeliveryStats {
           // Woken after the commit of a write group (db/sqlite-driver.ts on SQLite), which holds
           // every send of its turn: the claim that follows at once takes them all.
           waiter.wake = done;
-          if (waiter.notified) done();
+          // The client may have gone, or a send arrived, while nextVisibleAt was awaited: an abort
+          // fired before the listener was added is never heard again.
+          if (waiter.notified || signal.aborted) done();
         });
       }
     } finally {
