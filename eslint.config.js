@@ -22,8 +22,7 @@ export default tseslint.config(
     // `Db`, the schema and the SQL helpers (dialect capabilities included) are for stores only;
     // tables.ts declares columns with Kysely's types.
     files: ['src/**/*.ts'],
-    // TODO(tx): wave 2 — messaging and coordination still pass Kysely handles between their files.
-    ignores: ['src/db/**', 'src/**/store.ts', 'src/**/tables.ts', 'src/messaging/**', 'src/coordination/**'],
+    ignores: ['src/db/**', 'src/**/store.ts', 'src/**/tables.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Db } from '../db/database.js';
-import { txOf } from '../db/tx.js';
+import type { Tx } from '../db/tx.js';
 import type { Notifier } from '../kernel/notifier.js';
 
 /** One notifier channel for every inbox; the payload names the inboxes. */
@@ -135,11 +134,11 @@ export class InboxWakeups {
   }
 
   /**
-   * The inboxes get messages in `trx`, a caller's transaction whose commit we do not see:
+   * The inboxes get messages in `tx`, a caller's transaction whose commit we do not see:
    * the notifier delivers at commit (PostgreSQL) to every node, this one included.
    */
-  async inTransaction(inboxes: Iterable<string>, trx: Db): Promise<void> {
-    for (const payload of this.payloads([...new Set(inboxes)], '')) await this.notifier.notifyIn(txOf(trx), CHANNEL, payload); // TODO(tx): wave 2
+  async inTransaction(tx: Tx, inboxes: Iterable<string>): Promise<void> {
+    for (const payload of this.payloads([...new Set(inboxes)], '')) await this.notifier.notifyIn(tx, CHANNEL, payload);
   }
 
   private wakeOne(inbox: string): void {

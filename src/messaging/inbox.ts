@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import type { Db } from '../db/database.js';
-import { dbOf, openTransaction, txOf, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -10,7 +9,7 @@ import type { DeliveryStats, Inbox, MessageOutcome, OriginKind, OutcomeHandler, 
 import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
 import { InboxWakeups } from './inbox-wakeups.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
-import type { DeliveryRow, MessageRow, MessagingStore, NewMessageRow } from './store.js';
+import { newMessageRow, type DeliveryRow, type MessageRow, type MessagingStore, type NewMessageRow } from './store.js';
 import type { ThreadsService } from './threads.js';
 
 export const DEFAULT_MAX_DELIVERIES = 5;
@@ -93,7 +92,7 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** Tells each origin's producer what happened to its messages: one call per origin kind. */
-  private async emitOutcomes(trx: Db, rows: MessageRow[], outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>) {
+  private async emitOutcomes(tx: Tx, rows: MessageRow[], outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>) {
     const byKind = new Map<OriginKind, MessageOutcome[]>();
     for (const row of rows) {
       if (!this.hears(row, outcome.status)) continue;
@@ -105,13 +104,13 @@ export class InboxService implements Inbox, DeliveryStats {
       // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps
       // two concurrent batches that touch the same runs from deadlocking on PostgreSQL.
       outcomes.sort((a, b) => (a.origin.ref < b.origin.ref ? -1 : a.origin.ref === b.origin.ref ? 0 : 1));
-      await this.outcomeHandlers.get(kind)!.handle(txOf(trx), outcomes); // TODO(tx): wave 2
+      await this.outcomeHandlers.get(kind)!.handle(tx, outcomes);
     }
   }
 
   private newRow(message: OutgoingMessage, now: number): NewMessageRow {
     if (message.delay_seconds !== undefined && message.delay_seconds < 0) throw InvalidRequest.field('delay_seconds', 'must be ≥ 0');
-    return {
+    return newMessageRow({
       id: newId('msg', now),
       source: message.source,
       destination: message.destination,
@@ -120,58 +119,38 @@ export class InboxService implements Inbox, DeliveryStats {
       thread_id: message.thread_id ?? null,
       delivery_semantic: message.delivery_semantic ?? 'at_least_once',
       idempotency_key: message.idempotency_key ?? null,
-      state: 'pending',
       visible_at: now + (message.delay_seconds ?? 0) * 1000,
-      retry_count: 0,
-      deliveries: 0,
       max_deliveries: message.max_deliveries ?? DEFAULT_MAX_DELIVERIES,
-      delivered_at: null,
-      receiver: null,
-      acked_at: null,
-      output: null,
-      dead_reason: null,
-      dead_at: null,
       origin_kind: message.origin?.kind ?? null,
       origin_ref: message.origin?.ref ?? null,
-      redriven_from: null,
       created_at: now,
-    };
+    });
   }
 
   /** Inbox port: a platform sender puts work into an agent's inbox, inside the caller's transaction. */
   async send(tx: Tx, message: OutgoingMessage): Promise<SentMessage> {
-    const trx = openTransaction(tx); // TODO(tx): wave 2
     const now = this.deps.clock.now();
     const row = this.newRow(message, now);
-    if (trx) {
-      await this.store.insertMessages(trx, [row]);
-      await this.wakeups.inTransaction([row.destination], trx);
-    } else {
-      await this.store.insertMessages(this.store.db, [row]);
-      this.wakeups.committed([row.destination]);
-    }
+    await this.store.insertMessages(tx, [row]);
+    // Under autocommit the message is in: its inbox wakes now, not at a caller's commit.
+    if (tx === autocommit) this.wakeups.committed([row.destination]);
+    else await this.wakeups.inTransaction(tx, [row.destination]);
     return { message_id: row.id, status: 'sent', timestamp: iso(now) };
   }
 
   /** Inbox port: several messages in the caller's transaction (a scheduler's batch of fires). */
   async sendMany(tx: Tx, messages: OutgoingMessage[]): Promise<SentMessage[]> {
-    const trx = dbOf(tx, this.store.db); // TODO(tx): wave 2
     if (messages.length === 0) return [];
     const now = this.deps.clock.now();
     const rows = messages.map((message) => this.newRow(message, now));
-    await this.store.insertMessages(trx, rows);
-    await this.wakeups.inTransaction(rows.map((row) => row.destination), trx);
+    await this.store.insertMessages(tx, rows);
+    await this.wakeups.inTransaction(tx, rows.map((row) => row.destination));
     return rows.map((row) => ({ message_id: row.id, status: 'sent' as const, timestamp: iso(now) }));
   }
 
   /** Inbox port: withdraws an unsettled message (a cancelled step, a deleted routine). */
   async cancel(tx: Tx, messageId: string, _reason: string): Promise<void> {
-    const trx = openTransaction(tx); // TODO(tx): wave 2
-    const run = async (t: Db) => {
-      const row = await this.store.findMessage(messageId, t);
-      if (row && row.state === 'pending') await this.store.settle(t, [messageId], { state: 'cancelled' });
-    };
-    await (trx ? run(trx) : this.store.transaction(run));
+    await this.store.cancelPending(tx, messageId);
   }
 
   /** HTTP send: `source` is the caller; thread rules and idempotency apply. */
@@ -191,28 +170,28 @@ export class InboxService implements Inbox, DeliveryStats {
   /** One INSERT, atomic on its own: no transaction around it (on PostgreSQL, two round trips fewer). */
   private async sendPlain(message: OutgoingMessage, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
     const row = this.newRow(message, now);
-    await this.store.insertMessages(this.store.db, [row]);
+    await this.store.insertMessages(autocommit, [row]);
     return { row, replayed: false };
   }
 
   /** A send with an idempotency key or to a thread: its checks and the insert in one transaction. */
   private async sendChecked(input: SendInput, source: string, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
-    return this.store.transaction(async (trx) => {
+    return this.store.inTransaction(async (tx) => {
       if (input.idempotency_key !== undefined) {
-        const existing = await this.store.findByIdempotencyKey(trx, source, input.idempotency_key);
+        const existing = await this.store.findByIdempotencyKey(tx, source, input.idempotency_key);
         if (existing && now - existing.created_at < IDEMPOTENCY_WINDOW_MS) {
           return { row: existing, replayed: true };
         }
-        if (existing) await this.store.clearIdempotencyKey(trx, existing.id);
+        if (existing) await this.store.clearIdempotencyKey(tx, existing.id);
       }
-      if (input.thread_id !== undefined) await this.deps.threads.takeTurn(trx, input.thread_id, source, input.destination);
+      if (input.thread_id !== undefined) await this.deps.threads.takeTurn(tx, input.thread_id, source, input.destination);
       const row = this.newRow({ ...input, source }, now);
-      await this.store.insertMessages(trx, [row]);
+      await this.store.insertMessages(tx, [row]);
       return { row, replayed: false };
     }).catch(async (err: unknown) => {
       // Two sends with one idempotency key raced: the loser returns the winner's message.
       if (input.idempotency_key !== undefined && this.store.isUniqueViolation(err)) {
-        const existing = await this.store.findByIdempotencyKey(this.store.db, source, input.idempotency_key);
+        const existing = await this.store.findByIdempotencyKey(autocommit, source, input.idempotency_key);
         if (existing) return { row: existing, replayed: true };
       }
       throw err;
@@ -241,7 +220,7 @@ export class InboxService implements Inbox, DeliveryStats {
    */
   async sendBatch(messages: OutgoingMessage[], now: number): Promise<string[]> {
     const rows = messages.map((message) => this.newRow(message, now));
-    if (rows.length > 0) await this.store.transaction((trx) => this.store.insertMessages(trx, rows));
+    if (rows.length > 0) await this.store.inTransaction((tx) => this.store.insertMessages(tx, rows));
     this.wakeups.committed(rows.map((r) => r.destination));
     return rows.map((r) => r.id);
   }
@@ -273,7 +252,7 @@ export class InboxService implements Inbox, DeliveryStats {
         const now = this.deps.clock.now();
         if (messages.length > 0 || now >= deadline || signal.aborted) return messages;
         if (waiter.notified) continue;
-        const nextVisible = await this.store.nextVisibleAt(agentId, now);
+        const nextVisible = await this.store.nextVisibleAt(autocommit, agentId, now);
         const until = Math.min(deadline, nextVisible ?? deadline);
         await new Promise<void>((resolve) => {
           let settled = false;
@@ -305,14 +284,14 @@ export class InboxService implements Inbox, DeliveryStats {
     // Producers that follow deliveries hear of them in the claim's transaction.
     const rows = await this.store.claim(lease, {
       wants: (claimed) => claimed.some((row) => this.hears(row, 'delivered')),
-      record: (trx, claimed) => this.emitOutcomes(trx, claimed, { status: 'delivered' }),
+      record: (tx, claimed) => this.emitOutcomes(tx, claimed, { status: 'delivered' }),
     });
     return rows.map(toMessage);
   }
 
   /** Loads messages for settlement, checking ownership: 404 unknown, 403 foreign. */
-  private async settleable(trx: Db, caller: Caller, ids: string[]): Promise<MessageRow[]> {
-    const rows = await this.store.findMessages(trx, ids);
+  private async settleable(tx: Tx, caller: Caller, ids: string[]): Promise<MessageRow[]> {
+    const rows = await this.store.findMessages(tx, ids);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((id) => {
       const row = byId.get(id);
@@ -329,12 +308,12 @@ export class InboxService implements Inbox, DeliveryStats {
   async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
     const now = this.deps.clock.now();
-    await this.store.transaction(async (trx) => {
-      const rows = await this.settleable(trx, caller, ids);
+    await this.store.inTransaction(async (tx) => {
+      const rows = await this.settleable(tx, caller, ids);
       // A batch settles in two statements, whatever its size (was two per message).
-      await this.store.settle(trx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
-      await this.store.endAttempts(trx, rows, 'acked', null, now);
-      await this.emitOutcomes(trx, rows, { status: 'acknowledged', output });
+      await this.store.settle(tx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
+      await this.store.endAttempts(tx, rows, 'acked', null, now);
+      await this.emitOutcomes(tx, rows, { status: 'acknowledged', output });
     });
     return { acknowledged: ids };
   }
@@ -349,34 +328,34 @@ export class InboxService implements Inbox, DeliveryStats {
     input: { message_id: string; reason: string; requeue?: boolean; delay_seconds?: number },
   ): Promise<{ message_id: string; status: 'requeued' | 'dead_lettered'; retry_at: string | null }> {
     const now = this.deps.clock.now();
-    return this.store.transaction(async (trx) => {
-      const [row] = await this.settleable(trx, caller, [input.message_id]);
+    return this.store.inTransaction(async (tx) => {
+      const [row] = await this.settleable(tx, caller, [input.message_id]);
       const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
-      await this.store.endAttempts(trx, [row!], 'rejected', input.reason, now);
+      await this.store.endAttempts(tx, [row!], 'rejected', input.reason, now);
       if (!requeue) {
         const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
-        await this.deadLetter(trx, row!, reason, now);
+        await this.deadLetter(tx, row!, reason, now);
         return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
       }
       const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
       const retryAt = now + delay * 1000;
-      await this.store.settle(trx, [row!.id], { visible_at: retryAt });
+      await this.store.settle(tx, [row!.id], { visible_at: retryAt });
       return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
     });
   }
 
-  private async deadLetter(trx: Db, row: MessageRow, reason: string, now: number): Promise<void> {
-    await this.store.settle(trx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
-    await this.emitOutcomes(trx, [row], { status: 'dead_lettered', reason });
+  private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number): Promise<void> {
+    await this.store.settle(tx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
+    await this.emitOutcomes(tx, [row], { status: 'dead_lettered', reason });
   }
 
   async extend(caller: Caller, messageId: string, visibilitySeconds: number): Promise<{ message_id: string; visible_at: string }> {
     const now = this.deps.clock.now();
-    return this.store.transaction(async (trx) => {
-      const [row] = await this.settleable(trx, caller, [messageId]);
+    return this.store.inTransaction(async (tx) => {
+      const [row] = await this.settleable(tx, caller, [messageId]);
       if (row!.visible_at <= now) throw new Conflict(`The lease of message '${messageId}' has expired; receive it again`);
       const until = now + visibilitySeconds * 1000;
-      await this.store.extendLease(trx, messageId, until);
+      await this.store.extendLease(tx, messageId, until);
       return { message_id: messageId, visible_at: iso(until) };
     });
   }
@@ -384,8 +363,8 @@ export class InboxService implements Inbox, DeliveryStats {
   async listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
     const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
     if (agent !== undefined) checkReceiver(caller, agent);
-    const page = await this.store.listDeadLetters(agent, window);
-    const attempts = await this.store.attemptsOf(page.items.map((r) => r.id));
+    const page = await this.store.listDeadLetters(autocommit, agent, window);
+    const attempts = await this.store.attemptsOf(autocommit, page.items.map((r) => r.id));
     return {
       total: page.total,
       items: page.items.map((row) => ({
@@ -400,8 +379,8 @@ export class InboxService implements Inbox, DeliveryStats {
   /** Puts a dead letter back in the inbox as a new message (retry_count 0) linked to it. */
   async redrive(caller: Caller, messageId: string): Promise<Message> {
     const now = this.deps.clock.now();
-    const row = await this.store.transaction(async (trx) => {
-      const dead = await this.store.findMessage(messageId, trx);
+    const row = await this.store.inTransaction(async (tx) => {
+      const dead = await this.store.findMessage(tx, messageId);
       if (!dead) throw new NotFound('Message', messageId);
       checkReceiver(caller, dead.destination);
       if (dead.state !== 'dead') throw new Conflict(`Message '${messageId}' is not dead-lettered (${dead.state})`);
@@ -420,8 +399,8 @@ export class InboxService implements Inbox, DeliveryStats {
         ),
         redriven_from: dead.id,
       };
-      await this.store.insertMessages(trx, [copy]);
-      await this.store.settle(trx, [dead.id], { state: 'redriven' });
+      await this.store.insertMessages(tx, [copy]);
+      await this.store.settle(tx, [dead.id], { state: 'redriven' });
       return copy;
     });
     this.wakeups.committed([row.destination]);
@@ -437,17 +416,17 @@ export class InboxService implements Inbox, DeliveryStats {
     const now = this.deps.clock.now();
     let reaped = 0;
     for (let batch = REAP_BATCH; batch === REAP_BATCH; ) {
-      batch = await this.store.transaction(async (trx) => {
-        const exhausted = await this.store.claimExhausted(trx, expiredSince, now, REAP_BATCH);
+      batch = await this.store.inTransaction(async (tx) => {
+        const exhausted = await this.store.claimExhausted(tx, expiredSince, now, REAP_BATCH);
         for (const row of exhausted) {
-          await this.store.endAttempts(trx, [row], 'expired', 'visibility timeout expired', now);
-          await this.deadLetter(trx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now);
+          await this.store.endAttempts(tx, [row], 'expired', 'visibility timeout expired', now);
+          await this.deadLetter(tx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now);
         }
         return exhausted.length;
       });
       reaped += batch;
     }
-    this.wakeups.committed(await this.store.destinationsBecomingVisible(since, now));
+    this.wakeups.committed(await this.store.destinationsBecomingVisible(autocommit, since, now));
     return reaped;
   }
 
@@ -459,7 +438,7 @@ export class InboxService implements Inbox, DeliveryStats {
 
   /** DeliveryStats port: measured latency (median delivery→ack) and success ratio per agent. */
   async statsFor(tx: Tx, agentIds: string[]) {
-    const { latencies, outcomes } = await this.store.deliveryStats(agentIds, 100, dbOf(tx, this.store.db)); // TODO(tx): wave 2
+    const { latencies, outcomes } = await this.store.deliveryStats(tx, agentIds, 100);
     const result = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
     for (const agentId of agentIds) {
       const samples = latencies.filter((l) => l.destination === agentId).map((l) => Number(l.latency)).sort((a, b) => a - b);

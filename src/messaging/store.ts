@@ -4,6 +4,7 @@ import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
+import { atomically, dbOf, inTransaction, txOf, type Transactor, type Tx } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { MessagesTable, MessageDeliveriesTable, SessionsTable, ThreadsTable, SubscriptionsTable } from './tables.js';
 
@@ -40,7 +41,7 @@ export interface Lease {
 export interface ClaimFollowUp {
   /** Whether `record` has anything to do for these messages (else no transaction is opened for it). */
   wants(rows: MessageRow[]): boolean;
-  record(trx: Db, rows: MessageRow[]): Promise<void>;
+  record(tx: Tx, rows: MessageRow[]): Promise<void>;
 }
 
 /**
@@ -96,6 +97,15 @@ const MESSAGE_TEMPLATE: Record<keyof NewMessageRow, null> = {
   created_at: null,
 };
 
+/** What a sender sets of a new message: every column without a default, and any other it chooses. */
+export type MessageFields = Pick<NewMessageRow, 'id' | 'source' | 'destination' | 'event_name' | 'payload' | 'delivery_semantic' | 'visible_at' | 'max_deliveries' | 'created_at'> &
+  Partial<NewMessageRow>;
+
+/** A new message: pending and never delivered, null in every column its sender leaves out. */
+export function newMessageRow(fields: MessageFields): NewMessageRow {
+  return { ...MESSAGE_TEMPLATE, state: 'pending', retry_count: 0, deliveries: 0, ...fields };
+}
+
 const DELIVERY_TEMPLATE: Record<keyof DeliveryRow, null> = {
   message_id: null,
   attempt: null,
@@ -107,7 +117,7 @@ const DELIVERY_TEMPLATE: Record<keyof DeliveryRow, null> = {
   ended_at: null,
 };
 
-export class MessagingStore {
+export class MessagingStore implements Transactor {
   /** Columnar: a burst of 10,000 routine fires puts 10,000 messages in one insert per batch. */
   private readonly messageInsert: BulkInsert<'messages', keyof NewMessageRow>;
   private readonly deliveryInsert: BulkInsert<'message_deliveries', keyof DeliveryRow>;
@@ -115,7 +125,7 @@ export class MessagingStore {
   private readonly statements: Statements;
 
   constructor(
-    readonly db: Db,
+    private readonly db: Db,
     private readonly caps: DialectCapabilities,
   ) {
     this.messageInsert = new BulkInsert(db, 'messages', MESSAGE_TEMPLATE, { columnar: caps });
@@ -123,29 +133,29 @@ export class MessagingStore {
     this.statements = new Statements(db);
   }
 
-  transaction<T>(work: (trx: Db) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(work);
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
   }
 
-  async insertMessages(trx: Db, rows: NewMessageRow[]): Promise<void> {
-    await this.messageInsert.run(trx, rows);
+  async insertMessages(tx: Tx, rows: NewMessageRow[]): Promise<void> {
+    await this.messageInsert.run(dbOf(tx, this.db), rows);
   }
 
   isUniqueViolation(err: unknown): boolean {
     return this.caps.isUniqueViolation(err);
   }
 
-  async findMessage(id: string, trx: Db = this.db): Promise<MessageRow | undefined> {
-    return trx.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
+  async findMessage(tx: Tx, id: string): Promise<MessageRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async findMessages(trx: Db, ids: string[]): Promise<MessageRow[]> {
+  async findMessages(tx: Tx, ids: string[]): Promise<MessageRow[]> {
     if (ids.length === 0) return [];
-    return trx.selectFrom('messages').selectAll().where('id', 'in', ids).execute();
+    return dbOf(tx, this.db).selectFrom('messages').selectAll().where('id', 'in', ids).execute();
   }
 
-  async findByIdempotencyKey(trx: Db, source: string, key: string): Promise<MessageRow | undefined> {
-    return trx
+  async findByIdempotencyKey(tx: Tx, source: string, key: string): Promise<MessageRow | undefined> {
+    return dbOf(tx, this.db)
       .selectFrom('messages')
       .selectAll()
       .where('source', '=', source)
@@ -153,8 +163,8 @@ export class MessagingStore {
       .executeTakeFirst();
   }
 
-  async clearIdempotencyKey(trx: Db, id: string): Promise<void> {
-    await trx.updateTable('messages').set({ idempotency_key: null }).where('id', '=', id).execute();
+  async clearIdempotencyKey(tx: Tx, id: string): Promise<void> {
+    await dbOf(tx, this.db).updateTable('messages').set({ idempotency_key: null }).where('id', '=', id).execute();
   }
 
   /**
@@ -163,7 +173,8 @@ export class MessagingStore {
    * records the delivery attempts and ends earlier attempts whose lease expired. On PostgreSQL
    * concurrent receivers skip each other's rows; on SQLite the writer lock serializes them.
    * At-most-once messages are settled as `delivered` on the spot. `followUp` records what the
-   * caller must (producers that follow deliveries) in the same transaction.
+   * caller must (producers that follow deliveries) in the same transaction. It takes no `tx`:
+   * how the claim commits is its own choice (on PostgreSQL, one statement outside any transaction).
    */
   async claim(lease: Lease, followUp: ClaimFollowUp): Promise<MessageRow[]> {
     const values = leaseValues(lease);
@@ -171,12 +182,12 @@ export class MessagingStore {
       // One statement, atomic on its own: no BEGIN and COMMIT round trips around it. Producers
       // that follow deliveries hear of them right after, before the receive answers.
       const rows = (await this.db.executeQuery(this.statements.compiled('claim', values, (v) => this.claimInOneStatement(v)))).rows;
-      if (followUp.wants(rows)) await this.transaction((trx) => followUp.record(trx, rows));
+      if (followUp.wants(rows)) await this.inTransaction((tx) => followUp.record(tx, rows));
       return rows;
     }
-    return this.transaction(async (trx) => {
-      const rows = await this.claimStatementEach(trx, values);
-      if (followUp.wants(rows)) await followUp.record(trx, rows);
+    return this.inTransaction(async (tx) => {
+      const rows = await this.claimStatementEach(dbOf(tx, this.db), values);
+      if (followUp.wants(rows)) await followUp.record(tx, rows);
       return rows;
     });
   }
@@ -267,7 +278,7 @@ export class MessagingStore {
   }
 
   /** When the next pending message of `destination` becomes visible (for a long poll's sleep). */
-  async nextVisibleAt(destination: string, now: number): Promise<number | null> {
+  async nextVisibleAt(tx: Tx, destination: string, now: number): Promise<number | null> {
     const query = this.statements.compiled('next-visible', { destination, now, pending: 'pending' as const }, (v) =>
       this.db
         .selectFrom('messages')
@@ -277,22 +288,31 @@ export class MessagingStore {
         .where(unindexedVisibleAt, '>', v.now)
         .whereRef('deliveries', '<', 'max_deliveries'),
     );
-    return nextDue((await this.db.executeQuery(query)).rows[0]);
+    return nextDue((await dbOf(tx, this.db).executeQuery(query)).rows[0]);
   }
 
   /** Applies the same changes to every message of `ids` (up to 500: one statement). */
   async settle(
-    trx: Db,
+    tx: Tx,
     ids: string[],
     changes: Partial<Pick<MessageRow, 'state' | 'visible_at' | 'acked_at' | 'output' | 'dead_reason' | 'dead_at'>>,
   ): Promise<void> {
-    await trx.updateTable('messages').set(changes).where('id', 'in', ids).execute();
+    await dbOf(tx, this.db).updateTable('messages').set(changes).where('id', 'in', ids).execute();
+  }
+
+  /** Cancels the message if it is still pending: in `tx`, or under `autocommit` in a transaction of its own. */
+  async cancelPending(tx: Tx, id: string): Promise<void> {
+    await atomically(tx, this.db, async (trx) => {
+      const row = await this.findMessage(txOf(trx), id);
+      if (row && row.state === 'pending') await this.settle(txOf(trx), [id], { state: 'cancelled' });
+    });
   }
 
   /** Ends the current delivery attempt of each message: one statement per attempt number. */
-  async endAttempts(trx: Db, rows: AttemptOf[], outcome: DeliveryRow['outcome'], reason: string | null, now: number): Promise<void> {
+  async endAttempts(tx: Tx, rows: AttemptOf[], outcome: DeliveryRow['outcome'], reason: string | null, now: number): Promise<void> {
+    const db = dbOf(tx, this.db);
     for (const [attempt, ids] of idsByAttempt(rows)) {
-      await trx
+      await db
         .updateTable('message_deliveries')
         .set({ outcome, reason, ended_at: now })
         .where('message_id', 'in', ids)
@@ -301,8 +321,8 @@ export class MessagingStore {
     }
   }
 
-  async extendLease(trx: Db, id: string, visibleAt: number): Promise<void> {
-    await trx.updateTable('messages').set({ visible_at: visibleAt }).where('id', '=', id).execute();
+  async extendLease(tx: Tx, id: string, visibleAt: number): Promise<void> {
+    await dbOf(tx, this.db).updateTable('messages').set({ visible_at: visibleAt }).where('id', '=', id).execute();
   }
 
   /**
@@ -311,8 +331,8 @@ export class MessagingStore {
    * since the reaper's last pass; without it every pass walked the whole visible backlog
    * (100,000 pending messages: 4 full scans a second).
    */
-  async claimExhausted(trx: Db, from: number, now: number, limit: number): Promise<MessageRow[]> {
-    const query = trx
+  async claimExhausted(tx: Tx, from: number, now: number, limit: number): Promise<MessageRow[]> {
+    const query = dbOf(tx, this.db)
       .selectFrom('messages')
       .selectAll()
       .where('state', '=', 'pending')
@@ -329,8 +349,8 @@ export class MessagingStore {
    * created (delayed, backed off, lease expired): their long polls are woken. Messages visible
    * from their creation woke their inbox when they were sent.
    */
-  async destinationsBecomingVisible(since: number, now: number): Promise<string[]> {
-    const rows = await this.db
+  async destinationsBecomingVisible(tx: Tx, since: number, now: number): Promise<string[]> {
+    const rows = await dbOf(tx, this.db)
       .selectFrom('messages')
       .select('destination')
       .distinct()
@@ -343,15 +363,15 @@ export class MessagingStore {
     return rows.map((r) => r.destination);
   }
 
-  async listDeadLetters(destination: string | undefined, window: Page): Promise<Paged<MessageRow>> {
-    let query = this.db.selectFrom('messages').selectAll().where('state', '=', 'dead').orderBy('seq', 'desc');
+  async listDeadLetters(tx: Tx, destination: string | undefined, window: Page): Promise<Paged<MessageRow>> {
+    let query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('state', '=', 'dead').orderBy('seq', 'desc');
     if (destination !== undefined) query = query.where('destination', '=', destination);
     return paginate(query, window);
   }
 
-  async attemptsOf(ids: string[]): Promise<DeliveryRow[]> {
+  async attemptsOf(tx: Tx, ids: string[]): Promise<DeliveryRow[]> {
     if (ids.length === 0) return [];
-    return this.db
+    return dbOf(tx, this.db)
       .selectFrom('message_deliveries')
       .selectAll()
       .where('message_id', 'in', ids)
@@ -360,14 +380,15 @@ export class MessagingStore {
       .execute();
   }
 
-  async threadMessages(threadId: string, window: Page): Promise<Paged<MessageRow>> {
-    const query = this.db.selectFrom('messages').selectAll().where('thread_id', '=', threadId).orderBy('seq');
+  async threadMessages(tx: Tx, threadId: string, window: Page): Promise<Paged<MessageRow>> {
+    const query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('thread_id', '=', threadId).orderBy('seq');
     return paginate(query, window);
   }
 
   /** Per agent: recent delivery→ack times and the count of each attempt outcome. */
-  async deliveryStats(agentIds: string[], sample: number, db: Db = this.db) {
+  async deliveryStats(tx: Tx, agentIds: string[], sample: number) {
     if (agentIds.length === 0) return { latencies: [], outcomes: [] };
+    const db = dbOf(tx, this.db);
     const latencies = await db
       .selectFrom('message_deliveries')
       .select(['destination', sql<number>`ended_at - delivered_at`.as('latency')])
@@ -386,29 +407,29 @@ export class MessagingStore {
     return { latencies, outcomes };
   }
 
-  async insertSession(row: SessionRow): Promise<void> {
-    await this.db.insertInto('messaging_sessions').values(row).execute();
+  async insertSession(tx: Tx, row: SessionRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('messaging_sessions').values(row).execute();
   }
 
-  async findSession(id: string): Promise<SessionRow | undefined> {
-    return this.db.selectFrom('messaging_sessions').selectAll().where('id', '=', id).executeTakeFirst();
+  async findSession(tx: Tx, id: string): Promise<SessionRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('messaging_sessions').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async listSessions(window: Page): Promise<Paged<SessionRow>> {
-    return paginate(this.db.selectFrom('messaging_sessions').selectAll().orderBy('id'), window);
+  async listSessions(tx: Tx, window: Page): Promise<Paged<SessionRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('messaging_sessions').selectAll().orderBy('id'), window);
   }
 
-  async insertThread(row: ThreadRow): Promise<void> {
-    await this.db.insertInto('messaging_threads').values(row).execute();
+  async insertThread(tx: Tx, row: ThreadRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('messaging_threads').values(row).execute();
   }
 
-  async findThread(id: string, trx: Db = this.db): Promise<ThreadRow | undefined> {
-    return trx.selectFrom('messaging_threads').selectAll().where('id', '=', id).executeTakeFirst();
+  async findThread(tx: Tx, id: string): Promise<ThreadRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('messaging_threads').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /** Advances a turn-mode thread from `turn`; false when another sender took the turn first. */
-  async advanceTurn(trx: Db, id: string, turn: number): Promise<boolean> {
-    const result = await trx
+  async advanceTurn(tx: Tx, id: string, turn: number): Promise<boolean> {
+    const result = await dbOf(tx, this.db)
       .updateTable('messaging_threads')
       .set({ turn: turn + 1 })
       .where('id', '=', id)
@@ -417,16 +438,16 @@ export class MessagingStore {
     return Number(result.numUpdatedRows) > 0;
   }
 
-  async insertSubscription(row: SubscriptionRow): Promise<void> {
-    await this.db.insertInto('messaging_subscriptions').values(row).execute();
+  async insertSubscription(tx: Tx, row: SubscriptionRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('messaging_subscriptions').values(row).execute();
   }
 
-  async findSubscription(id: string): Promise<SubscriptionRow | undefined> {
-    return this.db.selectFrom('messaging_subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+  async findSubscription(tx: Tx, id: string): Promise<SubscriptionRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('messaging_subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async findSubscriptionFor(agentId: string, topic: string): Promise<SubscriptionRow | undefined> {
-    return this.db
+  async findSubscriptionFor(tx: Tx, agentId: string, topic: string): Promise<SubscriptionRow | undefined> {
+    return dbOf(tx, this.db)
       .selectFrom('messaging_subscriptions')
       .selectAll()
       .where('agent_id', '=', agentId)
@@ -434,18 +455,18 @@ export class MessagingStore {
       .executeTakeFirst();
   }
 
-  async listSubscriptions(agentId: string | undefined, window: Page): Promise<Paged<SubscriptionRow>> {
-    let query = this.db.selectFrom('messaging_subscriptions').selectAll().orderBy('id');
+  async listSubscriptions(tx: Tx, agentId: string | undefined, window: Page): Promise<Paged<SubscriptionRow>> {
+    let query = dbOf(tx, this.db).selectFrom('messaging_subscriptions').selectAll().orderBy('id');
     if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
     return paginate(query, window);
   }
 
-  async deleteSubscription(id: string): Promise<void> {
-    await this.db.deleteFrom('messaging_subscriptions').where('id', '=', id).execute();
+  async deleteSubscription(tx: Tx, id: string): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('messaging_subscriptions').where('id', '=', id).execute();
   }
 
   /** Subscriptions that may match `topic`: the exact ones and every wildcard pattern. */
-  async candidateSubscriptions(trx: Db, topic: string): Promise<SubscriptionRow[]> {
+  async candidateSubscriptions(tx: Tx, topic: string): Promise<SubscriptionRow[]> {
     // Asked on every publish: compiled once (building the query cost more than running it).
     const query = this.statements.compiled('candidates', { topic, wildcard: 1 }, (v) =>
       this.db
@@ -454,6 +475,6 @@ export class MessagingStore {
         .where((eb) => eb.or([eb('topic', '=', v.topic), eb('wildcard', '=', v.wildcard)]))
         .orderBy('id'),
     );
-    return (await trx.executeQuery(query)).rows;
+    return (await dbOf(tx, this.db).executeQuery(query)).rows;
   }
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { autocommit } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -41,14 +42,14 @@ export class SubscriptionsService {
     checkReceiver(caller, agentId);
     const problem = topicProblem(topic, true);
     if (problem) throw InvalidRequest.field('topic', problem);
-    const existing = await this.store.findSubscriptionFor(agentId, topic);
+    const existing = await this.store.findSubscriptionFor(autocommit, agentId, topic);
     if (existing) return { subscription: toSubscription(existing), created: false };
     const now = this.deps.clock.now();
     const row: SubscriptionRow = { id: newId('sub', now), agent_id: agentId, topic, wildcard: hasWildcard(topic) ? 1 : 0, created_at: now };
     try {
-      await this.store.insertSubscription(row);
+      await this.store.insertSubscription(autocommit, row);
     } catch (err) {
-      const raced = this.store.isUniqueViolation(err) ? await this.store.findSubscriptionFor(agentId, topic) : undefined;
+      const raced = this.store.isUniqueViolation(err) ? await this.store.findSubscriptionFor(autocommit, agentId, topic) : undefined;
       if (raced) return { subscription: toSubscription(raced), created: false };
       throw err;
     }
@@ -58,15 +59,15 @@ export class SubscriptionsService {
   async listSubscriptions(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<Subscription>> {
     const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
     if (agent !== undefined) checkReceiver(caller, agent);
-    const page = await this.store.listSubscriptions(agent, window);
+    const page = await this.store.listSubscriptions(autocommit, agent, window);
     return { items: page.items.map(toSubscription), total: page.total };
   }
 
   async unsubscribe(caller: Caller, id: string): Promise<void> {
-    const row = await this.store.findSubscription(id);
+    const row = await this.store.findSubscription(autocommit, id);
     if (!row) throw new NotFound('Subscription', id);
     checkReceiver(caller, row.agent_id);
-    await this.store.deleteSubscription(id);
+    await this.store.deleteSubscription(autocommit, id);
   }
 
   /** One message per matching subscriber, in one transaction; then the publish listeners. */
@@ -78,7 +79,7 @@ export class SubscriptionsService {
     // No transaction around the read: a subscription made or removed while this runs is one
     // made just after or just before the publish. Most topics have no subscriber (events for
     // triggers and waits): then nothing is written at all.
-    const candidates = await this.store.candidateSubscriptions(this.store.db, topic);
+    const candidates = await this.store.candidateSubscriptions(autocommit, topic);
     const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
     const ids = await this.deps.inbox.sendBatch(
       subscribers.map((destination) => ({ source, destination, event_name: topic, payload })),

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -69,18 +69,18 @@ export class ThreadsService {
       created_by: caller.actor,
       created_at: now,
     };
-    await this.store.insertSession(row);
+    await this.store.insertSession(autocommit, row);
     return toSession(row);
   }
 
   async getSession(id: string): Promise<Session> {
-    const row = await this.store.findSession(id);
+    const row = await this.store.findSession(autocommit, id);
     if (!row) throw new NotFound('Session', id);
     return toSession(row);
   }
 
   async listSessions(window: Page): Promise<Paged<Session>> {
-    const page = await this.store.listSessions(window);
+    const page = await this.store.listSessions(autocommit, window);
     return { items: page.items.map(toSession), total: page.total };
   }
 
@@ -103,12 +103,12 @@ export class ThreadsService {
       created_by: caller.actor,
       created_at: now,
     };
-    await this.store.insertThread(row);
+    await this.store.insertThread(autocommit, row);
     return toThread(row);
   }
 
   private async readableThread(caller: Caller, id: string): Promise<ThreadRow> {
-    const row = await this.store.findThread(id);
+    const row = await this.store.findThread(autocommit, id);
     if (!row) throw new NotFound('Thread', id);
     const participants = JSON.parse(row.participants) as string[];
     if (!caller.admin && (caller.agentId === null || !participants.includes(caller.agentId))) {
@@ -123,13 +123,13 @@ export class ThreadsService {
 
   async threadMessages(caller: Caller, id: string, window: Page): Promise<Paged<Message>> {
     await this.readableThread(caller, id);
-    const page = await this.store.threadMessages(id, window);
+    const page = await this.store.threadMessages(autocommit, id, window);
     return { items: page.items.map(toMessage), total: page.total };
   }
 
   /** Thread rules (design §5), inside the send's transaction: participants only; in turn mode, round robin in list order. */
-  async takeTurn(trx: Db, threadId: string, sender: string, destination: string): Promise<void> {
-    const thread = await this.store.findThread(threadId, trx);
+  async takeTurn(tx: Tx, threadId: string, sender: string, destination: string): Promise<void> {
+    const thread = await this.store.findThread(tx, threadId);
     if (!thread) throw new NotFound('Thread', threadId);
     const participants = JSON.parse(thread.participants) as string[];
     if (!participants.includes(sender)) throw new Forbidden(`'${sender}' is not a participant of thread '${threadId}'`);
@@ -139,7 +139,7 @@ export class ThreadsService {
     if (thread.mode !== 'turn') return;
     const expected = participants[thread.turn % participants.length]!;
     if (expected !== sender) throw new Conflict(`It is '${expected}''s turn in thread '${threadId}', not '${sender}''s`);
-    if (!(await this.store.advanceTurn(trx, threadId, thread.turn))) {
+    if (!(await this.store.advanceTurn(tx, threadId, thread.turn))) {
       throw new Conflict(`Another message took this turn in thread '${threadId}'; fetch the thread and retry`);
     }
   }

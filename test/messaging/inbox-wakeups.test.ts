@@ -143,7 +143,7 @@ describe('inbox wake-ups', () => {
     const wakeups = new InboxWakeups(notifier, logger);
     const inboxes = Array.from({ length: 400 }, (_, i) => `agent-with-a-fairly-long-name-${i}`);
 
-    void wakeups.inTransaction(inboxes, undefined as never);
+    void wakeups.inTransaction(undefined as never, inboxes);
     // The first payload is sent before the first await; it stays under the cap.
     expect(notifier.sent).toHaveLength(1);
     const first = JSON.parse(notifier.sent[0]!) as { n: string; i: string[] };
