@@ -3,6 +3,7 @@ import * as Artifacts from '../artifacts/schemas.js';
 import * as Auth from '../auth/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
+import * as Events from '../events/schemas.js';
 import { PageQuery, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
 import * as Routines from '../routines/schemas.js';
@@ -167,4 +168,7 @@ export const SCHEMAS = asValidated({
   'artifacts.share': { body: Artifacts.ShareBody, data: Artifacts.AccessList },
   'artifacts.unshare': { body: Artifacts.UnshareBody, data: Artifacts.AccessList },
   'artifacts.access': { data: Artifacts.AccessList },
+
+  'events.list': { query: Events.ListEventsQuery, data: list(Events.Event) },
+  'events.openStream': { query: Events.StreamEventsQuery },
 } satisfies Record<OperationKey, OperationSchema>);
