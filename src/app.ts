@@ -76,15 +76,16 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Every domain appends to the log, so it comes first; the groups an agent reads group-shared
   // events of come from discovery, built below (asked only when an agent reads).
   const events = createEventsDomain({ platform, groups: { groupsOf: (agentId) => discovery.service.groupsOf(agentId) } });
-  const auth = createAuthDomain({ database, clock, notifier });
+  const auth = createAuthDomain({ database, clock, notifier, events: events.log });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
   const messaging = createMessagingDomain(platform);
-  const discovery = createDiscoveryDomain({ platform, stats: messaging.inbox });
-  const routines = createRoutinesDomain({ platform, inbox: messaging.inbox });
-  const tasks = createTasksDomain({ platform, events: events.service, inbox: messaging.inbox });
+  const discovery = createDiscoveryDomain({ platform, events: events.log, stats: messaging.inbox });
+  const routines = createRoutinesDomain({ platform, inbox: messaging.inbox, events: events.log });
+  const tasks = createTasksDomain({ platform, events: events.log, inbox: messaging.inbox });
   const coordination = createCoordinationDomain({
     platform,
+    events: events.log,
     inbox: messaging.inbox,
     directory: discovery.service,
     onPublish: (listener) => messaging.subscriptions.onPublish(listener),
@@ -95,6 +96,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
     groups: discovery.service,
+    events: events.log,
   });
 
   // Workers start after the server listens, in this order, and stop in reverse.

@@ -1,16 +1,15 @@
 import { isAdmin, type Principal } from '../auth/index.js';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { AppError, InvalidRequest } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { EVENT_TYPES, type AgentGroups, type EventLog, type NewEvent } from '../kernel/ports.js';
+import { EVENT_TYPES, type AgentGroups } from '../kernel/ports.js';
 import { topicMatches, topicProblem } from '../messaging/index.js';
 import { EVENT_ID_PATTERN, type Event } from './schemas.js';
-import type { EventFilter, EventRow, EventsStore, NewEventRow } from './store.js';
+import { EVENTS_APPENDED } from './appender.js';
+import type { EventFilter, EventRow, EventsStore } from './store.js';
 
-/** Notices on this channel tell streams (on every node) that events were appended. */
-export const EVENTS_APPENDED = 'events:appended';
 
 /** Events a stream reads from the log at once. */
 const STREAM_BATCH = 500;
@@ -74,33 +73,14 @@ function typesMatching(patterns: string): string[] {
 }
 
 /**
- * The event log (design §8): domains append in their own transactions (EventLog); readers
- * list it or follow it live. Admins read every event; an agent reads events without readers
+ * Reading the event log (design §8; EventAppender writes it): list it or follow it live. Admins read every event; an agent reads events without readers
  * (shared workspace objects) and those naming it or one of its groups.
  */
-export class EventsService implements EventLog {
+export class EventsService {
   /** Open streams per principal on this node. */
   private readonly streams = new Map<string, number>();
 
   constructor(private readonly deps: EventsDeps) {}
-
-  async append(tx: Tx, ...events: NewEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    const now = this.deps.clock.now();
-    const rows = events.map(
-      (event): NewEventRow => ({
-        type: event.type,
-        subject: event.subject,
-        actor: event.actor,
-        data: JSON.stringify(event.data),
-        reason: event.reason ?? null,
-        readers: event.readers ? JSON.stringify([...event.readers.agents.map((a) => `agent:${a}`), ...(event.readers.groups ?? []).map((g) => `group:${g}`)]) : null,
-        created_at: now,
-      }),
-    );
-    await this.deps.store.append(tx, rows);
-    await this.deps.notifier.notifyIn(tx, EVENTS_APPENDED);
-  }
 
   async list(principal: Principal, query: EventQuery, window: Page): Promise<Paged<Event>> {
     const page = await this.deps.store.list(autocommit, await this.filterFor(principal, query, query.after), window);

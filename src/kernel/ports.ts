@@ -149,6 +149,10 @@ export const EVENT_TYPES = [
   'input.submitted',
   'routine.execution.succeeded',
   'routine.execution.failed',
+  // Operator actions on routines (design §8's audit log): PATCH enabled, a manual trigger.
+  'routine.paused',
+  'routine.resumed',
+  'routine.triggered',
   'message.dead_lettered',
   'agent.registered',
   'agent.health_changed',
