@@ -4,6 +4,7 @@ import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
 import { createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
+import { createEventsDomain } from './events/index.js';
 import { createMessagingDomain } from './messaging/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
@@ -72,15 +73,19 @@ export async function createApp(options: AppOptions): Promise<App> {
     limiter,
   };
 
-  const auth = createAuthDomain({ database, clock, notifier });
+  // Every domain appends to the log, so it comes first; the groups an agent reads group-shared
+  // events of come from discovery, built below (asked only when an agent reads).
+  const events = createEventsDomain({ platform, groups: { groupsOf: (agentId) => discovery.service.groupsOf(agentId) } });
+  const auth = createAuthDomain({ database, clock, notifier, events: events.log });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
   const messaging = createMessagingDomain(platform);
-  const discovery = createDiscoveryDomain({ platform, stats: messaging.inbox });
-  const routines = createRoutinesDomain({ platform, inbox: messaging.inbox });
-  const tasks = createTasksDomain({ platform, inbox: messaging.inbox });
+  const discovery = createDiscoveryDomain({ platform, events: events.log, stats: messaging.inbox });
+  const routines = createRoutinesDomain({ platform, inbox: messaging.inbox, events: events.log });
+  const tasks = createTasksDomain({ platform, events: events.log, inbox: messaging.inbox });
   const coordination = createCoordinationDomain({
     platform,
+    events: events.log,
     inbox: messaging.inbox,
     directory: discovery.service,
     onPublish: (listener) => messaging.subscriptions.onPublish(listener),
@@ -91,6 +96,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
     groups: discovery.service,
+    events: events.log,
   });
 
   // Workers start after the server listens, in this order, and stop in reverse.
@@ -101,6 +107,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...routines.workers,
     ...coordination.workers,
     ...artifacts.workers,
+    ...events.workers,
   ];
 
   const metrics = createMetrics();
@@ -122,6 +129,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service), logger, auth.service) },
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
+      { prefix: '/api/v1', plugin: events.routes },
     ],
   });
 

@@ -13,10 +13,14 @@ import { AuthStore } from './auth/store.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { databaseOptions, describeDatabase, openDatabase, sqliteFile, type DatabaseHandle } from './db/database.js';
 import { hasMigrated, migrateToLatest } from './db/migrate.js';
+import { createEventLog } from './events/index.js';
 import { systemClock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
 import { InProcessNotifier } from './kernel/notifier.js';
 import { serveStdio } from './mcp/stdio.js';
+
+/** The actor of what the CLI does (key events). */
+const CLI_ACTOR = 'cli';
 
 const HELP: Record<string, string> = {
   main: `Usage: switchboard [command] [options]
@@ -121,7 +125,7 @@ async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthServi
     // The CLI is its own process: running servers see its revocations on their next request
     // (through PostgreSQL's NOTIFY, or SQLite's data version of the file).
     const notifier = database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
-    const auth = new AuthService(new AuthStore(database.db, database.caps), systemClock, notifier);
+    const auth = new AuthService(new AuthStore(database.db, database.caps), systemClock, notifier, createEventLog(database, systemClock, notifier));
     try {
       return await fn(auth);
     } finally {
@@ -157,7 +161,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
     if (role !== 'agent' && role !== 'admin') fail('--role must be agent or admin');
     if (role === 'agent' && values.agent === undefined) fail('keys create needs --agent ID for an agent key');
     const key = await withAuth(config, create, (auth) =>
-      auth.createKey({ agent_id: values.agent, role, name: values.name }),
+      auth.createKey({ agent_id: values.agent, role, name: values.name }, CLI_ACTOR),
     );
     console.log(JSON.stringify(key, null, 2));
     return;
@@ -170,7 +174,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
   if (action === 'revoke') {
     const id = rest[0];
     if (!id) fail('keys revoke needs a KEY_ID');
-    await withAuth(config, create, (auth) => auth.revokeKey(id));
+    await withAuth(config, create, (auth) => auth.revokeKey(id, CLI_ACTOR));
     console.log(JSON.stringify({ id, revoked: true }));
     return;
   }

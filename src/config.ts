@@ -33,6 +33,12 @@ export interface Config {
   readonly sqliteGroupCommit: boolean;
   /** SQLite's `PRAGMA synchronous`: `full` adds an fsync to every commit (README, Configuration). */
   readonly sqliteSynchronous: 'normal' | 'full';
+  /** Events older than this are deleted by the retention sweep. */
+  readonly eventRetentionDays: number;
+  /** Event streams (SSE) one principal may hold open on a node; one more is refused with 429. */
+  readonly eventStreamsPerPrincipal: number;
+  /** An event stream sends a `: keep-alive` comment after this long without an event. */
+  readonly eventKeepAliveMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -98,6 +104,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     llmApiKey: str(env, 'SWITCHBOARD_LLM_API_KEY'),
     sqliteGroupCommit: oneOf(env, 'SWITCHBOARD_SQLITE_GROUP_COMMIT', ['on', 'off'], 'on') === 'on',
     sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
+    eventRetentionDays: int(env, 'SWITCHBOARD_EVENT_RETENTION_DAYS', 30, 1, 36_500),
+    eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),
+    // Below the 30-60 s idle timeouts of common proxies and load balancers.
+    eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
     ...overrides,
   };
   return Object.freeze(config);

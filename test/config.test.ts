@@ -17,6 +17,9 @@ describe('config', () => {
       rateWindowSeconds: 60,
       sqliteGroupCommit: true,
       sqliteSynchronous: 'normal',
+      eventRetentionDays: 30,
+      eventStreamsPerPrincipal: 10,
+      eventKeepAliveMs: 15_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -34,6 +37,9 @@ describe('config', () => {
       SWITCHBOARD_RATE_WINDOW_S: '1',
       SWITCHBOARD_SQLITE_GROUP_COMMIT: 'off',
       SWITCHBOARD_SQLITE_SYNCHRONOUS: 'full',
+      SWITCHBOARD_EVENT_RETENTION_DAYS: '7',
+      SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL: '2',
+      SWITCHBOARD_EVENT_KEEPALIVE_MS: '50',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -47,6 +53,9 @@ describe('config', () => {
       rateWindowSeconds: 1,
       sqliteGroupCommit: false,
       sqliteSynchronous: 'full',
+      eventRetentionDays: 7,
+      eventStreamsPerPrincipal: 2,
+      eventKeepAliveMs: 50,
     });
   });
 
@@ -60,6 +69,9 @@ describe('config', () => {
     ['SWITCHBOARD_RATE_WINDOW_S', '0'],
     ['SWITCHBOARD_SQLITE_GROUP_COMMIT', 'yes'],
     ['SWITCHBOARD_SQLITE_SYNCHRONOUS', 'extra'],
+    ['SWITCHBOARD_EVENT_RETENTION_DAYS', '0'],
+    ['SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', '0'],
+    ['SWITCHBOARD_EVENT_KEEPALIVE_MS', 'soon'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Platform } from '../kernel/platform.js';
-import type { AgentGroups } from '../kernel/ports.js';
+import type { AgentGroups, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { FsBlobStore, type BlobStore } from './blob-store.js';
 import { artifactsRoutes } from './routes.js';
@@ -36,6 +36,7 @@ export function createArtifactsDomain(deps: {
   sharedSecret: (name: string) => Promise<string>;
   groups?: AgentGroups;
   blobs?: BlobStore;
+  events: EventLog;
 }) {
   const { platform } = deps;
   const service = new ArtifactsService({
@@ -44,6 +45,7 @@ export function createArtifactsDomain(deps: {
     clock: platform.clock,
     logger: platform.logger,
     groups: deps.groups,
+    events: deps.events,
     signingKey: () => deps.sharedSecret(URL_SIGNING_SETTING),
     publicUrl: platform.publicUrl,
     maxUploadBytes: platform.config.maxUploadBytes,

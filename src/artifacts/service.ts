@@ -7,7 +7,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, PreconditionFailed } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { AgentGroups } from '../kernel/ports.js';
+import type { AgentGroups, EventLog, NewEvent } from '../kernel/ports.js';
 import type { BlobStore, ByteRange, StagedBlob } from './blob-store.js';
 import { entityTags } from './http-conditions.js';
 import {
@@ -60,6 +60,8 @@ export interface ArtifactsDeps {
   logger: Logger;
   /** Discovery's groups (design §3); without it, group shares match nobody. */
   groups?: AgentGroups;
+  /** artifact.created, artifact.version_created, artifact.deleted: read by those who may read the artifact. */
+  events: EventLog;
   /** The HMAC key of signed and upload URLs, the same on every node. */
   signingKey: () => Promise<string>;
   publicUrl: () => string;
@@ -197,6 +199,20 @@ export class ArtifactsService {
     throw new Forbidden(`Only the owner ('${row.owner}') or an admin may change artifact '${id}'`);
   }
 
+  /** Who may read the artifact's events (design §8): its owner, the agents and the groups it is shared with. */
+  private async readersOf(tx: Tx, artifact: Pick<ArtifactRow, 'id' | 'owner'>): Promise<NonNullable<NewEvent['readers']>> {
+    const shares = await this.store.listShares(tx, artifact.id);
+    return {
+      agents: [artifact.owner, ...shares.filter((s) => s.kind === 'agent').map((s) => s.principal)],
+      groups: shares.filter((s) => s.kind === 'group').map((s) => s.principal),
+    };
+  }
+
+  /** A new artifact's event: only its owner reads it (it has no shares yet). */
+  private async created(tx: Tx, artifact: ArtifactRow, actor: string): Promise<void> {
+    await this.deps.events.append(tx, { type: 'artifact.created', subject: artifact.id, actor, data: { artifact: toArtifact(artifact) }, readers: { agents: [artifact.owner] } });
+  }
+
   // ---- contents and their references ----
 
   /**
@@ -322,6 +338,7 @@ export class ArtifactsService {
     await this.store.inTransaction(async (tx) => {
       await this.keep(tx, staged);
       await this.store.insertArtifact(tx, rows.artifact, rows.version);
+      await this.created(tx, rows.artifact, principal.actor);
     });
     return toArtifact(rows.artifact);
   }
@@ -463,6 +480,13 @@ export class ArtifactsService {
           created_by: principal.actor,
           created_at: now,
         });
+        await this.deps.events.append(tx, {
+          type: 'artifact.version_created',
+          subject: id,
+          actor: principal.actor,
+          data: { artifact: toArtifact(advanced), version: advanced.current_version },
+          readers: await this.readersOf(tx, advanced),
+        });
         return advanced;
       });
       return toArtifact(row);
@@ -496,11 +520,15 @@ export class ArtifactsService {
   async delete(principal: Principal, id: string): Promise<void> {
     await this.writable(principal, id);
     await this.store.inTransaction(async (tx) => {
-      if (!(await this.store.lockArtifact(tx, id))) throw new NotFound('Artifact', id);
+      const artifact = await this.store.lockArtifact(tx, id);
+      if (!artifact) throw new NotFound('Artifact', id);
       const blobs = (await this.store.listVersions(tx, id)).map((v) => v.sha256);
+      // Read before the shares go with the artifact.
+      const readers = await this.readersOf(tx, artifact);
       await this.store.deleteArtifact(tx, id);
       await this.store.lockBlobs(tx, blobs);
       await this.dropUnreferenced(tx, blobs);
+      await this.deps.events.append(tx, { type: 'artifact.deleted', subject: id, actor: principal.actor, data: { artifact: toArtifact(artifact) }, readers });
     });
   }
 
@@ -632,6 +660,7 @@ export class ArtifactsService {
         this.deps.clock.now(),
       );
       await this.store.insertArtifact(tx, rows.artifact, rows.version);
+      await this.created(tx, rows.artifact, principal.actor);
       return { artifact: rows.artifact };
     });
     if ('problems' in outcome) {

@@ -11,6 +11,7 @@ import {
   CreatedKey,
   CreateKeyBody,
   KeyParams,
+  RevokeKeyQuery,
   ListKeysQuery,
   PublicKey,
   WhoAmI,
@@ -42,7 +43,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         requireAdmin(request.principal);
-        return created(reply, await service.createKey(request.body));
+        return created(reply, await service.createKey(request.body, request.principal.actor));
       },
     );
 
@@ -58,10 +59,10 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/auth/keys/:key_id',
-      { schema: { tags, summary: 'Revoke an API key (admin)', params: KeyParams, response: { 200: Deleted } } },
+      { schema: { tags, summary: 'Revoke an API key (admin)', params: KeyParams, querystring: RevokeKeyQuery, response: { 200: Deleted } } },
       async (request, reply) => {
         requireAdmin(request.principal);
-        await service.revokeKey(request.params.key_id);
+        await service.revokeKey(request.params.key_id, request.principal.actor, request.query.reason);
         return deleted(reply, request.params.key_id);
       },
     );

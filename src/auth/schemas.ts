@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AgentId, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { AgentId, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 
 export const Role = Type.Union([Type.Literal('admin'), Type.Literal('agent')]);
 
@@ -33,6 +33,7 @@ export const ListKeysQuery = Type.Composite([
 ]);
 
 export const KeyParams = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const RevokeKeyQuery = Type.Object({ reason: Type.Optional(Reason) });
 export const AgentParams = Type.Object({ agent_id: AgentId });
 export const AgentKeyParams = Type.Object({ agent_id: AgentId, key_id: Type.String({ minLength: 1, maxLength: 100 }) });
 

@@ -7,6 +7,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
+import type { EventLog } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Principal } from './principal.js';
@@ -88,6 +89,8 @@ function principalFromKey(row: ApiKeyRow): Principal {
 
 /** Channel on which a revocation tells every node to forget the key at once. */
 const REVOKED_CHANNEL = 'auth:key-revoked';
+/** Key events are for admins: they name every agent's keys. */
+const ADMINS_ONLY = { agents: [] };
 const KEY_CACHE_MAX = 10_000;
 
 interface CachedKey {
@@ -109,6 +112,8 @@ export class AuthService {
     private readonly store: AuthStore,
     private readonly clock: Clock,
     private readonly notifier: Notifier,
+    /** key.created, key.revoked (admins only). */
+    private readonly events: EventLog,
     private readonly dataVersion: (() => number) | null = null,
   ) {
     this.stopListening = notifier.listen(REVOKED_CHANNEL, (keyId) => this.forget(keyId));
@@ -136,12 +141,18 @@ export class AuthService {
     for (const listener of this.revocationListeners) listener(keyId);
   }
 
-  async createKey(input: { agent_id?: string; role?: 'admin' | 'agent'; name?: string }): Promise<ApiKey & { key: string }> {
+  /** `actor`: who asks (the key.created event's actor). */
+  async createKey(input: { agent_id?: string; role?: 'admin' | 'agent'; name?: string }, actor: string): Promise<ApiKey & { key: string }> {
     const role = input.role ?? 'agent';
     if (role === 'agent' && input.agent_id === undefined) {
       throw InvalidRequest.field('agent_id', 'is required for an agent key');
     }
-    return this.insertKey(autocommit, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
+    return this.store.inTransaction(async (tx) => {
+      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
+      const { key: _plain, ...shown } = key;
+      await this.events.append(tx, { type: 'key.created', subject: key.id, actor, data: { key: shown }, readers: ADMINS_ONLY });
+      return key;
+    });
   }
 
   private async insertKey(tx: Tx, plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null) {
@@ -171,7 +182,8 @@ export class AuthService {
     return toApiKey(row);
   }
 
-  async revokeKey(id: string): Promise<void> {
+  /** `actor` and `reason`: who revokes and why (the key.revoked event's). */
+  async revokeKey(id: string, actor: string, reason?: string): Promise<void> {
     const row = await this.store.findKey(autocommit, id);
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
@@ -180,6 +192,7 @@ export class AuthService {
     const revoked = await this.store.inTransaction(async (tx) => {
       if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return false;
       await this.notifier.notifyIn(tx, REVOKED_CHANNEL, id);
+      await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data: { key: toApiKey(row) }, reason, readers: ADMINS_ONLY });
       return true;
     });
     if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);

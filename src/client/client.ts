@@ -1,7 +1,8 @@
 import { createHash, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from './operations.js';
-import type { Body, DomainClient, RawBody, Result } from './types.js';
+import type { Body, DomainClient, Event, Query, RawBody, Result } from './types.js';
 
 /** An error envelope from the server (design §2), thrown by every client method. */
 export class SwitchboardError extends Error {
@@ -69,6 +70,19 @@ export interface ArtifactStreams {
   ): Promise<Result<'artifacts.confirmUpload'>>;
   /** The bytes of a version (default: the current one) as a stream. */
   downloadStream(input: { artifact_id: string; version?: number; signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>;
+}
+
+/** What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive). */
+export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal };
+
+/** The extra events method that follows the live stream. */
+export interface EventStreams {
+  /**
+   * Every event after `after` (or from now on), then each new one as it is appended, until
+   * `signal` aborts or the loop breaks. A dropped connection is reopened after a backoff with
+   * `Last-Event-ID`, so nothing is missed or repeated; errors the server answers (401, 400…) end it.
+   */
+  stream(input?: StreamEventsInput): AsyncIterable<Event>;
 }
 
 // GET, PUT and DELETE repeat safely; POST and PATCH may not (a 5xx may come after the work was done).
@@ -153,6 +167,7 @@ export class Switchboard {
   readonly tasks: DomainClient<'tasks'>;
   readonly coordination: DomainClient<'coordination'>;
   readonly artifacts: DomainClient<'artifacts'> & ArtifactStreams;
+  readonly events: DomainClient<'events'> & EventStreams;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -200,6 +215,33 @@ export class Switchboard {
       },
     };
     this.artifacts = Object.assign(artifacts, streams);
+    const events = this.#domain('events');
+    this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
+  }
+
+  async *#follow(events: DomainClient<'events'>, { signal, ...query }: StreamEventsInput): AsyncIterable<Event> {
+    let after = query.after;
+    for (let drops = 0; ; drops++) {
+      try {
+        const response = await events.openStream({
+          query: { ...query, after },
+          ...(after === undefined ? {} : { headers: { 'last-event-id': after } }),
+          ...(signal ? { signal } : {}),
+        });
+        const messages = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+        for await (const message of messages) {
+          drops = 0;
+          const event = JSON.parse(message.data) as Event;
+          after = event.id;
+          yield event;
+        }
+      } catch (error) {
+        // An answer the server gave (bad query, credentials) will not change by asking again.
+        if (signal?.aborted || (error instanceof SwitchboardError && error.status < 500 && error.status !== 429)) throw error;
+      }
+      if (signal?.aborted) return;
+      await sleep(this.#backoff(drops), signal);
+    }
   }
 
   #domain<D extends Domain>(domain: D): DomainClient<D> {

@@ -140,6 +140,11 @@ export const OPERATIONS = {
     unshare: ['POST', '/api/v1/artifacts/{artifact_id}/unshare'],
     access: ['GET', '/api/v1/artifacts/{artifact_id}/access'],
   },
+  events: {
+    list: ['GET', '/api/v1/events', PAGED],
+    // The raw Server-Sent Events response; `client.events.stream()` follows it and resumes.
+    openStream: ['GET', '/api/v1/events/stream'],
+  },
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

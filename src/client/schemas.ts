@@ -3,6 +3,7 @@ import * as Artifacts from '../artifacts/schemas.js';
 import * as Auth from '../auth/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
+import * as Events from '../events/schemas.js';
 import { PageQuery, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
 import * as Routines from '../routines/schemas.js';
@@ -44,7 +45,7 @@ export const SCHEMAS = asValidated({
   'auth.whoami': { data: Auth.WhoAmI },
   'auth.createKey': { body: Auth.CreateKeyBody, data: Auth.CreatedKey },
   'auth.listKeys': { query: Auth.ListKeysQuery, data: list(Auth.ApiKey) },
-  'auth.revokeKey': { data: Deleted },
+  'auth.revokeKey': { query: Auth.RevokeKeyQuery, data: Deleted },
   'auth.addPublicKey': { body: Auth.AddPublicKeyBody, data: Auth.PublicKey },
   'auth.listPublicKeys': { data: list(Auth.PublicKey) },
   'auth.removePublicKey': { data: Deleted },
@@ -133,7 +134,7 @@ export const SCHEMAS = asValidated({
   'coordination.listRuns': { query: Coordination.ListRunsQuery, data: list(Coordination.Run) },
   'coordination.getRun': { data: Coordination.Run },
   'coordination.listRunEvents': { query: PageQuery, data: list(Coordination.RunEvent) },
-  'coordination.cancelRun': { data: Coordination.Run },
+  'coordination.cancelRun': { body: Coordination.CancelBody, optionalBody: true, data: Coordination.Run },
   'coordination.redriveRun': { data: Coordination.Run },
   'coordination.approveStep': { body: Coordination.ApproveBody, data: Coordination.Run },
   'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
@@ -167,4 +168,7 @@ export const SCHEMAS = asValidated({
   'artifacts.share': { body: Artifacts.ShareBody, data: Artifacts.AccessList },
   'artifacts.unshare': { body: Artifacts.UnshareBody, data: Artifacts.AccessList },
   'artifacts.access': { data: Artifacts.AccessList },
+
+  'events.list': { query: Events.ListEventsQuery, data: list(Events.Event) },
+  'events.openStream': { query: Events.StreamEventsQuery },
 } satisfies Record<OperationKey, OperationSchema>);

@@ -1,4 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox';
+import type * as Events from '../events/schemas.js';
 import type * as Messaging from '../messaging/schemas.js';
 import type { OPERATIONS, Domain, HttpMethod, OperationKey, PAGED } from './operations.js';
 import type { SCHEMAS } from './schemas.js';
@@ -74,3 +75,5 @@ export type Operation<K extends OperationKey> = ((...input: Args<K>) => Promise<
 export type DomainClient<D extends Domain> = { [N in keyof (typeof OPERATIONS)[D] & string]: Operation<`${D}.${N}` & OperationKey> };
 
 export type Message = Static<typeof Messaging.Message>;
+/** One event of the log (design §8). */
+export type Event = Static<typeof Events.Event>;

@@ -3,7 +3,7 @@ import type { Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { AgentDirectory, Inbox, MessageOutcome, PublishedEvent } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type MessageOutcome, type PublishedEvent } from '../kernel/ports.js';
 import { isJsonObject } from '../kernel/json.js';
 import { topicMatches } from '../messaging/topics.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_STEP_TIMEOUT_S, inputValidator, type StepTemplate } from './plan.js';
@@ -44,6 +44,8 @@ export interface EngineDeps {
   clock: Clock;
   notifier: Notifier;
   logger: Logger;
+  /** Where runs' transitions are told (run-events.ts). */
+  events: EventLog;
   /** When this node's timer worker looks next (0 while it is running a pass). */
   timerPlannedAt: () => number;
 }
@@ -66,7 +68,7 @@ export class RunEngine {
   private readonly starters: StepStarters;
 
   constructor(private readonly deps: EngineDeps) {
-    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock });
+    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events });
     this.starters = new StepStarters({
       store: deps.store,
       directory: deps.directory,
@@ -123,6 +125,8 @@ export class RunEngine {
     for (const ctx of await this.contexts.loadMany(tx, [...byRun.keys()])) {
       let changed = false;
       for (const outcome of byRun.get(ctx.run.id)!) {
+        // An acknowledgement is the agent's request; a dead letter may be the reaper's.
+        ctx.actor = outcome.status === 'acknowledged' ? outcome.destination : SYSTEM_ACTOR;
         const [, stepId, attempt] = outcome.origin.ref.split('|');
         const step = ctx.steps.get(stepId!);
         // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
@@ -163,10 +167,12 @@ export class RunEngine {
     tx: Tx,
     runId: string,
     stepId: string,
-    decision: { approved: boolean; comment?: string },
+    decision: { approved: boolean; comment?: string; reason?: string },
     by: { actor: string; agentId: string | null; admin: boolean },
   ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
+    ctx.actor = by.actor;
+    ctx.reason = decision.reason ?? null;
     const { step, def } = this.humanStep(ctx, stepId, 'human_approval');
     if (def.approvers && def.approvers.length > 0 && !by.admin && !def.approvers.includes(by.agentId ?? by.actor)) {
       throw new Forbidden(`Only ${def.approvers.join(', ')} may decide step '${stepId}'`);
@@ -183,23 +189,38 @@ export class RunEngine {
     else failStep(ctx, step, `rejected by ${decidedBy}${comment ? `: ${comment}` : ''}`, output);
   }
 
-  async submitInput(tx: Tx, runId: string, stepId: string, data: Record<string, unknown>, by: string): Promise<void> {
+  /** `by`: who submits (its actor, and the agent or actor recorded on the step); `reason` goes to the event log. */
+  async submitInput(tx: Tx, runId: string, stepId: string, data: Record<string, unknown>, by: { actor: string; name: string; reason?: string }): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
+    ctx.actor = by.actor;
+    ctx.reason = by.reason ?? null;
     const { step, def } = this.humanStep(ctx, stepId, 'human_input');
     const validate = inputValidator(def.schema ?? {});
     if (!validate(data)) {
       const details = (validate.errors ?? []).map((e) => ({ field: `data${e.instancePath.replaceAll('/', '.')}`, message: e.message ?? 'is invalid' }));
       throw new InvalidRequest('data does not match the step schema', details);
     }
-    record(ctx, 'step.input_received', stepId, { by });
+    record(ctx, 'step.input_received', stepId, { by: by.name });
     completeStep(ctx, step, data);
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
   }
 
-  /** Cancels a running or waiting run, its in-flight steps and their child runs. */
-  async cancel(tx: Tx, runId: string, reason: string, { fromParent = false }: { fromParent?: boolean } = {}): Promise<RunRow> {
+  /**
+   * Cancels a running or waiting run, its in-flight steps and their child runs. `reason` is the
+   * run's error; `by` is who asked, with the reason the request gave, for the event log.
+   */
+  async cancel(
+    tx: Tx,
+    runId: string,
+    reason: string,
+    { fromParent = false, by }: { fromParent?: boolean; by?: { actor: string; reason?: string } } = {},
+  ): Promise<RunRow> {
     const ctx = await this.mustLoad(tx, runId);
+    if (by) {
+      ctx.actor = by.actor;
+      ctx.reason = by.reason ?? null;
+    }
     if (RUN_FINISHED.has(ctx.run.status)) {
       if (fromParent) return ctx.run;
       throw new Conflict(`Run '${runId}' is already ${ctx.run.status}`);
@@ -219,6 +240,7 @@ export class RunEngine {
   /** Restarts a failed run from its failed and cancelled steps; completed ones keep their output. */
   async redrive(tx: Tx, runId: string, by: string): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
+    ctx.actor = by;
     if (ctx.run.status !== 'failed') throw new Conflict(`Run '${runId}' is ${ctx.run.status}; only failed runs can be redriven`);
     const restarted: string[] = [];
     for (const step of ctx.steps.values()) {

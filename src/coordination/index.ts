@@ -1,6 +1,6 @@
 import { autocommit } from '../db/tx.js';
 import type { Platform } from '../kernel/platform.js';
-import type { AgentDirectory, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
+import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { COORDINATION_CHANGED, RunEngine } from './engine.js';
 import { coordinationRoutes } from './routes.js';
@@ -16,6 +16,7 @@ export type { Plan, Run, RunEvent } from './service.js';
 const MAX_SLEEP_MS = 60_000;
 
 export function createCoordinationDomain(deps: {
+  events: EventLog;
   platform: Platform;
   inbox: Inbox;
   directory: AgentDirectory;
@@ -28,6 +29,7 @@ export function createCoordinationDomain(deps: {
     store,
     inbox: deps.inbox,
     directory: deps.directory,
+    events: deps.events,
     clock: platform.clock,
     notifier: platform.notifier,
     logger: platform.logger,

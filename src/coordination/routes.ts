@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import { isAdmin, type Principal } from '../auth/principal.js';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
@@ -24,6 +25,7 @@ import {
   Run,
   RunEvent,
   RunParams,
+  CancelBody,
   RunStepParams,
   StartRunBody,
   VersionParams,
@@ -144,10 +146,11 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           tags,
           summary: 'Cancel a running or waiting run (its in-flight steps and child runs); 409 once finished',
           params: RunParams,
+          body: Type.Optional(CancelBody),
           response: { 200: DataEnvelope(Run) },
         },
       },
-      async (request, reply) => ok(reply, await service.cancelRun(request.params.run_id, callerOf(request.principal))),
+      async (request, reply) => ok(reply, await service.cancelRun(request.params.run_id, callerOf(request.principal), request.body?.reason)),
     );
 
     app.post(
@@ -190,7 +193,10 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
         },
       },
       async (request, reply) =>
-        ok(reply, await service.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal))),
+        ok(
+          reply,
+          await service.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal), request.body.reason),
+        ),
     );
 
     app.post(

@@ -3,9 +3,10 @@ import type { Tx } from '../db/tx.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
-import type { Inbox } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type EventLog, type Inbox } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { compilePlan, type CompiledPlan, type PlanDefinition } from './plan.js';
+import { logEventsOf } from './run-events.js';
 import { NOT_STARTED, record, RUN_FINISHED, type RunContext, type StartRun, type StepState } from './run-state.js';
 import type { CoordinationStore, NewRunEvent, RunRow, RunStepRow } from './store.js';
 
@@ -32,7 +33,7 @@ export class RunContexts {
   private readonly revisionPrefix = randomBytes(8).toString('hex');
   private revisions = 0;
 
-  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock }) {}
+  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock; events: EventLog }) {}
 
   private get store() {
     return this.deps.store;
@@ -60,6 +61,8 @@ export class RunContexts {
       failed: null,
       parentInMemory: false,
       outbox: [],
+      actor: SYSTEM_ACTOR,
+      reason: null,
     };
   }
 
@@ -93,6 +96,7 @@ export class RunContexts {
     );
     const ctx = this.context(run, rows, { isNew: true });
     ctx.parentInMemory = parent !== undefined;
+    ctx.actor = spec.createdBy;
     record(ctx, 'run.started', null, { plan_id: run.plan_id, plan_version: run.plan_version });
     return ctx;
   }
@@ -143,7 +147,9 @@ export class RunContexts {
 
   /**
    * Saves transitions: their messages in one insert, then new runs in one statement per table
-   * and loaded runs' changed rows in one write; every saved run's steps are remembered.
+   * and loaded runs' changed rows in one write, then their events in the log (last: on
+   * PostgreSQL the log's lock is held from there to the commit); every saved run's steps are
+   * remembered.
    */
   async save(tx: Tx, contexts: RunContext[]): Promise<void> {
     await this.send(tx, outboxes(contexts));
@@ -171,6 +177,7 @@ export class RunContexts {
       });
       await this.store.saveTransitions(tx, transitions);
     }
+    await this.deps.events.append(tx, ...contexts.flatMap(logEventsOf));
     for (const ctx of contexts) this.remember(ctx);
   }
 

@@ -81,6 +81,10 @@ export interface RunContext {
    * all, and for all the runs of a batch); a step's `message_id` is set then.
    */
   outbox: { message: OutgoingMessage; step: StepState }[];
+  /** Who caused the transition (the event log's actor): the requesting principal, an agent, or 'system'. */
+  actor: string;
+  /** The reason the request gave (cancel, approve, input), for the event log. */
+  reason: string | null;
 }
 
 /** The state of a step that has not started: a new step, a for_each item, a redriven step. */

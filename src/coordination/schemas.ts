@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AgentId, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { AgentId, JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 import { STRATEGIES } from '../discovery/routing.js';
 import { STEP_TYPES } from './plan.js';
 
@@ -182,10 +182,11 @@ export const ListRunsQuery = Type.Composite([
 ]);
 
 export const ApproveBody = Type.Object(
-  { approved: Type.Boolean(), comment: Type.Optional(Type.String({ maxLength: 4000 })) },
+  { approved: Type.Boolean(), comment: Type.Optional(Type.String({ maxLength: 4000 })), reason: Type.Optional(Reason) },
   { additionalProperties: false },
 );
-export const InputBody = Type.Object({ data: JsonObject }, { additionalProperties: false });
+export const InputBody = Type.Object({ data: JsonObject, reason: Type.Optional(Reason) }, { additionalProperties: false });
+export const CancelBody = Type.Union([Type.Object({ reason: Type.Optional(Reason) }, { additionalProperties: false }), Type.Null()]);
 
 export const RunEvent = Type.Object({
   seq: Type.Integer(),

@@ -295,28 +295,28 @@ export class CoordinationService {
     return { items, total: page.total };
   }
 
-  async cancelRun(runId: string, caller: Caller): Promise<Run> {
+  async cancelRun(runId: string, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       const run = await this.store.findRun(tx, runId);
       if (!run) throw new NotFound('Run', runId);
       if (!caller.admin && run.created_by !== (caller.agentId ?? caller.actor)) {
         throw new Forbidden(`Only '${run.created_by}' (who started it) or an admin can cancel run '${runId}'`);
       }
-      await this.deps.engine.cancel(tx, runId, `cancelled by ${caller.agentId ?? caller.actor}`);
+      await this.deps.engine.cancel(tx, runId, `cancelled by ${caller.agentId ?? caller.actor}`, { by: { actor: caller.actor, reason } });
       return this.view(tx, runId);
     });
   }
 
-  async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string }, caller: Caller): Promise<Run> {
+  async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string; reason?: string }, caller: Caller): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       await this.deps.engine.approve(tx, runId, stepId, decision, caller);
       return this.view(tx, runId);
     });
   }
 
-  async submitInput(runId: string, stepId: string, data: Record<string, unknown>, caller: Caller): Promise<Run> {
+  async submitInput(runId: string, stepId: string, data: Record<string, unknown>, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
-      await this.deps.engine.submitInput(tx, runId, stepId, data, caller.agentId ?? caller.actor);
+      await this.deps.engine.submitInput(tx, runId, stepId, data, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
       return this.view(tx, runId);
     });
   }

@@ -45,6 +45,8 @@ export interface DialectCapabilities {
    * text on SQLite): one statement text whatever the count, and no bound-value limit.
    */
   inTextList(column: string, values: readonly string[]): RawBuilder<SqlBool>;
+  /** True when the JSON array of strings in text `column` holds any of `values` (one parameter). */
+  jsonArrayHoldsAny(column: string, values: readonly string[]): RawBuilder<SqlBool>;
   /**
    * A due-work query whose rows stay locked to this transaction, skipping rows another
    * transaction holds (`FOR UPDATE SKIP LOCKED`), so nodes claim different rows; unchanged on
@@ -79,6 +81,8 @@ export const sqliteCapabilities: DialectCapabilities = {
   isTransientConflict: () => false,
   transactionLock: async () => undefined,
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`,
+  jsonArrayHoldsAny: (column, values) =>
+    sql<SqlBool>`exists (select 1 from json_each(${sql.ref(column)}) where value in (select value from json_each(${JSON.stringify(values)})))`,
   claim: (query) => query,
   lock: (query) => query,
 };
@@ -97,6 +101,7 @@ export const postgresCapabilities: DialectCapabilities = {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
   },
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} = any(${values}::text[])`,
+  jsonArrayHoldsAny: (column, values) => sql<SqlBool>`(${sql.ref(column)}::jsonb ?| ${values}::text[])`,
   claim: (query) => query.forUpdate().skipLocked(),
   lock: (query) => query.forUpdate(),
 };

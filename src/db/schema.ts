@@ -2,6 +2,7 @@ import type { ArtifactsTables } from '../artifacts/tables.js';
 import type { AuthTables } from '../auth/tables.js';
 import type { CoordinationTables } from '../coordination/tables.js';
 import type { DiscoveryTables } from '../discovery/tables.js';
+import type { EventsTables } from '../events/tables.js';
 import type { MessagingTables } from '../messaging/tables.js';
 import type { RoutinesTables } from '../routines/tables.js';
 import type { TasksTables } from '../tasks/tables.js';
@@ -10,4 +11,4 @@ import type { TasksTables } from '../tasks/tables.js';
  * The database seen by Kysely: the union of every domain's tables. Each domain declares its
  * own tables in its tables.ts (which imports nothing); this file only joins them.
  */
-export interface Database extends ArtifactsTables, AuthTables, CoordinationTables, DiscoveryTables, MessagingTables, RoutinesTables, TasksTables {}
+export interface Database extends ArtifactsTables, AuthTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables {}

@@ -1,5 +1,5 @@
 import type { Platform } from '../kernel/platform.js';
-import type { DeliveryStats } from '../kernel/ports.js';
+import type { DeliveryStats, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { OpenAiEmbedder, type Embedder } from './embeddings.js';
 import { discoveryRoutes } from './routes.js';
@@ -17,9 +17,12 @@ export { STRATEGIES, DEFAULT_STRATEGY, healthOf, type Health, type Strategy } fr
  */
 const INDEX_POLL_MS = 5_000;
 const PRUNE_EVERY_MS = 3600_000;
+/** The health worker looks at most this long apart (less with a short TTL). */
+const HEALTH_POLL_MS = 5_000;
 
 export function createDiscoveryDomain(deps: {
   platform: Platform;
+  events: EventLog;
   /** Measured delivery figures for the latency and trust strategies (messaging). */
   stats?: DeliveryStats;
   /** Overrides the embeddings client built from the configuration. */
@@ -40,6 +43,7 @@ export function createDiscoveryDomain(deps: {
     notifier: platform.notifier,
     logger: platform.logger,
     healthTtlSeconds: config.healthTtlSeconds,
+    events: deps.events,
     stats: deps.stats,
     embedder,
     random: deps.random,
@@ -65,5 +69,13 @@ export function createDiscoveryDomain(deps: {
       }
     },
   });
-  return { service, routes: discoveryRoutes(service), workers: [indexer] };
+  // Health changes with time alone (a heartbeat that stops coming): this pass finds them,
+  // at least twice per TTL.
+  const health = new LoopWorker({
+    name: 'agent-health',
+    intervalMs: Math.min(HEALTH_POLL_MS, (config.healthTtlSeconds * 1000) / 2),
+    logger: platform.logger,
+    run: () => service.announceHealthChanges().then(() => undefined),
+  });
+  return { service, routes: discoveryRoutes(service), workers: [indexer, health] };
 }

@@ -37,7 +37,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
       },
       async (request, reply) => {
         const agentId = actingAgent(request.principal, request.body.agent_id);
-        const result = await service.register(agentId, request.body);
+        const result = await service.register(agentId, request.body, request.principal.actor);
         return result.created ? created(reply, result.capability) : ok(reply, result.capability);
       },
     );
@@ -85,7 +85,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
       },
       async (request, reply) => {
         assertActsAs(request.principal, request.params.agent_id);
-        const removed = await service.deleteAgent(request.params.agent_id);
+        const removed = await service.deleteAgent(request.params.agent_id, request.principal.actor);
         return ok(reply, { id: request.params.agent_id, deleted: true as const, capabilities_removed: removed });
       },
     );

@@ -7,7 +7,7 @@ import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { AgentDirectory, AgentGroups, DeliveryStats } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AgentDirectory, type AgentGroups, type DeliveryStats, type EventLog, type NewEvent } from '../kernel/ports.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilityIndex, unit, type IndexedCapability, type SearchHit } from './search.js';
 import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
@@ -82,6 +82,8 @@ export interface DiscoveryDeps {
   notifier: Notifier;
   logger: Logger;
   healthTtlSeconds: number;
+  /** agent.registered, agent.deregistered, agent.health_changed. */
+  events: EventLog;
   /** Measured delivery figures (messaging); without them latency/trust use the claimed metadata. */
   stats?: DeliveryStats;
   /** Embeddings endpoint for the search blend; lexical only without it. */
@@ -140,6 +142,7 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   private readonly stats: DeliveryStats | undefined;
   private readonly embedder: Embedder | null;
   private readonly random: () => number;
+  private readonly events: EventLog;
 
   private readonly index = new CapabilityIndex();
   /** The change seq the index reflects; -1 before the first build. */
@@ -158,14 +161,19 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     this.stats = deps.stats;
     this.embedder = deps.embedder ?? null;
     this.random = deps.random ?? Math.random;
+    this.events = deps.events;
   }
 
   // ---- capabilities ----
 
-  /** Registers the agent's capability, or updates it when the agent already has one of that name. */
+  /**
+   * Registers the agent's capability, or updates it when the agent already has one of that
+   * name; an agent's first capability registers the agent (agent.registered, by `actor`).
+   */
   async register(
     agentId: string,
     input: { capability: string; metadata?: Metadata; groups?: string[] },
+    actor: string,
   ): Promise<{ capability: Capability; created: boolean }> {
     const metadata = JSON.stringify(input.metadata ?? {});
     if (Buffer.byteLength(metadata) > MAX_METADATA_BYTES) {
@@ -174,19 +182,18 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     const groups = [...new Set(input.groups ?? [])];
     const now = this.clock.now();
     const id = newId('cap', now);
-    const row = await this.store.upsertCapability(
-      autocommit,
-      {
-        id,
-        agent_id: agentId,
-        capability: input.capability,
-        metadata,
-        groups: JSON.stringify(groups),
-        created_at: now,
-        updated_at: now,
-      },
-      groups,
-    );
+    const row = await this.store.inTransaction(async (tx) => {
+      const known = await this.store.hasCapabilities(tx, agentId);
+      const stored = await this.store.upsertCapability(
+        tx,
+        { id, agent_id: agentId, capability: input.capability, metadata, groups: JSON.stringify(groups), created_at: now, updated_at: now },
+        groups,
+      );
+      if (!known) {
+        await this.events.append(tx, { type: 'agent.registered', subject: agentId, actor, data: { agent_id: agentId, capability: toCapability(stored) } });
+      }
+      return stored;
+    });
     await this.announceChange();
     return { capability: toCapability(row), created: row.id === id };
   }
@@ -219,13 +226,41 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     await this.announceChange();
   }
 
-  /** Deregisters an agent: all its capabilities and its heartbeat record. */
-  async deleteAgent(agentId: string): Promise<number> {
-    const removed = await this.store.deleteCapabilities(autocommit, { agentId }, this.clock.now());
-    const hadHeartbeat = await this.store.deleteHeartbeat(autocommit, agentId);
-    if (removed.length === 0 && !hadHeartbeat) throw new NotFound('Agent', agentId);
+  /** Deregisters an agent: all its capabilities and its heartbeat record (agent.deregistered, by `actor`). */
+  async deleteAgent(agentId: string, actor: string): Promise<number> {
+    const removed = await this.store.inTransaction(async (tx) => {
+      const capabilities = await this.store.deleteCapabilities(tx, { agentId }, this.clock.now());
+      const hadHeartbeat = await this.store.deleteHeartbeat(tx, agentId);
+      if (capabilities.length === 0 && !hadHeartbeat) throw new NotFound('Agent', agentId);
+      await this.events.append(tx, { type: 'agent.deregistered', subject: agentId, actor, data: { agent_id: agentId, capabilities: capabilities.length } });
+      return capabilities;
+    });
     if (removed.length > 0) await this.announceChange();
     return removed.length;
+  }
+
+  /**
+   * The health worker's pass: announces each agent whose health (from its heartbeat's age and
+   * load) differs from the one last announced (agent.health_changed; unknown before the first
+   * heartbeat). Returns how many changed.
+   */
+  async announceHealthChanges(): Promise<number> {
+    const now = this.clock.now();
+    return this.store.inTransaction(async (tx) => {
+      const events: NewEvent[] = [];
+      for (const row of await this.store.heartbeatsWithHealth(tx)) {
+        const health = healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs);
+        if (health === row.announced || !(await this.store.announceHealth(tx, row.agent_id, health, now))) continue;
+        events.push({
+          type: 'agent.health_changed',
+          subject: row.agent_id,
+          actor: SYSTEM_ACTOR,
+          data: { agent_id: row.agent_id, from: row.announced ?? 'unknown', to: health, load: row.load, last_heartbeat_at: iso(Number(row.last_heartbeat_at)) },
+        });
+      }
+      await this.events.append(tx, ...events);
+      return events.length;
+    });
   }
 
   private async announceChange(): Promise<void> {

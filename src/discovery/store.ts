@@ -12,7 +12,7 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
-import { atomically, dbOf, type Tx } from '../db/tx.js';
+import { atomically, dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
 import { Statements, type Values } from '../db/statements.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -47,7 +47,7 @@ const CHANGES = 'changes';
 /** Highest change seq whose tombstone was pruned: a node behind it must rebuild its index. */
 const PRUNED = 'changes_pruned';
 
-export class DiscoveryStore {
+export class DiscoveryStore implements Transactor {
   private readonly statements: Statements;
   /** Agent counts of recent lookups, by name, group and whether stale agents count. */
   private readonly liveCounts = new BoundedMap<string, { seq: number; total: number; oldest: number | null }>(1024);
@@ -57,6 +57,10 @@ export class DiscoveryStore {
     private readonly caps: DialectCapabilities,
   ) {
     this.statements = new Statements(db);
+  }
+
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
   }
 
   /**
@@ -102,9 +106,36 @@ export class DiscoveryStore {
     });
   }
 
+  /** Deletes the agent's heartbeat record and the health last announced for it. */
   async deleteHeartbeat(tx: Tx, agentId: string): Promise<boolean> {
-    const result = await dbOf(tx, this.db).deleteFrom('discovery_heartbeats').where('agent_id', '=', agentId).executeTakeFirst();
-    return Number(result.numDeletedRows) > 0;
+    return atomically(tx, this.db, async (trx) => {
+      await trx.deleteFrom('discovery_health').where('agent_id', '=', agentId).execute();
+      const result = await trx.deleteFrom('discovery_heartbeats').where('agent_id', '=', agentId).executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    });
+  }
+
+  /** Every heartbeat with the health last announced for its agent (null: none yet). */
+  async heartbeatsWithHealth(tx: Tx): Promise<(Pick<HeartbeatRow, 'agent_id' | 'load' | 'last_heartbeat_at'> & { announced: string | null })[]> {
+    return dbOf(tx, this.db)
+      .selectFrom('discovery_heartbeats as h')
+      .leftJoin('discovery_health as s', 's.agent_id', 'h.agent_id')
+      .select(['h.agent_id', 'h.load', 'h.last_heartbeat_at', 's.health as announced'])
+      .execute();
+  }
+
+  /**
+   * Records `health` as announced for the agent unless it is already: true when this call
+   * changed it. One conditional upsert, so of two nodes that saw the same change one announces it.
+   */
+  async announceHealth(tx: Tx, agentId: string, health: string, at: number): Promise<boolean> {
+    const row = await dbOf(tx, this.db)
+      .insertInto('discovery_health')
+      .values({ agent_id: agentId, health, changed_at: at })
+      .onConflict((oc) => oc.column('agent_id').doUpdateSet({ health, changed_at: at }).where('discovery_health.health', '<>', health))
+      .returning('agent_id')
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /**

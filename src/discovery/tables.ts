@@ -25,6 +25,13 @@ export interface DiscoveryHeartbeatsTable {
   last_heartbeat_at: number;
 }
 
+/** The health last announced for an agent (agent.health_changed), by the health worker. */
+export interface DiscoveryHealthTable {
+  agent_id: string;
+  health: string;
+  changed_at: number;
+}
+
 export interface DiscoveryCountersTable {
   name: string;
   value: number;
@@ -41,6 +48,7 @@ export interface DiscoveryTables {
   discovery_capabilities: DiscoveryCapabilitiesTable;
   discovery_capability_groups: DiscoveryCapabilityGroupsTable;
   discovery_heartbeats: DiscoveryHeartbeatsTable;
+  discovery_health: DiscoveryHealthTable;
   discovery_counters: DiscoveryCountersTable;
   discovery_changes: DiscoveryChangesTable;
 }

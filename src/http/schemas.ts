@@ -44,6 +44,9 @@ export function page(query: { limit?: number; offset?: number }): Page {
   return { limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 };
 }
 
+/** Why an operator acted (approve, input, cancel, key revoke, routine pause/trigger): stored on the event it causes. */
+export const Reason = Type.String({ minLength: 1, maxLength: 1000, description: 'Why, for the audit log: stored as the `reason` of the event this request causes' });
+
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
 /** Agent ids are chosen by operators: letters, digits and `._:@-`, at most 128 characters. */

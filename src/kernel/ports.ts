@@ -130,3 +130,75 @@ export interface DeliveryStats {
   /** Per agent: median ms from delivery to acknowledgement, and acked / (acked + rejected + dead-lettered). */
   statsFor(tx: Tx, agentIds: string[]): Promise<Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>>;
 }
+
+/**
+ * Every event type of the log (design §8), for type filters and the API's schema. A domain
+ * that starts producing a new type adds it here.
+ */
+export const EVENT_TYPES = [
+  'run.started',
+  'run.waiting',
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'run.step.completed',
+  'run.step.failed',
+  'approval.requested',
+  'approval.decided',
+  'input.requested',
+  'input.submitted',
+  'routine.execution.succeeded',
+  'routine.execution.failed',
+  // Operator actions on routines (design §8's audit log): PATCH enabled, a manual trigger.
+  'routine.paused',
+  'routine.resumed',
+  'routine.triggered',
+  'message.dead_lettered',
+  'agent.registered',
+  'agent.health_changed',
+  'agent.deregistered',
+  'task.created',
+  'task.updated',
+  'task.unblocked',
+  'task.deleted',
+  'artifact.created',
+  'artifact.version_created',
+  'artifact.deleted',
+  'key.created',
+  'key.revoked',
+  'webhook.disabled',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The actor of events that no request caused (workers, timers). */
+export const SYSTEM_ACTOR = 'system';
+
+/** One change worth telling someone, as a domain hands it to the log. */
+export interface NewEvent {
+  type: EventType;
+  /** The id of the thing the event is about (`run_…`, `tsk_…`, an agent id …). */
+  subject: string;
+  /** The principal that made the request (its `actor`), or SYSTEM_ACTOR. */
+  actor: string;
+  /** What a listener needs without a second call. */
+  data: Record<string, unknown>;
+  /** The reason an operator's request gave (approve, input, cancel, key revoke, routine pause/trigger). */
+  reason?: string | null;
+  /**
+   * Who besides admins may read it: absent = every principal (shared workspace objects);
+   * otherwise only these agents and the members of these discovery groups (`{ agents: [] }`:
+   * admins only).
+   */
+  readers?: { agents: string[]; groups?: string[] };
+}
+
+/**
+ * Implemented by events: the durable log (design §8). `append` writes in the caller's
+ * transaction (a transactional outbox: an aborted transaction leaves no event). On
+ * PostgreSQL it holds a lock until the transaction ends, so appends commit in log order:
+ * append last, when the transaction's other writes are done.
+ */
+export interface EventLog {
+  append(tx: Tx, ...events: NewEvent[]): Promise<void>;
+}

@@ -125,7 +125,7 @@ export function buildTools(routines: RoutinesService, tasks: TasksService): Tool
       description: 'Change some fields of a routine by id; enabled=false pauses it, true resumes it.',
       input: toolInput(Type.Composite([RoutineParams, UpdateRoutineBody]), ROUTINE_ID),
       annotations: UPDATE,
-      run: async ({ id, ...patch }) => ({ ...(await routines.update(id, patch)) }),
+      run: async ({ id, ...patch }, principal) => ({ ...(await routines.update(id, patch, principal.actor)) }),
     }),
     define({
       name: 'delete_routine',
@@ -142,7 +142,7 @@ export function buildTools(routines: RoutinesService, tasks: TasksService): Tool
       description: "Run a routine now, regardless of its schedule; returns the execution. payload replaces the routine's payload for this run.",
       input: toolInput(Type.Composite([RoutineParams, TriggerBody.anyOf[0]]), ROUTINE_ID),
       annotations: CREATE,
-      run: async ({ id, payload }) => ({ ...(await routines.trigger(id, payload)) }),
+      run: async ({ id, payload, reason }, principal) => ({ ...(await routines.trigger(id, { payload, reason }, principal.actor)) }),
     }),
     define({
       name: 'create_task',

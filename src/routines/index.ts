@@ -1,5 +1,5 @@
 import type { Platform } from '../kernel/platform.js';
-import type { Inbox, OutcomeHandler } from '../kernel/ports.js';
+import type { EventLog, Inbox, OutcomeHandler } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { routinesRoutes } from './routes.js';
 import { ROUTINES_CHANGED, RoutinesService } from './service.js';
@@ -12,7 +12,7 @@ export * as routineSchemas from './schemas.js';
 /** The scheduler sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;
 
-export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox }) {
+export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox; events: EventLog }) {
   const { platform } = deps;
   const service = new RoutinesService({
     store: new RoutinesStore(platform.database.db, platform.database.caps),
@@ -21,6 +21,7 @@ export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox })
     inbox: deps.inbox,
     publicUrl: platform.publicUrl,
     logger: platform.logger,
+    events: deps.events,
   });
   /** Hears of `routine_execution` messages (kernel/ports.ts `OutcomeHandlers`). */
   const outcomeHandler: OutcomeHandler = {

@@ -58,7 +58,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
           response: { 200: DataEnvelope(Routine) },
         },
       },
-      async (request, reply) => ok(reply, await service.update(request.params.id, request.body)),
+      async (request, reply) => ok(reply, await service.update(request.params.id, request.body, request.principal.actor)),
     );
 
     app.delete(
@@ -81,7 +81,8 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
           response: { 202: DataEnvelope(Execution) },
         },
       },
-      async (request, reply) => accepted(reply, await service.trigger(request.params.id, request.body?.payload)),
+      async (request, reply) =>
+        accepted(reply, await service.trigger(request.params.id, { payload: request.body?.payload, reason: request.body?.reason }, request.principal.actor)),
     );
 
     app.post(

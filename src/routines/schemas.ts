@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AgentId, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { AgentId, JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, description: 'Routine name' });
 const Description = Type.String({ maxLength: 4000, description: 'What the routine is for' });
@@ -45,7 +45,7 @@ export const CreateRoutineBody = Type.Object(
 );
 export type CreateRoutineBody = Static<typeof CreateRoutineBody>;
 
-export const UpdateRoutineBody = Type.Partial(CreateRoutineBody, { additionalProperties: false });
+export const UpdateRoutineBody = Type.Partial(Type.Object({ ...CreateRoutineBody.properties, reason: Reason }), { additionalProperties: false });
 export type UpdateRoutineBody = Static<typeof UpdateRoutineBody>;
 
 export const Routine = Type.Object({
@@ -121,7 +121,7 @@ export const PreviewQuery = Type.Object({
 
 export const TriggerBody = Type.Union([
   Type.Object(
-    { payload: Type.Optional(Type.Unknown({ description: "Replaces the routine's payload for this run" })) },
+    { payload: Type.Optional(Type.Unknown({ description: "Replaces the routine's payload for this run" })), reason: Type.Optional(Reason) },
     { additionalProperties: false },
   ),
   Type.Null(),

@@ -5,7 +5,7 @@ import { newId, newSecret } from '../kernel/ids.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { Inbox, MessageOutcome } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
@@ -28,6 +28,8 @@ export interface RoutinesDeps {
   inbox: Inbox;
   publicUrl: () => string;
   logger: Logger;
+  /** routine.paused/resumed/triggered and routine.execution.succeeded/failed. */
+  events: EventLog;
   /** Routines claimed per fire transaction (default 2,000). */
   fireBatchSize?: number;
 }
@@ -52,6 +54,16 @@ function toRoutine(row: RoutineRow): Routine {
     created_by: row.created_by,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
+  };
+}
+
+/** routine.execution.succeeded or .failed, for an execution that just finished. */
+function executionFinished(execution: Pick<ExecutionRow, 'id' | 'routine_id' | 'trigger'>, succeeded: boolean, output: string | null, actor: string): NewEvent {
+  return {
+    type: succeeded ? 'routine.execution.succeeded' : 'routine.execution.failed',
+    subject: execution.routine_id,
+    actor,
+    data: { routine_id: execution.routine_id, execution_id: execution.id, trigger: execution.trigger, status: succeeded ? 'success' : 'failed', output },
   };
 }
 
@@ -175,7 +187,8 @@ export class RoutinesService {
     return { items: result.items.map(toRoutine), total: result.total };
   }
 
-  async update(id: string, patch: UpdateRoutineBody): Promise<Routine> {
+  /** `actor`: who asks; a pause or resume is an event with the patch's `reason`. */
+  async update(id: string, patch: UpdateRoutineBody, actor: string): Promise<Routine> {
     const now = this.deps.clock.now();
     let token: string | null = null;
     const updated = await this.store.inTransaction(async (tx) => {
@@ -212,6 +225,15 @@ export class RoutinesService {
       if (scheduleChanged) next.next_run_at = this.nextRun(next, now);
       const { id: _id, ...changes } = next;
       await this.store.updateRoutine(tx, id, changes);
+      if (next.enabled !== current.enabled) {
+        await this.deps.events.append(tx, {
+          type: next.enabled === 1 ? 'routine.resumed' : 'routine.paused',
+          subject: id,
+          actor,
+          data: { routine_id: id, name: next.name },
+          reason: patch.reason,
+        });
+      }
       return next;
     });
     await this.changed();
@@ -244,12 +266,20 @@ export class RoutinesService {
     return Schedule.of(row.cron_expression!, row.timezone).upcoming(this.deps.clock.now(), count).map((t) => iso(t));
   }
 
-  /** Runs a routine now (manual trigger): 409 while it is paused. */
-  async trigger(id: string, payload?: unknown): Promise<Execution> {
+  /** Runs a routine now (manual trigger, by `actor`): 409 while it is paused. */
+  async trigger(id: string, request: { payload?: unknown; reason?: string }, actor: string): Promise<Execution> {
     const execution = await this.store.inTransaction(async (tx) => {
       const row = await this.row(tx, id);
       if (row.enabled !== 1) throw new Conflict(`Routine '${id}' is paused; resume it (PATCH enabled=true) first`);
-      return toExecution(await this.startExecution(tx, row, 'manual', null, payload ?? JSON.parse(row.payload)));
+      const started = toExecution(await this.startExecution(tx, row, 'manual', null, request.payload ?? JSON.parse(row.payload)));
+      await this.deps.events.append(tx, {
+        type: 'routine.triggered',
+        subject: id,
+        actor,
+        data: { routine_id: id, execution_id: started.id, payload: started.payload },
+        reason: request.reason,
+      });
+      return started;
     });
     // A new deadline the scheduler must watch.
     await this.changed();
@@ -357,12 +387,15 @@ export class RoutinesService {
     const execution = await this.store.findExecution(tx, id);
     if (!execution) return;
     const succeeded = outcome.status === 'acknowledged';
-    await this.store.transitionExecution(tx, id, ['pending', 'running'], {
+    const output = succeeded ? outputText(outcome.output) : (outcome.reason ?? 'dead-lettered');
+    const finished = await this.store.transitionExecution(tx, id, ['pending', 'running'], {
       status: succeeded ? 'success' : 'failed',
-      output: succeeded ? outputText(outcome.output) : (outcome.reason ?? 'dead-lettered'),
+      output,
       started_at: execution.started_at ?? now,
       completed_at: now,
     });
+    // The agent's acknowledgement or rejection finished it.
+    if (finished) await this.deps.events.append(tx, executionFinished(execution, succeeded, output, outcome.destination));
   }
 
   /**
@@ -449,16 +482,17 @@ export class RoutinesService {
     const now = this.deps.clock.now();
     return this.store.inTransaction(async (tx) => {
       const expired = await this.store.claimTimedOut(tx, now, FIRE_BATCH);
+      const events: NewEvent[] = [];
       for (const execution of expired) {
         const routine = await this.store.findRoutine(tx, execution.routine_id);
         const seconds = routine?.timeout_seconds ?? Math.round((execution.deadline_at - execution.created_at) / 1000);
-        await this.store.transitionExecution(tx, execution.id, ['pending', 'running'], {
-          status: 'failed',
-          output: `timed out after ${seconds} s without an acknowledgement`,
-          completed_at: now,
-        });
+        const output = `timed out after ${seconds} s without an acknowledgement`;
+        if (await this.store.transitionExecution(tx, execution.id, ['pending', 'running'], { status: 'failed', output, completed_at: now })) {
+          events.push(executionFinished(execution, false, output, SYSTEM_ACTOR));
+        }
         if (execution.message_id) await this.deps.inbox.cancel(tx, execution.message_id, 'execution timed out');
       }
+      await this.deps.events.append(tx, ...events);
       return expired.length;
     });
   }

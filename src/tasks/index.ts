@@ -1,5 +1,5 @@
 import type { Platform } from '../kernel/platform.js';
-import type { Inbox } from '../kernel/ports.js';
+import type { EventLog, Inbox } from '../kernel/ports.js';
 import { tasksRoutes } from './routes.js';
 import { TasksService } from './service.js';
 import { TasksStore } from './store.js';
@@ -13,12 +13,13 @@ export { cycleThrough, findPath } from './graph.js';
  * Projects and tasks (issue 6). `inbox` (messaging) receives the `task.unblocked` messages;
  * without it the domain works the same and sends none.
  */
-export function createTasksDomain(deps: { platform: Platform; inbox?: Inbox }) {
+export function createTasksDomain(deps: { platform: Platform; events: EventLog; inbox?: Inbox }) {
   const { platform } = deps;
   const service = new TasksService({
     store: new TasksStore(platform.database.db, platform.database.caps),
     clock: platform.clock,
     inbox: deps.inbox,
+    events: deps.events,
   });
   return { service, routes: tasksRoutes(service) };
 }

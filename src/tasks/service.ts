@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { Inbox } from '../kernel/ports.js';
+import type { EventLog, Inbox, NewEvent } from '../kernel/ports.js';
 import { cycleThrough } from './graph.js';
 import {
   DONE,
@@ -40,6 +40,8 @@ export interface TasksDeps {
   clock: Clock;
   /** Messaging's inbox, for `task.unblocked`; without it nothing is sent. */
   inbox?: Inbox;
+  /** task.created, task.updated, task.unblocked, task.deleted. */
+  events: EventLog;
 }
 
 /** The payload of a `task.unblocked` message. */
@@ -236,7 +238,9 @@ export class TasksService {
         { action: 'created', from: null, to: row.title },
         ...dependsOn.map((target): Change => ({ action: 'dependency_added', from: null, to: target })),
       ]);
-      return toTask(row);
+      const task = toTask(row);
+      await this.deps.events.append(tx, { type: 'task.created', subject: task.id, actor: principal.actor, data: { task } });
+      return task;
     });
   }
 
@@ -264,8 +268,8 @@ export class TasksService {
       for (const [field] of PATCHABLE) if (patch[field] !== undefined) Object.assign(fields, { [field]: patch[field] });
       const after = await this.referencing(() => this.store.updateTask(tx, id, fields), 'Project', patch.project_id);
       await this.record(tx, id, principal.actor, changes);
-      await this.statusMoved(tx, before.status, after);
-      return toTask(after);
+      const unblocked = await this.statusMoved(tx, before.status, after, principal.actor);
+      return this.updated(tx, after, changes, principal.actor, unblocked);
     });
   }
 
@@ -300,8 +304,8 @@ export class TasksService {
       if (before.assigned_to !== agent) changes.push({ action: 'claimed', from: before.assigned_to, to: agent });
       if (before.status !== after.status) changes.push({ action: 'status_changed', from: before.status, to: after.status });
       await this.record(tx, id, principal.actor, changes);
-      await this.statusMoved(tx, before.status, after);
-      return toTask(after);
+      const unblocked = await this.statusMoved(tx, before.status, after, principal.actor);
+      return this.updated(tx, after, changes, principal.actor, unblocked);
     });
   }
 
@@ -341,7 +345,7 @@ export class TasksService {
       const changes: Change[] = [{ action: 'released', from: holder, to: null }];
       if (status !== before.status) changes.push({ action: 'status_changed', from: before.status, to: status });
       await this.record(tx, id, principal.actor, changes);
-      return toTask(after);
+      return this.updated(tx, after, changes, principal.actor, []);
     });
   }
 
@@ -366,9 +370,11 @@ export class TasksService {
       if (cycle) throw new Conflict(`The dependency would create a cycle: ${cycle.join(' → ')}`, { cycle });
       const row: DependencyRow = { id: newId('dep', now), task_id: taskId, depends_on: dependsOn, created_by: principal.actor, created_at: now };
       await this.store.insertDependencies(tx, [row]);
-      await this.adjust(tx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn);
-      await this.store.updateTask(tx, taskId, { updated_at: now, depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]) });
-      await this.record(tx, taskId, principal.actor, [{ action: 'dependency_added', from: null, to: dependsOn }]);
+      await this.adjust(tx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn, principal.actor);
+      const after = await this.store.updateTask(tx, taskId, { updated_at: now, depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]) });
+      const changes: Change[] = [{ action: 'dependency_added', from: null, to: dependsOn }];
+      await this.record(tx, taskId, principal.actor, changes);
+      await this.updated(tx, after, changes, principal.actor, []);
       return toDependency(row);
     });
   }
@@ -387,10 +393,12 @@ export class TasksService {
       // A concurrent removal (or deletion of either task) may have won the race while this one
       // waited for the locks.
       if (!task || !(await this.store.deleteDependency(tx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);
-      await this.record(tx, taskId, principal.actor, [{ action: 'dependency_removed', from: dependency.depends_on, to: null }]);
+      const changes: Change[] = [{ action: 'dependency_removed', from: dependency.depends_on, to: null }];
+      await this.record(tx, taskId, principal.actor, changes);
       const open = upstream && !isDone(upstream.status) ? [taskId] : [];
-      await this.adjust(tx, open, -1, dependency.depends_on);
-      await this.store.updateTask(tx, taskId, { updated_at: this.now(), depends_on: without(task, [dependency.depends_on]) });
+      const unblocked = await this.adjust(tx, open, -1, dependency.depends_on, principal.actor);
+      const after = await this.store.updateTask(tx, taskId, { updated_at: this.now(), depends_on: without(task, [dependency.depends_on]) });
+      await this.updated(tx, after, changes, principal.actor, unblocked);
       return dependency.id;
     });
   }
@@ -456,28 +464,44 @@ export class TasksService {
     );
   }
 
-  /** After a task's status changed: its dependents gain or lose an open dependency. */
-  private async statusMoved(tx: Tx, before: string, after: TaskRow): Promise<void> {
-    if (isDone(before) === isDone(after.status)) return;
+  /**
+   * After a change to a task: its task.updated event, after the task.unblocked events the
+   * change caused, appended last in the transaction. Returns the task.
+   */
+  private async updated(tx: Tx, after: TaskRow, changes: Change[], actor: string, unblocked: NewEvent[]): Promise<Task> {
+    const task = toTask(after);
+    const fields = changes.map((c) => ({ action: c.action, from: c.from, to: c.to }));
+    await this.deps.events.append(tx, ...unblocked, { type: 'task.updated', subject: task.id, actor, data: { task, changes: fields } });
+    return task;
+  }
+
+  /** After a task's status changed: its dependents gain or lose an open dependency (the task.unblocked events). */
+  private async statusMoved(tx: Tx, before: string, after: TaskRow, actor: string): Promise<NewEvent[]> {
+    if (isDone(before) === isDone(after.status)) return [];
     const dependents = await this.store.dependentsOf(tx, after.id);
     await this.store.lockTasks(tx, dependents);
-    await this.adjust(tx, dependents, isDone(after.status) ? -1 : 1, after.id);
+    return this.adjust(tx, dependents, isDone(after.status) ? -1 : 1, after.id, actor);
   }
 
   /**
    * Moves the open-dependency count of tasks by `delta`; each task that this takes from 1 to 0
-   * is unblocked, and its assignee is told, in this transaction (so exactly once).
+   * is unblocked, and its assignee is told, in this transaction (so exactly once). Returns the
+   * task.unblocked events, for the caller to append with its own.
    */
-  private async adjust(tx: Tx, ids: string[], delta: number, cause: string): Promise<void> {
+  private async adjust(tx: Tx, ids: string[], delta: number, cause: string, actor: string): Promise<NewEvent[]> {
     const adjusted = await this.store.adjustOpenDependencies(tx, ids, delta);
-    if (delta >= 0) return;
-    for (const task of adjusted) if (task.open_dependencies === 0) await this.unblocked(tx, task, cause);
+    if (delta >= 0) return [];
+    const events: NewEvent[] = [];
+    for (const task of adjusted) if (task.open_dependencies === 0) events.push(await this.unblocked(tx, task, cause, actor));
+    return events;
   }
 
-  private async unblocked(tx: Tx, task: AdjustedTask, cause: string): Promise<void> {
-    if (!this.deps.inbox || task.assigned_to === null) return;
+  private async unblocked(tx: Tx, task: AdjustedTask, cause: string, actor: string): Promise<NewEvent> {
     const payload: UnblockedPayload = { task_id: task.id, project_id: task.project_id, title: task.title, unblocked_by: cause };
-    await this.deps.inbox.send(tx, { source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload });
+    if (this.deps.inbox && task.assigned_to !== null) {
+      await this.deps.inbox.send(tx, { source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload });
+    }
+    return { type: 'task.unblocked', subject: task.id, actor, data: { ...payload, assigned_to: task.assigned_to } };
   }
 
   /**
@@ -490,6 +514,7 @@ export class TasksService {
     if (ids.length === 0) return 0;
     const severed = await this.store.edgesIntoScope(tx, scope);
     const dependents = await this.store.lockTasks(tx, [...new Set(severed.map((e) => e.task_id))]);
+    const events: NewEvent[] = [];
     for (const { id: task, ...row } of dependents) {
       const edges = severed.filter((e) => e.task_id === task);
       await this.record(
@@ -498,9 +523,12 @@ export class TasksService {
         actor,
         edges.map((e) => ({ action: 'dependency_removed', from: e.depends_on, to: null })),
       );
-      for (const edge of edges) if (!isDone(edge.depends_on_status)) await this.adjust(tx, [task], -1, edge.depends_on);
+      for (const edge of edges) if (!isDone(edge.depends_on_status)) events.push(...(await this.adjust(tx, [task], -1, edge.depends_on, actor)));
       await this.store.updateTask(tx, task, { updated_at: this.now(), depends_on: without(row, edges.map((e) => e.depends_on)) });
     }
-    return this.store.deleteScope(tx, scope);
+    const removed = await this.store.deleteScope(tx, scope);
+    events.push(...ids.map((id): NewEvent => ({ type: 'task.deleted', subject: id, actor, data: { task_id: id } })));
+    await this.deps.events.append(tx, ...events);
+    return removed;
   }
 }

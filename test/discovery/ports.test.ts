@@ -6,6 +6,7 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { autocommit } from '../../src/db/tx.js';
 import { createDiscoveryDomain, type DiscoveryService } from '../../src/discovery/index.js';
+import { createEventLog } from '../../src/events/index.js';
 import { InvalidRequest } from '../../src/kernel/errors.js';
 import { InProcessNotifier } from '../../src/kernel/notifier.js';
 import type { AgentDirectory, AgentGroups } from '../../src/kernel/ports.js';
@@ -38,7 +39,7 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
       shutdown: new AbortController().signal,
       limiter: new FixedWindowRateLimiter(0, 60, () => clock.now()),
     };
-    service = createDiscoveryDomain({ platform }).service;
+    service = createDiscoveryDomain({ platform, events: createEventLog(handle, clock, notifier) }).service;
   });
   afterAll(async () => {
     await notifier.close();
@@ -48,19 +49,19 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
 
   it('groupsOf lists the distinct groups of all of an agent’s capabilities, sorted', async () => {
     const groups: AgentGroups = service;
-    await service.register('ana', { capability: 'text.summarize', groups: ['zeta', 'alpha'] });
-    await service.register('ana', { capability: 'text.translate', groups: ['alpha', 'mid'] });
-    await service.register('bob', { capability: 'text.translate', groups: ['other'] });
+    await service.register('ana', { capability: 'text.summarize', groups: ['zeta', 'alpha'] }, 'admin');
+    await service.register('ana', { capability: 'text.translate', groups: ['alpha', 'mid'] }, 'admin');
+    await service.register('bob', { capability: 'text.translate', groups: ['other'] }, 'admin');
     expect(await groups.groupsOf('ana')).toEqual(['alpha', 'mid', 'zeta']);
     expect(await groups.groupsOf('nobody')).toEqual([]);
-    await service.register('ana', { capability: 'text.summarize', groups: [] });
+    await service.register('ana', { capability: 'text.summarize', groups: [] }, 'admin');
     expect(await groups.groupsOf('ana')).toEqual(['alpha', 'mid']);
   });
 
   it('lookup picks agents for a capability by strategy, skipping unhealthy ones', async () => {
     const directory: AgentDirectory = service;
-    await service.register('w1', { capability: 'plan.write' });
-    await service.register('w2', { capability: 'plan.write' });
+    await service.register('w1', { capability: 'plan.write' }, 'admin');
+    await service.register('w2', { capability: 'plan.write' }, 'admin');
     await service.heartbeat('w1', { load: 0.7 });
     await service.heartbeat('w2', { load: 0.2 });
     const picked = await directory.lookup(autocommit, { capability: 'plan.write', strategy: 'least_loaded', limit: 1 });
@@ -74,7 +75,7 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
 
   it('search answers natural-language queries', async () => {
     const directory: AgentDirectory = service;
-    await service.register('sum', { capability: 'doc.summarize', metadata: { description: 'condense a long document into key points' } });
+    await service.register('sum', { capability: 'doc.summarize', metadata: { description: 'condense a long document into key points' } }, 'admin');
     const [best] = await directory.search({ query: 'summarise a long report', top_k: 1 });
     expect(best?.capability).toMatchObject({ name: 'doc.summarize', agent_id: 'sum' });
     expect(best?.similarity_score).toBeGreaterThan(0.5);

@@ -11,6 +11,8 @@ import * as coordinationTriggers from './0008-coordination-triggers.js';
 import * as artifactsInline from './0009-artifacts-inline.js';
 import * as routinesBurst from './0010-routines-burst.js';
 import * as discoverySpeed from './0011-discovery-speed.js';
+import * as events from './0012-events.js';
+import * as discoveryHealth from './0013-discovery-health.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -32,4 +34,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0009-artifacts-inline': artifactsInline,
   '0010-routines-burst': routinesBurst,
   '0011-discovery-speed': discoverySpeed,
+  '0012-events': events,
+  '0013-discovery-health': discoveryHealth,
 };

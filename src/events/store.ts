@@ -1,0 +1,92 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { DialectCapabilities } from '../db/capabilities.js';
+import type { Db } from '../db/database.js';
+import { paginate } from '../db/paginate.js';
+import { atomically, dbOf, type Tx } from '../db/tx.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { EventsTable } from './tables.js';
+
+export type EventRow = Selectable<EventsTable>;
+export type NewEventRow = Insertable<EventsTable>;
+
+/** Which events a reader asks for and may see. */
+export interface EventFilter {
+  /** Only these types (a pattern already expanded to the types it matches); undefined: all. */
+  types?: readonly string[];
+  subject?: string;
+  /** Only events after this position. */
+  afterSeq?: number;
+  /**
+   * The reader's `agent:<id>` and `group:<name>` tokens: events without readers, or naming one
+   * of them. undefined: every event (an admin).
+   */
+  readers?: readonly string[];
+}
+
+/**
+ * Appends take this lock until their transaction ends (PostgreSQL): a transaction that took a
+ * later seq cannot commit before one that took an earlier one, so a reader that saw seq N
+ * never later finds a new event below N, and "after N" misses nothing.
+ */
+const APPEND_LOCK = 'events:append';
+
+export class EventsStore {
+  constructor(
+    private readonly db: Db,
+    private readonly caps: DialectCapabilities,
+  ) {}
+
+  /**
+   * Inserts events in the caller's transaction, in order. SQLite serializes writers, so its
+   * autoincrement is commit order already; PostgreSQL hands out identities at insert, and
+   * concurrent transactions may commit in another order: the lock, held to the commit,
+   * makes them commit in seq order.
+   */
+  async append(tx: Tx, rows: NewEventRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await atomically(tx, this.db, async (trx) => {
+      await this.caps.transactionLock(trx, APPEND_LOCK);
+      await trx.insertInto('events').values(rows).execute();
+    });
+  }
+
+  async list(tx: Tx, filter: EventFilter, window: Page): Promise<Paged<EventRow>> {
+    return paginate(this.filtered(tx, filter).selectAll().orderBy('seq'), window);
+  }
+
+  /** Up to `limit` events after `filter.afterSeq`, oldest first. */
+  async readAfter(tx: Tx, filter: EventFilter, limit: number): Promise<EventRow[]> {
+    return this.filtered(tx, filter).selectAll().orderBy('seq').limit(limit).execute();
+  }
+
+  private filtered(tx: Tx, filter: EventFilter) {
+    let query = dbOf(tx, this.db).selectFrom('events');
+    if (filter.types !== undefined) query = query.where(this.caps.inTextList('type', filter.types));
+    if (filter.subject !== undefined) query = query.where('subject', '=', filter.subject);
+    if (filter.afterSeq !== undefined) query = query.where('seq', '>', filter.afterSeq);
+    const readers = filter.readers;
+    if (readers !== undefined) query = query.where((eb) => eb.or([eb('readers', 'is', null), this.caps.jsonArrayHoldsAny('readers', readers)]));
+    return query;
+  }
+
+  /** The position of the newest event (0 when the log is empty). */
+  async lastSeq(tx: Tx): Promise<number> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('seq').as('seq'))
+      .executeTakeFirst();
+    return Number(row?.seq ?? 0);
+  }
+
+  /** The first `limit` events of the log (position and time), for the retention sweep. */
+  async oldest(tx: Tx, limit: number): Promise<{ seq: number; created_at: number }[]> {
+    const rows = await dbOf(tx, this.db).selectFrom('events').select(['seq', 'created_at']).orderBy('seq').limit(limit).execute();
+    return rows.map((row) => ({ seq: Number(row.seq), created_at: Number(row.created_at) }));
+  }
+
+  /** Deletes the log up to and including `seq`. */
+  async deleteThrough(tx: Tx, seq: number): Promise<number> {
+    const result = await dbOf(tx, this.db).deleteFrom('events').where('seq', '<=', seq).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}
