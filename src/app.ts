@@ -79,7 +79,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const auth = createAuthDomain({ database, clock, notifier, events: events.log });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
-  const messaging = createMessagingDomain(platform);
+  const messaging = createMessagingDomain(platform, events.log);
   const discovery = createDiscoveryDomain({ platform, events: events.log, stats: messaging.inbox });
   const routines = createRoutinesDomain({ platform, inbox: messaging.inbox, events: events.log });
   const tasks = createTasksDomain({ platform, events: events.log, inbox: messaging.inbox });

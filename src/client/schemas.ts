@@ -4,7 +4,7 @@ import * as Auth from '../auth/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
 import * as Events from '../events/schemas.js';
-import { PageQuery, withIntegerMaximum } from '../http/schemas.js';
+import { PageQuery, ReasonBody, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
@@ -64,7 +64,7 @@ export const SCHEMAS = asValidated({
   },
   'messaging.extend': { body: Messaging.ExtendBody, data: Type.Object({ message_id: Type.String(), visible_at: Type.String() }) },
   'messaging.listDeadLetters': { query: Messaging.AgentQuery, data: list(Messaging.DeadLetter) },
-  'messaging.redriveDeadLetter': { data: Messaging.Message },
+  'messaging.redriveDeadLetter': { body: ReasonBody, optionalBody: true, data: Messaging.Message },
   'messaging.createSession': { body: Messaging.SessionBody, data: Messaging.Session },
   'messaging.listSessions': { query: PageQuery, data: list(Messaging.Session) },
   'messaging.getSession': { data: Messaging.Session },
@@ -134,8 +134,8 @@ export const SCHEMAS = asValidated({
   'coordination.listRuns': { query: Coordination.ListRunsQuery, data: list(Coordination.Run) },
   'coordination.getRun': { data: Coordination.Run },
   'coordination.listRunEvents': { query: PageQuery, data: list(Coordination.RunEvent) },
-  'coordination.cancelRun': { body: Coordination.CancelBody, optionalBody: true, data: Coordination.Run },
-  'coordination.redriveRun': { data: Coordination.Run },
+  'coordination.cancelRun': { body: ReasonBody, optionalBody: true, data: Coordination.Run },
+  'coordination.redriveRun': { body: ReasonBody, optionalBody: true, data: Coordination.Run },
   'coordination.approveStep': { body: Coordination.ApproveBody, data: Coordination.Run },
   'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
   'coordination.createTrigger': { body: Coordination.CreateTriggerBody, data: Coordination.Trigger },

@@ -238,9 +238,11 @@ export class RunEngine {
   }
 
   /** Restarts a failed run from its failed and cancelled steps; completed ones keep their output. */
-  async redrive(tx: Tx, runId: string, by: string): Promise<void> {
+  /** `by`: who asks (its actor, and the agent or actor recorded on the timeline); `reason` goes to the event log. */
+  async redrive(tx: Tx, runId: string, by: { actor: string; name: string; reason?: string }): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
-    ctx.actor = by;
+    ctx.actor = by.actor;
+    ctx.reason = by.reason ?? null;
     if (ctx.run.status !== 'failed') throw new Conflict(`Run '${runId}' is ${ctx.run.status}; only failed runs can be redriven`);
     const restarted: string[] = [];
     for (const step of ctx.steps.values()) {
@@ -253,7 +255,7 @@ export class RunEngine {
       });
     }
     Object.assign(ctx.run, { status: 'running', error: null, output: null, completed_at: null });
-    record(ctx, 'run.redriven', null, { by, steps: restarted });
+    record(ctx, 'run.redriven', null, { by: by.name, steps: restarted });
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
   }

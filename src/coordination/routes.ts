@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { isAdmin, type Principal } from '../auth/principal.js';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
-import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
+import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
 import type { StepDefinition } from './plan.js';
 import type { Planner } from './planner.js';
 import {
@@ -25,7 +25,6 @@ import {
   Run,
   RunEvent,
   RunParams,
-  CancelBody,
   RunStepParams,
   StartRunBody,
   VersionParams,
@@ -146,7 +145,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           tags,
           summary: 'Cancel a running or waiting run (its in-flight steps and child runs); 409 once finished',
           params: RunParams,
-          body: Type.Optional(CancelBody),
+          body: Type.Optional(ReasonBody),
           response: { 200: DataEnvelope(Run) },
         },
       },
@@ -160,10 +159,11 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           tags,
           summary: 'Restart a failed run from its failed steps (completed steps keep their output)',
           params: RunParams,
+          body: Type.Optional(ReasonBody),
           response: { 200: DataEnvelope(Run) },
         },
       },
-      async (request, reply) => ok(reply, await service.redrive(request.params.run_id, callerOf(request.principal))),
+      async (request, reply) => ok(reply, await service.redrive(request.params.run_id, callerOf(request.principal), request.body?.reason)),
     );
 
     app.post(

@@ -29,6 +29,8 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
       return { type: 'run.started', data: { ...base, status: 'running', parent_run_id: run.parent_run_id } };
     case 'run.waiting':
       return { type: 'run.waiting', data: { ...base, status: 'waiting' } };
+    case 'run.redriven':
+      return { type: 'run.redriven', data: { ...base, status: 'running', steps: detail.steps } };
     case 'run.completed':
       return { type: 'run.completed', data: { ...base, status: 'completed', output: parseNullableJson(run.output) } };
     case 'run.failed':

@@ -186,7 +186,6 @@ export const ApproveBody = Type.Object(
   { additionalProperties: false },
 );
 export const InputBody = Type.Object({ data: JsonObject, reason: Type.Optional(Reason) }, { additionalProperties: false });
-export const CancelBody = Type.Union([Type.Object({ reason: Type.Optional(Reason) }, { additionalProperties: false }), Type.Null()]);
 
 export const RunEvent = Type.Object({
   seq: Type.Integer(),

@@ -321,9 +321,9 @@ export class CoordinationService {
     });
   }
 
-  async redrive(runId: string, caller: Caller): Promise<Run> {
+  async redrive(runId: string, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
-      await this.deps.engine.redrive(tx, runId, caller.agentId ?? caller.actor);
+      await this.deps.engine.redrive(tx, runId, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
       return this.view(tx, runId);
     });
   }

@@ -46,6 +46,8 @@ export function page(query: { limit?: number; offset?: number }): Page {
 
 /** Why an operator acted (approve, input, cancel, key revoke, routine pause/trigger): stored on the event it causes. */
 export const Reason = Type.String({ minLength: 1, maxLength: 1000, description: 'Why, for the audit log: stored as the `reason` of the event this request causes' });
+/** The body of an operator action whose only field is its reason: optional, and may be empty. */
+export const ReasonBody = Type.Union([Type.Object({ reason: Type.Optional(Reason) }, { additionalProperties: false }), Type.Null()]);
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 

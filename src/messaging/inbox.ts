@@ -5,7 +5,18 @@ import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { DeliveryStats, Inbox, MessageOutcome, OriginKind, OutcomeHandler, OutcomeHandlers, OutgoingMessage, SentMessage } from '../kernel/ports.js';
+import {
+  SYSTEM_ACTOR,
+  type DeliveryStats,
+  type EventLog,
+  type Inbox,
+  type MessageOutcome,
+  type OriginKind,
+  type OutcomeHandler,
+  type OutcomeHandlers,
+  type OutgoingMessage,
+  type SentMessage,
+} from '../kernel/ports.js';
 import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
 import { InboxWakeups } from './inbox-wakeups.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
@@ -70,6 +81,7 @@ export class InboxService implements Inbox, DeliveryStats {
       notifier: Notifier;
       limiter: RateLimiter;
       logger: Logger;
+      events: EventLog;
     },
   ) {
     this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
@@ -334,7 +346,7 @@ export class InboxService implements Inbox, DeliveryStats {
       await this.store.endAttempts(tx, [row!], 'rejected', input.reason, now);
       if (!requeue) {
         const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
-        await this.deadLetter(tx, row!, reason, now);
+        await this.deadLetter(tx, row!, reason, now, caller.actor);
         return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
       }
       const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
@@ -344,8 +356,17 @@ export class InboxService implements Inbox, DeliveryStats {
     });
   }
 
-  private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number): Promise<void> {
+  private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number, actor: string): Promise<void> {
     await this.store.settle(tx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
+    // Logged before what its producer makes of it (a step failed), in the order they happened.
+    await this.deps.events.append(tx, {
+      type: 'message.dead_lettered',
+      subject: row.id,
+      actor,
+      data: { message: toMessage({ ...row, state: 'dead' }), reason, dead_at: iso(now) },
+      // An agent never sees another agent's inbox: only the destination (and admins) read it.
+      readers: { agents: [row.destination] },
+    });
     await this.emitOutcomes(tx, [row], { status: 'dead_lettered', reason });
   }
 
@@ -377,7 +398,7 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** Puts a dead letter back in the inbox as a new message (retry_count 0) linked to it. */
-  async redrive(caller: Caller, messageId: string): Promise<Message> {
+  async redrive(caller: Caller, messageId: string, reason?: string): Promise<Message> {
     const now = this.deps.clock.now();
     const row = await this.store.inTransaction(async (tx) => {
       const dead = await this.store.findMessage(tx, messageId);
@@ -401,6 +422,14 @@ export class InboxService implements Inbox, DeliveryStats {
       };
       await this.store.insertMessages(tx, [copy]);
       await this.store.settle(tx, [dead.id], { state: 'redriven' });
+      await this.deps.events.append(tx, {
+        type: 'message.redriven',
+        subject: dead.id,
+        actor: caller.actor,
+        data: { message_id: dead.id, redriven_as: copy.id, destination: dead.destination },
+        reason,
+        readers: { agents: [dead.destination] },
+      });
       return copy;
     });
     this.wakeups.committed([row.destination]);
@@ -420,7 +449,7 @@ export class InboxService implements Inbox, DeliveryStats {
         const exhausted = await this.store.claimExhausted(tx, expiredSince, now, REAP_BATCH);
         for (const row of exhausted) {
           await this.store.endAttempts(tx, [row], 'expired', 'visibility timeout expired', now);
-          await this.deadLetter(tx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now);
+          await this.deadLetter(tx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now, SYSTEM_ACTOR);
         }
         return exhausted.length;
       });

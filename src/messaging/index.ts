@@ -1,4 +1,5 @@
 import type { Platform } from '../kernel/platform.js';
+import type { EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { InboxService } from './inbox.js';
 import { messagingRoutes } from './routes.js';
@@ -13,11 +14,11 @@ export { topicMatches, topicProblem } from './topics.js';
 const REAPER_INTERVAL_MS = 250;
 const SWEEP_INTERVAL_MS = 60_000;
 
-export function createMessagingDomain(platform: Platform) {
+export function createMessagingDomain(platform: Platform, events: EventLog) {
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
   const threads = new ThreadsService({ store, clock });
-  const inbox = new InboxService({ store, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger });
+  const inbox = new InboxService({ store, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events });
   const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
   let since = platform.clock.now();
   // Each pass looks only at leases that ran out since the previous one; the first pass (leases

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
 import { created, deleted, list, ok } from '../http/reply.js';
-import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
+import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
 import {
   AcknowledgeBody,
   AgentQuery,
@@ -180,10 +180,11 @@ export function messagingRoutes(
           tags,
           summary: 'Put a dead letter back in the inbox as a new message linked to it',
           params: MessageParams,
+          body: Type.Optional(ReasonBody),
           response: { 201: DataEnvelope(Message) },
         },
       },
-      async (request, reply) => created(reply, await inbox.redrive(callerOf(request.principal), request.params.message_id)),
+      async (request, reply) => created(reply, await inbox.redrive(callerOf(request.principal), request.params.message_id, request.body?.reason)),
     );
 
     app.post(

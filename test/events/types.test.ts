@@ -137,7 +137,10 @@ describeEachDialect('event types: each from its change', (dialect) => {
     await server.api.post(`/core/api/v1/routines/${routine.id}/trigger`);
     await appended();
     await reject(worker, (await receiveOne(worker, 'routine-worker')).message_id, 'cannot', false);
-    expect((await appended()).map((e) => [e.type, e.data.output])).toEqual([['routine.execution.failed', 'cannot']]);
+    expect((await appended()).map((e) => [e.type, e.data.output ?? e.data.reason])).toEqual([
+      ['message.dead_lettered', 'cannot'],
+      ['routine.execution.failed', 'cannot'],
+    ]);
   });
 
   it('runs: started, step completed, approval and input requested and given, waiting, completed', async () => {
@@ -172,7 +175,32 @@ describeEachDialect('event types: each from its change', (dialect) => {
     expect(given[0]).toMatchObject({ reason: 'release', data: { data: { version: '1.0' } } });
   });
 
-  it('runs: step failed and run failed; cancelled with the reason', async () => {
+  it('messages: dead-lettered (by a reject, by the reaper) and redriven with the reason, seen by the destination only', async () => {
+    const sender = await server.agent('dl-sender');
+    const worker = await server.agent('dl-worker');
+    const bystander = await server.agent('dl-bystander');
+    await appended();
+    const sent = (await sender.post('/api/v1/messaging/send', { destination: 'dl-worker', event_name: 'job', max_deliveries: 1 })).body.data.message_id;
+    await reject(worker, (await receiveOne(worker, 'dl-worker')).message_id, 'bad input', false);
+    const [dead] = await appended();
+    expect(dead).toMatchObject({ type: 'message.dead_lettered', subject: sent, actor: 'dl-worker', data: { reason: 'bad input', message: { message_id: sent, destination: 'dl-worker' } } });
+    const redrive = await worker.post(`/api/v1/messaging/dead-letters/${sent}/redrive`, { reason: 'retry after fix' });
+    expect(redrive.status, redrive.text).toBe(201);
+    const [redriven] = await appended();
+    expect(redriven).toMatchObject({ type: 'message.redriven', subject: sent, actor: 'dl-worker', reason: 'retry after fix', data: { redriven_as: redrive.body.data.message_id } });
+    expect(typesOf((await worker.get('/api/v1/events?type=message.>&limit=500')).body.data)).toEqual(['message.dead_lettered', 'message.redriven']);
+    expect(typesOf((await bystander.get('/api/v1/events?type=message.>&limit=500')).body.data)).toEqual([]);
+    // The redriven copy leased for a second and never settled: the reaper dead-letters it.
+    const copy = (await worker.get('/api/v1/messaging/receive?agent_id=dl-worker&visibility_timeout=1')).body.data.messages;
+    expect(copy).toHaveLength(1);
+    clock.advance(6 * 60_000);
+    const reaped = await next(1);
+    expect(reaped.filter((e) => e.type.startsWith('message.')).map((e) => [e.type, e.subject, e.actor])).toEqual([
+      ['message.dead_lettered', copy[0].message_id, 'system'],
+    ]);
+  });
+
+  it('runs: step failed and run failed; redriven and cancelled with the reason', async () => {
     const worker = await server.agent('fail-worker');
     const plan = (
       await server.api.post('/api/v1/coordination/plans', { alias: `events-fail-${dialect}`, steps: [{ id: 'only', type: 'agent', agent: 'fail-worker', input: {} }] })
@@ -181,11 +209,16 @@ describeEachDialect('event types: each from its change', (dialect) => {
     await appended();
     await reject(worker, (await receiveOne(worker, 'fail-worker')).message_id, 'broken', false);
     const failed = await appended();
-    expect(failed.map((e) => [e.type, e.subject])).toEqual([
-      ['run.step.failed', failing.id],
-      ['run.failed', failing.id],
+    expect(failed.map((e) => e.type)).toEqual(['message.dead_lettered', 'run.step.failed', 'run.failed']);
+    expect(failed.slice(1).map((e) => e.subject)).toEqual([failing.id, failing.id]);
+    expect(failed[1]!.data).toMatchObject({ step_id: 'only', error: expect.stringContaining('broken') });
+    const redriven = await server.api.post(`/api/v1/coordination/runs/${failing.id}/redrive`, { reason: 'fixed the worker' });
+    expect(redriven.status, redriven.text).toBe(200);
+    expect((await appended()).map((e) => [e.type, e.subject, e.actor, e.reason, e.data.steps])).toEqual([
+      ['run.redriven', failing.id, 'admin', 'fixed the worker', ['only']],
     ]);
-    expect(failed[0]!.data).toMatchObject({ step_id: 'only', error: expect.stringContaining('broken') });
+    await acknowledge(worker, (await receiveOne(worker, 'fail-worker')).message_id, {});
+    expect(typesOf(await appended())).toEqual(['run.step.completed', 'run.completed']);
     const cancelled = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.id, input: {} })).body.data;
     await appended();
     const res = await server.api.post(`/api/v1/coordination/runs/${cancelled.id}/cancel`, { reason: 'not needed' });
