@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
-import { createCoordinationDomain } from './coordination/index.js';
+import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
 import { createEventsDomain } from './events/index.js';
 import { createMessagingDomain } from './messaging/index.js';
@@ -89,6 +89,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     inbox: messaging.inbox,
     directory: discovery.service,
     onPublish: (listener) => messaging.subscriptions.onPublish(listener),
+    approvalLinkKey: await auth.service.sharedSecret(APPROVAL_LINK_SETTING),
   });
   // Who hears of what happened to the messages they sent, by their origin kind.
   messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler });

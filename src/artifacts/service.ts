@@ -1,8 +1,8 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
 import { autocommit, type Tx } from '../db/tx.js';
+import { HmacSigner } from '../kernel/hmac-signer.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, PreconditionFailed } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -150,9 +150,11 @@ interface NewArtifact {
 }
 
 export class ArtifactsService {
-  private key: Promise<string> | null = null;
+  private readonly signer: HmacSigner;
 
-  constructor(private readonly deps: ArtifactsDeps) {}
+  constructor(private readonly deps: ArtifactsDeps) {
+    this.signer = new HmacSigner(deps.signingKey);
+  }
 
   private get store(): ArtifactsStore {
     return this.deps.store;
@@ -534,18 +536,8 @@ export class ArtifactsService {
 
   // ---- signed URLs ----
 
-  private async sign(message: string): Promise<string> {
-    this.key ??= this.deps.signingKey().catch((err: unknown) => {
-      this.key = null;
-      throw err;
-    });
-    return createHmac('sha256', await this.key).update(message).digest('base64url');
-  }
-
   private async verify(message: string, proof: UrlProof): Promise<void> {
-    const expected = Buffer.from(await this.sign(message));
-    const given = Buffer.from(proof.signature);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw new Forbidden('The URL signature is not valid');
+    if (!(await this.signer.verify(message, proof.signature))) throw new Forbidden('The URL signature is not valid');
     if (proof.expires * 1000 <= this.deps.clock.now()) throw new Forbidden('The URL has expired');
   }
 
@@ -558,7 +550,7 @@ export class ArtifactsService {
     const artifact = await this.readable(principal, id);
     const version = (await this.versionOf(artifact, body.version)).version;
     const expires = this.expiry(body.expires_in);
-    const signature = await this.sign(`download\n${id}\n${version}\n${expires}`);
+    const signature = await this.signer.sign(`download\n${id}\n${version}\n${expires}`);
     const url = `${this.deps.publicUrl()}/api/v1/artifacts/signed/${encodeURIComponent(id)}/${version}?expires=${expires}&signature=${signature}`;
     return { url, expires_at: iso(expires * 1000), version };
   }
@@ -590,7 +582,7 @@ export class ArtifactsService {
       created_at: now,
     };
     await this.store.insertUpload(autocommit, row);
-    const signature = await this.sign(`upload\n${row.id}\n${expires}`);
+    const signature = await this.signer.sign(`upload\n${row.id}\n${expires}`);
     const url = `${this.deps.publicUrl()}/api/v1/artifacts/uploads/${row.id}?expires=${expires}&signature=${signature}`;
     return { upload_id: row.id, url, expires_at: iso(row.expires_at) };
   }

@@ -107,6 +107,8 @@ export const OPERATIONS = {
     redriveRun: ['POST', '/api/v1/coordination/runs/{run_id}/redrive'],
     approveStep: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/approve'],
     provideInput: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/input'],
+    getApprovalLink: ['GET', '/api/v1/coordination/approvals/{token}', PUBLIC],
+    decideByLink: ['POST', '/api/v1/coordination/approvals/{token}', PUBLIC],
     createTrigger: ['POST', '/api/v1/coordination/triggers'],
     listTriggers: ['GET', '/api/v1/coordination/triggers', PAGED],
     getTrigger: ['GET', '/api/v1/coordination/triggers/{trigger_id}'],

@@ -7,6 +7,7 @@ import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type Mess
 import { isJsonObject } from '../kernel/json.js';
 import { topicMatches } from '../messaging/topics.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_STEP_TIMEOUT_S, inputValidator, type StepTemplate } from './plan.js';
+import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
 import { RunContexts } from './run-contexts.js';
 import {
   changeStep,
@@ -20,6 +21,7 @@ import {
   PLATFORM_SENDER,
   record,
   RUN_FINISHED,
+  setStepDetail,
   skipStep,
   stepDetail,
   stepOutput,
@@ -46,8 +48,19 @@ export interface EngineDeps {
   logger: Logger;
   /** Where runs' transitions are told (run-events.ts). */
   events: EventLog;
+  /** Signs the approval links of human steps' events and approvers' messages. */
+  links: ApprovalLinks;
   /** When this node's timer worker looks next (0 while it is running a pass). */
   timerPlannedAt: () => number;
+}
+
+/** Who decided a human step and when, once it was approved, rejected or given its input. */
+function decisionOf(step: StepState): { by: string; at: string } | null {
+  const output = stepOutput(step) as { decided_by?: string; decided_at?: string } | null;
+  if (output?.decided_by && output.decided_at) return { by: output.decided_by, at: output.decided_at };
+  const submittedBy = stepDetail(step).submitted_by;
+  if (submittedBy && step.row.completed_at !== null) return { by: submittedBy, at: iso(step.row.completed_at) };
+  return null;
 }
 
 /** True when every field of `match` equals the same field of `value` (recursively for objects). */
@@ -68,7 +81,7 @@ export class RunEngine {
   private readonly starters: StepStarters;
 
   constructor(private readonly deps: EngineDeps) {
-    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events });
+    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events, links: deps.links });
     this.starters = new StepStarters({
       store: deps.store,
       directory: deps.directory,
@@ -154,13 +167,35 @@ export class RunEngine {
     return ctx;
   }
 
-  private humanStep(ctx: RunContext, stepId: string, type: 'human_approval' | 'human_input'): { step: StepState; def: StepTemplate } {
+  /**
+   * The waiting human step a decision is for. Through an approval link (`claim`), the link's
+   * wait of the step must be the one waiting, and the link must not have expired.
+   */
+  private humanStep(ctx: RunContext, stepId: string, type: 'human_approval' | 'human_input' | null, claim?: ApprovalClaim): { step: StepState; def: StepTemplate } {
     const step = ctx.steps.get(stepId);
     if (!step) throw new NotFound('Step', stepId);
     const def = definition(ctx, step);
-    if (def.type !== type) throw new Conflict(`Step '${stepId}' is a ${def.type} step, not ${type}`);
-    if (step.row.status !== 'waiting') throw new Conflict(`Step '${stepId}' is ${step.row.status}, not waiting`);
+    if (type !== null && def.type !== type) throw new Conflict(`Step '${stepId}' is a ${def.type} step, not ${type}`);
+    if (step.row.status !== 'waiting') {
+      const decided = decisionOf(step);
+      if (decided) throw new Conflict(`Step '${stepId}' was already decided by ${decided.by} at ${decided.at}`, { decided_by: decided.by, decided_at: decided.at });
+      if (ctx.run.status === 'cancelled') throw new Conflict(`Run '${ctx.run.id}' was cancelled: ${ctx.run.error ?? 'no reason given'}`);
+      throw new Conflict(`Step '${stepId}' is ${step.row.status}, not waiting`);
+    }
+    if (claim) {
+      if (claim.waitId !== stepDetail(step).wait_id) throw new Conflict(`This link is for an earlier wait of step '${stepId}'; the step asks again with a new link`);
+      if (claim.expiresAt <= ctx.now) throw new Conflict(`This link expired at ${iso(claim.expiresAt)}`);
+    }
     return { step, def };
+  }
+
+  /**
+   * What an approval link shows (GET never decides): the run and the waiting step it is for,
+   * checked as a decision through it would be.
+   */
+  async linkedStep(tx: Tx, claim: ApprovalClaim): Promise<{ ctx: RunContext; step: StepState; def: StepTemplate }> {
+    const ctx = await this.mustLoad(tx, claim.runId);
+    return { ctx, ...this.humanStep(ctx, claim.stepId, null, claim) };
   }
 
   async approve(
@@ -169,11 +204,12 @@ export class RunEngine {
     stepId: string,
     decision: { approved: boolean; comment?: string; reason?: string },
     by: { actor: string; agentId: string | null; admin: boolean },
+    claim?: ApprovalClaim,
   ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = decision.reason ?? null;
-    const { step, def } = this.humanStep(ctx, stepId, 'human_approval');
+    const { step, def } = this.humanStep(ctx, stepId, 'human_approval', claim);
     if (def.approvers && def.approvers.length > 0 && !by.admin && !def.approvers.includes(by.agentId ?? by.actor)) {
       throw new Forbidden(`Only ${def.approvers.join(', ')} may decide step '${stepId}'`);
     }
@@ -190,17 +226,25 @@ export class RunEngine {
   }
 
   /** `by`: who submits (its actor, and the agent or actor recorded on the step); `reason` goes to the event log. */
-  async submitInput(tx: Tx, runId: string, stepId: string, data: Record<string, unknown>, by: { actor: string; name: string; reason?: string }): Promise<void> {
+  async submitInput(
+    tx: Tx,
+    runId: string,
+    stepId: string,
+    data: Record<string, unknown>,
+    by: { actor: string; name: string; reason?: string },
+    claim?: ApprovalClaim,
+  ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = by.reason ?? null;
-    const { step, def } = this.humanStep(ctx, stepId, 'human_input');
+    const { step, def } = this.humanStep(ctx, stepId, 'human_input', claim);
     const validate = inputValidator(def.schema ?? {});
     if (!validate(data)) {
       const details = (validate.errors ?? []).map((e) => ({ field: `data${e.instancePath.replaceAll('/', '.')}`, message: e.message ?? 'is invalid' }));
       throw new InvalidRequest('data does not match the step schema', details);
     }
     record(ctx, 'step.input_received', stepId, { by: by.name });
+    setStepDetail(step, { ...stepDetail(step), submitted_by: by.name });
     completeStep(ctx, step, data);
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);

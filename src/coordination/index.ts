@@ -1,7 +1,9 @@
 import { autocommit } from '../db/tx.js';
 import type { Platform } from '../kernel/platform.js';
 import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
+import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
+import { ApprovalLinks } from './approval-links.js';
 import { COORDINATION_CHANGED, RunEngine } from './engine.js';
 import { coordinationRoutes } from './routes.js';
 import { CoordinationService } from './service.js';
@@ -12,6 +14,9 @@ import { TriggersService } from './triggers.js';
 export { CoordinationService } from './service.js';
 export type { Plan, Run, RunEvent } from './service.js';
 
+/** The setting whose secret signs approval links. */
+export const APPROVAL_LINK_SETTING = 'approval_link_key';
+
 /** The timer sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;
 
@@ -21,21 +26,28 @@ export function createCoordinationDomain(deps: {
   inbox: Inbox;
   directory: AgentDirectory;
   onPublish: (listener: PublishListener) => void;
+  /**
+   * The cluster-wide secret (auth's setting APPROVAL_LINK_SETTING) that signs approval links,
+   * read before any transaction: on SQLite a read outside a transaction would wait for it.
+   */
+  approvalLinkKey: string;
 }) {
   const { platform } = deps;
   const store = new CoordinationStore(platform.database.db, platform.database.caps);
+  const links = new ApprovalLinks(new HmacSigner(() => Promise.resolve(deps.approvalLinkKey)), platform.publicUrl);
   let timerPlannedAt = 0;
   const engine = new RunEngine({
     store,
     inbox: deps.inbox,
     directory: deps.directory,
     events: deps.events,
+    links,
     clock: platform.clock,
     notifier: platform.notifier,
     logger: platform.logger,
     timerPlannedAt: () => timerPlannedAt,
   });
-  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier });
+  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links });
   const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({

@@ -6,6 +6,7 @@ import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from
 import type { StepDefinition } from './plan.js';
 import type { Planner } from './planner.js';
 import {
+  ApprovalLinkParams,
   ApproveBody,
   CreateTriggerBody,
   Fire,
@@ -18,6 +19,9 @@ import {
   TriggerParams,
   UpdateTriggerBody,
   InputBody,
+  LinkDecision,
+  LinkDecisionBody,
+  LinkedStep,
   ListRunsQuery,
   Plan,
   PlanBody,
@@ -197,6 +201,37 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           reply,
           await service.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal), request.body.reason),
         ),
+    );
+
+    app.get(
+      '/coordination/approvals/:token',
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          summary: 'What an approval link asks (no auth header: the token authenticates; never decides); 409 once used, expired or cancelled',
+          params: ApprovalLinkParams,
+          security: [],
+          response: { 200: DataEnvelope(LinkedStep) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.linkedStep(request.params.token)),
+    );
+
+    app.post(
+      '/coordination/approvals/:token',
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          summary: 'Decide a human step through its approval link: {approved, comment} or {data}; a second use answers 409 naming who decided when',
+          params: ApprovalLinkParams,
+          body: LinkDecisionBody,
+          security: [],
+          response: { 200: DataEnvelope(LinkDecision) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.decideByLink(request.params.token, request.body)),
     );
 
     app.post(

@@ -6,7 +6,8 @@ import { newId } from '../kernel/ids.js';
 import { SYSTEM_ACTOR, type EventLog, type Inbox } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { compilePlan, type CompiledPlan, type PlanDefinition } from './plan.js';
-import { logEventsOf } from './run-events.js';
+import type { ApprovalLinks } from './approval-links.js';
+import { approverMessagesOf, asksForHumans, logEventsOf } from './run-events.js';
 import { NOT_STARTED, record, RUN_FINISHED, type RunContext, type StartRun, type StepState } from './run-state.js';
 import type { CoordinationStore, NewRunEvent, RunRow, RunStepRow } from './store.js';
 
@@ -33,7 +34,7 @@ export class RunContexts {
   private readonly revisionPrefix = randomBytes(8).toString('hex');
   private revisions = 0;
 
-  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock; events: EventLog }) {}
+  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks }) {}
 
   private get store() {
     return this.deps.store;
@@ -177,7 +178,13 @@ export class RunContexts {
       });
       await this.store.saveTransitions(tx, transitions);
     }
-    await this.deps.events.append(tx, ...contexts.flatMap(logEventsOf));
+    // Human steps that started waiting: links in their events, and messages to their approvers.
+    const link = contexts.some(asksForHumans) ? await this.deps.links.linker() : null;
+    if (link) {
+      const messages = contexts.flatMap((ctx) => approverMessagesOf(ctx, link));
+      if (messages.length > 0) await this.deps.inbox.sendMany(tx, messages);
+    }
+    await this.deps.events.append(tx, ...contexts.flatMap((ctx) => logEventsOf(ctx, link)));
     for (const ctx of contexts) this.remember(ctx);
   }
 

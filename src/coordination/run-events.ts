@@ -3,19 +3,79 @@
  * someone outside, as log events with what a listener needs without a second call.
  */
 
-import type { NewEvent } from '../kernel/ports.js';
+import { iso } from '../kernel/clock.js';
+import type { NewEvent, OutgoingMessage } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
-import { stepOutput, type RunContext } from './run-state.js';
+import { APPROVAL_LINK_TTL_MS, type ApprovalClaim } from './approval-links.js';
+import { PLATFORM_SENDER, stepDetail, stepOutput, type RunContext } from './run-state.js';
 import type { NewRunEvent } from './store.js';
 
+/** Makes the approval link of a claim (approval-links.ts). */
+export type Linker = (claim: ApprovalClaim) => string;
+
+/** A human step that started waiting in this transition: what it asks, of whom, and its link's claim. */
+interface HumanAsk {
+  type: 'approval.requested' | 'input.requested';
+  data: Record<string, unknown>;
+  claim: ApprovalClaim;
+  /** The agents that may decide (human_approval's `approvers`); empty: anyone. */
+  approvers: string[];
+}
+
+/** Whether a transition's timeline has a human step waiting (its events need approval links). */
+export function asksForHumans(ctx: RunContext): boolean {
+  return ctx.events.some((entry) => entry.type === 'step.waiting');
+}
+
 /** The log events of a transition's timeline entries, in order (subject: the run). */
-export function logEventsOf(ctx: RunContext): NewEvent[] {
+export function logEventsOf(ctx: RunContext, link: Linker | null): NewEvent[] {
   const events: NewEvent[] = [];
   for (const entry of ctx.events) {
-    const event = logEventOf(ctx, entry);
+    const ask = entry.type === 'step.waiting' ? humanAsk(ctx, entry) : null;
+    const event = ask
+      ? {
+          type: ask.type,
+          data: { ...ask.data, approve_url: link!(ask.claim) },
+          // The link decides the step: only its approvers (and admins) read it when it has some.
+          ...(ask.approvers.length > 0 ? { readers: { agents: ask.approvers } } : {}),
+        }
+      : logEventOf(ctx, entry);
     if (event) events.push({ ...event, subject: ctx.run.id, actor: ctx.actor, reason: ctx.reason });
   }
   return events;
+}
+
+/** An `approval.requested` message for each approver of a step that started waiting, with its own link. */
+export function approverMessagesOf(ctx: RunContext, link: Linker): OutgoingMessage[] {
+  const messages: OutgoingMessage[] = [];
+  for (const entry of ctx.events) {
+    const ask = entry.type === 'step.waiting' ? humanAsk(ctx, entry) : null;
+    for (const approver of ask?.approvers ?? []) {
+      messages.push({
+        source: PLATFORM_SENDER,
+        destination: approver,
+        event_name: 'approval.requested',
+        payload: { ...ask!.data, approve_url: link({ ...ask!.claim, approver }) },
+      });
+    }
+  }
+  return messages;
+}
+
+function humanAsk(ctx: RunContext, entry: NewRunEvent): HumanAsk | null {
+  const step = entry.step_id ? ctx.steps.get(entry.step_id) : undefined;
+  if (!step) return null;
+  // A human step waits; its input holds what the person is asked (step-starters.ts).
+  const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: unknown; approvers?: string[] };
+  const expiresAt = step.row.wake_at ?? (step.row.started_at ?? ctx.now) + APPROVAL_LINK_TTL_MS;
+  const claim = { runId: ctx.run.id, stepId: step.row.step_id, waitId: stepDetail(step).wait_id ?? '', expiresAt, approver: null };
+  const base = { run_id: ctx.run.id, plan_id: ctx.run.plan_id, plan_version: ctx.run.plan_version, step_id: step.row.step_id, expires_at: iso(expiresAt) };
+  const detail = JSON.parse(entry.detail) as { type?: string };
+  if (detail.type === 'human_approval') {
+    const approvers = asked.approvers ?? [];
+    return { type: 'approval.requested', data: { ...base, prompt: asked.prompt, approvers }, claim, approvers };
+  }
+  return { type: 'input.requested', data: { ...base, prompt: asked.prompt, schema: asked.schema }, claim, approvers: [] };
 }
 
 function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' | 'data'> | null {
@@ -40,15 +100,6 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
       return { type: 'run.step.completed', data: { ...base, step_id: stepId, attempt: detail.attempt, output: step ? stepOutput(step) : null } };
     case 'step.failed':
       return { type: 'run.step.failed', data: { ...base, step_id: stepId, attempt: detail.attempt, error: detail.error } };
-    case 'step.waiting': {
-      // A human step waits; its input holds what the person is asked (step-starters.ts).
-      const asked = (step ? parseNullableJson(step.row.input) : null) as Record<string, unknown> | null;
-      // approve_url (a signed, single-use link to decide the step) joins this data with issue 22 item 3.
-      if (detail.type === 'human_approval') {
-        return { type: 'approval.requested', data: { ...base, step_id: stepId, prompt: asked?.prompt, approvers: asked?.approvers ?? [] } };
-      }
-      return { type: 'input.requested', data: { ...base, step_id: stepId, prompt: asked?.prompt, schema: asked?.schema } };
-    }
     case 'step.approved':
     case 'step.rejected':
       return {

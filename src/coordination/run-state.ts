@@ -51,6 +51,10 @@ export interface StepDetail {
   attempt_base?: number;
   /** wait on an event: the resolved match object. */
   match?: Record<string, unknown>;
+  /** human steps: names this wait, so a link to an earlier wait (before a redrive) decides nothing. */
+  wait_id?: string;
+  /** human_input: who submitted the data (a decided approval says so in its output). */
+  submitted_by?: string;
 }
 
 export interface StepState {

@@ -187,6 +187,35 @@ export const ApproveBody = Type.Object(
 );
 export const InputBody = Type.Object({ data: JsonObject, reason: Type.Optional(Reason) }, { additionalProperties: false });
 
+export const ApprovalLinkParams = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 2048, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$', description: 'The token of an approve_url' }),
+});
+export const LinkDecisionBody = Type.Union([
+  Type.Object({ approved: Type.Boolean(), comment: Type.Optional(Type.String({ maxLength: 4000 })) }, { additionalProperties: false }),
+  Type.Object({ data: JsonObject }, { additionalProperties: false }),
+]);
+export const LinkedStep = Type.Object({
+  run_id: Type.String(),
+  plan_id: Type.String(),
+  step_id: Type.String(),
+  type: Type.Union([Type.Literal('human_approval'), Type.Literal('human_input')]),
+  prompt: Type.Union([Type.String(), Type.Null()]),
+  schema: Type.Union([JsonObject, Type.Null()], { description: 'human_input: the JSON Schema the data must match' }),
+  approver: Type.Union([Type.String(), Type.Null()], { description: 'The approver the link was sent to, if any' }),
+  expires_at: Timestamp,
+  run_input: JsonObject,
+  outputs: Type.Record(Type.String(), Type.Unknown(), { description: 'The outputs of the run\'s completed steps, by step id' }),
+});
+export type LinkedStep = Static<typeof LinkedStep>;
+export const LinkDecision = Type.Object({
+  run_id: Type.String(),
+  step_id: Type.String(),
+  status: Type.String({ description: 'The step\'s status after the decision: completed, or failed for a rejection' }),
+  decided_by: Type.String(),
+  decided_at: Timestamp,
+});
+export type LinkDecision = Static<typeof LinkDecision>;
+
 export const RunEvent = Type.Object({
   seq: Type.Integer(),
   type: Type.String({ description: 'run.started, step.started, step.completed, step.failed, step.retrying, step.skipped, step.waiting, …' }),

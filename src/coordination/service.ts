@@ -6,12 +6,17 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/topics.js';
+import type { ApprovalLinks } from './approval-links.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
 import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
 import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
 import type { CoordinationStore, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStepRow } from './store.js';
+import type { LinkDecision, LinkedStep } from './schemas.js';
 import type { RunStatus, StepStatus } from './tables.js';
 import { parseNullableJson } from '../kernel/json.js';
+
+/** Who decides through an approval link that was not sent to one approver (the event's link). */
+const APPROVAL_LINK_ACTOR = 'approval_link';
 
 /** Who calls: plans and runs are shared; cancelling is for the run's creator and admins. */
 export interface Caller {
@@ -143,7 +148,7 @@ export class CoordinationService {
   private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
 
   constructor(
-    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier },
+    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; links: ApprovalLinks },
   ) {}
 
   private get store() {
@@ -318,6 +323,45 @@ export class CoordinationService {
     return this.store.inTransaction(async (tx) => {
       await this.deps.engine.submitInput(tx, runId, stepId, data, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
       return this.view(tx, runId);
+    });
+  }
+
+  /** What an approval link asks, for the page behind it (a GET: it decides nothing). */
+  async linkedStep(token: string): Promise<LinkedStep> {
+    const claim = await this.deps.links.read(token);
+    return this.store.inTransaction(async (tx) => {
+      const { ctx, step, def } = await this.deps.engine.linkedStep(tx, claim);
+      const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown> };
+      const outputs: Record<string, unknown> = {};
+      for (const other of ctx.steps.values()) if (other.row.status === 'completed') outputs[other.row.step_id] = parseNullableJson(other.row.output);
+      return {
+        run_id: ctx.run.id,
+        plan_id: ctx.run.plan_id,
+        step_id: step.row.step_id,
+        type: def.type as LinkedStep['type'],
+        prompt: asked.prompt ?? null,
+        schema: def.type === 'human_input' ? (asked.schema ?? {}) : null,
+        approver: claim.approver,
+        expires_at: iso(claim.expiresAt),
+        run_input: ctx.input as Record<string, unknown>,
+        outputs,
+      };
+    });
+  }
+
+  /**
+   * Decides a human step through its approval link (the token authenticates): once, while the
+   * link's attempt of the step waits and before it expires. Acts as the link's approver, if it
+   * was sent to one.
+   */
+  async decideByLink(token: string, body: { approved: boolean; comment?: string } | { data: Record<string, unknown> }): Promise<LinkDecision> {
+    const claim = await this.deps.links.read(token);
+    const by = claim.approver ?? APPROVAL_LINK_ACTOR;
+    return this.store.inTransaction(async (tx) => {
+      if ('data' in body) await this.deps.engine.submitInput(tx, claim.runId, claim.stepId, body.data, { actor: by, name: by }, claim);
+      else await this.deps.engine.approve(tx, claim.runId, claim.stepId, body, { actor: by, agentId: claim.approver, admin: true }, claim);
+      const step = (await this.store.runSteps(tx, claim.runId)).find((row) => row.step_id === claim.stepId)!;
+      return { run_id: claim.runId, step_id: claim.stepId, status: step.status, decided_by: by, decided_at: iso(step.completed_at ?? this.deps.clock.now()) };
     });
   }
 

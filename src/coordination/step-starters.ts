@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import jsonata from 'jsonata';
 import type { Tx } from '../db/tx.js';
 import { iso } from '../kernel/clock.js';
@@ -67,6 +68,7 @@ export class StepStarters {
           const input = { prompt: render(def.prompt, scope), ...(def.type === 'human_input' ? { schema: def.schema } : { approvers: def.approvers ?? [] }) };
           const timeout = def.type === 'human_approval' && def.timeout_seconds !== undefined ? ctx.now + def.timeout_seconds * 1000 : null;
           changeStep(step, { status: 'waiting', input: JSON.stringify(input), wake_at: timeout });
+          setStepDetail(step, { ...stepDetail(step), wait_id: randomBytes(9).toString('base64url') });
           record(ctx, 'step.waiting', id, { type: def.type });
           return;
         }

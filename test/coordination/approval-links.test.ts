@@ -1,0 +1,132 @@
+import { expect, it } from 'vitest';
+import { receiveOne } from '../helpers/agent.js';
+import { FakeClock } from '../helpers/clock.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+
+const C = '/api/v1/coordination';
+const DAY_MS = 86_400_000;
+
+/** Approval links (design §9, issue 22 item 3): signed, expiring, single-use; the token authenticates. */
+describeEachDialect('coordination: approval links', (dialect) => {
+  const clock = new FakeClock(Date.now());
+  const server = useServer(dialect, { clock });
+  const anonymous = () => server.api.withKey(null);
+  let plans = 0;
+
+  async function startRun(steps: unknown[], input: Record<string, unknown> = {}): Promise<string> {
+    const plan = await server.api.post(`${C}/plans`, { alias: `links-${dialect}-${++plans}`, steps });
+    expect(plan.status, plan.text).toBe(201);
+    const run = await server.api.post(`${C}/runs`, { plan_id: plan.body.data.id, input });
+    expect(run.status, run.text).toBe(201);
+    return run.body.data.id;
+  }
+
+  /** The approve_url of the latest `type` event of a run, as the event log carries it. */
+  async function linkOf(runId: string, type: 'approval.requested' | 'input.requested'): Promise<string> {
+    const events = (await server.api.get(`/api/v1/events?type=${type}&subject=${runId}&limit=500`)).body.data;
+    const url = events.at(-1)?.data.approve_url as string;
+    expect(url).toMatch(new RegExp(`^${server.api.baseUrl}/console/approve/[\\w-]+\\.[\\w-]+$`));
+    return url.slice(url.lastIndexOf('/') + 1);
+  }
+
+  it('shows the step without deciding it, decides once, and names who decided when on a second use', async () => {
+    const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'Ship {{input.version}}?' }], { version: '2.0' });
+    const token = await linkOf(runId, 'approval.requested');
+    for (let i = 0; i < 2; i++) {
+      const shown = await anonymous().get(`${C}/approvals/${token}`);
+      expect(shown.status, shown.text).toBe(200);
+      expect(shown.body.data).toMatchObject({ run_id: runId, step_id: 'gate', type: 'human_approval', prompt: 'Ship 2.0?', run_input: { version: '2.0' }, approver: null });
+    }
+    expect((await server.api.get(`${C}/runs/${runId}`)).body.data.status).toBe('waiting');
+    const decided = await anonymous().post(`${C}/approvals/${token}`, { approved: true, comment: 'go' });
+    expect(decided.status, decided.text).toBe(200);
+    expect(decided.body.data).toMatchObject({ run_id: runId, step_id: 'gate', status: 'completed', decided_by: 'approval_link' });
+    expect((await server.api.get(`${C}/runs/${runId}`)).body.data.status).toBe('completed');
+    const again = await anonymous().post(`${C}/approvals/${token}`, { approved: false });
+    expect(again.status).toBe(409);
+    expect(again.body.error.message).toBe(`Step 'gate' was already decided by approval_link at ${decided.body.data.decided_at}`);
+    expect((await anonymous().get(`${C}/approvals/${token}`)).status).toBe(409);
+  });
+
+  it("sends each approver its own link, readable only by the step's approvers, and decides as that approver", async () => {
+    const approver = await server.agent('link-approver');
+    const other = await server.agent('link-other');
+    const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'Deploy?', approvers: ['link-approver'] }]);
+    const message = await receiveOne(approver, 'link-approver');
+    expect(message.event_name).toBe('approval.requested');
+    const payload = message.payload as { run_id: string; step_id: string; prompt: string; approve_url: string };
+    expect(payload).toMatchObject({ run_id: runId, step_id: 'gate', prompt: 'Deploy?' });
+    const own = payload.approve_url.slice(payload.approve_url.lastIndexOf('/') + 1);
+    expect(own).not.toBe(await linkOf(runId, 'approval.requested'));
+    expect((await approver.get(`/api/v1/events?type=approval.requested&subject=${runId}`)).body.data).toHaveLength(1);
+    expect((await other.get(`/api/v1/events?type=approval.requested&subject=${runId}`)).body.data).toEqual([]);
+    expect((await anonymous().get(`${C}/approvals/${own}`)).body.data.approver).toBe('link-approver');
+    const decided = await anonymous().post(`${C}/approvals/${own}`, { approved: false, comment: 'not today' });
+    expect(decided.body.data).toMatchObject({ status: 'failed', decided_by: 'link-approver' });
+    const [event] = (await server.api.get(`/api/v1/events?type=approval.decided&subject=${runId}`)).body.data;
+    expect(event).toMatchObject({ actor: 'link-approver', data: { approved: false, decided_by: 'link-approver', comment: 'not today' } });
+  });
+
+  it('takes human_input data through the link, validated against the step schema', async () => {
+    const runId = await startRun([
+      { id: 'first', type: 'transform', output: { built: true } },
+      { id: 'ask', type: 'human_input', prompt: 'Version?', depends_on: ['first'], schema: { type: 'object', required: ['version'], properties: { version: { type: 'string' } } } },
+    ]);
+    const token = await linkOf(runId, 'input.requested');
+    const shown = (await anonymous().get(`${C}/approvals/${token}`)).body.data;
+    expect(shown).toMatchObject({ type: 'human_input', prompt: 'Version?', schema: { required: ['version'] }, outputs: { first: { built: true } } });
+    expect((await anonymous().post(`${C}/approvals/${token}`, { approved: true })).status).toBe(409);
+    const invalid = await anonymous().post(`${C}/approvals/${token}`, { data: { version: 3 } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.details[0].field).toBe('data.version');
+    const given = await anonymous().post(`${C}/approvals/${token}`, { data: { version: '3.1' } });
+    expect(given.status, given.text).toBe(200);
+    expect((await server.api.get(`${C}/runs/${runId}`)).body.data.output).toBeDefined();
+    const again = await anonymous().post(`${C}/approvals/${token}`, { data: { version: '3.2' } });
+    expect(again.status).toBe(409);
+    expect(again.body.error.details).toEqual({ decided_by: 'approval_link', decided_at: given.body.data.decided_at });
+  });
+
+  it('refuses a link after its run was cancelled, after it expired, and after the step asks again', async () => {
+    const cancelledRun = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'A?' }]);
+    const cancelledToken = await linkOf(cancelledRun, 'approval.requested');
+    await server.api.post(`${C}/runs/${cancelledRun}/cancel`, { reason: 'no longer needed' });
+    const cancelled = await anonymous().post(`${C}/approvals/${cancelledToken}`, { approved: true });
+    expect(cancelled.status).toBe(409);
+    expect(cancelled.body.error.message).toMatch(/was cancelled/);
+
+    const rejectedRun = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'B?' }]);
+    const first = await linkOf(rejectedRun, 'approval.requested');
+    await anonymous().post(`${C}/approvals/${first}`, { approved: false });
+    expect((await server.api.post(`${C}/runs/${rejectedRun}/redrive`)).status).toBe(200);
+    const second = await linkOf(rejectedRun, 'approval.requested');
+    expect(second).not.toBe(first);
+    const stale = await anonymous().post(`${C}/approvals/${first}`, { approved: true });
+    expect(stale.status).toBe(409);
+    expect(stale.body.error.message).toMatch(/earlier wait/);
+
+    const waitingRun = await startRun([{ id: 'ask', type: 'human_input', prompt: 'C?' }]);
+    const expiring = await linkOf(waitingRun, 'input.requested');
+    clock.advance(8 * DAY_MS);
+    const expired = await anonymous().post(`${C}/approvals/${expiring}`, { data: {} });
+    expect(expired.status).toBe(409);
+    expect(expired.body.error.message).toMatch(/expired at/);
+    // The step itself still waits: the API with a key decides it.
+    expect((await server.api.post(`${C}/runs/${waitingRun}/steps/ask/input`, { data: {} })).status).toBe(200);
+    expect((await anonymous().post(`${C}/approvals/${second}`, { approved: true })).status).toBe(409);
+  });
+
+  it('answers 404 for a token it did not sign and 400 for one that is not a token', async () => {
+    const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'D?' }]);
+    const token = await linkOf(runId, 'approval.requested');
+    const [payload, signature] = token.split('.') as [string, string];
+    const forged = Buffer.from(Buffer.from(payload, 'base64url').toString().replace('"gate"', '"gatf"')).toString('base64url');
+    for (const bad of [`${forged}.${signature}`, `${payload}.${signature.slice(1)}A`, `${payload}x.${signature}`]) {
+      const res = await anonymous().post(`${C}/approvals/${bad}`, { approved: true });
+      expect(res.status, bad).toBe(404);
+    }
+    expect((await anonymous().post(`${C}/approvals/not-a-token`, { approved: true })).status).toBe(400);
+    expect((await server.api.get(`${C}/runs/${runId}`)).body.data.status).toBe('waiting');
+  });
+});
