@@ -1,0 +1,127 @@
+/**
+ * Issue 22: what the event log costs and carries. (a) The fan-out/fan-in runs of the
+ * coordination bench with the log on and off (SWITCHBOARD_BENCH_EVENT_LOG=off, a switch for
+ * benchmarks only), in one run, on SQLite and PostgreSQL: target ≤ 10% fewer steps/s with
+ * the log. (b) One SSE subscriber replaying the log those runs wrote (a backlog read in
+ * batches of 500): target ≥ 5,000 events/s. (c) 100 idle subscribers: server CPU over 10 s.
+ * 127.0.0.1 only; every phase is bounded in count and time.
+ */
+import os from 'node:os';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { fanOut } from './coordination.js';
+import { fmt, machine, record, startSwitchboard, type SwitchboardProcess } from './lib.js';
+
+const IDLE_STREAMS = 100;
+const IDLE_MS = 10_000;
+const PHASE_LIMIT_MS = 120_000;
+
+function stream(server: SwitchboardProcess, query: string, signal: AbortSignal) {
+  return fetch(`${server.url}/api/v1/events/stream?${query}`, { headers: { authorization: `Bearer ${server.adminKey}` }, signal });
+}
+
+/** (b) Reads every event from the start of the log through one stream; events per second. */
+async function replay(server: SwitchboardProcess): Promise<{ events: number; perSecond: number }> {
+  const list = await fetch(`${server.url}/api/v1/events?limit=1`, { headers: { authorization: `Bearer ${server.adminKey}` } });
+  const total = ((await list.json()) as { meta: { total: number } }).meta.total;
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), PHASE_LIMIT_MS);
+  const started = performance.now();
+  let events = 0;
+  try {
+    const response = await stream(server, 'after=evt_0000000000000', stop.signal);
+    const messages = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+    for await (const _ of messages) if (++events >= total) break;
+  } finally {
+    clearTimeout(timer);
+    stop.abort();
+  }
+  if (events < total) throw new Error(`the stream carried ${events} of ${total} events within the time limit`);
+  return { events, perSecond: events / ((performance.now() - started) / 1000) };
+}
+
+/** (c) Server CPU while IDLE_STREAMS subscribers wait with nothing to tell them. */
+async function idle(server: SwitchboardProcess): Promise<number> {
+  const stop = new AbortController();
+  const responses = await Promise.all(
+    Array.from({ length: IDLE_STREAMS }, async (_, i) => {
+      // Ten principals' worth of streams: the per-principal limit is 10.
+      const key = (
+        (await (
+          await fetch(`${server.url}/api/v1/auth/keys`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ agent_id: `idle-${i % 10}`, role: 'agent' }),
+          })
+        ).json()) as { data: { key: string } }
+      ).data.key;
+      return fetch(`${server.url}/api/v1/events/stream`, { headers: { authorization: `Bearer ${key}` }, signal: stop.signal });
+    }),
+  );
+  if (responses.some((r) => r.status !== 200)) throw new Error(`idle streams: ${responses.map((r) => r.status).join(',')}`);
+  const cpuBefore = server.cpuMs();
+  await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+  const cpu = server.cpuMs() - cpuBefore;
+  stop.abort();
+  return (cpu / IDLE_MS) * 100;
+}
+
+export default async function events(): Promise<void> {
+  const load = os.loadavg()[0]!;
+  const rows: string[] = [];
+  const streamRows: string[] = [];
+  for (const dialect of ['sqlite', 'postgres'] as const) {
+    const figures: Record<'on' | 'off', Awaited<ReturnType<typeof fanOut>>> = {} as never;
+    // Off first, then on: the run with the log is the one that meets a warmer machine last.
+    for (const log of ['off', 'on'] as const) {
+      const server = await startSwitchboard({ dialect, env: { SWITCHBOARD_BENCH_EVENT_LOG: log } });
+      try {
+        figures[log] = await fanOut(server);
+        if (log === 'on') {
+          const replayed = await replay(server);
+          const idleCpu = await idle(server);
+          streamRows.push(`| ${dialect} | ${fmt(replayed.events)} | **${fmt(replayed.perSecond)}** | ${fmt(idleCpu, 2)}% |`);
+          console.log(dialect, 'replay', replayed, 'idle cpu %', idleCpu);
+        }
+      } finally {
+        await server.stop();
+      }
+      console.log(dialect, log, figures[log]);
+    }
+    const cost = (1 - figures.on.stepsPerSecond / figures.off.stepsPerSecond) * 100;
+    rows.push(
+      `| ${dialect} | ${fmt(figures.off.stepsPerSecond)} | ${fmt(figures.on.stepsPerSecond)} | **${fmt(cost, 1)}%** | ${fmt(figures.off.cpuPerStepMs, 2)} / ${fmt(figures.on.cpuPerStepMs, 2)} |`,
+    );
+  }
+  record(
+    'events',
+    `## Events (issue 22): the log's cost to coordination, SSE throughput, idle subscribers
+
+Machine: ${machine()}. Command: \`npm run build && SWITCHBOARD_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test flock /tmp/switchboard-bench.lock npm run bench -- events\` (${new Date().toISOString().slice(0, 10)}).
+1-minute load average at the start: ${fmt(load, 2)} (the machine is shared: figures move by ±10% between runs).
+
+### (a) Coordination fan-out with and without the event log
+
+The coordination bench's (b): 1,000 runs of split → (a, b, c) → join drained by 8 loops of one echo agent, on a fresh server
+with \`SWITCHBOARD_BENCH_EVENT_LOG=off\` (nothing appended), then one with the log (each run appends run.started, five
+run.step.completed and run.completed, each in its transition's transaction; on PostgreSQL under the log's append lock).
+
+| storage | steps/s without the log | steps/s with it | cost | server CPU ms/step without / with |
+|---|---:|---:|---:|---:|
+${rows.join('\n')}
+
+Target: the log costs ≤ 10% of step throughput.
+
+### (b) One SSE subscriber; (c) ${IDLE_STREAMS} idle subscribers
+
+(b) After (a) with the log, one \`GET /events/stream?after=…\` from the start of the log reads every event the runs wrote
+(batches of 500 from the table) until it has them all. (c) ${IDLE_STREAMS} streams open (10 agents × 10) with nothing
+appended for ${IDLE_MS / 1000} s: the server's CPU over that time (keep-alive every 15 s).
+
+| storage | events | events/s to one subscriber | server CPU, ${IDLE_STREAMS} idle streams |
+|---|---:|---:|---:|
+${streamRows.join('\n')}
+
+Targets: ≥ 5,000 events/s to one subscriber; ${IDLE_STREAMS} idle subscribers ≤ 1% CPU.
+`,
+  );
+}
