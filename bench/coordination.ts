@@ -124,7 +124,7 @@ async function sequential(server: SwitchboardProcess) {
  * AGENT_WORKERS loops of the same agent drain them (receive up to AGENT_BATCH, acknowledge the batch)
  * and times until every run has completed.
  */
-async function fanOut(server: SwitchboardProcess) {
+export async function fanOut(server: SwitchboardProcess) {
   const { admin, worker } = await setup(server, 'fan-echo');
   const agentStep = (id: string, depends_on?: string[]) => ({ id, type: 'agent', agent: 'fan-echo', ...(depends_on && { depends_on }) });
   await admin.call('POST', '/api/v1/coordination/plans', {

@@ -39,6 +39,11 @@ export interface Config {
   readonly eventStreamsPerPrincipal: number;
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
+  /**
+   * False only for benchmarks (SWITCHBOARD_BENCH_EVENT_LOG=off), which measure what the log
+   * costs: nothing is appended, so streams, the audit trail and webhooks see nothing.
+   */
+  readonly eventLogEnabled: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -108,6 +113,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
+    eventLogEnabled: oneOf(env, 'SWITCHBOARD_BENCH_EVENT_LOG', ['on', 'off'], 'on') === 'on',
     ...overrides,
   };
   return Object.freeze(config);

@@ -20,6 +20,7 @@ describe('config', () => {
       eventRetentionDays: 30,
       eventStreamsPerPrincipal: 10,
       eventKeepAliveMs: 15_000,
+      eventLogEnabled: true,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -40,6 +41,7 @@ describe('config', () => {
       SWITCHBOARD_EVENT_RETENTION_DAYS: '7',
       SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL: '2',
       SWITCHBOARD_EVENT_KEEPALIVE_MS: '50',
+      SWITCHBOARD_BENCH_EVENT_LOG: 'off',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -56,6 +58,7 @@ describe('config', () => {
       eventRetentionDays: 7,
       eventStreamsPerPrincipal: 2,
       eventKeepAliveMs: 50,
+      eventLogEnabled: false,
     });
   });
 

@@ -246,11 +246,15 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
    */
   async announceHealthChanges(): Promise<number> {
     const now = this.clock.now();
+    // Read first: most passes find no change and need no transaction.
+    const changed = (await this.store.heartbeatsWithHealth(autocommit))
+      .map((row) => ({ ...row, health: healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs) }))
+      .filter((row) => row.health !== row.announced);
+    if (changed.length === 0) return 0;
     return this.store.inTransaction(async (tx) => {
       const events: NewEvent[] = [];
-      for (const row of await this.store.heartbeatsWithHealth(tx)) {
-        const health = healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs);
-        if (health === row.announced || !(await this.store.announceHealth(tx, row.agent_id, health, now))) continue;
+      for (const { health, ...row } of changed) {
+        if (!(await this.store.announceHealth(tx, row.agent_id, health, now))) continue;
         events.push({
           type: 'agent.health_changed',
           subject: row.agent_id,

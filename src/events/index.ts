@@ -13,6 +13,9 @@ export { EVENTS_APPENDED } from './appender.js';
 export { EventsService, eventId } from './service.js';
 export * as eventSchemas from './schemas.js';
 
+/** The log when a benchmark turns it off (SWITCHBOARD_BENCH_EVENT_LOG=off). */
+const UNLOGGED: EventLog = { append: async () => undefined };
+
 /** How often the retention sweep runs. */
 const SWEEP_INTERVAL_MS = 60 * 60_000;
 
@@ -24,7 +27,7 @@ export function createEventsDomain(deps: { platform: Platform; groups: AgentGrou
   const { platform } = deps;
   const { config } = platform;
   const store = new EventsStore(platform.database.db, platform.database.caps);
-  const log = new EventAppender({ store, clock: platform.clock, notifier: platform.notifier });
+  const log: EventLog = config.eventLogEnabled ? new EventAppender({ store, clock: platform.clock, notifier: platform.notifier }) : UNLOGGED;
   const service = new EventsService({
     store,
     clock: platform.clock,

@@ -73,8 +73,9 @@ function typesMatching(patterns: string): string[] {
 }
 
 /**
- * Reading the event log (design §8; EventAppender writes it): list it or follow it live. Admins read every event; an agent reads events without readers
- * (shared workspace objects) and those naming it or one of its groups.
+ * Reading the event log (design §8; EventAppender writes it): list it or follow it live.
+ * Admins read every event; an agent reads events without readers (shared workspace objects)
+ * and those naming it or one of its groups.
  */
 export class EventsService {
   /** Open streams per principal on this node. */
@@ -94,10 +95,10 @@ export class EventsService {
   openStream(principal: Principal): () => void {
     const key = principal.bucket;
     const open = this.streams.get(key) ?? 0;
-    if (open >= this.deps.streamsPerPrincipal) {
-      throw new AppError('rate_limited', `At most ${this.deps.streamsPerPrincipal} event streams may be open per principal; close one first`, {
-        limit: this.deps.streamsPerPrincipal,
-      }, { 'Retry-After': '1' });
+    const limit = this.deps.streamsPerPrincipal;
+    if (open >= limit) {
+      const message = `At most ${limit} event streams may be open per principal; close one first`;
+      throw new AppError('rate_limited', message, { limit }, { 'Retry-After': '1' });
     }
     this.streams.set(key, open + 1);
     let released = false;

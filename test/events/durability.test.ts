@@ -131,6 +131,22 @@ describeEachDialect('event visibility and limits', (dialect) => {
 });
 
 describe.runIf(postgresTestUrl())('event order on PostgreSQL', () => {
+  it('a stream on one node delivers what another node appended, woken by the notifier', async () => {
+    const first = await startServer('postgres');
+    const second = await startServer('postgres', { database: first.database, adminKey: first.adminKey });
+    try {
+      const stream = await openStream(first.url, first.adminKey, { query: 'type=task.created' });
+      const task = (await second.api.post('/core/api/v1/tasks', { title: 'from the other node' })).body.data;
+      // Well within the keep-alive interval (15 s), when the stream would read again anyway.
+      const [event] = await stream.until(1, 5000);
+      expect(event!.subject).toBe(task.id);
+      stream.close();
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
   it('a transaction that appended later waits for one that appended earlier, so a reader in between misses nothing', async () => {
     const server = await startServer('postgres');
     try {

@@ -256,6 +256,11 @@ export async function send(baseUrl: string, request: FuzzRequest, timeoutMs: num
     body: request.body,
     signal: AbortSignal.timeout(timeoutMs),
   });
+  // An event stream that opened never ends by itself: its answer is the status and headers.
+  if (res.ok && (res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    await res.body?.cancel();
+    return { status: res.status, headers: res.headers, text: '' };
+  }
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
