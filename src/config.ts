@@ -39,6 +39,12 @@ export interface Config {
   readonly eventStreamsPerPrincipal: number;
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
+  /** Refuse webhook URLs and receivers at loopback, private or link-local addresses. */
+  readonly webhookDenyPrivate: boolean;
+  /** One webhook delivery attempt (connect, answer, the first 4 KiB of its body) fails after this long. */
+  readonly webhookTimeoutMs: number;
+  /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
+  readonly webhookPollMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -108,6 +114,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
+    webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'false') === 'true',
+    webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
+    webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
     ...overrides,
   };
   return Object.freeze(config);

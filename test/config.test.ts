@@ -20,6 +20,9 @@ describe('config', () => {
       eventRetentionDays: 30,
       eventStreamsPerPrincipal: 10,
       eventKeepAliveMs: 15_000,
+      webhookDenyPrivate: false,
+      webhookTimeoutMs: 10_000,
+      webhookPollMs: 5_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -40,6 +43,9 @@ describe('config', () => {
       SWITCHBOARD_EVENT_RETENTION_DAYS: '7',
       SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL: '2',
       SWITCHBOARD_EVENT_KEEPALIVE_MS: '50',
+      SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'true',
+      SWITCHBOARD_WEBHOOK_TIMEOUT_MS: '2000',
+      SWITCHBOARD_WEBHOOK_POLL_MS: '100',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -56,6 +62,9 @@ describe('config', () => {
       eventRetentionDays: 7,
       eventStreamsPerPrincipal: 2,
       eventKeepAliveMs: 50,
+      webhookDenyPrivate: true,
+      webhookTimeoutMs: 2000,
+      webhookPollMs: 100,
     });
   });
 
@@ -72,6 +81,9 @@ describe('config', () => {
     ['SWITCHBOARD_EVENT_RETENTION_DAYS', '0'],
     ['SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', '0'],
     ['SWITCHBOARD_EVENT_KEEPALIVE_MS', 'soon'],
+    ['SWITCHBOARD_WEBHOOK_DENY_PRIVATE', 'yes'],
+    ['SWITCHBOARD_WEBHOOK_TIMEOUT_MS', '0'],
+    ['SWITCHBOARD_WEBHOOK_POLL_MS', '5s'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

@@ -7,6 +7,7 @@ import { EventsStore } from './store.js';
 
 export { EventsService, EVENTS_APPENDED, eventId } from './service.js';
 export * as eventSchemas from './schemas.js';
+export type { Event } from './schemas.js';
 
 /** How often the retention sweep runs. */
 const SWEEP_INTERVAL_MS = 60 * 60_000;

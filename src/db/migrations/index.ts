@@ -12,6 +12,7 @@ import * as artifactsInline from './0009-artifacts-inline.js';
 import * as routinesBurst from './0010-routines-burst.js';
 import * as discoverySpeed from './0011-discovery-speed.js';
 import * as events from './0012-events.js';
+import * as webhooks from './0013-webhooks.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -34,4 +35,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0010-routines-burst': routinesBurst,
   '0011-discovery-speed': discoverySpeed,
   '0012-events': events,
+  '0013-webhooks': webhooks,
 };
