@@ -15,12 +15,17 @@ const SIGNED_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] 
  * parsing. Throws `WebhookVerificationError` when the delivery is not authentic.
  */
 export function verifyWebhook(secret: string, headers: WebhookHeaders, body: string | Uint8Array): Event {
-  const named: Record<string, string> = {};
-  const lowered =
-    headers instanceof Headers ? null : new Map(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value[0] : value]));
+  const header = headers instanceof Headers ? (name: string) => headers.get(name) : plainHeaders(headers);
+  const signed: Record<string, string> = {};
   for (const name of SIGNED_HEADERS) {
-    const value = lowered ? lowered.get(name) : (headers as Headers).get(name);
-    if (value !== undefined && value !== null) named[name] = value;
+    const value = header(name);
+    if (value !== null && value !== undefined) signed[name] = value;
   }
-  return new Webhook(secret).verify(typeof body === 'string' ? body : Buffer.from(body), named) as Event;
+  return new Webhook(secret).verify(typeof body === 'string' ? body : Buffer.from(body), signed) as Event;
+}
+
+/** Looks headers of a plain object up by lower-case name (the first of repeated ones). */
+function plainHeaders(headers: Record<string, string | string[] | undefined>): (name: string) => string | undefined {
+  const byName = new Map(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value[0] : value]));
+  return (name) => byName.get(name);
 }

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, expect, it } from 'vitest';
-import { verifyWebhook } from '../../src/client/index.js';
+import { Switchboard, verifyWebhook } from '../../src/client/index.js';
 import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer, type TestServer } from '../helpers/server.js';
@@ -272,6 +272,24 @@ describeEachDialect('outbound webhooks', (dialect) => {
       await second.close();
     }
   });
+  it('is managed through the SDK (client.webhooks.*), whose verifyWebhook accepts what arrives', async () => {
+    const client = new Switchboard({ url: server.url, apiKey: server.adminKey });
+    const target = await receiver((index) => (index === 0 ? { status: 500 } : { status: 204 }));
+    const created = await client.webhooks.create({ body: { url: target.url, types: ['task.deleted'], description: 'sdk' } });
+    expect(created.secret).toMatch(/^whsec_/);
+    expect((await client.webhooks.list()).map((w) => w.id)).toContain(created.id);
+    expect(await client.webhooks.get({ path: { id: created.id } })).toMatchObject({ description: 'sdk', enabled: true });
+    expect(await client.webhooks.update({ path: { id: created.id }, body: { types: ['task.*'] } })).toMatchObject({ types: ['task.*'] });
+    const queued = await client.webhooks.test({ path: { id: created.id } });
+    const [request] = await target.until(1);
+    expect(verifyWebhook(created.secret, request!.headers, request!.body)).toMatchObject({ id: queued.event_id, type: 'webhook.test' });
+    const failed = await waitFor(async () => (await client.webhooks.deliveries({ path: { id: created.id } })).find((d) => d.latency_ms !== null), 10_000);
+    expect(failed).toMatchObject({ status: 'pending', last_status_code: 500 });
+    await client.webhooks.retry({ path: { id: created.id, delivery_id: failed.id } });
+    await waitFor(async () => (await client.webhooks.deliveries({ path: { id: created.id }, query: { status: 'delivered' } })).length === 1, 10_000);
+    expect(await client.webhooks.delete({ path: { id: created.id } })).toEqual({ id: created.id, deleted: true });
+  });
+
   // Last: it moves the clock a day on, past what signatures' timestamps may be off by.
   it('fails a delivery to a dead receiver after 24 h of backoff and disables the webhook with a webhook.disabled event', async () => {
     const dead = await receiver(() => ({ status: 500 }));
