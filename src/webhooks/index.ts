@@ -11,6 +11,9 @@ import { WebhooksStore } from './store.js';
 export { WebhooksService } from './service.js';
 export * as webhookSchemas from './schemas.js';
 
+/** How often settled deliveries past the retention period are deleted. */
+const SWEEP_INTERVAL_MS = 60 * 60_000;
+
 /**
  * Outbound webhooks (design §8, issue 22): CRUD and the delivery log, a fan-out worker that
  * matches new events of the log to webhooks (woken by appends on any node), and a delivery
@@ -28,6 +31,7 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, denyPrivate: config.webhookDenyPrivate }),
     denyPrivate: config.webhookDenyPrivate,
     timeoutMs: config.webhookTimeoutMs,
+    retentionDays: config.eventRetentionDays,
   });
   const fanOut = new LoopWorker({
     name: 'webhook-fan-out',
@@ -45,5 +49,14 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     logger: platform.logger,
     pollMs: config.webhookPollMs,
   });
-  return { service, routes: webhooksRoutes(service), workers: [fanOut, delivery] };
+  const sweeper = new LoopWorker({
+    name: 'webhook-delivery-retention',
+    intervalMs: SWEEP_INTERVAL_MS,
+    logger: platform.logger,
+    run: async () => {
+      const removed = await service.sweep();
+      if (removed > 0) platform.logger.info({ removed }, 'removed expired webhook deliveries');
+    },
+  });
+  return { service, routes: webhooksRoutes(service), workers: [fanOut, delivery, sweeper] };
 }

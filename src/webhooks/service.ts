@@ -30,6 +30,9 @@ const FIRST_RETRY_MS = 10_000;
 const MAX_RETRY_MS = 3_600_000;
 /** A claimed delivery is not due again before its attempt's timeout plus this, so no one else takes it meanwhile. */
 const LEASE_MARGIN_MS = 30_000;
+/** Settled deliveries the sweep deletes per statement. */
+const SWEEP_BATCH = 1000;
+const DAY_MS = 86_400_000;
 
 /** The event log, as webhooks read it (events/EventsService). */
 export interface EventFeed {
@@ -50,6 +53,8 @@ export interface WebhooksDeps {
   denyPrivate: boolean;
   /** How long one attempt may take (the lease of a claimed delivery is measured from it). */
   timeoutMs: number;
+  /** Delivered and failed deliveries are kept as long as events (SWITCHBOARD_EVENT_RETENTION_DAYS). */
+  retentionDays: number;
 }
 
 /** The wait before the retry that follows attempt number `attempt` (1-based). */
@@ -275,6 +280,17 @@ export class WebhooksService {
     );
     // Shutting down: the lease runs out and another node (or the next start) tries again.
     if (result) await this.record(delivery, result);
+  }
+
+  /** Deletes the settled deliveries older than the event retention period; returns how many. */
+  async sweep(): Promise<number> {
+    const cutoff = this.deps.clock.now() - this.deps.retentionDays * DAY_MS;
+    let removed = 0;
+    for (;;) {
+      const deleted = await this.deps.store.deleteSettledBefore(autocommit, cutoff, SWEEP_BATCH);
+      removed += deleted;
+      if (deleted < SWEEP_BATCH) return removed;
+    }
   }
 
   /** When the earliest pending delivery is due; null when none is. */

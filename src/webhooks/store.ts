@@ -185,6 +185,14 @@ export class WebhooksStore implements Transactor {
     return result.numUpdatedRows > 0n;
   }
 
+  /** Deletes up to `limit` delivered or failed deliveries created before `cutoff`; returns how many. */
+  async deleteSettledBefore(tx: Tx, cutoff: number, limit: number): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const old = db.selectFrom('webhook_deliveries').select('id').where('status', '!=', 'pending').where('created_at', '<', cutoff).limit(limit);
+    const result = await db.deleteFrom('webhook_deliveries').where('id', 'in', old).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   /** The earliest next attempt of a pending delivery of an enabled webhook. */
   async nextDueAt(tx: Tx): Promise<number | null> {
     const row = await dbOf(tx, this.db)

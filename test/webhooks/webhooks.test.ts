@@ -330,6 +330,27 @@ describeEachDialect('outbound webhooks', (dialect) => {
     const enabled = await server.api.patch(`/api/v1/webhooks/${id}`, { enabled: true });
     expect(enabled.body.data).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null });
   });
+
+  it('deletes settled deliveries once they are older than the event retention (30 days)', async () => {
+    const target = await receiver();
+    const { id } = await hooks.create({ url: target.url, types: ['task.created'] });
+    await server.api.post(`/api/v1/webhooks/${id}/test`);
+    await hooks.delivery(id, (d) => d.status === 'delivered');
+    clock.advance(31 * 24 * HOUR);
+    const recent = (await server.api.post(`/api/v1/webhooks/${id}/test`)).body.data;
+    await waitFor(async () => (await hooks.deliveries(id)).every((d) => d.status === 'delivered'));
+    // The sweep runs when a node starts (then hourly).
+    const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock, env: ENV });
+    try {
+      const left = await waitFor(async () => {
+        const all = await hooks.deliveries(id);
+        return all.length === 1 ? all : undefined;
+      });
+      expect(left.map((d) => d.id)).toEqual([recent.id]);
+    } finally {
+      await second.close();
+    }
+  });
 });
 
 describeEachDialect('outbound webhooks with SWITCHBOARD_WEBHOOK_DENY_PRIVATE', (dialect) => {
