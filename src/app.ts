@@ -8,6 +8,7 @@ import { createEventsDomain } from './events/index.js';
 import { createMessagingDomain } from './messaging/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
+import { createWebhooksDomain } from './webhooks/index.js';
 import type { Config } from './config.js';
 import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -93,6 +94,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   // Who hears of what happened to the messages they sent, by their origin kind.
   messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler });
+  const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
@@ -109,6 +111,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...coordination.workers,
     ...artifacts.workers,
     ...events.workers,
+    ...webhooks.workers,
   ];
 
   const metrics = createMetrics();
@@ -131,6 +134,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
       { prefix: '/api/v1', plugin: events.routes },
+      { prefix: '/api/v1', plugin: webhooks.routes },
     ],
   });
 

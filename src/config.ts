@@ -44,6 +44,12 @@ export interface Config {
    * costs: nothing is appended, so streams, the audit trail and webhooks see nothing.
    */
   readonly eventLogEnabled: boolean;
+  /** Refuse webhook URLs and receivers at loopback, private or link-local addresses. */
+  readonly webhookDenyPrivate: boolean;
+  /** One webhook delivery attempt (connect, answer, the first 4 KiB of its body) fails after this long. */
+  readonly webhookTimeoutMs: number;
+  /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
+  readonly webhookPollMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -114,6 +120,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
     eventLogEnabled: oneOf(env, 'SWITCHBOARD_BENCH_EVENT_LOG', ['on', 'off'], 'on') === 'on',
+    webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'false') === 'true',
+    webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
+    webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
     ...overrides,
   };
   return Object.freeze(config);

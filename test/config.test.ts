@@ -21,6 +21,9 @@ describe('config', () => {
       eventStreamsPerPrincipal: 10,
       eventKeepAliveMs: 15_000,
       eventLogEnabled: true,
+      webhookDenyPrivate: false,
+      webhookTimeoutMs: 10_000,
+      webhookPollMs: 5_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -42,6 +45,9 @@ describe('config', () => {
       SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL: '2',
       SWITCHBOARD_EVENT_KEEPALIVE_MS: '50',
       SWITCHBOARD_BENCH_EVENT_LOG: 'off',
+      SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'true',
+      SWITCHBOARD_WEBHOOK_TIMEOUT_MS: '2000',
+      SWITCHBOARD_WEBHOOK_POLL_MS: '100',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -59,6 +65,9 @@ describe('config', () => {
       eventStreamsPerPrincipal: 2,
       eventKeepAliveMs: 50,
       eventLogEnabled: false,
+      webhookDenyPrivate: true,
+      webhookTimeoutMs: 2000,
+      webhookPollMs: 100,
     });
   });
 
@@ -75,6 +84,9 @@ describe('config', () => {
     ['SWITCHBOARD_EVENT_RETENTION_DAYS', '0'],
     ['SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', '0'],
     ['SWITCHBOARD_EVENT_KEEPALIVE_MS', 'soon'],
+    ['SWITCHBOARD_WEBHOOK_DENY_PRIVATE', 'yes'],
+    ['SWITCHBOARD_WEBHOOK_TIMEOUT_MS', '0'],
+    ['SWITCHBOARD_WEBHOOK_POLL_MS', '5s'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

@@ -168,6 +168,7 @@ export class Switchboard {
   readonly coordination: DomainClient<'coordination'>;
   readonly artifacts: DomainClient<'artifacts'> & ArtifactStreams;
   readonly events: DomainClient<'events'> & EventStreams;
+  readonly webhooks: DomainClient<'webhooks'>;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -217,6 +218,7 @@ export class Switchboard {
     this.artifacts = Object.assign(artifacts, streams);
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
+    this.webhooks = this.#domain('webhooks');
   }
 
   async *#follow(events: DomainClient<'events'>, { signal, ...query }: StreamEventsInput): AsyncIterable<Event> {

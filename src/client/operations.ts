@@ -147,6 +147,16 @@ export const OPERATIONS = {
     // The raw Server-Sent Events response; `client.events.stream()` follows it and resumes.
     openStream: ['GET', '/api/v1/events/stream'],
   },
+  webhooks: {
+    create: ['POST', '/api/v1/webhooks'],
+    list: ['GET', '/api/v1/webhooks', PAGED],
+    get: ['GET', '/api/v1/webhooks/{id}'],
+    update: ['PATCH', '/api/v1/webhooks/{id}'],
+    delete: ['DELETE', '/api/v1/webhooks/{id}'],
+    deliveries: ['GET', '/api/v1/webhooks/{id}/deliveries', PAGED],
+    test: ['POST', '/api/v1/webhooks/{id}/test'],
+    retry: ['POST', '/api/v1/webhooks/{id}/deliveries/{delivery_id}/retry'],
+  },
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

@@ -8,6 +8,7 @@ import { PageQuery, ReasonBody, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
+import * as Webhooks from '../webhooks/schemas.js';
 import type { OperationKey } from './operations.js';
 
 /**
@@ -173,4 +174,13 @@ export const SCHEMAS = asValidated({
 
   'events.list': { query: Events.ListEventsQuery, data: list(Events.Event) },
   'events.openStream': { query: Events.StreamEventsQuery },
+
+  'webhooks.create': { body: Webhooks.CreateWebhookBody, data: Webhooks.CreatedWebhook },
+  'webhooks.list': { query: Webhooks.ListWebhooksQuery, data: list(Webhooks.Webhook) },
+  'webhooks.get': { data: Webhooks.Webhook },
+  'webhooks.update': { body: Webhooks.UpdateWebhookBody, data: Webhooks.Webhook },
+  'webhooks.delete': { data: Deleted },
+  'webhooks.deliveries': { query: Webhooks.ListDeliveriesQuery, data: list(Webhooks.Delivery) },
+  'webhooks.test': { data: Webhooks.Delivery },
+  'webhooks.retry': { data: Webhooks.Delivery },
 } satisfies Record<OperationKey, OperationSchema>);

@@ -6,9 +6,10 @@ import type { EventsTables } from '../events/tables.js';
 import type { MessagingTables } from '../messaging/tables.js';
 import type { RoutinesTables } from '../routines/tables.js';
 import type { TasksTables } from '../tasks/tables.js';
+import type { WebhooksTables } from '../webhooks/tables.js';
 
 /**
  * The database seen by Kysely: the union of every domain's tables. Each domain declares its
  * own tables in its tables.ts (which imports nothing); this file only joins them.
  */
-export interface Database extends ArtifactsTables, AuthTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables {}
+export interface Database extends ArtifactsTables, AuthTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables, WebhooksTables {}

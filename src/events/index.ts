@@ -12,6 +12,7 @@ import { EventsStore } from './store.js';
 export { EVENTS_APPENDED } from './appender.js';
 export { EventsService, eventId } from './service.js';
 export * as eventSchemas from './schemas.js';
+export type { Event } from './schemas.js';
 
 /** The log when a benchmark turns it off (SWITCHBOARD_BENCH_EVENT_LOG=off). */
 const UNLOGGED: EventLog = { append: async () => undefined };

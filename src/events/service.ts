@@ -171,6 +171,17 @@ export class EventsService {
     }
   }
 
+  /** The position of the newest event (0 when the log is empty): where a new reader starts. */
+  lastPosition(): Promise<number> {
+    return this.deps.store.lastSeq(autocommit);
+  }
+
+  /** Up to `limit` events after log position `afterSeq`, oldest first, with their positions (webhooks read the whole log). */
+  async readAfter(afterSeq: number, limit: number): Promise<{ seq: number; event: Event }[]> {
+    const rows = await this.deps.store.readAfter(autocommit, { afterSeq }, limit);
+    return rows.map((row) => ({ seq: Number(row.seq), event: toEvent(row) }));
+  }
+
   /** Deletes the events older than the retention period, oldest first; returns how many. */
   async sweep(): Promise<number> {
     const cutoff = this.deps.clock.now() - this.deps.retentionDays * DAY_MS;

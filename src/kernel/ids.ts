@@ -18,7 +18,8 @@ function random40(): number {
 /** The id prefixes of design §2; one per kind of object. */
 export type IdPrefix =
   | 'rtn' | 'exe' | 'prj' | 'tsk' | 'cmt' | 'act' | 'dep' | 'cap' | 'msg' | 'ses' | 'thr'
-  | 'sub' | 'plan' | 'run' | 'trg' | 'art' | 'upl' | 'key' | 'req' | 'pk' | 'fire' | 'evt';
+  | 'sub' | 'plan' | 'run' | 'trg' | 'art' | 'upl' | 'key' | 'req' | 'pk' | 'fire' | 'evt'
+  | 'whk' | 'whd';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

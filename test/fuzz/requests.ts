@@ -312,6 +312,8 @@ export async function seedObjects(baseUrl: string, adminKey: string): Promise<Se
   const artifact = await post('/api/v1/artifacts/snippets', { name: 'fuzzed.json', content: { a: 1 } });
   await post('/api/v1/discovery/capabilities', { agent_id: 'fuzz-agent', capability: 'fuzz.target' });
   await post('/api/v1/discovery/heartbeat', { agent_id: 'fuzz-agent' });
+  // Port 9 (discard): nothing listens, so its deliveries fail at once.
+  const webhook = await post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/fuzzed', types: ['task.>'] });
   return {
     '/tasks/': task.id,
     '/projects/': project.id,
@@ -324,5 +326,6 @@ export async function seedObjects(baseUrl: string, adminKey: string): Promise<Se
     '/artifacts/': artifact.id,
     '/agents/': 'fuzz-agent',
     '/groups/': 'default',
+    '/webhooks/': webhook.id,
   };
 }

@@ -13,6 +13,7 @@ import * as routinesBurst from './0010-routines-burst.js';
 import * as discoverySpeed from './0011-discovery-speed.js';
 import * as events from './0012-events.js';
 import * as discoveryHealth from './0013-discovery-health.js';
+import * as webhooks from './0014-webhooks.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -36,4 +37,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0011-discovery-speed': discoverySpeed,
   '0012-events': events,
   '0013-discovery-health': discoveryHealth,
+  '0014-webhooks': webhooks,
 };

@@ -1,0 +1,62 @@
+import { EVENTS_APPENDED } from '../events/index.js';
+import type { Platform } from '../kernel/platform.js';
+import type { EventLog } from '../kernel/ports.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import { DeliveryWorker } from './delivery-worker.js';
+import { webhooksRoutes } from './routes.js';
+import { WebhookSender } from './sender.js';
+import { WebhooksService, type EventFeed } from './service.js';
+import { WebhooksStore } from './store.js';
+
+export { WebhooksService } from './service.js';
+export * as webhookSchemas from './schemas.js';
+
+/** How often settled deliveries past the retention period are deleted. */
+const SWEEP_INTERVAL_MS = 60 * 60_000;
+
+/**
+ * Outbound webhooks (design §8, issue 22): CRUD and the delivery log, a fan-out worker that
+ * matches new events of the log to webhooks (woken by appends on any node), and a delivery
+ * worker that POSTs them signed and retries.
+ */
+export function createWebhooksDomain(deps: { platform: Platform; events: EventLog; feed: EventFeed }) {
+  const { platform } = deps;
+  const { config } = platform;
+  const service = new WebhooksService({
+    store: new WebhooksStore(platform.database.db, platform.database.caps),
+    clock: platform.clock,
+    notifier: platform.notifier,
+    events: deps.events,
+    feed: deps.feed,
+    sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, denyPrivate: config.webhookDenyPrivate }),
+    denyPrivate: config.webhookDenyPrivate,
+    timeoutMs: config.webhookTimeoutMs,
+    retentionDays: config.eventRetentionDays,
+  });
+  const fanOut = new LoopWorker({
+    name: 'webhook-fan-out',
+    intervalMs: config.webhookPollMs,
+    logger: platform.logger,
+    wakeOn: { notifier: platform.notifier, channel: EVENTS_APPENDED },
+    run: async () => {
+      await service.fanOut();
+    },
+  });
+  const delivery = new DeliveryWorker({
+    service,
+    clock: platform.clock,
+    notifier: platform.notifier,
+    logger: platform.logger,
+    pollMs: config.webhookPollMs,
+  });
+  const sweeper = new LoopWorker({
+    name: 'webhook-delivery-retention',
+    intervalMs: SWEEP_INTERVAL_MS,
+    logger: platform.logger,
+    run: async () => {
+      const removed = await service.sweep();
+      if (removed > 0) platform.logger.info({ removed }, 'removed expired webhook deliveries');
+    },
+  });
+  return { service, routes: webhooksRoutes(service), workers: [fanOut, delivery, sweeper] };
+}
