@@ -130,7 +130,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
-      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service), logger, auth.service) },
+      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service, coordination.service), logger, auth.service) },
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
       { prefix: '/api/v1', plugin: events.routes },

@@ -139,6 +139,7 @@ export const SCHEMAS = asValidated({
   'coordination.redriveRun': { body: ReasonBody, optionalBody: true, data: Coordination.Run },
   'coordination.approveStep': { body: Coordination.ApproveBody, data: Coordination.Run },
   'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
+  'coordination.listPendingApprovals': { query: PageQuery, data: list(Coordination.PendingApproval) },
   'coordination.getApprovalLink': { data: Coordination.LinkedStep },
   'coordination.decideByLink': { body: Coordination.LinkDecisionBody, data: Coordination.LinkDecision },
   'coordination.createTrigger': { body: Coordination.CreateTriggerBody, data: Coordination.Trigger },

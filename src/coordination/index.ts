@@ -11,7 +11,7 @@ import { CoordinationStore } from './store.js';
 import { Planner } from './planner.js';
 import { TriggersService } from './triggers.js';
 
-export { CoordinationService } from './service.js';
+export { callerOf, CoordinationService } from './service.js';
 export type { Plan, Run, RunEvent } from './service.js';
 
 /** The setting whose secret signs approval links. */

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { isAdmin, type Principal } from '../auth/principal.js';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
 import type { StepDefinition } from './plan.js';
@@ -23,6 +22,7 @@ import {
   LinkDecisionBody,
   LinkedStep,
   ListRunsQuery,
+  PendingApproval,
   Plan,
   PlanBody,
   PlanParams,
@@ -33,11 +33,10 @@ import {
   StartRunBody,
   VersionParams,
 } from './schemas.js';
-import type { Caller, CoordinationService, PlanInput } from './service.js';
+import { callerOf, type CoordinationService, type PlanInput } from './service.js';
 import { WEBHOOK_METHODS, type TriggerConfig, type TriggersService } from './triggers.js';
 
 const tags = ['coordination'];
-const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: isAdmin(p) });
 /** The body schema checks each field's shape; the service checks what each step type needs. */
 const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps as StepDefinition[] });
 
@@ -201,6 +200,15 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           reply,
           await service.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal), request.body.reason),
         ),
+    );
+
+    app.get(
+      '/coordination/approvals',
+      { schema: { tags, summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)', querystring: PageQuery, response: { 200: ListEnvelope(PendingApproval) } } },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.listPendingApprovals(window), window);
+      },
     );
 
     app.get(

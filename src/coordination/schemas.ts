@@ -181,18 +181,21 @@ export const ListRunsQuery = Type.Composite([
   Type.Object({ plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(RunStatus) }),
 ]);
 
+const Approved = Type.Boolean({ description: 'true approves the step; false rejects it, which fails the run' });
+const DecisionComment = Type.String({ maxLength: 4000, description: "Kept with the decision, in the step's output" });
 export const ApproveBody = Type.Object(
-  { approved: Type.Boolean(), comment: Type.Optional(Type.String({ maxLength: 4000 })), reason: Type.Optional(Reason) },
+  { approved: Approved, comment: Type.Optional(DecisionComment), reason: Type.Optional(Reason) },
   { additionalProperties: false },
 );
-export const InputBody = Type.Object({ data: JsonObject, reason: Type.Optional(Reason) }, { additionalProperties: false });
+const StepData = Type.Record(Type.String(), Type.Unknown(), { description: "The answer: a JSON object matching the step's schema" });
+export const InputBody = Type.Object({ data: StepData, reason: Type.Optional(Reason) }, { additionalProperties: false });
 
 export const ApprovalLinkParams = Type.Object({
   token: Type.String({ minLength: 1, maxLength: 2048, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$', description: 'The token of an approve_url' }),
 });
 export const LinkDecisionBody = Type.Union([
-  Type.Object({ approved: Type.Boolean(), comment: Type.Optional(Type.String({ maxLength: 4000 })) }, { additionalProperties: false }),
-  Type.Object({ data: JsonObject }, { additionalProperties: false }),
+  Type.Object({ approved: Approved, comment: Type.Optional(DecisionComment) }, { additionalProperties: false }),
+  Type.Object({ data: StepData }, { additionalProperties: false }),
 ]);
 export const LinkedStep = Type.Object({
   run_id: Type.String(),
@@ -215,6 +218,20 @@ export const LinkDecision = Type.Object({
   decided_at: Timestamp,
 });
 export type LinkDecision = Static<typeof LinkDecision>;
+
+export const PendingApproval = Type.Object({
+  run_id: Type.String(),
+  plan_id: Type.String(),
+  step_id: Type.String(),
+  type: Type.Union([Type.Literal('human_approval'), Type.Literal('human_input')]),
+  prompt: Type.Union([Type.String(), Type.Null()]),
+  schema: Type.Union([JsonObject, Type.Null()], { description: 'human_input: the JSON Schema the data must match' }),
+  approvers: Type.Array(Type.String(), { description: 'human_approval: who may decide (empty: anyone)' }),
+  run_input: JsonObject,
+  waiting_since: NullableTimestamp,
+  expires_at: NullableTimestamp,
+});
+export type PendingApproval = Static<typeof PendingApproval>;
 
 export const RunEvent = Type.Object({
   seq: Type.Integer(),

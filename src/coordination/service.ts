@@ -1,3 +1,4 @@
+import { isAdmin, type Principal } from '../auth/principal.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
@@ -10,8 +11,8 @@ import type { ApprovalLinks } from './approval-links.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
 import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
 import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
-import type { CoordinationStore, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStepRow } from './store.js';
-import type { LinkDecision, LinkedStep } from './schemas.js';
+import type { CoordinationStore, PendingHumanStepRow, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStepRow } from './store.js';
+import type { LinkDecision, LinkedStep, PendingApproval } from './schemas.js';
 import type { RunStatus, StepStatus } from './tables.js';
 import { parseNullableJson } from '../kernel/json.js';
 
@@ -24,6 +25,8 @@ export interface Caller {
   agentId: string | null;
   admin: boolean;
 }
+
+export const callerOf = (principal: Principal): Caller => ({ actor: principal.actor, agentId: principal.agentId, admin: isAdmin(principal) });
 
 export interface Plan {
   id: string;
@@ -96,6 +99,24 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_at'>, version: PlanVersionRo
     created_by: version.created_by,
     created_at: iso(plan.created_at),
     updated_at: iso(updatedAt),
+  };
+}
+
+function toPendingApproval(row: PendingHumanStepRow): PendingApproval {
+  // What step-starters.ts asks: every human_approval lists its approvers (maybe none), a human_input never does.
+  const asked = (parseNullableJson(row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown>; approvers?: string[] };
+  const approval = asked.approvers !== undefined;
+  return {
+    run_id: row.run_id,
+    plan_id: row.plan_id,
+    step_id: row.step_id,
+    type: approval ? 'human_approval' : 'human_input',
+    prompt: asked.prompt ?? null,
+    schema: approval ? null : (asked.schema ?? {}),
+    approvers: asked.approvers ?? [],
+    run_input: JSON.parse(row.run_input) as Record<string, unknown>,
+    waiting_since: iso(row.started_at),
+    expires_at: iso(row.wake_at),
   };
 }
 
@@ -324,6 +345,12 @@ export class CoordinationService {
       await this.deps.engine.submitInput(tx, runId, stepId, data, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
       return this.view(tx, runId);
     });
+  }
+
+  /** Every human step waiting for a person, across runs, oldest first (the approvals inbox). */
+  async listPendingApprovals(window: Page): Promise<Paged<PendingApproval>> {
+    const page = await this.store.listWaitingHumanSteps(autocommit, window);
+    return { items: page.items.map(toPendingApproval), total: page.total };
   }
 
   /** What an approval link asks, for the page behind it (a GET: it decides nothing). */

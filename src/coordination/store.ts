@@ -11,6 +11,17 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { PlanDefinition } from './plan.js';
 import type { RunStatus, PlansTable, PlanVersionsTable, RunsTable, RunStepsTable, RunEventsTable, PlanTriggersTable, TriggerFiresTable } from './tables.js';
 
+/** A waiting human step, as the approvals inbox lists it. */
+export interface PendingHumanStepRow {
+  run_id: string;
+  step_id: string;
+  input: string | null;
+  detail: string;
+  started_at: number | null;
+  wake_at: number | null;
+  plan_id: string;
+  run_input: string;
+}
 export type PlanRow = Selectable<PlansTable>;
 export type PlanVersionRow = Selectable<PlanVersionsTable>;
 export type RunRow = Selectable<RunsTable>;
@@ -268,6 +279,23 @@ export class CoordinationStore implements Transactor {
     let query = dbOf(tx, this.db).selectFrom('runs').selectAll().orderBy('id', 'desc');
     if (filter.plan_id !== undefined) query = query.where('plan_id', '=', filter.plan_id);
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
+    return paginate(query, window);
+  }
+
+  /**
+   * The human steps waiting for a person (only human steps wait; a wait step runs), oldest
+   * first, with their run's plan and input.
+   */
+  async listWaitingHumanSteps(tx: Tx, window: Page): Promise<Paged<PendingHumanStepRow>> {
+    const query = dbOf(tx, this.db)
+      .selectFrom('run_steps as s')
+      .innerJoin('runs as r', 'r.id', 's.run_id')
+      .select(['s.run_id', 's.step_id', 's.input', 's.detail', 's.started_at', 's.wake_at', 'r.plan_id', 'r.input as run_input'])
+      .where('r.status', 'in', ACTIVE)
+      .where('s.status', '=', 'waiting')
+      .orderBy('s.started_at')
+      .orderBy('s.run_id')
+      .orderBy('s.step_id');
     return paginate(query, window);
   }
 

@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page, PageQuery } from '../http/schemas.js';
 import { AppError } from '../kernel/errors.js';
+import { callerOf, type CoordinationService } from '../coordination/index.js';
+import { ApproveBody, InputBody, RunStepParams } from '../coordination/schemas.js';
 import type { RoutinesService } from '../routines/index.js';
 import { CreateRoutineBody, ListRoutinesQuery, RoutineParams, TriggerBody, UpdateRoutineBody } from '../routines/schemas.js';
 import type { TasksService } from '../tasks/index.js';
@@ -46,6 +48,8 @@ const READ: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idem
 const CREATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
 const UPDATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
 const DELETE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true };
+/** A decision moves the run on (a rejection fails it) and is made once: a second call is refused. */
+const DECIDE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false };
 
 // Arguments arrive as JSON, like HTTP bodies: validated the same way (no coercion, unknown
 // fields rejected by the schemas themselves, defaults applied).
@@ -93,12 +97,36 @@ function define<S extends TObject>(definition: ToolDefinition<S>): Tool {
 /** The ids a delete tool answers with, as the HTTP route's `{ id, deleted: true }`. */
 const deleted = (id: string): ToolOutput => ({ id, deleted: true });
 
+const STEP_IDS = { run_id: 'Run id (run_…)', step_id: 'The waiting step\'s id in the plan' };
+
 /**
- * The 13 MCP tools (issue 10). Each calls the domain service method its HTTP route calls,
+ * The MCP tools (issues 10 and 22). Each calls the domain service method its HTTP route calls,
  * with arguments checked against the route's own TypeBox schemas.
  */
-export function buildTools(routines: RoutinesService, tasks: TasksService): Tool[] {
+export function buildTools(routines: RoutinesService, tasks: TasksService, coordination: CoordinationService): Tool[] {
   return [
+    define({
+      name: 'list_pending_approvals',
+      description:
+        'List the human steps waiting for a decision across runs, oldest first: human_approval (decide with approve_step) and human_input (answer with submit_step_input), with the prompt and the run input; paged with limit/offset.',
+      input: toolInput(PageQuery),
+      annotations: READ,
+      run: async (window) => ({ ...(await coordination.listPendingApprovals(page(window))) }),
+    }),
+    define({
+      name: 'approve_step',
+      description: 'Decide a waiting human_approval step: approved=true completes it and the run goes on, false rejects it and fails the run. Returns the run.',
+      input: toolInput(Type.Composite([RunStepParams, ApproveBody]), STEP_IDS),
+      annotations: DECIDE,
+      run: async ({ run_id, step_id, ...decision }, principal) => ({ ...(await coordination.approve(run_id, step_id, decision, callerOf(principal))) }),
+    }),
+    define({
+      name: 'submit_step_input',
+      description: "Answer a waiting human_input step with data matching the step's JSON Schema (see list_pending_approvals). Returns the run.",
+      input: toolInput(Type.Composite([RunStepParams, InputBody]), STEP_IDS),
+      annotations: DECIDE,
+      run: async ({ run_id, step_id, data, reason }, principal) => ({ ...(await coordination.submitInput(run_id, step_id, data, callerOf(principal), reason)) }),
+    }),
     define({
       name: 'create_routine',
       description: 'Create a routine: a cron schedule or a webhook that sends routine.execute to an agent inbox.',

@@ -117,6 +117,22 @@ describeEachDialect('coordination: approval links', (dialect) => {
     expect((await anonymous().post(`${C}/approvals/${second}`, { approved: true })).status).toBe(409);
   });
 
+  it('lists the human steps waiting across runs (the approvals inbox), oldest first, until decided', async () => {
+    const agent = await server.agent('inbox-reader');
+    const first = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'E?', approvers: ['inbox-reader'], timeout_seconds: 3600 }], { n: 1 });
+    clock.advance(1000);
+    const second = await startRun([{ id: 'ask', type: 'human_input', prompt: 'F?' }]);
+    const pending = async () =>
+      ((await agent.get(`${C}/approvals?limit=500`)).body.data as { run_id: string }[]).filter((p) => p.run_id === first || p.run_id === second);
+    expect(await pending()).toEqual([
+      expect.objectContaining({ run_id: first, step_id: 'gate', type: 'human_approval', prompt: 'E?', approvers: ['inbox-reader'], schema: null, run_input: { n: 1 }, expires_at: expect.any(String) }),
+      expect.objectContaining({ run_id: second, step_id: 'ask', type: 'human_input', prompt: 'F?', approvers: [], schema: { type: 'object' }, expires_at: null }),
+    ]);
+    expect((await agent.post(`${C}/runs/${first}/steps/gate/approve`, { approved: true })).status).toBe(200);
+    expect((await pending()).map((p) => p.run_id)).toEqual([second]);
+    expect((await anonymous().get(`${C}/approvals`)).status).toBe(401);
+  });
+
   it('answers 404 for a token it did not sign and 400 for one that is not a token', async () => {
     const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'D?' }]);
     const token = await linkOf(runId, 'approval.requested');

@@ -12,15 +12,18 @@ import { activityOf } from '../tasks/fixtures.js';
 
 const TOOLS = [
   'add_comment',
+  'approve_step',
   'create_routine',
   'create_task',
   'delete_routine',
   'delete_task',
   'get_routine',
   'get_task',
+  'list_pending_approvals',
   'list_projects',
   'list_routines',
   'list_tasks',
+  'submit_step_input',
   'trigger_routine',
   'update_routine',
   'update_task',
@@ -30,8 +33,12 @@ const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true 
 const CREATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
 const UPDATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
 const DELETE = { readOnlyHint: false, destructiveHint: true, idempotentHint: true };
+const DECIDE = { readOnlyHint: false, destructiveHint: true, idempotentHint: false };
 const ANNOTATIONS: Record<string, typeof READ> = {
   add_comment: CREATE,
+  approve_step: DECIDE,
+  list_pending_approvals: READ,
+  submit_step_input: DECIDE,
   create_routine: CREATE,
   create_task: CREATE,
   delete_routine: DELETE,
@@ -81,7 +88,7 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
   expect(client.getServerVersion()).toMatchObject({ name: 'switchboard', version: expect.any(String) });
   expect(client.getServerCapabilities()?.tools).toBeDefined();
 
-  // tools/list: exactly the 13 tools, each with a description, annotations and a closed input schema.
+  // tools/list: exactly these tools, each with a description, annotations and a closed input schema.
   const { tools } = await client.listTools();
   expect(tools.map((tool) => tool.name).sort()).toEqual(TOOLS);
   for (const tool of tools) {
@@ -109,6 +116,9 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
     list_routines: [],
     list_tasks: [],
     list_projects: [],
+    list_pending_approvals: [],
+    approve_step: ['run_id', 'step_id', 'approved'],
+    submit_step_input: ['run_id', 'step_id', 'data'],
   });
 
   // Routines: a run triggered through MCP reaches the agent, which completes it.
@@ -162,6 +172,30 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
   const activity = await activityOf(server.api, String(task.id));
   expect(activity.length).toBeGreaterThanOrEqual(3);
   expect(new Set(activity.map(([actor]) => actor))).toEqual(new Set([agentId]));
+
+  // Approvals: the waiting human steps across runs, decided through MCP as the key's agent.
+  const plan = await server.api.post('/api/v1/coordination/plans', {
+    alias: `${agentId}-gated`,
+    steps: [
+      { id: 'gate', type: 'human_approval', prompt: 'Release {{input.version}}?' },
+      { id: 'notes', type: 'human_input', prompt: 'Release notes?', depends_on: ['gate'], schema: { type: 'object', required: ['text'] } },
+    ],
+  });
+  expect(plan.status, plan.text).toBe(201);
+  const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: { version: '1.2' } })).body.data;
+  const pendingOfRun = async () =>
+    ((await call(client, 'list_pending_approvals', { limit: 500 })).structuredContent!.items as { run_id: string }[]).filter((p) => p.run_id === run.id);
+  expect(await pendingOfRun()).toEqual([
+    expect.objectContaining({ step_id: 'gate', type: 'human_approval', prompt: 'Release 1.2?', approvers: [], run_input: { version: '1.2' } }),
+  ]);
+  expect((await call(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true, comment: 'ship' })).structuredContent).toMatchObject({ id: run.id });
+  expect(await pendingOfRun()).toEqual([expect.objectContaining({ step_id: 'notes', type: 'human_input', schema: { type: 'object', required: ['text'] } })]);
+  await expectToolError(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true }, 'conflict');
+  await expectToolError(client, 'submit_step_input', { run_id: run.id, step_id: 'notes', data: {} }, 'invalid_request');
+  expect((await call(client, 'submit_step_input', { run_id: run.id, step_id: 'notes', data: { text: 'fixes' } })).structuredContent).toMatchObject({ status: 'completed' });
+  expect(await pendingOfRun()).toEqual([]);
+  const [decided] = (await server.api.get(`/api/v1/events?type=approval.decided&subject=${run.id}`)).body.data;
+  expect(decided).toMatchObject({ actor: agentId, data: { decided_by: agentId, comment: 'ship' } });
 
   // Domain errors are tool errors with the code, never protocol errors.
   await expectToolError(client, 'create_task', { title: 42 }, 'invalid_request');
@@ -222,7 +256,7 @@ function httpTransport(server: TestServer, key?: string): StreamableHTTPClientTr
 describeEachDialect('MCP', (dialect) => {
   const server = useServer(dialect);
 
-  it('serves the 13 tools over Streamable HTTP with the key as actor', async () => {
+  it('serves the tools over Streamable HTTP with the key as actor', async () => {
     const client = await connect(httpTransport(server, await agentKey(server, 'mcp-http')));
     try {
       await exercise(server, client, 'mcp-http');
