@@ -197,16 +197,20 @@ export const LinkDecisionBody = Type.Union([
   Type.Object({ approved: Approved, comment: Type.Optional(DecisionComment) }, { additionalProperties: false }),
   Type.Object({ data: StepData }, { additionalProperties: false }),
 ]);
-export const LinkedStep = Type.Object({
+/** What a waiting human step asks, as the approvals inbox and an approval link show it. */
+const HumanStepFields = {
   run_id: Type.String(),
   plan_id: Type.String(),
   step_id: Type.String(),
   type: Type.Union([Type.Literal('human_approval'), Type.Literal('human_input')]),
   prompt: Type.Union([Type.String(), Type.Null()]),
   schema: Type.Union([JsonObject, Type.Null()], { description: 'human_input: the JSON Schema the data must match' }),
+  run_input: JsonObject,
+};
+export const LinkedStep = Type.Object({
+  ...HumanStepFields,
   approver: Type.Union([Type.String(), Type.Null()], { description: 'The approver the link was sent to, if any' }),
   expires_at: Timestamp,
-  run_input: JsonObject,
   outputs: Type.Record(Type.String(), Type.Unknown(), { description: 'The outputs of the run\'s completed steps, by step id' }),
 });
 export type LinkedStep = Static<typeof LinkedStep>;
@@ -220,14 +224,8 @@ export const LinkDecision = Type.Object({
 export type LinkDecision = Static<typeof LinkDecision>;
 
 export const PendingApproval = Type.Object({
-  run_id: Type.String(),
-  plan_id: Type.String(),
-  step_id: Type.String(),
-  type: Type.Union([Type.Literal('human_approval'), Type.Literal('human_input')]),
-  prompt: Type.Union([Type.String(), Type.Null()]),
-  schema: Type.Union([JsonObject, Type.Null()], { description: 'human_input: the JSON Schema the data must match' }),
+  ...HumanStepFields,
   approvers: Type.Array(Type.String(), { description: 'human_approval: who may decide (empty: anyone)' }),
-  run_input: JsonObject,
   waiting_since: NullableTimestamp,
   expires_at: NullableTimestamp,
 });
