@@ -1,5 +1,6 @@
-/** The Switchboard SDK (`switchboard/client`): the API client and the agent worker. */
-export { Switchboard, SwitchboardError, retryAfterMs, type ArtifactStreams, type RetryEvent, type SwitchboardOptions } from './client.js';
+/** The Switchboard SDK (`switchboard/client`) for Node: the API client, with Ed25519 signing, and the agent worker. */
+export { Switchboard, ed25519Signer, type SwitchboardOptions } from './signing.js';
+export { SwitchboardError, retryAfterMs, type ArtifactStreams, type ClientOptions, type RequestSigner, type RetryEvent } from './client.js';
 export { createAgent, PermanentError, type Agent, type AgentOptions, type Handler } from './agent.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
-export type { Body, CallInput, DomainClient, Item, Message, Operation, Query, RawBody, Result } from './types.js';
+export type { Body, CallInput, DomainClient, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';
