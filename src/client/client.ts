@@ -309,7 +309,8 @@ export class Switchboard {
         payload = body;
       }
     } else if (body instanceof Blob || body instanceof Uint8Array || typeof body === 'string') {
-      payload = body instanceof Uint8Array ? new Blob([body]) : body;
+      // Typed as a view of an ArrayBuffer: the DOM's Blob refuses SharedArrayBuffer views.
+      payload = body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]) : body;
       headers['content-type'] ??= typeof body === 'string' ? 'text/plain; charset=utf-8' : body instanceof Blob && body.type ? body.type : 'application/octet-stream';
       if (signer) headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(payload);
     } else if (isStream(body)) {
@@ -317,8 +318,8 @@ export class Switchboard {
       if (signer) {
         // A signature covers the hash of the bytes, known only once they are read: a signed
         // stream is gathered first (public upload URLs, see uploadStream, take streams as they come).
-        const chunks: Uint8Array[] = [];
-        for await (const chunk of toWebStream(body)) chunks.push(chunk);
+        const chunks: Uint8Array<ArrayBuffer>[] = [];
+        for await (const chunk of toWebStream(body)) chunks.push(chunk as Uint8Array<ArrayBuffer>);
         payload = new Blob(chunks);
         headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(payload);
       } else {
