@@ -61,7 +61,7 @@ export function ApiKeysView({ search }: { search: KeysSearch }) {
       {keys.isPending ? (
         <p className="muted">Loading…</p>
       ) : total === 0 && !keys.isError ? (
-        <p className="notice empty">No API keys yet besides the bootstrap admin key. Create one above for each agent.</p>
+        <p className="notice empty">No API keys to show. Create one above for each agent.</p>
       ) : (
         <>
           <div className="table-scroll">
