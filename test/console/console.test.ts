@@ -105,4 +105,30 @@ describeEachDialect('the console in a browser', (dialect) => {
     await page.getByRole('heading', { name: 'API keys' }).waitFor({ timeout: WAIT_MS });
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
   });
+
+  it('works from the keyboard alone: sign in, skip to the content, reach a view through the nav', async () => {
+    const page = await browser.open();
+    const focused = () => page.evaluate<string>('document.activeElement?.textContent ?? ""');
+    await page.goto(server.url + '/console/agents');
+    // The key field has the focus.
+    await page.keyboard.type(server.adminKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Agents' }).waitFor({ timeout: WAIT_MS });
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Skip to content');
+    for (let tabs = 0; tabs < 20 && (await focused()) !== 'Settings'; tabs++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'API keys' }).waitFor({ timeout: WAIT_MS });
+  });
+
+  it('follows the system colour scheme', async () => {
+    const background = async (colorScheme: 'light' | 'dark') => {
+      const page = await browser.open({ colorScheme });
+      await page.goto(server.url + '/console');
+      await page.getByLabel('API key').waitFor({ timeout: WAIT_MS });
+      return page.evaluate<string>('getComputedStyle(document.documentElement).backgroundColor');
+    };
+    expect(await background('light')).toBe('rgb(247, 247, 248)');
+    expect(await background('dark')).toBe('rgb(19, 20, 23)');
+  });
 });

@@ -18,8 +18,8 @@ const CHROMIUM_FLAGS = [
 const BUILT_CONSOLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/console/index.html');
 
 export interface ConsoleBrowser {
-  /** A fresh tab in a fresh context (its own sessionStorage), at `width`×`height`. */
-  open(options?: { width?: number; height?: number }): Promise<Page>;
+  /** A fresh tab in a fresh context (its own sessionStorage), at `width`×`height`, with the system's colour scheme. */
+  open(options?: { width?: number; height?: number; colorScheme?: 'light' | 'dark' }): Promise<Page>;
   /**
    * Browser console errors this test expects (a failed request the page shows as an error):
    * any other console error or uncaught exception fails the test.
@@ -54,9 +54,9 @@ export function useBrowser(): ConsoleBrowser {
   });
 
   return {
-    async open({ width = 1280, height = 800 } = {}) {
+    async open({ width = 1280, height = 800, colorScheme = 'light' } = {}) {
       if (!browser) throw new Error('the browser is not launched yet (use it inside a test)');
-      const context = await browser.newContext({ viewport: { width, height } });
+      const context = await browser.newContext({ viewport: { width, height }, colorScheme });
       contexts.push(context);
       const page = await context.newPage();
       page.on('console', (message) => {
