@@ -110,7 +110,9 @@ describeEachDialect('the console in a browser', (dialect) => {
     const page = await browser.open();
     const focused = () => page.evaluate<string>('document.activeElement?.textContent ?? ""');
     await page.goto(server.url + '/console/agents');
-    // The key field has the focus.
+    // Once the form is there (the page's load event may come before React renders it), its key field has the focus.
+    await page.getByLabel('API key').waitFor({ timeout: WAIT_MS });
+    expect(await page.evaluate<string>('document.activeElement?.getAttribute("placeholder") ?? ""')).toBe('sk_…');
     await page.keyboard.type(server.adminKey);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Agents' }).waitFor({ timeout: WAIT_MS });

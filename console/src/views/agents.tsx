@@ -6,6 +6,7 @@ import { formatLoad, pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
+import { Table } from '../table.js';
 
 export interface AgentsSearch {
   page?: number;
@@ -53,49 +54,35 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
         <EmptyAgents filtered={filters.capability !== undefined || filters.group !== undefined} />
       ) : (
         <>
-          <div className="table-scroll">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Health</th>
-                  <th scope="col">Load</th>
-                  <th scope="col">Last heartbeat</th>
-                  <th scope="col">Capabilities</th>
-                  <th scope="col">Groups</th>
+          <Table columns={['Agent', 'Health', 'Load', 'Last heartbeat', 'Capabilities', 'Groups']}>
+            {shown.map((agent, index) => {
+              const own = capabilities[index]?.data;
+              const names = own ? own.map((c) => c.capability) : [agent.capability];
+              const groups = own ? [...new Set(own.flatMap((c) => c.groups))] : agent.groups;
+              return (
+                <tr key={agent.agent_id} data-agent={agent.agent_id}>
+                  <th scope="row">
+                    <code>{agent.agent_id}</code>
+                  </th>
+                  <td>
+                    <span className={`badge health-${agent.health}`}>{agent.health}</span>
+                  </td>
+                  <td>{formatLoad(agent.load)}</td>
+                  <td>
+                    <time dateTime={agent.last_heartbeat ?? undefined} title={agent.last_heartbeat ?? undefined}>
+                      {relativeTime(agent.last_heartbeat, agents.dataUpdatedAt)}
+                    </time>
+                  </td>
+                  <td>
+                    <Chips items={names} />
+                  </td>
+                  <td>
+                    <Chips items={groups} />
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {shown.map((agent, index) => {
-                  const own = capabilities[index]?.data;
-                  const names = own ? own.map((c) => c.capability) : [agent.capability];
-                  const groups = own ? [...new Set(own.flatMap((c) => c.groups))] : agent.groups;
-                  return (
-                    <tr key={agent.agent_id} data-agent={agent.agent_id}>
-                      <th scope="row">
-                        <code>{agent.agent_id}</code>
-                      </th>
-                      <td>
-                        <span className={`badge health-${agent.health}`}>{agent.health}</span>
-                      </td>
-                      <td>{formatLoad(agent.load)}</td>
-                      <td>
-                        <time dateTime={agent.last_heartbeat ?? undefined} title={agent.last_heartbeat ?? undefined}>
-                          {relativeTime(agent.last_heartbeat, agents.dataUpdatedAt)}
-                        </time>
-                      </td>
-                      <td>
-                        <Chips items={names} />
-                      </td>
-                      <td>
-                        <Chips items={groups} />
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </Table>
           <Pager span={span} total={all.length} noun="agents" onPage={(page) => void navigate({ search: { ...search, page } })} />
         </>
       )}

@@ -7,6 +7,7 @@ import { pageWindow } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
+import { Table } from '../table.js';
 
 export interface KeysSearch {
   page?: number;
@@ -64,25 +65,9 @@ export function ApiKeysView({ search }: { search: KeysSearch }) {
         <p className="notice empty">No API keys to show. Create one above for each agent.</p>
       ) : (
         <>
-          <div className="table-scroll">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {keys.data?.items.map((key) => <KeyRow key={key.id} apiKey={key} current={key.id === whoami.key_id} />)}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Name', 'Role', 'Agent', 'Key', 'Created', { label: 'Actions', visuallyHidden: true }]}>
+            {keys.data?.items.map((key) => <KeyRow key={key.id} apiKey={key} current={key.id === whoami.key_id} />)}
+          </Table>
           <Pager span={span} total={total} noun="keys" onPage={(page) => void navigate({ search: { ...search, page } })} />
         </>
       )}
