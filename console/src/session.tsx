@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { Switchboard, type Result } from '../../src/client/browser.js';
+import { Switchboard, SwitchboardError, type Result } from '../../src/client/browser.js';
 import { SignIn } from './sign-in.js';
 
 /** Where the key is kept: sessionStorage, so it ends with the tab (design §9). */
@@ -60,9 +60,26 @@ export function SessionGate({ children }: { children: ReactNode }) {
     queryClient.clear();
   }, [queryClient, reset]);
 
+  // A key revoked while in use: the first view that gets a 401 ends the session, and the form says why.
+  const [ended, setEnded] = useState<SwitchboardError | null>(null);
+  useEffect(
+    () =>
+      queryClient.getQueryCache().subscribe((event) => {
+        const error = event.query.state.error;
+        if (event.type !== 'updated' || !(error instanceof SwitchboardError) || error.status !== 401) return;
+        setEnded(error);
+        signOut();
+      }),
+    [queryClient, signOut],
+  );
+  const start = (key: string) => {
+    setEnded(null);
+    signIn.mutate(key);
+  };
+
   const session = useMemo(() => (client && whoami.data ? { client, whoami: whoami.data, signOut } : null), [client, whoami.data, signOut]);
 
   if (session) return <SessionContext.Provider value={session}>{children}</SessionContext.Provider>;
   if (client && whoami.isPending) return <p className="splash">Signing in…</p>;
-  return <SignIn error={signIn.error ?? whoami.error} pending={signIn.isPending} onSignIn={signIn.mutate} />;
+  return <SignIn error={signIn.error ?? whoami.error ?? ended} pending={signIn.isPending} onSignIn={start} />;
 }

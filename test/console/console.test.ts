@@ -47,6 +47,19 @@ describeEachDialect('the console in a browser', (dialect) => {
     await page.getByLabel('API key').waitFor();
   });
 
+  it('ends the session when its key is revoked meanwhile, saying why', async () => {
+    browser.expectConsoleErrors(/status of 401/);
+    const created = await server.api.post('/api/v1/auth/keys', { role: 'admin', name: 'revoked while signed in' });
+    const page = await browser.open();
+    await signIn(page, server, '/console/agents', created.body.data.key);
+    await page.getByRole('heading', { name: 'Agents' }).waitFor({ timeout: WAIT_MS });
+    expect((await server.api.delete(`/api/v1/auth/keys/${created.body.data.id}`)).status).toBe(200);
+    // The next refresh of the view is refused.
+    await page.getByRole('alert').filter({ hasText: 'unauthorized, HTTP 401' }).waitFor({ timeout: WAIT_MS });
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
+  });
+
   it('lists an agent that registers and heartbeats through the API, and keeps a deep link through the sign-in', async () => {
     const page = await browser.open();
     // Before any agent: the empty state says what to do next.
