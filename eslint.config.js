@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -48,6 +49,12 @@ export default tseslint.config(
     // Tests read JSON responses whose shape the assertions themselves check.
     files: ['test/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // The console (a browser app): React's rules of hooks, with exhaustive dependencies an error.
+    files: ['console/**/*.{ts,tsx}'],
+    ...reactHooks.configs.flat['recommended-latest'],
+    rules: { ...reactHooks.configs.flat['recommended-latest'].rules, 'react-hooks/exhaustive-deps': 'error' },
   },
   {
     files: ['src/cli.ts', 'bench/**', 'examples/**'],

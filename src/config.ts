@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The whole configuration, read once from the environment (design §1), validated and frozen.
@@ -29,6 +30,8 @@ export interface Config {
   readonly llmModel: string | null;
   readonly embeddingsModel: string | null;
   readonly llmApiKey: string | null;
+  /** The built console (index.html and assets/), served at /console. */
+  readonly consoleDir: string;
   /** SQLite: the writes of one event-loop turn share one commit (db/sqlite-driver.ts); off: each commits alone. */
   readonly sqliteGroupCommit: boolean;
   /** SQLite's `PRAGMA synchronous`: `full` adds an fsync to every commit (README, Configuration). */
@@ -113,6 +116,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     llmModel: str(env, 'SWITCHBOARD_LLM_MODEL'),
     embeddingsModel: str(env, 'SWITCHBOARD_EMBEDDINGS_MODEL'),
     llmApiKey: str(env, 'SWITCHBOARD_LLM_API_KEY'),
+    // Where `npm run build` puts it: dist/console of the package, seen from src/ and dist/ alike.
+    consoleDir: path.resolve(str(env, 'SWITCHBOARD_CONSOLE_DIR') ?? fileURLToPath(new URL('../dist/console', import.meta.url))),
     sqliteGroupCommit: oneOf(env, 'SWITCHBOARD_SQLITE_GROUP_COMMIT', ['on', 'off'], 'on') === 'on',
     sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
     eventRetentionDays: int(env, 'SWITCHBOARD_EVENT_RETENTION_DAYS', 30, 1, 36_500),

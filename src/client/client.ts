@@ -1,8 +1,12 @@
-import { createHash, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from './operations.js';
-import type { Body, DomainClient, Event, Query, RawBody, Result } from './types.js';
+import type { Body, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
+
+/*
+ * This module runs in Node and in browsers (the console imports it): it uses only web
+ * platform APIs. Ed25519 signing needs Node's crypto and lives in signing.ts, which the Node
+ * entry (index.ts) plugs in as a RequestSigner.
+ */
 
 /** An error envelope from the server (design §2), thrown by every client method. */
 export class SwitchboardError extends Error {
@@ -36,14 +40,29 @@ export interface RetryEvent {
   error?: unknown;
 }
 
-export type SwitchboardOptions = ({ apiKey: string } | { agentId: string; privateKey: string | KeyObject }) & {
+/**
+ * Signs requests as an agent (design §3): the Node entry makes one from an Ed25519 private key
+ * (signing.ts); anything that can sign, a key store for instance, may implement it.
+ */
+export interface RequestSigner {
+  readonly agentId: string;
+  /** The hex SHA-256 of a body, which the signature covers; a Blob is read as a stream, not held in memory. */
+  sha256Hex(body: string | Blob): Promise<string>;
+  /** The X-Agent-ID, X-Timestamp and X-Signature headers of one request. */
+  headers(method: string, pathWithQuery: string, bodySha256: string): Record<string, string>;
+}
+
+export interface ConnectionOptions {
   url: string;
   /** Attempts after the first on 429 (any method) and on 5xx/network errors (idempotent methods, and a POST whose body carries an `idempotency_key`). Default 3. */
   retries?: number;
   /** Upper bound of one backoff wait, in ms (not of a server's Retry-After). Default 5000. */
   maxBackoffMs?: number;
   onRetry?: (event: RetryEvent) => void;
-};
+}
+
+/** A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through index.ts). */
+export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner }) & ConnectionOptions;
 
 type AnyInput = {
   path?: Record<string, string | number>;
@@ -56,7 +75,7 @@ type AnyInput = {
 interface Envelope {
   data?: unknown;
   error?: { code: string; message: string; details?: unknown };
-  meta?: { request_id?: string; total?: number };
+  meta?: { request_id?: string; total?: number; limit?: number; offset?: number };
 }
 
 /** Extra artifact methods that stream. */
@@ -88,7 +107,7 @@ export interface EventStreams {
 // GET, PUT and DELETE repeat safely; POST and PATCH may not (a 5xx may come after the work was done).
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 const PAGE_SIZE = 100;
-const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 function isStream(body: unknown): body is ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> {
   return body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
@@ -125,7 +144,8 @@ function quote(value: string): string {
  * in one streaming pass and then sent, without being held in memory.
  */
 function formBlob(form: FormData): { blob: Blob; contentType: string } {
-  const boundary = `----switchboard-${randomBytes(12).toString('hex')}`;
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(12)), (byte) => byte.toString(16).padStart(2, '0')).join('');
+  const boundary = `----switchboard-${random}`;
   const parts: Array<string | Blob> = [];
   for (const [name, value] of form) {
     if (typeof value === 'string') {
@@ -143,14 +163,20 @@ function formBlob(form: FormData): { blob: Blob; contentType: string } {
   return { blob: new Blob(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-async function sha256Of(blob: Blob): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of blob.stream()) hash.update(chunk);
-  return hash.digest('hex');
-}
-
 function toWebStream(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
-  return body instanceof ReadableStream ? body : (Readable.toWeb(Readable.from(body)) as ReadableStream<Uint8Array>);
+  if (body instanceof ReadableStream) return body;
+  // ReadableStream.from is not in every browser yet: pull from the iterator by hand.
+  const iterator = body[Symbol.asyncIterator]();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel(reason) {
+      await iterator.return?.(reason);
+    },
+  });
 }
 
 /**
@@ -174,12 +200,12 @@ export class Switchboard {
   /** The server's base URL. */
   readonly url: string;
   readonly #apiKey: string | undefined;
-  readonly #privateKey: KeyObject | undefined;
+  readonly #signer: RequestSigner | undefined;
   readonly #retries: number;
   readonly #maxBackoffMs: number;
   readonly #onRetry: ((event: RetryEvent) => void) | undefined;
 
-  constructor(options: SwitchboardOptions) {
+  constructor(options: ClientOptions) {
     this.url = options.url.replace(/\/+$/, '');
     this.#retries = options.retries ?? 3;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
@@ -187,8 +213,8 @@ export class Switchboard {
     if ('apiKey' in options) {
       this.#apiKey = options.apiKey;
     } else {
-      this.agentId = options.agentId;
-      this.#privateKey = typeof options.privateKey === 'string' ? createPrivateKey(options.privateKey) : options.privateKey;
+      this.agentId = options.signer.agentId;
+      this.#signer = options.signer;
     }
     this.auth = this.#domain('auth');
     this.messaging = this.#domain('messaging');
@@ -250,7 +276,9 @@ export class Switchboard {
     const methods: Record<string, unknown> = {};
     for (const [name, spec] of Object.entries(OPERATIONS[domain] as Record<string, OperationSpec>)) {
       const call = async (input: AnyInput = {}) => (await this.#call(spec, input)).data;
-      if (spec[2] === PAGED) Object.assign(call, { all: (input?: AnyInput) => this.#pages(spec, input) });
+      if (spec[2] === PAGED) {
+        Object.assign(call, { all: (input?: AnyInput) => this.#pages(spec, input), page: (input?: AnyInput) => this.#page(spec, input) });
+      }
       methods[name] = call;
     }
     return methods as DomainClient<D>;
@@ -267,6 +295,12 @@ export class Switchboard {
       offset += items.length;
       if (items.length === 0 || items.length < limit || meta?.total === undefined || offset >= meta.total) return;
     }
+  }
+
+  async #page(spec: OperationSpec, input: AnyInput = {}): Promise<Page<unknown>> {
+    const { data, meta } = await this.#call(spec, input);
+    const items = data as unknown[];
+    return { items, total: meta?.total ?? items.length, limit: meta?.limit ?? items.length, offset: meta?.offset ?? 0 };
   }
 
   async #call([method, template, flag]: OperationSpec, input: AnyInput): Promise<{ data: unknown; meta?: Envelope['meta'] }> {
@@ -303,41 +337,42 @@ export class Switchboard {
     authenticate: boolean,
   ): Promise<Response> {
     const headers: Record<string, string> = { ...extraHeaders };
-    const signing = authenticate && this.#privateKey !== undefined;
+    const signer = authenticate ? this.#signer : undefined;
     let payload: Blob | FormData | ReadableStream<Uint8Array> | Uint8Array | string | undefined;
     let bodySha256 = EMPTY_SHA256;
     if (body === undefined) {
       // No body: signed as the empty string's hash.
     } else if (body instanceof FormData) {
-      if (signing) {
+      if (signer) {
         // Signed: one streaming pass for the hash (declared in X-Content-SHA256, design §3), then sent.
         const { blob, contentType } = formBlob(body);
         headers['content-type'] = contentType;
-        headers['x-content-sha256'] = bodySha256 = await sha256Of(blob);
+        headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(blob);
         payload = blob;
       } else {
         payload = body;
       }
     } else if (body instanceof Blob || body instanceof Uint8Array || typeof body === 'string') {
-      payload = body instanceof Uint8Array ? new Blob([body]) : body;
+      // Typed as a view of an ArrayBuffer: the DOM's Blob refuses SharedArrayBuffer views.
+      payload = body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]) : body;
       headers['content-type'] ??= typeof body === 'string' ? 'text/plain; charset=utf-8' : body instanceof Blob && body.type ? body.type : 'application/octet-stream';
-      if (signing) headers['x-content-sha256'] = bodySha256 = await sha256Of(payload instanceof Blob ? payload : new Blob([payload]));
+      if (signer) headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(payload);
     } else if (isStream(body)) {
       headers['content-type'] ??= 'application/octet-stream';
-      if (signing) {
+      if (signer) {
         // A signature covers the hash of the bytes, known only once they are read: a signed
         // stream is gathered first (public upload URLs, see uploadStream, take streams as they come).
-        const chunks: Uint8Array[] = [];
-        for await (const chunk of toWebStream(body)) chunks.push(chunk);
+        const chunks: Uint8Array<ArrayBuffer>[] = [];
+        for await (const chunk of toWebStream(body)) chunks.push(chunk as Uint8Array<ArrayBuffer>);
         payload = new Blob(chunks);
-        headers['x-content-sha256'] = bodySha256 = await sha256Of(payload);
+        headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(payload);
       } else {
         payload = toWebStream(body);
       }
     } else {
       payload = JSON.stringify(body);
       headers['content-type'] = 'application/json';
-      bodySha256 = createHash('sha256').update(payload).digest('hex');
+      if (signer) bodySha256 = await signer.sha256Hex(payload);
     }
     // A stream can be sent only once.
     const retries = payload instanceof ReadableStream ? 0 : this.#retries;
@@ -383,14 +418,7 @@ export class Switchboard {
   }
 
   #credentials(method: string, pathWithQuery: string, bodySha256: string): Record<string, string> {
-    if (!this.#privateKey) return { authorization: `Bearer ${this.#apiKey}` };
-    const timestamp = new Date().toISOString();
-    const message = `${method}\n${pathWithQuery}\n${timestamp}\n${bodySha256}`;
-    return {
-      'x-agent-id': this.agentId!,
-      'x-timestamp': timestamp,
-      'x-signature': sign(null, Buffer.from(message), this.#privateKey).toString('base64'),
-    };
+    return this.#signer ? this.#signer.headers(method, pathWithQuery, bodySha256) : { authorization: `Bearer ${this.#apiKey}` };
   }
 }
 

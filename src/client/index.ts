@@ -1,15 +1,16 @@
-/** The Switchboard SDK (`switchboard/client`): the API client and the agent worker. */
+/** The Switchboard SDK (`switchboard/client`) for Node: the API client, with Ed25519 signing, and the agent worker. */
+export { Switchboard, ed25519Signer, type SwitchboardOptions } from './signing.js';
 export {
-  Switchboard,
   SwitchboardError,
   retryAfterMs,
   type ArtifactStreams,
+  type ClientOptions,
   type EventStreams,
+  type RequestSigner,
   type RetryEvent,
   type StreamEventsInput,
-  type SwitchboardOptions,
 } from './client.js';
 export { verifyWebhook, WebhookVerificationError, type WebhookHeaders } from './webhooks.js';
 export { createAgent, PermanentError, type Agent, type AgentOptions, type Handler } from './agent.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
-export type { Body, CallInput, DomainClient, Event, Item, Message, Operation, Query, RawBody, Result } from './types.js';
+export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';

@@ -29,6 +29,15 @@ export type Item<K extends OperationKey> = Result<K> extends ReadonlyArray<infer
 /** Operations that page with limit/offset and so have `.all()`. */
 export type IsPaged<K extends OperationKey> = Spec<K> extends readonly [HttpMethod, string, typeof PAGED] ? true : false;
 
+/** One page of a paginated list, with the server's `meta`. */
+export interface Page<T> {
+  items: T[];
+  /** Items in the whole list. */
+  total: number;
+  limit: number;
+  offset: number;
+}
+
 /** Bytes sent as they are: the raw PUT of an upload URL, or a hook's body. */
 export type RawBody = Blob | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | Uint8Array | string;
 
@@ -68,9 +77,12 @@ export type CallInput<K extends OperationKey> = PathInput<K> &
 
 type Args<K extends OperationKey> = object extends CallInput<K> ? [input?: CallInput<K>] : [input: CallInput<K>];
 
-/** A typed method; paginated lists also have `.all()`, an async iterator over every page. */
+/**
+ * A typed method; paginated lists also have `.all()`, an async iterator over every page, and
+ * `.page()`, one page with the server's total.
+ */
 export type Operation<K extends OperationKey> = ((...input: Args<K>) => Promise<Result<K>>) &
-  (IsPaged<K> extends true ? { all(...input: Args<K>): AsyncIterable<Item<K>> } : unknown);
+  (IsPaged<K> extends true ? { all(...input: Args<K>): AsyncIterable<Item<K>>; page(...input: Args<K>): Promise<Page<Item<K>>> } : unknown);
 
 export type DomainClient<D extends Domain> = { [N in keyof (typeof OPERATIONS)[D] & string]: Operation<`${D}.${N}` & OperationKey> };
 

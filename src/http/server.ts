@@ -11,6 +11,8 @@ import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { StorageFullness } from '../db/faults.js';
+import { AppError, Unauthorized } from '../kernel/errors.js';
+import { serveConsole } from './console.js';
 import { drainOnClose } from './drain.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
@@ -171,8 +173,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     await docs.register(swaggerUi, { routePrefix: '/docs' });
   });
 
-  // A browser opening the server lands on the API docs (the console will take this over).
-  app.get('/', { config: { public: true }, schema: { hide: true } }, (_request, reply) => reply.redirect('/docs'));
+  // A browser opening the server lands on the console; to an API client the root is no resource.
+  app.get('/', { config: { public: true }, schema: { hide: true } }, async (request, reply) => {
+    if (request.headers.accept?.includes('text/html')) return reply.redirect('/console');
+    const credentials = request.headers.authorization !== undefined || request.headers['x-signature'] !== undefined;
+    if (!credentials) throw new Unauthorized('Missing credentials: send "Authorization: Bearer <API key>" or sign the request');
+    throw new AppError('not_found', 'GET / is no API operation: the API is under /api/v1 and /core/api/v1 (see /api/v1/openapi.json)');
+  });
+  await serveConsole(app, options.config.consoleDir);
   app.get('/healthz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async (_request, reply) => {
     try {

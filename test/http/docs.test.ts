@@ -2,22 +2,8 @@ import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 
-describeEachDialect('the server root and the API docs', (dialect) => {
+describeEachDialect('the API docs', (dialect) => {
   const server = useServer(dialect);
-
-  it('sends a browser from / to /docs, without credentials', async () => {
-    for (const path of ['/', '/?from=bookmark']) {
-      const res = await fetch(server.url + path, { redirect: 'manual' });
-      expect(res.status, path).toBe(302);
-      expect(res.headers.get('location')).toBe('/docs');
-      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
-    }
-    // Following it lands on the docs page.
-    const followed = await fetch(server.url + '/');
-    expect(followed.status).toBe(200);
-    expect(followed.url).toBe(`${server.url}/docs`);
-    expect(await followed.text()).toContain('swagger-ui');
-  });
 
   it('serves the interactive docs and the document they load, without credentials', async () => {
     const page = await server.api.get('/docs', { key: null });

@@ -1,0 +1,66 @@
+/*
+ * Pure helpers of the console's views (no DOM, no React), unit-tested in test/console/format.test.ts.
+ */
+
+const UNITS: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+  ['day', 86_400],
+  ['hour', 3_600],
+  ['minute', 60],
+  ['second', 1],
+];
+
+const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto', style: 'narrow' });
+
+/** "5 min. ago", "in 2 hr.", "now": an ISO timestamp against `now` (ms), in its largest whole unit. */
+export function relativeTime(iso: string | null, now: number): string {
+  if (iso === null) return 'never';
+  const seconds = Math.round((Date.parse(iso) - now) / 1000);
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size || unit === 'second') return relative.format(Math.trunc(seconds / size), unit);
+  }
+  return iso;
+}
+
+/** A load of 0..1 as a percentage; unknown when the agent has not reported one. */
+export function formatLoad(load: number | null): string {
+  return load === null ? '—' : `${Math.round(load * 100)} %`;
+}
+
+/** A 1-based page number from the URL: anything but a positive integer is the first page. */
+export function parsePage(value: unknown): number {
+  const page = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : NaN;
+  return Number.isInteger(page) && page >= 1 ? page : 1;
+}
+
+/** A filter text from the URL: trimmed, and absent when empty (so it leaves the URL). */
+export function parseFilter(value: unknown): string | undefined {
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const text = String(value).trim();
+  return text === '' ? undefined : text;
+}
+
+export interface PageWindow {
+  /** The `offset` to ask the server for. */
+  offset: number;
+  /** 1-based positions of the first and last item shown (0 and 0 when there are none). */
+  first: number;
+  last: number;
+  pages: number;
+  previous: number | null;
+  next: number | null;
+}
+
+/** Where page `page` of `pageSize` items sits in a list of `total` (a page past the end shows the last one). */
+export function pageWindow(page: number, pageSize: number, total: number): PageWindow {
+  const pages = Math.max(1, Math.ceil(total / pageSize));
+  const current = Math.min(Math.max(1, page), pages);
+  const offset = (current - 1) * pageSize;
+  return {
+    offset,
+    first: total === 0 ? 0 : offset + 1,
+    last: Math.min(offset + pageSize, total),
+    pages,
+    previous: current > 1 ? current - 1 : null,
+    next: current < pages ? current + 1 : null,
+  };
+}

@@ -1,0 +1,154 @@
+import { keepPreviousData, useQueries, useQuery } from '@tanstack/react-query';
+import { Link, useNavigate } from '@tanstack/react-router';
+import { useState, type FormEvent } from 'react';
+import { ErrorNotice } from '../errors.js';
+import { formatLoad, pageWindow, relativeTime } from '../format.js';
+import { useLiveRefresh } from '../live.js';
+import { Pager } from '../pager.js';
+import { useSession } from '../session.js';
+import { Table } from '../table.js';
+
+export interface AgentsSearch {
+  page?: number;
+  /** A capability name or pattern (`text.*`). */
+  capability?: string;
+  group?: string;
+}
+
+const PAGE_SIZE = 25;
+// GET /discovery/agents has a limit but no offset yet: the console asks for its maximum and pages
+// through that. Past 500 agents it needs `offset` there (discovery), then pages on the server.
+const LOOKUP_LIMIT = 500;
+const AGENT_EVENTS = ['agent.>'];
+
+/** Every agent with its health, load, last heartbeat, capabilities and groups. */
+export function AgentsView({ search }: { search: AgentsSearch }) {
+  const { client } = useSession();
+  const navigate = useNavigate({ from: '/agents' });
+  const filters = { capability: search.capability, group: search.group };
+  useLiveRefresh({ queryKey: ['agents'], events: AGENT_EVENTS });
+  const agents = useQuery({
+    queryKey: ['agents', 'lookup', filters],
+    queryFn: () => client.discovery.findAgents({ query: { include_unhealthy: true, limit: LOOKUP_LIMIT, ...filters } }),
+    placeholderData: keepPreviousData,
+  });
+  const all = agents.data?.agents ?? [];
+  const span = pageWindow(search.page ?? 1, PAGE_SIZE, all.length);
+  const shown = all.slice(span.offset, span.offset + PAGE_SIZE);
+  // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
+  const capabilities = useQueries({
+    queries: shown.map((agent) => ({
+      queryKey: ['agents', 'capabilities', agent.agent_id],
+      queryFn: () => client.discovery.listCapabilities({ query: { agent_id: agent.agent_id, limit: 100 } }),
+    })),
+  });
+
+  return (
+    <section>
+      <h1>Agents</h1>
+      <AgentFilters key={JSON.stringify(filters)} search={search} onApply={(next) => void navigate({ search: { ...next, page: undefined } })} />
+      <ErrorNotice error={agents.error} />
+      {agents.isPending ? (
+        <p className="muted">Loading…</p>
+      ) : all.length === 0 && !agents.isError ? (
+        <EmptyAgents filtered={filters.capability !== undefined || filters.group !== undefined} />
+      ) : (
+        <>
+          <Table columns={['Agent', 'Health', 'Load', 'Last heartbeat', 'Capabilities', 'Groups']}>
+            {shown.map((agent, index) => {
+              const own = capabilities[index]?.data;
+              const names = own ? own.map((c) => c.capability) : [agent.capability];
+              const groups = own ? [...new Set(own.flatMap((c) => c.groups))] : agent.groups;
+              return (
+                <tr key={agent.agent_id} data-agent={agent.agent_id}>
+                  <th scope="row">
+                    <code>{agent.agent_id}</code>
+                  </th>
+                  <td>
+                    <span className={`badge health-${agent.health}`}>{agent.health}</span>
+                  </td>
+                  <td>{formatLoad(agent.load)}</td>
+                  <td>
+                    <time dateTime={agent.last_heartbeat ?? undefined} title={agent.last_heartbeat ?? undefined}>
+                      {relativeTime(agent.last_heartbeat, agents.dataUpdatedAt)}
+                    </time>
+                  </td>
+                  <td>
+                    <Chips items={names} />
+                  </td>
+                  <td>
+                    <Chips items={groups} />
+                  </td>
+                </tr>
+              );
+            })}
+          </Table>
+          <Pager span={span} total={all.length} noun="agents" onPage={(page) => void navigate({ search: { ...search, page } })} />
+        </>
+      )}
+    </section>
+  );
+}
+
+function Chips({ items }: { items: string[] }) {
+  if (items.length === 0) return <span className="muted">—</span>;
+  return (
+    <ul className="chips">
+      {items.map((item) => (
+        <li key={item}>{item}</li>
+      ))}
+    </ul>
+  );
+}
+
+/** The filters as a form: applied on submit, into the URL. Remounted (key) when the URL changes them. */
+function AgentFilters({ search, onApply }: { search: AgentsSearch; onApply(filters: AgentsSearch): void }) {
+  const [capability, setCapability] = useState(search.capability ?? '');
+  const [group, setGroup] = useState(search.group ?? '');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onApply({ capability: capability.trim() || undefined, group: group.trim() || undefined });
+  };
+  return (
+    <form className="filters" role="search" onSubmit={submit}>
+      <label>
+        Capability
+        <input value={capability} onChange={(event) => setCapability(event.target.value)} placeholder="text.*" />
+      </label>
+      <label>
+        Group
+        <input value={group} onChange={(event) => setGroup(event.target.value)} />
+      </label>
+      <button type="submit" className="secondary">
+        Filter
+      </button>
+    </form>
+  );
+}
+
+function EmptyAgents({ filtered }: { filtered: boolean }) {
+  if (filtered) {
+    return (
+      <div className="notice empty">
+        <p>No agent matches these filters.</p>
+        <Link to="/agents">Show every agent</Link>
+      </div>
+    );
+  }
+  return (
+    <div className="notice empty">
+      <p>
+        <strong>No agents yet.</strong> An agent appears here once it registers a capability.
+      </p>
+      <ol>
+        <li>
+          Create a key for it under <Link to="/settings/keys">Settings → API keys</Link> (role <em>agent</em>).
+        </li>
+        <li>
+          Start it with the SDK's <code>createAgent()</code>, or call <code>POST /api/v1/discovery/capabilities</code> and then{' '}
+          <code>POST /api/v1/discovery/heartbeat</code> with that key.
+        </li>
+      </ol>
+    </div>
+  );
+}

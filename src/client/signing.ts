@@ -1,0 +1,34 @@
+import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { Switchboard as BaseSwitchboard, type ClientOptions, type ConnectionOptions, type RequestSigner } from './client.js';
+
+/** The client's options in Node: an API key, an Ed25519 private key (PEM or KeyObject), or any signer. */
+export type SwitchboardOptions = ClientOptions | ({ agentId: string; privateKey: string | KeyObject } & ConnectionOptions);
+
+/** Signs as `agentId` with an Ed25519 private key (design §3); a PEM is parsed here, so a bad one throws at once. */
+export function ed25519Signer(agentId: string, privateKey: string | KeyObject): RequestSigner {
+  const key = typeof privateKey === 'string' ? createPrivateKey(privateKey) : privateKey;
+  return {
+    agentId,
+    async sha256Hex(body) {
+      const hash = createHash('sha256');
+      if (typeof body === 'string') return hash.update(body).digest('hex');
+      for await (const chunk of body.stream()) hash.update(chunk);
+      return hash.digest('hex');
+    },
+    headers(method, pathWithQuery, bodySha256) {
+      const timestamp = new Date().toISOString();
+      const message = `${method}\n${pathWithQuery}\n${timestamp}\n${bodySha256}`;
+      return { 'x-agent-id': agentId, 'x-timestamp': timestamp, 'x-signature': sign(null, Buffer.from(message), key).toString('base64') };
+    },
+  };
+}
+
+/**
+ * The client as Node code uses it (`switchboard/client`): the browser-safe client of client.ts,
+ * which also takes `{ agentId, privateKey }`.
+ */
+export class Switchboard extends BaseSwitchboard {
+  constructor(options: SwitchboardOptions) {
+    super('privateKey' in options ? { ...options, signer: ed25519Signer(options.agentId, options.privateKey) } : options);
+  }
+}

@@ -1,0 +1,72 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+
+/** Debian's Chromium (.ci/run installs the `chromium` package when it is missing). */
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const BUILT_CONSOLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/console/index.html');
+
+export interface ConsoleBrowser {
+  /** A fresh tab in a fresh context (its own sessionStorage), at `width`×`height`, with the system's colour scheme. */
+  open(options?: { width?: number; height?: number; colorScheme?: 'light' | 'dark' }): Promise<Page>;
+  /**
+   * Browser console errors this test expects (a failed request the page shows as an error):
+   * any other console error or uncaught exception fails the test.
+   */
+  expectConsoleErrors(pattern: RegExp): void;
+}
+
+/**
+ * One Chromium for the enclosing describe block, launched in beforeAll and closed in afterAll.
+ * After each test its contexts are closed, and any console error or uncaught exception on its
+ * pages fails it.
+ */
+export function useBrowser(): ConsoleBrowser {
+  let browser: Browser | undefined;
+  const contexts: BrowserContext[] = [];
+  let errors: string[] = [];
+  let expected: RegExp[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(BUILT_CONSOLE)) throw new Error(`${BUILT_CONSOLE} is missing: run \`npm run build\` before the browser tests`);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+  });
+  afterEach(async () => {
+    await Promise.all(contexts.splice(0).map((context) => context.close()));
+    const unexpected = errors.filter((error) => !expected.some((pattern) => pattern.test(error)));
+    errors = [];
+    expected = [];
+    expect(unexpected, 'browser console errors').toEqual([]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  return {
+    async open({ width = 1280, height = 800, colorScheme = 'light' } = {}) {
+      if (!browser) throw new Error('the browser is not launched yet (use it inside a test)');
+      const context = await browser.newContext({ viewport: { width, height }, colorScheme });
+      contexts.push(context);
+      const page = await context.newPage();
+      page.on('console', (message) => {
+        if (message.type() === 'error') errors.push(message.text());
+      });
+      page.on('pageerror', (error) => errors.push(`uncaught: ${error.message}`));
+      return page;
+    },
+    expectConsoleErrors(pattern) {
+      expected.push(pattern);
+    },
+  };
+}
