@@ -4,7 +4,7 @@ import { NotFound } from '../kernel/errors.js';
 /** How long a link to a human step without its own timeout stays valid (design §9). */
 export const APPROVAL_LINK_TTL_MS = 7 * 24 * 3600_000;
 
-/** What an approval link lets its holder decide: one attempt of one waiting human step. */
+/** What an approval link lets its holder decide: one wait of one human step. */
 export interface ApprovalClaim {
   runId: string;
   stepId: string;
