@@ -3,7 +3,8 @@ import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
-import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
+import { dbOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import type { Database } from '../db/schema.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { ArtifactsTable, ArtifactVersionsTable, ArtifactSharesTable, ArtifactUploadsTable, ArtifactContentsTable } from './tables.js';
@@ -60,26 +61,20 @@ const VERSION_TEMPLATE: Record<keyof VersionRow, null> = {
 
 const CONTENT_TEMPLATE: Record<keyof ContentRow, null> = { sha256: null, bytes: null };
 
-export class ArtifactsStore implements Transactor {
+export class ArtifactsStore extends Store {
   // The inserts of a create, compiled once: building and compiling them with the query builder
   // on every create took ~50 µs of the ~165 µs of its transaction on SQLite (measured).
   private readonly artifactInsert: BulkInsert<'artifacts', keyof ArtifactRow>;
   private readonly versionInsert: BulkInsert<'artifact_versions', keyof VersionRow>;
   private readonly contentInsert: BulkInsert<'artifact_contents', keyof ContentRow>;
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     this.artifactInsert = new BulkInsert(db, 'artifacts', ARTIFACT_TEMPLATE);
     this.versionInsert = new BulkInsert(db, 'artifact_versions', VERSION_TEMPLATE);
     this.contentInsert = new BulkInsert(db, 'artifact_contents', CONTENT_TEMPLATE, {
       clauses: (insert) => insert.onConflict((oc) => oc.column('sha256').doNothing()),
     });
-  }
-
-  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, work);
   }
 
   /**

@@ -3,25 +3,20 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginateCompiled } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
-import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
+import { dbOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { ApiKeysTable, AgentPublicKeysTable } from './tables.js';
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type PublicKeyRow = Selectable<AgentPublicKeysTable>;
 
-export class AuthStore implements Transactor {
+export class AuthStore extends Store {
   private readonly statements: Statements;
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     this.statements = new Statements(db);
-  }
-
-  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, work);
   }
 
   /**

@@ -5,7 +5,8 @@ import type { Database } from '../db/schema.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
-import { atomically, dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
+import { atomically, dbOf, inTransaction, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { PlanDefinition } from './plan.js';
@@ -91,7 +92,7 @@ const STEP_STATE_COLUMNS = [
   'wake_at', 'wait_topic', 'detail', 'started_at', 'completed_at',
 ] as const;
 
-export class CoordinationStore implements Transactor {
+export class CoordinationStore extends Store {
   private readonly definitions = new BoundedMap<string, { definition: PlanDefinition; text: string }>(500);
   /** Statements run on every transition or start, compiled once per shape. */
   private readonly statements: Statements;
@@ -103,10 +104,8 @@ export class CoordinationStore implements Transactor {
   /** A schedule slot already in the ledger is left out (ON CONFLICT DO NOTHING). */
   private readonly fireInsert: BulkInsert<'trigger_fires', keyof FireRow>;
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     // One text per count of runs, steps and events in the one-statement saves: room for the
     // shapes a busy engine meets.
     this.statements = new Statements(db, { size: 1024 });
@@ -123,7 +122,7 @@ export class CoordinationStore implements Transactor {
    * Runs `work` in a transaction, again (up to 3 times) when PostgreSQL aborts it to break a
    * deadlock: a cancel or a timer locks a run and then its message, an acknowledgement the reverse.
    */
-  async inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+  override async inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await inTransaction(this.db, work);

@@ -12,7 +12,8 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
-import { atomically, dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
+import { atomically, dbOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import { Statements, type Values } from '../db/statements.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -47,20 +48,14 @@ const CHANGES = 'changes';
 /** Highest change seq whose tombstone was pruned: a node behind it must rebuild its index. */
 const PRUNED = 'changes_pruned';
 
-export class DiscoveryStore implements Transactor {
+export class DiscoveryStore extends Store {
   private readonly statements: Statements;
   /** Agent counts of recent lookups, by name, group and whether stale agents count. */
   private readonly liveCounts = new BoundedMap<string, { seq: number; total: number; oldest: number | null }>(1024);
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     this.statements = new Statements(db);
-  }
-
-  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, work);
   }
 
   /**

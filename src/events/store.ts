@@ -4,6 +4,7 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
 import { atomically, dbOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { EventsTable } from './tables.js';
 
@@ -42,15 +43,13 @@ export interface EventFilter {
  */
 const APPEND_LOCK = 'events:append';
 
-export class EventsStore {
+export class EventsStore extends Store {
   // Every transition of a run appends: compiled once per row count, the insert spared the
   // query builder's work on each (bench/RESULTS.md, "Events").
   private readonly insert: BulkInsert<'events', keyof NewEventRow>;
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     this.insert = new BulkInsert(db, 'events', EVENT_TEMPLATE);
   }
 

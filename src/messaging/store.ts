@@ -4,7 +4,8 @@ import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
-import { atomically, dbOf, inTransaction, txOf, type Transactor, type Tx } from '../db/tx.js';
+import { atomically, dbOf, txOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { MessagesTable, MessageDeliveriesTable, SessionsTable, ThreadsTable, SubscriptionsTable } from './tables.js';
 
@@ -117,24 +118,18 @@ const DELIVERY_TEMPLATE: Record<keyof DeliveryRow, null> = {
   ended_at: null,
 };
 
-export class MessagingStore implements Transactor {
+export class MessagingStore extends Store {
   /** Columnar: a burst of 10,000 routine fires puts 10,000 messages in one insert per batch. */
   private readonly messageInsert: BulkInsert<'messages', keyof NewMessageRow>;
   private readonly deliveryInsert: BulkInsert<'message_deliveries', keyof DeliveryRow>;
   /** The claim, next-visible and subscription lookups: asked by every receive and publish. */
   private readonly statements: Statements;
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     this.messageInsert = new BulkInsert(db, 'messages', MESSAGE_TEMPLATE, { columnar: caps });
     this.deliveryInsert = new BulkInsert(db, 'message_deliveries', DELIVERY_TEMPLATE);
     this.statements = new Statements(db);
-  }
-
-  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, work);
   }
 
   async insertMessages(tx: Tx, rows: NewMessageRow[]): Promise<void> {

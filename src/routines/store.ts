@@ -3,7 +3,8 @@ import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
-import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
+import { dbOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { TriggerType, ExecutionStatus, RoutinesTable, RoutineExecutionsTable, RoutineFiresTable } from './tables.js';
 
@@ -53,7 +54,7 @@ const EXECUTION_TEMPLATE: Record<keyof ExecutionRow, null> = {
   completed_at: null,
 };
 
-export class RoutinesStore implements Transactor {
+export class RoutinesStore extends Store {
   /** A slot already in the ledger is left alone (ON CONFLICT DO NOTHING). */
   private readonly fireInsert: BulkInsert<'routine_fires', keyof FireRow>;
   private readonly executionInsert: BulkInsert<'routine_executions', keyof ExecutionRow>;
@@ -63,20 +64,14 @@ export class RoutinesStore implements Transactor {
    */
   readonly fireLanes: number;
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     this.fireLanes = caps.skipLocked ? 2 : 1;
     this.fireInsert = new BulkInsert(db, 'routine_fires', FIRE_TEMPLATE, {
       columnar: caps,
       clauses: (insert) => insert.onConflict((oc) => oc.columns(['routine_id', 'scheduled_for']).doNothing()),
     });
     this.executionInsert = new BulkInsert(db, 'routine_executions', EXECUTION_TEMPLATE, { columnar: caps });
-  }
-
-  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, work);
   }
 
   async insertRoutine(tx: Tx, row: RoutineRow): Promise<void> {

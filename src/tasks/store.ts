@@ -4,7 +4,8 @@ import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
-import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
+import { dbOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import type { Database } from '../db/schema.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { ProjectsTable, TasksTable, TaskDependenciesTable, TaskCommentsTable, TaskActivityTable } from './tables.js';
@@ -50,22 +51,16 @@ const ACTIVITY_TEMPLATE: Record<keyof ActivityRow, null> = {
   created_at: null,
 };
 
-export class TasksStore implements Transactor {
+export class TasksStore extends Store {
   // A task update (PATCH, claim, close) locks, updates and records activity: compiled once per
   // shape, these spared the query builder ~10% of a PATCH's CPU (profiled).
   private readonly statements: Statements;
   private readonly activityInsert: BulkInsert<'task_activity', keyof ActivityRow>;
 
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
     this.statements = new Statements(db);
     this.activityInsert = new BulkInsert(db, 'task_activity', ACTIVITY_TEMPLATE);
-  }
-
-  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, work);
   }
 
   /** True when a write failed because a row it references was deleted meanwhile. */

@@ -1,8 +1,8 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
-import type { Db } from '../db/database.js';
+import { nextDue } from '../db/capabilities.js';
 import { paginate } from '../db/paginate.js';
-import { dbOf, inTransaction, type Transactor, type Tx } from '../db/tx.js';
+import { dbOf, type Tx } from '../db/tx.js';
+import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from './tables.js';
 
@@ -22,16 +22,7 @@ export type AttemptOutcome = Pick<
   'status' | 'next_attempt_at' | 'last_status_code' | 'latency_ms' | 'error' | 'response_body'
 >;
 
-export class WebhooksStore implements Transactor {
-  constructor(
-    private readonly db: Db,
-    private readonly caps: DialectCapabilities,
-  ) {}
-
-  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return inTransaction(this.db, work);
-  }
-
+export class WebhooksStore extends Store {
   // ---- webhooks ----
 
   async insertWebhook(tx: Tx, row: WebhookRow): Promise<void> {

@@ -1,0 +1,18 @@
+import type { DialectCapabilities } from './capabilities.js';
+import type { Db } from './database.js';
+import { inTransaction, type Transactor, type Tx } from './tx.js';
+
+/**
+ * What every domain's store starts from: the database handle and its dialect's capabilities,
+ * and transactions for its service (`Transactor`).
+ */
+export abstract class Store implements Transactor {
+  constructor(
+    protected readonly db: Db,
+    protected readonly caps: DialectCapabilities,
+  ) {}
+
+  inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
+  }
+}
