@@ -48,22 +48,32 @@ export class DeliveryWorker implements Worker {
     await Promise.allSettled(this.inFlight);
   }
 
-  /** Starts the due attempts there is room for; returns how long to sleep. */
+  /**
+   * Starts the due attempts there is room for; returns how long to sleep. It claims only when
+   * something is due: a claim is a write, and an idle node should take no write lock.
+   */
   private async pass(): Promise<number> {
     const { service, clock, logger, pollMs } = this.options;
-    const room = MAX_IN_FLIGHT - this.inFlight.size;
-    if (room <= 0) return pollMs;
-    for (const delivery of await service.claimDue(room)) {
-      const attempt = service
-        .attempt(delivery, this.stopping.signal)
-        .catch((err: unknown) => logger.error({ err, delivery: delivery.id }, 'webhook attempt failed to record'))
-        .finally(() => {
-          this.inFlight.delete(attempt);
-          this.loop.nudge();
-        });
-      this.inFlight.add(attempt);
+    for (;;) {
+      const next = await service.nextDueAt();
+      if (next === null) return pollMs;
+      if (next > clock.now()) return Math.min(pollMs, next - clock.now());
+      const room = MAX_IN_FLIGHT - this.inFlight.size;
+      // Full: a finished attempt nudges the loop.
+      if (room <= 0) return pollMs;
+      const claimed = await service.claimDue(room);
+      // Another node took them first (or holds them locked): look again after a while.
+      if (claimed.length === 0) return pollMs;
+      for (const delivery of claimed) {
+        const attempt = service
+          .attempt(delivery, this.stopping.signal)
+          .catch((err: unknown) => logger.error({ err, delivery: delivery.id }, 'webhook attempt failed to record'))
+          .finally(() => {
+            this.inFlight.delete(attempt);
+            this.loop.nudge();
+          });
+        this.inFlight.add(attempt);
+      }
     }
-    const next = await service.nextDueAt();
-    return next === null ? pollMs : Math.min(pollMs, Math.max(0, next - clock.now()));
   }
 }
