@@ -128,9 +128,9 @@ ${ROUNDS} rounds alternating. Cost: 1 − median steps/s with ÷ without; CPU: m
 |---|---|---|---:|---:|
 ${rows.join('\n')}
 
-Target: the log costs ≤ 10% of step throughput. On a machine this loaded (1-minute load 8–10 on 2 cores while these ran),
-steps/s swing by 2× between rounds of the same mode, so the medians' difference is noise either way; the server's CPU per
-step, which the other tenants barely move, is the measure of what the log costs each step.
+Target: the log costs ≤ 10% of step throughput. With other work on the 2 cores (a 1-minute load of 8–10 in an
+earlier run) steps/s swing by 2× between rounds of the same mode and the medians' difference is noise; the server's
+CPU per step, which other tenants barely move, is then the measure of what the log costs each step.
 
 ### (b) One SSE subscriber; (c) ${IDLE_STREAMS} idle subscribers
 
