@@ -3,7 +3,7 @@ import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { paginate } from '../db/paginate.js';
-import { atomically, dbOf, type Tx } from '../db/tx.js';
+import { dbOf, type Tx } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { EventsTable } from './tables.js';
@@ -36,13 +36,6 @@ export interface EventFilter {
   readers?: readonly string[];
 }
 
-/**
- * Appends take this lock until their transaction ends (PostgreSQL): a transaction that took a
- * later seq cannot commit before one that took an earlier one, so a reader that saw seq N
- * never later finds a new event below N, and "after N" misses nothing.
- */
-const APPEND_LOCK = 'events:append';
-
 export class EventsStore extends Store {
   // Every transition of a run appends: compiled once per row count, the insert spared the
   // query builder's work on each (bench/RESULTS.md, "Events").
@@ -56,15 +49,13 @@ export class EventsStore extends Store {
   /**
    * Inserts events in the caller's transaction, in order. SQLite serializes writers, so its
    * autoincrement is commit order already; PostgreSQL hands out identities at insert, and
-   * concurrent transactions may commit in another order: the lock, held to the commit,
-   * makes them commit in seq order.
+   * concurrent transactions may commit in another order: the insert takes the log's append
+   * lock first (a statement trigger, migration 0015), held to the commit, so they commit in
+   * seq order: a reader that saw seq N never later finds a new event below N.
    */
   async append(tx: Tx, rows: NewEventRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await atomically(tx, this.db, async (trx) => {
-      await this.caps.transactionLock(trx, APPEND_LOCK);
-      await this.insert.count(trx, rows);
-    });
+    await this.insert.count(dbOf(tx, this.db), rows);
   }
 
   async list(tx: Tx, filter: EventFilter, window: Page): Promise<Paged<EventRow>> {

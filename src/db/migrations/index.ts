@@ -14,6 +14,7 @@ import * as discoverySpeed from './0011-discovery-speed.js';
 import * as events from './0012-events.js';
 import * as discoveryHealth from './0013-discovery-health.js';
 import * as webhooks from './0014-webhooks.js';
+import * as eventsAppendLock from './0015-events-append-lock.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -38,4 +39,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0012-events': events,
   '0013-discovery-health': discoveryHealth,
   '0014-webhooks': webhooks,
+  '0015-events-append-lock': eventsAppendLock,
 };
