@@ -10,7 +10,7 @@ import { EventsService } from './service.js';
 import { EventsStore } from './store.js';
 
 export { EVENTS_APPENDED } from './appender.js';
-export { EventsService, eventId } from './service.js';
+export { EventsService, eventId, eventTypesMatching } from './service.js';
 export * as eventSchemas from './schemas.js';
 export type { Event } from './schemas.js';
 

@@ -62,14 +62,16 @@ function toEvent(row: EventRow): Event {
   };
 }
 
-/** The known types that comma-separated `patterns` match (messaging's topic patterns). */
-function typesMatching(patterns: string): string[] {
-  const list = patterns.split(',').map((p) => p.trim());
-  for (const pattern of list) {
+/**
+ * The known event types that `patterns` (messaging's topic patterns) match; a malformed pattern
+ * is a 400 naming `field(index)`. The one check of type patterns, for readers and webhooks.
+ */
+export function eventTypesMatching(patterns: readonly string[], field: (index: number) => string): string[] {
+  for (const [i, pattern] of patterns.entries()) {
     const problem = topicProblem(pattern, true);
-    if (problem) throw InvalidRequest.field('type', `'${pattern}' ${problem}`);
+    if (problem) throw InvalidRequest.field(field(i), `'${pattern}' ${problem}`);
   }
-  return EVENT_TYPES.filter((type) => list.some((pattern) => topicMatches(pattern, type)));
+  return EVENT_TYPES.filter((type) => patterns.some((pattern) => topicMatches(pattern, type)));
 }
 
 /**
@@ -199,7 +201,7 @@ export class EventsService {
 
   private async filterFor(principal: Principal, query: EventQuery, after: string | undefined, afterField = 'after'): Promise<EventFilter> {
     const filter: EventFilter = {};
-    if (query.type !== undefined) filter.types = typesMatching(query.type);
+    if (query.type !== undefined) filter.types = eventTypesMatching(query.type.split(',').map((p) => p.trim()), () => 'type');
     if (query.subject !== undefined) filter.subject = query.subject;
     if (after !== undefined) filter.afterSeq = positionOf(after, afterField);
     if (!isAdmin(principal)) {

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import { autocommit, type Tx } from '../db/tx.js';
-import type { Event } from '../events/index.js';
+import { eventTypesMatching, type Event } from '../events/index.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { EVENT_TYPES, SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
-import { topicMatches, topicProblem } from '../messaging/index.js';
+import { SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
+import { topicMatches } from '../messaging/index.js';
 import { isPrivateAddress, literalAddress } from './addresses.js';
 import type { CreatedWebhook, CreateWebhookBody, Delivery, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
@@ -113,9 +113,7 @@ function checkUrl(raw: string, denyPrivate: boolean): string {
 /** Refuses a pattern that is malformed or matches no event type (a typo would never deliver). */
 function checkTypes(types: string[]): string {
   for (const [i, pattern] of types.entries()) {
-    const problem = topicProblem(pattern, true);
-    if (problem) throw InvalidRequest.field(`types/${i}`, `'${pattern}' ${problem}`);
-    if (!EVENT_TYPES.some((type) => topicMatches(pattern, type))) {
+    if (eventTypesMatching([pattern], () => `types/${i}`).length === 0) {
       throw InvalidRequest.field(`types/${i}`, `'${pattern}' matches no event type (e.g. run.completed, task.>, see GET /api/v1/events)`);
     }
   }
