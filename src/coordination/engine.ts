@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';
@@ -193,8 +193,9 @@ export class RunEngine {
    * What an approval link shows (GET never decides): the run and the waiting step it is for,
    * checked as a decision through it would be.
    */
-  async linkedStep(tx: Tx, claim: ApprovalClaim): Promise<{ ctx: RunContext; step: StepState; def: StepTemplate }> {
-    const ctx = await this.mustLoad(tx, claim.runId);
+  async linkedStep(claim: ApprovalClaim): Promise<{ ctx: RunContext; step: StepState; def: StepTemplate }> {
+    const ctx = await this.contexts.load(autocommit, claim.runId, { lock: false });
+    if (!ctx) throw new NotFound('Run', claim.runId);
     return { ctx, ...this.humanStep(ctx, claim.stepId, null, claim) };
   }
 

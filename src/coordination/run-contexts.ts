@@ -108,8 +108,9 @@ export class RunContexts {
   }
 
   /** Loads a run for a transition, locked (PostgreSQL) until the transaction ends. */
-  async load(tx: Tx, runId: string): Promise<RunContext | null> {
-    const run = await this.store.findRun(tx, runId, { lock: true });
+  /** Loads a run for a transition, locked until `tx` ends; `lock: false` only to look at it. */
+  async load(tx: Tx, runId: string, { lock = true }: { lock?: boolean } = {}): Promise<RunContext | null> {
+    const run = await this.store.findRun(tx, runId, { lock });
     if (!run) return null;
     return this.fromRow(tx, run);
   }

@@ -356,24 +356,23 @@ export class CoordinationService {
   /** What an approval link asks, for the page behind it (a GET: it decides nothing). */
   async linkedStep(token: string): Promise<LinkedStep> {
     const claim = await this.deps.links.read(token);
-    return this.store.inTransaction(async (tx) => {
-      const { ctx, step, def } = await this.deps.engine.linkedStep(tx, claim);
-      const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown> };
-      const outputs: Record<string, unknown> = {};
-      for (const other of ctx.steps.values()) if (other.row.status === 'completed') outputs[other.row.step_id] = parseNullableJson(other.row.output);
-      return {
-        run_id: ctx.run.id,
-        plan_id: ctx.run.plan_id,
-        step_id: step.row.step_id,
-        type: def.type as LinkedStep['type'],
-        prompt: asked.prompt ?? null,
-        schema: def.type === 'human_input' ? (asked.schema ?? {}) : null,
-        approver: claim.approver,
-        expires_at: iso(claim.expiresAt),
-        run_input: ctx.input as Record<string, unknown>,
-        outputs,
-      };
-    });
+    // A look, not a transition: no transaction, no lock.
+    const { ctx, step, def } = await this.deps.engine.linkedStep(claim);
+    const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown> };
+    const outputs: Record<string, unknown> = {};
+    for (const other of ctx.steps.values()) if (other.row.status === 'completed') outputs[other.row.step_id] = parseNullableJson(other.row.output);
+    return {
+      run_id: ctx.run.id,
+      plan_id: ctx.run.plan_id,
+      step_id: step.row.step_id,
+      type: def.type as LinkedStep['type'],
+      prompt: asked.prompt ?? null,
+      schema: def.type === 'human_input' ? (asked.schema ?? {}) : null,
+      approver: claim.approver,
+      expires_at: iso(claim.expiresAt),
+      run_input: ctx.input as Record<string, unknown>,
+      outputs,
+    };
   }
 
   /**
