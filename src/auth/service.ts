@@ -89,6 +89,8 @@ function principalFromKey(row: ApiKeyRow): Principal {
 
 /** Channel on which a revocation tells every node to forget the key at once. */
 const REVOKED_CHANNEL = 'auth:key-revoked';
+/** The longest a revoke waits to hear its own announcement (a lost notice must not hang it). */
+const HEAR_REVOCATION_MS = 2000;
 /** Key events are for admins: they name every agent's keys. */
 const ADMINS_ONLY = { agents: [] };
 const KEY_CACHE_MAX = 10_000;
@@ -188,15 +190,38 @@ export class AuthService {
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
     // Announced in the revoking transaction: PostgreSQL delivers it to every node at commit,
-    // and a crash cannot commit the one without the other.
-    const revoked = await this.store.inTransaction(async (tx) => {
-      if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return false;
-      await this.notifier.notifyIn(tx, REVOKED_CHANNEL, id);
-      await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data: { key: toApiKey(row) }, reason, readers: ADMINS_ONLY });
-      return true;
-    });
-    if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
+    // and a crash cannot commit the one without the other. The answer waits until this node
+    // hears it too: by then the other nodes' listeners have been sent it, so a request the
+    // caller makes next to another node finds the key gone (revocation is immediate).
+    const heard = this.hearRevocation(id, HEAR_REVOCATION_MS);
+    try {
+      const revoked = await this.store.inTransaction(async (tx) => {
+        if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return false;
+        await this.notifier.notifyIn(tx, REVOKED_CHANNEL, id);
+        await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data: { key: toApiKey(row) }, reason, readers: ADMINS_ONLY });
+        return true;
+      });
+      if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
+      await heard.promise;
+    } finally {
+      heard.cancel();
+    }
     this.forget(id);
+  }
+
+  /** Resolves when this node hears `keyId`'s revocation through the notifier, or after `ms`. */
+  private hearRevocation(keyId: string, ms: number): { promise: Promise<void>; cancel: () => void } {
+    let cancel = () => {};
+    const promise = new Promise<void>((resolve) => {
+      const stop = this.notifier.listen(REVOKED_CHANNEL, (heardId) => heardId === keyId && cancel());
+      const timer = setTimeout(() => cancel(), ms);
+      cancel = () => {
+        clearTimeout(timer);
+        stop();
+        resolve();
+      };
+    });
+    return { promise, cancel };
   }
 
   /**
