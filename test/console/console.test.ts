@@ -1,17 +1,7 @@
-import type { Page } from 'playwright-core';
 import { expect, it } from 'vitest';
-import { useBrowser } from '../helpers/browser.js';
+import { signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer, type TestServer } from '../helpers/server.js';
-
-// Waits inside the page are the browser's own (Playwright's auto-waiting locators), never sleeps.
-const WAIT_MS = 15_000;
-
-async function signIn(page: Page, server: TestServer, path = '/console', key = server.adminKey): Promise<void> {
-  await page.goto(server.url + path);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
+import { useServer } from '../helpers/server.js';
 
 describeEachDialect('the console in a browser', (dialect) => {
   const server = useServer(dialect);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import type { TestServer } from './server.js';
 
 /** Debian's Chromium (.ci/run installs the `chromium` package when it is missing). */
 const CHROMIUM = '/usr/bin/chromium';
@@ -69,4 +70,14 @@ export function useBrowser(): ConsoleBrowser {
       expected.push(pattern);
     },
   };
+}
+
+/** How long a browser test waits for the page (Playwright's auto-waiting locators; never sleeps). */
+export const WAIT_MS = 15_000;
+
+/** Opens `path` of the console and signs in with `key` (the admin key by default). */
+export async function signIn(page: Page, server: TestServer, path = '/console', key = server.adminKey): Promise<void> {
+  await page.goto(server.url + path);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
 }
