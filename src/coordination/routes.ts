@@ -113,8 +113,9 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       { schema: { tags, summary: 'List runs, newest first', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
       async (request, reply) => {
         const window = page(request.query);
-        const { plan_id, status } = request.query;
-        return list(reply, await service.listRuns({ plan_id, status }, window), window);
+        const { plan_id, status, started_after } = request.query;
+        const filter = { plan_id, status, started_after: started_after === undefined ? undefined : Date.parse(started_after) };
+        return list(reply, await service.listRuns(filter, window), window);
       },
     );
 

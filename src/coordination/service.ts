@@ -312,7 +312,8 @@ export class CoordinationService {
     return this.view(autocommit, runId);
   }
 
-  async listRuns(filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<Run>> {
+  /** `started_after`: ms since the epoch. */
+  async listRuns(filter: { plan_id?: string; status?: RunStatus; started_after?: number }, window: Page): Promise<Paged<Run>> {
     let planId = filter.plan_id;
     if (planId !== undefined) planId = (await this.store.findPlan(autocommit, planId))?.id ?? planId;
     const page = await this.store.listRuns(autocommit, { ...filter, plan_id: planId }, window);

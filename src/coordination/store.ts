@@ -274,10 +274,11 @@ export class CoordinationStore extends Store {
     return byRun;
   }
 
-  async listRuns(tx: Tx, filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<RunRow>> {
+  async listRuns(tx: Tx, filter: { plan_id?: string; status?: RunStatus; started_after?: number }, window: Page): Promise<Paged<RunRow>> {
     let query = dbOf(tx, this.db).selectFrom('runs').selectAll().orderBy('id', 'desc');
     if (filter.plan_id !== undefined) query = query.where('plan_id', '=', filter.plan_id);
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
+    if (filter.started_after !== undefined) query = query.where('started_at', '>=', filter.started_after);
     return paginate(query, window);
   }
 
