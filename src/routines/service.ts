@@ -10,7 +10,7 @@ import { autocommit, type Tx } from '../db/tx.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
 import type { ExecutionRow, FireRow, RoutineFilter, RoutineRow, RoutinesStore } from './store.js';
-import type { ExecutionStatus, ExecutionTrigger, TriggerType } from './tables.js';
+import type { ExecutionStatus, ExecutionTrigger } from './tables.js';
 
 export const ROUTINE_EVENT = 'routine.execute';
 /** Wakes every node's scheduler when routines change (a new earliest due time, a pause). */
