@@ -5,6 +5,8 @@ import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { OverviewView } from './views/overview.js';
+import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
 
 const rootRoute = createRootRoute({
   component: () => (
@@ -32,6 +34,32 @@ const agentsRoute = createRoute({
   },
 });
 
+const overviewRoute = createRoute({ getParentRoute: () => rootRoute, path: '/', component: OverviewView });
+
+const routinesRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines',
+  validateSearch: (search: Record<string, unknown>): RoutinesSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    state: search.state === 'enabled' || search.state === 'paused' ? search.state : undefined,
+    trigger: search.trigger === 'cron' || search.trigger === 'webhook' ? search.trigger : undefined,
+  }),
+  component: function Routines() {
+    return <RoutinesView search={routinesRoute.useSearch()} />;
+  },
+});
+
+const newRoutineRoute = createRoute({ getParentRoute: () => rootRoute, path: 'routines/new', component: NewRoutineView });
+
+const routineRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines/$routineId',
+  validateSearch: (search: Record<string, unknown>): RoutineSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  component: function Routine() {
+    return <RoutineView routineId={routineRoute.useParams().routineId} search={routineRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -53,12 +81,14 @@ const keysRoute = createRoute({
 });
 
 const routeTree = rootRoute.addChildren([
-  placeholder('/', 'Overview'),
+  overviewRoute,
   placeholder('approvals', 'Approvals'),
   placeholder('runs', 'Runs'),
   placeholder('plans', 'Plans'),
   agentsRoute,
-  placeholder('routines', 'Routines'),
+  routinesRoute,
+  newRoutineRoute,
+  routineRoute,
   placeholder('tasks', 'Tasks'),
   placeholder('artifacts', 'Artifacts'),
   settingsRoute.addChildren([keysRoute]),
