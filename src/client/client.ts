@@ -61,8 +61,11 @@ export interface ConnectionOptions {
   onRetry?: (event: RetryEvent) => void;
 }
 
-/** A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through index.ts). */
-export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner }) & ConnectionOptions;
+/**
+ * A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through
+ * index.ts); or none, for the public operations alone (an approval link's page, an upload URL).
+ */
+export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner } | { apiKey?: never; signer?: never }) & ConnectionOptions;
 
 type AnyInput = {
   path?: Record<string, string | number>;
@@ -210,11 +213,11 @@ export class Switchboard {
     this.#retries = options.retries ?? 3;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.#onRetry = options.onRetry;
-    if ('apiKey' in options) {
-      this.#apiKey = options.apiKey;
-    } else {
+    if ('signer' in options && options.signer) {
       this.agentId = options.signer.agentId;
       this.#signer = options.signer;
+    } else if ('apiKey' in options) {
+      this.#apiKey = options.apiKey;
     }
     this.auth = this.#domain('auth');
     this.messaging = this.#domain('messaging');
@@ -418,7 +421,9 @@ export class Switchboard {
   }
 
   #credentials(method: string, pathWithQuery: string, bodySha256: string): Record<string, string> {
-    return this.#signer ? this.#signer.headers(method, pathWithQuery, bodySha256) : { authorization: `Bearer ${this.#apiKey}` };
+    if (this.#signer) return this.#signer.headers(method, pathWithQuery, bodySha256);
+    // Without credentials an operation that needs them is sent as it is, and the server answers 401.
+    return this.#apiKey === undefined ? {} : { authorization: `Bearer ${this.#apiKey}` };
   }
 }
 
