@@ -30,6 +30,8 @@ export const OPERATIONS = {
     extend: ['POST', '/api/v1/messaging/extend'],
     listDeadLetters: ['GET', '/api/v1/messaging/dead-letters', PAGED],
     redriveDeadLetter: ['POST', '/api/v1/messaging/dead-letters/{message_id}/redrive'],
+    listInboxes: ['GET', '/api/v1/messaging/inboxes', PAGED],
+    listInboxMessages: ['GET', '/api/v1/messaging/inboxes/{agent_id}/messages', PAGED],
     createSession: ['POST', '/api/v1/messaging/sessions'],
     listSessions: ['GET', '/api/v1/messaging/sessions', PAGED],
     getSession: ['GET', '/api/v1/messaging/sessions/{session_id}'],
