@@ -116,6 +116,11 @@ function isStream(body: unknown): body is ReadableStream<Uint8Array> | AsyncIter
   return body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
 }
 
+/** The items of a page: the data, or the list under the key the operation names (`data.agents`). */
+function itemsOf(spec: OperationSpec, data: unknown): unknown[] {
+  return (spec.length === 4 ? (data as Record<string, unknown>)[spec[3]] : data) as unknown[];
+}
+
 /** A JSON body with an `idempotency_key` (POST /messaging/send). */
 function hasIdempotencyKey(body: unknown): boolean {
   return typeof body === 'object' && body !== null && typeof (body as { idempotency_key?: unknown }).idempotency_key === 'string';
@@ -293,7 +298,7 @@ export class Switchboard {
     let offset = Number(input.query?.offset ?? 0);
     for (;;) {
       const { data, meta } = await this.#call(spec, { ...input, query: { ...input.query, limit, offset } });
-      const items = data as unknown[];
+      const items = itemsOf(spec, data);
       yield* items;
       offset += items.length;
       if (items.length === 0 || items.length < limit || meta?.total === undefined || offset >= meta.total) return;
@@ -302,7 +307,7 @@ export class Switchboard {
 
   async #page(spec: OperationSpec, input: AnyInput = {}): Promise<Page<unknown>> {
     const { data, meta } = await this.#call(spec, input);
-    const items = data as unknown[];
+    const items = itemsOf(spec, data);
     return { items, total: meta?.total ?? items.length, limit: meta?.limit ?? items.length, offset: meta?.offset ?? 0 };
   }
 
