@@ -4,6 +4,8 @@ import { parseFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
+import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
+import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 
 const rootRoute = createRootRoute({
@@ -29,6 +31,30 @@ const agentsRoute = createRoute({
   }),
   component: function Agents() {
     return <AgentsView search={agentsRoute.useSearch()} />;
+  },
+});
+
+const artifactsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts',
+  validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    type: parseFilter(search.type),
+    metadata: parseFilter(search.metadata),
+  }),
+  component: function Artifacts() {
+    return <ArtifactsView search={artifactsRoute.useSearch()} />;
+  },
+});
+
+const artifactRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts/$artifactId',
+  validateSearch: (search: Record<string, unknown>): ArtifactSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function Artifact() {
+    return <ArtifactDetailView artifactId={artifactRoute.useParams().artifactId} search={artifactRoute.useSearch()} />;
   },
 });
 
@@ -60,7 +86,8 @@ const routeTree = rootRoute.addChildren([
   agentsRoute,
   placeholder('routines', 'Routines'),
   placeholder('tasks', 'Tasks'),
-  placeholder('artifacts', 'Artifacts'),
+  artifactsRoute,
+  artifactRoute,
   settingsRoute.addChildren([keysRoute]),
 ]);
 
