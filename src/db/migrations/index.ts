@@ -15,6 +15,7 @@ import * as events from './0012-events.js';
 import * as discoveryHealth from './0013-discovery-health.js';
 import * as webhooks from './0014-webhooks.js';
 import * as eventsAppendLock from './0015-events-append-lock.js';
+import * as cluster from './0016-cluster.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -40,4 +41,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0013-discovery-health': discoveryHealth,
   '0014-webhooks': webhooks,
   '0015-events-append-lock': eventsAppendLock,
+  '0016-cluster': cluster,
 };
