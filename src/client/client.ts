@@ -203,6 +203,7 @@ export class Switchboard {
   readonly artifacts: DomainClient<'artifacts'> & ArtifactStreams;
   readonly events: DomainClient<'events'> & EventStreams;
   readonly webhooks: DomainClient<'webhooks'>;
+  readonly cluster: DomainClient<'cluster'>;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -253,6 +254,7 @@ export class Switchboard {
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
+    this.cluster = this.#domain('cluster');
   }
 
   async *#follow(events: DomainClient<'events'>, { signal, ...query }: StreamEventsInput): AsyncIterable<Event> {
