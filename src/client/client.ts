@@ -94,8 +94,12 @@ export interface ArtifactStreams {
   downloadStream(input: { artifact_id: string; version?: number; signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>;
 }
 
-/** What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive). */
-export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal };
+/**
+ * What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive);
+ * `onOpen` is called each time the server has answered an opening or reopening of the stream,
+ * from when on no event is missed (a reader that loaded state before may reload it then).
+ */
+export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void };
 
 /** The extra events method that follows the live stream. */
 export interface EventStreams {
@@ -257,7 +261,7 @@ export class Switchboard {
     this.cluster = this.#domain('cluster');
   }
 
-  async *#follow(events: DomainClient<'events'>, { signal, ...query }: StreamEventsInput): AsyncIterable<Event> {
+  async *#follow(events: DomainClient<'events'>, { signal, onOpen, ...query }: StreamEventsInput): AsyncIterable<Event> {
     let after = query.after;
     for (let drops = 0; ; drops++) {
       try {
@@ -266,6 +270,7 @@ export class Switchboard {
           ...(after === undefined ? {} : { headers: { 'last-event-id': after } }),
           ...(signal ? { signal } : {}),
         });
+        onOpen?.();
         const messages = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
         for await (const message of messages) {
           drops = 0;
