@@ -4,6 +4,8 @@ import { parseFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
+import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
+import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 import { OverviewView } from './views/overview.js';
 import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
@@ -60,6 +62,30 @@ const routineRoute = createRoute({
   },
 });
 
+const artifactsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts',
+  validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    type: parseFilter(search.type),
+    metadata: parseFilter(search.metadata),
+  }),
+  component: function Artifacts() {
+    return <ArtifactsView search={artifactsRoute.useSearch()} />;
+  },
+});
+
+const artifactRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts/$artifactId',
+  validateSearch: (search: Record<string, unknown>): ArtifactSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function Artifact() {
+    return <ArtifactDetailView artifactId={artifactRoute.useParams().artifactId} search={artifactRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -90,7 +116,8 @@ const routeTree = rootRoute.addChildren([
   newRoutineRoute,
   routineRoute,
   placeholder('tasks', 'Tasks'),
-  placeholder('artifacts', 'Artifacts'),
+  artifactsRoute,
+  artifactRoute,
   settingsRoute.addChildren([keysRoute]),
 ]);
 

@@ -179,9 +179,10 @@ export const RunStepParams = Type.Object({ run_id: RunParams.properties.run_id, 
 export const ListRunsQuery = Type.Composite([
   PageQuery,
   Type.Object({
-    plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' })),
     status: Type.Optional(RunStatus),
     started_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started at or after this time (ISO 8601)' })),
+    started_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started before this time (ISO 8601)' })),
   }),
 ]);
 

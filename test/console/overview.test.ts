@@ -62,7 +62,7 @@ describeEachDialect('the console overview', (dialect) => {
     expect(new URL(page.url()).pathname).toBe(`/console/routines/${routine.id}`);
   });
 
-  it('counts runs of the last 24 h by status and lists failing routines, live', async () => {
+  it('counts runs of the last 24 h by status, dead letters and failing routines, live', async () => {
     const page = await browser.open();
     await openLive(page, '/console');
     const waiting = await figure(page, 'Runs in the last 24 h', 'waiting');
@@ -72,11 +72,14 @@ describeEachDialect('the console overview', (dialect) => {
 
     const failing = page.getByRole('region', { name: 'Failing routines' });
     await failing.getByText('None:').waitFor({ timeout: WAIT_MS });
+    const deadLetters = await figure(page, 'Inboxes', 'dead letters');
     const agent = await server.agent('overview-failer');
     const routine = (await server.api.post('/core/api/v1/routines', { name: 'always fails', trigger_type: 'webhook', target_agent: 'overview-failer' })).body.data;
     await server.api.post(`/core/api/v1/routines/${routine.id}/trigger`, {});
     await reject(agent, (await receiveOne(agent, 'overview-failer')).message_id, 'cannot write the report', false);
     await failing.getByRole('link', { name: 'always fails' }).waitFor({ timeout: WAIT_MS });
+    // The rejected message went to the dead letters (message.dead_lettered).
+    await figureBecomes(page, 'Inboxes', 'dead letters', deadLetters + 1);
   });
 
   it('fits a 390 px wide phone', async () => {

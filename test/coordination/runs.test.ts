@@ -237,6 +237,8 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(bad.body.error.details).toEqual([expect.objectContaining({ field: 'data.zip' })]);
     const missing = await server.api.post(`${R}/${run.id}/steps/form/input`, { data: { city: 'Lyon' } });
     expect(missing.status).toBe(400);
+    // A missing property is named itself, as the request schemas' problems are: a form shows it at its field.
+    expect(missing.body.error.details).toEqual([{ field: 'data.zip', message: 'is required' }]);
     expect((await getRun(run.id)).status).toBe('waiting');
     const good = await server.api.post(`${R}/${run.id}/steps/form/input`, { data: { city: 'Lyon', zip: '69001' } });
     expect(good.status).toBe(200);

@@ -1,19 +1,22 @@
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import type { ReactNode } from 'react';
-import type { Query } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
 import type { LiveEvent } from '../event-hub.js';
+import { relativeTime } from '../format.js';
 import { useEventFeed, useLiveRefresh } from '../live.js';
 import { useSession } from '../session.js';
+import { RUN_STATUSES } from '../status.js';
 import './overview.css';
 
 const HEALTHS = ['healthy', 'degraded', 'unhealthy'] as const;
-const RUN_STATUSES = ['running', 'waiting', 'completed', 'failed', 'cancelled'] as const satisfies readonly NonNullable<Query<'coordination.listRuns'>['status']>[];
 const DAY_MS = 86_400_000;
 // As the Agents view: the lookup has no offset, so the overview counts up to its maximum.
 const LOOKUP_LIMIT = 500;
 const FAILING_SHOWN = 10;
+// The inboxes list pages by agent id: the overview sums its first page and names the deepest.
+const INBOXES_COUNTED = 100;
+const DEEPEST_SHOWN = 5;
 const FEED_SHOWN = 25;
 
 /** The state of the whole system at a glance, live: agents, messaging, runs, routines, events. */
@@ -77,16 +80,40 @@ function AgentHealth() {
 
 function Messaging() {
   const { client } = useSession();
-  useLiveRefresh({ queryKey: ['dead-letters'], events: ['message.>'] });
-  const deadLetters = useQuery({
-    queryKey: ['dead-letters', 'total'],
-    queryFn: () => client.messaging.listDeadLetters.page({ query: { limit: 1 } }),
+  // No event marks a plain send or receive: depth follows what does (dead letters, redrives, and the
+  // runs and routines that send their agents messages), and every visit.
+  useLiveRefresh({ queryKey: ['inboxes'], events: ['message.>', 'run.>', 'routine.>'] });
+  const inboxes = useQuery({
+    queryKey: ['inboxes', 'overview'],
+    queryFn: () => client.messaging.listInboxes.page({ query: { limit: INBOXES_COUNTED } }),
   });
+  const items = inboxes.data?.items ?? [];
+  const sum = (pick: (inbox: (typeof items)[number]) => number) => items.reduce((total, inbox) => total + pick(inbox), 0);
+  const deepest = [...items].sort((a, b) => b.pending - a.pending).filter((inbox) => inbox.pending > 0).slice(0, DEEPEST_SHOWN);
+  const dead = sum((inbox) => inbox.dead_letters);
   return (
-    <Panel title="Messaging">
-      <ErrorNotice error={deadLetters.error} />
-      <Figures loading={deadLetters.isPending} figures={[{ label: 'dead letters', value: deadLetters.data?.total, tone: deadLetters.data?.total ? 'health-unhealthy' : undefined }]} />
-      {deadLetters.data?.total ? <p className="muted">Redrive them from an agent's inbox under Agents.</p> : null}
+    <Panel title="Inboxes" link={<Link to="/agents">Agents</Link>}>
+      <ErrorNotice error={inboxes.error} />
+      <Figures
+        loading={inboxes.isPending}
+        figures={[
+          { label: 'pending', value: sum((inbox) => inbox.pending) },
+          { label: 'leased', value: sum((inbox) => inbox.leased) },
+          { label: 'dead letters', value: dead, tone: dead > 0 ? 'health-unhealthy' : undefined },
+        ]}
+      />
+      {(inboxes.data?.total ?? 0) > INBOXES_COUNTED && <p className="muted">Counted over the first {INBOXES_COUNTED} inboxes.</p>}
+      {deepest.length > 0 && (
+        <ul className="failing" aria-label="Deepest inboxes">
+          {deepest.map((inbox) => (
+            <li key={inbox.agent_id}>
+              <code>{inbox.agent_id}</code> {inbox.pending} pending
+              {inbox.oldest_pending_at && <span className="muted">, oldest {relativeTime(inbox.oldest_pending_at, inboxes.dataUpdatedAt)}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      {dead > 0 && <p className="muted">Redrive dead letters from the agent's inbox under Agents.</p>}
     </Panel>
   );
 }
@@ -106,7 +133,7 @@ function RecentRuns() {
       <ErrorNotice error={counts.find((count) => count.error)?.error} />
       <Figures
         loading={counts.some((count) => count.isPending)}
-        figures={RUN_STATUSES.map((status, index) => ({ label: status, value: counts[index]?.data?.total, tone: `run-${status}` }))}
+        figures={RUN_STATUSES.map((status, index) => ({ label: status, value: counts[index]?.data?.total, tone: `status-${status}` }))}
       />
     </Panel>
   );

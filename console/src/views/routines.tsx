@@ -5,7 +5,7 @@ import type { Item, Result } from '../../../src/client/browser.js';
 import { formatInZone } from '../cron-preview.js';
 import { ErrorNotice } from '../errors.js';
 import { pageWindow, relativeTime } from '../format.js';
-import { JsonValue } from '../json-view.js';
+import { JsonView } from '../json-view.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
@@ -290,7 +290,7 @@ function RoutineDetails({ routine, now }: { routine: Routine; now: number }) {
         <CronPreview expression={routine.cron_expression} timezone={routine.timezone} />
       )}
       <h3>Payload</h3>
-      <JsonValue value={routine.payload} label="Payload" />
+      <JsonView value={routine.payload} label="Payload" />
     </div>
   );
 }
@@ -333,7 +333,7 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
                   <When iso={execution.completed_at} now={executions.dataUpdatedAt} timezone={routine.timezone} />
                 </td>
                 <td className="output">
-                  {execution.output === null ? <span className="muted">—</span> : <JsonValue value={execution.output} label={`Output of ${execution.id}`} />}
+                  {execution.output === null ? <span className="muted">—</span> : <JsonView value={parseOutput(execution.output)} label={`Output of ${execution.id}`} />}
                 </td>
               </tr>
             ))}
@@ -343,4 +343,13 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
       )}
     </section>
   );
+}
+
+/** An execution's output is text: the agent's acknowledgement output as JSON, or why it failed. */
+function parseOutput(output: string): unknown {
+  try {
+    return JSON.parse(output);
+  } catch {
+    return output;
+  }
 }
