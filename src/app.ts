@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logger.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
 import { createClusterDomain } from './cluster/index.js';
@@ -52,7 +53,7 @@ export interface App {
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'switchboard' } });
+  const logger = options.logger ?? createLogger(config);
   const database = openDatabase(databaseOptions(config));
   try {
     const applied = await migrateToLatest(database);
