@@ -1,17 +1,25 @@
-import { createRootRoute, createRoute, createRouter, redirect } from '@tanstack/react-router';
+import { createRootRoute, createRoute, createRouter, Outlet, redirect, useRouterState } from '@tanstack/react-router';
 import { ComingSoon } from './coming-soon.js';
 import { parseFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
+import { ApprovalLinkPage } from './views/approval-link.js';
+import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 
 const rootRoute = createRootRoute({
-  component: () => (
-    <SessionGate>
-      <Layout />
-    </SessionGate>
-  ),
+  component: function Root() {
+    // An approval link's page is public (design §9): no sign-in, no session, no nav.
+    const signedOut = useRouterState({ select: (state) => state.matches.some((match) => match.routeId === approvalLinkRoute.id) });
+    return signedOut ? (
+      <Outlet />
+    ) : (
+      <SessionGate>
+        <Layout />
+      </SessionGate>
+    );
+  },
   notFoundComponent: () => <ComingSoon title="Not found" />,
 });
 
@@ -29,6 +37,25 @@ const agentsRoute = createRoute({
   }),
   component: function Agents() {
     return <AgentsView search={agentsRoute.useSearch()} />;
+  },
+});
+
+const approvalsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approvals',
+  validateSearch: (search: Record<string, unknown>): ApprovalsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Approvals() {
+    return <ApprovalsView search={approvalsRoute.useSearch()} />;
+  },
+});
+
+const approvalLinkRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approve/$token',
+  component: function ApprovalLink() {
+    return <ApprovalLinkPage token={approvalLinkRoute.useParams().token} />;
   },
 });
 
@@ -54,7 +81,8 @@ const keysRoute = createRoute({
 
 const routeTree = rootRoute.addChildren([
   placeholder('/', 'Overview'),
-  placeholder('approvals', 'Approvals'),
+  approvalsRoute,
+  approvalLinkRoute,
   placeholder('runs', 'Runs'),
   placeholder('plans', 'Plans'),
   agentsRoute,
