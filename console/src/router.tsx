@@ -6,6 +6,8 @@ import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ApprovalLinkPage } from './views/approval-link.js';
 import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
+import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
+import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 
 const rootRoute = createRootRoute({
@@ -59,6 +61,30 @@ const approvalLinkRoute = createRoute({
   },
 });
 
+const artifactsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts',
+  validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    type: parseFilter(search.type),
+    metadata: parseFilter(search.metadata),
+  }),
+  component: function Artifacts() {
+    return <ArtifactsView search={artifactsRoute.useSearch()} />;
+  },
+});
+
+const artifactRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts/$artifactId',
+  validateSearch: (search: Record<string, unknown>): ArtifactSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function Artifact() {
+    return <ArtifactDetailView artifactId={artifactRoute.useParams().artifactId} search={artifactRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -88,7 +114,8 @@ const routeTree = rootRoute.addChildren([
   agentsRoute,
   placeholder('routines', 'Routines'),
   placeholder('tasks', 'Tasks'),
-  placeholder('artifacts', 'Artifacts'),
+  artifactsRoute,
+  artifactRoute,
   settingsRoute.addChildren([keysRoute]),
 ]);
 

@@ -121,6 +121,23 @@ describeEachDialect('SDK client', (dialect) => {
     expect('all' in client.tasks.listDependencies || 'page' in client.tasks.listDependencies).toBe(false);
   });
 
+  it('pages a lookup, whose items are data.agents, and still answers a plain call with data', async () => {
+    const client = admin();
+    const ids = ['a', 'b', 'c'].map((n) => `sdk-lookup-${n}`);
+    for (const id of ids) await client.discovery.registerCapability({ body: { agent_id: id, capability: 'sdk.lookup.paged' } });
+    const query = { capability: 'sdk.lookup.paged', include_unhealthy: true };
+    expect(await client.discovery.findAgents.page({ query: { ...query, limit: 2, offset: 1 } })).toEqual({
+      items: ids.slice(1).map((agent_id) => expect.objectContaining({ agent_id })),
+      total: 3,
+      limit: 2,
+      offset: 1,
+    });
+    const all: string[] = [];
+    for await (const agent of client.discovery.findAgents.all({ query: { ...query, limit: 1 } })) all.push(agent.agent_id);
+    expect(all).toEqual(ids);
+    expect((await client.discovery.findAgents({ query })).agents.map((agent) => agent.agent_id)).toEqual(ids);
+  });
+
   it('calls hooks with a path of several segments, and routine webhooks without credentials', async () => {
     const signing = await signer(admin(), 'sdk-hooks');
     await signing.coordination.createPlan({ body: { alias: 'sdk-hook-plan', steps: [{ id: 'echo', type: 'transform', output: { repo: '{{input.repo}}' } }] } });

@@ -440,6 +440,11 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(all.body.data.map((r: { id: string }) => r.id)).toEqual([newer.id, run.id]);
     expect((await server.api.get(`${R}?status=bogus`)).status).toBe(400);
     expect((await server.api.post(R, { plan_id: 'nope' })).status).toBe(404);
+    // By start time (the console's runs of the last 24 h): at or after started_after.
+    const since = async (time: string) => (await server.api.get(`${R}?plan_id=${id}&started_after=${encodeURIComponent(time)}`)).body.data.map((r: { id: string }) => r.id);
+    expect(await since(run.started_at)).toEqual([newer.id, run.id]);
+    expect(await since(new Date(Date.parse(newer.started_at) + 1).toISOString())).toEqual([]);
+    expect((await server.api.get(`${R}?started_after=yesterday`)).status).toBe(400);
   });
 
   it('a transform failing on the run data fails the step, not the request', async () => {

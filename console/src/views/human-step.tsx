@@ -1,7 +1,7 @@
 import { useId, useState, type FormEvent } from 'react';
 import { ErrorNotice } from '../errors.js';
 import { JsonForm, type JsonSchema } from '../json-form.js';
-import { JsonValue } from '../json-view.js';
+import { JsonView } from '../json-view.js';
 import './approvals.css';
 
 /*
@@ -51,7 +51,7 @@ export function StepContext({ step, outputs, open }: StepContextProps) {
       <details className="step-context" open={open}>
         <summary>Context: the run's input and earlier step outputs</summary>
         <h3>Run input</h3>
-        <JsonValue value={step.run_input} label="Run input" />
+        <JsonView value={step.run_input} label="Run input" />
         <h3>Earlier step outputs</h3>
         {earlier === undefined ? (
           <p className="muted">Loading…</p>
@@ -63,7 +63,7 @@ export function StepContext({ step, outputs, open }: StepContextProps) {
               <h4>
                 <code>{stepId}</code>
               </h4>
-              <JsonValue value={output} label={`Output of ${stepId}`} />
+              <JsonView value={output} label={`Output of ${stepId}`} />
             </div>
           ))
         )}
