@@ -1,9 +1,11 @@
-import { createRootRoute, createRoute, createRouter, redirect } from '@tanstack/react-router';
+import { createRootRoute, createRoute, createRouter, Outlet, redirect, useRouterState } from '@tanstack/react-router';
 import { ComingSoon } from './coming-soon.js';
 import { parseFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
+import { ApprovalLinkPage } from './views/approval-link.js';
+import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
 import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
 import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
@@ -11,11 +13,17 @@ import { OverviewView } from './views/overview.js';
 import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
 
 const rootRoute = createRootRoute({
-  component: () => (
-    <SessionGate>
-      <Layout />
-    </SessionGate>
-  ),
+  component: function Root() {
+    // An approval link's page is public (design §9): no sign-in, no session, no nav.
+    const signedOut = useRouterState({ select: (state) => state.matches.some((match) => match.routeId === approvalLinkRoute.id) });
+    return signedOut ? (
+      <Outlet />
+    ) : (
+      <SessionGate>
+        <Layout />
+      </SessionGate>
+    );
+  },
   notFoundComponent: () => <ComingSoon title="Not found" />,
 });
 
@@ -59,6 +67,25 @@ const routineRoute = createRoute({
   validateSearch: (search: Record<string, unknown>): RoutineSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
   component: function Routine() {
     return <RoutineView routineId={routineRoute.useParams().routineId} search={routineRoute.useSearch()} />;
+  },
+});
+
+const approvalsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approvals',
+  validateSearch: (search: Record<string, unknown>): ApprovalsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Approvals() {
+    return <ApprovalsView search={approvalsRoute.useSearch()} />;
+  },
+});
+
+const approvalLinkRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approve/$token',
+  component: function ApprovalLink() {
+    return <ApprovalLinkPage token={approvalLinkRoute.useParams().token} />;
   },
 });
 
@@ -108,7 +135,8 @@ const keysRoute = createRoute({
 
 const routeTree = rootRoute.addChildren([
   overviewRoute,
-  placeholder('approvals', 'Approvals'),
+  approvalsRoute,
+  approvalLinkRoute,
   placeholder('runs', 'Runs'),
   placeholder('plans', 'Plans'),
   agentsRoute,
