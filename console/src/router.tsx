@@ -1,6 +1,6 @@
 import { createRootRoute, createRoute, createRouter, redirect } from '@tanstack/react-router';
 import { ComingSoon } from './coming-soon.js';
-import { parseFilter, parsePage } from './format.js';
+import { parseFilter, parseJsonFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
@@ -40,7 +40,7 @@ const artifactsRoute = createRoute({
   validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
     page: search.page === undefined ? undefined : parsePage(search.page),
     type: parseFilter(search.type),
-    metadata: parseFilter(search.metadata),
+    metadata: parseJsonFilter(search.metadata),
   }),
   component: function Artifacts() {
     return <ArtifactsView search={artifactsRoute.useSearch()} />;

@@ -129,7 +129,7 @@ function ArtifactFacts({ artifact }: { artifact: Artifact }) {
         </dd>
         <dt>SHA-256</dt>
         <dd>
-          <code className="hash">{artifact.sha256}</code>
+          <code>{artifact.sha256}</code>
         </dd>
         <dt>Created</dt>
         <dd>{new Date(artifact.created_at).toLocaleString()}</dd>
