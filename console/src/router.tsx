@@ -7,6 +7,9 @@ import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
 import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { SettingsLayout } from './views/settings.js';
+import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
+import { WebhooksView, type WebhooksSearch } from './views/webhooks.js';
 
 const rootRoute = createRootRoute({
   component: () => (
@@ -61,6 +64,7 @@ const artifactRoute = createRoute({
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
+  component: SettingsLayout,
   beforeLoad: ({ location }) => {
     if (location.pathname.replace(/\/$/, '').endsWith('/settings')) throw redirect({ to: '/settings/keys' });
   },
@@ -78,6 +82,29 @@ const keysRoute = createRoute({
   },
 });
 
+const webhooksRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'webhooks',
+  validateSearch: (search: Record<string, unknown>): WebhooksSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Webhooks() {
+    return <WebhooksView search={webhooksRoute.useSearch()} />;
+  },
+});
+
+const webhookRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'webhooks/$webhookId',
+  validateSearch: (search: Record<string, unknown>): DeliveriesSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    status: DELIVERY_STATUSES.find((status) => status === search.status),
+  }),
+  component: function Webhook() {
+    return <WebhookDeliveriesView webhookId={webhookRoute.useParams().webhookId} search={webhookRoute.useSearch()} />;
+  },
+});
+
 const routeTree = rootRoute.addChildren([
   placeholder('/', 'Overview'),
   placeholder('approvals', 'Approvals'),
@@ -88,7 +115,7 @@ const routeTree = rootRoute.addChildren([
   placeholder('tasks', 'Tasks'),
   artifactsRoute,
   artifactRoute,
-  settingsRoute.addChildren([keysRoute]),
+  settingsRoute.addChildren([keysRoute, webhooksRoute, webhookRoute]),
 ]);
 
 export const router = createRouter({ routeTree, basepath: '/console' });
