@@ -1,33 +1,29 @@
 import { useSyncExternalStore } from 'react';
-import { darkStyles, defaultStyles, JsonView } from 'react-json-view-lite';
+import { collapseAllNested, darkStyles, defaultStyles, JsonView as JsonTree } from 'react-json-view-lite';
 import 'react-json-view-lite/dist/index.css';
+import './json-view.css';
 
 const DARK = '(prefers-color-scheme: dark)';
-
-function subscribeToScheme(onChange: () => void): () => void {
+const subscribe = (onChange: () => void) => {
   const query = window.matchMedia(DARK);
   query.addEventListener('change', onChange);
   return () => query.removeEventListener('change', onChange);
-}
+};
+const prefersDark = () => window.matchMedia(DARK).matches;
 
-/** True while the system asks for dark colours (the viewer's styles are not CSS variables). */
-function usePrefersDark(): boolean {
-  return useSyncExternalStore(subscribeToScheme, () => window.matchMedia(DARK).matches);
-}
-
-/** A JSON value: objects and arrays as a tree (two levels open), anything else as its JSON text. */
-export function JsonValue({ value, label }: { value: unknown; label: string }) {
-  const dark = usePrefersDark();
-  if (typeof value !== 'object' || value === null) {
+/** A JSON value as a collapsible tree (objects and arrays; anything else as its JSON text), in the system's colour scheme. */
+export function JsonView({ value, label }: { value: unknown; label: string }) {
+  const dark = useSyncExternalStore(subscribe, prefersDark);
+  if (value === null || typeof value !== 'object') {
     return (
-      <pre className="json-scalar" aria-label={label}>
-        {JSON.stringify(value)}
-      </pre>
+      <code className="json-view json-scalar" aria-label={label}>
+        {value === undefined ? '—' : JSON.stringify(value)}
+      </code>
     );
   }
   return (
-    <div className="json-view" aria-label={label}>
-      <JsonView data={value} style={dark ? darkStyles : defaultStyles} shouldExpandNode={(level) => level < 2} />
+    <div className="json-view" aria-label={label} role="group">
+      <JsonTree data={value} shouldExpandNode={collapseAllNested} style={{ ...(dark ? darkStyles : defaultStyles), container: 'json-tree' }} />
     </div>
   );
 }

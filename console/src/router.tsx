@@ -7,6 +7,8 @@ import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
 import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { OverviewView } from './views/overview.js';
+import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
 import { SettingsLayout } from './views/settings.js';
 import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
 import { WebhooksView, type WebhooksSearch } from './views/webhooks.js';
@@ -34,6 +36,32 @@ const agentsRoute = createRoute({
   }),
   component: function Agents() {
     return <AgentsView search={agentsRoute.useSearch()} />;
+  },
+});
+
+const overviewRoute = createRoute({ getParentRoute: () => rootRoute, path: '/', component: OverviewView });
+
+const routinesRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines',
+  validateSearch: (search: Record<string, unknown>): RoutinesSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    state: search.state === 'enabled' || search.state === 'paused' ? search.state : undefined,
+    trigger: search.trigger === 'cron' || search.trigger === 'webhook' ? search.trigger : undefined,
+  }),
+  component: function Routines() {
+    return <RoutinesView search={routinesRoute.useSearch()} />;
+  },
+});
+
+const newRoutineRoute = createRoute({ getParentRoute: () => rootRoute, path: 'routines/new', component: NewRoutineView });
+
+const routineRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines/$routineId',
+  validateSearch: (search: Record<string, unknown>): RoutineSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  component: function Routine() {
+    return <RoutineView routineId={routineRoute.useParams().routineId} search={routineRoute.useSearch()} />;
   },
 });
 
@@ -106,12 +134,14 @@ const webhookRoute = createRoute({
 });
 
 const routeTree = rootRoute.addChildren([
-  placeholder('/', 'Overview'),
+  overviewRoute,
   placeholder('approvals', 'Approvals'),
   placeholder('runs', 'Runs'),
   placeholder('plans', 'Plans'),
   agentsRoute,
-  placeholder('routines', 'Routines'),
+  routinesRoute,
+  newRoutineRoute,
+  routineRoute,
   placeholder('tasks', 'Tasks'),
   artifactsRoute,
   artifactRoute,

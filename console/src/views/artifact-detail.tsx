@@ -6,7 +6,7 @@ import { parseJson, previewOf, type Preview } from '../artifact-preview.js';
 import { CopyField } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
 import { formatBytes, relativeTime } from '../format.js';
-import { JsonValue } from '../json-view.js';
+import { JsonView } from '../json-view.js';
 import { useLiveRefresh } from '../live.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
@@ -140,7 +140,7 @@ function ArtifactFacts({ artifact }: { artifact: Artifact }) {
       {hasMetadata && (
         <>
           <h2>Metadata</h2>
-          <JsonValue value={artifact.metadata} label="Metadata" />
+          <JsonView value={artifact.metadata} label="Metadata" />
         </>
       )}
     </>
@@ -297,7 +297,7 @@ function VersionPreview({ artifactId, version, preview }: { artifactId: string; 
   const text = content.data?.text;
   if (text === undefined) return <p className="muted">Loading…</p>;
   const json = preview.kind === 'json' ? parseJson(text) : null;
-  if (json) return <JsonValue value={json.value} label="JSON preview" />;
+  if (json) return <JsonView value={json.value} label="JSON preview" />;
   return (
     <>
       {preview.kind === 'json' && <p className="muted">This is not valid JSON; shown as text.</p>}
