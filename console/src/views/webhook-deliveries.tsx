@@ -1,10 +1,11 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
 import type { Item } from '../../../src/client/browser.js';
-import { nextDeliveryCheck } from '../delivery-refresh.js';
+import { awaitsDelivery, nextDeliveryCheck } from '../delivery-refresh.js';
+import { FEED_SIZE } from '../event-hub.js';
 import { ErrorNotice } from '../errors.js';
 import { pageWindow, relativeTime } from '../format.js';
-import { useLiveRefresh } from '../live.js';
+import { useEventFeed, useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
@@ -36,12 +37,17 @@ export function WebhookDeliveriesView({ webhookId, search }: { webhookId: string
   });
   // A new delivery follows an event of the webhook's own types.
   useLiveRefresh({ queryKey: ['webhooks'], events: [...WEBHOOK_EVENTS, ...(webhook.data?.types ?? [])] });
+  const feed = useEventFeed(FEED_SIZE);
   const deliveries = useQuery({
     queryKey: ['webhooks', 'deliveries', webhookId, { offset, status: search.status }],
     queryFn: () => client.webhooks.deliveries.page({ path: { id: webhookId }, query: { limit: PAGE_SIZE, offset, ...(search.status ? { status: search.status } : {}) } }),
     placeholderData: keepPreviousData,
-    // Attempts append no event: see delivery-refresh.ts.
-    refetchInterval: (query) => nextDeliveryCheck(query.state.data?.items ?? [], Date.now()),
+    // Deliveries append no event: see delivery-refresh.ts.
+    refetchInterval: (query) => {
+      const shown = query.state.data?.items ?? [];
+      const now = Date.now();
+      return nextDeliveryCheck(shown, now, webhook.data !== undefined && awaitsDelivery(feed, webhook.data, shown, now));
+    },
   });
   const test = useMutation({
     mutationFn: () => client.webhooks.test({ path: { id: webhookId } }),
