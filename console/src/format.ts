@@ -39,6 +39,14 @@ export function parseFilter(value: unknown): string | undefined {
   return text === '' ? undefined : text;
 }
 
+/**
+ * A JSON filter from the URL, as text: the router reads `{"a":1}` typed into the address bar as
+ * an object (it parses search values as JSON), and its own links as a string.
+ */
+export function parseJsonFilter(value: unknown): string | undefined {
+  return typeof value === 'object' && value !== null ? JSON.stringify(value) : parseFilter(value);
+}
+
 export interface PageWindow {
   /** The `offset` to ask the server for. */
   offset: number;

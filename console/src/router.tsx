@@ -1,6 +1,6 @@
 import { createRootRoute, createRoute, createRouter, Outlet, redirect, useRouterState } from '@tanstack/react-router';
 import { ComingSoon } from './coming-soon.js';
-import { parseFilter, parsePage } from './format.js';
+import { parseFilter, parseJsonFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
@@ -11,6 +11,9 @@ import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 import { OverviewView } from './views/overview.js';
 import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
+import { SettingsLayout } from './views/settings.js';
+import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
+import { WebhooksView, type WebhooksSearch } from './views/webhooks.js';
 
 const rootRoute = createRootRoute({
   component: function Root() {
@@ -95,7 +98,7 @@ const artifactsRoute = createRoute({
   validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
     page: search.page === undefined ? undefined : parsePage(search.page),
     type: parseFilter(search.type),
-    metadata: parseFilter(search.metadata),
+    metadata: parseJsonFilter(search.metadata),
   }),
   component: function Artifacts() {
     return <ArtifactsView search={artifactsRoute.useSearch()} />;
@@ -116,6 +119,7 @@ const artifactRoute = createRoute({
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
+  component: SettingsLayout,
   beforeLoad: ({ location }) => {
     if (location.pathname.replace(/\/$/, '').endsWith('/settings')) throw redirect({ to: '/settings/keys' });
   },
@@ -133,6 +137,29 @@ const keysRoute = createRoute({
   },
 });
 
+const webhooksRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'webhooks',
+  validateSearch: (search: Record<string, unknown>): WebhooksSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Webhooks() {
+    return <WebhooksView search={webhooksRoute.useSearch()} />;
+  },
+});
+
+const webhookRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'webhooks/$webhookId',
+  validateSearch: (search: Record<string, unknown>): DeliveriesSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    status: DELIVERY_STATUSES.find((status) => status === search.status),
+  }),
+  component: function Webhook() {
+    return <WebhookDeliveriesView webhookId={webhookRoute.useParams().webhookId} search={webhookRoute.useSearch()} />;
+  },
+});
+
 const routeTree = rootRoute.addChildren([
   overviewRoute,
   approvalsRoute,
@@ -146,7 +173,7 @@ const routeTree = rootRoute.addChildren([
   placeholder('tasks', 'Tasks'),
   artifactsRoute,
   artifactRoute,
-  settingsRoute.addChildren([keysRoute]),
+  settingsRoute.addChildren([keysRoute, webhooksRoute, webhookRoute]),
 ]);
 
 export const router = createRouter({ routeTree, basepath: '/console' });
