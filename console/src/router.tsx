@@ -5,6 +5,10 @@ import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { PlanDetailView, PlansView, type PlanSearch, type PlansSearch } from './views/plans.js';
+import { RunDetailView, type RunSearch } from './views/run-detail.js';
+import { RunsView, type RunsSearch } from './views/runs.js';
+import { parseRunsSearch } from './run-search.js';
 
 const rootRoute = createRootRoute({
   component: () => (
@@ -32,6 +36,48 @@ const agentsRoute = createRoute({
   },
 });
 
+const runsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'runs',
+  validateSearch: (search: Record<string, unknown>): RunsSearch => parseRunsSearch(search),
+  component: function Runs() {
+    return <RunsView search={runsRoute.useSearch()} />;
+  },
+});
+
+const runRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'runs/$runId',
+  validateSearch: (search: Record<string, unknown>): RunSearch => ({
+    events: search.events === undefined ? undefined : parsePage(search.events),
+  }),
+  component: function RunDetail() {
+    return <RunDetailView runId={runRoute.useParams().runId} search={runRoute.useSearch()} />;
+  },
+});
+
+const plansRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'plans',
+  validateSearch: (search: Record<string, unknown>): PlansSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Plans() {
+    return <PlansView search={plansRoute.useSearch()} />;
+  },
+});
+
+const planRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'plans/$planId',
+  validateSearch: (search: Record<string, unknown>): PlanSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function PlanDetail() {
+    return <PlanDetailView planId={planRoute.useParams().planId} search={planRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -55,8 +101,10 @@ const keysRoute = createRoute({
 const routeTree = rootRoute.addChildren([
   placeholder('/', 'Overview'),
   placeholder('approvals', 'Approvals'),
-  placeholder('runs', 'Runs'),
-  placeholder('plans', 'Plans'),
+  runsRoute,
+  runRoute,
+  plansRoute,
+  planRoute,
   agentsRoute,
   placeholder('routines', 'Routines'),
   placeholder('tasks', 'Tasks'),
