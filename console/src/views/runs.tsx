@@ -8,7 +8,8 @@ import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { fromLocalInput, runsQuery, toLocalInput, WITHIN, type RunsSearch, type Within } from '../run-search.js';
 import { useSession } from '../session.js';
-import { RUN_STATUSES, StatusBadge, type RunStatus } from '../status.js';
+import { RUN_STATUSES, type RunStatus } from '../run-status.js';
+import { StatusBadge } from '../status.js';
 import { Table } from '../table.js';
 import { StartRunForm, type Plan } from './start-run.js';
 import './runs.css';
@@ -45,7 +46,7 @@ export function RunsView({ search }: { search: RunsSearch }) {
   const runs = useQuery({
     queryKey: ['runs', 'list', filters, offset],
     // A relative window is measured from each fetch's now: live refreshes move it along.
-    queryFn: () => client.coordination.listRuns.page({ query: { ...runsQuery(search, Date.now()), limit: PAGE_SIZE, offset } }),
+    queryFn: () => client.coordination.listRuns.page({ query: { ...runsQuery(search), limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
   const plans = usePlans();
