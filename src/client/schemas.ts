@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import * as Artifacts from '../artifacts/schemas.js';
 import * as Auth from '../auth/schemas.js';
+import * as Cluster from '../cluster/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
 import * as Events from '../events/schemas.js';
@@ -66,6 +67,8 @@ export const SCHEMAS = asValidated({
   'messaging.extend': { body: Messaging.ExtendBody, data: Type.Object({ message_id: Type.String(), visible_at: Type.String() }) },
   'messaging.listDeadLetters': { query: Messaging.AgentQuery, data: list(Messaging.DeadLetter) },
   'messaging.redriveDeadLetter': { body: ReasonBody, optionalBody: true, data: Messaging.Message },
+  'messaging.listInboxes': { query: Messaging.AgentQuery, data: list(Messaging.Inbox) },
+  'messaging.listInboxMessages': { query: Messaging.InboxMessagesQuery, data: list(Messaging.InboxMessage) },
   'messaging.createSession': { body: Messaging.SessionBody, data: Messaging.Session },
   'messaging.listSessions': { query: PageQuery, data: list(Messaging.Session) },
   'messaging.getSession': { data: Messaging.Session },
@@ -184,4 +187,6 @@ export const SCHEMAS = asValidated({
   'webhooks.deliveries': { query: Webhooks.ListDeliveriesQuery, data: list(Webhooks.Delivery) },
   'webhooks.test': { data: Webhooks.Delivery },
   'webhooks.retry': { data: Webhooks.Delivery },
+
+  'cluster.listNodes': { query: Cluster.ListNodesQuery, data: list(Cluster.ClusterNode) },
 } satisfies Record<OperationKey, OperationSchema>);
