@@ -73,6 +73,22 @@ export function pageWindow(page: number, pageSize: number, total: number): PageW
   };
 }
 
+/** A duration in its two largest units: "850 ms", "12.3 s", "4 min 05 s", "2 h 03 min". */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const seconds = Math.floor(ms / 1000);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${pad(seconds % 60)} s`;
+  return `${Math.floor(seconds / 3600)} h ${pad(Math.floor((seconds % 3600) / 60))} min`;
+}
+
+/** How long something took from `start` to `end` (ISO), or has taken until `now` (ms) when not finished; null before it starts. */
+export function elapsed(start: string | null, end: string | null, now: number): number | null {
+  if (start === null) return null;
+  return (end === null ? now : Date.parse(end)) - Date.parse(start);
+}
+
 const BYTE_UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
 
 /** A size for people: "512 bytes", "1.5 KiB", "20 MiB" (binary units, one decimal under 10). */

@@ -14,6 +14,10 @@ import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type Rou
 import { SettingsLayout } from './views/settings.js';
 import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
 import { WebhooksView, type WebhooksSearch } from './views/webhooks.js';
+import { PlanDetailView, PlansView, type PlanSearch, type PlansSearch } from './views/plans.js';
+import { RunDetailView, type RunSearch } from './views/run-detail.js';
+import { RunsView, type RunsSearch } from './views/runs.js';
+import { parseRunsSearch } from './run-search.js';
 
 const rootRoute = createRootRoute({
   component: function Root() {
@@ -44,6 +48,48 @@ const agentsRoute = createRoute({
   }),
   component: function Agents() {
     return <AgentsView search={agentsRoute.useSearch()} />;
+  },
+});
+
+const runsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'runs',
+  validateSearch: (search: Record<string, unknown>): RunsSearch => parseRunsSearch(search),
+  component: function Runs() {
+    return <RunsView search={runsRoute.useSearch()} />;
+  },
+});
+
+const runRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'runs/$runId',
+  validateSearch: (search: Record<string, unknown>): RunSearch => ({
+    events: search.events === undefined ? undefined : parsePage(search.events),
+  }),
+  component: function RunDetail() {
+    return <RunDetailView runId={runRoute.useParams().runId} search={runRoute.useSearch()} />;
+  },
+});
+
+const plansRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'plans',
+  validateSearch: (search: Record<string, unknown>): PlansSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Plans() {
+    return <PlansView search={plansRoute.useSearch()} />;
+  },
+});
+
+const planRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'plans/$planId',
+  validateSearch: (search: Record<string, unknown>): PlanSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function PlanDetail() {
+    return <PlanDetailView planId={planRoute.useParams().planId} search={planRoute.useSearch()} />;
   },
 });
 
@@ -164,8 +210,10 @@ const routeTree = rootRoute.addChildren([
   overviewRoute,
   approvalsRoute,
   approvalLinkRoute,
-  placeholder('runs', 'Runs'),
-  placeholder('plans', 'Plans'),
+  runsRoute,
+  runRoute,
+  plansRoute,
+  planRoute,
   agentsRoute,
   routinesRoute,
   newRoutineRoute,
