@@ -3,6 +3,7 @@ import { ComingSoon } from './coming-soon.js';
 import { parseFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
+import { AgentDetailView, type AgentSearch } from './views/agent-detail.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 
@@ -32,6 +33,21 @@ const agentsRoute = createRoute({
   },
 });
 
+const optionalPage = (value: unknown) => (value === undefined ? undefined : parsePage(value));
+
+const agentRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'agents/$agentId',
+  validateSearch: (search: Record<string, unknown>): AgentSearch => ({
+    pending: optionalPage(search.pending),
+    leased: optionalPage(search.leased),
+    dead: optionalPage(search.dead),
+  }),
+  component: function Agent() {
+    return <AgentDetailView agentId={agentRoute.useParams().agentId} search={agentRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -58,6 +74,7 @@ const routeTree = rootRoute.addChildren([
   placeholder('runs', 'Runs'),
   placeholder('plans', 'Plans'),
   agentsRoute,
+  agentRoute,
   placeholder('routines', 'Routines'),
   placeholder('tasks', 'Tasks'),
   placeholder('artifacts', 'Artifacts'),
