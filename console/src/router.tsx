@@ -6,6 +6,8 @@ import { SessionGate } from './session.js';
 import { AgentDetailView, type AgentSearch } from './views/agent-detail.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { TaskDetailView, type TaskSearch } from './views/task-detail.js';
+import { BoardView, parseStatuses, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
 
 const rootRoute = createRootRoute({
   component: () => (
@@ -44,7 +46,34 @@ const agentRoute = createRoute({
     dead: optionalPage(search.dead),
   }),
   component: function Agent() {
-    return <AgentDetailView agentId={agentRoute.useParams().agentId} search={agentRoute.useSearch()} />;
+    return <AgentDetailView agentId={agentRoute.useParams().agentId} />;
+  },
+});
+
+const projectsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks',
+  validateSearch: (search: Record<string, unknown>): ProjectsSearch => ({ page: optionalPage(search.page) }),
+  component: function Projects() {
+    return <ProjectsView search={projectsRoute.useSearch()} />;
+  },
+});
+
+const boardRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks/projects/$projectId',
+  validateSearch: (search: Record<string, unknown>): BoardSearch => ({ statuses: parseStatuses(search.statuses) }),
+  component: function Board() {
+    return <BoardView projectId={boardRoute.useParams().projectId} search={boardRoute.useSearch()} />;
+  },
+});
+
+const taskRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks/$taskId',
+  validateSearch: (search: Record<string, unknown>): TaskSearch => ({ comments: optionalPage(search.comments), activity: optionalPage(search.activity) }),
+  component: function TaskDetail() {
+    return <TaskDetailView taskId={taskRoute.useParams().taskId} />;
   },
 });
 
@@ -76,7 +105,9 @@ const routeTree = rootRoute.addChildren([
   agentsRoute,
   agentRoute,
   placeholder('routines', 'Routines'),
-  placeholder('tasks', 'Tasks'),
+  projectsRoute,
+  boardRoute,
+  taskRoute,
   placeholder('artifacts', 'Artifacts'),
   settingsRoute.addChildren([keysRoute]),
 ]);

@@ -1,10 +1,12 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Link, useNavigate } from '@tanstack/react-router';
-import { useState, type ReactNode } from 'react';
+import { Link } from '@tanstack/react-router';
+import { useState } from 'react';
 import type { Item } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
-import { formatLoad, pageWindow, relativeTime } from '../format.js';
+import { Fact } from '../facts.js';
+import { formatLoad, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
+import { usePageParam } from '../page-param.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
@@ -18,7 +20,6 @@ export interface AgentSearch {
   dead?: number;
 }
 
-type InboxList = keyof AgentSearch;
 type DeadLetter = Item<'messaging.listDeadLetters'>;
 type InboxMessage = Item<'messaging.listInboxMessages'>;
 
@@ -29,14 +30,21 @@ const CAPABILITY_LIMIT = 100;
 const AGENT_EVENTS = ['agent.*', 'message.*'];
 
 /** One agent: health, capabilities, groups and its inbox (pending, leased, dead letters to redrive). */
-export function AgentDetailView({ agentId, search }: { agentId: string; search: AgentSearch }) {
+export function AgentDetailView({ agentId }: { agentId: string }) {
   const { client } = useSession();
   const queryKey = ['agent', agentId];
   useLiveRefresh({ queryKey, events: AGENT_EVENTS });
-  const health = useQuery({ queryKey: [...queryKey, 'health'], queryFn: () => client.discovery.agentHealth({ path: { agent_id: agentId } }) });
   const capabilities = useQuery({
     queryKey: [...queryKey, 'capabilities'],
     queryFn: () => client.discovery.listCapabilities.page({ query: { agent_id: agentId, limit: CAPABILITY_LIMIT } }),
+  });
+  // Discovery knows an agent by its capabilities (its health is a 404 without): an id that only
+  // receives messages has an inbox and nothing else.
+  const registered = (capabilities.data?.total ?? 0) > 0;
+  const health = useQuery({
+    queryKey: [...queryKey, 'health'],
+    queryFn: () => client.discovery.agentHealth({ path: { agent_id: agentId } }),
+    enabled: registered,
   });
   const groups = [...new Set(capabilities.data?.items.flatMap((c) => c.groups) ?? [])].sort();
 
@@ -49,7 +57,7 @@ export function AgentDetailView({ agentId, search }: { agentId: string; search: 
         <code>{agentId}</code>
       </h1>
       <ErrorNotice error={health.error} />
-      {health.data && (
+      {health.data && registered && (
         <dl className="facts">
           <Fact label="Health">
             <span className={`badge health-${health.data.status}`}>{health.data.status}</span>
@@ -68,7 +76,8 @@ export function AgentDetailView({ agentId, search }: { agentId: string; search: 
       <ErrorNotice error={capabilities.error} />
       {capabilities.data?.total === 0 ? (
         <p className="notice empty">
-          No capabilities: the agent registers them with <code>POST /api/v1/discovery/capabilities</code> (or the SDK's <code>createAgent()</code>).
+          Not registered in discovery: no capabilities, so no health either (its inbox still takes messages). The agent registers them with{' '}
+          <code>POST /api/v1/discovery/capabilities</code> (or the SDK's <code>createAgent()</code>).
         </p>
       ) : (
         <Table columns={['Capability', 'Description', 'Groups']}>
@@ -91,21 +100,12 @@ export function AgentDetailView({ agentId, search }: { agentId: string; search: 
         </p>
       )}
 
-      <Inbox agentId={agentId} search={search} />
+      <Inbox agentId={agentId} />
     </section>
   );
 }
 
-function Fact({ label, children }: { label: string; children: ReactNode }) {
-  return (
-    <div>
-      <dt>{label}</dt>
-      <dd>{children}</dd>
-    </div>
-  );
-}
-
-function Inbox({ agentId, search }: { agentId: string; search: AgentSearch }) {
+function Inbox({ agentId }: { agentId: string }) {
   const { client } = useSession();
   const queryClient = useQueryClient();
   const inboxKey = ['agent', agentId, 'inbox'];
@@ -133,22 +133,11 @@ function Inbox({ agentId, search }: { agentId: string; search: AgentSearch }) {
           </Fact>
         </dl>
       )}
-      <MessageList agentId={agentId} state="pending" search={search} />
-      <MessageList agentId={agentId} state="leased" search={search} />
-      <DeadLetters agentId={agentId} search={search} />
+      <MessageList agentId={agentId} state="pending" />
+      <MessageList agentId={agentId} state="leased" />
+      <DeadLetters agentId={agentId} />
     </>
   );
-}
-
-/** A page of one of the agent's inbox lists, its page kept in the URL under `list`. */
-function useInboxPage(list: InboxList, search: AgentSearch) {
-  const navigate = useNavigate({ from: '/agents/$agentId' });
-  const page = search[list] ?? 1;
-  return {
-    offset: (page - 1) * PAGE_SIZE,
-    span: (total: number) => pageWindow(page, PAGE_SIZE, total),
-    onPage: (next: number) => void navigate({ search: { ...search, [list]: next }, resetScroll: false }),
-  };
 }
 
 const MESSAGE_LISTS = {
@@ -156,9 +145,9 @@ const MESSAGE_LISTS = {
   leased: { title: 'Leased', empty: 'No message is leased: a message received and not yet acknowledged or rejected shows here until its lease runs out.' },
 } as const;
 
-function MessageList({ agentId, state, search }: { agentId: string; state: 'pending' | 'leased'; search: AgentSearch }) {
+function MessageList({ agentId, state }: { agentId: string; state: 'pending' | 'leased' }) {
   const { client } = useSession();
-  const paging = useInboxPage(state, search);
+  const paging = usePageParam(state, PAGE_SIZE);
   const messages = useQuery({
     queryKey: ['agent', agentId, 'inbox', state, paging.offset],
     queryFn: () => client.messaging.listInboxMessages.page({ path: { agent_id: agentId }, query: { state, limit: PAGE_SIZE, offset: paging.offset } }),
@@ -221,10 +210,10 @@ function MessageRow({ message, now, leased }: { message: InboxMessage; now: numb
   );
 }
 
-function DeadLetters({ agentId, search }: { agentId: string; search: AgentSearch }) {
+function DeadLetters({ agentId }: { agentId: string }) {
   const { client } = useSession();
   const queryClient = useQueryClient();
-  const paging = useInboxPage('dead', search);
+  const paging = usePageParam('dead', PAGE_SIZE);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const letters = useQuery({
     queryKey: ['agent', agentId, 'inbox', 'dead', paging.offset],
