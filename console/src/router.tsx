@@ -7,7 +7,8 @@ import { AgentDetailView, type AgentSearch } from './views/agent-detail.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 import { TaskDetailView, type TaskSearch } from './views/task-detail.js';
-import { BoardView, parseStatuses, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
+import { parseStatuses } from './views/task-statuses.js';
+import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
 
 const rootRoute = createRootRoute({
   component: () => (

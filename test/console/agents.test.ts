@@ -131,6 +131,6 @@ describeEachDialect('the console: an agent and its inbox', (dialect) => {
     const page = await browser.open({ width: 390, height: 844 });
     await signIn(page, server, '/console/agents/bulk-worker');
     await list(page, 'pending').locator('tr[data-message]').first().waitFor({ timeout: WAIT_MS });
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
   });
 });

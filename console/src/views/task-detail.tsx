@@ -9,7 +9,8 @@ import { usePageParam } from '../page-param.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
-import { statusLabel, TASK_EVENTS, TaskBadges } from './tasks.js';
+import { statusLabel } from './task-statuses.js';
+import { TASK_EVENTS, TaskBadges } from './tasks.js';
 import './tasks.css';
 
 /** Pages of the task's comments and activity, in the URL. */

@@ -2,13 +2,13 @@ import { keepPreviousData, useInfiniteQuery, useQuery } from '@tanstack/react-qu
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import type { Item } from '../../../src/client/browser.js';
-import type { BUILT_IN_STATUSES } from '../../../src/tasks/schemas.js';
 import { ErrorNotice } from '../errors.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { BOARD_STATUSES, parseStatuses, STATUS_PATTERN, statusLabel } from './task-statuses.js';
 import './tasks.css';
 
 export interface ProjectsSearch {
@@ -25,24 +25,6 @@ type Task = Item<'tasks.list'>;
 const PAGE_SIZE = 25;
 const COLUMN_PAGE_SIZE = 20;
 export const TASK_EVENTS = ['task.*'];
-// The board's first columns: the server's built-in statuses, in their order (checked against the schema).
-const BOARD_STATUSES = ['todo', 'in_progress', 'done'] as const satisfies typeof BUILT_IN_STATUSES;
-const STATUS_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
-
-/** A status as a heading: `in_progress` → "In progress". */
-export function statusLabel(status: string): string {
-  const words = status.replace(/[_-]+/g, ' ');
-  return words.charAt(0).toUpperCase() + words.slice(1);
-}
-
-/** Statuses from the URL (`?statuses=review,qa`): valid slugs not built in, each once. */
-export function parseStatuses(value: unknown): string[] | undefined {
-  const items = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',') : [];
-  const builtIn: readonly string[] = BOARD_STATUSES;
-  const statuses = [...new Set(items.map((item) => String(item).trim()))].filter((s) => STATUS_PATTERN.test(s) && !builtIn.includes(s));
-  return statuses.length > 0 ? statuses : undefined;
-}
-
 /** Every project, each opening its board. */
 export function ProjectsView({ search }: { search: ProjectsSearch }) {
   const { client } = useSession();
