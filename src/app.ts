@@ -1,7 +1,10 @@
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logger.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
+import { createClusterDomain } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
 import { createEventsDomain } from './events/index.js';
@@ -25,6 +28,9 @@ import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
 export type { Platform };
 
+/** The server's version, from package.json (one level up from src/ and dist/ alike). */
+const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 export interface AppOptions {
   config: Config;
   clock?: Clock;
@@ -47,7 +53,7 @@ export interface App {
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'switchboard' } });
+  const logger = options.logger ?? createLogger(config);
   const database = openDatabase(databaseOptions(config));
   try {
     const applied = await migrateToLatest(database);
@@ -94,6 +100,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   // Who hears of what happened to the messages they sent, by their origin kind.
   messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler });
+  const cluster = createClusterDomain({ platform, version: VERSION });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const artifacts = createArtifactsDomain({
     platform,
@@ -104,6 +111,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   // Workers start after the server listens, in this order, and stop in reverse.
   const workers: Worker[] = [
+    ...cluster.workers,
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
     ...messaging.workers,
     ...discovery.workers,
@@ -135,6 +143,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: artifacts.routes },
       { prefix: '/api/v1', plugin: events.routes },
       { prefix: '/api/v1', plugin: webhooks.routes },
+      { prefix: '/api/v1', plugin: cluster.routes },
     ],
   });
 
@@ -147,6 +156,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const address = http.server.address() as AddressInfo;
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       listenUrl = `http://${host}:${address.port}`;
+      await cluster.service.register();
       for (const worker of workers) worker.start();
       logger.info({ url: listenUrl, storage: database.caps.kind }, 'switchboard listening');
       return listenUrl;
@@ -156,6 +166,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         lifecycle.abort();
         await http.close();
         for (const worker of [...workers].reverse()) await worker.stop();
+        // Down at once for the other nodes; a database out of reach leaves it to the 30 s rule.
+        await cluster.service.stopped().catch((err: unknown) => logger.warn({ err }, 'could not mark this node down'));
         auth.service.close();
         await notifier.close();
         await database.close();

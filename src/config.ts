@@ -13,6 +13,8 @@ export interface Config {
   readonly adminKey: string | null;
   readonly publicUrl: string | null;
   readonly logLevel: string;
+  /** `json` (one object per line) or `pretty` (for a terminal). */
+  readonly logFormat: 'json' | 'pretty';
   readonly rateLimit: number;
   readonly rateWindowSeconds: number;
   /** Budget per client address of requests without a principal (public routes, refused credentials). */
@@ -101,6 +103,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     adminKey,
     publicUrl: publicUrl?.replace(/\/+$/, '') ?? null,
     logLevel,
+    logFormat: oneOf(env, 'SWITCHBOARD_LOG_FORMAT', ['json', 'pretty'], 'json'),
     rateLimit: int(env, 'SWITCHBOARD_RATE_LIMIT', 6000, 0, 1_000_000_000),
     rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
     rateLimitAnonymous: int(env, 'SWITCHBOARD_RATE_LIMIT_ANONYMOUS', 600, 0, 1_000_000_000),

@@ -1,21 +1,33 @@
-import { createRootRoute, createRoute, createRouter, redirect } from '@tanstack/react-router';
+import { createRootRoute, createRoute, createRouter, Outlet, redirect, useRouterState } from '@tanstack/react-router';
 import { ComingSoon } from './coming-soon.js';
 import { parseFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentDetailView, type AgentSearch } from './views/agent-detail.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
+import { ApprovalLinkPage } from './views/approval-link.js';
+import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
+import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
+import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
 import { TaskDetailView, type TaskSearch } from './views/task-detail.js';
 import { parseStatuses } from './views/task-statuses.js';
 import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
+import { OverviewView } from './views/overview.js';
+import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
 
 const rootRoute = createRootRoute({
-  component: () => (
-    <SessionGate>
-      <Layout />
-    </SessionGate>
-  ),
+  component: function Root() {
+    // An approval link's page is public (design §9): no sign-in, no session, no nav.
+    const signedOut = useRouterState({ select: (state) => state.matches.some((match) => match.routeId === approvalLinkRoute.id) });
+    return signedOut ? (
+      <Outlet />
+    ) : (
+      <SessionGate>
+        <Layout />
+      </SessionGate>
+    );
+  },
   notFoundComponent: () => <ComingSoon title="Not found" />,
 });
 
@@ -78,6 +90,75 @@ const taskRoute = createRoute({
   },
 });
 
+const overviewRoute = createRoute({ getParentRoute: () => rootRoute, path: '/', component: OverviewView });
+
+const routinesRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines',
+  validateSearch: (search: Record<string, unknown>): RoutinesSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    state: search.state === 'enabled' || search.state === 'paused' ? search.state : undefined,
+    trigger: search.trigger === 'cron' || search.trigger === 'webhook' ? search.trigger : undefined,
+  }),
+  component: function Routines() {
+    return <RoutinesView search={routinesRoute.useSearch()} />;
+  },
+});
+
+const newRoutineRoute = createRoute({ getParentRoute: () => rootRoute, path: 'routines/new', component: NewRoutineView });
+
+const routineRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines/$routineId',
+  validateSearch: (search: Record<string, unknown>): RoutineSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  component: function Routine() {
+    return <RoutineView routineId={routineRoute.useParams().routineId} search={routineRoute.useSearch()} />;
+  },
+});
+
+const approvalsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approvals',
+  validateSearch: (search: Record<string, unknown>): ApprovalsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Approvals() {
+    return <ApprovalsView search={approvalsRoute.useSearch()} />;
+  },
+});
+
+const approvalLinkRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approve/$token',
+  component: function ApprovalLink() {
+    return <ApprovalLinkPage token={approvalLinkRoute.useParams().token} />;
+  },
+});
+
+const artifactsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts',
+  validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    type: parseFilter(search.type),
+    metadata: parseFilter(search.metadata),
+  }),
+  component: function Artifacts() {
+    return <ArtifactsView search={artifactsRoute.useSearch()} />;
+  },
+});
+
+const artifactRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts/$artifactId',
+  validateSearch: (search: Record<string, unknown>): ArtifactSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function Artifact() {
+    return <ArtifactDetailView artifactId={artifactRoute.useParams().artifactId} search={artifactRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -99,17 +180,21 @@ const keysRoute = createRoute({
 });
 
 const routeTree = rootRoute.addChildren([
-  placeholder('/', 'Overview'),
-  placeholder('approvals', 'Approvals'),
+  overviewRoute,
+  approvalsRoute,
+  approvalLinkRoute,
   placeholder('runs', 'Runs'),
   placeholder('plans', 'Plans'),
   agentsRoute,
   agentRoute,
-  placeholder('routines', 'Routines'),
+  routinesRoute,
+  newRoutineRoute,
+  routineRoute,
   projectsRoute,
   boardRoute,
   taskRoute,
-  placeholder('artifacts', 'Artifacts'),
+  artifactsRoute,
+  artifactRoute,
   settingsRoute.addChildren([keysRoute]),
 ]);
 

@@ -4,6 +4,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform, Writable, finished, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { Tx } from '../db/tx.js';
 import { PayloadTooLarge } from '../kernel/errors.js';
 import { sha256Hex } from '../kernel/sha256.js';
 
@@ -15,25 +16,31 @@ export interface ByteRange {
 
 /**
  * Bytes written to the staging area, hashed, not yet visible under their key. `commit` makes
- * them visible atomically; `discard` removes them. Exactly one of the two should be called.
- * A content that fit the stage's inline limit was only held in memory: `inline` has it whole,
- * and commit and discard do nothing (the caller stores it elsewhere, e.g. in the database).
+ * them visible, as part of the transaction `tx` where the store can (the chunked store) or at
+ * once (a file's rename); `discard` removes what is left of the staged bytes, and does nothing
+ * once a commit made them a stored content: call it whenever the work that was to commit them
+ * failed. A content that fit the stage's inline limit was only held in memory: `inline` has it
+ * whole, and commit and discard do nothing (the caller stores it elsewhere, e.g. in the database).
  */
 export interface StagedBlob {
   readonly sha256: string;
   readonly size: number;
   readonly key: string;
   readonly inline: Buffer | null;
-  /** True once commit has renamed the file into place. */
+  /** True once commit has run (its transaction may still roll back: then discard cleans up). */
   readonly committed: boolean;
-  commit(): Promise<void>;
+  commit(tx: Tx): Promise<void>;
   discard(): Promise<void>;
 }
 
 /**
- * Content-addressed blob storage (design §6). Callers stage a stream, then commit it inside the
- * database transaction that references it, so the file and its reference appear together; the
- * database counts references and tells the store when to delete.
+ * Content-addressed blob storage (design §6, §10). Callers stage a stream, then commit it inside
+ * the database transaction that references it, so the bytes and their reference appear
+ * together; the database counts references and tells the store when to delete (inside the
+ * transaction that dropped the last one, holding the content's lock). Two implementations:
+ * files under the data directory (FsBlobStore, the SQLite default) and chunks in PostgreSQL
+ * (ChunkedBlobStore, cluster mode). An S3-compatible one would stage to a multipart upload and
+ * commit by copying to the content's key.
  */
 export interface BlobStore {
   /**
@@ -45,17 +52,18 @@ export interface BlobStore {
   stage(source: Readable | Buffer, maxBytes: number, inlineMaxBytes?: number): Promise<StagedBlob>;
   /** Opens the blob (optionally a range of it) for streaming; throws ENOENT when it is absent. */
   get(key: string, range?: ByteRange): Promise<Readable>;
-  delete(key: string): Promise<void>;
+  /** Deletes the blob as part of `tx` (where the store can); absent is not an error. */
+  delete(tx: Tx, key: string): Promise<void>;
   /** Removes staging files untouched for longer than `olderThanMs` of wall-clock time (left by a crash). */
   sweepStaging(olderThanMs: number): Promise<number>;
   /** The keys of stored blobs untouched for longer than `olderThanMs` of wall-clock time. */
   storedBefore(olderThanMs: number): AsyncIterable<string>;
 }
 
-const tooLarge = (maxBytes: number) => new PayloadTooLarge(`The upload exceeds the limit of ${maxBytes} bytes`);
+export const tooLarge = (maxBytes: number) => new PayloadTooLarge(`The upload exceeds the limit of ${maxBytes} bytes`);
 
 /** Counts, hashes and bounds the bytes flowing through it. */
-class Meter extends Transform {
+export class Meter extends Transform {
   readonly hash = createHash('sha256');
   size = 0;
 
@@ -74,7 +82,7 @@ class Meter extends Transform {
   }
 }
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
+export const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /**
  * Staging files are named `<pid>-<PROCESS_TAG>-<random>`: at startup, a file of another process
@@ -99,6 +107,47 @@ function abandoned(stagingName: string): boolean {
   if (tag === PROCESS_TAG) return false;
   const writer = Number(pid);
   return writer === process.pid || !Number.isSafeInteger(writer) || writer <= 0 || !isRunning(writer);
+}
+
+/**
+ * What every store's `stage` starts with: a content within `inlineMaxBytes` (a Buffer, or a
+ * stream that ended within it) is held in memory and returned staged already; a larger one
+ * comes back as the stream to write, from its first byte.
+ */
+export async function holdInline(source: Readable | Buffer, maxBytes: number, inlineMaxBytes: number): Promise<StagedBlob | Readable> {
+  if (Buffer.isBuffer(source)) {
+    if (source.length > maxBytes) throw tooLarge(maxBytes);
+    if (source.length <= inlineMaxBytes) return inMemory(source);
+    return Readable.from([source]);
+  }
+  if (inlineMaxBytes > 0) {
+    const held = await holdSmall(source, inlineMaxBytes, maxBytes);
+    if (held !== null) return inMemory(held);
+  }
+  return source;
+}
+
+/**
+ * Streams `source` through `meter` into `sink`. Piped, not a stage of the pipeline: on an error
+ * pipeline() destroys every stream in it, and a server request destroyed leaves the rest of its
+ * body unread, so closing the connection resets it under the 413 (see http/lingering-close.ts).
+ * A source that fails or ends early (an aborted request) still fails the pipeline through its
+ * meter. On failure the source is left paused.
+ */
+export async function meterInto(source: Readable, meter: Meter, sink: Writable): Promise<void> {
+  const unwatch = finished(source, (err) => {
+    if (err) meter.destroy(err);
+  });
+  source.pipe(meter);
+  try {
+    await pipeline(meter, sink);
+  } catch (err) {
+    source.unpipe(meter);
+    source.pause();
+    throw err;
+  } finally {
+    unwatch();
+  }
 }
 
 /** Flush to disk in the background after this many bytes, so the sync at the end is short. */
@@ -247,36 +296,17 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.objects, key.slice(0, 2), key);
   }
 
-  async stage(source: Readable | Buffer, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {
-    if (Buffer.isBuffer(source)) {
-      if (source.length > maxBytes) throw tooLarge(maxBytes);
-      if (source.length <= inlineMaxBytes) return inMemory(source);
-      source = Readable.from([source]);
-    }
-    if (inlineMaxBytes > 0) {
-      const held = await holdSmall(source, inlineMaxBytes, maxBytes);
-      if (held !== null) return inMemory(held);
-    }
+  async stage(input: Readable | Buffer, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {
+    const source = await holdInline(input, maxBytes, inlineMaxBytes);
+    if (!(source instanceof Readable)) return source;
     const staging = path.join(this.staging, `${process.pid}-${PROCESS_TAG}-${randomBytes(8).toString('hex')}`);
     const meter = new Meter(maxBytes);
     const sink = new FileSink(await fsp.open(staging, 'wx'), this.durable);
-    // Piped, not a stage of the pipeline: on an error pipeline() destroys every stream in it,
-    // and a server request destroyed leaves the rest of its body unread, so closing the
-    // connection resets it under the 413 (see http/lingering-close.ts). A source that fails or
-    // ends early (an aborted request) still fails the pipeline through its meter.
-    const unwatch = finished(source, (err) => {
-      if (err) meter.destroy(err);
-    });
-    source.pipe(meter);
     try {
-      await pipeline(meter, sink);
+      await meterInto(source, meter, sink);
     } catch (err) {
-      source.unpipe(meter);
-      source.pause();
       await fsp.rm(staging, { force: true });
       throw err;
-    } finally {
-      unwatch();
     }
     const sha256 = meter.hash.digest('hex');
     const final = this.pathOf(sha256);
@@ -325,7 +355,7 @@ export class FsBlobStore implements BlobStore {
   }
 
   /** Synchronous for the reason given at commit: it runs inside the transaction that dropped the last reference. */
-  async delete(key: string): Promise<void> {
+  async delete(_tx: Tx, key: string): Promise<void> {
     fs.rmSync(this.pathOf(key), { force: true });
   }
 

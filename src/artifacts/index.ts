@@ -1,14 +1,30 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Platform } from '../kernel/platform.js';
 import type { AgentGroups, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { FsBlobStore, type BlobStore } from './blob-store.js';
+import { ChunkedBlobStore } from './chunked-blob-store.js';
 import { artifactsRoutes } from './routes.js';
 import { ArtifactsService } from './service.js';
-import { ArtifactsStore } from './store.js';
+import { ArtifactsStore, BlobChunksStore } from './store.js';
 
 export { ArtifactsService } from './service.js';
 export type { BlobStore, StagedBlob } from './blob-store.js';
+export { FsBlobStore } from './blob-store.js';
+export { ChunkedBlobStore } from './chunked-blob-store.js';
+
+/**
+ * Where contents larger than the inline limit go: chunks in PostgreSQL in cluster mode (every
+ * node reads them; files a single-node install kept are read until `switchboard blobs migrate`
+ * moves them in), files under `<data dir>/blobs` on SQLite.
+ */
+export function blobStoreFor(platform: Pick<Platform, 'config' | 'database'>): BlobStore {
+  const files = path.join(platform.config.dataDir, 'blobs');
+  if (platform.database.caps.kind !== 'postgres') return new FsBlobStore(files);
+  const chunks = new BlobChunksStore(platform.database.db, platform.database.caps);
+  return new ChunkedBlobStore(chunks, fs.existsSync(path.join(files, 'sha256')) ? new FsBlobStore(files) : null);
+}
 
 /** The settings row holding the HMAC key of signed and upload URLs (shared by every node). */
 export const URL_SIGNING_SETTING = 'artifacts.url_signing_key';
@@ -41,7 +57,7 @@ export function createArtifactsDomain(deps: {
   const { platform } = deps;
   const service = new ArtifactsService({
     store: new ArtifactsStore(platform.database.db, platform.database.caps),
-    blobs: deps.blobs ?? new FsBlobStore(path.join(platform.config.dataDir, 'blobs')),
+    blobs: deps.blobs ?? blobStoreFor(platform),
     clock: platform.clock,
     logger: platform.logger,
     groups: deps.groups,

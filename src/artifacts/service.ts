@@ -233,7 +233,7 @@ export class ArtifactsService {
   private async keep(tx: Tx, staged: StagedBlob): Promise<void> {
     await this.store.lockBlobs(tx, [staged.key]);
     if (staged.inline) await this.store.insertContent(tx, staged.key, staged.inline);
-    else await staged.commit();
+    else await staged.commit(tx);
   }
 
   /**
@@ -247,16 +247,16 @@ export class ArtifactsService {
     for (const sha of new Set(sha256s)) {
       if ((await this.store.blobReferences(tx, sha)) > 0) continue;
       await this.store.deleteContent(tx, sha);
-      await this.deps.blobs.delete(sha);
+      await this.deps.blobs.delete(tx, sha);
       dropped++;
     }
     return dropped;
   }
 
   /**
-   * Runs `work`, which commits `staged` inside its transaction. If it fails, the staged file is
-   * removed, or, when the rename happened but the transaction did not commit, the blob is
-   * deleted unless something else references it.
+   * Runs `work`, which commits `staged` inside its transaction. If it fails, the staged bytes are
+   * removed, and, when the commit ran but its transaction did not, the blob is deleted unless
+   * something else references it (a file renamed into place stays there through a rollback).
    */
   private async settle<T>(staged: StagedBlob, work: () => Promise<T>): Promise<T> {
     try {
@@ -269,9 +269,8 @@ export class ArtifactsService {
             await this.dropUnreferenced(tx, [staged.key]);
           })
           .catch((cleanupErr: unknown) => this.deps.logger.error({ err: cleanupErr, blob: staged.key }, 'could not release a blob'));
-      } else {
-        await staged.discard();
       }
+      await staged.discard().catch((cleanupErr: unknown) => this.deps.logger.error({ err: cleanupErr, blob: staged.key }, 'could not discard staged bytes'));
       throw err;
     }
   }

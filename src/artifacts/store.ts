@@ -7,7 +7,7 @@ import { dbOf, type Tx } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { Database } from '../db/schema.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { ArtifactsTable, ArtifactVersionsTable, ArtifactSharesTable, ArtifactUploadsTable, ArtifactContentsTable } from './tables.js';
+import type { ArtifactsTable, ArtifactVersionsTable, ArtifactSharesTable, ArtifactUploadsTable, ArtifactContentsTable, BlobsTable } from './tables.js';
 
 export type ArtifactRow = Selectable<ArtifactsTable>;
 export type VersionRow = Selectable<ArtifactVersionsTable>;
@@ -379,4 +379,98 @@ function sqliteContains(doc: Expression<unknown>, type: Expression<unknown>, wan
     ([key, value]) => sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${doc}) AS ${alias} WHERE ${alias}.key = ${key} AND ${child(value)})`,
   );
   return sql<SqlBool>`(${type} = 'object'${sql.join(each.map((e) => sql` AND ${e}`), sql``)})`;
+}
+
+export type BlobRow = Selectable<BlobsTable>;
+
+/**
+ * The SQL of the chunked blob store (artifacts/chunked-blob-store.ts): contents as 1 MiB rows
+ * of `blob_chunks` under a `blob_id`, named by their sha256 in `blobs` once committed.
+ */
+export class BlobChunksStore extends Store {
+  async beginStaging(tx: Tx, blobId: string, now: number): Promise<void> {
+    await dbOf(tx, this.db).insertInto('blob_staging').values({ blob_id: blobId, touched_at: now }).execute();
+  }
+
+  /** One chunk of a staged content, and the staging row's touch (an upload still arriving is not swept). */
+  async appendChunk(tx: Tx, blobId: string, seq: number, bytes: Buffer, now: number): Promise<void> {
+    const db = dbOf(tx, this.db);
+    await db.insertInto('blob_chunks').values({ blob_id: blobId, seq, bytes }).execute();
+    await db.updateTable('blob_staging').set({ touched_at: now }).where('blob_id', '=', blobId).execute();
+  }
+
+  /**
+   * Names a staged chunk set by its content's sha256 and ends its staging. False when the same
+   * content is stored already: the caller drops the staged chunks instead.
+   */
+  async commitBlob(tx: Tx, row: BlobRow): Promise<boolean> {
+    const db = dbOf(tx, this.db);
+    const inserted = await db
+      .insertInto('blobs')
+      .values(row)
+      .onConflict((oc) => oc.column('sha256').doNothing())
+      .returning('sha256')
+      .executeTakeFirst();
+    await db.deleteFrom('blob_staging').where('blob_id', '=', row.blob_id).execute();
+    return inserted !== undefined;
+  }
+
+  async findBlob(tx: Tx, sha256: string): Promise<BlobRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('blobs').selectAll().where('sha256', '=', sha256).executeTakeFirst();
+  }
+
+  /** `length` bytes of one chunk from `offset` (0-based); undefined when the chunk is gone. */
+  async readChunk(tx: Tx, blobId: string, seq: number, offset: number, length: number): Promise<Buffer | undefined> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('blob_chunks')
+      .select(sql<Buffer>`substr(bytes, ${offset + 1}, ${length})`.as('bytes'))
+      .where('blob_id', '=', blobId)
+      .where('seq', '=', seq)
+      .executeTakeFirst();
+    return row?.bytes;
+  }
+
+  /** Deletes a committed content (its name and its chunks); false when there was none. */
+  async deleteBlob(tx: Tx, sha256: string): Promise<boolean> {
+    const db = dbOf(tx, this.db);
+    const row = await db.deleteFrom('blobs').where('sha256', '=', sha256).returning('blob_id').executeTakeFirst();
+    if (!row) return false;
+    await db.deleteFrom('blob_chunks').where('blob_id', '=', row.blob_id).execute();
+    return true;
+  }
+
+  async deleteChunks(tx: Tx, blobId: string): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('blob_chunks').where('blob_id', '=', blobId).execute();
+  }
+
+  /** Drops what is left of a staged chunk set, unless it was committed under a name (then it is a content). */
+  async discardStaged(tx: Tx, blobId: string): Promise<void> {
+    const db = dbOf(tx, this.db);
+    await db.deleteFrom('blob_staging').where('blob_id', '=', blobId).execute();
+    await db
+      .deleteFrom('blob_chunks')
+      .where('blob_id', '=', blobId)
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('blobs').select('blob_id').where('blobs.blob_id', '=', blobId))))
+      .execute();
+  }
+
+  /** Ends the staging of chunk sets untouched since `before` (a crashed upload's); returns their ids. */
+  async takeStaleStaging(tx: Tx, before: number, limit: number): Promise<string[]> {
+    const db = dbOf(tx, this.db);
+    const rows = await db.selectFrom('blob_staging').select('blob_id').where('touched_at', '<', before).orderBy('touched_at').limit(limit).execute();
+    return rows.map((r) => r.blob_id);
+  }
+
+  /** sha256s of contents committed before `before`, after `cursor` in sha256 order. */
+  async blobsCreatedBefore(tx: Tx, before: number, cursor: string, limit: number): Promise<string[]> {
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('blobs')
+      .select('sha256')
+      .where('created_at', '<', before)
+      .where('sha256', '>', cursor)
+      .orderBy('sha256')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.sha256);
+  }
 }

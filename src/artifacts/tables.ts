@@ -51,6 +51,33 @@ export interface ArtifactContentsTable {
   bytes: Buffer;
 }
 
+/**
+ * Contents in PostgreSQL (cluster mode, migration 0017): a content's bytes are rows of
+ * `blob_chunks` (1 MiB each, numbered from 0) under a `blob_id`, written while the upload
+ * streams in; `blobs` names the chunk set by the content's sha256 once it is committed, and
+ * `blob_staging` tracks chunk sets still being written (swept when untouched for an hour).
+ */
+export interface BlobsTable {
+  sha256: string;
+  blob_id: string;
+  size_bytes: number;
+  /** The size of every chunk but the last. */
+  chunk_bytes: number;
+  created_at: number;
+}
+
+export interface BlobChunksTable {
+  blob_id: string;
+  seq: number;
+  bytes: Buffer;
+}
+
+export interface BlobStagingTable {
+  blob_id: string;
+  /** Wall-clock ms of the last chunk written. */
+  touched_at: number;
+}
+
 /** The artifacts tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 export interface ArtifactsTables {
   artifacts: ArtifactsTable;
@@ -58,4 +85,7 @@ export interface ArtifactsTables {
   artifact_versions: ArtifactVersionsTable;
   artifact_shares: ArtifactSharesTable;
   artifact_uploads: ArtifactUploadsTable;
+  blobs: BlobsTable;
+  blob_chunks: BlobChunksTable;
+  blob_staging: BlobStagingTable;
 }

@@ -1,3 +1,4 @@
+import { topicMatches } from '../messaging/topics.js';
 import type { Switchboard } from './client.js';
 import type { Body, Message } from './types.js';
 
@@ -26,8 +27,28 @@ export interface AgentOptions {
   visibilityTimeoutSeconds?: number;
   /** Seconds one long poll waits; also the longest stop() waits for it. Default 5. */
   pollTimeoutSeconds?: number;
-  /** Called with errors of the loop itself (network, server); the loop goes on. */
+  /** Called with every error of the loop itself (network, server); the loop goes on. */
   onError?: (error: unknown) => void;
+  /**
+   * Where the worker reports what an operator should know: a handler's failure (once per
+   * delivery, with the message id and reason), a server it cannot reach (once, then once when it
+   * is back). Default: the console.
+   */
+  logger?: AgentLogger;
+}
+
+/** The lines the worker writes (the console, pino and most loggers fit). */
+export interface AgentLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/** A one-line reason: the API's message for its errors, the cause's for network ones ("fetch failed"). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+  return `${error.message}${cause}`;
 }
 
 export interface Agent {
@@ -48,18 +69,6 @@ export interface Agent {
   readonly inFlight: number;
 }
 
-/** NATS-style matching as the server's subscriptions do it; a lone `*` matches any name. */
-function matches(pattern: string, eventName: string): boolean {
-  if (pattern === '*' || pattern === eventName) return true;
-  const p = pattern.split('.');
-  const t = eventName.split('.');
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === '>') return i === p.length - 1 && t.length > i;
-    if (i >= t.length || (p[i] !== '*' && p[i] !== t[i])) return false;
-  }
-  return p.length === t.length;
-}
-
 /**
  * An agent worker: registers its capabilities, heartbeats its load, long-polls its inbox and
  * runs handlers with bounded concurrency, acknowledging with the handler's return value or
@@ -70,7 +79,20 @@ export function createAgent(options: AgentOptions): Agent {
   const concurrency = Math.max(1, options.concurrency ?? 4);
   const visibility = options.visibilityTimeoutSeconds ?? 30;
   const pollSeconds = options.pollTimeoutSeconds ?? 5;
-  const onError = options.onError ?? ((error: unknown) => console.error(`agent ${agentId}:`, error));
+  const logger = options.logger ?? console;
+  // Whether the last call to the server failed: a lost server is told once, and its return.
+  let failingSince: number | null = null;
+  const onError = (error: unknown) => {
+    options.onError?.(error);
+    if (failingSince !== null) return;
+    failingSince = Date.now();
+    logger.error(`agent ${agentId}: cannot reach the server (${describe(error)}); retrying`);
+  };
+  const reached = () => {
+    if (failingSince === null) return;
+    logger.info(`agent ${agentId}: reached the server again after ${Math.round((Date.now() - failingSince) / 1000)} s`);
+    failingSince = null;
+  };
   const handlers: Array<{ pattern: string; handler: Handler }> = [];
   const running = new Set<Promise<void>>();
   const subscriptions = new Set<string>();
@@ -82,7 +104,7 @@ export function createAgent(options: AgentOptions): Agent {
   function route(eventName: string): Handler | undefined {
     return (
       handlers.find(({ pattern }) => pattern === eventName) ??
-      handlers.find(({ pattern }) => pattern !== '*' && matches(pattern, eventName)) ??
+      handlers.find(({ pattern }) => pattern !== '*' && topicMatches(pattern, eventName)) ??
       handlers.find(({ pattern }) => pattern === '*')
     )?.handler;
   }
@@ -103,7 +125,9 @@ export function createAgent(options: AgentOptions): Agent {
       await client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output } });
     } catch (error) {
       const reason = (error instanceof Error ? error.message : String(error)) || 'handler failed';
-      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue: !(error instanceof PermanentError) } }).catch(onError);
+      const requeue = !(error instanceof PermanentError);
+      logger.warn(`agent ${agentId}: message ${message.message_id} (${message.event_name}, delivery ${message.retry_count + 1}) failed: ${reason}${requeue ? '' : ' (permanent)'}`);
+      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue } }).catch(onError);
     } finally {
       settled = true;
       clearInterval(lease);
@@ -111,7 +135,7 @@ export function createAgent(options: AgentOptions): Agent {
   }
 
   function beat(): void {
-    client.discovery.heartbeat({ body: { agent_id: agentId, load: running.size / concurrency } }).catch(onError);
+    client.discovery.heartbeat({ body: { agent_id: agentId, load: running.size / concurrency } }).then(reached, onError);
   }
 
   async function poll(): Promise<void> {
@@ -125,6 +149,7 @@ export function createAgent(options: AgentOptions): Agent {
         ({ messages } = await client.messaging.receive({
           query: { agent_id: agentId, timeout: pollSeconds, max: concurrency - running.size, visibility_timeout: visibility },
         }));
+        reached();
       } catch (error) {
         onError(error);
         if (active) await new Promise((resolve) => setTimeout(resolve, 1000));

@@ -61,8 +61,11 @@ export interface ConnectionOptions {
   onRetry?: (event: RetryEvent) => void;
 }
 
-/** A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through index.ts). */
-export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner }) & ConnectionOptions;
+/**
+ * A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through
+ * index.ts); or none, for the public operations alone (an approval link's page, an upload URL).
+ */
+export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner } | { apiKey?: never; signer?: never }) & ConnectionOptions;
 
 type AnyInput = {
   path?: Record<string, string | number>;
@@ -91,8 +94,12 @@ export interface ArtifactStreams {
   downloadStream(input: { artifact_id: string; version?: number; signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>;
 }
 
-/** What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive). */
-export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal };
+/**
+ * What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive);
+ * `onOpen` is called each time the server has answered an opening or reopening of the stream,
+ * from when on no event is missed (a reader that loaded state before may reload it then).
+ */
+export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void };
 
 /** The extra events method that follows the live stream. */
 export interface EventStreams {
@@ -200,6 +207,7 @@ export class Switchboard {
   readonly artifacts: DomainClient<'artifacts'> & ArtifactStreams;
   readonly events: DomainClient<'events'> & EventStreams;
   readonly webhooks: DomainClient<'webhooks'>;
+  readonly cluster: DomainClient<'cluster'>;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -215,11 +223,11 @@ export class Switchboard {
     this.#retries = options.retries ?? 3;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.#onRetry = options.onRetry;
-    if ('apiKey' in options) {
-      this.#apiKey = options.apiKey;
-    } else {
+    if ('signer' in options && options.signer) {
       this.agentId = options.signer.agentId;
       this.#signer = options.signer;
+    } else if ('apiKey' in options) {
+      this.#apiKey = options.apiKey;
     }
     this.auth = this.#domain('auth');
     this.messaging = this.#domain('messaging');
@@ -250,9 +258,10 @@ export class Switchboard {
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
+    this.cluster = this.#domain('cluster');
   }
 
-  async *#follow(events: DomainClient<'events'>, { signal, ...query }: StreamEventsInput): AsyncIterable<Event> {
+  async *#follow(events: DomainClient<'events'>, { signal, onOpen, ...query }: StreamEventsInput): AsyncIterable<Event> {
     let after = query.after;
     for (let drops = 0; ; drops++) {
       try {
@@ -261,6 +270,7 @@ export class Switchboard {
           ...(after === undefined ? {} : { headers: { 'last-event-id': after } }),
           ...(signal ? { signal } : {}),
         });
+        onOpen?.();
         const messages = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
         for await (const message of messages) {
           drops = 0;
@@ -423,7 +433,9 @@ export class Switchboard {
   }
 
   #credentials(method: string, pathWithQuery: string, bodySha256: string): Record<string, string> {
-    return this.#signer ? this.#signer.headers(method, pathWithQuery, bodySha256) : { authorization: `Bearer ${this.#apiKey}` };
+    if (this.#signer) return this.#signer.headers(method, pathWithQuery, bodySha256);
+    // Without credentials an operation that needs them is sent as it is, and the server answers 401.
+    return this.#apiKey === undefined ? {} : { authorization: `Bearer ${this.#apiKey}` };
   }
 }
 

@@ -161,6 +161,9 @@ export const OPERATIONS = {
     test: ['POST', '/api/v1/webhooks/{id}/test'],
     retry: ['POST', '/api/v1/webhooks/{id}/deliveries/{delivery_id}/retry'],
   },
+  cluster: {
+    listNodes: ['GET', '/api/v1/cluster/nodes', PAGED],
+  },
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

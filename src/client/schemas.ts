@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import * as Artifacts from '../artifacts/schemas.js';
 import * as Auth from '../auth/schemas.js';
+import * as Cluster from '../cluster/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
 import * as Events from '../events/schemas.js';
@@ -186,4 +187,6 @@ export const SCHEMAS = asValidated({
   'webhooks.deliveries': { query: Webhooks.ListDeliveriesQuery, data: list(Webhooks.Delivery) },
   'webhooks.test': { data: Webhooks.Delivery },
   'webhooks.retry': { data: Webhooks.Delivery },
+
+  'cluster.listNodes': { query: Cluster.ListNodesQuery, data: list(Cluster.ClusterNode) },
 } satisfies Record<OperationKey, OperationSchema>);

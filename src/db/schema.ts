@@ -1,5 +1,6 @@
 import type { ArtifactsTables } from '../artifacts/tables.js';
 import type { AuthTables } from '../auth/tables.js';
+import type { ClusterTables } from '../cluster/tables.js';
 import type { CoordinationTables } from '../coordination/tables.js';
 import type { DiscoveryTables } from '../discovery/tables.js';
 import type { EventsTables } from '../events/tables.js';
@@ -12,4 +13,4 @@ import type { WebhooksTables } from '../webhooks/tables.js';
  * The database seen by Kysely: the union of every domain's tables. Each domain declares its
  * own tables in its tables.ts (which imports nothing); this file only joins them.
  */
-export interface Database extends ArtifactsTables, AuthTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables, WebhooksTables {}
+export interface Database extends ArtifactsTables, AuthTables, ClusterTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables, WebhooksTables {}

@@ -13,6 +13,7 @@ import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { StorageFullness } from '../db/faults.js';
 import { AppError, Unauthorized } from '../kernel/errors.js';
 import { serveConsole } from './console.js';
+import { installAccessLog } from './access-log.js';
 import { drainOnClose } from './drain.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
@@ -60,7 +61,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   const requestTimeoutMs = options.config.requestTimeoutSeconds * 1000;
   const app = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
-    // Per-request access logs cost ~15% throughput; metrics and error logs cover operations.
+    // Fastify's own two lines per request are replaced by one (access-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyRequestLogger,
     genReqId: requestId,
@@ -117,6 +118,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   installErrorHandling(app, storage);
   installMetrics(app, options.metrics);
+  installAccessLog(app, options.logger);
   installAuth(app, options.auth, {
     principals: options.limiter,
     anonymous: options.anonymousLimiter,

@@ -48,7 +48,7 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
 
   it('rejects bad forms with 400/415 and keeps nothing of them', async () => {
     const owner = await server.agent('writer');
-    const before = blobFiles(server);
+    const before = await blobFiles(server);
     const inlineBefore = await inlineContents(server);
     const cases: [Parameters<typeof sendForm>[1], string][] = [
       [{ bytes: 'x1', metadata: '{not json' }, 'metadata'],
@@ -66,7 +66,7 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     }
     const json = await owner.post('/api/v1/artifacts', { name: 'x' });
     expect(json.status).toBe(415);
-    expect(blobFiles(server)).toEqual(before);
+    expect(await blobFiles(server)).toEqual(before);
     expect(await inlineContents(server)).toEqual(inlineBefore);
     expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(2);
   });

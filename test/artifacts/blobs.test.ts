@@ -40,7 +40,8 @@ describeEachDialect('Artifacts: blob reference counting', (dialect) => {
     expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
   });
 
-  it('removes staging files a crash left behind, and only old ones', async () => {
+  // Files are the SQLite store's; test/artifacts/chunked.test.ts has the PostgreSQL store's leftovers.
+  it.skipIf(dialect === 'postgres')('removes staging files a crash left behind, and only old ones', async () => {
     const staging = path.join(server.database.dataDir, 'blobs', 'tmp');
     const stale = path.join(staging, 'crashed-upload');
     const recent = path.join(staging, 'live-upload');
@@ -51,7 +52,7 @@ describeEachDialect('Artifacts: blob reference counting', (dialect) => {
     await waitFor(() => !fs.existsSync(stale), 5000);
     expect(fs.existsSync(recent)).toBe(true);
     fs.rmSync(recent);
-    expect(blobFiles(server)).toEqual([]);
+    expect(await blobFiles(server)).toEqual([]);
   });
 });
 
@@ -59,7 +60,7 @@ describeEachDialect('Artifacts: crash leftovers', (dialect) => {
   const database = useTestDatabase(dialect);
   const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
 
-  it('sweeps staging files at startup, and stored blobs nothing references once past the grace period', async () => {
+  it.skipIf(dialect === 'postgres')('sweeps staging files at startup, and stored blobs nothing references once past the grace period', async () => {
     const first = await startServer(dialect, { database: database(), adminKey });
     const kept = bytesOf(100_000);
     let art: { id: string };

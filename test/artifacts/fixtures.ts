@@ -69,8 +69,24 @@ export async function download(client: Api, url: string, headers: Record<string,
   return { status: response.status, headers: response.headers, bytes, text: new TextDecoder().decode(bytes) };
 }
 
-/** Every file in the server's blob store (committed blobs and staging files). */
-export function blobFiles(server: TestServer): string[] {
+/**
+ * Everything in the server's blob store (committed blobs and staging leftovers): files under the
+ * data dir on SQLite; on PostgreSQL the `blobs` rows (`sha256/<sha>`), staged chunk sets
+ * (`tmp/<id>`) and chunks that belong to neither (`orphan/<id>`).
+ */
+export async function blobFiles(server: TestServer): Promise<string[]> {
+  const { db, caps } = server.app.platform.database;
+  if (caps.kind === 'postgres') {
+    const named = await db.selectFrom('blobs').select(['sha256', 'blob_id']).execute();
+    const staged = await db.selectFrom('blob_staging').select('blob_id').execute();
+    const chunkSets = await db.selectFrom('blob_chunks').select('blob_id').distinct().execute();
+    const known = new Set([...named.map((r) => r.blob_id), ...staged.map((r) => r.blob_id)]);
+    return [
+      ...named.map((r) => `sha256/${r.sha256}`),
+      ...staged.map((r) => `tmp/${r.blob_id}`),
+      ...chunkSets.filter((r) => !known.has(r.blob_id)).map((r) => `orphan/${r.blob_id}`),
+    ].sort();
+  }
   const root = path.join(server.database.dataDir, 'blobs');
   if (!fs.existsSync(root)) return [];
   return (fs.readdirSync(root, { recursive: true, withFileTypes: true }) as fs.Dirent[])
@@ -78,14 +94,17 @@ export function blobFiles(server: TestServer): string[] {
     .map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)));
 }
 
-export function blobExists(server: TestServer, sha: string): boolean {
+/** Whether the blob store (a file on SQLite, `blobs` on PostgreSQL) holds the content. */
+export async function blobExists(server: TestServer, sha: string): Promise<boolean> {
+  const { db, caps } = server.app.platform.database;
+  if (caps.kind === 'postgres') return (await db.selectFrom('blobs').select('sha256').where('sha256', '=', sha).executeTakeFirst()) !== undefined;
   return fs.existsSync(path.join(server.database.dataDir, 'blobs', 'sha256', sha.slice(0, 2), sha));
 }
 
-/** Where the server keeps a content: a database row (contents up to the inline limit), a blob file, both or neither. */
+/** Where the server keeps a content: a database row (contents up to the inline limit), the blob store, both or neither. */
 export async function storedContent(server: TestServer, sha: string): Promise<{ inline: boolean; file: boolean }> {
   const row = await server.app.platform.database.db.selectFrom('artifact_contents').select('sha256').where('sha256', '=', sha).executeTakeFirst();
-  return { inline: row !== undefined, file: blobExists(server, sha) };
+  return { inline: row !== undefined, file: await blobExists(server, sha) };
 }
 
 /** True while the server keeps the content anywhere. */

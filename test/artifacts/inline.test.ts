@@ -59,7 +59,7 @@ describeEachDialect('Artifacts: small contents kept in the database', (dialect) 
     expect(await storedContent(server, sha256(atLimit))).toEqual({ inline: false, file: false });
     expect((await owner.delete(`/api/v1/artifacts/${art.id}`)).status).toBe(200);
     expect(await inlineContents(server)).toEqual([]);
-    expect(blobFiles(server)).toEqual([]);
+    expect(await blobFiles(server)).toEqual([]);
   });
 
   it('stores a content once however many artifacts hold it, and keeps it while one does', async () => {
@@ -141,7 +141,7 @@ describeEachDialect('Artifacts: one content stored inline and as a file', (diale
       await after.api.delete(`/api/v1/artifacts/${ids[1]}`);
       expect(await storedContent(after, sha)).toEqual({ inline: false, file: false });
       expect(await inlineContents(after)).toEqual([]);
-      expect(blobFiles(after)).toEqual([]);
+      expect(await blobFiles(after)).toEqual([]);
     } finally {
       await after.close();
     }

@@ -229,14 +229,14 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
       expect(created.status, created.text).toBe(201);
       expect(created.body.data).toMatchObject({ owner: agent, sha256: sha256(content) });
 
-      const before = blobFiles(server);
+      const before = await blobFiles(server);
       const inlineBefore = await inlineContents(server);
       clock.advance(1);
       const forged = await multipartBytes(formOf({ bytes: bytesOf(content.length), name: `forged-${i}.txt` }));
       const rejected = await signedPost(forged.bytes, forged.contentType, sha256(good.bytes));
       expect(rejected.status).toBe(401);
       expect(rejected.body.error.message).toMatch(/X-Content-SHA256/);
-      expect(blobFiles(server)).toEqual(before);
+      expect(await blobFiles(server)).toEqual(before);
       expect(await inlineContents(server)).toEqual(inlineBefore);
       const names = (await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent('{}')}&limit=500`)).body.data.map((a: any) => a.name);
       expect(names).not.toContain(`forged-${i}.txt`);
@@ -257,12 +257,12 @@ for (const inline of [16 * 1024, 128 * 1024]) {
         expect(res.status).toBe(413);
         expect(res.body.error.code).toBe('payload_too_large');
         expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
-        expect(blobFiles(server)).toEqual([]);
+        expect(await blobFiles(server)).toEqual([]);
         expect(await inlineContents(server)).toEqual([]);
         const exact = await sendForm(owner, { bytes: bytesOf(LIMIT), name: 'fits' });
         expect(exact.status).toBe(201);
         await owner.delete(`/api/v1/artifacts/${exact.body.data.id}`);
-        expect(blobFiles(server)).toEqual([]);
+        expect(await blobFiles(server)).toEqual([]);
         expect(await inlineContents(server)).toEqual([]);
       });
 
@@ -292,7 +292,7 @@ for (const inline of [16 * 1024, 128 * 1024]) {
         });
         expect(rawPut.status).toBe(413);
         expect(rawPut.chunksSent).toBeLessThan(100);
-        await waitFor(() => blobFiles(server).length === 0);
+        await waitFor(async () => (await blobFiles(server)).length === 0);
         expect((await owner.get('/api/v1/artifacts')).body.meta.total).toBe(0);
       });
 
@@ -302,7 +302,7 @@ for (const inline of [16 * 1024, 128 * 1024]) {
         expect(intent.status).toBe(413);
         const snippet = await owner.post('/api/v1/artifacts/snippets', { name: 's', content: 'x'.repeat(LIMIT) });
         expect(snippet.status).toBe(413);
-        expect(blobFiles(server)).toEqual([]);
+        expect(await blobFiles(server)).toEqual([]);
         expect(await inlineContents(server)).toEqual([]);
       });
     });

@@ -156,6 +156,19 @@ describeEachDialect('SDK client', (dialect) => {
     expect(await admin().routines.getExecution({ path: { id: fired.execution_id } })).toMatchObject({ trigger: 'webhook', routine_id: routine.id });
   });
 
+  it('without credentials calls the public operations (an approval link) and gets 401 from the others', async () => {
+    const anonymous = new Switchboard({ url: server.url });
+    const client = admin();
+    await client.coordination.createPlan({ body: { alias: 'sdk-link-plan', steps: [{ id: 'gate', type: 'human_approval', prompt: 'Go?' }] } });
+    const run = await client.coordination.startRun({ body: { plan_id: 'sdk-link-plan' } });
+    const [requested] = await client.events.list({ query: { type: 'approval.requested', subject: run.id } });
+    const url = String(requested?.data.approve_url);
+    const token = url.slice(url.lastIndexOf('/') + 1);
+    expect(await anonymous.coordination.getApprovalLink({ path: { token } })).toMatchObject({ run_id: run.id, prompt: 'Go?' });
+    expect(await anonymous.coordination.decideByLink({ path: { token }, body: { approved: true } })).toMatchObject({ status: 'completed' });
+    await expect(anonymous.auth.whoami()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
+  });
+
   it('streams artifact uploads and downloads with either kind of credentials', async () => {
     const bearer = admin();
     const signing = await signer(bearer, 'sdk-streamer');

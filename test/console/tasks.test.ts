@@ -28,6 +28,7 @@ describeEachDialect('the console: projects, the board and a task', (dialect) => 
     await signIn(page, server, '/console/tasks');
     await page.getByText('No projects yet.').waitFor({ timeout: WAIT_MS });
     await createProject('Launch');
+    await page.reload();
     await page.getByRole('link', { name: 'Launch' }).waitFor({ timeout: WAIT_MS });
   });
 

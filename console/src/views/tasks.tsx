@@ -30,7 +30,7 @@ export function ProjectsView({ search }: { search: ProjectsSearch }) {
   const { client } = useSession();
   const navigate = useNavigate({ from: '/tasks' });
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  useLiveRefresh({ queryKey: ['tasks', 'projects'], events: TASK_EVENTS });
+  // Projects change through no event (design §8 has none for them): the list is as fresh as its load.
   const projects = useQuery({
     queryKey: ['tasks', 'projects', offset],
     queryFn: () => client.projects.list.page({ query: { limit: PAGE_SIZE, offset } }),

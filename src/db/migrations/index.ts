@@ -15,6 +15,8 @@ import * as events from './0012-events.js';
 import * as discoveryHealth from './0013-discovery-health.js';
 import * as webhooks from './0014-webhooks.js';
 import * as eventsAppendLock from './0015-events-append-lock.js';
+import * as cluster from './0016-cluster.js';
+import * as blobChunks from './0017-blob-chunks.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -40,4 +42,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0013-discovery-health': discoveryHealth,
   '0014-webhooks': webhooks,
   '0015-events-append-lock': eventsAppendLock,
+  '0016-cluster': cluster,
+  '0017-blob-chunks': blobChunks,
 };

@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import { Readable, Writable } from 'node:stream';
+import { autocommit, type Tx } from '../db/tx.js';
+import { holdInline, Meter, meterInto, type BlobStore, type ByteRange, type StagedBlob } from './blob-store.js';
+import type { BlobChunksStore } from './store.js';
+
+/**
+ * The size of a chunk row. 1 MiB keeps a row's bytes in TOAST (PostgreSQL moves values over
+ * ~2 KiB out of line and compresses what compresses) and a 5 GiB upload at 5,120 rows, while an
+ * upload holds at most one chunk in memory besides the stream's own buffers.
+ */
+export const CHUNK_BYTES = 1024 * 1024;
+/** Staged chunk sets ended per sweep statement. */
+const SWEEP_BATCH = 100;
+/** Committed contents listed per query by `storedBefore`. */
+const LIST_BATCH = 500;
+
+function absent(key: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`blob ${key} is not stored`), { code: 'ENOENT' });
+}
+
+/**
+ * Collects the bytes it is given into CHUNK_BYTES rows and writes each with one INSERT (and
+ * touches the staging row, so a live upload is never taken for a crashed one). Backpressure:
+ * the next chunk is not taken until the previous one's INSERT has returned.
+ */
+class ChunkSink extends Writable {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private seq = 0;
+
+  constructor(
+    private readonly store: BlobChunksStore,
+    private readonly blobId: string,
+  ) {
+    super({ highWaterMark: CHUNK_BYTES });
+  }
+
+  private async take(chunk: Buffer): Promise<void> {
+    let rest = chunk;
+    while (this.pendingBytes + rest.length >= CHUNK_BYTES) {
+      const head = rest.subarray(0, CHUNK_BYTES - this.pendingBytes);
+      rest = rest.subarray(head.length);
+      this.pending.push(head);
+      this.pendingBytes += head.length;
+      await this.flush();
+    }
+    if (rest.length > 0) {
+      this.pending.push(rest);
+      this.pendingBytes += rest.length;
+    }
+  }
+
+  private async flush(): Promise<void> {
+    if (this.pendingBytes === 0) return;
+    const bytes = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    await this.store.appendChunk(autocommit, this.blobId, this.seq++, bytes, Date.now());
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
+    this.take(chunk).then(() => callback(), callback);
+  }
+
+  override _final(callback: (err?: Error | null) => void): void {
+    this.flush().then(() => callback(), callback);
+  }
+}
+
+/**
+ * Reads `range` of a content from its chunks, one chunk (or the part of one the range needs)
+ * per query, the next asked only when the reader wants more: a download holds no connection
+ * between chunks and at most one chunk in memory. A content deleted while it is read (its last
+ * version deleted on another node) ends the stream with an error.
+ */
+class ChunkReader extends Readable {
+  private position: number;
+
+  constructor(
+    private readonly store: BlobChunksStore,
+    private readonly blobId: string,
+    private readonly chunkBytes: number,
+    start: number,
+    private readonly end: number,
+  ) {
+    super({ highWaterMark: chunkBytes });
+    this.position = start;
+  }
+
+  override _read(): void {
+    if (this.position > this.end) {
+      this.push(null);
+      return;
+    }
+    const seq = Math.floor(this.position / this.chunkBytes);
+    const offset = this.position % this.chunkBytes;
+    const length = Math.min(this.chunkBytes - offset, this.end - this.position + 1);
+    this.store.readChunk(autocommit, this.blobId, seq, offset, length).then(
+      (bytes) => {
+        if (bytes === undefined || bytes.length !== length) {
+          this.destroy(new Error(`blob ${this.blobId} lost chunk ${seq} while it was read`));
+          return;
+        }
+        this.position += length;
+        this.push(bytes);
+      },
+      (err: Error) => this.destroy(err),
+    );
+  }
+}
+
+/**
+ * Contents as chunk rows in the database (design §10: in cluster mode every node reads what any
+ * node wrote, and no node's disk holds a content). An upload streams into a staged chunk set
+ * (`blob_staging`, then rows of `blob_chunks`) while it is hashed and bounded; commit names it
+ * by its sha256 in `blobs` inside the transaction that references it, or drops it when the same
+ * content is stored already (dedup), so a rollback takes the name back with the reference and
+ * discard then removes the chunks. Deleting is part of the transaction that dropped the last
+ * reference too. Files a single-node install kept under `<data dir>/blobs` are read from
+ * `legacy` until `switchboard blobs migrate` has moved them in.
+ */
+export class ChunkedBlobStore implements BlobStore {
+  constructor(
+    private readonly store: BlobChunksStore,
+    private readonly legacy: BlobStore | null = null,
+  ) {}
+
+  async stage(input: Readable | Buffer, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {
+    const source = await holdInline(input, maxBytes, inlineMaxBytes);
+    if (!(source instanceof Readable)) return source;
+    const blobId = randomBytes(16).toString('hex');
+    const discard = () => this.store.discardStaged(autocommit, blobId);
+    const meter = new Meter(maxBytes);
+    await this.store.beginStaging(autocommit, blobId, Date.now());
+    try {
+      await meterInto(source, meter, new ChunkSink(this.store, blobId));
+    } catch (err) {
+      await discard().catch(() => undefined);
+      throw err;
+    }
+    const sha256 = meter.hash.digest('hex');
+    const size = meter.size;
+    const store = this.store;
+    let committed = false;
+    return {
+      sha256,
+      size,
+      key: sha256,
+      inline: null,
+      get committed() {
+        return committed;
+      },
+      async commit(tx: Tx) {
+        committed = true;
+        const fresh = await store.commitBlob(tx, { sha256, blob_id: blobId, size_bytes: size, chunk_bytes: CHUNK_BYTES, created_at: Date.now() });
+        if (!fresh) await store.deleteChunks(tx, blobId);
+      },
+      discard,
+    };
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    const blob = await this.store.findBlob(autocommit, key);
+    if (!blob) {
+      if (this.legacy) return this.legacy.get(key, range);
+      throw absent(key);
+    }
+    const size = Number(blob.size_bytes);
+    return new ChunkReader(this.store, blob.blob_id, blob.chunk_bytes, range?.start ?? 0, range?.end ?? size - 1);
+  }
+
+  async delete(tx: Tx, key: string): Promise<void> {
+    await this.store.deleteBlob(tx, key);
+    await this.legacy?.delete(tx, key);
+  }
+
+  async sweepStaging(olderThanMs: number): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const stale = await this.store.takeStaleStaging(autocommit, Date.now() - olderThanMs, SWEEP_BATCH);
+      for (const blobId of stale) await this.store.discardStaged(autocommit, blobId);
+      removed += stale.length;
+      if (stale.length < SWEEP_BATCH) break;
+    }
+    await this.legacy?.sweepStaging(olderThanMs);
+    return removed;
+  }
+
+  async *storedBefore(olderThanMs: number): AsyncIterable<string> {
+    const before = Date.now() - olderThanMs;
+    let cursor = '';
+    for (;;) {
+      const keys = await this.store.blobsCreatedBefore(autocommit, before, cursor, LIST_BATCH);
+      yield* keys;
+      if (keys.length < LIST_BATCH) break;
+      cursor = keys[keys.length - 1]!;
+    }
+    if (this.legacy) yield* this.legacy.storedBefore(olderThanMs);
+  }
+}

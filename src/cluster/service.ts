@@ -1,0 +1,87 @@
+import os from 'node:os';
+import { autocommit } from '../db/tx.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { newId } from '../kernel/ids.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { ClusterNode } from './schemas.js';
+import type { ClusterStore, NodeRow } from './store.js';
+
+/** How often a node heartbeats (issue 24). */
+export const HEARTBEAT_MS = 5_000;
+/** A node silent this long is down: six missed heartbeats, so a slow pass or two is not an outage. */
+export const DOWN_AFTER_MS = 30_000;
+/** Rows of nodes silent this long are deleted: a day of history for whoever looks after an incident. */
+export const SWEEP_AFTER_MS = 24 * 3600_000;
+
+export interface ClusterDeps {
+  store: ClusterStore;
+  clock: Clock;
+  version: string;
+}
+
+/**
+ * The node registry (design §10): this node's row, kept fresh by the heartbeat, and the list of
+ * every node on the database. A node never trusts another's clock for its status: `down` is
+ * computed by the reader from `last_seen_at`, so a node that died without a word turns down
+ * 30 s after its last heartbeat, wherever it is read.
+ */
+export class ClusterService {
+  readonly nodeId: string;
+  private readonly startedAt: number;
+
+  constructor(private readonly deps: ClusterDeps) {
+    this.startedAt = deps.clock.now();
+    this.nodeId = newId('node', this.startedAt);
+  }
+
+  private row(now: number): NodeRow {
+    return {
+      id: this.nodeId,
+      version: this.deps.version,
+      host: os.hostname(),
+      pid: process.pid,
+      started_at: this.startedAt,
+      last_seen_at: now,
+      stopped_at: null,
+    };
+  }
+
+  /** Inserts this node's row (at start). */
+  async register(): Promise<void> {
+    await this.deps.store.insertNode(autocommit, this.row(this.deps.clock.now()));
+  }
+
+  /**
+   * One heartbeat, and the sweep of long-dead nodes (an indexed range, usually empty). A row
+   * swept while this node was cut off from the database comes back.
+   */
+  async heartbeat(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (!(await this.deps.store.touch(autocommit, this.nodeId, now))) await this.deps.store.insertNode(autocommit, this.row(now));
+    await this.deps.store.sweep(autocommit, now - SWEEP_AFTER_MS);
+  }
+
+  /** A clean shutdown: down at once. */
+  async stopped(): Promise<void> {
+    await this.deps.store.markStopped(autocommit, this.nodeId, this.deps.clock.now());
+  }
+
+  async list(window: Page): Promise<Paged<ClusterNode>> {
+    const page = await this.deps.store.listNodes(autocommit, window);
+    const now = this.deps.clock.now();
+    return { items: page.items.map((row) => this.toNode(row, now)), total: page.total };
+  }
+
+  private toNode(row: NodeRow, now: number): ClusterNode {
+    const down = row.stopped_at !== null || now - Number(row.last_seen_at) > DOWN_AFTER_MS;
+    return {
+      id: row.id,
+      version: row.version,
+      host: row.host,
+      pid: row.pid,
+      started_at: iso(Number(row.started_at)),
+      last_seen_at: iso(Number(row.last_seen_at)),
+      status: down ? 'down' : 'up',
+    };
+  }
+}

@@ -1,0 +1,42 @@
+import type { Selectable } from 'kysely';
+import { paginate } from '../db/paginate.js';
+import { Store } from '../db/store.js';
+import { dbOf, type Tx } from '../db/tx.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { ClusterNodesTable } from './tables.js';
+
+export type NodeRow = Selectable<ClusterNodesTable>;
+
+export class ClusterStore extends Store {
+  async insertNode(tx: Tx, row: NodeRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('cluster_nodes').values(row).execute();
+  }
+
+  /**
+   * The heartbeat: one UPDATE of this node's row. False when the row is gone (swept while this
+   * node could not reach the database for a day): the caller inserts it again.
+   */
+  async touch(tx: Tx, id: string, now: number): Promise<boolean> {
+    const result = await dbOf(tx, this.db)
+      .updateTable('cluster_nodes')
+      .set({ last_seen_at: now, stopped_at: null })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async markStopped(tx: Tx, id: string, now: number): Promise<void> {
+    await dbOf(tx, this.db).updateTable('cluster_nodes').set({ last_seen_at: now, stopped_at: now }).where('id', '=', id).execute();
+  }
+
+  /** Nodes first started first. */
+  async listNodes(tx: Tx, window: Page): Promise<Paged<NodeRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('cluster_nodes').selectAll().orderBy('started_at').orderBy('id'), window);
+  }
+
+  /** Deletes the rows of nodes last seen before `before`; returns how many. */
+  async sweep(tx: Tx, before: number): Promise<number> {
+    const result = await dbOf(tx, this.db).deleteFrom('cluster_nodes').where('last_seen_at', '<', before).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}

@@ -1,0 +1,18 @@
+export interface ClusterNodesTable {
+  /** `node_…`, new at every start. */
+  id: string;
+  /** The server's version (package.json). */
+  version: string;
+  /** The machine's host name. */
+  host: string;
+  pid: number;
+  started_at: number;
+  /** The last heartbeat (every 5 s while up). */
+  last_seen_at: number;
+  /** Set by a clean shutdown: the node is down at once, not 30 s later. */
+  stopped_at: number | null;
+}
+
+export interface ClusterTables {
+  cluster_nodes: ClusterNodesTable;
+}

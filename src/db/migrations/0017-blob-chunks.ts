@@ -1,0 +1,32 @@
+import type { Kysely } from 'kysely';
+import type { DialectCapabilities } from '../capabilities.js';
+
+/**
+ * Artifact contents in the database, in chunks (issue 24): on PostgreSQL every node reads what
+ * any node wrote. Created on SQLite too (one schema for both), where the file store stays the
+ * default and these tables stay empty. See artifacts/tables.ts for the three tables.
+ */
+export async function up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void> {
+  await db.schema
+    .createTable('blob_chunks')
+    .addColumn('blob_id', 'text', (c) => c.notNull())
+    .addColumn('seq', 'integer', (c) => c.notNull())
+    .addColumn('bytes', caps.bytesType, (c) => c.notNull())
+    .addPrimaryKeyConstraint('blob_chunks_pk', ['blob_id', 'seq'])
+    .execute();
+  await db.schema
+    .createTable('blobs')
+    .addColumn('sha256', 'text', (c) => c.primaryKey())
+    .addColumn('blob_id', 'text', (c) => c.notNull().unique())
+    .addColumn('size_bytes', 'bigint', (c) => c.notNull())
+    .addColumn('chunk_bytes', 'integer', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('blobs_created_at').on('blobs').column('created_at').execute();
+  await db.schema
+    .createTable('blob_staging')
+    .addColumn('blob_id', 'text', (c) => c.primaryKey())
+    .addColumn('touched_at', 'bigint', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('blob_staging_touched_at').on('blob_staging').column('touched_at').execute();
+}
