@@ -326,7 +326,7 @@ function DeadLetterRow({ letter, now, selected, busy, onSelect, onRedrive }: Dea
           {letter.attempts.map((attempt) => (
             <li key={attempt.attempt}>
               <span className={`badge outcome-${attempt.outcome ?? 'open'}`}>{attempt.outcome ?? 'open'}</span> <code>{attempt.receiver}</code>{' '}
-              <time dateTime={attempt.delivered_at} title={attempt.delivered_at}>
+              <time dateTime={attempt.delivered_at} title={`delivered ${attempt.delivered_at}, ended ${attempt.ended_at ?? 'not yet'}`}>
                 {relativeTime(attempt.delivered_at, now)}
               </time>
               {attempt.reason && <span className="attempt-reason">{attempt.reason}</span>}
