@@ -1,14 +1,18 @@
 import { createRootRoute, createRoute, createRouter, Outlet, redirect, useRouterState } from '@tanstack/react-router';
-import { ComingSoon } from './coming-soon.js';
 import { parseFilter, parseJsonFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
+import { NotFound } from './not-found.js';
 import { SessionGate } from './session.js';
+import { AgentDetailView, type AgentSearch } from './views/agent-detail.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
 import { ApprovalLinkPage } from './views/approval-link.js';
 import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
 import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
 import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { TaskDetailView, type TaskSearch } from './views/task-detail.js';
+import { parseStatuses } from './views/task-statuses.js';
+import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
 import { OverviewView } from './views/overview.js';
 import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
 import { SettingsLayout } from './views/settings.js';
@@ -31,12 +35,8 @@ const rootRoute = createRootRoute({
       </SessionGate>
     );
   },
-  notFoundComponent: () => <ComingSoon title="Not found" />,
+  notFoundComponent: NotFound,
 });
-
-/** A view of issue 23 still to build: a route of its own, so its link and deep links work already. */
-const placeholder = <const Path extends string>(path: Path, title: string) =>
-  createRoute({ getParentRoute: () => rootRoute, path, component: () => <ComingSoon title={title} /> });
 
 const agentsRoute = createRoute({
   getParentRoute: () => rootRoute,
@@ -90,6 +90,48 @@ const planRoute = createRoute({
   }),
   component: function PlanDetail() {
     return <PlanDetailView planId={planRoute.useParams().planId} search={planRoute.useSearch()} />;
+  },
+});
+
+const optionalPage = (value: unknown) => (value === undefined ? undefined : parsePage(value));
+
+const agentRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'agents/$agentId',
+  validateSearch: (search: Record<string, unknown>): AgentSearch => ({
+    pending: optionalPage(search.pending),
+    leased: optionalPage(search.leased),
+    dead: optionalPage(search.dead),
+  }),
+  component: function Agent() {
+    return <AgentDetailView agentId={agentRoute.useParams().agentId} />;
+  },
+});
+
+const projectsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks',
+  validateSearch: (search: Record<string, unknown>): ProjectsSearch => ({ page: optionalPage(search.page) }),
+  component: function Projects() {
+    return <ProjectsView search={projectsRoute.useSearch()} />;
+  },
+});
+
+const boardRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks/projects/$projectId',
+  validateSearch: (search: Record<string, unknown>): BoardSearch => ({ statuses: parseStatuses(search.statuses) }),
+  component: function Board() {
+    return <BoardView projectId={boardRoute.useParams().projectId} search={boardRoute.useSearch()} />;
+  },
+});
+
+const taskRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks/$taskId',
+  validateSearch: (search: Record<string, unknown>): TaskSearch => ({ comments: optionalPage(search.comments), activity: optionalPage(search.activity) }),
+  component: function TaskDetail() {
+    return <TaskDetailView taskId={taskRoute.useParams().taskId} />;
   },
 });
 
@@ -215,10 +257,13 @@ const routeTree = rootRoute.addChildren([
   plansRoute,
   planRoute,
   agentsRoute,
+  agentRoute,
   routinesRoute,
   newRoutineRoute,
   routineRoute,
-  placeholder('tasks', 'Tasks'),
+  projectsRoute,
+  boardRoute,
+  taskRoute,
   artifactsRoute,
   artifactRoute,
   settingsRoute.addChildren([keysRoute, webhooksRoute, webhookRoute]),
