@@ -3,6 +3,7 @@ import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
+import type { DomainMetrics, InboxDepth } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import {
@@ -31,6 +32,8 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 const MAX_BACKOFF_S = 300;
 /** Exhausted leases dead-lettered per reaper transaction. */
 const REAP_BATCH = 500;
+/** Inboxes the depth gauges read per scrape (the top ones are shown, the rest summed). */
+const MAX_METRIC_INBOXES = 5000;
 
 export interface Attempt {
   attempt: number;
@@ -101,6 +104,7 @@ export class InboxService implements Inbox, DeliveryStats {
       limiter: RateLimiter;
       logger: Logger;
       events: EventLog;
+      metrics: DomainMetrics;
     },
   ) {
     this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
@@ -163,6 +167,7 @@ export class InboxService implements Inbox, DeliveryStats {
     const now = this.deps.clock.now();
     const row = this.newRow(message, now);
     await this.store.insertMessages(tx, [row]);
+    this.deps.metrics.messagesSent([row.event_name]);
     // Under autocommit the message is in: its inbox wakes now, not at a caller's commit.
     if (tx === autocommit) this.wakeups.committed([row.destination]);
     else await this.wakeups.inTransaction(tx, [row.destination]);
@@ -175,6 +180,7 @@ export class InboxService implements Inbox, DeliveryStats {
     const now = this.deps.clock.now();
     const rows = messages.map((message) => this.newRow(message, now));
     await this.store.insertMessages(tx, rows);
+    this.deps.metrics.messagesSent(rows.map((row) => row.event_name));
     await this.wakeups.inTransaction(tx, rows.map((row) => row.destination));
     return rows.map((row) => ({ message_id: row.id, status: 'sent' as const, timestamp: iso(now) }));
   }
@@ -191,7 +197,10 @@ export class InboxService implements Inbox, DeliveryStats {
     const result = await (input.idempotency_key === undefined && input.thread_id === undefined
       ? this.sendPlain({ ...input, source }, now)
       : this.sendChecked(input, source, now));
-    if (!result.replayed) this.wakeups.committed([input.destination]);
+    if (!result.replayed) {
+      this.deps.metrics.messagesSent([input.event_name]);
+      this.wakeups.committed([input.destination]);
+    }
     return {
       sent: { message_id: result.row.id, status: 'sent', timestamp: iso(result.row.created_at) },
       replayed: result.replayed,
@@ -252,6 +261,7 @@ export class InboxService implements Inbox, DeliveryStats {
   async sendBatch(messages: OutgoingMessage[], now: number): Promise<string[]> {
     const rows = messages.map((message) => this.newRow(message, now));
     if (rows.length > 0) await this.store.inTransaction((tx) => this.store.insertMessages(tx, rows));
+    this.deps.metrics.messagesSent(rows.map((r) => r.event_name));
     this.wakeups.committed(rows.map((r) => r.destination));
     return rows.map((r) => r.id);
   }
@@ -317,6 +327,7 @@ export class InboxService implements Inbox, DeliveryStats {
       wants: (claimed) => claimed.some((row) => this.hears(row, 'delivered')),
       record: (tx, claimed) => this.emitOutcomes(tx, claimed, { status: 'delivered' }),
     });
+    for (const row of rows) if (row.deliveries === 1) this.deps.metrics.messageQueued(row.origin_kind, (lease.now - row.created_at) / 1000);
     return rows.map(toMessage);
   }
 
@@ -339,13 +350,15 @@ export class InboxService implements Inbox, DeliveryStats {
   async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
     const now = this.deps.clock.now();
-    await this.store.inTransaction(async (tx) => {
+    const rows = await this.store.inTransaction(async (tx) => {
       const rows = await this.settleable(tx, caller, ids);
       // A batch settles in two statements, whatever its size (was two per message).
       await this.store.settle(tx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
       await this.store.endAttempts(tx, rows, 'acked', null, now);
       await this.emitOutcomes(tx, rows, { status: 'acknowledged', output });
+      return rows;
     });
+    this.deps.metrics.messagesSettled('acked', rows.map((row) => row.event_name));
     return { acknowledged: ids };
   }
 
@@ -371,12 +384,14 @@ export class InboxService implements Inbox, DeliveryStats {
       const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
       const retryAt = now + delay * 1000;
       await this.store.settle(tx, [row!.id], { visible_at: retryAt });
+      this.deps.metrics.messagesSettled('rejected', [row!.event_name]);
       return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
     });
   }
 
   private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number, actor: string): Promise<void> {
     await this.store.settle(tx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
+    this.deps.metrics.messagesSettled('dead_lettered', [row.event_name]);
     // Logged before what its producer makes of it (a step failed), in the order they happened.
     await this.deps.events.append(tx, {
       type: 'message.dead_lettered',
@@ -432,6 +447,18 @@ export class InboxService implements Inbox, DeliveryStats {
       oldest_pending_at: iso(oldest),
       oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.floor((now - oldest) / 1000)),
     };
+  }
+
+  /** Every inbox holding messages, deepest first (the inbox gauges of /metrics; at most MAX_METRIC_INBOXES). */
+  async depths(): Promise<InboxDepth[]> {
+    const now = this.deps.clock.now();
+    const page = await this.store.inboxCounts(autocommit, undefined, now, { limit: MAX_METRIC_INBOXES, offset: 0 });
+    return page.items
+      .map((counts) => {
+        const { agent_id, pending, oldest_pending_age_seconds } = this.summary(counts, now);
+        return { agent_id, pending, oldest_pending_age_seconds };
+      })
+      .sort((a, b) => b.pending - a.pending);
   }
 
   /** Looks at an agent's pending or leased messages, in inbox order; never leases them. */
