@@ -124,7 +124,7 @@ export function createAgent(options: AgentOptions): Agent {
     // the agent's own spans continue the sender's trace; the acknowledgement or rejection carries
     // it on. Without an OpenTelemetry SDK in this process the API is a no-op and the message's
     // own traceparent is passed on unchanged.
-    const span = tracer.startSpan(
+    const span = tracer().startSpan(
       `process ${agentId}`,
       {
         kind: SpanKind.CONSUMER,

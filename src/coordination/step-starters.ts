@@ -124,7 +124,7 @@ export class StepStarters {
     }
     // The agent's invocation (OTel GenAI conventions): the step message's send is its child, so
     // the agent's work, its acknowledgement and the steps that follows stay in the run's trace.
-    const invocation = tracer.startSpan(`invoke_agent ${agent}`, {
+    const invocation = tracer().startSpan(`invoke_agent ${agent}`, {
       kind: SpanKind.CLIENT,
       attributes: {
         'gen_ai.operation.name': 'invoke_agent',

@@ -1,11 +1,15 @@
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 
 /**
  * Spans through `@opentelemetry/api` only (design §11). Without a tracer provider (OTEL_* unset:
  * tracing.ts never loads the SDK) every call here is the API's no-op: a span that records
  * nothing, and a context that carries only what it was given.
  */
-export const tracer = trace.getTracer('switchboard');
+export function tracer(): Tracer {
+  // Asked each time, not kept: a provider registered later (a second app in one process, after
+  // the first unregistered its own) would never reach a tracer taken from the one before.
+  return trace.getTracer('switchboard');
+}
 
 export { SpanKind, type Context, type Span };
 
@@ -60,7 +64,7 @@ export interface SpanOptions {
  */
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
-  const span = tracer.startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links }, parent);
+  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links }, parent);
   return context.with(trace.setSpan(parent, span), async () => {
     try {
       return await fn(span);

@@ -157,7 +157,7 @@ export class InboxService implements Inbox, DeliveryStats {
   private newRow(message: OutgoingMessage, now: number, spans: Span[]): NewMessageRow {
     if (message.delay_seconds !== undefined && message.delay_seconds < 0) throw InvalidRequest.field('delay_seconds', 'must be ≥ 0');
     const id = newId('msg', now);
-    const span = tracer.startSpan(
+    const span = tracer().startSpan(
       `send ${message.destination}`,
       {
         kind: SpanKind.PRODUCER,
@@ -367,8 +367,7 @@ export class InboxService implements Inbox, DeliveryStats {
     // A `receive` span for the claims that lease something (a long poll's empty looks are not
     // worth one each), linked to each message's send (OTel messaging conventions).
     if (rows.length > 0) {
-      tracer
-        .startSpan(`receive ${agentId}`, {
+      tracer().startSpan(`receive ${agentId}`, {
           kind: SpanKind.CONSUMER,
           startTime,
           links: rows.flatMap((row) => linkTo(row.traceparent)),

@@ -120,6 +120,11 @@ describeEachDialect('traces', (dialect) => {
     const acks = settles.filter((s) => s.attributes['messaging.operation.name'] === 'ack');
     expect(acks.map(idOf)).toContain(parentOf(second!));
     expect(retry!.attributes['switchboard.step.attempt']).toBe(2);
+    // PostgreSQL's queries are spans of the requests that made them (the pg instrumentation).
+    if (dialect === 'postgres') {
+      const queries = inTrace.filter((s) => (s.attributes['db.system.name'] ?? s.attributes['db.system']) === 'postgresql');
+      expect(queries.length).toBeGreaterThan(0);
+    }
   });
 
   it('honours a traceparent header on send and hands the send’s context to the receiver', async () => {
