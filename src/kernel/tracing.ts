@@ -11,7 +11,7 @@ export function tracer(): Tracer {
   return trace.getTracer('switchboard');
 }
 
-export { SpanKind, type Context, type Span };
+export { SpanKind, SpanStatusCode, type Context, type Span };
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const INVALID_TRACE = '0'.repeat(32);
