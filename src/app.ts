@@ -19,6 +19,7 @@ import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
+import { DomainMetrics } from './kernel/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
 import { InProcessNotifier, type Notifier } from './kernel/notifier.js';
@@ -78,6 +79,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const lifecycle = new AbortController();
   let listenUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;
   const limiter = new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
+  const metrics = createMetrics();
+  const domainMetrics = new DomainMetrics(metrics);
   const platform: Platform = {
     config,
     database,
@@ -87,6 +90,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     publicUrl: () => config.publicUrl ?? listenUrl,
     shutdown: lifecycle.signal,
     limiter,
+    metrics: domainMetrics,
   };
 
   // Every domain appends to the log, so it comes first; the groups an agent reads group-shared
@@ -131,7 +135,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...webhooks.workers,
   ];
 
-  const metrics = createMetrics();
+  domainMetrics.observe(metrics, { inboxes: () => messaging.inbox.depths(), agentsByHealth: () => discovery.service.countByHealth() });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   const http = await buildHttpServer({
     config,

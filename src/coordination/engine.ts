@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { contextOf, inSpan, traceparentOfSpan } from '../kernel/tracing.js';
 import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type MessageOutcome, type PublishedEvent } from '../kernel/ports.js';
@@ -52,6 +53,7 @@ export interface EngineDeps {
   events: EventLog;
   /** Signs the approval links of human steps' events and approvers' messages. */
   links: ApprovalLinks;
+  metrics: DomainMetrics;
   /** When this node's timer worker looks next (0 while it is running a pass). */
   timerPlannedAt: () => number;
 }
@@ -83,7 +85,7 @@ export class RunEngine {
   private readonly starters: StepStarters;
 
   constructor(private readonly deps: EngineDeps) {
-    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events, links: deps.links });
+    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events, links: deps.links, metrics: deps.metrics });
     this.starters = new StepStarters({
       store: deps.store,
       directory: deps.directory,

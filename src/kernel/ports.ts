@@ -167,6 +167,7 @@ export const EVENT_TYPES = [
   'task.created',
   'task.updated',
   'task.unblocked',
+  'task.commented',
   'task.deleted',
   'artifact.created',
   'artifact.version_created',

@@ -3,6 +3,7 @@ import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
+import type { DomainMetrics, InboxDepth } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import {
@@ -32,6 +33,8 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 const MAX_BACKOFF_S = 300;
 /** Exhausted leases dead-lettered per reaper transaction. */
 const REAP_BATCH = 500;
+/** Inboxes the depth gauges read per scrape (the top ones are shown, the rest summed). */
+const MAX_METRIC_INBOXES = 5000;
 
 export interface Attempt {
   attempt: number;
@@ -110,6 +113,7 @@ export class InboxService implements Inbox, DeliveryStats {
       limiter: RateLimiter;
       logger: Logger;
       events: EventLog;
+      metrics: DomainMetrics;
     },
   ) {
     this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
@@ -198,6 +202,7 @@ export class InboxService implements Inbox, DeliveryStats {
     const spans: Span[] = [];
     const row = this.newRow(message, now, spans);
     await this.store.insertMessages(tx, [row]).finally(() => endAll(spans));
+    this.deps.metrics.messagesSent([row.event_name]);
     // Under autocommit the message is in: its inbox wakes now, not at a caller's commit.
     if (tx === autocommit) this.wakeups.committed([row.destination]);
     else await this.wakeups.inTransaction(tx, [row.destination]);
@@ -211,6 +216,7 @@ export class InboxService implements Inbox, DeliveryStats {
     const spans: Span[] = [];
     const rows = messages.map((message) => this.newRow(message, now, spans));
     await this.store.insertMessages(tx, rows).finally(() => endAll(spans));
+    this.deps.metrics.messagesSent(rows.map((row) => row.event_name));
     await this.wakeups.inTransaction(tx, rows.map((row) => row.destination));
     return rows.map((row) => ({ message_id: row.id, status: 'sent' as const, timestamp: iso(now) }));
   }
@@ -233,7 +239,10 @@ export class InboxService implements Inbox, DeliveryStats {
     const result = await (input.idempotency_key === undefined && input.thread_id === undefined
       ? this.sendPlain(message, now)
       : this.sendChecked(message, now));
-    if (!result.replayed) this.wakeups.committed([input.destination]);
+    if (!result.replayed) {
+      this.deps.metrics.messagesSent([input.event_name]);
+      this.wakeups.committed([input.destination]);
+    }
     return {
       sent: { message_id: result.row.id, status: 'sent', timestamp: iso(result.row.created_at) },
       replayed: result.replayed,
@@ -298,6 +307,7 @@ export class InboxService implements Inbox, DeliveryStats {
     const spans: Span[] = [];
     const rows = messages.map((message) => this.newRow(message, now, spans));
     if (rows.length > 0) await this.store.inTransaction((tx) => this.store.insertMessages(tx, rows)).finally(() => endAll(spans));
+    this.deps.metrics.messagesSent(rows.map((r) => r.event_name));
     this.wakeups.committed(rows.map((r) => r.destination));
     return rows.map((r) => r.id);
   }
@@ -381,6 +391,7 @@ export class InboxService implements Inbox, DeliveryStats {
         })
         .end();
     }
+    for (const row of rows) if (row.deliveries === 1) this.deps.metrics.messageQueued(row.origin_kind, (lease.now - row.created_at) / 1000);
     return rows.map(toMessage);
   }
 
@@ -429,7 +440,7 @@ export class InboxService implements Inbox, DeliveryStats {
   async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
     const now = this.deps.clock.now();
-    await this.store.inTransaction(async (tx) => {
+    const rows = await this.store.inTransaction(async (tx) => {
       const rows = await this.settleable(tx, caller, ids);
       await this.settling(rows, 'ack', async () => {
         // A batch settles in two statements, whatever its size (was two per message).
@@ -437,7 +448,9 @@ export class InboxService implements Inbox, DeliveryStats {
         await this.store.endAttempts(tx, rows, 'acked', null, now);
         await this.emitOutcomes(tx, rows, { status: 'acknowledged', output });
       });
+      return rows;
     });
+    this.deps.metrics.messagesSettled('acked', rows.map((row) => row.event_name));
     return { acknowledged: ids };
   }
 
@@ -464,6 +477,7 @@ export class InboxService implements Inbox, DeliveryStats {
       const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
       const retryAt = now + delay * 1000;
       await this.store.settle(tx, [row!.id], { visible_at: retryAt });
+      this.deps.metrics.messagesSettled('rejected', [row!.event_name]);
       return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
       });
     });
@@ -471,6 +485,7 @@ export class InboxService implements Inbox, DeliveryStats {
 
   private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number, actor: string): Promise<void> {
     await this.store.settle(tx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
+    this.deps.metrics.messagesSettled('dead_lettered', [row.event_name]);
     // Logged before what its producer makes of it (a step failed), in the order they happened.
     await this.deps.events.append(tx, {
       type: 'message.dead_lettered',
@@ -526,6 +541,18 @@ export class InboxService implements Inbox, DeliveryStats {
       oldest_pending_at: iso(oldest),
       oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.floor((now - oldest) / 1000)),
     };
+  }
+
+  /** Every inbox holding messages, deepest first (the inbox gauges of /metrics; at most MAX_METRIC_INBOXES). */
+  async depths(): Promise<InboxDepth[]> {
+    const now = this.deps.clock.now();
+    const page = await this.store.inboxCounts(autocommit, undefined, now, { limit: MAX_METRIC_INBOXES, offset: 0 });
+    return page.items
+      .map((counts) => {
+        const { agent_id, pending, oldest_pending_age_seconds } = this.summary(counts, now);
+        return { agent_id, pending, oldest_pending_age_seconds };
+      })
+      .sort((a, b) => b.pending - a.pending);
   }
 
   /** Looks at an agent's pending or leased messages, in inbox order; never leases them. */

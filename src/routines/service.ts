@@ -4,6 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import { sha256Hex } from '../kernel/sha256.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
@@ -31,6 +32,7 @@ export interface RoutinesDeps {
   logger: Logger;
   /** routine.paused/resumed/triggered and routine.execution.succeeded/failed. */
   events: EventLog;
+  metrics: DomainMetrics;
   /** Routines claimed per fire transaction (default 2,000). */
   fireBatchSize?: number;
 }
@@ -448,6 +450,7 @@ export class RoutinesService {
           continue;
         }
         fires.push(this.fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
+        this.deps.metrics.routineFired((now - slot) / 1000);
         running = true;
         fired = true;
       }

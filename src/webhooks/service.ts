@@ -6,6 +6,7 @@ import { eventTypesMatching, type Event } from '../events/index.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
@@ -49,6 +50,7 @@ export interface WebhooksDeps {
   /** webhook.disabled. */
   events: EventLog;
   feed: EventFeed;
+  metrics: DomainMetrics;
   sender: WebhookSender;
   /** SWITCHBOARD_WEBHOOK_DENY_PRIVATE: refuse URLs whose host is a private IP address. */
   denyPrivate: boolean;
@@ -330,6 +332,8 @@ export class WebhooksService {
       error: result.error,
       response_body: result.responseBody,
     };
+    const deadline = delivery.first_attempt_at! + RETRY_WINDOW_MS;
+    this.deps.metrics.webhookDelivery(result.delivered ? 'delivered' : now >= deadline ? 'gave_up' : 'failed');
     await store.inTransaction(async (tx) => {
       if (result.delivered) {
         if (await store.recordAttempt(tx, delivery.id, delivery.attempts, { status: 'delivered', next_attempt_at: null, ...measured })) {
@@ -337,7 +341,6 @@ export class WebhooksService {
         }
         return;
       }
-      const deadline = delivery.first_attempt_at! + RETRY_WINDOW_MS;
       const outcome =
         now >= deadline
           ? ({ status: 'failed', next_attempt_at: null } as const)

@@ -32,7 +32,7 @@ describeEachDialect('the access log', (dialect) => {
       expect(failed.status).toBe(500);
 
       const requests = log.lines().filter((line) => line.msg === 'request');
-      const byId = (id: string) => requests.filter((line) => line.req_id === id);
+      const byId = (id: string | null) => requests.filter((line) => line.req_id === id);
       expect(byId(ok.headers.get('x-request-id'))).toEqual([
         expect.objectContaining({ level: 30, method: 'GET', route: '/api/v1/discovery/agents/:agent_id/health', status: 200, principal: 'log-reader' }),
       ]);
