@@ -13,6 +13,8 @@ import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
 import { createWebhooksDomain } from './webhooks/index.js';
 import type { Config } from './config.js';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { startTracing, type Tracing } from './tracing.js';
 import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
@@ -36,6 +38,8 @@ export interface AppOptions {
   config: Config;
   clock?: Clock;
   logger?: Logger;
+  /** With `config.tracing`: where spans go instead of the OTLP exporter (tests). */
+  spanProcessor?: SpanProcessor;
 }
 
 export interface App {
@@ -55,12 +59,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config);
+  // First, so that every span of the start (migrations aside) has a provider; null costs nothing.
+  const tracing: Tracing | null = config.tracing
+    ? await startTracing({ config: config.tracing, version: VERSION, spanProcessor: options.spanProcessor })
+    : null;
   const database = openDatabase(databaseOptions(config));
   try {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
   } catch (err) {
     await database.close();
+    await tracing?.shutdown();
     throw err;
   }
 
@@ -135,6 +144,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     limiter,
     anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,
+    tracing: tracing?.httpPlugin ?? null,
     ready: () => database.ping(),
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
@@ -175,6 +185,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         auth.service.close();
         await notifier.close();
         await database.close();
+        await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'could not flush the last spans'));
       })();
       return closing;
     },

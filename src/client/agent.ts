@@ -1,3 +1,5 @@
+import { context, trace } from '@opentelemetry/api';
+import { contextOf, failed, SpanKind, traceparentOf, tracer } from '../kernel/tracing.js';
 import { topicMatches } from '../messaging/topics.js';
 import type { Switchboard } from './client.js';
 import type { Body, Message } from './types.js';
@@ -118,19 +120,44 @@ export function createAgent(options: AgentOptions): Agent {
       },
       (visibility * 1000) / 2,
     );
+    // The handler runs in a `process {agent}` span whose parent is the message's traceparent, so
+    // the agent's own spans continue the sender's trace; the acknowledgement or rejection carries
+    // it on. Without an OpenTelemetry SDK in this process the API is a no-op and the message's
+    // own traceparent is passed on unchanged.
+    const span = tracer().startSpan(
+      `process ${agentId}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'switchboard',
+          'messaging.operation.name': 'process',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': agentId,
+          'messaging.message.id': message.message_id,
+          'messaging.message.delivery_count': message.retry_count + 1,
+          'switchboard.message.event_name': message.event_name,
+        },
+      },
+      contextOf(message.traceparent),
+    );
+    const spanContext = trace.setSpan(contextOf(message.traceparent), span);
+    const traceparent = traceparentOf(spanContext);
+    const headers = traceparent ? { traceparent } : undefined;
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
-      const output = await handler(message);
-      await client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output } });
+      const output = await context.with(spanContext, () => handler(message));
+      await client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output }, headers });
     } catch (error) {
+      failed(span, error);
       const reason = (error instanceof Error ? error.message : String(error)) || 'handler failed';
       const requeue = !(error instanceof PermanentError);
       logger.warn(`agent ${agentId}: message ${message.message_id} (${message.event_name}, delivery ${message.retry_count + 1}) failed: ${reason}${requeue ? '' : ' (permanent)'}`);
-      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue } }).catch(onError);
+      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue }, headers }).catch(onError);
     } finally {
       settled = true;
       clearInterval(lease);
+      span.end();
     }
   }
 

@@ -69,7 +69,7 @@ export class RunContexts {
   }
 
   /** A new run of `spec` (a sub-plan's child of `parent`), its steps not started. */
-  create(spec: StartRun, parent?: { run: RunRow; stepId: string }): RunContext {
+  create(spec: StartRun, parent?: { run: RunRow; stepId: string }, traceparent: string | null = null): RunContext {
     const now = this.deps.clock.now();
     const run: RunRow = {
       id: newId('run', now),
@@ -92,6 +92,7 @@ export class RunContexts {
       started_at: now,
       completed_at: null,
       updated_at: now,
+      traceparent,
     };
     const rows = spec.definition.steps.map(
       (def, position): RunStepRow => ({ run_id: run.id, step_id: def.id, position, parent_step_id: null, item_index: -1, item: null, ...NOT_STARTED }),

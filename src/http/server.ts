@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginCallback } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { AuthService } from '../auth/index.js';
@@ -47,6 +47,8 @@ export interface HttpServerOptions {
   /** Budgets per client address of requests without a principal. */
   anonymousLimiter: RateLimiter;
   metrics: Registry;
+  /** The OpenTelemetry request-span plugin (tracing.ts), registered before any route; null without tracing. */
+  tracing: FastifyPluginCallback | null;
   /** Throws when the database cannot be reached (GET /readyz). */
   ready: () => Promise<void>;
   routes: RouteGroup[];
@@ -104,6 +106,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     parseJson(request, raw.toString('utf8'), done);
   });
 
+  if (options.tracing) await app.register(options.tracing);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-ID', request.id);
     done();

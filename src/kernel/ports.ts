@@ -29,6 +29,11 @@ export interface OutgoingMessage {
   delay_seconds?: number;
   max_deliveries?: number;
   origin?: MessageOrigin;
+  /**
+   * W3C trace context the send continues (a plan step's `invoke_agent` span, a routine fire):
+   * the parent of its `send` span. Default: the active span.
+   */
+  traceparent?: string | null;
 }
 
 export interface SentMessage {

@@ -124,6 +124,7 @@ const MESSAGE_TEMPLATE: Record<keyof NewMessageRow, null> = {
   origin_kind: null,
   origin_ref: null,
   redriven_from: null,
+  traceparent: null,
   created_at: null,
 };
 

@@ -1,3 +1,4 @@
+import { inSpan, SpanKind, SpanStatusCode } from '../kernel/tracing.js';
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import { autocommit, type Tx } from '../db/tx.js';
@@ -274,12 +275,31 @@ export class WebhooksService {
 
   /** Makes one claimed attempt and records how it ended (unless `stop` cut it short). */
   async attempt(delivery: ClaimedDelivery & { url: string; secret: string }, stop: AbortSignal): Promise<void> {
-    const result = await this.deps.sender.send(
-      { url: delivery.url, secret: delivery.secret, eventId: delivery.event_id, payload: delivery.payload, timestamp: this.deps.clock.now() },
-      stop,
+    // A span per attempt (no request carries it: the worker claimed it), its outcome on it.
+    await inSpan(
+      `deliver_webhook ${delivery.webhook_id}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'server.address': new URL(delivery.url).hostname,
+          'switchboard.webhook.id': delivery.webhook_id,
+          'switchboard.webhook.delivery.id': delivery.id,
+          'switchboard.webhook.delivery.attempt': delivery.attempts,
+          'switchboard.event.id': delivery.event_id,
+        },
+      },
+      async (span) => {
+        const result = await this.deps.sender.send(
+          { url: delivery.url, secret: delivery.secret, eventId: delivery.event_id, payload: delivery.payload, timestamp: this.deps.clock.now() },
+          stop,
+        );
+        if (result?.statusCode != null) span.setAttribute('http.response.status_code', result.statusCode);
+        if (result && !result.delivered) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? `HTTP ${result.statusCode}` });
+        // Shutting down: the lease runs out and another node (or the next start) tries again.
+        if (result) await this.record(delivery, result);
+      },
     );
-    // Shutting down: the lease runs out and another node (or the next start) tries again.
-    if (result) await this.record(delivery, result);
   }
 
   /** Deletes the settled deliveries older than the event retention period; returns how many. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { DestinationStream } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
@@ -39,6 +40,8 @@ export interface StartOptions {
   adminKey?: string;
   /** Where the server's log lines go, at level info (silent otherwise, unless SWITCHBOARD_TEST_LOG names a level). */
   logDestination?: DestinationStream;
+  /** With OTEL_* tracing in `env`: where spans go instead of OTLP. */
+  spanProcessor?: SpanProcessor;
 }
 
 /** Starts the real app on 127.0.0.1 and a random port, on the given backend. */
@@ -58,6 +61,7 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
   const app = await createApp({
     config,
     clock: options.clock,
+    spanProcessor: options.spanProcessor,
     logger: options.logDestination ? createLogger({ ...config, logLevel: 'info' }, options.logDestination) : createLogger(config),
   });
   const arrivals = new Set<{ method: string; urlPrefix: string; arrived: (request: ArrivedRequest) => void }>();
