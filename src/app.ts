@@ -18,7 +18,8 @@ import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
-import { InProcessNotifier, type Notifier } from './kernel/notifier.js';
+import type { Notifier } from './kernel/notifier.js';
+import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { mcpRoutes } from './mcp/server.js';
@@ -62,8 +63,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     throw err;
   }
 
-  const notifier: Notifier =
-    database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
+  const notifier: Notifier = openNotifier(database, { listen: config.pgListen }, logger);
   if (notifier instanceof PostgresNotifier) await notifier.whenReady();
   const lifecycle = new AbortController();
   let listenUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;

@@ -17,8 +17,7 @@ import { databaseOptions, describeDatabase, openDatabase, sqliteFile, type Datab
 import { hasMigrated, migrateToLatest } from './db/migrate.js';
 import { createEventLog } from './events/index.js';
 import { systemClock } from './kernel/clock.js';
-import { PostgresNotifier } from './db/postgres-notifier.js';
-import { InProcessNotifier } from './kernel/notifier.js';
+import { openNotifier } from './db/notifiers.js';
 import { serveStdio } from './mcp/stdio.js';
 
 /** The actor of what the CLI does (key events). */
@@ -135,7 +134,7 @@ async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthServi
     await migrateToLatest(database);
     // The CLI is its own process: running servers see its revocations on their next request
     // (through PostgreSQL's NOTIFY, or SQLite's data version of the file).
-    const notifier = database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
+    const notifier = openNotifier(database, { listen: config.pgListen }, logger);
     const auth = new AuthService(new AuthStore(database.db, database.caps), systemClock, notifier, createEventLog(database, systemClock, notifier));
     try {
       return await fn(auth);

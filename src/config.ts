@@ -51,6 +51,11 @@ export interface Config {
   readonly webhookDenyPrivate: boolean;
   /** One webhook delivery attempt (connect, answer, the first 4 KiB of its body) fails after this long. */
   readonly webhookTimeoutMs: number;
+  /**
+   * PostgreSQL: wake other nodes through LISTEN/NOTIFY (true) or through notices polled every
+   * 250 ms from a table (false: SWITCHBOARD_PG_LISTEN=off, for PgBouncer in transaction mode).
+   */
+  readonly pgListen: boolean;
   /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
   readonly webhookPollMs: number;
 }
@@ -128,6 +133,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'false') === 'true',
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
+    pgListen: oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on') === 'on',
     ...overrides,
   };
   return Object.freeze(config);

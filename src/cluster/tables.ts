@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 export interface ClusterNodesTable {
   /** `node_…`, new at every start. */
   id: string;
@@ -13,6 +15,16 @@ export interface ClusterNodesTable {
   stopped_at: number | null;
 }
 
+/** Notifications as rows (SWITCHBOARD_PG_LISTEN=off; db/polling-notifier.ts). */
+export interface ClusterNoticesTable {
+  seq: Generated<number>;
+  channel: string;
+  payload: string;
+  /** The database's clock, epoch ms. */
+  created_at: number;
+}
+
 export interface ClusterTables {
   cluster_nodes: ClusterNodesTable;
+  cluster_notices: ClusterNoticesTable;
 }

@@ -17,6 +17,7 @@ import * as webhooks from './0014-webhooks.js';
 import * as eventsAppendLock from './0015-events-append-lock.js';
 import * as cluster from './0016-cluster.js';
 import * as blobChunks from './0017-blob-chunks.js';
+import * as clusterNotices from './0018-cluster-notices.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -44,4 +45,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0015-events-append-lock': eventsAppendLock,
   '0016-cluster': cluster,
   '0017-blob-chunks': blobChunks,
+  '0018-cluster-notices': clusterNotices,
 };
