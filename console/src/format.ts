@@ -64,3 +64,17 @@ export function pageWindow(page: number, pageSize: number, total: number): PageW
     next: current < pages ? current + 1 : null,
   };
 }
+
+const BYTE_UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+/** A size for people: "512 bytes", "1.5 KiB", "20 MiB" (binary units, one decimal under 10). */
+export function formatBytes(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  if (unit === 0) return `${bytes} ${bytes === 1 ? 'byte' : 'bytes'}`;
+  return `${value < 10 ? Math.round(value * 10) / 10 : Math.round(value)} ${BYTE_UNITS[unit]}`;
+}

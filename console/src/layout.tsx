@@ -1,4 +1,6 @@
 import { Link, Outlet } from '@tanstack/react-router';
+import { ErrorNotice } from './errors.js';
+import { useLiveStatus, type LiveState } from './live.js';
 import { useSession } from './session.js';
 
 const NAV = [
@@ -16,6 +18,7 @@ const NAV = [
 /** The frame of every signed-in page: the nav, who is signed in, sign-out, and the view. */
 export function Layout() {
   const { whoami, signOut } = useSession();
+  const live = useLiveStatus();
   return (
     <div className="layout">
       <a className="skip-link" href="#content">
@@ -37,6 +40,7 @@ export function Layout() {
           </ul>
         </nav>
         <div className="who">
+          <LiveIndicator live={live} />
           <span title={whoami.key_id ?? undefined}>
             {whoami.role === 'admin' ? 'admin' : `agent ${whoami.agent_id}`}
           </span>
@@ -46,8 +50,25 @@ export function Layout() {
         </div>
       </header>
       <main id="content" tabIndex={-1}>
+        {live.state === 'stopped' && (
+          <>
+            <p className="notice">Live updates stopped: reload the page to see changes.</p>
+            <ErrorNotice error={live.error} />
+          </>
+        )}
         <Outlet />
       </main>
     </div>
+  );
+}
+
+const LIVE_LABELS: Record<LiveState['state'], string> = { connecting: 'Connecting…', live: 'Live', stopped: 'Not live' };
+
+/** Whether the views follow the event stream (a reopening after a drop shows as live: the SDK resumes it). */
+function LiveIndicator({ live }: { live: LiveState }) {
+  return (
+    <span className={`live-status live-${live.state}`} data-live={live.state} title="Live updates through the event stream">
+      {LIVE_LABELS[live.state]}
+    </span>
   );
 }

@@ -4,7 +4,11 @@ import { parseFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { SessionGate } from './session.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
+import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
+import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { OverviewView } from './views/overview.js';
+import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
 
 const rootRoute = createRootRoute({
   component: () => (
@@ -32,6 +36,56 @@ const agentsRoute = createRoute({
   },
 });
 
+const overviewRoute = createRoute({ getParentRoute: () => rootRoute, path: '/', component: OverviewView });
+
+const routinesRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines',
+  validateSearch: (search: Record<string, unknown>): RoutinesSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    state: search.state === 'enabled' || search.state === 'paused' ? search.state : undefined,
+    trigger: search.trigger === 'cron' || search.trigger === 'webhook' ? search.trigger : undefined,
+  }),
+  component: function Routines() {
+    return <RoutinesView search={routinesRoute.useSearch()} />;
+  },
+});
+
+const newRoutineRoute = createRoute({ getParentRoute: () => rootRoute, path: 'routines/new', component: NewRoutineView });
+
+const routineRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'routines/$routineId',
+  validateSearch: (search: Record<string, unknown>): RoutineSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  component: function Routine() {
+    return <RoutineView routineId={routineRoute.useParams().routineId} search={routineRoute.useSearch()} />;
+  },
+});
+
+const artifactsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts',
+  validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    type: parseFilter(search.type),
+    metadata: parseFilter(search.metadata),
+  }),
+  component: function Artifacts() {
+    return <ArtifactsView search={artifactsRoute.useSearch()} />;
+  },
+});
+
+const artifactRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'artifacts/$artifactId',
+  validateSearch: (search: Record<string, unknown>): ArtifactSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function Artifact() {
+    return <ArtifactDetailView artifactId={artifactRoute.useParams().artifactId} search={artifactRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -53,14 +107,17 @@ const keysRoute = createRoute({
 });
 
 const routeTree = rootRoute.addChildren([
-  placeholder('/', 'Overview'),
+  overviewRoute,
   placeholder('approvals', 'Approvals'),
   placeholder('runs', 'Runs'),
   placeholder('plans', 'Plans'),
   agentsRoute,
-  placeholder('routines', 'Routines'),
+  routinesRoute,
+  newRoutineRoute,
+  routineRoute,
   placeholder('tasks', 'Tasks'),
-  placeholder('artifacts', 'Artifacts'),
+  artifactsRoute,
+  artifactRoute,
   settingsRoute.addChildren([keysRoute]),
 ]);
 

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
 import { Switchboard, SwitchboardError, type Result } from '../../src/client/browser.js';
+import { LiveEvents, useLiveRefresh } from './live.js';
 import { SignIn } from './sign-in.js';
 
 /** Where the key is kept: sessionStorage, so it ends with the tab (design §9). */
@@ -60,17 +61,22 @@ export function SessionGate({ children }: { children: ReactNode }) {
     queryClient.clear();
   }, [queryClient, reset]);
 
-  // A key revoked while in use: the first view that gets a 401 ends the session, and the form says why.
+  // A key revoked while in use: the first query or event stream that gets a 401 ends the session, and the form says why.
   const [ended, setEnded] = useState<SwitchboardError | null>(null);
+  const end = useCallback(
+    (error: SwitchboardError) => {
+      setEnded(error);
+      signOut();
+    },
+    [signOut],
+  );
   useEffect(
     () =>
       queryClient.getQueryCache().subscribe((event) => {
         const error = event.query.state.error;
-        if (event.type !== 'updated' || !(error instanceof SwitchboardError) || error.status !== 401) return;
-        setEnded(error);
-        signOut();
+        if (event.type === 'updated' && error instanceof SwitchboardError && error.status === 401) end(error);
       }),
-    [queryClient, signOut],
+    [queryClient, end],
   );
   const start = (key: string) => {
     setEnded(null);
@@ -79,7 +85,25 @@ export function SessionGate({ children }: { children: ReactNode }) {
 
   const session = useMemo(() => (client && whoami.data ? { client, whoami: whoami.data, signOut } : null), [client, whoami.data, signOut]);
 
-  if (session) return <SessionContext.Provider value={session}>{children}</SessionContext.Provider>;
+  if (session) {
+    return (
+      <SessionContext.Provider value={session}>
+        <LiveEvents key={apiKey} client={session.client} onRefused={end}>
+          <RevocationWatch />
+          {children}
+        </LiveEvents>
+      </SessionContext.Provider>
+    );
+  }
   if (client && whoami.isPending) return <p className="splash">Signing in…</p>;
   return <SignIn error={signIn.error ?? whoami.error ?? ended} pending={signIn.isPending} onSignIn={start} />;
+}
+
+/**
+ * A key revoked while the console uses it (`key.revoked`, which an admin's stream carries): asking
+ * whoami again gets the 401 that ends the session at once, not at the next refetch of a view.
+ */
+function RevocationWatch() {
+  useLiveRefresh({ queryKey: ['whoami'], events: ['key.revoked'] });
+  return null;
 }

@@ -1,3 +1,4 @@
+import { topicMatches } from '../messaging/topics.js';
 import type { Switchboard } from './client.js';
 import type { Body, Message } from './types.js';
 
@@ -48,18 +49,6 @@ export interface Agent {
   readonly inFlight: number;
 }
 
-/** NATS-style matching as the server's subscriptions do it; a lone `*` matches any name. */
-function matches(pattern: string, eventName: string): boolean {
-  if (pattern === '*' || pattern === eventName) return true;
-  const p = pattern.split('.');
-  const t = eventName.split('.');
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === '>') return i === p.length - 1 && t.length > i;
-    if (i >= t.length || (p[i] !== '*' && p[i] !== t[i])) return false;
-  }
-  return p.length === t.length;
-}
-
 /**
  * An agent worker: registers its capabilities, heartbeats its load, long-polls its inbox and
  * runs handlers with bounded concurrency, acknowledging with the handler's return value or
@@ -82,7 +71,7 @@ export function createAgent(options: AgentOptions): Agent {
   function route(eventName: string): Handler | undefined {
     return (
       handlers.find(({ pattern }) => pattern === eventName) ??
-      handlers.find(({ pattern }) => pattern !== '*' && matches(pattern, eventName)) ??
+      handlers.find(({ pattern }) => pattern !== '*' && topicMatches(pattern, eventName)) ??
       handlers.find(({ pattern }) => pattern === '*')
     )?.handler;
   }

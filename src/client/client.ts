@@ -61,8 +61,11 @@ export interface ConnectionOptions {
   onRetry?: (event: RetryEvent) => void;
 }
 
-/** A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through index.ts). */
-export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner }) & ConnectionOptions;
+/**
+ * A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through
+ * index.ts); or none, for the public operations alone (an approval link's page, an upload URL).
+ */
+export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner } | { apiKey?: never; signer?: never }) & ConnectionOptions;
 
 type AnyInput = {
   path?: Record<string, string | number>;
@@ -91,8 +94,12 @@ export interface ArtifactStreams {
   downloadStream(input: { artifact_id: string; version?: number; signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>;
 }
 
-/** What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive). */
-export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal };
+/**
+ * What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive);
+ * `onOpen` is called each time the server has answered an opening or reopening of the stream,
+ * from when on no event is missed (a reader that loaded state before may reload it then).
+ */
+export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void };
 
 /** The extra events method that follows the live stream. */
 export interface EventStreams {
@@ -111,6 +118,11 @@ const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b78
 
 function isStream(body: unknown): body is ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> {
   return body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
+}
+
+/** The items of a page: the data, or the list under the key the operation names (`data.agents`). */
+function itemsOf(spec: OperationSpec, data: unknown): unknown[] {
+  return (spec.length === 4 ? (data as Record<string, unknown>)[spec[3]] : data) as unknown[];
 }
 
 /** A JSON body with an `idempotency_key` (POST /messaging/send). */
@@ -211,11 +223,11 @@ export class Switchboard {
     this.#retries = options.retries ?? 3;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.#onRetry = options.onRetry;
-    if ('apiKey' in options) {
-      this.#apiKey = options.apiKey;
-    } else {
+    if ('signer' in options && options.signer) {
       this.agentId = options.signer.agentId;
       this.#signer = options.signer;
+    } else if ('apiKey' in options) {
+      this.#apiKey = options.apiKey;
     }
     this.auth = this.#domain('auth');
     this.messaging = this.#domain('messaging');
@@ -249,7 +261,7 @@ export class Switchboard {
     this.cluster = this.#domain('cluster');
   }
 
-  async *#follow(events: DomainClient<'events'>, { signal, ...query }: StreamEventsInput): AsyncIterable<Event> {
+  async *#follow(events: DomainClient<'events'>, { signal, onOpen, ...query }: StreamEventsInput): AsyncIterable<Event> {
     let after = query.after;
     for (let drops = 0; ; drops++) {
       try {
@@ -258,6 +270,7 @@ export class Switchboard {
           ...(after === undefined ? {} : { headers: { 'last-event-id': after } }),
           ...(signal ? { signal } : {}),
         });
+        onOpen?.();
         const messages = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
         for await (const message of messages) {
           drops = 0;
@@ -292,7 +305,7 @@ export class Switchboard {
     let offset = Number(input.query?.offset ?? 0);
     for (;;) {
       const { data, meta } = await this.#call(spec, { ...input, query: { ...input.query, limit, offset } });
-      const items = data as unknown[];
+      const items = itemsOf(spec, data);
       yield* items;
       offset += items.length;
       if (items.length === 0 || items.length < limit || meta?.total === undefined || offset >= meta.total) return;
@@ -301,7 +314,7 @@ export class Switchboard {
 
   async #page(spec: OperationSpec, input: AnyInput = {}): Promise<Page<unknown>> {
     const { data, meta } = await this.#call(spec, input);
-    const items = data as unknown[];
+    const items = itemsOf(spec, data);
     return { items, total: meta?.total ?? items.length, limit: meta?.limit ?? items.length, offset: meta?.offset ?? 0 };
   }
 
@@ -420,7 +433,9 @@ export class Switchboard {
   }
 
   #credentials(method: string, pathWithQuery: string, bodySha256: string): Record<string, string> {
-    return this.#signer ? this.#signer.headers(method, pathWithQuery, bodySha256) : { authorization: `Bearer ${this.#apiKey}` };
+    if (this.#signer) return this.#signer.headers(method, pathWithQuery, bodySha256);
+    // Without credentials an operation that needs them is sent as it is, and the server answers 401.
+    return this.#apiKey === undefined ? {} : { authorization: `Bearer ${this.#apiKey}` };
   }
 }
 

@@ -12,5 +12,6 @@ export {
 } from './client.js';
 export { verifyWebhook, WebhookVerificationError, type WebhookHeaders } from './webhooks.js';
 export { createAgent, PermanentError, type Agent, type AgentOptions, type Handler } from './agent.js';
+export { topicMatches } from '../messaging/topics.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
 export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';

@@ -5,7 +5,8 @@ export const PUBLIC = 'public';
 
 /**
  * Every operation of the HTTP API, by domain, as `[method, path]` (plus PAGED for paginated
- * lists, which also get an `.all()` async iterator, or PUBLIC). The client's methods are built from this
+ * lists, which also get an `.all()` async iterator, or PUBLIC). A paginated list whose items sit
+ * under a key of its data (`data.agents` of a lookup) names that key after PAGED. The client's methods are built from this
  * table, and test/client/openapi.test.ts compares it both ways with the served OpenAPI document
  * (operations, methods, paths, pagination, and the shapes in schemas.ts), so the SDK cannot drift
  * from the server.
@@ -29,6 +30,8 @@ export const OPERATIONS = {
     extend: ['POST', '/api/v1/messaging/extend'],
     listDeadLetters: ['GET', '/api/v1/messaging/dead-letters', PAGED],
     redriveDeadLetter: ['POST', '/api/v1/messaging/dead-letters/{message_id}/redrive'],
+    listInboxes: ['GET', '/api/v1/messaging/inboxes', PAGED],
+    listInboxMessages: ['GET', '/api/v1/messaging/inboxes/{agent_id}/messages', PAGED],
     createSession: ['POST', '/api/v1/messaging/sessions'],
     listSessions: ['GET', '/api/v1/messaging/sessions', PAGED],
     getSession: ['GET', '/api/v1/messaging/sessions/{session_id}'],
@@ -47,7 +50,7 @@ export const OPERATIONS = {
     getCapability: ['GET', '/api/v1/discovery/capabilities/{capability_id}'],
     removeCapability: ['DELETE', '/api/v1/discovery/capabilities/{capability_id}'],
     deregisterAgent: ['DELETE', '/api/v1/discovery/agents/{agent_id}'],
-    findAgents: ['GET', '/api/v1/discovery/agents'],
+    findAgents: ['GET', '/api/v1/discovery/agents', PAGED, 'agents'],
     heartbeat: ['POST', '/api/v1/discovery/heartbeat'],
     agentHealth: ['GET', '/api/v1/discovery/agents/{agent_id}/health'],
     listGroups: ['GET', '/api/v1/discovery/groups', PAGED],
@@ -164,7 +167,10 @@ export const OPERATIONS = {
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type OperationSpec = readonly [HttpMethod, string] | readonly [HttpMethod, string, typeof PAGED | typeof PUBLIC];
+export type OperationSpec =
+  | readonly [HttpMethod, string]
+  | readonly [HttpMethod, string, typeof PAGED | typeof PUBLIC]
+  | readonly [HttpMethod, string, typeof PAGED, itemsKey: string];
 export type Domain = keyof typeof OPERATIONS;
 /** `domain.name`, e.g. `messaging.send`. */
 export type OperationKey = { [D in Domain]: `${D}.${keyof (typeof OPERATIONS)[D] & string}` }[Domain];

@@ -67,6 +67,8 @@ export const SCHEMAS = asValidated({
   'messaging.extend': { body: Messaging.ExtendBody, data: Type.Object({ message_id: Type.String(), visible_at: Type.String() }) },
   'messaging.listDeadLetters': { query: Messaging.AgentQuery, data: list(Messaging.DeadLetter) },
   'messaging.redriveDeadLetter': { body: ReasonBody, optionalBody: true, data: Messaging.Message },
+  'messaging.listInboxes': { query: Messaging.AgentQuery, data: list(Messaging.Inbox) },
+  'messaging.listInboxMessages': { query: Messaging.InboxMessagesQuery, data: list(Messaging.InboxMessage) },
   'messaging.createSession': { body: Messaging.SessionBody, data: Messaging.Session },
   'messaging.listSessions': { query: PageQuery, data: list(Messaging.Session) },
   'messaging.getSession': { data: Messaging.Session },

@@ -24,10 +24,17 @@ export type Body<K extends OperationKey> = Schemas[K] extends { body: infer B ex
 export type Query<K extends OperationKey> = Schemas[K] extends { query: infer Q extends TSchema } ? Static<Q> : never;
 /** What a call resolves to: the envelope's `data`, or the `Response` of a download (to stream). */
 export type Result<K extends OperationKey> = Schemas[K] extends { data: infer D extends TSchema } ? Static<D> : Response;
-/** One element of a paginated list. */
-export type Item<K extends OperationKey> = Result<K> extends ReadonlyArray<infer I> ? I : never;
+/** One element of a paginated list (of its data, or of the list under the key its spec names). */
+export type Item<K extends OperationKey> =
+  Spec<K> extends readonly [HttpMethod, string, typeof PAGED, infer Key extends keyof Result<K>]
+    ? Result<K>[Key] extends ReadonlyArray<infer I>
+      ? I
+      : never
+    : Result<K> extends ReadonlyArray<infer I>
+      ? I
+      : never;
 /** Operations that page with limit/offset and so have `.all()`. */
-export type IsPaged<K extends OperationKey> = Spec<K> extends readonly [HttpMethod, string, typeof PAGED] ? true : false;
+export type IsPaged<K extends OperationKey> = Spec<K> extends readonly [HttpMethod, string, typeof PAGED, ...string[]] ? true : false;
 
 /** One page of a paginated list, with the server's `meta`. */
 export interface Page<T> {

@@ -5,6 +5,7 @@ import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.
 import type { Notifier } from '../kernel/notifier.js';
 import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type MessageOutcome, type PublishedEvent } from '../kernel/ports.js';
 import { isJsonObject } from '../kernel/json.js';
+import { ajvFieldProblems } from '../kernel/validation-problems.js';
 import { topicMatches } from '../messaging/topics.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_STEP_TIMEOUT_S, inputValidator, type StepTemplate } from './plan.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
@@ -241,8 +242,7 @@ export class RunEngine {
     const { step, def } = this.humanStep(ctx, stepId, 'human_input', claim);
     const validate = inputValidator(def.schema ?? {});
     if (!validate(data)) {
-      const details = (validate.errors ?? []).map((e) => ({ field: `data${e.instancePath.replaceAll('/', '.')}`, message: e.message ?? 'is invalid' }));
-      throw new InvalidRequest('data does not match the step schema', details);
+      throw new InvalidRequest('data does not match the step schema', ajvFieldProblems(validate.errors ?? [], 'data'));
     }
     record(ctx, 'step.input_received', stepId, { by: by.name });
     setStepDetail(step, { ...stepDetail(step), submitted_by: by.name });

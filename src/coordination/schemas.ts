@@ -178,7 +178,12 @@ export const RunStepParams = Type.Object({ run_id: RunParams.properties.run_id, 
 
 export const ListRunsQuery = Type.Composite([
   PageQuery,
-  Type.Object({ plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(RunStatus) }),
+  Type.Object({
+    plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' })),
+    status: Type.Optional(RunStatus),
+    started_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started at or after this time (ISO 8601)' })),
+    started_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started before this time (ISO 8601)' })),
+  }),
 ]);
 
 const Approved = Type.Boolean({ description: 'true approves the step; false rejects it, which fails the run' });

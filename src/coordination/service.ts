@@ -40,6 +40,14 @@ export interface Plan {
   updated_at: string;
 }
 
+/** GET /coordination/runs's filters (times as ISO 8601). */
+export interface RunListQuery {
+  plan_id?: string;
+  status?: RunStatus;
+  started_after?: string;
+  started_before?: string;
+}
+
 export interface RunStep {
   id: string;
   type: string;
@@ -312,10 +320,15 @@ export class CoordinationService {
     return this.view(autocommit, runId);
   }
 
-  async listRuns(filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<Run>> {
+  async listRuns(filter: RunListQuery, window: Page): Promise<Paged<Run>> {
     let planId = filter.plan_id;
     if (planId !== undefined) planId = (await this.store.findPlan(autocommit, planId))?.id ?? planId;
-    const page = await this.store.listRuns(autocommit, { ...filter, plan_id: planId }, window);
+    const ms = (time: string | undefined) => (time === undefined ? undefined : Date.parse(time));
+    const page = await this.store.listRuns(
+      autocommit,
+      { planId, status: filter.status, startedAfter: ms(filter.started_after), startedBefore: ms(filter.started_before) },
+      window,
+    );
     const steps = await this.store.stepsOfRuns(autocommit, page.items.map((run) => run.id));
     const items = page.items.map((run) => toRun(run, steps.get(run.id)!));
     return { items, total: page.total };

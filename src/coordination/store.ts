@@ -13,6 +13,14 @@ import type { PlanDefinition } from './plan.js';
 import type { RunStatus, PlansTable, PlanVersionsTable, RunsTable, RunStepsTable, RunEventsTable, PlanTriggersTable, TriggerFiresTable } from './tables.js';
 
 /** A waiting human step, as the approvals inbox lists it. */
+/** Which runs a list shows: times in ms, `startedAfter` inclusive and `startedBefore` exclusive. */
+export interface RunFilter {
+  planId?: string;
+  status?: RunStatus;
+  startedAfter?: number;
+  startedBefore?: number;
+}
+
 export interface PendingHumanStepRow {
   run_id: string;
   step_id: string;
@@ -274,10 +282,12 @@ export class CoordinationStore extends Store {
     return byRun;
   }
 
-  async listRuns(tx: Tx, filter: { plan_id?: string; status?: RunStatus }, window: Page): Promise<Paged<RunRow>> {
+  async listRuns(tx: Tx, filter: RunFilter, window: Page): Promise<Paged<RunRow>> {
     let query = dbOf(tx, this.db).selectFrom('runs').selectAll().orderBy('id', 'desc');
-    if (filter.plan_id !== undefined) query = query.where('plan_id', '=', filter.plan_id);
+    if (filter.planId !== undefined) query = query.where('plan_id', '=', filter.planId);
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
+    if (filter.startedAfter !== undefined) query = query.where('started_at', '>=', filter.startedAfter);
+    if (filter.startedBefore !== undefined) query = query.where('started_at', '<', filter.startedBefore);
     return paginate(query, window);
   }
 

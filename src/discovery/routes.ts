@@ -95,14 +95,15 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
       {
         schema: {
           tags,
-          summary: 'Look up agents by capability (text.* wildcard) and group, one entry per agent, ordered by a routing strategy',
+          summary: 'Look up agents by capability (text.* wildcard) and group, one entry per agent, ordered by a routing strategy; pages with limit and offset',
           querystring: LookupQuery,
           response: { 200: LookupEnvelope },
         },
       },
       async (request, reply) => {
         const { agents, strategy, total } = await service.lookupAgents(request.query);
-        return okWithMeta(reply, { agents }, { strategy, total });
+        const window = page(request.query);
+        return okWithMeta(reply, { agents }, { strategy, total, limit: window.limit, offset: window.offset });
       },
     );
 

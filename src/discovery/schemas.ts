@@ -105,6 +105,13 @@ export const LookupQuery = Type.Object({
   strategy: Type.Optional(StrategyName),
   group: Type.Optional(GroupName),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  offset: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      default: 0,
+      description: 'Agents to skip in the order of the strategy (a page of the list); the round_robin, random and weighted orders change from call to call',
+    }),
+  ),
   include_unhealthy: Type.Optional(Type.Boolean({ default: false })),
 });
 export type LookupQuery = Static<typeof LookupQuery>;
@@ -132,7 +139,9 @@ export const LookupEnvelope = Type.Object({
   meta: Type.Object({
     request_id: Type.String(),
     strategy: StrategyName,
-    total: Type.Integer({ description: 'Agents that matched, before the limit' }),
+    total: Type.Integer({ description: 'Agents that matched, before the offset and limit' }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
   }),
 });
 

@@ -67,6 +67,7 @@ export interface LookupInput {
   strategy?: string;
   group?: string;
   limit?: number;
+  offset?: number;
   include_unhealthy?: boolean;
 }
 
@@ -335,6 +336,7 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     const filter = { ...capabilityFilter(input.capability), group: input.group };
     const freshSince = input.include_unhealthy ? null : now - this.ttlMs;
     const limit = input.limit ?? 50;
+    const offset = input.offset ?? 0;
     const entry = (row: CandidateRow, metadata: Metadata): AgentEntry => ({
       agent_id: row.agent_id,
       capability: row.capability,
@@ -349,12 +351,14 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     // An exact name has one row per agent, and these two orders need nothing but the row, so
     // the database sorts and cuts (same order as routing.ts; see DiscoveryStore.rankedCandidates).
     if (filter.exact !== undefined && (strategy === 'first_available' || strategy === 'least_loaded')) {
+      // The tiers of rankedCandidates have no offset of their own: a page reads the agents before
+      // it too (offset + limit rows, never more than the in-memory order below reads for any page).
       const { rows, total } = await this.store.rankedCandidates(
         tx,
         { exact: filter.exact, group: filter.group },
-        { order: strategy, includeUnhealthy: freshSince === null, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit },
+        { order: strategy, includeUnhealthy: freshSince === null, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit: offset + limit },
       );
-      return { agents: rows.map((row) => entry(row, parseObject(row.metadata))), strategy, total };
+      return { agents: rows.slice(offset).map((row) => entry(row, parseObject(row.metadata))), strategy, total };
     }
 
     const rows = await this.store.candidates(tx, filter, freshSince);
@@ -373,7 +377,7 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
       weight: finite(metadata.get(row.id)!.weight) ?? 1,
       score: scores.get(row.agent_id)?.value ?? null,
     }));
-    const ordered = route(strategy, candidates, { cursor, random: this.random }).slice(0, limit);
+    const ordered = route(strategy, candidates, { cursor, random: this.random }).slice(offset, offset + limit);
     const agents = ordered.map((candidate): AgentEntry => {
       const row = byAgent.get(candidate.agent_id)!;
       const result = entry(row, metadata.get(row.id)!);

@@ -20,7 +20,7 @@ import {
 import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
 import { InboxWakeups } from './inbox-wakeups.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
-import { newMessageRow, type DeliveryRow, type MessageRow, type MessagingStore, type NewMessageRow } from './store.js';
+import { newMessageRow, type DeliveryRow, type InboxCounts, type MessageRow, type MessagingStore, type NewMessageRow } from './store.js';
 import type { ThreadsService } from './threads.js';
 
 export const DEFAULT_MAX_DELIVERIES = 5;
@@ -45,6 +45,25 @@ export interface DeadLetter extends Message {
   reason: string | null;
   dead_at: string | null;
   attempts: Attempt[];
+}
+
+/** An agent's inbox in numbers (GET /messaging/inboxes). */
+export interface InboxSummary {
+  agent_id: string;
+  pending: number;
+  leased: number;
+  dead_letters: number;
+  oldest_pending_at: string | null;
+  oldest_pending_age_seconds: number | null;
+}
+
+/** A message looked at in its inbox, without leasing it. */
+export interface InboxMessage extends Message {
+  visible_at: string;
+  deliveries: number;
+  max_deliveries: number;
+  lease_expires_at: string | null;
+  leased_to: string | null;
 }
 
 /** What an HTTP caller sends: the port's message without the fields the platform sets. */
@@ -381,9 +400,60 @@ export class InboxService implements Inbox, DeliveryStats {
     });
   }
 
-  async listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
+  /** The agent whose inbox a list is about: the one asked for, else the calling agent (an admin: every agent). */
+  private inboxOf(caller: Caller, agentId: string | undefined): string | undefined {
     const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
     if (agent !== undefined) checkReceiver(caller, agent);
+    return agent;
+  }
+
+  /**
+   * The inboxes holding messages, by agent id, in numbers; with `agentId` that agent's inbox,
+   * empty or not. An agent sees its own only.
+   */
+  async listInboxes(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<InboxSummary>> {
+    const agent = this.inboxOf(caller, agentId);
+    const now = this.deps.clock.now();
+    const page = await this.store.inboxCounts(autocommit, agent, now, window);
+    if (agent !== undefined && page.total === 0) {
+      const empty = { destination: agent, pending: 0, leased: 0, dead: 0, oldest_pending_at: null };
+      return { total: 1, items: window.offset === 0 ? [this.summary(empty, now)] : [] };
+    }
+    return { total: page.total, items: page.items.map((counts) => this.summary(counts, now)) };
+  }
+
+  private summary(counts: InboxCounts, now: number): InboxSummary {
+    const oldest = counts.oldest_pending_at;
+    return {
+      agent_id: counts.destination,
+      pending: counts.pending,
+      leased: counts.leased,
+      dead_letters: counts.dead,
+      oldest_pending_at: iso(oldest),
+      oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.floor((now - oldest) / 1000)),
+    };
+  }
+
+  /** Looks at an agent's pending or leased messages, in inbox order; never leases them. */
+  async inboxMessages(caller: Caller, agentId: string, state: 'pending' | 'leased', window: Page): Promise<Paged<InboxMessage>> {
+    checkReceiver(caller, agentId);
+    const leased = state === 'leased';
+    const page = await this.store.inboxMessages(autocommit, agentId, leased, this.deps.clock.now(), window);
+    return {
+      total: page.total,
+      items: page.items.map((row) => ({
+        ...toMessage(row),
+        visible_at: iso(row.visible_at),
+        deliveries: row.deliveries,
+        max_deliveries: row.max_deliveries,
+        lease_expires_at: leased ? iso(row.visible_at) : null,
+        leased_to: leased ? row.receiver : null,
+      })),
+    };
+  }
+
+  async listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
+    const agent = this.inboxOf(caller, agentId);
     const page = await this.store.listDeadLetters(autocommit, agent, window);
     const attempts = await this.store.attemptsOf(autocommit, page.items.map((r) => r.id));
     return {

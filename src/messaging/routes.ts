@@ -8,6 +8,10 @@ import {
   AgentQuery,
   DeadLetter,
   ExtendBody,
+  Inbox,
+  InboxMessage,
+  InboxMessagesQuery,
+  InboxParams,
   MessageParams,
   Message,
   Published,
@@ -170,6 +174,40 @@ export function messagingRoutes(
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await inbox.listDeadLetters(callerOf(request.principal), request.query.agent_id, window), window);
+      },
+    );
+
+    app.get(
+      '/messaging/inboxes',
+      {
+        schema: {
+          tags,
+          summary: "Inboxes holding messages, by agent: pending, leased and dead-lettered counts (an agent: its own; with agent_id: that inbox, even empty)",
+          querystring: AgentQuery,
+          response: { 200: ListEnvelope(Inbox) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await inbox.listInboxes(callerOf(request.principal), request.query.agent_id, window), window);
+      },
+    );
+
+    app.get(
+      '/messaging/inboxes/:agent_id/messages',
+      {
+        schema: {
+          tags,
+          summary: "Look at an agent's pending or leased messages, in inbox order, without leasing them",
+          params: InboxParams,
+          querystring: InboxMessagesQuery,
+          response: { 200: ListEnvelope(InboxMessage) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        const state = request.query.state ?? 'pending';
+        return list(reply, await inbox.inboxMessages(callerOf(request.principal), request.params.agent_id, state, window), window);
       },
     );
 

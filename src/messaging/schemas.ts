@@ -109,6 +109,31 @@ export const DeadLetter = Type.Composite([
 
 export const AgentQuery = Type.Composite([PageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);
 
+export const Inbox = Type.Object({
+  agent_id: Type.String(),
+  pending: Type.Integer({ description: 'Messages waiting to be received, delayed or backing off ones included' }),
+  leased: Type.Integer({ description: 'Messages received and not settled, their lease still running' }),
+  dead_letters: Type.Integer(),
+  oldest_pending_at: Type.Union([Timestamp, Type.Null()], { description: 'When the oldest pending message was sent' }),
+  oldest_pending_age_seconds: Type.Union([Type.Integer(), Type.Null()], { description: 'How long it has waited, by the server clock' }),
+});
+
+export const InboxState = Type.Union([Type.Literal('pending'), Type.Literal('leased')], {
+  description: 'pending: waiting to be received (default); leased: received, not yet settled',
+});
+export const InboxMessagesQuery = Type.Composite([PageQuery, Type.Object({ state: Type.Optional(InboxState) })]);
+
+export const InboxMessage = Type.Composite([
+  Message,
+  Type.Object({
+    visible_at: Timestamp,
+    deliveries: Type.Integer({ description: 'Deliveries so far (attempts)' }),
+    max_deliveries: Type.Integer(),
+    lease_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'Leased messages: when the lease runs out' }),
+    leased_to: Type.Union([Type.String(), Type.Null()], { description: 'Leased messages: the receiver' }),
+  }),
+]);
+
 export const SessionBody = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200 }), metadata: Type.Optional(JsonObject) },
   { additionalProperties: false },
@@ -172,6 +197,7 @@ export const RateLimitQuery = Type.Object({ agent_id: Type.Optional(AgentId) });
 export const RateLimitStatus = Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset_at: Timestamp });
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 export const MessageParams = Type.Object({ message_id: Id });
+export const InboxParams = Type.Object({ agent_id: AgentId });
 export const SessionParams = Type.Object({ session_id: Id });
 export const ThreadParams = Type.Object({ thread_id: Id });
 export const SubscriptionParams = Type.Object({ subscription_id: Id });

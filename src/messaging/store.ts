@@ -1,7 +1,8 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { atomically, dbOf, txOf, type Tx } from '../db/tx.js';
@@ -28,6 +29,34 @@ const unindexedVisibleAt = sql<number>`+${sql.ref('visible_at')}`;
 
 /** How an attempt ends when its lease ran out and the message was delivered again. */
 const EXPIRED_ATTEMPT = (now: number) => ({ outcome: 'expired' as const, reason: 'visibility timeout expired', ended_at: now });
+
+/**
+ * A message leased to a receiver now: received, its lease running, its attempt not yet ended
+ * (a rejected message backing off is pending again, with its lease time as its retry time).
+ */
+function leasedAt(eb: ExpressionBuilder<Database, 'messages'>, now: number) {
+  return eb.and([
+    eb('messages.state', '=', 'pending'),
+    eb(unindexedVisibleAt, '>', now),
+    eb.exists(
+      eb
+        .selectFrom('message_deliveries')
+        .select('message_deliveries.attempt')
+        .whereRef('message_deliveries.message_id', '=', 'messages.id')
+        .whereRef('message_deliveries.attempt', '=', 'messages.deliveries')
+        .where('message_deliveries.outcome', 'is', null),
+    ),
+  ]);
+}
+
+/** One agent's inbox in numbers: what waits, what is leased, what is dead. */
+export interface InboxCounts {
+  destination: string;
+  pending: number;
+  leased: number;
+  dead: number;
+  oldest_pending_at: number | null;
+}
 
 /** What a receive leases: up to `max` visible messages of `destination`, to `receiver` for `leaseMs`. */
 export interface Lease {
@@ -361,6 +390,65 @@ export class MessagingStore extends Store {
   async listDeadLetters(tx: Tx, destination: string | undefined, window: Page): Promise<Paged<MessageRow>> {
     let query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('state', '=', 'dead').orderBy('seq', 'desc');
     if (destination !== undefined) query = query.where('destination', '=', destination);
+    return paginate(query, window);
+  }
+
+  /**
+   * The inboxes holding messages (pending, leased or dead), by agent id, or the one of
+   * `destination`: the pending, dead and live-message filters walk messages_inbox per agent.
+   */
+  async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page): Promise<Paged<InboxCounts>> {
+    const db = dbOf(tx, this.db);
+    const holding = (eb: ExpressionBuilder<Database, 'messages'>) => {
+      const held = eb('messages.state', 'in', ['pending', 'dead'] as const);
+      return destination === undefined ? held : eb.and([eb('messages.destination', '=', destination), held]);
+    };
+    const query = db
+      .selectFrom('messages')
+      .where(holding)
+      .select((eb) => {
+        const leased = leasedAt(eb, now);
+        const waiting = eb.and([eb('messages.state', '=', 'pending'), eb.not(leased)]);
+        return [
+          'messages.destination',
+          eb.fn.sum<number | string>(eb.case().when(waiting).then(1).else(0).end()).as('pending'),
+          eb.fn.sum<number | string>(eb.case().when(leased).then(1).else(0).end()).as('leased'),
+          eb.fn.sum<number | string>(eb.case().when('messages.state', '=', 'dead').then(1).else(0).end()).as('dead'),
+          eb.fn.min<number | string | null>(eb.case().when(waiting).then(eb.ref('messages.created_at')).end()).as('oldest_pending_at'),
+        ];
+      })
+      .groupBy('messages.destination')
+      .orderBy('messages.destination');
+    const count = async () => {
+      const row = await db
+        .selectFrom('messages')
+        .where(holding)
+        .select((eb) => eb.fn.count<number | string>('messages.destination').distinct().as('n'))
+        .executeTakeFirst();
+      return Number(row?.n ?? 0);
+    };
+    const page = await paginate(query, window, count);
+    return {
+      total: page.total,
+      items: page.items.map((row) => ({
+        destination: row.destination,
+        pending: Number(row.pending),
+        leased: Number(row.leased),
+        dead: Number(row.dead),
+        oldest_pending_at: row.oldest_pending_at === null ? null : Number(row.oldest_pending_at),
+      })),
+    };
+  }
+
+  /** A page of the messages of `destination` that wait (pending) or are leased now, in inbox order. */
+  async inboxMessages(tx: Tx, destination: string, leased: boolean, now: number, window: Page): Promise<Paged<MessageRow>> {
+    const query = dbOf(tx, this.db)
+      .selectFrom('messages')
+      .selectAll()
+      .where('destination', '=', destination)
+      .where('state', '=', 'pending')
+      .where((eb) => (leased ? leasedAt(eb, now) : eb.not(leasedAt(eb, now))))
+      .orderBy('seq');
     return paginate(query, window);
   }
 

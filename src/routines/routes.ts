@@ -30,8 +30,8 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
       { schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
       async (request, reply) => {
         const window = page(request.query);
-        const { trigger_type, enabled } = request.query;
-        return list(reply, await service.list({ trigger_type, enabled }, window), window);
+        const { trigger_type, enabled, last_status } = request.query;
+        return list(reply, await service.list({ trigger_type, enabled, last_status }, window), window);
       },
     );
 

@@ -107,6 +107,7 @@ export const ListRoutinesQuery = Type.Composite([
   Type.Object({
     trigger_type: Type.Optional(TriggerType),
     enabled: Type.Optional(Type.Boolean()),
+    last_status: Type.Optional(Type.Intersect([ExecutionStatus], { description: 'Only routines whose latest execution has this status (failed: failing routines)' })),
   }),
 ]);
 

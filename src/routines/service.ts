@@ -9,8 +9,8 @@ import { SYSTEM_ACTOR, type EventLog, type Inbox, type MessageOutcome, type NewE
 import { autocommit, type Tx } from '../db/tx.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
-import type { ExecutionRow, FireRow, RoutineRow, RoutinesStore } from './store.js';
-import type { ExecutionStatus, ExecutionTrigger, TriggerType } from './tables.js';
+import type { ExecutionRow, FireRow, RoutineFilter, RoutineRow, RoutinesStore } from './store.js';
+import type { ExecutionStatus, ExecutionTrigger } from './tables.js';
 
 export const ROUTINE_EVENT = 'routine.execute';
 /** Wakes every node's scheduler when routines change (a new earliest due time, a pause). */
@@ -182,7 +182,7 @@ export class RoutinesService {
     return toRoutine(await this.row(autocommit, id));
   }
 
-  async list(filter: { trigger_type?: TriggerType; enabled?: boolean }, window: Page): Promise<Paged<Routine>> {
+  async list(filter: RoutineFilter, window: Page): Promise<Paged<Routine>> {
     const result = await this.store.listRoutines(autocommit, filter, window);
     return { items: result.items.map(toRoutine), total: result.total };
   }

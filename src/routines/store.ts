@@ -9,6 +9,13 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { TriggerType, ExecutionStatus, RoutinesTable, RoutineExecutionsTable, RoutineFiresTable } from './tables.js';
 
 export type RoutineRow = Selectable<RoutinesTable>;
+
+/** What the routines list filters on; `last_status`: the status of a routine's latest execution. */
+export interface RoutineFilter {
+  trigger_type?: TriggerType;
+  enabled?: boolean;
+  last_status?: ExecutionStatus;
+}
 export type ExecutionRow = Selectable<RoutineExecutionsTable>;
 export type FireRow = Selectable<RoutineFiresTable>;
 
@@ -86,10 +93,17 @@ export class RoutinesStore extends Store {
     return dbOf(tx, this.db).selectFrom('routines').selectAll().where('webhook_token_hash', '=', hash).executeTakeFirst();
   }
 
-  async listRoutines(tx: Tx, filter: { trigger_type?: TriggerType; enabled?: boolean }, window: Page): Promise<Paged<RoutineRow>> {
+  async listRoutines(tx: Tx, filter: RoutineFilter, window: Page): Promise<Paged<RoutineRow>> {
     let query = dbOf(tx, this.db).selectFrom('routines').selectAll().orderBy('id');
     if (filter.trigger_type !== undefined) query = query.where('trigger_type', '=', filter.trigger_type);
     if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled ? 1 : 0);
+    if (filter.last_status !== undefined) {
+      // Execution ids sort in creation order: the latest is the greatest.
+      const status = filter.last_status;
+      query = query.where((eb) =>
+        eb(eb.selectFrom('routine_executions as e').select('e.status').whereRef('e.routine_id', '=', 'routines.id').orderBy('e.id', 'desc').limit(1), '=', status),
+      );
+    }
     return paginate(query, window);
   }
 

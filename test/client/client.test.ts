@@ -121,6 +121,23 @@ describeEachDialect('SDK client', (dialect) => {
     expect('all' in client.tasks.listDependencies || 'page' in client.tasks.listDependencies).toBe(false);
   });
 
+  it('pages a lookup, whose items are data.agents, and still answers a plain call with data', async () => {
+    const client = admin();
+    const ids = ['a', 'b', 'c'].map((n) => `sdk-lookup-${n}`);
+    for (const id of ids) await client.discovery.registerCapability({ body: { agent_id: id, capability: 'sdk.lookup.paged' } });
+    const query = { capability: 'sdk.lookup.paged', include_unhealthy: true };
+    expect(await client.discovery.findAgents.page({ query: { ...query, limit: 2, offset: 1 } })).toEqual({
+      items: ids.slice(1).map((agent_id) => expect.objectContaining({ agent_id })),
+      total: 3,
+      limit: 2,
+      offset: 1,
+    });
+    const all: string[] = [];
+    for await (const agent of client.discovery.findAgents.all({ query: { ...query, limit: 1 } })) all.push(agent.agent_id);
+    expect(all).toEqual(ids);
+    expect((await client.discovery.findAgents({ query })).agents.map((agent) => agent.agent_id)).toEqual(ids);
+  });
+
   it('calls hooks with a path of several segments, and routine webhooks without credentials', async () => {
     const signing = await signer(admin(), 'sdk-hooks');
     await signing.coordination.createPlan({ body: { alias: 'sdk-hook-plan', steps: [{ id: 'echo', type: 'transform', output: { repo: '{{input.repo}}' } }] } });
@@ -137,6 +154,19 @@ describeEachDialect('SDK client', (dialect) => {
     const routine = await admin().routines.create({ body: { name: 'sdk webhook', trigger_type: 'webhook', target_agent: 'sdk-hooks' } });
     const fired = await signing.routines.webhook({ path: { token: routine.webhook_token! }, body: { from: 'webhook' } });
     expect(await admin().routines.getExecution({ path: { id: fired.execution_id } })).toMatchObject({ trigger: 'webhook', routine_id: routine.id });
+  });
+
+  it('without credentials calls the public operations (an approval link) and gets 401 from the others', async () => {
+    const anonymous = new Switchboard({ url: server.url });
+    const client = admin();
+    await client.coordination.createPlan({ body: { alias: 'sdk-link-plan', steps: [{ id: 'gate', type: 'human_approval', prompt: 'Go?' }] } });
+    const run = await client.coordination.startRun({ body: { plan_id: 'sdk-link-plan' } });
+    const [requested] = await client.events.list({ query: { type: 'approval.requested', subject: run.id } });
+    const url = String(requested?.data.approve_url);
+    const token = url.slice(url.lastIndexOf('/') + 1);
+    expect(await anonymous.coordination.getApprovalLink({ path: { token } })).toMatchObject({ run_id: run.id, prompt: 'Go?' });
+    expect(await anonymous.coordination.decideByLink({ path: { token }, body: { approved: true } })).toMatchObject({ status: 'completed' });
+    await expect(anonymous.auth.whoami()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
   });
 
   it('streams artifact uploads and downloads with either kind of credentials', async () => {

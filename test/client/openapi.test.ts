@@ -152,7 +152,7 @@ function allSchemaDifferences(doc: Doc): string[] {
   const documented = documentedOperations(doc);
   const problems: string[] = [];
   for (const [domain, operations] of Object.entries(OPERATIONS as unknown as Table)) {
-    for (const [name, [method, path, flag]] of Object.entries(operations)) {
+    for (const [name, [method, path, flag, itemsKey]] of Object.entries(operations)) {
       const key = `${domain}.${name}` as OperationKey;
       const operation = documented.get(`${method} ${path}`);
       if (!operation) continue; // reported by operationDifferences
@@ -162,6 +162,10 @@ function allSchemaDifferences(doc: Doc): string[] {
       const meta = jsonResponse(operation)?.properties?.meta?.properties ?? {};
       const paged = parameters.has('limit') && parameters.has('offset') && 'total' in meta;
       if (paged !== (flag === PAGED)) problems.push(`${key}: ${paged ? 'paginated' : 'not paginated'} in the document, not in the SDK`);
+      // .all() and .page() read the items from the data, or from the list the operation names in it.
+      const data = jsonResponse(operation)?.properties?.data;
+      const items = itemsKey === undefined ? data : data?.properties?.[itemsKey];
+      if (flag === PAGED && items?.type !== 'array') problems.push(`${key}: the document's ${itemsKey === undefined ? 'data' : `data.${itemsKey}`} is not a list`);
       const publicInDoc = operation.security?.length === 0;
       if (publicInDoc !== (flag === PUBLIC)) problems.push(`${key}: ${publicInDoc ? 'public' : 'authenticated'} in the document, not in the SDK`);
     }

@@ -346,6 +346,30 @@ describeEachDialect('coordination engine', (dialect) => {
     expect((await server.api.get(`${R}?plan_id=${id}&status=failed`)).body.meta.total).toBe(0);
   });
 
+  it('lists runs by start time: started_after inclusive, started_before exclusive; a malformed time is 400', async () => {
+    const id = await plan({ steps: [{ id: 't', type: 'transform', output: { ok: true } }] });
+    const runs: { id: string; started_at: string }[] = [];
+    for (let i = 0; i < 3; i++) runs.push(await start(id, { i }));
+    const listed = async (query: string) => {
+      const res = await server.api.get(`${R}?plan_id=${id}&${query}`);
+      expect(res.status, res.text).toBe(200);
+      return (res.body.data as { id: string }[]).map((r) => r.id).sort();
+    };
+    const startedFrom = (at: string) => runs.filter((r) => r.started_at >= at).map((r) => r.id).sort();
+    const startedBefore = (at: string) => runs.filter((r) => r.started_at < at).map((r) => r.id).sort();
+    const [first, , last] = runs.map((r) => r.started_at);
+    expect(await listed(`started_after=${encodeURIComponent(first!)}`)).toEqual(runs.map((r) => r.id).sort());
+    expect(await listed(`started_after=${encodeURIComponent(last!)}`)).toEqual(startedFrom(last!));
+    expect(await listed(`started_before=${encodeURIComponent(last!)}`)).toEqual(startedBefore(last!));
+    expect(await listed(`started_before=${encodeURIComponent(first!)}`)).toEqual([]);
+    const after = new Date(Date.parse(last!) + 1).toISOString();
+    expect(await listed(`started_after=${encodeURIComponent(after)}`)).toEqual([]);
+    expect(await listed(`started_after=${encodeURIComponent(first!)}&started_before=${encodeURIComponent(after)}&status=completed`)).toHaveLength(3);
+    const malformed = await server.api.get(`${R}?started_after=yesterday`);
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.details[0].field).toBe('started_after');
+  });
+
   it('PUT with an invalid plan is 400 and keeps the current version', async () => {
     const alias = unique('stable');
     const created = await server.api.post(P, { alias, steps: [{ id: 'a', type: 'transform', output: {} }] });

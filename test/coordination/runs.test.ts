@@ -237,6 +237,8 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(bad.body.error.details).toEqual([expect.objectContaining({ field: 'data.zip' })]);
     const missing = await server.api.post(`${R}/${run.id}/steps/form/input`, { data: { city: 'Lyon' } });
     expect(missing.status).toBe(400);
+    // A missing property is named itself, as the request schemas' problems are: a form shows it at its field.
+    expect(missing.body.error.details).toEqual([{ field: 'data.zip', message: 'is required' }]);
     expect((await getRun(run.id)).status).toBe('waiting');
     const good = await server.api.post(`${R}/${run.id}/steps/form/input`, { data: { city: 'Lyon', zip: '69001' } });
     expect(good.status).toBe(200);
@@ -438,6 +440,11 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(all.body.data.map((r: { id: string }) => r.id)).toEqual([newer.id, run.id]);
     expect((await server.api.get(`${R}?status=bogus`)).status).toBe(400);
     expect((await server.api.post(R, { plan_id: 'nope' })).status).toBe(404);
+    // By start time (the console's runs of the last 24 h): at or after started_after.
+    const since = async (time: string) => (await server.api.get(`${R}?plan_id=${id}&started_after=${encodeURIComponent(time)}`)).body.data.map((r: { id: string }) => r.id);
+    expect(await since(run.started_at)).toEqual([newer.id, run.id]);
+    expect(await since(new Date(Date.parse(newer.started_at) + 1).toISOString())).toEqual([]);
+    expect((await server.api.get(`${R}?started_after=yesterday`)).status).toBe(400);
   });
 
   it('a transform failing on the run data fails the step, not the request', async () => {

@@ -115,6 +115,30 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     expect(body.data.agents.map((x: { health: string }) => x.health)).toEqual(['healthy', 'healthy', 'degraded', 'unknown']);
   });
 
+  it('pages with offset in the order of the strategy, across health tiers, with the total and the window in meta', async () => {
+    const ns = namespace();
+    // Healthy c, busy d and a, silent b, then e gone silent past the TTL.
+    const [a, b, c, d, e] = await agents(ns, [{ load: 0.95 }, {}, { load: 0.2 }, { load: 0.89 }, { load: 0.1 }]);
+    clock.advance(TTL_S * 1000 + 1);
+    for (const id of [a, c, d]) await heartbeat(server.api, id, id === a ? 0.95 : id === c ? 0.2 : 0.89);
+    const order = { first_available: [c, d, a, b, e], least_loaded: [c, d, a, b, e] } as const;
+    for (const [strategy, expected] of Object.entries(order)) {
+      // An exact name is paged by the database, a wildcard in memory: both give the same pages.
+      for (const capability of [`${ns}.work`, `${ns}.*`]) {
+        const pages: string[][] = [];
+        for (let offset = 0; offset < 6; offset += 2) {
+          const { ids, body } = await lookup(server.api, { capability, strategy, limit: 2, offset, include_unhealthy: true });
+          expect(body.meta, `${strategy} ${capability}`).toMatchObject({ total: 5, limit: 2, offset });
+          pages.push(ids);
+        }
+        expect(pages, `${strategy} ${capability}`).toEqual([expected.slice(0, 2), expected.slice(2, 4), expected.slice(4)]);
+      }
+    }
+    const past = await lookup(server.api, { capability: `${ns}.work`, offset: 10 });
+    expect(past.ids).toEqual([]);
+    expect(past.body.meta).toMatchObject({ total: 4, limit: 50, offset: 10 });
+  });
+
   it('meta.total counts every matching agent before the limit, whichever tier or group they fall in', async () => {
     const ns = namespace();
     // Silent agents only: the healthy and degraded tiers are empty.

@@ -64,9 +64,10 @@ describeEachDialect('event log across restarts, aborts and dropped connections',
     let following: Promise<void> | undefined;
     try {
       const received: Event[] = [];
+      let opens = 0;
       const opened = server.requestArrival('GET', '/api/v1/events/stream');
       following = (async () => {
-        for await (const event of client.events.stream({ type: 'task.created', signal: stop.signal })) {
+        for await (const event of client.events.stream({ type: 'task.created', signal: stop.signal, onOpen: () => opens++ })) {
           received.push(event);
           if (received.length === 3) return;
         }
@@ -87,6 +88,7 @@ describeEachDialect('event log across restarts, aborts and dropped connections',
       const three = (await server.api.post('/core/api/v1/tasks', { title: 'three' })).body.data;
       await within(following, 10_000, 'three events through the SDK');
       expect(received.map((e) => e.subject)).toEqual([one.id, two.id, three.id]);
+      expect(opens).toBe(2);
     } finally {
       stop.abort();
       await following?.catch(() => undefined);

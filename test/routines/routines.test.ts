@@ -143,6 +143,12 @@ describeEachDialect('routines', (dialect) => {
     const list = await server.api.get(`${R}/${created.body.data.id}/executions?status=failed`);
     expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([triggered.body.data.id]);
     expect((await server.api.get(`${R}/${created.body.data.id}/executions?status=success`)).body.data).toEqual([]);
+    // Failing routines: those whose latest execution failed; a newer one that has not failed takes it off the list.
+    const failing = async () => (await server.api.get(`${R}?last_status=failed&limit=500`)).body.data.map((r: { id: string }) => r.id);
+    expect(await failing()).toContain(created.body.data.id);
+    await server.api.post(`${R}/${created.body.data.id}/trigger`, {});
+    expect(await failing()).not.toContain(created.body.data.id);
+    expect((await server.api.get(`${R}?last_status=pending&limit=500`)).body.data.map((r: { id: string }) => r.id)).toContain(created.body.data.id);
   });
 
   it('fails an execution that outlives timeout_seconds', async () => {

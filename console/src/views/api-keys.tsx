@@ -2,6 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useNavigate } from '@tanstack/react-router';
 import { useId, useState, type FormEvent } from 'react';
 import type { Body, Item, Result } from '../../../src/client/browser.js';
+import { CopyField } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
 import { pageWindow } from '../format.js';
 import { useLiveRefresh } from '../live.js';
@@ -169,29 +170,16 @@ function CreateKeyForm({ onCreated }: { onCreated(key: Result<'auth.createKey'>)
 
 /** The plain key, shown once: the server keeps only its hash. */
 function CreatedKey({ created, onDone }: { created: Result<'auth.createKey'>; onDone(): void }) {
-  const [copied, setCopied] = useState(false);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(created.key);
-      setCopied(true);
-    } catch {
-      // No clipboard permission (an http page, a locked-down browser): the key stays selectable.
-    }
-  };
   return (
     <div className="notice success" role="status">
       <p>
         <strong>Key created. Copy it now: it is not shown again.</strong>
       </p>
-      <p className="secret">
-        <input readOnly value={created.key} aria-label="New API key" data-testid="created-key" onFocus={(event) => event.target.select()} />
-        <button type="button" className="secondary" onClick={() => void copy()}>
-          {copied ? 'Copied' : 'Copy'}
-        </button>
+      <CopyField value={created.key} label="New API key" testId="created-key">
         <button type="button" onClick={onDone}>
           Done
         </button>
-      </p>
+      </CopyField>
     </div>
   );
 }

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { IMAGE_PREVIEW_LIMIT, mediaType, parseJson, previewOf, TEXT_PREVIEW_LIMIT } from '../../console/src/artifact-preview.js';
+import { formatBytes } from '../../console/src/format.js';
+
+describe('artifact previews in the console', () => {
+  it('previews JSON, text and images by their media type, whatever its case and parameters', () => {
+    expect(mediaType('Text/Plain; charset=utf-8')).toBe('text/plain');
+    expect(previewOf('application/json', 10)).toEqual({ kind: 'json' });
+    expect(previewOf('application/vnd.api+json; charset=utf-8', 10)).toEqual({ kind: 'json' });
+    expect(previewOf('text/markdown', 10)).toEqual({ kind: 'text' });
+    expect(previewOf('application/xml', 10)).toEqual({ kind: 'text' });
+    expect(previewOf('application/atom+xml', 10)).toEqual({ kind: 'text' });
+    expect(previewOf('image/png', 10)).toEqual({ kind: 'image' });
+    // +xml, but an image: an <img> shows it without running its scripts.
+    expect(previewOf('image/svg+xml', 10)).toEqual({ kind: 'image' });
+    expect(previewOf('application/octet-stream', 10)).toEqual({ kind: 'none' });
+    expect(previewOf('application/pdf', 10)).toEqual({ kind: 'none' });
+  });
+
+  it('previews only up to a size limit, which it names', () => {
+    expect(previewOf('text/plain', TEXT_PREVIEW_LIMIT)).toEqual({ kind: 'text' });
+    expect(previewOf('text/plain', TEXT_PREVIEW_LIMIT + 1)).toEqual({ kind: 'too-large', limit: TEXT_PREVIEW_LIMIT });
+    expect(previewOf('application/json', TEXT_PREVIEW_LIMIT + 1)).toEqual({ kind: 'too-large', limit: TEXT_PREVIEW_LIMIT });
+    expect(previewOf('image/jpeg', TEXT_PREVIEW_LIMIT + 1)).toEqual({ kind: 'image' });
+    expect(previewOf('image/jpeg', IMAGE_PREVIEW_LIMIT + 1)).toEqual({ kind: 'too-large', limit: IMAGE_PREVIEW_LIMIT });
+  });
+
+  it('parses JSON text, and says when it is not JSON', () => {
+    expect(parseJson('{"a":[1,2]}')).toEqual({ value: { a: [1, 2] } });
+    expect(parseJson('null')).toEqual({ value: null });
+    expect(parseJson('{"a":')).toBeNull();
+  });
+
+  it('shows sizes in binary units', () => {
+    expect(formatBytes(0)).toBe('0 bytes');
+    expect(formatBytes(1)).toBe('1 byte');
+    expect(formatBytes(1023)).toBe('1023 bytes');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(20 * 1024 * 1024)).toBe('20 MiB');
+    expect(formatBytes(5 * 1024 ** 4)).toBe('5 TiB');
+  });
+});

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { fromLocalInput, parseRunsSearch, runsQuery, toLocalInput } from '../../console/src/run-search.js';
+
+describe('the runs list filters in the URL', () => {
+  const now = Date.parse('2030-01-02T12:00:00.000Z');
+
+  it('keeps known values and drops malformed ones', () => {
+    expect(parseRunsSearch({ page: '2', plan: ' nightly ', status: 'failed', within: '24h' })).toEqual({
+      page: 2,
+      plan: 'nightly',
+      status: 'failed',
+      within: '24h',
+    });
+    expect(parseRunsSearch({ status: 'exploded', within: '2y', from: 'yesterday', to: '2030-01-01T00:00:00Z' })).toEqual({
+      page: undefined,
+      plan: undefined,
+      status: undefined,
+      within: undefined,
+      from: undefined,
+      to: '2030-01-01T00:00:00.000Z',
+    });
+  });
+
+  it('a relative window wins over dates, and is measured from now', () => {
+    const search = parseRunsSearch({ within: '1h', from: '2029-01-01T00:00:00Z' });
+    expect(search.from).toBeUndefined();
+    expect(runsQuery(search, now)).toEqual({ plan_id: undefined, status: undefined, started_after: '2030-01-02T11:00:00.000Z', started_before: undefined });
+    expect(runsQuery(parseRunsSearch({ plan: 'p', status: 'running', from: '2030-01-01T00:00:00Z', to: '2030-01-02T00:00:00Z' }), now)).toEqual({
+      plan_id: 'p',
+      status: 'running',
+      started_after: '2030-01-01T00:00:00.000Z',
+      started_before: '2030-01-02T00:00:00.000Z',
+    });
+  });
+
+  it('round-trips a time through a datetime-local field', () => {
+    const iso = '2030-01-02T08:30:00.000Z';
+    expect(toLocalInput(iso)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d$/);
+    expect(fromLocalInput(toLocalInput(iso))).toBe(iso);
+    expect(toLocalInput(undefined)).toBe('');
+    expect(fromLocalInput('')).toBeUndefined();
+  });
+});
