@@ -44,16 +44,17 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   }
 
   let listening = true;
+  async function cut(): Promise<void> {
+    if (!listening) return;
+    listening = false;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    reset();
+    await closed;
+  }
   return {
     port,
     reset,
-    async cut() {
-      if (!listening) return;
-      listening = false;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      reset();
-      await closed;
-    },
+    cut,
     async restore() {
       if (listening) return;
       server = listen(port);
@@ -63,9 +64,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       });
       listening = true;
     },
-    async close() {
-      await this.cut();
-    },
+    close: cut,
   };
 }
 
