@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
-import { createClusterDomain } from './cluster/index.js';
+import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
 import { createEventsDomain } from './events/index.js';
@@ -67,7 +67,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   if (notifier instanceof PostgresNotifier) await notifier.whenReady();
   const lifecycle = new AbortController();
   let listenUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;
-  const limiter = new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
+  const limiter = createPrincipalRateLimiter({ database, config, clock, logger });
   const platform: Platform = {
     config,
     database,

@@ -24,7 +24,16 @@ export interface ClusterNoticesTable {
   created_at: number;
 }
 
+/** Cluster-wide request budgets: what nodes leased of a budget in a window (cluster/rate-limiter.ts). */
+export interface RateLimitWindowsTable {
+  bucket: string;
+  window_start: number;
+  /** Requests leased so far; may pass the limit (a lease past it is granted only what was left). */
+  leased: number;
+}
+
 export interface ClusterTables {
+  rate_limit_windows: RateLimitWindowsTable;
   cluster_nodes: ClusterNodesTable;
   cluster_notices: ClusterNoticesTable;
 }

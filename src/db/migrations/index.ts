@@ -18,6 +18,7 @@ import * as eventsAppendLock from './0015-events-append-lock.js';
 import * as cluster from './0016-cluster.js';
 import * as blobChunks from './0017-blob-chunks.js';
 import * as clusterNotices from './0018-cluster-notices.js';
+import * as rateLimits from './0019-rate-limits.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -46,4 +47,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0016-cluster': cluster,
   '0017-blob-chunks': blobChunks,
   '0018-cluster-notices': clusterNotices,
+  '0019-rate-limits': rateLimits,
 };
