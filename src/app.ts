@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
-import { createClusterDomain } from './cluster/index.js';
+import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
 import { createEventsDomain } from './events/index.js';
@@ -22,7 +22,8 @@ import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { DomainMetrics } from './kernel/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
-import { InProcessNotifier, type Notifier } from './kernel/notifier.js';
+import type { Notifier } from './kernel/notifier.js';
+import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { mcpRoutes } from './mcp/server.js';
@@ -73,12 +74,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     throw err;
   }
 
-  const notifier: Notifier =
-    database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
+  const notifier: Notifier = openNotifier(database, { listen: config.pgListen }, logger);
   if (notifier instanceof PostgresNotifier) await notifier.whenReady();
   const lifecycle = new AbortController();
   let listenUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;
-  const limiter = new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
+  const limiter = createPrincipalRateLimiter({ database, config, clock, logger });
   const metrics = createMetrics();
   const domainMetrics = new DomainMetrics(metrics);
   const platform: Platform = {

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { createLogger } from './logger.js';
+import path from 'node:path';
 import { createApp } from './app.js';
+import { blobMigrationFor, migrateFileBlobs } from './artifacts/index.js';
 import { AuthService } from './auth/service.js';
 import { AuthStore } from './auth/store.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -15,8 +17,7 @@ import { databaseOptions, describeDatabase, openDatabase, sqliteFile, type Datab
 import { hasMigrated, migrateToLatest } from './db/migrate.js';
 import { createEventLog } from './events/index.js';
 import { systemClock } from './kernel/clock.js';
-import { PostgresNotifier } from './db/postgres-notifier.js';
-import { InProcessNotifier } from './kernel/notifier.js';
+import { openNotifier } from './db/notifiers.js';
 import { serveStdio } from './mcp/stdio.js';
 
 /** The actor of what the CLI does (key events). */
@@ -32,6 +33,7 @@ Commands:
   keys create           Create an API key and print it once
   keys list             List API keys
   keys revoke KEY_ID    Revoke an API key
+  blobs migrate         Move artifact contents from <data dir>/blobs into PostgreSQL
   mcp                   Serve the MCP tools over stdio, proxying to a running server
 
 Run 'switchboard COMMAND --help' for a command's options.`,
@@ -53,6 +55,14 @@ Works directly on the configured database (DATABASE_URL, else SWITCHBOARD_DATA_D
 ./data), which it names on stderr; the server need not be running, and a running server sees
 a revocation on its next request. It refuses a database Switchboard never used unless given
 --create, so that a wrong directory does not get a new empty database.`,
+  blobs: `Usage: switchboard blobs migrate
+
+Moves the artifact contents a server kept as files under <data dir>/blobs into the PostgreSQL
+database of DATABASE_URL (where cluster mode keeps them), so a single-node PostgreSQL install
+can grow into a cluster: each file is streamed in, checked against its sha256 and then removed.
+Run it on each machine that served with that data directory; it is safe beside running servers
+(they read a file until it is moved) and a second run finishes what an interrupted one left.
+Prints {"moved", "present", "corrupt"}; files whose bytes do not match their name stay.`,
   mcp: `Usage: switchboard mcp --url URL --key KEY
 
 Serves the routine and task MCP tools over stdio (for desktop MCP clients), forwarding each
@@ -124,7 +134,7 @@ async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthServi
     await migrateToLatest(database);
     // The CLI is its own process: running servers see its revocations on their next request
     // (through PostgreSQL's NOTIFY, or SQLite's data version of the file).
-    const notifier = database.pool && database.url ? new PostgresNotifier(database.url, database.pool, logger) : new InProcessNotifier();
+    const notifier = openNotifier(database, { listen: config.pgListen }, logger);
     const auth = new AuthService(new AuthStore(database.db, database.caps), systemClock, notifier, createEventLog(database, systemClock, notifier));
     try {
       return await fn(auth);
@@ -179,6 +189,30 @@ async function keys(config: Config, args: string[]): Promise<void> {
     return;
   }
   fail(`unknown keys action '${action}'; see 'switchboard keys --help'`);
+}
+
+async function blobs(config: Config, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  if (positionals[0] !== 'migrate' || positionals.length > 1) fail("see 'switchboard blobs --help'");
+  if (!config.databaseUrl) fail('blobs migrate moves files into PostgreSQL: set DATABASE_URL to the database of the cluster');
+  if (!fs.existsSync(path.join(config.dataDir, 'blobs', 'sha256'))) {
+    console.error(`switchboard: no blob files under ${path.join(config.dataDir, 'blobs')}; nothing to move`);
+    console.log(JSON.stringify({ moved: 0, present: 0, corrupt: [] }));
+    return;
+  }
+  const database = await openForCommand(config, false);
+  try {
+    await migrateToLatest(database);
+    const result = await migrateFileBlobs({
+      ...blobMigrationFor(database, config.dataDir)!,
+      onFile: (key, outcome) => {
+        if (outcome === 'corrupt') console.error(`switchboard: ${key}: its bytes do not hash to its name; left in place`);
+      },
+    });
+    console.log(JSON.stringify(result));
+  } finally {
+    await database.close();
+  }
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -236,6 +270,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'keys':
       return keys(config, args);
+    case 'blobs':
+      return blobs(config, args);
   }
 }
 

@@ -53,6 +53,16 @@ export interface Config {
   readonly webhookDenyPrivate: boolean;
   /** One webhook delivery attempt (connect, answer, the first 4 KiB of its body) fails after this long. */
   readonly webhookTimeoutMs: number;
+  /**
+   * False only for benchmarks (SWITCHBOARD_BENCH_SHARED_RATE_LIMIT=off), which compare the
+   * cluster-wide budgets with node-local ones on PostgreSQL.
+   */
+  readonly sharedRateLimit: boolean;
+  /**
+   * PostgreSQL: wake other nodes through LISTEN/NOTIFY (true) or through notices polled every
+   * 250 ms from a table (false: SWITCHBOARD_PG_LISTEN=off, for PgBouncer in transaction mode).
+   */
+  readonly pgListen: boolean;
   /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
   readonly webhookPollMs: number;
   /** OpenTelemetry traces (design §11): null (the default) loads no SDK at all. */
@@ -192,6 +202,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
     tracing: tracingConfig(env),
+    sharedRateLimit: oneOf(env, 'SWITCHBOARD_BENCH_SHARED_RATE_LIMIT', ['on', 'off'], 'on') === 'on',
+    pgListen: oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on') === 'on',
     ...overrides,
   };
   return Object.freeze(config);

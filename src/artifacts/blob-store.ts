@@ -359,6 +359,11 @@ export class FsBlobStore implements BlobStore {
     fs.rmSync(this.pathOf(key), { force: true });
   }
 
+  /** Every stored blob's key (`switchboard blobs migrate` moves them all). */
+  stored(): AsyncIterable<string> {
+    return this.storedBefore(Number.NEGATIVE_INFINITY);
+  }
+
   async *storedBefore(olderThanMs: number): AsyncIterable<string> {
     const before = Date.now() - olderThanMs;
     for (const dir of await fsp.readdir(this.objects)) {

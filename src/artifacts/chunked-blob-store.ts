@@ -160,6 +160,11 @@ export class ChunkedBlobStore implements BlobStore {
     };
   }
 
+  /** Whether the database holds the content (not the legacy files). */
+  async has(key: string): Promise<boolean> {
+    return (await this.store.findBlob(autocommit, key)) !== undefined;
+  }
+
   async get(key: string, range?: ByteRange): Promise<Readable> {
     const blob = await this.store.findBlob(autocommit, key);
     if (!blob) {

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { DatabaseHandle } from '../db/database.js';
 import type { Platform } from '../kernel/platform.js';
 import type { AgentGroups, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
@@ -8,11 +9,13 @@ import { ChunkedBlobStore } from './chunked-blob-store.js';
 import { artifactsRoutes } from './routes.js';
 import { ArtifactsService } from './service.js';
 import { ArtifactsStore, BlobChunksStore } from './store.js';
+import type { migrateFileBlobs } from './migrate-blobs.js';
 
 export { ArtifactsService } from './service.js';
 export type { BlobStore, StagedBlob } from './blob-store.js';
 export { FsBlobStore } from './blob-store.js';
 export { ChunkedBlobStore } from './chunked-blob-store.js';
+export { migrateFileBlobs, type BlobMigration } from './migrate-blobs.js';
 
 /**
  * Where contents larger than the inline limit go: chunks in PostgreSQL in cluster mode (every
@@ -24,6 +27,17 @@ export function blobStoreFor(platform: Pick<Platform, 'config' | 'database'>): B
   if (platform.database.caps.kind !== 'postgres') return new FsBlobStore(files);
   const chunks = new BlobChunksStore(platform.database.db, platform.database.caps);
   return new ChunkedBlobStore(chunks, fs.existsSync(path.join(files, 'sha256')) ? new FsBlobStore(files) : null);
+}
+
+/** What `switchboard blobs migrate` works with: the data directory's files, the database's chunks. */
+export function blobMigrationFor(database: DatabaseHandle, dataDir: string): Parameters<typeof migrateFileBlobs>[0] | null {
+  if (database.caps.kind !== 'postgres') return null;
+  const files = path.join(dataDir, 'blobs');
+  return {
+    files: new FsBlobStore(files),
+    chunks: new ChunkedBlobStore(new BlobChunksStore(database.db, database.caps)),
+    store: new ArtifactsStore(database.db, database.caps),
+  };
 }
 
 /** The settings row holding the HMAC key of signed and upload URLs (shared by every node). */

@@ -17,6 +17,8 @@ export interface ClusterDeps {
   store: ClusterStore;
   clock: Clock;
   version: string;
+  /** The rate-limit window: shared budgets' rows of windows before the previous one are deleted. */
+  rateWindowMs: number;
 }
 
 /**
@@ -52,13 +54,15 @@ export class ClusterService {
   }
 
   /**
-   * One heartbeat, and the sweep of long-dead nodes (an indexed range, usually empty). A row
-   * swept while this node was cut off from the database comes back.
+   * One heartbeat, the sweep of long-dead nodes and of finished rate-limit windows (indexed
+   * ranges, usually empty). A row swept while this node was cut off from the database comes back.
    */
   async heartbeat(): Promise<void> {
     const now = this.deps.clock.now();
     if (!(await this.deps.store.touch(autocommit, this.nodeId, now))) await this.deps.store.insertNode(autocommit, this.row(now));
     await this.deps.store.sweep(autocommit, now - SWEEP_AFTER_MS);
+    const windowMs = this.deps.rateWindowMs;
+    await this.deps.store.sweepWindows(autocommit, Math.floor(now / windowMs) * windowMs - windowMs);
   }
 
   /** A clean shutdown: down at once. */

@@ -34,6 +34,35 @@ export class ClusterStore extends Store {
     return paginate(dbOf(tx, this.db).selectFrom('cluster_nodes').selectAll().orderBy('started_at').orderBy('id'), window);
   }
 
+  /**
+   * Adds `slice` to what is leased of a budget in a window, in one statement (an upsert whose
+   * row lock serializes nodes leasing the same budget); returns the total leased after it.
+   */
+  async lease(tx: Tx, bucket: string, windowStart: number, slice: number): Promise<number> {
+    const row = await dbOf(tx, this.db)
+      .insertInto('rate_limit_windows')
+      .values({ bucket, window_start: windowStart, leased: slice })
+      .onConflict((oc) => oc.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ leased: eb('rate_limit_windows.leased', '+', slice) })))
+      .returning('leased')
+      .executeTakeFirstOrThrow();
+    return Number(row.leased);
+  }
+
+  /** What is leased of a budget in a window (0 when nothing yet). */
+  async leased(tx: Tx, bucket: string, windowStart: number): Promise<number> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('rate_limit_windows')
+      .select('leased')
+      .where('bucket', '=', bucket)
+      .where('window_start', '=', windowStart)
+      .executeTakeFirst();
+    return row ? Number(row.leased) : 0;
+  }
+
+  async sweepWindows(tx: Tx, before: number): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('rate_limit_windows').where('window_start', '<', before).execute();
+  }
+
   /** Deletes the rows of nodes last seen before `before`; returns how many. */
   async sweep(tx: Tx, before: number): Promise<number> {
     const result = await dbOf(tx, this.db).deleteFrom('cluster_nodes').where('last_seen_at', '<', before).executeTakeFirst();

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 export interface ClusterNodesTable {
   /** `node_…`, new at every start. */
   id: string;
@@ -13,6 +15,25 @@ export interface ClusterNodesTable {
   stopped_at: number | null;
 }
 
+/** Notifications as rows (SWITCHBOARD_PG_LISTEN=off; db/polling-notifier.ts). */
+export interface ClusterNoticesTable {
+  seq: Generated<number>;
+  channel: string;
+  payload: string;
+  /** The database's clock, epoch ms. */
+  created_at: number;
+}
+
+/** Cluster-wide request budgets: what nodes leased of a budget in a window (cluster/rate-limiter.ts). */
+export interface RateLimitWindowsTable {
+  bucket: string;
+  window_start: number;
+  /** Requests leased so far; may pass the limit (a lease past it is granted only what was left). */
+  leased: number;
+}
+
 export interface ClusterTables {
+  rate_limit_windows: RateLimitWindowsTable;
   cluster_nodes: ClusterNodesTable;
+  cluster_notices: ClusterNoticesTable;
 }

@@ -11,7 +11,9 @@ const MAX_PAYLOAD = 7900;
 /**
  * Cluster mode: one PostgreSQL channel carries every logical channel as JSON `{c, p}`, so one
  * LISTEN connection serves all listeners of this node. The connection reconnects with
- * exponential backoff (250 ms → 10 s); while it is down, consumers fall back to their polling.
+ * exponential backoff (250 ms → 10 s); while it is down, consumers fall back to their polling,
+ * and once it is back every `onResume` handler runs, so waiting long polls and workers look at
+ * the database at once instead of waiting for a notice that was sent while nobody listened.
  */
 export class PostgresNotifier implements Notifier {
   readonly spansNodes = true;
@@ -22,6 +24,7 @@ export class PostgresNotifier implements Notifier {
   private retryDelay = 250;
   private retryTimer: NodeJS.Timeout | null = null;
   private readonly ready: Promise<void>;
+  private readonly resumeHandlers = new Set<() => void>();
 
   constructor(
     private readonly connectionString: string,
@@ -69,6 +72,10 @@ export class PostgresNotifier implements Notifier {
       this.client = client;
       this.connections++;
       this.retryDelay = 250;
+      if (this.connections > 1) {
+        this.logger.info({ connections: this.connections }, 'notifier listening again; rescanning');
+        for (const handler of [...this.resumeHandlers]) handler();
+      }
     } catch (err) {
       this.logger.warn({ err }, 'notifier could not LISTEN; retrying');
       this.scheduleReconnect(client);
@@ -109,8 +116,14 @@ export class PostgresNotifier implements Notifier {
     return this.local.listen(channel, handler);
   }
 
+  onResume(handler: () => void): () => void {
+    this.resumeHandlers.add(handler);
+    return () => this.resumeHandlers.delete(handler);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    this.resumeHandlers.clear();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.ready;
     const client = this.client;

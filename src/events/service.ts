@@ -134,10 +134,16 @@ export class EventsService {
     let afterSeq = filter.afterSeq ?? 0;
     let pending = true;
     let wake: (() => void) | null = null;
-    const unlisten = this.deps.notifier.listen(EVENTS_APPENDED, () => {
+    const notice = () => {
       pending = true;
       wake?.();
-    });
+    };
+    const unlistenAppends = this.deps.notifier.listen(EVENTS_APPENDED, notice);
+    const unlistenResume = this.deps.notifier.onResume(notice);
+    const unlisten = () => {
+      unlistenAppends();
+      unlistenResume();
+    };
     const onAbort = () => wake?.();
     signal.addEventListener('abort', onAbort);
     try {

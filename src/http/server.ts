@@ -57,6 +57,8 @@ export interface HttpServerOptions {
 export const API_VERSION = '0.1.0';
 
 const HEADERS_TIMEOUT_MS = 30_000;
+/** /readyz answers 503 when the database's ping takes longer than this. */
+const READY_TIMEOUT_MS = 2_000;
 
 /** Builds the Fastify app: plumbing first, then every domain's routes under its root. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
@@ -188,10 +190,20 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   await serveConsole(app, options.config.consoleDir);
   app.get('/healthz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async (_request, reply) => {
+    // A database that does not answer within 2 s is as unready as one that refuses: probes
+    // (load balancers) time out on their own after a few seconds, and a pool connect waits 5 s.
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await options.ready();
+      await Promise.race([
+        options.ready(),
+        new Promise((_resolve, reject) => {
+          timer = setTimeout(() => reject(new Error('the database did not answer within 2 s')), READY_TIMEOUT_MS);
+        }),
+      ]);
     } catch {
       return reply.code(503).send({ status: 'unavailable' });
+    } finally {
+      clearTimeout(timer);
     }
     if (storage.full) return reply.code(507).send({ status: 'insufficient_storage' });
     return { status: 'ready' };

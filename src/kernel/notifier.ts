@@ -21,6 +21,13 @@ export interface Notifier {
   /** Notifies as part of `tx`: delivered when it commits, where the transport can wait for that. */
   notifyIn(tx: Tx, channel: string, payload?: string): Promise<void>;
   listen(channel: string, handler: (payload: string) => void): () => void;
+  /**
+   * Calls `handler` whenever notifications may have been lost and are flowing again (a new
+   * LISTEN connection after one dropped, a poll that succeeds after failures): every consumer
+   * that waits for notices looks at the database once then, so nothing waits for a notice that
+   * was sent while the connection was down. Never called in one process (nothing is lost).
+   */
+  onResume(handler: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -47,6 +54,10 @@ export class InProcessNotifier implements Notifier {
   listen(channel: string, handler: (payload: string) => void): () => void {
     this.emitter.on(channel, handler);
     return () => this.emitter.off(channel, handler);
+  }
+
+  onResume(_handler: () => void): () => void {
+    return () => undefined;
   }
 
   async close(): Promise<void> {

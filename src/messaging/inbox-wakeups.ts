@@ -58,6 +58,10 @@ export class InboxWakeups {
     private readonly logger: Logger,
   ) {
     notifier.listen(CHANNEL, (payload) => this.received(payload));
+    // Sends on other nodes while notifications were lost: every inbox with a waiter looks once.
+    notifier.onResume(() => {
+      for (const inbox of [...this.waiters.keys()]) this.wakeOne(inbox);
+    });
   }
 
   register(inbox: string): Waiter {

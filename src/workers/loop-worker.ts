@@ -44,10 +44,17 @@ export class LoopWorker implements Worker {
     if (this.loop) return;
     const { wakeOn } = this.options;
     if (wakeOn) {
-      this.unlisten = wakeOn.notifier.listen(wakeOn.channel, () => {
+      const notice = () => {
         wakeOn.onNotice?.();
         this.nudge();
-      });
+      };
+      // A resume is a notice that may have been lost: run once more.
+      const unlisten = wakeOn.notifier.listen(wakeOn.channel, notice);
+      const unresume = wakeOn.notifier.onResume(notice);
+      this.unlisten = () => {
+        unlisten();
+        unresume();
+      };
     }
     this.loop = this.runLoop();
   }

@@ -33,6 +33,10 @@ class HeldNotifier implements Notifier {
     return this.local.listen(channel, handler);
   }
 
+  onResume(handler: () => void): () => void {
+    return this.local.onResume(handler);
+  }
+
   /** Lets the oldest pending notify complete, then lets the flush loop take its next turn. */
   async release(): Promise<void> {
     this.held.shift()?.();

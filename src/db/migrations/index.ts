@@ -17,6 +17,8 @@ import * as webhooks from './0014-webhooks.js';
 import * as eventsAppendLock from './0015-events-append-lock.js';
 import * as cluster from './0016-cluster.js';
 import * as blobChunks from './0017-blob-chunks.js';
+import * as clusterNotices from './0018-cluster-notices.js';
+import * as rateLimits from './0019-rate-limits.js';
 import * as traces from './0020-traces.js';
 
 export interface SwitchboardMigration {
@@ -45,5 +47,7 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0015-events-append-lock': eventsAppendLock,
   '0016-cluster': cluster,
   '0017-blob-chunks': blobChunks,
+  '0018-cluster-notices': clusterNotices,
+  '0019-rate-limits': rateLimits,
   '0020-traces': traces,
 };
