@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -66,4 +67,12 @@ describeEachDialect('domain metrics', (dialect) => {
     expect(sample(after, 'switchboard_inbox_oldest_pending_age_seconds{agent="metrics-idle"}')).toBeGreaterThanOrEqual(0);
     expect(sample(after, 'switchboard_agents{health="healthy"}')).toBeGreaterThanOrEqual(1);
   }, 30_000);
+
+  it('has every metric the Grafana dashboard in docs/ charts', async () => {
+    const dashboard = await readFile(new URL('../../docs/grafana-dashboard.json', import.meta.url), 'utf8');
+    const charted = new Set([...dashboard.matchAll(/switchboard_[a-z_]+/g)].map(([name]) => name.replace(/_bucket$/, '')));
+    expect(charted.size).toBeGreaterThan(10);
+    const text = await scrape();
+    for (const name of charted) expect(text, name).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
+  });
 });
