@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { createTestDatabase, postgresTestUrl } from '../test/helpers/database.js';
 import { PG_BOSS_VERSION, pgBossQueue, skipLockedQueue, type QueueClient } from './baselines/pg-queues.js';
@@ -229,6 +230,10 @@ export default async function messaging(): Promise<void> {
       '',
     );
 
+    // (f) tracing off vs on (issue 25): the same loop against a second server that exports every
+    // span over OTLP/HTTP to a collector stub on 127.0.0.1 that reads and drops them.
+    lines.push(...(await tracingCost(server)));
+
     // (c) wake-up latency, SQLite
     const sqliteLatency = await wakeLatency(server, 300);
     // (d) backlog insensitivity, SQLite
@@ -310,5 +315,46 @@ async function queueComparison(server: SwitchboardProcess): Promise<string[]> {
   } finally {
     for (const queue of queues) await queue.close();
     await database.drop();
+  }
+}
+
+/** An OTLP/HTTP collector on 127.0.0.1 that reads every export and drops it; counts the bytes. */
+async function collectorStub(): Promise<{ url: string; bytes: () => number; close: () => Promise<void> }> {
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    bytes: () => bytes,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** (f) The end-to-end loop of (b) with tracing off (`off`, the server of (a)–(d)) and on, interleaved. */
+async function tracingCost(off: SwitchboardProcess): Promise<string[]> {
+  const collector = await collectorStub();
+  const on = await startSwitchboard({ dialect: 'sqlite', env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: 'switchboard-bench' } });
+  try {
+    const results = await compareQueues([switchboardQueue(off, 'off'), switchboardQueue(on, 'on')], E2E_SECONDS, SEND_BATCH);
+    const a = results.get('off')!;
+    const b = results.get('on')!;
+    return [
+      `### (f) tracing off vs on: the loop of (b), SQLite, interleaved rounds (OTLP/HTTP to a stub collector on 127.0.0.1 that drops spans; ${fmt(collector.bytes() / 1024 ** 2, 1)} MiB exported)`,
+      '',
+      '| tracing | single sends msg/s | send-batch msg/s |',
+      '|---|---:|---:|',
+      `| off (OTEL_* unset) | ${fmt(a.single)} | ${fmt(a.batched)} |`,
+      `| on (every span sampled, batch export) | ${fmt(b.single)} (${fmt((b.single / a.single - 1) * 100, 1)}%) | ${fmt(b.batched)} (${fmt((b.batched / a.batched - 1) * 100, 1)}%) |`,
+      '',
+      'Target: on ≤ 15% below off; off within noise of (b).',
+      '',
+    ];
+  } finally {
+    await on.stop();
+    await collector.close();
   }
 }

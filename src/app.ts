@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logger.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
@@ -12,10 +13,13 @@ import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
 import { createWebhooksDomain } from './webhooks/index.js';
 import type { Config } from './config.js';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { startTracing, type Tracing } from './tracing.js';
 import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
+import { DomainMetrics } from './kernel/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
 import type { Notifier } from './kernel/notifier.js';
@@ -35,6 +39,8 @@ export interface AppOptions {
   config: Config;
   clock?: Clock;
   logger?: Logger;
+  /** With `config.tracing`: where spans go instead of the OTLP exporter (tests). */
+  spanProcessor?: SpanProcessor;
 }
 
 export interface App {
@@ -53,13 +59,18 @@ export interface App {
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'switchboard' } });
+  const logger = options.logger ?? createLogger(config);
+  // First, so that every span of the start (migrations aside) has a provider; null costs nothing.
+  const tracing: Tracing | null = config.tracing
+    ? await startTracing({ config: config.tracing, version: VERSION, spanProcessor: options.spanProcessor })
+    : null;
   const database = openDatabase(databaseOptions(config));
   try {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
   } catch (err) {
     await database.close();
+    await tracing?.shutdown();
     throw err;
   }
 
@@ -68,6 +79,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const lifecycle = new AbortController();
   let listenUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;
   const limiter = createPrincipalRateLimiter({ database, config, clock, logger });
+  const metrics = createMetrics();
+  const domainMetrics = new DomainMetrics(metrics);
   const platform: Platform = {
     config,
     database,
@@ -77,6 +90,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     publicUrl: () => config.publicUrl ?? listenUrl,
     shutdown: lifecycle.signal,
     limiter,
+    metrics: domainMetrics,
   };
 
   // Every domain appends to the log, so it comes first; the groups an agent reads group-shared
@@ -121,7 +135,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...webhooks.workers,
   ];
 
-  const metrics = createMetrics();
+  domainMetrics.observe(metrics, { inboxes: () => messaging.inbox.depths(), agentsByHealth: () => discovery.service.countByHealth() });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   const http = await buildHttpServer({
     config,
@@ -130,6 +144,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     limiter,
     anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,
+    tracing: tracing?.httpPlugin ?? null,
     ready: () => database.ping(),
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
@@ -170,6 +185,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         auth.service.close();
         await notifier.close();
         await database.close();
+        await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'could not flush the last spans'));
       })();
       return closing;
     },

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
+import { createLogger } from './logger.js';
 import path from 'node:path';
 import { createApp } from './app.js';
 import { blobMigrationFor, migrateFileBlobs } from './artifacts/index.js';
@@ -128,7 +128,7 @@ async function openForCommand(config: Config, create: boolean): Promise<Database
 }
 
 async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthService) => Promise<T>): Promise<T> {
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger(config);
   const database = await openForCommand(config, create);
   try {
     await migrateToLatest(database);
@@ -262,7 +262,7 @@ async function main(argv: string[]): Promise<void> {
       const database = await openForCommand(config, true);
       try {
         const applied = await migrateToLatest(database);
-        pino({ level: config.logLevel }).info({ applied }, applied.length ? 'migrations applied' : 'database is up to date');
+        createLogger(config).info({ applied }, applied.length ? 'migrations applied' : 'database is up to date');
       } finally {
         await database.close();
       }

@@ -13,6 +13,8 @@ export interface Config {
   readonly adminKey: string | null;
   readonly publicUrl: string | null;
   readonly logLevel: string;
+  /** `json` (one object per line) or `pretty` (for a terminal). */
+  readonly logFormat: 'json' | 'pretty';
   readonly rateLimit: number;
   readonly rateWindowSeconds: number;
   /** Budget per client address of requests without a principal (public routes, refused credentials). */
@@ -63,6 +65,20 @@ export interface Config {
   readonly pgListen: boolean;
   /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
   readonly webhookPollMs: number;
+  /** OpenTelemetry traces (design §11): null (the default) loads no SDK at all. */
+  readonly tracing: TracingConfig | null;
+}
+
+/** Where spans go and which are kept, from the standard OTEL_* variables. */
+export interface TracingConfig {
+  /** OTLP over HTTP (JSON): the collector's traces URL, e.g. http://127.0.0.1:4318/v1/traces. */
+  readonly url: string;
+  /** OTEL_EXPORTER_OTLP_HEADERS / OTEL_EXPORTER_OTLP_TRACES_HEADERS (`key=value,…`). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly serviceName: string;
+  /** Share of new traces recorded (OTEL_TRACES_SAMPLER *traceidratio); a recorded parent is always followed unless `parentBased` is false. */
+  readonly sampleRatio: number;
+  readonly parentBased: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -91,6 +107,52 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return value as T;
 }
 
+const SAMPLERS = ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'] as const;
+
+function headerList(raw: string | null, name: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const part of (raw ?? '').split(',')) {
+    if (part.trim() === '') continue;
+    const at = part.indexOf('=');
+    if (at <= 0) throw new ConfigError(`${name} must be a list of key=value pairs separated by commas`);
+    headers[decodeURIComponent(part.slice(0, at).trim())] = decodeURIComponent(part.slice(at + 1).trim());
+  }
+  return headers;
+}
+
+/**
+ * The standard OTEL_* variables (the subset an OTLP/HTTP tracer needs). Off unless
+ * OTEL_TRACES_EXPORTER=otlp or an OTLP endpoint is set; OTEL_SDK_DISABLED=true or
+ * OTEL_TRACES_EXPORTER=none turns it off whatever else is set.
+ */
+function tracingConfig(env: Env): TracingConfig | null {
+  if (str(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
+  const exporter = str(env, 'OTEL_TRACES_EXPORTER');
+  const tracesEndpoint = str(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const endpoint = str(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (exporter === 'none' || (exporter === null && tracesEndpoint === null && endpoint === null)) return null;
+  if (exporter !== null && exporter !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got '${exporter}'`);
+  const protocol = str(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? str(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
+  if (protocol === 'grpc') throw new ConfigError('OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: Switchboard sends OTLP over HTTP (port 4318)');
+  // The signal-specific endpoint is the whole URL; the general one is a base that /v1/traces extends.
+  const url = tracesEndpoint ?? `${(endpoint ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
+  if (!/^https?:\/\//.test(url)) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL');
+  const sampler = oneOf(env, 'OTEL_TRACES_SAMPLER', SAMPLERS, 'parentbased_always_on');
+  const arg = str(env, 'OTEL_TRACES_SAMPLER_ARG');
+  const ratio = arg === null ? 1 : Number(arg);
+  if (!(ratio >= 0 && ratio <= 1)) throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '${arg}'`);
+  return {
+    url,
+    headers: {
+      ...headerList(str(env, 'OTEL_EXPORTER_OTLP_HEADERS'), 'OTEL_EXPORTER_OTLP_HEADERS'),
+      ...headerList(str(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'), 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'),
+    },
+    serviceName: str(env, 'OTEL_SERVICE_NAME') ?? 'switchboard',
+    sampleRatio: sampler.endsWith('always_off') ? 0 : sampler.endsWith('traceidratio') ? ratio : 1,
+    parentBased: sampler.startsWith('parentbased_'),
+  };
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const databaseUrl = str(env, 'DATABASE_URL');
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -111,6 +173,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     adminKey,
     publicUrl: publicUrl?.replace(/\/+$/, '') ?? null,
     logLevel,
+    logFormat: oneOf(env, 'SWITCHBOARD_LOG_FORMAT', ['json', 'pretty'], 'json'),
     rateLimit: int(env, 'SWITCHBOARD_RATE_LIMIT', 6000, 0, 1_000_000_000),
     rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
     rateLimitAnonymous: int(env, 'SWITCHBOARD_RATE_LIMIT_ANONYMOUS', 600, 0, 1_000_000_000),
@@ -138,6 +201,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'false') === 'true',
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
+    tracing: tracingConfig(env),
     sharedRateLimit: oneOf(env, 'SWITCHBOARD_BENCH_SHARED_RATE_LIMIT', ['on', 'off'], 'on') === 'on',
     pgListen: oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on') === 'on',
     ...overrides,

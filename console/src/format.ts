@@ -39,6 +39,14 @@ export function parseFilter(value: unknown): string | undefined {
   return text === '' ? undefined : text;
 }
 
+/**
+ * A JSON filter from the URL, as text: the router reads `{"a":1}` typed into the address bar as
+ * an object (it parses search values as JSON), and its own links as a string.
+ */
+export function parseJsonFilter(value: unknown): string | undefined {
+  return typeof value === 'object' && value !== null ? JSON.stringify(value) : parseFilter(value);
+}
+
 export interface PageWindow {
   /** The `offset` to ask the server for. */
   offset: number;
@@ -63,6 +71,22 @@ export function pageWindow(page: number, pageSize: number, total: number): PageW
     previous: current > 1 ? current - 1 : null,
     next: current < pages ? current + 1 : null,
   };
+}
+
+/** A duration in its two largest units: "850 ms", "12.3 s", "4 min 05 s", "2 h 03 min". */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const seconds = Math.floor(ms / 1000);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${pad(seconds % 60)} s`;
+  return `${Math.floor(seconds / 3600)} h ${pad(Math.floor((seconds % 3600) / 60))} min`;
+}
+
+/** How long something took from `start` to `end` (ISO), or has taken until `now` (ms) when not finished; null before it starts. */
+export function elapsed(start: string | null, end: string | null, now: number): number | null {
+  if (start === null) return null;
+  return (end === null ? now : Date.parse(end)) - Date.parse(start);
 }
 
 const BYTE_UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];

@@ -49,7 +49,7 @@ export function JsonForm(props: JsonFormProps) {
 type FormBodyProps = JsonFormProps & { errors: ErrorTree | undefined };
 
 const SchemaForm = lazy(async () => {
-  const [{ default: Form }, { default: validator }] = await Promise.all([import('@rjsf/core'), import('@rjsf/validator-ajv8')]);
+  const [{ default: Form }, { schemaMatcher }] = await Promise.all([import('@rjsf/core/lib/components/Form.js'), import('./schema-matcher.js')]);
   function SchemaForm({ schema, errors, pending, submitLabel, onSubmit, initial }: FormBodyProps & { schema: JsonSchema }) {
     const [value, setValue] = useState<JsonObject>(initial ?? {});
     // Each form's field ids apart from any other's on the page (rjsf names them root_<field>).
@@ -57,7 +57,7 @@ const SchemaForm = lazy(async () => {
     return (
       <Form
         schema={schema as FormProps['schema']}
-        validator={validator}
+        validator={schemaMatcher}
         formData={value}
         onChange={(change) => setValue(change.formData as JsonObject)}
         onSubmit={(submitted) => onSubmit((submitted.formData ?? {}) as JsonObject)}

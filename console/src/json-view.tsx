@@ -1,5 +1,5 @@
 import { useSyncExternalStore } from 'react';
-import { collapseAllNested, darkStyles, defaultStyles, JsonView as JsonTree } from 'react-json-view-lite';
+import { darkStyles, defaultStyles, JsonView as JsonTree } from 'react-json-view-lite';
 import 'react-json-view-lite/dist/index.css';
 import './json-view.css';
 
@@ -10,6 +10,9 @@ const subscribe = (onChange: () => void) => {
   return () => query.removeEventListener('change', onChange);
 };
 const prefersDark = () => window.matchMedia(DARK).matches;
+// Two levels open: a step's output fields and their values; deeper ones open on a click.
+const OPEN_LEVELS = 2;
+const openNear = (level: number) => level < OPEN_LEVELS;
 
 /** A JSON value as a collapsible tree (objects and arrays; anything else as its JSON text), in the system's colour scheme. */
 export function JsonView({ value, label }: { value: unknown; label: string }) {
@@ -23,7 +26,7 @@ export function JsonView({ value, label }: { value: unknown; label: string }) {
   }
   return (
     <div className="json-view" aria-label={label} role="group">
-      <JsonTree data={value} shouldExpandNode={collapseAllNested} style={{ ...(dark ? darkStyles : defaultStyles), container: 'json-tree' }} />
+      <JsonTree data={value} shouldExpandNode={openNear} style={{ ...(dark ? darkStyles : defaultStyles), container: 'json-tree' }} />
     </div>
   );
 }

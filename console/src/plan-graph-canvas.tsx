@@ -3,7 +3,7 @@ import '@xyflow/react/dist/style.css';
 import { useMemo } from 'react';
 import type { PlanGraphProps } from './plan-graph.js';
 import { layoutPlan, NODE_HEIGHT, NODE_WIDTH, type PlanEdge } from './plan-layout.js';
-import type { StepStatus } from './status.js';
+import type { StepStatus } from './run-status.js';
 import './plan-graph.css';
 import './status.css';
 

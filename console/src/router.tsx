@@ -1,27 +1,42 @@
-import { createRootRoute, createRoute, createRouter, redirect } from '@tanstack/react-router';
-import { ComingSoon } from './coming-soon.js';
-import { parseFilter, parsePage } from './format.js';
+import { createRootRoute, createRoute, createRouter, Outlet, redirect, useRouterState } from '@tanstack/react-router';
+import { parseFilter, parseJsonFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
+import { NotFound } from './not-found.js';
 import { SessionGate } from './session.js';
+import { AgentDetailView, type AgentSearch } from './views/agent-detail.js';
 import { AgentsView, type AgentsSearch } from './views/agents.js';
+import { ApprovalLinkPage } from './views/approval-link.js';
+import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
 import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
 import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
 import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { TaskDetailView, type TaskSearch } from './views/task-detail.js';
+import { parseStatuses } from './views/task-statuses.js';
+import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
 import { OverviewView } from './views/overview.js';
 import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
+import { SettingsLayout } from './views/settings.js';
+import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
+import { WebhooksView, type WebhooksSearch } from './views/webhooks.js';
+import { PlanDetailView, PlansView, type PlanSearch, type PlansSearch } from './views/plans.js';
+import { RunDetailView, type RunSearch } from './views/run-detail.js';
+import { RunsView, type RunsSearch } from './views/runs.js';
+import { parseRunsSearch } from './run-search.js';
 
 const rootRoute = createRootRoute({
-  component: () => (
-    <SessionGate>
-      <Layout />
-    </SessionGate>
-  ),
-  notFoundComponent: () => <ComingSoon title="Not found" />,
+  component: function Root() {
+    // An approval link's page is public (design §9): no sign-in, no session, no nav.
+    const signedOut = useRouterState({ select: (state) => state.matches.some((match) => match.routeId === approvalLinkRoute.id) });
+    return signedOut ? (
+      <Outlet />
+    ) : (
+      <SessionGate>
+        <Layout />
+      </SessionGate>
+    );
+  },
+  notFoundComponent: NotFound,
 });
-
-/** A view of issue 23 still to build: a route of its own, so its link and deep links work already. */
-const placeholder = <const Path extends string>(path: Path, title: string) =>
-  createRoute({ getParentRoute: () => rootRoute, path, component: () => <ComingSoon title={title} /> });
 
 const agentsRoute = createRoute({
   getParentRoute: () => rootRoute,
@@ -33,6 +48,90 @@ const agentsRoute = createRoute({
   }),
   component: function Agents() {
     return <AgentsView search={agentsRoute.useSearch()} />;
+  },
+});
+
+const runsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'runs',
+  validateSearch: (search: Record<string, unknown>): RunsSearch => parseRunsSearch(search),
+  component: function Runs() {
+    return <RunsView search={runsRoute.useSearch()} />;
+  },
+});
+
+const runRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'runs/$runId',
+  validateSearch: (search: Record<string, unknown>): RunSearch => ({
+    events: search.events === undefined ? undefined : parsePage(search.events),
+  }),
+  component: function RunDetail() {
+    return <RunDetailView runId={runRoute.useParams().runId} search={runRoute.useSearch()} />;
+  },
+});
+
+const plansRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'plans',
+  validateSearch: (search: Record<string, unknown>): PlansSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Plans() {
+    return <PlansView search={plansRoute.useSearch()} />;
+  },
+});
+
+const planRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'plans/$planId',
+  validateSearch: (search: Record<string, unknown>): PlanSearch => ({
+    version: search.version === undefined ? undefined : parsePage(search.version),
+  }),
+  component: function PlanDetail() {
+    return <PlanDetailView planId={planRoute.useParams().planId} search={planRoute.useSearch()} />;
+  },
+});
+
+const optionalPage = (value: unknown) => (value === undefined ? undefined : parsePage(value));
+
+const agentRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'agents/$agentId',
+  validateSearch: (search: Record<string, unknown>): AgentSearch => ({
+    pending: optionalPage(search.pending),
+    leased: optionalPage(search.leased),
+    dead: optionalPage(search.dead),
+  }),
+  component: function Agent() {
+    return <AgentDetailView agentId={agentRoute.useParams().agentId} />;
+  },
+});
+
+const projectsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks',
+  validateSearch: (search: Record<string, unknown>): ProjectsSearch => ({ page: optionalPage(search.page) }),
+  component: function Projects() {
+    return <ProjectsView search={projectsRoute.useSearch()} />;
+  },
+});
+
+const boardRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks/projects/$projectId',
+  validateSearch: (search: Record<string, unknown>): BoardSearch => ({ statuses: parseStatuses(search.statuses) }),
+  component: function Board() {
+    return <BoardView projectId={boardRoute.useParams().projectId} search={boardRoute.useSearch()} />;
+  },
+});
+
+const taskRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'tasks/$taskId',
+  validateSearch: (search: Record<string, unknown>): TaskSearch => ({ comments: optionalPage(search.comments), activity: optionalPage(search.activity) }),
+  component: function TaskDetail() {
+    return <TaskDetailView taskId={taskRoute.useParams().taskId} />;
   },
 });
 
@@ -62,13 +161,32 @@ const routineRoute = createRoute({
   },
 });
 
+const approvalsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approvals',
+  validateSearch: (search: Record<string, unknown>): ApprovalsSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Approvals() {
+    return <ApprovalsView search={approvalsRoute.useSearch()} />;
+  },
+});
+
+const approvalLinkRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'approve/$token',
+  component: function ApprovalLink() {
+    return <ApprovalLinkPage token={approvalLinkRoute.useParams().token} />;
+  },
+});
+
 const artifactsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'artifacts',
   validateSearch: (search: Record<string, unknown>): ArtifactsSearch => ({
     page: search.page === undefined ? undefined : parsePage(search.page),
     type: parseFilter(search.type),
-    metadata: parseFilter(search.metadata),
+    metadata: parseJsonFilter(search.metadata),
   }),
   component: function Artifacts() {
     return <ArtifactsView search={artifactsRoute.useSearch()} />;
@@ -89,6 +207,7 @@ const artifactRoute = createRoute({
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
+  component: SettingsLayout,
   beforeLoad: ({ location }) => {
     if (location.pathname.replace(/\/$/, '').endsWith('/settings')) throw redirect({ to: '/settings/keys' });
   },
@@ -106,19 +225,48 @@ const keysRoute = createRoute({
   },
 });
 
+const webhooksRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'webhooks',
+  validateSearch: (search: Record<string, unknown>): WebhooksSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
+  component: function Webhooks() {
+    return <WebhooksView search={webhooksRoute.useSearch()} />;
+  },
+});
+
+const webhookRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'webhooks/$webhookId',
+  validateSearch: (search: Record<string, unknown>): DeliveriesSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+    status: DELIVERY_STATUSES.find((status) => status === search.status),
+  }),
+  component: function Webhook() {
+    return <WebhookDeliveriesView webhookId={webhookRoute.useParams().webhookId} search={webhookRoute.useSearch()} />;
+  },
+});
+
 const routeTree = rootRoute.addChildren([
   overviewRoute,
-  placeholder('approvals', 'Approvals'),
-  placeholder('runs', 'Runs'),
-  placeholder('plans', 'Plans'),
+  approvalsRoute,
+  approvalLinkRoute,
+  runsRoute,
+  runRoute,
+  plansRoute,
+  planRoute,
   agentsRoute,
+  agentRoute,
   routinesRoute,
   newRoutineRoute,
   routineRoute,
-  placeholder('tasks', 'Tasks'),
+  projectsRoute,
+  boardRoute,
+  taskRoute,
   artifactsRoute,
   artifactRoute,
-  settingsRoute.addChildren([keysRoute]),
+  settingsRoute.addChildren([keysRoute, webhooksRoute, webhookRoute]),
 ]);
 
 export const router = createRouter({ routeTree, basepath: '/console' });

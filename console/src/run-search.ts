@@ -3,7 +3,7 @@
  * in test/console/run-search.test.ts.
  */
 import { parseFilter, parsePage } from './format.js';
-import { RUN_STATUSES, type RunStatus } from './status.js';
+import { RUN_STATUSES, type RunStatus } from './run-status.js';
 
 /** A time window back from now, as the "Started" filter offers it. */
 export const WITHIN = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 } as const;
@@ -44,8 +44,8 @@ export function parseRunsSearch(search: Record<string, unknown>): RunsSearch {
   return parsed;
 }
 
-/** GET /coordination/runs's query for these filters, `now` (ms) anchoring a relative window. */
-export function runsQuery(search: RunsSearch, now: number) {
+/** GET /coordination/runs's query for these filters, `now` (ms, the time of the request) anchoring a relative window. */
+export function runsQuery(search: RunsSearch, now = Date.now()) {
   return {
     plan_id: search.plan,
     status: search.status,

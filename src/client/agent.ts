@@ -1,3 +1,5 @@
+import { context, trace } from '@opentelemetry/api';
+import { contextOf, failed, SpanKind, traceparentOf, tracer } from '../kernel/tracing.js';
 import { topicMatches } from '../messaging/topics.js';
 import type { Switchboard } from './client.js';
 import type { Body, Message } from './types.js';
@@ -27,8 +29,28 @@ export interface AgentOptions {
   visibilityTimeoutSeconds?: number;
   /** Seconds one long poll waits; also the longest stop() waits for it. Default 5. */
   pollTimeoutSeconds?: number;
-  /** Called with errors of the loop itself (network, server); the loop goes on. */
+  /** Called with every error of the loop itself (network, server); the loop goes on. */
   onError?: (error: unknown) => void;
+  /**
+   * Where the worker reports what an operator should know: a handler's failure (once per
+   * delivery, with the message id and reason), a server it cannot reach (once, then once when it
+   * is back). Default: the console.
+   */
+  logger?: AgentLogger;
+}
+
+/** The lines the worker writes (the console, pino and most loggers fit). */
+export interface AgentLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/** A one-line reason: the API's message for its errors, the cause's for network ones ("fetch failed"). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+  return `${error.message}${cause}`;
 }
 
 export interface Agent {
@@ -59,7 +81,20 @@ export function createAgent(options: AgentOptions): Agent {
   const concurrency = Math.max(1, options.concurrency ?? 4);
   const visibility = options.visibilityTimeoutSeconds ?? 30;
   const pollSeconds = options.pollTimeoutSeconds ?? 5;
-  const onError = options.onError ?? ((error: unknown) => console.error(`agent ${agentId}:`, error));
+  const logger = options.logger ?? console;
+  // Whether the last call to the server failed: a lost server is told once, and its return.
+  let failingSince: number | null = null;
+  const onError = (error: unknown) => {
+    options.onError?.(error);
+    if (failingSince !== null) return;
+    failingSince = Date.now();
+    logger.error(`agent ${agentId}: cannot reach the server (${describe(error)}); retrying`);
+  };
+  const reached = () => {
+    if (failingSince === null) return;
+    logger.info(`agent ${agentId}: reached the server again after ${Math.round((Date.now() - failingSince) / 1000)} s`);
+    failingSince = null;
+  };
   const handlers: Array<{ pattern: string; handler: Handler }> = [];
   const running = new Set<Promise<void>>();
   const subscriptions = new Set<string>();
@@ -85,22 +120,49 @@ export function createAgent(options: AgentOptions): Agent {
       },
       (visibility * 1000) / 2,
     );
+    // The handler runs in a `process {agent}` span whose parent is the message's traceparent, so
+    // the agent's own spans continue the sender's trace; the acknowledgement or rejection carries
+    // it on. Without an OpenTelemetry SDK in this process the API is a no-op and the message's
+    // own traceparent is passed on unchanged.
+    const span = tracer().startSpan(
+      `process ${agentId}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'switchboard',
+          'messaging.operation.name': 'process',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': agentId,
+          'messaging.message.id': message.message_id,
+          'messaging.message.delivery_count': message.retry_count + 1,
+          'switchboard.message.event_name': message.event_name,
+        },
+      },
+      contextOf(message.traceparent),
+    );
+    const spanContext = trace.setSpan(contextOf(message.traceparent), span);
+    const traceparent = traceparentOf(spanContext);
+    const headers = traceparent ? { traceparent } : undefined;
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
-      const output = await handler(message);
-      await client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output } });
+      const output = await context.with(spanContext, () => handler(message));
+      await client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output }, headers });
     } catch (error) {
+      failed(span, error);
       const reason = (error instanceof Error ? error.message : String(error)) || 'handler failed';
-      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue: !(error instanceof PermanentError) } }).catch(onError);
+      const requeue = !(error instanceof PermanentError);
+      logger.warn(`agent ${agentId}: message ${message.message_id} (${message.event_name}, delivery ${message.retry_count + 1}) failed: ${reason}${requeue ? '' : ' (permanent)'}`);
+      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue }, headers }).catch(onError);
     } finally {
       settled = true;
       clearInterval(lease);
+      span.end();
     }
   }
 
   function beat(): void {
-    client.discovery.heartbeat({ body: { agent_id: agentId, load: running.size / concurrency } }).catch(onError);
+    client.discovery.heartbeat({ body: { agent_id: agentId, load: running.size / concurrency } }).then(reached, onError);
   }
 
   async function poll(): Promise<void> {
@@ -114,6 +176,7 @@ export function createAgent(options: AgentOptions): Agent {
         ({ messages } = await client.messaging.receive({
           query: { agent_id: agentId, timeout: pollSeconds, max: concurrency - running.size, visibility_timeout: visibility },
         }));
+        reached();
       } catch (error) {
         onError(error);
         if (active) await new Promise((resolve) => setTimeout(resolve, 1000));

@@ -1,5 +1,5 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from './operations.js';
+import { BYTE_ANSWERS, OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from './operations.js';
 import type { Body, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
 
 /*
@@ -290,7 +290,8 @@ export class Switchboard {
   #domain<D extends Domain>(domain: D): DomainClient<D> {
     const methods: Record<string, unknown> = {};
     for (const [name, spec] of Object.entries(OPERATIONS[domain] as Record<string, OperationSpec>)) {
-      const call = async (input: AnyInput = {}) => (await this.#call(spec, input)).data;
+      const bytes = BYTE_ANSWERS.has(`${domain}.${name}`);
+      const call = async (input: AnyInput = {}) => (await this.#call(spec, input, bytes)).data;
       if (spec[2] === PAGED) {
         Object.assign(call, { all: (input?: AnyInput) => this.#pages(spec, input), page: (input?: AnyInput) => this.#page(spec, input) });
       }
@@ -318,7 +319,8 @@ export class Switchboard {
     return { items, total: meta?.total ?? items.length, limit: meta?.limit ?? items.length, offset: meta?.offset ?? 0 };
   }
 
-  async #call([method, template, flag]: OperationSpec, input: AnyInput): Promise<{ data: unknown; meta?: Envelope['meta'] }> {
+  /** One operation; `bytes`: it answers with bytes (BYTE_ANSWERS), resolved to the Response. */
+  async #call([method, template, flag]: OperationSpec, input: AnyInput, bytes = false): Promise<{ data: unknown; meta?: Envelope['meta'] }> {
     const path = template.replace(/\{([^}]+)\}/g, (_, name: string) => {
       const value = input.path?.[name];
       if (value === undefined) throw new TypeError(`${method} ${template}: missing path parameter '${name}'`);
@@ -329,7 +331,7 @@ export class Switchboard {
     for (const [key, value] of Object.entries(input.query ?? {})) if (value !== undefined) search.set(key, String(value));
     const pathWithQuery = search.size > 0 ? `${path}?${search}` : path;
     const response = await this.#send(method, pathWithQuery, input.body, input.headers ?? {}, input.signal, flag !== PUBLIC);
-    if (!(response.headers.get('content-type') ?? '').includes('json')) return { data: response };
+    if (bytes || !(response.headers.get('content-type') ?? '').includes('json')) return { data: response };
     const envelope = (await response.json()) as Envelope;
     return { data: envelope.data, meta: envelope.meta };
   }

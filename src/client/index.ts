@@ -11,7 +11,7 @@ export {
   type StreamEventsInput,
 } from './client.js';
 export { verifyWebhook, WebhookVerificationError, type WebhookHeaders } from './webhooks.js';
-export { createAgent, PermanentError, type Agent, type AgentOptions, type Handler } from './agent.js';
+export { createAgent, PermanentError, type Agent, type AgentLogger, type AgentOptions, type Handler } from './agent.js';
 export { topicMatches } from '../messaging/topics.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
 export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';

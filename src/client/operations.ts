@@ -166,6 +166,14 @@ export const OPERATIONS = {
   },
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
+/**
+ * The operations that answer with bytes, not an envelope: the client resolves them to their
+ * `Response` whatever its Content-Type (the download of a JSON artifact is application/json too,
+ * and read as an envelope it was `undefined`). They are the ones schemas.ts gives no `data`;
+ * test/client/openapi.test.ts checks that the two agree.
+ */
+export const BYTE_ANSWERS: ReadonlySet<string> = new Set(['artifacts.download', 'artifacts.downloadSigned', 'events.openStream']);
+
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type OperationSpec =
   | readonly [HttpMethod, string]

@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
+import { contextOf, inSpan, traceparentOfSpan } from '../kernel/tracing.js';
 import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type MessageOutcome, type PublishedEvent } from '../kernel/ports.js';
 import { isJsonObject } from '../kernel/json.js';
 import { ajvFieldProblems } from '../kernel/validation-problems.js';
@@ -51,6 +53,7 @@ export interface EngineDeps {
   events: EventLog;
   /** Signs the approval links of human steps' events and approvers' messages. */
   links: ApprovalLinks;
+  metrics: DomainMetrics;
   /** When this node's timer worker looks next (0 while it is running a pass). */
   timerPlannedAt: () => number;
 }
@@ -82,7 +85,7 @@ export class RunEngine {
   private readonly starters: StepStarters;
 
   constructor(private readonly deps: EngineDeps) {
-    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events, links: deps.links });
+    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events, links: deps.links, metrics: deps.metrics });
     this.starters = new StepStarters({
       store: deps.store,
       directory: deps.directory,
@@ -99,10 +102,12 @@ export class RunEngine {
 
   /** Creates a run and starts its first steps; returns the saved run row. */
   async start(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunRow> {
-    const ctx = this.contexts.create(spec, parent);
-    await this.advance(tx, ctx);
-    await this.save(tx, [ctx]);
-    return ctx.run;
+    return inWorkflowSpan(spec, async (traceparent) => {
+      const ctx = this.contexts.create(spec, parent, traceparent);
+      await this.advance(tx, ctx);
+      await this.save(tx, [ctx]);
+      return ctx.run;
+    });
   }
 
   /**
@@ -112,9 +117,11 @@ export class RunEngine {
   async startMany(tx: Tx, specs: StartRun[]): Promise<RunRow[]> {
     const contexts: RunContext[] = [];
     for (const spec of specs) {
-      const ctx = this.contexts.create(spec);
-      await this.advance(tx, ctx);
-      contexts.push(ctx);
+      await inWorkflowSpan(spec, async (traceparent) => {
+        const ctx = this.contexts.create(spec, undefined, traceparent);
+        await this.advance(tx, ctx);
+        contexts.push(ctx);
+      });
     }
     await this.save(tx, contexts);
     return contexts.map((ctx) => ctx.run);
@@ -157,9 +164,16 @@ export class RunEngine {
 
   /** Advances a run whose timer is due (the worker claimed it). */
   async wake(tx: Tx, run: RunRow): Promise<void> {
-    const ctx = await this.contexts.fromRow(tx, run);
-    await this.advance(tx, ctx);
-    await this.save(tx, [ctx]);
+    // In the run's trace: a step retried after its backoff, or timed out, stays in it.
+    await inSpan(
+      `resume_workflow ${run.plan_id}`,
+      { parent: contextOf(run.traceparent), attributes: { 'gen_ai.operation.name': 'invoke_workflow', 'switchboard.run.id': run.id } },
+      async () => {
+        const ctx = await this.contexts.fromRow(tx, run);
+        await this.advance(tx, ctx);
+        await this.save(tx, [ctx]);
+      },
+    );
   }
 
   private async mustLoad(tx: Tx, runId: string): Promise<RunContext> {
@@ -528,4 +542,17 @@ export class RunEngine {
     }
     if (wakeTimers) await this.deps.notifier.notifyIn(tx, COORDINATION_CHANGED);
   }
+}
+
+/**
+ * A run's start in an `invoke_workflow {plan}` span (OTel GenAI conventions), a child of the
+ * active span (the request, the trigger's fire); its context is stored with the run.
+ */
+function inWorkflowSpan<T>(spec: StartRun, fn: (traceparent: string | null) => Promise<T>): Promise<T> {
+  const name = spec.planAlias ?? spec.planId;
+  return inSpan(
+    `invoke_workflow ${name}`,
+    { attributes: { 'gen_ai.operation.name': 'invoke_workflow', 'gen_ai.agent.name': name, 'switchboard.plan.id': spec.planId, 'switchboard.plan.version': spec.planVersion } },
+    (span) => fn(traceparentOfSpan(span)),
+  );
 }

@@ -45,6 +45,7 @@ export function createCoordinationDomain(deps: {
     clock: platform.clock,
     notifier: platform.notifier,
     logger: platform.logger,
+    metrics: platform.metrics,
     timerPlannedAt: () => timerPlannedAt,
   });
   const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links });

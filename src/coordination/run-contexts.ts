@@ -3,11 +3,12 @@ import type { Tx } from '../db/tx.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
 import { SYSTEM_ACTOR, type EventLog, type Inbox } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { compilePlan, type CompiledPlan, type PlanDefinition } from './plan.js';
 import type { ApprovalLinks } from './approval-links.js';
-import { approverMessagesOf, asksForHumans, logEventsOf } from './run-events.js';
+import { approverMessagesOf, asksForHumans, countTransitions, logEventsOf } from './run-events.js';
 import { NOT_STARTED, record, RUN_FINISHED, type RunContext, type StartRun, type StepState } from './run-state.js';
 import type { CoordinationStore, NewRunEvent, RunRow, RunStepRow } from './store.js';
 
@@ -34,7 +35,7 @@ export class RunContexts {
   private readonly revisionPrefix = randomBytes(8).toString('hex');
   private revisions = 0;
 
-  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks }) {}
+  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks; metrics: DomainMetrics }) {}
 
   private get store() {
     return this.deps.store;
@@ -68,7 +69,7 @@ export class RunContexts {
   }
 
   /** A new run of `spec` (a sub-plan's child of `parent`), its steps not started. */
-  create(spec: StartRun, parent?: { run: RunRow; stepId: string }): RunContext {
+  create(spec: StartRun, parent?: { run: RunRow; stepId: string }, traceparent: string | null = null): RunContext {
     const now = this.deps.clock.now();
     const run: RunRow = {
       id: newId('run', now),
@@ -91,6 +92,7 @@ export class RunContexts {
       started_at: now,
       completed_at: null,
       updated_at: now,
+      traceparent,
     };
     const rows = spec.definition.steps.map(
       (def, position): RunStepRow => ({ run_id: run.id, step_id: def.id, position, parent_step_id: null, item_index: -1, item: null, ...NOT_STARTED }),
@@ -186,6 +188,7 @@ export class RunContexts {
       if (messages.length > 0) await this.deps.inbox.sendMany(tx, messages);
     }
     await this.deps.events.append(tx, ...contexts.flatMap((ctx) => logEventsOf(ctx, link)));
+    countTransitions(this.deps.metrics, contexts);
     for (const ctx of contexts) this.remember(ctx);
   }
 

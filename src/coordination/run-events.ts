@@ -4,6 +4,7 @@
  */
 
 import { iso } from '../kernel/clock.js';
+import type { DomainMetrics, FinishedRunStatus } from '../kernel/metrics.js';
 import type { NewEvent, OutgoingMessage } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { APPROVAL_LINK_TTL_MS, type ApprovalClaim } from './approval-links.js';
@@ -110,5 +111,19 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
       return { type: 'input.submitted', data: { ...base, step_id: stepId, submitted_by: detail.by, data: step ? stepOutput(step) : null } };
     default:
       return null;
+  }
+}
+
+/** Counts what saved transitions did: runs started and finished, steps finished with their time. */
+export function countTransitions(metrics: DomainMetrics, contexts: RunContext[]): void {
+  for (const ctx of contexts) {
+    for (const entry of ctx.events) {
+      if (entry.type === 'run.started') metrics.runStarted();
+      else if (entry.type === 'run.completed' || entry.type === 'run.failed' || entry.type === 'run.cancelled') metrics.runFinished(entry.type.slice('run.'.length) as FinishedRunStatus);
+      else if (entry.type === 'step.completed' || entry.type === 'step.failed') {
+        const startedAt = entry.step_id ? (ctx.steps.get(entry.step_id)?.row.started_at ?? null) : null;
+        if (startedAt !== null) metrics.stepFinished(entry.type === 'step.completed' ? 'completed' : 'failed', (entry.created_at - startedAt) / 1000);
+      }
+    }
   }
 }

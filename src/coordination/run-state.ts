@@ -31,6 +31,8 @@ export interface Revision {
 
 export interface StartRun {
   planId: string;
+  /** The plan's alias, for the run's span (`invoke_workflow {alias}`). */
+  planAlias?: string;
   planVersion: number;
   definition: PlanDefinition;
   /** The definition as stored with its plan version, when the caller has it (saves serializing it again). */

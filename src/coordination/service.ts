@@ -304,6 +304,7 @@ export class CoordinationService {
       if (!plan) throw new NotFound('Plan', input.plan_id);
       const run = await this.deps.engine.start(tx, {
         planId: plan.id,
+        planAlias: plan.alias,
         planVersion: plan.version,
         definition: plan.definition,
         definitionText: plan.text,

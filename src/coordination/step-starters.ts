@@ -1,3 +1,4 @@
+import { SpanKind, traceparentOfSpan, tracer } from '../kernel/tracing.js';
 import { randomBytes } from 'node:crypto';
 import jsonata from 'jsonata';
 import type { Tx } from '../db/tx.js';
@@ -121,10 +122,24 @@ export class StepStarters {
       await this.failAttempt(tx, ctx, step, `no healthy agent offers capability '${def.capability}'`);
       return;
     }
+    // The agent's invocation (OTel GenAI conventions): the step message's send is its child, so
+    // the agent's work, its acknowledgement and the steps that follows stay in the run's trace.
+    const invocation = tracer().startSpan(`invoke_agent ${agent}`, {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': agent,
+        'switchboard.run.id': ctx.run.id,
+        'switchboard.step.id': step.row.step_id,
+        'switchboard.step.attempt': step.row.attempt,
+      },
+    });
+    invocation.end();
     // Sent when the transition is saved (with the other messages it sends), which sets message_id.
     ctx.outbox.push({
       step,
       message: {
+        traceparent: traceparentOfSpan(invocation),
         source: PLATFORM_SENDER,
         destination: agent,
         event_name: PLAN_STEP_EVENT,
@@ -159,7 +174,7 @@ export class StepStarters {
     }
     const child = await this.deps.startChild(
       tx,
-      { planId: plan.id, planVersion: plan.version, definition: plan.definition, definitionText: plan.text, input, event: ctx.event ?? undefined, createdBy: ctx.run.created_by },
+      { planId: plan.id, planAlias: plan.alias, planVersion: plan.version, definition: plan.definition, definitionText: plan.text, input, event: ctx.event ?? undefined, createdBy: ctx.run.created_by },
       { run: ctx.run, stepId: step.row.step_id },
     );
     changeStep(step, { child_run_id: child.id });

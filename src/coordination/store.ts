@@ -53,7 +53,7 @@ type RunStateColumn = 'status' | 'output' | 'error' | 'revisions' | 'wake_at' | 
 const RUN_TEMPLATE: Record<keyof RunRow, null> = {
   id: null, plan_id: null, plan_version: null, definition: null, status: null, input: null, event: null, output: null,
   error: null, adaptive: null, revisions: null, parent_run_id: null, parent_step_id: null, depth: null, created_by: null,
-  wake_at: null, revision: null, started_at: null, completed_at: null, updated_at: null,
+  wake_at: null, revision: null, started_at: null, completed_at: null, updated_at: null, traceparent: null,
 };
 const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
   run_id: null, step_id: null, position: null, parent_step_id: null, item_index: null, item: null, status: null, attempt: null,
@@ -188,7 +188,7 @@ export class CoordinationStore extends Store {
    * The newest version of a plan by id or alias (what a new run pins), with its definition
    * parsed and as stored (the text a run copies).
    */
-  async currentPlan(tx: Tx, idOrAlias: string): Promise<{ id: string; version: number; definition: PlanDefinition; text: string } | null> {
+  async currentPlan(tx: Tx, idOrAlias: string): Promise<{ id: string; alias: string; version: number; definition: PlanDefinition; text: string } | null> {
     const plan = await this.findPlan(tx, idOrAlias);
     if (!plan) return null;
     // A version never changes once written, so its parsed definition can be kept.
@@ -199,7 +199,7 @@ export class CoordinationStore extends Store {
       kept = { definition: JSON.parse(text) as PlanDefinition, text };
       this.definitions.set(key, kept);
     }
-    return { id: plan.id, version: plan.version, ...kept };
+    return { id: plan.id, alias: plan.alias, version: plan.version, ...kept };
   }
 
   async listPlans(tx: Tx, window: Page): Promise<Paged<PlanRow>> {

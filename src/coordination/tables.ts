@@ -43,6 +43,8 @@ export interface RunsTable {
   started_at: number;
   completed_at: number | null;
   updated_at: number;
+  /** W3C trace context of the run's `invoke_workflow` span (issue 25): timers and dead letters continue it. */
+  traceparent: string | null;
 }
 
 export interface RunStepsTable {

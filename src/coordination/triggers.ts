@@ -17,7 +17,7 @@ import type { PlanDefinition } from './plan.js';
 import { isJsonObject } from '../kernel/json.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 
-type PlanVersion = { id: string; version: number; definition: PlanDefinition; text: string };
+type PlanVersion = { id: string; alias: string; version: number; definition: PlanDefinition; text: string };
 
 /** An enabled event trigger as kept between publishes: its row with what each event needs made once. */
 interface EventTrigger {
@@ -157,6 +157,7 @@ function runSpec(trigger: TriggerRow, plan: PlanVersion, fixed: Record<string, u
   const mapped = mapping === null ? {} : (render(mapping, { input: {}, steps: {}, event: event ?? {} }) as Record<string, unknown>);
   return {
     planId: plan.id,
+    planAlias: plan.alias,
     planVersion: plan.version,
     definition: plan.definition,
     definitionText: plan.text,

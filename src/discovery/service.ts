@@ -240,6 +240,17 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
     return removed.length;
   }
 
+  /** Agents that heartbeat, by their health now (the agents gauge of /metrics). */
+  async countByHealth(): Promise<Record<string, number>> {
+    const now = this.clock.now();
+    const counts: Record<string, number> = { healthy: 0, degraded: 0, unhealthy: 0 };
+    for (const row of await this.store.heartbeatsWithHealth(autocommit)) {
+      const health = healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs);
+      counts[health] = (counts[health] ?? 0) + 1;
+    }
+    return counts;
+  }
+
   /**
    * The health worker's pass: announces each agent whose health (from its heartbeat's age and
    * load) differs from the one last announced (agent.health_changed; unknown before the first

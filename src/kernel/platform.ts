@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from './clock.js';
+import type { DomainMetrics } from './metrics.js';
 import type { Notifier } from './notifier.js';
 import type { RateLimiter } from './rate-limiter.js';
 
@@ -18,4 +19,6 @@ export interface Platform {
   readonly shutdown: AbortSignal;
   /** Request budgets per principal (messaging's rate-limit status reads the same counters). */
   readonly limiter: RateLimiter;
+  /** Counters and histograms of what the domains do (GET /metrics). */
+  readonly metrics: DomainMetrics;
 }

@@ -29,6 +29,11 @@ export interface OutgoingMessage {
   delay_seconds?: number;
   max_deliveries?: number;
   origin?: MessageOrigin;
+  /**
+   * W3C trace context the send continues (a plan step's `invoke_agent` span, a routine fire):
+   * the parent of its `send` span. Default: the active span.
+   */
+  traceparent?: string | null;
 }
 
 export interface SentMessage {
@@ -162,6 +167,7 @@ export const EVENT_TYPES = [
   'task.created',
   'task.updated',
   'task.unblocked',
+  'task.commented',
   'task.deleted',
   'artifact.created',
   'artifact.version_created',

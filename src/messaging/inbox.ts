@@ -3,6 +3,7 @@ import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
+import type { DomainMetrics, InboxDepth } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import {
@@ -18,6 +19,7 @@ import {
   type SentMessage,
 } from '../kernel/ports.js';
 import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
+import { contextOf, hasActiveSpan, inSpan, linkTo, SpanKind, traceparentOf, traceparentOfSpan, tracer, validTraceparent, type Span } from '../kernel/tracing.js';
 import { InboxWakeups } from './inbox-wakeups.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
 import { newMessageRow, type DeliveryRow, type InboxCounts, type MessageRow, type MessagingStore, type NewMessageRow } from './store.js';
@@ -31,6 +33,8 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 const MAX_BACKOFF_S = 300;
 /** Exhausted leases dead-lettered per reaper transaction. */
 const REAP_BATCH = 500;
+/** Inboxes the depth gauges read per scrape (the top ones are shown, the rest summed). */
+const MAX_METRIC_INBOXES = 5000;
 
 export interface Attempt {
   attempt: number;
@@ -67,7 +71,15 @@ export interface InboxMessage extends Message {
 }
 
 /** What an HTTP caller sends: the port's message without the fields the platform sets. */
-export type SendInput = Omit<OutgoingMessage, 'source' | 'origin'>;
+export type SendInput = Omit<OutgoingMessage, 'source' | 'origin' | 'traceparent'>;
+
+/** What the OTel messaging conventions put on every span of an inbox. */
+const MESSAGING_SYSTEM = 'switchboard';
+
+/** Ends the send spans of messages once their insert is done (or failed). */
+function endAll(spans: Span[]): void {
+  for (const span of spans) span.end();
+}
 
 function toAttempt(row: DeliveryRow): Attempt {
   return {
@@ -101,6 +113,7 @@ export class InboxService implements Inbox, DeliveryStats {
       limiter: RateLimiter;
       logger: Logger;
       events: EventLog;
+      metrics: DomainMetrics;
     },
   ) {
     this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
@@ -139,10 +152,35 @@ export class InboxService implements Inbox, DeliveryStats {
     }
   }
 
-  private newRow(message: OutgoingMessage, now: number): NewMessageRow {
+  /**
+   * A new message's row and its `send {destination}` span (PRODUCER, OTel messaging
+   * conventions), whose context the row keeps as `traceparent` for the receiver. The span's
+   * parent is the message's `traceparent` when it has one, else the active span; without a
+   * tracer provider the span records nothing and the row keeps what the sender gave.
+   */
+  private newRow(message: OutgoingMessage, now: number, spans: Span[]): NewMessageRow {
     if (message.delay_seconds !== undefined && message.delay_seconds < 0) throw InvalidRequest.field('delay_seconds', 'must be ≥ 0');
+    const id = newId('msg', now);
+    const span = tracer().startSpan(
+      `send ${message.destination}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': MESSAGING_SYSTEM,
+          'messaging.operation.name': 'send',
+          'messaging.operation.type': 'send',
+          'messaging.destination.name': message.destination,
+          'messaging.message.id': id,
+          'messaging.message.conversation_id': message.thread_id,
+          'switchboard.message.event_name': message.event_name,
+        },
+      },
+      message.traceparent ? contextOf(message.traceparent) : undefined,
+    );
+    spans.push(span);
     return newMessageRow({
-      id: newId('msg', now),
+      id,
+      traceparent: traceparentOfSpan(span) ?? message.traceparent ?? null,
       source: message.source,
       destination: message.destination,
       event_name: message.event_name,
@@ -161,8 +199,10 @@ export class InboxService implements Inbox, DeliveryStats {
   /** Inbox port: a platform sender puts work into an agent's inbox, inside the caller's transaction. */
   async send(tx: Tx, message: OutgoingMessage): Promise<SentMessage> {
     const now = this.deps.clock.now();
-    const row = this.newRow(message, now);
-    await this.store.insertMessages(tx, [row]);
+    const spans: Span[] = [];
+    const row = this.newRow(message, now, spans);
+    await this.store.insertMessages(tx, [row]).finally(() => endAll(spans));
+    this.deps.metrics.messagesSent([row.event_name]);
     // Under autocommit the message is in: its inbox wakes now, not at a caller's commit.
     if (tx === autocommit) this.wakeups.committed([row.destination]);
     else await this.wakeups.inTransaction(tx, [row.destination]);
@@ -173,8 +213,10 @@ export class InboxService implements Inbox, DeliveryStats {
   async sendMany(tx: Tx, messages: OutgoingMessage[]): Promise<SentMessage[]> {
     if (messages.length === 0) return [];
     const now = this.deps.clock.now();
-    const rows = messages.map((message) => this.newRow(message, now));
-    await this.store.insertMessages(tx, rows);
+    const spans: Span[] = [];
+    const rows = messages.map((message) => this.newRow(message, now, spans));
+    await this.store.insertMessages(tx, rows).finally(() => endAll(spans));
+    this.deps.metrics.messagesSent(rows.map((row) => row.event_name));
     await this.wakeups.inTransaction(tx, rows.map((row) => row.destination));
     return rows.map((row) => ({ message_id: row.id, status: 'sent' as const, timestamp: iso(now) }));
   }
@@ -184,14 +226,23 @@ export class InboxService implements Inbox, DeliveryStats {
     await this.store.cancelPending(tx, messageId);
   }
 
-  /** HTTP send: `source` is the caller; thread rules and idempotency apply. */
-  async sendAs(caller: Caller, input: SendInput): Promise<{ sent: SentMessage; replayed: boolean }> {
+  /**
+   * HTTP send: `source` is the caller; thread rules and idempotency apply. `traceparent` (the
+   * request's header) is honoured: it is the parent of the request's span when the server
+   * traces, and stored on the message as it is when it does not, so the receiver continues the
+   * sender's trace either way.
+   */
+  async sendAs(caller: Caller, input: SendInput, traceparent?: string): Promise<{ sent: SentMessage; replayed: boolean }> {
     const now = this.deps.clock.now();
     const source = caller.agentId ?? caller.actor;
+    const message = { ...input, source, traceparent: hasActiveSpan() ? null : validTraceparent(traceparent) };
     const result = await (input.idempotency_key === undefined && input.thread_id === undefined
-      ? this.sendPlain({ ...input, source }, now)
-      : this.sendChecked(input, source, now));
-    if (!result.replayed) this.wakeups.committed([input.destination]);
+      ? this.sendPlain(message, now)
+      : this.sendChecked(message, now));
+    if (!result.replayed) {
+      this.deps.metrics.messagesSent([input.event_name]);
+      this.wakeups.committed([input.destination]);
+    }
     return {
       sent: { message_id: result.row.id, status: 'sent', timestamp: iso(result.row.created_at) },
       replayed: result.replayed,
@@ -200,13 +251,15 @@ export class InboxService implements Inbox, DeliveryStats {
 
   /** One INSERT, atomic on its own: no transaction around it (on PostgreSQL, two round trips fewer). */
   private async sendPlain(message: OutgoingMessage, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
-    const row = this.newRow(message, now);
-    await this.store.insertMessages(autocommit, [row]);
+    const spans: Span[] = [];
+    const row = this.newRow(message, now, spans);
+    await this.store.insertMessages(autocommit, [row]).finally(() => endAll(spans));
     return { row, replayed: false };
   }
 
   /** A send with an idempotency key or to a thread: its checks and the insert in one transaction. */
-  private async sendChecked(input: SendInput, source: string, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
+  private async sendChecked(input: OutgoingMessage, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
+    const source = input.source;
     return this.store.inTransaction(async (tx) => {
       if (input.idempotency_key !== undefined) {
         const existing = await this.store.findByIdempotencyKey(tx, source, input.idempotency_key);
@@ -216,8 +269,9 @@ export class InboxService implements Inbox, DeliveryStats {
         if (existing) await this.store.clearIdempotencyKey(tx, existing.id);
       }
       if (input.thread_id !== undefined) await this.deps.threads.takeTurn(tx, input.thread_id, source, input.destination);
-      const row = this.newRow({ ...input, source }, now);
-      await this.store.insertMessages(tx, [row]);
+      const spans: Span[] = [];
+      const row = this.newRow(input, now, spans);
+      await this.store.insertMessages(tx, [row]).finally(() => endAll(spans));
       return { row, replayed: false };
     }).catch(async (err: unknown) => {
       // Two sends with one idempotency key raced: the loser returns the winner's message.
@@ -250,8 +304,10 @@ export class InboxService implements Inbox, DeliveryStats {
    * publish); their inboxes' long polls wake after the commit. Returns their ids, in order.
    */
   async sendBatch(messages: OutgoingMessage[], now: number): Promise<string[]> {
-    const rows = messages.map((message) => this.newRow(message, now));
-    if (rows.length > 0) await this.store.inTransaction((tx) => this.store.insertMessages(tx, rows));
+    const spans: Span[] = [];
+    const rows = messages.map((message) => this.newRow(message, now, spans));
+    if (rows.length > 0) await this.store.inTransaction((tx) => this.store.insertMessages(tx, rows)).finally(() => endAll(spans));
+    this.deps.metrics.messagesSent(rows.map((r) => r.event_name));
     this.wakeups.committed(rows.map((r) => r.destination));
     return rows.map((r) => r.id);
   }
@@ -312,12 +368,57 @@ export class InboxService implements Inbox, DeliveryStats {
 
   private async claim(agentId: string, receiver: string, max: number, visibilitySeconds: number): Promise<Message[]> {
     const lease = { destination: agentId, receiver, max, now: this.deps.clock.now(), leaseMs: visibilitySeconds * 1000 };
+    const startTime = performance.timeOrigin + performance.now();
     // Producers that follow deliveries hear of them in the claim's transaction.
     const rows = await this.store.claim(lease, {
       wants: (claimed) => claimed.some((row) => this.hears(row, 'delivered')),
       record: (tx, claimed) => this.emitOutcomes(tx, claimed, { status: 'delivered' }),
     });
+    // A `receive` span for the claims that lease something (a long poll's empty looks are not
+    // worth one each), linked to each message's send (OTel messaging conventions).
+    if (rows.length > 0) {
+      tracer().startSpan(`receive ${agentId}`, {
+          kind: SpanKind.CONSUMER,
+          startTime,
+          links: rows.flatMap((row) => linkTo(row.traceparent)),
+          attributes: {
+            'messaging.system': MESSAGING_SYSTEM,
+            'messaging.operation.name': 'receive',
+            'messaging.operation.type': 'receive',
+            'messaging.destination.name': agentId,
+            'messaging.batch.message_count': rows.length,
+          },
+        })
+        .end();
+    }
+    for (const row of rows) if (row.deliveries === 1) this.deps.metrics.messageQueued(row.origin_kind, (lease.now - row.created_at) / 1000);
     return rows.map(toMessage);
+  }
+
+  /**
+   * Runs `fn` (a settlement) in a `settle {destination}` span. One message's span is a child of
+   * the context stored with it, so its trace goes on even when the agent propagated nothing;
+   * the request that settled it is a link. A batch's span is the request's child, linked to
+   * each message.
+   */
+  private settling<T>(rows: MessageRow[], operation: 'ack' | 'reject' | 'dead_letter', fn: () => Promise<T>): Promise<T> {
+    const one = rows.length === 1 ? rows[0]! : null;
+    return inSpan(
+      `settle ${rows[0]!.destination}`,
+      {
+        kind: SpanKind.CLIENT,
+        parent: one?.traceparent ? contextOf(one.traceparent) : undefined,
+        links: one ? linkTo(traceparentOf()) : rows.flatMap((row) => linkTo(row.traceparent)),
+        attributes: {
+          'messaging.system': MESSAGING_SYSTEM,
+          'messaging.operation.name': operation,
+          'messaging.operation.type': 'settle',
+          'messaging.destination.name': rows[0]!.destination,
+          ...(one ? { 'messaging.message.id': one.id, 'messaging.message.delivery_count': one.deliveries } : { 'messaging.batch.message_count': rows.length }),
+        },
+      },
+      fn,
+    );
   }
 
   /** Loads messages for settlement, checking ownership: 404 unknown, 403 foreign. */
@@ -339,13 +440,17 @@ export class InboxService implements Inbox, DeliveryStats {
   async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
     const now = this.deps.clock.now();
-    await this.store.inTransaction(async (tx) => {
+    const rows = await this.store.inTransaction(async (tx) => {
       const rows = await this.settleable(tx, caller, ids);
-      // A batch settles in two statements, whatever its size (was two per message).
-      await this.store.settle(tx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
-      await this.store.endAttempts(tx, rows, 'acked', null, now);
-      await this.emitOutcomes(tx, rows, { status: 'acknowledged', output });
+      await this.settling(rows, 'ack', async () => {
+        // A batch settles in two statements, whatever its size (was two per message).
+        await this.store.settle(tx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
+        await this.store.endAttempts(tx, rows, 'acked', null, now);
+        await this.emitOutcomes(tx, rows, { status: 'acknowledged', output });
+      });
+      return rows;
     });
+    this.deps.metrics.messagesSettled('acked', rows.map((row) => row.event_name));
     return { acknowledged: ids };
   }
 
@@ -362,6 +467,7 @@ export class InboxService implements Inbox, DeliveryStats {
     return this.store.inTransaction(async (tx) => {
       const [row] = await this.settleable(tx, caller, [input.message_id]);
       const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
+      return this.settling([row!], requeue ? 'reject' : 'dead_letter', async () => {
       await this.store.endAttempts(tx, [row!], 'rejected', input.reason, now);
       if (!requeue) {
         const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
@@ -371,12 +477,15 @@ export class InboxService implements Inbox, DeliveryStats {
       const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
       const retryAt = now + delay * 1000;
       await this.store.settle(tx, [row!.id], { visible_at: retryAt });
+      this.deps.metrics.messagesSettled('rejected', [row!.event_name]);
       return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
+      });
     });
   }
 
   private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number, actor: string): Promise<void> {
     await this.store.settle(tx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
+    this.deps.metrics.messagesSettled('dead_lettered', [row.event_name]);
     // Logged before what its producer makes of it (a step failed), in the order they happened.
     await this.deps.events.append(tx, {
       type: 'message.dead_lettered',
@@ -434,6 +543,18 @@ export class InboxService implements Inbox, DeliveryStats {
     };
   }
 
+  /** Every inbox holding messages, deepest first (the inbox gauges of /metrics; at most MAX_METRIC_INBOXES). */
+  async depths(): Promise<InboxDepth[]> {
+    const now = this.deps.clock.now();
+    const page = await this.store.inboxCounts(autocommit, undefined, now, { limit: MAX_METRIC_INBOXES, offset: 0 });
+    return page.items
+      .map((counts) => {
+        const { agent_id, pending, oldest_pending_age_seconds } = this.summary(counts, now);
+        return { agent_id, pending, oldest_pending_age_seconds };
+      })
+      .sort((a, b) => b.pending - a.pending);
+  }
+
   /** Looks at an agent's pending or leased messages, in inbox order; never leases them. */
   async inboxMessages(caller: Caller, agentId: string, state: 'pending' | 'leased', window: Page): Promise<Paged<InboxMessage>> {
     checkReceiver(caller, agentId);
@@ -475,9 +596,12 @@ export class InboxService implements Inbox, DeliveryStats {
       if (!dead) throw new NotFound('Message', messageId);
       checkReceiver(caller, dead.destination);
       if (dead.state !== 'dead') throw new Conflict(`Message '${messageId}' is not dead-lettered (${dead.state})`);
+      const spans: Span[] = [];
       const copy: NewMessageRow = {
         ...this.newRow(
           {
+            // The redriven copy goes on in the dead letter's trace.
+            traceparent: dead.traceparent,
             source: dead.source,
             destination: dead.destination,
             event_name: dead.event_name,
@@ -487,10 +611,11 @@ export class InboxService implements Inbox, DeliveryStats {
             max_deliveries: dead.max_deliveries,
           },
           now,
+          spans,
         ),
         redriven_from: dead.id,
       };
-      await this.store.insertMessages(tx, [copy]);
+      await this.store.insertMessages(tx, [copy]).finally(() => endAll(spans));
       await this.store.settle(tx, [dead.id], { state: 'redriven' });
       await this.deps.events.append(tx, {
         type: 'message.redriven',
@@ -518,8 +643,10 @@ export class InboxService implements Inbox, DeliveryStats {
       batch = await this.store.inTransaction(async (tx) => {
         const exhausted = await this.store.claimExhausted(tx, expiredSince, now, REAP_BATCH);
         for (const row of exhausted) {
-          await this.store.endAttempts(tx, [row], 'expired', 'visibility timeout expired', now);
-          await this.deadLetter(tx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now, SYSTEM_ACTOR);
+          await this.settling([row], 'dead_letter', async () => {
+            await this.store.endAttempts(tx, [row], 'expired', 'visibility timeout expired', now);
+            await this.deadLetter(tx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now, SYSTEM_ACTOR);
+          });
         }
         return exhausted.length;
       });

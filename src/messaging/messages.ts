@@ -22,6 +22,8 @@ export interface Message {
   delivery_semantic: 'at_least_once' | 'at_most_once';
   status: string;
   redriven_from: string | null;
+  /** W3C trace context of the send (issue 25): a receiver's work continues that trace. */
+  traceparent: string | null;
 }
 
 export function toMessage(row: MessageRow): Message {
@@ -37,6 +39,7 @@ export function toMessage(row: MessageRow): Message {
     delivery_semantic: row.delivery_semantic,
     status: row.state === 'pending' ? (row.deliveries > 0 ? 'delivered' : 'sent') : row.state,
     redriven_from: row.redriven_from,
+    traceparent: row.traceparent,
   };
 }
 

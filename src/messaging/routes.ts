@@ -56,7 +56,7 @@ export function messagingRoutes(
       '/messaging/send',
       { schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
       async (request, reply) => {
-        const { sent, replayed } = await inbox.sendAs(callerOf(request.principal), request.body);
+        const { sent, replayed } = await inbox.sendAs(callerOf(request.principal), request.body, request.headers.traceparent as string | undefined);
         if (replayed) return ok(reply.header('Idempotent-Replayed', 'true'), sent);
         return created(reply, sent);
       },

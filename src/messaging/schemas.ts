@@ -50,6 +50,11 @@ export const Message = Type.Object({
   delivery_semantic: DeliverySemantic,
   status: Type.String({ description: 'sent, delivered (leased), acked, dead, redriven or cancelled' }),
   redriven_from: Type.Union([Type.String(), Type.Null()], { description: 'The dead letter this message was redriven from' }),
+  traceparent: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], {
+      description: 'W3C trace context of the send: a receiver continues the trace from it (the platform parents an ack or reject to it)',
+    }),
+  ),
 });
 
 export const ReceiveQuery = Type.Object({

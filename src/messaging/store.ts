@@ -124,6 +124,7 @@ const MESSAGE_TEMPLATE: Record<keyof NewMessageRow, null> = {
   origin_kind: null,
   origin_ref: null,
   redriven_from: null,
+  traceparent: null,
   created_at: null,
 };
 
@@ -395,7 +396,10 @@ export class MessagingStore extends Store {
 
   /**
    * The inboxes holding messages (pending, leased or dead), by agent id, or the one of
-   * `destination`: the pending, dead and live-message filters walk messages_inbox per agent.
+   * `destination`. Every inbox is a walk over every held message, grouped (and another for the
+   * total past the first page): beside 100,000 pending messages in 200 inboxes, 230 ms for a
+   * page of all inboxes on SQLite, 217 ms on PostgreSQL; one inbox walks messages_inbox only,
+   * 15 and 9 ms (measured through HTTP). A console's look, not a hot path.
    */
   async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page): Promise<Paged<InboxCounts>> {
     const db = dbOf(tx, this.db);

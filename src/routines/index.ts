@@ -21,6 +21,7 @@ export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox; e
     inbox: deps.inbox,
     publicUrl: platform.publicUrl,
     logger: platform.logger,
+    metrics: platform.metrics,
     events: deps.events,
   });
   /** Hears of `routine_execution` messages (kernel/ports.ts `OutcomeHandlers`). */

@@ -1,8 +1,10 @@
+import { SpanKind, traceparentOfSpan, tracer } from '../kernel/tracing.js';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import { sha256Hex } from '../kernel/sha256.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
@@ -30,6 +32,7 @@ export interface RoutinesDeps {
   logger: Logger;
   /** routine.paused/resumed/triggered and routine.execution.succeeded/failed. */
   events: EventLog;
+  metrics: DomainMetrics;
   /** Routines claimed per fire transaction (default 2,000). */
   fireBatchSize?: number;
 }
@@ -332,6 +335,9 @@ export class RoutinesService {
         event_name: ROUTINE_EVENT,
         payload: { routine_id: routine.id, execution_id: id, trigger, payload },
         origin: { kind: 'routine_execution', ref: id },
+        // The fire's span (a child of the request for manual and webhook fires); the message's
+        // send is its child, so the agent's work continues the fire's trace.
+        traceparent: fireSpan(routine.id, id, trigger),
       })),
     );
     const rows = starts.map(
@@ -444,6 +450,7 @@ export class RoutinesService {
           continue;
         }
         fires.push(this.fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
+        this.deps.metrics.routineFired((now - slot) / 1000);
         running = true;
         fired = true;
       }
@@ -503,4 +510,14 @@ export class RoutinesService {
     const times = [due, deadline].filter((t): t is number => t !== null);
     return times.length === 0 ? null : Math.min(...times);
   }
+}
+
+/** A routine fire's span (`fire_routine {routine}`), ended at once; returns its traceparent. */
+function fireSpan(routineId: string, executionId: string, trigger: ExecutionTrigger): string | null {
+  const span = tracer().startSpan(`fire_routine ${routineId}`, {
+    kind: SpanKind.PRODUCER,
+    attributes: { 'switchboard.routine.id': routineId, 'switchboard.execution.id': executionId, 'switchboard.routine.trigger': trigger },
+  });
+  span.end();
+  return traceparentOfSpan(span);
 }

@@ -417,7 +417,9 @@ export class TasksService {
       const row: CommentRow = { id: newId('cmt', now), task_id: taskId, author: principal.actor, content, created_at: now };
       await this.referencing(() => this.store.insertComment(tx, row), 'Task', taskId);
       await this.record(tx, taskId, principal.actor, [{ action: 'comment_added', from: null, to: row.id }]);
-      return toComment(row);
+      const comment = toComment(row);
+      await this.deps.events.append(tx, { type: 'task.commented', subject: taskId, actor: principal.actor, data: { task_id: taskId, comment } });
+      return comment;
     });
   }
 

@@ -28,6 +28,7 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     notifier: platform.notifier,
     events: deps.events,
     feed: deps.feed,
+    metrics: platform.metrics,
     sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, denyPrivate: config.webhookDenyPrivate }),
     denyPrivate: config.webhookDenyPrivate,
     timeoutMs: config.webhookTimeoutMs,

@@ -1,3 +1,4 @@
+import { inSpan, SpanKind, SpanStatusCode } from '../kernel/tracing.js';
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import { autocommit, type Tx } from '../db/tx.js';
@@ -5,6 +6,7 @@ import { eventTypesMatching, type Event } from '../events/index.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
@@ -48,6 +50,7 @@ export interface WebhooksDeps {
   /** webhook.disabled. */
   events: EventLog;
   feed: EventFeed;
+  metrics: DomainMetrics;
   sender: WebhookSender;
   /** SWITCHBOARD_WEBHOOK_DENY_PRIVATE: refuse URLs whose host is a private IP address. */
   denyPrivate: boolean;
@@ -272,12 +275,31 @@ export class WebhooksService {
 
   /** Makes one claimed attempt and records how it ended (unless `stop` cut it short). */
   async attempt(delivery: ClaimedDelivery & { url: string; secret: string }, stop: AbortSignal): Promise<void> {
-    const result = await this.deps.sender.send(
-      { url: delivery.url, secret: delivery.secret, eventId: delivery.event_id, payload: delivery.payload, timestamp: this.deps.clock.now() },
-      stop,
+    // A span per attempt (no request carries it: the worker claimed it), its outcome on it.
+    await inSpan(
+      `deliver_webhook ${delivery.webhook_id}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'server.address': new URL(delivery.url).hostname,
+          'switchboard.webhook.id': delivery.webhook_id,
+          'switchboard.webhook.delivery.id': delivery.id,
+          'switchboard.webhook.delivery.attempt': delivery.attempts,
+          'switchboard.event.id': delivery.event_id,
+        },
+      },
+      async (span) => {
+        const result = await this.deps.sender.send(
+          { url: delivery.url, secret: delivery.secret, eventId: delivery.event_id, payload: delivery.payload, timestamp: this.deps.clock.now() },
+          stop,
+        );
+        if (result?.statusCode != null) span.setAttribute('http.response.status_code', result.statusCode);
+        if (result && !result.delivered) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? `HTTP ${result.statusCode}` });
+        // Shutting down: the lease runs out and another node (or the next start) tries again.
+        if (result) await this.record(delivery, result);
+      },
     );
-    // Shutting down: the lease runs out and another node (or the next start) tries again.
-    if (result) await this.record(delivery, result);
   }
 
   /** Deletes the settled deliveries older than the event retention period; returns how many. */
@@ -310,6 +332,8 @@ export class WebhooksService {
       error: result.error,
       response_body: result.responseBody,
     };
+    const deadline = delivery.first_attempt_at! + RETRY_WINDOW_MS;
+    this.deps.metrics.webhookDelivery(result.delivered ? 'delivered' : now >= deadline ? 'gave_up' : 'failed');
     await store.inTransaction(async (tx) => {
       if (result.delivered) {
         if (await store.recordAttempt(tx, delivery.id, delivery.attempts, { status: 'delivered', next_attempt_at: null, ...measured })) {
@@ -317,7 +341,6 @@ export class WebhooksService {
         }
         return;
       }
-      const deadline = delivery.first_attempt_at! + RETRY_WINDOW_MS;
       const outcome =
         now >= deadline
           ? ({ status: 'failed', next_attempt_at: null } as const)

@@ -206,6 +206,10 @@ describeEachDialect('SDK client', (dialect) => {
           query: { expires: Number(url.searchParams.get('expires')), signature: url.searchParams.get('signature')! },
         });
         expect(await viaUrl.text()).toBe('second version');
+        // A JSON artifact is downloaded as its bytes too (application/json, but no envelope).
+        const snippet = await client.artifacts.createSnippet({ body: { name: 'result.json', content: { verdict: 'ok' } } });
+        const json = await client.artifacts.download({ path: { artifact_id: snippet.id } });
+        expect(await json.json()).toEqual({ verdict: 'ok' });
       } finally {
         await rm(dir, { recursive: true, force: true });
       }

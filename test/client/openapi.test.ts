@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { BYTE_ANSWERS } from '../../src/client/operations.js';
 import { OPERATIONS, PAGED, PUBLIC, type OperationKey } from '../../src/client/index.js';
 import { SCHEMAS, type OperationSchema } from '../../src/client/schemas.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -137,6 +138,7 @@ function schemaDifferences(key: string, sdk: OperationSchema, doc: DocOperation)
   }
 
   const data = jsonResponse(doc)?.properties?.data;
+  if ((sdk.data === undefined) !== BYTE_ANSWERS.has(key)) problems.push(`${key}: BYTE_ANSWERS and schemas.ts disagree on whether it answers bytes`);
   if (sdk.data === undefined) {
     if (data !== undefined) problems.push(`${key}: the document answers JSON data, the SDK expects bytes`);
   } else if (data === undefined) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { IMAGE_PREVIEW_LIMIT, mediaType, parseJson, previewOf, TEXT_PREVIEW_LIMIT } from '../../console/src/artifact-preview.js';
-import { formatBytes } from '../../console/src/format.js';
+import { formatBytes, parseJsonFilter } from '../../console/src/format.js';
 
 describe('artifact previews in the console', () => {
   it('previews JSON, text and images by their media type, whatever its case and parameters', () => {
@@ -29,6 +29,13 @@ describe('artifact previews in the console', () => {
     expect(parseJson('{"a":[1,2]}')).toEqual({ value: { a: [1, 2] } });
     expect(parseJson('null')).toEqual({ value: null });
     expect(parseJson('{"a":')).toBeNull();
+  });
+
+  it('reads a metadata filter from the URL as JSON text, whether the router parsed it or not', () => {
+    expect(parseJsonFilter({ project: 'alpha' })).toBe('{"project":"alpha"}');
+    expect(parseJsonFilter(' {"project":"alpha"} ')).toBe('{"project":"alpha"}');
+    expect(parseJsonFilter('')).toBeUndefined();
+    expect(parseJsonFilter(null)).toBeUndefined();
   });
 
   it('shows sizes in binary units', () => {

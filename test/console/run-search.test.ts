@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { elapsed, formatDuration } from '../../console/src/format.js';
 import { fromLocalInput, parseRunsSearch, runsQuery, toLocalInput } from '../../console/src/run-search.js';
 
 describe('the runs list filters in the URL', () => {
@@ -39,5 +40,20 @@ describe('the runs list filters in the URL', () => {
     expect(fromLocalInput(toLocalInput(iso))).toBe(iso);
     expect(toLocalInput(undefined)).toBe('');
     expect(fromLocalInput('')).toBeUndefined();
+  });
+});
+
+describe('durations', () => {
+  it('in their two largest units', () => {
+    expect(formatDuration(850)).toBe('850 ms');
+    expect(formatDuration(12_340)).toBe('12.3 s');
+    expect(formatDuration(245_000)).toBe('4 min 05 s');
+    expect(formatDuration(7_380_000)).toBe('2 h 03 min');
+  });
+
+  it('from start to end, or until now while running; none before the start', () => {
+    expect(elapsed(null, null, 0)).toBeNull();
+    expect(elapsed('2030-01-01T00:00:00.000Z', '2030-01-01T00:00:01.500Z', 0)).toBe(1500);
+    expect(elapsed('2030-01-01T00:00:00.000Z', null, Date.parse('2030-01-01T00:00:02.000Z'))).toBe(2000);
   });
 });

@@ -1,4 +1,6 @@
 import pino from 'pino';
+import { Registry } from 'prom-client';
+import { DomainMetrics } from '../../src/kernel/metrics.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Platform } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -38,6 +40,7 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
       publicUrl: () => 'http://127.0.0.1',
       shutdown: new AbortController().signal,
       limiter: new FixedWindowRateLimiter(0, 60, () => clock.now()),
+      metrics: new DomainMetrics(new Registry()),
     };
     service = createDiscoveryDomain({ platform, events: createEventLog(handle, clock, notifier) }).service;
   });

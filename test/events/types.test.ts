@@ -41,7 +41,7 @@ describeEachDialect('event types: each from its change', (dialect) => {
     return seen;
   }
 
-  it('tasks: created, updated, unblocked, deleted', async () => {
+  it('tasks: created, commented, updated, unblocked, deleted', async () => {
     await appended();
     const upstream = (await server.api.post('/core/api/v1/tasks', { title: 'upstream' })).body.data;
     const downstream = (await server.api.post('/core/api/v1/tasks', { title: 'downstream', depends_on: [upstream.id], assigned_to: 'worker-1' })).body.data;
@@ -49,8 +49,11 @@ describeEachDialect('event types: each from its change', (dialect) => {
       ['task.created', upstream.id, 'admin'],
       ['task.created', downstream.id, 'admin'],
     ]);
-    await server.api.post(`/core/api/v1/tasks/${downstream.id}/comments`, { content: 'not an event' });
-    expect(await appended()).toEqual([]);
+    // A comment is an event too: a task's page in the console hears of it (design §9: live, no polling).
+    const comment = (await server.api.post(`/core/api/v1/tasks/${downstream.id}/comments`, { content: 'looks good' })).body.data;
+    expect((await appended()).map((e) => [e.type, e.subject, e.actor, e.data])).toEqual([
+      ['task.commented', downstream.id, 'admin', { task_id: downstream.id, comment }],
+    ]);
     await server.api.patch(`/core/api/v1/tasks/${upstream.id}`, { status: 'done' });
     const [unblocked, updated] = await appended();
     expect([unblocked?.type, updated?.type]).toEqual(['task.unblocked', 'task.updated']);

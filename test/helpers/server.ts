@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import pino from 'pino';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { DestinationStream } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
 import type { Clock } from '../../src/kernel/clock.js';
 import { Api } from './api.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
@@ -36,6 +38,10 @@ export interface StartOptions {
   env?: Record<string, string>;
   clock?: Clock;
   adminKey?: string;
+  /** Where the server's log lines go, at level info (silent otherwise, unless SWITCHBOARD_TEST_LOG names a level). */
+  logDestination?: DestinationStream;
+  /** With OTEL_* tracing in `env`: where spans go instead of OTLP. */
+  spanProcessor?: SpanProcessor;
 }
 
 /** Starts the real app on 127.0.0.1 and a random port, on the given backend. */
@@ -55,7 +61,8 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
   const app = await createApp({
     config,
     clock: options.clock,
-    logger: pino({ level: config.logLevel }),
+    spanProcessor: options.spanProcessor,
+    logger: options.logDestination ? createLogger({ ...config, logLevel: 'info' }, options.logDestination) : createLogger(config),
   });
   const arrivals = new Set<{ method: string; urlPrefix: string; arrived: (request: ArrivedRequest) => void }>();
   // onSend runs once the handler answers, whether or not the client is still there to read it.

@@ -16,9 +16,6 @@ export interface AgentsSearch {
 }
 
 const PAGE_SIZE = 25;
-// GET /discovery/agents has a limit but no offset yet: the console asks for its maximum and pages
-// through that. Past 500 agents it needs `offset` there (discovery), then pages on the server.
-const LOOKUP_LIMIT = 500;
 const AGENT_EVENTS = ['agent.>'];
 
 /** Every agent with its health, load, last heartbeat, capabilities and groups. */
@@ -26,15 +23,17 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   const { client } = useSession();
   const navigate = useNavigate({ from: '/agents' });
   const filters = { capability: search.capability, group: search.group };
+  const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   useLiveRefresh({ queryKey: ['agents'], events: AGENT_EVENTS });
+  // One page of the lookup in its default order (first_available: healthy, then busy, then silent).
   const agents = useQuery({
-    queryKey: ['agents', 'lookup', filters],
-    queryFn: () => client.discovery.findAgents({ query: { include_unhealthy: true, limit: LOOKUP_LIMIT, ...filters } }),
+    queryKey: ['agents', 'lookup', filters, offset],
+    queryFn: () => client.discovery.findAgents.page({ query: { include_unhealthy: true, limit: PAGE_SIZE, offset, ...filters } }),
     placeholderData: keepPreviousData,
   });
-  const all = agents.data?.agents ?? [];
-  const span = pageWindow(search.page ?? 1, PAGE_SIZE, all.length);
-  const shown = all.slice(span.offset, span.offset + PAGE_SIZE);
+  const total = agents.data?.total ?? 0;
+  const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
+  const shown = agents.data?.items ?? [];
   // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
   const capabilities = useQueries({
     queries: shown.map((agent) => ({
@@ -50,7 +49,7 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
       <ErrorNotice error={agents.error} />
       {agents.isPending ? (
         <p className="muted">Loading…</p>
-      ) : all.length === 0 && !agents.isError ? (
+      ) : total === 0 && !agents.isError ? (
         <EmptyAgents filtered={filters.capability !== undefined || filters.group !== undefined} />
       ) : (
         <>
@@ -62,7 +61,9 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
               return (
                 <tr key={agent.agent_id} data-agent={agent.agent_id}>
                   <th scope="row">
-                    <code>{agent.agent_id}</code>
+                    <Link to="/agents/$agentId" params={{ agentId: agent.agent_id }}>
+                      <code>{agent.agent_id}</code>
+                    </Link>
                   </th>
                   <td>
                     <span className={`badge health-${agent.health}`}>{agent.health}</span>
@@ -83,14 +84,14 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
               );
             })}
           </Table>
-          <Pager span={span} total={all.length} noun="agents" onPage={(page) => void navigate({ search: { ...search, page } })} />
+          <Pager span={span} total={total} noun="agents" onPage={(page) => void navigate({ search: { ...search, page } })} />
         </>
       )}
     </section>
   );
 }
 
-function Chips({ items }: { items: string[] }) {
+export function Chips({ items }: { items: string[] }) {
   if (items.length === 0) return <span className="muted">—</span>;
   return (
     <ul className="chips">

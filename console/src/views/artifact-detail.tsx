@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
-import { useEffect, useId, useState, type FormEvent } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { Result, Switchboard } from '../../../src/client/browser.js';
 import { parseJson, previewOf, type Preview } from '../artifact-preview.js';
 import { CopyField } from '../copy-field.js';
@@ -100,7 +100,8 @@ export function ArtifactDetailView({ artifactId, search }: { artifactId: string;
           onDone={() => void queryClient.invalidateQueries({ queryKey: ['artifacts'] })}
         />
       )}
-      {shown && <VersionPanel artifact={current} version={shown} />}
+      {/* Keyed: another version starts with no share link and a fresh preview. */}
+      {shown && <VersionPanel key={shown.version} artifact={current} version={shown} />}
       {search.version !== undefined && versions.isSuccess && !shown && (
         <p className="notice">
           Version {search.version} does not exist (any more). <Link to="/artifacts/$artifactId" params={{ artifactId }}>Show the current one</Link>
@@ -129,7 +130,7 @@ function ArtifactFacts({ artifact }: { artifact: Artifact }) {
         </dd>
         <dt>SHA-256</dt>
         <dd>
-          <code className="hash">{artifact.sha256}</code>
+          <code>{artifact.sha256}</code>
         </dd>
         <dt>Created</dt>
         <dd>{new Date(artifact.created_at).toLocaleString()}</dd>
@@ -212,9 +213,6 @@ function ShareLink({ artifactId, version }: { artifactId: string; version: numbe
   const create = useMutation({
     mutationFn: () => client.artifacts.createSignedUrl({ path: { artifact_id: artifactId }, body: { expires_in: expiresIn, version } }),
   });
-  const { reset } = create;
-  // A link made for another version must not be shown as this one's.
-  useEffect(() => reset(), [reset, version]);
   const submit = (event: FormEvent) => {
     event.preventDefault();
     create.mutate();
@@ -251,19 +249,15 @@ function ShareLink({ artifactId, version }: { artifactId: string; version: numbe
   );
 }
 
-/** An object URL for a Blob while the component shows it, revoked after. */
-function useObjectUrl(blob: Blob | undefined): string | undefined {
-  const [url, setUrl] = useState<string>();
+/** An image from a Blob, through an object URL that lives as long as the element shows it. */
+function BlobImage({ blob, alt, onError }: { blob: Blob; alt: string; onError(): void }) {
+  const image = useRef<HTMLImageElement>(null);
   useEffect(() => {
-    if (!blob) return;
-    const created = URL.createObjectURL(blob);
-    setUrl(created);
-    return () => {
-      URL.revokeObjectURL(created);
-      setUrl(undefined);
-    };
+    const url = URL.createObjectURL(blob);
+    image.current!.src = url;
+    return () => URL.revokeObjectURL(url);
   }, [blob]);
-  return url;
+  return <img ref={image} className="image-preview" alt={alt} onError={onError} />;
 }
 
 function VersionPreview({ artifactId, version, preview }: { artifactId: string; version: Version; preview: Preview }) {
@@ -279,7 +273,6 @@ function VersionPreview({ artifactId, version, preview }: { artifactId: string; 
     enabled: previewable,
     staleTime: Infinity,
   });
-  const imageUrl = useObjectUrl(preview.kind === 'image' ? content.data?.blob : undefined);
   const [brokenImage, setBrokenImage] = useState(false);
 
   if (preview.kind === 'none') {
@@ -295,8 +288,8 @@ function VersionPreview({ artifactId, version, preview }: { artifactId: string; 
   if (content.error) return <ErrorNotice error={content.error} />;
   if (preview.kind === 'image') {
     if (brokenImage) return <p className="muted">The browser cannot show this {version.content_type} image: download it to open it.</p>;
-    return imageUrl ? (
-      <img className="image-preview" src={imageUrl} alt={`Version ${version.version} of the artifact`} onError={() => setBrokenImage(true)} />
+    return content.data ? (
+      <BlobImage blob={content.data.blob} alt={`Version ${version.version} of the artifact`} onError={() => setBrokenImage(true)} />
     ) : (
       <p className="muted">Loading…</p>
     );

@@ -19,6 +19,7 @@ import * as cluster from './0016-cluster.js';
 import * as blobChunks from './0017-blob-chunks.js';
 import * as clusterNotices from './0018-cluster-notices.js';
 import * as rateLimits from './0019-rate-limits.js';
+import * as traces from './0020-traces.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -48,4 +49,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0017-blob-chunks': blobChunks,
   '0018-cluster-notices': clusterNotices,
   '0019-rate-limits': rateLimits,
+  '0020-traces': traces,
 };

@@ -1,0 +1,228 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { Link, useNavigate } from '@tanstack/react-router';
+import { useId, useState, type FormEvent } from 'react';
+import type { Item } from '../../../src/client/browser.js';
+import { ErrorNotice } from '../errors.js';
+import { elapsed, formatDuration, pageWindow, relativeTime } from '../format.js';
+import { useLiveRefresh } from '../live.js';
+import { Pager } from '../pager.js';
+import { fromLocalInput, runsQuery, toLocalInput, WITHIN, type RunsSearch, type Within } from '../run-search.js';
+import { useSession } from '../session.js';
+import { RUN_STATUSES, type RunStatus } from '../run-status.js';
+import { StatusBadge } from '../status.js';
+import { Table } from '../table.js';
+import { StartRunForm, type Plan } from './start-run.js';
+import './runs.css';
+
+export type { RunsSearch } from '../run-search.js';
+export type Run = Item<'coordination.listRuns'>;
+
+const PAGE_SIZE = 25;
+/** What changes a run: its own events, and the decisions and inputs of its human steps. */
+export const RUN_EVENTS = ['run.>', 'approval.*', 'input.*'];
+// The plans' aliases for the runs' plan ids and the plan filter's suggestions: one page of the largest size.
+const PLANS_LOOKUP = 500;
+
+const WITHIN_LABELS: Record<Within, string> = { '1h': 'Last hour', '24h': 'Last 24 hours', '7d': 'Last 7 days', '30d': 'Last 30 days' };
+
+/** The plans, for their aliases (the runs name plans by id). */
+function usePlans() {
+  const { client } = useSession();
+  return useQuery({
+    queryKey: ['plans', 'lookup'],
+    queryFn: () => client.coordination.listPlans({ query: { limit: PLANS_LOOKUP } }),
+    staleTime: 60_000,
+  });
+}
+
+/** Every run, newest first, filtered by plan, status and start time (in the URL), paged on the server. */
+export function RunsView({ search }: { search: RunsSearch }) {
+  const { client } = useSession();
+  const navigate = useNavigate({ from: '/runs' });
+  const [starting, setStarting] = useState(false);
+  const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
+  const filters = { plan: search.plan, status: search.status, within: search.within, from: search.from, to: search.to };
+  useLiveRefresh({ queryKey: ['runs'], events: RUN_EVENTS });
+  const runs = useQuery({
+    queryKey: ['runs', 'list', filters, offset],
+    // A relative window is measured from each fetch's now: live refreshes move it along.
+    queryFn: () => client.coordination.listRuns.page({ query: { ...runsQuery(search), limit: PAGE_SIZE, offset } }),
+    placeholderData: keepPreviousData,
+  });
+  const plans = usePlans();
+  const aliases = new Map(plans.data?.map((plan) => [plan.id, plan.alias]));
+  const total = runs.data?.total ?? 0;
+  const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
+  const filtered = Object.values(filters).some((value) => value !== undefined);
+
+  return (
+    <section>
+      <div className="view-heading">
+        <h1>Runs</h1>
+        <button type="button" className="secondary" aria-expanded={starting} onClick={() => setStarting(!starting)}>
+          Start a run
+        </button>
+      </div>
+      {starting && <StartRunPicker plans={plans.data ?? []} />}
+      <RunFilters key={JSON.stringify(filters)} search={search} plans={plans.data ?? []} onApply={(next) => void navigate({ search: next })} />
+      <ErrorNotice error={runs.error} />
+      {runs.isPending ? (
+        <p className="muted">Loading…</p>
+      ) : total === 0 && !runs.isError ? (
+        filtered ? (
+          <div className="notice empty">
+            <p>No run matches these filters.</p>
+            <Link to="/runs">Show every run</Link>
+          </div>
+        ) : (
+          <div className="notice empty">
+            <p>
+              <strong>No runs yet.</strong> Start one with <em>Start a run</em> above, from a plan under <Link to="/plans">Plans</Link>,
+              or with <code>POST /api/v1/coordination/runs</code>.
+            </p>
+          </div>
+        )
+      ) : (
+        <>
+          <Table columns={['Run', 'Plan', 'Status', 'Current step', 'Started', 'Duration', 'Started by']}>
+            {runs.data?.items.map((run) => (
+              <RunRow key={run.id} run={run} alias={aliases.get(run.plan_id)} now={runs.dataUpdatedAt} />
+            ))}
+          </Table>
+          <Pager span={span} total={total} noun="runs" onPage={(page) => void navigate({ search: { ...search, page } })} />
+        </>
+      )}
+    </section>
+  );
+}
+
+function RunRow({ run, alias, now }: { run: Run; alias: string | undefined; now: number }) {
+  const took = elapsed(run.started_at, run.completed_at, now);
+  return (
+    <tr data-run={run.id}>
+      <th scope="row">
+        <Link to="/runs/$runId" params={{ runId: run.id }}>
+          <code>{run.id}</code>
+        </Link>
+      </th>
+      <td>
+        <Link to="/plans/$planId" params={{ planId: run.plan_id }} search={{ version: run.plan_version }}>
+          {alias ?? <code>{run.plan_id}</code>}
+        </Link>{' '}
+        <span className="muted">v{run.plan_version}</span>
+      </td>
+      <td>
+        <StatusBadge status={run.status} />
+      </td>
+      <td>{run.current_step ? <code>{run.current_step}</code> : <span className="muted">—</span>}</td>
+      <td>
+        <time dateTime={run.started_at} title={run.started_at}>
+          {relativeTime(run.started_at, now)}
+        </time>
+      </td>
+      <td>{took === null ? '—' : formatDuration(took)}</td>
+      <td>{run.created_by}</td>
+    </tr>
+  );
+}
+
+/** Choose a plan, then its input. */
+function StartRunPicker({ plans }: { plans: Plan[] }) {
+  const [planId, setPlanId] = useState('');
+  const plan = plans.find((candidate) => candidate.id === planId);
+  if (plans.length === 0) {
+    return (
+      <p className="notice">
+        No plan to run yet: create one with <code>POST /api/v1/coordination/plans</code> (see <Link to="/plans">Plans</Link>).
+      </p>
+    );
+  }
+  return (
+    <div className="start-run-picker">
+      <label>
+        Plan to run
+        <select value={planId} onChange={(event) => setPlanId(event.target.value)}>
+          <option value="">Choose a plan…</option>
+          {plans.map((candidate) => (
+            <option key={candidate.id} value={candidate.id}>
+              {candidate.alias}
+            </option>
+          ))}
+        </select>
+      </label>
+      {plan && <StartRunForm key={plan.id} plan={plan} />}
+    </div>
+  );
+}
+
+/** The filters as a form: applied on submit, into the URL (page 1). Remounted (key) when the URL changes them. */
+function RunFilters({ search, plans, onApply }: { search: RunsSearch; plans: Plan[]; onApply(next: RunsSearch): void }) {
+  const id = useId();
+  const [plan, setPlan] = useState(search.plan ?? '');
+  const [status, setStatus] = useState<RunStatus | ''>(search.status ?? '');
+  const [started, setStarted] = useState<Within | 'any' | 'between'>(search.within ?? (search.from || search.to ? 'between' : 'any'));
+  const [from, setFrom] = useState(toLocalInput(search.from));
+  const [to, setTo] = useState(toLocalInput(search.to));
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const between = started === 'between';
+    onApply({
+      plan: plan.trim() || undefined,
+      status: status || undefined,
+      within: started === 'any' || between ? undefined : started,
+      from: between ? fromLocalInput(from) : undefined,
+      to: between ? fromLocalInput(to) : undefined,
+    });
+  };
+  return (
+    <form className="filters" role="search" aria-label="Filter runs" onSubmit={submit}>
+      <label>
+        Plan
+        <input value={plan} onChange={(event) => setPlan(event.target.value)} list={`${id}-plans`} placeholder="alias or id" />
+        <datalist id={`${id}-plans`}>
+          {plans.map((candidate) => (
+            <option key={candidate.id} value={candidate.alias} />
+          ))}
+        </datalist>
+      </label>
+      <label>
+        Status
+        <select value={status} onChange={(event) => setStatus(event.target.value as RunStatus | '')}>
+          <option value="">Any status</option>
+          {RUN_STATUSES.map((known) => (
+            <option key={known} value={known}>
+              {known}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Started
+        <select value={started} onChange={(event) => setStarted(event.target.value as Within | 'any' | 'between')}>
+          <option value="any">Any time</option>
+          {(Object.keys(WITHIN) as Within[]).map((window) => (
+            <option key={window} value={window}>
+              {WITHIN_LABELS[window]}
+            </option>
+          ))}
+          <option value="between">Between…</option>
+        </select>
+      </label>
+      {started === 'between' && (
+        <>
+          <label>
+            From
+            <input type="datetime-local" value={from} onChange={(event) => setFrom(event.target.value)} />
+          </label>
+          <label>
+            Until
+            <input type="datetime-local" value={to} onChange={(event) => setTo(event.target.value)} />
+          </label>
+        </>
+      )}
+      <button type="submit" className="secondary">
+        Filter
+      </button>
+    </form>
+  );
+}
