@@ -18,7 +18,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response shapes are read ad hoc
 type Json = any;
 
-function call(url: string, method: string, key: string, body?: unknown): Promise<{ status: number; json: Json }> {
+export function call(url: string, method: string, key: string, body?: unknown): Promise<{ status: number; json: Json }> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
     const req = http.request(

@@ -1,7 +1,7 @@
 /**
- * Request budgets per principal. Behind an interface so cluster mode can move the counters to
- * a shared store (Redis) without touching callers; the in-memory fixed window below is exact
- * for one node and cheap (one Map lookup per request).
+ * Request budgets per principal. Behind an interface so cluster mode shares them without
+ * touching callers (cluster/rate-limiter.ts: slices leased from a counter in PostgreSQL); the
+ * in-memory fixed window below is exact for one node and cheap (one Map lookup per request).
  */
 export interface RateLimitState {
   limit: number;

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
@@ -14,6 +14,10 @@ export async function up(db: Kysely<unknown>, caps: DialectCapabilities): Promis
     .addColumn('bytes', caps.bytesType, (c) => c.notNull())
     .addPrimaryKeyConstraint('blob_chunks_pk', ['blob_id', 'seq'])
     .execute();
+  // Out of line without compression: uploads are mostly compressed already (archives, images),
+  // so trying costs CPU for nothing, and an uncompressed value lets substr() (a range) read only
+  // the TOAST pieces it needs instead of decompressing the whole chunk.
+  if (caps.kind === 'postgres') await sql`ALTER TABLE blob_chunks ALTER COLUMN bytes SET STORAGE EXTERNAL`.execute(db);
   await db.schema
     .createTable('blobs')
     .addColumn('sha256', 'text', (c) => c.primaryKey())
