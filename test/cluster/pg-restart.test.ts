@@ -41,6 +41,8 @@ describeEachDialect('PostgreSQL restarted under two nodes', (dialect) => {
         const polled = nodes[1]!.requestArrival('GET', '/api/v1/messaging/receive?agent_id=patient&');
         const poll = nodes[1]!.api.get('/api/v1/messaging/receive?agent_id=patient&timeout=30');
         await polled;
+        // Past its first look (a look the stop cuts answers 503, as any request would): it waits.
+        await new Promise((resolve) => setTimeout(resolve, 500));
         pgctl('stop');
         await waitFor(async () => (await fetch(`${nodes[0]!.url}/readyz`)).status === 503, 10_000, 100);
         await new Promise((resolve) => setTimeout(resolve, 2000));
