@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -53,6 +54,9 @@ function waitForUrl(child: ChildProcess, what: string): Promise<string> {
         const parsed = JSON.parse(line) as { url?: string };
         if (parsed.url) {
           clearTimeout(timer);
+          // Its later lines (one per request at info) are drained unread, as a log file takes them.
+          lines.close();
+          child.stdout!.resume();
           resolve(parsed.url);
         }
       } catch {
@@ -64,6 +68,24 @@ function waitForUrl(child: ChildProcess, what: string): Promise<string> {
       reject(new Error(`${what} exited with ${code} before listening`));
     });
   });
+}
+
+/** Resolves with `url` once its /healthz answers (within 30 s). */
+async function waitForHealth(child: ChildProcess, url: string): Promise<string> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline && child.exitCode === null; ) {
+    if (await fetch(`${url}/healthz`).then((res) => res.ok, () => false)) return url;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`switchboard did not answer at ${url} within 30 s`);
+}
+
+/** A port no one listens on now. */
+export async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }
 
 function wrap(child: ChildProcess, url: string): ServerProcess {
@@ -120,7 +142,9 @@ export async function startSwitchboard(
       ...options.env,
     },
   });
-  const url = await waitForUrl(child, 'switchboard');
+  // A server that logs below info does not announce its URL: it is found at the port it was given.
+  const port = options.env?.SWITCHBOARD_PORT;
+  const url = port ? await waitForHealth(child, `http://127.0.0.1:${port}`) : await waitForUrl(child, 'switchboard');
   const server = wrap(child, url);
   return {
     ...server,

@@ -38,7 +38,7 @@ export interface StartOptions {
   env?: Record<string, string>;
   clock?: Clock;
   adminKey?: string;
-  /** Where the server's log lines go, at level info (silent otherwise, unless SWITCHBOARD_TEST_LOG names a level). */
+  /** Where the server's log lines go, at level debug (silent otherwise, unless SWITCHBOARD_TEST_LOG names a level). */
   logDestination?: DestinationStream;
   /** With OTEL_* tracing in `env`: where spans go instead of OTLP. */
   spanProcessor?: SpanProcessor;
@@ -62,7 +62,7 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
     config,
     clock: options.clock,
     spanProcessor: options.spanProcessor,
-    logger: options.logDestination ? createLogger({ ...config, logLevel: 'info' }, options.logDestination) : createLogger(config),
+    logger: options.logDestination ? createLogger({ ...config, logLevel: 'debug' }, options.logDestination) : createLogger(config),
   });
   const arrivals = new Set<{ method: string; urlPrefix: string; arrived: (request: ArrivedRequest) => void }>();
   // onSend runs once the handler answers, whether or not the client is still there to read it.

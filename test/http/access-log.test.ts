@@ -17,7 +17,7 @@ function memoryLog(): { destination: Writable; lines: () => Record<string, unkno
 }
 
 describeEachDialect('the access log', (dialect) => {
-  it('writes one line per request at info: route pattern, status, time, principal and request id, and no secret', async () => {
+  it('writes one line per request, refused and failed ones at info and the rest at debug: route pattern, status, time, principal and request id, and no secret', async () => {
     const log = memoryLog();
     const server = await startServer(dialect, { logDestination: log.destination });
     try {
@@ -34,12 +34,12 @@ describeEachDialect('the access log', (dialect) => {
       const requests = log.lines().filter((line) => line.msg === 'request');
       const byId = (id: string | null) => requests.filter((line) => line.req_id === id);
       expect(byId(ok.headers.get('x-request-id'))).toEqual([
-        expect.objectContaining({ level: 30, method: 'GET', route: '/api/v1/discovery/agents/:agent_id/health', status: 200, principal: 'log-reader' }),
+        expect.objectContaining({ level: 20, method: 'GET', route: '/api/v1/discovery/agents/:agent_id/health', status: 200, principal: 'log-reader' }),
       ]);
       expect(byId(refused.headers.get('x-request-id'))).toEqual([
         expect.objectContaining({ level: 30, method: 'GET', route: '/api/v1/auth/keys', status: 401, principal: null }),
       ]);
-      expect(byId(failed.headers.get('x-request-id'))).toEqual([expect.objectContaining({ status: 500, route: '/api/v1/auth/keys' })]);
+      expect(byId(failed.headers.get('x-request-id'))).toEqual([expect.objectContaining({ level: 30, status: 500, route: '/api/v1/auth/keys' })]);
       for (const line of requests) expect(typeof line.ms).toBe('number');
       // The 500's cause is logged at error, with the same request id.
       expect(log.lines().filter((line) => line.level === 50).map((line) => line.reqId)).toContain(failed.headers.get('x-request-id'));
