@@ -2,6 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useNavigate } from '@tanstack/react-router';
 import { useId, useState, type FormEvent } from 'react';
 import type { Body, Item, Result } from '../../../src/client/browser.js';
+import { ConfirmButton } from '../confirm-button.js';
 import { CopyField } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
 import { pageWindow } from '../format.js';
@@ -69,7 +70,6 @@ export function ApiKeysView({ search }: { search: KeysSearch }) {
 function KeyRow({ apiKey, current }: { apiKey: Item<'auth.listKeys'>; current: boolean }) {
   const { client } = useSession();
   const queryClient = useQueryClient();
-  const [confirming, setConfirming] = useState(false);
   const revoke = useMutation({
     mutationFn: () => client.auth.revokeKey({ path: { key_id: apiKey.id } }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
@@ -90,21 +90,9 @@ function KeyRow({ apiKey, current }: { apiKey: Item<'auth.listKeys'>; current: b
           <span className="badge health-unhealthy">revoked</span>
         ) : current ? (
           <span className="muted">this session</span>
-        ) : confirming ? (
-          <>
-            <button type="button" className="danger" disabled={revoke.isPending} onClick={() => revoke.mutate()}>
-              Confirm revoke
-            </button>
-            <button type="button" className="secondary" onClick={() => setConfirming(false)}>
-              Cancel
-            </button>
-          </>
         ) : (
-          <button type="button" className="secondary" onClick={() => setConfirming(true)}>
-            Revoke
-          </button>
+          <ConfirmButton label="Revoke" confirm="Confirm revoke" pending={revoke.isPending} error={revoke.error} onConfirm={() => revoke.mutate()} />
         )}
-        <ErrorNotice error={revoke.error} />
       </td>
     </tr>
   );

@@ -2,6 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useId, useState, type FormEvent } from 'react';
 import type { Body, Item, Result } from '../../../src/client/browser.js';
+import { ConfirmButton } from '../confirm-button.js';
 import { CopyField } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
 import { pageWindow, relativeTime } from '../format.js';
@@ -80,7 +81,6 @@ export function WebhooksView({ search }: { search: WebhooksSearch }) {
 function WebhookRow({ webhook, now }: { webhook: Webhook; now: number }) {
   const { client } = useSession();
   const queryClient = useQueryClient();
-  const [confirming, setConfirming] = useState(false);
   const remove = useMutation({
     mutationFn: () => client.webhooks.delete({ path: { id: webhook.id } }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['webhooks'] }),
@@ -113,21 +113,7 @@ function WebhookRow({ webhook, now }: { webhook: Webhook; now: number }) {
           Deliveries
         </Link>
         <EnableToggle webhook={webhook} />
-        {confirming ? (
-          <>
-            <button type="button" className="danger" disabled={remove.isPending} onClick={() => remove.mutate()}>
-              Confirm delete
-            </button>
-            <button type="button" className="secondary" onClick={() => setConfirming(false)}>
-              Cancel
-            </button>
-          </>
-        ) : (
-          <button type="button" className="secondary" onClick={() => setConfirming(true)}>
-            Delete
-          </button>
-        )}
-        <ErrorNotice error={remove.error} />
+        <ConfirmButton label="Delete" confirm="Confirm delete" pending={remove.isPending} error={remove.error} onConfirm={() => remove.mutate()} />
       </td>
     </tr>
   );
