@@ -145,7 +145,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,
     tracing: tracing?.httpPlugin ?? null,
-    ready: () => database.ping(),
+    readiness: { database: () => database.ping(), blobs: () => artifacts.blobs.check(), notices: () => notifier.transport },
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: messaging.routes },

@@ -58,6 +58,8 @@ export interface BlobStore {
   sweepStaging(olderThanMs: number): Promise<number>;
   /** The keys of stored blobs untouched for longer than `olderThanMs` of wall-clock time. */
   storedBefore(olderThanMs: number): AsyncIterable<string>;
+  /** Throws when the store cannot take contents now (GET /readyz): a directory gone or read-only. */
+  check(): Promise<void>;
 }
 
 export const tooLarge = (maxBytes: number) => new PayloadTooLarge(`The upload exceeds the limit of ${maxBytes} bytes`);
@@ -294,6 +296,10 @@ export class FsBlobStore implements BlobStore {
   pathOf(key: string): string {
     if (!SHA256_HEX.test(key)) throw new Error(`not a blob key: ${key}`);
     return path.join(this.objects, key.slice(0, 2), key);
+  }
+
+  async check(): Promise<void> {
+    await Promise.all([this.staging, this.objects].map((dir) => fs.promises.access(dir, fs.constants.W_OK)));
   }
 
   async stage(input: Readable | Buffer, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {

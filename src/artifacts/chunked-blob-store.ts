@@ -126,6 +126,11 @@ export class ChunkedBlobStore implements BlobStore {
     private readonly legacy: BlobStore | null = null,
   ) {}
 
+  /** The chunks live in the database (its own check); files kept from a single-node install are read still. */
+  async check(): Promise<void> {
+    await this.legacy?.check();
+  }
+
   async stage(input: Readable | Buffer, maxBytes: number, inlineMaxBytes = 0): Promise<StagedBlob> {
     const source = await holdInline(input, maxBytes, inlineMaxBytes);
     if (!(source instanceof Readable)) return source;

@@ -69,9 +69,10 @@ export function createArtifactsDomain(deps: {
   events: EventLog;
 }) {
   const { platform } = deps;
+  const blobs = deps.blobs ?? blobStoreFor(platform);
   const service = new ArtifactsService({
     store: new ArtifactsStore(platform.database.db, platform.database.caps),
-    blobs: deps.blobs ?? blobStoreFor(platform),
+    blobs,
     clock: platform.clock,
     logger: platform.logger,
     groups: deps.groups,
@@ -97,5 +98,5 @@ export function createArtifactsDomain(deps: {
       await service.sweepOrphanBlobs(signal);
     },
   });
-  return { service, routes: artifactsRoutes(service, platform.config.maxUploadBytes), workers: [sweeper, orphanSweeper] };
+  return { service, blobs, routes: artifactsRoutes(service, platform.config.maxUploadBytes), workers: [sweeper, orphanSweeper] };
 }

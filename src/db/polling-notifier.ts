@@ -32,6 +32,7 @@ const NOW_MS = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigin
 export class PollingNotifier implements Notifier {
   readonly spansNodes = true;
   readonly epoch: number | null = null;
+  readonly transport = 'polling';
   private readonly local = new InProcessNotifier();
   private readonly resumeHandlers = new Set<() => void>();
   /** The seqs the last poll returned (null before the first poll: old notices are not delivered). */

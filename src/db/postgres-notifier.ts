@@ -38,6 +38,10 @@ export class PostgresNotifier implements Notifier {
     return this.client === null ? null : this.connections;
   }
 
+  get transport(): 'listening' | 'reconnecting' {
+    return this.client === null ? 'reconnecting' : 'listening';
+  }
+
   /** Resolves once the first LISTEN is in place (or the first attempt failed). */
   whenReady(): Promise<void> {
     return this.ready;

@@ -49,16 +49,43 @@ export interface HttpServerOptions {
   metrics: Registry;
   /** The OpenTelemetry request-span plugin (tracing.ts), registered before any route; null without tracing. */
   tracing: FastifyPluginCallback | null;
-  /** Throws when the database cannot be reached (GET /readyz). */
-  ready: () => Promise<void>;
+  /** What GET /readyz reports: each dependency's state. */
+  readiness: Readiness;
   routes: RouteGroup[];
 }
 
 export const API_VERSION = '0.1.0';
 
 const HEADERS_TIMEOUT_MS = 30_000;
-/** /readyz answers 503 when the database's ping takes longer than this. */
+/** /readyz counts a dependency down when its check takes longer than this. */
 const READY_TIMEOUT_MS = 2_000;
+
+/** The dependencies GET /readyz looks at. */
+export interface Readiness {
+  /** Throws when the database cannot be reached. */
+  database(): Promise<void>;
+  /** Throws when contents cannot be stored. */
+  blobs(): Promise<void>;
+  /** How notices travel between nodes now (kernel/notifier.ts). */
+  notices(): string;
+}
+
+/**
+ * `up` when `check` resolves within READY_TIMEOUT_MS: a dependency that does not answer in 2 s is
+ * as unready as one that refuses (probes time out on their own after a few seconds, and a pool
+ * connect waits 5 s).
+ */
+async function answers(check: () => Promise<void>): Promise<'up' | 'down'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([check(), new Promise((_resolve, reject) => (timer = setTimeout(() => reject(new Error('no answer within 2 s')), READY_TIMEOUT_MS)))]);
+    return 'up';
+  } catch {
+    return 'down';
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Builds the Fastify app: plumbing first, then every domain's routes under its root. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
@@ -190,23 +217,12 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   await serveConsole(app, options.config.consoleDir);
   app.get('/healthz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async (_request, reply) => {
-    // A database that does not answer within 2 s is as unready as one that refuses: probes
-    // (load balancers) time out on their own after a few seconds, and a pool connect waits 5 s.
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        options.ready(),
-        new Promise((_resolve, reject) => {
-          timer = setTimeout(() => reject(new Error('the database did not answer within 2 s')), READY_TIMEOUT_MS);
-        }),
-      ]);
-    } catch {
-      return reply.code(503).send({ status: 'unavailable' });
-    } finally {
-      clearTimeout(timer);
-    }
-    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage' });
-    return { status: 'ready' };
+    const [database, blobs] = await Promise.all([answers(options.readiness.database), answers(options.readiness.blobs)]);
+    // A lost LISTEN connection leaves the node serving (it reconnects and rescans): it is shown, not fatal.
+    const checks = { database, listen: options.readiness.notices(), blobs: storage.full ? 'full' : blobs };
+    if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks });
+    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', checks });
+    return { status: 'ready', checks };
   });
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     requireAdmin(request.principal);

@@ -28,12 +28,18 @@ export interface Notifier {
    * was sent while the connection was down. Never called in one process (nothing is lost).
    */
   onResume(handler: () => void): () => void;
+  /**
+   * How notices travel now (GET /readyz): within this process, over a LISTEN connection that is
+   * up or down (reconnecting), or by polling (SWITCHBOARD_PG_LISTEN=off).
+   */
+  readonly transport: 'in_process' | 'listening' | 'reconnecting' | 'polling';
   close(): Promise<void>;
 }
 
 /** Embedded mode: one process, so an EventEmitter is the whole transport. */
 export class InProcessNotifier implements Notifier {
   readonly spansNodes: boolean = false;
+  readonly transport = 'in_process';
   readonly epoch: number | null = 0;
   private readonly emitter = new EventEmitter();
 

@@ -71,13 +71,18 @@ describeEachDialect('cluster wake-ups', (dialect) => {
       // Let the poll's claim finish and start waiting.
       await new Promise((resolve) => setTimeout(resolve, 200));
       await proxy.cut();
-      expect((await fetch(`${b.url}/readyz`)).status).toBe(503);
+      const unready = await fetch(`${b.url}/readyz`);
+      expect([unready.status, ((await unready.json()) as { checks: { database: string } }).checks.database]).toEqual([503, 'down']);
+      // Its LISTEN connection went with it: the node says it is reconnecting.
+      await waitFor(async () => ((await (await fetch(`${b.url}/readyz`)).json()) as { checks: { listen: string } }).checks.listen === 'reconnecting', 10_000, 100);
       const during = await b.api.post(`${M}/send`, { destination: 'x', event_name: 'e', payload: {} });
       expect(during.status).toBe(503);
       expect(during.body.error.code).toBe('service_unavailable');
       expect(during.text).not.toMatch(/ECONNREFUSED|stack|at /);
       await proxy.restore();
       await waitFor(async () => (await fetch(`${b.url}/readyz`)).status === 200, 10_000, 100);
+      // Its LISTEN connection comes back too (with backoff).
+      await waitFor(async () => ((await (await fetch(`${b.url}/readyz`)).json()) as { checks: { listen: string } }).checks.listen === 'listening', 15_000, 100);
       const sentAt = await send(a.api, 'across', { after: true });
       const got = await poll;
       expect(got.status).toBe(200);

@@ -136,13 +136,14 @@ describeEachDialect('storage faults: the database out of reach', (dialect) => {
         // Reads, and a key the server has not seen yet (its lookup needs the database), too.
         expect((await alice.get('/api/v1/messaging/sessions')).status).toBe(503);
         expect((await alice.withKey('sk_never_seen_before_0123456789').get('/api/v1/auth/whoami')).status).toBe(503);
-        expect((await server.api.get('/readyz', { key: null })).status).toBe(503);
+        const ready = await server.api.get('/readyz', { key: null });
+        expect([ready.status, ready.body.checks.database]).toEqual([503, 'down']);
       }
     } finally {
       await restore();
     }
     await waitFor(async () => (await alice.post(SEND, { destination: 'bob', event_name: 'after' })).status === 201, 15_000, 100);
-    expect((await server.api.get('/readyz', { key: null })).body).toEqual({ status: 'ready' });
+    expect((await server.api.get('/readyz', { key: null })).body).toMatchObject({ status: 'ready', checks: { database: 'up' } });
   }, 30_000);
 });
 
@@ -169,11 +170,11 @@ describe('storage faults: no space left [sqlite]', () => {
     expect(refused.body.error).toMatchObject({ code: 'insufficient_storage' });
     expect(refused.text).not.toMatch(/SQLITE/);
     const ready = await server.api.get('/readyz', { key: null });
-    expect([ready.status, ready.body]).toEqual([507, { status: 'insufficient_storage' }]);
+    expect([ready.status, ready.body]).toEqual([507, { status: 'insufficient_storage', checks: { database: 'up', blobs: 'full', listen: 'in_process' } }]);
     expect((await alice.get('/api/v1/messaging/sessions')).status).toBe(200);
 
     await limitPages(1_073_741_823);
     expect((await alice.post(SEND, big)).status).toBe(201);
-    expect((await server.api.get('/readyz', { key: null })).body).toEqual({ status: 'ready' });
+    expect((await server.api.get('/readyz', { key: null })).body).toMatchObject({ status: 'ready', checks: { blobs: 'up' } });
   });
 });

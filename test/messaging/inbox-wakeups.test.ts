@@ -15,6 +15,7 @@ class ClusterNotifier extends InProcessNotifier {
 class HeldNotifier implements Notifier {
   readonly spansNodes = true;
   readonly epoch = 0;
+  readonly transport = 'listening';
   readonly sent: string[] = [];
   private readonly local = new InProcessNotifier();
   private readonly held: (() => void)[] = [];
