@@ -96,3 +96,48 @@ describe('config', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
 });
+
+describe('tracing configuration (the standard OTEL_* variables)', () => {
+  it('is off unless an exporter or an endpoint asks for it, and when disabled or none', () => {
+    expect(loadConfig({}).tracing).toBeNull();
+    expect(loadConfig({ OTEL_SERVICE_NAME: 'x' }).tracing).toBeNull();
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).tracing).toBeNull();
+    expect(loadConfig({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' }).tracing).toBeNull();
+  });
+
+  it('reads the endpoint, headers, service name and sampler', () => {
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp' }).tracing).toEqual({
+      url: 'http://localhost:4318/v1/traces',
+      headers: {},
+      serviceName: 'switchboard',
+      sampleRatio: 1,
+      parentBased: true,
+    });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example.com:4318/',
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=abc,tenant=t1',
+        OTEL_SERVICE_NAME: 'switchboard-eu',
+        OTEL_TRACES_SAMPLER: 'traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      }).tracing,
+    ).toEqual({
+      url: 'https://collector.example.com:4318/v1/traces',
+      headers: { 'x-api-key': 'abc', tenant: 't1' },
+      serviceName: 'switchboard-eu',
+      sampleRatio: 0.25,
+      parentBased: false,
+    });
+    // The signal's own endpoint is the whole URL.
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/custom' }).tracing?.url).toBe('http://c:4318/custom');
+  });
+
+  it.each([
+    ['OTEL_TRACES_EXPORTER', 'jaeger'],
+    ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc'],
+    ['OTEL_TRACES_SAMPLER_ARG', '2'],
+    ['OTEL_TRACES_SAMPLER', 'sometimes'],
+  ])('refuses %s=%s with a clear message', (name, value) => {
+    expect(() => loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', ...{ [name]: value } })).toThrow(new RegExp(name.replace('OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc')));
+  });
+});
