@@ -139,4 +139,29 @@ describeEachDialect('traces', (dialect) => {
     const send = exporter.getFinishedSpans().find((s) => s.name === `send plain-${dialect}` && messageOf(s) === message.message_id)!;
     expect(message.traceparent).toBe(`00-${send.spanContext().traceId}-${idOf(send)}-01`);
   });
+
+  it('traces routine fires, webhook deliveries, and a redriven dead letter in its first trace', async () => {
+    const target = `fired-${dialect}`;
+    const receiver = await server.agent(target);
+    const routine = await server.api.post('/core/api/v1/routines', { name: `traced ${dialect}`, trigger_type: 'cron', cron_expression: '* * * * * *', target_agent: target });
+    expect(routine.status).toBe(201);
+    const webhook = await server.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', types: ['routine.execution.*'] });
+    expect(webhook.status).toBe(201);
+    const received = await waitFor(async () => (await receiver.get(`/api/v1/messaging/receive?agent_id=${target}&timeout=2`)).body.data.messages[0], 10_000);
+    await server.api.patch(`/core/api/v1/routines/${routine.body.data.id}`, { enabled: false });
+    const fire = await waitFor(() => exporter.getFinishedSpans().find((s) => s.name === `fire_routine ${routine.body.data.id}`), 5_000);
+    const send = exporter.getFinishedSpans().find((s) => s.name === `send ${target}` && messageOf(s) === received.message_id)!;
+    expect(parentOf(send)).toBe(idOf(fire));
+    expect(received.traceparent).toBe(`00-${send.spanContext().traceId}-${idOf(send)}-01`);
+
+    // Rejected for good, redriven: the copy goes on in the dead letter's trace.
+    expect((await receiver.post('/api/v1/messaging/reject', { message_id: received.message_id, reason: 'no', requeue: false })).status).toBe(200);
+    await waitFor(() => exporter.getFinishedSpans().some((s) => s.name.startsWith('deliver_webhook ')) || undefined, 15_000);
+    const redriven = await server.api.post(`/api/v1/messaging/dead-letters/${received.message_id}/redrive`, {});
+    expect(redriven.status, redriven.text).toBe(201);
+    const again = await waitFor(async () => (await receiver.get(`/api/v1/messaging/receive?agent_id=${target}&timeout=2`)).body.data.messages.find((m: { redriven_from?: string }) => m.redriven_from === received.message_id), 10_000);
+    expect(again.traceparent.split('-')[1]).toBe(send.spanContext().traceId);
+    const delivery = exporter.getFinishedSpans().find((s) => s.name === `deliver_webhook ${webhook.body.data.id}`);
+    expect(delivery).toBeDefined();
+  });
 });
