@@ -45,7 +45,10 @@ describeEachDialect('the console: an agent and its inbox', (dialect) => {
     await page.getByRole('link', { name: ids[26]! }).click();
     await page.getByRole('heading', { name: ids[26]! }).waitFor({ timeout: WAIT_MS });
     await page.getByRole('row', { name: /console\.paging/ }).waitFor({ timeout: WAIT_MS });
-    expect(await page.locator('.facts').first().textContent()).toMatch(/Healthunknown.*Groupspagers/);
+    // The agent's facts come with its health, which may answer after the inbox's counts.
+    const facts = page.locator('dl[aria-label="About the agent"]');
+    await facts.waitFor({ timeout: WAIT_MS });
+    expect(await facts.textContent()).toMatch(/Healthunknown.*Groupspagers/);
   });
 
   it("shows a message pending, then leased with its lease expiry, in the agent's inbox", async () => {

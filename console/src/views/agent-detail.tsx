@@ -58,7 +58,7 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
       </h1>
       <ErrorNotice error={health.error} />
       {health.data && registered && (
-        <dl className="facts">
+        <dl className="facts" aria-label="About the agent">
           <Fact label="Health">
             <span className={`badge health-${health.data.status}`}>{health.data.status}</span>
           </Fact>
