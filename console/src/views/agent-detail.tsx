@@ -28,6 +28,8 @@ const CAPABILITY_LIMIT = 100;
 // Sends, receives and acknowledgements are no events (their volume would drown the log): the
 // inbox's pending and leased lists are as fresh as the last refresh, dead letters are live.
 const AGENT_EVENTS = ['agent.*', 'message.*'];
+/** A delivery attempt's outcome in the console's tones (the health badges' colours); an open one plain. */
+const OUTCOME_BADGE: Record<string, string> = { acked: 'health-healthy', rejected: 'health-unhealthy', dead: 'health-unhealthy', expired: 'health-degraded' };
 
 /** One agent: health, capabilities, groups and its inbox (pending, leased, dead letters to redrive). */
 export function AgentDetailView({ agentId }: { agentId: string }) {
@@ -325,7 +327,7 @@ function DeadLetterRow({ letter, now, selected, busy, onSelect, onRedrive }: Dea
         <ol className="attempts" aria-label={`Attempts of ${letter.message_id}`}>
           {letter.attempts.map((attempt) => (
             <li key={attempt.attempt}>
-              <span className={`badge outcome-${attempt.outcome ?? 'open'}`}>{attempt.outcome ?? 'open'}</span> <code>{attempt.receiver}</code>{' '}
+              <span className={`badge ${OUTCOME_BADGE[attempt.outcome ?? ''] ?? ''}`}>{attempt.outcome ?? 'open'}</span> <code>{attempt.receiver}</code>{' '}
               <time dateTime={attempt.delivered_at} title={`delivered ${attempt.delivered_at}, ended ${attempt.ended_at ?? 'not yet'}`}>
                 {relativeTime(attempt.delivered_at, now)}
               </time>

@@ -28,6 +28,8 @@ export interface RoutineSearch {
 
 const PAGE_SIZE = 25;
 const ROUTINE_EVENTS = ['routine.>'];
+/** An execution's status in the console's tones (the health badges' colours). */
+const EXECUTION_BADGE: Record<string, string> = { success: 'health-healthy', failed: 'health-unhealthy', pending: 'health-degraded', running: 'health-degraded' };
 
 /** Every change to routines and their executions refreshes every routines query. */
 function useLiveRoutines() {
@@ -323,7 +325,7 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
                   <code>{execution.id}</code>
                 </th>
                 <td>
-                  <span className={`badge execution-${execution.status}`}>{execution.status}</span>
+                  <span className={`badge ${EXECUTION_BADGE[execution.status] ?? ''}`}>{execution.status}</span>
                 </td>
                 <td>{execution.trigger}</td>
                 <td>
