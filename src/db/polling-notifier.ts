@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import { InProcessNotifier, type Notifier } from '../kernel/notifier.js';
+import type { Notifier } from '../kernel/notifier.js';
+import { NodeListeners } from './node-listeners.js';
 import type { Db } from './database.js';
 import { openTransaction, type Tx } from './tx.js';
 
@@ -33,8 +34,7 @@ export class PollingNotifier implements Notifier {
   readonly spansNodes = true;
   readonly epoch: number | null = null;
   readonly transport = 'polling';
-  private readonly local = new InProcessNotifier();
-  private readonly resumeHandlers = new Set<() => void>();
+  private readonly listeners = new NodeListeners();
   /** The seqs the last poll returned (null before the first poll: old notices are not delivered). */
   private seen: Set<number> | null = null;
   private failing = false;
@@ -81,12 +81,12 @@ export class PollingNotifier implements Notifier {
     const seen = this.seen;
     this.seen = new Set(rows.map((row) => Number(row.seq)));
     if (seen !== null) {
-      for (const row of rows) if (!seen.has(Number(row.seq))) void this.local.notify(row.channel, row.payload);
+      for (const row of rows) if (!seen.has(Number(row.seq))) this.listeners.deliver(row.channel, row.payload);
     }
     if (this.failing) {
       this.failing = false;
       this.logger.info('notifier polling again; rescanning');
-      for (const handler of [...this.resumeHandlers]) handler();
+      this.listeners.resumed();
     }
   }
 
@@ -107,19 +107,17 @@ export class PollingNotifier implements Notifier {
   }
 
   listen(channel: string, handler: (payload: string) => void): () => void {
-    return this.local.listen(channel, handler);
+    return this.listeners.listen(channel, handler);
   }
 
   onResume(handler: () => void): () => void {
-    this.resumeHandlers.add(handler);
-    return () => this.resumeHandlers.delete(handler);
+    return this.listeners.onResume(handler);
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     await this.polling;
-    this.resumeHandlers.clear();
-    await this.local.close();
+    await this.listeners.close();
   }
 }

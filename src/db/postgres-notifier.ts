@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { InProcessNotifier, type Notifier } from '../kernel/notifier.js';
+import type { Notifier } from '../kernel/notifier.js';
+import { NodeListeners } from './node-listeners.js';
 import { openTransaction, type Tx } from './tx.js';
 
 const PG_CHANNEL = 'switchboard';
@@ -17,14 +18,13 @@ const MAX_PAYLOAD = 7900;
  */
 export class PostgresNotifier implements Notifier {
   readonly spansNodes = true;
-  private readonly local = new InProcessNotifier();
+  private readonly listeners = new NodeListeners();
   private client: pg.Client | null = null;
   private connections = 0;
   private closed = false;
   private retryDelay = 250;
   private retryTimer: NodeJS.Timeout | null = null;
   private readonly ready: Promise<void>;
-  private readonly resumeHandlers = new Set<() => void>();
 
   constructor(
     private readonly connectionString: string,
@@ -54,7 +54,7 @@ export class PostgresNotifier implements Notifier {
       if (msg.channel !== PG_CHANNEL || msg.payload === undefined) return;
       try {
         const { c, p } = JSON.parse(msg.payload) as { c: string; p: string };
-        void this.local.notify(c, p);
+        this.listeners.deliver(c, p);
       } catch {
         this.logger.warn({ payload: msg.payload }, 'ignoring malformed notification');
       }
@@ -78,7 +78,7 @@ export class PostgresNotifier implements Notifier {
       this.retryDelay = 250;
       if (this.connections > 1) {
         this.logger.info({ connections: this.connections }, 'notifier listening again; rescanning');
-        for (const handler of [...this.resumeHandlers]) handler();
+        this.listeners.resumed();
       }
     } catch (err) {
       this.logger.warn({ err }, 'notifier could not LISTEN; retrying');
@@ -117,17 +117,15 @@ export class PostgresNotifier implements Notifier {
   }
 
   listen(channel: string, handler: (payload: string) => void): () => void {
-    return this.local.listen(channel, handler);
+    return this.listeners.listen(channel, handler);
   }
 
   onResume(handler: () => void): () => void {
-    this.resumeHandlers.add(handler);
-    return () => this.resumeHandlers.delete(handler);
+    return this.listeners.onResume(handler);
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    this.resumeHandlers.clear();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.ready;
     const client = this.client;
@@ -136,6 +134,6 @@ export class PostgresNotifier implements Notifier {
       client.removeAllListeners('end');
       await client.end().catch(() => undefined);
     }
-    await this.local.close();
+    await this.listeners.close();
   }
 }
