@@ -71,8 +71,10 @@ export interface Config {
 
 /** Where spans go and which are kept, from the standard OTEL_* variables. */
 export interface TracingConfig {
-  /** OTLP over HTTP (JSON): the collector's traces URL, e.g. http://127.0.0.1:4318/v1/traces. */
+  /** OTLP over HTTP: the collector's traces URL, e.g. http://127.0.0.1:4318/v1/traces. */
   readonly url: string;
+  /** The OTLP/HTTP encoding: protobuf (the OTel default, and cheaper to encode) or JSON. */
+  readonly protocol: 'http/protobuf' | 'http/json';
   /** OTEL_EXPORTER_OTLP_HEADERS / OTEL_EXPORTER_OTLP_TRACES_HEADERS (`key=value,…`). */
   readonly headers: Readonly<Record<string, string>>;
   readonly serviceName: string;
@@ -132,8 +134,9 @@ function tracingConfig(env: Env): TracingConfig | null {
   const endpoint = str(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   if (exporter === 'none' || (exporter === null && tracesEndpoint === null && endpoint === null)) return null;
   if (exporter !== null && exporter !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got '${exporter}'`);
-  const protocol = str(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? str(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
+  const protocol = str(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? str(env, 'OTEL_EXPORTER_OTLP_PROTOCOL') ?? 'http/protobuf';
   if (protocol === 'grpc') throw new ConfigError('OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: Switchboard sends OTLP over HTTP (port 4318)');
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got '${protocol}'`);
   // The signal-specific endpoint is the whole URL; the general one is a base that /v1/traces extends.
   const url = tracesEndpoint ?? `${(endpoint ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
   if (!/^https?:\/\//.test(url)) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL');
@@ -143,6 +146,7 @@ function tracingConfig(env: Env): TracingConfig | null {
   if (!(ratio >= 0 && ratio <= 1)) throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got '${arg}'`);
   return {
     url,
+    protocol,
     headers: {
       ...headerList(str(env, 'OTEL_EXPORTER_OTLP_HEADERS'), 'OTEL_EXPORTER_OTLP_HEADERS'),
       ...headerList(str(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'), 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'),

@@ -23,7 +23,7 @@ export interface TracingOptions {
 /**
  * Starts the OpenTelemetry Node tracer provider (design §11). Called only when OTEL_* asks for
  * traces: every SDK module is imported here, dynamically, so a server without them loads none.
- * Spans go over OTLP/HTTP through a batch processor; the pg client is patched in place (it is
+ * Spans go over OTLP/HTTP (protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=http/json) through a batch processor; the pg client is patched in place (it is
  * loaded before this runs, so the instrumentation's require hook would never see it).
  */
 export async function startTracing(options: TracingOptions): Promise<Tracing> {
@@ -32,7 +32,9 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     await Promise.all([import('@opentelemetry/sdk-trace-node'), import('@opentelemetry/resources'), import('@opentelemetry/semantic-conventions')]);
   let processor = options.spanProcessor;
   if (!processor) {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    const { OTLPTraceExporter } = await (config.protocol === 'http/json'
+      ? import('@opentelemetry/exporter-trace-otlp-http')
+      : import('@opentelemetry/exporter-trace-otlp-proto'));
     processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: config.url, headers: { ...config.headers } }));
   }
   const ratio = new TraceIdRatioBasedSampler(config.sampleRatio);
