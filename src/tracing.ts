@@ -21,6 +21,20 @@ export interface TracingOptions {
 }
 
 /**
+ * How long a stopping server waits for the collector to take its last spans: the exporter's own
+ * timeout (10 s, with retries) would hold a SIGTERM that long when the collector hangs or is gone.
+ */
+const SHUTDOWN_FLUSH_MS = 2_000;
+
+function withinShutdownBound(flush: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the collector did not take the last spans within ${SHUTDOWN_FLUSH_MS} ms`)), SHUTDOWN_FLUSH_MS);
+  });
+  return Promise.race([flush, bound]).finally(() => clearTimeout(timer));
+}
+
+/**
  * Starts the OpenTelemetry Node tracer provider (design §11). Called only when OTEL_* asks for
  * traces: every SDK module is imported here, dynamically, so a server without them loads none.
  * Spans go over OTLP/HTTP (protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=http/json) through a batch processor; the pg client is patched in place (it is
@@ -68,10 +82,13 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     async shutdown() {
       pgModule?.unpatch?.(pg);
       fastify.disable();
-      await provider.shutdown();
-      trace.disable();
-      context.disable();
-      propagation.disable();
+      try {
+        await withinShutdownBound(provider.shutdown());
+      } finally {
+        trace.disable();
+        context.disable();
+        propagation.disable();
+      }
     },
   };
 }
