@@ -11,6 +11,7 @@ import {
   type Task,
 } from '@a2a-js/sdk';
 import {
+  A2AError,
   ExtendedAgentCardNotConfiguredError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
@@ -43,10 +44,10 @@ const STATES: Record<A2aTaskState, TaskState> = {
 };
 
 /** What an agent card says about how to reach and authenticate (shared by every card). */
-function cardBase(url: string, version: string) {
+function cardBase(url: string, baseUrl: string, version: string) {
   return {
     supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION }],
-    provider: { organization: 'Switchboard', url },
+    provider: { organization: 'Switchboard', url: baseUrl },
     version,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: {
@@ -75,7 +76,7 @@ export function agentCard(agentId: string, capabilities: AgentSkillSource[], bas
   return {
     name: agentId,
     description: `Agent '${agentId}' on Switchboard${groups.length > 0 ? `, in groups ${groups.join(', ')}` : ''}. A message becomes a message in its inbox; the task completes with its acknowledgement.`,
-    ...cardBase(`${baseUrl}/a2a/${encodeURIComponent(agentId)}`, version),
+    ...cardBase(`${baseUrl}/a2a/${encodeURIComponent(agentId)}`, baseUrl, version),
     skills,
   };
 }
@@ -91,7 +92,7 @@ export function serverCard(baseUrl: string, version: string): AgentCard {
     description:
       'A control plane for software agents. Every registered agent is an A2A agent: its card is at ' +
       `${baseUrl}/a2a/{agent_id}/.well-known/agent-card.json and its JSON-RPC endpoint at ${baseUrl}/a2a/{agent_id} (Bearer API key).`,
-    ...cardBase(`${baseUrl}/a2a`, version),
+    ...cardBase(`${baseUrl}/a2a`, baseUrl, version),
     skills: [
       {
         id: 'agents',
@@ -257,6 +258,7 @@ export class A2aHandler implements A2ARequestHandler {
     try {
       return await work();
     } catch (err) {
+      if (err instanceof A2AError) throw err;
       if (err instanceof NotFound) throw err.message.startsWith('Task') ? new TaskNotFoundError(err.message) : new RequestMalformedError(err.message);
       if (err instanceof Conflict || err instanceof Forbidden) throw new TaskNotCancelableError(err.message);
       if (err instanceof AppError && err.status < 500) throw new RequestMalformedError(err.message);

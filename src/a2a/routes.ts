@@ -46,7 +46,8 @@ export function a2aRoutes(service: A2aService, options: { baseUrl: () => string;
       rpc.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
       rpc.post('/a2a/:agentId', { schema: { ...schema, params: AgentParams } }, async (request, reply) => {
-        const raw = request.body as Buffer | undefined;
+        // Other text types reach here as strings (Fastify's text parser): the same checks apply.
+        const raw = typeof request.body === 'string' ? Buffer.from(request.body) : (request.body as Buffer | undefined);
         const parsed = parse(raw);
         if ('error' in parsed) return reply.send(parsed.error);
         const principal = request.principal!;
