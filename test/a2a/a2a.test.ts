@@ -45,8 +45,8 @@ async function registered(server: TestServer, agentId: string, capabilities: str
   return agent;
 }
 
-async function rpc(server: TestServer, agentId: string, body: string, key: string | null = server.adminKey) {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+async function rpc(server: TestServer, agentId: string, body: string, key: string | null = server.adminKey, contentType = 'application/json') {
+  const headers: Record<string, string> = { 'content-type': contentType };
   if (key !== null) headers.authorization = `Bearer ${key}`;
   const res = await fetch(`${server.url}/a2a/${agentId}`, { method: 'POST', headers, body });
   return { status: res.status, body: (await res.json()) as any };
@@ -237,6 +237,10 @@ describeEachDialect('A2A', (dialect) => {
       expect(res.body.jsonrpc).toBe('2.0');
       expect(res.body.error.code, body).toBe(code);
     }
+    // A text body gets the same guards as a JSON one.
+    const deep = `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":${'['.repeat(100)}${']'.repeat(100)}}`;
+    expect((await rpc(server, id, deep, server.adminKey, 'text/plain')).body.error.code).toBe(-32600);
+    expect((await rpc(server, id, '', server.adminKey)).body.error.code).toBe(-32700);
     // A message to an agent nobody registered is refused the same way.
     expect((await rpc(server, `nobody-${id}`, send)).body.error.code).toBe(-32602);
   });
