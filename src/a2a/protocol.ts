@@ -248,9 +248,12 @@ export class A2aHandler implements A2ARequestHandler {
   /** The message a send carries; one that continues a task is refused (one message, one task). */
   private input(params: { message: Message | undefined }): { contextId: string | null; message: unknown } {
     const message = params.message;
-    if (!message || message.parts.length === 0) throw new RequestMalformedError('params.message with at least one part is required');
+    if (!message || message.parts.length === 0 || message.messageId === '') {
+      throw new RequestMalformedError('params.message with a messageId and at least one part is required');
+    }
+    if (message.role !== Role.ROLE_USER && message.role !== Role.ROLE_UNSPECIFIED) throw new RequestMalformedError('params.message.role must be ROLE_USER');
     if (message.taskId !== '') throw new UnsupportedOperationError('A message cannot continue a task here: each message is a task of its own; leave taskId out');
-    return { contextId: message.contextId === '' ? null : message.contextId, message: Message.toJSON({ ...message, role: message.role || Role.ROLE_USER }) };
+    return { contextId: message.contextId === '' ? null : message.contextId, message: Message.toJSON({ ...message, role: Role.ROLE_USER }) };
   }
 
   /** The service's errors as A2A's; anything unexpected is logged and told as an internal error. */
