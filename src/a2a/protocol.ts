@@ -84,7 +84,7 @@ export function agentCard(agentId: string, capabilities: AgentSkillSource[], bas
 /**
  * Switchboard's own card (public, as A2A discovery expects): it names no agent. Each agent has
  * its card at `/a2a/{agent_id}/.well-known/agent-card.json` (an API key is needed); discovery's
- * API lists the agents. Its one skill says so; its interface is the A2A base `/a2a`.
+ * API lists the agents. Its one skill says so; it has no interface of its own.
  */
 export function serverCard(baseUrl: string, version: string): AgentCard {
   return {
@@ -93,6 +93,8 @@ export function serverCard(baseUrl: string, version: string): AgentCard {
       'A control plane for software agents. Every registered agent is an A2A agent: its card is at ' +
       `${baseUrl}/a2a/{agent_id}/.well-known/agent-card.json and its JSON-RPC endpoint at ${baseUrl}/a2a/{agent_id} (Bearer API key).`,
     ...cardBase(`${baseUrl}/a2a`, baseUrl, version),
+    // Switchboard itself takes no messages: each agent's card names its own endpoint.
+    supportedInterfaces: [],
     skills: [
       {
         id: 'agents',

@@ -72,6 +72,8 @@ describeEachDialect('A2A', (dialect) => {
     const serverCard = await new DefaultAgentCardResolver().resolve(`${server.url}/`);
     expect(serverCard.name).toBe('Switchboard');
     expect(serverCard.description).toContain('/a2a/{agent_id}/.well-known/agent-card.json');
+    expect(serverCard.supportedInterfaces).toEqual([]);
+    expect(JSON.stringify(serverCard)).not.toContain(id);
 
     const card = await resolver.resolve(`${server.url}/a2a/${id}/`);
     expect(card.name).toBe(id);
