@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
+import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain } from './auth/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
@@ -111,8 +112,15 @@ export async function createApp(options: AppOptions): Promise<App> {
     onPublish: (listener) => messaging.subscriptions.onPublish(listener),
     approvalLinkKey: await auth.service.sharedSecret(APPROVAL_LINK_SETTING),
   });
+  const a2a = createA2aDomain({
+    platform,
+    inbox: messaging.inbox,
+    // An agent's card shows what discovery has registered for it (at most 100 capabilities).
+    agents: { capabilitiesOf: async (agentId) => (await discovery.service.listCapabilities({ agent_id: agentId }, { limit: 100, offset: 0 })).items },
+    version: VERSION,
+  });
   // Who hears of what happened to the messages they sent, by their origin kind.
-  messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler });
+  messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler, a2a_task: a2a.outcomeHandler });
   const cluster = createClusterDomain({ platform, version: VERSION });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const artifacts = createArtifactsDomain({
@@ -158,6 +166,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: events.routes },
       { prefix: '/api/v1', plugin: webhooks.routes },
       { prefix: '/api/v1', plugin: cluster.routes },
+      { prefix: '', plugin: a2a.routes },
     ],
   });
 

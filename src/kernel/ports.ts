@@ -93,6 +93,8 @@ export interface OutcomeHandlers {
   routine_execution: OutcomeHandler;
   /** coordination: an agent step's message was acknowledged or dead-lettered (ref `run|step|attempt`). */
   plan_step: OutcomeHandler;
+  /** a2a: an A2A task's message was delivered, acknowledged or dead-lettered (ref: the task id). */
+  a2a_task: OutcomeHandler;
 }
 
 export type OriginKind = keyof OutcomeHandlers;

@@ -20,6 +20,7 @@ import * as blobChunks from './0017-blob-chunks.js';
 import * as clusterNotices from './0018-cluster-notices.js';
 import * as rateLimits from './0019-rate-limits.js';
 import * as traces from './0020-traces.js';
+import * as a2a from './0021-a2a.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -50,4 +51,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0018-cluster-notices': clusterNotices,
   '0019-rate-limits': rateLimits,
   '0020-traces': traces,
+  '0021-a2a': a2a,
 };

@@ -1,0 +1,106 @@
+import { AgentCard, SSE_HEADERS, formatSSEErrorEvent, formatSSEEvent } from '@a2a-js/sdk';
+import { JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { Logger } from 'pino';
+import { isAdmin } from '../auth/index.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
+import { A2aHandler, AGENT_ID, agentCard, CALLER, serverCard, SIGNAL } from './protocol.js';
+import type { A2aCaller, A2aService } from './service.js';
+
+const AgentParams = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 200 }) });
+/** A2A's routes are not part of the REST API's document: A2A describes them (agent cards). */
+const schema = { hide: true };
+
+type JsonRpcResponse = { jsonrpc: string; id: string | number | null; result?: unknown; error?: unknown };
+
+/** A JSON-RPC error answer for a body the transport never saw (not JSON, too deep, a NUL). */
+function refusal(code: number, message: string): JsonRpcResponse {
+  return { jsonrpc: '2.0', id: null, error: { code, message } };
+}
+
+/**
+ * The A2A binding (issue 26): Switchboard's card at the root's well-known path (public), each
+ * registered agent's card under `/a2a/{agent_id}/` and its JSON-RPC endpoint at `/a2a/{agent_id}`
+ * (Bearer API key). A streaming method answers Server-Sent Events.
+ */
+export function a2aRoutes(service: A2aService, options: { baseUrl: () => string; version: string; shutdown: AbortSignal; logger: Logger }): FastifyPluginAsyncTypebox {
+  const handler = new A2aHandler(service, options);
+  const transport = new JsonRpcTransportHandler(handler);
+  return async (app) => {
+    app.get('/.well-known/agent-card.json', { schema, config: { public: true } }, async (_request, reply) =>
+      reply.header('Cache-Control', 'public, max-age=300').send(AgentCard.toJSON(serverCard(options.baseUrl(), options.version))),
+    );
+
+    app.get('/a2a/:agentId/.well-known/agent-card.json', { schema: { ...schema, params: AgentParams } }, async (request) => {
+      const { agentId } = request.params;
+      return AgentCard.toJSON(agentCard(agentId, await service.agent(agentId), options.baseUrl(), options.version));
+    });
+
+    // The body reaches the handler as bytes, so that JSON that does not parse is a JSON-RPC
+    // parse error (-32700) rather than the REST envelope's 400; the guards every other route
+    // gets from the shared parser (depth, NUL) are applied here.
+    await app.register(async (scope) => {
+      const rpc = scope.withTypeProvider<TypeBoxTypeProvider>();
+      rpc.removeContentTypeParser('application/json');
+      rpc.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+      rpc.post('/a2a/:agentId', { schema: { ...schema, params: AgentParams } }, async (request, reply) => {
+        // Other text types reach here as strings (Fastify's text parser): the same checks apply.
+        const raw = typeof request.body === 'string' ? Buffer.from(request.body) : (request.body as Buffer | undefined);
+        const parsed = parse(raw);
+        if ('error' in parsed) return reply.send(parsed.error);
+        const principal = request.principal!;
+        const caller: A2aCaller = { actor: principal.actor, agentId: principal.agentId, admin: isAdmin(principal) };
+        // Ends a stream's watch when its client goes away.
+        const gone = new AbortController();
+        reply.raw.once('close', () => gone.abort());
+        const context = new ServerCallContext({
+          state: new Map<string, unknown>([
+            [CALLER, caller],
+            [AGENT_ID, request.params.agentId],
+            [SIGNAL, gone.signal],
+          ]),
+        });
+        const answer = await transport.handle(parsed.body, context);
+        if (!(Symbol.asyncIterator in answer)) return reply.send(answer);
+        const id = typeof parsed.body.id === 'string' || typeof parsed.body.id === 'number' ? parsed.body.id : null;
+        // The first event (or the error that comes instead) decides between SSE and a plain answer.
+        const events = answer[Symbol.asyncIterator]();
+        let first: IteratorResult<JsonRpcResponse>;
+        try {
+          first = await events.next();
+        } catch (err) {
+          return reply.send({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
+        }
+        reply.hijack();
+        reply.raw.writeHead(200, { ...SSE_HEADERS, 'X-Request-ID': request.id });
+        try {
+          for (let next = first; !next.done; next = await events.next()) reply.raw.write(formatSSEEvent(next.value));
+        } catch (err) {
+          if (!reply.raw.writableEnded) reply.raw.write(formatSSEErrorEvent({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
+        } finally {
+          reply.raw.end();
+        }
+      });
+    });
+  };
+}
+
+/** The request's JSON-RPC object, or the JSON-RPC error that refuses it. */
+function parse(raw: Buffer | undefined): { body: Record<string, unknown> } | { error: JsonRpcResponse } {
+  if (!raw || raw.length === 0) return { error: refusal(-32700, 'Parse error: the body is empty') };
+  if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) return { error: refusal(-32600, `Invalid request: nests deeper than ${MAX_JSON_DEPTH} levels`) };
+  // PostgreSQL's text cannot hold NUL, and no A2A field needs one.
+  if (raw.includes('\\u0000')) return { error: refusal(-32602, 'Invalid params: text must not contain NUL characters') };
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return { error: refusal(-32700, 'Parse error: the body is not JSON') };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return { error: refusal(-32600, 'Invalid request: not a JSON-RPC object') };
+  }
+  return { body: body as Record<string, unknown> };
+}
