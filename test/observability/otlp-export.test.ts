@@ -11,13 +11,14 @@ interface Export {
 }
 
 /** A collector on 127.0.0.1 that keeps what it is sent and answers as OTLP/HTTP does. */
-async function collector(): Promise<{ url: string; exports: Export[]; close(): Promise<void> }> {
+async function collector(answer = true): Promise<{ url: string; exports: Export[]; close(): Promise<void> }> {
   const exports: Export[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       exports.push({ path: req.url ?? '', contentType: req.headers['content-type'] ?? '', body: Buffer.concat(chunks) });
+      if (!answer) return;
       res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' }).end();
     });
   });
@@ -25,7 +26,11 @@ async function collector(): Promise<{ url: string; exports: Export[]; close(): P
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     exports,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -72,5 +77,22 @@ describe('OTLP export from a real server process (needs npm run build)', () => {
     expect(all).toContain('POST /api/v1/messaging/send');
     expect(all).toContain('send otlp-consumer');
     if (setting === 'http/json') expect(() => sink.exports.map((e) => JSON.parse(e.body.toString()) as unknown)).not.toThrow();
+  });
+
+  it('stops on SIGTERM even when the collector never answers (the last spans are given up)', async () => {
+    const sink = await collector(false);
+    cleanups.push(sink.close);
+    const database = await createTestDatabase('sqlite');
+    cleanups.push(() => database.drop());
+    // An exporter timeout far beyond the test's: only the server's own bound lets it exit in time.
+    const server = await spawnServer(database, ADMIN_KEY, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_TIMEOUT: '600000' });
+    cleanups.push(async () => {
+      if (server.child.exitCode === null) server.child.kill('SIGKILL');
+      await server.exited;
+    });
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    expect(sink.exports.length).toBeGreaterThan(0);
   });
 });
