@@ -71,7 +71,7 @@ describeEachDialect('MCP resources', (dialect) => {
         const { contents } = await client.readResource({ uri: uri! });
         expect(contents).toHaveLength(1);
         expect(contents[0]).toMatchObject({ uri, mimeType: 'application/json' });
-        expect(JSON.parse(contents[0]!.text as string)).toEqual((await server.api.get(path!)).body.data);
+        expect(JSON.parse((contents[0] as { text: string }).text)).toEqual((await server.api.get(path!)).body.data);
       }
 
       expect((await client.readResource({ uri: `switchboard://artifacts/${text.id}` })).contents).toEqual([
@@ -79,7 +79,7 @@ describeEachDialect('MCP resources', (dialect) => {
       ]);
       const [binaryContent] = (await client.readResource({ uri: `switchboard://artifacts/${blob.id}` })).contents;
       expect(binaryContent).toMatchObject({ mimeType: 'application/octet-stream' });
-      expect(Buffer.from(binaryContent!.blob as string, 'base64')).toEqual(Buffer.from(binary));
+      expect(Buffer.from((binaryContent as { blob: string }).blob, 'base64')).toEqual(Buffer.from(binary));
 
       // An artifact the caller may not read, and one that does not exist, are errors with the API's code.
       expect((await readFails(client, `switchboard://artifacts/${hidden.id}`)).message).toContain('forbidden');
