@@ -28,7 +28,8 @@ import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { mcpRoutes } from './mcp/server.js';
-import { buildTools } from './mcp/tools.js';
+import { buildResources } from './mcp/resources.js';
+import { buildTools } from './mcp/tools/index.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
 export type { Platform };
@@ -143,6 +144,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...webhooks.workers,
   ];
 
+  const mcpServices = {
+    routines: routines.service,
+    tasks: tasks.service,
+    coordination: coordination.service,
+    inbox: messaging.inbox,
+    discovery: discovery.service,
+    artifacts: artifacts.service,
+  };
   domainMetrics.observe(metrics, { inboxes: () => messaging.inbox.depths(), agentsByHealth: () => discovery.service.countByHealth() });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   const http = await buildHttpServer({
@@ -160,7 +169,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
-      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service, coordination.service), logger, auth.service) },
+      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(mcpServices), logger, auth.service, buildResources(mcpServices)) },
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
       { prefix: '/api/v1', plugin: events.routes },

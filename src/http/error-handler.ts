@@ -12,6 +12,12 @@ function fieldProblems(issues: AjvIssue[], location: string): (FieldProblem & { 
   return ajvFieldProblems(issues, '').map((problem) => ({ field: problem.field || location, in: location, message: problem.message }));
 }
 
+/** ajv's findings about a request (HTTP, or an MCP tool's arguments) as the invalid_request error the client gets. */
+export function validationError(issues: AjvIssue[], location: string): AppError {
+  const details = fieldProblems(issues, location);
+  return new AppError('invalid_request', `Invalid request: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, details);
+}
+
 // Fastify's own client errors, by code, with the envelope code they become.
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
@@ -64,9 +70,8 @@ export function installErrorHandling(app: FastifyInstance, storage: StorageFulln
     }
     const fastifyError = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
     if (fastifyError.validation) {
-      const details = fieldProblems(fastifyError.validation, fastifyError.validationContext ?? 'body');
-      const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
-      return send(reply, 'invalid_request', `Invalid request: ${summary}`, details);
+      const invalid = validationError(fastifyError.validation, fastifyError.validationContext ?? 'body');
+      return send(reply, invalid.code, invalid.message, invalid.details);
     }
     const mapped = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined;
     if (mapped) return send(reply, mapped, fastifyError.message);

@@ -15,27 +15,46 @@ import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
 import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
-import { callTool, type Tool } from './tools.js';
+import { serveResources, type Resource } from './resources.js';
+import { callTool, instructions, parseToolGroups, type Tool } from './tools/index.js';
 
 export const SERVER_INFO = { name: 'switchboard', version: API_VERSION };
 
+// ---- Tools and resources (issue 26): the tool list with titles and output schemas, results with
+// structuredContent, resources, and the server's instructions. Transport and sessions are below.
+
 /**
- * An MCP server answering tools/list and tools/call with the given tools. `principalOf`
- * finds the caller of each request: over HTTP every request carries its own API key.
+ * An MCP server answering tools/list and tools/call with the given tools, and resources/* with
+ * the given resources. `principalOf` finds the caller of each request: over HTTP every request
+ * carries its own API key.
  */
-export function createMcpServer(tools: Tool[], logger: Logger, principalOf: (authInfo: AuthInfo | undefined) => Principal): Server {
+export function createMcpServer(
+  tools: Tool[],
+  logger: Logger,
+  principalOf: (authInfo: AuthInfo | undefined) => Principal,
+  resources: Resource[] = [],
+): Server {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {}, resources: {} }, instructions });
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: tools.map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, annotations })),
+    tools: tools.map(({ name, title, description, inputSchema, outputSchema, annotations }) => ({ name, title, description, inputSchema, outputSchema, annotations })),
   }));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${request.params.name}'`);
-    return callTool(tool, request.params.arguments, principalOf(extra.authInfo), logger);
+    return callTool(tool, request.params.arguments, principalOf(extra.authInfo), logger, extra.signal);
   });
+  serveResources(server, resources, principalOf, logger);
   return server;
 }
+
+/** The tools of the groups the client asked for with `?tools=routines,tasks` (all without it; 400 for an unknown group). */
+function selectTools(tools: Tool[], request: FastifyRequest): Tool[] {
+  const groups = parseToolGroups((request.query as { tools?: string | string[] }).tools);
+  return tools.filter((tool) => groups.includes(tool.group));
+}
+
+// ---- end of tools and resources
 
 const SIGNED = 'signed:';
 
@@ -78,12 +97,12 @@ export interface KeyRevocations {
  * to the tools as the transport's `authInfo`. A revoked key's sessions (and their open
  * streams) end when this node hears of the revocation, else at the next sweep.
  */
-export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): FastifyPluginAsync {
+export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations, resources: Resource[] = []): FastifyPluginAsync {
   return async (app) => {
     const sessions = new Map<string, Session>();
     const principalOf = (authInfo: AuthInfo | undefined) => authInfo?.extra?.principal as Principal;
 
-    async function open(credential: string): Promise<StreamableHTTPServerTransport> {
+    async function open(credential: string, sessionTools: Tool[]): Promise<StreamableHTTPServerTransport> {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         // Called before initialize is answered, so the client's next request finds the session.
@@ -93,13 +112,14 @@ export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): 
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
-      await createMcpServer(tools, logger, principalOf).connect(transport);
+      await createMcpServer(sessionTools, logger, principalOf, resources).connect(transport);
       return transport;
     }
 
     async function handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
       const { principal } = request;
       const sessionId = header(request, 'mcp-session-id');
+      const sessionTools = selectTools(tools, request);
       let transport: StreamableHTTPServerTransport;
       if (sessionId !== undefined) {
         const session = sessions.get(sessionId);
@@ -109,7 +129,7 @@ export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): 
         session.lastSeen = Date.now();
         transport = session.transport;
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
-        transport = await open(credentialOf(principal));
+        transport = await open(credentialOf(principal), sessionTools);
       } else {
         throw new InvalidRequest('Send initialize first, then the Mcp-Session-Id header it returns');
       }

@@ -7,7 +7,8 @@ import { MessagingStore } from './store.js';
 import { SubscriptionsService } from './subscriptions.js';
 import { ThreadsService } from './threads.js';
 
-export { InboxService } from './inbox.js';
+export { DEFAULT_VISIBILITY_S, InboxService, MAX_BATCH, MAX_WAIT_S } from './inbox.js';
+export { callerOf } from './messages.js';
 export { topicMatches, topicProblem } from './topics.js';
 
 /** How often the reaper looks for exhausted leases and newly visible delayed messages. */

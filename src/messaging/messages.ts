@@ -1,4 +1,5 @@
 import { iso } from '../kernel/clock.js';
+import { isAdmin, type Principal } from '../auth/index.js';
 import { Forbidden } from '../kernel/errors.js';
 import type { MessageRow } from './store.js';
 
@@ -8,6 +9,8 @@ export interface Caller {
   agentId: string | null;
   admin: boolean;
 }
+
+export const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: isAdmin(p) });
 
 /** A message as callers see it (an inbox, a dead letter, a thread). */
 export interface Message {

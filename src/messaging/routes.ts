@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
+import { actingAgent } from '../auth/index.js';
 import { created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
 import {
   AcknowledgeBody,
+  Acknowledged,
   AgentQuery,
   DeadLetter,
   ExtendBody,
@@ -18,6 +19,7 @@ import {
   PublishBody,
   RateLimitQuery,
   RateLimitStatus,
+  Received,
   ReceiveQuery,
   RejectBody,
   SendBatchBody,
@@ -34,13 +36,11 @@ import {
   ThreadParams,
 } from './schemas.js';
 import { DEFAULT_VISIBILITY_S, MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
-import type { Caller } from './messages.js';
+import { callerOf } from './messages.js';
 import type { SubscriptionsService } from './subscriptions.js';
 import type { ThreadsService } from './threads.js';
 
 const tags = ['messaging'];
-
-const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: isAdmin(p) });
 
 export function messagingRoutes(
   { inbox, threads, subscriptions }: { inbox: InboxService; threads: ThreadsService; subscriptions: SubscriptionsService },
@@ -82,7 +82,7 @@ export function messagingRoutes(
           tags,
           summary: "Receive (long-poll) messages from an agent's inbox; each is leased for visibility_timeout",
           querystring: ReceiveQuery,
-          response: { 200: DataEnvelope(Type.Object({ messages: Type.Array(Message) })) },
+          response: { 200: DataEnvelope(Received) },
         },
       },
       async (request, reply) => {
@@ -121,7 +121,7 @@ export function messagingRoutes(
           tags,
           summary: 'Acknowledge received messages (done); output is kept for the producer',
           body: AcknowledgeBody,
-          response: { 200: DataEnvelope(Type.Object({ acknowledged: Type.Array(Type.String()) })) },
+          response: { 200: DataEnvelope(Acknowledged) },
         },
       },
       async (request, reply) => {

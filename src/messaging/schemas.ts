@@ -66,6 +66,9 @@ export const ReceiveQuery = Type.Object({
   ),
 });
 
+/** What a receive answers: the messages now leased to the caller. */
+export const Received = Type.Object({ messages: Type.Array(Message) });
+
 export const AcknowledgeBody = Type.Union([
   Type.Object(
     {
@@ -79,6 +82,8 @@ export const AcknowledgeBody = Type.Union([
     { additionalProperties: false },
   ),
 ]);
+
+export const Acknowledged = Type.Object({ acknowledged: Type.Array(Type.String()) });
 
 export const RejectBody = Type.Object(
   {

@@ -1,0 +1,69 @@
+import { Type } from '@sinclair/typebox';
+import { callerOf } from '../../coordination/index.js';
+import { ApproveBody, InputBody, PendingApproval, Plan, Run, RunParams, RunStepParams, StartRunBody } from '../../coordination/schemas.js';
+import { page, PageQuery } from '../../http/schemas.js';
+import { DECIDE, define, DISPATCH, pagedOutput, READ, toolInput, type GroupTool, type ToolServices } from './define.js';
+
+const RUN_ID = { run_id: 'Run id (run_…)' };
+const STEP_IDS = { ...RUN_ID, step_id: "The waiting step's id in the plan" };
+
+/** Coordination (issues 22 and 26): plans, their runs, and the human steps that wait for a decision. */
+export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
+  return [
+    define({
+      name: 'list_plans',
+      title: 'List plans',
+      description: 'List the plans (their current versions) with their steps, oldest first; paged with limit/offset. Start one with start_run.',
+      input: toolInput(PageQuery),
+      output: pagedOutput(Plan),
+      annotations: READ,
+      run: (window) => coordination.listPlans(page(window)),
+    }),
+    define({
+      name: 'start_run',
+      title: 'Start a run of a plan',
+      description: "Start a run of a plan (by id or alias) with an input object the steps' templates read; returns the run with its steps. Follow it with get_run.",
+      input: toolInput(StartRunBody, { input: 'The run input, read by the steps as {{input.<field>}}' }),
+      output: Run,
+      annotations: DISPATCH,
+      run: (body, principal) => coordination.startRun(body, callerOf(principal)),
+    }),
+    define({
+      name: 'get_run',
+      title: 'Get a run',
+      description: 'Get a run by id with the status, input, output and error of each of its steps.',
+      input: toolInput(RunParams, RUN_ID),
+      output: Run,
+      annotations: READ,
+      run: ({ run_id }) => coordination.getRun(run_id),
+    }),
+    define({
+      name: 'list_pending_approvals',
+      title: 'List pending approvals',
+      description:
+        'List the human steps waiting for a decision across runs, oldest first: human_approval (decide with approve_step) and human_input (answer with submit_step_input), with the prompt and the run input; paged with limit/offset.',
+      input: toolInput(PageQuery),
+      output: pagedOutput(PendingApproval),
+      annotations: READ,
+      run: (window) => coordination.listPendingApprovals(page(window)),
+    }),
+    define({
+      name: 'approve_step',
+      title: 'Approve or reject a step',
+      description: 'Decide a waiting human_approval step: approved=true completes it and the run goes on, false rejects it and fails the run. Returns the run.',
+      input: toolInput(Type.Composite([RunStepParams, ApproveBody]), STEP_IDS),
+      output: Run,
+      annotations: DECIDE,
+      run: ({ run_id, step_id, ...decision }, principal) => coordination.approve(run_id, step_id, decision, callerOf(principal)),
+    }),
+    define({
+      name: 'submit_step_input',
+      title: 'Answer a human_input step',
+      description: "Answer a waiting human_input step with data matching the step's JSON Schema (see list_pending_approvals). Returns the run.",
+      input: toolInput(Type.Composite([RunStepParams, InputBody]), STEP_IDS),
+      output: Run,
+      annotations: DECIDE,
+      run: ({ run_id, step_id, data, reason }, principal) => coordination.submitInput(run_id, step_id, data, callerOf(principal), reason),
+    }),
+  ];
+}
