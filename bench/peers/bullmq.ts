@@ -21,7 +21,11 @@ function redisConfig(parameter: string): Promise<string> {
     socket.on('data', (chunk: Buffer) => {
       reply += chunk.toString();
       // CONFIG may be disabled (an error reply): the setting is then shown as unknown.
-      if (reply.startsWith('-')) return socket.end(), resolve('unknown');
+      if (reply.startsWith('-')) {
+        socket.end();
+        resolve('unknown');
+        return;
+      }
       // An array of the name and its value: *2, then two bulk strings.
       const value = /^\*2\r\n\$\d+\r\n[^\r]*\r\n\$\d+\r\n([^\r]*)\r\n/.exec(reply)?.[1];
       if (value === undefined) return;
