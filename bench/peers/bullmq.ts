@@ -4,12 +4,23 @@
  * completed jobs are removed. Redis's persistence (appendonly) is the server's own setting,
  * read and shown in the row's name, not changed.
  */
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import { Queue, Worker } from 'bullmq';
 import { pidsByName, reachable, sentAtOf, type PeerSystem } from './system.js';
 
 const PORT = 6379;
 const connection = { host: '127.0.0.1', port: PORT };
+
+/** Whether BullMQ can load `name` (it requires its Redis client lazily, from its own location). */
+function resolvable(name: string): boolean {
+  try {
+    createRequire(createRequire(import.meta.url).resolve('bullmq')).resolve(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** One `CONFIG GET <parameter>` in RESP over a short-lived socket (BullMQ's client is not exposed). */
 function redisConfig(parameter: string): Promise<string> {
@@ -45,6 +56,7 @@ export function bullmq(): PeerSystem {
     },
     async setup() {
       if (!(await reachable(PORT))) return `redis-server does not answer on 127.0.0.1:${PORT}`;
+      if (!resolvable('ioredis')) return 'BullMQ needs its optional peer dependency ioredis, which is not installed (npm install -D ioredis)';
       const appendonly = await redisConfig('appendonly');
       persistence = appendonly === 'yes' ? `appendonly, appendfsync ${await redisConfig('appendfsync')}` : 'no appendonly';
       return undefined;
