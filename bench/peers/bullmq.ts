@@ -56,9 +56,9 @@ export function bullmq(): PeerSystem {
     },
     async setup() {
       if (!(await reachable(PORT))) return `redis-server does not answer on 127.0.0.1:${PORT}`;
-      if (!resolvable('ioredis')) return 'BullMQ needs its optional peer dependency ioredis, which is not installed (npm install -D ioredis)';
       const appendonly = await redisConfig('appendonly');
       persistence = appendonly === 'yes' ? `appendonly, appendfsync ${await redisConfig('appendfsync')}` : 'no appendonly';
+      if (!resolvable('ioredis')) return 'BullMQ needs its optional peer dependency ioredis, which is not installed (npm install -D ioredis)';
       return undefined;
     },
     async queue(name) {
