@@ -81,12 +81,19 @@ export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
             acks = [];
           };
           socket.on('message', (data: Buffer) => {
-            const frame = JSON.parse(data.toString()) as { message?: { message_id: string; payload: { p: string } }; error?: unknown };
+            const frame = JSON.parse(data.toString()) as {
+              message?: { message_id: string; payload: { p: string } };
+              error?: unknown;
+              ok?: { failed?: unknown[] };
+            };
             if (frame.message) {
               onMessage(sentAtOf(frame.message.payload.p));
               if (acks.push(frame.message.message_id) === 1) setImmediate(flush);
             } else if (frame.error) {
               failure ??= frame.error;
+            } else if (frame.ok?.failed?.length) {
+              // An ack that did not settle: the message would come back and be counted twice.
+              failure ??= frame.ok.failed;
             }
           });
           socket.send(JSON.stringify({ credit: CREDIT }));
