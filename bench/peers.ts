@@ -258,6 +258,12 @@ export default async function peers(): Promise<void> {
     notes.push(line);
     console.warn(line);
   };
+  // Interrupted, it still stops the servers it started and drops the databases it made.
+  const interrupted = (signal: NodeJS.Signals) => {
+    console.warn(`${signal}: tearing down`);
+    void Promise.all(systems.map((system) => system.teardown().catch(() => undefined))).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
   try {
     for (const system of candidates) {
       // Listed first, so a setup that throws half-way is still torn down.
@@ -295,6 +301,7 @@ export default async function peers(): Promise<void> {
       }
     }
   } finally {
+    process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
     for (const system of systems) await system.teardown().catch((error: unknown) => console.warn(`tearing down ${system.name}: ${String(error)}`));
   }
 

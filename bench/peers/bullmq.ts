@@ -76,8 +76,13 @@ export function bullmq(): PeerSystem {
             concurrency: 100,
           });
           workers.push(worker);
+          let failure: unknown;
+          worker.on('error', (error) => (failure ??= error));
           await worker.waitUntilReady();
-          return () => worker.close();
+          return async () => {
+            await worker.close();
+            if (failure) throw failure;
+          };
         },
         async close() {
           for (const worker of workers) await worker.close();

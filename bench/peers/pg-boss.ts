@@ -48,6 +48,8 @@ export function pgBoss(): PeerSystem {
               await jobs.complete(name, fetched.map((job) => job.id));
             }
           })();
+          // A failure ends the loop and comes out of stop(), not as an unhandled rejection meanwhile.
+          loop.catch(() => undefined);
           return async () => {
             active = false;
             await loop;

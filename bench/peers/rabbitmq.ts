@@ -21,7 +21,10 @@ export function rabbitmq(): PeerSystem {
     async queue(name) {
       // Producer and consumer each have their own connection, as separate processes would.
       const producer = await amqp.connect(URL);
+      // The broker's errors reject the pending operation; the events only must not crash the bench.
+      producer.on('error', () => undefined);
       const channel = await producer.createConfirmChannel();
+      channel.on('error', () => undefined);
       await channel.assertQueue(name, { durable: true });
       const consumers: ChannelModel[] = [];
       return {
@@ -38,7 +41,10 @@ export function rabbitmq(): PeerSystem {
         async consume(onMessage) {
           const consumer = await amqp.connect(URL);
           consumers.push(consumer);
+          let failure: unknown;
+          consumer.on('error', (error) => (failure ??= error));
           const incoming = await consumer.createChannel();
+          incoming.on('error', (error) => (failure ??= error));
           await incoming.prefetch(100);
           const { consumerTag } = await incoming.consume(name, (message) => {
             if (!message) return;
@@ -46,6 +52,7 @@ export function rabbitmq(): PeerSystem {
             incoming.ack(message);
           });
           return async () => {
+            if (failure) throw failure;
             await incoming.cancel(consumerTag);
             await consumer.close();
           };

@@ -74,6 +74,7 @@ export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
           let acks: string[] = [];
           let nextId = 1;
           let failure: unknown;
+          socket.on('error', (error) => (failure ??= error));
           const flush = () => {
             if (acks.length === 0 || socket.readyState !== WebSocket.OPEN) return;
             socket.send(JSON.stringify({ id: nextId++, ack: acks }));
@@ -99,9 +100,11 @@ export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
           socket.send(JSON.stringify({ credit: CREDIT }));
           return async () => {
             flush();
-            const closed = new Promise((resolve) => socket.once('close', resolve));
-            socket.close();
-            await closed;
+            if (socket.readyState !== WebSocket.CLOSED) {
+              const closed = new Promise((resolve) => socket.once('close', resolve));
+              socket.close();
+              await closed;
+            }
             if (failure) throw new Error(`the channel answered an error: ${JSON.stringify(failure)}`);
           };
         },

@@ -33,6 +33,8 @@ export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
               ok('acknowledge', await call(`${url}/api/v1/messaging/acknowledge`, 'POST', consumerKey, { message_ids: messages.map((m) => m.message_id) }));
             }
           })();
+          // A failure ends the loop and comes out of stop(), not as an unhandled rejection meanwhile.
+          loop.catch(() => undefined);
           return async () => {
             active = false;
             await loop;
