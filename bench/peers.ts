@@ -105,6 +105,12 @@ async function withQueues<T>(system: PeerSystem, count: number, run: (queues: Pe
   }
 }
 
+/** Stops every consumer at once (a long-polling one takes up to its poll's timeout), then throws the first one's failure. */
+async function stopAll(stops: Array<() => Promise<void>>): Promise<void> {
+  const failure = (await Promise.allSettled(stops.map((stop) => stop()))).find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
 /** W1 (batch 1) and W2: producers send as fast as their sends return for `seconds`; consumers count what they receive meanwhile. */
 function throughput(system: PeerSystem, batch: number, seconds: number): Promise<Measurement> {
   return withQueues(system, QUEUES, async (queues) => {
@@ -118,7 +124,7 @@ function throughput(system: PeerSystem, batch: number, seconds: number): Promise
       ),
     );
     let producers: Promise<void[]> | undefined;
-    try {
+    const measure = async (): Promise<Measurement> => {
       const cpuBefore = await brokerCpu(system);
       const clientBefore = process.cpuUsage();
       const started = performance.now();
@@ -144,11 +150,15 @@ function throughput(system: PeerSystem, batch: number, seconds: number): Promise
         p50: percentile(latencies, 50),
         p99: percentile(latencies, 99),
       };
-    } finally {
+    };
+    const measured = await measure().catch(async (error: unknown) => {
       measuring = false;
       await producers?.catch(() => undefined);
-      for (const stop of stops) await stop();
-    }
+      await stopAll(stops).catch(() => undefined);
+      throw error;
+    });
+    await stopAll(stops);
+    return measured;
   });
 }
 
@@ -172,8 +182,12 @@ function latency(system: PeerSystem, samples: number): Promise<Measurement> {
           waiting = resolve;
           timer = setTimeout(() => reject(new Error(`a message was not received within ${SAMPLE_TIMEOUT_MS} ms`)), SAMPLE_TIMEOUT_MS);
         });
-        await queue!.send([stampedPayload()]);
-        latencies.push(await received.finally(() => clearTimeout(timer)));
+        try {
+          await queue!.send([stampedPayload()]);
+          latencies.push(await received);
+        } finally {
+          clearTimeout(timer);
+        }
       }
       const clientMs = clientCpuMs(clientBefore);
       const cpuAfter = await brokerCpu(system);
