@@ -228,8 +228,10 @@ function table(workload: Workload, results: Map<string, Measurement>, rounds: nu
     workload.key === 'w3'
       ? ['| system | p50 ms | p99 ms | broker CPU µs/msg | client CPU µs/msg |', '|---|---:|---:|---:|---:|']
       : ['| system | msgs/s | broker CPU µs/msg | client CPU µs/msg | e2e p50 ms | e2e p99 ms |', '|---|---:|---:|---:|---:|---:|'];
+  const title = `### ${workload.title} (medians of ${rounds} round${rounds > 1 ? 's' : ''})`;
+  if (rows.length === 0) return [title, '', 'No system was measured.', ''];
   return [
-    `### ${workload.title} (medians of ${rounds} round${rounds > 1 ? 's' : ''})`,
+    title,
     '',
     ...head,
     ...rows.map(([name, m]) =>

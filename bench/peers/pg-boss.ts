@@ -6,7 +6,7 @@
 import PgBoss from 'pg-boss';
 import { createTestDatabase, postgresTestUrl, type TestDatabase } from '../../test/helpers/database.js';
 import { PG_BOSS_VERSION } from '../baselines/pg-queues.js';
-import { databaseOf, postgresPids, reachable, sentAtOf, type PeerSystem } from './system.js';
+import { databaseOf, postgresPids, postgresUnavailable, sentAtOf, type PeerSystem } from './system.js';
 
 const EMPTY_SLEEP_MS = 5;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -17,9 +17,8 @@ export function pgBoss(): PeerSystem {
   return {
     name: `pg-boss ${PG_BOSS_VERSION} on PostgreSQL`,
     async setup() {
-      const url = postgresTestUrl();
-      if (!url) return 'SWITCHBOARD_TEST_DATABASE_URL is unset';
-      if (!(await reachable(Number(new URL(url).port || 5432)))) return `PostgreSQL does not answer at ${new URL(url).host}`;
+      const reason = await postgresUnavailable();
+      if (reason) return reason;
       database = await createTestDatabase('postgres');
       // No supervision or cron: maintenance would only add background load to the measured loop.
       boss = new PgBoss({ connectionString: database.databaseUrl!, max: 10, supervise: false, schedule: false });

@@ -7,7 +7,7 @@
 import { postgresTestUrl } from '../../test/helpers/database.js';
 import { startSwitchboard, type SwitchboardProcess } from '../lib.js';
 import { call } from '../messaging.js';
-import { databaseOf, postgresPids, reachable, type ProcessGroup } from './system.js';
+import { databaseOf, postgresPids, postgresUnavailable, type ProcessGroup } from './system.js';
 
 export type SwitchboardDialect = 'sqlite' | 'postgres';
 
@@ -25,11 +25,8 @@ export function switchboardServer(dialect: SwitchboardDialect): SwitchboardServe
   let server: SwitchboardProcess | undefined;
   return {
     async start() {
-      if (dialect === 'postgres') {
-        const url = postgresTestUrl();
-        if (!url) return 'SWITCHBOARD_TEST_DATABASE_URL is unset';
-        if (!(await reachable(Number(new URL(url).port || 5432)))) return `PostgreSQL does not answer at ${new URL(url).host}`;
-      }
+      const reason = dialect === 'postgres' ? await postgresUnavailable() : undefined;
+      if (reason) return reason;
       server = await startSwitchboard({ dialect });
       return undefined;
     },

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import pg from 'pg';
+import { postgresTestUrl } from '../../test/helpers/database.js';
 
 /** Processes whose CPU is charged to a system, under one label (e.g. `node`, `postgres`). */
 export interface ProcessGroup {
@@ -82,6 +83,15 @@ export function pidsByName(comm: string): number[] {
     }
   }
   return pids;
+}
+
+/** Why the tests' PostgreSQL (SWITCHBOARD_TEST_DATABASE_URL) cannot be used here, or undefined. */
+export async function postgresUnavailable(): Promise<string | undefined> {
+  const url = postgresTestUrl();
+  if (!url) return 'SWITCHBOARD_TEST_DATABASE_URL is unset';
+  const { hostname, port, host } = new URL(url);
+  if (hostname !== '127.0.0.1' && hostname !== 'localhost') return `PostgreSQL at ${host} is not on 127.0.0.1 (the bench stays on loopback)`;
+  return (await reachable(Number(port || 5432))) ? undefined : `PostgreSQL does not answer at ${host}`;
 }
 
 /**
