@@ -286,13 +286,14 @@ export default async function peers(): Promise<void> {
       systems.push(system);
       try {
         const reason = await system.setup();
-        if (!reason) continue;
-        notes.push(`- ${system.name}: skipped: ${reason}`);
-        console.log(`skipped ${system.name}: ${reason}`);
+        if (reason) {
+          dropped.add(system);
+          notes.push(`- ${system.name}: skipped: ${reason}`);
+          console.log(`skipped ${system.name}: ${reason}`);
+        }
       } catch (error) {
         fail(system, 'setup', error);
       }
-      dropped.add(system);
     }
     const running = () => systems.filter((system) => !dropped.has(system));
     for (const system of running()) {
