@@ -1,0 +1,119 @@
+/**
+ * Switchboard over the agent channel (one WebSocket per agent, GET /api/v1/messaging/channel).
+ * Producers use the SDK's channel (`client.channel({ agentId })` → `send` / `sendBatch`, each
+ * resolving on the server's answer); consumers speak the raw protocol, which is what this
+ * measures: `{"credit":n}` grants n more deliveries, `{"message":{…}}` is one, and the ids
+ * delivered in one event-loop tick go back in one `{"id":k,"ack":[…]}` with as much new credit.
+ * Until the channel exists (404 on upgrade, or no `client.channel` in the SDK) it is skipped.
+ */
+import WebSocket from 'ws';
+import { Switchboard } from '../../src/client/index.js';
+import type { Body } from '../../src/client/types.js';
+import { switchboardServer, type SwitchboardDialect } from './switchboard-server.js';
+import { sentAtOf, type PeerSystem } from './system.js';
+
+/** The SDK's channel, as the channel branch provides it (typed here until it is merged). */
+interface Channel {
+  send(body: Body<'messaging.send'>): Promise<unknown>;
+  sendBatch(body: Body<'messaging.sendBatch'>): Promise<unknown>;
+  close(): Promise<void> | void;
+}
+type ChannelOpener = (options: { agentId: string }) => Promise<Channel>;
+
+/** Deliveries a consumer has outstanding at most: the receive max of the HTTP consumer. */
+const CREDIT = 100;
+
+function openerOf(client: Switchboard): ChannelOpener | undefined {
+  const opener = (client as unknown as { channel?: ChannelOpener }).channel;
+  return typeof opener === 'function' ? opener.bind(client) : undefined;
+}
+
+/** Opens the raw channel socket of `agentId`; resolves the HTTP status when the upgrade is refused. */
+function openSocket(url: string, agentId: string, key: string): Promise<WebSocket | number> {
+  const socket = new WebSocket(`${url.replace(/^http/, 'ws')}/api/v1/messaging/channel?agent_id=${encodeURIComponent(agentId)}`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return new Promise((resolve, reject) => {
+    socket.once('open', () => resolve(socket));
+    socket.once('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      socket.terminate();
+    });
+    socket.once('error', reject);
+  });
+}
+
+export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
+  const server = switchboardServer(dialect);
+  return {
+    name: `Switchboard, agent channel, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
+    async setup() {
+      const reason = await server.start();
+      if (reason) return reason;
+      const probe = await openSocket(server.process.url, 'peers-probe', await server.agentKey('peers-probe'));
+      if (typeof probe === 'number') return `the channel route is absent (HTTP ${probe} on upgrade of /api/v1/messaging/channel)`;
+      probe.close();
+      if (!openerOf(new Switchboard({ url: server.process.url, apiKey: server.process.adminKey }))) return 'the SDK has no client.channel()';
+      return undefined;
+    },
+    async queue(name) {
+      const { url } = server.process;
+      const producerId = `${name}-producer`;
+      const client = new Switchboard({ url, apiKey: await server.agentKey(producerId) });
+      const channel = await openerOf(client)!({ agentId: producerId });
+      const consumerKey = await server.agentKey(name);
+      return {
+        async send(payloads) {
+          const messages = payloads.map((p) => ({ destination: name, event_name: 'peers', payload: { p } }));
+          if (messages.length === 1) await channel.send(messages[0]!);
+          else await channel.sendBatch({ messages });
+        },
+        async consume(onMessage) {
+          const socket = await openSocket(url, name, consumerKey);
+          if (typeof socket === 'number') throw new Error(`channel upgrade refused: HTTP ${socket}`);
+          let acks: string[] = [];
+          let nextId = 1;
+          let failure: unknown;
+          socket.on('error', (error) => (failure ??= error));
+          const flush = () => {
+            if (acks.length === 0 || socket.readyState !== WebSocket.OPEN) return;
+            socket.send(JSON.stringify({ id: nextId++, ack: acks }));
+            socket.send(JSON.stringify({ credit: acks.length }));
+            acks = [];
+          };
+          socket.on('message', (data: Buffer) => {
+            const frame = JSON.parse(data.toString()) as {
+              message?: { message_id: string; payload: { p: string } };
+              error?: unknown;
+              ok?: { failed?: unknown[] };
+            };
+            if (frame.message) {
+              onMessage(sentAtOf(frame.message.payload.p));
+              if (acks.push(frame.message.message_id) === 1) setImmediate(flush);
+            } else if (frame.error) {
+              failure ??= frame.error;
+            } else if (frame.ok?.failed?.length) {
+              // An ack that did not settle: the message would come back and be counted twice.
+              failure ??= frame.ok.failed;
+            }
+          });
+          socket.send(JSON.stringify({ credit: CREDIT }));
+          return async () => {
+            flush();
+            if (socket.readyState !== WebSocket.CLOSED) {
+              const closed = new Promise((resolve) => socket.once('close', resolve));
+              socket.close();
+              await closed;
+            }
+            if (failure) throw new Error(`the channel answered an error: ${JSON.stringify(failure)}`);
+          };
+        },
+        close: async () => {
+          await channel.close();
+        },
+      };
+    },
+    brokerProcesses: () => server.processes(),
+    teardown: () => server.stop(),
+  };
+}

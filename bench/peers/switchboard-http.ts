@@ -1,0 +1,49 @@
+/**
+ * Switchboard over its HTTP API, as bench/messaging.ts drives it: sends with one agent key
+ * (POST /messaging/send, or /messaging/send-batch for a batch), and a consumer per destination
+ * that long-polls `receive` (max=100, timeout=1) and acknowledges each batch at once.
+ */
+import { call } from '../messaging.js';
+import { ok, switchboardServer, type SwitchboardDialect } from './switchboard-server.js';
+import { sentAtOf, type PeerSystem } from './system.js';
+
+export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
+  const server = switchboardServer(dialect);
+  return {
+    name: `Switchboard, HTTP long poll, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
+    setup: () => server.start(),
+    async queue(name) {
+      const url = server.process.url;
+      const producerKey = await server.agentKey(`${name}-producer`);
+      const consumerKey = await server.agentKey(name);
+      return {
+        async send(payloads) {
+          const messages = payloads.map((p) => ({ destination: name, event_name: 'peers', payload: { p } }));
+          if (messages.length === 1) ok('send', await call(`${url}/api/v1/messaging/send`, 'POST', producerKey, messages[0]));
+          else ok('send-batch', await call(`${url}/api/v1/messaging/send-batch`, 'POST', producerKey, { messages }));
+        },
+        async consume(onMessage) {
+          let active = true;
+          const loop = (async () => {
+            while (active) {
+              const res = ok('receive', await call(`${url}/api/v1/messaging/receive?agent_id=${name}&max=100&timeout=1`, 'GET', consumerKey));
+              const messages = res.json.data.messages as { message_id: string; payload: { p: string } }[];
+              if (messages.length === 0) continue;
+              for (const message of messages) onMessage(sentAtOf(message.payload.p));
+              ok('acknowledge', await call(`${url}/api/v1/messaging/acknowledge`, 'POST', consumerKey, { message_ids: messages.map((m) => m.message_id) }));
+            }
+          })();
+          // A failure ends the loop and comes out of stop(), not as an unhandled rejection meanwhile.
+          loop.catch(() => undefined);
+          return async () => {
+            active = false;
+            await loop;
+          };
+        },
+        close: async () => undefined,
+      };
+    },
+    brokerProcesses: () => server.processes(),
+    teardown: () => server.stop(),
+  };
+}
