@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -230,6 +231,13 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 
+  // WebSocket routes (the agent channel): a frame past twice the body limit ends the connection
+  // with 1009, which ws sends itself (so the error is only logged); under it, the route answers
+  // an oversized frame with an error frame.
+  await app.register(websocket, {
+    options: { maxPayload: 2 * options.config.maxJsonBodyBytes },
+    errorHandler: (err, _socket, request) => request.log.debug({ err }, 'websocket error'),
+  });
   for (const group of options.routes) await app.register(group.plugin, { prefix: group.prefix });
   return app;
 }
