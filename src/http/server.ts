@@ -152,6 +152,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   installErrorHandling(app, storage);
   installMetrics(app, options.metrics);
   installAccessLog(app, options.logger);
+  // WebSocket routes (the agent channel): a frame past twice the body limit ends the connection
+  // with 1009, which ws sends itself (so the error is only logged); under it, the route answers
+  // an oversized frame with an error frame. Before authentication: its hook marks upgrade requests,
+  // whose sockets it ends after an HTTP answer (a 401 before the upgrade).
+  await app.register(websocket, {
+    options: { maxPayload: 2 * options.config.maxJsonBodyBytes },
+    errorHandler: (err, _socket, request) => request.log.debug({ err }, 'websocket error'),
+  });
   installAuth(app, options.auth, {
     principals: options.limiter,
     anonymous: options.anonymousLimiter,
@@ -231,13 +239,6 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 
-  // WebSocket routes (the agent channel): a frame past twice the body limit ends the connection
-  // with 1009, which ws sends itself (so the error is only logged); under it, the route answers
-  // an oversized frame with an error frame.
-  await app.register(websocket, {
-    options: { maxPayload: 2 * options.config.maxJsonBodyBytes },
-    errorHandler: (err, _socket, request) => request.log.debug({ err }, 'websocket error'),
-  });
   for (const group of options.routes) await app.register(group.plugin, { prefix: group.prefix });
   return app;
 }

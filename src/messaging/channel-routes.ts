@@ -21,7 +21,6 @@ const MAX_IN_FLIGHT = 1024;
 const PING_INTERVAL_MS = 30_000;
 /** WebSocket close codes (RFC 6455 §7.4.1). */
 const GOING_AWAY = 1001;
-const UNSUPPORTED_DATA = 1003;
 
 // Frames arrive as JSON, like HTTP bodies: validated the same way (no coercion, unknown fields
 // rejected by the schemas themselves, defaults applied).
@@ -39,7 +38,8 @@ class RefusedFrame extends Error {
 }
 
 /** Parses and validates one text frame; throws RefusedFrame. */
-function parseFrame(data: Buffer, maxBytes: number): ClientFrame {
+function parseFrame(data: Buffer, isBinary: boolean, maxBytes: number): ClientFrame {
+  if (isBinary) throw new RefusedFrame(InvalidRequest.field('frame', 'must be a text frame holding JSON'), undefined);
   if (data.length > maxBytes) throw new RefusedFrame(new PayloadTooLarge(`A frame holds at most ${maxBytes} bytes; this one has ${data.length}`), undefined);
   if (nestsDeeperThan(data, MAX_JSON_DEPTH)) {
     throw new RefusedFrame(InvalidRequest.field('frame', `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels`), undefined);
@@ -136,10 +136,9 @@ export function channelRoutes(
           return channel.perform(frame);
         };
         socket.on('message', (data, isBinary) => {
-          if (isBinary) return socket.close(UNSUPPORTED_DATA, 'frames are JSON text');
           let frame: ClientFrame;
           try {
-            frame = parseFrame(data as Buffer, deps.maxFrameBytes);
+            frame = parseFrame(data as Buffer, isBinary, deps.maxFrameBytes);
           } catch (err) {
             const refused = err as RefusedFrame;
             return send({ ...(refused.id === undefined ? {} : { id: refused.id }), error: frameError(refused.refusal, log) });

@@ -63,7 +63,7 @@ function connect(httpUrl: string, path: string, headers: Record<string, string>)
           check();
         }),
         10_000,
-        'matching frame',
+        `matching frame (got ${JSON.stringify(frames).slice(0, 2000)})`,
       );
     },
     request(kind, body, extra = {}) {
@@ -312,11 +312,20 @@ describeEachDialect('the agent channel', (dialect) => {
       expect(nul.error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('NUL') });
       conn.write({ credit: 0 });
       conn.write([1, 2]);
-      conn.write(Buffer.from('[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'));
+      conn.write(Buffer.from('{"credit":1}'));
+      conn.write(('[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'));
+      // Too big to be read: answered without its id.
       const big = { destination: 'x', event_name: 'e', payload: 'y'.repeat(MAX_FRAME) };
-      const tooBig = await conn.request('send', big);
-      expect(tooBig.error).toMatchObject({ code: 'payload_too_large' });
-      expect(conn.frames.filter((f) => 'error' in f && !('id' in f)).map((f) => f.error.code)).toEqual(['invalid_request', 'invalid_request', 'invalid_request', 'invalid_request']);
+      conn.write({ id: 98, send: big });
+      await conn.frame((f) => f.error?.code === 'payload_too_large');
+      expect(conn.frames.filter((f) => 'error' in f && !('id' in f)).map((f) => f.error.code)).toEqual([
+        'invalid_request',
+        'invalid_request',
+        'invalid_request',
+        'invalid_request',
+        'invalid_request',
+        'payload_too_large',
+      ]);
       // Still open and working.
       expect((await conn.request('heartbeat', {})).ok.status).toBe('healthy');
       conn.write({ id: 99, send: { ...big, payload: 'y'.repeat(2 * MAX_FRAME) } });
@@ -336,8 +345,11 @@ describeEachDialect('the agent channel', (dialect) => {
         const answers: Frame[] = [];
         for (let i = 0; i < 5; i++) answers.push(await conn.request('heartbeat', {}));
         expect(answers.map((a) => (a.ok ? 'ok' : a.error.code))).toEqual(['ok', 'ok', 'ok', 'ok', 'rate_limited']);
+        // A server shutting down says so.
+        await limited.close();
+        expect(await conn.closed).toEqual({ code: 1001, reason: 'server shutting down' });
       } finally {
-        conn.socket.close();
+        conn.socket.terminate();
       }
     } finally {
       await limited.close();
