@@ -73,6 +73,7 @@ function parseFrame(data: Buffer, isBinary: boolean, maxBytes: number): ClientFr
 
 /** An error as the frame's `error`: typed errors keep their code; storage faults as HTTP maps them; the rest leaks nothing. */
 function frameError(err: unknown, log: FastifyBaseLogger): FrameError {
+  if (err instanceof RateLimited) return { code: err.code, message: err.message, details: { retry_after_seconds: Number(err.headers['Retry-After']) } };
   if (err instanceof AppError) return { code: err.code, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) };
   switch (storageFault(err)) {
     case 'unavailable':

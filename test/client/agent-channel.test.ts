@@ -1,0 +1,185 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect, it } from 'vitest';
+import { ChannelClosedError, createAgent, PermanentError, Switchboard, SwitchboardError, type Agent, type Message } from '../../src/client/index.js';
+import { signingClient } from '../../examples/connect.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** A latch the test opens: handlers wait on it instead of sleeping. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
+/**
+ * An HTTP proxy to `target` that passes requests and answers every WebSocket upgrade with a 404
+ * (a server without the channel, or a proxy that does not pass WebSockets).
+ */
+async function proxyWithoutWebSockets(target: string) {
+  const to = new URL(target);
+  const server = http.createServer((request, response) => {
+    const upstream = http.request({ host: to.hostname, port: to.port, method: request.method, path: request.url, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    upstream.on('error', () => response.destroy());
+    request.pipe(upstream);
+  });
+  server.on('upgrade', (_request, socket) => {
+    socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":{"code":"not_found","message":"no such route"}}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+describeEachDialect('the SDK over the agent channel', (dialect) => {
+  const server = useServer(dialect);
+  const admin = () => new Switchboard({ url: server.url, apiKey: server.adminKey });
+
+  /** The handler code both transports run: an output for `work`, a permanent failure for `bad`. */
+  function worker(client: Switchboard, agentId: string, transport: 'auto' | 'channel' | 'poll', seen: Message[]): Agent {
+    return createAgent({ client, agentId, transport, heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, concurrency: 3 })
+      .on('work', (message) => {
+        seen.push(message);
+        return { doubled: (message.payload as { n: number }).n * 2 };
+      })
+      .on('bad', () => {
+        throw new PermanentError('cannot');
+      });
+  }
+
+  for (const transport of ['channel', 'poll'] as const) {
+    it(`runs the same handlers over ${transport === 'channel' ? 'the channel' : 'long polling'}: outputs acknowledged, failures dead-lettered`, async () => {
+      const agentId = `same-${transport}`;
+      const client = await signingClient(admin(), agentId);
+      const seen: Message[] = [];
+      const agent = worker(client, agentId, transport, seen);
+      await agent.start();
+      try {
+        expect(agent.transport).toBe(transport);
+        const sent = [];
+        for (let n = 0; n < 6; n++) sent.push(await admin().messaging.send({ body: { destination: agentId, event_name: 'work', payload: { n } } }));
+        const bad = await admin().messaging.send({ body: { destination: agentId, event_name: 'bad' } });
+        await waitFor(() => seen.length === 6, 10_000);
+        expect(seen.map((m) => (m.payload as { n: number }).n).sort()).toEqual([0, 1, 2, 3, 4, 5]);
+        const dead = await waitFor(async () => (await admin().messaging.listDeadLetters({ query: { agent_id: agentId } })).find((d) => d.message_id === bad.message_id), 10_000);
+        expect(dead.reason).toBe('cannot');
+        await waitFor(async () => {
+          const [inbox] = await admin().messaging.listInboxes({ query: { agent_id: agentId } });
+          return inbox!.pending === 0 && inbox!.leased === 0;
+        }, 10_000);
+        expect(sent.map((s) => s.message_id).sort()).toEqual(seen.map((m) => m.message_id).sort());
+      } finally {
+        await agent.stop();
+      }
+    }, 30_000);
+  }
+
+  it('holds as many messages as its concurrency (the credit), and takes more as handlers finish', async () => {
+    const client = await signingClient(admin(), 'credit-agent');
+    const release = gate();
+    let handled = 0;
+    const agent = createAgent({ client, agentId: 'credit-agent', transport: 'channel', heartbeatIntervalMs: 0, concurrency: 2 }).on('work', async () => {
+      await release.opened;
+      handled++;
+    });
+    await agent.start();
+    try {
+      for (let n = 0; n < 5; n++) await admin().messaging.send({ body: { destination: 'credit-agent', event_name: 'work', payload: { n } } });
+      await waitFor(() => agent.inFlight === 2);
+      const [inbox] = await admin().messaging.listInboxes({ query: { agent_id: 'credit-agent' } });
+      expect(inbox).toMatchObject({ pending: 3, leased: 2 });
+      release.open();
+      await waitFor(() => handled === 5, 10_000);
+    } finally {
+      await agent.stop();
+    }
+  }, 20_000);
+
+  it("heartbeats over the channel's frames", async () => {
+    const client = await signingClient(admin(), 'beating-agent');
+    const agent = createAgent({ client, agentId: 'beating-agent', transport: 'channel', heartbeatIntervalMs: 50 });
+    await agent.start();
+    try {
+      const health = await waitFor(async () => {
+        const record = await admin().discovery.getHealth({ path: { agent_id: 'beating-agent' } }).catch(() => undefined);
+        return record?.status === 'healthy' ? record : undefined;
+      });
+      expect(health.load).toBe(0);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  it("'auto' uses the channel when the server offers it and long-polls when the upgrade fails; 'channel' then refuses to start", async () => {
+    const client = await signingClient(admin(), 'auto-agent');
+    const direct = worker(client, 'auto-agent', 'auto', []);
+    await direct.start();
+    expect(direct.transport).toBe('channel');
+    await direct.stop();
+
+    const proxy = await proxyWithoutWebSockets(server.url);
+    try {
+      const proxied = new Switchboard({ url: proxy.url, apiKey: (await admin().auth.createKey({ body: { agent_id: 'auto-agent', role: 'agent' } })).key });
+      const seen: Message[] = [];
+      const logged: string[] = [];
+      const agent = createAgent({ client: proxied, agentId: 'auto-agent', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, logger: { info: (line) => logged.push(line), warn: () => {}, error: () => {} } }).on(
+        'work',
+        (message) => void seen.push(message),
+      );
+      await agent.start();
+      try {
+        expect(agent.transport).toBe('poll');
+        expect(logged.join('\n')).toContain('long polling');
+        const sent = await admin().messaging.send({ body: { destination: 'auto-agent', event_name: 'work', payload: { n: 1 } } });
+        await waitFor(() => seen.some((m) => m.message_id === sent.message_id), 10_000);
+      } finally {
+        await agent.stop();
+      }
+      const strict = createAgent({ client: proxied, agentId: 'auto-agent', transport: 'channel', heartbeatIntervalMs: 0 });
+      await expect(strict.start()).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
+
+  it("'auto' does not hide a refusal: acting as another agent fails to start", async () => {
+    const client = await signingClient(admin(), 'honest-agent');
+    const agent = createAgent({ client, agentId: 'someone-else', heartbeatIntervalMs: 0 });
+    const error = await agent.start().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SwitchboardError);
+    expect((error as SwitchboardError).status).toBe(403);
+  });
+
+  it('client.channel() sends with confirmations under back-pressure, replays an idempotency key, and is shared until closed', async () => {
+    const client = await signingClient(admin(), 'channel-sender');
+    const channel = await client.channel({ maxUnconfirmedSends: 3 });
+    expect(await client.channel()).toBe(channel);
+    const sends = await Promise.all(Array.from({ length: 20 }, (_, n) => channel.send({ destination: 'channel-sink', event_name: 'many', payload: { n } })));
+    expect(new Set(sends.map((s) => s.message_id)).size).toBe(20);
+    const first = await channel.send({ destination: 'channel-sink', event_name: 'once', idempotency_key: 'sdk-1' });
+    const again = await channel.send({ destination: 'channel-sink', event_name: 'once', idempotency_key: 'sdk-1' });
+    expect(again.message_id).toBe(first.message_id);
+    const batch = await channel.sendBatch({ messages: [{ destination: 'channel-sink', event_name: 'b' }, { destination: 'channel-sink', event_name: 'b' }] });
+    expect(batch.messages).toHaveLength(2);
+    const [inbox] = await admin().messaging.listInboxes({ query: { agent_id: 'channel-sink' } });
+    expect(inbox!.pending).toBe(23);
+    // A refused send rejects with the server's error.
+    await expect(channel.send({ destination: 'channel-sink', event_name: 'x', source: 'not-me' })).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+    await channel.close();
+    await expect(channel.send({ destination: 'channel-sink', event_name: 'late' })).rejects.toBeInstanceOf(ChannelClosedError);
+    const reopened = await client.channel();
+    expect(reopened).not.toBe(channel);
+    expect((await reopened.send({ destination: 'channel-sink', event_name: 'after' })).status).toBe('sent');
+    await reopened.close();
+  });
+});
