@@ -294,12 +294,13 @@ export function createAgent(options: AgentOptions): Agent {
       }
       using = first ? 'channel' : 'poll';
       active = true;
+      // The loop first: the channel it takes carries the first heartbeat too.
+      loop = first ? listen(first) : poll();
       const interval = options.heartbeatIntervalMs ?? 10_000;
       if (interval > 0) {
         beat();
         heartbeat = setInterval(beat, interval);
       }
-      loop = first ? listen(first) : poll();
     },
     async stop(stopOptions = {}) {
       active = false;

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { ChannelClosedError, createAgent, PermanentError, Switchboard, SwitchboardError, type Agent, type Message } from '../../src/client/index.js';
 import { signingClient } from '../../examples/connect.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -102,17 +102,20 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     }
   }, 20_000);
 
-  it("heartbeats over the channel's frames", async () => {
+  it("heartbeats over the channel's frames, not over HTTP", async () => {
     const client = await signingClient(admin(), 'beating-agent');
+    const fetches = vi.spyOn(globalThis, 'fetch');
     const agent = createAgent({ client, agentId: 'beating-agent', transport: 'channel', heartbeatIntervalMs: 50 });
     await agent.start();
     try {
       const health = await waitFor(async () => {
-        const record = await admin().discovery.getHealth({ path: { agent_id: 'beating-agent' } }).catch(() => undefined);
+        const record = await admin().discovery.agentHealth({ path: { agent_id: 'beating-agent' } }).catch(() => undefined);
         return record?.status === 'healthy' ? record : undefined;
       });
       expect(health.load).toBe(0);
+      expect(fetches.mock.calls.map(([url]) => String(url)).filter((url) => url.includes('/discovery/heartbeat'))).toEqual([]);
     } finally {
+      fetches.mockRestore();
       await agent.stop();
     }
   });
