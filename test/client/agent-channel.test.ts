@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { expect, it, vi } from 'vitest';
 import { ChannelClosedError, createAgent, PermanentError, Switchboard, SwitchboardError, type Agent, type Message } from '../../src/client/index.js';
 import { signingClient } from '../../examples/connect.js';
@@ -35,6 +35,31 @@ async function proxyWithoutWebSockets(target: string) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+/** A TCP proxy to `port` on 127.0.0.1 that can go away (closing every connection) and come back on its port. */
+async function tcpProxy(port: number) {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  const listen = (at: number) => new Promise<number>((resolve) => server.listen(at, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)));
+  const own = await listen(0);
+  return {
+    url: `http://127.0.0.1:${own}`,
+    async down() {
+      const closed = new Promise((resolve) => (server.listening ? server.close(resolve) : resolve(undefined)));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+    up: () => listen(own),
   };
 }
 
@@ -162,6 +187,65 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     expect(error).toBeInstanceOf(SwitchboardError);
     expect((error as SwitchboardError).status).toBe(403);
   });
+
+  it('keeps a slow handler\'s lease with extend frames: not delivered again while it runs', async () => {
+    const client = await signingClient(admin(), 'slow-channel');
+    const fetches = vi.spyOn(globalThis, 'fetch');
+    const release = gate();
+    const seen: Message[] = [];
+    const agent = createAgent({ client, agentId: 'slow-channel', transport: 'channel', heartbeatIntervalMs: 0, visibilityTimeoutSeconds: 2 }).on('work', async (message) => {
+      seen.push(message);
+      await release.opened;
+    });
+    await agent.start();
+    try {
+      const sent = await admin().messaging.send({ body: { destination: 'slow-channel', event_name: 'work' } });
+      await waitFor(() => seen.length === 1, 10_000);
+      const leaseOf = async () => (await admin().messaging.listInboxMessages({ path: { agent_id: 'slow-channel' }, query: { state: 'leased' } }))[0];
+      const first = await leaseOf();
+      // Extended every second (half the 2 s lease): twice is past the first lease's end.
+      await waitFor(async () => Date.parse((await leaseOf())!.lease_expires_at!) >= Date.parse(first!.lease_expires_at!) + 2000, 10_000);
+      expect(await admin().messaging.receive({ query: { agent_id: 'slow-channel', timeout: 0 } })).toEqual({ messages: [] });
+      release.open();
+      await waitFor(async () => (await admin().messaging.listInboxes({ query: { agent_id: 'slow-channel' } }))[0]!.leased === 0, 10_000);
+      expect(seen.map((m) => [m.message_id, m.retry_count])).toEqual([[sent.message_id, 0]]);
+      expect(fetches.mock.calls.map(([url]) => String(url)).filter((url) => url.includes('/messaging/extend') || url.includes('/messaging/acknowledge'))).toEqual([]);
+    } finally {
+      fetches.mockRestore();
+      release.open();
+      await agent.stop();
+    }
+  }, 30_000);
+
+  it('reopens a dropped channel: one line when the server is lost, one when it is back, and messages flow again', async () => {
+    const lines: string[] = [];
+    const logger = { info: (line: string) => lines.push(`info ${line}`), warn: (line: string) => lines.push(`warn ${line}`), error: (line: string) => lines.push(`error ${line}`) };
+    const key = await admin().auth.createKey({ body: { agent_id: 'redialer', role: 'agent' } });
+    const proxy = await tcpProxy(Number(new URL(server.url).port));
+    let loopErrors = 0;
+    const seen: Message[] = [];
+    const client = new Switchboard({ url: proxy.url, apiKey: key.key });
+    const agent = createAgent({ client, agentId: 'redialer', transport: 'channel', heartbeatIntervalMs: 0, logger, onError: () => loopErrors++ }).on(
+      'work',
+      (message) => void seen.push(message),
+    );
+    await agent.start();
+    try {
+      await proxy.down();
+      // A close, then a failed reopening a second: one line for all of them.
+      await waitFor(() => loopErrors >= 3, 10_000);
+      expect(lines).toEqual([expect.stringMatching(/^error agent redialer: cannot reach the server \(The channel closed \(1006\)\); retrying$/)]);
+      await proxy.up();
+      await waitFor(() => lines.length === 2, 10_000);
+      expect(lines[1]).toMatch(/^info agent redialer: reached the server again after \d+ s$/);
+      const sent = await admin().messaging.send({ body: { destination: 'redialer', event_name: 'work' } });
+      await waitFor(() => seen.some((m) => m.message_id === sent.message_id), 10_000);
+      expect(agent.transport).toBe('channel');
+    } finally {
+      await agent.stop();
+      await proxy.down();
+    }
+  }, 30_000);
 
   it('client.channel() sends with confirmations under back-pressure, replays an idempotency key, and is shared until closed', async () => {
     const client = await signingClient(admin(), 'channel-sender');
