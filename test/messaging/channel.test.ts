@@ -335,13 +335,15 @@ describeEachDialect('the agent channel', (dialect) => {
     }
   });
 
-  it('counts request frames against the rate limit', async () => {
-    const limited = await startServer(dialect, { env: { SWITCHBOARD_RATE_LIMIT: '5', SWITCHBOARD_RATE_WINDOW_S: '3600' } });
+  it('counts request frames against the rate limit; outlives the request timeout; closes with 1001 at shutdown', async () => {
+    const limited = await startServer(dialect, { env: { SWITCHBOARD_RATE_LIMIT: '5', SWITCHBOARD_RATE_WINDOW_S: '3600', SWITCHBOARD_REQUEST_TIMEOUT_S: '1' } });
     try {
       const key = (await limited.api.post('/api/v1/auth/keys', { agent_id: 'limited-1', role: 'agent' })).body.data.key as string;
       // The upgrade is one request of the five.
       const conn = await connect(limited.url, CHANNEL, bearer(key));
       try {
+        // Past the 1 s request timeout (checked every 100 ms), the upgraded connection is no request.
+        await new Promise((resolve) => setTimeout(resolve, 2500));
         const answers: Frame[] = [];
         for (let i = 0; i < 5; i++) answers.push(await conn.request('heartbeat', {}));
         expect(answers.map((a) => (a.ok ? 'ok' : a.error.code))).toEqual(['ok', 'ok', 'ok', 'ok', 'rate_limited']);
