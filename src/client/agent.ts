@@ -1,5 +1,6 @@
 import { context, trace } from '@opentelemetry/api';
 import { contextOf, failed, SpanKind, traceparentOf, tracer } from '../kernel/tracing.js';
+import { MAX_CREDIT } from '../messaging/channel-schemas.js';
 import { topicMatches } from '../messaging/topics.js';
 import type { Channel } from './channel.js';
 import type { Switchboard } from './client.js';
@@ -214,7 +215,7 @@ export function createAgent(options: AgentOptions): Agent {
     for (let current = first; ; ) {
       channel = current;
       const unlisten = current.onMessage(dispatch);
-      current.grant(concurrency - running.size);
+      current.grant(Math.min(concurrency - running.size, MAX_CREDIT));
       const closed = await current.closed;
       unlisten();
       channel = undefined;

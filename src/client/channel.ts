@@ -159,7 +159,12 @@ export class Channel {
   }
 
   #received(text: string): void {
-    const frame = JSON.parse(text) as { id?: number; ok?: unknown; error?: FrameError; message?: Message };
+    let frame: { id?: number; ok?: unknown; error?: FrameError; message?: Message };
+    try {
+      frame = JSON.parse(text) as typeof frame;
+    } catch {
+      return;
+    }
     if (frame.message) {
       for (const listener of this.#listeners) listener(frame.message);
       return;

@@ -100,17 +100,19 @@ export function channelRoutes(
     const sockets = new Set<WebSocket>();
     shutdown.addEventListener('abort', () => sockets.forEach((socket) => socket.close(GOING_AWAY, 'server shutting down')), { once: true });
 
-    app.get(
-      '/messaging/channel',
-      {
-        websocket: true,
-        schema: { tags: ['messaging'], summary: "An agent's channel (WebSocket): pushed messages and request frames", querystring: ChannelQuery },
-        // Before the upgrade, so that acting as another agent is an HTTP 403.
-        preHandler: async (request) => {
-          actingAgent(request.principal, request.query.agent_id);
-        },
+    app.route({
+      method: 'GET',
+      url: '/messaging/channel',
+      // A WebSocket, not an operation of the OpenAPI document (nor of the SDK's table).
+      schema: { hide: true, querystring: ChannelQuery },
+      // Before the upgrade, so that acting as another agent is an HTTP 403.
+      preHandler: async (request) => {
+        actingAgent(request.principal, request.query.agent_id);
       },
-      (socket, request) => {
+      handler: async () => {
+        throw InvalidRequest.field('upgrade', 'GET /messaging/channel is a WebSocket: send an upgrade request (Upgrade: websocket)');
+      },
+      wsHandler: (socket, request) => {
         const principal = request.principal;
         const log = request.log;
         const send = (frame: unknown) => {
@@ -177,6 +179,6 @@ export function channelRoutes(
           channel.close();
         });
       },
-    );
+    });
   };
 }

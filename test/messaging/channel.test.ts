@@ -245,6 +245,10 @@ describeEachDialect('the agent channel', (dialect) => {
     expect(await upgradeStatus(server.url, CHANNEL, bearer('sk_wrong'))).toBe(401);
     // An admin key acts for the agent it names, and must name one.
     expect(await upgradeStatus(server.url, CHANNEL, bearer(server.adminKey))).toBe(400);
+    // Without an upgrade: the envelope says what the route is.
+    const plain = await server.api.get(`${CHANNEL}?agent_id=plain-1`);
+    expect(plain.status).toBe(400);
+    expect(plain.body.error.message).toContain('WebSocket');
     const admin = await connect(server.url, `${CHANNEL}?agent_id=admin-for-1`, bearer(server.adminKey));
     try {
       const sent = await admin.request('send', { destination: 'somebody', event_name: 'x' });
