@@ -99,11 +99,19 @@ export class AgentChannel {
   }
 
   /** Does what a request frame asks, as the channel's agent; resolves with the answer's `ok`. */
-  perform(frame: ChannelRequest): Promise<unknown> {
+  async perform(frame: ChannelRequest): Promise<unknown> {
+    // The items of a frame are settled at once: one message twice would race itself.
+    const items = 'ack' in frame ? frame.ack : 'reject' in frame ? frame.reject : 'extend' in frame ? frame.extend : [];
+    const ids = items.map((item) => (typeof item === 'string' ? item : item.message_id));
+    if (new Set(ids).size !== ids.length) throw InvalidRequest.field(Object.keys(frame).find((key) => key !== 'id')!, 'must not repeat a message id');
     if ('ack' in frame) return this.acknowledge(frame.ack);
-    if ('reject' in frame) return this.settleEach(frame.reject, (item) => this.deps.inbox.reject(this.caller, item), 'rejected');
+    if ('reject' in frame) {
+      return this.settleEach(frame.reject, (item) => this.deps.inbox.reject(this.caller, item)).then(({ done, failed }) => ({ rejected: done, failed }));
+    }
     if ('extend' in frame) {
-      return this.settleEach(frame.extend, (item) => this.deps.inbox.extend(this.caller, item.message_id, item.visibility_timeout), 'extended');
+      return this.settleEach(frame.extend, (item) => this.deps.inbox.extend(this.caller, item.message_id, item.visibility_timeout)).then(
+        ({ done, failed }) => ({ extended: done, failed }),
+      );
     }
     if ('send' in frame) return this.send(frame.send, frame.traceparent);
     if ('send_batch' in frame) return this.deps.inbox.sendBatchAs(this.caller, frame.send_batch.messages).then((messages) => ({ messages }));
@@ -121,45 +129,46 @@ export class AgentChannel {
 
   /**
    * Acknowledges the plain ids in one transaction (as one HTTP acknowledge would); when that
-   * is refused, one at a time, to tell which failed. Ids with an output go one at a time.
+   * is refused, each on its own, to tell which failed. Ids with an output go each on its own.
    */
   private async acknowledge(items: Array<string | { message_id: string; output?: unknown }>) {
     const plain = items.filter((item): item is string => typeof item === 'string');
-    const acknowledged: string[] = [];
-    const failed: ItemFailure[] = [];
-    const one = async (messageId: string, output?: unknown) => {
-      try {
-        await this.deps.inbox.acknowledge(this.caller, [messageId], output);
-        acknowledged.push(messageId);
-      } catch (err) {
-        failed.push(itemFailure(messageId, err));
-      }
-    };
+    const withOutput = items.filter((item): item is { message_id: string; output?: unknown } => typeof item !== 'string');
+    const ackOne = (item: { message_id: string; output?: unknown }) => this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output);
+    let singles = withOutput;
     if (plain.length > 0) {
       try {
         await this.deps.inbox.acknowledge(this.caller, plain);
-        acknowledged.push(...plain);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
-        for (const messageId of plain) await one(messageId);
+        singles = [...plain.map((message_id) => ({ message_id })), ...withOutput];
       }
     }
-    for (const item of items) if (typeof item !== 'string') await one(item.message_id, item.output);
+    const { done, failed } = await this.settleEach(singles, ackOne);
+    const acknowledged = [...(singles === withOutput ? plain : []), ...done.map((result) => result.acknowledged[0]!)];
     return { acknowledged, failed };
   }
 
-  /** Each item on its own: one refused (settled already, someone else's) does not stop the rest. */
-  private async settleEach<I extends { message_id: string }, R>(items: I[], settle: (item: I) => Promise<R>, key: string) {
+  /**
+   * Each item on its own, at once: one refused (settled already, someone else's) does not stop
+   * the rest. `done` keeps the items' order, without the failed ones.
+   */
+  private async settleEach<I extends { message_id: string }, R>(items: I[], settle: (item: I) => Promise<R>) {
+    const outcomes = await Promise.all(
+      items.map((item) =>
+        settle(item).then(
+          (result) => ({ result }),
+          (err: unknown) => ({ failure: itemFailure(item.message_id, err) }),
+        ),
+      ),
+    );
     const done: R[] = [];
     const failed: ItemFailure[] = [];
-    for (const item of items) {
-      try {
-        done.push(await settle(item));
-      } catch (err) {
-        failed.push(itemFailure(item.message_id, err));
-      }
+    for (const outcome of outcomes) {
+      if ('failure' in outcome) failed.push(outcome.failure);
+      else done.push(outcome.result);
     }
-    return { [key]: done, failed };
+    return { done, failed };
   }
 }
 

@@ -178,6 +178,7 @@ describeEachDialect('the agent channel', (dialect) => {
         { message_id: ids[0], error: expect.objectContaining({ code: 'conflict' }) },
         { message_id: 'msg_unknown', error: expect.objectContaining({ code: 'not_found' }) },
       ]);
+      expect((await conn.request('ack', [ids[0], { message_id: ids[0] }])).error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('repeat') });
       const dead = (await server.api.get(`${M}/dead-letters?agent_id=settle-1`)).body.data;
       expect(dead.map((d: any) => [d.message_id, d.reason])).toEqual([[ids[2], 'no good']]);
       expect(await inbox('settle-1')).toMatchObject({ pending: 0, leased: 0, dead_letters: 1 });
