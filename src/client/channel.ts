@@ -233,25 +233,34 @@ export class Channel {
 
   #settle<I, R, O extends { failed: ItemFailure[] }>(kind: 'ack' | 'reject' | 'extend', pending: Pending<I, R>[], results: (ok: O) => R[]): void {
     const idOf = (item: I) => (typeof item === 'string' ? item : (item as { message_id: string }).message_id);
-    for (let start = 0; start < pending.length; start += 500) {
-      const chunk = pending.slice(start, start + 500);
-      this.#request(
-        kind,
-        chunk.map((p) => p.item),
-      ).then(
-        (answer) => {
-          const ok = answer as O;
-          const failures = new Map(ok.failed.map((f) => [f.message_id, f.error]));
-          const done = results(ok);
-          let next = 0;
-          for (const p of chunk) {
-            const failure = failures.get(idOf(p.item));
-            if (failure) p.reject(toError(failure));
-            else p.resolve(done[next++]!);
-          }
-        },
-        (error: unknown) => chunk.forEach((p) => p.reject(error)),
+    // The server refuses a frame that names a message twice, and answers frames concurrently: a
+    // repeat goes in a frame of its own once the first is answered.
+    const seen = new Set<string>();
+    const repeats = pending.filter((p) => seen.size === seen.add(idOf(p.item)).size);
+    const firsts = pending.filter((p) => !repeats.includes(p));
+    const requests: Promise<void>[] = [];
+    for (let start = 0; start < firsts.length; start += 500) {
+      const chunk = firsts.slice(start, start + 500);
+      requests.push(
+        this.#request(
+          kind,
+          chunk.map((p) => p.item),
+        ).then(
+          (answer) => {
+            const ok = answer as O;
+            const failures = new Map(ok.failed.map((f) => [f.message_id, f.error]));
+            const done = results(ok);
+            let next = 0;
+            for (const p of chunk) {
+              const failure = failures.get(idOf(p.item));
+              if (failure) p.reject(toError(failure));
+              else p.resolve(done[next++]!);
+            }
+          },
+          (error: unknown) => chunk.forEach((p) => p.reject(error)),
+        ),
       );
     }
+    if (repeats.length > 0) void Promise.all(requests).then(() => this.#settle(kind, repeats, results));
   }
 }

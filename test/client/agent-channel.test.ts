@@ -247,6 +247,32 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     }
   }, 30_000);
 
+  it('client.channel() as a consumer: grant, onMessage, acknowledge (a repeat in the same tick goes in a later frame)', async () => {
+    const client = await signingClient(admin(), 'raw-consumer');
+    const channel = await client.channel();
+    try {
+      const pushed: Message[] = [];
+      channel.onMessage((message) => pushed.push(message));
+      channel.grant(2);
+      const sent = [
+        await admin().messaging.send({ body: { destination: 'raw-consumer', event_name: 'a' } }),
+        await admin().messaging.send({ body: { destination: 'raw-consumer', event_name: 'b' } }),
+      ];
+      await waitFor(() => pushed.length === 2);
+      expect(pushed.map((m) => m.message_id)).toEqual(sent.map((m) => m.message_id));
+      const outcomes = await Promise.allSettled([
+        channel.acknowledge(sent[0]!.message_id, { fine: true }),
+        channel.acknowledge(sent[0]!.message_id),
+        channel.reject({ message_id: sent[1]!.message_id, reason: 'later', delay_seconds: 60 }),
+      ]);
+      expect(outcomes[0]).toEqual({ status: 'fulfilled', value: undefined });
+      expect(outcomes[1]).toMatchObject({ status: 'rejected', reason: { code: 'conflict', status: 409 } });
+      expect(outcomes[2]).toMatchObject({ status: 'fulfilled', value: { message_id: sent[1]!.message_id, status: 'requeued' } });
+    } finally {
+      await channel.close();
+    }
+  });
+
   it('client.channel() sends with confirmations under back-pressure, replays an idempotency key, and is shared until closed', async () => {
     const client = await signingClient(admin(), 'channel-sender');
     const channel = await client.channel({ maxUnconfirmedSends: 3 });
