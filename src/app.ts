@@ -101,7 +101,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const auth = createAuthDomain({ database, clock, notifier, events: events.log });
   await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
 
-  const messaging = createMessagingDomain(platform, events.log);
+  const messaging = createMessagingDomain(platform, events.log, { heartbeat: (agentId, input) => discovery.service.heartbeat(agentId, input) });
   const discovery = createDiscoveryDomain({ platform, events: events.log, stats: messaging.inbox });
   const routines = createRoutinesDomain({ platform, inbox: messaging.inbox, events: events.log });
   const tasks = createTasksDomain({ platform, events: events.log, inbox: messaging.inbox });
@@ -166,6 +166,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: messaging.routes },
+      { prefix: '/api/v1', plugin: messaging.channelRoutes },
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },

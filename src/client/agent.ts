@@ -1,7 +1,10 @@
 import { context, trace } from '@opentelemetry/api';
 import { contextOf, failed, SpanKind, traceparentOf, tracer } from '../kernel/tracing.js';
+import { MAX_CREDIT } from '../messaging/channel-schemas.js';
 import { topicMatches } from '../messaging/topics.js';
+import type { Channel } from './channel.js';
 import type { Switchboard } from './client.js';
+import { SwitchboardError } from './errors.js';
 import type { Body, Message } from './types.js';
 
 /** Thrown by a handler when retrying cannot help: the message is dead-lettered at once. */
@@ -29,6 +32,13 @@ export interface AgentOptions {
   visibilityTimeoutSeconds?: number;
   /** Seconds one long poll waits; also the longest stop() waits for it. Default 5. */
   pollTimeoutSeconds?: number;
+  /**
+   * How messages arrive: 'channel' pushes them over the agent's WebSocket (`client.channel()`),
+   * with acks, rejects, extends and heartbeats as its frames; 'poll' long-polls over HTTP;
+   * 'auto' (default) uses the channel when the server offers it and long polls when the
+   * upgrade fails (a 404 from an older server or a proxy), but not when it is refused (401, 403).
+   */
+  transport?: 'auto' | 'channel' | 'poll';
   /** Called with every error of the loop itself (network, server); the loop goes on. */
   onError?: (error: unknown) => void;
   /**
@@ -69,11 +79,18 @@ export interface Agent {
   stop(options?: { deregister?: boolean }): Promise<void>;
   /** Messages being handled now. */
   readonly inFlight: number;
+  /** How messages arrive, once started: over the channel or by long polling. */
+  readonly transport: 'channel' | 'poll' | null;
+}
+
+/** Whether 'auto' long-polls after the channel failed to open: anything but a refusal of the credentials. */
+function fallsBackToPoll(error: unknown): boolean {
+  return !(error instanceof SwitchboardError && (error.status === 401 || error.status === 403));
 }
 
 /**
- * An agent worker: registers its capabilities, heartbeats its load, long-polls its inbox and
- * runs handlers with bounded concurrency, acknowledging with the handler's return value or
+ * An agent worker: registers its capabilities, heartbeats its load, takes messages from its
+ * inbox (pushed over the channel, or by long polling: see `transport`) and runs handlers with bounded concurrency, acknowledging with the handler's return value or
  * rejecting with its error (requeued unless it is a PermanentError).
  */
 export function createAgent(options: AgentOptions): Agent {
@@ -102,6 +119,11 @@ export function createAgent(options: AgentOptions): Agent {
   let loop: Promise<void> | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
   let slotFreed: (() => void) | undefined;
+  const transport = options.transport ?? 'auto';
+  let using: 'channel' | 'poll' | null = null;
+  /** The channel messages arrive on, while it is open. */
+  let channel: Channel | undefined;
+  const open = () => (channel?.open ? channel : undefined);
 
   function route(eventName: string): Handler | undefined {
     return (
@@ -116,7 +138,9 @@ export function createAgent(options: AgentOptions): Agent {
     const lease = setInterval(
       () => {
         // An extend racing the acknowledgement finds the message settled: not an error worth reporting.
-        client.messaging.extend({ body: { message_id: message.message_id, visibility_timeout: visibility } }).catch((error: unknown) => settled || onError(error));
+        (open()?.extend(message.message_id, visibility) ?? client.messaging.extend({ body: { message_id: message.message_id, visibility_timeout: visibility } })).catch(
+          (error: unknown) => settled || onError(error),
+        );
       },
       (visibility * 1000) / 2,
     );
@@ -147,13 +171,17 @@ export function createAgent(options: AgentOptions): Agent {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
       const output = await context.with(spanContext, () => handler(message));
-      await client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output }, headers });
+      // Over the channel when it is open (batched with the tick's others), else over HTTP: a
+      // message that came on a channel since closed is settled all the same.
+      await (open()?.acknowledge(message.message_id, output) ??
+        client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output }, headers }));
     } catch (error) {
       failed(span, error);
       const reason = (error instanceof Error ? error.message : String(error)) || 'handler failed';
       const requeue = !(error instanceof PermanentError);
       logger.warn(`agent ${agentId}: message ${message.message_id} (${message.event_name}, delivery ${message.retry_count + 1}) failed: ${reason}${requeue ? '' : ' (permanent)'}`);
-      await client.messaging.reject({ body: { message_id: message.message_id, reason: reason.slice(0, 4000), requeue }, headers }).catch(onError);
+      const rejection = { message_id: message.message_id, reason: reason.slice(0, 4000), requeue };
+      await (open()?.reject(rejection) ?? client.messaging.reject({ body: rejection, headers })).catch(onError);
     } finally {
       settled = true;
       clearInterval(lease);
@@ -162,7 +190,62 @@ export function createAgent(options: AgentOptions): Agent {
   }
 
   function beat(): void {
-    client.discovery.heartbeat({ body: { agent_id: agentId, load: running.size / concurrency } }).then(reached, onError);
+    const load = running.size / concurrency;
+    (open()?.heartbeat({ load }) ?? client.discovery.heartbeat({ body: { agent_id: agentId, load } })).then(reached, onError);
+  }
+
+  function dispatch(message: Message): void {
+    const task = handle(message).finally(() => {
+      running.delete(task);
+      slotFreed?.();
+      // The slot goes back to the server as credit (not once stopping: the channel drains).
+      if (active) open()?.grant(1);
+    });
+    running.add(task);
+  }
+
+  const openChannel = () => client.channel({ agentId, visibilityTimeoutSeconds: visibility });
+
+  /**
+   * Handles what the channel pushes, `concurrency` at most at once (the credit), until stop();
+   * a dropped channel is reopened after a second, or long polling takes over when 'auto' finds
+   * the channel gone from the server.
+   */
+  async function listen(first: Channel): Promise<void> {
+    for (let current = first; ; ) {
+      channel = current;
+      const unlisten = current.onMessage(dispatch);
+      current.grant(Math.min(concurrency - running.size, MAX_CREDIT));
+      const closed = await current.closed;
+      unlisten();
+      channel = undefined;
+      if (!active) return;
+      onError(closed);
+      const next = await reopen();
+      if (next === 'poll') return poll();
+      if (!next) return;
+      current = next;
+    }
+  }
+
+  /** The channel again, once the server takes it; 'poll' when 'auto' finds it gone; undefined once stopping. */
+  async function reopen(): Promise<Channel | 'poll' | undefined> {
+    while (active) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      if (!active) return undefined;
+      try {
+        const reopened = await openChannel();
+        reached();
+        return reopened;
+      } catch (error) {
+        if (transport === 'auto' && error instanceof SwitchboardError && error.status === 404) {
+          using = 'poll';
+          return 'poll';
+        }
+        onError(error);
+      }
+    }
+    return undefined;
   }
 
   async function poll(): Promise<void> {
@@ -182,13 +265,7 @@ export function createAgent(options: AgentOptions): Agent {
         if (active) await new Promise((resolve) => setTimeout(resolve, 1000));
       }
       // Whatever was received is handled even when stop() came meanwhile: nothing leased is dropped.
-      for (const message of messages) {
-        const task = handle(message).finally(() => {
-          running.delete(task);
-          slotFreed?.();
-        });
-        running.add(task);
-      }
+      for (const message of messages) dispatch(message);
     }
   }
 
@@ -207,18 +284,32 @@ export function createAgent(options: AgentOptions): Agent {
         const subscription = await client.messaging.subscribe({ body: { agent_id: agentId, topic } });
         subscriptions.add(subscription.id);
       }
+      let first: Channel | undefined;
+      if (transport !== 'poll') {
+        try {
+          first = await openChannel();
+        } catch (error) {
+          if (transport === 'channel' || !fallsBackToPoll(error)) throw error;
+          logger.info(`agent ${agentId}: no channel on this server (${describe(error)}); long polling`);
+        }
+      }
+      using = first ? 'channel' : 'poll';
       active = true;
+      // The loop first: the channel it takes carries the first heartbeat too.
+      loop = first ? listen(first) : poll();
       const interval = options.heartbeatIntervalMs ?? 10_000;
       if (interval > 0) {
         beat();
         heartbeat = setInterval(beat, interval);
       }
-      loop = poll();
     },
     async stop(stopOptions = {}) {
       active = false;
       clearInterval(heartbeat);
       slotFreed?.();
+      // Messages pushed while the handlers finish are handled too; then the channel closes.
+      while (running.size > 0) await Promise.all(running);
+      await channel?.close();
       await loop;
       await Promise.all(running);
       if (stopOptions.deregister) {
@@ -229,6 +320,9 @@ export function createAgent(options: AgentOptions): Agent {
     },
     get inFlight() {
       return running.size;
+    },
+    get transport() {
+      return using;
     },
   };
   return agent;

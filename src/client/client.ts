@@ -1,30 +1,16 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { BYTE_ANSWERS, OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from './operations.js';
+import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
+import { SwitchboardError } from './errors.js';
 import type { Body, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
+
+export { SwitchboardError };
 
 /*
  * This module runs in Node and in browsers (the console imports it): it uses only web
  * platform APIs. Ed25519 signing needs Node's crypto and lives in signing.ts, which the Node
  * entry (index.ts) plugs in as a RequestSigner.
  */
-
-/** An error envelope from the server (design §2), thrown by every client method. */
-export class SwitchboardError extends Error {
-  constructor(
-    /** The HTTP status. */
-    readonly status: number,
-    /** The envelope's `error.code` (`not_found`, `conflict`…), or `http_error` when there was no envelope. */
-    readonly code: string,
-    message: string,
-    /** The request's `meta.request_id` / `X-Request-ID`, for the server's logs. */
-    readonly requestId: string | undefined,
-    /** The envelope's `error.details` (for `invalid_request`: each bad field). */
-    readonly details?: unknown,
-  ) {
-    super(message);
-    this.name = 'SwitchboardError';
-  }
-}
 
 /** Reported before each retry (for logs and metrics). */
 export interface RetryEvent {
@@ -217,6 +203,8 @@ export class Switchboard {
   readonly #retries: number;
   readonly #maxBackoffMs: number;
   readonly #onRetry: ((event: RetryEvent) => void) | undefined;
+  /** One channel per agent id ('' for the caller), while it is open. */
+  readonly #channels = new Map<string, Promise<Channel>>();
 
   constructor(options: ClientOptions) {
     this.url = options.url.replace(/\/+$/, '');
@@ -427,6 +415,42 @@ export class Switchboard {
       }
       throw await toError(response);
     }
+  }
+
+  /**
+   * The agent's channel (a WebSocket, Node only): sends confirmed frame by frame, and pushed
+   * messages for the agent worker. Shared: one per client and agent id while it is open (the
+   * first opener's options apply); rejects with a SwitchboardError when the server refuses the
+   * upgrade (404 from a server or proxy without it, 401, 403).
+   */
+  channel(options: ChannelOptions = {}): Promise<Channel> {
+    const key = options.agentId ?? '';
+    let channel = this.#channels.get(key);
+    if (!channel) {
+      const opening = this.#openChannel(options);
+      this.#channels.set(key, (channel = opening));
+      const forget = () => this.#channels.get(key) === opening && this.#channels.delete(key);
+      opening.then((open) => open.closed.then(forget), forget);
+    }
+    return channel;
+  }
+
+  async #openChannel(options: ChannelOptions): Promise<Channel> {
+    const search = new URLSearchParams();
+    if (options.agentId !== undefined) search.set('agent_id', options.agentId);
+    if (options.visibilityTimeoutSeconds !== undefined) search.set('visibility_timeout', String(options.visibilityTimeoutSeconds));
+    const pathWithQuery = `/api/v1/messaging/channel${search.size > 0 ? `?${search}` : ''}`;
+    const socket = await this.openSocket(this.url.replace(/^http/, 'ws') + pathWithQuery, this.#credentials('GET', pathWithQuery, EMPTY_SHA256));
+    return new Channel(socket, options);
+  }
+
+  /**
+   * Opens a WebSocket with these headers (the credentials), or rejects with the server's answer
+   * as a SwitchboardError. A browser's WebSocket cannot send headers: the Node client (index.ts)
+   * opens one with ws.
+   */
+  protected openSocket(_url: string, _headers: Record<string, string>): Promise<ChannelSocket> {
+    return Promise.reject(new SwitchboardError(0, 'unsupported', 'The channel needs the Node client (a WebSocket with headers); use long polling here', undefined));
   }
 
   /** Exponential backoff with jitter: 100 ms, 200 ms, 400 ms… (half to full), capped. */

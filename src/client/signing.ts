@@ -1,5 +1,7 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import type { ChannelSocket } from './channel.js';
 import { Switchboard as BaseSwitchboard, type ClientOptions, type ConnectionOptions, type RequestSigner } from './client.js';
+import { openNodeSocket } from './node-socket.js';
 
 /** The client's options in Node: an API key, an Ed25519 private key (PEM or KeyObject), or any signer. */
 export type SwitchboardOptions = ClientOptions | ({ agentId: string; privateKey: string | KeyObject } & ConnectionOptions);
@@ -25,10 +27,15 @@ export function ed25519Signer(agentId: string, privateKey: string | KeyObject): 
 
 /**
  * The client as Node code uses it (`switchboard/client`): the browser-safe client of client.ts,
- * which also takes `{ agentId, privateKey }`.
+ * which also takes `{ agentId, privateKey }` and opens the agent channel with ws.
  */
 export class Switchboard extends BaseSwitchboard {
   constructor(options: SwitchboardOptions) {
     super('privateKey' in options ? { ...options, signer: ed25519Signer(options.agentId, options.privateKey) } : options);
+  }
+
+  /** The channel's WebSocket, with ws (a browser's cannot send the credentials). */
+  protected override openSocket(url: string, headers: Record<string, string>): Promise<ChannelSocket> {
+    return openNodeSocket(url, headers);
   }
 }

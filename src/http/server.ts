@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -151,6 +152,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   installErrorHandling(app, storage);
   installMetrics(app, options.metrics);
   installAccessLog(app, options.logger);
+  // WebSocket routes (the agent channel): a frame past twice the body limit ends the connection
+  // with 1009, which ws sends itself (so the error is only logged); under it, the route answers
+  // an oversized frame with an error frame. Before authentication: its hook marks upgrade requests,
+  // whose sockets it ends after an HTTP answer (a 401 before the upgrade).
+  await app.register(websocket, {
+    options: { maxPayload: 2 * options.config.maxJsonBodyBytes },
+    errorHandler: (err, _socket, request) => request.log.debug({ err }, 'websocket error'),
+  });
   installAuth(app, options.auth, {
     principals: options.limiter,
     anonymous: options.anonymousLimiter,

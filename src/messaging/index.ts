@@ -1,6 +1,8 @@
 import type { Platform } from '../kernel/platform.js';
 import type { EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
+import type { Heartbeats } from './channel.js';
+import { channelRoutes } from './channel-routes.js';
 import { InboxService } from './inbox.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
@@ -15,7 +17,8 @@ export { topicMatches, topicProblem } from './topics.js';
 const REAPER_INTERVAL_MS = 250;
 const SWEEP_INTERVAL_MS = 60_000;
 
-export function createMessagingDomain(platform: Platform, events: EventLog) {
+/** `heartbeats`: discovery's, for the channel's heartbeat frames. */
+export function createMessagingDomain(platform: Platform, events: EventLog, heartbeats: Heartbeats) {
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
   const threads = new ThreadsService({ store, clock });
@@ -38,5 +41,9 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
       if (sweep) sweepAt = now + SWEEP_INTERVAL_MS;
     },
   });
-  return { inbox, subscriptions, routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown), workers: [reaper] };
+  const channel = channelRoutes(
+    { inbox, subscriptions, heartbeats, limiter: platform.limiter, logger, maxFrameBytes: platform.config.maxJsonBodyBytes },
+    platform.shutdown,
+  );
+  return { inbox, subscriptions, routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown), channelRoutes: channel, workers: [reaper] };
 }

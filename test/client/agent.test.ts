@@ -156,7 +156,7 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     const routine = await webhookRoutine('slow');
     const release = gate();
     const seen: Message[] = [];
-    const agent = createAgent({ client, agentId: 'slow', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, visibilityTimeoutSeconds: 3 });
+    const agent = createAgent({ client, agentId: 'slow', transport: 'poll', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, visibilityTimeoutSeconds: 3 });
     agent.on('routine.execute', async (message) => {
       seen.push(message);
       await release.opened;
@@ -232,7 +232,7 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     const receive = vi.spyOn(client.messaging, 'receive');
     const routine = await webhookRoutine('late');
     const seen: Message[] = [];
-    const agent = createAgent({ client, agentId: 'late', heartbeatIntervalMs: 0, pollTimeoutSeconds: 10 });
+    const agent = createAgent({ client, agentId: 'late', transport: 'poll', heartbeatIntervalMs: 0, pollTimeoutSeconds: 10 });
     agent.on('routine.execute', (message) => {
       seen.push(message);
       return 'handled';
@@ -333,7 +333,7 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     const proxy = await tcpProxy(Number(new URL(server.url).port));
     let loopErrors = 0;
     const client = new Switchboard({ url: proxy.url, apiKey: key.key });
-    const agent = createAgent({ client, agentId: 'logged', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, logger, onError: () => loopErrors++ });
+    const agent = createAgent({ client, agentId: 'logged', transport: 'poll', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, logger, onError: () => loopErrors++ });
     agent.on('work', () => {
       throw new PermanentError('no such order');
     });

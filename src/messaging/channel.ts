@@ -1,0 +1,174 @@
+import type { Logger } from 'pino';
+import { AppError, Forbidden, InvalidRequest } from '../kernel/errors.js';
+import type { SentMessage } from '../kernel/ports.js';
+import { MAX_CREDIT, type ChannelRequest, type ItemFailure } from './channel-schemas.js';
+import { MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
+import type { Caller, Message } from './messages.js';
+import type { SubscriptionsService } from './subscriptions.js';
+
+/** Discovery's heartbeat, as the channel uses it (plugged in by the composition root). */
+export interface Heartbeats {
+  heartbeat(agentId: string, input: { load?: number; metadata?: Record<string, unknown> }): Promise<unknown>;
+}
+
+export interface ChannelDeps {
+  inbox: InboxService;
+  subscriptions: SubscriptionsService;
+  heartbeats: Heartbeats;
+  logger: Logger;
+}
+
+/** How long the push loop waits after a failed claim (the database away) before it tries again. */
+const RETRY_MS = 1000;
+
+/** An AppError as the frame error a client reads; anything else is not the item's fault. */
+function itemFailure(messageId: string, err: unknown): ItemFailure {
+  if (!(err instanceof AppError)) throw err;
+  return { message_id: messageId, error: { code: err.code, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) } };
+}
+
+/**
+ * One agent connection's channel (issue 27), without its transport: messages are leased
+ * exactly as a long poll leases them (the same `receive`, so FIFO per destination, the same
+ * visibility timeout, the same wake-ups across nodes) while the client has credit, each
+ * pushed message spending one; requests act as the channel's agent and nobody else.
+ */
+export class AgentChannel {
+  /** Messages the client may still be pushed. */
+  private credit = 0;
+  private pumping = false;
+  private readonly closed = new AbortController();
+  /** Frames act as the channel's agent: an admin's channel for agent X acts as X. */
+  private readonly caller: Caller;
+
+  constructor(
+    private readonly deps: ChannelDeps,
+    private readonly session: { actor: string; agentId: string; visibilitySeconds: number },
+    private readonly push: (message: Message) => void,
+  ) {
+    this.caller = { actor: session.actor, agentId: session.agentId, admin: false };
+  }
+
+  get agentId(): string {
+    return this.session.agentId;
+  }
+
+  /** Opens the delivery window by `n`; the push loop runs while any is left. */
+  grant(n: number): void {
+    if (this.credit + n > MAX_CREDIT) throw InvalidRequest.field('credit', `would open the window to ${this.credit + n}; at most ${MAX_CREDIT}`);
+    this.credit += n;
+    if (this.pumping || this.closed.signal.aborted) return;
+    this.pumping = true;
+    void this.pump().finally(() => (this.pumping = false));
+  }
+
+  /** Ends the push loop; what it leased and could not push comes back when its lease runs out. */
+  close(): void {
+    this.closed.abort();
+  }
+
+  private async pump(): Promise<void> {
+    const signal = this.closed.signal;
+    while (this.credit > 0 && !signal.aborted) {
+      let messages: Message[];
+      try {
+        // A long poll of the longest kind, again and again: it returns at once with what is
+        // visible, else when a wake-up (this node's or another's) or the wait's end comes.
+        messages = await this.deps.inbox.receive(
+          this.caller,
+          this.agentId,
+          { waitSeconds: MAX_WAIT_S, max: Math.min(this.credit, MAX_BATCH), visibilitySeconds: this.session.visibilitySeconds },
+          signal,
+        );
+      } catch (err) {
+        this.deps.logger.warn({ err, agent_id: this.agentId }, 'channel: could not lease messages; retrying');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, RETRY_MS);
+          signal.addEventListener('abort', done, { once: true });
+          function done() {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            resolve();
+          }
+        });
+        continue;
+      }
+      this.credit -= messages.length;
+      for (const message of messages) this.push(message);
+    }
+  }
+
+  /** Does what a request frame asks, as the channel's agent; resolves with the answer's `ok`. */
+  async perform(frame: ChannelRequest): Promise<unknown> {
+    // The items of a frame are settled at once: one message twice would race itself.
+    const items = 'ack' in frame ? frame.ack : 'reject' in frame ? frame.reject : 'extend' in frame ? frame.extend : [];
+    const ids = items.map((item) => (typeof item === 'string' ? item : item.message_id));
+    if (new Set(ids).size !== ids.length) throw InvalidRequest.field(Object.keys(frame).find((key) => key !== 'id')!, 'must not repeat a message id');
+    if ('ack' in frame) return this.acknowledge(frame.ack);
+    if ('reject' in frame) {
+      return this.settleEach(frame.reject, (item) => this.deps.inbox.reject(this.caller, item)).then(({ done, failed }) => ({ rejected: done, failed }));
+    }
+    if ('extend' in frame) {
+      return this.settleEach(frame.extend, (item) => this.deps.inbox.extend(this.caller, item.message_id, item.visibility_timeout)).then(
+        ({ done, failed }) => ({ extended: done, failed }),
+      );
+    }
+    if ('send' in frame) return this.send(frame.send, frame.traceparent);
+    if ('send_batch' in frame) return this.deps.inbox.sendBatchAs(this.caller, frame.send_batch.messages).then((messages) => ({ messages }));
+    if ('subscribe' in frame) {
+      return this.deps.subscriptions.subscribe(this.caller, frame.subscribe.agent_id, frame.subscribe.topic).then(({ subscription }) => subscription);
+    }
+    return this.deps.heartbeats.heartbeat(this.agentId, frame.heartbeat);
+  }
+
+  private async send(body: Extract<ChannelRequest, { send: unknown }>['send'], traceparent: string | undefined): Promise<SentMessage> {
+    const { source, ...input } = body;
+    if (source !== undefined && source !== this.agentId) throw new Forbidden(`This channel sends as '${this.agentId}', not as '${source}'`);
+    return (await this.deps.inbox.sendAs(this.caller, input, traceparent)).sent;
+  }
+
+  /**
+   * Acknowledges the plain ids in one transaction (as one HTTP acknowledge would); when that
+   * is refused, each on its own, to tell which failed. Ids with an output go each on its own.
+   */
+  private async acknowledge(items: Array<string | { message_id: string; output?: unknown }>) {
+    const plain = items.filter((item): item is string => typeof item === 'string');
+    const withOutput = items.filter((item): item is { message_id: string; output?: unknown } => typeof item !== 'string');
+    const ackOne = (item: { message_id: string; output?: unknown }) => this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output);
+    let singles = withOutput;
+    if (plain.length > 0) {
+      try {
+        await this.deps.inbox.acknowledge(this.caller, plain);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        singles = [...plain.map((message_id) => ({ message_id })), ...withOutput];
+      }
+    }
+    const { done, failed } = await this.settleEach(singles, ackOne);
+    const acknowledged = [...(singles === withOutput ? plain : []), ...done.map((result) => result.acknowledged[0]!)];
+    return { acknowledged, failed };
+  }
+
+  /**
+   * Each item on its own, at once: one refused (settled already, someone else's) does not stop
+   * the rest. `done` keeps the items' order, without the failed ones.
+   */
+  private async settleEach<I extends { message_id: string }, R>(items: I[], settle: (item: I) => Promise<R>) {
+    const outcomes = await Promise.all(
+      items.map((item) =>
+        settle(item).then(
+          (result) => ({ result }),
+          (err: unknown) => ({ failure: itemFailure(item.message_id, err) }),
+        ),
+      ),
+    );
+    const done: R[] = [];
+    const failed: ItemFailure[] = [];
+    for (const outcome of outcomes) {
+      if ('failure' in outcome) failed.push(outcome.failure);
+      else done.push(outcome.result);
+    }
+    return { done, failed };
+  }
+}
+
