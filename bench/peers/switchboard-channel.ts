@@ -4,29 +4,15 @@
  * resolving on the server's answer); consumers speak the raw protocol, which is what this
  * measures: `{"credit":n}` grants n more deliveries, `{"message":{…}}` is one, and the ids
  * delivered in one event-loop tick go back in one `{"id":k,"ack":[…]}` with as much new credit.
- * Until the channel exists (404 on upgrade, or no `client.channel` in the SDK) it is skipped.
+ * A server without the channel (404 on upgrade) is skipped.
  */
 import WebSocket from 'ws';
 import { Switchboard } from '../../src/client/index.js';
-import type { Body } from '../../src/client/types.js';
 import { switchboardServer, type SwitchboardDialect } from './switchboard-server.js';
 import { sentAtOf, type PeerSystem } from './system.js';
 
-/** The SDK's channel, as the channel branch provides it (typed here until it is merged). */
-interface Channel {
-  send(body: Body<'messaging.send'>): Promise<unknown>;
-  sendBatch(body: Body<'messaging.sendBatch'>): Promise<unknown>;
-  close(): Promise<void> | void;
-}
-type ChannelOpener = (options: { agentId: string }) => Promise<Channel>;
-
 /** Deliveries a consumer has outstanding at most: the receive max of the HTTP consumer. */
 const CREDIT = 100;
-
-function openerOf(client: Switchboard): ChannelOpener | undefined {
-  const opener = (client as unknown as { channel?: ChannelOpener }).channel;
-  return typeof opener === 'function' ? opener.bind(client) : undefined;
-}
 
 /** Opens the raw channel socket of `agentId`; resolves the HTTP status when the upgrade is refused. */
 function openSocket(url: string, agentId: string, key: string): Promise<WebSocket | number> {
@@ -53,14 +39,13 @@ export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
       const probe = await openSocket(server.process.url, 'peers-probe', await server.agentKey('peers-probe'));
       if (typeof probe === 'number') return `the channel route is absent (HTTP ${probe} on upgrade of /api/v1/messaging/channel)`;
       probe.close();
-      if (!openerOf(new Switchboard({ url: server.process.url, apiKey: server.process.adminKey }))) return 'the SDK has no client.channel()';
       return undefined;
     },
     async queue(name) {
       const { url } = server.process;
       const producerId = `${name}-producer`;
       const client = new Switchboard({ url, apiKey: await server.agentKey(producerId) });
-      const channel = await openerOf(client)!({ agentId: producerId });
+      const channel = await client.channel({ agentId: producerId });
       const consumerKey = await server.agentKey(name);
       return {
         async send(payloads) {
