@@ -27,6 +27,7 @@ import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { mcpRoutes } from './mcp/server.js';
+import { humanInputTool } from './mcp/human-input.js';
 import { buildTools } from './mcp/tools.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
@@ -152,7 +153,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
-      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(routines.service, tasks.service, coordination.service), logger, auth.service) },
+      {
+        prefix: '/core/mcp',
+        plugin: mcpRoutes({ tools: buildTools(routines.service, tasks.service, coordination.service), interactive: [humanInputTool(coordination.service)] }, logger, auth.service),
+      },
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
       { prefix: '/api/v1', plugin: events.routes },

@@ -1,38 +1,180 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  createMcpHandler,
+  inputRequired,
+  inputResponse,
+  isLegacyRequest,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server as ModernServer,
+  type AuthInfo as ModernAuthInfo,
+  type ElicitInputParams,
+  type Tool as ModernListedTool,
+} from '@modelcontextprotocol/server';
+import { Server as LegacyServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
+  type ElicitRequestFormParams,
   isInitializeRequest,
   ListToolsRequestSchema,
   McpError,
+  type Tool as ListedTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
 import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
-import { callTool, type Tool } from './tools.js';
+import { callTool, type Tool, type ToolResult } from './tools.js';
 
 export const SERVER_INFO = { name: 'switchboard', version: API_VERSION };
 
+/** The MCP revision served without sessions: any node answers any request (cluster mode). */
+export const STATELESS_REVISION = '2026-07-28';
+
+/** A form MCP clients can show their user: a flat object of primitive fields (MCP elicitation). */
+export type ElicitationSchema = ElicitRequestFormParams['requestedSchema'];
+
+/** What a tool asks the client's user. */
+export interface Question {
+  message: string;
+  requestedSchema: ElicitationSchema;
+}
+
+export type UserReply = { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' };
+
 /**
- * An MCP server answering tools/list and tools/call with the given tools. `principalOf`
- * finds the caller of each request: over HTTP every request carries its own API key.
+ * A tool that asks the client's user before it finishes. Split in two because on the
+ * stateless revision the reply comes back in a new request, maybe to another node: `state`
+ * (which travels through the client, so `finish` re-checks it) is all that links the halves.
  */
-export function createMcpServer(tools: Tool[], logger: Logger, principalOf: (authInfo: AuthInfo | undefined) => Principal): Server {
-  const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: tools.map(({ name, description, inputSchema, annotations }) => ({ name, description, inputSchema, annotations })),
-  }));
+export interface InteractiveTool extends Omit<Tool, 'call'> {
+  ask(args: unknown, principal: Principal): Promise<{ question: Question; state: string }>;
+  finish(state: string, reply: UserReply, principal: Principal): Promise<Record<string, unknown>>;
+}
+
+/** What the MCP endpoint (and `switchboard mcp`) serves, to clients of every revision. */
+export interface McpSurface {
+  tools: Tool[];
+  interactive?: InteractiveTool[];
+  /** Told to clients when they connect (initialize, server/discover). */
+  instructions?: string;
+}
+
+const NO_ELICITATION = 'This MCP client cannot ask its user (it declares no elicitation capability): answer the step with submit_step_input';
+/** How long a 2025 client's user has to fill a form in (the default request timeout is a minute). */
+const HUMAN_REPLY_TIMEOUT_MS = 15 * 60_000;
+/** The key of the one form an interactive tool asks for in an input-required result. */
+const REPLY_KEY = 'reply';
+
+const LISTED_FIELDS = ['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations'] as const;
+
+/** tools/list: the fields MCP defines, whatever else a tool carries. */
+function listingOf(tool: Tool | InteractiveTool): ListedTool {
+  const fields = tool as unknown as Record<string, unknown>;
+  return Object.fromEntries(LISTED_FIELDS.filter((field) => fields[field] !== undefined).map((field) => [field, fields[field]])) as ListedTool;
+}
+
+/** Runs one half of an interactive tool as a tool call: errors become tool errors as for any tool. */
+function runHalf(tool: InteractiveTool, work: (principal: Principal) => Promise<Record<string, unknown>>, principal: Principal, logger: Logger): Promise<ToolResult> {
+  return callTool({ ...tool, call: (_args, caller) => work(caller) }, undefined, principal, logger);
+}
+
+class Catalogue {
+  readonly listing: ListedTool[];
+  private readonly tools: Map<string, Tool>;
+  private readonly interactive: Map<string, InteractiveTool>;
+
+  constructor(readonly surface: McpSurface) {
+    const interactive = surface.interactive ?? [];
+    this.listing = [...surface.tools, ...interactive].map(listingOf);
+    this.tools = new Map(surface.tools.map((tool) => [tool.name, tool]));
+    this.interactive = new Map(interactive.map((tool) => [tool.name, tool]));
+  }
+
+  /** The tool of that name, or the protocol error MCP asks for an unknown one. */
+  find(name: string, unknown: (message: string) => Error): { tool: Tool } | { interactive: InteractiveTool } {
+    const tool = this.tools.get(name);
+    if (tool) return { tool };
+    const interactive = this.interactive.get(name);
+    if (interactive) return { interactive };
+    throw unknown(`Unknown tool '${name}'`);
+  }
+}
+
+/**
+ * The 2025 revisions' server (sdk 1, one per session). `principalOf` finds the caller of each
+ * request: over HTTP every request carries its own API key. An interactive tool asks the user
+ * with an elicitation request on the session.
+ */
+export function createMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: AuthInfo | undefined) => Principal): LegacyServer {
+  const catalogue = new Catalogue(surface);
+  const server = new LegacyServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: surface.instructions });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: catalogue.listing }));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-    const tool = byName.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool '${request.params.name}'`);
-    return callTool(tool, request.params.arguments, principalOf(extra.authInfo), logger);
+    const found = catalogue.find(request.params.name, (message) => new McpError(ErrorCode.InvalidParams, message));
+    const principal = principalOf(extra.authInfo);
+    if ('tool' in found) return callTool(found.tool, request.params.arguments, principal, logger);
+    const tool = found.interactive;
+    return runHalf(
+      tool,
+      async (caller) => {
+        const { question, state } = await tool.ask(request.params.arguments, caller);
+        if (!server.getClientCapabilities()?.elicitation) throw new InvalidRequest(NO_ELICITATION);
+        const reply = await server.elicitInput({ mode: 'form', ...question }, { timeout: HUMAN_REPLY_TIMEOUT_MS, signal: extra.signal });
+        return tool.finish(state, reply.action === 'accept' ? { action: 'accept', content: reply.content ?? {} } : { action: reply.action }, caller);
+      },
+      principal,
+      logger,
+    );
+  });
+  return server;
+}
+
+/**
+ * The 2026-07-28 revision's server (sdk 2, one per request, no session). An interactive tool
+ * answers its first call with an input-required result carrying the form; the client retries
+ * the call with the user's reply and the state, to whichever node.
+ */
+export function createStatelessMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: ModernAuthInfo | undefined) => Principal): ModernServer {
+  const catalogue = new Catalogue(surface);
+  const server = new ModernServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: surface.instructions });
+  // Both SDKs describe the same JSON: tools/list and the forms are built once (in the 2025 SDK's types).
+  const listing = catalogue.listing as ModernListedTool[];
+  server.setRequestHandler('tools/list', () => ({ tools: listing }));
+  server.setRequestHandler('tools/call', async (request, ctx) => {
+    const found = catalogue.find(request.params.name, (message) => new ProtocolError(ProtocolErrorCode.InvalidParams, message));
+    const principal = principalOf(ctx.http?.authInfo);
+    if ('tool' in found) return callTool(found.tool, request.params.arguments, principal, logger);
+    const tool = found.interactive;
+    const reply = inputResponse(ctx.mcpReq.inputResponses, REPLY_KEY);
+    if (reply.kind === 'elicit') {
+      const state = ctx.mcpReq.requestState();
+      const answer: UserReply = reply.action === 'accept' ? { action: 'accept', content: reply.content ?? {} } : { action: reply.action };
+      return runHalf(tool, (caller) => tool.finish(typeof state === 'string' ? state : '', answer, caller), principal, logger);
+    }
+    let asking: { question: Question; state: string } | undefined;
+    const refused = await runHalf(
+      tool,
+      async (caller) => {
+        const capabilities = (ctx.mcpReq.envelope as Record<string, { elicitation?: unknown } | undefined> | undefined)?.[CLIENT_CAPABILITIES_META_KEY];
+        asking = await tool.ask(request.params.arguments, caller);
+        if (!capabilities?.elicitation) throw new InvalidRequest(NO_ELICITATION);
+        return {};
+      },
+      principal,
+      logger,
+    );
+    if (!asking || refused.isError) return refused;
+    return inputRequired({ inputRequests: { [REPLY_KEY]: inputRequired.elicit({ mode: 'form', ...asking.question } as ElicitInputParams) }, requestState: asking.state });
   });
   return server;
 }
@@ -72,16 +214,43 @@ export interface KeyRevocations {
   revokedAmong(keyIds: string[]): Promise<string[]>;
 }
 
+/** The request as a web Request for sdk 2 (its body already parsed: passed beside it). */
+function webRequestOf(request: FastifyRequest, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined || name === 'content-length' || name === 'host' || name === 'connection') continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return new Request(new URL(request.url, 'http://switchboard.invalid'), { method: request.method, headers, signal });
+}
+
+async function sendWebResponse(reply: FastifyReply, response: Response): Promise<void> {
+  reply.hijack();
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  reply.raw.writeHead(response.status, headers);
+  if (response.body) await pipeline(Readable.fromWeb(response.body as WebReadableStream), reply.raw).catch(() => undefined);
+  else reply.raw.end();
+}
+
 /**
- * Streamable HTTP at `/core/mcp` (POST messages, GET the server's stream, DELETE ends the
- * session). The routes sit behind the usual API-key authentication; the principal travels
- * to the tools as the transport's `authInfo`. A revoked key's sessions (and their open
- * streams) end when this node hears of the revocation, else at the next sweep.
+ * `/core/mcp` serves two MCP revisions, each client picking as the spec's version negotiation
+ * says. The 2025 ones: Streamable HTTP with sessions (`initialize`, then the Mcp-Session-Id it
+ * returns; POST messages, GET the server's stream, DELETE ends the session). 2026-07-28: each
+ * POST stands alone (its `_meta` and MCP-Protocol-Version header name the revision; no
+ * handshake, no session), so any node answers it. The routes sit behind the usual API-key
+ * authentication; the principal travels to the tools as the transport's `authInfo`. A revoked
+ * key's sessions (and their open streams) end when this node hears of the revocation, else at
+ * the next sweep; a stateless request carries the key each time.
  */
-export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): FastifyPluginAsync {
+export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocations): FastifyPluginAsync {
   return async (app) => {
     const sessions = new Map<string, Session>();
-    const principalOf = (authInfo: AuthInfo | undefined) => authInfo?.extra?.principal as Principal;
+    const principalOf = (authInfo: AuthInfo | ModernAuthInfo | undefined) => authInfo?.extra?.principal as Principal;
+    const stateless = createMcpHandler(() => createStatelessMcpServer(surface, logger, principalOf), {
+      legacy: 'reject',
+      onerror: (err) => logger.debug({ err }, 'MCP request refused'),
+    });
 
     async function open(credential: string): Promise<StreamableHTTPServerTransport> {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -93,13 +262,22 @@ export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): 
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
-      await createMcpServer(tools, logger, principalOf).connect(transport);
+      await createMcpServer(surface, logger, principalOf).connect(transport);
       return transport;
     }
 
     async function handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
       const { principal } = request;
+      const authInfo = { token: '', clientId: principal.actor, scopes: [], extra: { principal } };
       const sessionId = header(request, 'mcp-session-id');
+      if (sessionId === undefined && request.method === 'POST') {
+        const aborted = new AbortController();
+        reply.raw.once('close', () => aborted.abort());
+        const webRequest = webRequestOf(request, aborted.signal);
+        if (!(await isLegacyRequest(webRequest, request.body))) {
+          return sendWebResponse(reply, await stateless.fetch(webRequest, { authInfo, parsedBody: request.body }));
+        }
+      }
       let transport: StreamableHTTPServerTransport;
       if (sessionId !== undefined) {
         const session = sessions.get(sessionId);
@@ -111,9 +289,9 @@ export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): 
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
         transport = await open(credentialOf(principal));
       } else {
-        throw new InvalidRequest('Send initialize first, then the Mcp-Session-Id header it returns');
+        throw new InvalidRequest(`Send initialize first, then the Mcp-Session-Id header it returns (or, with MCP ${STATELESS_REVISION}, no session at all)`);
       }
-      (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = { token: '', clientId: principal.actor, scopes: [], extra: { principal } };
+      (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = authInfo;
       reply.hijack();
       await transport.handleRequest(request.raw, reply.raw, request.body);
     }
@@ -141,6 +319,7 @@ export function mcpRoutes(tools: Tool[], logger: Logger, keys: KeyRevocations): 
     app.addHook('preClose', async () => {
       clearInterval(sweeper);
       stopWatching();
+      await stateless.close();
       await Promise.all([...sessions.values()].map(({ transport }) => transport.close()));
       sessions.clear();
     });
