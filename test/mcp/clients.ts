@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 /** The stateless revision; its clients negotiate it (server/discover) with mode 'auto'. */
 export const STATELESS_REVISION = '2026-07-28';
 
-export type FormReply = { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' };
+export type FormReply = { action: 'accept'; content: Record<string, string | number | boolean | string[]> } | { action: 'decline' | 'cancel' };
 /** What a test's "user" answers to a form: sees the message and the schema, replies. */
 export type User = (form: { message: string; requestedSchema: unknown }) => FormReply;
 
