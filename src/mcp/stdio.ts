@@ -72,9 +72,11 @@ async function proxySession(input: Readable, endpoint: URL, key: string, capabil
     { name: 'switchboard-mcp-stdio', version: SERVER_INFO.version },
     { capabilities: capabilities.elicitation ? { elicitation: capabilities.elicitation } : {} },
   );
-  upstream.setRequestHandler(ElicitRequestSchema, (request, extra) =>
-    server.elicitInput(request.params, { timeout: HUMAN_REPLY_TIMEOUT_MS, signal: extra.signal }),
-  );
+  if (capabilities.elicitation) {
+    upstream.setRequestHandler(ElicitRequestSchema, (request, extra) =>
+      server.elicitInput(request.params, { timeout: HUMAN_REPLY_TIMEOUT_MS, signal: extra.signal }),
+    );
+  }
   await upstream.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: upstream.getInstructions() });
   server.setRequestHandler(ListToolsRequestSchema, (request) => upstream.listTools(request.params));
