@@ -79,6 +79,33 @@ describeEachDialect('MCP revisions', (dialect) => {
     expect(body.result.tools.map((tool) => tool.name)).toContain('create_task');
   });
 
+  it('answers malformed stateless requests with client errors, never a 500', async () => {
+    const { key } = await agentKey(server, 'mcp-rev-hostile');
+    const post = (headers: Record<string, string>, body: unknown) =>
+      fetch(`${server.url}/core/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`, ...headers },
+        body: JSON.stringify(body),
+      });
+    const meta = (version: unknown) => ({ 'io.modelcontextprotocol/protocolVersion': version, 'io.modelcontextprotocol/clientInfo': { name: 'x', version: '0' }, 'io.modelcontextprotocol/clientCapabilities': {} });
+    const cases: [Record<string, string>, unknown][] = [
+      [{ 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta('2099-01-01') } }],
+      [{ 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(STATELESS_REVISION) } }],
+      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(42) } }],
+      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list' }],
+      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/call', 'mcp-name': 'other' }, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_task', arguments: {}, _meta: meta(STATELESS_REVISION) } }],
+      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/call', 'mcp-name': 'nope' }, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'nope', _meta: meta(STATELESS_REVISION) } }],
+      [{ 'mcp-protocol-version': STATELESS_REVISION }, [{ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(STATELESS_REVISION) } }]],
+      [{}, 'just a string'],
+    ];
+    for (const [headers, body] of cases) {
+      const res = await post(headers, body);
+      expect(res.status, JSON.stringify(body)).toBeLessThan(500);
+      const answer = (await res.json()) as { error?: unknown; result?: unknown };
+      expect(answer.error, `${res.status} ${JSON.stringify(answer)}`).toBeDefined();
+    }
+  });
+
   it('refuses both revisions without a key (401) and with a revoked key (401)', async () => {
     expect((await statelessRequest(server, undefined, 'tools/list')).status).toBe(401);
     await expect(modernClient(modernHttp(server.url))).rejects.toThrow();
