@@ -11,6 +11,7 @@ import {
   isLegacyRequest,
   ProtocolError,
   ProtocolErrorCode,
+  ResourceNotFoundError,
   Server as ModernServer,
   type AuthInfo as ModernAuthInfo,
   type ElicitInputParams,
@@ -18,21 +19,28 @@ import {
 } from '@modelcontextprotocol/server';
 import { Server as LegacyServer } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
   type ElicitRequestFormParams,
   isInitializeRequest,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
+  type ReadResourceResult,
+  type Resource as ListedResource,
+  type ResourceTemplate as ListedResourceTemplate,
   type Tool as ListedTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
-import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { AppError, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { callTool, type Tool, type ToolResult } from './tools.js';
 
 export const SERVER_INFO = { name: 'switchboard', version: API_VERSION };
@@ -61,10 +69,26 @@ export interface InteractiveTool extends Omit<Tool, 'call'> {
   finish(state: string, reply: UserReply, principal: Principal): Promise<Record<string, unknown>>;
 }
 
+/**
+ * Resources matching a URI template (RFC 6570), read as the caller. A template without variables
+ * is one resource, also listed by resources/list.
+ */
+export interface McpResource {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  /** Of what `read` gives; default application/json. */
+  mimeType?: string;
+  /** The resource at `uri`: a string as is, anything else as JSON. AppErrors as for tools (not_found: unknown resource). */
+  read(uri: string, principal: Principal): Promise<unknown>;
+}
+
 /** What the MCP endpoint (and `switchboard mcp`) serves, to clients of every revision. */
 export interface McpSurface {
   tools: Tool[];
   interactive?: InteractiveTool[];
+  resources?: McpResource[];
   /** Told to clients when they connect (initialize, server/discover). */
   instructions?: string;
 }
@@ -88,16 +112,54 @@ function runHalf(tool: InteractiveTool, work: (principal: Principal) => Promise<
   return callTool({ ...tool, call: (_args, caller) => work(caller) }, undefined, principal, logger);
 }
 
+/** resources/read's protocol errors, as each revision (and SDK) spells them. */
+interface ResourceErrors {
+  notFound(uri: string, message: string): Error;
+  other(code: number, message: string): Error;
+}
+
 class Catalogue {
   readonly listing: ListedTool[];
+  readonly templates: ListedResourceTemplate[];
+  /** The resources without variables: resources/list. */
+  readonly resources: ListedResource[];
+  readonly capabilities: { tools: object; resources?: object };
   private readonly tools: Map<string, Tool>;
   private readonly interactive: Map<string, InteractiveTool>;
+  private readonly matchers: { resource: McpResource; template: UriTemplate }[];
 
-  constructor(readonly surface: McpSurface) {
+  constructor(
+    readonly surface: McpSurface,
+    private readonly logger: Logger,
+  ) {
     const interactive = surface.interactive ?? [];
+    const resources = surface.resources ?? [];
     this.listing = [...surface.tools, ...interactive].map(listingOf);
     this.tools = new Map(surface.tools.map((tool) => [tool.name, tool]));
     this.interactive = new Map(interactive.map((tool) => [tool.name, tool]));
+    this.matchers = resources.map((resource) => ({ resource, template: new UriTemplate(resource.uriTemplate) }));
+    const described = ({ name, title, description, mimeType }: McpResource) => ({ name, title, description, mimeType: mimeType ?? 'application/json' });
+    this.templates = resources.map((resource) => ({ uriTemplate: resource.uriTemplate, ...described(resource) }));
+    this.resources = resources.filter((r) => !UriTemplate.isTemplate(r.uriTemplate)).map((resource) => ({ uri: resource.uriTemplate, ...described(resource) }));
+    this.capabilities = resources.length > 0 ? { tools: {}, resources: {} } : { tools: {} };
+  }
+
+  /** resources/read: the first resource whose template matches; errors as protocol errors (MCP has no resource-level error result). */
+  async read(uri: string, principal: Principal, errors: ResourceErrors): Promise<ReadResourceResult> {
+    const found = this.matchers.find(({ template }) => template.match(uri) !== null)?.resource;
+    if (!found) throw errors.notFound(uri, `Unknown resource '${uri}'`);
+    let value: unknown;
+    try {
+      value = await found.read(uri, principal);
+    } catch (err) {
+      if (!(err instanceof AppError)) {
+        this.logger.error({ err, uri }, 'MCP resource read failed');
+        throw errors.other(ErrorCode.InternalError, 'Internal error');
+      }
+      throw err.code === 'not_found' ? errors.notFound(uri, err.message) : errors.other(ErrorCode.InvalidParams, err.message);
+    }
+    const text = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+    return { contents: [{ uri, mimeType: found.mimeType ?? 'application/json', text }] };
   }
 
   /** The tool of that name, or the protocol error MCP asks for an unknown one. */
@@ -116,9 +178,16 @@ class Catalogue {
  * with an elicitation request on the session.
  */
 export function createMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: AuthInfo | undefined) => Principal): LegacyServer {
-  const catalogue = new Catalogue(surface);
-  const server = new LegacyServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: surface.instructions });
+  const catalogue = new Catalogue(surface, logger);
+  const server = new LegacyServer(SERVER_INFO, { capabilities: catalogue.capabilities, instructions: surface.instructions });
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: catalogue.listing }));
+  if (catalogue.capabilities.resources) {
+    // MCP 2025: -32002 for a resource not found.
+    const errors: ResourceErrors = { notFound: (uri, message) => new McpError(-32002, message, { uri }), other: (code, message) => new McpError(code, message) };
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: catalogue.resources }));
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: catalogue.templates }));
+    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => catalogue.read(request.params.uri, principalOf(extra.authInfo), errors));
+  }
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     const found = catalogue.find(request.params.name, (message) => new McpError(ErrorCode.InvalidParams, message));
     const principal = principalOf(extra.authInfo);
@@ -145,11 +214,17 @@ export function createMcpServer(surface: McpSurface, logger: Logger, principalOf
  * the call with the user's reply and the state, to whichever node.
  */
 export function createStatelessMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: ModernAuthInfo | undefined) => Principal): ModernServer {
-  const catalogue = new Catalogue(surface);
-  const server = new ModernServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: surface.instructions });
+  const catalogue = new Catalogue(surface, logger);
+  const server = new ModernServer(SERVER_INFO, { capabilities: catalogue.capabilities, instructions: surface.instructions });
   // Both SDKs describe the same JSON: tools/list and the forms are built once (in the 2025 SDK's types).
   const listing = catalogue.listing as ModernListedTool[];
   server.setRequestHandler('tools/list', () => ({ tools: listing }));
+  if (catalogue.capabilities.resources) {
+    const errors: ResourceErrors = { notFound: (uri, message) => new ResourceNotFoundError(uri, message), other: (code, message) => new ProtocolError(code, message) };
+    server.setRequestHandler('resources/list', () => ({ resources: catalogue.resources }));
+    server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: catalogue.templates }));
+    server.setRequestHandler('resources/read', (request, ctx) => catalogue.read(request.params.uri, principalOf(ctx.http?.authInfo), errors));
+  }
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const found = catalogue.find(request.params.name, (message) => new ProtocolError(ProtocolErrorCode.InvalidParams, message));
     const principal = principalOf(ctx.http?.authInfo);

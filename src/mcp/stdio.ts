@@ -5,7 +5,15 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ElicitRequestSchema, ListToolsRequestSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ElicitRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  type ClientCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import { SERVER_INFO } from './server.js';
 
 /** As long as the server gives a user to fill a form in (a tool call waits for it). */
@@ -78,8 +86,14 @@ async function proxySession(input: Readable, endpoint: URL, key: string, capabil
     );
   }
   await upstream.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: upstream.getInstructions() });
+  const resources = upstream.getServerCapabilities()?.resources !== undefined;
+  const server = new Server(SERVER_INFO, { capabilities: resources ? { tools: {}, resources: {} } : { tools: {} }, instructions: upstream.getInstructions() });
   server.setRequestHandler(ListToolsRequestSchema, (request) => upstream.listTools(request.params));
+  if (resources) {
+    server.setRequestHandler(ListResourcesRequestSchema, (request) => upstream.listResources(request.params));
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, (request) => upstream.listResourceTemplates(request.params));
+    server.setRequestHandler(ReadResourceRequestSchema, (request) => upstream.readResource(request.params));
+  }
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     upstream.callTool(request.params, undefined, { timeout: HUMAN_REPLY_TIMEOUT_MS, signal: extra.signal }),
   );
