@@ -129,7 +129,7 @@ class Catalogue {
   private readonly matchers: { resource: McpResource; template: UriTemplate }[];
 
   constructor(
-    readonly surface: McpSurface,
+    surface: McpSurface,
     private readonly logger: Logger,
   ) {
     const interactive = surface.interactive ?? [];
@@ -172,13 +172,21 @@ class Catalogue {
   }
 }
 
+/** The stateless revision builds a server per request: what a surface serves is worked out once. */
+const catalogues = new WeakMap<McpSurface, Catalogue>();
+function catalogueOf(surface: McpSurface, logger: Logger): Catalogue {
+  let catalogue = catalogues.get(surface);
+  if (!catalogue) catalogues.set(surface, (catalogue = new Catalogue(surface, logger)));
+  return catalogue;
+}
+
 /**
  * The 2025 revisions' server (sdk 1, one per session). `principalOf` finds the caller of each
  * request: over HTTP every request carries its own API key. An interactive tool asks the user
  * with an elicitation request on the session.
  */
 export function createMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: AuthInfo | undefined) => Principal): LegacyServer {
-  const catalogue = new Catalogue(surface, logger);
+  const catalogue = catalogueOf(surface, logger);
   const server = new LegacyServer(SERVER_INFO, { capabilities: catalogue.capabilities, instructions: surface.instructions });
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: catalogue.listing }));
   if (catalogue.capabilities.resources) {
@@ -214,7 +222,7 @@ export function createMcpServer(surface: McpSurface, logger: Logger, principalOf
  * the call with the user's reply and the state, to whichever node.
  */
 export function createStatelessMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: ModernAuthInfo | undefined) => Principal): ModernServer {
-  const catalogue = new Catalogue(surface, logger);
+  const catalogue = catalogueOf(surface, logger);
   const server = new ModernServer(SERVER_INFO, { capabilities: catalogue.capabilities, instructions: surface.instructions });
   // Both SDKs describe the same JSON: tools/list and the forms are built once (in the 2025 SDK's types).
   const listing = catalogue.listing as ModernListedTool[];
