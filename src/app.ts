@@ -28,8 +28,9 @@ import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { mcpRoutes } from './mcp/server.js';
+import { humanInputTool } from './mcp/human-input.js';
 import { buildResources } from './mcp/resources.js';
-import { buildTools } from './mcp/tools/index.js';
+import { buildTools, instructions } from './mcp/tools/index.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
 export type { Platform };
@@ -170,7 +171,14 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
-      { prefix: '/core/mcp', plugin: mcpRoutes(buildTools(mcpServices), logger, auth.service, buildResources(mcpServices)) },
+      {
+        prefix: '/core/mcp',
+        plugin: mcpRoutes(
+          { tools: buildTools(mcpServices), interactive: [humanInputTool(coordination.service)], resources: buildResources(mcpServices), instructions },
+          logger,
+          auth.service,
+        ),
+      },
       { prefix: '/api/v1', plugin: coordination.routes },
       { prefix: '/api/v1', plugin: artifacts.routes },
       { prefix: '/api/v1', plugin: events.routes },

@@ -65,8 +65,9 @@ Run it on each machine that served with that data directory; it is safe beside r
 Prints {"moved", "present", "corrupt"}; files whose bytes do not match their name stay.`,
   mcp: `Usage: switchboard mcp --url URL --key KEY
 
-Serves the routine and task MCP tools over stdio (for desktop MCP clients), forwarding each
-call to the server at URL (its /core/mcp endpoint) with the API key KEY.
+Serves the server's MCP tools over stdio (for desktop MCP clients), forwarding each call to
+the server at URL (its /core/mcp endpoint) with the API key KEY. Clients of MCP 2025 (initialize)
+and of MCP 2026-07-28 (stateless) are both served: the client's first message picks.
 SWITCHBOARD_URL and SWITCHBOARD_API_KEY are used when the flags are absent.`,
 };
 

@@ -110,6 +110,9 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_at'>, version: PlanVersionRo
   };
 }
 
+/** How many waiting human steps oldestWaitingInput reads at a time (approvals and inputs interleave). */
+const WAITING_INPUT_BATCH = 100;
+
 function toPendingApproval(row: PendingHumanStepRow): PendingApproval {
   // What step-starters.ts asks: every human_approval lists its approvers (maybe none), a human_input never does.
   const asked = (parseNullableJson(row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown>; approvers?: string[] };
@@ -365,6 +368,21 @@ export class CoordinationService {
   async listPendingApprovals(window: Page): Promise<Paged<PendingApproval>> {
     const page = await this.store.listWaitingHumanSteps(autocommit, window);
     return { items: page.items.map(toPendingApproval), total: page.total };
+  }
+
+  /**
+   * The oldest human_input step waiting for data (of one run, and one step of it, when given),
+   * or null: what an MCP client asks its user for (mcp/human-input.ts).
+   */
+  async oldestWaitingInput(of: { runId?: string; stepId?: string } = {}): Promise<PendingApproval | null> {
+    const window = { limit: WAITING_INPUT_BATCH, offset: 0 };
+    for (;;) {
+      const page = await this.store.listWaitingHumanSteps(autocommit, window, of);
+      const input = page.items.map(toPendingApproval).find((step) => step.type === 'human_input');
+      if (input) return input;
+      window.offset += window.limit;
+      if (window.offset >= page.total) return null;
+    }
   }
 
   /** What an approval link asks, for the page behind it (a GET: it decides nothing). */

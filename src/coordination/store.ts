@@ -295,8 +295,8 @@ export class CoordinationStore extends Store {
    * The human steps waiting for a person (only human steps wait; a wait step runs), oldest
    * first, with their run's plan and input.
    */
-  async listWaitingHumanSteps(tx: Tx, window: Page): Promise<Paged<PendingHumanStepRow>> {
-    const query = dbOf(tx, this.db)
+  async listWaitingHumanSteps(tx: Tx, window: Page, of: { runId?: string; stepId?: string } = {}): Promise<Paged<PendingHumanStepRow>> {
+    let query = dbOf(tx, this.db)
       .selectFrom('run_steps as s')
       .innerJoin('runs as r', 'r.id', 's.run_id')
       .select(['s.run_id', 's.step_id', 's.input', 's.detail', 's.started_at', 's.wake_at', 'r.plan_id', 'r.input as run_input'])
@@ -305,6 +305,8 @@ export class CoordinationStore extends Store {
       .orderBy('s.started_at')
       .orderBy('s.run_id')
       .orderBy('s.step_id');
+    if (of.runId !== undefined) query = query.where('s.run_id', '=', of.runId);
+    if (of.stepId !== undefined) query = query.where('s.step_id', '=', of.stepId);
     return paginate(query, window);
   }
 

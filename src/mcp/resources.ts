@@ -1,11 +1,8 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, McpError, ReadResourceRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
-import { AppError, NotFound } from '../kernel/errors.js';
+import { NotFound } from '../kernel/errors.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { artifactUri, isTextual, readArtifact } from './artifact-content.js';
+import type { McpResource } from './server.js';
 import type { ToolServices } from './tools/index.js';
 
 /** resources/read returns at most this many bytes of an artifact (base64 makes a binary one a third larger). */
@@ -15,28 +12,6 @@ export const RECENT_RESOURCES = 50;
 
 const SCHEME = 'switchboard://';
 const JSON_TYPE = 'application/json';
-
-/** One entry of resources/list. */
-export interface ResourceEntry {
-  uri: string;
-  name: string;
-  title?: string;
-  mimeType?: string;
-  size?: number;
-}
-
-export type ResourceContents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string };
-
-/** A kind of resource: its URI template (`switchboard://<kind>/{id}`), its recent ones, and a reader. */
-export interface Resource {
-  uriTemplate: string;
-  name: string;
-  title: string;
-  description: string;
-  mimeType?: string;
-  list(principal: Principal): Promise<ResourceEntry[]>;
-  read(uri: string, principal: Principal): Promise<ResourceContents[]>;
-}
 
 /**
  * The newest `count` items of a list the service pages oldest first: the page's total says
@@ -63,7 +38,7 @@ function jsonResource<T>(kind: string, spec: {
   recent(principal: Principal): Promise<T[]>;
   entry(item: T): { id: string; name: string };
   get(id: string, principal: Principal): Promise<T>;
-}): Resource {
+}): McpResource {
   const uriOf = (id: string) => `${SCHEME}${kind}/${encodeURIComponent(id)}`;
   return {
     uriTemplate: `${SCHEME}${kind}/{id}`,
@@ -89,7 +64,7 @@ function jsonResource<T>(kind: string, spec: {
  * service as the HTTP API does, with the same access: runs, plans and tasks are visible to
  * every key, artifacts to their owner, whom they are shared with (or their groups) and admins.
  */
-export function buildResources({ coordination, tasks, artifacts }: ToolServices): Resource[] {
+export function buildResources({ coordination, tasks, artifacts }: ToolServices): McpResource[] {
   return [
     jsonResource('runs', {
       title: 'Runs',
@@ -128,48 +103,4 @@ export function buildResources({ coordination, tasks, artifacts }: ToolServices)
       },
     },
   ];
-}
-
-/** JSON-RPC error for a resource that does not exist (MCP spec, resources). */
-const RESOURCE_NOT_FOUND = -32002;
-const INVALID_PARAMS = -32602;
-
-/** A failed read as a protocol error carrying the API's code and message (its `data` has both). */
-function protocolError(err: unknown, logger: Logger): McpError {
-  if (err instanceof AppError) {
-    return new McpError(err.code === 'not_found' ? RESOURCE_NOT_FOUND : INVALID_PARAMS, `${err.code}: ${err.message}`, { code: err.code, message: err.message });
-  }
-  logger.error({ err }, 'MCP resource read failed');
-  return new McpError(-32603, 'internal_error: Internal error', { code: 'internal_error' });
-}
-
-/** resources/list: the recent resources of every kind the caller may see. */
-export async function listResources(resources: Resource[], principal: Principal, logger: Logger): Promise<ResourceEntry[]> {
-  try {
-    return (await Promise.all(resources.map((resource) => resource.list(principal)))).flat();
-  } catch (err) {
-    throw protocolError(err, logger);
-  }
-}
-
-/** resources/read: the contents at `uri`, read by the kind its URI names. */
-export async function readResource(resources: Resource[], uri: string, principal: Principal, logger: Logger): Promise<ResourceContents[]> {
-  try {
-    const resource = resources.find((candidate) => uri.startsWith(candidate.uriTemplate.replace('{id}', '')));
-    if (!resource) throw new NotFound('Resource', uri);
-    return await resource.read(uri, principal);
-  } catch (err) {
-    throw protocolError(err, logger);
-  }
-}
-
-/** Serves resources/list, resources/templates/list and resources/read on an MCP server (capability `resources`). */
-export function serveResources(server: Server, resources: Resource[], principalOf: (authInfo: AuthInfo | undefined) => Principal, logger: Logger): void {
-  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => ({ resources: await listResources(resources, principalOf(extra.authInfo), logger) }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
-    resourceTemplates: resources.map(({ uriTemplate, name, title, description, mimeType }) => ({ uriTemplate, name, title, description, mimeType })),
-  }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => ({
-    contents: await readResource(resources, request.params.uri, principalOf(extra.authInfo), logger),
-  }));
 }

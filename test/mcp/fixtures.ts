@@ -1,7 +1,13 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport as LegacyTransport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ElicitRequestSchema, type ReadResourceResult, type Resource, type ResourceTemplate, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttpTransport, type FetchLike } from '@modelcontextprotocol/client';
 import { expect } from 'vitest';
 import type { TestServer } from '../helpers/server.js';
+
+/** The stateless revision; its clients negotiate it (server/discover) with mode 'auto'. */
+export const STATELESS_REVISION = '2026-07-28';
 
 export interface ToolError {
   code: string;
@@ -9,14 +15,94 @@ export interface ToolError {
   details?: unknown;
 }
 
+export type FormReply = { action: 'accept'; content: Record<string, string | number | boolean | string[]> } | { action: 'decline' | 'cancel' };
+/** What a test's "user" answers to a form: sees the message and the schema, replies. */
+export type User = (form: { message: string; requestedSchema: unknown }) => FormReply;
+
 /**
- * An MCP client over Streamable HTTP with the given key, its tools listed (so that the client
+ * The two official clients behind one face, so a test runs the same steps with each. Their
+ * tools are listed on connect, so that each client checks every structuredContent against
+ * the tool's outputSchema.
+ */
+export interface AnyClient {
+  readonly revision: 'legacy' | 'stateless';
+  listTools(): Promise<Tool[]>;
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+  listResources(): Promise<Resource[]>;
+  listResourceTemplates(): Promise<ResourceTemplate[]>;
+  readResource(uri: string): Promise<ReadResourceResult['contents']>;
+  getInstructions(): string | undefined;
+  negotiatedVersion(): string | undefined;
+  close(): Promise<void>;
+}
+
+/** sdk 1 (MCP 2025: initialize, a session); with a user, it declares elicitation and answers forms. */
+export async function legacyClient(transport: LegacyTransport, user?: User): Promise<AnyClient> {
+  const client = new LegacyClient({ name: 'switchboard-test-2025', version: '0' }, { capabilities: user ? { elicitation: { form: {} } } : {} });
+  if (user) client.setRequestHandler(ElicitRequestSchema, (request) => user(request.params as { message: string; requestedSchema: unknown }));
+  await client.connect(transport);
+  await client.listTools();
+  return {
+    revision: 'legacy',
+    listTools: async () => (await client.listTools()).tools,
+    callTool: (params) => client.callTool(params),
+    listResources: async () => (await client.listResources()).resources,
+    listResourceTemplates: async () => (await client.listResourceTemplates()).resourceTemplates,
+    readResource: async (uri) => (await client.readResource({ uri })).contents,
+    getInstructions: () => client.getInstructions(),
+    negotiatedVersion: () => undefined,
+    close: () => client.close(),
+  };
+}
+
+/** client 2 negotiating the revision (it picks 2026-07-28 where served); with a user, it answers forms. */
+export async function modernClient(transport: Parameters<ModernClient['connect']>[0], user?: User): Promise<AnyClient> {
+  const client = new ModernClient(
+    { name: 'switchboard-test-2026', version: '0' },
+    { capabilities: user ? { elicitation: { form: {} } } : {}, versionNegotiation: { mode: 'auto' } },
+  );
+  if (user) client.setRequestHandler('elicitation/create', (request) => user(request.params as { message: string; requestedSchema: unknown }));
+  await client.connect(transport);
+  await client.listTools();
+  // Both SDKs describe the same JSON: read in the 2025 SDK's types.
+  return {
+    revision: 'stateless',
+    listTools: async () => (await client.listTools()).tools as Tool[],
+    callTool: (params) => client.callTool(params),
+    listResources: async () => (await client.listResources()).resources as Resource[],
+    listResourceTemplates: async () => (await client.listResourceTemplates()).resourceTemplates as ResourceTemplate[],
+    readResource: async (uri) => (await client.readResource({ uri })).contents as ReadResourceResult['contents'],
+    getInstructions: () => client.getInstructions(),
+    negotiatedVersion: () => client.getNegotiatedProtocolVersion(),
+    close: () => client.close(),
+  };
+}
+
+/** `query` narrows the tools (`?tools=…`). */
+const endpoint = (baseUrl: string, query = '') => new URL(`/core/mcp${query}`, baseUrl);
+const bearer = (key?: string): Record<string, string> => (key ? { Authorization: `Bearer ${key}` } : {});
+
+export function legacyHttp(baseUrl: string, key?: string, query?: string): LegacyHttpTransport {
+  return new LegacyHttpTransport(endpoint(baseUrl, query), { requestInit: { headers: bearer(key) } });
+}
+
+export function modernHttp(baseUrl: string, key?: string, options: { query?: string; fetch?: FetchLike } = {}): ModernHttpTransport {
+  return new ModernHttpTransport(endpoint(baseUrl, options.query), { requestInit: { headers: bearer(key) }, fetch: options.fetch });
+}
+
+/** Each revision's client over HTTP, for tests that run the same steps with both. */
+export const HTTP_CLIENTS: [string, (server: TestServer, key?: string, query?: string, user?: User) => Promise<AnyClient>][] = [
+  ['2025 (sdk 1)', (server, key, query, user) => legacyClient(legacyHttp(server.url, key, query), user)],
+  ['2026-07-28 (client 2)', (server, key, query, user) => modernClient(modernHttp(server.url, key, { query }), user)],
+];
+
+/**
+ * An sdk 1 client over Streamable HTTP with the given key, its tools listed (so that the client
  * checks every structuredContent against the tool's outputSchema). `query` narrows the tools.
  */
-export async function mcpClient(server: TestServer, key: string, query = ''): Promise<Client> {
-  const client = new Client({ name: 'switchboard-test', version: '0' });
-  const url = new URL(`/core/mcp${query}`, server.url);
-  await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+export async function mcpClient(server: TestServer, key: string, query = ''): Promise<LegacyClient> {
+  const client = new LegacyClient({ name: 'switchboard-test', version: '0' });
+  await client.connect(legacyHttp(server.url, key, query));
   await client.listTools();
   return client;
 }
@@ -27,8 +113,13 @@ interface CallResult {
   isError?: boolean;
 }
 
+/** What callOk and callFails need of a client: sdk 1's Client and AnyClient both have it. */
+interface ToolCaller {
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+}
+
 /** Calls a tool that must succeed; returns the whole result (its structuredContent already checked by the client). */
-export async function callOk(client: Client, name: string, args: Record<string, unknown>): Promise<CallResult & { structuredContent: Record<string, any> }> {
+export async function callOk(client: ToolCaller, name: string, args: Record<string, unknown>): Promise<CallResult & { structuredContent: Record<string, any> }> {
   const result = (await client.callTool({ name, arguments: args })) as CallResult;
   expect(result.isError, `${name}: ${result.content[0]?.text}`).toBeFalsy();
   expect(result.structuredContent).toBeTypeOf('object');
@@ -37,11 +128,39 @@ export async function callOk(client: Client, name: string, args: Record<string, 
 }
 
 /** Calls a tool that must fail as a tool error; returns the error its text carries. */
-export async function callFails(client: Client, name: string, args: Record<string, unknown>): Promise<ToolError> {
+export async function callFails(client: ToolCaller, name: string, args: Record<string, unknown>): Promise<ToolError> {
   const result = (await client.callTool({ name, arguments: args })) as CallResult;
   expect(result.isError, `${name} ${JSON.stringify(args)}`).toBe(true);
   expect(result.structuredContent).toBeUndefined();
   return (JSON.parse(result.content[0]!.text!) as { error: ToolError }).error;
+}
+
+/** A request of the stateless revision, by hand (the body read whole). */
+export async function statelessRequest(server: TestServer, key: string | undefined, method: string, params: Record<string, unknown> = {}, query = ''): Promise<Response> {
+  const res = await fetch(endpoint(server.url, query), {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': STATELESS_REVISION,
+      'mcp-method': method,
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': STATELESS_REVISION,
+          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  });
+  return new Response(await res.arrayBuffer(), { status: res.status, headers: res.headers });
 }
 
 /** A new agent key's secret. */

@@ -23,6 +23,7 @@ const TOOLS = [
   'list_projects',
   'list_routines',
   'list_tasks',
+  'request_step_input',
   'submit_step_input',
   'trigger_routine',
   'update_routine',
@@ -40,6 +41,7 @@ const ANNOTATIONS: Record<string, typeof READ> = {
   approve_step: DECIDE,
   list_pending_approvals: READ,
   submit_step_input: DECIDE,
+  request_step_input: DECIDE,
   create_routine: CREATE,
   create_task: CREATE,
   delete_routine: DELETE,
@@ -128,6 +130,7 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
     list_pending_approvals: [],
     approve_step: ['run_id', 'step_id', 'approved'],
     submit_step_input: ['run_id', 'step_id', 'data'],
+    request_step_input: [],
   });
 
   // Routines: a run triggered through MCP reaches the agent, which completes it.

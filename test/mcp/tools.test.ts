@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-import { agentKey, callFails, callOk, mcpClient } from './fixtures.js';
+import { agentKey, callFails, callOk, HTTP_CLIENTS, mcpClient, statelessRequest } from './fixtures.js';
 
 const SPEC_TOOLS = [
   'add_comment',
@@ -23,7 +23,7 @@ const GROUPS: Record<string, string[]> = {
   tasks: ['add_comment', 'create_task', 'delete_task', 'get_task', 'list_projects', 'list_tasks', 'update_task'],
   messaging: ['acknowledge_message', 'receive_messages', 'send_message'],
   discovery: ['find_agents', 'search_capabilities'],
-  coordination: ['approve_step', 'get_run', 'list_pending_approvals', 'list_plans', 'start_run', 'submit_step_input'],
+  coordination: ['approve_step', 'get_run', 'list_pending_approvals', 'list_plans', 'request_step_input', 'start_run', 'submit_step_input'],
   artifacts: ['create_snippet', 'read_artifact'],
 };
 const ALL_TOOLS = Object.values(GROUPS).flat().sort();
@@ -53,27 +53,36 @@ describeEachDialect('MCP tools', (dialect) => {
     }
   });
 
-  it('narrows the tools to the groups of ?tools=, and refuses an unknown group (400 invalid_request)', async () => {
+  it('narrows the tools to the groups of ?tools= on both revisions, and refuses an unknown group (400 invalid_request)', async () => {
     const key = await agentKey(server, 'tools-narrow');
-    for (const [query, groups] of [['?tools=routines', ['routines']], ['?tools=messaging,artifacts', ['messaging', 'artifacts']]] as const) {
-      const client = await mcpClient(server, key, query);
-      try {
-        const names = (await client.listTools()).tools.map((tool) => tool.name).sort();
-        expect(names).toEqual(groups.flatMap((group) => GROUPS[group]!).sort());
-      } finally {
-        await client.close();
+    for (const [revision, connect] of HTTP_CLIENTS) {
+      for (const [query, groups] of [['?tools=routines', ['routines']], ['?tools=messaging,coordination', ['messaging', 'coordination']]] as const) {
+        const client = await connect(server, key, query);
+        try {
+          const names = (await client.listTools()).map((tool) => tool.name).sort();
+          expect(names, `${revision} ${query}`).toEqual(groups.flatMap((group) => GROUPS[group]!).sort());
+          // A tool outside the groups is no tool of this client: a protocol error, not a tool error.
+          await expect(client.callTool({ name: 'create_task', arguments: { title: 'not offered' } })).rejects.toThrow("Unknown tool 'create_task'");
+        } finally {
+          await client.close();
+        }
       }
     }
     const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } };
-    const res = await fetch(`${server.url}/core/mcp?tools=routines,bogus`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
-      body: JSON.stringify(initialize),
-    });
-    expect(res.status).toBe(400);
-    const body = (await res.json()) as { error: { code: string; message: string } };
-    expect(body.error.code).toBe('invalid_request');
-    expect(body.error.message).toContain("unknown tool group 'bogus'");
+    const refusals = [
+      await fetch(`${server.url}/core/mcp?tools=routines,bogus`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
+        body: JSON.stringify(initialize),
+      }),
+      await statelessRequest(server, key, 'tools/list', {}, '?tools=routines,bogus'),
+    ];
+    for (const res of refusals) {
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('invalid_request');
+      expect(body.error.message).toContain("unknown tool group 'bogus'");
+    }
   });
 
   it('sends, receives and acknowledges a message, as the caller only', async () => {

@@ -109,8 +109,18 @@ export function pagedOutput<T extends TSchema>(item: T) {
 /** Never aborted: for calls made without a signal (a tool's wait is then bounded by its own limits). */
 const NEVER = new AbortController().signal;
 
+/** A reader of a tool's arguments: checked against `schema` (defaults applied), or refused with the HTTP API's field errors. */
+export function argumentsOf<I extends TObject>(schema: I): (args: unknown) => Static<I> {
+  const validate = ajv.compile<Static<I>>(schema);
+  return (args) => {
+    const input = structuredClone(args ?? {});
+    if (!validate(input)) throw validationError(validate.errors ?? [], 'arguments');
+    return input;
+  };
+}
+
 export function define<I extends TObject, O extends TObject>(definition: ToolDefinition<I, O>): GroupTool {
-  const validate = ajv.compile<Static<I>>(definition.input);
+  const checked = argumentsOf(definition.input);
   return {
     name: definition.name,
     title: definition.title,
@@ -119,9 +129,7 @@ export function define<I extends TObject, O extends TObject>(definition: ToolDef
     outputSchema: definition.output,
     annotations: definition.annotations,
     async call(args, principal, signal = NEVER) {
-      const input = structuredClone(args ?? {});
-      if (!validate(input)) throw validationError(validate.errors ?? [], 'arguments');
-      return (await definition.run(input, principal, signal)) as ToolOutput;
+      return (await definition.run(checked(args), principal, signal)) as ToolOutput;
     },
     links: (output) => definition.links?.(output as Static<O>) ?? [],
   };

@@ -56,7 +56,8 @@ export const instructions =
   'Switchboard is a control plane for software agents: agents register capabilities, send each other messages ' +
   'through inboxes, and run multi-step plans that may wait for a person; routines schedule work, tasks track it and ' +
   'artifacts store its files. Start with find_agents (who can do what) and send_message / receive_messages ' +
-  '(talk to an agent), list_plans and start_run (run a plan), list_pending_approvals (steps waiting for you), and ' +
+  '(talk to an agent), list_plans and start_run (run a plan), list_pending_approvals (steps waiting for you; ' +
+  'request_step_input asks your user for the data a step waits for), and ' +
   'list_tasks. Runs, plans, tasks and artifacts are also resources (switchboard://runs/{id} …). Errors carry a code ' +
   '(invalid_request, forbidden, not_found, conflict…) and a message saying what to fix.';
 
