@@ -19,6 +19,7 @@ import {
   type SentMessage,
 } from '../kernel/ports.js';
 import type { RateLimiter, RateLimitState } from '../kernel/rate-limiter.js';
+import type { Attributes } from '@opentelemetry/api';
 import { contextOf, hasActiveSpan, inSpan, linkTo, SpanKind, traceparentOf, traceparentOfSpan, tracer, validTraceparent, type Span } from '../kernel/tracing.js';
 import { InboxWakeups } from './inbox-wakeups.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
@@ -76,9 +77,57 @@ export type SendInput = Omit<OutgoingMessage, 'source' | 'origin' | 'traceparent
 /** What the OTel messaging conventions put on every span of an inbox. */
 const MESSAGING_SYSTEM = 'switchboard';
 
-/** Ends the send spans of messages once their insert is done (or failed). */
-function endAll(spans: Span[]): void {
-  for (const span of spans) span.end();
+/**
+ * The `send` spans (PRODUCER, OTel messaging conventions) of messages inserted together, whose
+ * context each row keeps as `traceparent` for its receiver. A message that carries a trace
+ * context of its own (a step's, a routine fire's, a redriven dead letter's) gets a span in that
+ * trace; the others share one span, the child of the active one (the request's): a batch send
+ * records one span with its message count, not one per message. Without a tracer provider the
+ * spans record nothing and each row keeps what its sender gave.
+ */
+class SendSpans {
+  private readonly spans: Span[] = [];
+  private shared: string | null | undefined;
+
+  constructor(private readonly messages: readonly OutgoingMessage[]) {}
+
+  traceparentFor(message: OutgoingMessage, id: string): string | null {
+    if (message.traceparent || this.messages.length === 1) {
+      const span = this.start(message.destination, { 'messaging.message.id': id, 'messaging.message.conversation_id': message.thread_id, 'switchboard.message.event_name': message.event_name }, message.traceparent);
+      return traceparentOfSpan(span) ?? message.traceparent ?? null;
+    }
+    if (this.shared === undefined) {
+      const untraced = this.messages.filter((m) => !m.traceparent);
+      const destination = untraced.every((m) => m.destination === untraced[0]!.destination) ? untraced[0]!.destination : undefined;
+      this.shared = traceparentOfSpan(this.start(destination, { 'messaging.batch.message_count': untraced.length }));
+    }
+    return this.shared;
+  }
+
+  /** Once the insert is done (or failed). */
+  end(): void {
+    for (const span of this.spans) span.end();
+  }
+
+  /** A span named `send {destination}`, or `send` for a batch to several destinations. */
+  private start(destination: string | undefined, attributes: Attributes, traceparent?: string | null): Span {
+    const span = tracer().startSpan(
+      destination === undefined ? 'send' : `send ${destination}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': MESSAGING_SYSTEM,
+          'messaging.operation.name': 'send',
+          'messaging.operation.type': 'send',
+          ...(destination === undefined ? {} : { 'messaging.destination.name': destination }),
+          ...attributes,
+        },
+      },
+      traceparent ? contextOf(traceparent) : undefined,
+    );
+    this.spans.push(span);
+    return span;
+  }
 }
 
 function toAttempt(row: DeliveryRow): Attempt {
@@ -152,35 +201,13 @@ export class InboxService implements Inbox, DeliveryStats {
     }
   }
 
-  /**
-   * A new message's row and its `send {destination}` span (PRODUCER, OTel messaging
-   * conventions), whose context the row keeps as `traceparent` for the receiver. The span's
-   * parent is the message's `traceparent` when it has one, else the active span; without a
-   * tracer provider the span records nothing and the row keeps what the sender gave.
-   */
-  private newRow(message: OutgoingMessage, now: number, spans: Span[]): NewMessageRow {
+  /** A new message's row, its `traceparent` from its send span (see SendSpans). */
+  private newRow(message: OutgoingMessage, now: number, spans: SendSpans): NewMessageRow {
     if (message.delay_seconds !== undefined && message.delay_seconds < 0) throw InvalidRequest.field('delay_seconds', 'must be ≥ 0');
     const id = newId('msg', now);
-    const span = tracer().startSpan(
-      `send ${message.destination}`,
-      {
-        kind: SpanKind.PRODUCER,
-        attributes: {
-          'messaging.system': MESSAGING_SYSTEM,
-          'messaging.operation.name': 'send',
-          'messaging.operation.type': 'send',
-          'messaging.destination.name': message.destination,
-          'messaging.message.id': id,
-          'messaging.message.conversation_id': message.thread_id,
-          'switchboard.message.event_name': message.event_name,
-        },
-      },
-      message.traceparent ? contextOf(message.traceparent) : undefined,
-    );
-    spans.push(span);
     return newMessageRow({
       id,
-      traceparent: traceparentOfSpan(span) ?? message.traceparent ?? null,
+      traceparent: spans.traceparentFor(message, id),
       source: message.source,
       destination: message.destination,
       event_name: message.event_name,
@@ -199,9 +226,9 @@ export class InboxService implements Inbox, DeliveryStats {
   /** Inbox port: a platform sender puts work into an agent's inbox, inside the caller's transaction. */
   async send(tx: Tx, message: OutgoingMessage): Promise<SentMessage> {
     const now = this.deps.clock.now();
-    const spans: Span[] = [];
+    const spans = new SendSpans([message]);
     const row = this.newRow(message, now, spans);
-    await this.store.insertMessages(tx, [row]).finally(() => endAll(spans));
+    await this.store.insertMessages(tx, [row]).finally(() => spans.end());
     this.deps.metrics.messagesSent([row.event_name]);
     // Under autocommit the message is in: its inbox wakes now, not at a caller's commit.
     if (tx === autocommit) this.wakeups.committed([row.destination]);
@@ -213,9 +240,9 @@ export class InboxService implements Inbox, DeliveryStats {
   async sendMany(tx: Tx, messages: OutgoingMessage[]): Promise<SentMessage[]> {
     if (messages.length === 0) return [];
     const now = this.deps.clock.now();
-    const spans: Span[] = [];
+    const spans = new SendSpans(messages);
     const rows = messages.map((message) => this.newRow(message, now, spans));
-    await this.store.insertMessages(tx, rows).finally(() => endAll(spans));
+    await this.store.insertMessages(tx, rows).finally(() => spans.end());
     this.deps.metrics.messagesSent(rows.map((row) => row.event_name));
     await this.wakeups.inTransaction(tx, rows.map((row) => row.destination));
     return rows.map((row) => ({ message_id: row.id, status: 'sent' as const, timestamp: iso(now) }));
@@ -251,9 +278,9 @@ export class InboxService implements Inbox, DeliveryStats {
 
   /** One INSERT, atomic on its own: no transaction around it (on PostgreSQL, two round trips fewer). */
   private async sendPlain(message: OutgoingMessage, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
-    const spans: Span[] = [];
+    const spans = new SendSpans([message]);
     const row = this.newRow(message, now, spans);
-    await this.store.insertMessages(autocommit, [row]).finally(() => endAll(spans));
+    await this.store.insertMessages(autocommit, [row]).finally(() => spans.end());
     return { row, replayed: false };
   }
 
@@ -269,9 +296,9 @@ export class InboxService implements Inbox, DeliveryStats {
         if (existing) await this.store.clearIdempotencyKey(tx, existing.id);
       }
       if (input.thread_id !== undefined) await this.deps.threads.takeTurn(tx, input.thread_id, source, input.destination);
-      const spans: Span[] = [];
+      const spans = new SendSpans([input]);
       const row = this.newRow(input, now, spans);
-      await this.store.insertMessages(tx, [row]).finally(() => endAll(spans));
+      await this.store.insertMessages(tx, [row]).finally(() => spans.end());
       return { row, replayed: false };
     }).catch(async (err: unknown) => {
       // Two sends with one idempotency key raced: the loser returns the winner's message.
@@ -304,9 +331,9 @@ export class InboxService implements Inbox, DeliveryStats {
    * publish); their inboxes' long polls wake after the commit. Returns their ids, in order.
    */
   async sendBatch(messages: OutgoingMessage[], now: number): Promise<string[]> {
-    const spans: Span[] = [];
+    const spans = new SendSpans(messages);
     const rows = messages.map((message) => this.newRow(message, now, spans));
-    if (rows.length > 0) await this.store.inTransaction((tx) => this.store.insertMessages(tx, rows)).finally(() => endAll(spans));
+    if (rows.length > 0) await this.store.inTransaction((tx) => this.store.insertMessages(tx, rows)).finally(() => spans.end());
     this.deps.metrics.messagesSent(rows.map((r) => r.event_name));
     this.wakeups.committed(rows.map((r) => r.destination));
     return rows.map((r) => r.id);
@@ -596,26 +623,20 @@ export class InboxService implements Inbox, DeliveryStats {
       if (!dead) throw new NotFound('Message', messageId);
       checkReceiver(caller, dead.destination);
       if (dead.state !== 'dead') throw new Conflict(`Message '${messageId}' is not dead-lettered (${dead.state})`);
-      const spans: Span[] = [];
-      const copy: NewMessageRow = {
-        ...this.newRow(
-          {
-            // The redriven copy goes on in the dead letter's trace.
-            traceparent: dead.traceparent,
-            source: dead.source,
-            destination: dead.destination,
-            event_name: dead.event_name,
-            payload: JSON.parse(dead.payload),
-            thread_id: dead.thread_id ?? undefined,
-            delivery_semantic: dead.delivery_semantic,
-            max_deliveries: dead.max_deliveries,
-          },
-          now,
-          spans,
-        ),
-        redriven_from: dead.id,
+      const again: OutgoingMessage = {
+        // The redriven copy goes on in the dead letter's trace.
+        traceparent: dead.traceparent,
+        source: dead.source,
+        destination: dead.destination,
+        event_name: dead.event_name,
+        payload: JSON.parse(dead.payload),
+        thread_id: dead.thread_id ?? undefined,
+        delivery_semantic: dead.delivery_semantic,
+        max_deliveries: dead.max_deliveries,
       };
-      await this.store.insertMessages(tx, [copy]).finally(() => endAll(spans));
+      const spans = new SendSpans([again]);
+      const copy: NewMessageRow = { ...this.newRow(again, now, spans), redriven_from: dead.id };
+      await this.store.insertMessages(tx, [copy]).finally(() => spans.end());
       await this.store.settle(tx, [dead.id], { state: 'redriven' });
       await this.deps.events.append(tx, {
         type: 'message.redriven',

@@ -31,6 +31,8 @@ describeEachDialect('traces', (dialect) => {
       concurrency: 1,
       heartbeatIntervalMs: 0,
       pollTimeoutSeconds: 1,
+      // Its acks are HTTP requests, whose spans the test follows (over the channel they are frames).
+      transport: 'poll',
       logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     });
     worker.on('*', (message) => trace.getTracer('agent').startActiveSpan('agent work', (span) => {
@@ -138,6 +140,26 @@ describeEachDialect('traces', (dialect) => {
     expect(message.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
     const send = exporter.getFinishedSpans().find((s) => s.name === `send plain-${dialect}` && messageOf(s) === message.message_id)!;
     expect(message.traceparent).toBe(`00-${send.spanContext().traceId}-${idOf(send)}-01`);
+  });
+
+  it('records one send span for a batch, whose context every message of it carries', async () => {
+    const [a, b] = [`batch-a-${dialect}`, `batch-b-${dialect}`];
+    const receivers = [await server.agent(a), await server.agent(b)];
+    exporter.reset();
+    const sent = await server.api.post('/api/v1/messaging/send-batch', {
+      messages: [a, b, a].map((destination) => ({ destination, event_name: 'batched', payload: {} })),
+    });
+    expect(sent.status).toBe(201);
+    const sends = exporter.getFinishedSpans().filter((s) => s.name.startsWith('send'));
+    // Two destinations: the span is named after the operation alone.
+    expect(sends.map((s) => [s.name, s.attributes['messaging.batch.message_count']])).toEqual([['send', 3]]);
+    const request = byName(exporter.getFinishedSpans(), 'POST /api/v1/messaging/send-batch')[0]!;
+    expect(parentOf(sends[0]!)).toBe(idOf(request));
+    const context = `00-${sends[0]!.spanContext().traceId}-${idOf(sends[0]!)}-01`;
+    const received = await Promise.all(
+      receivers.map(async (receiver, i) => (await receiver.get(`/api/v1/messaging/receive?agent_id=${[a, b][i]}&max=10&timeout=1`)).body.data.messages),
+    );
+    expect(received.flat().map((m: { traceparent: string }) => m.traceparent)).toEqual([context, context, context]);
   });
 
   it('traces routine fires, webhook deliveries, and a redriven dead letter in its first trace', async () => {
