@@ -325,6 +325,42 @@ export class MessagingStore extends Store {
     await dbOf(tx, this.db).updateTable('messages').set(changes).where('id', 'in', ids).execute();
   }
 
+  /**
+   * Acknowledges those of `ids` that are pending and delivered (and addressed to `destination`
+   * when one is given), ending their current attempts; returns the rows it acknowledged. The
+   * checks are the statement's own conditions, so the common case needs no read first; on
+   * PostgreSQL both updates are one statement (data-modifying CTEs): one round trip.
+   */
+  async acknowledgeReceived(tx: Tx, ids: string[], destination: string | null, output: string | null, now: number): Promise<MessageRow[]> {
+    const db = dbOf(tx, this.db);
+    let acked = db
+      .updateTable('messages')
+      .set({ state: 'acked', acked_at: now, output })
+      .where('id', 'in', ids)
+      .where('state', '=', 'pending')
+      .where('deliveries', '>', 0);
+    if (destination !== null) acked = acked.where('destination', '=', destination);
+    if (this.caps.writableCte) {
+      return db
+        .with('acked', () => acked.returningAll())
+        .with('ended', (cte) =>
+          cte
+            .updateTable('message_deliveries')
+            .from('acked')
+            .set({ outcome: 'acked', reason: null, ended_at: now })
+            .whereRef('message_deliveries.message_id', '=', 'acked.id')
+            .whereRef('message_deliveries.attempt', '=', 'acked.deliveries')
+            .returning('message_deliveries.message_id'),
+        )
+        .selectFrom('acked')
+        .selectAll()
+        .execute();
+    }
+    const rows = await acked.returningAll().execute();
+    await this.endAttempts(tx, rows, 'acked', null, now);
+    return rows;
+  }
+
   /** Cancels the message if it is still pending: in `tx`, or under `autocommit` in a transaction of its own. */
   async cancelPending(tx: Tx, id: string): Promise<void> {
     await atomically(tx, this.db, async (trx) => {
