@@ -333,31 +333,33 @@ export class MessagingStore extends Store {
    */
   async acknowledgeReceived(tx: Tx, ids: string[], destination: string | null, output: string | null, now: number): Promise<MessageRow[]> {
     const db = dbOf(tx, this.db);
-    let acked = db
-      .updateTable('messages')
-      .set({ state: 'acked', acked_at: now, output })
-      .where('id', 'in', ids)
-      .where('state', '=', 'pending')
-      .where('deliveries', '>', 0);
-    if (destination !== null) acked = acked.where('destination', '=', destination);
-    if (this.caps.writableCte) {
-      return db
+    const values = { ids, destination, output, now, pending: 'pending' as const, acked: 'acked' as const, noReason: null, never: 0 };
+    // Compiled once per number of ids (and whether the destination is checked).
+    const query = this.statements.listed(`ack:${ids.length}:${destination === null}`, values, (v) => {
+      let acked = this.db
+        .updateTable('messages')
+        .set({ state: v.acked, acked_at: v.now, output: v.output })
+        .where('id', 'in', v.ids)
+        .where('state', '=', v.pending)
+        .where('deliveries', '>', v.never);
+      if (destination !== null) acked = acked.where('destination', '=', v.destination!);
+      if (!this.caps.writableCte) return acked.returningAll();
+      return this.db
         .with('acked', () => acked.returningAll())
         .with('ended', (cte) =>
           cte
             .updateTable('message_deliveries')
             .from('acked')
-            .set({ outcome: 'acked', reason: null, ended_at: now })
+            .set({ outcome: v.acked, reason: v.noReason, ended_at: v.now })
             .whereRef('message_deliveries.message_id', '=', 'acked.id')
             .whereRef('message_deliveries.attempt', '=', 'acked.deliveries')
             .returning('message_deliveries.message_id'),
         )
         .selectFrom('acked')
-        .selectAll()
-        .execute();
-    }
-    const rows = await acked.returningAll().execute();
-    await this.endAttempts(tx, rows, 'acked', null, now);
+        .selectAll();
+    });
+    const rows = (await db.executeQuery(query)).rows as MessageRow[];
+    if (!this.caps.writableCte) await this.endAttempts(tx, rows, 'acked', null, now);
     return rows;
   }
 
