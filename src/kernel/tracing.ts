@@ -56,6 +56,8 @@ export interface SpanOptions {
   links?: Link[];
   /** The parent; default the active context. */
   parent?: Context;
+  /** When the work began, if before the span could be named (default now). */
+  startTime?: number;
 }
 
 /**
@@ -64,7 +66,7 @@ export interface SpanOptions {
  */
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
-  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links }, parent);
+  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links, startTime: options.startTime }, parent);
   return context.with(trace.setSpan(parent, span), async () => {
     try {
       return await fn(span);

@@ -125,7 +125,14 @@ export function channelRoutes(
             agentId: actingAgent(principal, request.query.agent_id),
             visibilitySeconds: request.query.visibility_timeout ?? DEFAULT_VISIBILITY_S,
           },
-          (message) => send({ message }),
+          (messages) => {
+            // One write for the claim's frames, not one each (a syscall per frame was most of a
+            // batch's push cost).
+            const tcp = request.raw.socket;
+            tcp.cork();
+            for (const message of messages) send({ message });
+            tcp.uncork();
+          },
         );
         sockets.add(socket);
         if (shutdown.aborted) socket.close(GOING_AWAY, 'server shutting down');

@@ -44,7 +44,8 @@ export class AgentChannel {
   constructor(
     private readonly deps: ChannelDeps,
     private readonly session: { actor: string; agentId: string; visibilitySeconds: number },
-    private readonly push: (message: Message) => void,
+    /** Pushes what one claim leased, in order. */
+    private readonly push: (messages: Message[]) => void,
   ) {
     this.caller = { actor: session.actor, agentId: session.agentId, admin: false };
   }
@@ -94,7 +95,7 @@ export class AgentChannel {
         continue;
       }
       this.credit -= messages.length;
-      for (const message of messages) this.push(message);
+      if (messages.length > 0) this.push(messages);
     }
   }
 

@@ -428,12 +428,13 @@ export class InboxService implements Inbox, DeliveryStats {
    * the request that settled it is a link. A batch's span is the request's child, linked to
    * each message.
    */
-  private settling<T>(rows: MessageRow[], operation: 'ack' | 'reject' | 'dead_letter', fn: () => Promise<T>): Promise<T> {
+  private settling<T>(rows: MessageRow[], operation: 'ack' | 'reject' | 'dead_letter', fn: () => Promise<T>, startTime?: number): Promise<T> {
     const one = rows.length === 1 ? rows[0]! : null;
     return inSpan(
       `settle ${rows[0]!.destination}`,
       {
         kind: SpanKind.CLIENT,
+        startTime,
         parent: one?.traceparent ? contextOf(one.traceparent) : undefined,
         links: one ? linkTo(traceparentOf()) : rows.flatMap((row) => linkTo(row.traceparent)),
         attributes: {
@@ -467,14 +468,20 @@ export class InboxService implements Inbox, DeliveryStats {
   async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
     const now = this.deps.clock.now();
+    const startTime = performance.timeOrigin + performance.now();
     const rows = await this.store.inTransaction(async (tx) => {
-      const rows = await this.settleable(tx, caller, ids);
-      await this.settling(rows, 'ack', async () => {
-        // A batch settles in two statements, whatever its size (was two per message).
-        await this.store.settle(tx, ids, { state: 'acked', acked_at: now, output: output === undefined ? null : JSON.stringify(output) });
-        await this.store.endAttempts(tx, rows, 'acked', null, now);
-        await this.emitOutcomes(tx, rows, { status: 'acknowledged', output });
-      });
+      // The update checks what `settleable` checks, so the common case reads nothing first;
+      // an id it left alone is asked about to say why, and the whole batch rolls back.
+      const destination = caller.admin ? null : caller.agentId;
+      const acked = destination === undefined ? [] : await this.store.acknowledgeReceived(tx, ids, destination, output === undefined ? null : JSON.stringify(output), now);
+      const byId = new Map(acked.map((row) => [row.id, row]));
+      const refused = ids.find((id) => !byId.has(id));
+      if (refused !== undefined) {
+        await this.settleable(tx, caller, [refused]);
+        throw new Conflict(`Message '${refused}' cannot be acknowledged now`);
+      }
+      const rows = ids.map((id) => byId.get(id)!);
+      await this.settling(rows, 'ack', () => this.emitOutcomes(tx, rows, { status: 'acknowledged', output }), startTime);
       return rows;
     });
     this.deps.metrics.messagesSettled('acked', rows.map((row) => row.event_name));

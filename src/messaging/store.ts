@@ -325,6 +325,44 @@ export class MessagingStore extends Store {
     await dbOf(tx, this.db).updateTable('messages').set(changes).where('id', 'in', ids).execute();
   }
 
+  /**
+   * Acknowledges those of `ids` that are pending and delivered (and addressed to `destination`
+   * when one is given), ending their current attempts; returns the rows it acknowledged. The
+   * checks are the statement's own conditions, so the common case needs no read first; on
+   * PostgreSQL both updates are one statement (data-modifying CTEs): one round trip.
+   */
+  async acknowledgeReceived(tx: Tx, ids: string[], destination: string | null, output: string | null, now: number): Promise<MessageRow[]> {
+    const db = dbOf(tx, this.db);
+    const values = { ids, destination, output, now, pending: 'pending' as const, acked: 'acked' as const, noReason: null, never: 0 };
+    // Compiled once per number of ids (and whether the destination is checked).
+    const query = this.statements.listed(`ack:${ids.length}:${destination === null}`, values, (v) => {
+      let acked = this.db
+        .updateTable('messages')
+        .set({ state: v.acked, acked_at: v.now, output: v.output })
+        .where('id', 'in', v.ids)
+        .where('state', '=', v.pending)
+        .where('deliveries', '>', v.never);
+      if (destination !== null) acked = acked.where('destination', '=', v.destination!);
+      if (!this.caps.writableCte) return acked.returningAll();
+      return this.db
+        .with('acked', () => acked.returningAll())
+        .with('ended', (cte) =>
+          cte
+            .updateTable('message_deliveries')
+            .from('acked')
+            .set({ outcome: v.acked, reason: v.noReason, ended_at: v.now })
+            .whereRef('message_deliveries.message_id', '=', 'acked.id')
+            .whereRef('message_deliveries.attempt', '=', 'acked.deliveries')
+            .returning('message_deliveries.message_id'),
+        )
+        .selectFrom('acked')
+        .selectAll();
+    });
+    const rows = (await db.executeQuery(query)).rows as MessageRow[];
+    if (!this.caps.writableCte) await this.endAttempts(tx, rows, 'acked', null, now);
+    return rows;
+  }
+
   /** Cancels the message if it is still pending: in `tx`, or under `autocommit` in a transaction of its own. */
   async cancelPending(tx: Tx, id: string): Promise<void> {
     await atomically(tx, this.db, async (trx) => {
