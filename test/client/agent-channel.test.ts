@@ -1,11 +1,12 @@
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { expect, it, vi } from 'vitest';
 import { ChannelClosedError, createAgent, PermanentError, Switchboard, SwitchboardError, type Agent, type Message } from '../../src/client/index.js';
 import { signingClient } from '../../examples/connect.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 /** A latch the test opens: handlers wait on it instead of sleeping. */
 function gate() {
@@ -38,30 +39,6 @@ async function proxyWithoutWebSockets(target: string) {
   };
 }
 
-/** A TCP proxy to `port` on 127.0.0.1 that can go away (closing every connection) and come back on its port. */
-async function tcpProxy(port: number) {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-      socket.on('error', () => undefined);
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  const listen = (at: number) => new Promise<number>((resolve) => server.listen(at, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)));
-  const own = await listen(0);
-  return {
-    url: `http://127.0.0.1:${own}`,
-    async down() {
-      const closed = new Promise((resolve) => (server.listening ? server.close(resolve) : resolve(undefined)));
-      for (const socket of sockets) socket.destroy();
-      await closed;
-    },
-    up: () => listen(own),
-  };
-}
 
 describeEachDialect('the SDK over the agent channel', (dialect) => {
   const server = useServer(dialect);
@@ -221,21 +198,21 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     const lines: string[] = [];
     const logger = { info: (line: string) => lines.push(`info ${line}`), warn: (line: string) => lines.push(`warn ${line}`), error: (line: string) => lines.push(`error ${line}`) };
     const key = await admin().auth.createKey({ body: { agent_id: 'redialer', role: 'agent' } });
-    const proxy = await tcpProxy(Number(new URL(server.url).port));
+    const proxy = await startTcpProxy('127.0.0.1', Number(new URL(server.url).port));
     let loopErrors = 0;
     const seen: Message[] = [];
-    const client = new Switchboard({ url: proxy.url, apiKey: key.key });
+    const client = new Switchboard({ url: `http://127.0.0.1:${proxy.port}`, apiKey: key.key });
     const agent = createAgent({ client, agentId: 'redialer', transport: 'channel', heartbeatIntervalMs: 0, logger, onError: () => loopErrors++ }).on(
       'work',
       (message) => void seen.push(message),
     );
     await agent.start();
     try {
-      await proxy.down();
+      await proxy.cut();
       // A close, then a failed reopening a second: one line for all of them.
       await waitFor(() => loopErrors >= 3, 10_000);
       expect(lines).toEqual([expect.stringMatching(/^error agent redialer: cannot reach the server \(The channel closed \(1006\)\); retrying$/)]);
-      await proxy.up();
+      await proxy.restore();
       await waitFor(() => lines.length === 2, 10_000);
       expect(lines[1]).toMatch(/^info agent redialer: reached the server again after \d+ s$/);
       const sent = await admin().messaging.send({ body: { destination: 'redialer', event_name: 'work' } });
@@ -243,7 +220,7 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
       expect(agent.transport).toBe('channel');
     } finally {
       await agent.stop();
-      await proxy.down();
+      await proxy.cut();
     }
   }, 30_000);
 

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { expect, it, vi } from 'vitest';
 import { createAgent, PermanentError, Switchboard, type Message } from '../../src/client/index.js';
 import { main as approvalPlan } from '../../examples/approval-plan.js';
@@ -8,6 +7,7 @@ import { main as summarizer } from '../../examples/summarizer-agent.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 /** A latch the test opens: handlers wait on it instead of sleeping. */
 function gate() {
@@ -16,31 +16,6 @@ function gate() {
   return { opened, open };
 }
 
-/** A TCP proxy to `port` on 127.0.0.1 that can go away (closing every connection) and come back on its port. */
-async function tcpProxy(port: number) {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-      socket.on('error', () => undefined);
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  const listen = (at: number) => new Promise<number>((resolve) => server.listen(at, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)));
-  const own = await listen(0);
-  return {
-    url: `http://127.0.0.1:${own}`,
-    /** Stops listening and cuts every connection (also the end of the proxy). */
-    async down() {
-      const closed = new Promise((resolve) => (server.listening ? server.close(resolve) : resolve(undefined)));
-      for (const socket of sockets) socket.destroy();
-      await closed;
-    },
-    up: () => listen(own),
-  };
-}
 
 /** The routine execution a `routine.execute` message is for. */
 const executionOf = (message: Message) => (message.payload as { execution_id: string }).execution_id;
@@ -330,9 +305,9 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     const lines: string[] = [];
     const logger = { info: (line: string) => lines.push(`info ${line}`), warn: (line: string) => lines.push(`warn ${line}`), error: (line: string) => lines.push(`error ${line}`) };
     const key = await admin().auth.createKey({ body: { agent_id: 'logged', role: 'agent', name: 'logged agent' } });
-    const proxy = await tcpProxy(Number(new URL(server.url).port));
+    const proxy = await startTcpProxy('127.0.0.1', Number(new URL(server.url).port));
     let loopErrors = 0;
-    const client = new Switchboard({ url: proxy.url, apiKey: key.key });
+    const client = new Switchboard({ url: `http://127.0.0.1:${proxy.port}`, apiKey: key.key });
     const agent = createAgent({ client, agentId: 'logged', transport: 'poll', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, logger, onError: () => loopErrors++ });
     agent.on('work', () => {
       throw new PermanentError('no such order');
@@ -343,16 +318,16 @@ describeEachDialect('createAgent and the examples', (dialect) => {
       await waitFor(async () => (await admin().messaging.listDeadLetters({ query: { agent_id: 'logged' } })).length === 1, 10_000);
       expect(lines).toEqual([`warn agent logged: message ${sent.message_id} (work, delivery 1) failed: no such order (permanent)`]);
 
-      await proxy.down();
+      await proxy.cut();
       // The loop retries every second: three failures, one line.
       await waitFor(() => loopErrors >= 3, 10_000);
       expect(lines.slice(1)).toEqual([expect.stringMatching(/^error agent logged: cannot reach the server \(fetch failed: .+\); retrying$/)]);
-      await proxy.up();
+      await proxy.restore();
       await waitFor(() => lines.length === 3, 10_000);
       expect(lines[2]).toMatch(/^info agent logged: reached the server again after \d+ s$/);
     } finally {
       await agent.stop();
-      await proxy.down();
+      await proxy.cut();
     }
   }, 30_000);
 });
