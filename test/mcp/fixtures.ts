@@ -9,6 +9,24 @@ import type { TestServer } from '../helpers/server.js';
 /** The stateless revision; its clients negotiate it (server/discover) with mode 'auto'. */
 export const STATELESS_REVISION = '2026-07-28';
 
+/** The spec's 13 tools (routines and tasks): their names and arguments never change. */
+export const SPEC_TOOLS = [
+  'add_comment',
+  'create_routine',
+  'create_task',
+  'delete_routine',
+  'delete_task',
+  'get_routine',
+  'get_task',
+  'list_projects',
+  'list_routines',
+  'list_tasks',
+  'trigger_routine',
+  'update_routine',
+  'update_task',
+];
+
+
 export interface ToolError {
   code: string;
   message: string;

@@ -9,26 +9,10 @@ import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { activityOf } from '../tasks/fixtures.js';
+import { SPEC_TOOLS } from './fixtures.js';
 
-const TOOLS = [
-  'add_comment',
-  'approve_step',
-  'create_routine',
-  'create_task',
-  'delete_routine',
-  'delete_task',
-  'get_routine',
-  'get_task',
-  'list_pending_approvals',
-  'list_projects',
-  'list_routines',
-  'list_tasks',
-  'request_step_input',
-  'submit_step_input',
-  'trigger_routine',
-  'update_routine',
-  'update_task',
-];
+/** The spec's tools and the approval and input tools beside them. */
+const TOOLS = [...SPEC_TOOLS, 'approve_step', 'list_pending_approvals', 'request_step_input', 'submit_step_input'].sort();
 
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const CREATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };

@@ -1,23 +1,8 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-import { agentKey, callFails, callOk, HTTP_CLIENTS, mcpClient, statelessRequest } from './fixtures.js';
+import { agentKey, callFails, callOk, HTTP_CLIENTS, mcpClient, SPEC_TOOLS, statelessRequest } from './fixtures.js';
 
-const SPEC_TOOLS = [
-  'add_comment',
-  'create_routine',
-  'create_task',
-  'delete_routine',
-  'delete_task',
-  'get_routine',
-  'get_task',
-  'list_projects',
-  'list_routines',
-  'list_tasks',
-  'trigger_routine',
-  'update_routine',
-  'update_task',
-];
 const GROUPS: Record<string, string[]> = {
   routines: ['create_routine', 'delete_routine', 'get_routine', 'list_routines', 'trigger_routine', 'update_routine'],
   tasks: ['add_comment', 'create_task', 'delete_task', 'get_task', 'list_projects', 'list_tasks', 'update_task'],
