@@ -1,3 +1,4 @@
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,6 +20,11 @@ export interface Config {
   readonly rateWindowSeconds: number;
   /** Budget per client address of requests without a principal (public routes, refused credentials). */
   readonly rateLimitAnonymous: number;
+  /**
+   * Addresses and CIDR ranges of the proxies in front of the server: a request from one of them
+   * has its client address taken from `X-Forwarded-For`. Empty: the header is ignored.
+   */
+  readonly trustedProxies: readonly string[];
   /** The most bytes the bodies of signed requests awaiting verification may hold together. */
   readonly unauthenticatedBodyBytes: number;
   /** Time to receive a whole request, body included; slower ones are cut with 408. */
@@ -103,6 +109,21 @@ function str(env: Env, name: string): string | null {
   return raw === undefined || raw.trim() === '' ? null : raw.trim();
 }
 
+/** A comma-separated list of IP addresses and CIDR ranges (`10.0.0.0/8`, `::1`). */
+function addressList(env: Env, name: string): string[] {
+  const entries = (str(env, name) ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const [address, prefix, extra] = entry.split('/');
+    const family = net.isIP(address ?? '');
+    const bits = family === 4 ? 32 : 128;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw new ConfigError(`${name} must be a list of IP addresses or CIDR ranges separated by commas, got '${entry}'`);
+    }
+  }
+  return entries;
+}
+
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
   const value = str(env, name) ?? fallback;
   if (!(values as readonly string[]).includes(value)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got '${value}'`);
@@ -181,6 +202,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimit: int(env, 'SWITCHBOARD_RATE_LIMIT', 6000, 0, 1_000_000_000),
     rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
     rateLimitAnonymous: int(env, 'SWITCHBOARD_RATE_LIMIT_ANONYMOUS', 600, 0, 1_000_000_000),
+    trustedProxies: addressList(env, 'SWITCHBOARD_TRUSTED_PROXIES'),
     unauthenticatedBodyBytes: int(env, 'SWITCHBOARD_UNAUTHENTICATED_BODY_BYTES', 32 * 1024 ** 2, 1024, 1024 ** 4),
     // Node's own default, which Fastify turns off; it bounds uploads too.
     requestTimeoutSeconds: int(env, 'SWITCHBOARD_REQUEST_TIMEOUT_S', 300, 1, 86_400),

@@ -91,10 +91,19 @@ describe('config', () => {
     ['SWITCHBOARD_WEBHOOK_DENY_PRIVATE', 'yes'],
     ['SWITCHBOARD_WEBHOOK_TIMEOUT_MS', '0'],
     ['SWITCHBOARD_WEBHOOK_POLL_MS', '5s'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', 'proxy.internal'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.0/33'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.1,fd00::/129'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.0/8/1'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
+});
+
+it('reads trusted proxies as addresses and CIDR ranges', () => {
+  expect(loadConfig({}).trustedProxies).toEqual([]);
+  expect(loadConfig({ SWITCHBOARD_TRUSTED_PROXIES: ' 10.0.0.0/8, ::1 ,fd00::/8,' }).trustedProxies).toEqual(['10.0.0.0/8', '::1', 'fd00::/8']);
 });
 
 describe('tracing configuration (the standard OTEL_* variables)', () => {

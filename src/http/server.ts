@@ -108,6 +108,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
       connectionsCheckingInterval: Math.min(30_000, requestTimeoutMs / 10),
     },
     return503OnClosing: true,
+    // request.ip: X-Forwarded-For's nearest address not of a trusted proxy; without any, the socket's.
+    trustProxy: options.config.trustedProxies.length > 0 ? [...options.config.trustedProxies] : false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Requests refused before routing, or before they could be parsed, get the envelope too.
     frameworkErrors: answerFrameworkError,
