@@ -76,7 +76,7 @@ export function setSecurityHeaders(url: string, response: ServerResponse): void 
 
 /**
  * The browser security headers of every response, in one place. Set on the raw response when the
- * request arrives rather than in onSend: streamed answers (events, MCP, A2A) take over the raw
+ * request arrives rather than in onSend: streamed answers (MCP, A2A) take over the raw
  * response and skip onSend, but Node merges headers set this way into any writeHead. A route may
  * still replace one with reply.header (writeHead's value wins).
  */
