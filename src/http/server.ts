@@ -25,6 +25,7 @@ import { installMetrics } from './plugins/metrics.js';
 import { requestId } from './plugins/request-id.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { withBoundedRequestIntegers } from './schemas.js';
+import { installSecurityHeaders } from './security-headers.js';
 
 export type HttpServer = FastifyInstance;
 
@@ -143,6 +144,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     reply.header('X-Request-ID', request.id);
     done();
   });
+  installSecurityHeaders(app);
   drainOnClose(app);
   // Whether writes find storage full, for /readyz: set by the error handler, cleared by a write that succeeds.
   const storage = new StorageFullness();
