@@ -42,6 +42,8 @@ export interface StartOptions {
   logDestination?: DestinationStream;
   /** With OTEL_* tracing in `env`: where spans go instead of OTLP. */
   spanProcessor?: SpanProcessor;
+  /** Runs between building the app and its listen (which registers the node and starts the workers). */
+  beforeListen?: (app: App) => Promise<void>;
 }
 
 /** Starts the real app on 127.0.0.1 and a random port, on the given backend. */
@@ -80,6 +82,7 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
     answered.get(request)?.();
     done(null, payload);
   });
+  await options.beforeListen?.(app);
   const url = await app.listen();
   const api = new Api(url, adminKey);
   return {
