@@ -57,6 +57,8 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
     SWITCHBOARD_ADMIN_KEY: adminKey,
     SWITCHBOARD_LOG_LEVEL: process.env.SWITCHBOARD_TEST_LOG ?? 'silent',
     SWITCHBOARD_DATA_DIR: database.dataDir,
+    // The tests' webhook receivers listen here; the guard refuses it unless named.
+    SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     ...database.env,
     ...options.env,
   });
