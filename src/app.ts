@@ -18,6 +18,8 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTracing, type Tracing } from './tracing.js';
 import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { StorageFullness } from './db/faults.js';
+import { PostponedWrites } from './db/postponed-writes.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { DomainMetrics } from './kernel/metrics.js';
@@ -34,6 +36,9 @@ import { buildTools, instructions } from './mcp/tools/index.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
 export type { Platform };
+
+/** How often start-up writes that a full disk postponed are tried again (a write that succeeds tries them at once). */
+const POSTPONED_RETRY_MS = 5_000;
 
 /** The server's version, from package.json (one level up from src/ and dist/ alike). */
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -77,6 +82,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     throw err;
   }
 
+  // A node that crashed on a full disk starts all the same: its start-up writes wait for space.
+  const storage = new StorageFullness();
+  const postponed = new PostponedWrites(storage, logger);
   const notifier: Notifier = openNotifier(database, { listen: config.pgListen }, logger);
   if (notifier instanceof PostgresNotifier) await notifier.whenReady();
   const lifecycle = new AbortController();
@@ -100,7 +108,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // events of come from discovery, built below (asked only when an agent reads).
   const events = createEventsDomain({ platform, groups: { groupsOf: (agentId) => discovery.service.groupsOf(agentId) } });
   const auth = createAuthDomain({ database, clock, notifier, events: events.log });
-  await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
+  await postponed.run('admin key', () => auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger));
 
   const messaging = createMessagingDomain(platform, events.log, { heartbeat: (agentId, input) => discovery.service.heartbeat(agentId, input) });
   const discovery = createDiscoveryDomain({ platform, events: events.log, stats: messaging.inbox });
@@ -132,8 +140,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     events: events.log,
   });
 
+  // Tried every few seconds while any waits, and as soon as a write succeeds (there is room again).
+  const postponedRetry = new LoopWorker({ name: 'postponed-writes', intervalMs: POSTPONED_RETRY_MS, run: () => postponed.retry(), logger });
+  storage.onRoom(() => postponedRetry.nudge());
   // Workers start after the server listens, in this order, and stop in reverse.
   const workers: Worker[] = [
+    postponedRetry,
     ...cluster.workers,
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
     ...messaging.workers,
@@ -163,7 +175,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,
     tracing: tracing?.httpPlugin ?? null,
-    readiness: { database: () => database.ping(), blobs: () => artifacts.blobs.check(), notices: () => notifier.transport },
+    readiness: {
+      database: () => database.ping(),
+      blobs: () => artifacts.blobs.check(),
+      notices: () => notifier.transport,
+      postponedWrites: () => postponed.names,
+    },
+    storage,
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: messaging.routes },
@@ -197,7 +215,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const address = http.server.address() as AddressInfo;
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       listenUrl = `http://${host}:${address.port}`;
-      await cluster.service.register();
+      await postponed.run('node registration', () => cluster.service.register());
       for (const worker of workers) worker.start();
       logger.info({ url: listenUrl, storage: database.caps.kind }, 'switchboard listening');
       return listenUrl;

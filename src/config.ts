@@ -1,4 +1,4 @@
-import net from 'node:net';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -55,8 +55,13 @@ export interface Config {
    * costs: nothing is appended, so streams, the audit trail and webhooks see nothing.
    */
   readonly eventLogEnabled: boolean;
-  /** Refuse webhook URLs and receivers at loopback, private or link-local addresses. */
+  /**
+   * Refuse webhook receivers at addresses that are not globally reachable (loopback, private,
+   * link-local, multicast…, also when an IPv6 address embeds one) unless the allow list names them.
+   */
   readonly webhookDenyPrivate: boolean;
+  /** Internal webhook receivers delivered to all the same: IP addresses, CIDR ranges, exact host names. */
+  readonly webhookAllowedHosts: readonly string[];
   /** One webhook delivery attempt (connect, answer, the first 4 KiB of its body) fails after this long. */
   readonly webhookTimeoutMs: number;
   /**
@@ -114,7 +119,7 @@ function addressList(env: Env, name: string): string[] {
   const entries = (str(env, name) ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
   for (const entry of entries) {
     const [address, prefix, extra] = entry.split('/');
-    const family = net.isIP(address ?? '');
+    const family = isIP(address ?? '');
     const bits = family === 4 ? 32 : 128;
     const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
     if (family === 0 || !prefixOk || extra !== undefined) {
@@ -128,6 +133,22 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   const value = str(env, name) ?? fallback;
   if (!(values as readonly string[]).includes(value)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got '${value}'`);
   return value as T;
+}
+
+const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+
+/** A comma-separated list of IP addresses, CIDR ranges (`10.1.0.0/16`, `fd00::/8`) and host names. */
+function hostList(env: Env, name: string): string[] {
+  const entries = (str(env, name) ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const [network, prefix, extra] = entry.split('/');
+    const family = isIP(network!);
+    const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && family !== 0 && Number(prefix) <= (family === 4 ? 32 : 128));
+    if (extra !== undefined || !validPrefix || (family === 0 && (prefix !== undefined || !HOST_NAME.test(entry)))) {
+      throw new ConfigError(`${name} must list IP addresses, CIDR ranges (10.1.0.0/16) or host names separated by commas, got '${entry}'`);
+    }
+  }
+  return entries;
 }
 
 const SAMPLERS = ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'] as const;
@@ -224,7 +245,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
     eventLogEnabled: oneOf(env, 'SWITCHBOARD_BENCH_EVENT_LOG', ['on', 'off'], 'on') === 'on',
-    webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'false') === 'true',
+    // On by default: with it off, an admin reads the first 4 KiB of any internal service's answer in the delivery log.
+    webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'true') === 'true',
+    webhookAllowedHosts: hostList(env, 'SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS'),
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
     tracing: tracingConfig(env),

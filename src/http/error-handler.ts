@@ -48,7 +48,7 @@ function typedStorageFault(err: FastifyError | AppError, storage: StorageFullnes
     case 'unavailable':
       return new ServiceUnavailable('The database cannot be reached right now; retry shortly', UNAVAILABLE_RETRY_AFTER_S);
     case 'full':
-      storage.full = true;
+      storage.markFull();
       return new InsufficientStorage('No storage space is left for this write; reads still work');
     default:
       return err;

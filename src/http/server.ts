@@ -11,7 +11,7 @@ import type { AuthService } from '../auth/index.js';
 import { requireAdmin } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
-import { StorageFullness } from '../db/faults.js';
+import type { StorageFullness } from '../db/faults.js';
 import { AppError, Unauthorized } from '../kernel/errors.js';
 import { serveConsole } from './console.js';
 import { installAccessLog } from './access-log.js';
@@ -53,6 +53,8 @@ export interface HttpServerOptions {
   tracing: FastifyPluginCallback | null;
   /** What GET /readyz reports: each dependency's state. */
   readiness: Readiness;
+  /** Whether writes find storage full: set by the error handler, cleared by a write that succeeds. */
+  storage: StorageFullness;
   routes: RouteGroup[];
 }
 
@@ -70,6 +72,8 @@ export interface Readiness {
   blobs(): Promise<void>;
   /** How notices travel between nodes now (kernel/notifier.ts). */
   notices(): string;
+  /** The start-up writes a full disk postponed, by name (db/postponed-writes.ts). */
+  postponedWrites(): string[];
 }
 
 /**
@@ -87,6 +91,12 @@ async function answers(check: () => Promise<void>): Promise<'up' | 'down'> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Why /readyz answers 507, for the operator: what still works, and what waits for space. */
+function fullStorageReason(postponed: string[]): string {
+  const waiting = postponed.length > 0 ? `; postponed until a write succeeds: ${postponed.join(', ')}` : '';
+  return `No storage space is left for writes: reads are served, writes answer 507 insufficient_storage${waiting}`;
 }
 
 /** Builds the Fastify app: plumbing first, then every domain's routes under its root. */
@@ -146,11 +156,10 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   });
   installSecurityHeaders(app);
   drainOnClose(app);
-  // Whether writes find storage full, for /readyz: set by the error handler, cleared by a write that succeeds.
-  const storage = new StorageFullness();
+  const { storage } = options;
   app.addHook('onSend', (request, reply, payload, done) => {
     // A write answered with success shows there is room again (see StorageFullness).
-    if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.full = false;
+    if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.markRoom();
     done(null, payload);
   });
   installErrorHandling(app, storage);
@@ -234,7 +243,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     // A lost LISTEN connection leaves the node serving (it reconnects and rescans): it is shown, not fatal.
     const checks = { database, listen: options.readiness.notices(), blobs: storage.full ? 'full' : blobs };
     if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks });
-    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', checks });
+    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks });
     return { status: 'ready', checks };
   });
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
