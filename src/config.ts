@@ -114,21 +114,6 @@ function str(env: Env, name: string): string | null {
   return raw === undefined || raw.trim() === '' ? null : raw.trim();
 }
 
-/** A comma-separated list of IP addresses and CIDR ranges (`10.0.0.0/8`, `::1`). */
-function addressList(env: Env, name: string): string[] {
-  const entries = (str(env, name) ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-  for (const entry of entries) {
-    const [address, prefix, extra] = entry.split('/');
-    const family = isIP(address ?? '');
-    const bits = family === 4 ? 32 : 128;
-    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
-    if (family === 0 || !prefixOk || extra !== undefined) {
-      throw new ConfigError(`${name} must be a list of IP addresses or CIDR ranges separated by commas, got '${entry}'`);
-    }
-  }
-  return entries;
-}
-
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
   const value = str(env, name) ?? fallback;
   if (!(values as readonly string[]).includes(value)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got '${value}'`);
@@ -137,15 +122,17 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
 
 const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
 
-/** A comma-separated list of IP addresses, CIDR ranges (`10.1.0.0/16`, `fd00::/8`) and host names. */
-function hostList(env: Env, name: string): string[] {
+/** A comma-separated list of IP addresses and CIDR ranges (`10.1.0.0/16`, `fd00::/8`), and host names when `hostNames`. */
+function networkList(env: Env, name: string, hostNames: boolean): string[] {
   const entries = (str(env, name) ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
   for (const entry of entries) {
     const [network, prefix, extra] = entry.split('/');
     const family = isIP(network!);
     const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && family !== 0 && Number(prefix) <= (family === 4 ? 32 : 128));
-    if (extra !== undefined || !validPrefix || (family === 0 && (prefix !== undefined || !HOST_NAME.test(entry)))) {
-      throw new ConfigError(`${name} must list IP addresses, CIDR ranges (10.1.0.0/16) or host names separated by commas, got '${entry}'`);
+    const hostName = hostNames && family === 0 && prefix === undefined && HOST_NAME.test(entry);
+    if (extra !== undefined || !validPrefix || (family === 0 && !hostName)) {
+      const kinds = hostNames ? 'IP addresses, CIDR ranges (10.1.0.0/16) or host names' : 'IP addresses or CIDR ranges (10.1.0.0/16)';
+      throw new ConfigError(`${name} must list ${kinds} separated by commas, got '${entry}'`);
     }
   }
   return entries;
@@ -223,7 +210,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimit: int(env, 'SWITCHBOARD_RATE_LIMIT', 6000, 0, 1_000_000_000),
     rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
     rateLimitAnonymous: int(env, 'SWITCHBOARD_RATE_LIMIT_ANONYMOUS', 600, 0, 1_000_000_000),
-    trustedProxies: addressList(env, 'SWITCHBOARD_TRUSTED_PROXIES'),
+    trustedProxies: networkList(env, 'SWITCHBOARD_TRUSTED_PROXIES', false),
     unauthenticatedBodyBytes: int(env, 'SWITCHBOARD_UNAUTHENTICATED_BODY_BYTES', 32 * 1024 ** 2, 1024, 1024 ** 4),
     // Node's own default, which Fastify turns off; it bounds uploads too.
     requestTimeoutSeconds: int(env, 'SWITCHBOARD_REQUEST_TIMEOUT_S', 300, 1, 86_400),
@@ -247,7 +234,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     eventLogEnabled: oneOf(env, 'SWITCHBOARD_BENCH_EVENT_LOG', ['on', 'off'], 'on') === 'on',
     // On by default: with it off, an admin reads the first 4 KiB of any internal service's answer in the delivery log.
     webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'true') === 'true',
-    webhookAllowedHosts: hostList(env, 'SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS'),
+    webhookAllowedHosts: networkList(env, 'SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', true),
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
     tracing: tracingConfig(env),
