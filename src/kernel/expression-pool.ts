@@ -179,9 +179,7 @@ export class ExpressionPool implements Expressions {
     if (!this.evaluators.delete(evaluator)) return;
     this.settle(evaluator)?.reject(reason);
     if (evaluator.child.exitCode === null && evaluator.child.signalCode === null) evaluator.child.kill('SIGKILL');
-    if (this.closed) return;
-    // A replacement starts at once (a process takes tens of ms to load), unless this one never did.
-    if (evaluator.ready && this.evaluators.size < this.limits.workers) this.start();
-    this.dispatch();
+    // A replacement starts when a task needs one.
+    if (!this.closed) this.dispatch();
   }
 }
