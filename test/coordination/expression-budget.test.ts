@@ -30,11 +30,13 @@ describeEachDialect('expression budgets', (dialect) => {
   let seq = 0;
   const unique = (name: string) => `${name}-${dialect}-${++seq}`;
 
+  // A process's start takes seconds on a machine the test suites share (19 s seen for `--help`).
   beforeAll(async () => {
     server = await spawnServer(database(), adminKey, { SWITCHBOARD_EXPRESSION_MAX_RESULT_BYTES: String(RESULT_BYTES) });
     api = new Api(server.url, adminKey);
-  });
+  }, 180_000);
   afterAll(async () => {
+    if (server === undefined) return;
     server.child.kill('SIGTERM');
     // A server whose event loop an expression holds cannot hear SIGTERM.
     const exit = await within(server.exited, 10_000, 'exit after SIGTERM').catch(() => {
