@@ -29,6 +29,7 @@ import type { Notifier } from './kernel/notifier.js';
 import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
+import { ExpressionPool } from './kernel/expression-pool.js';
 import { mcpRoutes } from './mcp/server.js';
 import { humanInputTool } from './mcp/human-input.js';
 import { buildResources } from './mcp/resources.js';
@@ -92,6 +93,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   const limiter = createPrincipalRateLimiter({ database, config, clock, logger });
   const metrics = createMetrics();
   const domainMetrics = new DomainMetrics(metrics);
+  // Its threads start on the first expression and stop with the app.
+  const expressions = new ExpressionPool({
+    workers: config.expressionWorkers,
+    timeoutMs: config.expressionTimeoutMs,
+    maxResultBytes: config.expressionMaxResultBytes,
+    heapMb: config.expressionHeapMb,
+  });
   const platform: Platform = {
     config,
     database,
@@ -102,6 +110,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     shutdown: lifecycle.signal,
     limiter,
     metrics: domainMetrics,
+    expressions,
   };
 
   // Every domain appends to the log, so it comes first; the groups an agent reads group-shared
@@ -225,6 +234,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         lifecycle.abort();
         await http.close();
         for (const worker of [...workers].reverse()) await worker.stop();
+        await expressions.close();
         // Down at once for the other nodes; a database out of reach leaves it to the 30 s rule.
         await cluster.service.stopped().catch((err: unknown) => logger.warn({ err }, 'could not mark this node down'));
         auth.service.close();

@@ -78,6 +78,14 @@ export interface Config {
   readonly webhookPollMs: number;
   /** OpenTelemetry traces (design §11): null (the default) loads no SDK at all. */
   readonly tracing: TracingConfig | null;
+  /** Worker threads that evaluate JSONata (plans' transforms and conditions, triggers' filters). */
+  readonly expressionWorkers: number;
+  /** One expression's evaluation fails past this long (its thread is ended). */
+  readonly expressionTimeoutMs: number;
+  /** An expression whose result, as JSON, is larger fails. */
+  readonly expressionMaxResultBytes: number;
+  /** The heap of each expression thread; an expression that needs more fails. */
+  readonly expressionHeapMb: number;
 }
 
 /** Where spans go and which are kept, from the standard OTEL_* variables. */
@@ -240,6 +248,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     tracing: tracingConfig(env),
     sharedRateLimit: oneOf(env, 'SWITCHBOARD_BENCH_SHARED_RATE_LIMIT', ['on', 'off'], 'on') === 'on',
     pgListen: oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on') === 'on',
+    expressionWorkers: int(env, 'SWITCHBOARD_EXPRESSION_WORKERS', 2, 1, 64),
+    expressionTimeoutMs: int(env, 'SWITCHBOARD_EXPRESSION_TIMEOUT_MS', 1000, 10, 600_000),
+    // As large as the JSON body an agent may send: a transform's output is stored like an agent's.
+    expressionMaxResultBytes: int(env, 'SWITCHBOARD_EXPRESSION_MAX_RESULT_BYTES', 1024 * 1024, 1024, 1024 ** 3),
+    expressionHeapMb: int(env, 'SWITCHBOARD_EXPRESSION_HEAP_MB', 128, 16, 16_384),
     ...overrides,
   };
   return Object.freeze(config);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import type { Expressions } from '../kernel/expression-pool.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { contextOf, inSpan, traceparentOfSpan } from '../kernel/tracing.js';
@@ -54,6 +55,8 @@ export interface EngineDeps {
   /** Signs the approval links of human steps' events and approvers' messages. */
   links: ApprovalLinks;
   metrics: DomainMetrics;
+  /** Evaluates conditions' and transforms' expressions. */
+  expressions: Expressions;
   /** When this node's timer worker looks next (0 while it is running a pass). */
   timerPlannedAt: () => number;
 }
@@ -89,6 +92,7 @@ export class RunEngine {
     this.starters = new StepStarters({
       store: deps.store,
       directory: deps.directory,
+      expressions: deps.expressions,
       startChild: (tx, spec, parent) => this.start(tx, spec, parent),
     });
   }

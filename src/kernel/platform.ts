@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from './clock.js';
+import type { Expressions } from './expression-pool.js';
 import type { DomainMetrics } from './metrics.js';
 import type { Notifier } from './notifier.js';
 import type { RateLimiter } from './rate-limiter.js';
@@ -21,4 +22,6 @@ export interface Platform {
   readonly limiter: RateLimiter;
   /** Counters and histograms of what the domains do (GET /metrics). */
   readonly metrics: DomainMetrics;
+  /** JSONata evaluation off the event loop, within a time, memory and result-size budget. */
+  readonly expressions: Expressions;
 }

@@ -41,6 +41,7 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
       shutdown: new AbortController().signal,
       limiter: new FixedWindowRateLimiter(0, 60, () => clock.now()),
       metrics: new DomainMetrics(new Registry()),
+      expressions: { evaluate: () => Promise.reject(new Error('discovery evaluates no expression')) },
     };
     service = createDiscoveryDomain({ platform, events: createEventLog(handle, clock, notifier) }).service;
   });
