@@ -223,7 +223,7 @@ function operationsOf(doc: OpenApiDocument): GeneratedOperation[] {
       const taken = new Set([...pathParams, ...queryParams].map((f) => f.name));
       for (const field of bodyFields) if (taken.has(field.name)) throw new Error(`${where}: '${field.name}' is both a parameter and a body field`);
       const extras = body === 'multipart' ? MULTIPART_EXTRAS : body === 'raw' ? RAW_EXTRAS : [];
-      for (const extra of extras) if (taken.has(extra)) throw new Error(`${where}: parameter '${extra}' collides with the method's own keyword`);
+      for (const extra of [...extras, 'params']) if (taken.has(extra)) throw new Error(`${where}: parameter '${extra}' collides with the method's own keyword`);
       const { json: data, bytes } = successSchema(operation);
       const names = new Set(queryParams.map((p) => p.name));
       const response = Object.entries(operation.responses).find(([status]) => status.startsWith('2'))?.[1];
@@ -306,7 +306,8 @@ export function renderPythonOperations(doc: OpenApiDocument): string {
         { name: 'content_type', type: 'str', required: false },
       );
     }
-    if (o.body === 'raw' && o.queryParams.length === 0) args.push({ name: 'params', type: 'dict[str, Any]', required: false });
+    // A hook (its path a wildcard) takes any query, which becomes the event's query.
+    if (o.pathParams.some((p) => p.name === 'path')) args.push({ name: 'params', type: 'dict[str, Any]', required: false });
     out.push('', '', typedDict(`${base}Args`, args, `The keyword arguments of ${o.domain}.${snake(o.name)}.`));
     if (o.data) {
       const item = o.paged ? (o.itemsKey ? o.data.properties![o.itemsKey]!.items : o.data.items) : undefined;

@@ -332,6 +332,8 @@ class Switchboard(ClientDomains):
                 body = _bytes_body(jsonlib.dumps(arguments.pop("json"), separators=(",", ":")).encode(), content_type or "application/json")
             elif "content" in arguments:
                 body = _content_body(arguments.pop("content"), content_type)
+        if "path" in operation.path_params:
+            # A hook (its path a wildcard) takes any query, which becomes the event's query.
             query.update(arguments.pop("params", None) or {})
         if operation.body != "json" and arguments:
             raise TypeError(f"{operation.operation_id}: unexpected keyword argument(s) {', '.join(arguments)}")

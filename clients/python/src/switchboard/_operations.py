@@ -1161,7 +1161,6 @@ class RoutinesRotateTokenArgs(_RoutinesRotateTokenArgsRequired, total=False):
     content: Content
     json: Any
     content_type: str
-    params: dict[str, Any]
 
 
 class RoutinesRotateTokenData(TypedDict):
@@ -1214,7 +1213,6 @@ class RoutinesWebhookArgs(_RoutinesWebhookArgsRequired, total=False):
     content: Content
     json: Any
     content_type: str
-    params: dict[str, Any]
 
 
 class RoutinesWebhookData(TypedDict):
@@ -1601,7 +1599,6 @@ class TasksReleaseArgs(_TasksReleaseArgsRequired, total=False):
     content: Content
     json: Any
     content_type: str
-    params: dict[str, Any]
 
 
 class TasksReleaseData(TypedDict):
@@ -2434,10 +2431,14 @@ class CoordinationListTriggerFiresItem(TypedDict):
     at: str
 
 
-class CoordinationHookGetArgs(TypedDict):
+class _CoordinationHookGetArgsRequired(TypedDict):
+    path: str | int
+
+
+class CoordinationHookGetArgs(_CoordinationHookGetArgsRequired, total=False):
     """The keyword arguments of coordination.hook_get."""
 
-    path: str | int
+    params: dict[str, Any]
 
 
 class CoordinationHookGetData(TypedDict):
@@ -2503,10 +2504,14 @@ class CoordinationHookPatchData(TypedDict):
     run_id: str
 
 
-class CoordinationHookDeleteArgs(TypedDict):
+class _CoordinationHookDeleteArgsRequired(TypedDict):
+    path: str | int
+
+
+class CoordinationHookDeleteArgs(_CoordinationHookDeleteArgsRequired, total=False):
     """The keyword arguments of coordination.hook_delete."""
 
-    path: str | int
+    params: dict[str, Any]
 
 
 class CoordinationHookDeleteData(TypedDict):
@@ -2672,7 +2677,6 @@ class ArtifactsConfirmUploadArgs(_ArtifactsConfirmUploadArgsRequired, total=Fals
     content: Content
     json: Any
     content_type: str
-    params: dict[str, Any]
 
 
 class ArtifactsConfirmUploadData(TypedDict):
@@ -3115,7 +3119,6 @@ class WebhooksTestArgs(_WebhooksTestArgsRequired, total=False):
     content: Content
     json: Any
     content_type: str
-    params: dict[str, Any]
 
 
 class WebhooksTestData(TypedDict):
@@ -3147,7 +3150,6 @@ class WebhooksRetryArgs(_WebhooksRetryArgsRequired, total=False):
     content: Content
     json: Any
     content_type: str
-    params: dict[str, Any]
 
 
 class WebhooksRetryData(TypedDict):
