@@ -23,8 +23,8 @@ def test_a_signed_agent_calls_the_api(admin: Switchboard, server: str) -> None:
     admin.auth.add_public_key(agent_id=agent_id, public_key=public)
     client = Switchboard(server, agent_id=agent_id, private_key=private)
     assert client.auth.whoami()["agent_id"] == agent_id
-    client.discovery.register_capability(agent_id=agent_id, capability="signed.work")
-    assert [a["agent_id"] for a in client.discovery.find_agents(capability="signed.work")] == [agent_id]
+    client.discovery.register_capability(agent_id=agent_id, capability=f"{agent_id}.work")
+    assert [a["agent_id"] for a in client.discovery.find_agents(capability=f"{agent_id}.*")] == [agent_id]
     uploaded = client.artifacts.upload(file=io.BytesIO(b"signed bytes" * 1000), name="s.bin", metadata={"by": "signature"})
     with client.artifacts.download(artifact_id=uploaded["id"]) as response:
         assert response.read() == b"signed bytes" * 1000
