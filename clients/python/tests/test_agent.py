@@ -189,14 +189,18 @@ def test_the_worker_reconnects_after_a_server_restart(own_server: ServerProcess,
     agent.start()
     try:
         admin.messaging.send(destination=agent_id, event_name="before", payload={})
-        wait_for(lambda: "before" in handled)
+        wait_for(lambda: "before" in handled and agent.in_flight == 0)
         own_server.stop()
         wait_for(lambda: any("cannot reach the server" in r.getMessage() for r in caplog.records), timeout=20)
         own_server.start()
         admin.messaging.send(destination=agent_id, event_name="after", payload={})
         wait_for(lambda: "after" in handled, timeout=30)
         wait_for(lambda: any("reached the server again" in r.getMessage() for r in caplog.records))
+        # Once per outage, not once per failed call (a long poll the stopping server still answered
+        # may count as a short return).
         lost = [r for r in caplog.records if "cannot reach the server" in r.getMessage()]
-        assert len(lost) == 1, "a lost server is reported once"
+        back = [r for r in caplog.records if "reached the server again" in r.getMessage()]
+        assert 1 <= len(lost) <= 2 and len(back) == len(lost)
+        assert not [r for r in caplog.records if "failed:" in r.getMessage()], "no handler failed"
     finally:
         agent.stop()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import json
 import logging
 import signal
 import threading
@@ -17,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, Union
 
 from ._client import Switchboard
-from ._errors import SwitchboardError
+from ._errors import ConnectionFailed, NotFound, ServiceUnavailable, SwitchboardError
 
 Message = dict[str, Any]
 Handler = Callable[[Message], Any]
@@ -132,6 +133,8 @@ class Agent:
         self._in_flight: dict[str, float] = {}  # message id -> when its lease was last extended
         self._active = False
         self._stopping = threading.Event()
+        # Set once the handlers are done: the keeper (leases, heartbeats) may end.
+        self._drained = threading.Event()
         self._threads: list[threading.Thread] = []
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -185,6 +188,7 @@ class Agent:
             self._subscriptions.append(self.client.messaging.subscribe(agent_id=self.agent_id, topic=topic)["id"])
         self._active = True
         self._stopping.clear()
+        self._drained.clear()
         self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"switchboard-{self.agent_id}")
         if any(inspect.iscoroutinefunction(handler) for _, handler in self._handlers):
             self._loop = asyncio.new_event_loop()
@@ -207,6 +211,7 @@ class Agent:
                 thread.join()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
+        self._drained.set()
         for thread in self._threads:
             if thread.name.endswith("-keeper"):
                 thread.join()
@@ -297,10 +302,9 @@ class Agent:
                         settled = message_id not in self._in_flight
                     if not settled:
                         self._lost(error)
-            with self._lock:
-                if not self._active and not self._in_flight:
-                    return
-            self._stopping.wait(min(0.5, half / 2))
+            # Not _stopping: while stop() waits for the handlers, their leases are still extended.
+            if self._drained.wait(min(0.5, half / 2)):
+                return
 
     def _handle(self, message: Message) -> None:
         message_id = message["message_id"]
@@ -308,29 +312,29 @@ class Agent:
         token = _traceparent.set(traceparent)
         client = self.client.with_options(headers={"traceparent": traceparent}) if traceparent else self.client
         try:
-            handler = self._route(message.get("event_name", ""))
-            if handler is None:
-                raise PermanentError(f"agent {self.agent_id} has no handler for '{message.get('event_name')}'")
-            output = self._invoke(handler, message)
-            arguments: dict[str, Any] = {"message_id": message_id}
-            if output is not None:
-                arguments["output"] = output
-            client.messaging.acknowledge(**arguments)  # type: ignore[arg-type]
-        except Exception as error:  # noqa: BLE001 - a handler's failure is the message's rejection
-            if span is not None:
-                span.record_exception(error)
-                span.set_status(self._tracing._trace.Status(self._tracing._trace.StatusCode.ERROR, str(error)))
-            requeue = not isinstance(error, PermanentError)
-            reason = str(error) or type(error).__name__
-            delivery = int(message.get("retry_count", 0)) + 1
-            self.log.warning(
-                "agent %s: message %s (%s, delivery %d) failed: %s%s",
-                self.agent_id, message_id, message.get("event_name"), delivery, reason, "" if requeue else " (permanent)",
-            )
             try:
-                client.messaging.reject(message_id=message_id, reason=reason[:4000], requeue=requeue)
-            except Exception as reject_error:  # noqa: BLE001
-                self._lost(reject_error)
+                handler = self._route(message.get("event_name", ""))
+                if handler is None:
+                    raise PermanentError(f"agent {self.agent_id} has no handler for '{message.get('event_name')}'")
+                output = self._invoke(handler, message)
+                arguments: dict[str, Any] = {"message_id": message_id}
+                if output is not None:
+                    json.dumps(output)  # an output that is no JSON fails the handler, not the acknowledgement
+                    arguments["output"] = output
+            except Exception as error:  # noqa: BLE001 - a handler's failure is the message's rejection
+                if span is not None:
+                    span.record_exception(error)
+                    span.set_status(self._tracing._trace.Status(self._tracing._trace.StatusCode.ERROR, str(error)))
+                requeue = not isinstance(error, PermanentError)
+                reason = str(error) or type(error).__name__
+                delivery = int(message.get("retry_count", 0)) + 1
+                self.log.warning(
+                    "agent %s: message %s (%s, delivery %d) failed: %s%s",
+                    self.agent_id, message_id, message.get("event_name"), delivery, reason, "" if requeue else " (permanent)",
+                )
+                self._settle(lambda: client.messaging.reject(message_id=message_id, reason=reason[:4000], requeue=requeue))
+            else:
+                self._settle(lambda: client.messaging.acknowledge(**arguments))  # type: ignore[arg-type]
         finally:
             _traceparent.reset(token)
             if span is not None:
@@ -338,6 +342,33 @@ class Agent:
             with self._lock:
                 self._in_flight.pop(message_id, None)
                 self._lock.notify_all()
+
+    def _settle(self, send: Callable[[], Any]) -> None:
+        """Acknowledges or rejects, again while the server is unreachable (restarting) and the lease
+        lasts: the client does not repeat a POST by itself. A repeat after a lost answer finds the
+        message settled (404): it was settled once, which is all that counts."""
+        deadline = time.monotonic() + self.visibility_timeout
+        delay = 0.2
+        repeated = False
+        while True:
+            try:
+                send()
+                self._reached()
+                return
+            except NotFound as error:
+                if not repeated:  # the lease ran out and the message went back: it will be redelivered
+                    self.log.warning("agent %s: could not settle a message: %s", self.agent_id, error)
+                return
+            except (ConnectionFailed, ServiceUnavailable) as error:
+                self._lost(error)
+                if time.monotonic() + delay > deadline:
+                    return  # the lease ends: the server redelivers the message
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                repeated = True
+            except SwitchboardError as error:
+                self.log.warning("agent %s: could not settle a message: %s", self.agent_id, error)
+                return
 
     def _invoke(self, handler: Handler, message: Message) -> Any:
         result = handler(message)
