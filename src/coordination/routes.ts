@@ -37,6 +37,11 @@ import { callerOf, type CoordinationService, type PlanInput } from './service.js
 import { WEBHOOK_METHODS, type TriggerConfig, type TriggersService } from './triggers.js';
 
 const tags = ['coordination'];
+/**
+ * A decision through a link is `{approved, comment}` or a human_input's `{data}`, a few KB; 32 KiB
+ * holds the longest comment (4,000 characters) however it is encoded (`\u0001` is 6 bytes each).
+ */
+const LINK_DECISION_BODY_BYTES = 32 * 1024;
 /** The body schema checks each field's shape; the service checks what each step type needs. */
 const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps as StepDefinition[] });
 
@@ -230,6 +235,9 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       '/coordination/approvals/:token',
       {
         config: { public: true },
+        bodyLimit: LINK_DECISION_BODY_BYTES,
+        // Before the body is read: a bogus or expired token is refused without it.
+        onRequest: async (request) => service.checkLink((request.params as { token: string }).token),
         schema: {
           tags,
           summary: 'Decide a human step through its approval link: {approved, comment} or {data}; a second use answers 409 naming who decided when',
