@@ -203,7 +203,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
     eventRetentionDays: int(env, 'SWITCHBOARD_EVENT_RETENTION_DAYS', 30, 1, 36_500),
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),
-    // Each session holds an MCP server of its own (~37 KB measured: 3,000 took 112 MB).
+    // Each session holds an MCP server of its own (3,000 sessions of one key took 112 MB).
     mcpSessionsPerKey: int(env, 'SWITCHBOARD_MCP_SESSIONS_PER_KEY', 16, 1, 10_000),
     mcpSessionIdleSeconds: int(env, 'SWITCHBOARD_MCP_SESSION_IDLE_S', 600, 10, 86_400),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
