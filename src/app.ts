@@ -204,6 +204,7 @@ export async function createApp(options: AppOptions): Promise<App> {
           { tools: buildTools(mcpServices), interactive: [humanInputTool(coordination.service)], resources: buildResources(mcpServices), instructions },
           logger,
           auth.service,
+          { perKey: config.mcpSessionsPerKey, idleMs: config.mcpSessionIdleSeconds * 1000 },
         ),
       },
       { prefix: '/api/v1', plugin: coordination.routes },

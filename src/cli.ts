@@ -185,8 +185,8 @@ async function keys(config: Config, args: string[]): Promise<void> {
   if (action === 'revoke') {
     const id = rest[0];
     if (!id) fail('keys revoke needs a KEY_ID');
-    await withAuth(config, create, (auth) => auth.revokeKey(id, CLI_ACTOR));
-    console.log(JSON.stringify({ id, revoked: true }));
+    const revoked = await withAuth(config, create, (auth) => auth.revokeKey(id, CLI_ACTOR));
+    console.log(JSON.stringify({ id, revoked: true, public_keys_deleted: revoked.public_keys_deleted }));
     return;
   }
   fail(`unknown keys action '${action}'; see 'switchboard keys --help'`);

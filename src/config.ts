@@ -48,6 +48,10 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** Event streams (SSE) one principal may hold open on a node; one more is refused with 429. */
   readonly eventStreamsPerPrincipal: number;
+  /** MCP sessions (2025 revisions) one API key or signing agent may hold on a node; a new one evicts its least recently used. */
+  readonly mcpSessionsPerKey: number;
+  /** An MCP session not used for this long is closed. */
+  readonly mcpSessionIdleSeconds: number;
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
   /**
@@ -237,6 +241,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
     eventRetentionDays: int(env, 'SWITCHBOARD_EVENT_RETENTION_DAYS', 30, 1, 36_500),
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),
+    // Each session holds an MCP server of its own (3,000 sessions of one key took 112 MB).
+    mcpSessionsPerKey: int(env, 'SWITCHBOARD_MCP_SESSIONS_PER_KEY', 16, 1, 10_000),
+    mcpSessionIdleSeconds: int(env, 'SWITCHBOARD_MCP_SESSION_IDLE_S', 600, 10, 86_400),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
     eventLogEnabled: oneOf(env, 'SWITCHBOARD_BENCH_EVENT_LOG', ['on', 'off'], 'on') === 'on',

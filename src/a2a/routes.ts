@@ -5,10 +5,11 @@ import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { isAdmin } from '../auth/index.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
+import { AgentId } from '../http/schemas.js';
 import { A2aHandler, AGENT_ID, agentCard, CALLER, serverCard, SIGNAL } from './protocol.js';
 import type { A2aCaller, A2aService } from './service.js';
 
-const AgentParams = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 200 }) });
+const AgentParams = Type.Object({ agentId: AgentId });
 /** A2A's routes are not part of the REST API's document: A2A describes them (agent cards). */
 const schema = { hide: true };
 

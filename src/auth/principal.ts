@@ -10,6 +10,13 @@ export interface Principal {
   readonly agentId: string | null;
   /** The API key used, or null for a signed request. */
   readonly keyId: string | null;
+  /**
+   * The agent API key this principal's access hangs on: the key used, or for a signed request
+   * the key that registered the public key it was signed with. Null for admin keys and for
+   * public keys an admin registered (or registered before this was recorded). Public keys an
+   * agent registers record it, and go when it is revoked.
+   */
+  readonly grantingKeyId: string | null;
   readonly actor: string;
   /** Rate-limit bucket: the agent id when there is one, else the key. */
   readonly bucket: string;

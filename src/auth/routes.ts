@@ -12,6 +12,7 @@ import {
   CreateKeyBody,
   KeyParams,
   RevokeKeyQuery,
+  RevokedKey,
   ListKeysQuery,
   PublicKey,
   WhoAmI,
@@ -59,11 +60,19 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/auth/keys/:key_id',
-      { schema: { tags, summary: 'Revoke an API key (admin)', params: KeyParams, querystring: RevokeKeyQuery, response: { 200: Deleted } } },
+      {
+        schema: {
+          tags,
+          summary: 'Revoke an API key (admin), and delete the public keys it registered',
+          params: KeyParams,
+          querystring: RevokeKeyQuery,
+          response: { 200: DataEnvelope(RevokedKey) },
+        },
+      },
       async (request, reply) => {
         requireAdmin(request.principal);
-        await service.revokeKey(request.params.key_id, request.principal.actor, request.query.reason);
-        return deleted(reply, request.params.key_id);
+        const revoked = await service.revokeKey(request.params.key_id, request.principal.actor, request.query.reason);
+        return ok(reply, { ...revoked, deleted: true as const, public_keys_deleted_count: revoked.public_keys_deleted.length });
       },
     );
 
@@ -80,7 +89,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         assertActsAs(request.principal, request.params.agent_id);
-        return created(reply, await service.addPublicKey(request.params.agent_id, request.body.public_key));
+        return created(reply, await service.addPublicKey(request.params.agent_id, request.body.public_key, request.principal.grantingKeyId));
       },
     );
 

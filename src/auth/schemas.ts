@@ -33,6 +33,12 @@ export const ListKeysQuery = Type.Composite([
 ]);
 
 export const KeyParams = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const RevokedKey = Type.Object({
+  id: Type.String(),
+  deleted: Type.Literal(true),
+  public_keys_deleted: Type.Array(Type.String(), { description: 'The public keys this API key had registered, deleted with it: signatures made with them no longer authenticate' }),
+  public_keys_deleted_count: Type.Integer({ minimum: 0 }),
+});
 export const RevokeKeyQuery = Type.Object({ reason: Type.Optional(Reason) });
 export const AgentParams = Type.Object({ agent_id: AgentId });
 export const AgentKeyParams = Type.Object({ agent_id: AgentId, key_id: Type.String({ minLength: 1, maxLength: 100 }) });
@@ -53,6 +59,9 @@ export const PublicKey = Type.Object({
   agent_id: Type.String(),
   public_key: Type.String({ description: 'base64 of the raw 32 bytes' }),
   fingerprint: Type.String({ description: 'hex sha256 of the raw key' }),
+  registered_by_key_id: Type.Union([Type.String(), Type.Null()], {
+    description: 'The agent API key that registered it; revoking that key deletes it. Null: registered by an admin key, or before this was recorded (both stay until deleted)',
+  }),
   created_at: Timestamp,
 });
 

@@ -29,7 +29,16 @@ export interface PublicKey {
   agent_id: string;
   public_key: string;
   fingerprint: string;
+  /** The agent API key that registered it: revoking that key deletes it. Null: an admin's, or registered before this was recorded. */
+  registered_by_key_id: string | null;
   created_at: string;
+}
+
+/** What revoking an API key took with it. */
+export interface RevokedKey {
+  id: string;
+  /** The public keys the API key had registered, deleted with it. */
+  public_keys_deleted: string[];
 }
 
 /** The signature headers of a request (design §3). */
@@ -48,8 +57,8 @@ export interface PendingSignature {
   timestamp: string;
   sentAt: number;
   signature: Buffer;
-  /** The agent's registered keys, raw base64. */
-  publicKeys: string[];
+  /** The agent's registered keys: raw base64, and the API key that registered each. */
+  publicKeys: Pick<PublicKeyRow, 'public_key' | 'registered_by_key_id'>[];
 }
 
 const KEY_PREFIX = 'sk_';
@@ -73,6 +82,7 @@ function toPublicKey(row: PublicKeyRow): PublicKey {
     agent_id: row.agent_id,
     public_key: row.public_key,
     fingerprint: row.fingerprint,
+    registered_by_key_id: row.registered_by_key_id,
     created_at: iso(row.created_at),
   };
 }
@@ -82,6 +92,7 @@ function principalFromKey(row: ApiKeyRow): Principal {
     role: row.role,
     agentId: row.agent_id,
     keyId: row.id,
+    grantingKeyId: row.role === 'agent' ? row.id : null,
     actor: row.agent_id ?? 'admin',
     bucket: row.agent_id !== null ? `agent:${row.agent_id}` : `key:${row.id}`,
   };
@@ -184,8 +195,12 @@ export class AuthService {
     return toApiKey(row);
   }
 
-  /** `actor` and `reason`: who revokes and why (the key.revoked event's). */
-  async revokeKey(id: string, actor: string, reason?: string): Promise<void> {
+  /**
+   * Revokes the key and deletes, in the same transaction, the public keys it registered: a
+   * signing key must not outlive the key that vouched for it. `actor` and `reason`: who
+   * revokes and why (the key.revoked event's).
+   */
+  async revokeKey(id: string, actor: string, reason?: string): Promise<RevokedKey> {
     const row = await this.store.findKey(autocommit, id);
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
@@ -195,18 +210,21 @@ export class AuthService {
     // caller makes next to another node finds the key gone (revocation is immediate).
     const heard = this.hearRevocation(id, HEAR_REVOCATION_MS);
     try {
-      const revoked = await this.store.inTransaction(async (tx) => {
-        if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return false;
+      const revoked = await this.store.inTransaction(async (tx): Promise<RevokedKey | null> => {
+        if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return null;
+        const publicKeys = await this.store.deletePublicKeysRegisteredBy(tx, id);
         await this.notifier.notifyIn(tx, REVOKED_CHANNEL, id);
-        await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data: { key: toApiKey(row) }, reason, readers: ADMINS_ONLY });
-        return true;
+        const data = { key: toApiKey(row), public_keys_deleted: publicKeys };
+        await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data, reason, readers: ADMINS_ONLY });
+        return { id, public_keys_deleted: publicKeys };
       });
       if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
       await heard.promise;
+      this.forget(id);
+      return revoked;
     } finally {
       heard.cancel();
     }
-    this.forget(id);
   }
 
   /** Resolves when this node hears `keyId`'s revocation through the notifier, or after `ms`. */
@@ -273,7 +291,7 @@ export class AuthService {
     this.checkFresh(sentAt);
     const keys = await this.store.listPublicKeys(autocommit, headers.agentId);
     if (keys.length === 0) throw new Unauthorized(`No public key registered for agent '${headers.agentId}'`);
-    return { ...headers, sentAt, signature, publicKeys: keys.map((k) => k.public_key) };
+    return { ...headers, sentAt, signature, publicKeys: keys };
   }
 
   /** Verifies a pending signature over the request's method, path and body hash; returns the agent principal. */
@@ -284,9 +302,8 @@ export class AuthService {
     // Again: the body may have taken a while, and the replay guard forgets a signature once its window has passed.
     this.checkFresh(pending.sentAt);
     const message = signingString(request.method, request.pathWithQuery, pending.timestamp, request.bodySha256);
-    if (!pending.publicKeys.some((key) => verifySignature(message, pending.signature, key))) {
-      throw new Unauthorized('Signature does not verify');
-    }
+    const signer = pending.publicKeys.find((key) => verifySignature(message, pending.signature, key.public_key));
+    if (!signer) throw new Unauthorized('Signature does not verify');
     // Keyed on the signature's bytes, so that no other text of the same signature passes as new.
     const fresh = await this.store.rememberSignature(autocommit, sha256Hex(pending.signature), pending.sentAt + SIGNATURE_WINDOW_MS);
     if (!fresh) throw new Unauthorized('Signature has already been used (replay)');
@@ -294,6 +311,7 @@ export class AuthService {
       role: 'agent',
       agentId: pending.agentId,
       keyId: null,
+      grantingKeyId: signer.registered_by_key_id,
       actor: pending.agentId,
       bucket: `agent:${pending.agentId}`,
     };
@@ -305,7 +323,12 @@ export class AuthService {
     }
   }
 
-  async addPublicKey(agentId: string, publicKey: string): Promise<PublicKey> {
+  /**
+   * Registers a public key for `agentId`. `registeredBy`: the agent API key the caller's access
+   * hangs on (Principal.grantingKeyId), recorded so that revoking it deletes this key too; null
+   * for an admin's, which stays until deleted.
+   */
+  async addPublicKey(agentId: string, publicKey: string, registeredBy: string | null): Promise<PublicKey> {
     const normalized = normalizePublicKey(publicKey);
     if (normalized === null) {
       throw InvalidRequest.field('public_key', 'must be an Ed25519 public key: base64 of the raw 32 bytes, or PEM');
@@ -316,11 +339,20 @@ export class AuthService {
       agent_id: agentId,
       public_key: normalized,
       fingerprint: sha256Hex(Buffer.from(normalized, 'base64')),
+      registered_by_key_id: registeredBy,
       created_at: now,
     };
     try {
-      await this.store.insertPublicKey(autocommit, row);
+      await this.store.inTransaction(async (tx) => {
+        // Checked under the key's lock: a revocation that commits first is seen here, and one
+        // that waits for this insert deletes what it inserted.
+        if (registeredBy !== null && (await this.store.lockKey(tx, registeredBy))?.revoked_at !== null) {
+          throw new Unauthorized('API key has been revoked');
+        }
+        await this.store.insertPublicKey(tx, row);
+      });
     } catch (err) {
+      if (err instanceof Unauthorized) throw err;
       if ((await this.store.listPublicKeys(autocommit, agentId)).some((k) => k.fingerprint === row.fingerprint)) {
         throw new Conflict('This public key is already registered for the agent');
       }

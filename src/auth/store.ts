@@ -81,6 +81,14 @@ export class AuthStore extends Store {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /**
+   * The key, locked until `tx` ends (PostgreSQL): a public key registered under it commits
+   * either before its revocation (which then deletes it) or after, seeing it revoked.
+   */
+  async lockKey(tx: Tx, id: string): Promise<ApiKeyRow | undefined> {
+    return this.caps.lock(dbOf(tx, this.db).selectFrom('api_keys').selectAll().where('id', '=', id)).executeTakeFirst();
+  }
+
   /** Revokes every unrevoked key with this name except the one given (bootstrap key rotation). */
   async revokeOtherKeysNamed(tx: Tx, name: string, keepId: string, at: number): Promise<void> {
     await dbOf(tx, this.db)
@@ -107,6 +115,12 @@ export class AuthStore extends Store {
       .where('id', '=', id)
       .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
+  }
+
+  /** Deletes the public keys the given API key registered; returns their ids. */
+  async deletePublicKeysRegisteredBy(tx: Tx, keyId: string): Promise<string[]> {
+    const rows = await dbOf(tx, this.db).deleteFrom('agent_public_keys').where('registered_by_key_id', '=', keyId).returning('id').execute();
+    return rows.map((row) => row.id).sort();
   }
 
   /** Records a signature as used; false when it was already used (a replay). */

@@ -16,6 +16,8 @@ export interface AgentPublicKeysTable {
   agent_id: string;
   public_key: string;
   fingerprint: string;
+  /** The agent API key that registered it (its revocation deletes it); null: an admin's, or unknown (older rows). */
+  registered_by_key_id: string | null;
   created_at: number;
 }
 

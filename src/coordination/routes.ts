@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
+import { InvalidRequest } from '../kernel/errors.js';
 import type { StepDefinition } from './plan.js';
 import type { Planner } from './planner.js';
 import {
@@ -37,6 +38,12 @@ import { callerOf, type CoordinationService, type PlanInput } from './service.js
 import { WEBHOOK_METHODS, type TriggerConfig, type TriggersService } from './triggers.js';
 
 const tags = ['coordination'];
+/**
+ * A decision through a link is `{approved, comment}` or a human_input's `{data}`, a few KB; 32 KiB
+ * holds the longest comment (4,000 characters) however it is encoded (`\u0001` is 6 bytes each).
+ */
+const LINK_DECISION_BODY_BYTES = 32 * 1024;
+const LINK_TOKEN = new RegExp(ApprovalLinkParams.properties.token.pattern!);
 /** The body schema checks each field's shape; the service checks what each step type needs. */
 const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps as StepDefinition[] });
 
@@ -230,6 +237,17 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       '/coordination/approvals/:token',
       {
         config: { public: true },
+        bodyLimit: LINK_DECISION_BODY_BYTES,
+        // Before the body is read (and so before the params' validation): a malformed, bogus or
+        // expired token is refused without it.
+        onRequest: async (request) => {
+          const { token } = request.params as { token: string };
+          if (token.length > ApprovalLinkParams.properties.token.maxLength! || !LINK_TOKEN.test(token)) {
+            const message = 'must be the token of an approve_url (payload.signature, base64url)';
+            throw new InvalidRequest(`Invalid request: token ${message}`, [{ field: 'token', in: 'params', message }]);
+          }
+          await service.checkLink(token);
+        },
         schema: {
           tags,
           summary: 'Decide a human step through its approval link: {approved, comment} or {data}; a second use answers 409 naming who decided when',

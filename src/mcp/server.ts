@@ -38,6 +38,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
 import { AppError, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { McpSessionTable } from './session-table.js';
 import { callTool, parseToolGroups, TOOL_GROUPS, type Tool, type ToolGroup, type ToolOutput, type ToolResult } from './tools/index.js';
 
 export const SERVER_INFO = { name: 'switchboard', version: API_VERSION };
@@ -293,13 +294,6 @@ export function createStatelessMcpServer(surface: McpSurface, logger: Logger, pr
 
 const SIGNED = 'signed:';
 
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  /** The credential that initialized the session (see credentialOf): no other may use it. */
-  credential: string;
-  lastSeen: number;
-}
-
 /**
  * A session belongs to the API key that opened it, not to its agent or role: revoking the key
  * ends its sessions, and another key (of the same agent, or another admin key) cannot take
@@ -309,9 +303,15 @@ function credentialOf(principal: Principal): string {
   return principal.keyId ?? `${SIGNED}${principal.agentId}`;
 }
 
-/** A session not used for this long is closed: clients that vanish never send DELETE. */
-const SESSION_IDLE_MS = 30 * 60_000;
 const SWEEP_INTERVAL_MS = 60_000;
+
+/** The limits of the sessions of the 2025 revisions (config: SWITCHBOARD_MCP_SESSIONS_PER_KEY, SWITCHBOARD_MCP_SESSION_IDLE_S). */
+export interface McpSessionLimits {
+  /** Sessions one credential may hold on a node; a new one evicts its least recently used. */
+  perKey: number;
+  /** A session not used for this long is closed: clients that vanish never send DELETE. */
+  idleMs: number;
+}
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
@@ -356,9 +356,9 @@ async function sendWebResponse(reply: FastifyReply, response: Response): Promise
  * the next sweep; a stateless request carries the key each time. `?tools=routines,tasks` narrows
  * the tools on both revisions (a session keeps those it was opened with).
  */
-export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocations): FastifyPluginAsync {
+export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocations, limits: McpSessionLimits): FastifyPluginAsync {
   return async (app) => {
-    const sessions = new Map<string, Session>();
+    const sessions = new McpSessionTable(limits.perKey);
     const principalOf = (authInfo: AuthInfo | ModernAuthInfo | undefined) => authInfo?.extra?.principal as Principal;
     // The stateless server of a request serves the surface its `?tools=` asked for (handle puts it beside the principal).
     const stateless = createMcpHandler(({ authInfo }) => createStatelessMcpServer(authInfo?.extra?.surface as McpSurface, logger, principalOf), {
@@ -381,7 +381,9 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         // Called before initialize is answered, so the client's next request finds the session.
-        onsessioninitialized: (id) => void sessions.set(id, { transport, credential, lastSeen: Date.now() }),
+        onsessioninitialized: (id) => {
+          for (const evicted of sessions.add(id, { transport, credential, lastSeen: Date.now() })) void evicted.transport.close();
+        },
         onsessionclosed: (id) => void sessions.delete(id),
       });
       transport.onclose = () => {
@@ -410,7 +412,7 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
         // 404 tells the client to initialize a new session (MCP spec, session management).
         if (!session) throw new NotFound('MCP session', sessionId);
         if (session.credential !== credentialOf(principal)) throw new Forbidden('This MCP session belongs to another key');
-        session.lastSeen = Date.now();
+        sessions.touch(sessionId, Date.now());
         transport = session.transport;
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
         transport = await open(credentialOf(principal), served);
@@ -433,12 +435,12 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
     const stopWatching = keys.onRevoked((keyId) => endSessionsOf([keyId]));
 
     const sweeper = setInterval(() => {
-      const cutoff = Date.now() - SESSION_IDLE_MS;
+      const cutoff = Date.now() - limits.idleMs;
       for (const { transport, lastSeen } of sessions.values()) if (lastSeen < cutoff) void transport.close();
       const keyIds = [...new Set([...sessions.values()].map((session) => session.credential))].filter((c) => !c.startsWith(SIGNED));
       if (keyIds.length === 0) return;
       keys.revokedAmong(keyIds).then(endSessionsOf, (err: unknown) => logger.warn({ err }, 'could not check the keys of MCP sessions'));
-    }, SWEEP_INTERVAL_MS);
+    }, Math.min(SWEEP_INTERVAL_MS, Math.max(1000, limits.idleMs / 2)));
     sweeper.unref();
 
     // Open GET streams would hold the server's close: end every session first.
