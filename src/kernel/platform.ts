@@ -4,6 +4,7 @@ import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from './clock.js';
 import type { DomainMetrics } from './metrics.js';
 import type { Notifier } from './notifier.js';
+import type { OpenConnections } from './open-connections.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 /** What every domain may be built from (services take plain dependency objects). */
@@ -21,4 +22,6 @@ export interface Platform {
   readonly limiter: RateLimiter;
   /** Counters and histograms of what the domains do (GET /metrics). */
   readonly metrics: DomainMetrics;
+  /** The long-lived connections open on this node, by credential: ended when it stops being valid. */
+  readonly connections: OpenConnections;
 }
