@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
-import { createAuthDomain } from './auth/index.js';
+import { createAuthDomain, CredentialWatch } from './auth/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
@@ -26,6 +26,7 @@ import { DomainMetrics } from './kernel/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
 import type { Notifier } from './kernel/notifier.js';
+import { OpenConnections } from './kernel/open-connections.js';
 import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
@@ -111,6 +112,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     limiter,
     metrics: domainMetrics,
     expressions,
+    connections: new OpenConnections(),
   };
 
   // Every domain appends to the log, so it comes first; the groups an agent reads group-shared
@@ -156,6 +158,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const workers: Worker[] = [
     postponedRetry,
     ...cluster.workers,
+    new CredentialWatch({ auth: auth.service, connections: platform.connections, notifier, dataVersion: database.dataVersion, logger }),
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
     ...messaging.workers,
     ...discovery.workers,
@@ -203,7 +206,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         plugin: mcpRoutes(
           { tools: buildTools(mcpServices), interactive: [humanInputTool(coordination.service)], resources: buildResources(mcpServices), instructions },
           logger,
-          auth.service,
+          platform.connections,
           { perKey: config.mcpSessionsPerKey, idleMs: config.mcpSessionIdleSeconds * 1000 },
         ),
       },

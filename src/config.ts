@@ -55,6 +55,11 @@ export interface Config {
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
   /**
+   * A WebSocket, event stream or A2A stream whose client has not read what it was sent for this
+   * long is ended (a WebSocket with 1008), so a client that stops reading holds bounded memory.
+   */
+  readonly stalledClientMs: number;
+  /**
    * False only for benchmarks (SWITCHBOARD_BENCH_EVENT_LOG=off), which measure what the log
    * costs: nothing is appended, so streams, the audit trail and webhooks see nothing.
    */
@@ -246,6 +251,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     mcpSessionIdleSeconds: int(env, 'SWITCHBOARD_MCP_SESSION_IDLE_S', 600, 10, 86_400),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
+    stalledClientMs: int(env, 'SWITCHBOARD_STALLED_CLIENT_MS', 30_000, 100, 3_600_000),
     eventLogEnabled: oneOf(env, 'SWITCHBOARD_BENCH_EVENT_LOG', ['on', 'off'], 'on') === 'on',
     // On by default: with it off, an admin reads the first 4 KiB of any internal service's answer in the delivery log.
     webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'true') === 'true',

@@ -4,8 +4,11 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { isAdmin } from '../auth/index.js';
+import { pipeline } from 'node:stream/promises';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
 import { AgentId } from '../http/schemas.js';
+import { streamBody } from '../http/stream-body.js';
+import type { OpenConnections } from '../kernel/open-connections.js';
 import { A2aHandler, AGENT_ID, agentCard, CALLER, serverCard, SIGNAL } from './protocol.js';
 import type { A2aCaller, A2aService } from './service.js';
 
@@ -25,7 +28,10 @@ function refusal(code: number, message: string): JsonRpcResponse {
  * registered agent's card under `/a2a/{agent_id}/` and its JSON-RPC endpoint at `/a2a/{agent_id}`
  * (Bearer API key). A streaming method answers Server-Sent Events.
  */
-export function a2aRoutes(service: A2aService, options: { baseUrl: () => string; version: string; shutdown: AbortSignal; logger: Logger }): FastifyPluginAsyncTypebox {
+export function a2aRoutes(
+  service: A2aService,
+  options: { baseUrl: () => string; version: string; shutdown: AbortSignal; logger: Logger; connections: OpenConnections; stalledClientMs: number },
+): FastifyPluginAsyncTypebox {
   const handler = new A2aHandler(service, options);
   const transport = new JsonRpcTransportHandler(handler);
   return async (app) => {
@@ -76,12 +82,20 @@ export function a2aRoutes(service: A2aService, options: { baseUrl: () => string;
         }
         reply.hijack();
         reply.raw.writeHead(200, { ...SSE_HEADERS, 'X-Request-ID': request.id });
+        async function* messages() {
+          try {
+            for (let next = first; !next.done; next = await events.next()) yield formatSSEEvent(next.value);
+          } catch (err) {
+            yield formatSSEErrorEvent({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
+          }
+        }
+        // A revoked key's stream ends like its other connections (the watch stops on `gone`).
+        const unhold = options.connections.hold(principal.keyId, () => gone.abort());
         try {
-          for (let next = first; !next.done; next = await events.next()) reply.raw.write(formatSSEEvent(next.value));
-        } catch (err) {
-          if (!reply.raw.writableEnded) reply.raw.write(formatSSEErrorEvent({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
+          // A client that reads nothing is not written to without end (streamBody).
+          await pipeline(streamBody(messages(), { stalledMs: options.stalledClientMs, stop: gone.signal }), reply.raw).catch(() => undefined);
         } finally {
-          reply.raw.end();
+          unhold();
         }
       });
     });

@@ -8,6 +8,7 @@ import { AuthStore } from './store.js';
 
 export type { Principal } from './principal.js';
 export { actingAgent, assertActsAs, isAdmin, requireAdmin } from './principal.js';
+export { CredentialWatch } from './credential-watch.js';
 export { AuthService, type PendingSignature, type SignatureHeaders } from './service.js';
 export { EMPTY_BODY_SHA256, signingString } from './signing.js';
 

@@ -5,6 +5,7 @@ import type { Clock } from './clock.js';
 import type { Expressions } from './expression-pool.js';
 import type { DomainMetrics } from './metrics.js';
 import type { Notifier } from './notifier.js';
+import type { OpenConnections } from './open-connections.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 /** What every domain may be built from (services take plain dependency objects). */
@@ -24,4 +25,6 @@ export interface Platform {
   readonly metrics: DomainMetrics;
   /** JSONata evaluation off the event loop, within a time, memory and result-size budget. */
   readonly expressions: Expressions;
+  /** The long-lived connections open on this node, by credential: ended when it stops being valid. */
+  readonly connections: OpenConnections;
 }

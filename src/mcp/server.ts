@@ -38,6 +38,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
 import { AppError, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import type { OpenConnections } from '../kernel/open-connections.js';
 import { McpSessionTable } from './session-table.js';
 import { callTool, parseToolGroups, TOOL_GROUPS, type Tool, type ToolGroup, type ToolOutput, type ToolResult } from './tools/index.js';
 
@@ -318,14 +319,6 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** What the MCP endpoint needs to know of API keys (the auth service). */
-export interface KeyRevocations {
-  /** Reports each revocation this node hears of (its own, other nodes', the CLI's on PostgreSQL). */
-  onRevoked(listener: (keyId: string) => void): () => void;
-  /** Those of the given keys that are revoked (catches what no notification told, e.g. the CLI on SQLite). */
-  revokedAmong(keyIds: string[]): Promise<string[]>;
-}
-
 /** The request as a web Request for sdk 2 (its body already parsed: passed beside it). */
 function webRequestOf(request: FastifyRequest, signal: AbortSignal): Request {
   const headers = new Headers();
@@ -352,11 +345,11 @@ async function sendWebResponse(reply: FastifyReply, response: Response): Promise
  * POST stands alone (its `_meta` and MCP-Protocol-Version header name the revision; no
  * handshake, no session), so any node answers it. The routes sit behind the usual API-key
  * authentication; the principal travels to the tools as the transport's `authInfo`. A revoked
- * key's sessions (and their open streams) end when this node hears of the revocation, else at
- * the next sweep; a stateless request carries the key each time. `?tools=routines,tasks` narrows
+ * key's sessions (and their open streams) end with its other connections (OpenConnections); a
+ * stateless request carries the key each time. `?tools=routines,tasks` narrows
  * the tools on both revisions (a session keeps those it was opened with).
  */
-export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocations, limits: McpSessionLimits): FastifyPluginAsync {
+export function mcpRoutes(surface: McpSurface, logger: Logger, connections: OpenConnections, limits: McpSessionLimits): FastifyPluginAsync {
   return async (app) => {
     const sessions = new McpSessionTable(limits.perKey);
     const principalOf = (authInfo: AuthInfo | ModernAuthInfo | undefined) => authInfo?.extra?.principal as Principal;
@@ -377,17 +370,25 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
       return served;
     }
 
-    async function open(credential: string, served: McpSurface): Promise<StreamableHTTPServerTransport> {
+    const forget = (id: string) => {
+      sessions.get(id)?.release();
+      sessions.delete(id);
+    };
+    async function open(principal: Principal, served: McpSurface): Promise<StreamableHTTPServerTransport> {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         // Called before initialize is answered, so the client's next request finds the session.
         onsessioninitialized: (id) => {
-          for (const evicted of sessions.add(id, { transport, credential, lastSeen: Date.now() })) void evicted.transport.close();
+          const release = connections.hold(principal.keyId, () => void transport.close());
+          for (const evicted of sessions.add(id, { transport, credential: credentialOf(principal), lastSeen: Date.now(), release })) {
+            evicted.release();
+            void evicted.transport.close();
+          }
         },
-        onsessionclosed: (id) => void sessions.delete(id),
+        onsessionclosed: forget,
       });
       transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId);
+        if (transport.sessionId) forget(transport.sessionId);
       };
       await createMcpServer(served, logger, principalOf).connect(transport);
       return transport;
@@ -415,7 +416,7 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
         sessions.touch(sessionId, Date.now());
         transport = session.transport;
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
-        transport = await open(credentialOf(principal), served);
+        transport = await open(principal, served);
       } else {
         throw new InvalidRequest(`Send initialize first, then the Mcp-Session-Id header it returns (or, with MCP ${STATELESS_REVISION}, no session at all)`);
       }
@@ -429,26 +430,18 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
     app.get('/', { schema }, handle);
     app.delete('/', { schema }, handle);
 
-    const endSessionsOf = (revoked: string[]) => {
-      for (const { transport, credential } of sessions.values()) if (revoked.includes(credential)) void transport.close();
-    };
-    const stopWatching = keys.onRevoked((keyId) => endSessionsOf([keyId]));
-
     const sweeper = setInterval(() => {
       const cutoff = Date.now() - limits.idleMs;
       for (const { transport, lastSeen } of sessions.values()) if (lastSeen < cutoff) void transport.close();
-      const keyIds = [...new Set([...sessions.values()].map((session) => session.credential))].filter((c) => !c.startsWith(SIGNED));
-      if (keyIds.length === 0) return;
-      keys.revokedAmong(keyIds).then(endSessionsOf, (err: unknown) => logger.warn({ err }, 'could not check the keys of MCP sessions'));
     }, Math.min(SWEEP_INTERVAL_MS, Math.max(1000, limits.idleMs / 2)));
     sweeper.unref();
 
     // Open GET streams would hold the server's close: end every session first.
     app.addHook('preClose', async () => {
       clearInterval(sweeper);
-      stopWatching();
       await stateless.close();
       await Promise.all([...sessions.values()].map(({ transport }) => transport.close()));
+      for (const { release } of sessions.values()) release();
       sessions.clear();
     });
   };

@@ -5,6 +5,8 @@ export interface McpSession {
   /** The credential that initialized the session (an API key id, or `signed:<agent>`): no other may use it. */
   credential: string;
   lastSeen: number;
+  /** Takes the session out of the open connections (it ends with its key's revocation). */
+  release: () => void;
 }
 
 /**
