@@ -22,6 +22,7 @@ export function eventsRoutes(service: EventsService, shutdown: AbortSignal): Fas
     app.get(
       '/events',
       {
+        config: { permission: 'events:read' },
         schema: {
           tags,
           summary: 'List events, oldest first, filtered by type patterns, subject and position',
@@ -39,6 +40,7 @@ export function eventsRoutes(service: EventsService, shutdown: AbortSignal): Fas
     app.get(
       '/events/stream',
       {
+        config: { permission: 'events:read' },
         schema: {
           tags,
           summary: 'Follow events live (Server-Sent Events); resumes after Last-Event-ID (or `after`) without gap or duplicate',
