@@ -55,7 +55,7 @@ const ERRORS: Record<number, { name: string; description: string; headers?: Reco
   403: {
     name: 'Forbidden',
     description:
-      'The caller may not do this: an admin-only operation, acting as another agent, an object it may not read or change, or an invalid or expired URL signature',
+      "The caller may not do this: it lacks the operation's permission (`x-permission`, named in the message), acts as another agent, touches an object it may not read or change, or an invalid or expired URL signature",
   },
   404: { name: 'NotFound', description: 'Nothing is known by an id, token or path in the URL' },
   413: { name: 'PayloadTooLarge', description: 'The body is larger than the server accepts' },
@@ -82,8 +82,8 @@ function errorStatuses(method: string, operation: Operation): number[] {
   const statuses: number[] = [];
   if (parameters.length > 0 || body) statuses.push(400);
   if (authenticated) statuses.push(401);
-  // Which caller may do what is the services' business (admin only, acting as oneself, owners):
-  // any credentials may be refused; without them, only a URL signature can be.
+  // Any credentials may be refused (the operation's permission, acting as oneself, owners);
+  // without them, only a URL signature can be.
   if (authenticated || parameters.some((p) => p.in === 'query' && p.name === 'signature')) statuses.push(403);
   if (parameters.some((p) => p.in === 'path')) statuses.push(404);
   if (body) statuses.push(413);
