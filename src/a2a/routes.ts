@@ -39,7 +39,7 @@ export function a2aRoutes(
       reply.header('Cache-Control', 'public, max-age=300').send(AgentCard.toJSON(serverCard(options.baseUrl(), options.version))),
     );
 
-    app.get('/a2a/:agentId/.well-known/agent-card.json', { schema: { ...schema, params: AgentParams } }, async (request) => {
+    app.get('/a2a/:agentId/.well-known/agent-card.json', { config: { permission: 'discovery:read' }, schema: { ...schema, params: AgentParams } }, async (request) => {
       const { agentId } = request.params;
       return AgentCard.toJSON(agentCard(agentId, await service.agent(agentId), options.baseUrl(), options.version));
     });
@@ -52,7 +52,7 @@ export function a2aRoutes(
       rpc.removeContentTypeParser('application/json');
       rpc.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-      rpc.post('/a2a/:agentId', { schema: { ...schema, params: AgentParams } }, async (request, reply) => {
+      rpc.post('/a2a/:agentId', { config: { permission: 'messaging:write' }, schema: { ...schema, params: AgentParams } }, async (request, reply) => {
         // Other text types reach here as strings (Fastify's text parser): the same checks apply.
         const raw = typeof request.body === 'string' ? Buffer.from(request.body) : (request.body as Buffer | undefined);
         const parsed = parse(raw);

@@ -4,12 +4,13 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
-import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
+import { Conflict, Forbidden, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { EventLog } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+import { grantable, missingFrom, permissionsOf, type Permission, type Role } from './permissions.js';
 import type { Principal } from './principal.js';
 import { decodeSignature, normalizePublicKey, SIGNATURE_WINDOW_MS, signingString, verifySignature } from './signing.js';
 import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
@@ -17,11 +18,29 @@ import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
 export interface ApiKey {
   id: string;
   name: string | null;
-  role: 'admin' | 'agent';
+  role: Role;
   agent_id: string | null;
+  /** Permission names narrowing the role; null: the whole role. */
+  scopes: string[] | null;
   prefix: string;
   created_at: string;
   revoked_at: string | null;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+export interface CreateKeyInput {
+  agent_id?: string;
+  role?: Role;
+  scopes?: string[];
+  expires_at?: string;
+  name?: string;
+}
+
+/** Who creates a key: recorded as the event's actor; the key can have no permission it lacks. */
+export interface KeyCreator {
+  actor: string;
+  permissions: ReadonlySet<Permission>;
 }
 
 export interface PublicKey {
@@ -70,10 +89,17 @@ function toApiKey(row: ApiKeyRow): ApiKey {
     name: row.name,
     role: row.role,
     agent_id: row.agent_id,
+    scopes: scopesOf(row),
     prefix: row.prefix,
     created_at: iso(row.created_at),
     revoked_at: iso(row.revoked_at),
+    expires_at: iso(row.expires_at),
+    last_used_at: iso(row.last_used_at),
   };
+}
+
+function scopesOf(row: ApiKeyRow): string[] | null {
+  return row.scopes === null ? null : (JSON.parse(row.scopes) as string[]);
 }
 
 function toPublicKey(row: PublicKeyRow): PublicKey {
@@ -87,13 +113,18 @@ function toPublicKey(row: PublicKeyRow): PublicKey {
   };
 }
 
+/** Signed requests come from agents: the agent role. */
+const SIGNED_PERMISSIONS = permissionsOf('agent', null);
+
 function principalFromKey(row: ApiKeyRow): Principal {
   return {
+    kind: row.role === 'agent' ? 'agent' : row.role === 'admin' ? 'admin' : 'key',
     role: row.role,
+    permissions: permissionsOf(row.role, scopesOf(row)),
     agentId: row.agent_id,
     keyId: row.id,
     grantingKeyId: row.role === 'agent' ? row.id : null,
-    actor: row.agent_id ?? 'admin',
+    actor: row.agent_id ?? (row.role === 'admin' ? 'admin' : `key:${row.id}`),
     bucket: row.agent_id !== null ? `agent:${row.agent_id}` : `key:${row.id}`,
   };
 }
@@ -105,10 +136,13 @@ const HEAR_REVOCATION_MS = 2000;
 /** Key events are for admins: they name every agent's keys. */
 const ADMINS_ONLY = { agents: [] };
 const KEY_CACHE_MAX = 10_000;
+/** last_used_at is written at most this often per key and node: never a write per request. */
+const LAST_USED_EVERY_MS = 60_000;
 
 interface CachedKey {
   principal: Principal;
   keyId: string;
+  expiresAt: number | null;
   /** The notifier's epoch and the database's data version when the key was read (see authenticateKey). */
   epoch: number;
   dataVersion: number;
@@ -117,6 +151,8 @@ interface CachedKey {
 export class AuthService {
   /** key hash → principal; saves the key lookup on every request (profiled: ~20% of an authenticated read). */
   private readonly keyCache = new Map<string, CachedKey>();
+  /** key id → when this node last wrote its last_used_at. */
+  private readonly lastUsedWritten = new Map<string, number>();
   private readonly revocationListeners = new Set<(keyId: string) => void>();
   private readonly stopListening: () => void;
 
@@ -154,21 +190,40 @@ export class AuthService {
     for (const listener of this.revocationListeners) listener(keyId);
   }
 
-  /** `actor`: who asks (the key.created event's actor). */
-  async createKey(input: { agent_id?: string; role?: 'admin' | 'agent'; name?: string }, actor: string): Promise<ApiKey & { key: string }> {
+  /** `creator`: who asks (the key.created event's actor); the key gets no permission it lacks (403). */
+  async createKey(input: CreateKeyInput, creator: KeyCreator): Promise<ApiKey & { key: string }> {
     const role = input.role ?? 'agent';
     if (role === 'agent' && input.agent_id === undefined) {
       throw InvalidRequest.field('agent_id', 'is required for an agent key');
     }
+    const scopes = input.scopes === undefined ? null : [...new Set(input.scopes)];
+    const allowed = grantable(role);
+    const foreign = scopes?.filter((name) => !(allowed as string[]).includes(name)) ?? [];
+    if (foreign.length > 0) {
+      throw InvalidRequest.field('scopes', `narrow the role: '${foreign.join("', '")}' is not among the ${role} role's permissions (${allowed.join(', ')})`);
+    }
+    const expiresAt = input.expires_at === undefined ? null : Date.parse(input.expires_at);
+    if (expiresAt !== null && !(expiresAt > this.clock.now())) throw InvalidRequest.field('expires_at', 'must be a time in the future');
+    const lacking = missingFrom(creator.permissions, permissionsOf(role, scopes));
+    if (lacking.length > 0) {
+      throw new Forbidden(`Missing permission '${lacking[0]}': a key cannot be given a permission its creator lacks (${lacking.join(', ')})`);
+    }
     return this.store.inTransaction(async (tx) => {
-      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
+      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null, { scopes, expiresAt });
       const { key: _plain, ...shown } = key;
-      await this.events.append(tx, { type: 'key.created', subject: key.id, actor, data: { key: shown }, readers: ADMINS_ONLY });
+      await this.events.append(tx, { type: 'key.created', subject: key.id, actor: creator.actor, data: { key: shown }, readers: ADMINS_ONLY });
       return key;
     });
   }
 
-  private async insertKey(tx: Tx, plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null) {
+  private async insertKey(
+    tx: Tx,
+    plain: string,
+    role: Role,
+    agentId: string | null,
+    name: string | null,
+    limits: { scopes: string[] | null; expiresAt: number | null } = { scopes: null, expiresAt: null },
+  ) {
     const now = this.clock.now();
     const row: ApiKeyRow = {
       id: newId('key', now),
@@ -179,6 +234,9 @@ export class AuthService {
       prefix: plain.slice(0, KEY_PREFIX.length + 6),
       created_at: now,
       revoked_at: null,
+      scopes: limits.scopes === null ? null : JSON.stringify(limits.scopes),
+      expires_at: limits.expiresAt,
+      last_used_at: null,
     };
     await this.store.insertKey(tx, row);
     return { ...toApiKey(row), key: plain };
@@ -256,8 +314,23 @@ export class AuthService {
     const epoch = this.notifier.epoch;
     const dataVersion = this.dataVersion?.() ?? 0;
     const cached = this.keyCache.get(hash);
-    if (cached && cached.epoch === epoch && cached.dataVersion === dataVersion) return cached.principal;
+    if (cached && cached.epoch === epoch && cached.dataVersion === dataVersion) return this.admitKey(cached.principal, cached.expiresAt);
     return this.lookUpKey(hash, epoch, dataVersion);
+  }
+
+  /** A known key, unless it has expired; notes its use (written at most once a minute). */
+  private admitKey(principal: Principal, expiresAt: number | null): Principal {
+    const now = this.clock.now();
+    if (expiresAt !== null && now >= expiresAt) throw new Unauthorized(`API key expired at ${iso(expiresAt)}`);
+    const keyId = principal.keyId!;
+    const written = this.lastUsedWritten.get(keyId);
+    if (written === undefined || now - written >= LAST_USED_EVERY_MS) {
+      if (this.lastUsedWritten.size >= KEY_CACHE_MAX) this.lastUsedWritten.clear();
+      this.lastUsedWritten.set(keyId, now);
+      // Not awaited: the request does not wait for bookkeeping, and a failed write is retried a minute later.
+      this.store.touchKey(autocommit, keyId, now).catch(() => this.lastUsedWritten.delete(keyId));
+    }
+    return principal;
   }
 
   /** `epoch` and `dataVersion` are read before the key: a change in between only costs another lookup. */
@@ -272,9 +345,9 @@ export class AuthService {
     const principal = principalFromKey(row);
     if (epoch !== null) {
       if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-      this.keyCache.set(hash, { principal, keyId: row.id, epoch, dataVersion });
+      this.keyCache.set(hash, { principal, keyId: row.id, expiresAt: row.expires_at, epoch, dataVersion });
     }
-    return principal;
+    return this.admitKey(principal, row.expires_at);
   }
 
   /**
@@ -308,7 +381,9 @@ export class AuthService {
     const fresh = await this.store.rememberSignature(autocommit, sha256Hex(pending.signature), pending.sentAt + SIGNATURE_WINDOW_MS);
     if (!fresh) throw new Unauthorized('Signature has already been used (replay)');
     return {
+      kind: 'agent',
       role: 'agent',
+      permissions: SIGNED_PERMISSIONS,
       agentId: pending.agentId,
       keyId: null,
       grantingKeyId: signer.registered_by_key_id,

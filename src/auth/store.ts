@@ -70,6 +70,10 @@ export class AuthStore extends Store {
     return rows.map((row) => row.id);
   }
 
+  async touchKey(tx: Tx, id: string, at: number): Promise<void> {
+    await dbOf(tx, this.db).updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+  }
+
   /** Revokes the key; false when it was revoked already. */
   async revokeKey(tx: Tx, id: string, at: number): Promise<boolean> {
     const result = await dbOf(tx, this.db)

@@ -52,6 +52,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/plans/generate',
       {
+        config: { permission: 'plans:write' },
         schema: {
           tags,
           summary: 'Draft a plan from a goal (local planner over discovery search, or the configured model with a local fallback)',
@@ -64,13 +65,13 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.post(
       '/coordination/plans',
-      { schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
       async (request, reply) => created(reply, await service.createPlan(planInput(request.body), callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/plans',
-      { schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listPlans(window), window);
@@ -79,13 +80,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/plans/:plan_id',
-      { schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } } },
       async (request, reply) => ok(reply, await service.getPlan(request.params.plan_id)),
     );
 
     app.put(
       '/coordination/plans/:plan_id',
       {
+        config: { permission: 'plans:write' },
         schema: {
           tags,
           summary: 'Replace a plan: version + 1 (runs keep the version they started with)',
@@ -99,25 +101,25 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.delete(
       '/coordination/plans/:plan_id',
-      { schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
       async (request, reply) => deleted(reply, await service.deletePlan(request.params.plan_id)),
     );
 
     app.get(
       '/coordination/plans/:plan_id/versions/:version',
-      { schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } } },
       async (request, reply) => ok(reply, await service.getPlanVersion(request.params.plan_id, request.params.version)),
     );
 
     app.post(
       '/coordination/runs',
-      { schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } } },
+      { config: { permission: 'runs:write' }, schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } } },
       async (request, reply) => created(reply, await service.startRun(request.body, callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/runs',
-      { schema: { tags, summary: 'List runs, newest first (by plan, status and start time)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'List runs, newest first (by plan, status and start time)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
       async (request, reply) => {
         const window = page(request.query);
         const { plan_id, status, started_after, started_before } = request.query;
@@ -127,13 +129,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/runs/:run_id',
-      { schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } } },
       async (request, reply) => ok(reply, await service.getRun(request.params.run_id)),
     );
 
     app.get(
       '/coordination/runs/:run_id/events',
       {
+        config: { permission: 'runs:read' },
         schema: {
           tags,
           summary: "The run's timeline: every state change, oldest first",
@@ -151,6 +154,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/cancel',
       {
+        config: { permission: 'runs:write' },
         schema: {
           tags,
           summary: 'Cancel a running or waiting run (its in-flight steps and child runs); 409 once finished',
@@ -165,6 +169,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/redrive',
       {
+        config: { permission: 'runs:write' },
         schema: {
           tags,
           summary: 'Restart a failed run from its failed steps (completed steps keep their output)',
@@ -179,6 +184,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/approve',
       {
+        config: { permission: 'approvals:decide', orNamedApprover: true },
         schema: {
           tags,
           summary: 'Decide a waiting human_approval step (approved: false fails it)',
@@ -194,6 +200,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/input',
       {
+        config: { permission: 'approvals:decide' },
         schema: {
           tags,
           summary: "Submit a waiting human_input step's data (validated against its schema)",
@@ -211,7 +218,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/approvals',
-      { schema: { tags, summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)', querystring: PageQuery, response: { 200: ListEnvelope(PendingApproval) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)', querystring: PageQuery, response: { 200: ListEnvelope(PendingApproval) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listPendingApprovals(window), window);
@@ -262,14 +269,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.post(
       '/coordination/triggers',
-      { schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
       async (request, reply) =>
         created(reply, await triggers.create({ ...request.body, config: request.body.config as TriggerConfig }, request.principal.agentId ?? request.principal.actor)),
     );
 
     app.get(
       '/coordination/triggers',
-      { schema: { tags, summary: 'List triggers', querystring: ListTriggersQuery, response: { 200: ListEnvelope(Trigger) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'List triggers', querystring: ListTriggersQuery, response: { 200: ListEnvelope(Trigger) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await triggers.list(request.query.plan_id, window), window);
@@ -278,13 +285,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/triggers/:trigger_id',
-      { schema: { tags, summary: 'Get a trigger', params: TriggerParams, response: { 200: DataEnvelope(Trigger) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get a trigger', params: TriggerParams, response: { 200: DataEnvelope(Trigger) } } },
       async (request, reply) => ok(reply, await triggers.get(request.params.trigger_id)),
     );
 
     app.patch(
       '/coordination/triggers/:trigger_id',
       {
+        config: { permission: 'plans:write' },
         schema: {
           tags,
           summary: 'Update a trigger (enabled=false pauses it; a new schedule starts from now)',
@@ -299,7 +307,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.delete(
       '/coordination/triggers/:trigger_id',
-      { schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await triggers.delete(request.params.trigger_id);
         return deleted(reply, request.params.trigger_id);
@@ -309,6 +317,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.get(
       '/coordination/triggers/:trigger_id/fires',
       {
+        config: { permission: 'plans:read' },
         schema: {
           tags,
           summary: "A trigger's latest fires, newest first (started, skipped, filtered, failed; the last 100 are kept)",
@@ -326,6 +335,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.route({
       method: [...WEBHOOK_METHODS],
       url: '/coordination/hooks/*',
+      config: { permission: 'runs:write' },
       schema: {
         tags,
         summary: "Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method)",

@@ -27,6 +27,7 @@ export function eventsRoutes(
     app.get(
       '/events',
       {
+        config: { permission: 'events:read' },
         schema: {
           tags,
           summary: 'List events, oldest first, filtered by type patterns, subject and position',
@@ -44,6 +45,7 @@ export function eventsRoutes(
     app.get(
       '/events/stream',
       {
+        config: { permission: 'events:read' },
         schema: {
           tags,
           summary: 'Follow events live (Server-Sent Events); resumes after Last-Event-ID (or `after`) without gap or duplicate',

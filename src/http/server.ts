@@ -7,8 +7,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginCallback } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { AuthService } from '../auth/index.js';
-import { requireAdmin } from '../auth/index.js';
+import type { AuthService, Requirement } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import type { StorageFullness } from '../db/faults.js';
@@ -29,9 +28,17 @@ import { installSecurityHeaders } from './security-headers.js';
 
 export type HttpServer = FastifyInstance;
 
+/** A route as the route table lists it: `permission` is null only on public routes. */
+export interface RouteEntry {
+  method: string;
+  url: string;
+  hidden: boolean;
+  permission: Requirement | null;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    routeTable: { method: string; url: string; hidden: boolean }[];
+    routeTable: RouteEntry[];
   }
 }
 
@@ -182,8 +189,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   installNulRefusal(app);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
-  const routes: { method: string; url: string; hidden: boolean }[] = [];
+  const routes: RouteEntry[] = [];
   app.decorate('routeTable', routes);
+  // Each route's options, read once every plugin's onRoute hook has run (the console's and the
+  // docs' mark theirs public after this one).
+  const declared: { entry: RouteEntry; options: { config?: { public?: boolean; permission?: Requirement } } }[] = [];
   app.addHook('onRoute', (route) => {
     if (route.schema) route.schema = withBoundedRequestIntegers(route.schema);
     // Public routes (webhooks, upload URLs, signed downloads) say so in the document: no credentials.
@@ -191,8 +201,20 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      routes.push({ method, url: route.url, hidden: Boolean(route.schema?.hide) || route.url.startsWith('/docs') });
+      const entry: RouteEntry = { method, url: route.url, hidden: Boolean(route.schema?.hide) || route.url.startsWith('/docs'), permission: null };
+      routes.push(entry);
+      declared.push({ entry, options: route });
     }
+  });
+  // A route without a declared permission would be open to every key: refused at start.
+  app.addHook('onReady', (done) => {
+    for (const { entry, options } of declared.splice(0)) {
+      if (options.config?.public) continue;
+      const permission = options.config?.permission;
+      if (permission === undefined) return done(new Error(`${entry.method} ${entry.url} declares no permission (config.permission) and is not public`));
+      entry.permission = permission;
+    }
+    done();
   });
 
   await app.register(swagger, {
@@ -219,7 +241,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
       },
       security: [{ bearer: [] }, { agentSignature: [] }],
     },
-    transformObject: (built) => ('openapiObject' in built ? describeOperations(built.openapiObject) : built.swaggerObject),
+    transformObject: (built) => ('openapiObject' in built ? describeOperations(built.openapiObject, routes) : built.swaggerObject),
   });
 
   await app.register(async (docs) => {
@@ -246,8 +268,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks });
     return { status: 'ready', checks };
   });
-  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
-    requireAdmin(request.principal);
+  app.get('/metrics', { config: { permission: 'metrics:read' }, schema: { hide: true } }, async (_request, reply) => {
     return reply.type(options.metrics.contentType).send(await options.metrics.metrics());
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());

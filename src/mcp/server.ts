@@ -35,7 +35,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Principal } from '../auth/index.js';
+import { authorizeDeclared, type Permission, type Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
 import { AppError, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { OpenConnections } from '../kernel/open-connections.js';
@@ -87,6 +87,8 @@ export interface McpResource {
   title?: string;
   description?: string;
   mimeType?: string;
+  /** What reading (or listing) this kind needs, as its HTTP GET route. */
+  permission: Permission;
   /** resources/list: those of this kind the caller may read (a bounded number, e.g. the newest). */
   list(principal: Principal): Promise<ResourceEntry[]>;
   /** resources/read of a URI its template matches, as the caller. AppErrors become protocol errors (not_found: unknown resource). */
@@ -161,7 +163,9 @@ class Catalogue {
 
   /** resources/list: what each kind lists for the caller. */
   async list(principal: Principal, errors: ProtocolErrors): Promise<{ resources: ResourceEntry[] }> {
-    const listed = await this.answer(errors, undefined, () => Promise.all(this.resources.map(({ resource }) => resource.list(principal))));
+    // Kinds the caller lacks the permission for are left out of the list (reading one is a 403).
+    const readable = this.resources.filter(({ resource }) => principal.permissions.has(resource.permission));
+    const listed = await this.answer(errors, undefined, () => Promise.all(readable.map(({ resource }) => resource.list(principal))));
     return { resources: listed.flat() };
   }
 
@@ -170,6 +174,7 @@ class Catalogue {
     const contents = await this.answer(errors, uri, () => {
       const found = this.resources.find(({ template }) => template.match(uri) !== null);
       if (!found) throw new NotFound('Resource', uri);
+      authorizeDeclared(principal, { permission: found.resource.permission });
       return found.resource.read(uri, principal);
     });
     return { contents };
@@ -426,9 +431,9 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
     }
 
     const schema = { hide: true };
-    app.post('/', { schema }, handle);
-    app.get('/', { schema }, handle);
-    app.delete('/', { schema }, handle);
+    app.post('/', { config: { permission: 'authenticated' }, schema }, handle);
+    app.get('/', { config: { permission: 'authenticated' }, schema }, handle);
+    app.delete('/', { config: { permission: 'authenticated' }, schema }, handle);
 
     const sweeper = setInterval(() => {
       const cutoff = Date.now() - limits.idleMs;

@@ -116,6 +116,7 @@ export function channelRoutes(
     app.route({
       method: 'GET',
       url: '/messaging/channel',
+      config: { permission: 'messaging:write' },
       // A WebSocket, not an operation of the OpenAPI document (nor of the SDK's table).
       schema: { hide: true, querystring: ChannelQuery },
       // Before the upgrade, so that acting as another agent is an HTTP 403.

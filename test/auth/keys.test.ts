@@ -26,7 +26,7 @@ describeEachDialect('API keys', (dialect) => {
     const agent = server.api.withKey(res.body.data.key);
     const me = await agent.get('/api/v1/auth/whoami');
     expect(me.status).toBe(200);
-    expect(me.body.data).toEqual({ role: 'agent', agent_id: 'alpha', key_id: res.body.data.id, actor: 'alpha' });
+    expect(me.body.data).toMatchObject({ kind: 'agent', id: 'alpha', role: 'agent', agent_id: 'alpha', key_id: res.body.data.id, actor: 'alpha' });
     const listed = await server.api.get('/api/v1/auth/keys?limit=500');
     const entry = listed.body.data.find((k: { id: string }) => k.id === res.body.data.id);
     expect(entry).toBeDefined();

@@ -22,6 +22,7 @@ import * as rateLimits from './0019-rate-limits.js';
 import * as traces from './0020-traces.js';
 import * as a2a from './0021-a2a.js';
 import * as authPublicKeyRegistrars from './0022-auth-public-key-registrars.js';
+import * as keyScopes from './0023-key-scopes.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -54,4 +55,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0020-traces': traces,
   '0021-a2a': a2a,
   '0022-auth-public-key-registrars': authPublicKeyRegistrars,
+  '0023-key-scopes': keyScopes,
 };
