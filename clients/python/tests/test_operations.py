@@ -96,6 +96,7 @@ def _input_run(c: Switchboard, x: SimpleNamespace) -> str:
 # op key -> (call, the error it must raise or None when it must succeed)
 ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "auth.whoami": (lambda c, x: c.auth.whoami(), None),
+    "auth.permissions": (lambda c, x: c.auth.permissions(), None),
     "auth.list_keys": (lambda c, x: c.auth.list_keys(include_revoked=True), None),
     "auth.create_key": (lambda c, x: c.auth.create_key(agent_id=x.agent_id, role="agent", name="ops"), None),
     "auth.revoke_key": (lambda c, x: c.auth.revoke_key(key_id=c.auth.create_key(agent_id=x.agent_id, role="agent", name="r")["id"], reason="table"), None),

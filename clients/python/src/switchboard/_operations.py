@@ -27,10 +27,25 @@ class AuthWhoamiArgs(TypedDict, total=False):
 class AuthWhoamiData(TypedDict):
     """What auth.whoami returns."""
 
-    role: Literal["admin", "agent"]
+    kind: Literal["admin", "agent", "key"]
+    id: str
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
+    permissions: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
     agent_id: str | None
     key_id: str | None
     actor: str
+
+
+class AuthPermissionsArgs(TypedDict, total=False):
+    """The keyword arguments of auth.permissions."""
+
+
+class AuthPermissionsElement(TypedDict):
+    """One element of what auth.permissions returns."""
+
+    name: Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]
+    description: str
+    roles: list[Literal["admin", "operator", "approver", "viewer", "agent"]]
 
 
 class AuthListKeysArgs(TypedDict, total=False):
@@ -46,18 +61,23 @@ class AuthListKeysItem(TypedDict):
 
     id: str
     name: str | None
-    role: Literal["admin", "agent"]
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
     agent_id: str | None
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]] | None
     prefix: str
     created_at: str
     revoked_at: str | None
+    expires_at: str | None
+    last_used_at: str | None
 
 
 class AuthCreateKeyBody(TypedDict, total=False):
     """The JSON body of auth.create_key."""
 
     agent_id: str
-    role: Literal["admin", "agent"]
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
+    expires_at: str
     name: str
 
 
@@ -65,7 +85,9 @@ class AuthCreateKeyArgs(TypedDict, total=False):
     """The keyword arguments of auth.create_key."""
 
     agent_id: str
-    role: Literal["admin", "agent"]
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
+    expires_at: str
     name: str
 
 
@@ -84,6 +106,8 @@ class AuthRevokeKeyData(TypedDict):
 
     id: str
     deleted: Literal[True]
+    public_keys_deleted: list[str]
+    public_keys_deleted_count: int
 
 
 class AuthListPublicKeysArgs(TypedDict):
@@ -99,6 +123,7 @@ class AuthListPublicKeysElement(TypedDict):
     agent_id: str
     public_key: str
     fingerprint: str
+    registered_by_key_id: str | None
     created_at: str
 
 
@@ -122,6 +147,7 @@ class AuthAddPublicKeyData(TypedDict):
     agent_id: str
     public_key: str
     fingerprint: str
+    registered_by_key_id: str | None
     created_at: str
 
 
@@ -2260,6 +2286,7 @@ class CoordinationDecideByLinkData(TypedDict):
     step_id: str
     status: str
     decided_by: str
+    decided_by_kind: Literal["agent", "link"]
     decided_at: str
 
 
@@ -3205,6 +3232,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "permissions": Operation(
+            operation_id="auth_permissions",
+            method="GET",
+            path="/api/v1/auth/permissions",
+            path_params=(),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
         "list_keys": Operation(
             operation_id="auth_listKeys",
             method="GET",
@@ -3225,7 +3265,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("agent_id", "role", "name",),
+            body_fields=("agent_id", "role", "scopes", "expires_at", "name",),
             paged=False,
             items_key=None,
             public=False,
@@ -4887,16 +4927,20 @@ class AuthOperations(Domain):
         """The principal behind the credentials (GET /api/v1/auth/whoami)."""
         return self._call("whoami", arguments)  # type: ignore[no-any-return]
 
+    def permissions(self, **arguments: Unpack[AuthPermissionsArgs]) -> list[AuthPermissionsElement]:
+        """The permissions catalogue, with the roles that grant each (GET /api/v1/auth/permissions)."""
+        return self._call("permissions", arguments)  # type: ignore[no-any-return]
+
     def list_keys(self, **arguments: Unpack[AuthListKeysArgs]) -> Paged[AuthListKeysItem]:
-        """List API keys (admin) (GET /api/v1/auth/keys)."""
+        """List API keys (GET /api/v1/auth/keys)."""
         return self._call("list_keys", arguments)  # type: ignore[no-any-return]
 
     def create_key(self, **arguments: Unpack[AuthCreateKeyArgs]) -> dict[str, Any]:
-        """Create an API key (admin) (POST /api/v1/auth/keys)."""
+        """Create an API key (POST /api/v1/auth/keys)."""
         return self._call("create_key", arguments)  # type: ignore[no-any-return]
 
     def revoke_key(self, **arguments: Unpack[AuthRevokeKeyArgs]) -> AuthRevokeKeyData:
-        """Revoke an API key (admin) (DELETE /api/v1/auth/keys/{key_id})."""
+        """Revoke an API key, and delete the public keys it registered (DELETE /api/v1/auth/keys/{key_id})."""
         return self._call("revoke_key", arguments)  # type: ignore[no-any-return]
 
     def list_public_keys(self, **arguments: Unpack[AuthListPublicKeysArgs]) -> list[AuthListPublicKeysElement]:
