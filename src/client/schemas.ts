@@ -48,7 +48,7 @@ export const SCHEMAS = asValidated({
   'auth.permissions': { data: list(Auth.PermissionEntry) },
   'auth.createKey': { body: Auth.CreateKeyBody, data: Auth.CreatedKey },
   'auth.listKeys': { query: Auth.ListKeysQuery, data: list(Auth.ApiKey) },
-  'auth.revokeKey': { query: Auth.RevokeKeyQuery, data: Deleted },
+  'auth.revokeKey': { query: Auth.RevokeKeyQuery, data: Auth.RevokedKey },
   'auth.addPublicKey': { body: Auth.AddPublicKeyBody, data: Auth.PublicKey },
   'auth.listPublicKeys': { data: list(Auth.PublicKey) },
   'auth.removePublicKey': { data: Deleted },

@@ -15,7 +15,7 @@ describeEachDialect('Ed25519 request signing', (dialect) => {
     const path = '/api/v1/auth/whoami?x=1';
     const res = await server.api.get(path, { key: null, headers: signedHeaders(alice.privateKey, 'alice', 'GET', path) });
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ role: 'agent', agent_id: 'alice', key_id: null, actor: 'alice' });
+    expect(res.body.data).toMatchObject({ kind: 'agent', id: 'alice', role: 'agent', agent_id: 'alice', key_id: null, actor: 'alice' });
   });
 
   it('covers the body: a signed POST verifies, a tampered one does not', async () => {

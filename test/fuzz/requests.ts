@@ -134,6 +134,15 @@ export function valueFor(schema: Schema | undefined, ids: string[], depth = 0): 
   return fc.oneof({ weight: 15, arbitrary: shaped }, { weight: 1, arbitrary: hostileValue });
 }
 
+/** Strings a pattern matches; fast-check builds none for lookaheads (reserved names), so any string then. */
+function matching(pattern: string): fc.Arbitrary<string> {
+  try {
+    return fc.stringMatching(new RegExp(pattern));
+  } catch {
+    return fc.string({ maxLength: 20 });
+  }
+}
+
 function shapedValue(schema: Schema, ids: string[], depth: number): fc.Arbitrary<unknown> {
   if (Array.isArray(schema.enum)) {
     return fc.oneof({ weight: 10, arbitrary: fc.constantFrom(...(schema.enum as unknown[])) }, { weight: 1, arbitrary: fc.constant('not-one-of-them') });
@@ -144,7 +153,7 @@ function shapedValue(schema: Schema, ids: string[], depth: number): fc.Arbitrary
   switch (type) {
     case 'string': {
       if (schema.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
-      if (typeof schema.pattern === 'string') return fc.oneof(fc.stringMatching(new RegExp(schema.pattern)), fc.constantFrom(...ids, 'x'));
+      if (typeof schema.pattern === 'string') return fc.oneof(matching(schema.pattern), fc.constantFrom(...ids, 'x'));
       return fc.oneof(fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 20, 20) }), fc.constantFrom(...ids, 'x'));
     }
     case 'integer':

@@ -3,7 +3,7 @@ import { StdioClientTransport as ModernStdio } from '@modelcontextprotocol/clien
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer, type TestServer } from '../helpers/server.js';
-import { agentKey, callFails, callOk, legacyClient, modernClient, STATELESS_REVISION, type AnyClient, type User } from './fixtures.js';
+import { callFails, callOk, decidingAgentKey, legacyClient, modernClient, STATELESS_REVISION, type AnyClient, type User } from './fixtures.js';
 
 /**
  * Issue 26: `switchboard mcp` (stdio, proxying to /core/mcp) serves clients of both revisions,
@@ -28,7 +28,7 @@ describeEachDialect('MCP over stdio', (dialect) => {
       expect(plan.status, plan.text).toBe(201);
       const runId = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id })).body.data.id as string;
       const agentId = `mcp-stdio-${n}`;
-      const client = await connect(server, await agentKey(server, agentId), () => ({ action: 'accept', content: { name: 'Ada' } }));
+      const client = await connect(server, await decidingAgentKey(server, agentId), () => ({ action: 'accept', content: { name: 'Ada' } }));
       try {
         if (client.revision === 'stateless') expect(client.negotiatedVersion()).toBe(STATELESS_REVISION);
         const tools = await client.listTools();

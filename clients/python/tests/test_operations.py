@@ -38,7 +38,7 @@ def ctx(admin: Switchboard, agent_client: Callable[[str], Switchboard]) -> Simpl
     x.trigger = admin.coordination.create_trigger(plan_id=x.plan["id"], type="webhook", config={"path": x.hook})
     x.artifact = admin.artifacts.upload(file=io.BytesIO(b"hello"), name="hello.txt", content_type="text/plain")
     x.session = admin.messaging.create_session(name=unique("session"))
-    x.thread = admin.messaging.create_thread(session_id=x.session["id"], name="t", participants=[x.agent_id, "admin"])
+    x.thread = admin.messaging.create_thread(session_id=x.session["id"], name="t", participants=[x.agent_id, unique("ops-peer")])
     x.webhook = admin.webhooks.create(url="http://127.0.0.1:9/hook", types=["run.*"])
     return x
 
