@@ -263,7 +263,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
       {
         schema: {
           tags,
-          summary: 'List artifacts shared with the caller, directly or through a discovery group',
+          summary: 'List artifacts shared with the caller, directly or through a group an admin made it a member of',
           querystring: SharedQuery,
           response: { 200: ListEnvelope(Artifact) },
         },
@@ -368,7 +368,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.post(
       '/artifacts/:artifact_id/share',
-      { schema: { tags, summary: 'Share with agents and discovery groups (owner or admin)', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } } },
+      { schema: { tags, summary: 'Share with agents and access groups (owner or admin); a group share opens to the members an admin granted', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } } },
       async (request, reply) => ok(reply, await service.share(request.principal, request.params.artifact_id, request.body)),
     );
 

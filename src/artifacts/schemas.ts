@@ -35,7 +35,7 @@ export const DEFAULT_UPLOAD_EXPIRES_IN_S = 3600;
 const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: 'Display and download file name' });
 const ContentType = Type.String({ pattern: CONTENT_TYPE_PATTERN, maxLength: 255, description: 'MIME type: type/subtype, then optional ; name=value parameters, in printable ASCII' });
 const Sha256 = Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'hex SHA-256 of the content' });
-const GroupName = Type.String({ minLength: 1, maxLength: 200, description: 'Discovery group name' });
+const GroupName = Type.String({ minLength: 1, maxLength: 200, description: 'Access group name: its members are granted by an admin (PUT /auth/groups/{group}/members/{agent_id})' });
 const expiresIn = (options: { default?: number } = {}) =>
   Type.Integer({ minimum: 1, maximum: MAX_EXPIRES_IN_S, description: 'Seconds until the URL expires (1 s to 7 days)', ...options });
 

@@ -59,8 +59,8 @@ export interface ArtifactsDeps {
   blobs: BlobStore;
   clock: Clock;
   logger: Logger;
-  /** Discovery's groups (design §3); without it, group shares match nobody. */
-  groups?: AgentGroups;
+  /** The groups an admin granted an agent (access groups): members read what is shared with the group. */
+  groups: AgentGroups;
   /** artifact.created, artifact.version_created, artifact.deleted: read by those who may read the artifact. */
   events: EventLog;
   /** The HMAC key of signed and upload URLs, the same on every node. */
@@ -191,7 +191,7 @@ export class ArtifactsService {
   }
 
   private async groupsOf(agentId: string | null): Promise<string[]> {
-    if (agentId === null || !this.deps.groups) return [];
+    if (agentId === null) return [];
     return this.deps.groups.groupsOf(agentId);
   }
 
@@ -201,7 +201,12 @@ export class ArtifactsService {
     return row;
   }
 
-  /** The artifact, if the caller may read it: admin, owner, a shared agent or a member of a shared group. */
+  /**
+   * The artifact, if the caller may read it: admin, owner, a shared agent or a member of a
+   * shared group (a membership an admin granted, never a group the agent declared itself).
+   * Every read goes through here: the HTTP routes, MCP's read_artifact and resources; the
+   * event log applies the same rule to artifact events through their readers (readersOf).
+   */
   private async readable(principal: Principal, id: string): Promise<ArtifactRow> {
     const row = await this.find(id);
     if (isAdmin(principal) || row.owner === this.ownerOf(principal)) return row;

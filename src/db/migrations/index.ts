@@ -21,6 +21,7 @@ import * as clusterNotices from './0018-cluster-notices.js';
 import * as rateLimits from './0019-rate-limits.js';
 import * as traces from './0020-traces.js';
 import * as a2a from './0021-a2a.js';
+import * as accessGroups from './0022-access-groups.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -52,4 +53,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0019-rate-limits': rateLimits,
   '0020-traces': traces,
   '0021-a2a': a2a,
+  '0022-access-groups': accessGroups,
 };
