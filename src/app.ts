@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
-import { createAuthDomain } from './auth/index.js';
+import { createAuthDomain, CredentialWatch } from './auth/index.js';
 import { createAccessGroups } from './auth/groups/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
@@ -19,15 +19,19 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTracing, type Tracing } from './tracing.js';
 import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { StorageFullness } from './db/faults.js';
+import { PostponedWrites } from './db/postponed-writes.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
 import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { DomainMetrics } from './kernel/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
 import type { Notifier } from './kernel/notifier.js';
+import { OpenConnections } from './kernel/open-connections.js';
 import { openNotifier } from './db/notifiers.js';
 import type { Platform } from './kernel/platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
+import { ExpressionPool } from './kernel/expression-pool.js';
 import { mcpRoutes } from './mcp/server.js';
 import { humanInputTool } from './mcp/human-input.js';
 import { buildResources } from './mcp/resources.js';
@@ -35,6 +39,9 @@ import { buildTools, instructions } from './mcp/tools/index.js';
 import { LoopWorker, type Worker } from './workers/loop-worker.js';
 
 export type { Platform };
+
+/** How often start-up writes that a full disk postponed are tried again (a write that succeeds tries them at once). */
+const POSTPONED_RETRY_MS = 5_000;
 
 /** The server's version, from package.json (one level up from src/ and dist/ alike). */
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -78,6 +85,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     throw err;
   }
 
+  // A node that crashed on a full disk starts all the same: its start-up writes wait for space.
+  const storage = new StorageFullness();
+  const postponed = new PostponedWrites(storage, logger);
   const notifier: Notifier = openNotifier(database, { listen: config.pgListen }, logger);
   if (notifier instanceof PostgresNotifier) await notifier.whenReady();
   const lifecycle = new AbortController();
@@ -85,6 +95,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   const limiter = createPrincipalRateLimiter({ database, config, clock, logger });
   const metrics = createMetrics();
   const domainMetrics = new DomainMetrics(metrics);
+  // Its threads start on the first expression and stop with the app.
+  const expressions = new ExpressionPool({
+    workers: config.expressionWorkers,
+    timeoutMs: config.expressionTimeoutMs,
+    maxResultBytes: config.expressionMaxResultBytes,
+    heapMb: config.expressionHeapMb,
+  });
   const platform: Platform = {
     config,
     database,
@@ -95,6 +112,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     shutdown: lifecycle.signal,
     limiter,
     metrics: domainMetrics,
+    expressions,
+    connections: new OpenConnections(),
   };
 
   // Every domain appends to the log, so it comes first; an agent reads the events of artifacts
@@ -102,7 +121,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const accessGroups = createAccessGroups({ database, clock });
   const events = createEventsDomain({ platform, groups: accessGroups.service });
   const auth = createAuthDomain({ database, clock, notifier, events: events.log });
-  await auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger);
+  await postponed.run('admin key', () => auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger));
 
   const messaging = createMessagingDomain(platform, events.log, { heartbeat: (agentId, input) => discovery.service.heartbeat(agentId, input) });
   const discovery = createDiscoveryDomain({ platform, events: events.log, stats: messaging.inbox });
@@ -134,9 +153,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     events: events.log,
   });
 
+  // Tried every few seconds while any waits, and as soon as a write succeeds (there is room again).
+  const postponedRetry = new LoopWorker({ name: 'postponed-writes', intervalMs: POSTPONED_RETRY_MS, run: () => postponed.retry(), logger });
+  storage.onRoom(() => postponedRetry.nudge());
   // Workers start after the server listens, in this order, and stop in reverse.
   const workers: Worker[] = [
+    postponedRetry,
     ...cluster.workers,
+    new CredentialWatch({ auth: auth.service, connections: platform.connections, notifier, dataVersion: database.dataVersion, logger }),
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
     ...messaging.workers,
     ...discovery.workers,
@@ -165,7 +189,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,
     tracing: tracing?.httpPlugin ?? null,
-    readiness: { database: () => database.ping(), blobs: () => artifacts.blobs.check(), notices: () => notifier.transport },
+    readiness: {
+      database: () => database.ping(),
+      blobs: () => artifacts.blobs.check(),
+      notices: () => notifier.transport,
+      postponedWrites: () => postponed.names,
+    },
+    storage,
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: accessGroups.routes },
@@ -179,7 +209,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         plugin: mcpRoutes(
           { tools: buildTools(mcpServices), interactive: [humanInputTool(coordination.service)], resources: buildResources(mcpServices), instructions },
           logger,
-          auth.service,
+          platform.connections,
+          { perKey: config.mcpSessionsPerKey, idleMs: config.mcpSessionIdleSeconds * 1000 },
         ),
       },
       { prefix: '/api/v1', plugin: coordination.routes },
@@ -200,7 +231,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const address = http.server.address() as AddressInfo;
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       listenUrl = `http://${host}:${address.port}`;
-      await cluster.service.register();
+      await postponed.run('node registration', () => cluster.service.register());
       for (const worker of workers) worker.start();
       logger.info({ url: listenUrl, storage: database.caps.kind }, 'switchboard listening');
       return listenUrl;
@@ -210,6 +241,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         lifecycle.abort();
         await http.close();
         for (const worker of [...workers].reverse()) await worker.stop();
+        await expressions.close();
         // Down at once for the other nodes; a database out of reach leaves it to the 30 s rule.
         await cluster.service.stopped().catch((err: unknown) => logger.warn({ err }, 'could not mark this node down'));
         auth.service.close();

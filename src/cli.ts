@@ -10,6 +10,7 @@ import { createLogger } from './logger.js';
 import path from 'node:path';
 import { createApp } from './app.js';
 import { blobMigrationFor, migrateFileBlobs } from './artifacts/index.js';
+import { isPermission, permissionsOf, ROLE_NAMES, type Role } from './auth/permissions.js';
 import { AuthService } from './auth/service.js';
 import { AuthStore } from './auth/store.js';
 import { createAccessGroups } from './auth/groups/index.js';
@@ -50,8 +51,11 @@ second or more later, exits at once with 128 + the signal's number (143 for SIGT
 
 Applies pending migrations to the configured database (DATABASE_URL, else SQLite in the data dir).`,
   keys: `Usage:
-  switchboard keys create --agent ID [--role agent|admin] [--name NAME] [--create]
-  switchboard keys create --role admin [--name NAME] [--create]
+  switchboard keys create --agent ID [--role agent|admin] [--scopes a,b] [--expires 30d] [--name NAME] [--create]
+  switchboard keys create --role admin|operator|approver|viewer [--scopes a,b] [--expires 30d] [--name NAME] [--create]
+
+--scopes narrows the role to these permissions (see GET /api/v1/auth/permissions); --expires
+takes a duration (90m, 12h, 30d) or an ISO 8601 time, after which the key is refused (401).
   switchboard keys list [--all]
   switchboard keys revoke KEY_ID
 
@@ -161,6 +165,17 @@ async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthServi
   }
 }
 
+const DURATION_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--expires`: a duration from now (90m, 12h, 30d) or an ISO 8601 time. */
+function expiryOf(text: string): string {
+  const duration = /^(\d+)([mhd])$/.exec(text);
+  if (duration) return new Date(Date.now() + Number(duration[1]) * DURATION_UNITS[duration[2]!]!).toISOString();
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) fail('--expires takes a duration (90m, 12h, 30d) or an ISO 8601 time');
+  return new Date(at).toISOString();
+}
+
 async function keys(config: Config, args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args,
@@ -168,6 +183,8 @@ async function keys(config: Config, args: string[]): Promise<void> {
     options: {
       agent: { type: 'string' },
       role: { type: 'string' },
+      scopes: { type: 'string' },
+      expires: { type: 'string' },
       name: { type: 'string' },
       all: { type: 'boolean' },
       create: { type: 'boolean' },
@@ -182,10 +199,17 @@ async function keys(config: Config, args: string[]): Promise<void> {
   }
   if (action === 'create') {
     const role = values.role ?? 'agent';
-    if (role !== 'agent' && role !== 'admin') fail('--role must be agent or admin');
+    if (!(ROLE_NAMES as readonly string[]).includes(role)) fail(`--role must be one of ${ROLE_NAMES.join(', ')}`);
     if (role === 'agent' && values.agent === undefined) fail('keys create needs --agent ID for an agent key');
+    const scopes = values.scopes?.split(',').map((name) => name.trim()).filter((name) => name.length > 0);
+    const unknown = scopes?.filter((name) => !isPermission(name)) ?? [];
+    if (unknown.length > 0) fail(`--scopes: unknown permission '${unknown.join("', '")}'; see GET /api/v1/auth/permissions`);
+    const expiresAt = values.expires === undefined ? undefined : expiryOf(values.expires);
     const key = await withAuth(config, create, (auth) =>
-      auth.createKey({ agent_id: values.agent, role, name: values.name }, CLI_ACTOR),
+      auth.createKey(
+        { agent_id: values.agent, role: role as Role, scopes, expires_at: expiresAt, name: values.name },
+        { actor: CLI_ACTOR, permissions: permissionsOf('admin', null) },
+      ),
     );
     console.log(JSON.stringify(key, null, 2));
     return;
@@ -198,8 +222,8 @@ async function keys(config: Config, args: string[]): Promise<void> {
   if (action === 'revoke') {
     const id = rest[0];
     if (!id) fail('keys revoke needs a KEY_ID');
-    await withAuth(config, create, (auth) => auth.revokeKey(id, CLI_ACTOR));
-    console.log(JSON.stringify({ id, revoked: true }));
+    const revoked = await withAuth(config, create, (auth) => auth.revokeKey(id, CLI_ACTOR));
+    console.log(JSON.stringify({ id, revoked: true, public_keys_deleted: revoked.public_keys_deleted }));
     return;
   }
   fail(`unknown keys action '${action}'; see 'switchboard keys --help'`);

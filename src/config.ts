@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,6 +20,11 @@ export interface Config {
   readonly rateWindowSeconds: number;
   /** Budget per client address of requests without a principal (public routes, refused credentials). */
   readonly rateLimitAnonymous: number;
+  /**
+   * Addresses and CIDR ranges of the proxies in front of the server: a request from one of them
+   * has its client address taken from `X-Forwarded-For`. Empty: the header is ignored.
+   */
+  readonly trustedProxies: readonly string[];
   /** The most bytes the bodies of signed requests awaiting verification may hold together. */
   readonly unauthenticatedBodyBytes: number;
   /** Time to receive a whole request, body included; slower ones are cut with 408. */
@@ -42,15 +48,29 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** Event streams (SSE) one principal may hold open on a node; one more is refused with 429. */
   readonly eventStreamsPerPrincipal: number;
+  /** MCP sessions (2025 revisions) one API key or signing agent may hold on a node; a new one evicts its least recently used. */
+  readonly mcpSessionsPerKey: number;
+  /** An MCP session not used for this long is closed. */
+  readonly mcpSessionIdleSeconds: number;
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
+  /**
+   * A WebSocket, event stream or A2A stream whose client has not read what it was sent for this
+   * long is ended (a WebSocket with 1008), so a client that stops reading holds bounded memory.
+   */
+  readonly stalledClientMs: number;
   /**
    * False only for benchmarks (SWITCHBOARD_BENCH_EVENT_LOG=off), which measure what the log
    * costs: nothing is appended, so streams, the audit trail and webhooks see nothing.
    */
   readonly eventLogEnabled: boolean;
-  /** Refuse webhook URLs and receivers at loopback, private or link-local addresses. */
+  /**
+   * Refuse webhook receivers at addresses that are not globally reachable (loopback, private,
+   * link-local, multicast…, also when an IPv6 address embeds one) unless the allow list names them.
+   */
   readonly webhookDenyPrivate: boolean;
+  /** Internal webhook receivers delivered to all the same: IP addresses, CIDR ranges, exact host names. */
+  readonly webhookAllowedHosts: readonly string[];
   /** One webhook delivery attempt (connect, answer, the first 4 KiB of its body) fails after this long. */
   readonly webhookTimeoutMs: number;
   /**
@@ -67,6 +87,14 @@ export interface Config {
   readonly webhookPollMs: number;
   /** OpenTelemetry traces (design §11): null (the default) loads no SDK at all. */
   readonly tracing: TracingConfig | null;
+  /** Worker threads that evaluate JSONata (plans' transforms and conditions, triggers' filters). */
+  readonly expressionWorkers: number;
+  /** One expression's evaluation fails past this long (its thread is ended). */
+  readonly expressionTimeoutMs: number;
+  /** An expression whose result, as JSON, is larger fails. */
+  readonly expressionMaxResultBytes: number;
+  /** The heap of each expression thread; an expression that needs more fails. */
+  readonly expressionHeapMb: number;
 }
 
 /** Where spans go and which are kept, from the standard OTEL_* variables. */
@@ -107,6 +135,24 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   const value = str(env, name) ?? fallback;
   if (!(values as readonly string[]).includes(value)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got '${value}'`);
   return value as T;
+}
+
+const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+
+/** A comma-separated list of IP addresses and CIDR ranges (`10.1.0.0/16`, `fd00::/8`), and host names when `hostNames`. */
+function networkList(env: Env, name: string, hostNames: boolean): string[] {
+  const entries = (str(env, name) ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const [network, prefix, extra] = entry.split('/');
+    const family = isIP(network!);
+    const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && family !== 0 && Number(prefix) <= (family === 4 ? 32 : 128));
+    const hostName = hostNames && family === 0 && prefix === undefined && HOST_NAME.test(entry);
+    if (extra !== undefined || !validPrefix || (family === 0 && !hostName)) {
+      const kinds = hostNames ? 'IP addresses, CIDR ranges (10.1.0.0/16) or host names' : 'IP addresses or CIDR ranges (10.1.0.0/16)';
+      throw new ConfigError(`${name} must list ${kinds} separated by commas, got '${entry}'`);
+    }
+  }
+  return entries;
 }
 
 const SAMPLERS = ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'] as const;
@@ -181,6 +227,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimit: int(env, 'SWITCHBOARD_RATE_LIMIT', 6000, 0, 1_000_000_000),
     rateWindowSeconds: int(env, 'SWITCHBOARD_RATE_WINDOW_S', 60, 1, 86_400),
     rateLimitAnonymous: int(env, 'SWITCHBOARD_RATE_LIMIT_ANONYMOUS', 600, 0, 1_000_000_000),
+    trustedProxies: networkList(env, 'SWITCHBOARD_TRUSTED_PROXIES', false),
     unauthenticatedBodyBytes: int(env, 'SWITCHBOARD_UNAUTHENTICATED_BODY_BYTES', 32 * 1024 ** 2, 1024, 1024 ** 4),
     // Node's own default, which Fastify turns off; it bounds uploads too.
     requestTimeoutSeconds: int(env, 'SWITCHBOARD_REQUEST_TIMEOUT_S', 300, 1, 86_400),
@@ -199,15 +246,26 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
     eventRetentionDays: int(env, 'SWITCHBOARD_EVENT_RETENTION_DAYS', 30, 1, 36_500),
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),
+    // Each session holds an MCP server of its own (3,000 sessions of one key took 112 MB).
+    mcpSessionsPerKey: int(env, 'SWITCHBOARD_MCP_SESSIONS_PER_KEY', 16, 1, 10_000),
+    mcpSessionIdleSeconds: int(env, 'SWITCHBOARD_MCP_SESSION_IDLE_S', 600, 10, 86_400),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
+    stalledClientMs: int(env, 'SWITCHBOARD_STALLED_CLIENT_MS', 30_000, 100, 3_600_000),
     eventLogEnabled: oneOf(env, 'SWITCHBOARD_BENCH_EVENT_LOG', ['on', 'off'], 'on') === 'on',
-    webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'false') === 'true',
+    // On by default: with it off, an admin reads the first 4 KiB of any internal service's answer in the delivery log.
+    webhookDenyPrivate: oneOf(env, 'SWITCHBOARD_WEBHOOK_DENY_PRIVATE', ['true', 'false'], 'true') === 'true',
+    webhookAllowedHosts: networkList(env, 'SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', true),
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
     tracing: tracingConfig(env),
     sharedRateLimit: oneOf(env, 'SWITCHBOARD_BENCH_SHARED_RATE_LIMIT', ['on', 'off'], 'on') === 'on',
     pgListen: oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on') === 'on',
+    expressionWorkers: int(env, 'SWITCHBOARD_EXPRESSION_WORKERS', 2, 1, 64),
+    expressionTimeoutMs: int(env, 'SWITCHBOARD_EXPRESSION_TIMEOUT_MS', 1000, 10, 600_000),
+    // As large as the JSON body an agent may send: a transform's output is stored like an agent's.
+    expressionMaxResultBytes: int(env, 'SWITCHBOARD_EXPRESSION_MAX_RESULT_BYTES', 1024 * 1024, 1024, 1024 ** 3),
+    expressionHeapMb: int(env, 'SWITCHBOARD_EXPRESSION_HEAP_MB', 128, 16, 16_384),
     ...overrides,
   };
   return Object.freeze(config);

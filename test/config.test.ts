@@ -22,7 +22,8 @@ describe('config', () => {
       eventStreamsPerPrincipal: 10,
       eventKeepAliveMs: 15_000,
       eventLogEnabled: true,
-      webhookDenyPrivate: false,
+      webhookDenyPrivate: true,
+      webhookAllowedHosts: [],
       webhookTimeoutMs: 10_000,
       webhookPollMs: 5_000,
     });
@@ -47,7 +48,8 @@ describe('config', () => {
       SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL: '2',
       SWITCHBOARD_EVENT_KEEPALIVE_MS: '50',
       SWITCHBOARD_BENCH_EVENT_LOG: 'off',
-      SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'true',
+      SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'false',
+      SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: ' 127.0.0.1, 10.1.0.0/16,fd00::/8 ,hooks.internal,Receiver.Example. ',
       SWITCHBOARD_WEBHOOK_TIMEOUT_MS: '2000',
       SWITCHBOARD_WEBHOOK_POLL_MS: '100',
     });
@@ -68,7 +70,8 @@ describe('config', () => {
       eventStreamsPerPrincipal: 2,
       eventKeepAliveMs: 50,
       eventLogEnabled: false,
-      webhookDenyPrivate: true,
+      webhookDenyPrivate: false,
+      webhookAllowedHosts: ['127.0.0.1', '10.1.0.0/16', 'fd00::/8', 'hooks.internal', 'Receiver.Example.'],
       webhookTimeoutMs: 2000,
       webhookPollMs: 100,
     });
@@ -89,12 +92,27 @@ describe('config', () => {
     ['SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', '0'],
     ['SWITCHBOARD_EVENT_KEEPALIVE_MS', 'soon'],
     ['SWITCHBOARD_WEBHOOK_DENY_PRIVATE', 'yes'],
+    ['SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', '10.0.0.0/33'],
+    ['SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', 'fd00::/129'],
+    ['SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', 'hooks.internal/8'],
+    ['SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', '10.0.0.0/8/8'],
+    ['SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', 'http://hooks.internal'],
+    ['SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', '*.internal'],
     ['SWITCHBOARD_WEBHOOK_TIMEOUT_MS', '0'],
     ['SWITCHBOARD_WEBHOOK_POLL_MS', '5s'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', 'proxy.internal'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.0/33'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.1,fd00::/129'],
+    ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.0/8/1'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
+});
+
+it('reads trusted proxies as addresses and CIDR ranges', () => {
+  expect(loadConfig({}).trustedProxies).toEqual([]);
+  expect(loadConfig({ SWITCHBOARD_TRUSTED_PROXIES: ' 10.0.0.0/8, ::1 ,fd00::/8,' }).trustedProxies).toEqual(['10.0.0.0/8', '::1', 'fd00::/8']);
 });
 
 describe('tracing configuration (the standard OTEL_* variables)', () => {

@@ -20,6 +20,6 @@ export function createA2aDomain(deps: { platform: Platform; inbox: Inbox; agents
     service,
     /** Hears of `a2a_task` messages (kernel/ports.ts `OutcomeHandlers`). */
     outcomeHandler: service.outcomeHandler,
-    routes: a2aRoutes(service, { baseUrl: platform.publicUrl, version: deps.version, shutdown: platform.shutdown, logger: platform.logger }),
+    routes: a2aRoutes(service, { baseUrl: platform.publicUrl, version: deps.version, shutdown: platform.shutdown, logger: platform.logger, connections: platform.connections, stalledClientMs: platform.config.stalledClientMs }),
   };
 }

@@ -4,11 +4,15 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { isAdmin } from '../auth/index.js';
+import { pipeline } from 'node:stream/promises';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
+import { AgentId } from '../http/schemas.js';
+import { streamBody } from '../http/stream-body.js';
+import type { OpenConnections } from '../kernel/open-connections.js';
 import { A2aHandler, AGENT_ID, agentCard, CALLER, serverCard, SIGNAL } from './protocol.js';
 import type { A2aCaller, A2aService } from './service.js';
 
-const AgentParams = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 200 }) });
+const AgentParams = Type.Object({ agentId: AgentId });
 /** A2A's routes are not part of the REST API's document: A2A describes them (agent cards). */
 const schema = { hide: true };
 
@@ -24,7 +28,10 @@ function refusal(code: number, message: string): JsonRpcResponse {
  * registered agent's card under `/a2a/{agent_id}/` and its JSON-RPC endpoint at `/a2a/{agent_id}`
  * (Bearer API key). A streaming method answers Server-Sent Events.
  */
-export function a2aRoutes(service: A2aService, options: { baseUrl: () => string; version: string; shutdown: AbortSignal; logger: Logger }): FastifyPluginAsyncTypebox {
+export function a2aRoutes(
+  service: A2aService,
+  options: { baseUrl: () => string; version: string; shutdown: AbortSignal; logger: Logger; connections: OpenConnections; stalledClientMs: number },
+): FastifyPluginAsyncTypebox {
   const handler = new A2aHandler(service, options);
   const transport = new JsonRpcTransportHandler(handler);
   return async (app) => {
@@ -32,7 +39,7 @@ export function a2aRoutes(service: A2aService, options: { baseUrl: () => string;
       reply.header('Cache-Control', 'public, max-age=300').send(AgentCard.toJSON(serverCard(options.baseUrl(), options.version))),
     );
 
-    app.get('/a2a/:agentId/.well-known/agent-card.json', { schema: { ...schema, params: AgentParams } }, async (request) => {
+    app.get('/a2a/:agentId/.well-known/agent-card.json', { config: { permission: 'discovery:read' }, schema: { ...schema, params: AgentParams } }, async (request) => {
       const { agentId } = request.params;
       return AgentCard.toJSON(agentCard(agentId, await service.agent(agentId), options.baseUrl(), options.version));
     });
@@ -45,7 +52,7 @@ export function a2aRoutes(service: A2aService, options: { baseUrl: () => string;
       rpc.removeContentTypeParser('application/json');
       rpc.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-      rpc.post('/a2a/:agentId', { schema: { ...schema, params: AgentParams } }, async (request, reply) => {
+      rpc.post('/a2a/:agentId', { config: { permission: 'messaging:write' }, schema: { ...schema, params: AgentParams } }, async (request, reply) => {
         // Other text types reach here as strings (Fastify's text parser): the same checks apply.
         const raw = typeof request.body === 'string' ? Buffer.from(request.body) : (request.body as Buffer | undefined);
         const parsed = parse(raw);
@@ -75,12 +82,20 @@ export function a2aRoutes(service: A2aService, options: { baseUrl: () => string;
         }
         reply.hijack();
         reply.raw.writeHead(200, { ...SSE_HEADERS, 'X-Request-ID': request.id });
+        async function* messages() {
+          try {
+            for (let next = first; !next.done; next = await events.next()) yield formatSSEEvent(next.value);
+          } catch (err) {
+            yield formatSSEErrorEvent({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
+          }
+        }
+        // A revoked key's stream ends like its other connections (the watch stops on `gone`).
+        const unhold = options.connections.hold(principal.keyId, () => gone.abort());
         try {
-          for (let next = first; !next.done; next = await events.next()) reply.raw.write(formatSSEEvent(next.value));
-        } catch (err) {
-          if (!reply.raw.writableEnded) reply.raw.write(formatSSEErrorEvent({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }));
+          // A client that reads nothing is not written to without end (streamBody).
+          await pipeline(streamBody(messages(), { stalledMs: options.stalledClientMs, stop: gone.signal }), reply.raw).catch(() => undefined);
         } finally {
-          reply.raw.end();
+          unhold();
         }
       });
     });

@@ -172,6 +172,8 @@ export class A2aService {
           });
         }
         woken = false;
+        // Ended (the client left, its key was revoked): nothing more is told, not even a change seen now.
+        if (signal.aborted) break;
         const next = await this.deps.store.findTask(autocommit, taskId);
         if (next && next.state !== row.state) {
           row = next;

@@ -204,7 +204,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.post(
       '/artifacts',
       {
-        config: { verifiesBodyHash: true },
+        config: { permission: 'artifacts:write', verifiesBodyHash: true },
         schema: { tags, summary: 'Upload a file as a new artifact (multipart)', description: FORM_DESCRIPTION, consumes: ['multipart/form-data'], response: { 201: ArtifactResponse } },
       },
       async (request, reply) => created(reply, await service.create(request.principal, incomingForm(request, maxUploadBytes))),
@@ -212,13 +212,14 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.post(
       '/artifacts/snippets',
-      { schema: { tags, summary: 'Store a JSON value as an artifact (application/json)', body: SnippetBody, response: { 201: ArtifactResponse } } },
+      { config: { permission: 'artifacts:write' }, schema: { tags, summary: 'Store a JSON value as an artifact (application/json)', body: SnippetBody, response: { 201: ArtifactResponse } } },
       async (request, reply) => created(reply, await service.createSnippet(request.principal, request.body)),
     );
 
     app.post(
       '/artifacts/upload-url',
       {
+        config: { permission: 'artifacts:write' },
         schema: {
           tags,
           summary: 'Start a large upload: returns a URL to PUT the raw bytes to, without credentials',
@@ -232,6 +233,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.post(
       '/artifacts/upload-url/:upload_id/confirm',
       {
+        config: { permission: 'artifacts:write' },
         schema: {
           tags,
           summary: 'Create the artifact from uploaded bytes (409 and discarded when size or sha256 differ)',
@@ -245,6 +247,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.get(
       '/artifacts',
       {
+        config: { permission: 'artifacts:read' },
         schema: {
           tags,
           summary: 'List the artifacts the caller may read, by content type (exact or type/*) and metadata (JSON containment)',
@@ -261,6 +264,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.get(
       '/artifacts/shared',
       {
+        config: { permission: 'artifacts:read' },
         schema: {
           tags,
           summary: 'List artifacts shared with the caller, directly or through a group an admin made it a member of',
@@ -276,13 +280,14 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.get(
       '/artifacts/:artifact_id',
-      { schema: { tags, summary: 'Get artifact metadata', params: ArtifactParams, response: { 200: ArtifactResponse } } },
+      { config: { permission: 'artifacts:read' }, schema: { tags, summary: 'Get artifact metadata', params: ArtifactParams, response: { 200: ArtifactResponse } } },
       async (request, reply) => ok(reply, await service.get(request.principal, request.params.artifact_id)),
     );
 
     app.get(
       '/artifacts/:artifact_id/download',
       {
+        config: { permission: 'artifacts:read' },
         schema: {
           tags,
           summary: 'Download a version (default: current), with ETag, Range and If-None-Match',
@@ -312,6 +317,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.post(
       '/artifacts/:artifact_id/signed-url',
       {
+        config: { permission: 'artifacts:read' },
         schema: {
           tags,
           summary: 'Create a URL that downloads one version without credentials until it expires',
@@ -326,7 +332,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.put(
       '/artifacts/:artifact_id',
       {
-        config: { verifiesBodyHash: true },
+        config: { permission: 'artifacts:write', verifiesBodyHash: true },
         schema: {
           tags,
           summary: 'Upload a new version (multipart); If-Match: <sha256> makes it conditional (412)',
@@ -345,13 +351,14 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.get(
       '/artifacts/:artifact_id/versions',
-      { schema: { tags, summary: 'List versions, newest first', params: ArtifactParams, response: { 200: DataEnvelope(VersionList) } } },
+      { config: { permission: 'artifacts:read' }, schema: { tags, summary: 'List versions, newest first', params: ArtifactParams, response: { 200: DataEnvelope(VersionList) } } },
       async (request, reply) => ok(reply, { versions: await service.versions(request.principal, request.params.artifact_id) }),
     );
 
     app.delete(
       '/artifacts/:artifact_id/versions/:version',
       {
+        config: { permission: 'artifacts:write' },
         schema: {
           tags,
           summary: 'Delete a version (409 for the only one; deleting the newest makes the previous current)',
@@ -368,25 +375,28 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.post(
       '/artifacts/:artifact_id/share',
-      { schema: { tags, summary: 'Share with agents and access groups (owner or admin); a group share opens to the members an admin granted', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } } },
+      {
+        config: { permission: 'artifacts:write' },
+        schema: { tags, summary: 'Share with agents and access groups (owner or admin); a group share opens to the members an admin granted', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } },
+      },
       async (request, reply) => ok(reply, await service.share(request.principal, request.params.artifact_id, request.body)),
     );
 
     app.post(
       '/artifacts/:artifact_id/unshare',
-      { schema: { tags, summary: 'Withdraw shares (owner or admin)', params: ArtifactParams, body: UnshareBody, response: { 200: DataEnvelope(AccessList) } } },
+      { config: { permission: 'artifacts:write' }, schema: { tags, summary: 'Withdraw shares (owner or admin)', params: ArtifactParams, body: UnshareBody, response: { 200: DataEnvelope(AccessList) } } },
       async (request, reply) => ok(reply, await service.unshare(request.principal, request.params.artifact_id, request.body)),
     );
 
     app.get(
       '/artifacts/:artifact_id/access',
-      { schema: { tags, summary: 'Who may read the artifact: owner, agents, groups', params: ArtifactParams, response: { 200: DataEnvelope(AccessList) } } },
+      { config: { permission: 'artifacts:read' }, schema: { tags, summary: 'Who may read the artifact: owner, agents, groups', params: ArtifactParams, response: { 200: DataEnvelope(AccessList) } } },
       async (request, reply) => ok(reply, await service.access(request.principal, request.params.artifact_id)),
     );
 
     app.delete(
       '/artifacts/:artifact_id',
-      { schema: { tags, summary: 'Delete the artifact, all versions and unreferenced blobs', params: ArtifactParams, response: { 200: Deleted } } },
+      { config: { permission: 'artifacts:write' }, schema: { tags, summary: 'Delete the artifact, all versions and unreferenced blobs', params: ArtifactParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await service.delete(request.principal, request.params.artifact_id);
         return deleted(reply, request.params.artifact_id);

@@ -7,7 +7,9 @@ import { AuthService } from './service.js';
 import { AuthStore } from './store.js';
 
 export type { Principal } from './principal.js';
-export { actingAgent, assertActsAs, isAdmin, requireAdmin } from './principal.js';
+export { actingAgent, assertActsAs, authorizeDeclared, isAdmin, type Declared } from './principal.js';
+export { CredentialWatch } from './credential-watch.js';
+export { isPermission, PERMISSIONS, ROLE_NAMES, ROLES, type Permission, type Requirement, type Role } from './permissions.js';
 export { AuthService, type PendingSignature, type SignatureHeaders } from './service.js';
 export { EMPTY_BODY_SHA256, signingString } from './signing.js';
 

@@ -1,26 +1,35 @@
 import { Forbidden, InvalidRequest } from '../kernel/errors.js';
+import { authorize, type Permission, type Requirement, type Role } from './permissions.js';
 
 /**
- * Who is calling (design §3): an admin (everything) or an agent (acts as its own agent_id).
- * `actor` is what activity logs record for the caller.
+ * Who is calling: an agent (acts only as its own agent_id and changes only what it created), the
+ * admin, or another key (an operator, approver or viewer key: acts for the platform). What any
+ * may do is its `permissions`: its role's, narrowed by the key's scopes. `actor` is what
+ * activity logs record for the caller.
  */
 export interface Principal {
-  readonly role: 'admin' | 'agent';
+  readonly kind: 'admin' | 'agent' | 'key';
+  readonly role: Role;
+  readonly permissions: ReadonlySet<Permission>;
   /** The agent this principal acts as; null for an admin key not bound to an agent. */
   readonly agentId: string | null;
   /** The API key used, or null for a signed request. */
   readonly keyId: string | null;
+  /**
+   * The agent API key this principal's access hangs on: the key used, or for a signed request
+   * the key that registered the public key it was signed with. Null for admin keys and for
+   * public keys an admin registered (or registered before this was recorded). Public keys an
+   * agent registers record it, and go when it is revoked.
+   */
+  readonly grantingKeyId: string | null;
   readonly actor: string;
   /** Rate-limit bucket: the agent id when there is one, else the key. */
   readonly bucket: string;
 }
 
+/** Not confined to one agent: acts as any agent and changes any object its permissions reach. */
 export function isAdmin(principal: Principal): boolean {
-  return principal.role === 'admin';
-}
-
-export function requireAdmin(principal: Principal): void {
-  if (!isAdmin(principal)) throw new Forbidden('This endpoint needs an admin key');
+  return principal.kind !== 'agent';
 }
 
 /** Agents act only as themselves; admins may act as anyone. */
@@ -42,4 +51,24 @@ export function actingAgent(principal: Principal, requested: string | undefined,
   }
   if (principal.agentId !== null) return principal.agentId;
   throw InvalidRequest.field(field, 'is required when the caller is not an agent');
+}
+
+/** What a route or MCP tool declares it needs (see `authorizeDeclared`). */
+export interface Declared {
+  permission: Requirement;
+  /** An agent acting on itself (this agent id) needs no `permission`: its own signing keys. */
+  self?: string;
+  /**
+   * Deciding a human step: an agent may lack `permission` when the step names it among its
+   * approvers, which only the step can tell (the run engine checks it).
+   */
+  orNamedApprover?: boolean;
+}
+
+/** The one authorization point: every route and MCP tool passes its declaration here. Throws 403 naming the permission. */
+export function authorizeDeclared(principal: Principal, declared: Declared): void {
+  const { permission } = declared;
+  if (permission === 'authenticated' || principal.permissions.has(permission)) return;
+  if (principal.kind === 'agent' && (declared.orNamedApprover || (declared.self !== undefined && declared.self === principal.agentId))) return;
+  authorize(principal.permissions, permission);
 }

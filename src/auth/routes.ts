@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
-import { assertActsAs, requireAdmin } from './principal.js';
+import { PERMISSION_NAMES, PERMISSIONS, ROLE_NAMES, ROLES } from './permissions.js';
+import { assertActsAs } from './principal.js';
 import {
   AddPublicKeyBody,
   AgentKeyParams,
@@ -11,7 +12,9 @@ import {
   CreatedKey,
   CreateKeyBody,
   KeyParams,
+  PermissionEntry,
   RevokeKeyQuery,
+  RevokedKey,
   ListKeysQuery,
   PublicKey,
   WhoAmI,
@@ -20,38 +23,50 @@ import type { AuthService } from './service.js';
 
 const tags = ['auth'];
 
+/** The catalogue as served: each permission with the roles that grant it. */
+const CATALOGUE = PERMISSION_NAMES.map((name) => ({ name, description: PERMISSIONS[name], roles: ROLE_NAMES.filter((role) => ROLES[role].includes(name)) }));
+
 export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/auth/whoami',
-      { schema: { tags, summary: 'The principal behind the credentials', response: { 200: DataEnvelope(WhoAmI) } } },
+      { config: { permission: 'authenticated' }, schema: { tags, summary: 'The principal behind the credentials', response: { 200: DataEnvelope(WhoAmI) } } },
       async (request, reply) => {
         const p = request.principal;
-        return ok(reply, { role: p.role, agent_id: p.agentId, key_id: p.keyId, actor: p.actor });
+        const id = p.kind === 'agent' ? p.agentId! : (p.keyId ?? p.actor);
+        return ok(reply, { kind: p.kind, id, role: p.role, permissions: [...p.permissions], agent_id: p.agentId, key_id: p.keyId, actor: p.actor });
       },
+    );
+
+    app.get(
+      '/auth/permissions',
+      {
+        config: { permission: 'authenticated' },
+        schema: { tags, summary: 'The permissions catalogue, with the roles that grant each', response: { 200: DataEnvelope(Type.Array(PermissionEntry)) } },
+      },
+      async (_request, reply) => ok(reply, CATALOGUE),
     );
 
     app.post(
       '/auth/keys',
       {
+        config: { permission: 'keys:admin' },
         schema: {
           tags,
-          summary: 'Create an API key (admin)',
+          summary: 'Create an API key',
           body: CreateKeyBody,
           response: { 201: DataEnvelope(CreatedKey) },
         },
       },
       async (request, reply) => {
-        requireAdmin(request.principal);
-        return created(reply, await service.createKey(request.body, request.principal.actor));
+        return created(reply, await service.createKey(request.body, request.principal));
       },
     );
 
     app.get(
       '/auth/keys',
-      { schema: { tags, summary: 'List API keys (admin)', querystring: ListKeysQuery, response: { 200: ListEnvelope(ApiKey) } } },
+      { config: { permission: 'keys:admin' }, schema: { tags, summary: 'List API keys', querystring: ListKeysQuery, response: { 200: ListEnvelope(ApiKey) } } },
       async (request, reply) => {
-        requireAdmin(request.principal);
         const window = page(request.query);
         return list(reply, await service.listKeys(window, { includeRevoked: request.query.include_revoked }), window);
       },
@@ -59,17 +74,26 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/auth/keys/:key_id',
-      { schema: { tags, summary: 'Revoke an API key (admin)', params: KeyParams, querystring: RevokeKeyQuery, response: { 200: Deleted } } },
+      {
+        config: { permission: 'keys:admin' },
+        schema: {
+          tags,
+          summary: 'Revoke an API key, and delete the public keys it registered',
+          params: KeyParams,
+          querystring: RevokeKeyQuery,
+          response: { 200: DataEnvelope(RevokedKey) },
+        },
+      },
       async (request, reply) => {
-        requireAdmin(request.principal);
-        await service.revokeKey(request.params.key_id, request.principal.actor, request.query.reason);
-        return deleted(reply, request.params.key_id);
+        const revoked = await service.revokeKey(request.params.key_id, request.principal.actor, request.query.reason);
+        return ok(reply, { ...revoked, deleted: true as const, public_keys_deleted_count: revoked.public_keys_deleted.length });
       },
     );
 
     app.post(
       '/auth/agents/:agent_id/public-keys',
       {
+        config: { permission: 'keys:admin', orSelf: 'agent_id' },
         schema: {
           tags,
           summary: 'Register an Ed25519 public key for request signing',
@@ -80,13 +104,14 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         assertActsAs(request.principal, request.params.agent_id);
-        return created(reply, await service.addPublicKey(request.params.agent_id, request.body.public_key));
+        return created(reply, await service.addPublicKey(request.params.agent_id, request.body.public_key, request.principal.grantingKeyId));
       },
     );
 
     app.get(
       '/auth/agents/:agent_id/public-keys',
       {
+        config: { permission: 'keys:admin', orSelf: 'agent_id' },
         schema: {
           tags,
           summary: "List an agent's public keys",
@@ -102,7 +127,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/auth/agents/:agent_id/public-keys/:key_id',
-      { schema: { tags, summary: 'Remove a public key', params: AgentKeyParams, response: { 200: Deleted } } },
+      { config: { permission: 'keys:admin', orSelf: 'agent_id' }, schema: { tags, summary: 'Remove a public key', params: AgentKeyParams, response: { 200: Deleted } } },
       async (request, reply) => {
         assertActsAs(request.principal, request.params.agent_id);
         await service.deletePublicKey(request.params.agent_id, request.params.key_id);

@@ -4,12 +4,13 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
-import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
+import { Conflict, Forbidden, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { EventLog } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+import { grantable, missingFrom, permissionsOf, type Permission, type Role } from './permissions.js';
 import type { Principal } from './principal.js';
 import { decodeSignature, normalizePublicKey, SIGNATURE_WINDOW_MS, signingString, verifySignature } from './signing.js';
 import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
@@ -17,11 +18,29 @@ import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
 export interface ApiKey {
   id: string;
   name: string | null;
-  role: 'admin' | 'agent';
+  role: Role;
   agent_id: string | null;
+  /** Permission names narrowing the role; null: the whole role. */
+  scopes: string[] | null;
   prefix: string;
   created_at: string;
   revoked_at: string | null;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+export interface CreateKeyInput {
+  agent_id?: string;
+  role?: Role;
+  scopes?: string[];
+  expires_at?: string;
+  name?: string;
+}
+
+/** Who creates a key: recorded as the event's actor; the key can have no permission it lacks. */
+export interface KeyCreator {
+  actor: string;
+  permissions: ReadonlySet<Permission>;
 }
 
 export interface PublicKey {
@@ -29,7 +48,16 @@ export interface PublicKey {
   agent_id: string;
   public_key: string;
   fingerprint: string;
+  /** The agent API key that registered it: revoking that key deletes it. Null: an admin's, or registered before this was recorded. */
+  registered_by_key_id: string | null;
   created_at: string;
+}
+
+/** What revoking an API key took with it. */
+export interface RevokedKey {
+  id: string;
+  /** The public keys the API key had registered, deleted with it. */
+  public_keys_deleted: string[];
 }
 
 /** The signature headers of a request (design §3). */
@@ -48,8 +76,8 @@ export interface PendingSignature {
   timestamp: string;
   sentAt: number;
   signature: Buffer;
-  /** The agent's registered keys, raw base64. */
-  publicKeys: string[];
+  /** The agent's registered keys: raw base64, and the API key that registered each. */
+  publicKeys: Pick<PublicKeyRow, 'public_key' | 'registered_by_key_id'>[];
 }
 
 const KEY_PREFIX = 'sk_';
@@ -61,10 +89,17 @@ function toApiKey(row: ApiKeyRow): ApiKey {
     name: row.name,
     role: row.role,
     agent_id: row.agent_id,
+    scopes: scopesOf(row),
     prefix: row.prefix,
     created_at: iso(row.created_at),
     revoked_at: iso(row.revoked_at),
+    expires_at: iso(row.expires_at),
+    last_used_at: iso(row.last_used_at),
   };
+}
+
+function scopesOf(row: ApiKeyRow): string[] | null {
+  return row.scopes === null ? null : (JSON.parse(row.scopes) as string[]);
 }
 
 function toPublicKey(row: PublicKeyRow): PublicKey {
@@ -73,16 +108,23 @@ function toPublicKey(row: PublicKeyRow): PublicKey {
     agent_id: row.agent_id,
     public_key: row.public_key,
     fingerprint: row.fingerprint,
+    registered_by_key_id: row.registered_by_key_id,
     created_at: iso(row.created_at),
   };
 }
 
+/** Signed requests come from agents: the agent role. */
+const SIGNED_PERMISSIONS = permissionsOf('agent', null);
+
 function principalFromKey(row: ApiKeyRow): Principal {
   return {
+    kind: row.role === 'agent' ? 'agent' : row.role === 'admin' ? 'admin' : 'key',
     role: row.role,
+    permissions: permissionsOf(row.role, scopesOf(row)),
     agentId: row.agent_id,
     keyId: row.id,
-    actor: row.agent_id ?? 'admin',
+    grantingKeyId: row.role === 'agent' ? row.id : null,
+    actor: row.agent_id ?? (row.role === 'admin' ? 'admin' : `key:${row.id}`),
     bucket: row.agent_id !== null ? `agent:${row.agent_id}` : `key:${row.id}`,
   };
 }
@@ -94,10 +136,13 @@ const HEAR_REVOCATION_MS = 2000;
 /** Key events are for admins: they name every agent's keys. */
 const ADMINS_ONLY = { agents: [] };
 const KEY_CACHE_MAX = 10_000;
+/** last_used_at is written at most this often per key and node: never a write per request. */
+const LAST_USED_EVERY_MS = 60_000;
 
 interface CachedKey {
   principal: Principal;
   keyId: string;
+  expiresAt: number | null;
   /** The notifier's epoch and the database's data version when the key was read (see authenticateKey). */
   epoch: number;
   dataVersion: number;
@@ -106,6 +151,8 @@ interface CachedKey {
 export class AuthService {
   /** key hash → principal; saves the key lookup on every request (profiled: ~20% of an authenticated read). */
   private readonly keyCache = new Map<string, CachedKey>();
+  /** key id → when this node last wrote its last_used_at. */
+  private readonly lastUsedWritten = new Map<string, number>();
   private readonly revocationListeners = new Set<(keyId: string) => void>();
   private readonly stopListening: () => void;
 
@@ -143,21 +190,40 @@ export class AuthService {
     for (const listener of this.revocationListeners) listener(keyId);
   }
 
-  /** `actor`: who asks (the key.created event's actor). */
-  async createKey(input: { agent_id?: string; role?: 'admin' | 'agent'; name?: string }, actor: string): Promise<ApiKey & { key: string }> {
+  /** `creator`: who asks (the key.created event's actor); the key gets no permission it lacks (403). */
+  async createKey(input: CreateKeyInput, creator: KeyCreator): Promise<ApiKey & { key: string }> {
     const role = input.role ?? 'agent';
     if (role === 'agent' && input.agent_id === undefined) {
       throw InvalidRequest.field('agent_id', 'is required for an agent key');
     }
+    const scopes = input.scopes === undefined ? null : [...new Set(input.scopes)];
+    const allowed = grantable(role);
+    const foreign = scopes?.filter((name) => !(allowed as string[]).includes(name)) ?? [];
+    if (foreign.length > 0) {
+      throw InvalidRequest.field('scopes', `narrow the role: '${foreign.join("', '")}' is not among the ${role} role's permissions (${allowed.join(', ')})`);
+    }
+    const expiresAt = input.expires_at === undefined ? null : Date.parse(input.expires_at);
+    if (expiresAt !== null && !(expiresAt > this.clock.now())) throw InvalidRequest.field('expires_at', 'must be a time in the future');
+    const lacking = missingFrom(creator.permissions, permissionsOf(role, scopes));
+    if (lacking.length > 0) {
+      throw new Forbidden(`Missing permission '${lacking[0]}': a key cannot be given a permission its creator lacks (${lacking.join(', ')})`);
+    }
     return this.store.inTransaction(async (tx) => {
-      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null);
+      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null, { scopes, expiresAt });
       const { key: _plain, ...shown } = key;
-      await this.events.append(tx, { type: 'key.created', subject: key.id, actor, data: { key: shown }, readers: ADMINS_ONLY });
+      await this.events.append(tx, { type: 'key.created', subject: key.id, actor: creator.actor, data: { key: shown }, readers: ADMINS_ONLY });
       return key;
     });
   }
 
-  private async insertKey(tx: Tx, plain: string, role: 'admin' | 'agent', agentId: string | null, name: string | null) {
+  private async insertKey(
+    tx: Tx,
+    plain: string,
+    role: Role,
+    agentId: string | null,
+    name: string | null,
+    limits: { scopes: string[] | null; expiresAt: number | null } = { scopes: null, expiresAt: null },
+  ) {
     const now = this.clock.now();
     const row: ApiKeyRow = {
       id: newId('key', now),
@@ -168,6 +234,9 @@ export class AuthService {
       prefix: plain.slice(0, KEY_PREFIX.length + 6),
       created_at: now,
       revoked_at: null,
+      scopes: limits.scopes === null ? null : JSON.stringify(limits.scopes),
+      expires_at: limits.expiresAt,
+      last_used_at: null,
     };
     await this.store.insertKey(tx, row);
     return { ...toApiKey(row), key: plain };
@@ -184,8 +253,12 @@ export class AuthService {
     return toApiKey(row);
   }
 
-  /** `actor` and `reason`: who revokes and why (the key.revoked event's). */
-  async revokeKey(id: string, actor: string, reason?: string): Promise<void> {
+  /**
+   * Revokes the key and deletes, in the same transaction, the public keys it registered: a
+   * signing key must not outlive the key that vouched for it. `actor` and `reason`: who
+   * revokes and why (the key.revoked event's).
+   */
+  async revokeKey(id: string, actor: string, reason?: string): Promise<RevokedKey> {
     const row = await this.store.findKey(autocommit, id);
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
@@ -195,18 +268,21 @@ export class AuthService {
     // caller makes next to another node finds the key gone (revocation is immediate).
     const heard = this.hearRevocation(id, HEAR_REVOCATION_MS);
     try {
-      const revoked = await this.store.inTransaction(async (tx) => {
-        if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return false;
+      const revoked = await this.store.inTransaction(async (tx): Promise<RevokedKey | null> => {
+        if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return null;
+        const publicKeys = await this.store.deletePublicKeysRegisteredBy(tx, id);
         await this.notifier.notifyIn(tx, REVOKED_CHANNEL, id);
-        await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data: { key: toApiKey(row) }, reason, readers: ADMINS_ONLY });
-        return true;
+        const data = { key: toApiKey(row), public_keys_deleted: publicKeys };
+        await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data, reason, readers: ADMINS_ONLY });
+        return { id, public_keys_deleted: publicKeys };
       });
       if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
       await heard.promise;
+      this.forget(id);
+      return revoked;
     } finally {
       heard.cancel();
     }
-    this.forget(id);
   }
 
   /** Resolves when this node hears `keyId`'s revocation through the notifier, or after `ms`. */
@@ -238,8 +314,23 @@ export class AuthService {
     const epoch = this.notifier.epoch;
     const dataVersion = this.dataVersion?.() ?? 0;
     const cached = this.keyCache.get(hash);
-    if (cached && cached.epoch === epoch && cached.dataVersion === dataVersion) return cached.principal;
+    if (cached && cached.epoch === epoch && cached.dataVersion === dataVersion) return this.admitKey(cached.principal, cached.expiresAt);
     return this.lookUpKey(hash, epoch, dataVersion);
+  }
+
+  /** A known key, unless it has expired; notes its use (written at most once a minute). */
+  private admitKey(principal: Principal, expiresAt: number | null): Principal {
+    const now = this.clock.now();
+    if (expiresAt !== null && now >= expiresAt) throw new Unauthorized(`API key expired at ${iso(expiresAt)}`);
+    const keyId = principal.keyId!;
+    const written = this.lastUsedWritten.get(keyId);
+    if (written === undefined || now - written >= LAST_USED_EVERY_MS) {
+      if (this.lastUsedWritten.size >= KEY_CACHE_MAX) this.lastUsedWritten.clear();
+      this.lastUsedWritten.set(keyId, now);
+      // Not awaited: the request does not wait for bookkeeping, and a failed write is retried a minute later.
+      this.store.touchKey(autocommit, keyId, now).catch(() => this.lastUsedWritten.delete(keyId));
+    }
+    return principal;
   }
 
   /** `epoch` and `dataVersion` are read before the key: a change in between only costs another lookup. */
@@ -254,9 +345,9 @@ export class AuthService {
     const principal = principalFromKey(row);
     if (epoch !== null) {
       if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-      this.keyCache.set(hash, { principal, keyId: row.id, epoch, dataVersion });
+      this.keyCache.set(hash, { principal, keyId: row.id, expiresAt: row.expires_at, epoch, dataVersion });
     }
-    return principal;
+    return this.admitKey(principal, row.expires_at);
   }
 
   /**
@@ -273,7 +364,7 @@ export class AuthService {
     this.checkFresh(sentAt);
     const keys = await this.store.listPublicKeys(autocommit, headers.agentId);
     if (keys.length === 0) throw new Unauthorized(`No public key registered for agent '${headers.agentId}'`);
-    return { ...headers, sentAt, signature, publicKeys: keys.map((k) => k.public_key) };
+    return { ...headers, sentAt, signature, publicKeys: keys };
   }
 
   /** Verifies a pending signature over the request's method, path and body hash; returns the agent principal. */
@@ -284,16 +375,18 @@ export class AuthService {
     // Again: the body may have taken a while, and the replay guard forgets a signature once its window has passed.
     this.checkFresh(pending.sentAt);
     const message = signingString(request.method, request.pathWithQuery, pending.timestamp, request.bodySha256);
-    if (!pending.publicKeys.some((key) => verifySignature(message, pending.signature, key))) {
-      throw new Unauthorized('Signature does not verify');
-    }
+    const signer = pending.publicKeys.find((key) => verifySignature(message, pending.signature, key.public_key));
+    if (!signer) throw new Unauthorized('Signature does not verify');
     // Keyed on the signature's bytes, so that no other text of the same signature passes as new.
     const fresh = await this.store.rememberSignature(autocommit, sha256Hex(pending.signature), pending.sentAt + SIGNATURE_WINDOW_MS);
     if (!fresh) throw new Unauthorized('Signature has already been used (replay)');
     return {
+      kind: 'agent',
       role: 'agent',
+      permissions: SIGNED_PERMISSIONS,
       agentId: pending.agentId,
       keyId: null,
+      grantingKeyId: signer.registered_by_key_id,
       actor: pending.agentId,
       bucket: `agent:${pending.agentId}`,
     };
@@ -305,7 +398,12 @@ export class AuthService {
     }
   }
 
-  async addPublicKey(agentId: string, publicKey: string): Promise<PublicKey> {
+  /**
+   * Registers a public key for `agentId`. `registeredBy`: the agent API key the caller's access
+   * hangs on (Principal.grantingKeyId), recorded so that revoking it deletes this key too; null
+   * for an admin's, which stays until deleted.
+   */
+  async addPublicKey(agentId: string, publicKey: string, registeredBy: string | null): Promise<PublicKey> {
     const normalized = normalizePublicKey(publicKey);
     if (normalized === null) {
       throw InvalidRequest.field('public_key', 'must be an Ed25519 public key: base64 of the raw 32 bytes, or PEM');
@@ -316,11 +414,20 @@ export class AuthService {
       agent_id: agentId,
       public_key: normalized,
       fingerprint: sha256Hex(Buffer.from(normalized, 'base64')),
+      registered_by_key_id: registeredBy,
       created_at: now,
     };
     try {
-      await this.store.insertPublicKey(autocommit, row);
+      await this.store.inTransaction(async (tx) => {
+        // Checked under the key's lock: a revocation that commits first is seen here, and one
+        // that waits for this insert deletes what it inserted.
+        if (registeredBy !== null && (await this.store.lockKey(tx, registeredBy))?.revoked_at !== null) {
+          throw new Unauthorized('API key has been revoked');
+        }
+        await this.store.insertPublicKey(tx, row);
+      });
     } catch (err) {
+      if (err instanceof Unauthorized) throw err;
       if ((await this.store.listPublicKeys(autocommit, agentId)).some((k) => k.fingerprint === row.fingerprint)) {
         throw new Conflict('This public key is already registered for the agent');
       }

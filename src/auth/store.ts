@@ -70,6 +70,10 @@ export class AuthStore extends Store {
     return rows.map((row) => row.id);
   }
 
+  async touchKey(tx: Tx, id: string, at: number): Promise<void> {
+    await dbOf(tx, this.db).updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+  }
+
   /** Revokes the key; false when it was revoked already. */
   async revokeKey(tx: Tx, id: string, at: number): Promise<boolean> {
     const result = await dbOf(tx, this.db)
@@ -79,6 +83,14 @@ export class AuthStore extends Store {
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
+  }
+
+  /**
+   * The key, locked until `tx` ends (PostgreSQL): a public key registered under it commits
+   * either before its revocation (which then deletes it) or after, seeing it revoked.
+   */
+  async lockKey(tx: Tx, id: string): Promise<ApiKeyRow | undefined> {
+    return this.caps.lock(dbOf(tx, this.db).selectFrom('api_keys').selectAll().where('id', '=', id)).executeTakeFirst();
   }
 
   /** Revokes every unrevoked key with this name except the one given (bootstrap key rotation). */
@@ -107,6 +119,12 @@ export class AuthStore extends Store {
       .where('id', '=', id)
       .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
+  }
+
+  /** Deletes the public keys the given API key registered; returns their ids. */
+  async deletePublicKeysRegisteredBy(tx: Tx, keyId: string): Promise<string[]> {
+    const rows = await dbOf(tx, this.db).deleteFrom('agent_public_keys').where('registered_by_key_id', '=', keyId).returning('id').execute();
+    return rows.map((row) => row.id).sort();
   }
 
   /** Records a signature as used; false when it was already used (a replay). */

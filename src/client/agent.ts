@@ -15,6 +15,27 @@ export class PermanentError extends Error {
 /** Handles one message; what it returns (or resolves to) is the acknowledgement's `output`. */
 export type Handler = (message: Message) => unknown;
 
+/** What an `approval.requested` message asks of an agent named among a human step's approvers. */
+export interface ApprovalRequest {
+  run_id: string;
+  plan_id: string;
+  plan_version: number;
+  step_id: string;
+  prompt?: string;
+  approvers: string[];
+  /** When the step stops waiting (its timeout), and the link with it. */
+  expires_at: string;
+  /** A link that decides the step without a key, for handing to a person. */
+  approve_url: string;
+  /** The message it came in. */
+  message: Message;
+}
+
+/** An agent approver's answer: decide now (with a comment kept beside the decision), or leave it to the others. */
+export type ApprovalDecision = 'approve' | 'reject' | { approved: boolean; comment?: string } | undefined;
+
+export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
+
 export interface AgentOptions {
   client: Switchboard;
   agentId: string;
@@ -70,6 +91,13 @@ export interface Agent {
    * An exact name wins, then the patterns in the order they were added, then `*`.
    */
   on(eventName: string, handler: Handler): Agent;
+  /**
+   * Decides the human steps that name this agent among their `approvers`: the handler gets each
+   * `approval.requested` and answers approve, reject or nothing (another approver, or a person
+   * with the link, decides). A step decided meanwhile is not an error. Without one, those
+   * messages are acknowledged and logged, never dead-lettered.
+   */
+  onApproval(handler: ApprovalHandler): Agent;
   /** Registers capabilities and subscriptions, starts heartbeats and the inbox loop. */
   start(): Promise<void>;
   /**
@@ -82,6 +110,9 @@ export interface Agent {
   /** How messages arrive, once started: over the channel or by long polling. */
   readonly transport: 'channel' | 'poll' | null;
 }
+
+/** What the platform sends each agent named among a human step's approvers. */
+const APPROVAL_REQUESTED = 'approval.requested';
 
 /** Whether 'auto' long-polls after the channel failed to open: anything but a refusal of the credentials. */
 function fallsBackToPoll(error: unknown): boolean {
@@ -113,6 +144,7 @@ export function createAgent(options: AgentOptions): Agent {
     failingSince = null;
   };
   const handlers: Array<{ pattern: string; handler: Handler }> = [];
+  let approvalHandler: ApprovalHandler | undefined;
   const running = new Set<Promise<void>>();
   const subscriptions = new Set<string>();
   let active = false;
@@ -125,12 +157,36 @@ export function createAgent(options: AgentOptions): Agent {
   let channel: Channel | undefined;
   const open = () => (channel?.open ? channel : undefined);
 
+  /** An exact name, then patterns, then the approval handler (for its messages), then `*`. */
   function route(eventName: string): Handler | undefined {
+    const approval = eventName === APPROVAL_REQUESTED ? decide : undefined;
     return (
-      handlers.find(({ pattern }) => pattern === eventName) ??
-      handlers.find(({ pattern }) => pattern !== '*' && topicMatches(pattern, eventName)) ??
-      handlers.find(({ pattern }) => pattern === '*')
-    )?.handler;
+      handlers.find(({ pattern }) => pattern === eventName)?.handler ??
+      handlers.find(({ pattern }) => pattern !== '*' && topicMatches(pattern, eventName))?.handler ??
+      (approvalHandler ? approval : undefined) ??
+      handlers.find(({ pattern }) => pattern === '*')?.handler ??
+      approval
+    );
+  }
+
+  /** An `approval.requested` message no `on()` handler took: the approval handler's decision, if any. */
+  async function decide(message: Message): Promise<unknown> {
+    const request = { ...(message.payload as Omit<ApprovalRequest, 'message'>), message };
+    if (!approvalHandler) {
+      logger.info(`agent ${agentId}: step ${request.step_id} of run ${request.run_id} waits for an approval; no onApproval handler here, so a person decides it`);
+      return { decision: null };
+    }
+    const answer = await approvalHandler(request);
+    if (answer === undefined) return { decision: null };
+    const body = typeof answer === 'string' ? { approved: answer === 'approve' } : answer;
+    try {
+      await client.coordination.approveStep({ path: { run_id: request.run_id, step_id: request.step_id }, body });
+    } catch (error) {
+      // Decided by someone else first, cancelled, or past its timeout: nothing is left to decide.
+      if (error instanceof SwitchboardError && error.status === 409) return { decision: null, already: error.message };
+      throw error;
+    }
+    return { decision: body.approved ? 'approved' : 'rejected' };
   }
 
   async function handle(message: Message): Promise<void> {
@@ -272,6 +328,10 @@ export function createAgent(options: AgentOptions): Agent {
   const agent: Agent = {
     on(eventName, handler) {
       handlers.push({ pattern: eventName, handler });
+      return agent;
+    },
+    onApproval(handler) {
+      approvalHandler = handler;
       return agent;
     },
     async start() {

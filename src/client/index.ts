@@ -12,7 +12,17 @@ export {
 } from './client.js';
 export { verifyWebhook, WebhookVerificationError, type WebhookHeaders } from './webhooks.js';
 export { Channel, ChannelClosedError, type ChannelOptions, type ChannelSocket } from './channel.js';
-export { createAgent, PermanentError, type Agent, type AgentLogger, type AgentOptions, type Handler } from './agent.js';
+export {
+  createAgent,
+  PermanentError,
+  type Agent,
+  type AgentLogger,
+  type AgentOptions,
+  type ApprovalDecision,
+  type ApprovalHandler,
+  type ApprovalRequest,
+  type Handler,
+} from './agent.js';
 export { topicMatches } from '../messaging/topics.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
 export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';

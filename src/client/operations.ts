@@ -14,6 +14,7 @@ export const PUBLIC = 'public';
 export const OPERATIONS = {
   auth: {
     whoami: ['GET', '/api/v1/auth/whoami'],
+    permissions: ['GET', '/api/v1/auth/permissions'],
     createKey: ['POST', '/api/v1/auth/keys'],
     listKeys: ['GET', '/api/v1/auth/keys', PAGED],
     revokeKey: ['DELETE', '/api/v1/auth/keys/{key_id}'],

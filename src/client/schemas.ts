@@ -46,6 +46,7 @@ function asValidated<T extends Record<string, OperationSchema>>(table: T): T {
 
 export const SCHEMAS = asValidated({
   'auth.whoami': { data: Auth.WhoAmI },
+  'auth.permissions': { data: list(Auth.PermissionEntry) },
   'auth.createKey': { body: Auth.CreateKeyBody, data: Auth.CreatedKey },
   'auth.listKeys': { query: Auth.ListKeysQuery, data: list(Auth.ApiKey) },
   'auth.revokeKey': { query: Auth.RevokeKeyQuery, data: Deleted },

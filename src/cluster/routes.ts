@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requireAdmin } from '../auth/index.js';
 import { list } from '../http/reply.js';
 import { ListEnvelope, page } from '../http/schemas.js';
 import { ClusterNode, ListNodesQuery } from './schemas.js';
@@ -9,13 +8,10 @@ const tags = ['cluster'];
 
 export function clusterRoutes(service: ClusterService): FastifyPluginAsyncTypebox {
   return async (app) => {
-    // Admin only: host names and pids are the operator's business. preValidation, so signed
-    // requests have their principal and an agent learns nothing from validation errors.
-    app.addHook('preValidation', async (request) => requireAdmin(request.principal));
-
     app.get(
       '/cluster/nodes',
       {
+        config: { permission: 'cluster:read' },
         schema: {
           tags,
           summary: 'The servers on this database, up (heartbeat within 30 s) or down (admin)',

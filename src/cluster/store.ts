@@ -9,7 +9,8 @@ export type NodeRow = Selectable<ClusterNodesTable>;
 
 export class ClusterStore extends Store {
   async insertNode(tx: Tx, row: NodeRow): Promise<void> {
-    await dbOf(tx, this.db).insertInto('cluster_nodes').values(row).execute();
+    // Once only: a registration postponed for lack of space may come after the heartbeat's.
+    await dbOf(tx, this.db).insertInto('cluster_nodes').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
   }
 
   /**

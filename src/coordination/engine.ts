@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import type { Expressions } from '../kernel/expression-pool.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { contextOf, inSpan, traceparentOfSpan } from '../kernel/tracing.js';
@@ -11,6 +12,7 @@ import { ajvFieldProblems } from '../kernel/validation-problems.js';
 import { topicMatches } from '../messaging/topics.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_STEP_TIMEOUT_S, inputValidator, type StepTemplate } from './plan.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
+import { decisionRefusal, type Decider } from './approvers.js';
 import { RunContexts } from './run-contexts.js';
 import {
   changeStep,
@@ -37,6 +39,17 @@ import {
 import { StepStarters } from './step-starters.js';
 import type { CoordinationStore, RunRow, RunStepRow } from './store.js';
 import type { RunStatus } from './tables.js';
+
+/** Who decides a human_approval on its timeout (on_timeout: approve or reject). */
+const PLATFORM_DECIDER: Decider = {
+  kind: 'system',
+  id: PLATFORM_SENDER,
+  actor: PLATFORM_SENDER,
+  agentId: null,
+  role: null,
+  mayDecide: true,
+  overrides: true,
+};
 import { render } from './templates.js';
 
 /** Wakes every node's run timer when a run gets an earlier timer. */
@@ -54,6 +67,8 @@ export interface EngineDeps {
   /** Signs the approval links of human steps' events and approvers' messages. */
   links: ApprovalLinks;
   metrics: DomainMetrics;
+  /** Evaluates conditions' and transforms' expressions. */
+  expressions: Expressions;
   /** When this node's timer worker looks next (0 while it is running a pass). */
   timerPlannedAt: () => number;
 }
@@ -89,6 +104,7 @@ export class RunEngine {
     this.starters = new StepStarters({
       store: deps.store,
       directory: deps.directory,
+      expressions: deps.expressions,
       startChild: (tx, spec, parent) => this.start(tx, spec, parent),
     });
   }
@@ -219,26 +235,26 @@ export class RunEngine {
     runId: string,
     stepId: string,
     decision: { approved: boolean; comment?: string; reason?: string },
-    by: { actor: string; agentId: string | null; admin: boolean },
+    by: Decider,
     claim?: ApprovalClaim,
   ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = decision.reason ?? null;
     const { step, def } = this.humanStep(ctx, stepId, 'human_approval', claim);
-    if (def.approvers && def.approvers.length > 0 && !by.admin && !def.approvers.includes(by.agentId ?? by.actor)) {
-      throw new Forbidden(`Only ${def.approvers.join(', ')} may decide step '${stepId}'`);
-    }
-    this.decide(ctx, step, decision.approved, decision.comment ?? null, by.agentId ?? by.actor);
+    const refusal = decisionRefusal(def.approvers ?? [], by);
+    if (refusal !== null) throw new Forbidden(`${refusal} (step '${stepId}')`);
+    this.decide(ctx, step, decision.approved, decision.comment ?? null, by);
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
   }
 
-  private decide(ctx: RunContext, step: StepState, approved: boolean, comment: string | null, decidedBy: string): void {
-    const output = { approved, comment, decided_by: decidedBy, decided_at: iso(ctx.now) };
-    record(ctx, approved ? 'step.approved' : 'step.rejected', step.row.step_id, { decided_by: decidedBy, comment });
+  /** Records who decided as the principal's kind and id (`decided_by` stays the id, as before). */
+  private decide(ctx: RunContext, step: StepState, approved: boolean, comment: string | null, by: Decider): void {
+    const output = { approved, comment, decided_by: by.id, decided_by_kind: by.kind, decided_at: iso(ctx.now) };
+    record(ctx, approved ? 'step.approved' : 'step.rejected', step.row.step_id, { decided_by: by.id, decided_by_kind: by.kind, comment });
     if (approved) completeStep(ctx, step, output);
-    else failStep(ctx, step, `rejected by ${decidedBy}${comment ? `: ${comment}` : ''}`, output);
+    else failStep(ctx, step, `rejected by ${by.id}${comment ? `: ${comment}` : ''}`, output);
   }
 
   /** `by`: who submits (its actor, and the agent or actor recorded on the step); `reason` goes to the event log. */
@@ -247,19 +263,21 @@ export class RunEngine {
     runId: string,
     stepId: string,
     data: Record<string, unknown>,
-    by: { actor: string; name: string; reason?: string },
+    by: Decider & { reason?: string },
     claim?: ApprovalClaim,
   ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = by.reason ?? null;
     const { step, def } = this.humanStep(ctx, stepId, 'human_input', claim);
+    const refusal = decisionRefusal([], by);
+    if (refusal !== null) throw new Forbidden(`${refusal} (step '${stepId}')`);
     const validate = inputValidator(def.schema ?? {});
     if (!validate(data)) {
       throw new InvalidRequest('data does not match the step schema', ajvFieldProblems(validate.errors ?? [], 'data'));
     }
-    record(ctx, 'step.input_received', stepId, { by: by.name });
-    setStepDetail(step, { ...stepDetail(step), submitted_by: by.name });
+    record(ctx, 'step.input_received', stepId, { by: by.id, by_kind: by.kind });
+    setStepDetail(step, { ...stepDetail(step), submitted_by: by.id });
     completeStep(ctx, step, data);
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
@@ -452,7 +470,7 @@ export class RunEngine {
       const policy = def.on_timeout ?? 'fail';
       record(ctx, 'step.timed_out', step.row.step_id, { on_timeout: policy });
       if (policy === 'fail') failStep(ctx, step, `no decision within ${def.timeout_seconds} s`);
-      else this.decide(ctx, step, policy === 'approve', `${policy === 'approve' ? 'approved' : 'rejected'} on timeout`, PLATFORM_SENDER);
+      else this.decide(ctx, step, policy === 'approve', `${policy === 'approve' ? 'approved' : 'rejected'} on timeout`, PLATFORM_DECIDER);
     } else {
       completeStep(ctx, step, { waited_until: iso(step.row.wake_at!) });
     }

@@ -46,10 +46,11 @@ export function createCoordinationDomain(deps: {
     notifier: platform.notifier,
     logger: platform.logger,
     metrics: platform.metrics,
+    expressions: platform.expressions,
     timerPlannedAt: () => timerPlannedAt,
   });
   const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links });
-  const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier });
+  const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier, expressions: platform.expressions });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
     directory: deps.directory,

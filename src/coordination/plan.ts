@@ -1,7 +1,7 @@
 import Ajv, { type ValidateFunction } from 'ajv';
-import jsonata from 'jsonata';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { FieldProblem } from '../kernel/errors.js';
+import { expressionProblem } from '../kernel/expression-check.js';
 import { collectReferences } from './templates.js';
 
 /** A plan step as saved (the fields each type uses; see schemas.ts for their meaning). */
@@ -233,11 +233,8 @@ function checkFields(step: StepTemplate & { step?: StepTemplate }, at: string, p
       break;
   }
   if (step.expression !== undefined) {
-    try {
-      jsonata(step.expression);
-    } catch (err) {
-      problem(`${at}.expression`, `is not a valid JSONata expression: ${(err as Error).message}`);
-    }
+    const found = expressionProblem(step.expression);
+    if (found) problem(`${at}.expression`, found);
   }
   if (topLevel && step.step !== undefined && step.type !== 'parallel') problem(`${at}.step`, 'is only used by parallel for_each');
 }

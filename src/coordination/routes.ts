@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
+import { InvalidRequest } from '../kernel/errors.js';
 import type { StepDefinition } from './plan.js';
 import type { Planner } from './planner.js';
 import {
@@ -37,6 +38,12 @@ import { callerOf, type CoordinationService, type PlanInput } from './service.js
 import { WEBHOOK_METHODS, type TriggerConfig, type TriggersService } from './triggers.js';
 
 const tags = ['coordination'];
+/**
+ * A decision through a link is `{approved, comment}` or a human_input's `{data}`, a few KB; 32 KiB
+ * holds the longest comment (4,000 characters) however it is encoded (`\u0001` is 6 bytes each).
+ */
+const LINK_DECISION_BODY_BYTES = 32 * 1024;
+const LINK_TOKEN = new RegExp(ApprovalLinkParams.properties.token.pattern!);
 /** The body schema checks each field's shape; the service checks what each step type needs. */
 const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps as StepDefinition[] });
 
@@ -45,6 +52,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/plans/generate',
       {
+        config: { permission: 'plans:write' },
         schema: {
           tags,
           summary: 'Draft a plan from a goal (local planner over discovery search, or the configured model with a local fallback)',
@@ -57,13 +65,13 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.post(
       '/coordination/plans',
-      { schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
       async (request, reply) => created(reply, await service.createPlan(planInput(request.body), callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/plans',
-      { schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listPlans(window), window);
@@ -72,13 +80,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/plans/:plan_id',
-      { schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } } },
       async (request, reply) => ok(reply, await service.getPlan(request.params.plan_id)),
     );
 
     app.put(
       '/coordination/plans/:plan_id',
       {
+        config: { permission: 'plans:write' },
         schema: {
           tags,
           summary: 'Replace a plan: version + 1 (runs keep the version they started with)',
@@ -92,25 +101,25 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.delete(
       '/coordination/plans/:plan_id',
-      { schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
       async (request, reply) => deleted(reply, await service.deletePlan(request.params.plan_id)),
     );
 
     app.get(
       '/coordination/plans/:plan_id/versions/:version',
-      { schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } } },
       async (request, reply) => ok(reply, await service.getPlanVersion(request.params.plan_id, request.params.version)),
     );
 
     app.post(
       '/coordination/runs',
-      { schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } } },
+      { config: { permission: 'runs:write' }, schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } } },
       async (request, reply) => created(reply, await service.startRun(request.body, callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/runs',
-      { schema: { tags, summary: 'List runs, newest first (by plan, status and start time)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'List runs, newest first (by plan, status and start time)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
       async (request, reply) => {
         const window = page(request.query);
         const { plan_id, status, started_after, started_before } = request.query;
@@ -120,13 +129,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/runs/:run_id',
-      { schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } } },
       async (request, reply) => ok(reply, await service.getRun(request.params.run_id)),
     );
 
     app.get(
       '/coordination/runs/:run_id/events',
       {
+        config: { permission: 'runs:read' },
         schema: {
           tags,
           summary: "The run's timeline: every state change, oldest first",
@@ -144,6 +154,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/cancel',
       {
+        config: { permission: 'runs:write' },
         schema: {
           tags,
           summary: 'Cancel a running or waiting run (its in-flight steps and child runs); 409 once finished',
@@ -158,6 +169,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/redrive',
       {
+        config: { permission: 'runs:write' },
         schema: {
           tags,
           summary: 'Restart a failed run from its failed steps (completed steps keep their output)',
@@ -172,6 +184,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/approve',
       {
+        config: { permission: 'approvals:decide', orNamedApprover: true },
         schema: {
           tags,
           summary: 'Decide a waiting human_approval step (approved: false fails it)',
@@ -187,6 +200,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/input',
       {
+        config: { permission: 'approvals:decide' },
         schema: {
           tags,
           summary: "Submit a waiting human_input step's data (validated against its schema)",
@@ -204,7 +218,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/approvals',
-      { schema: { tags, summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)', querystring: PageQuery, response: { 200: ListEnvelope(PendingApproval) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)', querystring: PageQuery, response: { 200: ListEnvelope(PendingApproval) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listPendingApprovals(window), window);
@@ -230,6 +244,17 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       '/coordination/approvals/:token',
       {
         config: { public: true },
+        bodyLimit: LINK_DECISION_BODY_BYTES,
+        // Before the body is read (and so before the params' validation): a malformed, bogus or
+        // expired token is refused without it.
+        onRequest: async (request) => {
+          const { token } = request.params as { token: string };
+          if (token.length > ApprovalLinkParams.properties.token.maxLength! || !LINK_TOKEN.test(token)) {
+            const message = 'must be the token of an approve_url (payload.signature, base64url)';
+            throw new InvalidRequest(`Invalid request: token ${message}`, [{ field: 'token', in: 'params', message }]);
+          }
+          await service.checkLink(token);
+        },
         schema: {
           tags,
           summary: 'Decide a human step through its approval link: {approved, comment} or {data}; a second use answers 409 naming who decided when',
@@ -244,14 +269,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.post(
       '/coordination/triggers',
-      { schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
       async (request, reply) =>
         created(reply, await triggers.create({ ...request.body, config: request.body.config as TriggerConfig }, request.principal.agentId ?? request.principal.actor)),
     );
 
     app.get(
       '/coordination/triggers',
-      { schema: { tags, summary: 'List triggers', querystring: ListTriggersQuery, response: { 200: ListEnvelope(Trigger) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'List triggers', querystring: ListTriggersQuery, response: { 200: ListEnvelope(Trigger) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await triggers.list(request.query.plan_id, window), window);
@@ -260,13 +285,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/triggers/:trigger_id',
-      { schema: { tags, summary: 'Get a trigger', params: TriggerParams, response: { 200: DataEnvelope(Trigger) } } },
+      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get a trigger', params: TriggerParams, response: { 200: DataEnvelope(Trigger) } } },
       async (request, reply) => ok(reply, await triggers.get(request.params.trigger_id)),
     );
 
     app.patch(
       '/coordination/triggers/:trigger_id',
       {
+        config: { permission: 'plans:write' },
         schema: {
           tags,
           summary: 'Update a trigger (enabled=false pauses it; a new schedule starts from now)',
@@ -281,7 +307,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.delete(
       '/coordination/triggers/:trigger_id',
-      { schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } } },
+      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await triggers.delete(request.params.trigger_id);
         return deleted(reply, request.params.trigger_id);
@@ -291,6 +317,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.get(
       '/coordination/triggers/:trigger_id/fires',
       {
+        config: { permission: 'plans:read' },
         schema: {
           tags,
           summary: "A trigger's latest fires, newest first (started, skipped, filtered, failed; the last 100 are kept)",
@@ -308,6 +335,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.route({
       method: [...WEBHOOK_METHODS],
       url: '/coordination/hooks/*',
+      config: { permission: 'runs:write' },
       schema: {
         tags,
         summary: "Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method)",

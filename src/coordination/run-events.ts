@@ -3,6 +3,7 @@
  * someone outside, as log events with what a listener needs without a second call.
  */
 
+import { approverAgent, approverAgents } from './approvers.js';
 import { iso } from '../kernel/clock.js';
 import type { DomainMetrics, FinishedRunStatus } from '../kernel/metrics.js';
 import type { NewEvent, OutgoingMessage } from '../kernel/ports.js';
@@ -19,7 +20,7 @@ interface HumanAsk {
   type: 'approval.requested' | 'input.requested';
   data: Record<string, unknown>;
   claim: ApprovalClaim;
-  /** The agents that may decide (human_approval's `approvers`); empty: anyone. */
+  /** Who may decide (human_approval's `approvers`: agents, users, roles); empty: anyone with approvals:decide. */
   approvers: string[];
 }
 
@@ -38,7 +39,7 @@ export function logEventsOf(ctx: RunContext, link: Linker | null): NewEvent[] {
           type: ask.type,
           data: { ...ask.data, approve_url: link!(ask.claim) },
           // The link decides the step: only its approvers (and admins) read it when it has some.
-          ...(ask.approvers.length > 0 ? { readers: { agents: ask.approvers } } : {}),
+          ...(ask.approvers.length > 0 ? { readers: { agents: approverAgents(ask.approvers) } } : {}),
         }
       : logEventOf(ctx, entry);
     if (event) events.push({ ...event, subject: ctx.run.id, actor: ctx.actor, reason: ctx.reason });
@@ -51,10 +52,13 @@ export function approverMessagesOf(ctx: RunContext, link: Linker): OutgoingMessa
   const messages: OutgoingMessage[] = [];
   for (const entry of ctx.events) {
     const ask = entry.type === 'step.waiting' ? humanAsk(ctx, entry) : null;
+    // Agents get theirs in their inbox; people (user:, role:) find the step in the console.
     for (const approver of ask?.approvers ?? []) {
+      const agent = approverAgent(approver);
+      if (agent === null) continue;
       messages.push({
         source: PLATFORM_SENDER,
-        destination: approver,
+        destination: agent,
         event_name: 'approval.requested',
         payload: { ...ask!.data, approve_url: link({ ...ask!.claim, approver }) },
       });

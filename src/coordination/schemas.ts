@@ -41,7 +41,7 @@ const stepFields = {
   ),
   prompt: Type.Optional(Type.String({ maxLength: 10_000, description: "human_approval, human_input: what the person is asked (templates allowed; default 'Approve step <id> of plan <alias>?' or 'Provide the input of step <id> of plan <alias>')" })),
   approvers: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 100, description: 'human_approval: agent ids allowed to decide (default anyone; admins always)' }),
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 100, description: "human_approval: who may decide: 'user:<username>', 'role:<role>', 'agent:<agent_id>' or a bare agent id (default: anyone with approvals:decide; admins always). A named agent needs no approvals:decide" }),
   ),
   on_timeout: Type.Optional(
     Type.Union([Type.Literal('fail'), Type.Literal('approve'), Type.Literal('reject')], { description: 'human_approval: what timeout_seconds does (default fail)' }),
@@ -223,7 +223,8 @@ export const LinkDecision = Type.Object({
   run_id: Type.String(),
   step_id: Type.String(),
   status: Type.String({ description: 'The step\'s status after the decision: completed, or failed for a rejection' }),
-  decided_by: Type.String(),
+  decided_by: Type.String({ description: 'The id of who decided: the agent the link was sent to, or approval_link' }),
+  decided_by_kind: Type.Union([Type.Literal('agent'), Type.Literal('link')], { description: 'agent: the link was sent to that approver; link: the step\'s own link' }),
   decided_at: Timestamp,
 });
 export type LinkDecision = Static<typeof LinkDecision>;

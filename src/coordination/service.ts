@@ -8,6 +8,7 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/topics.js';
 import type { ApprovalLinks } from './approval-links.js';
+import { approverAgent, type Decider } from './approvers.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
 import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
 import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
@@ -24,9 +25,24 @@ export interface Caller {
   actor: string;
   agentId: string | null;
   admin: boolean;
+  /** Who the caller is when it decides a human step. */
+  decider: Decider;
 }
 
-export const callerOf = (principal: Principal): Caller => ({ actor: principal.actor, agentId: principal.agentId, admin: isAdmin(principal) });
+export const callerOf = (principal: Principal): Caller => ({
+  actor: principal.actor,
+  agentId: principal.agentId,
+  admin: isAdmin(principal),
+  decider: {
+    kind: principal.kind,
+    id: principal.kind === 'key' ? principal.keyId! : (principal.agentId ?? principal.actor),
+    actor: principal.actor,
+    agentId: principal.agentId,
+    role: principal.role,
+    mayDecide: principal.permissions.has('approvals:decide'),
+    overrides: principal.role === 'admin',
+  },
+});
 
 export interface Plan {
   id: string;
@@ -352,14 +368,14 @@ export class CoordinationService {
 
   async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string; reason?: string }, caller: Caller): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
-      await this.deps.engine.approve(tx, runId, stepId, decision, caller);
+      await this.deps.engine.approve(tx, runId, stepId, decision, caller.decider);
       return this.view(tx, runId);
     });
   }
 
   async submitInput(runId: string, stepId: string, data: Record<string, unknown>, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
-      await this.deps.engine.submitInput(tx, runId, stepId, data, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
+      await this.deps.engine.submitInput(tx, runId, stepId, data, { ...caller.decider, reason });
       return this.view(tx, runId);
     });
   }
@@ -408,18 +424,41 @@ export class CoordinationService {
   }
 
   /**
+   * What can be known of an approval link without its request's body: that this server signed
+   * it (else 404) and that it has not expired (else 409). A decision's route checks this before
+   * reading the body, so that a bogus token costs no body: 1,000 slow 1 MiB bodies sent with
+   * one took RSS from 209 MB to 1,150 MB.
+   */
+  async checkLink(token: string): Promise<void> {
+    const claim = await this.deps.links.read(token);
+    if (claim.expiresAt <= this.deps.clock.now()) throw new Conflict(`This link expired at ${iso(claim.expiresAt)}`);
+  }
+
+  /**
    * Decides a human step through its approval link (the token authenticates): once, while the
    * link's attempt of the step waits and before it expires. Acts as the link's approver, if it
    * was sent to one.
    */
   async decideByLink(token: string, body: { approved: boolean; comment?: string } | { data: Record<string, unknown> }): Promise<LinkDecision> {
     const claim = await this.deps.links.read(token);
-    const by = claim.approver ?? APPROVAL_LINK_ACTOR;
+    // The link decides as its recipient (an approver's inbox), else as the step's own link; the
+    // step made it, so it needs no permission and is not held to the approvers list.
+    const agent = claim.approver === null ? null : approverAgent(claim.approver);
+    const by: Decider & { kind: 'agent' | 'link' } = agent !== null
+      ? { kind: 'agent', id: agent, actor: agent, agentId: agent, role: null, mayDecide: true, overrides: true }
+      : { kind: 'link', id: APPROVAL_LINK_ACTOR, actor: APPROVAL_LINK_ACTOR, agentId: null, role: null, mayDecide: true, overrides: true };
     return this.store.inTransaction(async (tx) => {
-      if ('data' in body) await this.deps.engine.submitInput(tx, claim.runId, claim.stepId, body.data, { actor: by, name: by }, claim);
-      else await this.deps.engine.approve(tx, claim.runId, claim.stepId, body, { actor: by, agentId: claim.approver, admin: true }, claim);
+      if ('data' in body) await this.deps.engine.submitInput(tx, claim.runId, claim.stepId, body.data, by, claim);
+      else await this.deps.engine.approve(tx, claim.runId, claim.stepId, body, by, claim);
       const step = (await this.store.runSteps(tx, claim.runId)).find((row) => row.step_id === claim.stepId)!;
-      return { run_id: claim.runId, step_id: claim.stepId, status: step.status, decided_by: by, decided_at: iso(step.completed_at ?? this.deps.clock.now()) };
+      return {
+        run_id: claim.runId,
+        step_id: claim.stepId,
+        status: step.status,
+        decided_by: by.id,
+        decided_by_kind: by.kind,
+        decided_at: iso(step.completed_at ?? this.deps.clock.now()),
+      };
     });
   }
 

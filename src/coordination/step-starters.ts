@@ -1,8 +1,8 @@
 import { SpanKind, traceparentOfSpan, tracer } from '../kernel/tracing.js';
 import { randomBytes } from 'node:crypto';
-import jsonata from 'jsonata';
 import type { Tx } from '../db/tx.js';
 import { iso } from '../kernel/clock.js';
+import { ExpressionError, type Expressions } from '../kernel/expression-pool.js';
 import { parseNullableJson } from '../kernel/json.js';
 import type { AgentDirectory } from '../kernel/ports.js';
 import { asList, DEFAULT_STEP_TIMEOUT_S, type StepTemplate } from './plan.js';
@@ -41,6 +41,8 @@ class StepError extends Error {}
 export interface StepStarterDeps {
   store: CoordinationStore;
   directory: AgentDirectory;
+  /** Evaluates conditions' and transforms' expressions (off the event loop, within a budget). */
+  expressions: Expressions;
   /** Starts a sub_plan step's child run in the same transaction (the engine's `start`). */
   startChild: (tx: Tx, spec: StartRun, parent: { run: RunRow; stepId: string }) => Promise<RunRow>;
 }
@@ -74,7 +76,7 @@ export class StepStarters {
           return;
         }
         case 'condition': {
-          const result = Boolean(await evaluate(def.expression!, scope));
+          const result = Boolean(await this.evaluate(def.expression!, scope));
           record(ctx, 'step.started', id, { attempt: step.row.attempt });
           completeStep(ctx, step, { result, branch: result ? 'then' : 'else' });
           for (const target of asList(result ? def.else : def.then)) {
@@ -84,7 +86,7 @@ export class StepStarters {
           return;
         }
         case 'transform': {
-          const output = def.expression !== undefined ? await evaluate(def.expression, scope) : render(def.output, scope);
+          const output = def.expression !== undefined ? await this.evaluate(def.expression, scope) : render(def.output, scope);
           record(ctx, 'step.started', id, { attempt: step.row.attempt });
           completeStep(ctx, step, output ?? null);
           return;
@@ -105,6 +107,16 @@ export class StepStarters {
       const announced = ctx.events.slice(eventsBefore).some((e) => e.type === 'step.started' && e.step_id === id);
       if (!announced) record(ctx, 'step.started', id, { attempt: step.row.attempt });
       failStep(ctx, step, err.message);
+    }
+  }
+
+  private async evaluate(expression: string, scope: TemplateScope): Promise<unknown> {
+    try {
+      return await this.deps.expressions.evaluate(expression, { input: scope.input, steps: scope.steps, event: scope.event, item: scope.item });
+    } catch (err) {
+      // Over budget, the message says so; a pool closing under way is not the step's fault.
+      if (!(err instanceof ExpressionError)) throw err;
+      throw new StepError(err.kind === 'budget' ? err.message : `expression failed: ${err.message}`);
     }
   }
 
@@ -260,11 +272,3 @@ function expand(ctx: RunContext, step: StepState, def: StepTemplate, scope: Temp
   });
 }
 
-async function evaluate(expression: string, scope: TemplateScope): Promise<unknown> {
-  try {
-    return await jsonata(expression).evaluate({ input: scope.input, steps: scope.steps, event: scope.event, item: scope.item });
-  } catch (err) {
-    // JSONata throws plain objects with a message.
-    throw new StepError(`expression failed: ${(err as { message?: string }).message ?? String(err)}`);
-  }
-}

@@ -1,4 +1,3 @@
-import jsonata from 'jsonata';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, MethodNotAllowed, NotFound, type FieldProblem } from '../kernel/errors.js';
@@ -16,14 +15,16 @@ import { collectReferences, render } from './templates.js';
 import type { PlanDefinition } from './plan.js';
 import { isJsonObject } from '../kernel/json.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
+import { expressionProblem } from '../kernel/expression-check.js';
+import { ExpressionError, type Expressions } from '../kernel/expression-pool.js';
 
 type PlanVersion = { id: string; alias: string; version: number; definition: PlanDefinition; text: string };
 
 /** An enabled event trigger as kept between publishes: its row with what each event needs made once. */
 interface EventTrigger {
   row: TriggerRow;
-  /** The compiled filter, or why it does not compile (the fire then fails, as on evaluation). */
-  filter: { expression: jsonata.Expression } | { error: string } | null;
+  /** The filter's JSONata expression (one that does not compile fails the fire, as on evaluation). */
+  filter: string | null;
   input: Record<string, unknown>;
   mapping: unknown;
 }
@@ -136,17 +137,9 @@ function toFire(row: FireRow): Fire {
 
 function toEventTrigger(row: TriggerRow): EventTrigger {
   const { filter } = JSON.parse(row.config) as TriggerConfig;
-  let compiled: EventTrigger['filter'] = null;
-  if (filter !== undefined) {
-    try {
-      compiled = { expression: jsonata(filter) };
-    } catch (err) {
-      compiled = { error: (err as { message?: string }).message ?? String(err) };
-    }
-  }
   return {
     row,
-    filter: compiled,
+    filter: filter ?? null,
     input: JSON.parse(row.input) as Record<string, unknown>,
     mapping: row.input_mapping === null ? null : (JSON.parse(row.input_mapping) as unknown),
   };
@@ -195,11 +188,8 @@ function problems(type: TriggerType, config: TriggerConfig, mapping: Record<stri
       if (topic) problem('config.topic', topic);
     }
     if (config.filter !== undefined) {
-      try {
-        jsonata(config.filter);
-      } catch (err) {
-        problem('config.filter', `is not a valid JSONata expression: ${(err as Error).message}`);
-      }
+      const found = expressionProblem(config.filter);
+      if (found) problem('config.filter', found);
     }
   }
   if (type === 'webhook') {
@@ -239,7 +229,7 @@ export class TriggersService {
   private startingEvents = false;
 
   constructor(
-    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier },
+    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; expressions: Expressions },
   ) {}
 
   private get store() {
@@ -437,20 +427,19 @@ export class TriggersService {
     if (triggers.length === 0) return 0;
     const now = this.deps.clock.now();
     const data: Record<string, unknown> = { ...(isJsonObject(event.payload) ? event.payload : { payload: event.payload }), topic: event.topic, published_at: event.published_at };
-    const work: EventWork = { topic: event.topic, data, now, decided: [] };
-    for (const trigger of triggers) {
-      const { filter } = trigger;
-      if (filter === null) {
-        work.decided.push({ trigger, pass: true });
-        continue;
-      }
-      try {
-        if ('error' in filter) throw new Error(filter.error);
-        work.decided.push({ trigger, pass: Boolean(await filter.expression.evaluate({ event: data })) });
-      } catch (err) {
-        work.decided.push({ trigger, pass: false, error: `filter failed: ${(err as { message?: string }).message ?? String(err)}` });
-      }
-    }
+    // Filters run in the expression pool, at once: a slow one holds up only its own publish.
+    const decided = await Promise.all(
+      triggers.map(async (trigger): Promise<EventWork['decided'][number]> => {
+        if (trigger.filter === null) return { trigger, pass: true };
+        try {
+          return { trigger, pass: Boolean(await this.deps.expressions.evaluate(trigger.filter, { event: data })) };
+        } catch (err) {
+          if (!(err instanceof ExpressionError)) throw err;
+          return { trigger, pass: false, error: `filter failed: ${err.message}` };
+        }
+      }),
+    );
+    const work: EventWork = { topic: event.topic, data, now, decided };
     return new Promise<number>((resolve, reject) => {
       this.pendingEvents.push({ work, resolve, reject });
       if (this.startingEvents) return;

@@ -46,8 +46,30 @@ export function storageFault(err: unknown): StorageFault | null {
 /**
  * Whether storage is full, as the writes see it: full from a write refused for lack of space
  * until a write succeeds again. /readyz reports it: reads still work on a full disk, so a ping
- * cannot tell.
+ * cannot tell. Listeners hear when there is room again (postponed writes are tried then).
  */
 export class StorageFullness {
-  full = false;
+  private isFull = false;
+  private readonly roomListeners = new Set<() => void>();
+
+  get full(): boolean {
+    return this.isFull;
+  }
+
+  /** A write was refused for lack of space. */
+  markFull(): void {
+    this.isFull = true;
+  }
+
+  /** A write succeeded: there is room again. */
+  markRoom(): void {
+    if (!this.isFull) return;
+    this.isFull = false;
+    for (const listener of this.roomListeners) listener();
+  }
+
+  onRoom(listener: () => void): () => void {
+    this.roomListeners.add(listener);
+    return () => this.roomListeners.delete(listener);
+  }
 }

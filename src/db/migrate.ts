@@ -1,6 +1,7 @@
 import type { Migration, MigrationResultSet } from 'kysely';
 import { Migrator } from 'kysely';
 import type { DatabaseHandle } from './database.js';
+import { storageFault } from './faults.js';
 import { migrations } from './migrations/index.js';
 
 const MIGRATION_TABLE = 'switchboard_migrations';
@@ -32,7 +33,13 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]>
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
     const reason = result.error instanceof Error ? result.error.message : String(result.error);
-    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${reason}`, { cause: result.error });
+    const what = failed ? `migration ${failed.migrationName}` : 'the migrations';
+    // Unlike the start-up writes a full disk postpones, a schema change cannot wait: the code
+    // would run against tables it does not know. The server does not start.
+    if (storageFault(result.error) === 'full') {
+      throw new Error(`${what} could not be applied: no storage space is left (${reason}). Free space and start again`, { cause: result.error });
+    }
+    throw new Error(`${what} failed: ${reason}`, { cause: result.error });
   }
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

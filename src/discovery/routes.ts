@@ -28,6 +28,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.post(
       '/discovery/capabilities',
       {
+        config: { permission: 'discovery:write' },
         schema: {
           tags,
           summary: "Register a capability for an agent (201), or update the agent's capability of that name (200)",
@@ -45,6 +46,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.get(
       '/discovery/capabilities',
       {
+        config: { permission: 'discovery:read' },
         schema: {
           tags,
           summary: 'List capabilities, by agent, name (text.* wildcard) or group',
@@ -60,13 +62,13 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
 
     app.get(
       '/discovery/capabilities/:capability_id',
-      { schema: { tags, summary: 'Get a capability', params: CapabilityParams, response: { 200: DataEnvelope(Capability) } } },
+      { config: { permission: 'discovery:read' }, schema: { tags, summary: 'Get a capability', params: CapabilityParams, response: { 200: DataEnvelope(Capability) } } },
       async (request, reply) => ok(reply, await service.getCapability(request.params.capability_id)),
     );
 
     app.delete(
       '/discovery/capabilities/:capability_id',
-      { schema: { tags, summary: 'Remove a capability (its agent or an admin)', params: CapabilityParams, response: { 200: Deleted } } },
+      { config: { permission: 'discovery:write' }, schema: { tags, summary: 'Remove a capability (its agent or an admin)', params: CapabilityParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await service.deleteCapability(request.principal, request.params.capability_id);
         return deleted(reply, request.params.capability_id);
@@ -76,6 +78,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.delete(
       '/discovery/agents/:agent_id',
       {
+        config: { permission: 'discovery:write' },
         schema: {
           tags,
           summary: "Deregister an agent: remove all its capabilities and its heartbeat record",
@@ -93,6 +96,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.get(
       '/discovery/agents',
       {
+        config: { permission: 'discovery:read' },
         schema: {
           tags,
           summary: 'Look up agents by capability (text.* wildcard) and group, one entry per agent, ordered by a routing strategy; pages with limit and offset',
@@ -110,6 +114,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.post(
       '/discovery/heartbeat',
       {
+        config: { permission: 'discovery:write' },
         schema: {
           tags,
           summary: "Report an agent's liveness and load (0..1); returns its health record",
@@ -126,6 +131,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.get(
       '/discovery/agents/:agent_id/health',
       {
+        config: { permission: 'discovery:read' },
         schema: {
           tags,
           summary: "An agent's health, computed from its last heartbeat and the TTL",
@@ -138,7 +144,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
 
     app.get(
       '/discovery/groups',
-      { schema: { tags, summary: 'List groups with their agent counts', querystring: PageQuery, response: { 200: ListEnvelope(Group) } } },
+      { config: { permission: 'discovery:read' }, schema: { tags, summary: 'List groups with their agent counts', querystring: PageQuery, response: { 200: ListEnvelope(Group) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listGroups(window), window);
@@ -148,6 +154,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.get(
       '/discovery/groups/:group_name/agents',
       {
+        config: { permission: 'discovery:read' },
         schema: {
           tags,
           summary: 'List the agents of a group with their capabilities in it and their health',
@@ -165,6 +172,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
     app.post(
       '/discovery/search',
       {
+        config: { permission: 'discovery:read' },
         schema: {
           tags,
           summary: 'Find capabilities by a natural-language description, best first (similarity 0..1)',

@@ -47,7 +47,7 @@ export function createEventsDomain(deps: { platform: Platform; groups: AgentGrou
       if (removed > 0) platform.logger.info({ removed }, 'removed expired events');
     },
   });
-  return { log, service, routes: eventsRoutes(service, platform.shutdown), workers: [sweeper] };
+  return { log, service, routes: eventsRoutes(service, { shutdown: platform.shutdown, connections: platform.connections, stalledClientMs: config.stalledClientMs }), workers: [sweeper] };
 }
 
 /** The log alone, for a process that only appends (the CLI). */

@@ -1,7 +1,8 @@
-import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { list } from '../http/reply.js';
 import { ListEnvelope, page } from '../http/schemas.js';
+import { streamBody } from '../http/stream-body.js';
+import type { OpenConnections } from '../kernel/open-connections.js';
 import { Event, ListEventsQuery, StreamEventsQuery } from './schemas.js';
 import type { Event as EventShape } from './schemas.js';
 import type { EventsService } from './service.js';
@@ -13,7 +14,11 @@ function sseMessage(event: EventShape): string {
   return `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
-export function eventsRoutes(service: EventsService, shutdown: AbortSignal): FastifyPluginAsyncTypebox {
+export function eventsRoutes(
+  service: EventsService,
+  options: { shutdown: AbortSignal; connections: OpenConnections; stalledClientMs: number },
+): FastifyPluginAsyncTypebox {
+  const { shutdown, connections } = options;
   return async (app) => {
     // One shutdown listener ends every stream (as messaging's long polls).
     const streams = new Set<() => void>();
@@ -22,6 +27,7 @@ export function eventsRoutes(service: EventsService, shutdown: AbortSignal): Fas
     app.get(
       '/events',
       {
+        config: { permission: 'events:read' },
         schema: {
           tags,
           summary: 'List events, oldest first, filtered by type patterns, subject and position',
@@ -39,11 +45,12 @@ export function eventsRoutes(service: EventsService, shutdown: AbortSignal): Fas
     app.get(
       '/events/stream',
       {
+        config: { permission: 'events:read' },
         schema: {
           tags,
           summary: 'Follow events live (Server-Sent Events); resumes after Last-Event-ID (or `after`) without gap or duplicate',
           description:
-            'Each event is `id: <event id>`, `event: <type>`, `data: <event JSON>`; a `: keep-alive` comment is sent when nothing happened for a while. 429 when the principal has too many streams open.',
+            'Each event is `id: <event id>`, `event: <type>`, `data: <event JSON>`; a `: keep-alive` comment is sent when nothing happened for a while. 429 when the principal has too many streams open. The stream ends when its API key is revoked, and when the client has read nothing of what it was sent for a while (SWITCHBOARD_STALLED_CLIENT_MS).',
           querystring: StreamEventsQuery,
           response: {
             200: {
@@ -61,6 +68,8 @@ export function eventsRoutes(service: EventsService, shutdown: AbortSignal): Fas
         const stop = new AbortController();
         const end = () => stop.abort();
         streams.add(end);
+        // A revoked key's stream ends like its other connections.
+        const unhold = connections.hold(request.principal.keyId, end);
         if (shutdown.aborted) end();
         const events = service.follow(filter, stop.signal);
         async function* messages() {
@@ -70,10 +79,11 @@ export function eventsRoutes(service: EventsService, shutdown: AbortSignal): Fas
             for await (const batch of events) yield batch === null ? ': keep-alive\n\n' : batch.map(sseMessage).join('');
           } finally {
             streams.delete(end);
+            unhold();
             release();
           }
         }
-        const body = Readable.from(messages(), { objectMode: false });
+        const body = streamBody(messages(), { stalledMs: options.stalledClientMs, stop: stop.signal });
         // The client went away: stop following (the generator's finally gives the slot back).
         body.once('close', end);
         reply.raw.once('close', end);

@@ -6,7 +6,7 @@ const SLOW_MS = 1000;
 
 /**
  * One line per answered request: what was asked (the route pattern, so no ids or query strings
- * with secrets in them), the answer, its time and who asked; never headers or bodies, where keys
+ * with secrets in them), the answer, its time and who asked, from where; never headers or bodies, where keys
  * and signatures travel. Refused, failed and slow requests at `info`, the rest at `debug`: a line
  * for every request cost 8–15% of the authenticated read's req/s (bench/RESULTS.md, foundation).
  */
@@ -22,6 +22,8 @@ export function installAccessLog(app: FastifyInstance, logger: Logger): void {
           status: reply.statusCode,
           ms: Math.round(reply.elapsedTime * 100) / 100,
           principal: request.principal?.actor ?? null,
+          // The client's address, or the one a trusted proxy forwarded (SWITCHBOARD_TRUSTED_PROXIES).
+          ip: request.ip,
         },
         'request',
       );

@@ -6,6 +6,7 @@ import { AppError, ERROR_STATUS, InsufficientStorage, ServiceUnavailable, type E
 import { newId } from '../kernel/ids.js';
 import { ajvFieldProblems, type AjvIssue } from '../kernel/validation-problems.js';
 import { closeAfterAnswer, LINGER_MS } from './lingering-close.js';
+import { DATA_HEADERS, setSecurityHeaders } from './security-headers.js';
 
 /** ajv's findings about a request as field problems, each saying where the field is (body, querystring…). */
 function fieldProblems(issues: AjvIssue[], location: string): (FieldProblem & { in: string })[] {
@@ -47,7 +48,7 @@ function typedStorageFault(err: FastifyError | AppError, storage: StorageFullnes
     case 'unavailable':
       return new ServiceUnavailable('The database cannot be reached right now; retry shortly', UNAVAILABLE_RETRY_AFTER_S);
     case 'full':
-      storage.full = true;
+      storage.markFull();
       return new InsufficientStorage('No storage space is left for this write; reads still work');
     default:
       return err;
@@ -91,10 +92,12 @@ export function installErrorHandling(app: FastifyInstance, storage: StorageFulln
 
 /**
  * Fastify's `frameworkErrors`: a URL the router cannot read (a bad %-escape, a path parameter
- * over the length limit) is answered before any hook runs, so the request id is set here.
+ * over the length limit) is answered before any hook runs, so the request id and the security
+ * headers are set here.
  */
 export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   reply.header('X-Request-ID', request.id);
+  setSecurityHeaders(request.url, reply.raw);
   return request.server.errorHandler(err, request, reply);
 }
 
@@ -128,6 +131,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
     `Content-Length: ${Buffer.byteLength(body)}`,
     `X-Request-ID: ${requestId}`,
     'Connection: close',
+    ...Object.entries(DATA_HEADERS).map(([name, value]) => `${name}: ${value}`),
   ];
   socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);

@@ -1,3 +1,4 @@
+import type { Requirement } from '../auth/index.js';
 import { OPERATIONS } from '../client/operations.js';
 import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
 import { ErrorEnvelope } from './schemas.js';
@@ -14,6 +15,8 @@ interface Parameter {
 }
 interface Operation {
   operationId?: string;
+  /** The permission the caller needs (`authenticated`: any credentials); absent on public operations. */
+  'x-permission'?: Requirement;
   parameters?: Parameter[];
   requestBody?: unknown;
   security?: unknown[];
@@ -52,7 +55,7 @@ const ERRORS: Record<number, { name: string; description: string; headers?: Reco
   403: {
     name: 'Forbidden',
     description:
-      'The caller may not do this: an admin-only operation, acting as another agent, an object it may not read or change, or an invalid or expired URL signature',
+      "The caller may not do this: it lacks the operation's permission (`x-permission`, named in the message), acts as another agent, touches an object it may not read or change, or an invalid or expired URL signature",
   },
   404: { name: 'NotFound', description: 'Nothing is known by an id, token or path in the URL' },
   413: { name: 'PayloadTooLarge', description: 'The body is larger than the server accepts' },
@@ -79,8 +82,8 @@ function errorStatuses(method: string, operation: Operation): number[] {
   const statuses: number[] = [];
   if (parameters.length > 0 || body) statuses.push(400);
   if (authenticated) statuses.push(401);
-  // Which caller may do what is the services' business (admin only, acting as oneself, owners):
-  // any credentials may be refused; without them, only a URL signature can be.
+  // Any credentials may be refused (the operation's permission, acting as oneself, owners);
+  // without them, only a URL signature can be.
   if (authenticated || parameters.some((p) => p.in === 'query' && p.name === 'signature')) statuses.push(403);
   if (parameters.some((p) => p.in === 'path')) statuses.push(404);
   if (body) statuses.push(413);
@@ -89,11 +92,17 @@ function errorStatuses(method: string, operation: Operation): number[] {
   return statuses;
 }
 
-function describeOperation(method: string, path: string, documented: Operation): Operation {
+/** `/runs/:run_id/x/*` (a route's URL) → `/runs/{run_id}/x/{path}` (the document's). */
+function documentedPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, `{${WILDCARD_NAME}}`);
+}
+
+function describeOperation(method: string, path: string, documented: Operation, permission: Requirement | null | undefined): Operation {
   // @fastify/swagger shares one object between the methods of a route (the hooks take five).
   const operation: Operation = { ...documented };
   const operationId = OPERATION_IDS.get(`${method.toUpperCase()} ${path}`);
   if (operationId) operation.operationId = operationId;
+  if (permission) operation['x-permission'] = permission;
   if (documented.parameters) operation.parameters = documented.parameters.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));
   // A route's own response for a status wins over the shared one.
   const responses: Record<string, unknown> = { ...documented.responses };
@@ -102,14 +111,21 @@ function describeOperation(method: string, path: string, documented: Operation):
   return operation;
 }
 
-/** Adds operation ids and error responses to the document @fastify/swagger built, and names its wildcard. */
-export function describeOperations<D extends object>(built: D): D {
+/**
+ * Adds operation ids, permissions (from the route table) and error responses to the document
+ * @fastify/swagger built, and names its wildcard.
+ */
+export function describeOperations<D extends object>(built: D, routes: readonly { method: string; url: string; permission: Requirement | null }[]): D {
   const document = built as Document;
+  const permissions = new Map(routes.map((route) => [`${route.method.toLowerCase()} ${documentedPath(route.url)}`, route.permission]));
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const [documentedPath, item] of Object.entries(document.paths ?? {})) {
-    const path = documentedPath.replace(`{${WILDCARD}}`, `{${WILDCARD_NAME}}`);
+  for (const [builtPath, item] of Object.entries(document.paths ?? {})) {
+    const path = builtPath.replace(`{${WILDCARD}}`, `{${WILDCARD_NAME}}`);
     paths[path] = Object.fromEntries(
-      Object.entries(item).map(([method, value]) => [method, METHODS.has(method) ? describeOperation(method, path, value as Operation) : value]),
+      Object.entries(item).map(([method, value]) => [
+        method,
+        METHODS.has(method) ? describeOperation(method, path, value as Operation, permissions.get(`${method} ${path}`)) : value,
+      ]),
     );
   }
   const responses = Object.fromEntries(

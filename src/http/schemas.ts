@@ -1,5 +1,6 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import { Type } from '@sinclair/typebox';
+import { AGENT_ID_PATTERN } from '../kernel/agent-ids.js';
 import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
 import type { Page } from '../kernel/pagination.js';
 
@@ -51,8 +52,8 @@ export const ReasonBody = Type.Union([Type.Object({ reason: Type.Optional(Reason
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
-/** Agent ids are chosen by operators: letters, digits and `._:@-`, at most 128 characters. */
-export const AGENT_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$';
+export { AGENT_ID_PATTERN };
+/** Agent ids: see kernel/agent-ids.ts (the principal names and prefixes no agent may take). */
 export const AgentId = Type.String({ pattern: AGENT_ID_PATTERN, description: 'Agent id' });
 
 /**

@@ -7,11 +7,10 @@ import addFormats from 'ajv-formats';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginCallback } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { AuthService } from '../auth/index.js';
-import { requireAdmin } from '../auth/index.js';
+import type { AuthService, Requirement } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
-import { StorageFullness } from '../db/faults.js';
+import type { StorageFullness } from '../db/faults.js';
 import { AppError, Unauthorized } from '../kernel/errors.js';
 import { serveConsole } from './console.js';
 import { installAccessLog } from './access-log.js';
@@ -25,12 +24,21 @@ import { installMetrics } from './plugins/metrics.js';
 import { requestId } from './plugins/request-id.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { withBoundedRequestIntegers } from './schemas.js';
+import { installSecurityHeaders } from './security-headers.js';
 
 export type HttpServer = FastifyInstance;
 
+/** A route as the route table lists it: `permission` is null only on public routes. */
+export interface RouteEntry {
+  method: string;
+  url: string;
+  hidden: boolean;
+  permission: Requirement | null;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    routeTable: { method: string; url: string; hidden: boolean }[];
+    routeTable: RouteEntry[];
   }
 }
 
@@ -52,6 +60,8 @@ export interface HttpServerOptions {
   tracing: FastifyPluginCallback | null;
   /** What GET /readyz reports: each dependency's state. */
   readiness: Readiness;
+  /** Whether writes find storage full: set by the error handler, cleared by a write that succeeds. */
+  storage: StorageFullness;
   routes: RouteGroup[];
 }
 
@@ -69,6 +79,8 @@ export interface Readiness {
   blobs(): Promise<void>;
   /** How notices travel between nodes now (kernel/notifier.ts). */
   notices(): string;
+  /** The start-up writes a full disk postponed, by name (db/postponed-writes.ts). */
+  postponedWrites(): string[];
 }
 
 /**
@@ -86,6 +98,12 @@ async function answers(check: () => Promise<void>): Promise<'up' | 'down'> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Why /readyz answers 507, for the operator: what still works, and what waits for space. */
+function fullStorageReason(postponed: string[]): string {
+  const waiting = postponed.length > 0 ? `; postponed until a write succeeds: ${postponed.join(', ')}` : '';
+  return `No storage space is left for writes: reads are served, writes answer 507 insufficient_storage${waiting}`;
 }
 
 /** Builds the Fastify app: plumbing first, then every domain's routes under its root. */
@@ -108,6 +126,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
       connectionsCheckingInterval: Math.min(30_000, requestTimeoutMs / 10),
     },
     return503OnClosing: true,
+    // request.ip: X-Forwarded-For's nearest address not of a trusted proxy; without any, the socket's.
+    trustProxy: options.config.trustedProxies.length > 0 ? [...options.config.trustedProxies] : false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Requests refused before routing, or before they could be parsed, get the envelope too.
     frameworkErrors: answerFrameworkError,
@@ -141,12 +161,12 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     reply.header('X-Request-ID', request.id);
     done();
   });
+  installSecurityHeaders(app);
   drainOnClose(app);
-  // Whether writes find storage full, for /readyz: set by the error handler, cleared by a write that succeeds.
-  const storage = new StorageFullness();
+  const { storage } = options;
   app.addHook('onSend', (request, reply, payload, done) => {
     // A write answered with success shows there is room again (see StorageFullness).
-    if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.full = false;
+    if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.markRoom();
     done(null, payload);
   });
   installErrorHandling(app, storage);
@@ -169,8 +189,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   installNulRefusal(app);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
-  const routes: { method: string; url: string; hidden: boolean }[] = [];
+  const routes: RouteEntry[] = [];
   app.decorate('routeTable', routes);
+  // Each route's options, read once every plugin's onRoute hook has run (the console's and the
+  // docs' mark theirs public after this one).
+  const declared: { entry: RouteEntry; options: { config?: { public?: boolean; permission?: Requirement } } }[] = [];
   app.addHook('onRoute', (route) => {
     if (route.schema) route.schema = withBoundedRequestIntegers(route.schema);
     // Public routes (webhooks, upload URLs, signed downloads) say so in the document: no credentials.
@@ -178,8 +201,20 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      routes.push({ method, url: route.url, hidden: Boolean(route.schema?.hide) || route.url.startsWith('/docs') });
+      const entry: RouteEntry = { method, url: route.url, hidden: Boolean(route.schema?.hide) || route.url.startsWith('/docs'), permission: null };
+      routes.push(entry);
+      declared.push({ entry, options: route });
     }
+  });
+  // A route without a declared permission would be open to every key: refused at start.
+  app.addHook('onReady', (done) => {
+    for (const { entry, options } of declared.splice(0)) {
+      if (options.config?.public) continue;
+      const permission = options.config?.permission;
+      if (permission === undefined) return done(new Error(`${entry.method} ${entry.url} declares no permission (config.permission) and is not public`));
+      entry.permission = permission;
+    }
+    done();
   });
 
   await app.register(swagger, {
@@ -206,7 +241,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
       },
       security: [{ bearer: [] }, { agentSignature: [] }],
     },
-    transformObject: (built) => ('openapiObject' in built ? describeOperations(built.openapiObject) : built.swaggerObject),
+    transformObject: (built) => ('openapiObject' in built ? describeOperations(built.openapiObject, routes) : built.swaggerObject),
   });
 
   await app.register(async (docs) => {
@@ -230,11 +265,10 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     // A lost LISTEN connection leaves the node serving (it reconnects and rescans): it is shown, not fatal.
     const checks = { database, listen: options.readiness.notices(), blobs: storage.full ? 'full' : blobs };
     if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks });
-    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', checks });
+    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks });
     return { status: 'ready', checks };
   });
-  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
-    requireAdmin(request.principal);
+  app.get('/metrics', { config: { permission: 'metrics:read' }, schema: { hide: true } }, async (_request, reply) => {
     return reply.type(options.metrics.contentType).send(await options.metrics.metrics());
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());

@@ -2,8 +2,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from './clock.js';
+import type { Expressions } from './expression-pool.js';
 import type { DomainMetrics } from './metrics.js';
 import type { Notifier } from './notifier.js';
+import type { OpenConnections } from './open-connections.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 /** What every domain may be built from (services take plain dependency objects). */
@@ -21,4 +23,8 @@ export interface Platform {
   readonly limiter: RateLimiter;
   /** Counters and histograms of what the domains do (GET /metrics). */
   readonly metrics: DomainMetrics;
+  /** JSONata evaluation off the event loop, within a time, memory and result-size budget. */
+  readonly expressions: Expressions;
+  /** The long-lived connections open on this node, by credential: ended when it stops being valid. */
+  readonly connections: OpenConnections;
 }

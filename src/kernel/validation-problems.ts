@@ -1,3 +1,4 @@
+import { AGENT_ID_PATTERN, AGENT_ID_RULE } from './agent-ids.js';
 import type { FieldProblem } from './errors.js';
 
 /** One finding of ajv (a request schema's, or a human_input step's schema's). */
@@ -48,6 +49,8 @@ export function ajvFieldProblems(issues: AjvIssue[], root: string): FieldProblem
       message = 'is not a known field';
     } else if (issue.keyword === 'enum' && Array.isArray(issue.params?.allowedValues)) {
       message = `must be one of: ${issue.params.allowedValues.join(', ')}`;
+    } else if (issue.keyword === 'pattern' && issue.params?.pattern === AGENT_ID_PATTERN) {
+      message = AGENT_ID_RULE;
     }
     return { field: [root, ...segments].filter(Boolean).join('.'), message };
   });

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { Principal } from '../auth/index.js';
+import { authorizeDeclared, type Principal } from '../auth/index.js';
 import { callerOf, type CoordinationService } from '../coordination/index.js';
 import { Run, type PendingApproval } from '../coordination/schemas.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
@@ -109,7 +109,10 @@ export function humanInputTool(coordination: CoordinationService): InteractiveTo
     inputSchema: Arguments,
     outputSchema: Output,
     annotations: DECIDE,
-    async ask(args) {
+    permission: 'approvals:decide',
+    async ask(args, principal: Principal) {
+      // Before the user is asked anything: submitting needs the permission too.
+      authorizeDeclared(principal, { permission: 'approvals:decide' });
       const { run_id, step_id } = argumentsIn(args);
       const step = await waitingStep(coordination, { runId: run_id, stepId: step_id });
       const schema = step.schema ?? {};
@@ -120,6 +123,7 @@ export function humanInputTool(coordination: CoordinationService): InteractiveTo
       };
     },
     async finish(state: string, reply: UserReply, principal: Principal) {
+      authorizeDeclared(principal, { permission: 'approvals:decide' });
       let asked: unknown;
       try {
         asked = JSON.parse(state);

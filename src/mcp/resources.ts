@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/index.js';
+import type { Permission, Principal } from '../auth/index.js';
 import { NotFound } from '../kernel/errors.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { artifactUri, isTextual, readArtifact } from './artifact-content.js';
@@ -34,6 +34,7 @@ function idIn(uri: string, kind: string): string {
 /** A resource whose content is one JSON object, read by id from its service (the object its HTTP GET returns). */
 function jsonResource<T>(kind: string, spec: {
   title: string;
+  permission: Permission;
   description: string;
   recent(principal: Principal): Promise<T[]>;
   entry(item: T): { id: string; name: string };
@@ -45,6 +46,7 @@ function jsonResource<T>(kind: string, spec: {
     name: kind,
     title: spec.title,
     description: spec.description,
+    permission: spec.permission,
     mimeType: JSON_TYPE,
     async list(principal) {
       return (await spec.recent(principal)).map((item) => {
@@ -68,6 +70,7 @@ export function buildResources({ coordination, tasks, artifacts }: ToolServices)
   return [
     jsonResource('runs', {
       title: 'Runs',
+      permission: 'runs:read',
       description: 'A run of a plan with its steps (status, input, output, error of each)',
       recent: async () => (await coordination.listRuns({}, { limit: RECENT_RESOURCES, offset: 0 })).items,
       entry: (run) => ({ id: run.id, name: `${run.id} (${run.status})` }),
@@ -75,6 +78,7 @@ export function buildResources({ coordination, tasks, artifacts }: ToolServices)
     }),
     jsonResource('plans', {
       title: 'Plans',
+      permission: 'plans:read',
       description: 'A plan (its current version) with its steps',
       recent: () => newest((window) => coordination.listPlans(window), RECENT_RESOURCES),
       entry: (plan) => ({ id: plan.id, name: plan.alias }),
@@ -82,6 +86,7 @@ export function buildResources({ coordination, tasks, artifacts }: ToolServices)
     }),
     jsonResource('tasks', {
       title: 'Tasks',
+      permission: 'tasks:read',
       description: 'A task with its status, assignee and dependencies',
       recent: () => newest((window) => tasks.listTasks({}, window), RECENT_RESOURCES),
       entry: (task) => ({ id: task.id, name: task.title }),
@@ -91,6 +96,7 @@ export function buildResources({ coordination, tasks, artifacts }: ToolServices)
       uriTemplate: `${SCHEME}artifacts/{id}`,
       name: 'artifacts',
       title: 'Artifacts',
+      permission: 'artifacts:read',
       description: `The content of an artifact's current version: text for text and JSON, base64 otherwise; at most ${MAX_RESOURCE_BYTES} bytes`,
       async list(principal) {
         const recent = await newest((window) => artifacts.list(principal, {}, window), RECENT_RESOURCES);

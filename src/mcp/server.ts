@@ -35,9 +35,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Principal } from '../auth/index.js';
+import { authorizeDeclared, type Permission, type Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
 import { AppError, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import type { OpenConnections } from '../kernel/open-connections.js';
+import { McpSessionTable } from './session-table.js';
 import { callTool, parseToolGroups, TOOL_GROUPS, type Tool, type ToolGroup, type ToolOutput, type ToolResult } from './tools/index.js';
 
 export const SERVER_INFO = { name: 'switchboard', version: API_VERSION };
@@ -85,6 +87,8 @@ export interface McpResource {
   title?: string;
   description?: string;
   mimeType?: string;
+  /** What reading (or listing) this kind needs, as its HTTP GET route. */
+  permission: Permission;
   /** resources/list: those of this kind the caller may read (a bounded number, e.g. the newest). */
   list(principal: Principal): Promise<ResourceEntry[]>;
   /** resources/read of a URI its template matches, as the caller. AppErrors become protocol errors (not_found: unknown resource). */
@@ -159,7 +163,9 @@ class Catalogue {
 
   /** resources/list: what each kind lists for the caller. */
   async list(principal: Principal, errors: ProtocolErrors): Promise<{ resources: ResourceEntry[] }> {
-    const listed = await this.answer(errors, undefined, () => Promise.all(this.resources.map(({ resource }) => resource.list(principal))));
+    // Kinds the caller lacks the permission for are left out of the list (reading one is a 403).
+    const readable = this.resources.filter(({ resource }) => principal.permissions.has(resource.permission));
+    const listed = await this.answer(errors, undefined, () => Promise.all(readable.map(({ resource }) => resource.list(principal))));
     return { resources: listed.flat() };
   }
 
@@ -168,6 +174,7 @@ class Catalogue {
     const contents = await this.answer(errors, uri, () => {
       const found = this.resources.find(({ template }) => template.match(uri) !== null);
       if (!found) throw new NotFound('Resource', uri);
+      authorizeDeclared(principal, { permission: found.resource.permission });
       return found.resource.read(uri, principal);
     });
     return { contents };
@@ -293,13 +300,6 @@ export function createStatelessMcpServer(surface: McpSurface, logger: Logger, pr
 
 const SIGNED = 'signed:';
 
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  /** The credential that initialized the session (see credentialOf): no other may use it. */
-  credential: string;
-  lastSeen: number;
-}
-
 /**
  * A session belongs to the API key that opened it, not to its agent or role: revoking the key
  * ends its sessions, and another key (of the same agent, or another admin key) cannot take
@@ -309,21 +309,19 @@ function credentialOf(principal: Principal): string {
   return principal.keyId ?? `${SIGNED}${principal.agentId}`;
 }
 
-/** A session not used for this long is closed: clients that vanish never send DELETE. */
-const SESSION_IDLE_MS = 30 * 60_000;
 const SWEEP_INTERVAL_MS = 60_000;
+
+/** The limits of the sessions of the 2025 revisions (config: SWITCHBOARD_MCP_SESSIONS_PER_KEY, SWITCHBOARD_MCP_SESSION_IDLE_S). */
+export interface McpSessionLimits {
+  /** Sessions one credential may hold on a node; a new one evicts its least recently used. */
+  perKey: number;
+  /** A session not used for this long is closed: clients that vanish never send DELETE. */
+  idleMs: number;
+}
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** What the MCP endpoint needs to know of API keys (the auth service). */
-export interface KeyRevocations {
-  /** Reports each revocation this node hears of (its own, other nodes', the CLI's on PostgreSQL). */
-  onRevoked(listener: (keyId: string) => void): () => void;
-  /** Those of the given keys that are revoked (catches what no notification told, e.g. the CLI on SQLite). */
-  revokedAmong(keyIds: string[]): Promise<string[]>;
 }
 
 /** The request as a web Request for sdk 2 (its body already parsed: passed beside it). */
@@ -352,13 +350,13 @@ async function sendWebResponse(reply: FastifyReply, response: Response): Promise
  * POST stands alone (its `_meta` and MCP-Protocol-Version header name the revision; no
  * handshake, no session), so any node answers it. The routes sit behind the usual API-key
  * authentication; the principal travels to the tools as the transport's `authInfo`. A revoked
- * key's sessions (and their open streams) end when this node hears of the revocation, else at
- * the next sweep; a stateless request carries the key each time. `?tools=routines,tasks` narrows
+ * key's sessions (and their open streams) end with its other connections (OpenConnections); a
+ * stateless request carries the key each time. `?tools=routines,tasks` narrows
  * the tools on both revisions (a session keeps those it was opened with).
  */
-export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocations): FastifyPluginAsync {
+export function mcpRoutes(surface: McpSurface, logger: Logger, connections: OpenConnections, limits: McpSessionLimits): FastifyPluginAsync {
   return async (app) => {
-    const sessions = new Map<string, Session>();
+    const sessions = new McpSessionTable(limits.perKey);
     const principalOf = (authInfo: AuthInfo | ModernAuthInfo | undefined) => authInfo?.extra?.principal as Principal;
     // The stateless server of a request serves the surface its `?tools=` asked for (handle puts it beside the principal).
     const stateless = createMcpHandler(({ authInfo }) => createStatelessMcpServer(authInfo?.extra?.surface as McpSurface, logger, principalOf), {
@@ -377,15 +375,25 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
       return served;
     }
 
-    async function open(credential: string, served: McpSurface): Promise<StreamableHTTPServerTransport> {
+    const forget = (id: string) => {
+      sessions.get(id)?.release();
+      sessions.delete(id);
+    };
+    async function open(principal: Principal, served: McpSurface): Promise<StreamableHTTPServerTransport> {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         // Called before initialize is answered, so the client's next request finds the session.
-        onsessioninitialized: (id) => void sessions.set(id, { transport, credential, lastSeen: Date.now() }),
-        onsessionclosed: (id) => void sessions.delete(id),
+        onsessioninitialized: (id) => {
+          const release = connections.hold(principal.keyId, () => void transport.close());
+          for (const evicted of sessions.add(id, { transport, credential: credentialOf(principal), lastSeen: Date.now(), release })) {
+            evicted.release();
+            void evicted.transport.close();
+          }
+        },
+        onsessionclosed: forget,
       });
       transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId);
+        if (transport.sessionId) forget(transport.sessionId);
       };
       await createMcpServer(served, logger, principalOf).connect(transport);
       return transport;
@@ -410,10 +418,10 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
         // 404 tells the client to initialize a new session (MCP spec, session management).
         if (!session) throw new NotFound('MCP session', sessionId);
         if (session.credential !== credentialOf(principal)) throw new Forbidden('This MCP session belongs to another key');
-        session.lastSeen = Date.now();
+        sessions.touch(sessionId, Date.now());
         transport = session.transport;
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
-        transport = await open(credentialOf(principal), served);
+        transport = await open(principal, served);
       } else {
         throw new InvalidRequest(`Send initialize first, then the Mcp-Session-Id header it returns (or, with MCP ${STATELESS_REVISION}, no session at all)`);
       }
@@ -423,30 +431,22 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, keys: KeyRevocati
     }
 
     const schema = { hide: true };
-    app.post('/', { schema }, handle);
-    app.get('/', { schema }, handle);
-    app.delete('/', { schema }, handle);
-
-    const endSessionsOf = (revoked: string[]) => {
-      for (const { transport, credential } of sessions.values()) if (revoked.includes(credential)) void transport.close();
-    };
-    const stopWatching = keys.onRevoked((keyId) => endSessionsOf([keyId]));
+    app.post('/', { config: { permission: 'authenticated' }, schema }, handle);
+    app.get('/', { config: { permission: 'authenticated' }, schema }, handle);
+    app.delete('/', { config: { permission: 'authenticated' }, schema }, handle);
 
     const sweeper = setInterval(() => {
-      const cutoff = Date.now() - SESSION_IDLE_MS;
+      const cutoff = Date.now() - limits.idleMs;
       for (const { transport, lastSeen } of sessions.values()) if (lastSeen < cutoff) void transport.close();
-      const keyIds = [...new Set([...sessions.values()].map((session) => session.credential))].filter((c) => !c.startsWith(SIGNED));
-      if (keyIds.length === 0) return;
-      keys.revokedAmong(keyIds).then(endSessionsOf, (err: unknown) => logger.warn({ err }, 'could not check the keys of MCP sessions'));
-    }, SWEEP_INTERVAL_MS);
+    }, Math.min(SWEEP_INTERVAL_MS, Math.max(1000, limits.idleMs / 2)));
     sweeper.unref();
 
     // Open GET streams would hold the server's close: end every session first.
     app.addHook('preClose', async () => {
       clearInterval(sweeper);
-      stopWatching();
       await stateless.close();
       await Promise.all([...sessions.values()].map(({ transport }) => transport.close()));
+      for (const { release } of sessions.values()) release();
       sessions.clear();
     });
   };

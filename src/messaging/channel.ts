@@ -46,6 +46,8 @@ export class AgentChannel {
     private readonly session: { actor: string; agentId: string; visibilitySeconds: number },
     /** Pushes what one claim leased, in order. */
     private readonly push: (messages: Message[]) => void,
+    /** While the client has not read what it was pushed: a promise of when it has (else undefined). */
+    private readonly unread: () => Promise<void> | undefined = () => undefined,
   ) {
     this.caller = { actor: session.actor, agentId: session.agentId, admin: false };
   }
@@ -71,6 +73,11 @@ export class AgentChannel {
   private async pump(): Promise<void> {
     const signal = this.closed.signal;
     while (this.credit > 0 && !signal.aborted) {
+      const backlog = this.unread();
+      if (backlog) {
+        await backlog;
+        continue;
+      }
       let messages: Message[];
       try {
         // A long poll of the longest kind, again and again: it returns at once with what is

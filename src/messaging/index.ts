@@ -42,7 +42,16 @@ export function createMessagingDomain(platform: Platform, events: EventLog, hear
     },
   });
   const channel = channelRoutes(
-    { inbox, subscriptions, heartbeats, limiter: platform.limiter, logger, maxFrameBytes: platform.config.maxJsonBodyBytes },
+    {
+      inbox,
+      subscriptions,
+      heartbeats,
+      limiter: platform.limiter,
+      logger,
+      maxFrameBytes: platform.config.maxJsonBodyBytes,
+      connections: platform.connections,
+      stalledClientMs: platform.config.stalledClientMs,
+    },
     platform.shutdown,
   );
   return { inbox, subscriptions, routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown), channelRoutes: channel, workers: [reaper] };

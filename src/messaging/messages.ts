@@ -1,16 +1,16 @@
 import { iso } from '../kernel/clock.js';
-import { isAdmin, type Principal } from '../auth/index.js';
+import type { Principal } from '../auth/index.js';
 import { Forbidden } from '../kernel/errors.js';
 import type { MessageRow } from './store.js';
 
-/** The caller of a request, as messaging sees it: who it is and whether it may act for others. */
+/** The caller of a request, as messaging sees it: who it is and whether it may reach any inbox (`messaging:admin`). */
 export interface Caller {
   actor: string;
   agentId: string | null;
   admin: boolean;
 }
 
-export const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: isAdmin(p) });
+export const callerOf = (p: Principal): Caller => ({ actor: p.actor, agentId: p.agentId, admin: p.permissions.has('messaging:admin') });
 
 /** A message as callers see it (an inbox, a dead letter, a thread). */
 export interface Message {

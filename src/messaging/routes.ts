@@ -54,7 +54,7 @@ export function messagingRoutes(
 
     app.post(
       '/messaging/send',
-      { schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
+      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
       async (request, reply) => {
         const { sent, replayed } = await inbox.sendAs(callerOf(request.principal), request.body, request.headers.traceparent as string | undefined);
         if (replayed) return ok(reply.header('Idempotent-Replayed', 'true'), sent);
@@ -65,6 +65,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/send-batch',
       {
+        config: { permission: 'messaging:write' },
         schema: {
           tags,
           summary: 'Send up to 500 messages at once, all or nothing',
@@ -78,6 +79,7 @@ export function messagingRoutes(
     app.get(
       '/messaging/receive',
       {
+        config: { permission: 'messaging:read' },
         schema: {
           tags,
           summary: "Receive (long-poll) messages from an agent's inbox; each is leased for visibility_timeout",
@@ -117,6 +119,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/acknowledge',
       {
+        config: { permission: 'messaging:write' },
         schema: {
           tags,
           summary: 'Acknowledge received messages (done); output is kept for the producer',
@@ -136,6 +139,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/reject',
       {
+        config: { permission: 'messaging:write' },
         schema: {
           tags,
           summary: 'Reject a received message: redelivered after backoff, or dead-lettered',
@@ -157,6 +161,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/extend',
       {
+        config: { permission: 'messaging:write' },
         schema: {
           tags,
           summary: 'Extend the lease of a received message (long work)',
@@ -170,7 +175,7 @@ export function messagingRoutes(
 
     app.get(
       '/messaging/dead-letters',
-      { schema: { tags, summary: 'Dead-lettered messages with every delivery attempt', querystring: AgentQuery, response: { 200: ListEnvelope(DeadLetter) } } },
+      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'Dead-lettered messages with every delivery attempt', querystring: AgentQuery, response: { 200: ListEnvelope(DeadLetter) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await inbox.listDeadLetters(callerOf(request.principal), request.query.agent_id, window), window);
@@ -180,6 +185,7 @@ export function messagingRoutes(
     app.get(
       '/messaging/inboxes',
       {
+        config: { permission: 'messaging:read' },
         schema: {
           tags,
           summary: "Inboxes holding messages, by agent: pending, leased and dead-lettered counts (an agent: its own; with agent_id: that inbox, even empty)",
@@ -196,6 +202,7 @@ export function messagingRoutes(
     app.get(
       '/messaging/inboxes/:agent_id/messages',
       {
+        config: { permission: 'messaging:read' },
         schema: {
           tags,
           summary: "Look at an agent's pending or leased messages, in inbox order, without leasing them",
@@ -214,6 +221,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/dead-letters/:message_id/redrive',
       {
+        config: { permission: 'messaging:write' },
         schema: {
           tags,
           summary: 'Put a dead letter back in the inbox as a new message linked to it',
@@ -227,13 +235,13 @@ export function messagingRoutes(
 
     app.post(
       '/messaging/sessions',
-      { schema: { tags, summary: 'Create a session', body: SessionBody, response: { 201: DataEnvelope(Session) } } },
+      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Create a session', body: SessionBody, response: { 201: DataEnvelope(Session) } } },
       async (request, reply) => created(reply, await threads.createSession(callerOf(request.principal), request.body)),
     );
 
     app.get(
       '/messaging/sessions',
-      { schema: { tags, summary: 'List sessions', querystring: PageQuery, response: { 200: ListEnvelope(Session) } } },
+      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'List sessions', querystring: PageQuery, response: { 200: ListEnvelope(Session) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await threads.listSessions(window), window);
@@ -242,25 +250,26 @@ export function messagingRoutes(
 
     app.get(
       '/messaging/sessions/:session_id',
-      { schema: { tags, summary: 'Get a session', params: SessionParams, response: { 200: DataEnvelope(Session) } } },
+      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'Get a session', params: SessionParams, response: { 200: DataEnvelope(Session) } } },
       async (request, reply) => ok(reply, await threads.getSession(request.params.session_id)),
     );
 
     app.post(
       '/messaging/threads',
-      { schema: { tags, summary: 'Create a thread in a session', body: ThreadBody, response: { 201: DataEnvelope(Thread) } } },
+      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Create a thread in a session', body: ThreadBody, response: { 201: DataEnvelope(Thread) } } },
       async (request, reply) => created(reply, await threads.createThread(callerOf(request.principal), request.body)),
     );
 
     app.get(
       '/messaging/threads/:thread_id',
-      { schema: { tags, summary: 'Get a thread (participants and admins)', params: ThreadParams, response: { 200: DataEnvelope(Thread) } } },
+      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'Get a thread (participants and admins)', params: ThreadParams, response: { 200: DataEnvelope(Thread) } } },
       async (request, reply) => ok(reply, await threads.getThread(callerOf(request.principal), request.params.thread_id)),
     );
 
     app.get(
       '/messaging/threads/:thread_id/messages',
       {
+        config: { permission: 'messaging:read' },
         schema: {
           tags,
           summary: 'Messages of a thread, in the order they were sent',
@@ -277,13 +286,14 @@ export function messagingRoutes(
 
     app.post(
       '/messaging/publish',
-      { schema: { tags, summary: 'Publish to a topic: one message per subscriber', body: PublishBody, response: { 201: DataEnvelope(Published) } } },
+      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Publish to a topic: one message per subscriber', body: PublishBody, response: { 201: DataEnvelope(Published) } } },
       async (request, reply) => created(reply, await subscriptions.publish(callerOf(request.principal), request.body.topic, request.body.payload ?? {})),
     );
 
     app.post(
       '/messaging/subscribe',
       {
+        config: { permission: 'messaging:write' },
         schema: {
           tags,
           summary: 'Subscribe an agent to a topic or pattern (idempotent)',
@@ -299,7 +309,7 @@ export function messagingRoutes(
 
     app.get(
       '/messaging/subscriptions',
-      { schema: { tags, summary: "List an agent's subscriptions", querystring: AgentQuery, response: { 200: ListEnvelope(Subscription) } } },
+      { config: { permission: 'messaging:read' }, schema: { tags, summary: "List an agent's subscriptions", querystring: AgentQuery, response: { 200: ListEnvelope(Subscription) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await subscriptions.listSubscriptions(callerOf(request.principal), request.query.agent_id, window), window);
@@ -308,7 +318,7 @@ export function messagingRoutes(
 
     app.delete(
       '/messaging/subscriptions/:subscription_id',
-      { schema: { tags, summary: 'Unsubscribe', params: SubscriptionParams, response: { 200: Deleted } } },
+      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Unsubscribe', params: SubscriptionParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await subscriptions.unsubscribe(callerOf(request.principal), request.params.subscription_id);
         return deleted(reply, request.params.subscription_id);
@@ -317,7 +327,7 @@ export function messagingRoutes(
 
     app.get(
       '/messaging/rate-limit',
-      { schema: { tags, summary: "An agent's request budget", querystring: RateLimitQuery, response: { 200: DataEnvelope(RateLimitStatus) } } },
+      { config: { permission: 'messaging:read' }, schema: { tags, summary: "An agent's request budget", querystring: RateLimitQuery, response: { 200: DataEnvelope(RateLimitStatus) } } },
       async (request, reply) => {
         const agentId = actingAgent(request.principal, request.query.agent_id);
         return ok(reply, await inbox.rateLimit(callerOf(request.principal), agentId));

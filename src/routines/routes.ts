@@ -27,7 +27,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     const webhooks = new WeakMap<FastifyRequest, WebhookRoutine>();
     app.get(
       '/routines',
-      { schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
+      { config: { permission: 'routines:read' }, schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
       async (request, reply) => {
         const window = page(request.query);
         const { trigger_type, enabled, last_status } = request.query;
@@ -37,19 +37,20 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
 
     app.post(
       '/routines',
-      { schema: { tags, summary: 'Create a routine', body: CreateRoutineBody, response: { 201: DataEnvelope(Routine) } } },
+      { config: { permission: 'routines:write' }, schema: { tags, summary: 'Create a routine', body: CreateRoutineBody, response: { 201: DataEnvelope(Routine) } } },
       async (request, reply) => created(reply, await service.create(request.body, request.principal.actor)),
     );
 
     app.get(
       '/routines/:id',
-      { schema: { tags, summary: 'Get a routine', params: RoutineParams, response: { 200: DataEnvelope(Routine) } } },
+      { config: { permission: 'routines:read' }, schema: { tags, summary: 'Get a routine', params: RoutineParams, response: { 200: DataEnvelope(Routine) } } },
       async (request, reply) => ok(reply, await service.get(request.params.id)),
     );
 
     app.patch(
       '/routines/:id',
       {
+        config: { permission: 'routines:write' },
         schema: {
           tags,
           summary: 'Update a routine (enabled=false pauses, true resumes)',
@@ -63,7 +64,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
 
     app.delete(
       '/routines/:id',
-      { schema: { tags, summary: 'Delete a routine with its history', params: RoutineParams, response: { 200: Deleted } } },
+      { config: { permission: 'routines:write' }, schema: { tags, summary: 'Delete a routine with its history', params: RoutineParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await service.delete(request.params.id);
         return deleted(reply, request.params.id);
@@ -73,6 +74,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.post(
       '/routines/:id/trigger',
       {
+        config: { permission: 'routines:write' },
         schema: {
           tags,
           summary: 'Run a routine now, regardless of its schedule',
@@ -88,6 +90,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.post(
       '/routines/:id/rotate-token',
       {
+        config: { permission: 'routines:write' },
         schema: {
           tags,
           summary: 'Issue a new webhook token (the old one stops working)',
@@ -101,6 +104,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.get(
       '/routines/:id/preview',
       {
+        config: { permission: 'routines:read' },
         schema: {
           tags,
           summary: 'Upcoming fire times of a cron routine',
@@ -115,6 +119,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.get(
       '/routines/:id/fires',
       {
+        config: { permission: 'routines:read' },
         schema: {
           tags,
           summary: 'The fire ledger of a cron routine, newest first (fired and skipped slots)',
@@ -151,6 +156,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.get(
       '/routines/:id/executions',
       {
+        config: { permission: 'routines:read' },
         schema: {
           tags,
           summary: "A routine's executions, newest first",
@@ -167,13 +173,13 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
 
     app.get(
       '/routines/executions/:id',
-      { schema: { tags, summary: 'Get an execution', params: RoutineParams, response: { 200: DataEnvelope(Execution) } } },
+      { config: { permission: 'routines:read' }, schema: { tags, summary: 'Get an execution', params: RoutineParams, response: { 200: DataEnvelope(Execution) } } },
       async (request, reply) => ok(reply, await service.getExecution(request.params.id)),
     );
 
     app.delete(
       '/routines/executions/:id',
-      { schema: { tags, summary: 'Delete an execution record', params: RoutineParams, response: { 200: Deleted } } },
+      { config: { permission: 'routines:write' }, schema: { tags, summary: 'Delete an execution record', params: RoutineParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await service.deleteExecution(request.params.id);
         return deleted(reply, request.params.id);

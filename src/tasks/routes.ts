@@ -32,7 +32,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.get(
       '/projects',
-      { schema: { tags: projectTags, summary: 'List projects, oldest first', querystring: ListProjectsQuery, response: { 200: ListEnvelope(Project) } } },
+      { config: { permission: 'tasks:read' }, schema: { tags: projectTags, summary: 'List projects, oldest first', querystring: ListProjectsQuery, response: { 200: ListEnvelope(Project) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listProjects(window), window);
@@ -41,19 +41,20 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.post(
       '/projects',
-      { schema: { tags: projectTags, summary: 'Create a project', body: ProjectBody, response: { 201: DataEnvelope(Project) } } },
+      { config: { permission: 'tasks:write' }, schema: { tags: projectTags, summary: 'Create a project', body: ProjectBody, response: { 201: DataEnvelope(Project) } } },
       async (request, reply) => created(reply, await service.createProject(request.body, request.principal)),
     );
 
     app.get(
       '/projects/:id',
-      { schema: { tags: projectTags, summary: 'Get a project', params: ProjectParams, response: { 200: DataEnvelope(Project) } } },
+      { config: { permission: 'tasks:read' }, schema: { tags: projectTags, summary: 'Get a project', params: ProjectParams, response: { 200: DataEnvelope(Project) } } },
       async (request, reply) => ok(reply, await service.getProject(request.params.id)),
     );
 
     app.put(
       '/projects/:id',
       {
+        config: { permission: 'tasks:write' },
         schema: {
           tags: projectTags,
           summary: 'Replace a project’s name and description',
@@ -68,6 +69,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.delete(
       '/projects/:id',
       {
+        config: { permission: 'tasks:write' },
         schema: {
           tags: projectTags,
           summary: 'Delete a project (409 while it has tasks, unless cascade=true deletes them too)',
@@ -86,7 +88,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.get(
       '/tasks',
-      { schema: { tags, summary: 'List tasks, oldest first, with filters', querystring: ListTasksQuery, response: { 200: ListEnvelope(Task) } } },
+      { config: { permission: 'tasks:read' }, schema: { tags, summary: 'List tasks, oldest first, with filters', querystring: ListTasksQuery, response: { 200: ListEnvelope(Task) } } },
       async (request, reply) => {
         const { limit: _limit, offset: _offset, ...filter } = request.query;
         const window = page(request.query);
@@ -96,19 +98,20 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.post(
       '/tasks',
-      { schema: { tags, summary: 'Create a task', body: CreateTaskBody, response: { 201: DataEnvelope(Task) } } },
+      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Create a task', body: CreateTaskBody, response: { 201: DataEnvelope(Task) } } },
       async (request, reply) => created(reply, await service.createTask(request.body, request.principal)),
     );
 
     app.get(
       '/tasks/:id',
-      { schema: { tags, summary: 'Get a task', params: TaskParams, response: { 200: DataEnvelope(Task) } } },
+      { config: { permission: 'tasks:read' }, schema: { tags, summary: 'Get a task', params: TaskParams, response: { 200: DataEnvelope(Task) } } },
       async (request, reply) => ok(reply, await service.getTask(request.params.id)),
     );
 
     app.patch(
       '/tasks/:id',
       {
+        config: { permission: 'tasks:write' },
         schema: {
           tags,
           summary: 'Change some fields of a task (each change is logged in its activity)',
@@ -122,7 +125,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/tasks/:id',
-      { schema: { tags, summary: 'Delete a task with its comments, dependencies and activity', params: TaskParams, response: { 200: Deleted } } },
+      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Delete a task with its comments, dependencies and activity', params: TaskParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await service.deleteTask(request.params.id, request.principal);
         return deleted(reply, request.params.id);
@@ -132,6 +135,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.post(
       '/tasks/:id/claim',
       {
+        config: { permission: 'tasks:write' },
         schema: {
           tags,
           summary: 'Atomically assign a task to the caller and start it (409 if held by another, blocked, or not in expected_status)',
@@ -146,6 +150,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.post(
       '/tasks/:id/release',
       {
+        config: { permission: 'tasks:write' },
         schema: {
           tags,
           summary: 'Give a claimed task back (unassigned; in_progress returns to todo)',
@@ -160,13 +165,14 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.get(
       '/tasks/:id/dependencies',
-      { schema: { tags, summary: 'The dependencies of a task, oldest first', params: TaskParams, response: { 200: DataEnvelope(Type.Array(Dependency)) } } },
+      { config: { permission: 'tasks:read' }, schema: { tags, summary: 'The dependencies of a task, oldest first', params: TaskParams, response: { 200: DataEnvelope(Type.Array(Dependency)) } } },
       async (request, reply) => ok(reply, await service.listDependencies(request.params.id)),
     );
 
     app.post(
       '/tasks/:id/dependencies',
       {
+        config: { permission: 'tasks:write' },
         schema: {
           tags,
           summary: 'Make the task depend on another (409 for self, duplicate or cycle)',
@@ -180,7 +186,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/tasks/:id/dependencies/:dep_id',
-      { schema: { tags, summary: 'Remove a dependency', params: DependencyParams, response: { 200: Deleted } } },
+      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Remove a dependency', params: DependencyParams, response: { 200: Deleted } } },
       async (request, reply) => deleted(reply, await service.removeDependency(request.params.id, request.params.dep_id, request.principal)),
     );
 
@@ -189,6 +195,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.get(
       '/tasks/:id/comments',
       {
+        config: { permission: 'tasks:read' },
         schema: { tags, summary: 'The comments on a task, oldest first', params: TaskParams, querystring: PageQuery, response: { 200: ListEnvelope(Comment) } },
       },
       async (request, reply) => {
@@ -199,13 +206,14 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.post(
       '/tasks/:id/comments',
-      { schema: { tags, summary: 'Comment on a task', params: TaskParams, body: AddCommentBody, response: { 201: DataEnvelope(Comment) } } },
+      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Comment on a task', params: TaskParams, body: AddCommentBody, response: { 201: DataEnvelope(Comment) } } },
       async (request, reply) => created(reply, await service.addComment(request.params.id, request.body.content, request.principal)),
     );
 
     app.get(
       '/tasks/:id/activity',
       {
+        config: { permission: 'tasks:read' },
         schema: {
           tags,
           summary: 'Every change to a task, oldest first',

@@ -2,6 +2,7 @@ import { EVENTS_APPENDED } from '../events/index.js';
 import type { Platform } from '../kernel/platform.js';
 import type { EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
+import { ReceiverGuard } from './addresses.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { webhooksRoutes } from './routes.js';
 import { WebhookSender } from './sender.js';
@@ -22,6 +23,7 @@ const SWEEP_INTERVAL_MS = 60 * 60_000;
 export function createWebhooksDomain(deps: { platform: Platform; events: EventLog; feed: EventFeed }) {
   const { platform } = deps;
   const { config } = platform;
+  const guard = new ReceiverGuard({ enabled: config.webhookDenyPrivate, allowed: config.webhookAllowedHosts });
   const service = new WebhooksService({
     store: new WebhooksStore(platform.database.db, platform.database.caps),
     clock: platform.clock,
@@ -29,8 +31,8 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     events: deps.events,
     feed: deps.feed,
     metrics: platform.metrics,
-    sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, denyPrivate: config.webhookDenyPrivate }),
-    denyPrivate: config.webhookDenyPrivate,
+    sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, guard }),
+    guard,
     timeoutMs: config.webhookTimeoutMs,
     retentionDays: config.eventRetentionDays,
   });

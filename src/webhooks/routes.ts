@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requireAdmin } from '../auth/index.js';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
 import {
@@ -19,13 +18,10 @@ const tags = ['webhooks'];
 
 export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncTypebox {
   return async (app) => {
-    // Webhooks are admin-only (design §3). preValidation: signed requests get their principal
-    // there, and an agent learns nothing from validation errors.
-    app.addHook('preValidation', async (request) => requireAdmin(request.principal));
-
     app.post(
       '/webhooks',
       {
+        config: { permission: 'webhooks:admin' },
         schema: {
           tags,
           summary: 'Register a webhook for event types (admin); the answer shows its signing secret, once',
@@ -38,7 +34,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
 
     app.get(
       '/webhooks',
-      { schema: { tags, summary: 'List webhooks, oldest first (admin)', querystring: ListWebhooksQuery, response: { 200: ListEnvelope(Webhook) } } },
+      { config: { permission: 'webhooks:admin' }, schema: { tags, summary: 'List webhooks, oldest first (admin)', querystring: ListWebhooksQuery, response: { 200: ListEnvelope(Webhook) } } },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.list(window), window);
@@ -47,13 +43,14 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
 
     app.get(
       '/webhooks/:id',
-      { schema: { tags, summary: 'Get a webhook (admin)', params: WebhookParams, response: { 200: DataEnvelope(Webhook) } } },
+      { config: { permission: 'webhooks:admin' }, schema: { tags, summary: 'Get a webhook (admin)', params: WebhookParams, response: { 200: DataEnvelope(Webhook) } } },
       async (request, reply) => ok(reply, await service.get(request.params.id)),
     );
 
     app.patch(
       '/webhooks/:id',
       {
+        config: { permission: 'webhooks:admin' },
         schema: {
           tags,
           summary: 'Change a webhook’s url, types or description, or disable or re-enable it (admin)',
@@ -67,7 +64,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
 
     app.delete(
       '/webhooks/:id',
-      { schema: { tags, summary: 'Delete a webhook and its delivery log (admin)', params: WebhookParams, response: { 200: Deleted } } },
+      { config: { permission: 'webhooks:admin' }, schema: { tags, summary: 'Delete a webhook and its delivery log (admin)', params: WebhookParams, response: { 200: Deleted } } },
       async (request, reply) => {
         await service.remove(request.params.id);
         return deleted(reply, request.params.id);
@@ -77,6 +74,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
     app.get(
       '/webhooks/:id/deliveries',
       {
+        config: { permission: 'webhooks:admin' },
         schema: {
           tags,
           summary: 'A webhook’s deliveries, newest first, with each one’s last attempt (admin)',
@@ -95,6 +93,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
     app.post(
       '/webhooks/:id/test',
       {
+        config: { permission: 'webhooks:admin' },
         schema: {
           tags,
           summary: 'Send a webhook.test event to this webhook (admin); 409 while it is disabled',
@@ -108,6 +107,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
     app.post(
       '/webhooks/:id/deliveries/:delivery_id/retry',
       {
+        config: { permission: 'webhooks:admin' },
         schema: {
           tags,
           summary: 'Attempt a pending or failed delivery again at once (admin); 409 once delivered or while the webhook is disabled',

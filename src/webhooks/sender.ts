@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
-import { isPrivateAddress, literalAddress } from './addresses.js';
+import type { ReceiverGuard } from './addresses.js';
 
 /** The most of a receiver's answer that is read and kept for the delivery log. */
 export const RESPONSE_BODY_BYTES = 4096;
@@ -32,30 +32,31 @@ export interface OutgoingWebhook {
 export interface SenderOptions {
   /** The whole exchange (connect, answer, the first 4 KiB of its body) must end within this. */
   timeoutMs: number;
-  /** Refuse receivers whose address is loopback, private or link-local (after DNS resolution). */
-  denyPrivate: boolean;
+  /** Which receivers may be reached: checked on every address a name resolves to, and on the one connected to. */
+  guard: ReceiverGuard;
 }
 
-/** Thrown by the guarded lookup; its message becomes the attempt's error. */
-class PrivateAddressRefused extends Error {}
-
-const privateRefusal = (host: string, address: string) =>
-  new PrivateAddressRefused(`${host} is ${address === host ? '' : `resolved to ${address}, `}a private address (SWITCHBOARD_WEBHOOK_DENY_PRIVATE is on)`);
+/** Thrown by the guarded lookup and the connect check; its message becomes the attempt's error. */
+class ReceiverRefused extends Error {}
 
 /**
- * DNS resolution that refuses private addresses. The connection uses the very addresses checked
- * here, so a name cannot resolve to a public address for the check and a private one for the
- * connection (DNS rebinding).
+ * DNS resolution that refuses a name when any of its addresses is refused. The connection uses
+ * the very addresses checked here, so a name cannot resolve to a public address for the check
+ * and an internal one for the connection (DNS rebinding).
  */
-const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, '', 4);
-    const refused = addresses.find((entry) => isPrivateAddress(entry.address));
-    if (refused) return callback(privateRefusal(hostname, refused.address), '', 4);
-    if (options.all) return (callback as unknown as (e: null, all: typeof addresses) => void)(null, addresses);
-    callback(null, addresses[0]!.address, addresses[0]!.family);
-  });
-};
+function guardedLookup(guard: ReceiverGuard): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 4);
+      for (const entry of addresses) {
+        const refusal = guard.refusal(hostname, entry.address);
+        if (refusal !== null) return callback(new ReceiverRefused(refusal), '', 4);
+      }
+      if (options.all) return (callback as unknown as (e: null, all: typeof addresses) => void)(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+}
 
 /** Bytes as text for a text column: PostgreSQL refuses NUL characters. */
 function storable(bytes: Buffer): string {
@@ -81,8 +82,9 @@ export class WebhookSender {
       responseBody: null,
     });
     const url = new URL(message.url);
-    const literal = literalAddress(url);
-    if (this.options.denyPrivate && literal !== null && isPrivateAddress(literal)) return failed(privateRefusal(literal, literal).message);
+    const { guard } = this.options;
+    const refusal = guard.literalRefusal(url);
+    if (refusal !== null) return failed(refusal);
     const signature = new Webhook(message.secret).sign(message.eventId, new Date(message.timestamp), message.payload);
     const body = Buffer.from(message.payload);
     const controller = new AbortController();
@@ -95,7 +97,7 @@ export class WebhookSender {
           method: 'POST',
           // A fresh connection each time: nothing stays open between attempts or after shutdown.
           agent: false,
-          lookup: this.options.denyPrivate ? publicOnlyLookup : undefined,
+          lookup: guardedLookup(guard),
           signal: controller.signal,
           headers: {
             'content-type': 'application/json',
@@ -107,9 +109,18 @@ export class WebhookSender {
           },
         });
         const end = (result: AttemptResult) => resolve(stop.aborted ? null : result);
+        // The address actually connected to passes the guard too: whatever resolved the name,
+        // nothing is sent to, or read from, a receiver the guard refuses.
+        request.on('socket', (socket) => {
+          socket.once('connect', () => {
+            const connected = socket.remoteAddress;
+            const refused = connected === undefined ? `${url.hostname}: connected to an unknown address` : guard.refusal(url.hostname, connected);
+            if (refused !== null) request.destroy(new ReceiverRefused(refused));
+          });
+        });
         request.on('error', (err) => {
           if (controller.signal.aborted) end(failed(`no answer within ${this.options.timeoutMs} ms`));
-          else end(failed(err instanceof PrivateAddressRefused ? err.message : `${err.message}`));
+          else end(failed(err instanceof ReceiverRefused ? err.message : `${err.message}`));
         });
         request.on('response', (response) => {
           const chunks: Buffer[] = [];

@@ -11,7 +11,7 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/index.js';
-import { isPrivateAddress, literalAddress } from './addresses.js';
+import type { ReceiverGuard } from './addresses.js';
 import type { CreatedWebhook, CreateWebhookBody, Delivery, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
 import type { ClaimedDelivery, DeliveryRow, WebhookRow, WebhooksStore } from './store.js';
@@ -52,8 +52,8 @@ export interface WebhooksDeps {
   feed: EventFeed;
   metrics: DomainMetrics;
   sender: WebhookSender;
-  /** SWITCHBOARD_WEBHOOK_DENY_PRIVATE: refuse URLs whose host is a private IP address. */
-  denyPrivate: boolean;
+  /** Which receivers may be reached: a URL whose host is a refused IP address is a 400. */
+  guard: ReceiverGuard;
   /** How long one attempt may take (the lease of a claimed delivery is measured from it). */
   timeoutMs: number;
   /** Delivered and failed deliveries are kept as long as events (SWITCHBOARD_EVENT_RETENTION_DAYS). */
@@ -97,8 +97,11 @@ function toDelivery(row: DeliveryRow): Delivery {
   };
 }
 
-/** Refuses a URL that is not http(s), or (deny-private) names a private IP address. */
-function checkUrl(raw: string, denyPrivate: boolean): string {
+/**
+ * Refuses a URL that is not http(s), or whose host is an IP address the guard refuses. A host
+ * name is checked when each delivery resolves it (its addresses may change).
+ */
+function checkUrl(raw: string, guard: ReceiverGuard): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -106,10 +109,8 @@ function checkUrl(raw: string, denyPrivate: boolean): string {
     throw InvalidRequest.field('url', 'must be an absolute http(s) URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw InvalidRequest.field('url', 'must be an http or https URL');
-  const literal = literalAddress(url);
-  if (denyPrivate && literal !== null && isPrivateAddress(literal)) {
-    throw InvalidRequest.field('url', `${literal} is a loopback, private or link-local address, refused (SWITCHBOARD_WEBHOOK_DENY_PRIVATE)`);
-  }
+  const refusal = guard.literalRefusal(url);
+  if (refusal !== null) throw InvalidRequest.field('url', refusal);
   return raw;
 }
 
@@ -136,7 +137,7 @@ export class WebhooksService {
     const now = this.deps.clock.now();
     const row: WebhookRow = {
       id: newId('whk', now),
-      url: checkUrl(body.url, this.deps.denyPrivate),
+      url: checkUrl(body.url, this.deps.guard),
       types: checkTypes(body.types),
       description: body.description ?? null,
       secret: `whsec_${randomBytes(32).toString('base64')}`,
@@ -163,7 +164,7 @@ export class WebhooksService {
 
   async update(id: string, body: UpdateWebhookBody, principal: Principal): Promise<Webhook> {
     const changes: Partial<WebhookRow> = {};
-    if (body.url !== undefined) changes.url = checkUrl(body.url, this.deps.denyPrivate);
+    if (body.url !== undefined) changes.url = checkUrl(body.url, this.deps.guard);
     if (body.types !== undefined) changes.types = checkTypes(body.types);
     if (body.description !== undefined) changes.description = body.description;
     // Read before the transaction: on SQLite the one connection is the transaction's.

@@ -26,7 +26,7 @@ describeEachDialect('API keys', (dialect) => {
     const agent = server.api.withKey(res.body.data.key);
     const me = await agent.get('/api/v1/auth/whoami');
     expect(me.status).toBe(200);
-    expect(me.body.data).toEqual({ role: 'agent', agent_id: 'alpha', key_id: res.body.data.id, actor: 'alpha' });
+    expect(me.body.data).toMatchObject({ kind: 'agent', id: 'alpha', role: 'agent', agent_id: 'alpha', key_id: res.body.data.id, actor: 'alpha' });
     const listed = await server.api.get('/api/v1/auth/keys?limit=500');
     const entry = listed.body.data.find((k: { id: string }) => k.id === res.body.data.id);
     expect(entry).toBeDefined();
@@ -70,7 +70,7 @@ describeEachDialect('API keys', (dialect) => {
     expect((await agent.get('/api/v1/auth/whoami')).status).toBe(200);
     const revoked = await server.api.delete(`/api/v1/auth/keys/${created.body.data.id}`);
     expect(revoked.status).toBe(200);
-    expect(revoked.body.data).toEqual({ id: created.body.data.id, deleted: true });
+    expect(revoked.body.data).toEqual({ id: created.body.data.id, deleted: true, public_keys_deleted: [], public_keys_deleted_count: 0 });
     const after = await agent.get('/api/v1/auth/whoami');
     expect(after.status).toBe(401);
     expect(after.body.error.message).toMatch(/revoked/);

@@ -125,6 +125,46 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     }
   }, 20_000);
 
+  it('an agent approver decides its human steps with onApproval; without one the request is acknowledged, not dead-lettered', async () => {
+    const client = admin();
+    const decider = createAgent({ client: await signingClient(client, 'approver-bot'), agentId: 'approver-bot', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1 });
+    const asked: string[] = [];
+    decider.onApproval((request) => {
+      asked.push(`${request.run_id}/${request.step_id}`);
+      return request.prompt === 'Refund 5 EUR?' ? { approved: true, comment: 'small' } : 'reject';
+    });
+    const bystander = createAgent({ client: await signingClient(client, 'bystander-bot'), agentId: 'bystander-bot', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1 });
+    bystander.on('work', () => 'done');
+    await decider.start();
+    await bystander.start();
+    try {
+      let plans = 0;
+      const plan = (prompt: string, approvers: string[]) =>
+        client.coordination.createPlan({ body: { alias: `approver-plan-${++plans}`, steps: [{ id: 'gate', type: 'human_approval', prompt, approvers }] } });
+      const small = await client.coordination.startRun({ body: { plan_id: (await plan('Refund 5 EUR?', ['approver-bot'])).id } });
+      const large = await client.coordination.startRun({ body: { plan_id: (await plan('Refund 5,000 EUR?', ['approver-bot'])).id } });
+      const left = await client.coordination.startRun({ body: { plan_id: (await plan('Ship it?', ['bystander-bot'])).id } });
+      const settled = (runId: string, status: string) =>
+        waitFor(async () => {
+          const run = await client.coordination.getRun({ path: { run_id: runId } });
+          return run.status === status ? run : undefined;
+        }, 10_000);
+      expect((await settled(small.id, 'completed')).steps[0]?.output).toMatchObject({ approved: true, comment: 'small', decided_by: 'approver-bot' });
+      expect((await settled(large.id, 'failed')).steps[0]?.output).toMatchObject({ approved: false, decided_by: 'approver-bot' });
+      expect(asked.sort()).toEqual([`${large.id}/gate`, `${small.id}/gate`].sort());
+      // The bystander has no onApproval: its request is acknowledged and the step waits for a person.
+      await waitFor(async () => {
+        const inbox = await client.messaging.listInboxes({ query: { agent_id: 'bystander-bot' } });
+        return inbox[0]?.pending === 0 && inbox[0]?.leased === 0;
+      }, 10_000);
+      expect(await client.messaging.listDeadLetters({ query: { agent_id: 'bystander-bot' } })).toEqual([]);
+      expect((await client.coordination.getRun({ path: { run_id: left.id } })).status).toBe('waiting');
+    } finally {
+      await decider.stop();
+      await bystander.stop();
+    }
+  }, 30_000);
+
   it('a slow handler keeps its lease: the message is not delivered again while it runs', async () => {
     const client = await signingClient(admin(), 'slow');
     const extend = vi.spyOn(client.messaging, 'extend');

@@ -10,9 +10,13 @@ describe('artifact previews in the console', () => {
     expect(previewOf('text/markdown', 10)).toEqual({ kind: 'text' });
     expect(previewOf('application/xml', 10)).toEqual({ kind: 'text' });
     expect(previewOf('application/atom+xml', 10)).toEqual({ kind: 'text' });
-    expect(previewOf('image/png', 10)).toEqual({ kind: 'image' });
-    // +xml, but an image: an <img> shows it without running its scripts.
-    expect(previewOf('image/svg+xml', 10)).toEqual({ kind: 'image' });
+    expect(previewOf('image/png', 10)).toEqual({ kind: 'image', redraw: false });
+    // +xml, but an image: redrawn as a PNG, so that no address of it is an SVG document on the console's origin.
+    expect(previewOf('image/svg+xml', 10)).toEqual({ kind: 'image', redraw: true });
+    expect(previewOf('Image/SVG+XML; charset=utf-8', 10)).toEqual({ kind: 'image', redraw: true });
+    // An image type the console does not know as passive is redrawn too.
+    expect(previewOf('image/x-unknown', 10)).toEqual({ kind: 'image', redraw: true });
+    expect(previewOf('image/webp', 10)).toEqual({ kind: 'image', redraw: false });
     expect(previewOf('application/octet-stream', 10)).toEqual({ kind: 'none' });
     expect(previewOf('application/pdf', 10)).toEqual({ kind: 'none' });
   });
@@ -21,7 +25,7 @@ describe('artifact previews in the console', () => {
     expect(previewOf('text/plain', TEXT_PREVIEW_LIMIT)).toEqual({ kind: 'text' });
     expect(previewOf('text/plain', TEXT_PREVIEW_LIMIT + 1)).toEqual({ kind: 'too-large', limit: TEXT_PREVIEW_LIMIT });
     expect(previewOf('application/json', TEXT_PREVIEW_LIMIT + 1)).toEqual({ kind: 'too-large', limit: TEXT_PREVIEW_LIMIT });
-    expect(previewOf('image/jpeg', TEXT_PREVIEW_LIMIT + 1)).toEqual({ kind: 'image' });
+    expect(previewOf('image/jpeg', TEXT_PREVIEW_LIMIT + 1)).toEqual({ kind: 'image', redraw: false });
     expect(previewOf('image/jpeg', IMAGE_PREVIEW_LIMIT + 1)).toEqual({ kind: 'too-large', limit: IMAGE_PREVIEW_LIMIT });
   });
 

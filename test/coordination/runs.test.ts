@@ -144,7 +144,7 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(denied.status).toBe(403);
     expect((await bossApi.post(`${R}/${run.id}/steps/after/approve`, { approved: true })).status).toBe(409);
     expect((await bossApi.post(`${R}/${run.id}/steps/nope/approve`, { approved: true })).status).toBe(404);
-    expect((await bossApi.post(`${R}/${run.id}/steps/ok/input`, { data: {} })).status).toBe(409);
+    expect((await bossApi.post(`${R}/${run.id}/steps/ok/input`, { data: {} })).status).toBe(403); // an agent answers no human_input (approvals:decide)
     const approved = await bossApi.post(`${R}/${run.id}/steps/ok/approve`, { approved: true, comment: 'fine' });
     expect(approved.status).toBe(200);
     expect(approved.body.data.status).toBe('completed');

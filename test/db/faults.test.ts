@@ -3,7 +3,11 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
 import { storageFault } from '../../src/db/faults.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrations } from '../../src/db/migrations/index.js';
+import { newId } from '../../src/kernel/ids.js';
 import { createTestDatabase, postgresTestUrl, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer, type TestServer } from '../helpers/server.js';
@@ -170,11 +174,116 @@ describe('storage faults: no space left [sqlite]', () => {
     expect(refused.body.error).toMatchObject({ code: 'insufficient_storage' });
     expect(refused.text).not.toMatch(/SQLITE/);
     const ready = await server.api.get('/readyz', { key: null });
-    expect([ready.status, ready.body]).toEqual([507, { status: 'insufficient_storage', checks: { database: 'up', blobs: 'full', listen: 'in_process' } }]);
+    expect([ready.status, ready.body]).toEqual([
+      507,
+      {
+        status: 'insufficient_storage',
+        reason: 'No storage space is left for writes: reads are served, writes answer 507 insufficient_storage',
+        checks: { database: 'up', blobs: 'full', listen: 'in_process' },
+      },
+    ]);
     expect((await alice.get('/api/v1/messaging/sessions')).status).toBe(200);
 
     await limitPages(1_073_741_823);
     expect((await alice.post(SEND, big)).status).toBe(201);
     expect((await server.api.get('/readyz', { key: null })).body).toMatchObject({ status: 'ready', checks: { blobs: 'up' } });
+  });
+});
+
+// Issue 34 item 12: after a crash on a full disk the server exited at start ("database or disk
+// is full") until space was freed by hand. Of the start's writes, only the node registration
+// writes on a database that is already set up (the observer's data_version shows that the
+// migrations, the admin key and the settings commit nothing); on a full disk it is postponed
+// and the node starts in the degraded mode it has while running.
+describe('storage faults: a start on a full disk [sqlite]', () => {
+  let database: TestDatabase;
+  let server: TestServer | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite');
+  });
+  afterAll(async () => {
+    await server?.close();
+    await database?.drop();
+  });
+
+  it('serves reads, answers writes 507, says why in /readyz, and registers the node once a write succeeds', async () => {
+    const adminKey = `sk_test_${'f'.repeat(32)}`;
+    const first = await startServer('sqlite', { database, adminKey });
+    const alice = await first.agent('alice');
+    expect((await alice.post(SEND, { destination: 'bob', event_name: 'before' })).status).toBe(201);
+    const template = await first.app.platform.database.db.selectFrom('cluster_nodes').selectAll().executeTakeFirstOrThrow();
+    await first.close();
+
+    // Node ids sort by creation time: these sort before the id the next start gives its node, so
+    // the filler rows take the very leaf pages its row would go to.
+    const fillerIds = Array.from({ length: 20_000 }, () => newId('node'));
+    const observer = new BetterSqlite3(path.join(database.dataDir, 'switchboard.db'), { readonly: true });
+    const versionBefore = observer.pragma('data_version', { simple: true });
+    let filled = 0;
+    try {
+      server = await startServer('sqlite', {
+        database,
+        adminKey,
+        beforeListen: async (app) => {
+          expect(observer.pragma('data_version', { simple: true })).toBe(versionBefore);
+          // The database file may not grow (a full disk), and the node table's last pages are full.
+          const db = app.platform.database.db;
+          const { rows } = await sql<{ page_count: number }>`PRAGMA page_count`.execute(db);
+          await sql.raw(`PRAGMA max_page_count = ${rows[0]!.page_count}`).execute(db);
+          const now = Date.now();
+          for (const id of fillerIds) {
+            try {
+              await db.insertInto('cluster_nodes').values({ ...template, id, pid: process.pid, started_at: now, last_seen_at: now, stopped_at: null }).execute();
+              filled += 1;
+            } catch (err) {
+              if ((err as { code?: string }).code === 'SQLITE_FULL') return;
+              throw err;
+            }
+          }
+          throw new Error('the database never filled up');
+        },
+      });
+    } finally {
+      observer.close();
+    }
+    expect(filled).toBeGreaterThan(0);
+
+    const ready = await server.api.get('/readyz', { key: null });
+    expect(ready.status).toBe(507);
+    expect(ready.body).toMatchObject({ status: 'insufficient_storage', checks: { database: 'up', blobs: 'full' } });
+    expect(ready.body.reason).toMatch(/node registration/);
+    const reader = server.api.withKey(alice.key);
+    expect((await reader.get('/api/v1/messaging/sessions')).status).toBe(200);
+    const big = { destination: 'bob', event_name: 'big', payload: { text: 'x'.repeat(200_000) } };
+    const refused = await reader.post(SEND, big);
+    expect([refused.status, refused.body.error?.code]).toEqual([507, 'insufficient_storage']);
+    expect(refused.body.meta.request_id).toBe(refused.headers.get('x-request-id'));
+
+    // Space again: the filler goes, and the first write that succeeds has the node registered.
+    const db = server.app.platform.database.db;
+    await sql.raw('PRAGMA max_page_count = 1073741823').execute(db);
+    await db.deleteFrom('cluster_nodes').where('id', 'in', fillerIds.slice(0, filled)).execute();
+    expect((await reader.post(SEND, big)).status).toBe(201);
+    await waitFor(async () => (await server!.api.get('/readyz', { key: null })).status === 200, 10_000, 50);
+    const nodes = await server.api.get('/api/v1/cluster/nodes');
+    expect(nodes.body.data.map((node: { pid: number; status: string }) => node.status).sort()).toEqual(['down', 'up']);
+  }, 60_000);
+});
+
+// A schema change cannot wait for space like the start-up writes: the code would run against
+// tables it does not know. The start fails, saying why, and leaves nothing half-applied.
+describe('storage faults: a migration on a full disk [sqlite]', () => {
+  it('fails the start with a message that says so, and applies whole once there is room', async () => {
+    const database = await createTestDatabase('sqlite');
+    const handle = openDatabase({ databaseUrl: null, dataDir: database.dataDir });
+    try {
+      await sql.raw('PRAGMA max_page_count = 8').execute(handle.db);
+      await expect(migrateToLatest(handle)).rejects.toThrow(/could not be applied: no storage space is left \(database or disk is full\)\. Free space and start again/);
+      await sql.raw('PRAGMA max_page_count = 1073741823').execute(handle.db);
+      expect((await migrateToLatest(handle)).length).toBe(Object.keys(migrations).length);
+    } finally {
+      await handle.close();
+      await database.drop();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { DomainMetrics } from '../../src/kernel/metrics.js';
+import { OpenConnections } from '../../src/kernel/open-connections.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Platform } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -41,6 +42,8 @@ describeEachDialect('discovery ports (AgentDirectory)', (dialect) => {
       shutdown: new AbortController().signal,
       limiter: new FixedWindowRateLimiter(0, 60, () => clock.now()),
       metrics: new DomainMetrics(new Registry()),
+      expressions: { evaluate: () => Promise.reject(new Error('discovery evaluates no expression')) },
+      connections: new OpenConnections(),
     };
     service = createDiscoveryDomain({ platform, events: createEventLog(handle, clock, notifier) }).service;
   });

@@ -18,6 +18,10 @@ const CHROMIUM_FLAGS = [
 ];
 const BUILT_CONSOLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/console/index.html');
 
+/** Runs first in every page: a refused script, style, image or request is reported as a console error. */
+const REPORT_CSP_VIOLATIONS = `document.addEventListener('securitypolicyviolation', (event) =>
+  console.error('CSP violation: ' + event.effectiveDirective + ' ' + event.blockedURI + ' (' + event.sourceFile + ':' + event.lineNumber + ')'))`;
+
 export interface ConsoleBrowser {
   /** A fresh tab in a fresh context (its own sessionStorage), at `width`×`height`, with the system's colour scheme. */
   open(options?: { width?: number; height?: number; colorScheme?: 'light' | 'dark' }): Promise<Page>;
@@ -30,8 +34,8 @@ export interface ConsoleBrowser {
 
 /**
  * One Chromium for the enclosing describe block, launched in beforeAll and closed in afterAll.
- * After each test its contexts are closed, and any console error or uncaught exception on its
- * pages fails it.
+ * After each test its contexts are closed, and any console error, uncaught exception or
+ * Content-Security-Policy violation on its pages fails it.
  */
 export function useBrowser(): ConsoleBrowser {
   let browser: Browser | undefined;
@@ -59,6 +63,8 @@ export function useBrowser(): ConsoleBrowser {
       if (!browser) throw new Error('the browser is not launched yet (use it inside a test)');
       const context = await browser.newContext({ viewport: { width, height }, colorScheme });
       contexts.push(context);
+      // Every Content-Security-Policy violation becomes a console error, so that it fails the test.
+      await context.addInitScript(REPORT_CSP_VIOLATIONS);
       const page = await context.newPage();
       page.on('console', (message) => {
         if (message.type() === 'error') errors.push(message.text());

@@ -42,6 +42,8 @@ export interface StartOptions {
   logDestination?: DestinationStream;
   /** With OTEL_* tracing in `env`: where spans go instead of OTLP. */
   spanProcessor?: SpanProcessor;
+  /** Runs between building the app and its listen (which registers the node and starts the workers). */
+  beforeListen?: (app: App) => Promise<void>;
 }
 
 /** Starts the real app on 127.0.0.1 and a random port, on the given backend. */
@@ -55,6 +57,8 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
     SWITCHBOARD_ADMIN_KEY: adminKey,
     SWITCHBOARD_LOG_LEVEL: process.env.SWITCHBOARD_TEST_LOG ?? 'silent',
     SWITCHBOARD_DATA_DIR: database.dataDir,
+    // The tests' webhook receivers listen here; the guard refuses it unless named.
+    SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     ...database.env,
     ...options.env,
   });
@@ -80,6 +84,7 @@ export async function startServer(dialect: Dialect, options: StartOptions = {}):
     answered.get(request)?.();
     done(null, payload);
   });
+  await options.beforeListen?.(app);
   const url = await app.listen();
   const api = new Api(url, adminKey);
   return {

@@ -37,7 +37,7 @@ describeEachDialect('the access log', (dialect) => {
         expect.objectContaining({ level: 20, method: 'GET', route: '/api/v1/discovery/agents/:agent_id/health', status: 200, principal: 'log-reader' }),
       ]);
       expect(byId(refused.headers.get('x-request-id'))).toEqual([
-        expect.objectContaining({ level: 30, method: 'GET', route: '/api/v1/auth/keys', status: 401, principal: null }),
+        expect.objectContaining({ level: 30, method: 'GET', route: '/api/v1/auth/keys', status: 401, principal: null, ip: '127.0.0.1' }),
       ]);
       expect(byId(failed.headers.get('x-request-id'))).toEqual([expect.objectContaining({ level: 30, status: 500, route: '/api/v1/auth/keys' })]);
       for (const line of requests) expect(typeof line.ms).toBe('number');

@@ -89,3 +89,31 @@ describeEachDialect('rate limiting of requests without a principal', (dialect) =
     expect(unknownRoute.headers.get('x-ratelimit-remaining')).toBe('98');
   });
 });
+
+describeEachDialect('client addresses behind a trusted proxy', (dialect) => {
+  const anonymous = { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '2', SWITCHBOARD_RATE_WINDOW_S: '3600' };
+  const proxied = useServer(dialect, { env: { ...anonymous, SWITCHBOARD_TRUSTED_PROXIES: '10.9.9.9, 127.0.0.0/8' } });
+  const direct = useServer(dialect, { env: anonymous });
+  const refusedFrom = (api: typeof proxied.api, forwardedFor: string) =>
+    api.get('/api/v1/auth/whoami', { key: null, headers: { 'x-forwarded-for': forwardedFor } });
+
+  it('gives each address X-Forwarded-For names its own anonymous budget when the proxy is trusted', async () => {
+    // The nearest address not of a trusted proxy is the client's: 10.9.9.9 is a trusted hop.
+    expect((await refusedFrom(proxied.api, '203.0.113.7')).headers.get('x-ratelimit-remaining')).toBe('1');
+    expect((await refusedFrom(proxied.api, '203.0.113.7, 10.9.9.9')).headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await refusedFrom(proxied.api, '203.0.113.7')).status).toBe(429);
+    // Another client behind the same proxy is not held to the first one's budget.
+    const other = await refusedFrom(proxied.api, '198.51.100.20');
+    expect(other.status).toBe(401);
+    expect(other.headers.get('x-ratelimit-remaining')).toBe('1');
+    // A client that forges the header only names an address left of the real one: it is not trusted.
+    const forged = await refusedFrom(proxied.api, '198.51.100.20, 203.0.113.99');
+    expect(forged.headers.get('x-ratelimit-remaining')).toBe('1');
+  });
+
+  it('ignores X-Forwarded-For without trusted proxies', async () => {
+    expect((await refusedFrom(direct.api, '203.0.113.1')).headers.get('x-ratelimit-remaining')).toBe('1');
+    expect((await refusedFrom(direct.api, '203.0.113.2')).headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await refusedFrom(direct.api, '203.0.113.3')).status).toBe(429);
+  });
+});

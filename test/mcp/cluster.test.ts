@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, type TestServer } from '../helpers/server.js';
-import { callOk, modernClient, modernHttp, STATELESS_REVISION } from './fixtures.js';
+import { callOk, DECIDING_AGENT, modernClient, modernHttp, STATELESS_REVISION } from './fixtures.js';
 
 /**
  * Issue 26: MCP 2026-07-28 keeps nothing between requests, so in cluster mode (two nodes on
@@ -13,7 +13,7 @@ describeEachDialect('MCP 2026-07-28 across nodes', (dialect) => {
     const first = await startServer(dialect);
     const second = await startServer(dialect, { database: first.database, adminKey: first.adminKey });
     try {
-      const keyRes = await first.api.post('/api/v1/auth/keys', { agent_id: 'mcp-cluster', role: 'agent' });
+      const keyRes = await first.api.post('/api/v1/auth/keys', { agent_id: 'mcp-cluster', role: 'agent', scopes: DECIDING_AGENT });
       expect(keyRes.status, keyRes.text).toBe(201);
       const plan = await first.api.post('/api/v1/coordination/plans', {
         alias: 'mcp-cluster',

@@ -1,3 +1,4 @@
+import { ROLES } from '../../src/auth/permissions.js';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport as LegacyTransport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -184,4 +185,13 @@ export async function statelessRequest(server: TestServer, key: string | undefin
 /** A new agent key's secret. */
 export async function agentKey(server: TestServer, agentId: string): Promise<string> {
   return (await server.agent(agentId)).key!;
+}
+
+/** The scopes of an agent key an admin allowed to answer human steps (the agent role holds no approvals:decide). */
+export const DECIDING_AGENT = [...ROLES.agent, 'approvals:decide'];
+
+/** An agent key that may also decide human steps (request_step_input, submit_step_input). */
+export async function decidingAgentKey(server: TestServer, agentId: string): Promise<string> {
+  const res = await server.api.post('/api/v1/auth/keys', { agent_id: agentId, scopes: DECIDING_AGENT });
+  return res.body.data.key as string;
 }

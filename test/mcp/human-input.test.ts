@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer, type TestServer } from '../helpers/server.js';
-import { agentKey, callFails, callOk, HTTP_CLIENTS } from './fixtures.js';
+import { callFails, callOk, decidingAgentKey, HTTP_CLIENTS } from './fixtures.js';
 
 /**
  * Issue 26: a human_input step answered through MCP by the client's user: an elicitation
@@ -37,7 +37,7 @@ describeEachDialect('MCP human input', (dialect) => {
     it(`${revision}: the user fills the step's form in, and the run completes`, async () => {
       const runId = await startRun(server, `mcp-form-${n}`, FLAT);
       const forms: { message: string; requestedSchema: unknown }[] = [];
-      const client = await connect(server, await agentKey(server, `mcp-form-${n}`), '', (form) => {
+      const client = await connect(server, await decidingAgentKey(server, `mcp-form-${n}`), '', (form) => {
         forms.push(form);
         return { action: 'accept', content: { text: 'all good', count: 2 } };
       });
@@ -64,7 +64,7 @@ describeEachDialect('MCP human input', (dialect) => {
       ] as const;
       let asked = 0;
       let schema: unknown;
-      const client = await connect(server, await agentKey(server, `mcp-json-${n}`), '', (form) => {
+      const client = await connect(server, await decidingAgentKey(server, `mcp-json-${n}`), '', (form) => {
         schema = form.requestedSchema;
         return answers[asked++]!;
       });
@@ -88,7 +88,7 @@ describeEachDialect('MCP human input', (dialect) => {
 
     it(`${revision}: a client that cannot ask its user, or nothing waiting, is a tool error`, async () => {
       const runId = await startRun(server, `mcp-mute-${n}`, FLAT);
-      const client = await connect(server, await agentKey(server, `mcp-mute-${n}`));
+      const client = await connect(server, await decidingAgentKey(server, `mcp-mute-${n}`));
       try {
         const mute = await callFails(client, 'request_step_input', { run_id: runId });
         expect(mute).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('submit_step_input') });

@@ -169,11 +169,12 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
   expect(activity.length).toBeGreaterThanOrEqual(3);
   expect(new Set(activity.map(([actor]) => actor))).toEqual(new Set([agentId]));
 
-  // Approvals: the waiting human steps across runs, decided through MCP as the key's agent.
+  // Approvals: the waiting human steps across runs. An agent decides only a step that names it
+  // among its approvers; answering a human_input is for people (approvals:decide).
   const plan = await server.api.post('/api/v1/coordination/plans', {
     alias: `${agentId}-gated`,
     steps: [
-      { id: 'gate', type: 'human_approval', prompt: 'Release {{input.version}}?' },
+      { id: 'gate', type: 'human_approval', prompt: 'Release {{input.version}}?', approvers: [`agent:${agentId}`] },
       { id: 'notes', type: 'human_input', prompt: 'Release notes?', depends_on: ['gate'], schema: { type: 'object', required: ['text'] } },
     ],
   });
@@ -182,14 +183,17 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
   const pendingOfRun = async () =>
     ((await call(client, 'list_pending_approvals', { limit: 500 })).structuredContent!.items as { run_id: string }[]).filter((p) => p.run_id === run.id);
   expect(await pendingOfRun()).toEqual([
-    expect.objectContaining({ step_id: 'gate', type: 'human_approval', prompt: 'Release 1.2?', approvers: [], run_input: { version: '1.2' } }),
+    expect.objectContaining({ step_id: 'gate', type: 'human_approval', prompt: 'Release 1.2?', approvers: [`agent:${agentId}`], run_input: { version: '1.2' } }),
   ]);
   expect((await call(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true, comment: 'ship' })).structuredContent).toMatchObject({ id: run.id });
   expect(await pendingOfRun()).toEqual([expect.objectContaining({ step_id: 'notes', type: 'human_input', schema: { type: 'object', required: ['text'] } })]);
   await expectToolError(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true }, 'conflict');
-  await expectToolError(client, 'submit_step_input', { run_id: run.id, step_id: 'notes', data: {} }, 'invalid_request');
-  expect((await call(client, 'submit_step_input', { run_id: run.id, step_id: 'notes', data: { text: 'fixes' } })).structuredContent).toMatchObject({ status: 'completed' });
+  await expectToolError(client, 'submit_step_input', { run_id: run.id, step_id: 'notes', data: { text: 'fixes' } }, 'forbidden');
+  expect((await server.api.post(`/api/v1/coordination/runs/${run.id}/steps/notes/input`, { data: { text: 'fixes' } })).body.data).toMatchObject({ status: 'completed' });
   expect(await pendingOfRun()).toEqual([]);
+  const open = await server.api.post('/api/v1/coordination/plans', { alias: `${agentId}-open-gate`, steps: [{ id: 'gate', type: 'human_approval' }] });
+  const openRun = (await server.api.post('/api/v1/coordination/runs', { plan_id: open.body.data.id })).body.data;
+  await expectToolError(client, 'approve_step', { run_id: openRun.id, step_id: 'gate', approved: true }, 'forbidden');
   const [decided] = (await server.api.get(`/api/v1/events?type=approval.decided&subject=${run.id}`)).body.data;
   expect(decided).toMatchObject({ actor: agentId, data: { decided_by: agentId, comment: 'ship' } });
 

@@ -145,7 +145,8 @@ describeEachDialect('MCP tools', (dialect) => {
   it('lists plans, starts a run, gets it, and approves its waiting step', async () => {
     const plan = await server.api.post('/api/v1/coordination/plans', {
       alias: `tools-gated-${dialect}`,
-      steps: [{ id: 'gate', type: 'human_approval', prompt: 'Ship {{input.version}}?' }],
+      // The agent decides because the step names it (agent keys hold no approvals:decide).
+      steps: [{ id: 'gate', type: 'human_approval', prompt: 'Ship {{input.version}}?', approvers: ['agent:tools-runner'] }],
     });
     expect(plan.status, plan.text).toBe(201);
     const client = await mcpClient(server, await agentKey(server, 'tools-runner'));

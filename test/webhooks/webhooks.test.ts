@@ -360,25 +360,65 @@ describeEachDialect('outbound webhooks', (dialect) => {
   });
 });
 
-describeEachDialect('outbound webhooks with SWITCHBOARD_WEBHOOK_DENY_PRIVATE', (dialect) => {
-  const server = useServer(dialect, { env: { ...ENV, SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'true' } });
+// Issue 34 item 15: the guard was off by default and missed embedded IPv4 forms, 198.18/15,
+// multicast and broadcast. Now on by default; internal receivers need the allow list (the test
+// helper names 127.0.0.1 there, which every other suite's receivers use).
+describeEachDialect('outbound webhooks: the receiver guard, on by default', (dialect) => {
+  const server = useServer(dialect, { env: { ...ENV, SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '' } });
   const hooks = webhooksOf(server);
 
-  it('refuses private IP literals at create and update, and private names when it resolves them', async () => {
-    for (const url of ['http://127.0.0.1:9/x', 'http://[::1]/x', 'http://10.1.2.3/', 'https://192.168.0.10/', 'http://169.254.169.254/latest', 'http://[::ffff:127.0.0.1]/']) {
+  it('refuses internal IP literals at create and update with 400, and internal names when a delivery resolves them, without connecting', async () => {
+    const urls = [
+      'http://127.0.0.1:9/x',
+      'http://[::1]/x',
+      'http://10.1.2.3/',
+      'https://192.168.0.10/',
+      'http://169.254.169.254/latest',
+      'http://[::ffff:127.0.0.1]/',
+      'http://[::127.0.0.1]/',
+      'http://[64:ff9b::a9fe:a9fe]/latest',
+      'http://[2002:7f00:1::]/',
+      'http://198.18.0.1/',
+      'http://224.0.0.1/',
+      'http://255.255.255.255/',
+      'http://[ff02::1]/',
+    ];
+    for (const url of urls) {
       const res = await server.api.post('/api/v1/webhooks', { url, types: ['task.created'] });
       expect(res.status, url).toBe(400);
-      expect(res.body.error.details[0].field).toBe('url');
+      expect(res.body.error.details[0]).toMatchObject({ field: 'url', message: expect.stringMatching(/ is in .*|carries /) });
+      expect(res.body.error.message).toMatch(/SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS/);
     }
+    expect((await server.api.get('/api/v1/webhooks')).body.data).toEqual([]);
     const receiver = await startReceiver();
     try {
       const { id } = await hooks.create({ url: receiver.url.replace('127.0.0.1', 'localhost'), types: ['task.created'] });
       expect((await server.api.patch(`/api/v1/webhooks/${id}`, { url: 'http://172.16.0.1/' })).status).toBe(400);
-      await hooks.task('private');
+      expect((await server.api.patch(`/api/v1/webhooks/${id}`, { url: 'http://[::ffff:ac10:1]/' })).status).toBe(400);
+      await hooks.task('internal');
       const refused = await hooks.delivery(id, (d) => d.latency_ms !== null);
-      expect(refused.error).toMatch(/localhost (is )?resolved to .*private address/);
+      expect(refused).toMatchObject({ last_status_code: null, response_body: null });
+      expect(refused.error).toMatch(/^localhost resolved to (127\.0\.0\.1 is in 127\.0\.0\.0\/8 \(loopback\)|::1 is in ::1\/128 \(loopback\)): not a public address, and SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS does not name it$/);
       expect(receiver.received).toHaveLength(0);
       await server.api.delete(`/api/v1/webhooks/${id}`);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describeEachDialect('outbound webhooks: internal receivers on the allow list', (dialect) => {
+  // The guard named explicitly: before the allow list, turning it on refused every internal receiver.
+  const server = useServer(dialect, { env: { ...ENV, SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'true', SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '192.0.2.1,127.0.0.0/8' } });
+  const hooks = webhooksOf(server);
+
+  it('delivers to an address in an allowed range', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { id } = await hooks.create({ url: receiver.url, types: ['task.created'] });
+      await hooks.task('allowed');
+      expect(await hooks.delivery(id, (d) => d.status !== 'pending')).toMatchObject({ status: 'delivered', last_status_code: 204, error: null });
+      expect(receiver.received).toHaveLength(1);
     } finally {
       await receiver.close();
     }

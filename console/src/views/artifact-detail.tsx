@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { Result, Switchboard } from '../../../src/client/browser.js';
-import { parseJson, previewOf, type Preview } from '../artifact-preview.js';
+import { mediaType, parseJson, previewOf, type Preview } from '../artifact-preview.js';
 import { CopyField } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
 import { formatBytes, relativeTime } from '../format.js';
@@ -180,7 +180,9 @@ function DownloadButton({ artifact, version }: { artifact: Artifact; version: nu
   const { client } = useSession();
   const save = useMutation({
     mutationFn: async () => {
-      const url = URL.createObjectURL(await fetchVersion(client, artifact.id, version));
+      const bytes = await fetchVersion(client, artifact.id, version);
+      // As bytes to save, never a page: were the download attribute ignored, no SVG or HTML would open on this origin.
+      const url = URL.createObjectURL(bytes.slice(0, bytes.size, 'application/octet-stream'));
       const link = document.createElement('a');
       link.href = url;
       link.download = artifact.name;
@@ -249,15 +251,52 @@ function ShareLink({ artifactId, version }: { artifactId: string; version: numbe
   );
 }
 
-/** An image from a Blob, through an object URL that lives as long as the element shows it. */
-function BlobImage({ blob, alt, onError }: { blob: Blob; alt: string; onError(): void }) {
-  const image = useRef<HTMLImageElement>(null);
+/** An image as the preview shows it: its bytes, and the size to show them at when they were redrawn. */
+interface ShownImage {
+  blob: Blob;
+  size?: { width: number; height: number };
+}
+
+/** CSS's default object size: what a browser gives an image that states none (an SVG with only a viewBox). */
+const DEFAULT_IMAGE_SIZE = { width: 300, height: 150 };
+/** The longest side, in device pixels, of the PNG an image is redrawn as. */
+const MAX_REDRAWN_SIDE = 4096;
+
+/**
+ * The image drawn onto a canvas, as a PNG. It is decoded as an image (which runs none of an SVG's
+ * scripts) from an object URL that no element shows and that is revoked once drawn: what the page
+ * then shows, and what "Open image in new tab" opens, is only the PNG.
+ */
+async function redrawn(blob: Blob, type: string): Promise<ShownImage> {
+  const source = URL.createObjectURL(blob.slice(0, blob.size, type));
+  try {
+    const image = new Image();
+    image.src = source;
+    await image.decode();
+    const width = image.naturalWidth || DEFAULT_IMAGE_SIZE.width;
+    const height = image.naturalHeight || DEFAULT_IMAGE_SIZE.height;
+    const scale = Math.min(window.devicePixelRatio || 1, MAX_REDRAWN_SIDE / Math.max(width, height));
+    const canvas = document.createElement('canvas');
+    canvas.width = Math.max(1, Math.round(width * scale));
+    canvas.height = Math.max(1, Math.round(height * scale));
+    canvas.getContext('2d')!.drawImage(image, 0, 0, canvas.width, canvas.height);
+    const png = await new Promise<Blob | null>((resolve) => canvas.toBlob(resolve, 'image/png'));
+    if (!png) throw new Error('The image could not be redrawn');
+    return { blob: png, size: { width, height } };
+  } finally {
+    URL.revokeObjectURL(source);
+  }
+}
+
+/** An image through an object URL that lives as long as the element shows it. */
+function BlobImage({ image, alt, onError }: { image: ShownImage; alt: string; onError(): void }) {
+  const element = useRef<HTMLImageElement>(null);
   useEffect(() => {
-    const url = URL.createObjectURL(blob);
-    image.current!.src = url;
+    const url = URL.createObjectURL(image.blob);
+    element.current!.src = url;
     return () => URL.revokeObjectURL(url);
-  }, [blob]);
-  return <img ref={image} className="image-preview" alt={alt} onError={onError} />;
+  }, [image]);
+  return <img ref={element} className="image-preview" alt={alt} width={image.size?.width} height={image.size?.height} onError={onError} />;
 }
 
 function VersionPreview({ artifactId, version, preview }: { artifactId: string; version: Version; preview: Preview }) {
@@ -266,9 +305,14 @@ function VersionPreview({ artifactId, version, preview }: { artifactId: string; 
   // A version's bytes never change: its own key (outside ['artifacts'], which live updates refresh), never stale.
   const content = useQuery({
     queryKey: ['artifact-content', artifactId, version.version, version.sha256],
-    queryFn: async () => {
+    queryFn: async (): Promise<{ image?: ShownImage | null; text?: string }> => {
       const blob = await fetchVersion(client, artifactId, version.version);
-      return { blob, text: preview.kind === 'image' ? undefined : await blob.text() };
+      if (preview.kind !== 'image') return { text: await blob.text() };
+      // The object URL takes the version's media type, whatever the response said.
+      const type = mediaType(version.content_type);
+      if (!preview.redraw) return { image: { blob: blob.slice(0, blob.size, type) } };
+      // null: the browser cannot decode it (shown as such, like a broken image).
+      return { image: await redrawn(blob, type).catch(() => null) };
     },
     enabled: previewable,
     staleTime: Infinity,
@@ -287,9 +331,10 @@ function VersionPreview({ artifactId, version, preview }: { artifactId: string; 
   }
   if (content.error) return <ErrorNotice error={content.error} />;
   if (preview.kind === 'image') {
-    if (brokenImage) return <p className="muted">The browser cannot show this {version.content_type} image: download it to open it.</p>;
-    return content.data ? (
-      <BlobImage blob={content.data.blob} alt={`Version ${version.version} of the artifact`} onError={() => setBrokenImage(true)} />
+    const image = content.data?.image;
+    if (brokenImage || image === null) return <p className="muted">The browser cannot show this {version.content_type} image: download it to open it.</p>;
+    return image ? (
+      <BlobImage image={image} alt={`Version ${version.version} of the artifact`} onError={() => setBrokenImage(true)} />
     ) : (
       <p className="muted">Loading…</p>
     );

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { AuthService, PendingSignature, Principal } from '../../auth/index.js';
-import { EMPTY_BODY_SHA256 } from '../../auth/index.js';
+import type { AuthService, PendingSignature, Principal, Requirement } from '../../auth/index.js';
+import { authorizeDeclared, EMPTY_BODY_SHA256 } from '../../auth/index.js';
 import { RateLimited, ServiceUnavailable, Unauthorized } from '../../kernel/errors.js';
 import { sha256Hex } from '../../kernel/sha256.js';
 import type { RateLimitDecision, RateLimiter } from '../../kernel/rate-limiter.js';
@@ -26,6 +26,15 @@ declare module 'fastify' {
      * signed as empty: an unchecked declaration would let a signature cover other bytes.
      */
     verifiesBodyHash?: boolean;
+    /** What the caller needs (every route but the public ones declares it; server.ts checks). */
+    permission?: Requirement;
+    /** The path parameter naming an agent: that agent itself needs no `permission` (its own signing keys). */
+    orSelf?: string;
+    /**
+     * Deciding a human step: an agent may lack `permission` when the step names it among its
+     * approvers, which only the step can tell (the run engine checks it).
+     */
+    orNamedApprover?: boolean;
   }
 }
 
@@ -119,7 +128,18 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limits: Aut
 
   function admit(request: FastifyRequest, reply: FastifyReply, principal: Principal): void | Promise<void> {
     request.principal = principal;
-    return spend(limits.principals, principal.bucket, reply);
+    const spent = spend(limits.principals, principal.bucket, reply);
+    if (spent) return spent.then(() => authorizeRoute(request, principal));
+    authorizeRoute(request, principal);
+  }
+
+  /** The route's declared permission, checked as soon as the caller is known (usually a Set lookup). */
+  function authorizeRoute(request: FastifyRequest, principal: Principal): void {
+    const { permission, orSelf, orNamedApprover } = request.routeOptions.config;
+    // Only public routes declare none (server.ts refuses to start otherwise), and they admit no principal.
+    if (permission === undefined || permission === 'authenticated' || principal.permissions.has(permission)) return;
+    const self = orSelf === undefined ? undefined : (request.params as Record<string, string>)[orSelf];
+    authorizeDeclared(principal, { permission, self, orNamedApprover });
   }
 
   /** Settles at once for a cached key and an in-memory limiter, the common case. */

@@ -19,6 +19,7 @@ export function artifactTools({ artifacts }: ToolServices): GroupTool[] {
   return [
     define({
       name: 'create_snippet',
+      permission: 'artifacts:write',
       title: 'Store a snippet',
       description: 'Store a JSON value (a string of text, an object…) as a new artifact owned by the caller (application/json); returns its metadata, whose id read_artifact takes.',
       input: toolInput(SnippetBody),
@@ -28,6 +29,7 @@ export function artifactTools({ artifacts }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'read_artifact',
+      permission: 'artifacts:read',
       title: 'Read an artifact',
       description:
         'Read an artifact the caller may see (its own, shared with it or its groups): its metadata, its content as text when it is small text or JSON, and always a resource link (switchboard://artifacts/{id}) to read it as a resource, binary content included.',

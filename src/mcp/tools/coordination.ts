@@ -12,6 +12,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
   return [
     define({
       name: 'list_plans',
+      permission: 'plans:read',
       title: 'List plans',
       description: 'List the plans (their current versions) with their steps, oldest first; paged with limit/offset. Start one with start_run.',
       input: toolInput(PageQuery),
@@ -21,6 +22,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'start_run',
+      permission: 'runs:write',
       title: 'Start a run of a plan',
       description: "Start a run of a plan (by id or alias) with an input object the steps' templates read; returns the run with its steps. Follow it with get_run.",
       input: toolInput(StartRunBody, { input: 'The run input, read by the steps as {{input.<field>}}' }),
@@ -30,6 +32,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'get_run',
+      permission: 'runs:read',
       title: 'Get a run',
       description: 'Get a run by id with the status, input, output and error of each of its steps.',
       input: toolInput(RunParams, RUN_ID),
@@ -39,6 +42,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'list_pending_approvals',
+      permission: 'runs:read',
       title: 'List pending approvals',
       description:
         'List the human steps waiting for a decision across runs, oldest first: human_approval (decide with approve_step) and human_input (answer with submit_step_input), with the prompt and the run input; paged with limit/offset.',
@@ -49,6 +53,8 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'approve_step',
+      permission: 'approvals:decide',
+      orNamedApprover: true,
       title: 'Approve or reject a step',
       description: 'Decide a waiting human_approval step: approved=true completes it and the run goes on, false rejects it and fails the run. Returns the run.',
       input: toolInput(Type.Composite([RunStepParams, ApproveBody]), STEP_IDS),
@@ -58,6 +64,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'submit_step_input',
+      permission: 'approvals:decide',
       title: 'Answer a human_input step',
       description: "Answer a waiting human_input step with data matching the step's JSON Schema (see list_pending_approvals). Returns the run.",
       input: toolInput(Type.Composite([RunStepParams, InputBody]), STEP_IDS),

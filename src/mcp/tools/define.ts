@@ -2,7 +2,7 @@ import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { ArtifactsService } from '../../artifacts/index.js';
-import type { Principal } from '../../auth/index.js';
+import { authorizeDeclared, type Principal, type Requirement } from '../../auth/index.js';
 import type { CoordinationService } from '../../coordination/index.js';
 import type { DiscoveryService } from '../../discovery/index.js';
 import { validationError } from '../../http/error-handler.js';
@@ -58,6 +58,8 @@ export interface GroupTool {
   inputSchema: TObject;
   outputSchema: TObject;
   annotations: ToolAnnotations;
+  /** What the caller needs, checked before the arguments (as a route's). */
+  permission: Requirement;
   call(args: unknown, principal: Principal, signal?: AbortSignal): Promise<ToolOutput>;
   /** Resources the output points to, sent beside it as resource_link content. */
   links(output: ToolOutput): ResourceLink[];
@@ -70,6 +72,10 @@ export interface ToolDefinition<I extends TObject, O extends TObject> {
   input: I;
   output: O;
   annotations: ToolAnnotations;
+  /** What the caller needs: the permission of the HTTP route the tool stands for. */
+  permission: Requirement;
+  /** Deciding a human step: an agent the step names as an approver needs no `permission` (the engine checks). */
+  orNamedApprover?: boolean;
   /** The service's answer: the object the HTTP route sends as `data` (its types are the service's, not the schema's). */
   run(args: Static<I>, principal: Principal, signal: AbortSignal): Promise<object>;
   links?(output: Static<O>): ResourceLink[];
@@ -128,7 +134,9 @@ export function define<I extends TObject, O extends TObject>(definition: ToolDef
     inputSchema: definition.input,
     outputSchema: definition.output,
     annotations: definition.annotations,
+    permission: definition.permission,
     async call(args, principal, signal = NEVER) {
+      authorizeDeclared(principal, { permission: definition.permission, orNamedApprover: definition.orNamedApprover });
       return (await definition.run(checked(args), principal, signal)) as ToolOutput;
     },
     links: (output) => definition.links?.(output as Static<O>) ?? [],

@@ -13,6 +13,7 @@ export function discoveryTools({ discovery }: ToolServices): GroupTool[] {
   return [
     define({
       name: 'find_agents',
+      permission: 'discovery:read',
       title: 'Find agents',
       description:
         "Find agents by capability (exact, or a 'text.*' wildcard) and group, one entry per agent with its health and load, ordered by a routing strategy (the first is the one to send to); unhealthy agents only with include_unhealthy.",
@@ -23,6 +24,7 @@ export function discoveryTools({ discovery }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'search_capabilities',
+      permission: 'discovery:read',
       title: 'Search capabilities',
       description: 'Find capabilities by a natural-language description of the work, best first, with a similarity score from 0 to 1.',
       input: toolInput(SearchBody, { top_k: 'Most results to return (1 to 100); default 10', min_score: 'Only results at least this similar (0 to 1); default 0' }),

@@ -8,6 +8,7 @@ export function messagingTools({ inbox }: ToolServices): GroupTool[] {
   return [
     define({
       name: 'send_message',
+      permission: 'messaging:write',
       title: 'Send a message',
       description:
         "Send a message to an agent's inbox, as the caller (the source). It waits there until the agent receives and acknowledges it; at_least_once messages are redelivered until then.",
@@ -18,6 +19,7 @@ export function messagingTools({ inbox }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'receive_messages',
+      permission: 'messaging:read',
       title: 'Receive messages',
       description: `Receive messages from the caller's inbox (an admin names agent_id); each is leased for visibility_timeout seconds and comes back unless acknowledged. timeout waits up to ${MAX_WAIT_S} s for one to arrive.`,
       input: toolInput(ReceiveQuery),
@@ -39,6 +41,7 @@ export function messagingTools({ inbox }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'acknowledge_message',
+      permission: 'messaging:write',
       title: 'Acknowledge a message',
       description: 'Acknowledge a received message: the work is done and it is not redelivered. output (any JSON) is kept for the producer, e.g. a routine execution or a plan step.',
       input: toolInput(AcknowledgeBody.anyOf[0]),

@@ -10,6 +10,7 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
   return [
     define({
       name: 'create_routine',
+      permission: 'routines:write',
       title: 'Create a routine',
       description: 'Create a routine: a cron schedule or a webhook that sends routine.execute to an agent inbox.',
       input: toolInput(CreateRoutineBody),
@@ -19,6 +20,7 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'list_routines',
+      permission: 'routines:read',
       title: 'List routines',
       description: 'List routines, optionally filtered by trigger_type and enabled; paged with limit/offset.',
       input: toolInput(ListRoutinesQuery, { enabled: 'true: only enabled routines; false: only paused ones' }),
@@ -28,6 +30,7 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'get_routine',
+      permission: 'routines:read',
       title: 'Get a routine',
       description: 'Get one routine by id (rtn_…).',
       input: toolInput(RoutineParams, ROUTINE_ID),
@@ -37,6 +40,7 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'update_routine',
+      permission: 'routines:write',
       title: 'Update a routine',
       description: 'Change some fields of a routine by id; enabled=false pauses it, true resumes it.',
       input: toolInput(Type.Composite([RoutineParams, UpdateRoutineBody]), ROUTINE_ID),
@@ -46,6 +50,7 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'delete_routine',
+      permission: 'routines:write',
       title: 'Delete a routine',
       description: 'Delete a routine by id, with its executions and fire history.',
       input: toolInput(RoutineParams, ROUTINE_ID),
@@ -58,6 +63,7 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'trigger_routine',
+      permission: 'routines:write',
       title: 'Run a routine now',
       description: "Run a routine now, regardless of its schedule; returns the execution. payload replaces the routine's payload for this run.",
       input: toolInput(Type.Composite([RoutineParams, TriggerBody.anyOf[0]]), ROUTINE_ID),

@@ -8,6 +8,7 @@ export function taskTools({ tasks }: ToolServices): GroupTool[] {
   return [
     define({
       name: 'create_task',
+      permission: 'tasks:write',
       title: 'Create a task',
       description: 'Create a task in a project.',
       input: toolInput(CreateTaskBody),
@@ -17,6 +18,7 @@ export function taskTools({ tasks }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'get_task',
+      permission: 'tasks:read',
       title: 'Get a task',
       description: 'Get one task by id (tsk_…).',
       input: toolInput(TaskParams),
@@ -26,6 +28,7 @@ export function taskTools({ tasks }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'list_tasks',
+      permission: 'tasks:read',
       title: 'List tasks',
       description: 'List tasks, oldest first, with filters; paged with limit/offset.',
       input: toolInput(ListTasksQuery),
@@ -35,6 +38,7 @@ export function taskTools({ tasks }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'update_task',
+      permission: 'tasks:write',
       title: 'Update a task',
       description: 'Change some fields of a task by id; each change is logged in its activity with the caller as actor.',
       input: toolInput(Type.Composite([TaskParams, UpdateTaskBody])),
@@ -44,6 +48,7 @@ export function taskTools({ tasks }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'delete_task',
+      permission: 'tasks:write',
       title: 'Delete a task',
       description: 'Delete a task by id, with its comments, dependencies and activity.',
       input: toolInput(TaskParams),
@@ -56,6 +61,7 @@ export function taskTools({ tasks }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'add_comment',
+      permission: 'tasks:write',
       title: 'Comment on a task',
       description: 'Comment on a task, as the caller.',
       input: toolInput(Type.Composite([TaskParams, AddCommentBody])),
@@ -65,6 +71,7 @@ export function taskTools({ tasks }: ToolServices): GroupTool[] {
     }),
     define({
       name: 'list_projects',
+      permission: 'tasks:read',
       title: 'List projects',
       description: 'List projects, oldest first; paged with limit/offset.',
       input: toolInput(PageQuery),

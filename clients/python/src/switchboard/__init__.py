@@ -1,0 +1,65 @@
+"""The Switchboard SDK for Python: a client with one method per API operation, and an agent worker.
+
+    from switchboard import Switchboard
+    client = Switchboard("http://127.0.0.1:8080", api_key="sk_...")
+    run = client.coordination.start_run(plan_id="triage", input={"ticket": 42})
+"""
+
+from ._base import Operation, Page, Paged, StreamedResponse
+from ._client import Artifacts, Switchboard
+from ._errors import (
+    ConnectionFailed,
+    Conflict,
+    Forbidden,
+    InsufficientStorage,
+    InternalError,
+    InvalidRequest,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    PreconditionFailed,
+    RangeNotSatisfiable,
+    RateLimited,
+    RequestTimeout,
+    ServiceUnavailable,
+    SwitchboardError,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from ._operations import OPERATIONS
+from ._signing import Ed25519Signer, generate_keypair
+from .agent import Agent, PermanentError, current_traceparent
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "Artifacts",
+    "Conflict",
+    "ConnectionFailed",
+    "Ed25519Signer",
+    "Forbidden",
+    "InsufficientStorage",
+    "InternalError",
+    "InvalidRequest",
+    "MethodNotAllowed",
+    "NotFound",
+    "OPERATIONS",
+    "Operation",
+    "Page",
+    "Paged",
+    "PayloadTooLarge",
+    "PermanentError",
+    "PreconditionFailed",
+    "RangeNotSatisfiable",
+    "RateLimited",
+    "RequestTimeout",
+    "ServiceUnavailable",
+    "StreamedResponse",
+    "Switchboard",
+    "SwitchboardError",
+    "Unauthorized",
+    "UnsupportedMediaType",
+    "current_traceparent",
+    "generate_keypair",
+]

@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+import type { Notifier } from '../kernel/notifier.js';
+import type { OpenConnections } from '../kernel/open-connections.js';
+import { LoopWorker, type Worker } from '../workers/loop-worker.js';
+import type { AuthService } from './service.js';
+
+/** How often the watch looks whether it must check the open connections' keys in the database. */
+const TICK_MS = 1000;
+/** The longest between two checks of every open connection's key, whatever was heard. */
+const FULL_CHECK_MS = 60_000;
+/** Keys looked up per statement. */
+const CHECK_BATCH = 500;
+const REVOKED: string = 'API key revoked';
+
+/**
+ * Ends the open connections (OpenConnections) of keys that stopped being valid, on this node,
+ * whoever revoked them:
+ * - a revocation this node makes or hears of through the notifier (another node's, or the CLI's
+ *   on PostgreSQL, which announces it in the revoking transaction like a server does) ends them
+ *   at once;
+ * - the keys of every open connection are looked up in the database when a notice may have been
+ *   lost (the notifier resumed), when another process wrote to the SQLite file (the CLI there has
+ *   no way to reach this process but the file: `PRAGMA data_version`, read once a second, tells
+ *   of its writes), and at least once a minute.
+ */
+export class CredentialWatch implements Worker {
+  readonly name = 'credential-watch';
+  private readonly loop: LoopWorker;
+  private stopListening: (() => void) | null = null;
+  private lookNow = true;
+  private lastCheck = 0;
+  private lastDataVersion: number | null = null;
+
+  constructor(
+    private readonly deps: {
+      auth: AuthService;
+      connections: OpenConnections;
+      notifier: Notifier;
+      /** SQLite's data version of the file (changes when another connection commits); null on PostgreSQL. */
+      dataVersion: (() => number) | null;
+      logger: Logger;
+    },
+  ) {
+    this.loop = new LoopWorker({ name: this.name, intervalMs: TICK_MS, logger: deps.logger, run: () => this.tick() });
+    this.lastDataVersion = deps.dataVersion?.() ?? null;
+  }
+
+  start(): void {
+    const { auth, connections, notifier } = this.deps;
+    const unrevoked = auth.onRevoked((keyId) => connections.end(keyId, REVOKED));
+    const unresumed = notifier.onResume(() => {
+      this.lookNow = true;
+      this.loop.nudge();
+    });
+    this.stopListening = () => {
+      unrevoked();
+      unresumed();
+    };
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopListening?.();
+    this.stopListening = null;
+    await this.loop.stop();
+  }
+
+  private async tick(): Promise<void> {
+    const version = this.deps.dataVersion?.() ?? null;
+    const otherWriter = version !== this.lastDataVersion;
+    this.lastDataVersion = version;
+    if (!this.lookNow && !otherWriter && Date.now() - this.lastCheck < FULL_CHECK_MS) return;
+    this.lookNow = false;
+    this.lastCheck = Date.now();
+    const keyIds = this.deps.connections.credentials();
+    try {
+      for (let i = 0; i < keyIds.length; i += CHECK_BATCH) {
+        for (const keyId of await this.deps.auth.revokedAmong(keyIds.slice(i, i + CHECK_BATCH))) this.deps.connections.end(keyId, REVOKED);
+      }
+    } catch (err) {
+      // The database is away: look again on the next tick rather than in a minute.
+      this.lookNow = true;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,46 @@
+import type { Role } from '../auth/index.js';
+
+/**
+ * Who decides a human step. A step's `approvers` entries name `user:<username>`,
+ * `role:<role>` or `agent:<agent_id>`; a bare entry is an agent id (as plans always wrote them).
+ */
+export interface Decider {
+  /** What the decision records: the principal's kind and id. */
+  kind: 'admin' | 'agent' | 'key' | 'link' | 'system';
+  id: string;
+  /** The event log's actor. */
+  actor: string;
+  agentId: string | null;
+  role: Role | null;
+  /** Holds approvals:decide. */
+  mayDecide: boolean;
+  /** Decides any step, even one whose approvers name others (the admin role, or the step's own link). */
+  overrides: boolean;
+}
+
+const AGENT = 'agent:';
+
+/** The agent an entry names, or null for a `user:` or `role:` entry. */
+export function approverAgent(entry: string): string | null {
+  if (entry.startsWith(AGENT)) return entry.slice(AGENT.length);
+  return entry.startsWith('user:') || entry.startsWith('role:') ? null : entry;
+}
+
+/** The agents among a step's approvers (who get its link in their inbox, and read its event). */
+export function approverAgents(approvers: readonly string[]): string[] {
+  return approvers.map(approverAgent).filter((agent): agent is string => agent !== null);
+}
+
+/**
+ * Whether `decider` may decide a step with these approvers: an agent the step names needs no
+ * permission; anyone else needs approvals:decide, and, when the step names approvers, to be
+ * named (by role) or to override.
+ */
+export function decisionRefusal(approvers: readonly string[], decider: Decider): string | null {
+  const namedAgent = decider.agentId !== null && approverAgents(approvers).includes(decider.agentId);
+  if (namedAgent) return null;
+  if (!decider.mayDecide) return "Missing permission 'approvals:decide': only people (approver, operator and admin keys) and the agents a step names decide human steps";
+  if (approvers.length === 0 || decider.overrides) return null;
+  if (decider.role !== null && approvers.includes(`role:${decider.role}`)) return null;
+  return `Only ${approvers.join(', ')} (or an admin) may decide this step`;
+}

@@ -1,0 +1,88 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * The console: its own scripts only (Vite emits no inline script), its own styles (React sets
+ * inline styles through the CSSOM, which style-src does not govern), images from the API's bytes
+ * (blob:) and the empty favicon (data:), requests to the API on the same origin, and no framing.
+ */
+const CONSOLE_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' blob: data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
+ * Swagger UI at /docs: its bundle and initializer are files (no inline script); the bundle writes
+ * <style> elements of its own (hence inline styles, which run no code); its SVG icons are data:
+ * images; "Try it out" calls the API on the same origin.
+ */
+const DOCS_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
+ * Everything else (the API, artifact downloads, signed download URLs, webhooks) is data, never a
+ * page: opened in a tab, an uploaded SVG or HTML file runs sandboxed in an origin of its own, with
+ * no script, and cannot read what the console keeps on this origin.
+ */
+const DATA_POLICY = "default-src 'none'; frame-ancestors 'none'; sandbox";
+
+const NOSNIFF = { 'X-Content-Type-Options': 'nosniff' };
+
+/** The headers of data responses, also for answers written before any route is known. */
+export const DATA_HEADERS: Readonly<Record<string, string>> = { ...NOSNIFF, 'Content-Security-Policy': DATA_POLICY };
+
+const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
+  ...NOSNIFF,
+  'Content-Security-Policy': CONSOLE_POLICY,
+  // Approval links carry their token in the path (/console/approve/{token}); the console is one
+  // document, so the whole of it sends no Referer that could take a token to another site.
+  'Referrer-Policy': 'no-referrer',
+};
+
+const DOCS_HEADERS: Readonly<Record<string, string>> = { ...NOSNIFF, 'Content-Security-Policy': DOCS_POLICY };
+
+/** The headers a response to `url` carries, by area: the console, the docs, or data. */
+export function securityHeadersFor(url: string): Readonly<Record<string, string>> {
+  const path = url.split('?', 1)[0]!;
+  if (isUnder(path, '/console')) return CONSOLE_HEADERS;
+  if (isUnder(path, '/docs')) return DOCS_HEADERS;
+  return DATA_HEADERS;
+}
+
+function isUnder(path: string, prefix: string): boolean {
+  return path === prefix || path.startsWith(`${prefix}/`);
+}
+
+/** Sets the area's headers on the raw response, where every answer to the request picks them up. */
+export function setSecurityHeaders(url: string, response: ServerResponse): void {
+  for (const [name, value] of Object.entries(securityHeadersFor(url))) response.setHeader(name, value);
+}
+
+/**
+ * The browser security headers of every response, in one place. Set on the raw response when the
+ * request arrives rather than in onSend: streamed answers (MCP, A2A) take over the raw
+ * response and skip onSend, but Node merges headers set this way into any writeHead. A route may
+ * still replace one with reply.header (writeHead's value wins).
+ */
+export function installSecurityHeaders(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    setSecurityHeaders(request.url, reply.raw);
+    done();
+  });
+}
