@@ -5,6 +5,7 @@ import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuthDomain, CredentialWatch } from './auth/index.js';
+import { createAccessGroups } from './auth/groups/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
 import { createDiscoveryDomain } from './discovery/index.js';
@@ -115,9 +116,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     connections: new OpenConnections(),
   };
 
-  // Every domain appends to the log, so it comes first; the groups an agent reads group-shared
-  // events of come from discovery, built below (asked only when an agent reads).
-  const events = createEventsDomain({ platform, groups: { groupsOf: (agentId) => discovery.service.groupsOf(agentId) } });
+  // Every domain appends to the log, so it comes first; an agent reads the events of artifacts
+  // shared with the groups an admin granted it (access groups), as it reads the artifacts.
+  const accessGroups = createAccessGroups({ database, clock });
+  const events = createEventsDomain({ platform, groups: accessGroups.service });
   const auth = createAuthDomain({ database, clock, notifier, events: events.log });
   await postponed.run('admin key', () => auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger));
 
@@ -147,7 +149,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
-    groups: discovery.service,
+    groups: accessGroups.service,
     events: events.log,
   });
 
@@ -196,6 +198,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     storage,
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
+      { prefix: '/api/v1', plugin: accessGroups.routes },
       { prefix: '/api/v1', plugin: messaging.routes },
       { prefix: '/api/v1', plugin: messaging.channelRoutes },
       { prefix: '/api/v1', plugin: discovery.routes },

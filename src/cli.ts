@@ -13,10 +13,13 @@ import { blobMigrationFor, migrateFileBlobs } from './artifacts/index.js';
 import { isPermission, permissionsOf, ROLE_NAMES, type Role } from './auth/permissions.js';
 import { AuthService } from './auth/service.js';
 import { AuthStore } from './auth/store.js';
+import { createAccessGroups } from './auth/groups/index.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { databaseOptions, describeDatabase, openDatabase, sqliteFile, type DatabaseHandle } from './db/database.js';
 import { hasMigrated, migrateToLatest } from './db/migrate.js';
+import { GROUP_PATTERN } from './discovery/schemas.js';
 import { createEventLog } from './events/index.js';
+import { AGENT_ID_PATTERN } from './http/schemas.js';
 import { systemClock } from './kernel/clock.js';
 import { openNotifier } from './db/notifiers.js';
 import { serveStdio } from './mcp/stdio.js';
@@ -34,6 +37,7 @@ Commands:
   keys create           Create an API key and print it once
   keys list             List API keys
   keys revoke KEY_ID    Revoke an API key
+  groups add|remove|list  Grant, remove and list group memberships (who reads group shares)
   blobs migrate         Move artifact contents from <data dir>/blobs into PostgreSQL
   mcp                   Serve the MCP tools over stdio, proxying to a running server
 
@@ -59,6 +63,15 @@ Works directly on the configured database (DATABASE_URL, else SWITCHBOARD_DATA_D
 ./data), which it names on stderr; the server need not be running, and a running server sees
 a revocation on its next request. It refuses a database Switchboard never used unless given
 --create, so that a wrong directory does not get a new empty database.`,
+  groups: `Usage:
+  switchboard groups add GROUP AGENT_ID      Make the agent a member of the group
+  switchboard groups remove GROUP AGENT_ID   Remove it (exit 1 when it was not a member)
+  switchboard groups list [GROUP]            List the groups and their members, or one group's memberships
+
+A share of an artifact with a group opens to the members granted here (or through
+PUT /api/v1/auth/groups/{group}/members/{agent_id} with an admin key), never to the groups
+agents declare on their capabilities, which only route. Works directly on the configured
+database, as 'keys' does; a running server sees a change on its next request.`,
   blobs: `Usage: switchboard blobs migrate
 
 Moves the artifact contents a server kept as files under <data dir>/blobs into the PostgreSQL
@@ -216,6 +229,42 @@ async function keys(config: Config, args: string[]): Promise<void> {
   fail(`unknown keys action '${action}'; see 'switchboard keys --help'`);
 }
 
+async function groups(config: Config, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  const [action, group, agentId, ...extra] = positionals;
+  const usage = () => fail("see 'switchboard groups --help'");
+  if (action === undefined) {
+    console.log(HELP.groups);
+    return;
+  }
+  if (extra.length > 0) usage();
+  const problem = (value: string | undefined, pattern: string, what: string) => {
+    if (value !== undefined && !new RegExp(pattern).test(value)) fail(`'${value}' is not a valid ${what}`);
+  };
+  problem(group, GROUP_PATTERN, 'group name');
+  problem(agentId, AGENT_ID_PATTERN, 'agent id');
+  const database = await openForCommand(config, false);
+  try {
+    await migrateToLatest(database);
+    const { service } = createAccessGroups({ database, clock: systemClock });
+    if (action === 'add' && group && agentId) {
+      const { membership, created } = await service.grant(group, agentId, CLI_ACTOR);
+      console.log(JSON.stringify({ ...membership, created }));
+    } else if (action === 'remove' && group && agentId) {
+      await service.revoke(group, agentId).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
+      console.log(JSON.stringify({ group, agent_id: agentId, deleted: true }));
+    } else if (action === 'list' && agentId === undefined) {
+      const everything = { limit: 100_000, offset: 0 };
+      const result = group === undefined ? await service.listGroups(everything) : await service.listMembers(group, everything);
+      console.log(JSON.stringify(result.items, null, 2));
+    } else {
+      usage();
+    }
+  } finally {
+    await database.close();
+  }
+}
+
 async function blobs(config: Config, args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
   if (positionals[0] !== 'migrate' || positionals.length > 1) fail("see 'switchboard blobs --help'");
@@ -295,6 +344,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'keys':
       return keys(config, args);
+    case 'groups':
+      return groups(config, args);
     case 'blobs':
       return blobs(config, args);
   }

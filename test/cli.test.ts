@@ -176,6 +176,20 @@ describeEachDialect('switchboard CLI', (dialect) => {
     await expect(run(process.execPath, [CLI, 'keys', 'create'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
   });
 
+  it('grants, lists and removes group memberships', async () => {
+    await run(process.execPath, [CLI, 'migrate'], { env: env(database) });
+    const cli = async (...args: string[]) => JSON.parse((await run(process.execPath, [CLI, 'groups', ...args], { env: env(database) })).stdout);
+    expect(await cli('add', 'finance', 'cli-member')).toMatchObject({ group: 'finance', agent_id: 'cli-member', granted_by: 'cli', created: true });
+    expect(await cli('add', 'finance', 'cli-member')).toMatchObject({ created: false });
+    expect(await cli('list')).toEqual([{ group: 'finance', members: ['cli-member'] }]);
+    expect((await cli('list', 'finance')).map((m: { agent_id: string }) => m.agent_id)).toEqual(['cli-member']);
+    expect(await cli('remove', 'finance', 'cli-member')).toEqual({ group: 'finance', agent_id: 'cli-member', deleted: true });
+    expect(await cli('list')).toEqual([]);
+    await expect(run(process.execPath, [CLI, 'groups', 'remove', 'finance', 'cli-member'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
+    await expect(run(process.execPath, [CLI, 'groups', 'add', 'bad name', 'cli-member'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
+    // Nine CLI processes, each opening and migrating the database.
+  }, 120_000);
+
   it('names the database it uses on stderr and refuses one Switchboard never used unless --create', async () => {
     const fresh = await createTestDatabase(dialect);
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-cwd-'));

@@ -59,12 +59,12 @@ const ORPHAN_SWEEP_INTERVAL_MS = 30 * 60_000;
 /**
  * Artifacts (issue 9): versioned, content-addressed files and JSON snippets, upload intents,
  * signed URLs and sharing. `sharedSecret` returns a cluster-wide secret by name (auth's
- * settings); `groups` (discovery) makes group shares work.
+ * settings); `groups` (access groups: memberships an admin granted) makes group shares work.
  */
 export function createArtifactsDomain(deps: {
   platform: Platform;
   sharedSecret: (name: string) => Promise<string>;
-  groups?: AgentGroups;
+  groups: AgentGroups;
   blobs?: BlobStore;
   events: EventLog;
 }) {

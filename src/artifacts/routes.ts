@@ -140,6 +140,9 @@ function streamedForm(request: FastifyRequest, maxUploadBytes: number): Incoming
   };
 }
 
+/** What Node lets a header value hold (tab, printable ASCII, Latin-1). */
+const HEADER_TEXT = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 /** Streams a version with its validators: ETag (the sha256), If-None-Match → 304, Range → 206/416. */
 async function sendDownload(request: FastifyRequest, reply: FastifyReply, download: Download) {
   reply
@@ -150,7 +153,8 @@ async function sendDownload(request: FastifyRequest, reply: FastifyReply, downlo
   if (tagMatches(header(request, 'if-none-match'), download.sha256)) return reply.code(304).send();
   const decision = decideRange(header(request, 'range'), download.size_bytes);
   if (decision.kind === 'unsatisfiable') throw new RangeNotSatisfiable(download.size_bytes);
-  reply.type(download.content_type);
+  // A type stored before types were checked as header text would make the header throw.
+  reply.type(HEADER_TEXT.test(download.content_type) ? download.content_type : 'application/octet-stream');
   if (decision.kind === 'partial') {
     const { start, end } = decision.range;
     const body = await download.open(decision.range);
@@ -263,7 +267,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
         config: { permission: 'artifacts:read' },
         schema: {
           tags,
-          summary: 'List artifacts shared with the caller, directly or through a discovery group',
+          summary: 'List artifacts shared with the caller, directly or through a group an admin made it a member of',
           querystring: SharedQuery,
           response: { 200: ListEnvelope(Artifact) },
         },
@@ -371,7 +375,10 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.post(
       '/artifacts/:artifact_id/share',
-      { config: { permission: 'artifacts:write' }, schema: { tags, summary: 'Share with agents and discovery groups (owner or admin)', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } } },
+      {
+        config: { permission: 'artifacts:write' },
+        schema: { tags, summary: 'Share with agents and access groups (owner or admin); a group share opens to the members an admin granted', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } },
+      },
       async (request, reply) => ok(reply, await service.share(request.principal, request.params.artifact_id, request.body)),
     );
 

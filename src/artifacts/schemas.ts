@@ -2,16 +2,40 @@ import { Type, type Static } from '@sinclair/typebox';
 import { AgentId, JsonObject, PageQuery, Timestamp } from '../http/schemas.js';
 
 export const MAX_NAME_LENGTH = 255;
-/** type/subtype with optional parameters, as in a Content-Type header. */
-export const CONTENT_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*( *;.*)?$';
+/** RFC 6838's type and subtype names. */
+const MEDIA_NAME = '[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*';
+/** RFC 9110's token, and its quoted-string (printable ASCII, tab and space; `\\` quotes one). */
+const TOKEN = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
+const QUOTED = '"(?:[\\t !#-\\[\\]-~]|\\\\[\\t -~])*"';
+/**
+ * A media type as a Content-Type header carries it: type/subtype, then `; name=value`
+ * parameters. Only printable ASCII: the type is sent back as the download's header, and text
+ * a header cannot hold (a control character, a character above U+00FF) failed every download.
+ */
+const PARAMETERS = `(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|${QUOTED}))*`;
+export const CONTENT_TYPE_PATTERN = `^${MEDIA_NAME}/${MEDIA_NAME}${PARAMETERS}$`;
+const CONTENT_TYPE = new RegExp(CONTENT_TYPE_PATTERN);
+/** Whether `text` is a media type a request may store (CONTENT_TYPE_PATTERN, at most 255 characters). */
+export const isContentType = (text: string): boolean => text.length <= 255 && CONTENT_TYPE.test(text);
+/**
+ * Bounds of a metadata filter (service.ts checkMetadataFilter): its JSON text, its nesting
+ * (the top object is level 1), its objects' keys, its arrays' elements, and its keys and
+ * elements in all. Each value of a filter is one correlated json_each lookup per artifact on
+ * SQLite (one containment step on PostgreSQL), and each level a nested subquery: unbounded,
+ * a 300-element array over 1,000 artifacts held SQLite's one connection (and the server) for
+ * 7.4 s, 500 elements or 40 levels broke the statement (a 500), and PostgreSQL spent 7 s of
+ * database time on it.
+ */
+export const METADATA_FILTER_BYTES = 4096;
+export const METADATA_FILTER_LIMITS = { depth: 5, keys: 20, elements: 20, values: 64 } as const;
 /** Signed and upload URLs live from one second to seven days. */
 export const MAX_EXPIRES_IN_S = 7 * 24 * 3600;
 export const DEFAULT_UPLOAD_EXPIRES_IN_S = 3600;
 
 const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: 'Display and download file name' });
-const ContentType = Type.String({ pattern: CONTENT_TYPE_PATTERN, maxLength: 255, description: 'MIME type' });
+const ContentType = Type.String({ pattern: CONTENT_TYPE_PATTERN, maxLength: 255, description: 'MIME type: type/subtype, then optional ; name=value parameters, in printable ASCII' });
 const Sha256 = Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'hex SHA-256 of the content' });
-const GroupName = Type.String({ minLength: 1, maxLength: 200, description: 'Discovery group name' });
+const GroupName = Type.String({ minLength: 1, maxLength: 200, description: 'Access group name: its members are granted by an admin (PUT /auth/groups/{group}/members/{agent_id})' });
 const expiresIn = (options: { default?: number } = {}) =>
   Type.Integer({ minimum: 1, maximum: MAX_EXPIRES_IN_S, description: 'Seconds until the URL expires (1 s to 7 days)', ...options });
 
@@ -121,9 +145,17 @@ export const ListQuery = Type.Composite([
   PageQuery,
   Type.Object({
     content_type: Type.Optional(
-      Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/(\\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*( *;.*)?)$', maxLength: 255, description: "Exact MIME type, or 'type/*'" }),
+      Type.String({ pattern: `^${MEDIA_NAME}/(?:\\*|${MEDIA_NAME}${PARAMETERS})$`, maxLength: 255, description: "Exact MIME type, or 'type/*'" }),
     ),
-    metadata: Type.Optional(Type.String({ maxLength: 8192, description: 'A JSON object that every listed artifact metadata contains' })),
+    metadata: Type.Optional(
+      Type.String({
+        maxLength: METADATA_FILTER_BYTES,
+        description:
+          'A JSON object that every listed artifact metadata contains (PostgreSQL jsonb @>): at most ' +
+          `${METADATA_FILTER_BYTES} characters, ${METADATA_FILTER_LIMITS.depth} levels of nesting, ${METADATA_FILTER_LIMITS.keys} keys per object, ` +
+          `${METADATA_FILTER_LIMITS.elements} elements per array and ${METADATA_FILTER_LIMITS.values} keys and elements in all`,
+      }),
+    ),
   }),
 ]);
 

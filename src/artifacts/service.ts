@@ -11,8 +11,9 @@ import type { AgentGroups, EventLog, NewEvent } from '../kernel/ports.js';
 import type { BlobStore, ByteRange, StagedBlob } from './blob-store.js';
 import { entityTags } from './http-conditions.js';
 import {
-  CONTENT_TYPE_PATTERN,
+  isContentType,
   MAX_NAME_LENGTH,
+  METADATA_FILTER_LIMITS,
   type AccessList,
   type Artifact,
   type ArtifactVersion,
@@ -58,8 +59,8 @@ export interface ArtifactsDeps {
   blobs: BlobStore;
   clock: Clock;
   logger: Logger;
-  /** Discovery's groups (design §3); without it, group shares match nobody. */
-  groups?: AgentGroups;
+  /** The groups an admin granted an agent (access groups): members read what is shared with the group. */
+  groups: AgentGroups;
   /** artifact.created, artifact.version_created, artifact.deleted: read by those who may read the artifact. */
   events: EventLog;
   /** The HMAC key of signed and upload URLs, the same on every node. */
@@ -71,7 +72,6 @@ export interface ArtifactsDeps {
 }
 
 const FORM_FIELDS = new Set(['name', 'content_type', 'metadata']);
-const CONTENT_TYPE = new RegExp(CONTENT_TYPE_PATTERN);
 const SNIPPET_TYPE = 'application/json';
 const SWEEP_BATCH = 100;
 /** Staging files untouched this long were left by a crash (a live upload writes continuously). */
@@ -126,6 +126,27 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
   return value;
 }
 
+/** A 400 naming the first part of a metadata filter past METADATA_FILTER_LIMITS (field `metadata.<path>`). */
+export function checkMetadataFilter(filter: Record<string, unknown>, field = 'metadata'): void {
+  const limits = METADATA_FILTER_LIMITS;
+  let values = 0;
+  const walk = (value: unknown, path: string, depth: number): void => {
+    if (value === null || typeof value !== 'object') return;
+    if (depth > limits.depth) throw InvalidRequest.field(path, `nests deeper than ${limits.depth} levels of objects and arrays`);
+    const entries: [string, unknown][] = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+    if (Array.isArray(value) && value.length > limits.elements) {
+      throw InvalidRequest.field(path, `has ${value.length} elements; a filter's arrays hold at most ${limits.elements}`);
+    }
+    if (!Array.isArray(value) && entries.length > limits.keys) {
+      throw InvalidRequest.field(path, `has ${entries.length} keys; a filter's objects hold at most ${limits.keys}`);
+    }
+    values += entries.length;
+    if (values > limits.values) throw InvalidRequest.field(field, `holds more than ${limits.values} keys and elements in all`);
+    for (const [key, child] of entries) walk(child, `${path}.${key}`, depth + 1);
+  };
+  walk(filter, field, 1);
+}
+
 function checkName(name: string): string {
   if (name.length < 1 || name.length > MAX_NAME_LENGTH) {
     throw InvalidRequest.field('name', `must be 1 to ${MAX_NAME_LENGTH} characters`);
@@ -134,8 +155,11 @@ function checkName(name: string): string {
   return name;
 }
 
+/** A form's type (its `content_type` field, else its file part's own type), by the schemas' rule. */
 function checkContentType(type: string): string {
-  if (type.length > 255 || !CONTENT_TYPE.test(type)) throw InvalidRequest.field('content_type', 'must be a MIME type such as text/plain');
+  if (!isContentType(type)) {
+    throw InvalidRequest.field('content_type', "must be a MIME type of printable ASCII (at most 255 characters), such as text/plain or text/plain; charset=utf-8");
+  }
   return type;
 }
 
@@ -167,7 +191,7 @@ export class ArtifactsService {
   }
 
   private async groupsOf(agentId: string | null): Promise<string[]> {
-    if (agentId === null || !this.deps.groups) return [];
+    if (agentId === null) return [];
     return this.deps.groups.groupsOf(agentId);
   }
 
@@ -177,7 +201,12 @@ export class ArtifactsService {
     return row;
   }
 
-  /** The artifact, if the caller may read it: admin, owner, a shared agent or a member of a shared group. */
+  /**
+   * The artifact, if the caller may read it: admin, owner, a shared agent or a member of a
+   * shared group (a membership an admin granted, never a group the agent declared itself).
+   * Every read goes through here: the HTTP routes, MCP's read_artifact and resources; the
+   * event log applies the same rule to artifact events through their readers (readersOf).
+   */
   private async readable(principal: Principal, id: string): Promise<ArtifactRow> {
     const row = await this.find(id);
     if (isAdmin(principal) || row.owner === this.ownerOf(principal)) return row;
@@ -376,7 +405,10 @@ export class ArtifactsService {
   async list(principal: Principal, query: { content_type?: string; metadata?: string }, window: Page): Promise<Paged<Artifact>> {
     const filter: ArtifactFilter = {};
     if (query.content_type !== undefined) filter.content_type = query.content_type;
-    if (query.metadata !== undefined) filter.metadata = parseJsonObject(query.metadata, 'metadata');
+    if (query.metadata !== undefined) {
+      filter.metadata = parseJsonObject(query.metadata, 'metadata');
+      checkMetadataFilter(filter.metadata);
+    }
     const viewer: Viewer = isAdmin(principal)
       ? { admin: true, agentId: principal.agentId, groups: [] }
       : { admin: false, agentId: principal.agentId, groups: await this.groupsOf(principal.agentId) };

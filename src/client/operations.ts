@@ -21,6 +21,10 @@ export const OPERATIONS = {
     addPublicKey: ['POST', '/api/v1/auth/agents/{agent_id}/public-keys'],
     listPublicKeys: ['GET', '/api/v1/auth/agents/{agent_id}/public-keys'],
     removePublicKey: ['DELETE', '/api/v1/auth/agents/{agent_id}/public-keys/{key_id}'],
+    grantGroupMember: ['PUT', '/api/v1/auth/groups/{group}/members/{agent_id}'],
+    removeGroupMember: ['DELETE', '/api/v1/auth/groups/{group}/members/{agent_id}'],
+    listGroups: ['GET', '/api/v1/auth/groups', PAGED],
+    listGroupMembers: ['GET', '/api/v1/auth/groups/{group}/members', PAGED],
   },
   messaging: {
     send: ['POST', '/api/v1/messaging/send'],

@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import * as Artifacts from '../artifacts/schemas.js';
 import * as Auth from '../auth/schemas.js';
+import * as AccessGroups from '../auth/groups/schemas.js';
 import * as Cluster from '../cluster/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
@@ -52,6 +53,10 @@ export const SCHEMAS = asValidated({
   'auth.addPublicKey': { body: Auth.AddPublicKeyBody, data: Auth.PublicKey },
   'auth.listPublicKeys': { data: list(Auth.PublicKey) },
   'auth.removePublicKey': { data: Deleted },
+  'auth.grantGroupMember': { data: AccessGroups.Membership },
+  'auth.removeGroupMember': { data: AccessGroups.MembershipRemoved },
+  'auth.listGroups': { query: PageQuery, data: list(AccessGroups.AccessGroup) },
+  'auth.listGroupMembers': { query: PageQuery, data: list(AccessGroups.Membership) },
 
   'messaging.send': { body: Messaging.SendBody, data: Messaging.Sent },
   'messaging.sendBatch': { body: Messaging.SendBatchBody, data: Type.Object({ messages: Type.Array(Messaging.Sent) }) },

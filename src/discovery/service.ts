@@ -7,7 +7,7 @@ import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { SYSTEM_ACTOR, type AgentDirectory, type AgentGroups, type DeliveryStats, type EventLog, type NewEvent } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AgentDirectory, type DeliveryStats, type EventLog, type NewEvent } from '../kernel/ports.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilityIndex, unit, type IndexedCapability, type SearchHit } from './search.js';
 import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
@@ -132,9 +132,11 @@ const finite = (value: unknown): number | null => (typeof value === 'number' && 
 
 /**
  * Capabilities, heartbeats and health, lookups by routing strategy, groups and search
- * (design §3, §5). Implements the AgentDirectory and AgentGroups ports for other domains.
+ * (design §3, §5). Implements the AgentDirectory port for other domains. The groups agents
+ * declare here route and find agents only; what a share with a group opens is decided by
+ * the memberships an admin grants (auth/groups).
  */
-export class DiscoveryService implements AgentDirectory, AgentGroups {
+export class DiscoveryService implements AgentDirectory {
   private readonly store: DiscoveryStore;
   private readonly clock: Clock;
   private readonly notifier: Notifier;
@@ -432,10 +434,6 @@ export class DiscoveryService implements AgentDirectory, AgentGroups {
   }
 
   // ---- groups ----
-
-  async groupsOf(agentId: string): Promise<string[]> {
-    return this.store.groupsOf(autocommit, agentId);
-  }
 
   async listGroups(window: Page): Promise<Paged<GroupCount>> {
     return this.store.listGroups(autocommit, window);

@@ -380,17 +380,6 @@ export class DiscoveryStore extends Store {
     return row !== undefined;
   }
 
-  async groupsOf(tx: Tx, agentId: string): Promise<string[]> {
-    const rows = await dbOf(tx, this.db)
-      .selectFrom('discovery_capability_groups')
-      .select('group_name')
-      .distinct()
-      .where('agent_id', '=', agentId)
-      .orderBy('group_name')
-      .execute();
-    return rows.map((r) => r.group_name);
-  }
-
   async listGroups(tx: Tx, window: Page): Promise<Paged<GroupCount>> {
     const db = dbOf(tx, this.db);
     const query = db

@@ -21,7 +21,7 @@ export interface EventsDeps {
   store: EventsStore;
   clock: Clock;
   notifier: Notifier;
-  /** Discovery: the groups an agent reads group-shared events of (artifacts shared with a group). */
+  /** Access groups: the groups an admin granted an agent, whose shared artifacts' events it reads. */
   groups: AgentGroups;
   retentionDays: number;
   streamsPerPrincipal: number;

@@ -109,7 +109,10 @@ export interface PublishedEvent {
 
 export type PublishListener = (event: PublishedEvent) => Promise<void>;
 
-/** Implemented by discovery: the groups an agent belongs to (artifact sharing). */
+/**
+ * Implemented by access groups (auth/groups): the groups an admin granted an agent, which open
+ * what is shared with them (artifacts and their events). Not discovery's declared groups.
+ */
 export interface AgentGroups {
   groupsOf(agentId: string): Promise<string[]>;
 }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
+import { METADATA_FILTER_LIMITS } from '../../src/artifacts/schemas.js';
 import { useServer } from '../helpers/server.js';
 import { sendForm } from './fixtures.js';
 
@@ -18,12 +19,20 @@ function contains(doc: unknown, want: unknown): boolean {
 const key = fc.constantFrom('a', 'b', 'c', 'x.y', 'k "q"', 'ü');
 // Integers and exactly representable fractions: both databases compare them by value.
 const scalar = fc.oneof(fc.constantFrom(null, true, false, 0.5, -3.75, 'a', 'b', '', 'ünï', '1'), fc.integer({ min: -3, max: 3 }));
+// At most 4 levels with the top object: a filter may nest 5 (METADATA_FILTER_LIMITS).
 const { value } = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, scalar, tie('array'), tie('object')),
+  value: fc.oneof({ depthSize: 'small', maxDepth: 3 }, scalar, tie('array'), tie('object')),
   array: fc.array(tie('value'), { maxLength: 3 }),
   object: fc.dictionary(key, tie('value'), { maxKeys: 3 }),
 }));
 const metadata = fc.dictionary(key, value, { maxKeys: 4 });
+
+/** The keys and elements of a JSON value, at every level. */
+function valueCount(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Object.values(value);
+  return children.length + children.reduce((sum: number, child) => sum + valueCount(child), 0);
+}
 
 /** A part of `doc` (so the filter matches at least it), chosen by a seed. */
 function prune(doc: unknown, seed: number): unknown {
@@ -58,6 +67,8 @@ describeEachDialect('Artifacts: metadata filter', (dialect) => {
     );
     await fc.assert(
       fc.asyncProperty(filter, async (wanted) => {
+        // A filter holds at most 64 keys and elements in all (the bounds' own test is below).
+        fc.pre(valueCount(wanted) <= METADATA_FILTER_LIMITS.values);
         const res = await agent.get(`/api/v1/artifacts?limit=500&metadata=${encodeURIComponent(JSON.stringify(wanted))}`);
         expect(res.status).toBe(200);
         const expected = ids.filter((_, i) => contains(docs[i], wanted));
@@ -107,5 +118,56 @@ describeEachDialect('Artifacts: metadata filter over metadata stored with a NUL'
     const form = await sendForm(agent, { bytes: 'x', metadata: '{"note":"a\\u0000b"}' });
     expect(form.status).toBe(400);
     expect(form.body.error.details).toEqual([{ field: 'metadata.note', message: expect.stringMatching(/NUL/) }]);
+  });
+});
+
+describeEachDialect('Artifacts: metadata filter bounds', (dialect) => {
+  const server = useServer(dialect);
+
+  const nested = (levels: number): Record<string, unknown> => {
+    let value: Record<string, unknown> = { leaf: 1 };
+    for (let i = 1; i < levels; i++) value = { n: value };
+    return value;
+  };
+  const elements = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
+
+  // Unbounded, such filters held SQLite's connection for seconds (the server with it) or broke
+  // the statement with a 500; each is now a 400 naming where the filter goes too far.
+  it('refuses a filter past its size, depth, key, element or value bounds with a 400 naming the field', async () => {
+    const agent = await server.agent('meta-bounds');
+    for (let i = 0; i < 5; i++) {
+      await agent.post('/api/v1/artifacts/snippets', { name: `b${i}`, content: i, metadata: { tags: elements(300), n: nested(4) } });
+    }
+    const refused: [unknown, string, RegExp][] = [
+      [{ tags: elements(300) }, 'metadata.tags', /300 elements; .* at most 20/],
+      [{ tags: elements(21) }, 'metadata.tags', /at most 20/],
+      [nested(40), 'metadata.n.n.n.n.n', /deeper than 5 levels/],
+      [nested(6), 'metadata.n.n.n.n.n', /deeper than 5 levels/],
+      [{ n: [[[[[1]]]]] }, 'metadata.n.0.0.0.0', /deeper than 5 levels/],
+      [Object.fromEntries(elements(21).map((k) => [k, 1])), 'metadata', /21 keys; .* at most 20/],
+      [Object.fromEntries(elements(4).map((k) => [k, elements(20)])), 'metadata', /more than 64 keys and elements/],
+      [{ text: 'x'.repeat(4100) }, 'metadata', /4096/],
+    ];
+    for (const [filter, field, message] of refused) {
+      const res = await agent.get(`/api/v1/artifacts?metadata=${encodeURIComponent(JSON.stringify(filter))}`);
+      expect(res.status, `${field}: ${res.text}`).toBe(400);
+      expect(res.body.error.details, res.text).toEqual([expect.objectContaining({ field, message: expect.stringMatching(message) })]);
+    }
+  });
+
+  it('answers a filter at its bounds', async () => {
+    const agent = await server.agent('meta-large');
+    const metadata = { tags: elements(40), more: elements(30), a: nested(4), b: { c: 'x'.repeat(100) }, ...Object.fromEntries(elements(16).map((k) => [k, k])) };
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      ids.push((await agent.post('/api/v1/artifacts/snippets', { name: `l${i}`, content: i, metadata: i % 2 === 0 ? metadata : { tags: [] } })).body.data.id);
+    }
+    // 20 keys at the top, 20 elements in an array, 5 levels, 64 keys and elements in all.
+    const filter = { tags: elements(20), more: elements(19), a: nested(4), b: { c: 'x'.repeat(100) }, ...Object.fromEntries(elements(16).map((k) => [k, k])) };
+    const text = JSON.stringify(filter);
+    expect(text.length).toBeLessThanOrEqual(4096);
+    const res = await agent.get(`/api/v1/artifacts?limit=500&metadata=${encodeURIComponent(text)}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.map((a: { id: string }) => a.id)).toEqual(ids.filter((_, i) => i % 2 === 0));
   });
 });

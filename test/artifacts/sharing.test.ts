@@ -70,16 +70,12 @@ describeEachDialect('Artifacts: access and sharing', (dialect) => {
     expect(await listed(reader, '/api/v1/artifacts/shared')).toEqual([]);
   });
 
-  it('shares through discovery groups: members of a shared group read, others do not', async () => {
+  it('shares through access groups: members an admin granted read, others do not', async () => {
     const owner = await server.agent('owner-3');
     const member = await server.agent('member-3');
     const outsider = await server.agent('outsider-3');
-    for (const [client, agent, groups] of [
-      [member, 'member-3', ['analysts', 'ops']],
-      [outsider, 'outsider-3', ['sales']],
-    ] as const) {
-      const res = await client.post('/api/v1/discovery/capabilities', { agent_id: agent, capability: 'data.analyse', groups });
-      expect(res.status, res.text).toBe(201);
+    for (const [group, agent] of [['analysts', 'member-3'], ['ops', 'member-3'], ['sales', 'outsider-3']]) {
+      expect((await server.api.put(`/api/v1/auth/groups/${group}/members/${agent}`)).status).toBe(201);
     }
     const art = await createArtifact(owner, { bytes: 'for analysts', metadata: { kind: 'dataset' } });
     await owner.post(`/api/v1/artifacts/${art.id}/share`, { with_groups: ['analysts'] });
@@ -91,8 +87,8 @@ describeEachDialect('Artifacts: access and sharing', (dialect) => {
     expect(denied).toEqual(all(denied, 403));
     expect(await listed(outsider, '/api/v1/artifacts/shared')).toEqual([]);
 
-    // Leaving the group (its capabilities removed) ends the access.
-    expect((await member.delete('/api/v1/discovery/agents/member-3')).status).toBe(200);
+    // Leaving the group (an admin removes the membership) ends the access.
+    expect((await server.api.delete('/api/v1/auth/groups/analysts/members/member-3')).status).toBe(200);
     const after = await readStatuses(member, art.id);
     expect(after).toEqual(all(after, 403));
     expect(await listed(member, '/api/v1/artifacts/shared')).toEqual([]);

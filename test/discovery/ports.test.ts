@@ -12,14 +12,14 @@ import { createDiscoveryDomain, type DiscoveryService } from '../../src/discover
 import { createEventLog } from '../../src/events/index.js';
 import { InvalidRequest } from '../../src/kernel/errors.js';
 import { InProcessNotifier } from '../../src/kernel/notifier.js';
-import type { AgentDirectory, AgentGroups } from '../../src/kernel/ports.js';
+import type { AgentDirectory } from '../../src/kernel/ports.js';
 import { FixedWindowRateLimiter } from '../../src/kernel/rate-limiter.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 
-/** The service as other domains see it: through the AgentDirectory and AgentGroups ports. */
-describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) => {
+/** The service as other domains see it: through the AgentDirectory port. */
+describeEachDialect('discovery ports (AgentDirectory)', (dialect) => {
   let database: TestDatabase;
   let handle: DatabaseHandle;
   let notifier: InProcessNotifier;
@@ -51,17 +51,6 @@ describeEachDialect('discovery ports (AgentDirectory, AgentGroups)', (dialect) =
     await notifier.close();
     await handle.close();
     await database.drop();
-  });
-
-  it('groupsOf lists the distinct groups of all of an agent’s capabilities, sorted', async () => {
-    const groups: AgentGroups = service;
-    await service.register('ana', { capability: 'text.summarize', groups: ['zeta', 'alpha'] }, 'admin');
-    await service.register('ana', { capability: 'text.translate', groups: ['alpha', 'mid'] }, 'admin');
-    await service.register('bob', { capability: 'text.translate', groups: ['other'] }, 'admin');
-    expect(await groups.groupsOf('ana')).toEqual(['alpha', 'mid', 'zeta']);
-    expect(await groups.groupsOf('nobody')).toEqual([]);
-    await service.register('ana', { capability: 'text.summarize', groups: [] }, 'admin');
-    expect(await groups.groupsOf('ana')).toEqual(['alpha', 'mid']);
   });
 
   it('lookup picks agents for a capability by strategy, skipping unhealthy ones', async () => {

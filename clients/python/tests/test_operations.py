@@ -102,6 +102,13 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "auth.revoke_key": (lambda c, x: c.auth.revoke_key(key_id=c.auth.create_key(agent_id=x.agent_id, role="agent", name="r")["id"], reason="table"), None),
     "auth.list_public_keys": (lambda c, x: c.auth.list_public_keys(agent_id=x.agent_id), None),
     "auth.add_public_key": (lambda c, x: c.auth.add_public_key(agent_id=x.agent_id, public_key="not a key"), InvalidRequest),
+    "auth.grant_group_member": (lambda c, x: c.auth.grant_group_member(group="ops-readers", agent_id=x.agent_id), None),
+    "auth.remove_group_member": (
+        lambda c, x: (c.auth.grant_group_member(group="ops-leavers", agent_id=x.agent_id), c.auth.remove_group_member(group="ops-leavers", agent_id=x.agent_id)),
+        None,
+    ),
+    "auth.list_groups": (lambda c, x: list(c.auth.list_groups()), None),
+    "auth.list_group_members": (lambda c, x: list(c.auth.list_group_members(group="no-such-group")), NotFound),
     "auth.remove_public_key": (lambda c, x: c.auth.remove_public_key(agent_id=x.agent_id, key_id="pk_missing"), NotFound),
     "messaging.send": (lambda c, x: c.messaging.send(destination=x.agent_id, event_name="ops.send", payload={"a": 1}, idempotency_key=unique("k")), None),
     "messaging.send_batch": (lambda c, x: c.messaging.send_batch(messages=[{"destination": x.agent_id, "event_name": "ops.batch"}]), None),

@@ -23,6 +23,7 @@ import * as traces from './0020-traces.js';
 import * as a2a from './0021-a2a.js';
 import * as authPublicKeyRegistrars from './0022-auth-public-key-registrars.js';
 import * as keyScopes from './0023-key-scopes.js';
+import * as accessGroups from './0024-access-groups.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -56,4 +57,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0021-a2a': a2a,
   '0022-auth-public-key-registrars': authPublicKeyRegistrars,
   '0023-key-scopes': keyScopes,
+  '0024-access-groups': accessGroups,
 };

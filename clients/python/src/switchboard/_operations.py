@@ -165,6 +165,77 @@ class AuthRemovePublicKeyData(TypedDict):
     deleted: Literal[True]
 
 
+class _AuthGrantGroupMemberArgsRequired(TypedDict):
+    group: str | int
+    agent_id: str | int
+
+
+class AuthGrantGroupMemberArgs(_AuthGrantGroupMemberArgsRequired, total=False):
+    """The keyword arguments of auth.grant_group_member."""
+
+    content: Content
+    json: Any
+    content_type: str
+
+
+class AuthGrantGroupMemberData(TypedDict):
+    """What auth.grant_group_member returns."""
+
+    group: str
+    agent_id: str
+    granted_by: str
+    granted_at: str
+
+
+class AuthRemoveGroupMemberArgs(TypedDict):
+    """The keyword arguments of auth.remove_group_member."""
+
+    group: str | int
+    agent_id: str | int
+
+
+class AuthRemoveGroupMemberData(TypedDict):
+    """What auth.remove_group_member returns."""
+
+    group: str
+    agent_id: str
+    deleted: Literal[True]
+
+
+class AuthListGroupsArgs(TypedDict, total=False):
+    """The keyword arguments of auth.list_groups."""
+
+    limit: int
+    offset: int
+
+
+class AuthListGroupsItem(TypedDict):
+    """One item of auth.list_groups."""
+
+    group: str
+    members: list[str]
+
+
+class _AuthListGroupMembersArgsRequired(TypedDict):
+    group: str | int
+
+
+class AuthListGroupMembersArgs(_AuthListGroupMembersArgsRequired, total=False):
+    """The keyword arguments of auth.list_group_members."""
+
+    limit: int
+    offset: int
+
+
+class AuthListGroupMembersItem(TypedDict):
+    """One item of auth.list_group_members."""
+
+    group: str
+    agent_id: str
+    granted_by: str
+    granted_at: str
+
+
 class _MessagingSendBodyRequired(TypedDict):
     destination: str
     event_name: str
@@ -3323,6 +3394,58 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "grant_group_member": Operation(
+            operation_id="auth_grantGroupMember",
+            method="PUT",
+            path="/api/v1/auth/groups/{group}/members/{agent_id}",
+            path_params=("group", "agent_id",),
+            query_params=(),
+            body="raw",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "remove_group_member": Operation(
+            operation_id="auth_removeGroupMember",
+            method="DELETE",
+            path="/api/v1/auth/groups/{group}/members/{agent_id}",
+            path_params=("group", "agent_id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "list_groups": Operation(
+            operation_id="auth_listGroups",
+            method="GET",
+            path="/api/v1/auth/groups",
+            path_params=(),
+            query_params=("limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "list_group_members": Operation(
+            operation_id="auth_listGroupMembers",
+            method="GET",
+            path="/api/v1/auth/groups/{group}/members",
+            path_params=("group",),
+            query_params=("limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
     },
     "messaging": {
         "send": Operation(
@@ -4955,6 +5078,22 @@ class AuthOperations(Domain):
         """Remove a public key (DELETE /api/v1/auth/agents/{agent_id}/public-keys/{key_id})."""
         return self._call("remove_public_key", arguments)  # type: ignore[no-any-return]
 
+    def grant_group_member(self, **arguments: Unpack[AuthGrantGroupMemberArgs]) -> AuthGrantGroupMemberData:
+        """Grant an agent membership of a group (keys:admin; 201 when new, 200 when it was a member): it then reads what is shared with the group (PUT /api/v1/auth/groups/{group}/members/{agent_id})."""
+        return self._call("grant_group_member", arguments)  # type: ignore[no-any-return]
+
+    def remove_group_member(self, **arguments: Unpack[AuthRemoveGroupMemberArgs]) -> AuthRemoveGroupMemberData:
+        """Remove an agent from a group (keys:admin; 404 when it is not a member) (DELETE /api/v1/auth/groups/{group}/members/{agent_id})."""
+        return self._call("remove_group_member", arguments)  # type: ignore[no-any-return]
+
+    def list_groups(self, **arguments: Unpack[AuthListGroupsArgs]) -> Paged[AuthListGroupsItem]:
+        """List the groups with granted members, and their members (keys:admin) (GET /api/v1/auth/groups)."""
+        return self._call("list_groups", arguments)  # type: ignore[no-any-return]
+
+    def list_group_members(self, **arguments: Unpack[AuthListGroupMembersArgs]) -> Paged[AuthListGroupMembersItem]:
+        """List a group's granted members (keys:admin) (GET /api/v1/auth/groups/{group}/members)."""
+        return self._call("list_group_members", arguments)  # type: ignore[no-any-return]
+
 
 class MessagingOperations(Domain):
     """The messaging operations."""
@@ -5376,7 +5515,7 @@ class ArtifactsOperations(Domain):
         return self._call("confirm_upload", arguments)  # type: ignore[no-any-return]
 
     def list_shared(self, **arguments: Unpack[ArtifactsListSharedArgs]) -> Paged[ArtifactsListSharedItem]:
-        """List artifacts shared with the caller, directly or through a discovery group (GET /api/v1/artifacts/shared)."""
+        """List artifacts shared with the caller, directly or through a group an admin made it a member of (GET /api/v1/artifacts/shared)."""
         return self._call("list_shared", arguments)  # type: ignore[no-any-return]
 
     def get(self, **arguments: Unpack[ArtifactsGetArgs]) -> ArtifactsGetData:
@@ -5412,7 +5551,7 @@ class ArtifactsOperations(Domain):
         return self._call("delete_version", arguments)  # type: ignore[no-any-return]
 
     def share(self, **arguments: Unpack[ArtifactsShareArgs]) -> ArtifactsShareData:
-        """Share with agents and discovery groups (owner or admin) (POST /api/v1/artifacts/{artifact_id}/share)."""
+        """Share with agents and access groups (owner or admin); a group share opens to the members an admin granted (POST /api/v1/artifacts/{artifact_id}/share)."""
         return self._call("share", arguments)  # type: ignore[no-any-return]
 
     def unshare(self, **arguments: Unpack[ArtifactsUnshareArgs]) -> ArtifactsUnshareData:
