@@ -123,7 +123,7 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "messaging.list_sessions": (lambda c, x: c.messaging.list_sessions(), None),
     "messaging.create_session": (lambda c, x: c.messaging.create_session(name=unique("s")), None),
     "messaging.get_session": (lambda c, x: c.messaging.get_session(session_id=x.session["id"]), None),
-    "messaging.create_thread": (lambda c, x: c.messaging.create_thread(session_id=x.session["id"], name="u", participants=["admin"]), None),
+    "messaging.create_thread": (lambda c, x: c.messaging.create_thread(session_id=x.session["id"], name="u", participants=[unique("ops-peer")]), None),
     "messaging.get_thread": (lambda c, x: c.messaging.get_thread(thread_id=x.thread["id"]), None),
     "messaging.list_thread_messages": (lambda c, x: c.messaging.list_thread_messages(thread_id=x.thread["id"]), None),
     "messaging.publish": (lambda c, x: c.messaging.publish(topic="ops.news", payload={"n": 1}), None),
