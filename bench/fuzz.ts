@@ -28,7 +28,7 @@ interface Tally {
 }
 
 async function fuzz(dialect: Dialect): Promise<Tally> {
-  const server = await startSwitchboard({ dialect, env: { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '1000000000' } });
+  const server = await startSwitchboard({ dialect, env: { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '1000000000', SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } });
   const started = Date.now();
   const tally: Tally = { dialect, operations: 0, requests: 0, byStatus: new Map(), problems: [], unanswered: [], seconds: 0 };
   try {
