@@ -1,39 +1,38 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 
+/** A page's directives: each policy below starts from these and changes what it needs. */
+const PAGE_DIRECTIVES: Readonly<Record<string, string>> = {
+  'default-src': "'self'",
+  'script-src': "'self'",
+  'style-src': "'self'",
+  'img-src': "'self' blob: data:",
+  'connect-src': "'self'",
+  'object-src': "'none'",
+  'base-uri': "'none'",
+  'form-action': "'self'",
+  'frame-ancestors': "'none'",
+};
+
+function pagePolicy(changes: Record<string, string> = {}): string {
+  return Object.entries({ ...PAGE_DIRECTIVES, ...changes })
+    .map(([directive, sources]) => `${directive} ${sources}`)
+    .join('; ');
+}
+
 /**
  * The console: its own scripts only (Vite emits no inline script), its own styles (React sets
  * inline styles through the CSSOM, which style-src does not govern), images from the API's bytes
  * (blob:) and the empty favicon (data:), requests to the API on the same origin, and no framing.
  */
-const CONSOLE_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' blob: data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+const CONSOLE_POLICY = pagePolicy();
 
 /**
  * Swagger UI at /docs: its bundle and initializer are files (no inline script); the bundle writes
  * <style> elements of its own (hence inline styles, which run no code); its SVG icons are data:
  * images; "Try it out" calls the API on the same origin.
  */
-const DOCS_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+const DOCS_POLICY = pagePolicy({ 'style-src': "'self' 'unsafe-inline'", 'img-src': "'self' data:" });
 
 /**
  * Everything else (the API, artifact downloads, signed download URLs, webhooks) is data, never a
