@@ -27,6 +27,10 @@ export async function spawnServer(database: TestDatabase, adminKey: string, env:
     },
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // A test that times out before stopping its server (a slow start on a loaded machine) leaves no process behind.
+  const killWithTest = () => child.kill('SIGKILL');
+  process.once('exit', killWithTest);
+  void exited.then(() => process.off('exit', killWithTest));
   const url = await new Promise<string>((resolve, reject) => {
     const lines = readline.createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
