@@ -121,7 +121,10 @@ describeEachDialect('clients that do not read', (dialect) => {
         const chunk = Buffer.concat(Array.from({ length: Math.floor((1024 * 1024) / BAD_FRAME.length) }, () => BAD_FRAME));
         const deadline = Date.now() + 60_000;
         for (let sent = 0; sent < FLOOD_BYTES && Date.now() < deadline; sent += chunk.length) {
-          if (!tcp.write(chunk)) await Promise.race([once(tcp, 'drain'), new Promise((resolve) => setTimeout(resolve, deadline - Date.now()))]);
+          if (tcp.write(chunk)) continue;
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([once(tcp, 'drain'), new Promise((resolve) => (timer = setTimeout(resolve, deadline - Date.now())))]);
+          clearTimeout(timer);
         }
         // What the server has still to read of it arrives within moments.
         await new Promise((resolve) => setTimeout(resolve, 2000));
