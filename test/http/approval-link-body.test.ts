@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import { expect, it } from 'vitest';
 import { FakeClock } from '../helpers/clock.js';
 import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startPartialRequest, type PartialRequest } from '../helpers/partial-request.js';
 import { spawnServer } from '../helpers/process.js';
+import { watchRss } from '../helpers/process-memory.js';
 import { useServer } from '../helpers/server.js';
 import { within } from '../helpers/wait.js';
 
@@ -14,12 +14,6 @@ const DAY_MS = 86_400_000;
 /** Well formed (payload.signature), signed by nobody. */
 const BOGUS_TOKEN = `${Buffer.from(JSON.stringify({ r: 'run_x', s: 'gate', a: 'w', e: Date.now() + DAY_MS })).toString('base64url')}.${'A'.repeat(43)}`;
 const JSON_TYPE = { 'content-type': 'application/json' };
-
-/** Resident memory of a process, from /proc (Linux). */
-function rssBytes(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(match![1]) * 1024;
-}
 
 describeEachDialect('approval links: the token is checked before the body', (dialect) => {
   const clock = new FakeClock(Date.now());
@@ -100,13 +94,9 @@ describeEachDialect('approval links: memory under slow bodies with bogus tokens'
     async () => {
       // No anonymous budget: refusing before the body alone must bound the memory.
       const server = await spawnServer(database(), adminKey, { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '0' });
-      const pid = server.child.pid!;
       const partials: PartialRequest[] = [];
-      let sampler: NodeJS.Timeout | undefined;
+      const rss = watchRss(server.child.pid!);
       try {
-        const baseline = rssBytes(pid);
-        let peak = baseline;
-        sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
         const body = Buffer.alloc(SENT_BYTES, 0x20);
         let refused = 0;
         for (let wave = 0; wave < CONNECTIONS / WAVE; wave++) {
@@ -129,15 +119,13 @@ describeEachDialect('approval links: memory under slow bodies with bogus tokens'
         }
         // Every stalled request gets its 404 without sending the rest of its body.
         await within(Promise.all(partials.map((p) => p.answer)), 60_000, 'the answers to the stalled requests');
-        clearInterval(sampler);
-        peak = Math.max(peak, rssBytes(pid));
-        const growthMb = (peak - baseline) / 1024 ** 2;
+        const { growthMb, figures } = rss.stop();
         expect(refused).toBe(CONNECTIONS);
-        expect(growthMb, `RSS ${Math.round(baseline / 1024 ** 2)} MB, peak ${Math.round(peak / 1024 ** 2)} MB`).toBeLessThan(100);
+        expect(growthMb, figures).toBeLessThan(100);
         const median = latencies.sort((a, b) => a - b)[2]!;
         expect(median, `/healthz took ${latencies.map(Math.round).join(', ')} ms`).toBeLessThan(200);
       } finally {
-        clearInterval(sampler);
+        rss.stop();
         for (const partial of partials) partial.request.destroy();
         server.child.kill('SIGTERM');
         expect(await server.exited).toBe(0);

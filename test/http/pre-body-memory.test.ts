@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import { expect, it } from 'vitest';
 import { Api } from '../helpers/api.js';
 import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startPartialRequest, type PartialRequest } from '../helpers/partial-request.js';
 import { spawnServer } from '../helpers/process.js';
+import { watchRss } from '../helpers/process-memory.js';
 import { waitFor, within } from '../helpers/wait.js';
 import { keyPair, signedHeaders } from '../helpers/signing.js';
 
@@ -14,12 +14,6 @@ const WAVE = 100;
 const DECLARED_BYTES = 1024 * 1024;
 const SENT_BYTES = 256 * 1024;
 const PATH = '/api/v1/auth/agents/alice/public-keys';
-
-/** Resident memory of a process, from /proc (Linux). */
-function rssBytes(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(match![1]) * 1024;
-}
 
 describeEachDialect('memory held before authentication', (dialect) => {
   const database = useTestDatabase(dialect);
@@ -31,9 +25,8 @@ describeEachDialect('memory held before authentication', (dialect) => {
     async () => {
       // No anonymous budget: the cap on held bodies alone must bound the memory.
       const server = await spawnServer(database(), adminKey, { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '0' });
-      const pid = server.child.pid!;
       const partials: PartialRequest[] = [];
-      let sampler: NodeJS.Timeout | undefined;
+      let rss: ReturnType<typeof watchRss> | undefined;
       try {
         const admin = new Api(server.url, adminKey);
         const alice = keyPair();
@@ -41,9 +34,7 @@ describeEachDialect('memory held before authentication', (dialect) => {
         // A known agent, a fresh timestamp and a well-formed signature (of another request):
         // everything the server can check before the body passes.
         const headers = { ...signedHeaders(alice.privateKey, 'alice', 'POST', '/elsewhere'), 'content-type': 'application/json' };
-        const baseline = rssBytes(pid);
-        let peak = baseline;
-        sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
+        rss = watchRss(server.child.pid!);
 
         const body = Buffer.alloc(SENT_BYTES, 0x20);
         let refused = 0;
@@ -62,15 +53,12 @@ describeEachDialect('memory held before authentication', (dialect) => {
         await waitFor(() => refused >= expectedRefusals, 60_000, 50).catch(() => undefined);
         // What the server still has to read of the held bodies arrives within moments.
         await new Promise((resolve) => setTimeout(resolve, 2000));
-        clearInterval(sampler);
-        peak = Math.max(peak, rssBytes(pid));
-        const growthMb = (peak - baseline) / 1024 ** 2;
-        const figures = `RSS ${Math.round(baseline / 1024 ** 2)} MB, peak ${Math.round(peak / 1024 ** 2)} MB`;
+        const { growthMb, figures } = rss.stop();
         expect(growthMb, figures).toBeLessThan(100);
         expect(refused).toBeGreaterThanOrEqual(expectedRefusals);
       } finally {
         // Also when the test fails midway: the sampler would read /proc of a server gone.
-        clearInterval(sampler);
+        rss?.stop();
         for (const partial of partials) partial.request.destroy();
         server.child.kill('SIGTERM');
         expect(await server.exited).toBe(0);

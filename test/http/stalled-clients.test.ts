@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import fs from 'node:fs';
 import type { Socket } from 'node:net';
 import { expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -9,13 +8,8 @@ import { Api } from '../helpers/api.js';
 import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { spawnServer, type ServerProcess } from '../helpers/process.js';
+import { watchRss } from '../helpers/process-memory.js';
 import { within } from '../helpers/wait.js';
-
-/** Resident memory of a process, from /proc (Linux). */
-function rssBytes(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(match![1]) * 1024;
-}
 
 /**
  * Probes a server's /healthz every 100 ms from a child process of its own (so that the test's
@@ -47,21 +41,6 @@ function probeHealthz(server: ServerProcess) {
     },
     cancel() {
       if (child.exitCode === null) child.kill();
-    },
-  };
-}
-
-/** Samples a server's RSS until stopped: the peak growth. */
-function watchRss(server: ServerProcess) {
-  const pid = server.child.pid!;
-  const baseline = rssBytes(pid);
-  let peak = baseline;
-  const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
-  return {
-    stop() {
-      clearInterval(sampler);
-      peak = Math.max(peak, rssBytes(pid));
-      return { growthMb: (peak - baseline) / 1024 ** 2, figures: `RSS ${Math.round(baseline / 1024 ** 2)} MB, peak ${Math.round(peak / 1024 ** 2)} MB` };
     },
   };
 }
@@ -115,7 +94,7 @@ describeEachDialect('clients that do not read', (dialect) => {
         await new Promise((resolve) => setTimeout(resolve, 1500));
         const idleMs = await idle.stop();
         probe = probeHealthz(server);
-        rss = watchRss(server);
+        rss = watchRss(server.child.pid!);
         // Written straight to the TCP socket: a real client's frames, without ws's cost per frame.
         const tcp = (channel.socket as unknown as { _socket: Socket })._socket;
         const chunk = Buffer.concat(Array.from({ length: Math.floor((1024 * 1024) / BAD_FRAME.length) }, () => BAD_FRAME));
@@ -181,7 +160,7 @@ describeEachDialect('clients that do not read', (dialect) => {
       const admin = new Api(server.url, adminKey);
       const response = await fetch(`${server.url}/api/v1/events/stream?type=task.created`, { headers: { authorization: `Bearer ${adminKey}` }, signal: reading.signal });
       expect(response.status).toBe(200);
-      rss = watchRss(server);
+      rss = watchRss(server.child.pid!);
       // 150 events of 100 KB: more than the socket buffers of both ends hold.
       const description = 'd'.repeat(100_000);
       for (let i = 0; i < TASKS; i++) {
