@@ -17,8 +17,8 @@ import { BEGIN_IMMEDIATE, COMMIT, ROLLBACK, SqliteDriver, SqliteLease, type Cach
  * - a read outside a transaction runs at once when no group is open; while one is open it sees
  *   the group's writes, so it too answers only after the COMMIT;
  * - when the group's COMMIT fails, or a statement makes SQLite abandon the whole transaction,
- *   every write of the group, and every read that saw it, rejects with that error (the shared
- *   fate, docs/architecture.md "Group commit");
+ *   every write of the group rejects with that error (the shared fate, docs/architecture.md
+ *   "Group commit"); a read that saw it is run again on what is committed (once);
  * - savepoints (Kysely's `trx.savepoint()`) nest inside the transaction's own savepoint.
  * An idle server commits each write on its own one turn later (a setImmediate), so the cost in
  * latency is at most the rest of the turn the write arrived in.
@@ -91,9 +91,24 @@ export class GroupCommitSqliteDriver extends SqliteDriver {
     if (this.group === null && statement.readonly) return this.connection.whenFree(() => this.connection.run<R>(query, statement));
     const group = this.group ?? (await this.openGroup());
     const result = this.runInGroup<R>(query, statement);
-    if (!statement.readonly) this.writeCount++;
-    await this.answerAfterCommit(lease, group);
-    return result;
+    if (!statement.readonly) {
+      this.writeCount++;
+      await this.answerAfterCommit(lease, group);
+      return result;
+    }
+    try {
+      await this.answerAfterCommit(lease, group);
+      return result;
+    } catch {
+      // The writes it saw were rolled back (a full disk, say): a read has no effect of its own to
+      // lose, so it is asked again of what is committed instead of failing with them.
+      await this.hold(lease);
+      if (this.group === null) return this.connection.whenFree(() => this.connection.run<R>(query, statement));
+      const next = this.group;
+      const again = this.runInGroup<R>(query, statement);
+      await this.answerAfterCommit(lease, next);
+      return again;
+    }
   }
 
   /** The transaction's own savepoint nests the caller's; a savepoint of the same name would take its place. */

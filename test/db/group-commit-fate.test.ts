@@ -78,6 +78,20 @@ describe.each([
     }
   });
 
+  it('answers a read outside a transaction with what is committed, even when the group it saw fails', async () => {
+    await insert(handle.db, 'kept');
+    const [written, failing, seen] = await Promise.allSettled([
+      insert(handle.db, 'lost'),
+      handle.db.transaction().execute((trx) => sql`insert into children (parent_id) values (42)`.execute(trx)),
+      sql<{ body: string }>`select body from notes order by body`.execute(handle.db),
+    ]);
+    expect(failing.status).toBe('rejected');
+    expect(written.status).toBe(shared ? 'rejected' : 'fulfilled');
+    expect(seen.status).toBe('fulfilled');
+    const rows = seen.status === 'fulfilled' ? seen.value.rows.map((row) => row.body) : [];
+    expect(rows).toEqual(shared ? ['kept'] : ['kept', 'lost']);
+  });
+
   it(`fails ${shared ? 'every write of the group' : 'only its own transaction'} when the COMMIT fails (a deferred foreign key)`, async () => {
     const results = await turn(() => handle.db.transaction().execute((trx) => sql`insert into children (parent_id) values (42)`.execute(trx)));
     expect(results[2]).toMatchObject({ status: 'rejected', reason: { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' } });
