@@ -3,7 +3,7 @@ import { JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
-import { isAdmin } from '../auth/index.js';
+import { actsForPlatform } from '../auth/index.js';
 import { pipeline } from 'node:stream/promises';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
 import { AgentId } from '../http/schemas.js';
@@ -58,7 +58,7 @@ export function a2aRoutes(
         const parsed = parse(raw);
         if ('error' in parsed) return reply.send(parsed.error);
         const principal = request.principal!;
-        const caller: A2aCaller = { actor: principal.actor, agentId: principal.agentId, admin: isAdmin(principal) };
+        const caller: A2aCaller = { actor: principal.actor, agentId: principal.agentId, admin: actsForPlatform(principal) };
         // Ends a stream's watch when its client goes away.
         const gone = new AbortController();
         reply.raw.once('close', () => gone.abort());

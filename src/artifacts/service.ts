@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
+import { actingAgent, actsForPlatform, type Principal } from '../auth/index.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { iso, type Clock } from '../kernel/clock.js';
@@ -209,7 +209,7 @@ export class ArtifactsService {
    */
   private async readable(principal: Principal, id: string): Promise<ArtifactRow> {
     const row = await this.find(id);
-    if (isAdmin(principal) || row.owner === this.ownerOf(principal)) return row;
+    if (actsForPlatform(principal) || row.owner === this.ownerOf(principal)) return row;
     const agentId = principal.agentId;
     if (agentId !== null) {
       const shares = await this.store.listShares(autocommit, id);
@@ -226,7 +226,7 @@ export class ArtifactsService {
   /** The artifact, if the caller may change it: its owner or an admin. */
   private async writable(principal: Principal, id: string): Promise<ArtifactRow> {
     const row = await this.find(id);
-    if (isAdmin(principal) || row.owner === this.ownerOf(principal)) return row;
+    if (actsForPlatform(principal) || row.owner === this.ownerOf(principal)) return row;
     throw new Forbidden(`Only the owner ('${row.owner}') or an admin may change artifact '${id}'`);
   }
 
@@ -409,7 +409,7 @@ export class ArtifactsService {
       filter.metadata = parseJsonObject(query.metadata, 'metadata');
       checkMetadataFilter(filter.metadata);
     }
-    const viewer: Viewer = isAdmin(principal)
+    const viewer: Viewer = actsForPlatform(principal)
       ? { admin: true, agentId: principal.agentId, groups: [] }
       : { admin: false, agentId: principal.agentId, groups: await this.groupsOf(principal.agentId) };
     const page = await this.store.list(autocommit, viewer, filter, window);
@@ -651,7 +651,7 @@ export class ArtifactsService {
     const outcome = await this.store.inTransaction(async (tx): Promise<{ artifact: ArtifactRow } | { problems: { field: string; message: string }[] }> => {
       const upload = await this.store.lockUpload(tx, uploadId);
       if (!upload) throw new NotFound('Upload', uploadId);
-      if (!isAdmin(principal) && upload.owner !== this.ownerOf(principal)) {
+      if (!actsForPlatform(principal) && upload.owner !== this.ownerOf(principal)) {
         throw new Forbidden(`Upload '${uploadId}' belongs to '${upload.owner}'`);
       }
       if (upload.expires_at <= this.deps.clock.now()) throw new Conflict(`Upload '${uploadId}' has expired`);

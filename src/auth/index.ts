@@ -7,7 +7,7 @@ import { AuthService } from './service.js';
 import { AuthStore } from './store.js';
 
 export type { Principal } from './principal.js';
-export { actingAgent, assertActsAs, authorizeDeclared, isAdmin, type Declared } from './principal.js';
+export { actingAgent, assertActsAs, authorizeDeclared, actsForPlatform, type Declared } from './principal.js';
 export { CredentialWatch } from './credential-watch.js';
 export { isPermission, PERMISSIONS, ROLE_NAMES, ROLES, type Permission, type Requirement, type Role } from './permissions.js';
 export { AuthService, type PendingSignature, type SignatureHeaders } from './service.js';

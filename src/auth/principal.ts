@@ -28,13 +28,13 @@ export interface Principal {
 }
 
 /** Not confined to one agent: acts as any agent and changes any object its permissions reach. */
-export function isAdmin(principal: Principal): boolean {
+export function actsForPlatform(principal: Principal): boolean {
   return principal.kind !== 'agent';
 }
 
 /** Agents act only as themselves; admins may act as anyone. */
 export function assertActsAs(principal: Principal, agentId: string): void {
-  if (isAdmin(principal)) return;
+  if (actsForPlatform(principal)) return;
   if (principal.agentId !== agentId) {
     throw new Forbidden(`Agent '${principal.agentId}' cannot act as agent '${agentId}'`);
   }

@@ -1,4 +1,4 @@
-import { isAdmin, type Principal } from '../auth/principal.js';
+import { actsForPlatform, type Principal } from '../auth/principal.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
@@ -32,7 +32,7 @@ export interface Caller {
 export const callerOf = (principal: Principal): Caller => ({
   actor: principal.actor,
   agentId: principal.agentId,
-  admin: isAdmin(principal),
+  admin: actsForPlatform(principal),
   decider: {
     kind: principal.kind,
     id: principal.kind === 'key' ? principal.keyId! : (principal.agentId ?? principal.actor),

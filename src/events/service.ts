@@ -1,4 +1,4 @@
-import { isAdmin, type Principal } from '../auth/index.js';
+import { actsForPlatform, type Principal } from '../auth/index.js';
 import { autocommit } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { AppError, InvalidRequest } from '../kernel/errors.js';
@@ -210,7 +210,7 @@ export class EventsService {
     if (query.type !== undefined) filter.types = eventTypesMatching(query.type.split(',').map((p) => p.trim()), () => 'type');
     if (query.subject !== undefined) filter.subject = query.subject;
     if (after !== undefined) filter.afterSeq = positionOf(after, afterField);
-    if (!isAdmin(principal)) {
+    if (!actsForPlatform(principal)) {
       const agent = principal.agentId ?? principal.actor;
       filter.readers = [`agent:${agent}`, ...(await this.deps.groups.groupsOf(agent)).map((group) => `group:${group}`)];
     }

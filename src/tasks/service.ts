@@ -1,4 +1,4 @@
-import { actingAgent, isAdmin, type Principal } from '../auth/index.js';
+import { actingAgent, actsForPlatform, type Principal } from '../auth/index.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
@@ -336,7 +336,7 @@ export class TasksService {
       if (!before) throw new NotFound('Task', id);
       const holder = before.assigned_to;
       if (holder === null) throw new Conflict(`Task '${id}' is not assigned to anyone`);
-      if (!isAdmin(principal) && holder !== principal.agentId) {
+      if (!actsForPlatform(principal) && holder !== principal.agentId) {
         throw new Conflict(`Task '${id}' is held by '${holder}', not by '${principal.agentId}'`, { assigned_to: holder });
       }
       const status = before.status === IN_PROGRESS ? TODO : before.status;
