@@ -436,8 +436,7 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
     app.delete('/', { config: { permission: 'authenticated' }, schema }, handle);
 
     const sweeper = setInterval(() => {
-      const cutoff = Date.now() - limits.idleMs;
-      for (const { transport, lastSeen } of sessions.values()) if (lastSeen < cutoff) void transport.close();
+      for (const { transport } of sessions.idleSince(Date.now() - limits.idleMs)) void transport.close();
     }, Math.min(SWEEP_INTERVAL_MS, Math.max(1000, limits.idleMs / 2)));
     sweeper.unref();
 

@@ -62,6 +62,11 @@ export class McpSessionTable {
     return evicted;
   }
 
+  /** The sessions not used since `cutoff` (their transports are the caller's to close). */
+  idleSince(cutoff: number): McpSession[] {
+    return [...this.byId.values()].filter((session) => session.lastSeen < cutoff);
+  }
+
   delete(id: string): void {
     const session = this.byId.get(id);
     if (!session) return;
