@@ -27,7 +27,7 @@ export const CreateKeyBody = Type.Object(
     user_id: Type.Optional(
       Type.Intersect([UserId], { description: 'A key that acts as this user (role at most the user\'s; default the user\'s). Without keys:admin, a user creates keys only for themselves' }),
     ),
-    role: Type.Optional(Type.Union(ROLE_NAMES.map((name) => Type.Literal(name)), { default: 'agent' })),
+    role: Type.Optional(Type.Union(ROLE_NAMES.map((name) => Type.Literal(name)), { description: "Default agent; for a key bound to a user, the user's role" })),
     scopes: Type.Optional(
       Type.Array(PermissionName, {
         maxItems: PERMISSION_NAMES.length,
