@@ -38,8 +38,8 @@ export class CredentialCache<T> {
   get(hash: string): T | undefined {
     const entry = this.entries.get(hash);
     if (!entry) return undefined;
-    const now = this.stamp();
-    return entry.stamp.epoch === now.epoch && entry.stamp.dataVersion === now.dataVersion ? entry.value : undefined;
+    // Compared in place: every request with a key comes here, and a stamp object would be garbage.
+    return entry.stamp.epoch === this.notifier.epoch && entry.stamp.dataVersion === (this.dataVersion?.() ?? 0) ? entry.value : undefined;
   }
 
   /** Nothing is cached under a notifier without epochs (it cannot tell of lost notices). */
