@@ -63,6 +63,8 @@ describeEachDialect('users', (dialect) => {
     }
     expect((await server.api.patch(`${U}/usr_unknown`, { disabled: true })).status).toBe(404);
     const operator = server.api.withKey((await server.api.post('/api/v1/auth/keys', { role: 'operator' })).body.data.key);
+    // whoami of a platform key bound to no one: kind key, no user, no session.
+    expect((await operator.get('/api/v1/auth/whoami')).body.data).toMatchObject({ kind: 'key', role: 'operator', username: null, session: null, agent_id: null });
     const refused = await operator.get(U);
     expect(refused.status).toBe(403);
     expect(refused.body.error.message).toContain("'users:admin'");
