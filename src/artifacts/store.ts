@@ -342,18 +342,20 @@ function sharedWith(eb: ArtifactsEb, viewer: Viewer): Expression<SqlBool> {
   return conditions.length === 0 ? sql<SqlBool>`1 = 0` : eb.or(conditions);
 }
 
-const ESCAPED_BACKSLASH = '\\\\';
-const ESCAPED_NUL = '\\u0000';
+const ESCAPED_BACKSLASH = sql.lit('\\\\');
+const ESCAPED_NUL = sql.lit('\\u0000');
 
 /**
  * JSON text as jsonb on PostgreSQL, which cannot hold a NUL: metadata stored before NUL was
  * refused at validation has one (escaped as \u0000), and casting it failed every filter for
  * every caller. Such a text (rare: found by strpos) is cast with its NULs as U+FFFD. Escaped
  * backslashes are set aside first (as \x01, which JSON text never holds raw), so that a
- * backslash followed by "u0000" in a string stays text.
+ * backslash followed by "u0000" in a string stays text. Literals, not parameters: migration
+ * 0028's GIN index is over this very expression, and a prepared statement's generic plan
+ * would not match parameters to its constants.
  */
 function postgresJsonb(text: Expression<string>): Expression<unknown> {
-  const withoutNul = sql`replace(replace(replace(${text}, ${ESCAPED_BACKSLASH}, chr(1)), ${ESCAPED_NUL}, ${'\\ufffd'}), chr(1), ${ESCAPED_BACKSLASH})`;
+  const withoutNul = sql`replace(replace(replace(${text}, ${ESCAPED_BACKSLASH}, chr(1)), ${ESCAPED_NUL}, ${sql.lit('\\ufffd')}), chr(1), ${ESCAPED_BACKSLASH})`;
   return sql`(CASE WHEN strpos(${text}, ${ESCAPED_NUL}) = 0 THEN ${text}::jsonb ELSE (${withoutNul})::jsonb END)`;
 }
 
@@ -401,31 +403,40 @@ export type BlobRow = Selectable<BlobsTable>;
  * of `blob_chunks` under a `blob_id`, named by their sha256 in `blobs` once committed.
  */
 export class BlobChunksStore extends Store {
-  async beginStaging(tx: Tx, blobId: string, now: number): Promise<void> {
-    await dbOf(tx, this.db).insertInto('blob_staging').values({ blob_id: blobId, touched_at: now }).execute();
-  }
-
-  /** One chunk of a staged content, and the staging row's touch (an upload still arriving is not swept). */
-  async appendChunk(tx: Tx, blobId: string, seq: number, bytes: Buffer, now: number): Promise<void> {
-    const db = dbOf(tx, this.db);
-    await db.insertInto('blob_chunks').values({ blob_id: blobId, seq, bytes }).execute();
-    await db.updateTable('blob_staging').set({ touched_at: now }).where('blob_id', '=', blobId).execute();
+  /** Starts a staged chunk set written by `nodeId` (null: not a node of the registry, such as the CLI). */
+  async beginStaging(tx: Tx, blobId: string, nodeId: string | null, now: number): Promise<void> {
+    await dbOf(tx, this.db).insertInto('blob_staging').values({ blob_id: blobId, node_id: nodeId, touched_at: now }).execute();
   }
 
   /**
-   * Names a staged chunk set by its content's sha256 and ends its staging. False when the same
-   * content is stored already: the caller drops the staged chunks instead.
+   * One chunk of a staged content, after the staging row's touch (an upload still arriving is
+   * not swept). False, and no chunk written, when the staging row is gone (swept): call in a
+   * transaction, so that the touch's row lock keeps a sweep from deleting the row in between.
    */
-  async commitBlob(tx: Tx, row: BlobRow): Promise<boolean> {
+  async appendChunk(tx: Tx, blobId: string, seq: number, bytes: Buffer, now: number): Promise<boolean> {
     const db = dbOf(tx, this.db);
+    const touched = await db.updateTable('blob_staging').set({ touched_at: now }).where('blob_id', '=', blobId).executeTakeFirst();
+    if (Number(touched.numUpdatedRows) === 0) return false;
+    await db.insertInto('blob_chunks').values({ blob_id: blobId, seq, bytes }).execute();
+    return true;
+  }
+
+  /**
+   * Ends a chunk set's staging and names it by its content's sha256: 'stored', or 'duplicate'
+   * when the same content is stored already (the caller drops the staged chunks instead), or
+   * 'swept' when its staging row is gone, and with it its chunks (nothing is named then).
+   */
+  async commitBlob(tx: Tx, row: BlobRow): Promise<'stored' | 'duplicate' | 'swept'> {
+    const db = dbOf(tx, this.db);
+    const staged = await db.deleteFrom('blob_staging').where('blob_id', '=', row.blob_id).executeTakeFirst();
+    if (Number(staged.numDeletedRows) === 0) return 'swept';
     const inserted = await db
       .insertInto('blobs')
       .values(row)
       .onConflict((oc) => oc.column('sha256').doNothing())
       .returning('sha256')
       .executeTakeFirst();
-    await db.deleteFrom('blob_staging').where('blob_id', '=', row.blob_id).execute();
-    return inserted !== undefined;
+    return inserted === undefined ? 'duplicate' : 'stored';
   }
 
   async findBlob(tx: Tx, sha256: string): Promise<BlobRow | undefined> {
@@ -471,6 +482,18 @@ export class BlobChunksStore extends Store {
   async takeStaleStaging(tx: Tx, before: number, limit: number): Promise<string[]> {
     const db = dbOf(tx, this.db);
     const rows = await db.selectFrom('blob_staging').select('blob_id').where('touched_at', '<', before).orderBy('touched_at').limit(limit).execute();
+    return rows.map((r) => r.blob_id);
+  }
+
+  /** Chunk sets staged by nodes other than `liveNodeIds` (down, or gone from the registry). */
+  async stagingOfNodesNotIn(tx: Tx, liveNodeIds: string[], limit: number): Promise<string[]> {
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('blob_staging')
+      .select('blob_id')
+      .where('node_id', 'is not', null)
+      .where((eb) => eb.not(this.caps.inTextList('node_id', liveNodeIds)))
+      .limit(limit)
+      .execute();
     return rows.map((r) => r.blob_id);
   }
 
