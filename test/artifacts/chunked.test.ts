@@ -230,11 +230,13 @@ describeEachDialect('Artifacts: chunked store leftovers and migration', (dialect
       const chunks = new BlobChunksStore(db, caps);
       const dying = new ChunkedBlobStore(chunks, null, { nodeId: 'node_dying', liveNodeIds: async () => [] });
       const other = new ChunkedBlobStore(chunks, null, { nodeId: 'node_other', liveNodeIds: async () => ['node_other'] });
+      // Up for the server's own sweeper (its registry row is fresh), down for `other`'s.
+      const now = Date.now();
+      await db.insertInto('cluster_nodes').values({ id: 'node_dying', version: 'test', host: 'test', pid: 1, started_at: now, last_seen_at: now, stopped_at: null }).execute();
       const before = await blobFiles(server);
       const staged = await dying.stage(Readable.from([bytesOf(MiB + 10)]), 2 * MiB);
-      // Swept by this sweep or by the server's own sweeper (node_dying is not up for it either).
       await other.sweepStaging(3600_000);
-      await waitFor(async () => JSON.stringify(await blobFiles(server)) === JSON.stringify(before), 5000, 50);
+      expect(await blobFiles(server)).toEqual(before);
       const refused = await chunks.inTransaction((tx) => staged.commit(tx)).catch((err: unknown) => err);
       expect(refused).toMatchObject({ status: 409, message: expect.stringMatching(/Upload it again/) });
       expect(await blobFiles(server)).toEqual(before);
