@@ -158,6 +158,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     sharedSecret: (name) => auth.service.sharedSecret(name),
     groups: accessGroups.service,
     events: events.log,
+    nodes: cluster.service,
   });
 
   // Tried every few seconds while any waits, and as soon as a write succeeds (there is room again).
