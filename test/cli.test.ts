@@ -193,12 +193,15 @@ describeEachDialect('switchboard CLI', (dialect) => {
   }, 120_000);
 
   it('creates users (a password printed once, or read from stdin), lists and disables them', async () => {
-    await run(process.execPath, [CLI, 'migrate'], { env: env(database) });
-    const users = (...args: string[]) => run(process.execPath, [CLI, 'users', ...args], { env: env(database) });
+    // A database of its own: the server started below adds an admin key, after which `serve`
+    // in the tests that follow would not generate one.
+    const own = await createTestDatabase(dialect);
+    await run(process.execPath, [CLI, 'migrate'], { env: env(own) });
+    const users = (...args: string[]) => run(process.execPath, [CLI, 'users', ...args], { env: env(own) });
     const generated = JSON.parse((await users('create', '--username', 'cli-ada', '--role', 'approver')).stdout);
     expect(generated).toMatchObject({ username: 'cli-ada', role: 'approver', has_password: true });
     expect(generated.password).toMatch(/^[A-Za-z0-9_-]{32}$/);
-    const piped = run(process.execPath, [CLI, 'users', 'create', '--username', 'cli-bob', '--role', 'viewer', '--password-stdin'], { env: env(database) });
+    const piped = run(process.execPath, [CLI, 'users', 'create', '--username', 'cli-bob', '--role', 'viewer', '--password-stdin'], { env: env(own) });
     piped.child.stdin!.end('a password from stdin\n');
     const fromStdin = JSON.parse((await piped).stdout);
     expect(fromStdin).not.toHaveProperty('password');
@@ -206,13 +209,14 @@ describeEachDialect('switchboard CLI', (dialect) => {
     expect(JSON.parse((await users('disable', 'cli-ada')).stdout)).toMatchObject({ username: 'cli-ada', disabled: true });
 
     // The passwords work; the disabled user's does not.
-    const server = await startServer(dialect, { database });
+    const server = await startServer(dialect, { database: own });
     try {
       const signIn = (username: string, password: string) => new Api(server.url, null).post('/api/v1/auth/sessions', { username, password });
       expect((await signIn('cli-bob', 'a password from stdin')).status).toBe(201);
       expect((await signIn('cli-ada', generated.password)).status).toBe(401);
     } finally {
       await server.close();
+      await own.drop();
     }
   }, 120_000);
 

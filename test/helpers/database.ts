@@ -28,7 +28,11 @@ export function postgresTestUrl(): string | undefined {
   return url && url.trim() !== '' ? url.trim() : undefined;
 }
 
-export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase> {
+/**
+ * A new database. `migrated`: on PostgreSQL, a copy of the suite's migrated template (see
+ * global-setup.ts) instead of an empty one, for servers, which would migrate it at start anyway.
+ */
+export async function createTestDatabase(dialect: Dialect, { migrated = false } = {}): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-test-'));
   if (dialect !== 'postgres') {
     const env: Record<string, string> = dialect === 'sqlite-no-group-commit' ? { SWITCHBOARD_SQLITE_GROUP_COMMIT: 'off' } : {};
@@ -40,7 +44,8 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    const template = migrated ? process.env.SWITCHBOARD_TEST_PG_TEMPLATE : undefined;
+    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await admin.end();
   }

@@ -48,7 +48,7 @@ export interface StartOptions {
 
 /** Starts the real app on 127.0.0.1 and a random port, on the given backend. */
 export async function startServer(dialect: Dialect, options: StartOptions = {}): Promise<TestServer> {
-  const database = options.database ?? (await createTestDatabase(dialect));
+  const database = options.database ?? (await createTestDatabase(dialect, { migrated: true }));
   const ownsDatabase = options.database === undefined;
   const adminKey = options.adminKey ?? `sk_test_${randomBytes(16).toString('hex')}`;
   const config = loadConfig({
