@@ -8,6 +8,7 @@ import { AuthStore } from './store.js';
 
 export type { Principal } from './principal.js';
 export { actingAgent, assertActsAs, authorizeDeclared, actsForPlatform, type Declared } from './principal.js';
+export { assertMayChange, type Changer } from './ownership.js';
 export { CredentialWatch } from './credential-watch.js';
 export { isPermission, PERMISSIONS, ROLE_NAMES, ROLES, type Permission, type Requirement, type Role } from './permissions.js';
 export { AuthService, type PendingSignature, type SignatureHeaders } from './service.js';
