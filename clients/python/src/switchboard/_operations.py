@@ -3067,6 +3067,7 @@ class WebhooksListItem(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
 
@@ -3103,6 +3104,7 @@ class WebhooksCreateData(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
     secret: str
@@ -3124,6 +3126,7 @@ class WebhooksGetData(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
 
@@ -3160,6 +3163,7 @@ class WebhooksUpdateData(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
 
