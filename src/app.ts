@@ -120,7 +120,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   // shared with the groups an admin granted it (access groups), as it reads the artifacts.
   const accessGroups = createAccessGroups({ database, clock });
   const events = createEventsDomain({ platform, groups: accessGroups.service });
-  const auth = createAuthDomain({ database, clock, notifier, events: events.log });
+  const auth = createAuthDomain({
+    database,
+    clock,
+    notifier,
+    events: events.log,
+    sessionTtlMs: config.sessionTtlSeconds * 1000,
+    secureCookie: config.publicUrl?.startsWith('https:') ?? false,
+  });
   await postponed.run('admin key', () => auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger));
 
   const messaging = createMessagingDomain(platform, events.log, { heartbeat: (agentId, input) => discovery.service.heartbeat(agentId, input) });
@@ -151,6 +158,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     sharedSecret: (name) => auth.service.sharedSecret(name),
     groups: accessGroups.service,
     events: events.log,
+    nodes: cluster.service,
   });
 
   // Tried every few seconds while any waits, and as soon as a write succeeds (there is room again).
@@ -162,6 +170,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...cluster.workers,
     new CredentialWatch({ auth: auth.service, connections: platform.connections, notifier, dataVersion: database.dataVersion, logger }),
     new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
+    new LoopWorker({ name: 'session-sweeper', intervalMs: 60_000, run: () => auth.sessions.sweep(), logger }),
     ...messaging.workers,
     ...discovery.workers,
     ...routines.workers,
@@ -185,6 +194,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     config,
     logger,
     auth: auth.service,
+    sessions: auth.sessions,
     limiter,
     anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,
@@ -244,7 +254,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         await expressions.close();
         // Down at once for the other nodes; a database out of reach leaves it to the 30 s rule.
         await cluster.service.stopped().catch((err: unknown) => logger.warn({ err }, 'could not mark this node down'));
-        auth.service.close();
+        auth.close();
         await notifier.close();
         await database.close();
         await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'could not flush the last spans'));

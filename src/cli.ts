@@ -11,8 +11,8 @@ import path from 'node:path';
 import { createApp } from './app.js';
 import { blobMigrationFor, migrateFileBlobs } from './artifacts/index.js';
 import { isPermission, permissionsOf, ROLE_NAMES, type Role } from './auth/permissions.js';
-import { AuthService } from './auth/service.js';
-import { AuthStore } from './auth/store.js';
+import { createAuthDomain, type AuthService, type UsersService } from './auth/index.js';
+import { generatePassword } from './auth/passwords.js';
 import { createAccessGroups } from './auth/groups/index.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { databaseOptions, describeDatabase, openDatabase, sqliteFile, type DatabaseHandle } from './db/database.js';
@@ -37,6 +37,7 @@ Commands:
   keys create           Create an API key and print it once
   keys list             List API keys
   keys revoke KEY_ID    Revoke an API key
+  users create|list|disable|enable  Manage users (people: they sign in and decide human steps)
   groups add|remove|list  Grant, remove and list group memberships (who reads group shares)
   blobs migrate         Move artifact contents from <data dir>/blobs into PostgreSQL
   mcp                   Serve the MCP tools over stdio, proxying to a running server
@@ -63,6 +64,15 @@ Works directly on the configured database (DATABASE_URL, else SWITCHBOARD_DATA_D
 ./data), which it names on stderr; the server need not be running, and a running server sees
 a revocation on its next request. It refuses a database Switchboard never used unless given
 --create, so that a wrong directory does not get a new empty database.`,
+  users: `Usage:
+  switchboard users create --username U --role admin|operator|approver|viewer [--display-name NAME] [--password-stdin] [--create]
+  switchboard users list
+  switchboard users disable U     Its sessions end and its keys are refused, at once
+  switchboard users enable U
+
+create prints the user and a generated password, shown once; with --password-stdin it reads
+the password (at least 12 characters) from stdin instead and prints none. Works directly on
+the configured database, as 'keys' does; a running server sees a change on its next request.`,
   groups: `Usage:
   switchboard groups add GROUP AGENT_ID      Make the agent a member of the group
   switchboard groups remove GROUP AGENT_ID   Remove it (exit 1 when it was not a member)
@@ -145,7 +155,7 @@ async function openForCommand(config: Config, create: boolean): Promise<Database
   return database;
 }
 
-async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthService) => Promise<T>): Promise<T> {
+async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthService, users: UsersService) => Promise<T>): Promise<T> {
   const logger = createLogger(config);
   const database = await openForCommand(config, create);
   try {
@@ -153,9 +163,16 @@ async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthServi
     // The CLI is its own process: running servers see its revocations on their next request
     // (through PostgreSQL's NOTIFY, or SQLite's data version of the file).
     const notifier = openNotifier(database, { listen: config.pgListen }, logger);
-    const auth = new AuthService(new AuthStore(database.db, database.caps), systemClock, notifier, createEventLog(database, systemClock, notifier));
+    const auth = createAuthDomain({
+      database,
+      clock: systemClock,
+      notifier,
+      events: createEventLog(database, systemClock, notifier),
+      sessionTtlMs: config.sessionTtlSeconds * 1000,
+      secureCookie: false,
+    });
     try {
-      return await fn(auth);
+      return await fn(auth.service, auth.users);
     } finally {
       auth.close();
       await notifier.close();
@@ -227,6 +244,63 @@ async function keys(config: Config, args: string[]): Promise<void> {
     return;
   }
   fail(`unknown keys action '${action}'; see 'switchboard keys --help'`);
+}
+
+/** Everything on stdin, without its trailing line break (`--password-stdin`). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+/** The CLI manages users as an admin would. */
+const CLI_MANAGER = { permissions: permissionsOf('admin', null) };
+
+async function users(config: Config, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      username: { type: 'string' },
+      role: { type: 'string' },
+      'display-name': { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      create: { type: 'boolean' },
+    },
+  });
+  const [action, username, ...extra] = positionals;
+  if (action === undefined) {
+    console.log(HELP.users);
+    return;
+  }
+  if (extra.length > 0) fail("see 'switchboard users --help'");
+  const create = values.create ?? false;
+  if (action === 'create') {
+    if (values.username === undefined || values.role === undefined) fail('users create needs --username U and --role R');
+    const role = values.role;
+    if (role === 'agent' || !(ROLE_NAMES as readonly string[]).includes(role)) fail('--role must be one of admin, operator, approver, viewer');
+    const generated = values['password-stdin'] ? null : generatePassword();
+    const password = generated ?? (await readStdin());
+    const user = await withAuth(config, create, (_auth, service) =>
+      service.create({ username: values.username!, role: role as Exclude<Role, 'agent'>, display_name: values['display-name'], password }, CLI_MANAGER),
+    ).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
+    console.log(JSON.stringify(generated === null ? user : { ...user, password: generated }, null, 2));
+    return;
+  }
+  if (action === 'list') {
+    const result = await withAuth(config, create, (_auth, service) => service.list({ limit: 100_000, offset: 0 }));
+    console.log(JSON.stringify(result.items, null, 2));
+    return;
+  }
+  if ((action === 'disable' || action === 'enable') && username !== undefined) {
+    const user = await withAuth(config, create, async (_auth, service) => {
+      const { id } = await service.getByName(username);
+      return service.update(id, { disabled: action === 'disable' }, CLI_MANAGER);
+    }).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
+    console.log(JSON.stringify(user));
+    return;
+  }
+  fail(`unknown users action '${action}'; see 'switchboard users --help'`);
 }
 
 async function groups(config: Config, args: string[]): Promise<void> {
@@ -344,6 +418,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'keys':
       return keys(config, args);
+    case 'users':
+      return users(config, args);
     case 'groups':
       return groups(config, args);
     case 'blobs':

@@ -52,6 +52,8 @@ export interface Config {
   readonly mcpSessionsPerKey: number;
   /** An MCP session not used for this long is closed. */
   readonly mcpSessionIdleSeconds: number;
+  /** A console session not used for this long expires (sliding: each use moves its expiry). */
+  readonly sessionTtlSeconds: number;
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
   /**
@@ -249,6 +251,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // Each session holds an MCP server of its own (3,000 sessions of one key took 112 MB).
     mcpSessionsPerKey: int(env, 'SWITCHBOARD_MCP_SESSIONS_PER_KEY', 16, 1, 10_000),
     mcpSessionIdleSeconds: int(env, 'SWITCHBOARD_MCP_SESSION_IDLE_S', 600, 10, 86_400),
+    sessionTtlSeconds: int(env, 'SWITCHBOARD_SESSION_TTL_S', 43_200, 60, 30 * 86_400),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
     stalledClientMs: int(env, 'SWITCHBOARD_STALLED_CLIENT_MS', 30_000, 100, 3_600_000),

@@ -7,8 +7,10 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Api } from './helpers/api.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { describeEachDialect } from './helpers/dialects.js';
+import { startServer } from './helpers/server.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('dist/cli.js');
@@ -188,6 +190,30 @@ describeEachDialect('switchboard CLI', (dialect) => {
     await expect(run(process.execPath, [CLI, 'groups', 'remove', 'finance', 'cli-member'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
     await expect(run(process.execPath, [CLI, 'groups', 'add', 'bad name', 'cli-member'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
     // Nine CLI processes, each opening and migrating the database.
+  }, 120_000);
+
+  it('creates users (a password printed once, or read from stdin), lists and disables them', async () => {
+    await run(process.execPath, [CLI, 'migrate'], { env: env(database) });
+    const users = (...args: string[]) => run(process.execPath, [CLI, 'users', ...args], { env: env(database) });
+    const generated = JSON.parse((await users('create', '--username', 'cli-ada', '--role', 'approver')).stdout);
+    expect(generated).toMatchObject({ username: 'cli-ada', role: 'approver', has_password: true });
+    expect(generated.password).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    const piped = run(process.execPath, [CLI, 'users', 'create', '--username', 'cli-bob', '--role', 'viewer', '--password-stdin'], { env: env(database) });
+    piped.child.stdin!.end('a password from stdin\n');
+    const fromStdin = JSON.parse((await piped).stdout);
+    expect(fromStdin).not.toHaveProperty('password');
+    expect(JSON.parse((await users('list')).stdout).map((u: { username: string }) => u.username)).toEqual(['cli-ada', 'cli-bob']);
+    expect(JSON.parse((await users('disable', 'cli-ada')).stdout)).toMatchObject({ username: 'cli-ada', disabled: true });
+
+    // The passwords work; the disabled user's does not.
+    const server = await startServer(dialect, { database });
+    try {
+      const signIn = (username: string, password: string) => new Api(server.url, null).post('/api/v1/auth/sessions', { username, password });
+      expect((await signIn('cli-bob', 'a password from stdin')).status).toBe(201);
+      expect((await signIn('cli-ada', generated.password)).status).toBe(401);
+    } finally {
+      await server.close();
+    }
   }, 120_000);
 
   it('names the database it uses on stderr and refuses one Switchboard never used unless --create', async () => {

@@ -3,7 +3,7 @@ import { JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
-import { actsForPlatform } from '../auth/index.js';
+import { actsForPlatform, credentialOf } from '../auth/index.js';
 import { pipeline } from 'node:stream/promises';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
 import { AgentId } from '../http/schemas.js';
@@ -90,7 +90,7 @@ export function a2aRoutes(
           }
         }
         // A revoked key's stream ends like its other connections (the watch stops on `gone`).
-        const unhold = options.connections.hold(principal.keyId, () => gone.abort());
+        const unhold = options.connections.hold(credentialOf(principal), () => gone.abort());
         try {
           // A client that reads nothing is not written to without end (streamBody).
           await pipeline(streamBody(messages(), { stalledMs: options.stalledClientMs, stop: gone.signal }), reply.raw).catch(() => undefined);

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import { autocommit, type Tx } from '../db/tx.js';
+import { Conflict } from '../kernel/errors.js';
+import type { NodeRegistry } from '../kernel/ports.js';
 import { holdInline, Meter, meterInto, type BlobStore, type ByteRange, type StagedBlob } from './blob-store.js';
 import type { BlobChunksStore } from './store.js';
 
@@ -14,6 +16,10 @@ export const CHUNK_BYTES = 1024 * 1024;
 const SWEEP_BATCH = 100;
 /** Committed contents listed per query by `storedBefore`. */
 const LIST_BATCH = 500;
+
+/** The answer to an upload whose staged chunks were swept while it was received or before its commit. */
+const swept = () =>
+  new Conflict('The upload was discarded while it was received: the node receiving it was taken for down and its staged bytes swept. Upload it again');
 
 function absent(key: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`blob ${key} is not stored`), { code: 'ENOENT' });
@@ -56,7 +62,9 @@ class ChunkSink extends Writable {
     const bytes = Buffer.concat(this.pending, this.pendingBytes);
     this.pending = [];
     this.pendingBytes = 0;
-    await this.store.appendChunk(autocommit, this.blobId, this.seq++, bytes, Date.now());
+    const seq = this.seq++;
+    const appended = await this.store.inTransaction((tx) => this.store.appendChunk(tx, this.blobId, seq, bytes, Date.now()));
+    if (!appended) throw swept();
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
@@ -121,9 +129,15 @@ class ChunkReader extends Readable {
  * `legacy` until `switchboard blobs migrate` has moved them in.
  */
 export class ChunkedBlobStore implements BlobStore {
+  /**
+   * `nodes`: the registry this node is part of; each staged chunk set records the node that
+   * receives it, and the sweep drops those of nodes that are down at once instead of an hour
+   * later (without it, as for the CLI, only the hour's rule applies).
+   */
   constructor(
     private readonly store: BlobChunksStore,
     private readonly legacy: BlobStore | null = null,
+    private readonly nodes: NodeRegistry | null = null,
   ) {}
 
   /** The chunks live in the database (its own check); files kept from a single-node install are read still. */
@@ -137,7 +151,7 @@ export class ChunkedBlobStore implements BlobStore {
     const blobId = randomBytes(16).toString('hex');
     const discard = () => this.store.discardStaged(autocommit, blobId);
     const meter = new Meter(maxBytes);
-    await this.store.beginStaging(autocommit, blobId, Date.now());
+    await this.store.beginStaging(autocommit, blobId, this.nodes?.nodeId ?? null, Date.now());
     try {
       await meterInto(source, meter, new ChunkSink(this.store, blobId));
     } catch (err) {
@@ -158,8 +172,9 @@ export class ChunkedBlobStore implements BlobStore {
       },
       async commit(tx: Tx) {
         committed = true;
-        const fresh = await store.commitBlob(tx, { sha256, blob_id: blobId, size_bytes: size, chunk_bytes: CHUNK_BYTES, created_at: Date.now() });
-        if (!fresh) await store.deleteChunks(tx, blobId);
+        const outcome = await store.commitBlob(tx, { sha256, blob_id: blobId, size_bytes: size, chunk_bytes: CHUNK_BYTES, created_at: Date.now() });
+        if (outcome === 'swept') throw swept();
+        if (outcome === 'duplicate') await store.deleteChunks(tx, blobId);
       },
       discard,
     };
@@ -185,16 +200,31 @@ export class ChunkedBlobStore implements BlobStore {
     await this.legacy?.delete(tx, key);
   }
 
+  /**
+   * Drops the chunk sets untouched for `olderThanMs` (a crashed upload's), and those of nodes
+   * the registry does not list as up: a node killed mid-upload is down 30 s after its last
+   * heartbeat (at once after a clean stop), and its half upload need not wait the hour.
+   */
   async sweepStaging(olderThanMs: number): Promise<number> {
-    let removed = 0;
-    for (;;) {
-      const stale = await this.store.takeStaleStaging(autocommit, Date.now() - olderThanMs, SWEEP_BATCH);
-      for (const blobId of stale) await this.store.discardStaged(autocommit, blobId);
-      removed += stale.length;
-      if (stale.length < SWEEP_BATCH) break;
+    const before = Date.now() - olderThanMs;
+    let removed = await this.discardAll(() => this.store.takeStaleStaging(autocommit, before, SWEEP_BATCH));
+    if (this.nodes) {
+      const live = [this.nodes.nodeId, ...(await this.nodes.liveNodeIds())];
+      removed += await this.discardAll(() => this.store.stagingOfNodesNotIn(autocommit, live, SWEEP_BATCH));
     }
     await this.legacy?.sweepStaging(olderThanMs);
     return removed;
+  }
+
+  /** Discards the chunk sets `next` names, batch after batch, until a batch is short; how many. */
+  private async discardAll(next: () => Promise<string[]>): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const batch = await next();
+      for (const blobId of batch) await this.store.discardStaged(autocommit, blobId);
+      removed += batch.length;
+      if (batch.length < SWEEP_BATCH) return removed;
+    }
   }
 
   async *storedBefore(olderThanMs: number): AsyncIterable<string> {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Platform } from '../kernel/platform.js';
-import type { AgentGroups, EventLog } from '../kernel/ports.js';
+import type { AgentGroups, EventLog, NodeRegistry } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { FsBlobStore, type BlobStore } from './blob-store.js';
 import { ChunkedBlobStore } from './chunked-blob-store.js';
@@ -20,13 +20,14 @@ export { migrateFileBlobs, type BlobMigration } from './migrate-blobs.js';
 /**
  * Where contents larger than the inline limit go: chunks in PostgreSQL in cluster mode (every
  * node reads them; files a single-node install kept are read until `switchboard blobs migrate`
- * moves them in), files under `<data dir>/blobs` on SQLite.
+ * moves them in; the uploads of nodes that are down are swept), files under `<data dir>/blobs`
+ * on SQLite.
  */
-export function blobStoreFor(platform: Pick<Platform, 'config' | 'database'>): BlobStore {
+export function blobStoreFor(platform: Pick<Platform, 'config' | 'database'>, nodes: NodeRegistry | null = null): BlobStore {
   const files = path.join(platform.config.dataDir, 'blobs');
   if (platform.database.caps.kind !== 'postgres') return new FsBlobStore(files);
   const chunks = new BlobChunksStore(platform.database.db, platform.database.caps);
-  return new ChunkedBlobStore(chunks, fs.existsSync(path.join(files, 'sha256')) ? new FsBlobStore(files) : null);
+  return new ChunkedBlobStore(chunks, fs.existsSync(path.join(files, 'sha256')) ? new FsBlobStore(files) : null, nodes);
 }
 
 /** What `switchboard blobs migrate` works with: the data directory's files, the database's chunks. */
@@ -59,7 +60,8 @@ const ORPHAN_SWEEP_INTERVAL_MS = 30 * 60_000;
 /**
  * Artifacts (issue 9): versioned, content-addressed files and JSON snippets, upload intents,
  * signed URLs and sharing. `sharedSecret` returns a cluster-wide secret by name (auth's
- * settings); `groups` (access groups: memberships an admin granted) makes group shares work.
+ * settings); `groups` (access groups: memberships an admin granted) makes group shares work;
+ * `nodes` (the cluster's registry) tells the sweep whose half-received uploads are dead.
  */
 export function createArtifactsDomain(deps: {
   platform: Platform;
@@ -67,9 +69,10 @@ export function createArtifactsDomain(deps: {
   groups: AgentGroups;
   blobs?: BlobStore;
   events: EventLog;
+  nodes: NodeRegistry;
 }) {
   const { platform } = deps;
-  const blobs = deps.blobs ?? blobStoreFor(platform);
+  const blobs = deps.blobs ?? blobStoreFor(platform, deps.nodes);
   const service = new ArtifactsService({
     store: new ArtifactsStore(platform.database.db, platform.database.caps),
     blobs,

@@ -74,6 +74,8 @@ export interface BlobChunksTable {
 
 export interface BlobStagingTable {
   blob_id: string;
+  /** The node receiving the upload (migration 0028); its chunks are swept once it is down. Null before 0028 and for the CLI. */
+  node_id: string | null;
   /** Wall-clock ms of the last chunk written. */
   touched_at: number;
 }

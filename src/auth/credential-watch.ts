@@ -8,13 +8,17 @@ import type { AuthService } from './service.js';
 const TICK_MS = 1000;
 /** The longest between two checks of every open connection's key, whatever was heard. */
 const FULL_CHECK_MS = 60_000;
-/** Keys looked up per statement. */
+/** Credentials looked up per statement. */
 const CHECK_BATCH = 500;
-const REVOKED: string = 'API key revoked';
+
+/** What a connection is told when its credential ends: a key revoked (or its user disabled), or a session ended. */
+function endReason(credential: string): string {
+  return credential.startsWith('key_') ? 'API key revoked' : 'Session ended';
+}
 
 /**
- * Ends the open connections (OpenConnections) of keys that stopped being valid, on this node,
- * whoever revoked them:
+ * Ends the open connections (OpenConnections) of credentials that stopped being valid (API keys
+ * revoked or whose user was disabled, sessions ended), on this node, whoever ended them:
  * - a revocation this node makes or hears of through the notifier (another node's, or the CLI's
  *   on PostgreSQL, which announces it in the revoking transaction like a server does) ends them
  *   at once;
@@ -47,7 +51,7 @@ export class CredentialWatch implements Worker {
 
   start(): void {
     const { auth, connections, notifier } = this.deps;
-    const unrevoked = auth.onRevoked((keyId) => connections.end(keyId, REVOKED));
+    const unrevoked = auth.onRevoked((credential) => connections.end(credential, endReason(credential)));
     const unresumed = notifier.onResume(() => {
       this.lookNow = true;
       this.loop.nudge();
@@ -72,10 +76,10 @@ export class CredentialWatch implements Worker {
     if (!this.lookNow && !otherWriter && Date.now() - this.lastCheck < FULL_CHECK_MS) return;
     this.lookNow = false;
     this.lastCheck = Date.now();
-    const keyIds = this.deps.connections.credentials();
+    const credentials = this.deps.connections.credentials();
     try {
-      for (let i = 0; i < keyIds.length; i += CHECK_BATCH) {
-        for (const keyId of await this.deps.auth.revokedAmong(keyIds.slice(i, i + CHECK_BATCH))) this.deps.connections.end(keyId, REVOKED);
+      for (let i = 0; i < credentials.length; i += CHECK_BATCH) {
+        for (const ended of await this.deps.auth.endedAmong(credentials.slice(i, i + CHECK_BATCH))) this.deps.connections.end(ended, endReason(ended));
       }
     } catch (err) {
       // The database is away: look again on the next tick rather than in a minute.

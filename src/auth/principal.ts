@@ -3,12 +3,13 @@ import { authorize, type Permission, type Requirement, type Role } from './permi
 
 /**
  * Who is calling: an agent (acts only as its own agent_id and changes only what it created), the
- * admin, or another key (an operator, approver or viewer key: acts for the platform). What any
- * may do is its `permissions`: its role's, narrowed by the key's scopes. `actor` is what
- * activity logs record for the caller.
+ * admin, a user (a person: signed in, or through a key bound to them), or another key (an
+ * operator, approver or viewer key: acts for the platform). What any may do is its
+ * `permissions`: its role's, narrowed by the key's scopes. `actor` is what activity logs record
+ * for the caller.
  */
 export interface Principal {
-  readonly kind: 'admin' | 'agent' | 'key';
+  readonly kind: 'admin' | 'agent' | 'key' | 'user';
   readonly role: Role;
   readonly permissions: ReadonlySet<Permission>;
   /** The agent this principal acts as; null for an admin key not bound to an agent. */
@@ -22,9 +23,21 @@ export interface Principal {
    * agent registers record it, and go when it is revoked.
    */
   readonly grantingKeyId: string | null;
+  /** The person this principal acts as (kind 'user'); null for every other kind. */
+  readonly user: { readonly id: string; readonly username: string } | null;
+  /** The console session the request came with (its cookie); null for keys and signatures. */
+  readonly session: { readonly id: string; readonly expiresAt: number } | null;
   readonly actor: string;
-  /** Rate-limit bucket: the agent id when there is one, else the key. */
+  /** Rate-limit bucket: the agent or user when there is one, else the key. */
   readonly bucket: string;
+}
+
+/**
+ * The credential a connection opened by this principal hangs on, which a revocation ends
+ * (OpenConnections): its session, else its API key; null for a signed request.
+ */
+export function credentialOf(principal: Principal): string | null {
+  return principal.session?.id ?? principal.keyId;
 }
 
 /** Not confined to one agent: acts as any agent and changes any object its permissions reach. */
@@ -63,6 +76,8 @@ export interface Declared {
    * approvers, which only the step can tell (the run engine checks it).
    */
   orNamedApprover?: boolean;
+  /** A user may lack `permission` acting on what is theirs (their own keys), which only the service can tell. */
+  orOwnUser?: boolean;
 }
 
 /** The one authorization point: every route and MCP tool passes its declaration here. Throws 403 naming the permission. */
@@ -70,5 +85,6 @@ export function authorizeDeclared(principal: Principal, declared: Declared): voi
   const { permission } = declared;
   if (permission === 'authenticated' || principal.permissions.has(permission)) return;
   if (principal.kind === 'agent' && (declared.orNamedApprover || (declared.self !== undefined && declared.self === principal.agentId))) return;
+  if (principal.kind === 'user' && declared.orOwnUser) return;
   authorize(principal.permissions, permission);
 }

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
 import { PERMISSION_NAMES, PERMISSIONS, ROLE_NAMES, ROLES } from './permissions.js';
-import { assertActsAs } from './principal.js';
+import { assertActsAs, type Principal } from './principal.js';
 import {
   AddPublicKeyBody,
   AgentKeyParams,
@@ -23,6 +23,13 @@ import type { AuthService } from './service.js';
 
 const tags = ['auth'];
 
+/** GET /auth/whoami's answer (and a session's principal). */
+export function whoAmI(p: Principal) {
+  const id = p.kind === 'agent' ? p.agentId! : (p.user?.id ?? p.keyId ?? p.actor);
+  const session = p.session === null ? null : { id: p.session.id, expires_at: new Date(p.session.expiresAt).toISOString() };
+  return { kind: p.kind, id, role: p.role, permissions: [...p.permissions], agent_id: p.agentId, username: p.user?.username ?? null, key_id: p.keyId, session, actor: p.actor };
+}
+
 /** The catalogue as served: each permission with the roles that grant it. */
 const CATALOGUE = PERMISSION_NAMES.map((name) => ({ name, description: PERMISSIONS[name], roles: ROLE_NAMES.filter((role) => ROLES[role].includes(name)) }));
 
@@ -31,11 +38,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
     app.get(
       '/auth/whoami',
       { config: { permission: 'authenticated' }, schema: { tags, summary: 'The principal behind the credentials', response: { 200: DataEnvelope(WhoAmI) } } },
-      async (request, reply) => {
-        const p = request.principal;
-        const id = p.kind === 'agent' ? p.agentId! : (p.keyId ?? p.actor);
-        return ok(reply, { kind: p.kind, id, role: p.role, permissions: [...p.permissions], agent_id: p.agentId, key_id: p.keyId, actor: p.actor });
-      },
+      async (request, reply) => ok(reply, whoAmI(request.principal)),
     );
 
     app.get(
@@ -50,10 +53,10 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
     app.post(
       '/auth/keys',
       {
-        config: { permission: 'keys:admin' },
+        config: { permission: 'keys:admin', orOwnUser: true },
         schema: {
           tags,
-          summary: 'Create an API key',
+          summary: 'Create an API key (a user without keys:admin: a key bound to themselves)',
           body: CreateKeyBody,
           response: { 201: DataEnvelope(CreatedKey) },
         },

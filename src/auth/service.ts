@@ -10,16 +10,18 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { EventLog } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { grantable, missingFrom, permissionsOf, type Permission, type Role } from './permissions.js';
+import { CredentialCache } from './credential-cache.js';
+import { grantable, missingFrom, permissionsOf, ROLES, type Permission, type Role } from './permissions.js';
 import type { Principal } from './principal.js';
 import { decodeSignature, normalizePublicKey, SIGNATURE_WINDOW_MS, signingString, verifySignature } from './signing.js';
-import type { ApiKeyRow, AuthStore, PublicKeyRow } from './store.js';
+import type { ApiKeyRow, AuthStore, PublicKeyRow, UserRow } from './store.js';
 
 export interface ApiKey {
   id: string;
   name: string | null;
   role: Role;
   agent_id: string | null;
+  user_id: string | null;
   /** Permission names narrowing the role; null: the whole role. */
   scopes: string[] | null;
   prefix: string;
@@ -31,16 +33,21 @@ export interface ApiKey {
 
 export interface CreateKeyInput {
   agent_id?: string;
+  user_id?: string;
   role?: Role;
   scopes?: string[];
   expires_at?: string;
   name?: string;
 }
 
-/** Who creates a key: recorded as the event's actor; the key can have no permission it lacks. */
+/**
+ * Who creates a key: recorded as the event's actor; the key can have no permission it lacks.
+ * One without keys:admin creates keys only for themselves (`user`: the user it acts as).
+ */
 export interface KeyCreator {
   actor: string;
   permissions: ReadonlySet<Permission>;
+  user?: { id: string } | null;
 }
 
 export interface PublicKey {
@@ -89,6 +96,7 @@ function toApiKey(row: ApiKeyRow): ApiKey {
     name: row.name,
     role: row.role,
     agent_id: row.agent_id,
+    user_id: row.user_id,
     scopes: scopesOf(row),
     prefix: row.prefix,
     created_at: iso(row.created_at),
@@ -116,41 +124,71 @@ function toPublicKey(row: PublicKeyRow): PublicKey {
 /** Signed requests come from agents: the agent role. */
 const SIGNED_PERMISSIONS = permissionsOf('agent', null);
 
-function principalFromKey(row: ApiKeyRow): Principal {
+/** A person's principal: `permissions` at most their role's (a key bound to them may be narrower). */
+export function principalOfUser(user: UserRow, permissions: ReadonlySet<Permission>, keyId: string | null): Principal {
+  const own = ROLES[user.role];
+  return {
+    kind: 'user',
+    role: user.role,
+    permissions: new Set([...permissions].filter((name) => own.includes(name))),
+    agentId: null,
+    keyId,
+    grantingKeyId: null,
+    user: { id: user.id, username: user.username },
+    session: null,
+    actor: `user:${user.username}`,
+    bucket: `user:${user.id}`,
+  };
+}
+
+/** A key's principal; `user`: the user a key bound to one acts as (looked up with it). */
+export function principalOfKey(row: ApiKeyRow, user: UserRow | null): Principal {
+  const permissions = permissionsOf(row.role, scopesOf(row));
+  if (user !== null) return { ...principalOfUser(user, permissions, row.id), role: row.role };
   return {
     kind: row.role === 'agent' ? 'agent' : row.role === 'admin' ? 'admin' : 'key',
     role: row.role,
-    permissions: permissionsOf(row.role, scopesOf(row)),
+    permissions,
     agentId: row.agent_id,
     keyId: row.id,
     grantingKeyId: row.role === 'agent' ? row.id : null,
+    user: null,
+    session: null,
     actor: row.agent_id ?? (row.role === 'admin' ? 'admin' : `key:${row.id}`),
     bucket: row.agent_id !== null ? `agent:${row.agent_id}` : `key:${row.id}`,
   };
 }
 
-/** Channel on which a revocation tells every node to forget the key at once. */
-const REVOKED_CHANNEL = 'auth:key-revoked';
-/** The longest a revoke waits to hear its own announcement (a lost notice must not hang it). */
-const HEAR_REVOCATION_MS = 2000;
+/** Why a user's credentials are refused, or null when they are not. */
+export function userRefusal(user: UserRow | undefined): string | null {
+  if (user === undefined) return 'The user of these credentials has been deleted';
+  return user.disabled_at !== null ? 'The user of these credentials is disabled' : null;
+}
+
+/**
+ * Channel on which the end of a credential (an API key revoked, a session ended, the keys and
+ * sessions of a user disabled) tells every node to forget it at once.
+ */
+const ENDED_CHANNEL = 'auth:key-revoked';
+/** The longest an ending waits to hear its own announcements (a lost notice must not hang it). */
+const HEAR_ENDING_MS = 2000;
 /** Key events are for admins: they name every agent's keys. */
 const ADMINS_ONLY = { agents: [] };
-const KEY_CACHE_MAX = 10_000;
+const LAST_USED_MAX = 10_000;
 /** last_used_at is written at most this often per key and node: never a write per request. */
 const LAST_USED_EVERY_MS = 60_000;
 
 interface CachedKey {
   principal: Principal;
-  keyId: string;
   expiresAt: number | null;
-  /** The notifier's epoch and the database's data version when the key was read (see authenticateKey). */
-  epoch: number;
-  dataVersion: number;
 }
 
+/** The work of `AuthService.endingCredentials`: `end` announces credentials ending in its transaction. */
+export type EndingWork<T> = (tx: Tx, end: (credentials: readonly string[]) => Promise<void>) => Promise<T>;
+
 export class AuthService {
-  /** key hash → principal; saves the key lookup on every request (profiled: ~20% of an authenticated read). */
-  private readonly keyCache = new Map<string, CachedKey>();
+  /** key hash → principal (see authenticateKey). */
+  private readonly keyCache: CredentialCache<CachedKey>;
   /** key id → when this node last wrote its last_used_at. */
   private readonly lastUsedWritten = new Map<string, number>();
   private readonly revocationListeners = new Set<(keyId: string) => void>();
@@ -163,9 +201,10 @@ export class AuthService {
     private readonly notifier: Notifier,
     /** key.created, key.revoked (admins only). */
     private readonly events: EventLog,
-    private readonly dataVersion: (() => number) | null = null,
+    dataVersion: (() => number) | null = null,
   ) {
-    this.stopListening = notifier.listen(REVOKED_CHANNEL, (keyId) => this.forget(keyId));
+    this.keyCache = new CredentialCache(notifier, dataVersion);
+    this.stopListening = notifier.listen(ENDED_CHANNEL, (credential) => this.forget(credential));
   }
 
   close(): void {
@@ -174,27 +213,73 @@ export class AuthService {
     this.revocationListeners.clear();
   }
 
-  /** Calls `listener` with each key revoked that this node hears of (possibly twice). */
-  onRevoked(listener: (keyId: string) => void): () => void {
+  /** Calls `listener` with each credential (key, session) ended that this node hears of (possibly twice). */
+  onRevoked(listener: (credential: string) => void): () => void {
     this.revocationListeners.add(listener);
     return () => this.revocationListeners.delete(listener);
   }
 
-  /** Those of the given keys that are revoked. */
-  async revokedAmong(keyIds: string[]): Promise<string[]> {
-    return this.store.revokedAmong(autocommit, keyIds);
+  /** Those of the given credentials (key and session ids) that no longer authenticate. */
+  async endedAmong(credentials: string[]): Promise<string[]> {
+    const keys = credentials.filter((id) => id.startsWith('key_'));
+    const sessions = credentials.filter((id) => !id.startsWith('key_'));
+    const ended = keys.length > 0 ? await this.store.endedKeysAmong(autocommit, keys) : [];
+    if (sessions.length === 0) return ended;
+    const live = new Set(await this.store.liveSessionsAmong(autocommit, sessions, this.clock.now()));
+    return [...ended, ...sessions.filter((id) => !live.has(id))];
   }
 
-  private forget(keyId: string): void {
-    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
-    for (const listener of this.revocationListeners) listener(keyId);
+  private forget(credential: string): void {
+    this.keyCache.forget(credential);
+    for (const listener of this.revocationListeners) listener(credential);
+  }
+
+  /**
+   * Runs `work` in a transaction in which `end` announces credentials ending: PostgreSQL
+   * delivers the announcement to every node at commit, and a crash cannot commit the one
+   * without the other. Resolves once this node has heard them too: by then the other nodes'
+   * listeners have been sent them, so a request the caller makes next to another node finds
+   * them gone (an ending is immediate).
+   */
+  async endingCredentials<T>(work: EndingWork<T>): Promise<T> {
+    const announced = new Set<string>();
+    const heard = new Set<string>();
+    let allHeard = () => {};
+    const stop = this.notifier.listen(ENDED_CHANNEL, (credential) => {
+      heard.add(credential);
+      if ([...announced].every((id) => heard.has(id))) allHeard();
+    });
+    try {
+      const result = await this.store.inTransaction((tx) =>
+        work(tx, async (credentials) => {
+          for (const credential of credentials) {
+            announced.add(credential);
+            await this.notifier.notifyIn(tx, ENDED_CHANNEL, credential);
+          }
+        }),
+      );
+      if ([...announced].some((id) => !heard.has(id))) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, HEAR_ENDING_MS);
+          allHeard = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      for (const credential of announced) this.forget(credential);
+      return result;
+    } finally {
+      stop();
+    }
   }
 
   /** `creator`: who asks (the key.created event's actor); the key gets no permission it lacks (403). */
   async createKey(input: CreateKeyInput, creator: KeyCreator): Promise<ApiKey & { key: string }> {
-    const role = input.role ?? 'agent';
+    const user = input.user_id === undefined ? null : await this.keyUser(input, creator);
+    const role = input.role ?? user?.role ?? 'agent';
     if (role === 'agent' && input.agent_id === undefined) {
-      throw InvalidRequest.field('agent_id', 'is required for an agent key');
+      throw InvalidRequest.field(user ? 'role' : 'agent_id', user ? 'cannot be agent for a key bound to a user' : 'is required for an agent key');
     }
     const scopes = input.scopes === undefined ? null : [...new Set(input.scopes)];
     const allowed = grantable(role);
@@ -204,16 +289,36 @@ export class AuthService {
     }
     const expiresAt = input.expires_at === undefined ? null : Date.parse(input.expires_at);
     if (expiresAt !== null && !(expiresAt > this.clock.now())) throw InvalidRequest.field('expires_at', 'must be a time in the future');
-    const lacking = missingFrom(creator.permissions, permissionsOf(role, scopes));
+    const granted = permissionsOf(role, scopes);
+    const lacking = missingFrom(creator.permissions, granted);
     if (lacking.length > 0) {
       throw new Forbidden(`Missing permission '${lacking[0]}': a key cannot be given a permission its creator lacks (${lacking.join(', ')})`);
     }
+    const beyondUser = user === null ? [] : missingFrom(new Set(ROLES[user.role]), granted);
+    if (user !== null && beyondUser.length > 0) {
+      throw InvalidRequest.field('role', `is above the user's role ${user.role}: it would grant ${beyondUser.join(', ')} (narrow it with scopes, or pick a lesser role)`);
+    }
     return this.store.inTransaction(async (tx) => {
-      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null, { scopes, expiresAt });
+      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null, { scopes, expiresAt, userId: user?.id ?? null });
       const { key: _plain, ...shown } = key;
       await this.events.append(tx, { type: 'key.created', subject: key.id, actor: creator.actor, data: { key: shown }, readers: ADMINS_ONLY });
       return key;
     });
+  }
+
+  /**
+   * The user a key is created for: an enabled one, and the creator's own unless the creator
+   * holds keys:admin (403 otherwise, as the route would have answered).
+   */
+  private async keyUser(input: CreateKeyInput, creator: KeyCreator): Promise<UserRow> {
+    if (input.agent_id !== undefined) throw InvalidRequest.field('user_id', 'and agent_id exclude each other: a key acts as one user or one agent');
+    if (!creator.permissions.has('keys:admin') && creator.user?.id !== input.user_id) {
+      throw new Forbidden("Missing permission 'keys:admin': without it, a user creates keys only for themselves");
+    }
+    const user = await this.store.findUser(autocommit, input.user_id!);
+    if (!user) throw new NotFound('User', input.user_id);
+    if (user.disabled_at !== null) throw new Conflict(`User '${user.username}' is disabled`);
+    return user;
   }
 
   private async insertKey(
@@ -222,7 +327,7 @@ export class AuthService {
     role: Role,
     agentId: string | null,
     name: string | null,
-    limits: { scopes: string[] | null; expiresAt: number | null } = { scopes: null, expiresAt: null },
+    limits: { scopes: string[] | null; expiresAt: number | null; userId: string | null } = { scopes: null, expiresAt: null, userId: null },
   ) {
     const now = this.clock.now();
     const row: ApiKeyRow = {
@@ -230,6 +335,7 @@ export class AuthService {
       name,
       role,
       agent_id: agentId,
+      user_id: limits.userId,
       key_hash: sha256Hex(plain),
       prefix: plain.slice(0, KEY_PREFIX.length + 6),
       created_at: now,
@@ -254,50 +360,24 @@ export class AuthService {
   }
 
   /**
-   * Revokes the key and deletes, in the same transaction, the public keys it registered: a
-   * signing key must not outlive the key that vouched for it. `actor` and `reason`: who
+   * Revokes the key and deletes, in the same transaction, the public keys it registered and the
+   * sessions it was exchanged for: nothing it vouched for outlives it. `actor` and `reason`: who
    * revokes and why (the key.revoked event's).
    */
   async revokeKey(id: string, actor: string, reason?: string): Promise<RevokedKey> {
     const row = await this.store.findKey(autocommit, id);
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
-    // Announced in the revoking transaction: PostgreSQL delivers it to every node at commit,
-    // and a crash cannot commit the one without the other. The answer waits until this node
-    // hears it too: by then the other nodes' listeners have been sent it, so a request the
-    // caller makes next to another node finds the key gone (revocation is immediate).
-    const heard = this.hearRevocation(id, HEAR_REVOCATION_MS);
-    try {
-      const revoked = await this.store.inTransaction(async (tx): Promise<RevokedKey | null> => {
-        if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return null;
-        const publicKeys = await this.store.deletePublicKeysRegisteredBy(tx, id);
-        await this.notifier.notifyIn(tx, REVOKED_CHANNEL, id);
-        const data = { key: toApiKey(row), public_keys_deleted: publicKeys };
-        await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data, reason, readers: ADMINS_ONLY });
-        return { id, public_keys_deleted: publicKeys };
-      });
-      if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
-      await heard.promise;
-      this.forget(id);
-      return revoked;
-    } finally {
-      heard.cancel();
-    }
-  }
-
-  /** Resolves when this node hears `keyId`'s revocation through the notifier, or after `ms`. */
-  private hearRevocation(keyId: string, ms: number): { promise: Promise<void>; cancel: () => void } {
-    let cancel = () => {};
-    const promise = new Promise<void>((resolve) => {
-      const stop = this.notifier.listen(REVOKED_CHANNEL, (heardId) => heardId === keyId && cancel());
-      const timer = setTimeout(() => cancel(), ms);
-      cancel = () => {
-        clearTimeout(timer);
-        stop();
-        resolve();
-      };
+    const revoked = await this.endingCredentials(async (tx, end): Promise<RevokedKey | null> => {
+      if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return null;
+      const publicKeys = await this.store.deletePublicKeysRegisteredBy(tx, id);
+      await end([id, ...(await this.store.deleteSessionsOf(tx, { keyId: id }))]);
+      const data = { key: toApiKey(row), public_keys_deleted: publicKeys };
+      await this.events.append(tx, { type: 'key.revoked', subject: id, actor, data, reason, readers: ADMINS_ONLY });
+      return { id, public_keys_deleted: publicKeys };
     });
-    return { promise, cancel };
+    if (!revoked) throw new Conflict(`API key '${id}' is already revoked`);
+    return revoked;
   }
 
   /**
@@ -311,11 +391,9 @@ export class AuthService {
   authenticateKey(plain: string): Principal | Promise<Principal> {
     if (!plain.startsWith(KEY_PREFIX) || plain.length > 200) throw new Unauthorized('Malformed API key');
     const hash = sha256Hex(plain);
-    const epoch = this.notifier.epoch;
-    const dataVersion = this.dataVersion?.() ?? 0;
     const cached = this.keyCache.get(hash);
-    if (cached && cached.epoch === epoch && cached.dataVersion === dataVersion) return this.admitKey(cached.principal, cached.expiresAt);
-    return this.lookUpKey(hash, epoch, dataVersion);
+    if (cached) return this.admitKey(cached.principal, cached.expiresAt);
+    return this.lookUpKey(hash);
   }
 
   /** A known key, unless it has expired; notes its use (written at most once a minute). */
@@ -325,7 +403,7 @@ export class AuthService {
     const keyId = principal.keyId!;
     const written = this.lastUsedWritten.get(keyId);
     if (written === undefined || now - written >= LAST_USED_EVERY_MS) {
-      if (this.lastUsedWritten.size >= KEY_CACHE_MAX) this.lastUsedWritten.clear();
+      if (this.lastUsedWritten.size >= LAST_USED_MAX) this.lastUsedWritten.clear();
       this.lastUsedWritten.set(keyId, now);
       // Not awaited: the request does not wait for bookkeeping, and a failed write is retried a minute later.
       this.store.touchKey(autocommit, keyId, now).catch(() => this.lastUsedWritten.delete(keyId));
@@ -333,8 +411,8 @@ export class AuthService {
     return principal;
   }
 
-  /** `epoch` and `dataVersion` are read before the key: a change in between only costs another lookup. */
-  private async lookUpKey(hash: string, epoch: number | null, dataVersion: number): Promise<Principal> {
+  private async lookUpKey(hash: string): Promise<Principal> {
+    const stamp = this.keyCache.stamp();
     const row = await this.store.findKeyByHash(autocommit, hash);
     // The lookup is by hash, so timing reveals nothing about the key; the explicit
     // constant-time comparison keeps that true if the lookup ever changes.
@@ -342,12 +420,18 @@ export class AuthService {
       throw new Unauthorized('Unknown API key');
     }
     if (row.revoked_at !== null) throw new Unauthorized('API key has been revoked');
-    const principal = principalFromKey(row);
-    if (epoch !== null) {
-      if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-      this.keyCache.set(hash, { principal, keyId: row.id, expiresAt: row.expires_at, epoch, dataVersion });
-    }
+    const principal = await this.keyPrincipal(row);
+    this.keyCache.set(hash, { principal, expiresAt: row.expires_at }, [row.id], stamp);
     return this.admitKey(principal, row.expires_at);
+  }
+
+  /** The principal of an unrevoked key; 401 when it is bound to a user who is disabled or gone. */
+  async keyPrincipal(row: ApiKeyRow): Promise<Principal> {
+    if (row.user_id === null) return principalOfKey(row, null);
+    const user = await this.store.findUser(autocommit, row.user_id);
+    const refusal = userRefusal(user);
+    if (refusal !== null) throw new Unauthorized(refusal);
+    return principalOfKey(row, user!);
   }
 
   /**
@@ -387,6 +471,8 @@ export class AuthService {
       agentId: pending.agentId,
       keyId: null,
       grantingKeyId: signer.registered_by_key_id,
+      user: null,
+      session: null,
       actor: pending.agentId,
       bucket: `agent:${pending.agentId}`,
     };

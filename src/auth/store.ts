@@ -1,15 +1,23 @@
 import type { Selectable } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import { paginateCompiled } from '../db/paginate.js';
+import { paginate, paginateCompiled } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { dbOf, type Tx } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { ApiKeysTable, AgentPublicKeysTable } from './tables.js';
+import type { ApiKeysTable, AgentPublicKeysTable, AuthSessionsTable, UsersTable } from './tables.js';
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type PublicKeyRow = Selectable<AgentPublicKeysTable>;
+export type UserRow = Selectable<UsersTable>;
+export type SessionRow = Selectable<AuthSessionsTable>;
+
+/** A user's credentials that end with it: its API keys and its sessions. */
+export interface UserCredentials {
+  keyIds: string[];
+  sessionIds: string[];
+}
 
 export class AuthStore extends Store {
   private readonly statements: Statements;
@@ -60,12 +68,30 @@ export class AuthStore extends Store {
     }, window);
   }
 
-  async revokedAmong(tx: Tx, ids: string[]): Promise<string[]> {
+  /** Those of the given API keys that are revoked, or whose user is disabled or gone. */
+  async endedKeysAmong(tx: Tx, ids: string[]): Promise<string[]> {
     const rows = await dbOf(tx, this.db)
       .selectFrom('api_keys')
+      .leftJoin('users', 'users.id', 'api_keys.user_id')
+      .select('api_keys.id')
+      .where(this.caps.inTextList('api_keys.id', ids))
+      .where((eb) =>
+        eb.or([
+          eb('api_keys.revoked_at', 'is not', null),
+          eb.and([eb('api_keys.user_id', 'is not', null), eb.or([eb('users.id', 'is', null), eb('users.disabled_at', 'is not', null)])]),
+        ]),
+      )
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
+  /** Those of the given sessions that still exist and have not expired. */
+  async liveSessionsAmong(tx: Tx, ids: string[], now: number): Promise<string[]> {
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('auth_sessions')
       .select('id')
       .where(this.caps.inTextList('id', ids))
-      .where('revoked_at', 'is not', null)
+      .where('expires_at', '>', now)
       .execute();
     return rows.map((row) => row.id);
   }
@@ -155,5 +181,98 @@ export class AuthStore extends Store {
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
     return (await this.getSetting(tx, name)) ?? value;
+  }
+
+  async insertUser(tx: Tx, row: UserRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('users').values(row).execute();
+  }
+
+  async findUser(tx: Tx, id: string): Promise<UserRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async findUserByName(tx: Tx, username: string): Promise<UserRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
+  }
+
+  async listUsers(tx: Tx, window: Page): Promise<Paged<UserRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('users').selectAll().orderBy('id'), window);
+  }
+
+  /** Changes the given columns; the row after the change, or undefined when there is no such user. */
+  async updateUser(tx: Tx, id: string, changes: Partial<Omit<UserRow, 'id' | 'username' | 'created_at'>>): Promise<UserRow | undefined> {
+    return dbOf(tx, this.db).updateTable('users').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+  }
+
+  async deleteUser(tx: Tx, id: string): Promise<boolean> {
+    const result = await dbOf(tx, this.db).deleteFrom('users').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** The user's unrevoked keys and its sessions; `withKeys: false` only its sessions. */
+  async credentialsOfUser(tx: Tx, userId: string, withKeys: boolean): Promise<UserCredentials> {
+    const db = dbOf(tx, this.db);
+    const keys = withKeys ? await db.selectFrom('api_keys').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute() : [];
+    const sessions = await db.selectFrom('auth_sessions').select('id').where('user_id', '=', userId).execute();
+    return { keyIds: keys.map((row) => row.id), sessionIds: sessions.map((row) => row.id) };
+  }
+
+  /** Revokes every unrevoked key of the user (it is deleted). */
+  async revokeKeysOfUser(tx: Tx, userId: string, at: number): Promise<void> {
+    await dbOf(tx, this.db).updateTable('api_keys').set({ revoked_at: at }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+  }
+
+  async insertSession(tx: Tx, row: SessionRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('auth_sessions').values(row).execute();
+  }
+
+  async findSessionByHash(tx: Tx, tokenHash: string): Promise<SessionRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('auth_sessions').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+  }
+
+  /** Moves a session's expiry forward (never back: another node may have moved it further). */
+  async extendSession(tx: Tx, id: string, expiresAt: number): Promise<void> {
+    await dbOf(tx, this.db).updateTable('auth_sessions').set({ expires_at: expiresAt }).where('id', '=', id).where('expires_at', '<', expiresAt).execute();
+  }
+
+  async deleteSession(tx: Tx, id: string): Promise<boolean> {
+    const result = await dbOf(tx, this.db).deleteFrom('auth_sessions').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** Deletes the sessions of the given users or keys; returns their ids. */
+  async deleteSessionsOf(tx: Tx, of: { userId: string } | { keyId: string }): Promise<string[]> {
+    const query = dbOf(tx, this.db).deleteFrom('auth_sessions');
+    const scoped = 'userId' in of ? query.where('user_id', '=', of.userId) : query.where('key_id', '=', of.keyId);
+    return (await scoped.returning('id').execute()).map((row) => row.id);
+  }
+
+  async deleteSessionsExpiredBy(tx: Tx, at: number): Promise<number> {
+    const result = await dbOf(tx, this.db).deleteFrom('auth_sessions').where('expires_at', '<=', at).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /** The bucket's failures since `since`: how many, and the oldest. */
+  async signInFailures(tx: Tx, bucket: string, since: number): Promise<{ count: number; oldest: number | null }> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('sign_in_failures')
+      .select((eb) => [eb.fn.countAll<string | number>().as('count'), eb.fn.min('failed_at').as('oldest')])
+      .where('bucket', '=', bucket)
+      .where('failed_at', '>', since)
+      .executeTakeFirstOrThrow();
+    return { count: Number(row.count), oldest: row.oldest === null ? null : Number(row.oldest) };
+  }
+
+  async recordSignInFailure(tx: Tx, bucket: string, at: number): Promise<void> {
+    await dbOf(tx, this.db).insertInto('sign_in_failures').values({ bucket, failed_at: at }).execute();
+  }
+
+  async clearSignInFailures(tx: Tx, bucket: string): Promise<void> {
+    await dbOf(tx, this.db).deleteFrom('sign_in_failures').where('bucket', '=', bucket).execute();
+  }
+
+  async forgetSignInFailuresBefore(tx: Tx, at: number): Promise<number> {
+    const result = await dbOf(tx, this.db).deleteFrom('sign_in_failures').where('failed_at', '<=', at).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 }

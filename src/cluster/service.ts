@@ -3,6 +3,7 @@ import { autocommit } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+import type { NodeRegistry } from '../kernel/ports.js';
 import type { ClusterNode } from './schemas.js';
 import type { ClusterStore, NodeRow } from './store.js';
 
@@ -27,7 +28,7 @@ export interface ClusterDeps {
  * computed by the reader from `last_seen_at`, so a node that died without a word turns down
  * 30 s after its last heartbeat, wherever it is read.
  */
-export class ClusterService {
+export class ClusterService implements NodeRegistry {
   readonly nodeId: string;
   private readonly startedAt: number;
 
@@ -68,6 +69,11 @@ export class ClusterService {
   /** A clean shutdown: down at once. */
   async stopped(): Promise<void> {
     await this.deps.store.markStopped(autocommit, this.nodeId, this.deps.clock.now());
+  }
+
+  /** The nodes up now: by the rule of `status`, on this node's clock. */
+  async liveNodeIds(): Promise<string[]> {
+    return this.deps.store.liveNodeIds(autocommit, this.deps.clock.now() - DOWN_AFTER_MS);
   }
 
   async list(window: Page): Promise<Paged<ClusterNode>> {

@@ -30,6 +30,12 @@ export class ClusterStore extends Store {
     await dbOf(tx, this.db).updateTable('cluster_nodes').set({ last_seen_at: now, stopped_at: now }).where('id', '=', id).execute();
   }
 
+  /** The nodes seen since `since` that have not stopped. */
+  async liveNodeIds(tx: Tx, since: number): Promise<string[]> {
+    const rows = await dbOf(tx, this.db).selectFrom('cluster_nodes').select('id').where('stopped_at', 'is', null).where('last_seen_at', '>=', since).execute();
+    return rows.map((r) => r.id);
+  }
+
   /** Nodes first started first. */
   async listNodes(tx: Tx, window: Page): Promise<Paged<NodeRow>> {
     return paginate(dbOf(tx, this.db).selectFrom('cluster_nodes').selectAll().orderBy('started_at').orderBy('id'), window);

@@ -6,9 +6,9 @@ import type { Role } from '../auth/index.js';
  */
 export interface Decider {
   /** What the decision records: the principal's kind and id. */
-  kind: 'admin' | 'agent' | 'key' | 'link' | 'system';
+  kind: 'admin' | 'agent' | 'key' | 'user' | 'link' | 'system';
   id: string;
-  /** The event log's actor. */
+  /** The event log's actor; a user's is `user:<username>`, as approvers name them. */
   actor: string;
   agentId: string | null;
   role: Role | null;
@@ -34,7 +34,7 @@ export function approverAgents(approvers: readonly string[]): string[] {
 /**
  * Whether `decider` may decide a step with these approvers: an agent the step names needs no
  * permission; anyone else needs approvals:decide, and, when the step names approvers, to be
- * named (by role) or to override.
+ * named (a user by `user:<username>`, or by role) or to override.
  */
 export function decisionRefusal(approvers: readonly string[], decider: Decider): string | null {
   const namedAgent = decider.agentId !== null && approverAgents(approvers).includes(decider.agentId);
@@ -42,5 +42,6 @@ export function decisionRefusal(approvers: readonly string[], decider: Decider):
   if (!decider.mayDecide) return "Missing permission 'approvals:decide': only people (approver, operator and admin keys) and the agents a step names decide human steps";
   if (approvers.length === 0 || decider.overrides) return null;
   if (decider.role !== null && approvers.includes(`role:${decider.role}`)) return null;
+  if (decider.kind === 'user' && approvers.includes(decider.actor)) return null;
   return `Only ${approvers.join(', ')} (or an admin) may decide this step`;
 }

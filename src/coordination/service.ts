@@ -34,7 +34,7 @@ export const callerOf = (principal: Principal): Caller => ({
   agentId: principal.agentId,
   decider: {
     kind: principal.kind,
-    id: principal.kind === 'key' ? principal.keyId! : (principal.agentId ?? principal.actor),
+    id: principal.user?.id ?? (principal.kind === 'key' ? principal.keyId! : (principal.agentId ?? principal.actor)),
     actor: principal.actor,
     agentId: principal.agentId,
     role: principal.role,

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { credentialOf } from '../auth/index.js';
 import { list } from '../http/reply.js';
 import { ListEnvelope, page } from '../http/schemas.js';
 import { streamBody } from '../http/stream-body.js';
@@ -69,7 +70,7 @@ export function eventsRoutes(
         const end = () => stop.abort();
         streams.add(end);
         // A revoked key's stream ends like its other connections.
-        const unhold = connections.hold(request.principal.keyId, end);
+        const unhold = connections.hold(credentialOf(request.principal), end);
         if (shutdown.aborted) end();
         const events = service.follow(filter, stop.signal);
         async function* messages() {

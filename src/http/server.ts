@@ -7,7 +7,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginCallback } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { AuthService, Requirement } from '../auth/index.js';
+import type { AuthService, Requirement, SessionService } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import type { StorageFullness } from '../db/faults.js';
@@ -19,6 +19,7 @@ import { answerClientError, answerFrameworkError, installErrorHandling } from '.
 import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { describeOperations } from './openapi.js';
 import { installAuth } from './plugins/auth.js';
+import { SESSION_COOKIE } from './session-cookie.js';
 import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
 import { requestId } from './plugins/request-id.js';
@@ -52,6 +53,8 @@ export interface HttpServerOptions {
   config: Config;
   logger: Logger;
   auth: AuthService;
+  /** The console's sessions: the cookie authenticates like a key. */
+  sessions: SessionService;
   limiter: RateLimiter;
   /** Budgets per client address of requests without a principal. */
   anonymousLimiter: RateLimiter;
@@ -180,7 +183,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     options: { maxPayload: 2 * options.config.maxJsonBodyBytes },
     errorHandler: (err, _socket, request) => request.log.debug({ err }, 'websocket error'),
   });
-  installAuth(app, options.auth, {
+  installAuth(app, options.auth, options.sessions, {
     principals: options.limiter,
     anonymous: options.anonymousLimiter,
     bodyBytes: options.config.maxJsonBodyBytes,
@@ -230,6 +233,12 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
       components: {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', description: 'API key: Authorization: Bearer sk_…' },
+          session: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: SESSION_COOKIE,
+            description: 'The console session set by POST /api/v1/auth/sessions; requests that change state also send X-CSRF-Token',
+          },
           agentSignature: {
             type: 'apiKey',
             in: 'header',
@@ -239,7 +248,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
           },
         },
       },
-      security: [{ bearer: [] }, { agentSignature: [] }],
+      security: [{ bearer: [] }, { agentSignature: [] }, { session: [] }],
     },
     transformObject: (built) => ('openapiObject' in built ? describeOperations(built.openapiObject, routes) : built.swaggerObject),
   });

@@ -118,8 +118,8 @@ export class RangeNotSatisfiable extends AppError {
 }
 
 export class RateLimited extends AppError {
-  constructor(retryAfterSeconds: number) {
-    super('rate_limited', `Rate limit exceeded; retry in ${retryAfterSeconds} s`, undefined, {
+  constructor(retryAfterSeconds: number, message = `Rate limit exceeded; retry in ${retryAfterSeconds} s`) {
+    super('rate_limited', message, undefined, {
       'Retry-After': String(retryAfterSeconds),
     });
   }

@@ -16,7 +16,18 @@ export interface ExpressionLimits {
   readonly maxResultBytes: number;
   /** The V8 old-generation heap of each process (--max-old-space-size). */
   readonly heapMb: number;
+  /** Expressions that may wait for a process; one more fails at once. Default QUEUED_PER_WORKER per process. */
+  readonly maxQueued?: number;
 }
+
+/**
+ * Expressions that may wait per process. Each waiting one holds its input, and each may take
+ * its whole time budget: unbounded, a burst of trigger fires or plan steps grew memory and
+ * waited behind one another for minutes. 256 per process at the default 1 s budget is at most
+ * about two minutes of waiting, while an ordinary expression (a path, a comparison: under a
+ * millisecond) clears a full queue in well under a second.
+ */
+export const QUEUED_PER_WORKER = 256;
 
 /** An expression failed on its input (`failed`) or went over its time, memory or size budget (`budget`). */
 export class ExpressionError extends Error {
@@ -70,6 +81,10 @@ export class ExpressionPool implements Expressions {
 
   evaluate(expression: string, input: unknown): Promise<unknown> {
     if (this.closed) return Promise.reject(new Error(CLOSED));
+    const maxQueued = this.limits.maxQueued ?? QUEUED_PER_WORKER * this.limits.workers;
+    if (this.queue.length >= maxQueued) {
+      return Promise.reject(new ExpressionError('budget', `too many expressions are waiting to be evaluated (${maxQueued}); try again later`));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ expression, input, resolve, reject });
       this.dispatch();

@@ -215,3 +215,10 @@ export interface NewEvent {
 export interface EventLog {
   append(tx: Tx, ...events: NewEvent[]): Promise<void>;
 }
+
+/** Implemented by cluster: this node's id in the node registry, and which nodes are up (design §10). */
+export interface NodeRegistry {
+  readonly nodeId: string;
+  /** The nodes whose heartbeat is fresh and that have not stopped (a node not listed is down or gone). */
+  liveNodeIds(): Promise<string[]>;
+}

@@ -35,7 +35,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { authorizeDeclared, type Permission, type Principal } from '../auth/index.js';
+import { authorizeDeclared, credentialOf, type Permission, type Principal } from '../auth/index.js';
 import { API_VERSION } from '../http/server.js';
 import { AppError, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { OpenConnections } from '../kernel/open-connections.js';
@@ -301,12 +301,13 @@ export function createStatelessMcpServer(surface: McpSurface, logger: Logger, pr
 const SIGNED = 'signed:';
 
 /**
- * A session belongs to the API key that opened it, not to its agent or role: revoking the key
- * ends its sessions, and another key (of the same agent, or another admin key) cannot take
- * them over. A signed request has no key; its session belongs to the signing agent.
+ * A session belongs to the API key (or console session) that opened it, not to its agent or
+ * role: revoking the key ends its sessions, and another key (of the same agent, or another
+ * admin key) cannot take them over. A signed request has no key; its session belongs to the
+ * signing agent.
  */
-function credentialOf(principal: Principal): string {
-  return principal.keyId ?? `${SIGNED}${principal.agentId}`;
+function ownerOf(principal: Principal): string {
+  return credentialOf(principal) ?? `${SIGNED}${principal.agentId}`;
 }
 
 const SWEEP_INTERVAL_MS = 60_000;
@@ -384,8 +385,8 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
         sessionIdGenerator: randomUUID,
         // Called before initialize is answered, so the client's next request finds the session.
         onsessioninitialized: (id) => {
-          const release = connections.hold(principal.keyId, () => void transport.close());
-          for (const evicted of sessions.add(id, { transport, credential: credentialOf(principal), lastSeen: Date.now(), release })) {
+          const release = connections.hold(credentialOf(principal), () => void transport.close());
+          for (const evicted of sessions.add(id, { transport, credential: ownerOf(principal), lastSeen: Date.now(), release })) {
             evicted.release();
             void evicted.transport.close();
           }
@@ -417,7 +418,7 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
         const session = sessions.get(sessionId);
         // 404 tells the client to initialize a new session (MCP spec, session management).
         if (!session) throw new NotFound('MCP session', sessionId);
-        if (session.credential !== credentialOf(principal)) throw new Forbidden('This MCP session belongs to another key');
+        if (session.credential !== ownerOf(principal)) throw new Forbidden('This MCP session belongs to another key');
         sessions.touch(sessionId, Date.now());
         transport = session.transport;
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {

@@ -4,7 +4,7 @@ import addFormats from 'ajv-formats';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { actingAgent } from '../auth/index.js';
+import { actingAgent, credentialOf } from '../auth/index.js';
 import { storageFault } from '../db/faults.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
 import { AppError, InvalidRequest, PayloadTooLarge, RateLimited } from '../kernel/errors.js';
@@ -200,7 +200,7 @@ export function channelRoutes(
         );
         sockets.add(socket);
         // A revoked key's channel ends like its other connections.
-        const unhold = deps.connections.hold(principal.keyId, (reason) => endWith(POLICY_VIOLATION, reason));
+        const unhold = deps.connections.hold(credentialOf(principal), (reason) => endWith(POLICY_VIOLATION, reason));
         if (shutdown.aborted) socket.close(GOING_AWAY, 'server shutting down');
 
         /** The rate limit's refusal when the caller's budget is spent, else null. */

@@ -39,6 +39,8 @@ describeEachDialect('the console: an agent and its inbox', (dialect) => {
     await page.getByText('1–25 of 27 agents').waitFor({ timeout: WAIT_MS });
     await page.getByRole('button', { name: 'Next' }).click();
     await page.getByText('26–27 of 27 agents').waitFor({ timeout: WAIT_MS });
+    // The pager's text may change before the second page's rows replace the first's.
+    await page.getByRole('link', { name: ids[25]! }).waitFor({ timeout: WAIT_MS });
     expect(await page.locator('tr[data-agent]').count()).toBe(2);
     expect(new URL(page.url()).searchParams.get('page')).toBe('2');
 

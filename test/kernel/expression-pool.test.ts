@@ -44,6 +44,20 @@ describe('ExpressionPool', () => {
     expect(failed).toMatchObject({ kind: 'budget', message: expect.stringMatching(/^the expression's result exceeded its size budget \(\d+ bytes, at most 1024\)$/) });
   });
 
+  it('fails an expression at once while the queue is full, and takes them again once it has room', async () => {
+    const expressions = open({ timeoutMs: 5000, maxQueued: 2 });
+    expect(await expressions.evaluate('0', {})).toBe(0);
+    // One running in the only process, two waiting: the queue is full.
+    const running = expressions.evaluate('$count([1..3000000])', {});
+    const waiting = [expressions.evaluate('1', {}), expressions.evaluate('2', {})];
+    const refused = await expressions.evaluate('3', {}).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ExpressionError);
+    expect(refused).toMatchObject({ kind: 'budget', message: 'too many expressions are waiting to be evaluated (2); try again later' });
+    expect(await running).toBe(3_000_000);
+    expect(await Promise.all(waiting)).toEqual([1, 2]);
+    expect(await expressions.evaluate('4', {})).toBe(4);
+  });
+
   it('on close fails what waits, and evaluates nothing more', async () => {
     const expressions = open({ timeoutMs: 5000 });
     expect(await expressions.evaluate('0', {})).toBe(0);

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import unique
 
-from switchboard import OPERATIONS, Conflict, InvalidRequest, MethodNotAllowed, NotFound, Paged, StreamedResponse, Switchboard, SwitchboardError
+from switchboard import OPERATIONS, Conflict, InvalidRequest, MethodNotAllowed, NotFound, Paged, StreamedResponse, Switchboard, SwitchboardError, Unauthorized
 
 Row = Callable[[Switchboard, SimpleNamespace], Any]
 
@@ -110,6 +110,17 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "auth.list_groups": (lambda c, x: list(c.auth.list_groups()), None),
     "auth.list_group_members": (lambda c, x: list(c.auth.list_group_members(group="no-such-group")), NotFound),
     "auth.remove_public_key": (lambda c, x: c.auth.remove_public_key(agent_id=x.agent_id, key_id="pk_missing"), NotFound),
+    "auth.create_user": (lambda c, x: c.auth.create_user(username=unique("py-user"), role="viewer", password="a long password"), None),
+    "auth.list_users": (lambda c, x: list(c.auth.list_users()), None),
+    "auth.get_user": (lambda c, x: c.auth.get_user(user_id="usr_missing"), NotFound),
+    "auth.update_user": (lambda c, x: c.auth.update_user(user_id="usr_missing", disabled=True), NotFound),
+    "auth.delete_user": (
+        lambda c, x: c.auth.delete_user(user_id=c.auth.create_user(username=unique("py-leaver"), role="viewer")["id"]),
+        None,
+    ),
+    "auth.sign_in": (lambda c, x: c.auth.sign_in(username="py-nobody", password="a wrong password"), Unauthorized),
+    "auth.current_session": (lambda c, x: c.auth.current_session(), NotFound),
+    "auth.sign_out": (lambda c, x: c.auth.sign_out(), NotFound),
     "messaging.send": (lambda c, x: c.messaging.send(destination=x.agent_id, event_name="ops.send", payload={"a": 1}, idempotency_key=unique("k")), None),
     "messaging.send_batch": (lambda c, x: c.messaging.send_batch(messages=[{"destination": x.agent_id, "event_name": "ops.batch"}]), None),
     "messaging.receive": (lambda c, x: x.agent.messaging.receive(agent_id=x.agent_id, timeout=0, max=1), None),

@@ -25,6 +25,8 @@ import * as authPublicKeyRegistrars from './0022-auth-public-key-registrars.js';
 import * as keyScopes from './0023-key-scopes.js';
 import * as accessGroups from './0024-access-groups.js';
 import * as ownership from './0025-ownership.js';
+import * as usersSessions from './0026-users-sessions.js';
+import * as blobStagingNodes from './0028-blob-staging-nodes.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -60,4 +62,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0023-key-scopes': keyScopes,
   '0024-access-groups': accessGroups,
   '0025-ownership': ownership,
+  '0026-users-sessions': usersSessions,
+  '0028-blob-staging-nodes': blobStagingNodes,
 };

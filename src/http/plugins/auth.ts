@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { AuthService, PendingSignature, Principal, Requirement } from '../../auth/index.js';
+import type { AuthService, PendingSignature, Principal, Requirement, SessionService } from '../../auth/index.js';
 import { authorizeDeclared, EMPTY_BODY_SHA256 } from '../../auth/index.js';
-import { RateLimited, ServiceUnavailable, Unauthorized } from '../../kernel/errors.js';
+import { Forbidden, RateLimited, ServiceUnavailable, Unauthorized } from '../../kernel/errors.js';
 import { sha256Hex } from '../../kernel/sha256.js';
 import type { RateLimitDecision, RateLimiter } from '../../kernel/rate-limiter.js';
 import { pathWithQuery } from '../reply.js';
+import { sessionCookie } from '../session-cookie.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,6 +15,8 @@ declare module 'fastify' {
     rawBody?: Buffer;
     /** Signature headers that passed the checks before the body; verified once the body has been read. */
     signedBy?: PendingSignature;
+    /** The session token of the cookie that authenticated the request. */
+    sessionToken?: string;
   }
   interface FastifyContextConfig {
     /** No credentials needed (health, webhooks, signed URLs): the path carries its own proof. */
@@ -35,8 +38,13 @@ declare module 'fastify' {
      * approvers, which only the step can tell (the run engine checks it).
      */
     orNamedApprover?: boolean;
+    /** A user may lack `permission` acting on what is theirs (their own keys), which the service checks. */
+    orOwnUser?: boolean;
   }
 }
+
+/** Methods that change nothing: a request with the session cookie needs no CSRF token for them. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export interface AuthLimits {
   /** Budgets of authenticated principals. */
@@ -55,15 +63,16 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 /**
- * Authentication and rate limiting for every route (design §2, §3): bearer keys are checked
- * before the body is read; Ed25519 signatures cover the body's hash, so before the body only
+ * Authentication and rate limiting for every route (design §2, §3): bearer keys, and the
+ * console's session cookie where no other credentials are sent, are checked before the body is
+ * read (a request with the cookie that changes state must carry the session's X-CSRF-Token); Ed25519 signatures cover the body's hash, so before the body only
  * what can be (a canonical signature, a fresh timestamp, a registered key), and the signature
  * after. Streamed bodies (multipart, raw uploads) are signed through the `X-Content-SHA256`
  * header, which the consuming route checks against the bytes it stores. A request with no
  * principal (a public route, or refused credentials) spends its client address's anonymous
  * budget, so every answer carries the budget headers.
  */
-export function installAuth(app: FastifyInstance, auth: AuthService, limits: AuthLimits): void {
+export function installAuth(app: FastifyInstance, auth: AuthService, sessions: SessionService, limits: AuthLimits): void {
   app.decorateRequest('principal', null as unknown as Principal);
 
   function spend(limiter: RateLimiter, bucket: string, reply: FastifyReply): void | Promise<void> {
@@ -135,11 +144,11 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limits: Aut
 
   /** The route's declared permission, checked as soon as the caller is known (usually a Set lookup). */
   function authorizeRoute(request: FastifyRequest, principal: Principal): void {
-    const { permission, orSelf, orNamedApprover } = request.routeOptions.config;
+    const { permission, orSelf, orNamedApprover, orOwnUser } = request.routeOptions.config;
     // Only public routes declare none (server.ts refuses to start otherwise), and they admit no principal.
     if (permission === undefined || permission === 'authenticated' || principal.permissions.has(permission)) return;
     const self = orSelf === undefined ? undefined : (request.params as Record<string, string>)[orSelf];
-    authorizeDeclared(principal, { permission, self, orNamedApprover });
+    authorizeDeclared(principal, { permission, self, orNamedApprover, orOwnUser });
   }
 
   /** Settles at once for a cached key and an in-memory limiter, the common case. */
@@ -165,7 +174,21 @@ export function installAuth(app: FastifyInstance, auth: AuthService, limits: Aut
         request.signedBy = pending;
       });
     }
-    throw new Unauthorized('Missing credentials: send "Authorization: Bearer <API key>" or sign the request');
+    const token = sessionCookie(request);
+    if (token !== undefined) {
+      // Browsers send the cookie with any request to this origin: one that changes state proves it
+      // came from the console's page, which alone can read the CSRF token.
+      const checked = (principal: Principal) => {
+        if (!SAFE_METHODS.has(request.method) && !sessions.csrfMatches(token, header(request, 'x-csrf-token'))) {
+          throw new Forbidden("Missing or wrong X-CSRF-Token: a request with the session cookie that changes state must send the session's CSRF token");
+        }
+        request.sessionToken = token;
+        return admit(request, reply, principal);
+      };
+      const principal = sessions.authenticate(token);
+      return principal instanceof Promise ? principal.then(checked) : checked(principal);
+    }
+    throw new Unauthorized('Missing credentials: send "Authorization: Bearer <API key>", sign the request, or sign in (session cookie)');
   }
 
   // A callback hook, so that a request settled at once costs no promise.

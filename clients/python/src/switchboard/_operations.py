@@ -27,12 +27,14 @@ class AuthWhoamiArgs(TypedDict, total=False):
 class AuthWhoamiData(TypedDict):
     """What auth.whoami returns."""
 
-    kind: Literal["admin", "agent", "key"]
+    kind: Literal["admin", "agent", "user", "key"]
     id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
     permissions: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
     agent_id: str | None
+    username: str | None
     key_id: str | None
+    session: dict[str, Any] | None
     actor: str
 
 
@@ -63,6 +65,7 @@ class AuthListKeysItem(TypedDict):
     name: str | None
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
     agent_id: str | None
+    user_id: str | None
     scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]] | None
     prefix: str
     created_at: str
@@ -75,6 +78,7 @@ class AuthCreateKeyBody(TypedDict, total=False):
     """The JSON body of auth.create_key."""
 
     agent_id: str
+    user_id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
     scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
     expires_at: str
@@ -85,6 +89,7 @@ class AuthCreateKeyArgs(TypedDict, total=False):
     """The keyword arguments of auth.create_key."""
 
     agent_id: str
+    user_id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
     scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
     expires_at: str
@@ -160,6 +165,177 @@ class AuthRemovePublicKeyArgs(TypedDict):
 
 class AuthRemovePublicKeyData(TypedDict):
     """What auth.remove_public_key returns."""
+
+    id: str
+    deleted: Literal[True]
+
+
+class AuthListUsersArgs(TypedDict, total=False):
+    """The keyword arguments of auth.list_users."""
+
+    limit: int
+    offset: int
+
+
+class AuthListUsersItem(TypedDict):
+    """One item of auth.list_users."""
+
+    id: str
+    username: str
+    display_name: str | None
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
+    disabled: bool
+    has_password: bool
+    created_at: str
+    updated_at: str
+
+
+class _AuthCreateUserBodyRequired(TypedDict):
+    username: str
+    role: Literal["admin", "operator", "approver", "viewer"]
+
+
+class AuthCreateUserBody(_AuthCreateUserBodyRequired, total=False):
+    """The JSON body of auth.create_user."""
+
+    display_name: str
+    password: str
+
+
+class _AuthCreateUserArgsRequired(TypedDict):
+    username: str
+    role: Literal["admin", "operator", "approver", "viewer"]
+
+
+class AuthCreateUserArgs(_AuthCreateUserArgsRequired, total=False):
+    """The keyword arguments of auth.create_user."""
+
+    display_name: str
+    password: str
+
+
+class AuthCreateUserData(TypedDict):
+    """What auth.create_user returns."""
+
+    id: str
+    username: str
+    display_name: str | None
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
+    disabled: bool
+    has_password: bool
+    created_at: str
+    updated_at: str
+
+
+class AuthGetUserArgs(TypedDict):
+    """The keyword arguments of auth.get_user."""
+
+    user_id: str | int
+
+
+class AuthGetUserData(TypedDict):
+    """What auth.get_user returns."""
+
+    id: str
+    username: str
+    display_name: str | None
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
+    disabled: bool
+    has_password: bool
+    created_at: str
+    updated_at: str
+
+
+class AuthUpdateUserBody(TypedDict, total=False):
+    """The JSON body of auth.update_user."""
+
+    role: Literal["admin", "operator", "approver", "viewer"]
+    display_name: str | None
+    disabled: bool
+    password: str
+
+
+class _AuthUpdateUserArgsRequired(TypedDict):
+    user_id: str | int
+
+
+class AuthUpdateUserArgs(_AuthUpdateUserArgsRequired, total=False):
+    """The keyword arguments of auth.update_user."""
+
+    role: Literal["admin", "operator", "approver", "viewer"]
+    display_name: str | None
+    disabled: bool
+    password: str
+
+
+class AuthUpdateUserData(TypedDict):
+    """What auth.update_user returns."""
+
+    id: str
+    username: str
+    display_name: str | None
+    role: Literal["admin", "operator", "approver", "viewer", "agent"]
+    disabled: bool
+    has_password: bool
+    created_at: str
+    updated_at: str
+
+
+class AuthDeleteUserArgs(TypedDict):
+    """The keyword arguments of auth.delete_user."""
+
+    user_id: str | int
+
+
+class AuthDeleteUserData(TypedDict):
+    """What auth.delete_user returns."""
+
+    id: str
+    deleted: Literal[True]
+
+
+class AuthSignInBody(TypedDict, total=False):
+    """The JSON body of auth.sign_in."""
+
+    username: str
+    password: str
+    api_key: str
+
+
+class AuthSignInArgs(TypedDict, total=False):
+    """The keyword arguments of auth.sign_in."""
+
+    username: str
+    password: str
+    api_key: str
+
+
+class AuthSignInData(TypedDict):
+    """What auth.sign_in returns."""
+
+    principal: dict[str, Any]
+    expires_at: str
+    csrf_token: str
+
+
+class AuthCurrentSessionArgs(TypedDict, total=False):
+    """The keyword arguments of auth.current_session."""
+
+
+class AuthCurrentSessionData(TypedDict):
+    """What auth.current_session returns."""
+
+    principal: dict[str, Any]
+    expires_at: str
+    csrf_token: str
+
+
+class AuthSignOutArgs(TypedDict, total=False):
+    """The keyword arguments of auth.sign_out."""
+
+
+class AuthSignOutData(TypedDict):
+    """What auth.sign_out returns."""
 
     id: str
     deleted: Literal[True]
@@ -3340,7 +3516,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("agent_id", "role", "scopes", "expires_at", "name",),
+            body_fields=("agent_id", "user_id", "role", "scopes", "expires_at", "name",),
             paged=False,
             items_key=None,
             public=False,
@@ -3390,6 +3566,110 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="DELETE",
             path="/api/v1/auth/agents/{agent_id}/public-keys/{key_id}",
             path_params=("agent_id", "key_id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "list_users": Operation(
+            operation_id="auth_listUsers",
+            method="GET",
+            path="/api/v1/auth/users",
+            path_params=(),
+            query_params=("limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "create_user": Operation(
+            operation_id="auth_createUser",
+            method="POST",
+            path="/api/v1/auth/users",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("username", "role", "display_name", "password",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "get_user": Operation(
+            operation_id="auth_getUser",
+            method="GET",
+            path="/api/v1/auth/users/{user_id}",
+            path_params=("user_id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "update_user": Operation(
+            operation_id="auth_updateUser",
+            method="PATCH",
+            path="/api/v1/auth/users/{user_id}",
+            path_params=("user_id",),
+            query_params=(),
+            body="json",
+            body_fields=("role", "display_name", "disabled", "password",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "delete_user": Operation(
+            operation_id="auth_deleteUser",
+            method="DELETE",
+            path="/api/v1/auth/users/{user_id}",
+            path_params=("user_id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "sign_in": Operation(
+            operation_id="auth_signIn",
+            method="POST",
+            path="/api/v1/auth/sessions",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("username", "password", "api_key",),
+            paged=False,
+            items_key=None,
+            public=True,
+            streamed=False,
+        ),
+        "current_session": Operation(
+            operation_id="auth_currentSession",
+            method="GET",
+            path="/api/v1/auth/sessions/current",
+            path_params=(),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "sign_out": Operation(
+            operation_id="auth_signOut",
+            method="DELETE",
+            path="/api/v1/auth/sessions/current",
+            path_params=(),
             query_params=(),
             body="none",
             body_fields=(),
@@ -5063,7 +5343,7 @@ class AuthOperations(Domain):
         return self._call("list_keys", arguments)  # type: ignore[no-any-return]
 
     def create_key(self, **arguments: Unpack[AuthCreateKeyArgs]) -> dict[str, Any]:
-        """Create an API key (POST /api/v1/auth/keys)."""
+        """Create an API key (a user without keys:admin: a key bound to themselves) (POST /api/v1/auth/keys)."""
         return self._call("create_key", arguments)  # type: ignore[no-any-return]
 
     def revoke_key(self, **arguments: Unpack[AuthRevokeKeyArgs]) -> AuthRevokeKeyData:
@@ -5081,6 +5361,38 @@ class AuthOperations(Domain):
     def remove_public_key(self, **arguments: Unpack[AuthRemovePublicKeyArgs]) -> AuthRemovePublicKeyData:
         """Remove a public key (DELETE /api/v1/auth/agents/{agent_id}/public-keys/{key_id})."""
         return self._call("remove_public_key", arguments)  # type: ignore[no-any-return]
+
+    def list_users(self, **arguments: Unpack[AuthListUsersArgs]) -> Paged[AuthListUsersItem]:
+        """List users (GET /api/v1/auth/users)."""
+        return self._call("list_users", arguments)  # type: ignore[no-any-return]
+
+    def create_user(self, **arguments: Unpack[AuthCreateUserArgs]) -> AuthCreateUserData:
+        """Create a user (POST /api/v1/auth/users)."""
+        return self._call("create_user", arguments)  # type: ignore[no-any-return]
+
+    def get_user(self, **arguments: Unpack[AuthGetUserArgs]) -> AuthGetUserData:
+        """Get a user (GET /api/v1/auth/users/{user_id})."""
+        return self._call("get_user", arguments)  # type: ignore[no-any-return]
+
+    def update_user(self, **arguments: Unpack[AuthUpdateUserArgs]) -> AuthUpdateUserData:
+        """Change a user's role, display name or password, or disable it (its sessions and keys stop at once) (PATCH /api/v1/auth/users/{user_id})."""
+        return self._call("update_user", arguments)  # type: ignore[no-any-return]
+
+    def delete_user(self, **arguments: Unpack[AuthDeleteUserArgs]) -> AuthDeleteUserData:
+        """Delete a user, revoke its keys and end its sessions (DELETE /api/v1/auth/users/{user_id})."""
+        return self._call("delete_user", arguments)  # type: ignore[no-any-return]
+
+    def sign_in(self, **arguments: Unpack[AuthSignInArgs]) -> AuthSignInData:
+        """Sign in (username and password, or an API key): sets the session cookie (POST /api/v1/auth/sessions)."""
+        return self._call("sign_in", arguments)  # type: ignore[no-any-return]
+
+    def current_session(self, **arguments: Unpack[AuthCurrentSessionArgs]) -> AuthCurrentSessionData:
+        """The request's session (cookie) and its CSRF token; 404 without one (GET /api/v1/auth/sessions/current)."""
+        return self._call("current_session", arguments)  # type: ignore[no-any-return]
+
+    def sign_out(self, **arguments: Unpack[AuthSignOutArgs]) -> AuthSignOutData:
+        """Sign out: end the request's session and clear its cookie; 404 without one (DELETE /api/v1/auth/sessions/current)."""
+        return self._call("sign_out", arguments)  # type: ignore[no-any-return]
 
     def grant_group_member(self, **arguments: Unpack[AuthGrantGroupMemberArgs]) -> AuthGrantGroupMemberData:
         """Grant an agent membership of a group (keys:admin; 201 when new, 200 when it was a member): it then reads what is shared with the group (PUT /api/v1/auth/groups/{group}/members/{agent_id})."""
