@@ -41,7 +41,7 @@ export function credentialOf(principal: Principal): string | null {
 }
 
 /** Not confined to one agent: acts as any agent and changes any object its permissions reach. */
-export function actsForPlatform(principal: Principal): boolean {
+export function actsForPlatform(principal: Pick<Principal, 'kind'>): boolean {
   return principal.kind !== 'agent';
 }
 

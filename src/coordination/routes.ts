@@ -102,7 +102,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.delete(
       '/coordination/plans/:plan_id',
       { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
-      async (request, reply) => deleted(reply, await service.deletePlan(request.params.plan_id)),
+      async (request, reply) => deleted(reply, await service.deletePlan(request.params.plan_id, callerOf(request.principal))),
     );
 
     app.get(
@@ -302,14 +302,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
         },
       },
       async (request, reply) =>
-        ok(reply, await triggers.update(request.params.trigger_id, { ...request.body, config: request.body.config as TriggerConfig | undefined })),
+        ok(reply, await triggers.update(request.params.trigger_id, { ...request.body, config: request.body.config as TriggerConfig | undefined }, request.principal)),
     );
 
     app.delete(
       '/coordination/triggers/:trigger_id',
       { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } } },
       async (request, reply) => {
-        await triggers.delete(request.params.trigger_id);
+        await triggers.delete(request.params.trigger_id, request.principal);
         return deleted(reply, request.params.trigger_id);
       },
     );

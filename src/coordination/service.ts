@@ -1,7 +1,8 @@
-import { actsForPlatform, type Principal } from '../auth/principal.js';
+import { assertMayChange, type Changer } from '../auth/ownership.js';
+import type { Principal } from '../auth/principal.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
-import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -20,19 +21,17 @@ import { parseNullableJson } from '../kernel/json.js';
 /** Who decides through an approval link that was not sent to one approver (the event's link). */
 const APPROVAL_LINK_ACTOR = 'approval_link';
 
-/** Who calls: plans and runs are shared; cancelling is for the run's creator and admins. */
-export interface Caller {
+/** Who calls: plans and runs are shared; changing them is for their creator and the platform (auth/ownership.ts). */
+export interface Caller extends Changer {
   actor: string;
-  agentId: string | null;
-  admin: boolean;
   /** Who the caller is when it decides a human step. */
   decider: Decider;
 }
 
 export const callerOf = (principal: Principal): Caller => ({
   actor: principal.actor,
+  kind: principal.kind,
   agentId: principal.agentId,
-  admin: actsForPlatform(principal),
   decider: {
     kind: principal.kind,
     id: principal.user?.id ?? (principal.kind === 'key' ? principal.keyId! : (principal.agentId ?? principal.actor)),
@@ -111,7 +110,8 @@ export interface PlanInput {
   output?: Record<string, unknown>;
 }
 
-function toPlan(plan: Pick<PlanRow, 'id' | 'created_at'>, version: PlanVersionRow, updatedAt: number): Plan {
+/** `created_by` is the plan's creator, who owns every version (auth/ownership.ts), not the version's author. */
+function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version: PlanVersionRow, updatedAt: number): Plan {
   const definition = JSON.parse(version.definition) as PlanDefinition;
   return {
     id: plan.id,
@@ -120,7 +120,7 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_at'>, version: PlanVersionRo
     steps: definition.steps,
     output: definition.output ?? null,
     version: version.version,
-    created_by: version.created_by,
+    created_by: plan.created_by,
     created_at: iso(plan.created_at),
     updated_at: iso(updatedAt),
   };
@@ -256,6 +256,13 @@ export class CoordinationService {
     return plan;
   }
 
+  /** The plan `caller` is about to change, locked: 404 unknown, 403 when it may not change it. */
+  private async changeablePlan(tx: Tx, idOrAlias: string, caller: Caller): Promise<PlanRow> {
+    const plan = await this.planRow(tx, idOrAlias, { lock: true });
+    assertMayChange(caller, { type: 'plan', id: plan.id, createdBy: plan.created_by });
+    return plan;
+  }
+
   async getPlan(idOrAlias: string): Promise<Plan> {
     const plan = await this.planRow(autocommit, idOrAlias);
     return toPlan(plan, (await this.store.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at);
@@ -282,7 +289,7 @@ export class CoordinationService {
     return this.aliasTaken(
       () =>
         this.store.inTransaction(async (tx) => {
-          const plan = await this.planRow(tx, idOrAlias, { lock: true });
+          const plan = await this.changeablePlan(tx, idOrAlias, caller);
           const definition = await this.validate(input, tx);
           const next = plan.version + 1;
           const version = this.versionRow(plan.id, next, input.alias, definition, caller.actor, now);
@@ -298,9 +305,9 @@ export class CoordinationService {
   }
 
   /** Deletes a plan with its versions and triggers (runs keep their copy of the definition). */
-  async deletePlan(idOrAlias: string): Promise<string> {
+  async deletePlan(idOrAlias: string, caller: Caller): Promise<string> {
     const id = await this.store.inTransaction(async (tx) => {
-      const plan = await this.planRow(tx, idOrAlias, { lock: true });
+      const plan = await this.changeablePlan(tx, idOrAlias, caller);
       await this.store.deletePlan(tx, plan.id);
       return plan.id;
     });
@@ -354,13 +361,16 @@ export class CoordinationService {
     return { items, total: page.total };
   }
 
+  /** 404 unknown; 403 unless `caller` started the run (its parent run, for a sub-plan's) or acts for the platform. */
+  private async assertMayChangeRun(tx: Tx, runId: string, caller: Caller): Promise<void> {
+    const run = await this.store.findRun(tx, runId);
+    if (!run) throw new NotFound('Run', runId);
+    assertMayChange(caller, { type: 'run', id: runId, createdBy: run.created_by });
+  }
+
   async cancelRun(runId: string, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
-      const run = await this.store.findRun(tx, runId);
-      if (!run) throw new NotFound('Run', runId);
-      if (!caller.admin && run.created_by !== (caller.agentId ?? caller.actor)) {
-        throw new Forbidden(`Only '${run.created_by}' (who started it) or an admin can cancel run '${runId}'`);
-      }
+      await this.assertMayChangeRun(tx, runId, caller);
       await this.deps.engine.cancel(tx, runId, `cancelled by ${caller.agentId ?? caller.actor}`, { by: { actor: caller.actor, reason } });
       return this.view(tx, runId);
     });
@@ -464,6 +474,7 @@ export class CoordinationService {
 
   async redrive(runId: string, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
+      await this.assertMayChangeRun(tx, runId, caller);
       await this.deps.engine.redrive(tx, runId, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
       return this.view(tx, runId);
     });

@@ -1,3 +1,4 @@
+import { assertMayChange, type Changer } from '../auth/ownership.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, MethodNotAllowed, NotFound, type FieldProblem } from '../kernel/errors.js';
@@ -326,9 +327,17 @@ export class TriggersService {
     return { items: page.items.map(toTrigger), total: page.total };
   }
 
-  async update(id: string, patch: TriggerPatch): Promise<Trigger> {
+  /** The trigger `changer` is about to change: 404 unknown, 403 unless it created it or acts for the platform. */
+  private async changeable(id: string, changer: Changer): Promise<TriggerView> {
+    const row = await this.row(autocommit, id);
+    // created_by never changes, so no lock is needed between this check and the write.
+    assertMayChange(changer, { type: 'trigger', id, createdBy: row.created_by });
+    return row;
+  }
+
+  async update(id: string, patch: TriggerPatch, changer: Changer): Promise<Trigger> {
     const now = this.deps.clock.now();
-    const current = await this.row(autocommit, id);
+    const current = await this.changeable(id, changer);
     const config: TriggerConfig = patch.config ?? (JSON.parse(current.config) as TriggerConfig);
     const mapping = patch.input_mapping !== undefined ? patch.input_mapping : current.input_mapping === null ? null : JSON.parse(current.input_mapping);
     this.check(current.type, current.type === 'webhook' ? { method: 'POST', ...config } : config, mapping);
@@ -350,7 +359,8 @@ export class TriggersService {
     return toTrigger(next);
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, changer: Changer): Promise<void> {
+    await this.changeable(id, changer);
     if (!(await this.store.deleteTrigger(autocommit, id))) throw new NotFound('Trigger', id);
     await this.changed();
   }

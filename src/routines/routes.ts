@@ -59,14 +59,14 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
           response: { 200: DataEnvelope(Routine) },
         },
       },
-      async (request, reply) => ok(reply, await service.update(request.params.id, request.body, request.principal.actor)),
+      async (request, reply) => ok(reply, await service.update(request.params.id, request.body, request.principal)),
     );
 
     app.delete(
       '/routines/:id',
       { config: { permission: 'routines:write' }, schema: { tags, summary: 'Delete a routine with its history', params: RoutineParams, response: { 200: Deleted } } },
       async (request, reply) => {
-        await service.delete(request.params.id);
+        await service.delete(request.params.id, request.principal);
         return deleted(reply, request.params.id);
       },
     );
@@ -98,7 +98,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
           response: { 200: DataEnvelope(WebhookToken) },
         },
       },
-      async (request, reply) => ok(reply, await service.rotateToken(request.params.id)),
+      async (request, reply) => ok(reply, await service.rotateToken(request.params.id, request.principal)),
     );
 
     app.get(
@@ -181,7 +181,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
       '/routines/executions/:id',
       { config: { permission: 'routines:write' }, schema: { tags, summary: 'Delete an execution record', params: RoutineParams, response: { 200: Deleted } } },
       async (request, reply) => {
-        await service.deleteExecution(request.params.id);
+        await service.deleteExecution(request.params.id, request.principal);
         return deleted(reply, request.params.id);
       },
     );

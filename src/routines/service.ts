@@ -1,4 +1,5 @@
 import { SpanKind, traceparentOfSpan, tracer } from '../kernel/tracing.js';
+import { assertMayChange, type Principal } from '../auth/index.js';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
@@ -181,6 +182,13 @@ export class RoutinesService {
     return row;
   }
 
+  /** The routine `principal` is about to change: 404 unknown, 403 when it may not change it. */
+  private async changeable(tx: Tx, id: string, principal: Principal): Promise<RoutineRow> {
+    const row = await this.row(tx, id);
+    assertMayChange(principal, { type: 'routine', id, createdBy: row.created_by });
+    return row;
+  }
+
   async get(id: string): Promise<Routine> {
     return toRoutine(await this.row(autocommit, id));
   }
@@ -190,12 +198,12 @@ export class RoutinesService {
     return { items: result.items.map(toRoutine), total: result.total };
   }
 
-  /** `actor`: who asks; a pause or resume is an event with the patch's `reason`. */
-  async update(id: string, patch: UpdateRoutineBody, actor: string): Promise<Routine> {
+  /** Changes, pauses or resumes a routine (its creator's, or any for the platform); a pause or resume is an event with the patch's `reason`. */
+  async update(id: string, patch: UpdateRoutineBody, principal: Principal): Promise<Routine> {
     const now = this.deps.clock.now();
     let token: string | null = null;
     const updated = await this.store.inTransaction(async (tx) => {
-      const current = await this.row(tx, id);
+      const current = await this.changeable(tx, id, principal);
       const next: RoutineRow = {
         ...current,
         ...(patch.name !== undefined && { name: patch.name }),
@@ -232,7 +240,7 @@ export class RoutinesService {
         await this.deps.events.append(tx, {
           type: next.enabled === 1 ? 'routine.resumed' : 'routine.paused',
           subject: id,
-          actor,
+          actor: principal.actor,
           data: { routine_id: id, name: next.name },
           reason: patch.reason,
         });
@@ -244,19 +252,19 @@ export class RoutinesService {
     return token === null ? routine : { ...routine, webhook_url: this.webhookUrl(token), webhook_token: token };
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, principal: Principal): Promise<void> {
     await this.store.inTransaction(async (tx) => {
-      await this.row(tx, id);
+      await this.changeable(tx, id, principal);
       const outstanding = await this.store.deleteRoutine(tx, id);
       for (const messageId of outstanding) await this.deps.inbox.cancel(tx, messageId, 'routine deleted');
     });
     await this.changed();
   }
 
-  async rotateToken(id: string): Promise<{ webhook_url: string; webhook_token: string }> {
+  async rotateToken(id: string, principal: Principal): Promise<{ webhook_url: string; webhook_token: string }> {
     const token = newSecret();
     await this.store.inTransaction(async (tx) => {
-      const row = await this.row(tx, id);
+      const row = await this.changeable(tx, id, principal);
       if (row.trigger_type !== 'webhook') throw new Conflict(`Routine '${id}' is not a webhook routine`);
       await this.store.updateRoutine(tx, id, { webhook_token_hash: sha256Hex(token), updated_at: this.deps.clock.now() });
     });
@@ -372,7 +380,10 @@ export class RoutinesService {
     return toExecution(row);
   }
 
-  async deleteExecution(id: string): Promise<void> {
+  /** Deletes an execution record: a change to its routine's history, so the routine's creator's (or the platform's). */
+  async deleteExecution(id: string, principal: Principal): Promise<void> {
+    const execution = await this.store.findExecution(autocommit, id);
+    if (execution) await this.changeable(autocommit, execution.routine_id, principal);
     if (!(await this.store.deleteExecution(autocommit, id))) throw new NotFound('Execution', id);
   }
 

@@ -63,7 +63,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
           response: { 200: DataEnvelope(Project) },
         },
       },
-      async (request, reply) => ok(reply, await service.replaceProject(request.params.id, request.body)),
+      async (request, reply) => ok(reply, await service.replaceProject(request.params.id, request.body, request.principal)),
     );
 
     app.delete(

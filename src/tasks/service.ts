@@ -1,4 +1,4 @@
-import { actingAgent, actsForPlatform, type Principal } from '../auth/index.js';
+import { actingAgent, actsForPlatform, assertMayChange, type Principal } from '../auth/index.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
@@ -136,6 +136,11 @@ function diffTask(before: Pick<TaskRow, (typeof PATCHABLE)[number][0]>, patch: U
   return changes;
 }
 
+/** 403 unless `principal` may change `task`: its creator, its assignee, or one acting for the platform. */
+function assertMayChangeTask(principal: Principal, task: TaskRow): void {
+  assertMayChange(principal, { type: 'task', id: task.id, createdBy: task.created_by, assignedTo: task.assigned_to });
+}
+
 /**
  * Projects and tasks (design §5): task CRUD with a complete activity log, dependencies that
  * keep the graph acyclic and make tasks blocked, comments, and atomic claims. Every change and
@@ -181,7 +186,8 @@ export class TasksService {
   }
 
   /** PUT: replaces name and description (an absent description clears it). */
-  async replaceProject(id: string, input: ProjectBody): Promise<Project> {
+  async replaceProject(id: string, input: ProjectBody, principal: Principal): Promise<Project> {
+    await this.changeableProject(autocommit, id, principal);
     const row = await this.store.updateProject(autocommit, id, { name: input.name, description: input.description ?? null, updated_at: this.now() });
     if (!row) throw new NotFound('Project', id);
     return toProject(row);
@@ -191,7 +197,7 @@ export class TasksService {
   async deleteProject(id: string, principal: Principal, options: { cascade?: boolean } = {}): Promise<void> {
     await this.store.inTransaction(async (tx) => {
       // The lock keeps tasks from being added to the project while it goes.
-      if (!(await this.store.findProject(tx, id, { lock: true }))) throw new NotFound('Project', id);
+      await this.changeableProject(tx, id, principal, { lock: true });
       const count = await this.store.countProjectTasks(tx, id);
       if (count > 0) {
         if (!options.cascade) {
@@ -201,6 +207,13 @@ export class TasksService {
       }
       await this.store.deleteProject(tx, id);
     });
+  }
+
+  /** 404 unknown; 403 unless `principal` created the project or acts for the platform. */
+  private async changeableProject(tx: Tx, id: string, principal: Principal, options: { lock?: boolean } = {}): Promise<void> {
+    const row = await this.store.findProject(tx, id, options);
+    if (!row) throw new NotFound('Project', id);
+    assertMayChange(principal, { type: 'project', id, createdBy: row.created_by });
   }
 
   // ---- tasks ----
@@ -259,6 +272,7 @@ export class TasksService {
     return this.store.inTransaction(async (tx) => {
       const [before] = await this.store.lockTasks(tx, [id]);
       if (!before) throw new NotFound('Task', id);
+      assertMayChangeTask(principal, before);
       const changes = diffTask(before, patch);
       if (changes.length === 0) return toTask(before);
       if (patch.project_id != null && patch.project_id !== before.project_id) {
@@ -275,6 +289,9 @@ export class TasksService {
 
   async deleteTask(id: string, principal: Principal): Promise<void> {
     await this.store.inTransaction(async (tx) => {
+      const [task] = await this.store.lockTasks(tx, [id]);
+      if (!task) throw new NotFound('Task', id);
+      assertMayChangeTask(principal, task);
       if ((await this.removeTasks(tx, { taskId: id }, principal.actor)) === 0) throw new NotFound('Task', id);
     });
   }
@@ -362,6 +379,7 @@ export class TasksService {
       const [task] = await this.store.lockTasks(tx, [taskId]);
       if (!task) throw new NotFound('Task', taskId);
       if (!upstream) throw new NotFound('Task', dependsOn);
+      assertMayChangeTask(principal, task);
       if (taskId === dependsOn) throw new Conflict('A task cannot depend on itself', { cycle: [taskId, taskId] });
       if (await this.store.findDependency(tx, taskId, { dependsOn })) {
         throw new Conflict(`Task '${taskId}' already depends on '${dependsOn}'`);
@@ -390,6 +408,7 @@ export class TasksService {
       }
       const [upstream] = await this.store.lockTasks(tx, [dependency.depends_on]);
       const [task] = await this.store.lockTasks(tx, [taskId]);
+      if (task) assertMayChangeTask(principal, task);
       // A concurrent removal (or deletion of either task) may have won the race while this one
       // waited for the locks.
       if (!task || !(await this.store.deleteDependency(tx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);

@@ -29,7 +29,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
           response: { 201: DataEnvelope(CreatedWebhook) },
         },
       },
-      async (request, reply) => created(reply, await service.create(request.body)),
+      async (request, reply) => created(reply, await service.create(request.body, request.principal.actor)),
     );
 
     app.get(

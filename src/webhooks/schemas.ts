@@ -52,6 +52,7 @@ export const Webhook = Type.Object({
   enabled: Type.Boolean({ description: 'false: nothing is delivered (disabled by hand, or after 24 h of failed deliveries)' }),
   disabled_reason: Nullable<string>('string', 'Why it was disabled; null while enabled'),
   failing_since: Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', description: 'Since when its deliveries fail in a row; null after a success' }),
+  created_by: Type.String({ description: "Who registered it (an actor: 'admin', key:…, an agent id); 'admin' for webhooks from before this was recorded" }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

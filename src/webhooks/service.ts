@@ -74,6 +74,7 @@ function toWebhook(row: WebhookRow): Webhook {
     enabled: row.enabled === 1,
     disabled_reason: row.disabled_reason,
     failing_since: iso(row.failing_since),
+    created_by: row.created_by,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -133,7 +134,8 @@ function checkTypes(types: string[]): string {
 export class WebhooksService {
   constructor(private readonly deps: WebhooksDeps) {}
 
-  async create(body: CreateWebhookBody): Promise<CreatedWebhook> {
+  /** `creator`: the actor recorded as its `created_by`. */
+  async create(body: CreateWebhookBody, creator: string): Promise<CreatedWebhook> {
     const now = this.deps.clock.now();
     const row: WebhookRow = {
       id: newId('whk', now),
@@ -146,6 +148,7 @@ export class WebhooksService {
       // Only events that happen from now on.
       cursor: await this.deps.feed.lastPosition(),
       failing_since: null,
+      created_by: creator,
       created_at: now,
       updated_at: now,
     };

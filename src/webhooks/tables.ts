@@ -18,6 +18,11 @@ export interface WebhooksTable {
   cursor: number;
   /** When its deliveries started failing in a row; null after a success. */
   failing_since: number | null;
+  /**
+   * The actor that registered it; 'admin' for webhooks from before this was recorded. Only
+   * webhooks:admin holders (never an agent) change webhooks, so it is a record, not a rule.
+   */
+  created_by: string;
   created_at: number;
   updated_at: number;
 }

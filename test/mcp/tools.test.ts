@@ -169,6 +169,29 @@ describeEachDialect('MCP tools', (dialect) => {
     }
   });
 
+  it('changes only the routines and tasks its agent created, as over HTTP (auth/ownership.ts)', async () => {
+    const owner = await mcpClient(server, await agentKey(server, 'tools-owner'));
+    const other = await mcpClient(server, await agentKey(server, 'tools-meddler'));
+    try {
+      const routine = (await callOk(owner, 'create_routine', { name: 'owned', trigger_type: 'webhook', target_agent: 'tools-owner' })).structuredContent;
+      const task = (await callOk(owner, 'create_task', { title: 'owned' })).structuredContent;
+      for (const [tool, args] of [
+        ['update_routine', { id: routine.id, enabled: false }],
+        ['delete_routine', { id: routine.id }],
+        ['update_task', { id: task.id, title: 'taken' }],
+        ['delete_task', { id: task.id }],
+      ] as const) {
+        expect(await callFails(other, tool, args), tool).toMatchObject({ code: 'forbidden', message: expect.stringContaining("was created by 'tools-owner'") });
+      }
+      expect((await callOk(owner, 'update_routine', { id: routine.id, enabled: false })).structuredContent).toMatchObject({ enabled: false });
+      await callOk(owner, 'delete_routine', { id: routine.id });
+      await callOk(owner, 'delete_task', { id: task.id });
+    } finally {
+      await owner.close();
+      await other.close();
+    }
+  });
+
   it('stores a snippet and reads it back as text and as a resource', async () => {
     const client = await mcpClient(server, await agentKey(server, 'tools-writer'));
     try {

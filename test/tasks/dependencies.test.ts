@@ -25,9 +25,9 @@ describeEachDialect('task dependencies', (dialect) => {
   const server = useServer(dialect);
 
   it('adds a dependency (201, dep_ id), lists it and logs it on the dependent task', async () => {
-    const upstream = await createTask(server.api, { title: 'upstream' });
-    const task = await createTask(server.api, { title: 'task' });
     const agent = await server.agent('linker');
+    const upstream = await createTask(server.api, { title: 'upstream' });
+    const task = await createTask(agent, { title: 'task' });
     const res = await agent.post(`${CORE}/tasks/${task.id}/dependencies`, { depends_on: upstream.id });
     expect(res.status).toBe(201);
     expect(res.body.data).toEqual({
@@ -97,9 +97,9 @@ describeEachDialect('task dependencies', (dialect) => {
   it('removes a dependency by its id or by the task depended upon, logging it', async () => {
     const upstream = await createTask(server.api, { title: 'upstream' });
     const other = await createTask(server.api, { title: 'other' });
-    const task = await createTask(server.api, { title: 'task', depends_on: [upstream.id, other.id] });
-    const [first] = (await server.api.get(`${CORE}/tasks/${task.id}/dependencies`)).body.data;
     const remover = await server.agent('remover');
+    const task = await createTask(remover, { title: 'task', depends_on: [upstream.id, other.id] });
+    const [first] = (await server.api.get(`${CORE}/tasks/${task.id}/dependencies`)).body.data;
     const res = await remover.delete(`${CORE}/tasks/${task.id}/dependencies/${first.id}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ id: first.id, deleted: true });
@@ -151,12 +151,12 @@ describeEachDialect('task dependencies', (dialect) => {
 
   it('sends the assignee exactly one task.unblocked when its last open dependency is done', async () => {
     const worker = await server.agent('unblock-worker');
+    const finisher = await server.agent('finisher');
     const first = await createTask(server.api, { title: 'first' });
-    const second = await createTask(server.api, { title: 'second' });
+    const second = await createTask(finisher, { title: 'second' });
     const task = await createTask(server.api, { title: 'gated', assigned_to: 'unblock-worker', depends_on: [first.id, second.id] });
     await patchTask(server.api, first.id, { status: 'done' });
     expect(await receive(worker, 'unblock-worker', 1)).toEqual([]);
-    const finisher = await server.agent('finisher');
     await patchTask(finisher, second.id, { status: 'done' });
     const messages = await receive(worker, 'unblock-worker', 1);
     expect(messages).toHaveLength(1);

@@ -58,7 +58,9 @@ describeEachDialect('projects', (dialect) => {
   });
 
   it('refuses to delete a project with tasks unless cascade=true, which removes everything of its tasks', async () => {
-    const project = await createProject(server.api, { name: 'doomed' });
+    const agent = await server.agent('cleaner');
+    // The project is the cleaner's to delete; the tasks in it go with it, whoever made them.
+    const project = await createProject(agent, { name: 'doomed' });
     const other = await createProject(server.api, { name: 'survivor' });
     const a = await createTask(server.api, { project_id: project.id, title: 'a' });
     const b = await createTask(server.api, { project_id: project.id, title: 'b', depends_on: [a.id] });
@@ -73,7 +75,6 @@ describeEachDialect('projects', (dialect) => {
     expect(refused.body.error.details).toEqual({ tasks: 2 });
     expect((await server.api.get(`${CORE}/projects/${project.id}`)).status).toBe(200);
 
-    const agent = await server.agent('cleaner');
     const removed = await agent.delete(`${CORE}/projects/${project.id}?cascade=true`);
     expect(removed.status).toBe(200);
     expect(removed.body.data).toEqual({ id: project.id, deleted: true });
@@ -181,7 +182,8 @@ describeEachDialect('tasks', (dialect) => {
       const bob = await local.agent('bob');
       const p1 = await createProject(alice, { name: 'one' });
       const p2 = await createProject(alice, { name: 'two' });
-      const task = await createTask(alice, { title: 'draft', project_id: p1.id });
+      // Assigned to bob, who may then change alice's task (ownership: creator or assignee).
+      const task = await createTask(alice, { title: 'draft', project_id: p1.id, assigned_to: 'bob' });
       clock.advance(60_000);
       const changed = await patchTask(bob, task.id, {
         title: 'final',
@@ -213,7 +215,7 @@ describeEachDialect('tasks', (dialect) => {
         ['bob', 'status_changed', 'todo', 'in_progress'],
         ['bob', 'priority_changed', 'none', 'high'],
         ['bob', 'project_changed', p1.id, p2.id],
-        ['bob', 'assigned', null, 'carol'],
+        ['bob', 'assigned', 'bob', 'carol'],
         ['alice', 'description_changed', 'all of it', null],
         ['alice', 'status_changed', 'in_progress', 'done'],
         ['alice', 'project_changed', p2.id, null],
@@ -271,12 +273,12 @@ describeEachDialect('tasks', (dialect) => {
   });
 
   it('deletes a task with its comments and activity, and frees its dependents', async () => {
-    const upstream = await createTask(server.api, { title: 'upstream' });
+    const agent = await server.agent('deleter');
+    const upstream = await createTask(agent, { title: 'upstream' });
     const keeper = await createTask(server.api, { title: 'keeper' });
     const task = await createTask(server.api, { title: 'downstream', depends_on: [upstream.id, keeper.id] });
     expect(task.blocked).toBe(true);
     await server.api.post(`${CORE}/tasks/${upstream.id}/comments`, { content: 'bye' });
-    const agent = await server.agent('deleter');
     const removed = await agent.delete(`${CORE}/tasks/${upstream.id}`);
     expect(removed.status).toBe(200);
     expect(removed.body.data).toEqual({ id: upstream.id, deleted: true });

@@ -24,6 +24,7 @@ import * as a2a from './0021-a2a.js';
 import * as authPublicKeyRegistrars from './0022-auth-public-key-registrars.js';
 import * as keyScopes from './0023-key-scopes.js';
 import * as accessGroups from './0024-access-groups.js';
+import * as ownership from './0025-ownership.js';
 import * as usersSessions from './0026-users-sessions.js';
 import * as blobStagingNodes from './0028-blob-staging-nodes.js';
 
@@ -60,6 +61,7 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0022-auth-public-key-registrars': authPublicKeyRegistrars,
   '0023-key-scopes': keyScopes,
   '0024-access-groups': accessGroups,
+  '0025-ownership': ownership,
   '0026-users-sessions': usersSessions,
   '0028-blob-staging-nodes': blobStagingNodes,
 };

@@ -46,7 +46,7 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
       input: toolInput(Type.Composite([RoutineParams, UpdateRoutineBody]), ROUTINE_ID),
       output: Routine,
       annotations: UPDATE,
-      run: ({ id, ...patch }, principal) => routines.update(id, patch, principal.actor),
+      run: ({ id, ...patch }, principal) => routines.update(id, patch, principal),
     }),
     define({
       name: 'delete_routine',
@@ -56,8 +56,8 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
       input: toolInput(RoutineParams, ROUTINE_ID),
       output: Deleted.properties.data,
       annotations: DELETE,
-      run: async ({ id }) => {
-        await routines.delete(id);
+      run: async ({ id }, principal) => {
+        await routines.delete(id, principal);
         return { id, deleted: true as const };
       },
     }),

@@ -3243,6 +3243,7 @@ class WebhooksListItem(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
 
@@ -3279,6 +3280,7 @@ class WebhooksCreateData(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
     secret: str
@@ -3300,6 +3302,7 @@ class WebhooksGetData(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
 
@@ -3336,6 +3339,7 @@ class WebhooksUpdateData(TypedDict):
     enabled: bool
     disabled_reason: str | None
     failing_since: str | None
+    created_by: str
     created_at: str
     updated_at: str
 
