@@ -1,7 +1,7 @@
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { EventLog } from '../kernel/ports.js';
+import type { AuditTrail, EventLog } from '../kernel/ports.js';
 import { authRoutes } from './routes.js';
 import { AuthService } from './service.js';
 import { AuthStore } from './store.js';
@@ -13,8 +13,8 @@ export { isPermission, PERMISSIONS, ROLE_NAMES, ROLES, type Permission, type Req
 export { AuthService, type PendingSignature, type SignatureHeaders } from './service.js';
 export { EMPTY_BODY_SHA256, signingString } from './signing.js';
 
-export function createAuthDomain(deps: { database: DatabaseHandle; clock: Clock; notifier: Notifier; events: EventLog }) {
+export function createAuthDomain(deps: { database: DatabaseHandle; clock: Clock; notifier: Notifier; events: EventLog; audit: AuditTrail }) {
   const { database } = deps;
-  const service = new AuthService(new AuthStore(database.db, database.caps), deps.clock, deps.notifier, deps.events, database.dataVersion);
+  const service = new AuthService(new AuthStore(database.db, database.caps), deps.clock, deps.notifier, deps.events, deps.audit, database.dataVersion);
   return { service, routes: authRoutes(service) };
 }

@@ -215,3 +215,19 @@ export interface NewEvent {
 export interface EventLog {
   append(tx: Tx, ...events: NewEvent[]): Promise<void>;
 }
+
+/** A change to the control plane, as a service records it (design §3, audit log). */
+export interface AuditedChange {
+  /** What was done: `<resource type>.<verb>`, e.g. `plan.delete`. */
+  action: string;
+  resource: { type: string; id: string };
+}
+
+/**
+ * Implemented by audit: the audit log. A service records each change in the transaction that
+ * makes it (the entry is appended when that transaction commits, so an aborted change leaves
+ * no entry); who asked comes from the request being served (kernel/request-scope.ts).
+ */
+export interface AuditTrail {
+  record(tx: Tx, change: AuditedChange): Promise<void>;
+}

@@ -24,6 +24,7 @@ import * as a2a from './0021-a2a.js';
 import * as authPublicKeyRegistrars from './0022-auth-public-key-registrars.js';
 import * as keyScopes from './0023-key-scopes.js';
 import * as accessGroups from './0024-access-groups.js';
+import * as auditLog from './0027-audit-log.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -58,4 +59,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0022-auth-public-key-registrars': authPublicKeyRegistrars,
   '0023-key-scopes': keyScopes,
   '0024-access-groups': accessGroups,
+  '0027-audit-log': auditLog,
 };
