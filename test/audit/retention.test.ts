@@ -47,13 +47,13 @@ describeEachDialect('audit log retention and `switchboard audit verify`', (diale
     try {
       const trimmed = await waitFor(async () => {
         const result = await verify(later);
-        return result.anchor !== null && result;
+        return result.anchor === null ? null : { ...result, anchor: result.anchor };
       });
       expect(trimmed).toMatchObject({ ok: true, checked: 0 });
       expect((await later.api.get('/api/v1/audit')).body.meta.total).toBe(0);
       expect((await later.api.post('/core/api/v1/projects', { name: 'kept' })).status).toBe(201);
       const [kept] = (await later.api.get('/api/v1/audit')).body.data;
-      expect(kept.prev_hash).toBe(trimmed.anchor!.hash);
+      expect(kept.prev_hash).toBe(trimmed.anchor.hash);
       expect(await verify(later)).toMatchObject({ ok: true, checked: 1 });
     } finally {
       await later.close();
