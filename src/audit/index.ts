@@ -8,7 +8,7 @@ import { auditRoutes } from './routes.js';
 import { AuditService } from './service.js';
 import { AuditStore } from './store.js';
 
-export { AuditService, SYSTEM_ACTOR } from './service.js';
+export { AuditService } from './service.js';
 export { canonicalJson, entryHash, GENESIS_HASH } from './chain.js';
 export * as auditSchemas from './schemas.js';
 export type { AuditEntry, AuditVerification } from './schemas.js';

@@ -10,7 +10,7 @@ import type { AuditEntry, AuditOutcome, AuditVerification, ListAuditQuery } from
 import type { AuditRow, AuditStore, ChainHead, NewAuditRow } from './store.js';
 
 /** The actor of changes no request made (workers, timers). */
-export const SYSTEM_ACTOR: AuditActor = { kind: 'system', id: null, key_id: null };
+const SYSTEM_ACTOR: AuditActor = { kind: 'system', id: null, key_id: null };
 
 /** Entries verification reads at a time: memory stays bounded however long the log is. */
 const VERIFY_PAGE = 1000;
