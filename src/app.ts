@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
+import { createAuditDomain } from './audit/index.js';
 import { createAuthDomain, CredentialWatch } from './auth/index.js';
 import { createAccessGroups } from './auth/groups/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
@@ -102,6 +103,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     maxResultBytes: config.expressionMaxResultBytes,
     heapMb: config.expressionHeapMb,
   });
+  const audit = createAuditDomain({ database, clock, config, logger });
   const platform: Platform = {
     config,
     database,
@@ -114,17 +116,19 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics: domainMetrics,
     expressions,
     connections: new OpenConnections(),
+    audit: audit.service,
   };
 
-  // Every domain appends to the log, so it comes first; an agent reads the events of artifacts
+  // Every domain records its changes in the audit log and appends to the event log, so they come first; an agent reads the events of artifacts
   // shared with the groups an admin granted it (access groups), as it reads the artifacts.
-  const accessGroups = createAccessGroups({ database, clock });
+  const accessGroups = createAccessGroups({ database, clock, audit: audit.service });
   const events = createEventsDomain({ platform, groups: accessGroups.service });
   const auth = createAuthDomain({
     database,
     clock,
     notifier,
     events: events.log,
+    audit: audit.service,
     sessionTtlMs: config.sessionTtlSeconds * 1000,
     secureCookie: config.publicUrl?.startsWith('https:') ?? false,
   });
@@ -178,6 +182,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...artifacts.workers,
     ...events.workers,
     ...webhooks.workers,
+    ...audit.workers,
   ];
 
   const mcpServices = {
@@ -206,6 +211,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       postponedWrites: () => postponed.names,
     },
     storage,
+    audit: audit.service,
     routes: [
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: accessGroups.routes },
@@ -228,6 +234,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: events.routes },
       { prefix: '/api/v1', plugin: webhooks.routes },
       { prefix: '/api/v1', plugin: cluster.routes },
+      { prefix: '/api/v1', plugin: audit.routes },
       { prefix: '', plugin: a2a.routes },
     ],
   });

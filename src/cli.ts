@@ -10,6 +10,7 @@ import { createLogger } from './logger.js';
 import path from 'node:path';
 import { createApp } from './app.js';
 import { blobMigrationFor, migrateFileBlobs } from './artifacts/index.js';
+import { createAuditService } from './audit/index.js';
 import { isPermission, permissionsOf, ROLE_NAMES, type Role } from './auth/permissions.js';
 import { createAuthDomain, type AuthService, type UsersService } from './auth/index.js';
 import { generatePassword } from './auth/passwords.js';
@@ -26,6 +27,8 @@ import { serveStdio } from './mcp/stdio.js';
 
 /** The actor of what the CLI does (key events). */
 const CLI_ACTOR = 'cli';
+/** The CLI in the audit log. */
+const CLI_AUDIT_ACTOR = { kind: 'system', id: CLI_ACTOR, key_id: null };
 
 const HELP: Record<string, string> = {
   main: `Usage: switchboard [command] [options]
@@ -39,6 +42,7 @@ Commands:
   keys revoke KEY_ID    Revoke an API key
   users create|list|disable|enable  Manage users (people: they sign in and decide human steps)
   groups add|remove|list  Grant, remove and list group memberships (who reads group shares)
+  audit verify          Verify the audit log's hash chain (exit 1 when it is broken)
   blobs migrate         Move artifact contents from <data dir>/blobs into PostgreSQL
   mcp                   Serve the MCP tools over stdio, proxying to a running server
 
@@ -82,6 +86,13 @@ A share of an artifact with a group opens to the members granted here (or throug
 PUT /api/v1/auth/groups/{group}/members/{agent_id} with an admin key), never to the groups
 agents declare on their capabilities, which only route. Works directly on the configured
 database, as 'keys' does; a running server sees a change on its next request.`,
+  audit: `Usage: switchboard audit verify
+
+Walks the audit log of the configured database (DATABASE_URL, else SQLite in the data dir) from
+its anchor (where retention last trimmed it) to its newest entry, a page at a time, and checks
+that each entry's hash is sha256(prev_hash + its canonical JSON) and that its prev_hash is the
+hash of the entry before. Prints {ok, checked, first_broken?, anchor}; exits 1 when broken.
+Reads only: safe beside running servers.`,
   blobs: `Usage: switchboard blobs migrate
 
 Moves the artifact contents a server kept as files under <data dir>/blobs into the PostgreSQL
@@ -163,10 +174,12 @@ async function withAuth<T>(config: Config, create: boolean, fn: (auth: AuthServi
     // The CLI is its own process: running servers see its revocations on their next request
     // (through PostgreSQL's NOTIFY, or SQLite's data version of the file).
     const notifier = openNotifier(database, { listen: config.pgListen }, logger);
+    const audit = createAuditService({ database, clock: systemClock, config, logger, actor: CLI_AUDIT_ACTOR });
     const auth = createAuthDomain({
       database,
       clock: systemClock,
       notifier,
+      audit,
       events: createEventLog(database, systemClock, notifier),
       sessionTtlMs: config.sessionTtlSeconds * 1000,
       secureCookie: false,
@@ -320,7 +333,8 @@ async function groups(config: Config, args: string[]): Promise<void> {
   const database = await openForCommand(config, false);
   try {
     await migrateToLatest(database);
-    const { service } = createAccessGroups({ database, clock: systemClock });
+    const audit = createAuditService({ database, clock: systemClock, config, logger: createLogger(config), actor: CLI_AUDIT_ACTOR });
+    const { service } = createAccessGroups({ database, clock: systemClock, audit });
     if (action === 'add' && group && agentId) {
       const { membership, created } = await service.grant(group, agentId, CLI_ACTOR);
       console.log(JSON.stringify({ ...membership, created }));
@@ -334,6 +348,20 @@ async function groups(config: Config, args: string[]): Promise<void> {
     } else {
       usage();
     }
+  } finally {
+    await database.close();
+  }
+}
+
+async function audit(config: Config, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  if (positionals[0] !== 'verify' || positionals.length > 1) fail("see 'switchboard audit --help'");
+  const database = await openForCommand(config, false);
+  try {
+    await migrateToLatest(database);
+    const result = await createAuditService({ database, clock: systemClock, config, logger: createLogger(config) }).verify();
+    console.log(JSON.stringify(result));
+    if (!result.ok) process.exitCode = 1;
   } finally {
     await database.close();
   }
@@ -422,6 +450,8 @@ async function main(argv: string[]): Promise<void> {
       return users(config, args);
     case 'groups':
       return groups(config, args);
+    case 'audit':
+      return audit(config, args);
     case 'blobs':
       return blobs(config, args);
   }

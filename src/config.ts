@@ -46,6 +46,10 @@ export interface Config {
   readonly sqliteSynchronous: 'normal' | 'full';
   /** Events older than this are deleted by the retention sweep. */
   readonly eventRetentionDays: number;
+  /** Audit log entries older than this are trimmed from the oldest end (the chain keeps its anchor). */
+  readonly auditRetentionDays: number;
+  /** Denials of one principal (or client address) and operation within this window become one audit entry with a count. */
+  readonly auditDenialWindowMs: number;
   /** Event streams (SSE) one principal may hold open on a node; one more is refused with 429. */
   readonly eventStreamsPerPrincipal: number;
   /** MCP sessions (2025 revisions) one API key or signing agent may hold on a node; a new one evicts its least recently used. */
@@ -247,6 +251,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     sqliteGroupCommit: oneOf(env, 'SWITCHBOARD_SQLITE_GROUP_COMMIT', ['on', 'off'], 'on') === 'on',
     sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
     eventRetentionDays: int(env, 'SWITCHBOARD_EVENT_RETENTION_DAYS', 30, 1, 36_500),
+    auditRetentionDays: int(env, 'SWITCHBOARD_AUDIT_RETENTION_DAYS', 365, 1, 36_500),
+    auditDenialWindowMs: int(env, 'SWITCHBOARD_AUDIT_DENIAL_WINDOW_MS', 60_000, 10, 3_600_000),
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),
     // Each session holds an MCP server of its own (3,000 sessions of one key took 112 MB).
     mcpSessionsPerKey: int(env, 'SWITCHBOARD_MCP_SESSIONS_PER_KEY', 16, 1, 10_000),

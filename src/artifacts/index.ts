@@ -80,6 +80,7 @@ export function createArtifactsDomain(deps: {
     logger: platform.logger,
     groups: deps.groups,
     events: deps.events,
+    audit: platform.audit,
     signingKey: () => deps.sharedSecret(URL_SIGNING_SETTING),
     publicUrl: platform.publicUrl,
     maxUploadBytes: platform.config.maxUploadBytes,

@@ -7,7 +7,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, PreconditionFailed } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { AgentGroups, EventLog, NewEvent } from '../kernel/ports.js';
+import type { AgentGroups, AuditTrail, EventLog, NewEvent } from '../kernel/ports.js';
 import type { BlobStore, ByteRange, StagedBlob } from './blob-store.js';
 import { entityTags } from './http-conditions.js';
 import {
@@ -63,6 +63,7 @@ export interface ArtifactsDeps {
   groups: AgentGroups;
   /** artifact.created, artifact.version_created, artifact.deleted: read by those who may read the artifact. */
   events: EventLog;
+  audit: AuditTrail;
   /** The HMAC key of signed and upload URLs, the same on every node. */
   signingKey: () => Promise<string>;
   publicUrl: () => string;
@@ -241,6 +242,7 @@ export class ArtifactsService {
 
   /** A new artifact's event: only its owner reads it (it has no shares yet). */
   private async created(tx: Tx, artifact: ArtifactRow, actor: string): Promise<void> {
+    await this.deps.audit.record(tx, { action: 'artifact.create', resource: { type: 'artifact', id: artifact.id } });
     await this.deps.events.append(tx, { type: 'artifact.created', subject: artifact.id, actor, data: { artifact: toArtifact(artifact) }, readers: { agents: [artifact.owner] } });
   }
 
@@ -498,6 +500,7 @@ export class ArtifactsService {
         ...(metadataText === undefined ? {} : { metadata: JSON.stringify(parseJsonObject(metadataText, 'metadata')) }),
       };
       const row = await this.store.inTransaction(async (tx) => {
+        await this.deps.audit.record(tx, { action: 'artifact.update', resource: { type: 'artifact', id } });
         const advanced = await this.store.advanceVersion(tx, id, content, expected);
         if (!advanced) {
           if (await this.store.findArtifact(tx, id)) throw mismatch();
@@ -530,6 +533,7 @@ export class ArtifactsService {
   async deleteVersion(principal: Principal, id: string, version: number): Promise<{ current_version: number }> {
     await this.writable(principal, id);
     return this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'artifact.delete_version', resource: { type: 'artifact', id } });
       const artifact = await this.store.lockArtifact(tx, id);
       if (!artifact) throw new NotFound('Artifact', id);
       const versions = await this.store.listVersions(tx, id);
@@ -553,6 +557,7 @@ export class ArtifactsService {
   async delete(principal: Principal, id: string): Promise<void> {
     await this.writable(principal, id);
     await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'artifact.delete', resource: { type: 'artifact', id } });
       const artifact = await this.store.lockArtifact(tx, id);
       if (!artifact) throw new NotFound('Artifact', id);
       const blobs = (await this.store.listVersions(tx, id)).map((v) => v.sha256);
@@ -761,17 +766,23 @@ export class ArtifactsService {
   async share(principal: Principal, id: string, body: { with_agents?: string[]; with_groups?: string[] }): Promise<AccessList> {
     const artifact = await this.writable(principal, id);
     const now = this.deps.clock.now();
-    await this.store.addShares(autocommit, [
-      ...[...new Set(body.with_agents ?? [])].map((p) => ({ artifact_id: id, kind: 'agent' as const, principal: p, created_at: now })),
-      ...[...new Set(body.with_groups ?? [])].map((p) => ({ artifact_id: id, kind: 'group' as const, principal: p, created_at: now })),
-    ]);
+    await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'artifact.share', resource: { type: 'artifact', id } });
+      await this.store.addShares(tx, [
+        ...[...new Set(body.with_agents ?? [])].map((p) => ({ artifact_id: id, kind: 'agent' as const, principal: p, created_at: now })),
+        ...[...new Set(body.with_groups ?? [])].map((p) => ({ artifact_id: id, kind: 'group' as const, principal: p, created_at: now })),
+      ]);
+    });
     return this.accessOf(artifact);
   }
 
   async unshare(principal: Principal, id: string, body: { agents?: string[]; groups?: string[] }): Promise<AccessList> {
     const artifact = await this.writable(principal, id);
-    await this.store.removeShares(autocommit, id, 'agent', body.agents ?? []);
-    await this.store.removeShares(autocommit, id, 'group', body.groups ?? []);
+    await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'artifact.unshare', resource: { type: 'artifact', id } });
+      await this.store.removeShares(tx, id, 'agent', body.agents ?? []);
+      await this.store.removeShares(tx, id, 'group', body.groups ?? []);
+    });
     return this.accessOf(artifact);
   }
 }

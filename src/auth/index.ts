@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { EventLog } from '../kernel/ports.js';
+import type { AuditTrail, EventLog } from '../kernel/ports.js';
 import { authRoutes } from './routes.js';
 import { AuthService } from './service.js';
 import { SessionService } from './sessions.js';
@@ -29,13 +29,14 @@ export function createAuthDomain(deps: {
   clock: Clock;
   notifier: Notifier;
   events: EventLog;
+  audit: AuditTrail;
   sessionTtlMs: number;
   /** Session cookies get `Secure` (the public URL is https). */
   secureCookie: boolean;
 }) {
   const { database, clock, notifier } = deps;
   const store = new AuthStore(database.db, database.caps);
-  const service = new AuthService(store, clock, notifier, deps.events, database.dataVersion);
+  const service = new AuthService(store, clock, notifier, deps.events, deps.audit, database.dataVersion);
   const users = new UsersService({ store, clock, auth: service });
   const sessions = new SessionService({ store, clock, auth: service, notifier, dataVersion: database.dataVersion, ttlMs: deps.sessionTtlMs });
   const routes: FastifyPluginAsyncTypebox = async (app) => {

@@ -7,7 +7,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { EventLog } from '../kernel/ports.js';
+import type { AuditTrail, EventLog } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { CredentialCache } from './credential-cache.js';
@@ -201,6 +201,7 @@ export class AuthService {
     private readonly notifier: Notifier,
     /** key.created, key.revoked (admins only). */
     private readonly events: EventLog,
+    private readonly audit: AuditTrail,
     dataVersion: (() => number) | null = null,
   ) {
     this.keyCache = new CredentialCache(notifier, dataVersion);
@@ -300,6 +301,7 @@ export class AuthService {
     }
     return this.store.inTransaction(async (tx) => {
       const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null, { scopes, expiresAt, userId: user?.id ?? null });
+      await this.audit.record(tx, { action: 'key.create', resource: { type: 'key', id: key.id } });
       const { key: _plain, ...shown } = key;
       await this.events.append(tx, { type: 'key.created', subject: key.id, actor: creator.actor, data: { key: shown }, readers: ADMINS_ONLY });
       return key;
@@ -369,6 +371,7 @@ export class AuthService {
     if (!row) throw new NotFound('API key', id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
     const revoked = await this.endingCredentials(async (tx, end): Promise<RevokedKey | null> => {
+      await this.audit.record(tx, { action: 'key.revoke', resource: { type: 'key', id } });
       if (!(await this.store.revokeKey(tx, id, this.clock.now()))) return null;
       const publicKeys = await this.store.deletePublicKeysRegisteredBy(tx, id);
       await end([id, ...(await this.store.deleteSessionsOf(tx, { keyId: id }))]);
@@ -505,6 +508,7 @@ export class AuthService {
     };
     try {
       await this.store.inTransaction(async (tx) => {
+        await this.audit.record(tx, { action: 'public_key.create', resource: { type: 'public_key', id: row.id } });
         // Checked under the key's lock: a revocation that commits first is seen here, and one
         // that waits for this insert deletes what it inserted.
         if (registeredBy !== null && (await this.store.lockKey(tx, registeredBy))?.revoked_at !== null) {
@@ -527,7 +531,10 @@ export class AuthService {
   }
 
   async deletePublicKey(agentId: string, keyId: string): Promise<void> {
-    if (!(await this.store.deletePublicKey(autocommit, agentId, keyId))) throw new NotFound('Public key', keyId);
+    await this.store.inTransaction(async (tx) => {
+      await this.audit.record(tx, { action: 'public_key.delete', resource: { type: 'public_key', id: keyId } });
+      if (!(await this.store.deletePublicKey(tx, agentId, keyId))) throw new NotFound('Public key', keyId);
+    });
   }
 
   /**

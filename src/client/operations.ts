@@ -177,6 +177,10 @@ export const OPERATIONS = {
   cluster: {
     listNodes: ['GET', '/api/v1/cluster/nodes', PAGED],
   },
+  audit: {
+    list: ['GET', '/api/v1/audit', PAGED],
+    verify: ['GET', '/api/v1/audit/verify'],
+  },
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
 /**

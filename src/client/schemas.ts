@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import * as Artifacts from '../artifacts/schemas.js';
+import * as Audit from '../audit/schemas.js';
 import * as Auth from '../auth/schemas.js';
 import * as AccessGroups from '../auth/groups/schemas.js';
 import * as Cluster from '../cluster/schemas.js';
@@ -203,4 +204,7 @@ export const SCHEMAS = asValidated({
   'webhooks.retry': { data: Webhooks.Delivery },
 
   'cluster.listNodes': { query: Cluster.ListNodesQuery, data: list(Cluster.ClusterNode) },
+
+  'audit.list': { query: Audit.ListAuditQuery, data: list(Audit.AuditEntry) },
+  'audit.verify': { data: Audit.AuditVerification },
 } satisfies Record<OperationKey, OperationSchema>);

@@ -49,8 +49,8 @@ export function createCoordinationDomain(deps: {
     expressions: platform.expressions,
     timerPlannedAt: () => timerPlannedAt,
   });
-  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links });
-  const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier, expressions: platform.expressions });
+  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links, audit: platform.audit });
+  const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier, expressions: platform.expressions, audit: platform.audit });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
     directory: deps.directory,

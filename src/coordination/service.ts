@@ -6,7 +6,7 @@ import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { PublishedEvent } from '../kernel/ports.js';
+import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/topics.js';
 import type { ApprovalLinks } from './approval-links.js';
 import { approverAgent, type Decider } from './approvers.js';
@@ -196,7 +196,7 @@ export class CoordinationService {
   private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
 
   constructor(
-    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; links: ApprovalLinks },
+    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; links: ApprovalLinks; audit: AuditTrail },
   ) {}
 
   private get store() {
@@ -242,6 +242,7 @@ export class CoordinationService {
         this.store.inTransaction(async (tx) => {
           const definition = await this.validate(input, tx);
           const plan: PlanRow = { id: newId('plan', now), alias: input.alias, version: 1, created_by: caller.actor, created_at: now, updated_at: now };
+          await this.deps.audit.record(tx, { action: 'plan.create', resource: { type: 'plan', id: plan.id } });
           const version = this.versionRow(plan.id, 1, input.alias, definition, caller.actor, now);
           await this.store.insertPlan(tx, plan, version);
           return toPlan(plan, version, now);
@@ -290,6 +291,7 @@ export class CoordinationService {
       () =>
         this.store.inTransaction(async (tx) => {
           const plan = await this.changeablePlan(tx, idOrAlias, caller);
+          await this.deps.audit.record(tx, { action: 'plan.update', resource: { type: 'plan', id: plan.id } });
           const definition = await this.validate(input, tx);
           const next = plan.version + 1;
           const version = this.versionRow(plan.id, next, input.alias, definition, caller.actor, now);
@@ -308,6 +310,7 @@ export class CoordinationService {
   async deletePlan(idOrAlias: string, caller: Caller): Promise<string> {
     const id = await this.store.inTransaction(async (tx) => {
       const plan = await this.changeablePlan(tx, idOrAlias, caller);
+      await this.deps.audit.record(tx, { action: 'plan.delete', resource: { type: 'plan', id: plan.id } });
       await this.store.deletePlan(tx, plan.id);
       return plan.id;
     });
@@ -338,6 +341,7 @@ export class CoordinationService {
         adaptive: input.adaptive,
         createdBy: caller.agentId ?? caller.actor,
       });
+      await this.deps.audit.record(tx, { action: 'run.start', resource: { type: 'run', id: run.id } });
       // The run as saved, with its steps from memory: no need to read back what was just written.
       return toRun(run, await this.deps.engine.stepsOf(tx, run));
     });
@@ -371,6 +375,7 @@ export class CoordinationService {
   async cancelRun(runId: string, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       await this.assertMayChangeRun(tx, runId, caller);
+      await this.deps.audit.record(tx, { action: 'run.cancel', resource: { type: 'run', id: runId } });
       await this.deps.engine.cancel(tx, runId, `cancelled by ${caller.agentId ?? caller.actor}`, { by: { actor: caller.actor, reason } });
       return this.view(tx, runId);
     });
@@ -378,6 +383,7 @@ export class CoordinationService {
 
   async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string; reason?: string }, caller: Caller): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: decision.approved ? 'step.approve' : 'step.reject', resource: { type: 'step', id: `${runId}/${stepId}` } });
       await this.deps.engine.approve(tx, runId, stepId, decision, caller.decider);
       return this.view(tx, runId);
     });
@@ -385,6 +391,7 @@ export class CoordinationService {
 
   async submitInput(runId: string, stepId: string, data: Record<string, unknown>, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'step.submit_input', resource: { type: 'step', id: `${runId}/${stepId}` } });
       await this.deps.engine.submitInput(tx, runId, stepId, data, { ...caller.decider, reason });
       return this.view(tx, runId);
     });
@@ -458,6 +465,8 @@ export class CoordinationService {
       ? { kind: 'agent', id: agent, actor: agent, agentId: agent, role: null, mayDecide: true, overrides: true }
       : { kind: 'link', id: APPROVAL_LINK_ACTOR, actor: APPROVAL_LINK_ACTOR, agentId: null, role: null, mayDecide: true, overrides: true };
     return this.store.inTransaction(async (tx) => {
+      const action = 'data' in body ? 'step.submit_input' : body.approved ? 'step.approve' : 'step.reject';
+      await this.deps.audit.record(tx, { action, resource: { type: 'step', id: `${claim.runId}/${claim.stepId}` } });
       if ('data' in body) await this.deps.engine.submitInput(tx, claim.runId, claim.stepId, body.data, by, claim);
       else await this.deps.engine.approve(tx, claim.runId, claim.stepId, body, by, claim);
       const step = (await this.store.runSteps(tx, claim.runId)).find((row) => row.step_id === claim.stepId)!;
@@ -475,6 +484,7 @@ export class CoordinationService {
   async redrive(runId: string, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       await this.assertMayChangeRun(tx, runId, caller);
+      await this.deps.audit.record(tx, { action: 'run.redrive', resource: { type: 'run', id: runId } });
       await this.deps.engine.redrive(tx, runId, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
       return this.view(tx, runId);
     });

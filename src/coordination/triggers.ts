@@ -5,7 +5,7 @@ import { Conflict, InvalidRequest, MethodNotAllowed, NotFound, type FieldProblem
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { PublishedEvent } from '../kernel/ports.js';
+import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
 import { topicMatches, topicProblem } from '../messaging/topics.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
@@ -230,7 +230,7 @@ export class TriggersService {
   private startingEvents = false;
 
   constructor(
-    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; expressions: Expressions },
+    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; expressions: Expressions; audit: AuditTrail },
   ) {}
 
   private get store() {
@@ -306,7 +306,14 @@ export class TriggersService {
       updated_at: now,
     };
     row.next_fire_at = this.nextFire(row, now);
-    await this.unique(() => this.store.insertTrigger(autocommit, row), config.path);
+    await this.unique(
+      () =>
+        this.store.inTransaction(async (tx) => {
+          await this.deps.audit.record(tx, { action: 'trigger.create', resource: { type: 'trigger', id: row.id } });
+          await this.store.insertTrigger(tx, row);
+        }),
+      config.path,
+    );
     await this.changed();
     return toTrigger({ ...row, last_fired_at: null });
   }
@@ -354,14 +361,24 @@ export class TriggersService {
     // A new schedule or a resume starts from now: nothing missed while paused fires.
     if (next.config !== current.config || next.enabled !== current.enabled) next.next_fire_at = this.nextFire(next, now);
     const { id: _id, last_fired_at: _last, ...changes } = next;
-    await this.unique(() => this.store.updateTrigger(autocommit, id, changes), config.path);
+    await this.unique(
+      () =>
+        this.store.inTransaction(async (tx) => {
+          await this.deps.audit.record(tx, { action: 'trigger.update', resource: { type: 'trigger', id } });
+          await this.store.updateTrigger(tx, id, changes);
+        }),
+      config.path,
+    );
     await this.changed();
     return toTrigger(next);
   }
 
   async delete(id: string, changer: Changer): Promise<void> {
     await this.changeable(id, changer);
-    if (!(await this.store.deleteTrigger(autocommit, id))) throw new NotFound('Trigger', id);
+    await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'trigger.delete', resource: { type: 'trigger', id } });
+      if (!(await this.store.deleteTrigger(tx, id))) throw new NotFound('Trigger', id);
+    });
     await this.changed();
   }
 
@@ -536,6 +553,7 @@ export class TriggersService {
     const now = this.deps.clock.now();
     const event: Record<string, unknown> = { ...query, ...(isJsonObject(body) ? body : body === undefined ? {} : { body }) };
     return this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'trigger.fire', resource: { type: 'trigger', id: trigger.id } });
       const outcome = await this.startRun(tx, trigger, event);
       if ('failed' in outcome) throw new Conflict(outcome.failed);
       await this.store.insertEventFires(tx, [this.fire(trigger, now, 'started', { run_id: outcome.runId })]);

@@ -1,5 +1,6 @@
 import type { A2aTables } from '../a2a/tables.js';
 import type { ArtifactsTables } from '../artifacts/tables.js';
+import type { AuditTables } from '../audit/tables.js';
 import type { AuthTables } from '../auth/tables.js';
 import type { AccessGroupsTables } from '../auth/groups/tables.js';
 import type { ClusterTables } from '../cluster/tables.js';
@@ -15,4 +16,4 @@ import type { WebhooksTables } from '../webhooks/tables.js';
  * The database seen by Kysely: the union of every domain's tables. Each domain declares its
  * own tables in its tables.ts (which imports nothing); this file only joins them.
  */
-export interface Database extends A2aTables, AccessGroupsTables, ArtifactsTables, AuthTables, ClusterTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables, WebhooksTables {}
+export interface Database extends A2aTables, AccessGroupsTables, ArtifactsTables, AuditTables, AuthTables, ClusterTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables, WebhooksTables {}

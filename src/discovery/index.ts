@@ -44,6 +44,7 @@ export function createDiscoveryDomain(deps: {
     logger: platform.logger,
     healthTtlSeconds: config.healthTtlSeconds,
     events: deps.events,
+    audit: platform.audit,
     stats: deps.stats,
     embedder,
     random: deps.random,

@@ -7,7 +7,7 @@ import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { SYSTEM_ACTOR, type AgentDirectory, type DeliveryStats, type EventLog, type NewEvent } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AgentDirectory, type AuditTrail, type DeliveryStats, type EventLog, type NewEvent } from '../kernel/ports.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilityIndex, unit, type IndexedCapability, type SearchHit } from './search.js';
 import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
@@ -85,6 +85,7 @@ export interface DiscoveryDeps {
   healthTtlSeconds: number;
   /** agent.registered, agent.deregistered, agent.health_changed. */
   events: EventLog;
+  audit: AuditTrail;
   /** Measured delivery figures (messaging); without them latency/trust use the claimed metadata. */
   stats?: DeliveryStats;
   /** Embeddings endpoint for the search blend; lexical only without it. */
@@ -146,6 +147,7 @@ export class DiscoveryService implements AgentDirectory {
   private readonly embedder: Embedder | null;
   private readonly random: () => number;
   private readonly events: EventLog;
+  private readonly audit: AuditTrail;
 
   private readonly index = new CapabilityIndex();
   /** The change seq the index reflects; -1 before the first build. */
@@ -165,6 +167,7 @@ export class DiscoveryService implements AgentDirectory {
     this.embedder = deps.embedder ?? null;
     this.random = deps.random ?? Math.random;
     this.events = deps.events;
+    this.audit = deps.audit;
   }
 
   // ---- capabilities ----
@@ -192,6 +195,7 @@ export class DiscoveryService implements AgentDirectory {
         { id, agent_id: agentId, capability: input.capability, metadata, groups: JSON.stringify(groups), created_at: now, updated_at: now },
         groups,
       );
+      await this.audit.record(tx, { action: 'capability.register', resource: { type: 'capability', id: stored.id } });
       if (!known) {
         await this.events.append(tx, { type: 'agent.registered', subject: agentId, actor, data: { agent_id: agentId, capability: toCapability(stored) } });
       }
@@ -224,7 +228,10 @@ export class DiscoveryService implements AgentDirectory {
     const row = await this.store.findCapability(autocommit, id);
     if (!row) throw new NotFound('Capability', id);
     assertActsAs(principal, row.agent_id);
-    const removed = await this.store.deleteCapabilities(autocommit, { id }, this.clock.now());
+    const removed = await this.store.inTransaction(async (tx) => {
+      await this.audit.record(tx, { action: 'capability.deregister', resource: { type: 'capability', id } });
+      return this.store.deleteCapabilities(tx, { id }, this.clock.now());
+    });
     if (removed.length === 0) throw new NotFound('Capability', id);
     await this.announceChange();
   }
@@ -232,6 +239,7 @@ export class DiscoveryService implements AgentDirectory {
   /** Deregisters an agent: all its capabilities and its heartbeat record (agent.deregistered, by `actor`). */
   async deleteAgent(agentId: string, actor: string): Promise<number> {
     const removed = await this.store.inTransaction(async (tx) => {
+      await this.audit.record(tx, { action: 'agent.deregister', resource: { type: 'agent', id: agentId } });
       const capabilities = await this.store.deleteCapabilities(tx, { agentId }, this.clock.now());
       const hadHeartbeat = await this.store.deleteHeartbeat(tx, agentId);
       if (capabilities.length === 0 && !hadHeartbeat) throw new NotFound('Agent', agentId);

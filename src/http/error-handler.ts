@@ -55,34 +55,58 @@ function typedStorageFault(err: FastifyError | AppError, storage: StorageFullnes
   }
 }
 
+/** An error as the envelope answers it. */
+interface Answer {
+  code: ErrorCode;
+  message: string;
+  details?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** What the audit log hears of each error answer (http/plugins/audit.ts): denials, and changes that failed. */
+export type ErrorAudit = (request: FastifyRequest, status: number) => void | Promise<void>;
+
 /**
  * The one place errors become HTTP responses (design §2). Typed errors keep their code and
  * message; validation errors list every bad field; a database out of reach is a 503 with
  * Retry-After and a full disk a 507 (noted in `storage` for /readyz); anything else unexpected
- * is logged and answered with a bare 500 that leaks nothing.
+ * is logged and answered with a bare 500 that leaks nothing. Each answer is told to `audit`
+ * first (a 401 or 403 is a denial; a change that rolled back is recorded as failed before the
+ * client hears of it).
  */
-export function installErrorHandling(app: FastifyInstance, storage: StorageFullness): void {
-  app.setErrorHandler((thrown: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
+export function installErrorHandling(app: FastifyInstance, storage: StorageFullness, audit: ErrorAudit): void {
+  function answerOf(thrown: FastifyError | AppError, request: FastifyRequest): Answer {
     const err = thrown instanceof AppError ? thrown : typedStorageFault(thrown, storage);
     if (err instanceof AppError) {
       if (err !== thrown) request.log.error({ err: thrown }, 'storage failure');
       else if (err.status >= 500) request.log.error({ err }, 'request failed');
-      return send(reply, err.code, err.message, err.details, err.headers);
+      return { code: err.code, message: err.message, details: err.details, headers: err.headers };
     }
     const fastifyError = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
     if (fastifyError.validation) {
       const invalid = validationError(fastifyError.validation, fastifyError.validationContext ?? 'body');
-      return send(reply, invalid.code, invalid.message, invalid.details);
+      return { code: invalid.code, message: invalid.message, details: invalid.details };
     }
     const mapped = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined;
-    if (mapped) return send(reply, mapped, fastifyError.message);
+    if (mapped) return { code: mapped, message: fastifyError.message };
     const status = fastifyError.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const code = (Object.entries(ERROR_STATUS).find(([, s]) => s === status)?.[0] ?? 'invalid_request') as ErrorCode;
-      return send(reply, code, fastifyError.message);
+      return { code, message: fastifyError.message };
     }
     request.log.error({ err }, 'unhandled error');
-    return send(reply, 'internal_error', 'Internal server error');
+    return { code: 'internal_error', message: 'Internal server error' };
+  }
+
+  app.setErrorHandler((thrown: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
+    const { code, message, details, headers } = answerOf(thrown, request);
+    const answer = () => send(reply, code, message, details, headers);
+    const audited = audit(request, ERROR_STATUS[code]);
+    if (!audited) return answer();
+    return audited.then(answer, (err: unknown) => {
+      request.log.error({ err }, 'could not record the failed change in the audit log');
+      return answer();
+    });
   });
 
   app.setNotFoundHandler((request, reply) =>

@@ -30,12 +30,17 @@ interface Document {
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch']);
 const BODY_METHODS = new Set(['put', 'post', 'patch']);
 
-/** `METHOD /path` → the SDK's `domain.name` written `domain_name` (no dot, which code generators mangle). */
-const OPERATION_IDS = new Map(
+/** `METHOD /path` → the SDK's `domain.name`. */
+const OPERATION_NAMES = new Map(
   Object.entries(OPERATIONS).flatMap(([domain, operations]) =>
-    Object.entries(operations).map(([name, [method, path]]) => [`${method} ${path}`, `${domain}_${name}`] as const),
+    Object.entries(operations).map(([name, [method, path]]) => [`${method} ${path}`, `${domain}.${name}`] as const),
   ),
 );
+
+/** The operation a route serves, as the SDK names it (`coordination.deletePlan`), from its method and URL. */
+export function operationName(method: string, url: string): string | undefined {
+  return OPERATION_NAMES.get(`${method} ${documentedPath(url)}`);
+}
 
 /**
  * Fastify's trailing wildcard (`/coordination/hooks/*`, the rest of the URL) comes out of
@@ -100,7 +105,8 @@ function documentedPath(url: string): string {
 function describeOperation(method: string, path: string, documented: Operation, permission: Requirement | null | undefined): Operation {
   // @fastify/swagger shares one object between the methods of a route (the hooks take five).
   const operation: Operation = { ...documented };
-  const operationId = OPERATION_IDS.get(`${method.toUpperCase()} ${path}`);
+  // Written `domain_name`: no dot, which code generators mangle.
+  const operationId = OPERATION_NAMES.get(`${method.toUpperCase()} ${path}`)?.replace('.', '_');
   if (operationId) operation.operationId = operationId;
   if (permission) operation['x-permission'] = permission;
   if (documented.parameters) operation.parameters = documented.parameters.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));

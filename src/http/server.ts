@@ -18,6 +18,7 @@ import { drainOnClose } from './drain.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { describeOperations } from './openapi.js';
+import { errorAudit, installAuditScope, type RequestAudit } from './plugins/audit.js';
 import { installAuth } from './plugins/auth.js';
 import { SESSION_COOKIE } from './session-cookie.js';
 import { compileSerializer } from './serialization.js';
@@ -65,6 +66,8 @@ export interface HttpServerOptions {
   readiness: Readiness;
   /** Whether writes find storage full: set by the error handler, cleared by a write that succeeds. */
   storage: StorageFullness;
+  /** Hears of denied requests and of changes that failed (the audit log). */
+  audit: RequestAudit;
   routes: RouteGroup[];
 }
 
@@ -172,7 +175,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.markRoom();
     done(null, payload);
   });
-  installErrorHandling(app, storage);
+  installErrorHandling(app, storage, errorAudit(options.audit));
   installMetrics(app, options.metrics);
   installAccessLog(app, options.logger);
   // WebSocket routes (the agent channel): a frame past twice the body limit ends the connection
@@ -190,6 +193,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     unauthenticatedBodyBytes: options.config.unauthenticatedBodyBytes,
   });
   installNulRefusal(app);
+  installAuditScope(app);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
   const routes: RouteEntry[] = [];

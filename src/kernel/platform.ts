@@ -6,6 +6,7 @@ import type { Expressions } from './expression-pool.js';
 import type { DomainMetrics } from './metrics.js';
 import type { Notifier } from './notifier.js';
 import type { OpenConnections } from './open-connections.js';
+import type { AuditTrail } from './ports.js';
 import type { RateLimiter } from './rate-limiter.js';
 
 /** What every domain may be built from (services take plain dependency objects). */
@@ -27,4 +28,6 @@ export interface Platform {
   readonly expressions: Expressions;
   /** The long-lived connections open on this node, by credential: ended when it stops being valid. */
   readonly connections: OpenConnections;
+  /** The audit log: each service records its changes in the transaction that makes them. */
+  readonly audit: AuditTrail;
 }

@@ -222,3 +222,19 @@ export interface NodeRegistry {
   /** The nodes whose heartbeat is fresh and that have not stopped (a node not listed is down or gone). */
   liveNodeIds(): Promise<string[]>;
 }
+
+/** A change to the control plane, as a service records it (design §3, audit log). */
+export interface AuditedChange {
+  /** What was done: `<resource type>.<verb>`, e.g. `plan.delete`. */
+  action: string;
+  resource: { type: string; id: string };
+}
+
+/**
+ * Implemented by audit: the audit log. A service records each change in the transaction that
+ * makes it (the entry is appended when that transaction commits, so an aborted change leaves
+ * no entry); who asked comes from the request being served (kernel/request-scope.ts).
+ */
+export interface AuditTrail {
+  record(tx: Tx, change: AuditedChange): Promise<void>;
+}

@@ -8,6 +8,7 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import {
   SYSTEM_ACTOR,
+  type AuditTrail,
   type DeliveryStats,
   type EventLog,
   type Inbox,
@@ -163,6 +164,7 @@ export class InboxService implements Inbox, DeliveryStats {
       logger: Logger;
       events: EventLog;
       metrics: DomainMetrics;
+      audit: AuditTrail;
     },
   ) {
     this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
@@ -626,6 +628,7 @@ export class InboxService implements Inbox, DeliveryStats {
   async redrive(caller: Caller, messageId: string, reason?: string): Promise<Message> {
     const now = this.deps.clock.now();
     const row = await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'message.redrive', resource: { type: 'message', id: messageId } });
       const dead = await this.store.findMessage(tx, messageId);
       if (!dead) throw new NotFound('Message', messageId);
       checkReceiver(caller, dead.destination);

@@ -23,6 +23,7 @@ export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox; e
     logger: platform.logger,
     metrics: platform.metrics,
     events: deps.events,
+    audit: platform.audit,
   });
   /** Hears of `routine_execution` messages (kernel/ports.ts `OutcomeHandlers`). */
   const outcomeHandler: OutcomeHandler = {

@@ -8,7 +8,7 @@ import { sha256Hex } from '../kernel/sha256.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { SYSTEM_ACTOR, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
@@ -34,6 +34,7 @@ export interface RoutinesDeps {
   /** routine.paused/resumed/triggered and routine.execution.succeeded/failed. */
   events: EventLog;
   metrics: DomainMetrics;
+  audit: AuditTrail;
   /** Routines claimed per fire transaction (default 2,000). */
   fireBatchSize?: number;
 }
@@ -170,7 +171,10 @@ export class RoutinesService {
     };
     this.validate(row);
     row.next_run_at = this.nextRun(row, now);
-    await this.store.insertRoutine(autocommit, row);
+    await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'routine.create', resource: { type: 'routine', id: row.id } });
+      await this.store.insertRoutine(tx, row);
+    });
     await this.changed();
     const routine = toRoutine(row);
     return token === null ? routine : { ...routine, webhook_url: this.webhookUrl(token), webhook_token: token };
@@ -204,6 +208,7 @@ export class RoutinesService {
     let token: string | null = null;
     const updated = await this.store.inTransaction(async (tx) => {
       const current = await this.changeable(tx, id, principal);
+      await this.deps.audit.record(tx, { action: `routine.${patch.enabled === undefined ? 'update' : patch.enabled ? 'resume' : 'pause'}`, resource: { type: 'routine', id } });
       const next: RoutineRow = {
         ...current,
         ...(patch.name !== undefined && { name: patch.name }),
@@ -255,6 +260,7 @@ export class RoutinesService {
   async delete(id: string, principal: Principal): Promise<void> {
     await this.store.inTransaction(async (tx) => {
       await this.changeable(tx, id, principal);
+      await this.deps.audit.record(tx, { action: 'routine.delete', resource: { type: 'routine', id } });
       const outstanding = await this.store.deleteRoutine(tx, id);
       for (const messageId of outstanding) await this.deps.inbox.cancel(tx, messageId, 'routine deleted');
     });
@@ -265,6 +271,7 @@ export class RoutinesService {
     const token = newSecret();
     await this.store.inTransaction(async (tx) => {
       const row = await this.changeable(tx, id, principal);
+      await this.deps.audit.record(tx, { action: 'routine.rotate_token', resource: { type: 'routine', id } });
       if (row.trigger_type !== 'webhook') throw new Conflict(`Routine '${id}' is not a webhook routine`);
       await this.store.updateRoutine(tx, id, { webhook_token_hash: sha256Hex(token), updated_at: this.deps.clock.now() });
     });
@@ -280,6 +287,7 @@ export class RoutinesService {
   /** Runs a routine now (manual trigger, by `actor`): 409 while it is paused. */
   async trigger(id: string, request: { payload?: unknown; reason?: string }, actor: string): Promise<Execution> {
     const execution = await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'routine.fire', resource: { type: 'routine', id } });
       const row = await this.row(tx, id);
       if (row.enabled !== 1) throw new Conflict(`Routine '${id}' is paused; resume it (PATCH enabled=true) first`);
       const started = toExecution(await this.startExecution(tx, row, 'manual', null, request.payload ?? JSON.parse(row.payload)));
@@ -310,7 +318,10 @@ export class RoutinesService {
 
   /** A webhook invocation of the routine `webhookRoutine` found; the body becomes the payload. */
   async invokeWebhook(routine: WebhookRoutine, body: unknown): Promise<{ execution_id: string }> {
-    const execution = await this.store.inTransaction((tx) => this.startExecution(tx, routine, 'webhook', null, body ?? {}));
+    const execution = await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'routine.fire', resource: { type: 'routine', id: routine.id } });
+      return this.startExecution(tx, routine, 'webhook', null, body ?? {});
+    });
     await this.changed();
     return { execution_id: execution.id };
   }

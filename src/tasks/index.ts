@@ -20,6 +20,7 @@ export function createTasksDomain(deps: { platform: Platform; events: EventLog; 
     clock: platform.clock,
     inbox: deps.inbox,
     events: deps.events,
+    audit: platform.audit,
   });
   return { service, routes: tasksRoutes(service) };
 }

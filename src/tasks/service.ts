@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { EventLog, Inbox, NewEvent } from '../kernel/ports.js';
+import type { AuditTrail, EventLog, Inbox, NewEvent } from '../kernel/ports.js';
 import { cycleThrough } from './graph.js';
 import {
   DONE,
@@ -42,6 +42,7 @@ export interface TasksDeps {
   inbox?: Inbox;
   /** task.created, task.updated, task.unblocked, task.deleted. */
   events: EventLog;
+  audit: AuditTrail;
 }
 
 /** The payload of a `task.unblocked` message. */
@@ -170,7 +171,10 @@ export class TasksService {
       created_at: now,
       updated_at: now,
     };
-    await this.store.insertProject(autocommit, row);
+    await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'project.create', resource: { type: 'project', id: row.id } });
+      await this.store.insertProject(tx, row);
+    });
     return toProject(row);
   }
 
@@ -187,15 +191,19 @@ export class TasksService {
 
   /** PUT: replaces name and description (an absent description clears it). */
   async replaceProject(id: string, input: ProjectBody, principal: Principal): Promise<Project> {
-    await this.changeableProject(autocommit, id, principal);
-    const row = await this.store.updateProject(autocommit, id, { name: input.name, description: input.description ?? null, updated_at: this.now() });
-    if (!row) throw new NotFound('Project', id);
-    return toProject(row);
+    return this.store.inTransaction(async (tx) => {
+      await this.changeableProject(tx, id, principal);
+      await this.deps.audit.record(tx, { action: 'project.update', resource: { type: 'project', id } });
+      const row = await this.store.updateProject(tx, id, { name: input.name, description: input.description ?? null, updated_at: this.now() });
+      if (!row) throw new NotFound('Project', id);
+      return toProject(row);
+    });
   }
 
   /** Deletes a project; one with tasks only with `cascade`, which removes them (and all theirs) too. */
   async deleteProject(id: string, principal: Principal, options: { cascade?: boolean } = {}): Promise<void> {
     await this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'project.delete', resource: { type: 'project', id } });
       // The lock keeps tasks from being added to the project while it goes.
       await this.changeableProject(tx, id, principal, { lock: true });
       const count = await this.store.countProjectTasks(tx, id);
@@ -241,6 +249,7 @@ export class TasksService {
         created_at: now,
         updated_at: now,
       };
+      await this.deps.audit.record(tx, { action: 'task.create', resource: { type: 'task', id: row.id } });
       await this.referencing(() => this.store.insertTask(tx, row), 'Project', row.project_id);
       // A new task has no dependents yet, so these edges cannot close a cycle.
       await this.store.insertDependencies(
@@ -275,6 +284,7 @@ export class TasksService {
       assertMayChangeTask(principal, before);
       const changes = diffTask(before, patch);
       if (changes.length === 0) return toTask(before);
+      await this.deps.audit.record(tx, { action: 'task.update', resource: { type: 'task', id } });
       if (patch.project_id != null && patch.project_id !== before.project_id) {
         await this.requireProject(tx, patch.project_id);
       }
@@ -292,6 +302,7 @@ export class TasksService {
       const [task] = await this.store.lockTasks(tx, [id]);
       if (!task) throw new NotFound('Task', id);
       assertMayChangeTask(principal, task);
+      await this.deps.audit.record(tx, { action: 'task.delete', resource: { type: 'task', id } });
       if ((await this.removeTasks(tx, { taskId: id }, principal.actor)) === 0) throw new NotFound('Task', id);
     });
   }
@@ -309,6 +320,7 @@ export class TasksService {
       if (!before) throw new NotFound('Task', id);
       this.assertClaimable(before, agent, input.expected_status);
       if (before.assigned_to === agent && before.status === IN_PROGRESS) return toTask(before);
+      await this.deps.audit.record(tx, { action: 'task.claim', resource: { type: 'task', id } });
       const after = await this.store.claimTask(tx, id, before.status, agent, this.now());
       if (!after) {
         // Someone changed the task between the read and the update: explain with what is there now.
@@ -349,6 +361,7 @@ export class TasksService {
    */
   async releaseTask(id: string, principal: Principal): Promise<Task> {
     return this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'task.release', resource: { type: 'task', id } });
       const before = await this.store.findTask(tx, id);
       if (!before) throw new NotFound('Task', id);
       const holder = before.assigned_to;
@@ -371,6 +384,7 @@ export class TasksService {
   async addDependency(taskId: string, dependsOn: string, principal: Principal): Promise<Dependency> {
     const now = this.now();
     return this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'task.add_dependency', resource: { type: 'task', id: taskId } });
       // One dependency insert at a time (PostgreSQL; SQLite serializes writers anyway): the
       // cycle check below then sees every committed edge, so racing inserts cannot close a cycle.
       await this.store.lockGraph(tx);
@@ -400,6 +414,7 @@ export class TasksService {
   /** Removes a dependency, named by its id (dep_…) or by the task depended upon (tsk_…). */
   async removeDependency(taskId: string, ref: string, principal: Principal): Promise<string> {
     return this.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'task.remove_dependency', resource: { type: 'task', id: taskId } });
       const byTask = ref.startsWith('tsk_');
       const dependency = await this.store.findDependency(tx, taskId, byTask ? { dependsOn: ref } : { id: ref });
       if (!dependency) {

@@ -31,6 +31,7 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     events: deps.events,
     feed: deps.feed,
     metrics: platform.metrics,
+    audit: platform.audit,
     sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, guard }),
     guard,
     timeoutMs: config.webhookTimeoutMs,

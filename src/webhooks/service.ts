@@ -9,7 +9,7 @@ import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AuditTrail, type EventLog } from '../kernel/ports.js';
 import { topicMatches } from '../messaging/index.js';
 import type { ReceiverGuard } from './addresses.js';
 import type { CreatedWebhook, CreateWebhookBody, Delivery, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
@@ -51,6 +51,7 @@ export interface WebhooksDeps {
   events: EventLog;
   feed: EventFeed;
   metrics: DomainMetrics;
+  audit: AuditTrail;
   sender: WebhookSender;
   /** Which receivers may be reached: a URL whose host is a refused IP address is a 400. */
   guard: ReceiverGuard;
@@ -152,7 +153,10 @@ export class WebhooksService {
       created_at: now,
       updated_at: now,
     };
-    await this.deps.store.insertWebhook(autocommit, row);
+    await this.deps.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'webhook.create', resource: { type: 'webhook', id: row.id } });
+      await this.deps.store.insertWebhook(tx, row);
+    });
     return { ...toWebhook(row), secret: row.secret };
   }
 
@@ -173,6 +177,7 @@ export class WebhooksService {
     // Read before the transaction: on SQLite the one connection is the transaction's.
     const position = body.enabled === true ? await this.deps.feed.lastPosition() : 0;
     return this.deps.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'webhook.update', resource: { type: 'webhook', id } });
       const row = await this.deps.store.lockWebhook(tx, id);
       if (!row) throw new NotFound('Webhook', id);
       const now = this.deps.clock.now();
@@ -189,7 +194,10 @@ export class WebhooksService {
   }
 
   async remove(id: string): Promise<void> {
-    if (!(await this.deps.store.inTransaction((tx) => this.deps.store.deleteWebhook(tx, id)))) throw new NotFound('Webhook', id);
+    await this.deps.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'webhook.delete', resource: { type: 'webhook', id } });
+      if (!(await this.deps.store.deleteWebhook(tx, id))) throw new NotFound('Webhook', id);
+    });
   }
 
   async deliveries(id: string, query: Omit<ListDeliveriesQuery, 'limit' | 'offset'>, window: Page): Promise<Paged<Delivery>> {

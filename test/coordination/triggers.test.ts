@@ -198,7 +198,7 @@ describeEachDialect('coordination triggers', (dialect) => {
         return specs.map((_, i) => ({ id: `run_fake_${batches}_${i}` }));
       },
     } as unknown as RunEngine;
-    const triggers = new TriggersService({ store, engine, clock: new FakeClock(Date.now()), notifier: new InProcessNotifier(), expressions: server.app.platform.expressions });
+    const triggers = new TriggersService({ store, engine, clock: new FakeClock(Date.now()), notifier: new InProcessNotifier(), expressions: server.app.platform.expressions, audit: server.app.platform.audit });
     const event = (id: string, on = topic) => ({ topic: on, payload: { id }, published_at: new Date().toISOString(), publisher: 'test' });
     // Triggers read (an event nothing matches), so the three below are handled in the same turn.
     expect(await triggers.onEvent(event('none', unique('unmatched')))).toBe(0);

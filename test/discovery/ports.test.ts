@@ -2,6 +2,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { DomainMetrics } from '../../src/kernel/metrics.js';
 import { OpenConnections } from '../../src/kernel/open-connections.js';
+import { createAuditService } from '../../src/audit/index.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Platform } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -44,6 +45,7 @@ describeEachDialect('discovery ports (AgentDirectory)', (dialect) => {
       metrics: new DomainMetrics(new Registry()),
       expressions: { evaluate: () => Promise.reject(new Error('discovery evaluates no expression')) },
       connections: new OpenConnections(),
+      audit: createAuditService({ database: handle, clock, config, logger: pino({ level: 'silent' }) }),
     };
     service = createDiscoveryDomain({ platform, events: createEventLog(handle, clock, notifier) }).service;
   });

@@ -242,6 +242,8 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "webhooks.test": (lambda c, x: c.webhooks.test(id=x.webhook["id"]), None),
     "webhooks.retry": (lambda c, x: c.webhooks.retry(id=x.webhook["id"], delivery_id="dlv_missing"), NotFound),
     "cluster.list_nodes": (lambda c, x: c.cluster.list_nodes(), None),
+    "audit.list": (lambda c, x: c.audit.list(action="webhook.create", limit=5), None),
+    "audit.verify": (lambda c, x: c.audit.verify(), None),
 }
 
 KEYS = [f"{domain}.{name}" for domain, operations in OPERATIONS.items() for name in operations]

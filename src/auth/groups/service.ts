@@ -2,7 +2,7 @@ import { autocommit } from '../../db/tx.js';
 import { iso, type Clock } from '../../kernel/clock.js';
 import { NotFound } from '../../kernel/errors.js';
 import type { Page, Paged } from '../../kernel/pagination.js';
-import type { AgentGroups } from '../../kernel/ports.js';
+import type { AgentGroups, AuditTrail } from '../../kernel/ports.js';
 import type { AccessGroup, Membership } from './schemas.js';
 import type { AccessGroupsStore, MemberRow } from './store.js';
 
@@ -17,21 +17,29 @@ function toMembership(row: MemberRow): Membership {
  * let any agent join `finance` and read what was shared with it.
  */
 export class AccessGroupsService implements AgentGroups {
-  constructor(private readonly deps: { store: AccessGroupsStore; clock: Clock }) {}
+  constructor(private readonly deps: { store: AccessGroupsStore; clock: Clock; audit: AuditTrail }) {}
 
   /** Grants the membership; `created` is false when the agent was a member already (nothing changes). */
   async grant(group: string, agentId: string, actor: string): Promise<{ membership: Membership; created: boolean }> {
     const row: MemberRow = { group_name: group, agent_id: agentId, granted_by: actor, granted_at: this.deps.clock.now() };
-    const created = await this.deps.store.grant(autocommit, row);
-    if (created) return { membership: toMembership(row), created };
-    const existing = await this.deps.store.find(autocommit, group, agentId);
-    // Removed between the two statements: the grant wins on the next try; report what was asked.
-    return { membership: toMembership(existing ?? row), created };
+    return this.deps.store.inTransaction(async (tx) => {
+      const created = await this.deps.store.grant(tx, row);
+      if (created) {
+        await this.deps.audit.record(tx, { action: 'group_member.grant', resource: { type: 'group_member', id: `${group}/${agentId}` } });
+        return { membership: toMembership(row), created };
+      }
+      const existing = await this.deps.store.find(tx, group, agentId);
+      // Removed between the two statements: the grant wins on the next try; report what was asked.
+      return { membership: toMembership(existing ?? row), created };
+    });
   }
 
   /** Removes the membership (404 when the agent is not a member of the group). */
   async revoke(group: string, agentId: string): Promise<void> {
-    if (!(await this.deps.store.revoke(autocommit, group, agentId))) throw new NotFound(`Membership of agent '${agentId}' in group`, group);
+    await this.deps.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'group_member.revoke', resource: { type: 'group_member', id: `${group}/${agentId}` } });
+      if (!(await this.deps.store.revoke(tx, group, agentId))) throw new NotFound(`Membership of agent '${agentId}' in group`, group);
+    });
   }
 
   groupsOf(agentId: string): Promise<string[]> {

@@ -26,6 +26,7 @@ import * as keyScopes from './0023-key-scopes.js';
 import * as accessGroups from './0024-access-groups.js';
 import * as ownership from './0025-ownership.js';
 import * as usersSessions from './0026-users-sessions.js';
+import * as auditLog from './0027-audit-log.js';
 import * as blobStagingNodes from './0028-blob-staging-nodes.js';
 
 export interface SwitchboardMigration {
@@ -63,5 +64,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0024-access-groups': accessGroups,
   '0025-ownership': ownership,
   '0026-users-sessions': usersSessions,
+  '0027-audit-log': auditLog,
   '0028-blob-staging-nodes': blobStagingNodes,
 };

@@ -3467,6 +3467,53 @@ class ClusterListNodesItem(TypedDict):
     status: Literal["up", "down"]
 
 
+class AuditListArgs(TypedDict, total=False):
+    """The keyword arguments of audit.list."""
+
+    actor: str
+    action: str
+    resource_id: str
+    outcome: Literal["allowed", "denied", "failed"]
+    after: str
+    before: str
+    limit: int
+    offset: int
+
+
+class AuditListItem(TypedDict):
+    """One item of audit.list."""
+
+    id: str
+    at: str
+    actor: dict[str, Any]
+    action: str
+    resource: dict[str, Any]
+    outcome: Literal["allowed", "denied", "failed"]
+    status: int | None
+    request_id: str | None
+    ip: str | None
+    user_agent: str | None
+    count: int
+    prev_hash: str
+    hash: str
+
+
+class AuditVerifyArgs(TypedDict, total=False):
+    """The keyword arguments of audit.verify."""
+
+
+class _AuditVerifyDataRequired(TypedDict):
+    ok: bool
+    checked: int
+    anchor: dict[str, Any] | None
+
+
+class AuditVerifyData(_AuditVerifyDataRequired, total=False):
+    """What audit.verify returns."""
+
+    first_broken: str
+
+
 # The operation table: domain → method name → how to call it.
 OPERATIONS: dict[str, dict[str, Operation]] = {
     "auth": {
@@ -5324,6 +5371,34 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             streamed=False,
         ),
     },
+    "audit": {
+        "list": Operation(
+            operation_id="audit_list",
+            method="GET",
+            path="/api/v1/audit",
+            path_params=(),
+            query_params=("actor", "action", "resource_id", "outcome", "after", "before", "limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "verify": Operation(
+            operation_id="audit_verify",
+            method="GET",
+            path="/api/v1/audit/verify",
+            path_params=(),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+    },
 }
 
 
@@ -5935,6 +6010,18 @@ class ClusterOperations(Domain):
         return self._call("list_nodes", arguments)  # type: ignore[no-any-return]
 
 
+class AuditOperations(Domain):
+    """The audit operations."""
+
+    def list(self, **arguments: Unpack[AuditListArgs]) -> Paged[AuditListItem]:
+        """List audit entries, newest first, filtered by actor, action, resource, outcome and time (GET /api/v1/audit)."""
+        return self._call("list", arguments)  # type: ignore[no-any-return]
+
+    def verify(self, **arguments: Unpack[AuditVerifyArgs]) -> AuditVerifyData:
+        """Verify the audit log’s hash chain from its anchor (where retention last trimmed) to its newest entry (GET /api/v1/audit/verify)."""
+        return self._call("verify", arguments)  # type: ignore[no-any-return]
+
+
 class ClientDomains:
     """The domains of the client, one attribute each."""
 
@@ -5949,6 +6036,7 @@ class ClientDomains:
     events: EventsOperations
     webhooks: WebhooksOperations
     cluster: ClusterOperations
+    audit: AuditOperations
 
 
 DOMAINS: dict[str, type[Domain]] = {
@@ -5963,4 +6051,5 @@ DOMAINS: dict[str, type[Domain]] = {
     "events": EventsOperations,
     "webhooks": WebhooksOperations,
     "cluster": ClusterOperations,
+    "audit": AuditOperations,
 }
