@@ -11,7 +11,6 @@ import { ThreadsService } from './threads.js';
 
 export { DEFAULT_VISIBILITY_S, InboxService, MAX_BATCH, MAX_WAIT_S } from './inbox.js';
 export { callerOf } from './messages.js';
-export { topicMatches, topicProblem } from './topics.js';
 
 /** How often the reaper looks for exhausted leases and newly visible delayed messages. */
 const REAPER_INTERVAL_MS = 250;

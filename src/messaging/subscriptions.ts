@@ -8,7 +8,7 @@ import type { PublishedEvent, PublishListener } from '../kernel/ports.js';
 import type { InboxService } from './inbox.js';
 import { checkReceiver, type Caller } from './messages.js';
 import type { MessagingStore, SubscriptionRow } from './store.js';
-import { hasWildcard, topicMatches, topicProblem } from './topics.js';
+import { hasWildcard, topicMatches, topicProblem } from '../kernel/topics.js';
 
 export interface Subscription {
   id: string;
