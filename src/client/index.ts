@@ -24,5 +24,5 @@ export {
   type Handler,
 } from './agent.js';
 export { topicMatches } from '../kernel/topics.js';
-export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
+export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from '../kernel/operations.js';
 export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';
