@@ -26,7 +26,7 @@ describe.runIf(postgresTestUrl() !== undefined || process.env.CI)('prepared stat
     expect(await preparedAfterAQuery(true)).toEqual(expect.arrayContaining(['select $1::int as one', 'select $1::int as two']));
   });
 
-  it('prepares nothing when turned off (PgBouncer in transaction mode: SWITCHBOARD_PG_LISTEN=off)', async () => {
+  it('prepares nothing when turned off (SWITCHBOARD_PG_PREPARE=off, for PgBouncer in transaction mode)', async () => {
     expect(await preparedAfterAQuery(false)).toEqual([]);
   });
 });
