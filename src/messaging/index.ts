@@ -4,6 +4,7 @@ import { LoopWorker } from '../workers/loop-worker.js';
 import type { Heartbeats } from './channel.js';
 import { channelRoutes } from './channel-routes.js';
 import { InboxService } from './inbox.js';
+import { InboxSpans } from './inbox-tracing.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
 import { SubscriptionsService } from './subscriptions.js';
@@ -21,7 +22,7 @@ export function createMessagingDomain(platform: Platform, events: EventLog, hear
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
   const threads = new ThreadsService({ store, clock });
-  const inbox = new InboxService({ store, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics });
+  const inbox = new InboxService({ store, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics, tracing: new InboxSpans() });
   const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
   let since = platform.clock.now();
   // Each pass looks only at leases that ran out since the previous one; the first pass (leases
