@@ -4,7 +4,8 @@ import type { InboxDepth } from '../kernel/metrics.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
-import type { DeliveryRow, InboxCounts, MessagingStore } from './store.js';
+import type { DeliveryRow } from './store.js';
+import type { InboxCounts, InboxViewsStore } from './views-store.js';
 
 /** Inboxes the depth gauges read per scrape (the top ones are shown, the rest summed). */
 const MAX_METRIC_INBOXES = 5000;
@@ -63,7 +64,7 @@ function toAttempt(row: DeliveryRow): Attempt {
 
 /** Looks at inboxes without changing them: their numbers, their messages, their dead letters, their agents' delivery stats. */
 export class InboxViews {
-  constructor(private readonly deps: { store: MessagingStore; clock: Clock; limiter: RateLimiter }) {}
+  constructor(private readonly deps: { store: InboxViewsStore; clock: Clock; limiter: RateLimiter }) {}
 
   private get store() {
     return this.deps.store;

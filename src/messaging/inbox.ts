@@ -17,6 +17,7 @@ import { checkReceiver, toMessage, type Caller, type Message } from './messages.
 import { OutcomeDispatch } from './outcomes.js';
 import { newMessageRow, type MessagingStore, type NewMessageRow } from './store.js';
 import type { ThreadsService } from './threads.js';
+import type { InboxViewsStore } from './views-store.js';
 
 export type { DeadLetter, InboxMessage, InboxSummary } from './inbox-views.js';
 
@@ -76,6 +77,7 @@ export class InboxService implements Inbox, DeliveryStats {
   constructor(
     private readonly deps: {
       store: MessagingStore;
+      viewStore: InboxViewsStore;
       threads: ThreadsService;
       clock: Clock;
       notifier: Notifier;
@@ -88,7 +90,7 @@ export class InboxService implements Inbox, DeliveryStats {
   ) {
     this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
     this.leases = new Leases({ ...deps, outcomes: this.outcomes, wakeups: this.wakeups });
-    this.views = new InboxViews(deps);
+    this.views = new InboxViews({ ...deps, store: deps.viewStore });
   }
 
   private get store() {

@@ -8,6 +8,7 @@ import { InboxSpans } from './inbox-tracing.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
 import { SubscriptionsService } from './subscriptions.js';
+import { InboxViewsStore } from './views-store.js';
 import { ThreadsService } from './threads.js';
 
 export { DEFAULT_VISIBILITY_S, InboxService, MAX_BATCH, MAX_WAIT_S } from './inbox.js';
@@ -22,7 +23,8 @@ export function createMessagingDomain(platform: Platform, events: EventLog, hear
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
   const threads = new ThreadsService({ store, clock });
-  const inbox = new InboxService({ store, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics, tracing: new InboxSpans() });
+  const viewStore = new InboxViewsStore(platform.database.db, platform.database.caps);
+  const inbox = new InboxService({ store, viewStore, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics, tracing: new InboxSpans() });
   const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
   let since = platform.clock.now();
   // Each pass looks only at leases that ran out since the previous one; the first pass (leases
