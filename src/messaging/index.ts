@@ -8,8 +8,8 @@ import { InboxSpans } from './inbox-tracing.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
 import { SubscriptionsService } from './subscriptions.js';
-import { InboxViewsStore } from './views-store.js';
 import { ThreadsService } from './threads.js';
+import { InboxViewsStore } from './views-store.js';
 
 export { DEFAULT_VISIBILITY_S, InboxService, MAX_BATCH, MAX_WAIT_S } from './inbox.js';
 export { callerOf } from './messages.js';
