@@ -9,6 +9,7 @@ import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
 import { SubscriptionsService } from './subscriptions.js';
 import { ThreadsService } from './threads.js';
+import { ThreadsStore } from './threads-store.js';
 import { InboxViewsStore } from './views-store.js';
 
 export { DEFAULT_VISIBILITY_S, InboxService, MAX_BATCH, MAX_WAIT_S } from './inbox.js';
@@ -22,7 +23,7 @@ const SWEEP_INTERVAL_MS = 60_000;
 export function createMessagingDomain(platform: Platform, events: EventLog, heartbeats: Heartbeats) {
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
-  const threads = new ThreadsService({ store, clock });
+  const threads = new ThreadsService({ store: new ThreadsStore(platform.database.db, platform.database.caps), clock });
   const viewStore = new InboxViewsStore(platform.database.db, platform.database.caps);
   const inbox = new InboxService({ store, viewStore, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics, tracing: new InboxSpans() });
   const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
