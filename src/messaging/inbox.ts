@@ -101,9 +101,10 @@ export class InboxService implements Inbox, DeliveryStats {
    * Puts messages into inboxes, in order, with one insert however many. The one place that
    * decides a send's transaction and when its inboxes wake:
    * - with the caller's `tx`, in it; the inboxes wake when it commits (the notifier delivers at
-   *   commit, to every node, this one included);
-   * - else one message with a thread or an idempotency key: its checks and its insert in a
-   *   transaction of their own; a replay sends nothing and wakes nobody;
+   *   commit, to every node, this one included). A producer's messages carry no thread and no
+   *   idempotency key: nothing is checked;
+   * - else one message with a thread or an idempotency key (an API send): its checks and its
+   *   insert in a transaction of their own; a replay sends nothing and wakes nobody;
    * - else several messages: in a transaction of their own, all or nothing;
    * - else one INSERT, atomic on its own (on PostgreSQL, two round trips fewer);
    * and without the caller's `tx` the inboxes wake as soon as the send has committed.
