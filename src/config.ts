@@ -89,6 +89,12 @@ export interface Config {
    * 250 ms from a table (false: SWITCHBOARD_PG_LISTEN=off, for PgBouncer in transaction mode).
    */
   readonly pgListen: boolean;
+  /**
+   * PostgreSQL: run hot statements as named prepared statements (SWITCHBOARD_PG_PREPARE). Off
+   * by default when SWITCHBOARD_PG_LISTEN=off: PgBouncer in transaction mode (before 1.21, or
+   * without max_prepared_statements) may run a statement on a connection that never prepared it.
+   */
+  readonly pgPrepare: boolean;
   /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
   readonly webhookPollMs: number;
   /** OpenTelemetry traces (design §11): null (the default) loads no SDK at all. */
@@ -221,6 +227,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   }
   const adminKey = str(env, 'SWITCHBOARD_ADMIN_KEY');
   if (adminKey !== null && adminKey.length < 16) throw new ConfigError('SWITCHBOARD_ADMIN_KEY must be at least 16 characters');
+  const pgListen = oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on');
   const config: Config = {
     host: str(env, 'SWITCHBOARD_HOST') ?? '127.0.0.1',
     port: int(env, 'SWITCHBOARD_PORT', 8080, 0, 65535),
@@ -269,7 +276,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
     tracing: tracingConfig(env),
     sharedRateLimit: oneOf(env, 'SWITCHBOARD_BENCH_SHARED_RATE_LIMIT', ['on', 'off'], 'on') === 'on',
-    pgListen: oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on') === 'on',
+    pgListen: pgListen === 'on',
+    // Follows LISTEN unless set: whoever turned LISTEN off for PgBouncer keeps prepared statements off.
+    pgPrepare: oneOf(env, 'SWITCHBOARD_PG_PREPARE', ['on', 'off'], pgListen) === 'on',
     expressionWorkers: int(env, 'SWITCHBOARD_EXPRESSION_WORKERS', 2, 1, 64),
     expressionTimeoutMs: int(env, 'SWITCHBOARD_EXPRESSION_TIMEOUT_MS', 1000, 10, 600_000),
     // As large as the JSON body an agent may send: a transform's output is stored like an agent's.

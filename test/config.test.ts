@@ -104,6 +104,7 @@ describe('config', () => {
     ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.0/33'],
     ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.1,fd00::/129'],
     ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.0/8/1'],
+    ['SWITCHBOARD_PG_PREPARE', 'yes'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
@@ -113,6 +114,16 @@ describe('config', () => {
 it('reads trusted proxies as addresses and CIDR ranges', () => {
   expect(loadConfig({}).trustedProxies).toEqual([]);
   expect(loadConfig({ SWITCHBOARD_TRUSTED_PROXIES: ' 10.0.0.0/8, ::1 ,fd00::/8,' }).trustedProxies).toEqual(['10.0.0.0/8', '::1', 'fd00::/8']);
+});
+
+it('prepares statements unless told not to, or unless LISTEN is off (PgBouncer in transaction mode) and PREPARE is not set', () => {
+  const prepare = (env: Record<string, string>) => loadConfig(env).pgPrepare;
+  expect(prepare({})).toBe(true);
+  expect(prepare({ SWITCHBOARD_PG_PREPARE: 'off' })).toBe(false);
+  expect(prepare({ SWITCHBOARD_PG_LISTEN: 'off' })).toBe(false);
+  // A PgBouncer that tracks prepared statements (1.21+, max_prepared_statements) keeps them with LISTEN off.
+  expect(prepare({ SWITCHBOARD_PG_LISTEN: 'off', SWITCHBOARD_PG_PREPARE: 'on' })).toBe(true);
+  expect(loadConfig({ SWITCHBOARD_PG_LISTEN: 'off', SWITCHBOARD_PG_PREPARE: 'on' }).pgListen).toBe(false);
 });
 
 describe('tracing configuration (the standard OTEL_* variables)', () => {

@@ -76,18 +76,21 @@ export class A2aService {
     const id = randomUUID();
     const contextId = input.contextId ?? randomUUID();
     return this.deps.store.inTransaction(async (tx) => {
-      const sent = await this.deps.inbox.send(tx, {
-        source: caller.agentId ?? caller.actor,
-        destination: agentId,
-        event_name: A2A_EVENT_NAME,
-        payload: { task_id: id, context_id: contextId, message: input.message },
-        origin: { kind: 'a2a_task', ref: id },
+      const sent = await this.deps.inbox.send({
+        tx,
+        messages: [{
+          source: caller.agentId ?? caller.actor,
+          destination: agentId,
+          event_name: A2A_EVENT_NAME,
+          payload: { task_id: id, context_id: contextId, message: input.message },
+          origin: { kind: 'a2a_task', ref: id },
+        }],
       });
       const row: A2aTaskRow = {
         id,
         context_id: contextId,
         agent_id: agentId,
-        message_id: sent.message_id,
+        message_id: sent.messages[0]!.message_id,
         requester: caller.agentId ?? caller.actor,
         request: JSON.stringify(input.message),
         state: 'submitted',

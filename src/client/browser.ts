@@ -4,7 +4,7 @@
  * one's own, and no agent worker.
  */
 export { Switchboard, SwitchboardError, retryAfterMs, type ArtifactStreams, type ClientOptions, type RequestSigner, type RetryEvent } from './client.js';
-export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
+export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from '../kernel/operations.js';
 export type { Body, CallInput, DomainClient, Item, Page, Operation, Query, RawBody, Result } from './types.js';
 /** Whether a NATS-style pattern (`run.*`, `run.>`) matches a topic or event type, as the server's filters do. */
-export { topicMatches } from '../messaging/topics.js';
+export { topicMatches } from '../kernel/topics.js';

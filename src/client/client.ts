@@ -1,5 +1,6 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { BYTE_ANSWERS, OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from './operations.js';
+import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from '../kernel/operations.js';
+import { BYTE_ANSWERS } from './operations.js';
 import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
 import { SwitchboardError } from './errors.js';
 import type { Body, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';

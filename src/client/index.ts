@@ -23,6 +23,6 @@ export {
   type ApprovalRequest,
   type Handler,
 } from './agent.js';
-export { topicMatches } from '../messaging/topics.js';
-export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
+export { topicMatches } from '../kernel/topics.js';
+export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from '../kernel/operations.js';
 export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';

@@ -1,7 +1,7 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type * as Events from '../events/schemas.js';
 import type * as Messaging from '../messaging/schemas.js';
-import type { OPERATIONS, Domain, HttpMethod, OperationKey, PAGED } from './operations.js';
+import type { OPERATIONS, Domain, HttpMethod, OperationKey, PAGED } from '../kernel/operations.js';
 import type { SCHEMAS } from './schemas.js';
 
 /*

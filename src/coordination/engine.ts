@@ -9,7 +9,7 @@ import { contextOf, inSpan, traceparentOfSpan } from '../kernel/tracing.js';
 import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type MessageOutcome, type PublishedEvent } from '../kernel/ports.js';
 import { isJsonObject } from '../kernel/json.js';
 import { ajvFieldProblems } from '../kernel/validation-problems.js';
-import { topicMatches } from '../messaging/topics.js';
+import { topicMatches } from '../kernel/topics.js';
 import { DEFAULT_MAX_CONCURRENCY, DEFAULT_STEP_TIMEOUT_S, inputValidator, type StepTemplate } from './plan.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
 import { decisionRefusal, type Decider } from './approvers.js';

@@ -185,7 +185,7 @@ export class RunContexts {
     const link = contexts.some(asksForHumans) ? await this.deps.links.linker() : null;
     if (link) {
       const messages = contexts.flatMap((ctx) => approverMessagesOf(ctx, link));
-      if (messages.length > 0) await this.deps.inbox.sendMany(tx, messages);
+      if (messages.length > 0) await this.deps.inbox.send({ tx, messages });
     }
     await this.deps.events.append(tx, ...contexts.flatMap((ctx) => logEventsOf(ctx, link)));
     countTransitions(this.deps.metrics, contexts);
@@ -196,10 +196,7 @@ export class RunContexts {
   async send(tx: Tx, outbox: RunContext['outbox']): Promise<void> {
     if (outbox.length === 0) return;
     const pending = outbox.splice(0);
-    const sent = await this.deps.inbox.sendMany(
-      tx,
-      pending.map((p) => p.message),
-    );
+    const { messages: sent } = await this.deps.inbox.send({ tx, messages: pending.map((p) => p.message) });
     pending.forEach(({ step }, i) => (step.row.message_id = sent[i]!.message_id));
   }
 

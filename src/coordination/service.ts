@@ -7,7 +7,7 @@ import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
-import { topicMatches } from '../messaging/topics.js';
+import { topicMatches } from '../kernel/topics.js';
 import type { ApprovalLinks } from './approval-links.js';
 import { approverAgent, type Decider } from './approvers.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';

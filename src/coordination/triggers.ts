@@ -6,7 +6,7 @@ import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
-import { topicMatches, topicProblem } from '../messaging/topics.js';
+import { topicMatches, topicProblem } from '../kernel/topics.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
 import type { StartRun } from './run-state.js';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresDialect, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql, type Dialect, type LimitNode } from 'kysely';
+import { Kysely, PostgresDialect, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql, type Dialect, type LimitNode, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { DialectCapabilities } from './capabilities.js';
@@ -45,8 +45,9 @@ export interface DatabaseOptions {
   sqlite?: SqliteOptions;
   /**
    * PostgreSQL only: keep hot statements parsed and planned per connection (named prepared
-   * statements). Off behind PgBouncer in transaction mode (SWITCHBOARD_PG_LISTEN=off), which
-   * may run a statement on a connection that never prepared it.
+   * statements, SWITCHBOARD_PG_PREPARE). Off behind a PgBouncer in transaction mode that does
+   * not track prepared statements, which may run a statement on a connection that never
+   * prepared it.
    */
   prepare?: boolean;
 }
@@ -58,7 +59,7 @@ export function databaseOptions(config: Config, poolSize?: number): DatabaseOpti
     dataDir: config.dataDir,
     poolSize,
     sqlite: { groupCommit: config.sqliteGroupCommit, synchronous: config.sqliteSynchronous },
-    prepare: config.pgListen,
+    prepare: config.pgPrepare,
   };
 }
 
@@ -148,19 +149,36 @@ class UnplannedLimitSqliteCompiler extends SqliteQueryCompiler {
 const MAX_PREPARED = 200;
 
 /**
- * Runs `client`'s parameterized statements as named prepared statements: PostgreSQL parsed and
- * planned each one again on every run, about half its CPU per message on the messaging paths
- * (measured). Names are per text and shared by the pool's connections; past MAX_PREPARED texts
- * (IN lists of every length) statements run unnamed, so a connection's plans stay bounded.
+ * The pool Kysely runs on, whose clients run each parameterized statement under a name (pg's
+ * per-query `name` option): pg then parses and plans it once per connection, where PostgreSQL
+ * did it again on every run, about half its CPU per message on the messaging paths (measured).
+ * Names are per text and shared by the pool's connections; past MAX_PREPARED texts (IN lists
+ * of every length) statements run unnamed, so a connection's plans stay bounded. The pool
+ * itself (the notifier's, the tests') runs its statements unnamed.
  */
-function prepareStatements(client: pg.PoolClient, names: Map<string, string>): void {
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-  (client as { query: unknown }).query = (...args: unknown[]) => {
-    const [text, values] = args;
-    if (args.length !== 2 || typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return query(...args);
+function preparingPool(pool: pg.Pool): PostgresPool {
+  const names = new Map<string, string>();
+  const nameOf = (text: string): string | undefined => {
     let name = names.get(text);
     if (name === undefined && names.size < MAX_PREPARED) names.set(text, (name = `sb${names.size}`));
-    return name === undefined ? query(text, values) : query({ name, text, values });
+    return name;
+  };
+  // One per pg client, for as long as the client lives: Kysely keeps its connection per client object.
+  const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const preparing = (client: pg.PoolClient): PostgresPoolClient => ({
+    // Only Kysely's `query(text, values)`: it passes a cursor only when its dialect has one.
+    query: ((text: string, values: unknown[]) =>
+      client.query({ text, values, name: values.length === 0 ? undefined : nameOf(text) })) as unknown as PostgresPoolClient['query'],
+    release: () => client.release(),
+  });
+  return {
+    connect: async () => {
+      const client = await pool.connect();
+      let named = clients.get(client);
+      if (!named) clients.set(client, (named = preparing(client)));
+      return named;
+    },
+    end: () => pool.end(),
   };
 }
 
@@ -171,12 +189,8 @@ function openPostgres(url: string, poolSize: number, prepare: boolean): Database
   pool.on('error', () => undefined);
   // Nor one in use: it emits 'error' besides failing its query (a 503, see faults.ts), and the
   // pool listens only to idle clients. The pool drops the broken client when it is released.
-  const names = new Map<string, string>();
-  pool.on('connect', (client) => {
-    client.on('error', () => undefined);
-    if (prepare) prepareStatements(client, names);
-  });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: prepare ? preparingPool(pool) : pool }) });
   return {
     db,
     caps: postgresCapabilities,

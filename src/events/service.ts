@@ -5,7 +5,7 @@ import { AppError, InvalidRequest } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { EVENT_TYPES, type AgentGroups } from '../kernel/ports.js';
-import { topicMatches, topicProblem } from '../messaging/index.js';
+import { topicMatches, topicProblem } from '../kernel/topics.js';
 import { EVENT_ID_PATTERN, type Event } from './schemas.js';
 import { EVENTS_APPENDED } from './appender.js';
 import type { EventFilter, EventRow, EventsStore } from './store.js';

@@ -1,5 +1,5 @@
 import type { Requirement } from '../auth/index.js';
-import { OPERATIONS } from '../client/operations.js';
+import { OPERATIONS } from '../kernel/operations.js';
 import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
 import { ErrorEnvelope } from './schemas.js';
 

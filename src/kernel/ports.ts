@@ -42,11 +42,28 @@ export interface SentMessage {
   timestamp: string;
 }
 
-/** Implemented by messaging: puts work into an agent's inbox. */
+/** A send by a platform producer (a run's steps, a routine's fires, a task's unblocking, an A2A task). */
+export interface SendRequest {
+  /** In order; each names who sends it (`source`) and whose inbox it goes to (`destination`). */
+  messages: readonly OutgoingMessage[];
+  /**
+   * The caller's transaction: the messages commit (or roll back) with its writes, and their
+   * inboxes wake when it commits. Without one the send commits on its own and wakes them then.
+   */
+  tx?: Tx;
+}
+
+export interface SendResult {
+  /** One per message of the request, in its order. */
+  messages: SentMessage[];
+  /** An idempotency key seen before: the message is the first send's, nothing was sent now. */
+  replayed: boolean;
+}
+
+/** Implemented by messaging: puts work into agents' inboxes. */
 export interface Inbox {
-  send(tx: Tx, message: OutgoingMessage): Promise<SentMessage>;
-  /** Several messages in the caller's transaction, in order (one insert however many). */
-  sendMany(tx: Tx, messages: OutgoingMessage[]): Promise<SentMessage[]>;
+  /** The one door for sending: one insert however many messages. */
+  send(request: SendRequest): Promise<SendResult>;
   /** Withdraws a message that has not been acknowledged yet (a cancelled step); no-op otherwise. */
   cancel(tx: Tx, messageId: string, reason: string): Promise<void>;
 }

@@ -122,7 +122,7 @@ export class AgentChannel {
       );
     }
     if ('send' in frame) return this.send(frame.send, frame.traceparent);
-    if ('send_batch' in frame) return this.deps.inbox.sendBatchAs(this.caller, frame.send_batch.messages).then((messages) => ({ messages }));
+    if ('send_batch' in frame) return this.deps.inbox.send({ from: this.caller, messages: frame.send_batch.messages, batch: true }).then(({ messages }) => ({ messages }));
     if ('subscribe' in frame) {
       return this.deps.subscriptions.subscribe(this.caller, frame.subscribe.agent_id, frame.subscribe.topic).then(({ subscription }) => subscription);
     }
@@ -132,7 +132,7 @@ export class AgentChannel {
   private async send(body: Extract<ChannelRequest, { send: unknown }>['send'], traceparent: string | undefined): Promise<SentMessage> {
     const { source, ...input } = body;
     if (source !== undefined && source !== this.agentId) throw new Forbidden(`This channel sends as '${this.agentId}', not as '${source}'`);
-    return (await this.deps.inbox.sendAs(this.caller, input, traceparent)).sent;
+    return (await this.deps.inbox.send({ from: this.caller, messages: [input], traceparent })).messages[0]!;
   }
 
   /**

@@ -4,14 +4,16 @@ import { LoopWorker } from '../workers/loop-worker.js';
 import type { Heartbeats } from './channel.js';
 import { channelRoutes } from './channel-routes.js';
 import { InboxService } from './inbox.js';
+import { InboxSpans } from './inbox-tracing.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
 import { SubscriptionsService } from './subscriptions.js';
 import { ThreadsService } from './threads.js';
+import { ThreadsStore } from './threads-store.js';
+import { InboxViewsStore } from './views-store.js';
 
 export { DEFAULT_VISIBILITY_S, InboxService, MAX_BATCH, MAX_WAIT_S } from './inbox.js';
 export { callerOf } from './messages.js';
-export { topicMatches, topicProblem } from './topics.js';
 
 /** How often the reaper looks for exhausted leases and newly visible delayed messages. */
 const REAPER_INTERVAL_MS = 250;
@@ -21,8 +23,9 @@ const SWEEP_INTERVAL_MS = 60_000;
 export function createMessagingDomain(platform: Platform, events: EventLog, heartbeats: Heartbeats) {
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
-  const threads = new ThreadsService({ store, clock });
-  const inbox = new InboxService({ store, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics, audit: platform.audit });
+  const threads = new ThreadsService({ store: new ThreadsStore(platform.database.db, platform.database.caps), clock });
+  const viewStore = new InboxViewsStore(platform.database.db, platform.database.caps);
+  const inbox = new InboxService({ store, viewStore, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics, tracing: new InboxSpans(), audit: platform.audit });
   const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
   let since = platform.clock.now();
   // Each pass looks only at leases that ran out since the previous one; the first pass (leases

@@ -56,7 +56,8 @@ export function messagingRoutes(
       '/messaging/send',
       { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
       async (request, reply) => {
-        const { sent, replayed } = await inbox.sendAs(callerOf(request.principal), request.body, request.headers.traceparent as string | undefined);
+        const { messages, replayed } = await inbox.send({ from: callerOf(request.principal), messages: [request.body], traceparent: request.headers.traceparent as string | undefined });
+        const sent = messages[0]!;
         if (replayed) return ok(reply.header('Idempotent-Replayed', 'true'), sent);
         return created(reply, sent);
       },
@@ -73,7 +74,7 @@ export function messagingRoutes(
           response: { 201: DataEnvelope(Type.Object({ messages: Type.Array(Sent) })) },
         },
       },
-      async (request, reply) => created(reply, { messages: await inbox.sendBatchAs(callerOf(request.principal), request.body.messages) }),
+      async (request, reply) => created(reply, { messages: (await inbox.send({ from: callerOf(request.principal), messages: request.body.messages, batch: true })).messages }),
     );
 
     app.get(

@@ -1,8 +1,7 @@
-import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { atomically, dbOf, txOf, type Tx } from '../db/tx.js';
@@ -25,38 +24,10 @@ export type SubscriptionRow = Selectable<SubscriptionsTable>;
  * messages_inbox (destination, state, seq), whose order is the dequeue order; PostgreSQL
  * picks that index anyway.
  */
-const unindexedVisibleAt = sql<number>`+${sql.ref('visible_at')}`;
+export const unindexedVisibleAt = sql<number>`+${sql.ref('visible_at')}`;
 
 /** How an attempt ends when its lease ran out and the message was delivered again. */
 const EXPIRED_ATTEMPT = (now: number) => ({ outcome: 'expired' as const, reason: 'visibility timeout expired', ended_at: now });
-
-/**
- * A message leased to a receiver now: received, its lease running, its attempt not yet ended
- * (a rejected message backing off is pending again, with its lease time as its retry time).
- */
-function leasedAt(eb: ExpressionBuilder<Database, 'messages'>, now: number) {
-  return eb.and([
-    eb('messages.state', '=', 'pending'),
-    eb(unindexedVisibleAt, '>', now),
-    eb.exists(
-      eb
-        .selectFrom('message_deliveries')
-        .select('message_deliveries.attempt')
-        .whereRef('message_deliveries.message_id', '=', 'messages.id')
-        .whereRef('message_deliveries.attempt', '=', 'messages.deliveries')
-        .where('message_deliveries.outcome', 'is', null),
-    ),
-  ]);
-}
-
-/** One agent's inbox in numbers: what waits, what is leased, what is dead. */
-export interface InboxCounts {
-  destination: string;
-  pending: number;
-  leased: number;
-  dead: number;
-  oldest_pending_at: number | null;
-}
 
 /** What a receive leases: up to `max` visible messages of `destination`, to `receiver` for `leaseMs`. */
 export interface Lease {
@@ -150,20 +121,29 @@ const DELIVERY_TEMPLATE: Record<keyof DeliveryRow, null> = {
 
 export class MessagingStore extends Store {
   /** Columnar: a burst of 10,000 routine fires puts 10,000 messages in one insert per batch. */
-  private readonly messageInsert: BulkInsert<'messages', keyof NewMessageRow>;
+  private readonly messageBatchInsert: BulkInsert<'messages', keyof NewMessageRow>;
   private readonly deliveryInsert: BulkInsert<'message_deliveries', keyof DeliveryRow>;
-  /** The claim, next-visible and subscription lookups: asked by every receive and publish. */
+  /** The insert of one message, the claim, next-visible and subscription lookups: asked by every send, receive and publish. */
   private readonly statements: Statements;
 
   constructor(db: Db, caps: DialectCapabilities) {
     super(db, caps);
-    this.messageInsert = new BulkInsert(db, 'messages', MESSAGE_TEMPLATE, { columnar: caps });
+    this.messageBatchInsert = new BulkInsert(db, 'messages', MESSAGE_TEMPLATE, { columnar: caps });
     this.deliveryInsert = new BulkInsert(db, 'message_deliveries', DELIVERY_TEMPLATE);
     this.statements = new Statements(db);
   }
 
-  async insertMessages(tx: Tx, rows: NewMessageRow[]): Promise<void> {
-    await this.messageInsert.run(dbOf(tx, this.db), rows);
+  /**
+   * New messages. One (a send, a task's or an A2A message) is the INSERT written here, compiled
+   * once. Several (a batch, a publish, a burst of routine fires, a run's steps) insert the same
+   * columns from one array per column on PostgreSQL, `INSERT INTO messages (…) SELECT … FROM
+   * unnest($1::text[], …)`, or from one JSON text of the rows on SQLite, `INSERT INTO messages
+   * (…) SELECT … FROM json_each(?)`, a column every message shares bound once (db/bulk-insert.ts).
+   */
+  async insertMessages(tx: Tx, rows: readonly NewMessageRow[]): Promise<void> {
+    const db = dbOf(tx, this.db);
+    if (rows.length !== 1) await this.messageBatchInsert.run(db, rows);
+    else await db.executeQuery(this.statements.compiled('insert-message', rows[0]!, (v) => this.db.insertInto('messages').values(v)));
   }
 
   isUniqueViolation(err: unknown): boolean {
@@ -437,143 +417,6 @@ export class MessagingStore extends Store {
       .limit(10_000)
       .execute();
     return rows.map((r) => r.destination);
-  }
-
-  async listDeadLetters(tx: Tx, destination: string | undefined, window: Page): Promise<Paged<MessageRow>> {
-    let query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('state', '=', 'dead').orderBy('seq', 'desc');
-    if (destination !== undefined) query = query.where('destination', '=', destination);
-    return paginate(query, window);
-  }
-
-  /**
-   * The inboxes holding messages (pending, leased or dead), by agent id, or the one of
-   * `destination`. Every inbox is a walk over every held message, grouped (and another for the
-   * total past the first page): beside 100,000 pending messages in 200 inboxes, 230 ms for a
-   * page of all inboxes on SQLite, 217 ms on PostgreSQL; one inbox walks messages_inbox only,
-   * 15 and 9 ms (measured through HTTP). A console's look, not a hot path.
-   */
-  async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page): Promise<Paged<InboxCounts>> {
-    const db = dbOf(tx, this.db);
-    const holding = (eb: ExpressionBuilder<Database, 'messages'>) => {
-      const held = eb('messages.state', 'in', ['pending', 'dead'] as const);
-      return destination === undefined ? held : eb.and([eb('messages.destination', '=', destination), held]);
-    };
-    const query = db
-      .selectFrom('messages')
-      .where(holding)
-      .select((eb) => {
-        const leased = leasedAt(eb, now);
-        const waiting = eb.and([eb('messages.state', '=', 'pending'), eb.not(leased)]);
-        return [
-          'messages.destination',
-          eb.fn.sum<number | string>(eb.case().when(waiting).then(1).else(0).end()).as('pending'),
-          eb.fn.sum<number | string>(eb.case().when(leased).then(1).else(0).end()).as('leased'),
-          eb.fn.sum<number | string>(eb.case().when('messages.state', '=', 'dead').then(1).else(0).end()).as('dead'),
-          eb.fn.min<number | string | null>(eb.case().when(waiting).then(eb.ref('messages.created_at')).end()).as('oldest_pending_at'),
-        ];
-      })
-      .groupBy('messages.destination')
-      .orderBy('messages.destination');
-    const count = async () => {
-      const row = await db
-        .selectFrom('messages')
-        .where(holding)
-        .select((eb) => eb.fn.count<number | string>('messages.destination').distinct().as('n'))
-        .executeTakeFirst();
-      return Number(row?.n ?? 0);
-    };
-    const page = await paginate(query, window, count);
-    return {
-      total: page.total,
-      items: page.items.map((row) => ({
-        destination: row.destination,
-        pending: Number(row.pending),
-        leased: Number(row.leased),
-        dead: Number(row.dead),
-        oldest_pending_at: row.oldest_pending_at === null ? null : Number(row.oldest_pending_at),
-      })),
-    };
-  }
-
-  /** A page of the messages of `destination` that wait (pending) or are leased now, in inbox order. */
-  async inboxMessages(tx: Tx, destination: string, leased: boolean, now: number, window: Page): Promise<Paged<MessageRow>> {
-    const query = dbOf(tx, this.db)
-      .selectFrom('messages')
-      .selectAll()
-      .where('destination', '=', destination)
-      .where('state', '=', 'pending')
-      .where((eb) => (leased ? leasedAt(eb, now) : eb.not(leasedAt(eb, now))))
-      .orderBy('seq');
-    return paginate(query, window);
-  }
-
-  async attemptsOf(tx: Tx, ids: string[]): Promise<DeliveryRow[]> {
-    if (ids.length === 0) return [];
-    return dbOf(tx, this.db)
-      .selectFrom('message_deliveries')
-      .selectAll()
-      .where('message_id', 'in', ids)
-      .orderBy('message_id')
-      .orderBy('attempt')
-      .execute();
-  }
-
-  async threadMessages(tx: Tx, threadId: string, window: Page): Promise<Paged<MessageRow>> {
-    const query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('thread_id', '=', threadId).orderBy('seq');
-    return paginate(query, window);
-  }
-
-  /** Per agent: recent delivery→ack times and the count of each attempt outcome. */
-  async deliveryStats(tx: Tx, agentIds: string[], sample: number) {
-    if (agentIds.length === 0) return { latencies: [], outcomes: [] };
-    const db = dbOf(tx, this.db);
-    const latencies = await db
-      .selectFrom('message_deliveries')
-      .select(['destination', sql<number>`ended_at - delivered_at`.as('latency')])
-      .where('destination', 'in', agentIds)
-      .where('outcome', '=', 'acked')
-      .orderBy('ended_at', 'desc')
-      .limit(sample * agentIds.length)
-      .execute();
-    const outcomes = await db
-      .selectFrom('message_deliveries')
-      .select(['destination', 'outcome', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('destination', 'in', agentIds)
-      .where('outcome', 'is not', null)
-      .groupBy(['destination', 'outcome'])
-      .execute();
-    return { latencies, outcomes };
-  }
-
-  async insertSession(tx: Tx, row: SessionRow): Promise<void> {
-    await dbOf(tx, this.db).insertInto('messaging_sessions').values(row).execute();
-  }
-
-  async findSession(tx: Tx, id: string): Promise<SessionRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('messaging_sessions').selectAll().where('id', '=', id).executeTakeFirst();
-  }
-
-  async listSessions(tx: Tx, window: Page): Promise<Paged<SessionRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('messaging_sessions').selectAll().orderBy('id'), window);
-  }
-
-  async insertThread(tx: Tx, row: ThreadRow): Promise<void> {
-    await dbOf(tx, this.db).insertInto('messaging_threads').values(row).execute();
-  }
-
-  async findThread(tx: Tx, id: string): Promise<ThreadRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('messaging_threads').selectAll().where('id', '=', id).executeTakeFirst();
-  }
-
-  /** Advances a turn-mode thread from `turn`; false when another sender took the turn first. */
-  async advanceTurn(tx: Tx, id: string, turn: number): Promise<boolean> {
-    const result = await dbOf(tx, this.db)
-      .updateTable('messaging_threads')
-      .set({ turn: turn + 1 })
-      .where('id', '=', id)
-      .where('turn', '=', turn)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
   }
 
   async insertSubscription(tx: Tx, row: SubscriptionRow): Promise<void> {

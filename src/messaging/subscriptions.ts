@@ -8,7 +8,7 @@ import type { PublishedEvent, PublishListener } from '../kernel/ports.js';
 import type { InboxService } from './inbox.js';
 import { checkReceiver, type Caller } from './messages.js';
 import type { MessagingStore, SubscriptionRow } from './store.js';
-import { hasWildcard, topicMatches, topicProblem } from './topics.js';
+import { hasWildcard, topicMatches, topicProblem } from '../kernel/topics.js';
 
 export interface Subscription {
   id: string;
@@ -81,10 +81,8 @@ export class SubscriptionsService {
     // triggers and waits): then nothing is written at all.
     const candidates = await this.store.candidateSubscriptions(autocommit, topic);
     const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
-    const ids = await this.deps.inbox.sendBatch(
-      subscribers.map((destination) => ({ source, destination, event_name: topic, payload })),
-      now,
-    );
+    const sent = await this.deps.inbox.send({ messages: subscribers.map((destination) => ({ source, destination, event_name: topic, payload })) });
+    const ids = sent.messages.map((message) => message.message_id);
     const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
     for (const listener of this.publishListeners) {
       try {

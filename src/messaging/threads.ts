@@ -4,7 +4,8 @@ import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { toMessage, type Caller, type Message } from './messages.js';
-import type { MessagingStore, SessionRow, ThreadRow } from './store.js';
+import type { SessionRow, ThreadRow } from './store.js';
+import type { ThreadsStore } from './threads-store.js';
 
 export interface Session {
   id: string;
@@ -54,7 +55,7 @@ function toThread(row: ThreadRow): Thread {
  * robin that a send to the thread takes part in (`takeTurn`, called by the inbox).
  */
 export class ThreadsService {
-  constructor(private readonly deps: { store: MessagingStore; clock: Clock }) {}
+  constructor(private readonly deps: { store: ThreadsStore; clock: Clock }) {}
 
   private get store() {
     return this.deps.store;

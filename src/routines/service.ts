@@ -346,9 +346,9 @@ export class RoutinesService {
   ): Promise<ExecutionRow[]> {
     if (starts.length === 0) return [];
     const now = this.deps.clock.now();
-    const sent = await this.deps.inbox.sendMany(
+    const { messages: sent } = await this.deps.inbox.send({
       tx,
-      starts.map(({ routine, trigger, payload, id }) => ({
+      messages: starts.map(({ routine, trigger, payload, id }) => ({
         source: PLATFORM_SENDER,
         destination: routine.target_agent,
         event_name: ROUTINE_EVENT,
@@ -358,7 +358,7 @@ export class RoutinesService {
         // send is its child, so the agent's work continues the fire's trace.
         traceparent: fireSpan(routine.id, id, trigger),
       })),
-    );
+    });
     const rows = starts.map(
       ({ routine, trigger, scheduledFor, payload, id }, i): ExecutionRow => ({
         id,

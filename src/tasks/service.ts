@@ -535,7 +535,7 @@ export class TasksService {
   private async unblocked(tx: Tx, task: AdjustedTask, cause: string, actor: string): Promise<NewEvent> {
     const payload: UnblockedPayload = { task_id: task.id, project_id: task.project_id, title: task.title, unblocked_by: cause };
     if (this.deps.inbox && task.assigned_to !== null) {
-      await this.deps.inbox.send(tx, { source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload });
+      await this.deps.inbox.send({ tx, messages: [{ source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload }] });
     }
     return { type: 'task.unblocked', subject: task.id, actor, data: { ...payload, assigned_to: task.assigned_to } };
   }

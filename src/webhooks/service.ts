@@ -10,7 +10,7 @@ import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AuditTrail, type EventLog } from '../kernel/ports.js';
-import { topicMatches } from '../messaging/index.js';
+import { topicMatches } from '../kernel/topics.js';
 import type { ReceiverGuard } from './addresses.js';
 import type { CreatedWebhook, CreateWebhookBody, Delivery, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
 import type { AttemptResult, WebhookSender } from './sender.js';

@@ -15,7 +15,7 @@ export function messagingTools({ inbox }: ToolServices): GroupTool[] {
       input: toolInput(SendBody),
       output: Sent,
       annotations: DISPATCH,
-      run: async (args, principal) => (await inbox.sendAs(callerOf(principal), args)).sent,
+      run: async (args, principal) => (await inbox.send({ from: callerOf(principal), messages: [args] })).messages[0]!,
     }),
     define({
       name: 'receive_messages',

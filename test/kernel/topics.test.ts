@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { topicMatches, topicProblem } from '../../src/messaging/topics.js';
+import { topicMatches, topicProblem } from '../../src/kernel/topics.js';
 
 describe('topic patterns', () => {
   it.each([

@@ -1,0 +1,182 @@
+import { autocommit, type Tx } from '../db/tx.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
+import { SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
+import { spanClock, type InboxTracing } from './inbox-tracing.js';
+import type { InboxWakeups } from './inbox-wakeups.js';
+import { toMessage, type Caller, type Message } from './messages.js';
+import type { OutcomeDispatch } from './outcomes.js';
+import type { MessageRow, MessagingStore } from './store.js';
+
+const MAX_BACKOFF_S = 300;
+/** Exhausted leases dead-lettered per reaper transaction. */
+const REAP_BATCH = 500;
+
+export interface Rejection {
+  message_id: string;
+  reason: string;
+  requeue?: boolean;
+  delay_seconds?: number;
+}
+
+export interface Rejected {
+  message_id: string;
+  status: 'requeued' | 'dead_lettered';
+  retry_at: string | null;
+}
+
+/**
+ * A message's life after its send: leased by a receive, then settled — acknowledged,
+ * rejected (back to the inbox after a backoff) or dead-lettered, by its receiver or by the
+ * reaper when its last lease runs out. Each settlement tells the message's producer
+ * (OutcomeDispatch) in the same transaction.
+ */
+export class Leases {
+  constructor(
+    private readonly deps: {
+      store: MessagingStore;
+      clock: Clock;
+      events: EventLog;
+      metrics: DomainMetrics;
+      outcomes: OutcomeDispatch;
+      tracing: InboxTracing;
+      wakeups: InboxWakeups;
+    },
+  ) {}
+
+  private get store() {
+    return this.deps.store;
+  }
+
+  /** Leases up to `max` visible messages of `agentId` to `receiver` (one look of a receive). */
+  async claim(agentId: string, receiver: string, max: number, visibilitySeconds: number): Promise<Message[]> {
+    const { outcomes } = this.deps;
+    const lease = { destination: agentId, receiver, max, now: this.deps.clock.now(), leaseMs: visibilitySeconds * 1000 };
+    const startTime = spanClock();
+    // Producers that follow deliveries hear of them in the claim's transaction.
+    const rows = await this.store.claim(lease, {
+      wants: (claimed) => claimed.some((row) => outcomes.hears(row, 'delivered')),
+      record: (tx, claimed) => outcomes.emit(tx, claimed, { status: 'delivered' }),
+    });
+    this.deps.tracing.received(agentId, rows, startTime);
+    for (const row of rows) if (row.deliveries === 1) this.deps.metrics.messageQueued(row.origin_kind, (lease.now - row.created_at) / 1000);
+    return rows.map(toMessage);
+  }
+
+  /** Loads messages for settlement, checking ownership: 404 unknown, 403 foreign. */
+  private async settleable(tx: Tx, caller: Caller, ids: string[]): Promise<MessageRow[]> {
+    const rows = await this.store.findMessages(tx, ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => {
+      const row = byId.get(id);
+      if (!row) throw new NotFound('Message', id);
+      if (!caller.admin && caller.agentId !== row.destination) {
+        throw new Forbidden(`Message '${id}' is addressed to '${row.destination}', not to '${caller.agentId}'`);
+      }
+      if (row.state !== 'pending') throw new Conflict(`Message '${id}' is already settled (${row.state})`);
+      if (row.deliveries === 0) throw new Conflict(`Message '${id}' has not been received yet`);
+      return row;
+    });
+  }
+
+  async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
+    if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
+    const now = this.deps.clock.now();
+    const startTime = spanClock();
+    const rows = await this.store.inTransaction(async (tx) => {
+      // The update checks what `settleable` checks, so the common case reads nothing first;
+      // an id it left alone is asked about to say why, and the whole batch rolls back.
+      const destination = caller.admin ? null : caller.agentId;
+      const acked = destination === undefined ? [] : await this.store.acknowledgeReceived(tx, ids, destination, output === undefined ? null : JSON.stringify(output), now);
+      const byId = new Map(acked.map((row) => [row.id, row]));
+      const refused = ids.find((id) => !byId.has(id));
+      if (refused !== undefined) {
+        await this.settleable(tx, caller, [refused]);
+        throw new Conflict(`Message '${refused}' cannot be acknowledged now`);
+      }
+      const rows = ids.map((id) => byId.get(id)!);
+      await this.deps.tracing.settling(rows, 'ack', () => this.deps.outcomes.emit(tx, rows, { status: 'acknowledged', output }), startTime);
+      return rows;
+    });
+    this.deps.metrics.messagesSettled('acked', rows.map((row) => row.event_name));
+    return { acknowledged: ids };
+  }
+
+  /**
+   * Rejects a received message: back to the inbox after exponential backoff (1 s, 2 s, 4 s …
+   * capped at 5 min, or `delay_seconds`), or dead-lettered when `requeue` is false or no
+   * delivery is left.
+   */
+  async reject(caller: Caller, input: Rejection): Promise<Rejected> {
+    const now = this.deps.clock.now();
+    return this.store.inTransaction(async (tx) => {
+      const [row] = await this.settleable(tx, caller, [input.message_id]);
+      const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
+      return this.deps.tracing.settling([row!], requeue ? 'reject' : 'dead_letter', async () => {
+        await this.store.endAttempts(tx, [row!], 'rejected', input.reason, now);
+        if (!requeue) {
+          const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
+          await this.deadLetter(tx, row!, reason, now, caller.actor);
+          return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
+        }
+        const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
+        const retryAt = now + delay * 1000;
+        await this.store.settle(tx, [row!.id], { visible_at: retryAt });
+        this.deps.metrics.messagesSettled('rejected', [row!.event_name]);
+        return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
+      });
+    });
+  }
+
+  private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number, actor: string): Promise<void> {
+    await this.store.settle(tx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
+    this.deps.metrics.messagesSettled('dead_lettered', [row.event_name]);
+    // Logged before what its producer makes of it (a step failed), in the order they happened.
+    await this.deps.events.append(tx, {
+      type: 'message.dead_lettered',
+      subject: row.id,
+      actor,
+      data: { message: toMessage({ ...row, state: 'dead' }), reason, dead_at: iso(now) },
+      // An agent never sees another agent's inbox: only the destination (and admins) read it.
+      readers: { agents: [row.destination] },
+    });
+    await this.deps.outcomes.emit(tx, [row], { status: 'dead_lettered', reason });
+  }
+
+  async extend(caller: Caller, messageId: string, visibilitySeconds: number): Promise<{ message_id: string; visible_at: string }> {
+    const now = this.deps.clock.now();
+    return this.store.inTransaction(async (tx) => {
+      const [row] = await this.settleable(tx, caller, [messageId]);
+      if (row!.visible_at <= now) throw new Conflict(`The lease of message '${messageId}' has expired; receive it again`);
+      const until = now + visibilitySeconds * 1000;
+      await this.store.extendLease(tx, messageId, until);
+      return { message_id: messageId, visible_at: iso(until) };
+    });
+  }
+
+  /**
+   * The reaper's pass: dead-letters leased messages whose last lease ran out since
+   * `expiredSince` with no delivery left, and wakes long polls of inboxes where delayed or
+   * backed-off messages became visible since `since` (the previous pass).
+   */
+  async reap(since: number, expiredSince = since): Promise<number> {
+    const now = this.deps.clock.now();
+    let reaped = 0;
+    for (let batch = REAP_BATCH; batch === REAP_BATCH; ) {
+      batch = await this.store.inTransaction(async (tx) => {
+        const exhausted = await this.store.claimExhausted(tx, expiredSince, now, REAP_BATCH);
+        for (const row of exhausted) {
+          await this.deps.tracing.settling([row], 'dead_letter', async () => {
+            await this.store.endAttempts(tx, [row], 'expired', 'visibility timeout expired', now);
+            await this.deadLetter(tx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now, SYSTEM_ACTOR);
+          });
+        }
+        return exhausted.length;
+      });
+      reaped += batch;
+    }
+    this.deps.wakeups.committed(await this.store.destinationsBecomingVisible(autocommit, since, now));
+    return reaped;
+  }
+}

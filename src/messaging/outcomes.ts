@@ -1,0 +1,40 @@
+import type { Tx } from '../db/tx.js';
+import type { MessageOutcome, OriginKind, OutcomeHandler, OutcomeHandlers } from '../kernel/ports.js';
+import type { MessageRow } from './store.js';
+
+/**
+ * Tells each message's producer (its origin) what became of it, through the handler of its
+ * origin kind, inside the transaction that leased or settled it.
+ */
+export class OutcomeDispatch {
+  /** By origin kind (`messages.origin_kind`), from `routeTo`. */
+  private handlers = new Map<string, OutcomeHandler>();
+
+  routeTo(handlers: OutcomeHandlers): void {
+    this.handlers = new Map(Object.entries(handlers));
+  }
+
+  /** Whether the producer of `row` (if any) wants to hear of outcomes like `status`. */
+  hears(row: MessageRow, status: MessageOutcome['status']): row is MessageRow & { origin_kind: OriginKind; origin_ref: string } {
+    if (row.origin_kind === null || row.origin_ref === null) return false;
+    const handler = this.handlers.get(row.origin_kind);
+    return handler !== undefined && (status !== 'delivered' || handler.delivered);
+  }
+
+  /** One call per origin kind. */
+  async emit(tx: Tx, rows: readonly MessageRow[], outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>): Promise<void> {
+    const byKind = new Map<OriginKind, MessageOutcome[]>();
+    for (const row of rows) {
+      if (!this.hears(row, outcome.status)) continue;
+      let batch = byKind.get(row.origin_kind);
+      if (!batch) byKind.set(row.origin_kind, (batch = []));
+      batch.push({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...outcome });
+    }
+    for (const [kind, outcomes] of byKind) {
+      // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps
+      // two concurrent batches that touch the same runs from deadlocking on PostgreSQL.
+      outcomes.sort((a, b) => (a.origin.ref < b.origin.ref ? -1 : a.origin.ref === b.origin.ref ? 0 : 1));
+      await this.handlers.get(kind)!.handle(tx, outcomes);
+    }
+  }
+}
