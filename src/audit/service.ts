@@ -184,7 +184,7 @@ export class AuditService implements AuditTrail {
 
   private draft(scope: RequestScope | undefined, change: AuditedChange, outcome: AuditOutcome, status: number | null): Draft {
     const atMs = this.deps.clock.now();
-    const actor = scope?.actor ?? this.deps.actor ?? SYSTEM_ACTOR;
+    const actor = change.actor ?? scope?.actor ?? this.deps.actor ?? SYSTEM_ACTOR;
     return {
       id: newId('aud', atMs),
       at: iso(atMs),

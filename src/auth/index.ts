@@ -11,7 +11,7 @@ import { userRoutes } from './user-routes.js';
 import { UsersService } from './users.js';
 
 export type { Principal } from './principal.js';
-export { actingAgent, assertActsAs, authorizeDeclared, actsForPlatform, credentialOf, type Declared } from './principal.js';
+export { actingAgent, assertActsAs, auditActorOf, authorizeDeclared, actsForPlatform, credentialOf, type Declared } from './principal.js';
 export { assertMayChange, type Changer } from './ownership.js';
 export { CredentialWatch } from './credential-watch.js';
 export { isPermission, PERMISSIONS, ROLE_NAMES, ROLES, type Permission, type Requirement, type Role } from './permissions.js';
@@ -37,8 +37,8 @@ export function createAuthDomain(deps: {
   const { database, clock, notifier } = deps;
   const store = new AuthStore(database.db, database.caps);
   const service = new AuthService(store, clock, notifier, deps.events, deps.audit, database.dataVersion);
-  const users = new UsersService({ store, clock, auth: service });
-  const sessions = new SessionService({ store, clock, auth: service, notifier, dataVersion: database.dataVersion, ttlMs: deps.sessionTtlMs });
+  const users = new UsersService({ store, clock, auth: service, audit: deps.audit });
+  const sessions = new SessionService({ store, clock, auth: service, notifier, dataVersion: database.dataVersion, ttlMs: deps.sessionTtlMs, audit: deps.audit });
   const routes: FastifyPluginAsyncTypebox = async (app) => {
     await app.register(authRoutes(service));
     await app.register(userRoutes(users, sessions, { secureCookie: deps.secureCookie }));

@@ -1,4 +1,5 @@
 import { Forbidden, InvalidRequest } from '../kernel/errors.js';
+import type { AuditActor } from '../kernel/request-scope.js';
 import { authorize, type Permission, type Requirement, type Role } from './permissions.js';
 
 /**
@@ -87,4 +88,11 @@ export function authorizeDeclared(principal: Principal, declared: Declared): voi
   if (principal.kind === 'agent' && (declared.orNamedApprover || (declared.self !== undefined && declared.self === principal.agentId))) return;
   if (principal.kind === 'user' && declared.orOwnUser) return;
   authorize(principal.permissions, permission);
+}
+
+const ANONYMOUS: AuditActor = { kind: 'anonymous', id: null, key_id: null };
+
+/** The principal as the audit log names it: its kind, its actor (agent id, `admin`, `key:…`, a user) and the key it used. */
+export function auditActorOf(principal: Principal | null): AuditActor {
+  return principal ? { kind: principal.kind, id: principal.actor, key_id: principal.keyId } : ANONYMOUS;
 }

@@ -4,11 +4,12 @@ import type { Clock } from '../kernel/clock.js';
 import { AppError, InvalidRequest, RateLimited, Unauthorized } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
+import type { AuditTrail } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import { CredentialCache } from './credential-cache.js';
 import { verifyNothing, verifyPassword } from './passwords.js';
 import { ROLES } from './permissions.js';
-import type { Principal } from './principal.js';
+import { auditActorOf, type Principal } from './principal.js';
 import { principalOfUser, userRefusal, type AuthService } from './service.js';
 import type { AuthStore, SessionRow } from './store.js';
 
@@ -75,6 +76,7 @@ export class SessionService {
       /** SQLite's data version of the file (see CredentialCache); null on PostgreSQL. */
       dataVersion: (() => number) | null;
       ttlMs: number;
+      audit: AuditTrail;
     },
   ) {
     this.cache = new CredentialCache(deps.notifier, deps.dataVersion);
@@ -146,7 +148,10 @@ export class SessionService {
       created_at: now,
       expires_at: now + this.deps.ttlMs,
     };
-    await this.deps.store.insertSession(autocommit, row);
+    await this.deps.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'session.create', resource: { type: 'session', id: row.id }, actor: auditActorOf(principal) });
+      await this.deps.store.insertSession(tx, row);
+    });
     return { token, csrfToken: this.csrfTokenOf(token), principal: { ...principal, session: { id: row.id, expiresAt: row.expires_at } } };
   }
 
@@ -212,6 +217,7 @@ export class SessionService {
   async signOut(principal: Principal): Promise<{ id: string }> {
     const session = sessionOf(principal);
     await this.deps.auth.endingCredentials(async (tx, end) => {
+      await this.deps.audit.record(tx, { action: 'session.delete', resource: { type: 'session', id: session.id } });
       await this.deps.store.deleteSession(tx, session.id);
       await end([session.id]);
     });

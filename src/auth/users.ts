@@ -3,6 +3,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+import type { AuditTrail } from '../kernel/ports.js';
 import { hashPassword } from './passwords.js';
 import { missingFrom, ROLES, type Permission, type Role } from './permissions.js';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_PATTERN } from './schemas.js';
@@ -82,6 +83,7 @@ export class UsersService {
       store: AuthStore;
       clock: Clock;
       auth: AuthService;
+      audit: AuditTrail;
     },
   ) {}
 
@@ -103,7 +105,10 @@ export class UsersService {
       updated_at: now,
     };
     try {
-      await store.insertUser(autocommit, row);
+      await store.inTransaction(async (tx) => {
+        await this.deps.audit.record(tx, { action: 'user.create', resource: { type: 'user', id: row.id } });
+        await store.insertUser(tx, row);
+      });
     } catch (err) {
       // Two creations of one name at once: the unique index refused the second.
       if (await store.findUserByName(autocommit, input.username)) throw new Conflict(`A user named '${input.username}' exists already`);
@@ -148,6 +153,7 @@ export class UsersService {
     const endsKeys = disabling || (input.role !== undefined && input.role !== before.role);
     const endsSessions = endsKeys || passwordHash !== undefined;
     return auth.endingCredentials(async (tx, end) => {
+      await this.deps.audit.record(tx, { action: disabling ? 'user.disable' : 'user.update', resource: { type: 'user', id } });
       const row = await store.updateUser(tx, id, changes);
       if (!row) throw new NotFound('User', id);
       if (endsSessions) await end(await this.credentialsToEnd(tx, id, { keys: endsKeys, deleteSessions: disabling || passwordHash !== undefined }));
@@ -159,6 +165,7 @@ export class UsersService {
   async delete(id: string): Promise<void> {
     const { store, clock, auth } = this.deps;
     await auth.endingCredentials(async (tx, end) => {
+      await this.deps.audit.record(tx, { action: 'user.delete', resource: { type: 'user', id } });
       const credentials = await this.credentialsToEnd(tx, id, { keys: true, deleteSessions: true });
       if (!(await store.deleteUser(tx, id))) throw new NotFound('User', id);
       await store.revokeKeysOfUser(tx, id, clock.now());

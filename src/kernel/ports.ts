@@ -1,4 +1,5 @@
 import type { Tx } from '../db/tx.js';
+import type { AuditActor } from './request-scope.js';
 
 /**
  * Contracts between domains. A domain that needs another's behaviour depends on one of these
@@ -245,6 +246,8 @@ export interface AuditedChange {
   /** What was done: `<resource type>.<verb>`, e.g. `plan.delete`. */
   action: string;
   resource: { type: string; id: string };
+  /** Who did it, when not the caller of the request being served (a sign-in: the principal it opens a session for). */
+  actor?: AuditActor;
 }
 
 /**

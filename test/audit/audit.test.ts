@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import type { Api } from '../helpers/api.js';
 import { describeEachDialect } from '../helpers/dialects.js';
+import { signIn } from '../helpers/session.js';
 import { useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -38,6 +39,25 @@ describeEachDialect('audit log', (dialect) => {
     expect(res.status).toBe(200);
     return res.body.data;
   }
+
+  it('records people: a user created and disabled by the admin, its sign-in as that user, its sign-out', async () => {
+    const created = await server.api.post('/api/v1/auth/users', { username: 'audited-ada', role: 'viewer', password: 'a long enough password' });
+    expect(created.status, created.text).toBe(201);
+    const userId = created.body.data.id as string;
+    const session = await signIn(server.url, { username: 'audited-ada', password: 'a long enough password' });
+    const sessionId = session.signedIn.body.data.principal.session.id as string;
+    expect((await session.request('DELETE', '/api/v1/auth/sessions/current')).status).toBe(200);
+    expect((await server.api.patch(`/api/v1/auth/users/${userId}`, { disabled: true })).status).toBe(200);
+
+    const byAction = (list: Entry[]) => Object.fromEntries(list.map((e) => [e.action, e]));
+    const ofUser = byAction(await entries(`resource_id=${userId}`));
+    expect(ofUser['user.create']).toMatchObject({ actor: { kind: 'admin' }, outcome: 'allowed' });
+    expect(ofUser['user.disable']).toMatchObject({ actor: { kind: 'admin' }, outcome: 'allowed' });
+    const ofSession = byAction(await entries(`resource_id=${sessionId}`));
+    expect(ofSession['session.create']).toMatchObject({ actor: { kind: 'user', id: 'user:audited-ada' }, ip: '127.0.0.1' });
+    expect(ofSession['session.delete']).toMatchObject({ actor: { kind: 'user', id: 'user:audited-ada' } });
+    expect((await verify()).ok).toBe(true);
+  });
 
   it('records an allowed change with who made it, from where, and in which request', async () => {
     const res = await server.api.post('/core/api/v1/projects', { name: 'audited' }, { headers: { 'user-agent': 'audit-test/1.0' } });

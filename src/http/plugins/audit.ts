@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Principal } from '../../auth/index.js';
-import { runInScope, type AuditActor, type RequestScope } from '../../kernel/request-scope.js';
+import { auditActorOf } from '../../auth/index.js';
+import { runInScope, type RequestScope } from '../../kernel/request-scope.js';
 import type { ErrorAudit } from '../error-handler.js';
 import { operationName } from '../openapi.js';
 
@@ -17,18 +17,11 @@ export interface RequestAudit {
   failed(scope: RequestScope, status: number): Promise<void>;
 }
 
-const ANONYMOUS: AuditActor = { kind: 'anonymous', id: null, key_id: null };
-
-/** The principal as the audit log names it: its kind, its actor (agent id, `admin`, `key:…`, a user) and the key it used. */
-export function actorOf(principal: Principal | null): AuditActor {
-  return principal ? { kind: principal.kind, id: principal.actor, key_id: principal.keyId } : ANONYMOUS;
-}
-
 function scopeOf(request: FastifyRequest): RequestScope {
   const userAgent = request.headers['user-agent'];
   return (
     request.auditScope ?? {
-      actor: actorOf(request.principal),
+      actor: auditActorOf(request.principal),
       requestId: request.id,
       ip: request.ip,
       userAgent: userAgent ?? null,
