@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
 import { AgentId } from '../http/schemas.js';
 import { streamBody } from '../http/stream-body.js';
+import { mayHoldUnstorable, refuseUnstorable } from '../kernel/json.js';
 import type { OpenConnections } from '../kernel/open-connections.js';
 import { A2aHandler, AGENT_ID, agentCard, CALLER, serverCard, SIGNAL } from './protocol.js';
 import type { A2aCaller, A2aService } from './service.js';
@@ -106,13 +107,20 @@ export function a2aRoutes(
 function parse(raw: Buffer | undefined): { body: Record<string, unknown> } | { error: JsonRpcResponse } {
   if (!raw || raw.length === 0) return { error: refusal(-32700, 'Parse error: the body is empty') };
   if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) return { error: refusal(-32600, `Invalid request: nests deeper than ${MAX_JSON_DEPTH} levels`) };
-  // PostgreSQL's text cannot hold NUL, and no A2A field needs one.
-  if (raw.includes('\\u0000')) return { error: refusal(-32602, 'Invalid params: text must not contain NUL characters') };
+  const text = raw.toString('utf8');
   let body: unknown;
   try {
-    body = JSON.parse(raw.toString('utf8'));
+    body = JSON.parse(text);
   } catch {
     return { error: refusal(-32700, 'Parse error: the body is not JSON') };
+  }
+  // Text PostgreSQL cannot hold (NUL, unpaired surrogates): no A2A field needs it.
+  if (mayHoldUnstorable(text)) {
+    try {
+      refuseUnstorable(body, undefined, 'body');
+    } catch (err) {
+      return { error: refusal(-32602, (err as Error).message) };
+    }
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return { error: refusal(-32600, 'Invalid request: not a JSON-RPC object') };

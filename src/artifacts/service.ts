@@ -22,7 +22,7 @@ import {
   type UploadIntentBody,
 } from './schemas.js';
 import type { ArtifactFilter, ArtifactRow, ArtifactsStore, UploadRow, VersionContentRow, VersionRow, Viewer } from './store.js';
-import { isJsonObject, refuseNul } from '../kernel/json.js';
+import { isJsonObject, refuseUnstorable } from '../kernel/json.js';
 
 /** One part of a multipart body, in the order the client sent them. */
 export type FormPart =
@@ -112,7 +112,7 @@ function toVersion(row: VersionRow): ArtifactVersion {
 
 /**
  * A JSON object given as text (a form field or a query parameter), or a 400 naming the field.
- * A NUL, escaped in the text, is refused like a raw one: PostgreSQL's jsonb cannot hold it.
+ * A NUL or an unpaired surrogate, escaped in the text, is refused: PostgreSQL's jsonb holds neither.
  */
 export function parseJsonObject(text: string, field: string): Record<string, unknown> {
   let value: unknown;
@@ -123,7 +123,7 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
   }
   if (!isJsonObject(value)) throw InvalidRequest.field(field, 'must be a JSON object');
   // JSON text in a form field or the query: the shared refusal of the HTTP layer never saw it.
-  refuseNul(value, field);
+  refuseUnstorable(value, field);
   return value;
 }
 
@@ -152,7 +152,7 @@ function checkName(name: string): string {
   if (name.length < 1 || name.length > MAX_NAME_LENGTH) {
     throw InvalidRequest.field('name', `must be 1 to ${MAX_NAME_LENGTH} characters`);
   }
-  refuseNul(name, 'name');
+  refuseUnstorable(name, 'name');
   return name;
 }
 

@@ -350,9 +350,7 @@ const ESCAPED_NUL = sql.lit('\\u0000');
  * refused at validation has one (escaped as \u0000), and casting it failed every filter for
  * every caller. Such a text (rare: found by strpos) is cast with its NULs as U+FFFD. Escaped
  * backslashes are set aside first (as \x01, which JSON text never holds raw), so that a
- * backslash followed by "u0000" in a string stays text. Literals, not parameters: migration
- * 0028's GIN index is over this very expression, and a prepared statement's generic plan
- * would not match parameters to its constants.
+ * backslash followed by "u0000" in a string stays text.
  */
 function postgresJsonb(text: Expression<string>): Expression<unknown> {
   const withoutNul = sql`replace(replace(replace(${text}, ${ESCAPED_BACKSLASH}, chr(1)), ${ESCAPED_NUL}, ${sql.lit('\\ufffd')}), chr(1), ${ESCAPED_BACKSLASH})`;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { InvalidRequest } from '../kernel/errors.js';
-import { refuseNul } from '../kernel/json.js';
+import { mayHoldUnstorable, refuseUnstorable } from '../kernel/json.js';
 
 /**
  * Refusals of hostile input that no route schema can express, applied once for every route:
@@ -54,18 +54,19 @@ export function tooDeepError(): InvalidRequest {
 }
 
 /**
- * Text with a NUL is refused before validation, for every route (kernel/json.ts refuseNul
- * says why). The search runs only when the URL holds `%00` or the raw JSON body the escape
- * `\u0000`: a clean request costs two native substring searches.
+ * Text with a NUL or an unpaired surrogate is refused before validation, for every route
+ * (kernel/json.ts refuseUnstorable says why). The walk runs only when the URL holds `%00` or the
+ * raw JSON body an escape that may stand for either: a clean request costs a substring search
+ * and one scan of the body.
  */
-export function installNulRefusal(app: FastifyInstance): void {
+export function installUnstorableRefusal(app: FastifyInstance): void {
   app.addHook('preValidation', (request, _reply, done) => {
     try {
       if (request.url.includes('%00')) {
-        refuseNul(request.params, undefined, 'params');
-        refuseNul(request.query, undefined, 'querystring');
+        refuseUnstorable(request.params, undefined, 'params');
+        refuseUnstorable(request.query, undefined, 'querystring');
       }
-      if (request.rawBody?.includes('\\u0000')) refuseNul(request.body, undefined, 'body');
+      if (request.rawBody !== undefined && mayHoldUnstorable(request.rawBody)) refuseUnstorable(request.body, undefined, 'body');
     } catch (err) {
       return done(err as Error);
     }

@@ -16,7 +16,7 @@ import { serveConsole } from './console.js';
 import { installAccessLog } from './access-log.js';
 import { drainOnClose } from './drain.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
-import { installNulRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
+import { installUnstorableRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { describeOperations } from './openapi.js';
 import { errorAudit, installAuditScope, type RequestAudit } from './plugins/audit.js';
 import { installAuth } from './plugins/auth.js';
@@ -192,7 +192,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     bodyBytes: options.config.maxJsonBodyBytes,
     unauthenticatedBodyBytes: options.config.unauthenticatedBodyBytes,
   });
-  installNulRefusal(app);
+  installUnstorableRefusal(app);
   installAuditScope(app);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.

@@ -12,29 +12,46 @@ export function parseNullableJson(text: string | null): unknown {
   return text === null ? null : JSON.parse(text);
 }
 
-const NUL_MESSAGE = 'must not contain the NUL character (\\u0000)';
+const UNSTORABLE_MESSAGE = 'must not contain the NUL character (\\u0000) or an unpaired surrogate (\\ud800-\\udfff)';
+/** A lone surrogate: with the u flag, a pair is one code point and does not match. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
-/** The path to the first string or key in `value` that holds a NUL, if any ([] for `value` itself). */
-function nulPath(value: unknown): string[] | undefined {
-  if (typeof value === 'string') return value.includes('\0') ? [] : undefined;
+function unstorable(text: string): boolean {
+  return text.includes('\0') || LONE_SURROGATE.test(text);
+}
+
+/**
+ * Whether raw JSON text may hold unstorable text, worth the walk of `refuseUnstorable`: it has
+ * the escape of a NUL or one starting like a surrogate's (`\ud…`; some are other characters,
+ * which costs only the walk). Native substring searches: no copy of the body.
+ */
+export function mayHoldUnstorable(json: string | Buffer): boolean {
+  return json.includes('\\u0000') || json.includes('\\ud') || json.includes('\\uD');
+}
+
+/** The path to the first string or key in `value` that is unstorable, if any ([] for `value` itself). */
+function unstorablePath(value: unknown): string[] | undefined {
+  if (typeof value === 'string') return unstorable(value) ? [] : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   for (const [key, item] of Object.entries(value)) {
-    if (key.includes('\0')) return [key];
-    const found = nulPath(item);
+    if (unstorable(key)) return [key];
+    const found = unstorablePath(item);
     if (found) return [key, ...found];
   }
   return undefined;
 }
 
 /**
- * Refuses text holding a NUL, in a string or a key at any depth: PostgreSQL stores none in
- * `text` or `jsonb` (a 500 on 74 operations), and SQLite would keep what PostgreSQL cannot.
- * `field` names `value` in the error (none for a whole request part); `location` is where it
- * was sent (body, querystring, params).
+ * Refuses text PostgreSQL cannot hold, in a string or a key at any depth: a NUL (`text` and
+ * `jsonb` store none: a 500 on 74 operations) or an unpaired surrogate (`jsonb` refuses its
+ * escape, so one kept in JSON text failed every later cast of that text, and `text` would keep
+ * U+FFFD in its place); SQLite would keep what PostgreSQL cannot. `field` names `value` in the
+ * error (none for a whole request part); `location` is where it was sent (body, querystring, params).
  */
-export function refuseNul(value: unknown, field: string | undefined, location?: string): void {
-  const path = nulPath(value);
+export function refuseUnstorable(value: unknown, field: string | undefined, location?: string): void {
+  const path = unstorablePath(value);
   if (!path) return;
-  const named = [...(field === undefined ? [] : [field]), ...path].join('.').replaceAll('\0', '\\u0000') || location || 'value';
-  throw new InvalidRequest(`Invalid request: ${named} ${NUL_MESSAGE}`, [{ field: named, ...(location && { in: location }), message: NUL_MESSAGE }]);
+  // Named as JSON would escape them, so the message itself is storable text.
+  const named = [...(field === undefined ? [] : [field]), ...path].map((part) => JSON.stringify(part).slice(1, -1)).join('.') || location || 'value';
+  throw new InvalidRequest(`Invalid request: ${named} ${UNSTORABLE_MESSAGE}`, [{ field: named, ...(location && { in: location }), message: UNSTORABLE_MESSAGE }]);
 }

@@ -8,7 +8,7 @@ import { actingAgent, credentialOf } from '../auth/index.js';
 import { storageFault } from '../db/faults.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
 import { AppError, InvalidRequest, PayloadTooLarge, RateLimited } from '../kernel/errors.js';
-import { refuseNul } from '../kernel/json.js';
+import { mayHoldUnstorable, refuseUnstorable } from '../kernel/json.js';
 import type { OpenConnections } from '../kernel/open-connections.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { ajvFieldProblems, type AjvIssue } from '../kernel/validation-problems.js';
@@ -75,7 +75,7 @@ function parseFrame(data: Buffer, isBinary: boolean, maxBytes: number): ClientFr
     throw new RefusedFrame(new InvalidRequest(`Invalid frame: ${details.map((d) => `${d.field || 'frame'} ${d.message}`).join('; ')}`, details), id);
   }
   try {
-    if (data.includes('\\u0000')) refuseNul(frame, undefined, 'frame');
+    if (mayHoldUnstorable(data)) refuseUnstorable(frame, undefined, 'frame');
   } catch (err) {
     throw new RefusedFrame(err as AppError, id);
   }
