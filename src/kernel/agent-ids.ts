@@ -9,10 +9,11 @@
  * - `cli`: keys created and revoked with the command line;
  * - `approval_link`: decisions made through a link sent to no one in particular.
  * Nor may an agent id start with a prefix that names people and roles (approvers `user:`,
- * `role:`, and the explicit `agent:`), so that those never mean an agent by accident.
+ * `role:`, and the explicit `agent:`) or another creator (`key:<id>` for a platform key,
+ * `trigger:<id>` for a trigger's runs): an agent so named would own what they created.
  */
 export const RESERVED_AGENT_IDS = ['admin', 'system', 'switchboard', 'cli', 'approval_link'] as const;
-export const RESERVED_AGENT_ID_PREFIXES = ['user:', 'role:', 'agent:'] as const;
+export const RESERVED_AGENT_ID_PREFIXES = ['user:', 'role:', 'agent:', 'key:', 'trigger:'] as const;
 
 /** `admin` → `[aA][dD][mM][iI][nN]`: JSON Schema patterns take no flags. */
 function anyCase(text: string): string {

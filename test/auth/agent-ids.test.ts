@@ -4,7 +4,7 @@ import { useServer } from '../helpers/server.js';
 import { callFails, mcpClient } from '../mcp/fixtures.js';
 
 /** Names the platform acts under, and prefixes kept for people and roles: no agent may take them. */
-const RESERVED = ['admin', 'system', 'switchboard', 'cli', 'approval_link', 'Admin', 'SYSTEM', 'user:ann', 'role:operator', 'agent:bob'];
+const RESERVED = ['admin', 'system', 'switchboard', 'cli', 'approval_link', 'Admin', 'SYSTEM', 'user:ann', 'role:operator', 'agent:bob', 'key:key_01', 'trigger:trg_01'];
 
 describeEachDialect('agent ids that name principals', (dialect) => {
   const server = useServer(dialect);
