@@ -25,7 +25,8 @@ function unstorable(text: string): boolean {
  * the escape of a NUL or one starting like a surrogate's (`\ud…`; some are other characters,
  * which costs only the walk). Native substring searches: no copy of the body.
  */
-export function mayHoldUnstorable(json: string | Buffer): boolean {
+/** `json`: a string or a Buffer (this module is the console's too, which has no Node types). */
+export function mayHoldUnstorable(json: { includes(search: string): boolean }): boolean {
   return json.includes('\\u0000') || json.includes('\\ud') || json.includes('\\uD');
 }
 
