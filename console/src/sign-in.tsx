@@ -1,47 +1,92 @@
 import { useId, useState, type FormEvent } from 'react';
+import type { Body } from '../../src/client/browser.js';
 import { ErrorNotice } from './errors.js';
 
 interface SignInProps {
-  /** Why the last key was refused, if it was. */
+  /** Why the last sign-in was refused, or why the session ended, if so. */
   error: unknown;
   pending: boolean;
-  onSignIn(apiKey: string): void;
+  onSignIn(body: Body<'auth.signIn'>): void;
 }
 
+/**
+ * The sign-in page: a person's username and password, or an API key exchanged for a session
+ * (the key goes to the server once and is kept nowhere in the browser).
+ */
 export function SignIn({ error, pending, onSignIn }: SignInProps) {
-  const [apiKey, setApiKey] = useState('');
-  const inputId = useId();
-
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    if (apiKey.trim() !== '') onSignIn(apiKey.trim());
-  };
-
+  const [withKey, setWithKey] = useState(false);
   return (
     <main className="sign-in">
-      <h1>Switchboard</h1>
-      <form onSubmit={submit} className="card">
-        <label htmlFor={inputId}>API key</label>
-        <input
-          id={inputId}
-          type="password"
-          autoComplete="off"
-          spellCheck={false}
-          placeholder="sk_…"
-          value={apiKey}
-          onChange={(event) => setApiKey(event.target.value)}
-          required
-          autoFocus
-        />
-        <p className="muted">
-          The admin key is printed on the server's first start and kept in <code>data/admin.key</code>. The console keeps the key
-          in this tab only.
-        </p>
-        <button type="submit" disabled={pending}>
-          {pending ? 'Signing in…' : 'Sign in'}
+      <h1>Sign in to Switchboard</h1>
+      {withKey ? <KeyForm pending={pending} onSignIn={onSignIn} /> : <PasswordForm pending={pending} onSignIn={onSignIn} />}
+      <ErrorNotice error={error} />
+      <p className="alternatives">
+        <button type="button" className="link" onClick={() => setWithKey(!withKey)}>
+          {withKey ? 'Use a username and password' : 'Use an API key'}
         </button>
-        <ErrorNotice error={error} />
-      </form>
+      </p>
     </main>
+  );
+}
+
+function PasswordForm({ pending, onSignIn }: Omit<SignInProps, 'error'>) {
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const id = useId();
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onSignIn({ username: username.trim(), password });
+  };
+  return (
+    <form onSubmit={submit} className="card">
+      <label htmlFor={`${id}-username`}>Username</label>
+      <input
+        id={`${id}-username`}
+        autoComplete="username"
+        autoCapitalize="none"
+        spellCheck={false}
+        value={username}
+        onChange={(event) => setUsername(event.target.value)}
+        required
+        autoFocus
+      />
+      <label htmlFor={`${id}-password`}>Password</label>
+      <input id={`${id}-password`} type="password" autoComplete="current-password" value={password} onChange={(event) => setPassword(event.target.value)} required />
+      <button type="submit" disabled={pending}>
+        {pending ? 'Signing in…' : 'Sign in'}
+      </button>
+    </form>
+  );
+}
+
+function KeyForm({ pending, onSignIn }: Omit<SignInProps, 'error'>) {
+  const [apiKey, setApiKey] = useState('');
+  const id = useId();
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (apiKey.trim() !== '') onSignIn({ api_key: apiKey.trim() });
+  };
+  return (
+    <form onSubmit={submit} className="card">
+      <label htmlFor={id}>API key</label>
+      <input
+        id={id}
+        type="password"
+        autoComplete="off"
+        spellCheck={false}
+        placeholder="sk_…"
+        value={apiKey}
+        onChange={(event) => setApiKey(event.target.value)}
+        required
+        autoFocus
+      />
+      <p className="muted">
+        The key is exchanged for a session once and not kept in the browser. The admin key is printed on the server's first start and kept
+        in <code>data/admin.key</code>.
+      </p>
+      <button type="submit" disabled={pending}>
+        {pending ? 'Signing in…' : 'Sign in with the key'}
+      </button>
+    </form>
   );
 }

@@ -48,10 +48,27 @@ export interface ConnectionOptions {
 }
 
 /**
- * A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through
- * index.ts); or none, for the public operations alone (an approval link's page, an upload URL).
+ * A browser's console session (design §3): the HttpOnly cookie, which the browser sends and no
+ * script reads, and the session's CSRF token, sent as X-CSRF-Token with each request (the
+ * server requires it on those that change state). No token yet: only signing in, or reading
+ * the current session (GET /auth/sessions/current answers with its token).
  */
-export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner } | { apiKey?: never; signer?: never }) & ConnectionOptions;
+export interface CookieSession {
+  csrfToken?: string;
+}
+
+/**
+ * A client's credentials: an API key, a signer (in Node, `{ agentId, privateKey }` through
+ * index.ts), or a browser's session cookie; or none, for the public operations alone (an
+ * approval link's page, an upload URL).
+ */
+export type ClientOptions = (
+  | { apiKey: string }
+  | { signer: RequestSigner }
+  | { session: CookieSession }
+  | { apiKey?: never; signer?: never; session?: never }
+) &
+  ConnectionOptions;
 
 type AnyInput = {
   path?: Record<string, string | number>;
@@ -199,6 +216,7 @@ export class Switchboard {
   /** The server's base URL. */
   readonly url: string;
   readonly #apiKey: string | undefined;
+  readonly #session: CookieSession | undefined;
   readonly #signer: RequestSigner | undefined;
   readonly #retries: number;
   readonly #maxBackoffMs: number;
@@ -216,6 +234,8 @@ export class Switchboard {
       this.#signer = options.signer;
     } else if ('apiKey' in options) {
       this.#apiKey = options.apiKey;
+    } else if ('session' in options) {
+      this.#session = options.session;
     }
     this.auth = this.#domain('auth');
     this.messaging = this.#domain('messaging');
@@ -393,6 +413,8 @@ export class Switchboard {
           headers: { ...headers, ...credentials },
           body: payload,
           signal,
+          // The cookie goes to the console's own origin only (the fetch default, said explicitly).
+          ...(this.#session ? { credentials: 'same-origin' } : {}),
           ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
         } as RequestInit);
       } catch (error) {
@@ -460,6 +482,7 @@ export class Switchboard {
 
   #credentials(method: string, pathWithQuery: string, bodySha256: string): Record<string, string> {
     if (this.#signer) return this.#signer.headers(method, pathWithQuery, bodySha256);
+    if (this.#session) return this.#session.csrfToken === undefined ? {} : { 'x-csrf-token': this.#session.csrfToken };
     // Without credentials an operation that needs them is sent as it is, and the server answers 401.
     return this.#apiKey === undefined ? {} : { authorization: `Bearer ${this.#apiKey}` };
   }

@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { TestServer } from './server.js';
 
@@ -21,6 +22,14 @@ const BUILT_CONSOLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)),
 /** Runs first in every page: a refused script, style, image or request is reported as a console error. */
 const REPORT_CSP_VIOLATIONS = `document.addEventListener('securitypolicyviolation', (event) =>
   console.error('CSP violation: ' + event.effectiveDirective + ' ' + event.blockedURI + ' (' + event.sourceFile + ':' + event.lineNumber + ')'))`;
+
+/**
+ * The console asks for the cookie's session on every load (an HttpOnly cookie is invisible to
+ * its scripts): without one the answer is 401, which Chromium reports as a failed load.
+ */
+function isSessionProbe(message: ConsoleMessage): boolean {
+  return /status of 401/.test(message.text()) && new URL(message.location().url, 'http://x').pathname === '/api/v1/auth/sessions/current';
+}
 
 export interface ConsoleBrowser {
   /** A fresh tab in a fresh context (its own sessionStorage), at `width`×`height`, with the system's colour scheme. */
@@ -67,7 +76,7 @@ export function useBrowser(): ConsoleBrowser {
       await context.addInitScript(REPORT_CSP_VIOLATIONS);
       const page = await context.newPage();
       page.on('console', (message) => {
-        if (message.type() === 'error') errors.push(message.text());
+        if (message.type() === 'error' && !isSessionProbe(message)) errors.push(message.text());
       });
       page.on('pageerror', (error) => errors.push(`uncaught: ${error.message}`));
       return page;
@@ -81,9 +90,46 @@ export function useBrowser(): ConsoleBrowser {
 /** How long a browser test waits for the page (Playwright's auto-waiting locators; never sleeps). */
 export const WAIT_MS = 15_000;
 
-/** Opens `path` of the console and signs in with `key` (the admin key by default). */
-export async function signIn(page: Page, server: TestServer, path = '/console', key = server.adminKey): Promise<void> {
+/** A person's sign-in: the username, and the password their admin set. */
+export interface Person {
+  username: string;
+  password: string;
+}
+
+/** A person the test created: their sign-in and user id. */
+export type CreatedPerson = Person & { id: string };
+
+/** The admin user each test server gets on the first sign-in without a key. */
+const consoleAdmins = new WeakMap<TestServer, Promise<CreatedPerson>>();
+
+/** Creates a user (through the API, as the admin key) with a password; returns how it signs in. */
+export async function createPerson(server: TestServer, username: string, role: string): Promise<CreatedPerson> {
+  const password = `pw-${username}-${randomBytes(8).toString('hex')}`;
+  const created = await server.api.post('/api/v1/auth/users', { username, role, password });
+  expect(created.status, created.text).toBe(201);
+  return { id: created.body.data.id, username, password };
+}
+
+/** The admin user `signIn` signs in as by default (created on first use). */
+export function consoleAdmin(server: TestServer): Promise<CreatedPerson> {
+  if (!consoleAdmins.has(server)) consoleAdmins.set(server, createPerson(server, 'console-admin', 'admin'));
+  return consoleAdmins.get(server)!;
+}
+
+/**
+ * Opens `path` of the console and signs in: with `as`, a person's username and password (by
+ * default an admin user made once per server); with a string, that API key exchanged for a session.
+ */
+export async function signIn(page: Page, server: TestServer, path = '/console', as?: Person | string): Promise<void> {
   await page.goto(server.url + path);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  if (typeof as === 'string') {
+    await page.getByRole('button', { name: 'Use an API key' }).click();
+    await page.getByLabel('API key').fill(as);
+    await page.getByRole('button', { name: 'Sign in with the key' }).click();
+    return;
+  }
+  const person = as ?? (await consoleAdmin(server));
+  await page.getByLabel('Username').fill(person.username);
+  await page.getByLabel('Password').fill(person.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
 }
