@@ -61,7 +61,10 @@ export const CreatedKey = Type.Intersect([
 
 export const ListKeysQuery = Type.Composite([
   PageQuery,
-  Type.Object({ include_revoked: Type.Optional(Type.Boolean({ default: false })) }),
+  Type.Object({
+    include_revoked: Type.Optional(Type.Boolean({ default: false })),
+    user_id: Type.Optional(Type.Intersect([UserId], { description: "Only this user's keys (without keys:admin: only one's own, the default)" })),
+  }),
 ]);
 
 export const KeyParams = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 100 }) });

@@ -56,6 +56,7 @@ class AuthListKeysArgs(TypedDict, total=False):
     limit: int
     offset: int
     include_revoked: bool
+    user_id: str
 
 
 class AuthListKeysItem(TypedDict):
@@ -3497,7 +3498,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/auth/keys",
             path_params=(),
-            query_params=("limit", "offset", "include_revoked",),
+            query_params=("limit", "offset", "include_revoked", "user_id",),
             body="none",
             body_fields=(),
             paged=True,
@@ -5335,7 +5336,7 @@ class AuthOperations(Domain):
         return self._call("permissions", arguments)  # type: ignore[no-any-return]
 
     def list_keys(self, **arguments: Unpack[AuthListKeysArgs]) -> Paged[AuthListKeysItem]:
-        """List API keys (GET /api/v1/auth/keys)."""
+        """List API keys (a user without keys:admin: their own) (GET /api/v1/auth/keys)."""
         return self._call("list_keys", arguments)  # type: ignore[no-any-return]
 
     def create_key(self, **arguments: Unpack[AuthCreateKeyArgs]) -> dict[str, Any]:
@@ -5343,7 +5344,7 @@ class AuthOperations(Domain):
         return self._call("create_key", arguments)  # type: ignore[no-any-return]
 
     def revoke_key(self, **arguments: Unpack[AuthRevokeKeyArgs]) -> AuthRevokeKeyData:
-        """Revoke an API key, and delete the public keys it registered (DELETE /api/v1/auth/keys/{key_id})."""
+        """Revoke an API key, and delete the public keys it registered (a user without keys:admin: one of their own) (DELETE /api/v1/auth/keys/{key_id})."""
         return self._call("revoke_key", arguments)  # type: ignore[no-any-return]
 
     def list_public_keys(self, **arguments: Unpack[AuthListPublicKeysArgs]) -> list[AuthListPublicKeysElement]:
