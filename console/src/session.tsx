@@ -59,6 +59,8 @@ export function SessionGate({ children }: { children: ReactNode }) {
     staleTime: Infinity,
   });
 
+  // Whether to offer "Sign in with <provider>" (OIDC, when the server has it configured).
+  const provider = useQuery({ queryKey: ['oidc-provider'], queryFn: () => anonymous.auth.oidcProvider(), staleTime: Infinity, enabled: current.data === null });
   const [ended, setEnded] = useState<SwitchboardError | null>(null);
   const forget = useCallback(() => {
     queryClient.clear();
@@ -116,6 +118,7 @@ export function SessionGate({ children }: { children: ReactNode }) {
   if (current.isPending) return <p className="splash">Signing in…</p>;
   return (
     <SignIn
+      provider={provider.data?.configured ? provider.data.name : null}
       error={signIn.error ?? ended ?? current.error}
       pending={signIn.isPending}
       onSignIn={(body) => {

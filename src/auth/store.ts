@@ -193,6 +193,10 @@ export class AuthStore extends Store {
     return dbOf(tx, this.db).selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  async findUserByOidc(tx: Tx, issuer: string, subject: string): Promise<UserRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('users').selectAll().where('oidc_issuer', '=', issuer).where('oidc_subject', '=', subject).executeTakeFirst();
+  }
+
   async findUserByName(tx: Tx, username: string): Promise<UserRow | undefined> {
     return dbOf(tx, this.db).selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
   }

@@ -53,7 +53,7 @@ describeEachDialect('the console: people and roles', (dialect) => {
 
     // The server still refuses: the page's own session (cookie and CSRF token) cannot approve.
     const status = await page.evaluate<number, string>(async (path) => {
-      const session = await (await fetch('/api/v1/auth/sessions/current')).json();
+      const session = (await (await fetch('/api/v1/auth/sessions/current')).json()) as { data: { csrf_token: string } };
       const answer = await fetch(path, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-csrf-token': session.data.csrf_token },

@@ -26,6 +26,7 @@ import * as keyScopes from './0023-key-scopes.js';
 import * as accessGroups from './0024-access-groups.js';
 import * as usersSessions from './0026-users-sessions.js';
 import * as blobStagingNodes from './0028-blob-staging-nodes.js';
+import * as userOidcIdentity from './0031-user-oidc-identity.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -62,4 +63,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0024-access-groups': accessGroups,
   '0026-users-sessions': usersSessions,
   '0028-blob-staging-nodes': blobStagingNodes,
+  '0031-user-oidc-identity': userOidcIdentity,
 };

@@ -342,6 +342,18 @@ class AuthSignOutData(TypedDict):
     deleted: Literal[True]
 
 
+class AuthOidcProviderArgs(TypedDict, total=False):
+    """The keyword arguments of auth.oidc_provider."""
+
+
+class AuthOidcProviderData(TypedDict):
+    """What auth.oidc_provider returns."""
+
+    configured: bool
+    name: str | None
+    start_url: str | None
+
+
 class _AuthGrantGroupMemberArgsRequired(TypedDict):
     group: str | int
     agent_id: str | int
@@ -3675,6 +3687,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "oidc_provider": Operation(
+            operation_id="auth_oidcProvider",
+            method="GET",
+            path="/api/v1/auth/oidc",
+            path_params=(),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=True,
+            streamed=False,
+        ),
         "grant_group_member": Operation(
             operation_id="auth_grantGroupMember",
             method="PUT",
@@ -5390,6 +5415,10 @@ class AuthOperations(Domain):
     def sign_out(self, **arguments: Unpack[AuthSignOutArgs]) -> AuthSignOutData:
         """Sign out: end the request's session and clear its cookie; 404 without one (DELETE /api/v1/auth/sessions/current)."""
         return self._call("sign_out", arguments)  # type: ignore[no-any-return]
+
+    def oidc_provider(self, **arguments: Unpack[AuthOidcProviderArgs]) -> AuthOidcProviderData:
+        """Whether OIDC sign-in is configured, and the name of its provider (GET /api/v1/auth/oidc)."""
+        return self._call("oidc_provider", arguments)  # type: ignore[no-any-return]
 
     def grant_group_member(self, **arguments: Unpack[AuthGrantGroupMemberArgs]) -> AuthGrantGroupMemberData:
         """Grant an agent membership of a group (keys:admin; 201 when new, 200 when it was a member): it then reads what is shared with the group (PUT /api/v1/auth/groups/{group}/members/{agent_id})."""
