@@ -77,7 +77,7 @@ export function ApprovalsView({ search }: { search: ApprovalsSearch }) {
       ) : (
         <>
           {all.length === READ_AT_MOST && <p className="notice">Showing the oldest {READ_AT_MOST} waiting steps.</p>}
-          <section aria-labelledby="waiting-for-you" data-list="mine">
+          <section className="approvals-section" aria-labelledby="waiting-for-you" data-list="mine">
             <h2 id="waiting-for-you">
               Waiting for you <span className="muted">({mine.length})</span>
             </h2>
@@ -87,7 +87,7 @@ export function ApprovalsView({ search }: { search: ApprovalsSearch }) {
               <ol className="approvals">{mine.map(card)}</ol>
             )}
           </section>
-          <section aria-labelledby="waiting-others" data-list="others">
+          <section className="approvals-section" aria-labelledby="waiting-others" data-list="others">
             <h2 id="waiting-others">
               All other waiting steps <span className="muted">({others.length})</span>
             </h2>
