@@ -57,6 +57,11 @@ export function Layout() {
             <ErrorNotice error={live.error} />
           </>
         )}
+        {live.state === 'reconnecting' && (
+          <p className="notice" role="status">
+            The server cannot be reached: what is shown may be out of date. Reconnecting…; the views reload by themselves once it is back.
+          </p>
+        )}
         <Outlet />
       </main>
     </div>
@@ -70,12 +75,12 @@ function principalLabel(whoami: Result<'auth.whoami'>): string {
   return whoami.kind === 'admin' ? 'admin' : `${whoami.role} key`;
 }
 
-const LIVE_LABELS: Record<LiveState['state'], string> = { connecting: 'Connecting…', live: 'Live', stopped: 'Not live' };
+const LIVE_LABELS: Record<LiveState['state'], string> = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', stopped: 'Not live' };
 
-/** Whether the views follow the event stream (a reopening after a drop shows as live: the SDK resumes it). */
+/** Whether the views follow the event stream: "Live" only while it is open. */
 function LiveIndicator({ live }: { live: LiveState }) {
   return (
-    <span className={`live-status live-${live.state}`} data-live={live.state} title="Live updates through the event stream">
+    <span className={`live-status live-${live.state}`} data-live={live.state} data-testid="live-status" title="Live updates through the event stream">
       {LIVE_LABELS[live.state]}
     </span>
   );

@@ -100,9 +100,11 @@ export interface ArtifactStreams {
 /**
  * What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive);
  * `onOpen` is called each time the server has answered an opening or reopening of the stream,
- * from when on no event is missed (a reader that loaded state before may reload it then).
+ * from when on no event is missed (a reader that loaded state before may reload it then);
+ * `onDrop` each time an open stream, or an attempt to open it, failed and will be retried (the
+ * connection was lost, or the server answered 5xx or 429): the reader is not live until the next `onOpen`.
  */
-export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void };
+export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void; onDrop?: (error: unknown) => void };
 
 /** The extra events method that follows the live stream. */
 export interface EventStreams {
@@ -269,7 +271,7 @@ export class Switchboard {
     this.cluster = this.#domain('cluster');
   }
 
-  async *#follow(events: DomainClient<'events'>, { signal, onOpen, ...query }: StreamEventsInput): AsyncIterable<Event> {
+  async *#follow(events: DomainClient<'events'>, { signal, onOpen, onDrop, ...query }: StreamEventsInput): AsyncIterable<Event> {
     let after = query.after;
     for (let drops = 0; ; drops++) {
       try {
@@ -286,9 +288,11 @@ export class Switchboard {
           after = event.id;
           yield event;
         }
+        if (!signal?.aborted) onDrop?.(new Error('The event stream ended'));
       } catch (error) {
         // An answer the server gave (bad query, credentials) will not change by asking again.
         if (signal?.aborted || (error instanceof SwitchboardError && error.status < 500 && error.status !== 429)) throw error;
+        onDrop?.(error);
       }
       if (signal?.aborted) return;
       await sleep(this.#backoff(drops), signal);
