@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
@@ -133,4 +134,30 @@ export async function signIn(page: Page, server: TestServer, path = '/console', 
   await page.getByLabel('Username').fill(person.username);
   await page.getByLabel('Password').fill(person.password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+const AXE_SOURCE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/axe-core/axe.min.js');
+
+/** An axe-core violation, as a line that says what and where. */
+export interface AxeFinding {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/**
+ * Runs axe-core (WCAG 2.x A and AA rules) on the page as it is and answers its serious and
+ * critical violations. The engine is evaluated through the DevTools protocol, which the
+ * console's Content-Security-Policy (scripts of its own origin only) does not govern.
+ */
+export async function seriousAxeViolations(page: Page): Promise<AxeFinding[]> {
+  await page.evaluate(await readFile(AXE_SOURCE, 'utf8'));
+  return page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => node.target.join(' ')) }));
+  });
 }
