@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { Switchboard, SwitchboardError, type Body, type Result } from '../../src/client/browser.js';
 import { LiveEvents, useLiveRefresh } from './live.js';
 import { SignIn } from './sign-in.js';
@@ -71,7 +71,12 @@ export function SessionGate({ children }: { children: ReactNode }) {
     onSuccess: (session) => queryClient.setQueryData(SESSION_KEY, session),
   });
   const { reset: resetSignIn } = signIn;
+  // While signing out, the 401s of requests already under way are the sign-out's, not news to show.
+  const leaving = useRef(false);
   const signOut = useMutation({
+    onMutate: () => {
+      leaving.current = true;
+    },
     // A session that already ended (401) is as signed out as one ended now.
     mutationFn: () => client!.auth.signOut().catch((error: unknown) => (error instanceof SwitchboardError && error.status === 401 ? null : Promise.reject(error))),
     onSuccess: () => {
@@ -79,11 +84,15 @@ export function SessionGate({ children }: { children: ReactNode }) {
       resetSignIn();
       forget();
     },
+    onSettled: () => {
+      leaving.current = false;
+    },
   });
 
   // A session that expired, or whose user was disabled or key revoked meanwhile: the first query or event stream that gets a 401 ends it, and the sign-in page says why.
   const end = useCallback(
     (error: SwitchboardError) => {
+      if (leaving.current) return;
       setEnded(error);
       resetSignIn();
       forget();
@@ -105,6 +114,8 @@ export function SessionGate({ children }: { children: ReactNode }) {
     [client, whoami.data, signOutNow],
   );
 
+  // Signing out unmounts the views first: their event stream closes before the session ends.
+  if (signOut.isPending) return <p className="splash">Signing out…</p>;
   if (session) {
     return (
       <SessionContext.Provider value={session}>
