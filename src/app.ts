@@ -131,6 +131,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     audit: audit.service,
     sessionTtlMs: config.sessionTtlSeconds * 1000,
     secureCookie: config.publicUrl?.startsWith('https:') ?? false,
+    oidc: config.oidc,
+    publicUrl: config.publicUrl,
   });
   await postponed.run('admin key', () => auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger));
 

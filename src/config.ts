@@ -58,6 +58,8 @@ export interface Config {
   readonly mcpSessionIdleSeconds: number;
   /** A console session not used for this long expires (sliding: each use moves its expiry). */
   readonly sessionTtlSeconds: number;
+  /** OIDC sign-in for the console (design §3); null: not configured. */
+  readonly oidc: OidcConfig | null;
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
   /**
@@ -215,6 +217,51 @@ function tracingConfig(env: Env): TracingConfig | null {
   };
 }
 
+/** The roles OIDC may give a person (any but agent's). */
+const PERSON_ROLES = ['viewer', 'approver', 'operator', 'admin'] as const;
+
+export interface OidcConfig {
+  /** The provider's issuer URL; its discovery document is read at the first sign-in. */
+  readonly issuer: string;
+  readonly clientId: string;
+  /** Null: a public client (PKCE alone). */
+  readonly clientSecret: string | null;
+  /** The claim whose value (a role name, or a list of them: the highest wins) gives a user's role; null: the default role. */
+  readonly roleClaim: string | null;
+  readonly defaultRole: (typeof PERSON_ROLES)[number];
+  /** What the sign-in page calls the provider ("Sign in with …"). */
+  readonly name: string;
+}
+
+/**
+ * SWITCHBOARD_OIDC_*: an https issuer (plain http only on a loopback address, for a provider
+ * on the same machine) and a client id; the rest optional.
+ */
+function oidcConfig(env: Env): OidcConfig | null {
+  const issuer = str(env, 'SWITCHBOARD_OIDC_ISSUER');
+  if (issuer === null) return null;
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new ConfigError('SWITCHBOARD_OIDC_ISSUER must be a URL');
+  }
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new ConfigError('SWITCHBOARD_OIDC_ISSUER must be an https URL (http only on localhost)');
+  }
+  const clientId = str(env, 'SWITCHBOARD_OIDC_CLIENT_ID');
+  if (clientId === null) throw new ConfigError('SWITCHBOARD_OIDC_CLIENT_ID is required with SWITCHBOARD_OIDC_ISSUER');
+  return {
+    issuer,
+    clientId,
+    clientSecret: str(env, 'SWITCHBOARD_OIDC_CLIENT_SECRET'),
+    roleClaim: str(env, 'SWITCHBOARD_OIDC_ROLE_CLAIM'),
+    defaultRole: oneOf(env, 'SWITCHBOARD_OIDC_DEFAULT_ROLE', PERSON_ROLES, 'viewer'),
+    name: str(env, 'SWITCHBOARD_OIDC_NAME') ?? url.host,
+  };
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const databaseUrl = str(env, 'DATABASE_URL');
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -265,6 +312,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     mcpSessionsPerKey: int(env, 'SWITCHBOARD_MCP_SESSIONS_PER_KEY', 16, 1, 10_000),
     mcpSessionIdleSeconds: int(env, 'SWITCHBOARD_MCP_SESSION_IDLE_S', 600, 10, 86_400),
     sessionTtlSeconds: int(env, 'SWITCHBOARD_SESSION_TTL_S', 43_200, 60, 30 * 86_400),
+    oidc: oidcConfig(env),
     // Below the 30-60 s idle timeouts of common proxies and load balancers.
     eventKeepAliveMs: int(env, 'SWITCHBOARD_EVENT_KEEPALIVE_MS', 15_000, 10, 3_600_000),
     stalledClientMs: int(env, 'SWITCHBOARD_STALLED_CLIENT_MS', 30_000, 100, 3_600_000),

@@ -126,6 +126,28 @@ it('prepares statements unless told not to, or unless LISTEN is off (PgBouncer i
   expect(loadConfig({ SWITCHBOARD_PG_LISTEN: 'off', SWITCHBOARD_PG_PREPARE: 'on' }).pgListen).toBe(false);
 });
 
+describe('OIDC sign-in configuration (SWITCHBOARD_OIDC_*)', () => {
+  const issuer = { SWITCHBOARD_OIDC_ISSUER: 'https://id.example.com/realms/ops', SWITCHBOARD_OIDC_CLIENT_ID: 'switchboard' };
+
+  it('is off without an issuer, and defaults the role to viewer and the name to the issuer host', () => {
+    expect(loadConfig({}).oidc).toBeNull();
+    expect(loadConfig(issuer).oidc).toEqual({ ...{ issuer: issuer.SWITCHBOARD_OIDC_ISSUER, clientId: 'switchboard' }, clientSecret: null, roleClaim: null, defaultRole: 'viewer', name: 'id.example.com' });
+    const full = loadConfig({ ...issuer, SWITCHBOARD_OIDC_CLIENT_SECRET: 's', SWITCHBOARD_OIDC_ROLE_CLAIM: 'groups', SWITCHBOARD_OIDC_DEFAULT_ROLE: 'approver', SWITCHBOARD_OIDC_NAME: 'Okta' });
+    expect(full.oidc).toMatchObject({ clientSecret: 's', roleClaim: 'groups', defaultRole: 'approver', name: 'Okta' });
+    expect(loadConfig({ ...issuer, SWITCHBOARD_OIDC_ISSUER: 'http://127.0.0.1:9000' }).oidc?.issuer).toBe('http://127.0.0.1:9000');
+  });
+
+  it.each([
+    [{ SWITCHBOARD_OIDC_ISSUER: 'https://id.example.com' }, 'SWITCHBOARD_OIDC_CLIENT_ID'],
+    [{ ...issuer, SWITCHBOARD_OIDC_ISSUER: 'http://id.example.com' }, 'SWITCHBOARD_OIDC_ISSUER'],
+    [{ ...issuer, SWITCHBOARD_OIDC_ISSUER: 'not a url' }, 'SWITCHBOARD_OIDC_ISSUER'],
+    [{ ...issuer, SWITCHBOARD_OIDC_DEFAULT_ROLE: 'agent' }, 'SWITCHBOARD_OIDC_DEFAULT_ROLE'],
+  ])('rejects %o naming %s', (env, name) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(name);
+  });
+});
+
 describe('tracing configuration (the standard OTEL_* variables)', () => {
   it('is off unless an exporter or an endpoint asks for it, and when disabled or none', () => {
     expect(loadConfig({}).tracing).toBeNull();

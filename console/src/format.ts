@@ -102,3 +102,11 @@ export function formatBytes(bytes: number): string {
   if (unit === 0) return `${bytes} ${bytes === 1 ? 'byte' : 'bytes'}`;
   return `${value < 10 ? Math.round(value * 10) / 10 : Math.round(value)} ${BYTE_UNITS[unit]}`;
 }
+
+/** A copy of a set with `item` added (`on`) or removed: the next state of a set of ticked boxes. */
+export function withMember<T>(set: ReadonlySet<T>, item: T, on: boolean): ReadonlySet<T> {
+  const next = new Set(set);
+  if (on) next.add(item);
+  else next.delete(item);
+  return next;
+}

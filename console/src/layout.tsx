@@ -1,4 +1,5 @@
 import { Link, Outlet } from '@tanstack/react-router';
+import type { Result } from '../../src/client/browser.js';
 import { ErrorNotice } from './errors.js';
 import { useLiveStatus, type LiveState } from './live.js';
 import { useSession } from './session.js';
@@ -41,8 +42,8 @@ export function Layout() {
         </nav>
         <div className="who">
           <LiveIndicator live={live} />
-          <span title={whoami.key_id ?? undefined}>
-            {whoami.role === 'admin' ? 'admin' : `agent ${whoami.agent_id}`}
+          <span className="principal" title={whoami.key_id ? `through key ${whoami.key_id}` : undefined} data-testid="principal">
+            {principalLabel(whoami)}
           </span>
           <button type="button" className="secondary" onClick={signOut}>
             Sign out
@@ -56,18 +57,30 @@ export function Layout() {
             <ErrorNotice error={live.error} />
           </>
         )}
+        {live.state === 'reconnecting' && (
+          <p className="notice" role="status">
+            The server cannot be reached: what is shown may be out of date. Reconnecting…; the views reload by themselves once it is back.
+          </p>
+        )}
         <Outlet />
       </main>
     </div>
   );
 }
 
-const LIVE_LABELS: Record<LiveState['state'], string> = { connecting: 'Connecting…', live: 'Live', stopped: 'Not live' };
+/** Who is signed in, as a person reads it: a user by name with their role, else the key's kind. */
+function principalLabel(whoami: Result<'auth.whoami'>): string {
+  if (whoami.kind === 'user') return `${whoami.username} (${whoami.role})`;
+  if (whoami.kind === 'agent') return `agent ${whoami.agent_id}`;
+  return whoami.kind === 'admin' ? 'admin' : `${whoami.role} key`;
+}
 
-/** Whether the views follow the event stream (a reopening after a drop shows as live: the SDK resumes it). */
+const LIVE_LABELS: Record<LiveState['state'], string> = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', stopped: 'Not live' };
+
+/** Whether the views follow the event stream: "Live" only while it is open. */
 function LiveIndicator({ live }: { live: LiveState }) {
   return (
-    <span className={`live-status live-${live.state}`} data-live={live.state} title="Live updates through the event stream">
+    <span className={`live-status live-${live.state}`} data-live={live.state} data-testid="live-status" title="Live updates through the event stream">
       {LIVE_LABELS[live.state]}
     </span>
   );

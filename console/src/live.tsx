@@ -6,8 +6,12 @@ import { EventHub, throttle, type LiveEvent } from './event-hub.js';
 /** A burst of events refetches a subscription's queries at most once per this many ms. */
 const COALESCE_MS = 250;
 
-/** connecting until the server answers the stream; stopped when it refused it for good. */
-export type LiveState = { state: 'connecting' } | { state: 'live' } | { state: 'stopped'; error: unknown };
+/**
+ * connecting until the server first answers the stream; live only while it is open;
+ * reconnecting after it dropped (the server or the network is away) until it opens again;
+ * stopped when the server refused it for good.
+ */
+export type LiveState = { state: 'connecting' } | { state: 'live' } | { state: 'reconnecting'; error: unknown } | { state: 'stopped'; error: unknown };
 
 interface Live {
   hub: EventHub;
@@ -25,8 +29,9 @@ function useLive(): Live {
 /**
  * The session's one GET /api/v1/events/stream (design §9: live through the stream, not by
  * polling), shared by every view below it. The SDK resumes a dropped stream with Last-Event-ID,
- * so nothing is missed; an answer it cannot retry ends it: `onRefused` (stable) for a 401 (the
- * key was revoked), otherwise the status says live updates stopped.
+ * so nothing is missed, and the status says "Reconnecting…" until it has; an answer it cannot
+ * retry ends it: `onRefused` (stable) for a 401 (the session ended), otherwise the status says
+ * live updates stopped.
  */
 export function LiveEvents({ client, onRefused, children }: { client: Switchboard; onRefused(error: SwitchboardError): void; children: ReactNode }) {
   const queryClient = useQueryClient();
@@ -38,13 +43,17 @@ export function LiveEvents({ client, onRefused, children }: { client: Switchboar
     let opened = false;
     const onOpen = () => {
       setStatus({ state: 'live' });
-      // What views loaded before the first opening may have changed meanwhile; a reopening resumes without a gap.
+      // What views loaded before the first opening may have changed meanwhile. A reopening
+      // resumes the events without a gap, but what failed to load during the outage (a view
+      // opened meanwhile, a refetch) loads again now, by itself.
       if (!opened) void queryClient.invalidateQueries();
+      else void queryClient.refetchQueries({ predicate: (query) => query.state.status === 'error' });
       opened = true;
     };
+    const onDrop = (error: unknown) => setStatus({ state: 'reconnecting', error });
     void (async () => {
       try {
-        for await (const event of client.events.stream({ signal: stop.signal, onOpen })) hub.publish(event);
+        for await (const event of client.events.stream({ signal: stop.signal, onOpen, onDrop })) hub.publish(event);
       } catch (error) {
         if (stop.signal.aborted) return;
         if (error instanceof SwitchboardError && error.status === 401) onRefused(error);

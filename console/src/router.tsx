@@ -1,4 +1,4 @@
-import { createRootRoute, createRoute, createRouter, Outlet, redirect, useRouterState } from '@tanstack/react-router';
+import { createRootRoute, createRoute, createRouter, Outlet, useRouterState } from '@tanstack/react-router';
 import { parseFilter, parseJsonFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { NotFound } from './not-found.js';
@@ -9,7 +9,8 @@ import { ApprovalLinkPage } from './views/approval-link.js';
 import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
 import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
 import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
-import { ApiKeysView, type KeysSearch } from './views/api-keys.js';
+import { ApiKeysView, OwnKeysView, type KeysSearch } from './views/api-keys.js';
+import { UsersView, type UsersSearch } from './views/users.js';
 import { TaskDetailView, type TaskSearch } from './views/task-detail.js';
 import { parseStatuses } from './views/task-statuses.js';
 import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
@@ -208,20 +209,37 @@ const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
   component: SettingsLayout,
-  beforeLoad: ({ location }) => {
-    if (location.pathname.replace(/\/$/, '').endsWith('/settings')) throw redirect({ to: '/settings/keys' });
-  },
+});
+
+const keysSearch = (search: Record<string, unknown>): KeysSearch => ({
+  page: optionalPage(search.page),
+  revoked: search.revoked === true || search.revoked === 'true' ? true : undefined,
 });
 
 const keysRoute = createRoute({
   getParentRoute: () => settingsRoute,
   path: 'keys',
-  validateSearch: (search: Record<string, unknown>): KeysSearch => ({
-    page: search.page === undefined ? undefined : parsePage(search.page),
-    revoked: search.revoked === true || search.revoked === 'true' ? true : undefined,
-  }),
+  validateSearch: keysSearch,
   component: function Keys() {
     return <ApiKeysView search={keysRoute.useSearch()} />;
+  },
+});
+
+const ownKeysRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'my-keys',
+  validateSearch: keysSearch,
+  component: function OwnKeys() {
+    return <OwnKeysView search={ownKeysRoute.useSearch()} />;
+  },
+});
+
+const usersRoute = createRoute({
+  getParentRoute: () => settingsRoute,
+  path: 'users',
+  validateSearch: (search: Record<string, unknown>): UsersSearch => ({ page: optionalPage(search.page) }),
+  component: function Users() {
+    return <UsersView search={usersRoute.useSearch()} />;
   },
 });
 
@@ -266,7 +284,7 @@ const routeTree = rootRoute.addChildren([
   taskRoute,
   artifactsRoute,
   artifactRoute,
-  settingsRoute.addChildren([keysRoute, webhooksRoute, webhookRoute]),
+  settingsRoute.addChildren([keysRoute, ownKeysRoute, usersRoute, webhooksRoute, webhookRoute]),
 ]);
 
 export const router = createRouter({ routeTree, basepath: '/console' });

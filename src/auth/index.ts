@@ -1,8 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { OidcConfig } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { AuditTrail, EventLog } from '../kernel/ports.js';
+import { OidcSignIn } from './oidc.js';
+import { oidcRoutes } from './oidc-routes.js';
 import { authRoutes } from './routes.js';
 import { AuthService } from './service.js';
 import { SessionService } from './sessions.js';
@@ -33,15 +36,20 @@ export function createAuthDomain(deps: {
   sessionTtlMs: number;
   /** Session cookies get `Secure` (the public URL is https). */
   secureCookie: boolean;
+  /** OIDC sign-in, when configured; its callback is under `publicUrl` (else the request's own origin). */
+  oidc?: OidcConfig | null;
+  publicUrl?: string | null;
 }) {
   const { database, clock, notifier } = deps;
   const store = new AuthStore(database.db, database.caps);
   const service = new AuthService(store, clock, notifier, deps.events, deps.audit, database.dataVersion);
   const users = new UsersService({ store, clock, auth: service, audit: deps.audit });
   const sessions = new SessionService({ store, clock, auth: service, notifier, dataVersion: database.dataVersion, ttlMs: deps.sessionTtlMs, audit: deps.audit });
+  const oidc = deps.oidc ? new OidcSignIn({ config: deps.oidc, store, users, sessions }) : null;
   const routes: FastifyPluginAsyncTypebox = async (app) => {
     await app.register(authRoutes(service));
     await app.register(userRoutes(users, sessions, { secureCookie: deps.secureCookie }));
+    await app.register(oidcRoutes(oidc, { secureCookie: deps.secureCookie, publicUrl: deps.publicUrl ?? null }));
   };
   return {
     service,

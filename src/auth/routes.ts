@@ -68,27 +68,31 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
 
     app.get(
       '/auth/keys',
-      { config: { permission: 'keys:admin' }, schema: { tags, summary: 'List API keys', querystring: ListKeysQuery, response: { 200: ListEnvelope(ApiKey) } } },
+      {
+        config: { permission: 'keys:admin', orOwnUser: true },
+        schema: { tags, summary: 'List API keys (a user without keys:admin: their own)', querystring: ListKeysQuery, response: { 200: ListEnvelope(ApiKey) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.listKeys(window, { includeRevoked: request.query.include_revoked }), window);
+        const { include_revoked: includeRevoked, user_id: userId } = request.query;
+        return list(reply, await service.listKeys(window, { includeRevoked, ...(userId === undefined ? {} : { userId }) }, request.principal), window);
       },
     );
 
     app.delete(
       '/auth/keys/:key_id',
       {
-        config: { permission: 'keys:admin' },
+        config: { permission: 'keys:admin', orOwnUser: true },
         schema: {
           tags,
-          summary: 'Revoke an API key, and delete the public keys it registered',
+          summary: 'Revoke an API key, and delete the public keys it registered (a user without keys:admin: one of their own)',
           params: KeyParams,
           querystring: RevokeKeyQuery,
           response: { 200: DataEnvelope(RevokedKey) },
         },
       },
       async (request, reply) => {
-        const revoked = await service.revokeKey(request.params.key_id, request.principal.actor, request.query.reason);
+        const revoked = await service.revokeKey(request.params.key_id, request.principal.actor, request.query.reason, request.principal);
         return ok(reply, { ...revoked, deleted: true as const, public_keys_deleted_count: revoked.public_keys_deleted.length });
       },
     );

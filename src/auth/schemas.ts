@@ -61,7 +61,10 @@ export const CreatedKey = Type.Intersect([
 
 export const ListKeysQuery = Type.Composite([
   PageQuery,
-  Type.Object({ include_revoked: Type.Optional(Type.Boolean({ default: false })) }),
+  Type.Object({
+    include_revoked: Type.Optional(Type.Boolean({ default: false })),
+    user_id: Type.Optional(Type.Intersect([UserId], { description: "Only this user's keys (without keys:admin: only one's own, the default)" })),
+  }),
 ]);
 
 export const KeyParams = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 100 }) });
@@ -169,3 +172,12 @@ export const Session = Type.Object({
   expires_at: Timestamp,
   csrf_token: Type.String({ description: 'Send it as X-CSRF-Token with every request that changes state (not GET, HEAD, OPTIONS)' }),
 });
+
+export const OidcProvider = Type.Object({
+  configured: Type.Boolean(),
+  name: Type.Union([Type.String(), Type.Null()], { description: 'What the sign-in page calls the provider' }),
+  start_url: Type.Union([Type.String(), Type.Null()], { description: 'Where the browser goes to sign in (with `return_to`, a console path to come back to)' }),
+});
+export const OidcStartQuery = Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 2000, description: 'A console path to come back to after signing in' })) });
+/** What the provider sends back (code and state, or error): read by openid-client, only bounded here. */
+export const OidcCallbackQuery = Type.Object({}, { additionalProperties: Type.String({ maxLength: 4000 }) });

@@ -50,6 +50,12 @@ export interface KeyCreator {
   user?: { id: string } | null;
 }
 
+/** Keys of `userId` (null: of no user) are the caller's to reach: with keys:admin any, else only their own (403). */
+function assertReachesKeysOf(caller: KeyCreator, userId: string | null): void {
+  if (caller.permissions.has('keys:admin') || (userId !== null && userId === caller.user?.id)) return;
+  throw new Forbidden("Missing permission 'keys:admin': without it, a user reaches only their own keys");
+}
+
 export interface PublicKey {
   id: string;
   agent_id: string;
@@ -350,9 +356,21 @@ export class AuthService {
     return { ...toApiKey(row), key: plain };
   }
 
-  async listKeys(window: Page, options: { includeRevoked?: boolean } = {}): Promise<Paged<ApiKey>> {
-    const result = await this.store.listKeys(autocommit, window, { includeRevoked: options.includeRevoked ?? false });
+  /**
+   * Keys, those of one user with `userId`. A caller without keys:admin (a user, as the route
+   * lets through) lists only their own: the default, and any other user → 403.
+   */
+  async listKeys(window: Page, options: { includeRevoked?: boolean; userId?: string } = {}, caller?: KeyCreator): Promise<Paged<ApiKey>> {
+    const userId = caller ? this.ownKeysOnly(caller, options.userId) : (options.userId ?? null);
+    const result = await this.store.listKeys(autocommit, window, { includeRevoked: options.includeRevoked ?? false, userId });
     return { items: result.items.map(toApiKey), total: result.total };
+  }
+
+  /** The user whose keys a caller lists: any (or `requested`) with keys:admin, else their own only (403 for another's). */
+  private ownKeysOnly(caller: KeyCreator, requested: string | undefined): string | null {
+    if (caller.permissions.has('keys:admin')) return requested ?? null;
+    assertReachesKeysOf(caller, requested ?? caller.user?.id ?? null);
+    return caller.user!.id;
   }
 
   async getKey(id: string): Promise<ApiKey> {
@@ -366,9 +384,10 @@ export class AuthService {
    * sessions it was exchanged for: nothing it vouched for outlives it. `actor` and `reason`: who
    * revokes and why (the key.revoked event's).
    */
-  async revokeKey(id: string, actor: string, reason?: string): Promise<RevokedKey> {
+  async revokeKey(id: string, actor: string, reason?: string, caller?: KeyCreator): Promise<RevokedKey> {
     const row = await this.store.findKey(autocommit, id);
     if (!row) throw new NotFound('API key', id);
+    if (caller) assertReachesKeysOf(caller, row.user_id);
     if (row.revoked_at !== null) throw new Conflict(`API key '${id}' is already revoked`);
     const revoked = await this.endingCredentials(async (tx, end): Promise<RevokedKey | null> => {
       await this.audit.record(tx, { action: 'key.revoke', resource: { type: 'key', id } });

@@ -11,7 +11,7 @@ import { verifyNothing, verifyPassword } from './passwords.js';
 import { ROLES } from './permissions.js';
 import { auditActorOf, type Principal } from './principal.js';
 import { principalOfUser, userRefusal, type AuthService } from './service.js';
-import type { AuthStore, SessionRow } from './store.js';
+import type { AuthStore, SessionRow, UserRow } from './store.js';
 
 const TOKEN_PREFIX = 'sbs_';
 /** Wrong passwords (or API keys) per username and client address before sign-in answers 429. */
@@ -128,6 +128,13 @@ export class SessionService {
     if (count < SIGN_IN_FAILURES_ALLOWED || oldest === null) return;
     const retryAfter = Math.max(1, Math.ceil((oldest + SIGN_IN_FAILURE_WINDOW_MS - now) / 1000));
     throw new RateLimited(retryAfter, `Too many failed sign-ins for this username from this address; retry in ${retryAfter} s`);
+  }
+
+  /** Opens a session for a user another way has vouched for (OIDC sign-in); 401 when the user is disabled. */
+  async openForUser(user: UserRow): Promise<SignedIn> {
+    const refusal = userRefusal(user);
+    if (refusal !== null) throw new Unauthorized(refusal);
+    return this.open(principalOfUser(user, new Set(ROLES[user.role]), null));
   }
 
   private async checkPassword(username: string, password: string): Promise<Principal> {

@@ -59,12 +59,14 @@ export class AuthStore extends Store {
   }
 
   /** Compiled once per shape (see Statements): every key listing would otherwise build it anew. */
-  async listKeys(tx: Tx, window: Page, options: { includeRevoked: boolean }): Promise<Paged<ApiKeyRow>> {
-    const { includeRevoked } = options;
+  async listKeys(tx: Tx, window: Page, options: { includeRevoked: boolean; userId: string | null }): Promise<Paged<ApiKeyRow>> {
+    const { includeRevoked, userId } = options;
     const db = dbOf(tx, this.db);
-    return paginateCompiled(db, this.statements, `keys:${includeRevoked}`, {}, () => {
+    const values = userId === null ? {} : { userId };
+    return paginateCompiled(db, this.statements, `keys:${includeRevoked}:${userId !== null}`, values, (v: { userId?: string }) => {
       const query = db.selectFrom('api_keys').selectAll().orderBy('id');
-      return includeRevoked ? query : query.where('revoked_at', 'is', null);
+      const owned = v.userId === undefined ? query : query.where('user_id', '=', v.userId);
+      return includeRevoked ? owned : owned.where('revoked_at', 'is', null);
     }, window);
   }
 
@@ -189,6 +191,10 @@ export class AuthStore extends Store {
 
   async findUser(tx: Tx, id: string): Promise<UserRow | undefined> {
     return dbOf(tx, this.db).selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async findUserByOidc(tx: Tx, issuer: string, subject: string): Promise<UserRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('users').selectAll().where('oidc_issuer', '=', issuer).where('oidc_subject', '=', subject).executeTakeFirst();
   }
 
   async findUserByName(tx: Tx, username: string): Promise<UserRow | undefined> {

@@ -28,6 +28,9 @@ export interface UsersTable {
   /** `scrypt$N$r$p$salt$hash` (base64); null: the user signs in with keys only. */
   password_hash: string | null;
   disabled_at: number | null;
+  /** The OIDC provider and the user's `sub` there (migration 0031); null for users without OIDC sign-in. */
+  oidc_issuer: string | null;
+  oidc_subject: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -41,6 +41,12 @@ export interface UpdateUserInput {
   password?: string;
 }
 
+/** A user's identity at an OIDC provider: its issuer and the `sub` it gives the user. */
+export interface OidcIdentity {
+  issuer: string;
+  subject: string;
+}
+
 /** Who manages users: a role they give cannot hold a permission they lack. */
 export interface UserManager {
   permissions: ReadonlySet<Permission>;
@@ -87,7 +93,8 @@ export class UsersService {
     },
   ) {}
 
-  async create(input: CreateUserInput, manager: UserManager): Promise<User> {
+  /** `identity`: the OIDC provider's user this one is (OIDC sign-in creates users with it). */
+  async create(input: CreateUserInput, manager: UserManager, identity: OidcIdentity | null = null): Promise<User> {
     if (!USERNAME.test(input.username)) throw InvalidRequest.field('username', `must match ${USERNAME_PATTERN}`);
     checkGrant(manager, input.role);
     if (input.password !== undefined) checkPassword(input.password);
@@ -101,6 +108,8 @@ export class UsersService {
       role: input.role,
       password_hash: input.password === undefined ? null : await hashPassword(input.password),
       disabled_at: null,
+      oidc_issuer: identity?.issuer ?? null,
+      oidc_subject: identity?.subject ?? null,
       created_at: now,
       updated_at: now,
     };

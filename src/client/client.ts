@@ -49,10 +49,27 @@ export interface ConnectionOptions {
 }
 
 /**
- * A client's credentials: an API key, or a signer (in Node, `{ agentId, privateKey }` through
- * index.ts); or none, for the public operations alone (an approval link's page, an upload URL).
+ * A browser's console session (design §3): the HttpOnly cookie, which the browser sends and no
+ * script reads, and the session's CSRF token, sent as X-CSRF-Token with each request (the
+ * server requires it on those that change state). No token yet: only signing in, or reading
+ * the current session (GET /auth/sessions/current answers with its token).
  */
-export type ClientOptions = ({ apiKey: string } | { signer: RequestSigner } | { apiKey?: never; signer?: never }) & ConnectionOptions;
+export interface CookieSession {
+  csrfToken?: string;
+}
+
+/**
+ * A client's credentials: an API key, a signer (in Node, `{ agentId, privateKey }` through
+ * index.ts), or a browser's session cookie; or none, for the public operations alone (an
+ * approval link's page, an upload URL).
+ */
+export type ClientOptions = (
+  | { apiKey: string }
+  | { signer: RequestSigner }
+  | { session: CookieSession }
+  | { apiKey?: never; signer?: never; session?: never }
+) &
+  ConnectionOptions;
 
 type AnyInput = {
   path?: Record<string, string | number>;
@@ -84,9 +101,11 @@ export interface ArtifactStreams {
 /**
  * What `client.events.stream` follows: type patterns, a subject, and where to start (exclusive);
  * `onOpen` is called each time the server has answered an opening or reopening of the stream,
- * from when on no event is missed (a reader that loaded state before may reload it then).
+ * from when on no event is missed (a reader that loaded state before may reload it then);
+ * `onDrop` each time an open stream, or an attempt to open it, failed and will be retried (the
+ * connection was lost, or the server answered 5xx or 429): the reader is not live until the next `onOpen`.
  */
-export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void };
+export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void; onDrop?: (error: unknown) => void };
 
 /** The extra events method that follows the live stream. */
 export interface EventStreams {
@@ -200,6 +219,7 @@ export class Switchboard {
   /** The server's base URL. */
   readonly url: string;
   readonly #apiKey: string | undefined;
+  readonly #session: CookieSession | undefined;
   readonly #signer: RequestSigner | undefined;
   readonly #retries: number;
   readonly #maxBackoffMs: number;
@@ -217,6 +237,8 @@ export class Switchboard {
       this.#signer = options.signer;
     } else if ('apiKey' in options) {
       this.#apiKey = options.apiKey;
+    } else if ('session' in options) {
+      this.#session = options.session;
     }
     this.auth = this.#domain('auth');
     this.messaging = this.#domain('messaging');
@@ -250,7 +272,7 @@ export class Switchboard {
     this.cluster = this.#domain('cluster');
   }
 
-  async *#follow(events: DomainClient<'events'>, { signal, onOpen, ...query }: StreamEventsInput): AsyncIterable<Event> {
+  async *#follow(events: DomainClient<'events'>, { signal, onOpen, onDrop, ...query }: StreamEventsInput): AsyncIterable<Event> {
     let after = query.after;
     for (let drops = 0; ; drops++) {
       try {
@@ -267,9 +289,11 @@ export class Switchboard {
           after = event.id;
           yield event;
         }
+        if (!signal?.aborted) onDrop?.(new Error('The event stream ended'));
       } catch (error) {
         // An answer the server gave (bad query, credentials) will not change by asking again.
         if (signal?.aborted || (error instanceof SwitchboardError && error.status < 500 && error.status !== 429)) throw error;
+        onDrop?.(error);
       }
       if (signal?.aborted) return;
       await sleep(this.#backoff(drops), signal);
@@ -394,6 +418,8 @@ export class Switchboard {
           headers: { ...headers, ...credentials },
           body: payload,
           signal,
+          // The cookie goes to the console's own origin only (the fetch default, said explicitly).
+          ...(this.#session ? { credentials: 'same-origin' } : {}),
           ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
         } as RequestInit);
       } catch (error) {
@@ -461,6 +487,7 @@ export class Switchboard {
 
   #credentials(method: string, pathWithQuery: string, bodySha256: string): Record<string, string> {
     if (this.#signer) return this.#signer.headers(method, pathWithQuery, bodySha256);
+    if (this.#session) return this.#session.csrfToken === undefined ? {} : { 'x-csrf-token': this.#session.csrfToken };
     // Without credentials an operation that needs them is sent as it is, and the server answers 401.
     return this.#apiKey === undefined ? {} : { authorization: `Bearer ${this.#apiKey}` };
   }

@@ -66,6 +66,7 @@ export const SCHEMAS = asValidated({
   'auth.signIn': { body: Auth.SignInBody, data: Auth.Session },
   'auth.currentSession': { data: Auth.Session },
   'auth.signOut': { data: Deleted },
+  'auth.oidcProvider': { data: Auth.OidcProvider },
 
   'messaging.send': { body: Messaging.SendBody, data: Messaging.Sent },
   'messaging.sendBatch': { body: Messaging.SendBatchBody, data: Type.Object({ messages: Type.Array(Messaging.Sent) }) },

@@ -3,15 +3,20 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 /** The console's session cookie (design §3). */
 export const SESSION_COOKIE = 'switchboard_session';
 
-/** The session token of the request's cookie, if it carries one. */
-export function sessionCookie(request: FastifyRequest): string | undefined {
+/** The value of the request's cookie `name`, if it carries one. */
+export function cookieValue(request: FastifyRequest, name: string): string | undefined {
   const header = request.headers.cookie;
   if (header === undefined) return undefined;
   for (const pair of header.split(';')) {
     const at = pair.indexOf('=');
-    if (at !== -1 && pair.slice(0, at).trim() === SESSION_COOKIE) return pair.slice(at + 1).trim();
+    if (at !== -1 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim();
   }
   return undefined;
+}
+
+/** The session token of the request's cookie, if it carries one. */
+export function sessionCookie(request: FastifyRequest): string | undefined {
+  return cookieValue(request, SESSION_COOKIE);
 }
 
 /**

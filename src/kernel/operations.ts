@@ -37,6 +37,7 @@ export const OPERATIONS = {
     signIn: ['POST', '/api/v1/auth/sessions', PUBLIC],
     currentSession: ['GET', '/api/v1/auth/sessions/current'],
     signOut: ['DELETE', '/api/v1/auth/sessions/current'],
+    oidcProvider: ['GET', '/api/v1/auth/oidc', PUBLIC],
   },
   messaging: {
     send: ['POST', '/api/v1/messaging/send'],

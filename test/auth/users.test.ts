@@ -105,6 +105,33 @@ describeEachDialect('users', (dialect) => {
     expect(viaKey.status).toBe(201);
   });
 
+  it("a user lists and revokes their own keys without keys:admin, never another's", async () => {
+    const approver = await user('approver');
+    const other = await user('viewer');
+    const othersKey = await server.api.post('/api/v1/auth/keys', { user_id: other.id, name: 'not yours' });
+    const agentKey = await server.api.post('/api/v1/auth/keys', { agent_id: `own-keys-${dialect}` });
+    const session = await signIn(server.url, { username: approver.username, password: PASSWORD });
+    const own = await session.request('POST', '/api/v1/auth/keys', { body: { user_id: approver.id, scopes: ['runs:read'], expires_at: '2999-01-01T00:00:00Z' } });
+    expect(own.status, own.text).toBe(201);
+
+    const listed = await session.request('GET', '/api/v1/auth/keys?limit=500');
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.data.map((key: { id: string }) => key.id)).toEqual([own.body.data.id]);
+    expect(listed.body.data[0]).toMatchObject({ scopes: ['runs:read'], expires_at: '2999-01-01T00:00:00.000Z' });
+    expect((await session.request('GET', `/api/v1/auth/keys?user_id=${other.id}`)).status).toBe(403);
+    // An admin filters by user.
+    const ofOther = await server.api.get(`/api/v1/auth/keys?user_id=${other.id}`);
+    expect(ofOther.body.data.map((key: { id: string }) => key.id)).toEqual([othersKey.body.data.id]);
+
+    for (const key of [othersKey, agentKey]) expect((await session.request('DELETE', `/api/v1/auth/keys/${key.body.data.id}`)).status).toBe(403);
+    expect((await server.api.withKey(othersKey.body.data.key).get('/api/v1/auth/whoami')).status).toBe(200);
+    expect((await session.request('DELETE', `/api/v1/auth/keys/${own.body.data.id}`)).status).toBe(200);
+    expect((await server.api.withKey(own.body.data.key).get('/api/v1/auth/whoami')).status).toBe(401);
+    // A viewer key (no user) is no one's own: it neither lists nor revokes keys.
+    const viewerKey = await server.api.post('/api/v1/auth/keys', { role: 'viewer' });
+    expect((await server.api.withKey(viewerKey.body.data.key).get('/api/v1/auth/keys')).status).toBe(403);
+  });
+
   it('disabling a user stops its sessions and keys at once, here and on another node; enabling restores its keys', async () => {
     const person = await user('operator');
     const key = (await server.api.post('/api/v1/auth/keys', { user_id: person.id })).body.data.key as string;

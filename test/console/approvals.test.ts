@@ -1,6 +1,6 @@
 import type { Locator, Page } from 'playwright-core';
 import { expect, it } from 'vitest';
-import { signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
+import { consoleAdmin, signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 
@@ -66,7 +66,7 @@ describeEachDialect('the console: approvals', (dialect) => {
     await waiting.waitFor({ state: 'detached', timeout: WAIT_MS });
     const run = await runOf(runId);
     expect(run.status).toBe('completed');
-    expect(run.steps.find((step: { id: string }) => step.id === 'gate').output).toMatchObject({ approved: true, comment: 'looks good', decided_by: 'admin' });
+    expect(run.steps.find((step: { id: string }) => step.id === 'gate').output).toMatchObject({ approved: true, comment: 'looks good', decided_by: (await consoleAdmin(server)).id });
   });
 
   it("takes a human_input step's data through its schema form, showing the server's problems at their fields", async () => {
@@ -115,7 +115,7 @@ describeEachDialect('the console: approvals', (dialect) => {
     await page.getByRole('heading', { name: 'Approval requested' }).waitFor({ timeout: WAIT_MS });
     await page.getByText('Deploy billing?').waitFor();
     await page.getByLabel('Run input').getByText('"billing"').waitFor();
-    expect(await page.getByLabel('API key').count()).toBe(0);
+    expect(await page.getByLabel('Password').count()).toBe(0);
     // Opening the link decided nothing (a mail scanner's prefetch must not).
     expect((await runOf(runId)).status).toBe('waiting');
 

@@ -9,7 +9,10 @@ import { useServer } from '../helpers/server.js';
 const SHOTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/screenshots');
 
 describe('screenshots of the console', () => {
-  const server = useServer('sqlite');
+  // OIDC configured (never contacted: the sign-in page only names the provider) to show its button.
+  const server = useServer('sqlite', {
+    env: { SWITCHBOARD_OIDC_ISSUER: 'https://id.example.com', SWITCHBOARD_OIDC_CLIENT_ID: 'switchboard', SWITCHBOARD_OIDC_NAME: 'Example ID' },
+  });
   const browser = useBrowser();
 
   it('writes the main views with data in them', async () => {
@@ -21,7 +24,7 @@ describe('screenshots of the console', () => {
       alias: 'release',
       steps: [
         { id: 'build', type: 'agent', agent: 'release-builder', input: { version: '{{input.version}}' } },
-        { id: 'gate', type: 'human_approval', prompt: 'Ship {{input.version}} to production?', depends_on: ['build'] },
+        { id: 'gate', type: 'human_approval', prompt: 'Ship {{input.version}} to production?', depends_on: ['build'], approvers: ['user:console-admin'] },
         { id: 'announce', type: 'agent', agent: 'release-builder', depends_on: ['gate'] },
       ],
     });
@@ -31,6 +34,9 @@ describe('screenshots of the console', () => {
     await worker.post('/api/v1/messaging/acknowledge', { message_id: step.body.data.messages[0].message_id, output: { artifact: 'release-2.4.0.tgz' } });
 
     const page = await browser.open();
+    await page.goto(`${server.url}/console`);
+    await page.getByRole('link', { name: 'Sign in with Example ID' }).waitFor({ timeout: WAIT_MS });
+    await page.screenshot({ path: path.join(SHOTS, 'sign-in.png') });
     await signIn(page, server, '/console');
     await page.locator('[data-live="live"]').waitFor({ timeout: WAIT_MS });
     await page.getByRole('heading', { name: 'Overview' }).waitFor({ timeout: WAIT_MS });
@@ -41,7 +47,7 @@ describe('screenshots of the console', () => {
     await page.screenshot({ path: path.join(SHOTS, 'overview.png') });
 
     await page.goto(`${server.url}/console/approvals`);
-    await page.getByText('Ship 2.4.0 to production?').waitFor({ timeout: WAIT_MS });
+    await page.locator('[data-list="mine"]').getByText('Ship 2.4.0 to production?').waitFor({ timeout: WAIT_MS });
     await page.screenshot({ path: path.join(SHOTS, 'approvals.png') });
 
     await page.goto(`${server.url}/console/runs/${run.body.data.id}`);

@@ -99,6 +99,6 @@ describeEachDialect('the console: webhooks', (dialect) => {
     const key = agent.key!;
     const page = await browser.open();
     await signIn(page, server, '/console/settings/webhooks', key);
-    await page.getByText('Only an admin manages API keys and webhooks').waitFor({ timeout: WAIT_MS });
+    await page.getByText('Webhooks needs the webhooks:admin permission, which this sign-in (agent) lacks.').waitFor({ timeout: WAIT_MS });
   });
 });

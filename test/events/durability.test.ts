@@ -65,9 +65,10 @@ describeEachDialect('event log across restarts, aborts and dropped connections',
     try {
       const received: Event[] = [];
       let opens = 0;
+      let drops = 0;
       const opened = server.requestArrival('GET', '/api/v1/events/stream');
       following = (async () => {
-        for await (const event of client.events.stream({ type: 'task.created', signal: stop.signal, onOpen: () => opens++ })) {
+        for await (const event of client.events.stream({ type: 'task.created', signal: stop.signal, onOpen: () => opens++, onDrop: () => drops++ })) {
           received.push(event);
           if (received.length === 3) return;
         }
@@ -89,6 +90,8 @@ describeEachDialect('event log across restarts, aborts and dropped connections',
       await within(following, 10_000, 'three events through the SDK');
       expect(received.map((e) => e.subject)).toEqual([one.id, two.id, three.id]);
       expect(opens).toBe(2);
+      // The cut said so once (a reader shows it is not live until the reopening).
+      expect(drops).toBe(1);
     } finally {
       stop.abort();
       await following?.catch(() => undefined);

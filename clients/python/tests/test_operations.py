@@ -121,6 +121,7 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "auth.sign_in": (lambda c, x: c.auth.sign_in(username="py-nobody", password="a wrong password"), Unauthorized),
     "auth.current_session": (lambda c, x: c.auth.current_session(), NotFound),
     "auth.sign_out": (lambda c, x: c.auth.sign_out(), NotFound),
+    "auth.oidc_provider": (lambda c, x: c.auth.oidc_provider(), None),
     "messaging.send": (lambda c, x: c.messaging.send(destination=x.agent_id, event_name="ops.send", payload={"a": 1}, idempotency_key=unique("k")), None),
     "messaging.send_batch": (lambda c, x: c.messaging.send_batch(messages=[{"destination": x.agent_id, "event_name": "ops.batch"}]), None),
     "messaging.receive": (lambda c, x: x.agent.messaging.receive(agent_id=x.agent_id, timeout=0, max=1), None),

@@ -4,7 +4,7 @@ import { useState } from 'react';
 import type { Item } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
 import { Fact } from '../facts.js';
-import { formatLoad, relativeTime } from '../format.js';
+import { formatLoad, relativeTime, withMember } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { usePageParam } from '../page-param.js';
 import { Pager } from '../pager.js';
@@ -213,7 +213,9 @@ function MessageRow({ message, now, leased }: { message: InboxMessage; now: numb
 }
 
 function DeadLetters({ agentId }: { agentId: string }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
+  // Redriving needs messaging:write: without it the letters are only shown.
+  const mayRedrive = can('messaging:write');
   const queryClient = useQueryClient();
   const paging = usePageParam('dead', PAGE_SIZE);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
@@ -236,13 +238,7 @@ function DeadLetters({ agentId }: { agentId: string }) {
   const items = letters.data?.items ?? [];
   const total = letters.data?.total ?? 0;
   const allSelected = items.length > 0 && items.every((letter) => selected.has(letter.message_id));
-  const toggle = (id: string, on: boolean) =>
-    setSelected((current) => {
-      const next = new Set(current);
-      if (on) next.add(id);
-      else next.delete(id);
-      return next;
-    });
+  const toggle = (id: string, on: boolean) => setSelected((current) => withMember(current, id, on));
 
   return (
     <section className="inbox-list" aria-labelledby="inbox-dead" data-list="dead">
@@ -266,6 +262,7 @@ function DeadLetters({ agentId }: { agentId: string }) {
       ) : (
         letters.data && (
           <>
+            {mayRedrive && (
             <div className="bulk-actions">
               <label className="toggle">
                 <input
@@ -279,7 +276,14 @@ function DeadLetters({ agentId }: { agentId: string }) {
                 Redrive selected ({selected.size})
               </button>
             </div>
-            <Table columns={[{ label: 'Select', visuallyHidden: true }, 'Message', 'Event', 'Reason', 'Dead since', 'Attempts', { label: 'Actions', visuallyHidden: true }]}>
+            )}
+            <Table
+              columns={
+                mayRedrive
+                  ? [{ label: 'Select', visuallyHidden: true }, 'Message', 'Event', 'Reason', 'Dead since', 'Attempts', { label: 'Actions', visuallyHidden: true }]
+                  : ['Message', 'Event', 'Reason', 'Dead since', 'Attempts']
+              }
+            >
               {items.map((letter) => (
                 <DeadLetterRow
                   key={letter.message_id}
@@ -287,7 +291,7 @@ function DeadLetters({ agentId }: { agentId: string }) {
                   now={letters.dataUpdatedAt}
                   selected={selected.has(letter.message_id)}
                   onSelect={(on) => toggle(letter.message_id, on)}
-                  onRedrive={() => redrive.mutate([letter.message_id])}
+                  onRedrive={mayRedrive ? () => redrive.mutate([letter.message_id]) : null}
                   busy={redrive.isPending}
                 />
               ))}
@@ -306,15 +310,18 @@ interface DeadLetterRowProps {
   selected: boolean;
   busy: boolean;
   onSelect(selected: boolean): void;
-  onRedrive(): void;
+  /** Null when the principal may not redrive: no checkbox, no button. */
+  onRedrive: (() => void) | null;
 }
 
 function DeadLetterRow({ letter, now, selected, busy, onSelect, onRedrive }: DeadLetterRowProps) {
   return (
     <tr data-message={letter.message_id}>
-      <td>
-        <input type="checkbox" aria-label={`Select ${letter.message_id}`} checked={selected} onChange={(event) => onSelect(event.target.checked)} />
-      </td>
+      {onRedrive && (
+        <td>
+          <input type="checkbox" aria-label={`Select ${letter.message_id}`} checked={selected} onChange={(event) => onSelect(event.target.checked)} />
+        </td>
+      )}
       <th scope="row">
         <code>{letter.message_id}</code>
       </th>
@@ -336,11 +343,13 @@ function DeadLetterRow({ letter, now, selected, busy, onSelect, onRedrive }: Dea
           ))}
         </ol>
       </td>
-      <td className="actions">
-        <button type="button" className="secondary" disabled={busy} onClick={onRedrive} aria-label={`Redrive ${letter.message_id}`}>
-          Redrive
-        </button>
-      </td>
+      {onRedrive && (
+        <td className="actions">
+          <button type="button" className="secondary" disabled={busy} onClick={onRedrive} aria-label={`Redrive ${letter.message_id}`}>
+            Redrive
+          </button>
+        </td>
+      )}
     </tr>
   );
 }

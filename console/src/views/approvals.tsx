@@ -6,6 +6,7 @@ import { ErrorNotice } from '../errors.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
+import { mayDecide, namesMe } from '../approvers.js';
 import { useSession } from '../session.js';
 import { AnswerForm, StepContext } from './human-step.js';
 
@@ -16,6 +17,8 @@ export interface ApprovalsSearch {
 type PendingApproval = Item<'coordination.listPendingApprovals'>;
 
 const PAGE_SIZE = 10;
+/** The inbox reads every waiting step (to put those naming the principal apart); past this many it says it shows the oldest. */
+const READ_AT_MOST = 1000;
 // A step starts or stops waiting with these; a run's other changes (cancel, new outputs) too.
 const APPROVAL_EVENTS = ['approval.*', 'input.*', 'run.>'];
 
@@ -26,20 +29,37 @@ interface Answered {
   outcome: string;
 }
 
-/** Every human step waiting across runs, oldest first: approve or reject, or give the data asked for. */
+async function readWaiting(list: AsyncIterable<PendingApproval>): Promise<PendingApproval[]> {
+  const steps: PendingApproval[] = [];
+  for await (const step of list) {
+    steps.push(step);
+    if (steps.length === READ_AT_MOST) break;
+  }
+  return steps;
+}
+
+/**
+ * Every human step waiting across runs, oldest first: "Waiting for you" (the steps whose
+ * approvers name the principal or its role) apart from the others. Each card offers its form
+ * only when the server would take the principal's answer.
+ */
 export function ApprovalsView({ search }: { search: ApprovalsSearch }) {
-  const { client } = useSession();
+  const { client, whoami } = useSession();
   const navigate = useNavigate({ from: '/approvals' });
   const [answered, setAnswered] = useState<Answered | null>(null);
-  const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   useLiveRefresh({ queryKey: ['approvals'], events: APPROVAL_EVENTS });
   const approvals = useQuery({
-    queryKey: ['approvals', 'pending', { offset }],
-    queryFn: () => client.coordination.listPendingApprovals.page({ query: { limit: PAGE_SIZE, offset } }),
+    queryKey: ['approvals', 'pending'],
+    queryFn: () => readWaiting(client.coordination.listPendingApprovals.all({ query: { limit: 100 } })),
     placeholderData: keepPreviousData,
   });
-  const total = approvals.data?.total ?? 0;
-  const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
+  const all = approvals.data ?? [];
+  const mine = all.filter((step) => namesMe(step.approvers, whoami));
+  const others = all.filter((step) => !namesMe(step.approvers, whoami));
+  const span = pageWindow(search.page ?? 1, PAGE_SIZE, others.length);
+  const card = (approval: PendingApproval) => (
+    <ApprovalCard key={`${approval.run_id}/${approval.step_id}`} approval={approval} now={approvals.dataUpdatedAt} onAnswered={setAnswered} />
+  );
 
   return (
     <section>
@@ -52,16 +72,28 @@ export function ApprovalsView({ search }: { search: ApprovalsSearch }) {
       <ErrorNotice error={approvals.error} />
       {approvals.isPending ? (
         <p className="muted">Loading…</p>
-      ) : total === 0 && !approvals.isError ? (
+      ) : all.length === 0 && !approvals.isError ? (
         <EmptyApprovals />
       ) : (
         <>
-          <ol className="approvals">
-            {approvals.data?.items.map((approval) => (
-              <ApprovalCard key={`${approval.run_id}/${approval.step_id}`} approval={approval} now={approvals.dataUpdatedAt} onAnswered={setAnswered} />
-            ))}
-          </ol>
-          <Pager span={span} total={total} noun="waiting steps" onPage={(page) => void navigate({ search: { page } })} />
+          {all.length === READ_AT_MOST && <p className="notice">Showing the oldest {READ_AT_MOST} waiting steps.</p>}
+          <section className="approvals-section" aria-labelledby="waiting-for-you" data-list="mine">
+            <h2 id="waiting-for-you">
+              Waiting for you <span className="muted">({mine.length})</span>
+            </h2>
+            {mine.length === 0 ? (
+              <p className="muted">No waiting step names you ({whoami.kind === 'user' ? `user:${whoami.username}` : (whoami.agent_id ?? 'this key')}) or your role (role:{whoami.role}).</p>
+            ) : (
+              <ol className="approvals">{mine.map(card)}</ol>
+            )}
+          </section>
+          <section className="approvals-section" aria-labelledby="waiting-others" data-list="others">
+            <h2 id="waiting-others">
+              All other waiting steps <span className="muted">({others.length})</span>
+            </h2>
+            <ol className="approvals">{others.slice(span.offset, span.offset + PAGE_SIZE).map(card)}</ol>
+            <Pager span={span} total={others.length} noun="waiting steps" onPage={(page) => void navigate({ search: { page } })} />
+          </section>
         </>
       )}
     </section>
@@ -76,7 +108,7 @@ interface ApprovalCardProps {
 }
 
 function ApprovalCard({ approval, now, onAnswered }: ApprovalCardProps) {
-  const { client } = useSession();
+  const { client, whoami } = useSession();
   const queryClient = useQueryClient();
   const path = { run_id: approval.run_id, step_id: approval.step_id };
   // The earlier steps' outputs are the run's: read from it, for this card only.
@@ -116,15 +148,23 @@ function ApprovalCard({ approval, now, onAnswered }: ApprovalCardProps) {
       </p>
       <StepContext step={approval} outputs={outputs} open={false} />
       <ErrorNotice error={run.error} />
-      <AnswerForm
-        step={approval}
-        answering={{
-          pending: answer.isPending,
-          error: answer.error,
-          onDecide: (decision) => answer.mutate(decision),
-          onInput: (data) => answer.mutate({ data }),
-        }}
-      />
+      {mayDecide(approval.approvers, whoami) ? (
+        <AnswerForm
+          step={approval}
+          answering={{
+            pending: answer.isPending,
+            error: answer.error,
+            onDecide: (decision) => answer.mutate(decision),
+            onInput: (data) => answer.mutate({ data }),
+          }}
+        />
+      ) : (
+        <p className="muted not-yours">
+          {approval.approvers.length > 0 && whoami.permissions.includes('approvals:decide')
+            ? `Only ${approval.approvers.join(', ')} (or an admin) may decide this step.`
+            : 'Deciding human steps needs the approvals:decide permission (the approver, operator or admin role).'}
+        </p>
+      )}
     </li>
   );
 }

@@ -23,7 +23,7 @@ type Version = Result<'artifacts.listVersions'>['versions'][number];
 
 /** One artifact: what it is, its versions, a preview, download, a share link and a new version. */
 export function ArtifactDetailView({ artifactId, search }: { artifactId: string; search: ArtifactSearch }) {
-  const { client, whoami } = useSession();
+  const { client, whoami, can } = useSession();
   const queryClient = useQueryClient();
   useLiveRefresh({ queryKey: ['artifacts'], events: ARTIFACT_EVENTS });
   const artifact = useQuery({
@@ -50,7 +50,8 @@ export function ArtifactDetailView({ artifactId, search }: { artifactId: string;
   const current = artifact.data;
   const all = versions.data?.versions ?? [];
   const shown = all.find((v) => v.version === (search.version ?? current.version));
-  const mayChange = whoami.role === 'admin' || whoami.agent_id === current.owner;
+  // Design §3: artifacts:write changes any artifact; an agent (confined to itself) only its own.
+  const mayChange = can('artifacts:write') && (whoami.kind !== 'agent' || whoami.agent_id === current.owner);
   return (
     <section className="artifact-detail">
       <p>

@@ -23,7 +23,7 @@ export const ARTIFACT_EVENTS = ['artifact.*'];
 
 /** Every artifact the signed-in key may read, filtered by type and metadata, with an upload form. */
 export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
   const navigate = useNavigate({ from: '/artifacts' });
   const queryClient = useQueryClient();
   const filters = { content_type: search.type, metadata: search.metadata };
@@ -41,6 +41,7 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
   return (
     <section>
       <h1>Artifacts</h1>
+      {can('artifacts:write') && (
       <FileUpload
         title="Upload an artifact"
         action="Upload"
@@ -51,6 +52,7 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
         }}
         withName
       />
+      )}
       <ArtifactFilters key={JSON.stringify(filters)} search={search} onApply={(next) => void navigate({ search: { ...next, page: undefined } })} />
       <ErrorNotice error={artifacts.error} />
       {artifacts.isPending ? (

@@ -88,7 +88,7 @@ export function PlansView({ search }: { search: PlansSearch }) {
 
 /** One plan: its graph and steps at a version (earlier versions too), its recent runs, and a form to start one. */
 export function PlanDetailView({ planId, search }: { planId: string; search: PlanSearch }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
   const navigate = useNavigate({ from: '/plans/$planId' });
   const current = useQuery({
     queryKey: ['plans', 'detail', planId],
@@ -170,7 +170,7 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
       )}
       <h2>Recent runs</h2>
       <RecentRuns planId={current.data.id} alias={current.data.alias} />
-      <StartRunForm key={current.data.version} plan={current.data} />
+      {can('runs:write') && <StartRunForm key={current.data.version} plan={current.data} />}
     </section>
   );
 }

@@ -38,7 +38,7 @@ function useLiveRoutines() {
 
 /** Routines with their schedule and next fire; pause, resume and trigger from the list. */
 export function RoutinesView({ search }: { search: RoutinesSearch }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
   const navigate = useNavigate({ from: '/routines' });
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   useLiveRoutines();
@@ -56,9 +56,11 @@ export function RoutinesView({ search }: { search: RoutinesSearch }) {
     <section>
       <div className="title-row">
         <h1>Routines</h1>
-        <Link to="/routines/new" className="button">
-          New routine
-        </Link>
+        {can('routines:write') && (
+          <Link to="/routines/new" className="button">
+            New routine
+          </Link>
+        )}
       </div>
       <form className="filters" role="search" onSubmit={(event) => event.preventDefault()}>
         <label>
@@ -98,7 +100,7 @@ export function RoutinesView({ search }: { search: RoutinesSearch }) {
             <p>
               <strong>No routines yet.</strong> A routine sends its agent a message on a cron schedule or when its webhook is called.
             </p>
-            <Link to="/routines/new">Create the first routine</Link>
+            {can('routines:write') && <Link to="/routines/new">Create the first routine</Link>}
           </div>
         )
       ) : (
@@ -164,7 +166,7 @@ function State({ routine }: { routine: Routine }) {
 
 /** Pause or resume (PATCH enabled) and trigger now (an execution at once, whatever the schedule). */
 function RoutineActions({ routine }: { routine: Routine }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
   const queryClient = useQueryClient();
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['routines'] });
   const toggle = useMutation({
@@ -175,6 +177,7 @@ function RoutineActions({ routine }: { routine: Routine }) {
     mutationFn: () => client.routines.trigger({ path: { id: routine.id }, body: {} }),
     onSuccess: refresh,
   });
+  if (!can('routines:write')) return null;
   return (
     <>
       <button type="button" className="secondary" disabled={toggle.isPending} onClick={() => toggle.mutate()}>
@@ -201,7 +204,7 @@ export function NewRoutineView() {
 
 /** One routine: its settings, actions, edit form, and its executions with their output. */
 export function RoutineView({ routineId, search }: { routineId: string; search: RoutineSearch }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
   const queryClient = useQueryClient();
   const [editing, setEditing] = useState(false);
   useLiveRoutines();
@@ -231,7 +234,7 @@ export function RoutineView({ routineId, search }: { routineId: string; search: 
       </div>
       <div className="routine-actions">
         <RoutineActions routine={data} />
-        {!editing && (
+        {!editing && can('routines:write') && (
           <button type="button" className="secondary" onClick={() => setEditing(true)}>
             Edit
           </button>

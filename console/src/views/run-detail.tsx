@@ -138,8 +138,10 @@ function RunDetail({ run, now, search }: { run: Run; now: number; search: RunSea
   );
 }
 
-/** Cancel a running or waiting run, redrive a failed one; each with an optional reason for the audit log. */
+/** Cancel a running or waiting run, redrive a failed one (runs:write); each with an optional reason for the audit log. */
 function RunActions({ run }: { run: Run }) {
+  const { can } = useSession();
+  if (!can('runs:write')) return null;
   if (run.status === 'running' || run.status === 'waiting') {
     return <ReasonedAction run={run} action="cancel" label="Cancel run" confirm="Confirm cancel" danger />;
   }

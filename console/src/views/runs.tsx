@@ -37,7 +37,7 @@ function usePlans() {
 
 /** Every run, newest first, filtered by plan, status and start time (in the URL), paged on the server. */
 export function RunsView({ search }: { search: RunsSearch }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
   const navigate = useNavigate({ from: '/runs' });
   const [starting, setStarting] = useState(false);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
@@ -59,11 +59,13 @@ export function RunsView({ search }: { search: RunsSearch }) {
     <section>
       <div className="view-heading">
         <h1>Runs</h1>
-        <button type="button" className="secondary" aria-expanded={starting} onClick={() => setStarting(!starting)}>
-          Start a run
-        </button>
+        {can('runs:write') && (
+          <button type="button" className="secondary" aria-expanded={starting} onClick={() => setStarting(!starting)}>
+            Start a run
+          </button>
+        )}
       </div>
-      {starting && <StartRunPicker plans={plans.data ?? []} />}
+      {starting && can('runs:write') && <StartRunPicker plans={plans.data ?? []} />}
       <RunFilters key={JSON.stringify(filters)} search={search} plans={plans.data ?? []} onApply={(next) => void navigate({ search: next })} />
       <ErrorNotice error={runs.error} />
       {runs.isPending ? (

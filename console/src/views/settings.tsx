@@ -1,28 +1,40 @@
-import { Link, Outlet } from '@tanstack/react-router';
-import { useSession } from '../session.js';
+import { Link, Navigate, Outlet, useRouterState } from '@tanstack/react-router';
+import { useSession, type Session } from '../session.js';
 import './settings.css';
 
+/** The settings tabs, each shown to the principals it serves (the server refuses the others anyway). */
 const TABS = [
-  { to: '/settings/keys', label: 'API keys' },
-  { to: '/settings/webhooks', label: 'Webhooks' },
+  { to: '/settings/keys', label: 'API keys', needs: 'the keys:admin permission', allowed: (session: Session) => session.can('keys:admin') },
+  { to: '/settings/users', label: 'Users', needs: 'the users:admin permission', allowed: (session: Session) => session.can('users:admin') },
+  { to: '/settings/webhooks', label: 'Webhooks', needs: 'the webhooks:admin permission', allowed: (session: Session) => session.can('webhooks:admin') },
+  { to: '/settings/my-keys', label: 'Your keys', needs: "a person's sign-in", allowed: (session: Session) => session.whoami.kind === 'user' },
 ] as const;
 
-/** Settings (admin): its tabs above the chosen one. */
+/** Settings: the tabs this principal may use above the chosen one; `/settings` opens the first. */
 export function SettingsLayout() {
-  const { whoami } = useSession();
-  if (whoami.role !== 'admin') {
+  const session = useSession();
+  const pathname = useRouterState({ select: (state) => state.location.pathname });
+  const tabs = TABS.filter((tab) => tab.allowed(session));
+  // With or without the /console base: either way the tab path is inside it.
+  const current = TABS.find((tab) => pathname.includes(tab.to));
+  if (tabs.length === 0 || (current && !tabs.includes(current))) {
     return (
       <section>
         <h1>Settings</h1>
-        <p className="notice">Only an admin manages API keys and webhooks: sign in with an admin key.</p>
+        <p className="notice">
+          {current
+            ? `${current.label} needs ${current.needs}, which this sign-in (${session.whoami.role}) lacks.`
+            : `Nothing here for this sign-in (${session.whoami.role}): ${TABS.map((tab) => `${tab.label} needs ${tab.needs}`).join('; ')}.`}
+        </p>
       </section>
     );
   }
+  if (!current) return <Navigate to={tabs[0]!.to} replace />;
   return (
     <>
       <nav className="tabs" aria-label="Settings">
         <ul>
-          {TABS.map((tab) => (
+          {tabs.map((tab) => (
             <li key={tab.to}>
               <Link to={tab.to}>{tab.label}</Link>
             </li>

@@ -139,7 +139,7 @@ function Comments({ taskId }: { taskId: string }) {
 }
 
 function CommentForm({ taskId }: { taskId: string }) {
-  const { client } = useSession();
+  const { client, can } = useSession();
   const queryClient = useQueryClient();
   const id = useId();
   const [content, setContent] = useState('');
@@ -154,6 +154,7 @@ function CommentForm({ taskId }: { taskId: string }) {
     event.preventDefault();
     add.mutate();
   };
+  if (!can('tasks:write')) return null;
   return (
     <form className="card comment-form" onSubmit={submit}>
       <label htmlFor={id}>Add a comment</label>

@@ -28,6 +28,7 @@ import * as ownership from './0025-ownership.js';
 import * as usersSessions from './0026-users-sessions.js';
 import * as auditLog from './0027-audit-log.js';
 import * as blobStagingNodes from './0028-blob-staging-nodes.js';
+import * as userOidcIdentity from './0031-user-oidc-identity.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -66,4 +67,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0026-users-sessions': usersSessions,
   '0027-audit-log': auditLog,
   '0028-blob-staging-nodes': blobStagingNodes,
+  '0031-user-oidc-identity': userOidcIdentity,
 };

@@ -56,6 +56,7 @@ class AuthListKeysArgs(TypedDict, total=False):
     limit: int
     offset: int
     include_revoked: bool
+    user_id: str
 
 
 class AuthListKeysItem(TypedDict):
@@ -339,6 +340,18 @@ class AuthSignOutData(TypedDict):
 
     id: str
     deleted: Literal[True]
+
+
+class AuthOidcProviderArgs(TypedDict, total=False):
+    """The keyword arguments of auth.oidc_provider."""
+
+
+class AuthOidcProviderData(TypedDict):
+    """What auth.oidc_provider returns."""
+
+    configured: bool
+    name: str | None
+    start_url: str | None
 
 
 class _AuthGrantGroupMemberArgsRequired(TypedDict):
@@ -3548,7 +3561,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/auth/keys",
             path_params=(),
-            query_params=("limit", "offset", "include_revoked",),
+            query_params=("limit", "offset", "include_revoked", "user_id",),
             body="none",
             body_fields=(),
             paged=True,
@@ -3723,6 +3736,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             paged=False,
             items_key=None,
             public=False,
+            streamed=False,
+        ),
+        "oidc_provider": Operation(
+            operation_id="auth_oidcProvider",
+            method="GET",
+            path="/api/v1/auth/oidc",
+            path_params=(),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=True,
             streamed=False,
         ),
         "grant_group_member": Operation(
@@ -5414,7 +5440,7 @@ class AuthOperations(Domain):
         return self._call("permissions", arguments)  # type: ignore[no-any-return]
 
     def list_keys(self, **arguments: Unpack[AuthListKeysArgs]) -> Paged[AuthListKeysItem]:
-        """List API keys (GET /api/v1/auth/keys)."""
+        """List API keys (a user without keys:admin: their own) (GET /api/v1/auth/keys)."""
         return self._call("list_keys", arguments)  # type: ignore[no-any-return]
 
     def create_key(self, **arguments: Unpack[AuthCreateKeyArgs]) -> dict[str, Any]:
@@ -5422,7 +5448,7 @@ class AuthOperations(Domain):
         return self._call("create_key", arguments)  # type: ignore[no-any-return]
 
     def revoke_key(self, **arguments: Unpack[AuthRevokeKeyArgs]) -> AuthRevokeKeyData:
-        """Revoke an API key, and delete the public keys it registered (DELETE /api/v1/auth/keys/{key_id})."""
+        """Revoke an API key, and delete the public keys it registered (a user without keys:admin: one of their own) (DELETE /api/v1/auth/keys/{key_id})."""
         return self._call("revoke_key", arguments)  # type: ignore[no-any-return]
 
     def list_public_keys(self, **arguments: Unpack[AuthListPublicKeysArgs]) -> list[AuthListPublicKeysElement]:
@@ -5468,6 +5494,10 @@ class AuthOperations(Domain):
     def sign_out(self, **arguments: Unpack[AuthSignOutArgs]) -> AuthSignOutData:
         """Sign out: end the request's session and clear its cookie; 404 without one (DELETE /api/v1/auth/sessions/current)."""
         return self._call("sign_out", arguments)  # type: ignore[no-any-return]
+
+    def oidc_provider(self, **arguments: Unpack[AuthOidcProviderArgs]) -> AuthOidcProviderData:
+        """Whether OIDC sign-in is configured, and the name of its provider (GET /api/v1/auth/oidc)."""
+        return self._call("oidc_provider", arguments)  # type: ignore[no-any-return]
 
     def grant_group_member(self, **arguments: Unpack[AuthGrantGroupMemberArgs]) -> AuthGrantGroupMemberData:
         """Grant an agent membership of a group (keys:admin; 201 when new, 200 when it was a member): it then reads what is shared with the group (PUT /api/v1/auth/groups/{group}/members/{agent_id})."""
