@@ -20,7 +20,7 @@ describeEachDialect('memory held before authentication', (dialect) => {
   const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
 
   it.runIf(process.platform === 'linux')(
-    `keeps RSS growth under 100 MB while ${CONNECTIONS} signed requests stall in their 1 MiB bodies`,
+    `keeps RSS growth under 150 MB while ${CONNECTIONS} signed requests stall in their 1 MiB bodies`,
     { timeout: 180_000 },
     async () => {
       // No anonymous budget: the cap on held bodies alone must bound the memory.
@@ -54,7 +54,10 @@ describeEachDialect('memory held before authentication', (dialect) => {
         // What the server still has to read of the held bodies arrives within moments.
         await new Promise((resolve) => setTimeout(resolve, 2000));
         const { growthMb, figures } = rss.stop();
-        expect(growthMb, figures).toBeLessThan(100);
+        // Measured on Node 24 (2 cores): 78-119 MB, most of it the 1,000 connections themselves
+        // (a cap of 16 MiB instead of 32 on held bodies moved it by less than the noise); a server
+        // that held every body grew by ~940 MB.
+        expect(growthMb, figures).toBeLessThan(150);
         expect(refused).toBeGreaterThanOrEqual(expectedRefusals);
       } finally {
         // Also when the test fails midway: the sampler would read /proc of a server gone.
