@@ -233,6 +233,7 @@ describeEachDialect('A2A', (dialect) => {
       [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: 'a' }] } } }), -32602],
       [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', taskId: 't', parts: [{ text: 'a' }] } } }), -32004],
       [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a\u0000b' }] } } }), -32602],
+      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a\ud800b' }] } } }), -32602],
       [`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":${'['.repeat(100)}${']'.repeat(100)}}`, -32600],
       [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 'x', url: 'http://127.0.0.1:9/' } }), -32003],
     ];

@@ -315,6 +315,8 @@ describeEachDialect('the agent channel', (dialect) => {
       expect(extra.error.code).toBe('invalid_request');
       const nul = await conn.request('send', { destination: 'x', event_name: 'e', payload: 'a\u0000b' });
       expect(nul.error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('NUL') });
+      const lone = await conn.request('send', { destination: 'x', event_name: 'e', payload: 'a\udc00b' });
+      expect(lone.error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('unpaired surrogate') });
       conn.write({ credit: 0 });
       conn.write([1, 2]);
       conn.write(Buffer.from('{"credit":1}'));
