@@ -118,14 +118,18 @@ export function sqliteSettings(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[0].startsWith('SWITCHBOARD_SQLITE_') && entry[1] !== undefined));
 }
 
-/** Starts `node dist/cli.js serve`, with the serving flags, on a fresh database of the given dialect. */
+/**
+ * Starts `node dist/cli.js serve`, with the serving flags, on a fresh database of the given dialect;
+ * `root` names another built checkout to serve from (a before/after comparison).
+ */
 export async function startSwitchboard(
-  options: { dialect?: Dialect; env?: Record<string, string>; database?: TestDatabase; nodeArgs?: string[] } = {},
+  options: { dialect?: Dialect; env?: Record<string, string>; database?: TestDatabase; nodeArgs?: string[]; root?: string } = {},
 ): Promise<SwitchboardProcess> {
+  const root = options.root ?? ROOT;
   const database = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const adminKey = `sk_bench_${randomBytes(16).toString('hex')}`;
-  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), 'serve'], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...(options.nodeArgs ?? []), path.join(root, 'dist', 'cli.js'), 'serve'], {
+    cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {
       PATH: process.env.PATH,

@@ -7,6 +7,7 @@ import { actsForPlatform, credentialOf } from '../auth/index.js';
 import { pipeline } from 'node:stream/promises';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../http/input-guards.js';
 import { AgentId } from '../http/schemas.js';
+import { hijackWithSecurityHeaders } from '../http/security-headers.js';
 import { streamBody } from '../http/stream-body.js';
 import { mayHoldUnstorable, refuseUnstorable } from '../kernel/json.js';
 import type { OpenConnections } from '../kernel/open-connections.js';
@@ -81,7 +82,7 @@ export function a2aRoutes(
         } catch (err) {
           return reply.send({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) });
         }
-        reply.hijack();
+        hijackWithSecurityHeaders(request, reply);
         reply.raw.writeHead(200, { ...SSE_HEADERS, 'X-Request-ID': request.id });
         async function* messages() {
           try {

@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import { paginate } from '../db/paginate.js';
+import { Statements } from '../db/statements.js';
 import { Store } from '../db/store.js';
 import { atCommit, atomically, autocommit, dbOf, type Tx } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -34,6 +35,9 @@ export interface ChainHead {
 }
 
 export class AuditStore extends Store {
+  // Every audited change appends: its two statements are compiled once.
+  private readonly statements = new Statements(this.db);
+
   /**
    * Appends entries after the chain's head, in the caller's transaction (or one of their own).
    * `entries` gets the head (last entry, else the anchor, else null) and returns the rows: the
@@ -44,10 +48,11 @@ export class AuditStore extends Store {
   async append(tx: Tx, entries: (head: ChainHead | null) => NewAuditRow[]): Promise<void> {
     await atomically(tx, this.db, async (trx) => {
       await this.caps.transactionLock(trx, APPEND_LOCK);
-      const last = await trx.selectFrom('audit_log').select(['seq', 'hash']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
-      const head = last ?? (await trx.selectFrom('audit_anchor').select(['seq', 'hash']).where('id', '=', 1).executeTakeFirst());
-      const rows = entries(head ? { seq: Number(head.seq), hash: head.hash } : null);
-      if (rows.length > 0) await trx.insertInto('audit_log').values(rows).execute();
+      const head = this.statements.compiled('head', { one: 1 }, (v) => trx.selectFrom('audit_log').select(['seq', 'hash']).orderBy('seq', 'desc').limit(v.one));
+      const [last] = (await trx.executeQuery(head)).rows;
+      const start = last ?? (await trx.selectFrom('audit_anchor').select(['seq', 'hash']).where('id', '=', 1).executeTakeFirst());
+      const rows = entries(start ? { seq: Number(start.seq), hash: start.hash } : null);
+      if (rows.length > 0) await trx.executeQuery(this.statements.listed(`insert:${rows.length}`, { rows }, (v) => trx.insertInto('audit_log').values(v.rows)));
     });
   }
 

@@ -6,7 +6,7 @@ import { AppError, ERROR_STATUS, InsufficientStorage, ServiceUnavailable, type E
 import { newId } from '../kernel/ids.js';
 import { ajvFieldProblems, type AjvIssue } from '../kernel/validation-problems.js';
 import { closeAfterAnswer, LINGER_MS } from './lingering-close.js';
-import { DATA_HEADERS, setSecurityHeaders } from './security-headers.js';
+import { DATA_HEADERS, securityHeadersFor } from './security-headers.js';
 
 /** ajv's findings about a request as field problems, each saying where the field is (body, querystring…). */
 function fieldProblems(issues: AjvIssue[], location: string): (FieldProblem & { in: string })[] {
@@ -121,7 +121,7 @@ export function installErrorHandling(app: FastifyInstance, storage: StorageFulln
  */
 export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   reply.header('X-Request-ID', request.id);
-  setSecurityHeaders(request.url, reply.raw);
+  reply.headers(securityHeadersFor(request.url));
   return request.server.errorHandler(err, request, reply);
 }
 

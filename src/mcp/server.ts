@@ -36,6 +36,7 @@ import {
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { authorizeDeclared, credentialOf, type Permission, type Principal } from '../auth/index.js';
+import { hijackWithSecurityHeaders } from '../http/security-headers.js';
 import { API_VERSION } from '../http/server.js';
 import { AppError, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { OpenConnections } from '../kernel/open-connections.js';
@@ -335,8 +336,8 @@ function webRequestOf(request: FastifyRequest, signal: AbortSignal): Request {
   return new Request(new URL(request.url, 'http://switchboard.invalid'), { method: request.method, headers, signal });
 }
 
-async function sendWebResponse(reply: FastifyReply, response: Response): Promise<void> {
-  reply.hijack();
+async function sendWebResponse(request: FastifyRequest, reply: FastifyReply, response: Response): Promise<void> {
+  hijackWithSecurityHeaders(request, reply);
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => (headers[name] = value));
   reply.raw.writeHead(response.status, headers);
@@ -410,7 +411,7 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
         reply.raw.once('close', () => aborted.abort());
         const webRequest = webRequestOf(request, aborted.signal);
         if (!(await isLegacyRequest(webRequest, request.body))) {
-          return sendWebResponse(reply, await stateless.fetch(webRequest, { authInfo, parsedBody: request.body }));
+          return sendWebResponse(request, reply, await stateless.fetch(webRequest, { authInfo, parsedBody: request.body }));
         }
       }
       let transport: StreamableHTTPServerTransport;
@@ -427,7 +428,7 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
         throw new InvalidRequest(`Send initialize first, then the Mcp-Session-Id header it returns (or, with MCP ${STATELESS_REVISION}, no session at all)`);
       }
       (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = authInfo;
-      reply.hijack();
+      hijackWithSecurityHeaders(request, reply);
       await transport.handleRequest(request.raw, reply.raw, request.body);
     }
 

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { createArtifact, download } from '../artifacts/fixtures.js';
+import { statelessRequest } from '../mcp/fixtures.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 
@@ -127,6 +129,29 @@ describeEachDialect('browser security headers', (dialect) => {
     await mcp.arrayBuffer();
     expect(mcp.status).toBe(200);
     expectDataPolicy(mcp.headers, 'mcp');
+    const stateless = await statelessRequest(server, server.adminKey, 'tools/list');
+    expect(stateless.status).toBe(200);
+    expectDataPolicy(stateless.headers, 'mcp, stateless');
+
+    // So does A2A's event stream (its first event, the task, comes before any agent works).
+    const agent = await server.agent(`streamer-${dialect}`);
+    const registered = await agent.post('/api/v1/discovery/capabilities', { agent_id: `streamer-${dialect}`, capability: 'stream', groups: ['team'] });
+    expect(registered.status, registered.text).toBe(201);
+    const gone = new AbortController();
+    const stream = await fetch(`${server.url}/a2a/streamer-${dialect}`, {
+      method: 'POST',
+      signal: gone.signal,
+      headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hello' }] } },
+      }),
+    });
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expectDataPolicy(stream.headers, 'a2a stream');
+    gone.abort();
 
     // A request Node's parser refuses is answered before Fastify sees it.
     const head = await rawHead(Number(new URL(server.url).port), 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
