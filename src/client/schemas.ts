@@ -201,6 +201,7 @@ export const SCHEMAS = asValidated({
   'webhooks.update': { body: Webhooks.UpdateWebhookBody, data: Webhooks.Webhook },
   'webhooks.delete': { data: Deleted },
   'webhooks.deliveries': { query: Webhooks.ListDeliveriesQuery, data: list(Webhooks.Delivery) },
+  'webhooks.attempts': { query: Webhooks.ListAttemptsQuery, data: list(Webhooks.DeliveryAttempt) },
   'webhooks.test': { data: Webhooks.Delivery },
   'webhooks.retry': { data: Webhooks.Delivery },
 

@@ -176,6 +176,7 @@ export const OPERATIONS = {
     update: ['PATCH', '/api/v1/webhooks/{id}'],
     delete: ['DELETE', '/api/v1/webhooks/{id}'],
     deliveries: ['GET', '/api/v1/webhooks/{id}/deliveries', PAGED],
+    attempts: ['GET', '/api/v1/webhooks/{id}/deliveries/{delivery_id}/attempts', PAGED],
     test: ['POST', '/api/v1/webhooks/{id}/test'],
     retry: ['POST', '/api/v1/webhooks/{id}/deliveries/{delivery_id}/retry'],
   },

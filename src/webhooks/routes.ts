@@ -5,7 +5,9 @@ import {
   CreatedWebhook,
   CreateWebhookBody,
   Delivery,
+  DeliveryAttempt,
   DeliveryParams,
+  ListAttemptsQuery,
   ListDeliveriesQuery,
   ListWebhooksQuery,
   UpdateWebhookBody,
@@ -87,6 +89,24 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
         const { limit: _limit, offset: _offset, ...filter } = request.query;
         const window = page(request.query);
         return list(reply, await service.deliveries(request.params.id, filter, window), window);
+      },
+    );
+
+    app.get(
+      '/webhooks/:id/deliveries/:delivery_id/attempts',
+      {
+        config: { permission: 'webhooks:admin' },
+        schema: {
+          tags,
+          summary: 'A delivery’s attempts, oldest first: status, latency and error of each (admin)',
+          params: DeliveryParams,
+          querystring: ListAttemptsQuery,
+          response: { 200: ListEnvelope(DeliveryAttempt) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.attempts(request.params.id, request.params.delivery_id, window), window);
       },
     );
 

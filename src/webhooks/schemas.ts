@@ -91,8 +91,18 @@ export const Delivery = Type.Object({
 });
 export type Delivery = Static<typeof Delivery>;
 
+export const DeliveryAttempt = Type.Object({
+  attempt: Type.Integer({ description: '1 for the first attempt' }),
+  started_at: Timestamp,
+  status_code: Nullable<number>('integer', 'The HTTP status answered; null when there was no answer'),
+  latency_ms: Nullable<number>('integer', 'How long the attempt took'),
+  error: Nullable<string>('string', 'Why it failed; null when it delivered'),
+});
+export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
+
 export const WebhookParams = Type.Object({ id: WebhookId });
 export const DeliveryParams = Type.Object({ id: WebhookId, delivery_id: DeliveryId });
 export const ListWebhooksQuery = PageQuery;
+export const ListAttemptsQuery = PageQuery;
 export const ListDeliveriesQuery = Type.Composite([PageQuery, Type.Object({ status: Type.Optional(DeliveryStatus) })]);
 export type ListDeliveriesQuery = Static<typeof ListDeliveriesQuery>;

@@ -12,7 +12,7 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AuditTrail, type EventLog } from '../kernel/ports.js';
 import { topicMatches } from '../kernel/topics.js';
 import type { ReceiverGuard } from './addresses.js';
-import type { CreatedWebhook, CreateWebhookBody, Delivery, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
+import type { CreatedWebhook, CreateWebhookBody, Delivery, DeliveryAttempt, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
 import type { AttemptResult, WebhookSender } from './sender.js';
 import type { ClaimedDelivery, DeliveryRow, WebhookRow, WebhooksStore } from './store.js';
 
@@ -206,6 +206,23 @@ export class WebhooksService {
     return { items: page.items.map(toDelivery), total: page.total };
   }
 
+  /** A delivery's attempts, oldest first: each one's status, latency and error. */
+  async attempts(id: string, deliveryId: string, window: Page): Promise<Paged<DeliveryAttempt>> {
+    await this.find(autocommit, id);
+    if (!(await this.deps.store.findDelivery(autocommit, id, deliveryId))) throw new NotFound('Delivery', deliveryId);
+    const page = await this.deps.store.listAttempts(autocommit, deliveryId, window);
+    return {
+      items: page.items.map((row) => ({
+        attempt: row.attempt,
+        started_at: iso(row.started_at),
+        status_code: row.status_code,
+        latency_ms: row.latency_ms,
+        error: row.error,
+      })),
+      total: page.total,
+    };
+  }
+
   /** Queues a `webhook.test` event for this webhook alone (it is not in the log). */
   async test(id: string, principal: Principal): Promise<Delivery> {
     const now = this.deps.clock.now();
@@ -348,7 +365,7 @@ export class WebhooksService {
     this.deps.metrics.webhookDelivery(result.delivered ? 'delivered' : now >= deadline ? 'gave_up' : 'failed');
     await store.inTransaction(async (tx) => {
       if (result.delivered) {
-        if (await store.recordAttempt(tx, delivery.id, delivery.attempts, { status: 'delivered', next_attempt_at: null, ...measured })) {
+        if (await store.recordAttempt(tx, delivery, { status: 'delivered', next_attempt_at: null, ...measured })) {
           await store.clearFailing(tx, delivery.webhook_id);
         }
         return;
@@ -357,7 +374,7 @@ export class WebhooksService {
         now >= deadline
           ? ({ status: 'failed', next_attempt_at: null } as const)
           : ({ status: 'pending', next_attempt_at: Math.min(now + retryDelayMs(delivery.attempts), deadline) } as const);
-      if (!(await store.recordAttempt(tx, delivery.id, delivery.attempts, { ...outcome, ...measured }))) return;
+      if (!(await store.recordAttempt(tx, delivery, { ...outcome, ...measured }))) return;
       // Locked, so two nodes recording failures at once disable it (and tell of it) once.
       const webhook = await store.lockWebhook(tx, delivery.webhook_id);
       if (!webhook || webhook.enabled === 0) return;

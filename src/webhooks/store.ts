@@ -1,20 +1,21 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { nextDue } from '../db/capabilities.js';
 import { paginate } from '../db/paginate.js';
-import { dbOf, type Tx } from '../db/tx.js';
+import { atomically, dbOf, type Tx } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from './tables.js';
+import type { DeliveryAttemptsTable, DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from './tables.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type NewDeliveryRow = Insertable<WebhookDeliveriesTable>;
+export type AttemptRow = Selectable<DeliveryAttemptsTable>;
 
 /** What fan-out reads of an enabled webhook. */
 export type WebhookCursor = Pick<WebhookRow, 'id' | 'types' | 'cursor'>;
 
 /** A claimed delivery: what its attempt sends, and the attempt number that owns it. */
-export type ClaimedDelivery = Pick<DeliveryRow, 'id' | 'webhook_id' | 'event_id' | 'payload' | 'attempts' | 'first_attempt_at'>;
+export type ClaimedDelivery = Pick<DeliveryRow, 'id' | 'webhook_id' | 'event_id' | 'payload' | 'attempts' | 'first_attempt_at' | 'last_attempt_at'>;
 
 /** How an attempt ended, as it is written to its delivery. */
 export type AttemptOutcome = Pick<
@@ -56,6 +57,10 @@ export class WebhooksStore extends Store {
   /** Deletes a webhook with its delivery log. */
   async deleteWebhook(tx: Tx, id: string): Promise<boolean> {
     const db = dbOf(tx, this.db);
+    await db
+      .deleteFrom('webhook_delivery_attempts')
+      .where('delivery_id', 'in', db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', id))
+      .execute();
     await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
     const result = await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst();
     return result.numDeletedRows > 0n;
@@ -159,29 +164,53 @@ export class WebhooksStore extends Store {
         response_body: null,
       }))
       .where('id', 'in', due)
-      .returning(['id', 'webhook_id', 'event_id', 'payload', 'attempts', 'first_attempt_at'])
+      .returning(['id', 'webhook_id', 'event_id', 'payload', 'attempts', 'first_attempt_at', 'last_attempt_at'])
       .execute();
-    return rows.map((row) => ({ ...row, first_attempt_at: Number(row.first_attempt_at) }));
+    return rows.map((row) => ({ ...row, first_attempt_at: Number(row.first_attempt_at), last_attempt_at: Number(row.last_attempt_at) }));
   }
 
-  /** Writes how attempt `attempt` ended; false when the delivery moved on (re-claimed, deleted). */
-  async recordAttempt(tx: Tx, id: string, attempt: number, outcome: AttemptOutcome): Promise<boolean> {
-    const result = await dbOf(tx, this.db)
+  /**
+   * Writes how the claimed attempt ended, on its delivery and in the delivery's attempt log;
+   * false (nothing written) when the delivery moved on (re-claimed, deleted).
+   */
+  async recordAttempt(tx: Tx, delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<boolean> {
+    const db = dbOf(tx, this.db);
+    const result = await db
       .updateTable('webhook_deliveries')
       .set(outcome)
-      .where('id', '=', id)
-      .where('attempts', '=', attempt)
+      .where('id', '=', delivery.id)
+      .where('attempts', '=', delivery.attempts)
       .where('status', '=', 'pending')
       .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    if (result.numUpdatedRows === 0n) return false;
+    await db
+      .insertInto('webhook_delivery_attempts')
+      .values({
+        delivery_id: delivery.id,
+        attempt: delivery.attempts,
+        started_at: delivery.last_attempt_at!,
+        status_code: outcome.last_status_code,
+        latency_ms: outcome.latency_ms,
+        error: outcome.error,
+      })
+      .execute();
+    return true;
+  }
+
+  /** A delivery's attempts, oldest first. */
+  async listAttempts(tx: Tx, deliveryId: string, window: Page): Promise<Paged<AttemptRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('webhook_delivery_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt'), window);
   }
 
   /** Deletes up to `limit` delivered or failed deliveries created before `cutoff`; returns how many. */
   async deleteSettledBefore(tx: Tx, cutoff: number, limit: number): Promise<number> {
-    const db = dbOf(tx, this.db);
-    const old = db.selectFrom('webhook_deliveries').select('id').where('status', '!=', 'pending').where('created_at', '<', cutoff).limit(limit);
-    const result = await db.deleteFrom('webhook_deliveries').where('id', 'in', old).executeTakeFirst();
-    return Number(result.numDeletedRows);
+    return atomically(tx, this.db, async (trx) => {
+      const old = (await trx.selectFrom('webhook_deliveries').select('id').where('status', '!=', 'pending').where('created_at', '<', cutoff).limit(limit).execute()).map((row) => row.id);
+      if (old.length === 0) return 0;
+      await trx.deleteFrom('webhook_delivery_attempts').where(this.caps.inTextList('delivery_id', old)).execute();
+      const result = await trx.deleteFrom('webhook_deliveries').where(this.caps.inTextList('id', old)).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
   }
 
   /** The earliest next attempt of a pending delivery of an enabled webhook. */

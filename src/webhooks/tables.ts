@@ -51,8 +51,20 @@ export interface WebhookDeliveriesTable {
   created_at: number;
 }
 
+/** One attempt of a delivery, kept with it (the delivery row holds the last one's outcome too). */
+export interface DeliveryAttemptsTable {
+  delivery_id: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  started_at: number;
+  status_code: number | null;
+  latency_ms: number | null;
+  error: string | null;
+}
+
 /** The webhooks tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 export interface WebhooksTables {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_delivery_attempts: DeliveryAttemptsTable;
 }

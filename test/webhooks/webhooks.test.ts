@@ -204,6 +204,20 @@ describeEachDialect('outbound webhooks', (dialect) => {
     expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
     expect(second!.headers['webhook-id']).toBe(delivered.event_id);
     expect((await server.api.get(`/api/v1/webhooks/${id}`)).body.data.failing_since).toBeNull();
+    // Each attempt is kept, not only the last: the 503 that was retried into a 200 leaves its trace.
+    const attempts = await server.api.get(`/api/v1/webhooks/${id}/deliveries/${delivered.id}/attempts`);
+    expect(attempts.status, attempts.text).toBe(200);
+    expect(attempts.body.meta.total).toBe(2);
+    expect(attempts.body.data).toMatchObject([
+      { attempt: 1, status_code: 503, error: 'HTTP 503' },
+      { attempt: 2, status_code: 200, error: null },
+    ]);
+    for (const attempt of attempts.body.data) expect(attempt.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(attempts.body.data[1].started_at)).toBeGreaterThanOrEqual(Date.parse(attempts.body.data[0].started_at));
+    expect((await server.api.get(`/api/v1/webhooks/${id}/deliveries/whd_nope/attempts`)).status).toBe(404);
+    // Deleting the webhook takes its deliveries' attempts with it.
+    expect((await server.api.delete(`/api/v1/webhooks/${id}`)).status).toBe(200);
+    expect((await server.api.get(`/api/v1/webhooks/${id}/deliveries/${delivered.id}/attempts`)).status).toBe(404);
   });
 
   it('does not follow redirects, and keeps at most 4 KiB of an answer', async () => {

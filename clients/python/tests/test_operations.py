@@ -242,6 +242,7 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "webhooks.deliveries": (lambda c, x: c.webhooks.deliveries(id=x.webhook["id"]), None),
     "webhooks.test": (lambda c, x: c.webhooks.test(id=x.webhook["id"]), None),
     "webhooks.retry": (lambda c, x: c.webhooks.retry(id=x.webhook["id"], delivery_id="dlv_missing"), NotFound),
+    "webhooks.attempts": (lambda c, x: list(c.webhooks.attempts(id=x.webhook["id"], delivery_id="dlv_missing")), NotFound),
     "cluster.list_nodes": (lambda c, x: c.cluster.list_nodes(), None),
     "audit.list": (lambda c, x: c.audit.list(action="webhook.create", limit=5), None),
     "audit.verify": (lambda c, x: c.audit.verify(), None),

@@ -29,6 +29,7 @@ import * as usersSessions from './0026-users-sessions.js';
 import * as auditLog from './0027-audit-log.js';
 import * as blobStagingNodes from './0028-blob-staging-nodes.js';
 import * as userOidcIdentity from './0031-user-oidc-identity.js';
+import * as webhookDeliveryAttempts from './0032-webhook-delivery-attempts.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -68,4 +69,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0027-audit-log': auditLog,
   '0028-blob-staging-nodes': blobStagingNodes,
   '0031-user-oidc-identity': userOidcIdentity,
+  '0032-webhook-delivery-attempts': webhookDeliveryAttempts,
 };

@@ -3400,6 +3400,28 @@ class WebhooksDeliveriesItem(TypedDict):
     created_at: str
 
 
+class _WebhooksAttemptsArgsRequired(TypedDict):
+    id: str | int
+    delivery_id: str | int
+
+
+class WebhooksAttemptsArgs(_WebhooksAttemptsArgsRequired, total=False):
+    """The keyword arguments of webhooks.attempts."""
+
+    limit: int
+    offset: int
+
+
+class WebhooksAttemptsItem(TypedDict):
+    """One item of webhooks.attempts."""
+
+    attempt: int
+    started_at: str
+    status_code: int | None
+    latency_ms: int | None
+    error: str | None
+
+
 class _WebhooksTestArgsRequired(TypedDict):
     id: str | int
 
@@ -5355,6 +5377,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "attempts": Operation(
+            operation_id="webhooks_attempts",
+            method="GET",
+            path="/api/v1/webhooks/{id}/deliveries/{delivery_id}/attempts",
+            path_params=("id", "delivery_id",),
+            query_params=("limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
         "test": Operation(
             operation_id="webhooks_test",
             method="POST",
@@ -6022,6 +6057,10 @@ class WebhooksOperations(Domain):
     def deliveries(self, **arguments: Unpack[WebhooksDeliveriesArgs]) -> Paged[WebhooksDeliveriesItem]:
         """A webhook’s deliveries, newest first, with each one’s last attempt (admin) (GET /api/v1/webhooks/{id}/deliveries)."""
         return self._call("deliveries", arguments)  # type: ignore[no-any-return]
+
+    def attempts(self, **arguments: Unpack[WebhooksAttemptsArgs]) -> Paged[WebhooksAttemptsItem]:
+        """A delivery’s attempts, oldest first: status, latency and error of each (admin) (GET /api/v1/webhooks/{id}/deliveries/{delivery_id}/attempts)."""
+        return self._call("attempts", arguments)  # type: ignore[no-any-return]
 
     def test(self, **arguments: Unpack[WebhooksTestArgs]) -> WebhooksTestData:
         """Send a webhook.test event to this webhook (admin); 409 while it is disabled (POST /api/v1/webhooks/{id}/test)."""
