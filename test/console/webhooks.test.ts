@@ -92,6 +92,15 @@ describeEachDialect('the console: webhooks', (dialect) => {
     expect(new URL(page.url()).searchParams.get('status')).toBe('delivered');
     await page.getByLabel('Status').selectOption('pending');
     await delivery.waitFor({ timeout: WAIT_MS });
+
+    // Retried at once and refused again: each attempt is listed, not only the last.
+    await delivery.getByRole('button', { name: 'Retry now' }).click();
+    await receiver.until(2);
+    await delivery.getByText('All attempts').waitFor({ timeout: WAIT_MS });
+    await delivery.getByText('All attempts').click();
+    const attempts = delivery.locator('li[data-attempt]');
+    await attempts.nth(1).waitFor({ timeout: WAIT_MS });
+    expect(await attempts.allTextContents()).toEqual([expect.stringMatching(/503 in \d+ ms — HTTP 503/), expect.stringMatching(/503 in \d+ ms — HTTP 503/)]);
   });
 
   it('turns an agent key away from settings', async () => {

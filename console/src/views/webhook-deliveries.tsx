@@ -1,4 +1,5 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link, useNavigate } from '@tanstack/react-router';
 import type { Item } from '../../../src/client/browser.js';
 import { awaitsDelivery, nextDeliveryCheck } from '../delivery-refresh.js';
@@ -147,7 +148,10 @@ function DeliveryRow({ webhookId, delivery, enabled, now }: { webhookId: string;
       <td>
         <span className={`badge ${STATUS_BADGE[delivery.status]}`}>{inFlight ? 'sending' : delivery.status}</span>
       </td>
-      <td>{delivery.attempts}</td>
+      <td>
+        {delivery.attempts}
+        {delivery.attempts > 1 && <DeliveryAttempts webhookId={webhookId} deliveryId={delivery.id} attempts={delivery.attempts} />}
+      </td>
       <td>{delivery.last_status_code ?? <span className="muted">—</span>}</td>
       <td>{delivery.latency_ms === null ? <span className="muted">—</span> : `${delivery.latency_ms} ms`}</td>
       <td className="delivery-error">
@@ -182,5 +186,36 @@ function DeliveryRow({ webhookId, delivery, enabled, now }: { webhookId: string;
         <ErrorNotice error={retry.error} />
       </td>
     </tr>
+  );
+}
+
+/** Every attempt of a retried delivery, loaded when opened: a 503 retried into a 200 shows both. */
+function DeliveryAttempts({ webhookId, deliveryId, attempts }: { webhookId: string; deliveryId: string; attempts: number }) {
+  const { client } = useSession();
+  const [open, setOpen] = useState(false);
+  const log = useQuery({
+    queryKey: ['webhooks', 'attempts', deliveryId, attempts],
+    queryFn: () => client.webhooks.attempts.page({ path: { id: webhookId, delivery_id: deliveryId }, query: { limit: 100 } }),
+    enabled: open,
+  });
+  return (
+    <details className="delivery-attempts" onToggle={(event) => setOpen(event.currentTarget.open)}>
+      <summary>All attempts</summary>
+      <ErrorNotice error={log.error} />
+      {log.data && (
+        <ol>
+          {log.data.items.map((attempt) => (
+            <li key={attempt.attempt} data-attempt={attempt.attempt}>
+              <time dateTime={attempt.started_at} title={attempt.started_at}>
+                {new Date(attempt.started_at).toLocaleTimeString()}
+              </time>{' '}
+              {attempt.status_code ?? 'no answer'}
+              {attempt.latency_ms !== null && ` in ${attempt.latency_ms} ms`}
+              {attempt.error && ` — ${attempt.error}`}
+            </li>
+          ))}
+        </ol>
+      )}
+    </details>
   );
 }
