@@ -9,6 +9,7 @@ const NAV = [
   { to: '/approvals', label: 'Approvals' },
   { to: '/runs', label: 'Runs' },
   { to: '/plans', label: 'Plans' },
+  { to: '/triggers', label: 'Triggers' },
   { to: '/agents', label: 'Agents' },
   { to: '/routines', label: 'Routines' },
   { to: '/tasks', label: 'Tasks' },

@@ -17,6 +17,7 @@ import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from '
 import { OverviewView } from './views/overview.js';
 import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
 import { SettingsLayout } from './views/settings.js';
+import { TriggersView, type TriggersSearch } from './views/triggers.js';
 import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
 import { WebhooksView, type WebhooksSearch } from './views/webhooks.js';
 import { PlanDetailView, PlansView, type PlanSearch, type PlansSearch } from './views/plans.js';
@@ -151,6 +152,15 @@ const routinesRoute = createRoute({
   },
 });
 
+const triggersRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'triggers',
+  validateSearch: (search: Record<string, unknown>): TriggersSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  component: function Triggers() {
+    return <TriggersView search={triggersRoute.useSearch()} />;
+  },
+});
+
 const newRoutineRoute = createRoute({ getParentRoute: () => rootRoute, path: 'routines/new', component: NewRoutineView });
 
 const routineRoute = createRoute({
@@ -279,6 +289,7 @@ const routeTree = rootRoute.addChildren([
   routinesRoute,
   newRoutineRoute,
   routineRoute,
+  triggersRoute,
   projectsRoute,
   boardRoute,
   taskRoute,
