@@ -11,6 +11,7 @@ const NAV = [
   { to: '/plans', label: 'Plans' },
   { to: '/triggers', label: 'Triggers' },
   { to: '/agents', label: 'Agents' },
+  { to: '/dead-letters', label: 'Dead letters' },
   { to: '/routines', label: 'Routines' },
   { to: '/tasks', label: 'Tasks' },
   { to: '/artifacts', label: 'Artifacts' },

@@ -16,6 +16,7 @@ import { parseStatuses } from './views/task-statuses.js';
 import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
 import { OverviewView } from './views/overview.js';
 import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
+import { DeadLettersView, type DeadLettersSearch } from './views/dead-letters.js';
 import { SettingsLayout } from './views/settings.js';
 import { TriggersView, type TriggersSearch } from './views/triggers.js';
 import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
@@ -149,6 +150,15 @@ const routinesRoute = createRoute({
   }),
   component: function Routines() {
     return <RoutinesView search={routinesRoute.useSearch()} />;
+  },
+});
+
+const deadLettersRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'dead-letters',
+  validateSearch: (search: Record<string, unknown>): DeadLettersSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  component: function DeadLetters() {
+    return <DeadLettersView search={deadLettersRoute.useSearch()} />;
   },
 });
 
@@ -286,6 +296,7 @@ const routeTree = rootRoute.addChildren([
   planRoute,
   agentsRoute,
   agentRoute,
+  deadLettersRoute,
   routinesRoute,
   newRoutineRoute,
   routineRoute,

@@ -133,6 +133,7 @@ export class InboxViews {
         reason: row.dead_reason,
         dead_at: iso(row.dead_at),
         attempts: attempts.filter((a) => a.message_id === row.id).map(toAttempt),
+        origin: row.origin_kind !== null && row.origin_ref !== null ? { kind: row.origin_kind, ref: row.origin_ref } : null,
       })),
     };
   }

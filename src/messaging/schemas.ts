@@ -114,7 +114,21 @@ export const Attempt = Type.Object({
 
 export const DeadLetter = Type.Composite([
   Message,
-  Type.Object({ reason: Type.Union([Type.String(), Type.Null()]), dead_at: NullableTimestamp, attempts: Type.Array(Attempt) }),
+  Type.Object({
+    reason: Type.Union([Type.String(), Type.Null()]),
+    dead_at: NullableTimestamp,
+    attempts: Type.Array(Attempt),
+    origin: Type.Union(
+      [
+        Type.Object({
+          kind: Type.String({ description: 'plan_step, routine_execution or a2a_task' }),
+          ref: Type.String({ description: 'plan_step: `run_id|step_id|attempt`; routine_execution: the execution id; a2a_task: the task id' }),
+        }),
+        Type.Null(),
+      ],
+      { description: 'The work the message was sent for, whose state follows it: a plan step is redriven with its run (POST /coordination/runs/{run_id}/redrive), not by redriving the message' },
+    ),
+  }),
 ]);
 
 export const AgentQuery = Type.Composite([PageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);

@@ -84,6 +84,9 @@ describeEachDialect('coordination engine', (dialect) => {
       return step(current, 'job').attempt === 2 ? current : null;
     });
     expect(step(retried, 'job').status).toBe('running');
+    // The dead letter names the work it was sent for: the run's step and its attempt.
+    const letters = (await server.api.get(`/api/v1/messaging/dead-letters?agent_id=${worker}`)).body.data;
+    expect(letters).toMatchObject([{ reason: expect.any(String), origin: { kind: 'plan_step', ref: `${run.id}|job|1` } }]);
     const second = await receiveOne(client, worker);
     expect(second.retry_count).toBe(0);
     await acknowledge(client, second.message_id, { ok: true });

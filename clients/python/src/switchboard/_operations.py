@@ -596,6 +596,7 @@ class _MessagingListDeadLettersItemRequired(TypedDict):
     reason: str | None
     dead_at: str | None
     attempts: list[dict[str, Any]]
+    origin: dict[str, Any] | None
 
 
 class MessagingListDeadLettersItem(_MessagingListDeadLettersItemRequired, total=False):
