@@ -14,6 +14,8 @@ export interface RunsSearch {
   /** Plan id or alias. */
   plan?: string;
   status?: RunStatus;
+  /** One of the tags the runs were started with. */
+  tag?: string;
   /** Started in this window back from now (kept relative: a reload tomorrow shows tomorrow's last day). */
   within?: Within;
   /** Started at or after / before these times (ISO 8601), when no `within`. */
@@ -35,6 +37,7 @@ export function parseRunsSearch(search: Record<string, unknown>): RunsSearch {
     page: search.page === undefined ? undefined : parsePage(search.page),
     plan: parseFilter(search.plan),
     status: RUN_STATUSES.find((known) => known === status),
+    tag: parseFilter(search.tag),
     within: within !== undefined && within in WITHIN ? (within as Within) : undefined,
   };
   if (parsed.within === undefined) {
@@ -49,6 +52,7 @@ export function runsQuery(search: RunsSearch, now = Date.now()) {
   return {
     plan_id: search.plan,
     status: search.status,
+    tag: search.tag,
     started_after: search.within ? new Date(now - WITHIN[search.within]).toISOString() : search.from,
     started_before: search.within ? undefined : search.to,
   };

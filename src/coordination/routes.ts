@@ -119,11 +119,11 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.get(
       '/coordination/runs',
-      { config: { permission: 'runs:read' }, schema: { tags, summary: 'List runs, newest first (by plan, status and start time)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'List runs, newest first (by plan, status, start time and tag)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
       async (request, reply) => {
         const window = page(request.query);
-        const { plan_id, status, started_after, started_before } = request.query;
-        return list(reply, await service.listRuns({ plan_id, status, started_after, started_before }, window), window);
+        const { plan_id, status, started_after, started_before, tag } = request.query;
+        return list(reply, await service.listRuns({ plan_id, status, started_after, started_before, tag }, window), window);
       },
     );
 

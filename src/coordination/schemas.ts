@@ -129,11 +129,14 @@ export const Adaptive = Type.Object(
   { additionalProperties: false, description: 'Re-route failed capability steps to another healthy agent' },
 );
 
+const RunTag = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/=-]{0,63}$', description: 'A tag: letters, digits and _ . : / = - (at most 64)' });
+
 export const StartRunBody = Type.Object(
   {
     plan_id: Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias (its current version is pinned)' }),
     input: Type.Optional(JsonObject),
     adaptive: Type.Optional(Adaptive),
+    tags: Type.Optional(Type.Array(RunTag, { maxItems: 20, description: 'Tags to find the run by (GET /runs?tag=); at most 20' })),
   },
   { additionalProperties: false },
 );
@@ -168,6 +171,7 @@ export const Run = Type.Object({
   revisions: Type.Array(Revision),
   parent_run_id: Type.Union([Type.String(), Type.Null()]),
   steps: Type.Array(RunStep),
+  tags: Type.Array(Type.String(), { description: 'The tags the run was started with, in name order' }),
   created_by: Type.String(),
   started_at: Timestamp,
   completed_at: NullableTimestamp,
@@ -183,6 +187,7 @@ export const ListRunsQuery = Type.Composite([
     status: Type.Optional(RunStatus),
     started_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started at or after this time (ISO 8601)' })),
     started_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started before this time (ISO 8601)' })),
+    tag: Type.Optional(RunTag),
   }),
 ]);
 

@@ -61,6 +61,7 @@ export interface RunListQuery {
   status?: RunStatus;
   started_after?: string;
   started_before?: string;
+  tag?: string;
 }
 
 export interface RunStep {
@@ -90,6 +91,7 @@ export interface Run {
   revisions: Revision[];
   parent_run_id: string | null;
   steps: RunStep[];
+  tags: string[];
   created_by: string;
   started_at: string;
   completed_at: string | null;
@@ -147,7 +149,7 @@ function toPendingApproval(row: PendingHumanStepRow): PendingApproval {
   };
 }
 
-function toRun(run: RunRow, steps: RunStepRow[]): Run {
+function toRun(run: RunRow, steps: RunStepRow[], tags: string[]): Run {
   const definition = JSON.parse(run.definition) as PlanDefinition;
   const types = new Map(definition.steps.map((s) => [s.id, s]));
   const typeOf = (row: RunStepRow) => {
@@ -167,6 +169,7 @@ function toRun(run: RunRow, steps: RunStepRow[]): Run {
     adaptive: parseNullableJson(run.adaptive) as Adaptive | null,
     revisions: JSON.parse(run.revisions) as Revision[],
     parent_run_id: run.parent_run_id,
+    tags,
     steps: steps.map((s) => ({
       id: s.step_id,
       type: typeOf(s),
@@ -324,10 +327,11 @@ export class CoordinationService {
   private async view(tx: Tx, runId: string): Promise<Run> {
     const run = await this.store.findRun(tx, runId);
     if (!run) throw new NotFound('Run', runId);
-    return toRun(run, await this.store.runSteps(tx, runId));
+    const tags = await this.store.tagsOfRuns(tx, [runId]);
+    return toRun(run, await this.store.runSteps(tx, runId), tags.get(runId)!);
   }
 
-  async startRun(input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive }, caller: Caller): Promise<Run> {
+  async startRun(input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive; tags?: string[] }, caller: Caller): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       const plan = await this.store.currentPlan(tx, input.plan_id);
       if (!plan) throw new NotFound('Plan', input.plan_id);
@@ -341,9 +345,11 @@ export class CoordinationService {
         adaptive: input.adaptive,
         createdBy: caller.agentId ?? caller.actor,
       });
+      const tags = [...new Set(input.tags ?? [])].sort();
+      await this.store.insertRunTags(tx, run.id, tags);
       await this.deps.audit.record(tx, { action: 'run.start', resource: { type: 'run', id: run.id } });
       // The run as saved, with its steps from memory: no need to read back what was just written.
-      return toRun(run, await this.deps.engine.stepsOf(tx, run));
+      return toRun(run, await this.deps.engine.stepsOf(tx, run), tags);
     });
   }
 
@@ -357,11 +363,12 @@ export class CoordinationService {
     const ms = (time: string | undefined) => (time === undefined ? undefined : Date.parse(time));
     const page = await this.store.listRuns(
       autocommit,
-      { planId, status: filter.status, startedAfter: ms(filter.started_after), startedBefore: ms(filter.started_before) },
+      { planId, status: filter.status, startedAfter: ms(filter.started_after), startedBefore: ms(filter.started_before), tag: filter.tag },
       window,
     );
-    const steps = await this.store.stepsOfRuns(autocommit, page.items.map((run) => run.id));
-    const items = page.items.map((run) => toRun(run, steps.get(run.id)!));
+    const ids = page.items.map((run) => run.id);
+    const [steps, tags] = [await this.store.stepsOfRuns(autocommit, ids), await this.store.tagsOfRuns(autocommit, ids)];
+    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, tags.get(run.id)!));
     return { items, total: page.total };
   }
 

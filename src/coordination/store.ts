@@ -19,6 +19,7 @@ export interface RunFilter {
   status?: RunStatus;
   startedAfter?: number;
   startedBefore?: number;
+  tag?: string;
 }
 
 export interface PendingHumanStepRow {
@@ -266,6 +267,23 @@ export class CoordinationStore extends Store {
     return dbOf(tx, this.db).selectFrom('run_steps').selectAll().where('run_id', '=', runId).orderBy('position').orderBy('item_index').execute();
   }
 
+  async insertRunTags(tx: Tx, runId: string, tags: readonly string[]): Promise<void> {
+    if (tags.length === 0) return;
+    await dbOf(tx, this.db)
+      .insertInto('run_tags')
+      .values(tags.map((tag) => ({ tag, run_id: runId })))
+      .execute();
+  }
+
+  /** The tags of several runs in one query, by run, each run's in name order. */
+  async tagsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, string[]>> {
+    const byRun = new Map<string, string[]>(runIds.map((id) => [id, []]));
+    if (runIds.length === 0) return byRun;
+    const rows = await dbOf(tx, this.db).selectFrom('run_tags').select(['run_id', 'tag']).where('run_id', 'in', runIds).orderBy('run_id').orderBy('tag').execute();
+    for (const row of rows) byRun.get(row.run_id)!.push(row.tag);
+    return byRun;
+  }
+
   /** The steps of several runs in one query (a page of runs), grouped by run. */
   async stepsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, RunStepRow[]>> {
     const byRun = new Map<string, RunStepRow[]>(runIds.map((id) => [id, []]));
@@ -288,6 +306,10 @@ export class CoordinationStore extends Store {
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
     if (filter.startedAfter !== undefined) query = query.where('started_at', '>=', filter.startedAfter);
     if (filter.startedBefore !== undefined) query = query.where('started_at', '<', filter.startedBefore);
+    if (filter.tag !== undefined) {
+      const tag = filter.tag;
+      query = query.where('id', 'in', (eb) => eb.selectFrom('run_tags').select('run_id').where('tag', '=', tag));
+    }
     return paginate(query, window);
   }
 

@@ -110,11 +110,18 @@ export interface TriggerFiresTable {
 }
 
 /** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
+/** One tag a run was started with. */
+export interface RunTagsTable {
+  tag: string;
+  run_id: string;
+}
+
 export interface CoordinationTables {
   plans: PlansTable;
   plan_versions: PlanVersionsTable;
   runs: RunsTable;
   run_steps: RunStepsTable;
+  run_tags: RunTagsTable;
   run_events: RunEventsTable;
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;

@@ -6,10 +6,11 @@ describe('the runs list filters in the URL', () => {
   const now = Date.parse('2030-01-02T12:00:00.000Z');
 
   it('keeps known values and drops malformed ones', () => {
-    expect(parseRunsSearch({ page: '2', plan: ' nightly ', status: 'failed', within: '24h' })).toEqual({
+    expect(parseRunsSearch({ page: '2', plan: ' nightly ', status: 'failed', tag: ' env=prod ', within: '24h' })).toEqual({
       page: 2,
       plan: 'nightly',
       status: 'failed',
+      tag: 'env=prod',
       within: '24h',
     });
     expect(parseRunsSearch({ status: 'exploded', within: '2y', from: 'yesterday', to: '2030-01-01T00:00:00Z' })).toEqual({
@@ -26,9 +27,10 @@ describe('the runs list filters in the URL', () => {
     const search = parseRunsSearch({ within: '1h', from: '2029-01-01T00:00:00Z' });
     expect(search.from).toBeUndefined();
     expect(runsQuery(search, now)).toEqual({ plan_id: undefined, status: undefined, started_after: '2030-01-02T11:00:00.000Z', started_before: undefined });
-    expect(runsQuery(parseRunsSearch({ plan: 'p', status: 'running', from: '2030-01-01T00:00:00Z', to: '2030-01-02T00:00:00Z' }), now)).toEqual({
+    expect(runsQuery(parseRunsSearch({ plan: 'p', status: 'running', tag: 'x', from: '2030-01-01T00:00:00Z', to: '2030-01-02T00:00:00Z' }), now)).toEqual({
       plan_id: 'p',
       status: 'running',
+      tag: 'x',
       started_after: '2030-01-01T00:00:00.000Z',
       started_before: '2030-01-02T00:00:00.000Z',
     });

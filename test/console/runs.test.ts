@@ -147,6 +147,24 @@ describeEachDialect('the console: runs and plans', (dialect) => {
     expect(new URL(page.url()).searchParams.get('to')).toMatch(/^2020-01-01T/);
   });
 
+  it('finds runs by a tag they were started with, and shows each run\'s tags', async () => {
+    const plan = await workPlan(unique('idle-worker'));
+    const tag = `order:${unique('o')}`;
+    const tagged = await server.api.post(RUNS, { plan_id: plan.id, input: {}, tags: [tag, 'env=prod'] });
+    expect(tagged.status, tagged.text).toBe(201);
+    await startRun(plan.id);
+    const page = await browser.open();
+    await signIn(page, server, '/console/runs');
+    const filters = page.getByRole('search', { name: 'Filter runs' });
+    await filters.getByLabel('Tag').fill(tag);
+    await filters.getByRole('button', { name: 'Filter' }).click();
+    const row = page.locator(`tr[data-run="${tagged.body.data.id}"]`);
+    await page.waitForURL((url) => url.searchParams.get('tag') === tag, { timeout: WAIT_MS });
+    await row.waitFor({ timeout: WAIT_MS });
+    await page.locator('tr[data-run]').nth(1).waitFor({ state: 'detached', timeout: WAIT_MS });
+    expect(await row.getByRole('list', { name: 'Tags' }).getByRole('listitem').allTextContents()).toEqual(['env=prod', tag]);
+  });
+
   it('cancels a run with a reason, and redrives a failed one', async () => {
     const worker = unique('flaky-worker');
     const agent = await server.agent(worker);

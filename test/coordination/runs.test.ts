@@ -423,6 +423,36 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(step(done, 'order').output).toMatchObject({ topic: 'orders.paid', payload: { order_id: 'o-42' } });
   });
 
+  it('finds runs by the tags they were started with; refuses a bad tag or too many with nothing started', async () => {
+    const id = await plan({ steps: [{ id: 'gate', type: 'human_approval', prompt: 'tagged' }] });
+    const customer = unique('customer');
+    const startTagged = async (tags: string[]) => {
+      const res = await server.api.post(R, { plan_id: id, tags });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data;
+    };
+    const first = await startTagged([`customer:${customer}`, 'env=prod', 'env=prod']);
+    expect(first.tags).toEqual([`customer:${customer}`, 'env=prod']);
+    const second = await startTagged([`customer:${customer}`]);
+    await startTagged(['env=staging']);
+    expect((await getRun(first.id)).tags).toEqual([`customer:${customer}`, 'env=prod']);
+
+    const byCustomer = await server.api.get(`${R}?tag=${encodeURIComponent(`customer:${customer}`)}`);
+    expect(byCustomer.body.data.map((r: { id: string }) => r.id)).toEqual([second.id, first.id]);
+    expect(byCustomer.body.meta.total).toBe(2);
+    expect(byCustomer.body.data[0].tags).toEqual([`customer:${customer}`]);
+    const both = await server.api.get(`${R}?plan_id=${id}&tag=env%3Dprod&status=waiting`);
+    expect(both.body.data.map((r: { id: string }) => r.id)).toEqual([first.id]);
+
+    const before = (await server.api.get(`${R}?plan_id=${id}`)).body.meta.total;
+    for (const tags of [['has space'], ['x'.repeat(65)], Array.from({ length: 21 }, (_, i) => `t${i}`), ['-leading']]) {
+      const res = await server.api.post(R, { plan_id: id, tags });
+      expect(res.status, JSON.stringify(tags)).toBe(400);
+    }
+    expect((await server.api.get(`${R}?tag=has%20space`)).status).toBe(400);
+    expect((await server.api.get(`${R}?plan_id=${id}`)).body.meta.total).toBe(before);
+  });
+
   it('lists runs by plan and status, and a run pins the plan version it started with', async () => {
     const id = await plan({ steps: [{ id: 'gate', type: 'human_approval', prompt: 'v1' }] });
     const run = await start(id);

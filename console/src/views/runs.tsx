@@ -41,7 +41,7 @@ export function RunsView({ search }: { search: RunsSearch }) {
   const navigate = useNavigate({ from: '/runs' });
   const [starting, setStarting] = useState(false);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  const filters = { plan: search.plan, status: search.status, within: search.within, from: search.from, to: search.to };
+  const filters = { plan: search.plan, status: search.status, tag: search.tag, within: search.within, from: search.from, to: search.to };
   useLiveRefresh({ queryKey: ['runs'], events: RUN_EVENTS });
   const runs = useQuery({
     queryKey: ['runs', 'list', filters, offset],
@@ -112,6 +112,15 @@ function RunRow({ run, alias, now }: { run: Run; alias: string | undefined; now:
           {alias ?? <code>{run.plan_id}</code>}
         </Link>{' '}
         <span className="muted">v{run.plan_version}</span>
+        {run.tags.length > 0 && (
+          <ul className="chips" aria-label="Tags">
+            {run.tags.map((tag) => (
+              <li key={tag} className="chip">
+                {tag}
+              </li>
+            ))}
+          </ul>
+        )}
       </td>
       <td>
         <StatusBadge status={run.status} />
@@ -162,6 +171,7 @@ function RunFilters({ search, plans, onApply }: { search: RunsSearch; plans: Pla
   const id = useId();
   const [plan, setPlan] = useState(search.plan ?? '');
   const [status, setStatus] = useState<RunStatus | ''>(search.status ?? '');
+  const [tag, setTag] = useState(search.tag ?? '');
   const [started, setStarted] = useState<Within | 'any' | 'between'>(search.within ?? (search.from || search.to ? 'between' : 'any'));
   const [from, setFrom] = useState(toLocalInput(search.from));
   const [to, setTo] = useState(toLocalInput(search.to));
@@ -171,6 +181,7 @@ function RunFilters({ search, plans, onApply }: { search: RunsSearch; plans: Pla
     onApply({
       plan: plan.trim() || undefined,
       status: status || undefined,
+      tag: tag.trim() || undefined,
       within: started === 'any' || between ? undefined : started,
       from: between ? fromLocalInput(from) : undefined,
       to: between ? fromLocalInput(to) : undefined,
@@ -186,6 +197,10 @@ function RunFilters({ search, plans, onApply }: { search: RunsSearch; plans: Pla
             <option key={candidate.id} value={candidate.alias} />
           ))}
         </datalist>
+      </label>
+      <label>
+        Tag
+        <input value={tag} onChange={(event) => setTag(event.target.value)} placeholder="e.g. customer:acme" />
       </label>
       <label>
         Status

@@ -30,6 +30,7 @@ import * as auditLog from './0027-audit-log.js';
 import * as blobStagingNodes from './0028-blob-staging-nodes.js';
 import * as userOidcIdentity from './0031-user-oidc-identity.js';
 import * as webhookDeliveryAttempts from './0032-webhook-delivery-attempts.js';
+import * as runTags from './0033-run-tags.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -70,4 +71,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0028-blob-staging-nodes': blobStagingNodes,
   '0031-user-oidc-identity': userOidcIdentity,
   '0032-webhook-delivery-attempts': webhookDeliveryAttempts,
+  '0033-run-tags': runTags,
 };

@@ -2208,6 +2208,7 @@ class CoordinationListRunsArgs(TypedDict, total=False):
     status: Literal["running", "waiting", "completed", "failed", "cancelled"]
     started_after: str
     started_before: str
+    tag: str
 
 
 class CoordinationListRunsItem(TypedDict):
@@ -2225,6 +2226,7 @@ class CoordinationListRunsItem(TypedDict):
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
     steps: list[dict[str, Any]]
+    tags: list[str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2239,6 +2241,7 @@ class CoordinationStartRunBody(_CoordinationStartRunBodyRequired, total=False):
 
     input: dict[str, Any]
     adaptive: dict[str, Any]
+    tags: list[str]
 
 
 class _CoordinationStartRunArgsRequired(TypedDict):
@@ -2250,6 +2253,7 @@ class CoordinationStartRunArgs(_CoordinationStartRunArgsRequired, total=False):
 
     input: dict[str, Any]
     adaptive: dict[str, Any]
+    tags: list[str]
 
 
 class CoordinationStartRunData(TypedDict):
@@ -2267,6 +2271,7 @@ class CoordinationStartRunData(TypedDict):
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
     steps: list[dict[str, Any]]
+    tags: list[str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2293,6 +2298,7 @@ class CoordinationGetRunData(TypedDict):
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
     steps: list[dict[str, Any]]
+    tags: list[str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2350,6 +2356,7 @@ class CoordinationCancelRunData(TypedDict):
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
     steps: list[dict[str, Any]]
+    tags: list[str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2386,6 +2393,7 @@ class CoordinationRedriveRunData(TypedDict):
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
     steps: list[dict[str, Any]]
+    tags: list[str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2430,6 +2438,7 @@ class CoordinationApproveStepData(TypedDict):
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
     steps: list[dict[str, Any]]
+    tags: list[str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2472,6 +2481,7 @@ class CoordinationProvideInputData(TypedDict):
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
     steps: list[dict[str, Any]]
+    tags: list[str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -4753,7 +4763,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/coordination/runs",
             path_params=(),
-            query_params=("limit", "offset", "plan_id", "status", "started_after", "started_before",),
+            query_params=("limit", "offset", "plan_id", "status", "started_after", "started_before", "tag",),
             body="none",
             body_fields=(),
             paged=True,
@@ -4768,7 +4778,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("plan_id", "input", "adaptive",),
+            body_fields=("plan_id", "input", "adaptive", "tags",),
             paged=False,
             items_key=None,
             public=False,
@@ -5856,7 +5866,7 @@ class CoordinationOperations(Domain):
         return self._call("get_plan_version", arguments)  # type: ignore[no-any-return]
 
     def list_runs(self, **arguments: Unpack[CoordinationListRunsArgs]) -> Paged[CoordinationListRunsItem]:
-        """List runs, newest first (by plan, status and start time) (GET /api/v1/coordination/runs)."""
+        """List runs, newest first (by plan, status, start time and tag) (GET /api/v1/coordination/runs)."""
         return self._call("list_runs", arguments)  # type: ignore[no-any-return]
 
     def start_run(self, **arguments: Unpack[CoordinationStartRunArgs]) -> CoordinationStartRunData:
