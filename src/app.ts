@@ -142,6 +142,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const tasks = createTasksDomain({ platform, events: events.log, inbox: messaging.inbox });
   const coordination = createCoordinationDomain({
     platform,
+    people: auth.users,
     events: events.log,
     inbox: messaging.inbox,
     directory: discovery.service,

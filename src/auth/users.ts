@@ -136,9 +136,14 @@ export class UsersService {
   }
 
   async getByName(username: string): Promise<User> {
+    const user = await this.findByName(username);
+    if (!user) throw new NotFound('User', username);
+    return user;
+  }
+
+  async findByName(username: string): Promise<User | null> {
     const row = await this.deps.store.findUserByName(autocommit, username);
-    if (!row) throw new NotFound('User', username);
-    return toUser(row);
+    return row ? toUser(row) : null;
   }
 
   /**

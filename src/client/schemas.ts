@@ -158,6 +158,7 @@ export const SCHEMAS = asValidated({
   'coordination.redriveRun': { body: ReasonBody, optionalBody: true, data: Coordination.Run },
   'coordination.approveStep': { body: Coordination.ApproveBody, data: Coordination.Run },
   'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
+  'coordination.createApprovalLink': { body: Coordination.CreateLinkBody, data: Coordination.ApprovalLink },
   'coordination.listPendingApprovals': { query: PageQuery, data: list(Coordination.PendingApproval) },
   'coordination.getApprovalLink': { data: Coordination.LinkedStep },
   'coordination.decideByLink': { body: Coordination.LinkDecisionBody, data: Coordination.LinkDecision },

@@ -1,7 +1,7 @@
 import type { HmacSigner } from '../kernel/hmac-signer.js';
 import { NotFound } from '../kernel/errors.js';
 
-/** How long a link to a human step without its own timeout stays valid (design §9). */
+/** How long a link to a human step without its own timeout stays valid. */
 export const APPROVAL_LINK_TTL_MS = 7 * 24 * 3600_000;
 
 /** What an approval link lets its holder decide: one wait of one human step. */
@@ -12,7 +12,11 @@ export interface ApprovalClaim {
   waitId: string;
   /** Unix ms. */
   expiresAt: number;
-  /** The approver the link was sent to (its inbox message), or null for the event's link. */
+  /**
+   * Who the link decides as: an agent id (the link in that approver's inbox message) or
+   * `user:<username>` (a link made for that person). Null for the event's link, which decides
+   * nothing by itself: everyone who reads the event log sees it, so a person signs in to decide.
+   */
   approver: string | null;
 }
 
@@ -25,8 +29,8 @@ interface ClaimText {
 }
 
 /**
- * Approval links (design §9): `{public url}/console/approve/{token}`, the token a claim and its
- * HMAC, so that it authenticates by itself and needs no row. Single use comes from the step:
+ * Approval links: `{public url}/console/approve/{token}`, the token a claim and its HMAC, so that
+ * it authenticates by itself and needs no row. Single use comes from the step:
  * a link decides only while its attempt of the step waits.
  */
 export class ApprovalLinks {

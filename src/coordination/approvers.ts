@@ -1,4 +1,4 @@
-import type { Role } from '../auth/index.js';
+import { ROLES, type Role } from '../auth/index.js';
 
 /**
  * Who decides a human step. A step's `approvers` entries name `user:<username>`,
@@ -6,7 +6,7 @@ import type { Role } from '../auth/index.js';
  */
 export interface Decider {
   /** What the decision records: the principal's kind and id. */
-  kind: 'admin' | 'agent' | 'key' | 'user' | 'link' | 'system';
+  kind: 'admin' | 'agent' | 'key' | 'user' | 'system';
   id: string;
   /** The event log's actor; a user's is `user:<username>`, as approvers name them. */
   actor: string;
@@ -14,16 +14,35 @@ export interface Decider {
   role: Role | null;
   /** Holds approvals:decide. */
   mayDecide: boolean;
-  /** Decides any step, even one whose approvers name others (the admin role, or the step's own link). */
+  /** Decides any step, even one whose approvers name others (the admin role). */
   overrides: boolean;
 }
 
 const AGENT = 'agent:';
+const USER = 'user:';
+
+/** The people approvers name (auth's users): an approval link made for a user decides as them, as they are now. */
+export interface People {
+  findByName(username: string): Promise<{ id: string; username: string; role: Role; disabled: boolean } | null>;
+}
+
+/** A user as a decider, with their role's permissions (what a session of theirs would hold). */
+export async function personDecider(people: People, username: string): Promise<Decider | null> {
+  const user = await people.findByName(username);
+  if (!user || user.disabled) return null;
+  const role = user.role;
+  return { kind: 'user', id: user.id, actor: `${USER}${user.username}`, agentId: null, role, mayDecide: ROLES[role].includes('approvals:decide'), overrides: role === 'admin' };
+}
+
+/** The username a `user:<username>` entry names, else null. */
+export function approverUser(entry: string): string | null {
+  return entry.startsWith(USER) ? entry.slice(USER.length) : null;
+}
 
 /** The agent an entry names, or null for a `user:` or `role:` entry. */
 export function approverAgent(entry: string): string | null {
   if (entry.startsWith(AGENT)) return entry.slice(AGENT.length);
-  return entry.startsWith('user:') || entry.startsWith('role:') ? null : entry;
+  return entry.startsWith(USER) || entry.startsWith('role:') ? null : entry;
 }
 
 /** The agents among a step's approvers (who get its link in their inbox, and read its event). */

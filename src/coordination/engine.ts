@@ -224,10 +224,10 @@ export class RunEngine {
    * What an approval link shows (GET never decides): the run and the waiting step it is for,
    * checked as a decision through it would be.
    */
-  async linkedStep(claim: ApprovalClaim): Promise<{ ctx: RunContext; step: StepState; def: StepTemplate }> {
-    const ctx = await this.contexts.load(autocommit, claim.runId, { lock: false });
-    if (!ctx) throw new NotFound('Run', claim.runId);
-    return { ctx, ...this.humanStep(ctx, claim.stepId, null, claim) };
+  async linkedStep(runId: string, stepId: string, claim?: ApprovalClaim): Promise<{ ctx: RunContext; step: StepState; def: StepTemplate }> {
+    const ctx = await this.contexts.load(autocommit, runId, { lock: false });
+    if (!ctx) throw new NotFound('Run', runId);
+    return { ctx, ...this.humanStep(ctx, stepId, null, claim) };
   }
 
   async approve(

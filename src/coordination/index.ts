@@ -4,6 +4,7 @@ import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener }
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ApprovalLinks } from './approval-links.js';
+import type { People } from './approvers.js';
 import { COORDINATION_CHANGED, RunEngine } from './engine.js';
 import { coordinationRoutes } from './routes.js';
 import { CoordinationService } from './service.js';
@@ -31,6 +32,8 @@ export function createCoordinationDomain(deps: {
    * read before any transaction: on SQLite a read outside a transaction would wait for it.
    */
   approvalLinkKey: string;
+  /** The users approvers name, for links that decide as one of them. */
+  people: People;
 }) {
   const { platform } = deps;
   const store = new CoordinationStore(platform.database.db, platform.database.caps);
@@ -49,7 +52,7 @@ export function createCoordinationDomain(deps: {
     expressions: platform.expressions,
     timerPlannedAt: () => timerPlannedAt,
   });
-  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links, audit: platform.audit });
+  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links, audit: platform.audit, people: deps.people });
   const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier, expressions: platform.expressions, audit: platform.audit });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({

@@ -6,8 +6,10 @@ import { InvalidRequest } from '../kernel/errors.js';
 import type { StepDefinition } from './plan.js';
 import type { Planner } from './planner.js';
 import {
+  ApprovalLink,
   ApprovalLinkParams,
   ApproveBody,
+  CreateLinkBody,
   CreateTriggerBody,
   Fire,
   GenerateBody,
@@ -214,6 +216,22 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           reply,
           await service.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal), request.body.reason),
         ),
+    );
+
+    app.post(
+      '/coordination/runs/:run_id/steps/:step_id/links',
+      {
+        config: { permission: 'approvals:decide' },
+        schema: {
+          tags,
+          summary: 'Make an approval link that decides a waiting human step as one person (the caller, or anyone the step accepts when an admin asks)',
+          params: RunStepParams,
+          body: CreateLinkBody,
+          response: { 201: DataEnvelope(ApprovalLink) },
+        },
+      },
+      async (request, reply) =>
+        created(reply, await service.createLink(request.params.run_id, request.params.step_id, request.body.approver, callerOf(request.principal))),
     );
 
     app.get(

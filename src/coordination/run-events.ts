@@ -9,7 +9,7 @@ import type { DomainMetrics, FinishedRunStatus } from '../kernel/metrics.js';
 import type { NewEvent, OutgoingMessage } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { APPROVAL_LINK_TTL_MS, type ApprovalClaim } from './approval-links.js';
-import { PLATFORM_SENDER, stepDetail, stepOutput, type RunContext } from './run-state.js';
+import { PLATFORM_SENDER, stepDetail, stepOutput, type RunContext, type StepState } from './run-state.js';
 import type { NewRunEvent } from './store.js';
 
 /** Makes the approval link of a claim (approval-links.ts). */
@@ -38,7 +38,7 @@ export function logEventsOf(ctx: RunContext, link: Linker | null): NewEvent[] {
       ? {
           type: ask.type,
           data: { ...ask.data, approve_url: link!(ask.claim) },
-          // The link decides the step: only its approvers (and admins) read it when it has some.
+          // What a step asks is for its approvers: when it names some, agents read it only if named.
           ...(ask.approvers.length > 0 ? { readers: { agents: approverAgents(ask.approvers) } } : {}),
         }
       : logEventOf(ctx, entry);
@@ -67,14 +67,19 @@ export function approverMessagesOf(ctx: RunContext, link: Linker): OutgoingMessa
   return messages;
 }
 
+/** The claim of a link to a waiting human step's current wait: it expires with the step (or after the default TTL). */
+export function linkClaim(ctx: RunContext, step: StepState, approver: string | null): ApprovalClaim {
+  const expiresAt = step.row.wake_at ?? (step.row.started_at ?? ctx.now) + APPROVAL_LINK_TTL_MS;
+  return { runId: ctx.run.id, stepId: step.row.step_id, waitId: stepDetail(step).wait_id ?? '', expiresAt, approver };
+}
+
 function humanAsk(ctx: RunContext, entry: NewRunEvent): HumanAsk | null {
   const step = entry.step_id ? ctx.steps.get(entry.step_id) : undefined;
   if (!step) return null;
   // A human step waits; its input holds what the person is asked (step-starters.ts).
   const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: unknown; approvers?: string[] };
-  const expiresAt = step.row.wake_at ?? (step.row.started_at ?? ctx.now) + APPROVAL_LINK_TTL_MS;
-  const claim = { runId: ctx.run.id, stepId: step.row.step_id, waitId: stepDetail(step).wait_id ?? '', expiresAt, approver: null };
-  const base = { run_id: ctx.run.id, plan_id: ctx.run.plan_id, plan_version: ctx.run.plan_version, step_id: step.row.step_id, expires_at: iso(expiresAt) };
+  const claim = linkClaim(ctx, step, null);
+  const base = { run_id: ctx.run.id, plan_id: ctx.run.plan_id, plan_version: ctx.run.plan_version, step_id: step.row.step_id, expires_at: iso(claim.expiresAt) };
   const detail = JSON.parse(entry.detail) as { type?: string };
   if (detail.type === 'human_approval') {
     const approvers = asked.approvers ?? [];

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { AgentId, JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 import { STRATEGIES } from '../discovery/routing.js';
+import { USERNAME_PATTERN } from '../auth/schemas.js';
 import { STEP_TYPES } from './plan.js';
 
 const StepId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Step id: letters, digits, _ and -, unique in the plan' });
@@ -219,7 +220,9 @@ const HumanStepFields = {
 };
 export const LinkedStep = Type.Object({
   ...HumanStepFields,
-  approver: Type.Union([Type.String(), Type.Null()], { description: 'The approver the link was sent to, if any' }),
+  approver: Type.Union([Type.String(), Type.Null()], {
+    description: "Who the link decides as (an agent id, or user:<username>); null for the event's link, which decides nothing by itself (a signed-in person decides)",
+  }),
   expires_at: Timestamp,
   outputs: Type.Record(Type.String(), Type.Unknown(), { description: 'The outputs of the run\'s completed steps, by step id' }),
 });
@@ -228,11 +231,29 @@ export const LinkDecision = Type.Object({
   run_id: Type.String(),
   step_id: Type.String(),
   status: Type.String({ description: 'The step\'s status after the decision: completed, or failed for a rejection' }),
-  decided_by: Type.String({ description: 'The id of who decided: the agent the link was sent to, or approval_link' }),
-  decided_by_kind: Type.Union([Type.Literal('agent'), Type.Literal('link')], { description: 'agent: the link was sent to that approver; link: the step\'s own link' }),
+  decided_by: Type.String({ description: 'The id of who decided: the agent the link was sent to, or the user it was made for (their user id)' }),
+  decided_by_kind: Type.Union([Type.Literal('agent'), Type.Literal('user')]),
   decided_at: Timestamp,
 });
 export type LinkDecision = Static<typeof LinkDecision>;
+
+export const CreateLinkBody = Type.Object(
+  {
+    approver: Type.String({
+      pattern: `^user:${USERNAME_PATTERN.slice(1)}`,
+      description: 'user:<username>: the person the link decides as (the caller themselves, or anyone the step accepts when an admin asks)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export const ApprovalLink = Type.Object({
+  run_id: Type.String(),
+  step_id: Type.String(),
+  approver: Type.String(),
+  approve_url: Type.String({ description: 'Decides the step as the approver, once, without signing in; send it to them only' }),
+  expires_at: Timestamp,
+});
+export type ApprovalLink = Static<typeof ApprovalLink>;
 
 export const PendingApproval = Type.Object({
   ...HumanStepFields,

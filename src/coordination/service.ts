@@ -2,24 +2,29 @@ import { assertMayChange, type Changer } from '../auth/ownership.js';
 import type { Principal } from '../auth/principal.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
-import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../kernel/topics.js';
-import type { ApprovalLinks } from './approval-links.js';
-import { approverAgent, type Decider } from './approvers.js';
+import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
+import { approverAgent, approverUser, decisionRefusal, personDecider, type Decider, type People } from './approvers.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
 import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
 import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
 import type { CoordinationStore, PendingHumanStepRow, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStepRow } from './store.js';
-import type { LinkDecision, LinkedStep, PendingApproval } from './schemas.js';
+import type { ApprovalLink, LinkDecision, LinkedStep, PendingApproval } from './schemas.js';
+import { linkClaim } from './run-events.js';
 import type { RunStatus, StepStatus } from './tables.js';
 import { parseNullableJson } from '../kernel/json.js';
 
-/** Who decides through an approval link that was not sent to one approver (the event's link). */
-const APPROVAL_LINK_ACTOR = 'approval_link';
+/** The event's link is seen by every reader of the event log: it points at the step, and a signed-in person decides. */
+function unaddressedLink(claim: ApprovalClaim): Forbidden {
+  return new Forbidden(
+    `This link shows the step but decides nothing by itself (everyone who reads the event log has it): sign in to the console to decide, or POST /api/v1/coordination/runs/${claim.runId}/steps/${claim.stepId}/approve with 'approvals:decide'`,
+  );
+}
 
 /** Who calls: plans and runs are shared; changing them is for their creator and the platform (auth/ownership.ts). */
 export interface Caller extends Changer {
@@ -199,7 +204,7 @@ export class CoordinationService {
   private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
 
   constructor(
-    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; links: ApprovalLinks; audit: AuditTrail },
+    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; links: ApprovalLinks; audit: AuditTrail; people: People },
   ) {}
 
   private get store() {
@@ -429,7 +434,7 @@ export class CoordinationService {
   async linkedStep(token: string): Promise<LinkedStep> {
     const claim = await this.deps.links.read(token);
     // A look, not a transition: no transaction, no lock.
-    const { ctx, step, def } = await this.deps.engine.linkedStep(claim);
+    const { ctx, step, def } = await this.deps.engine.linkedStep(claim.runId, claim.stepId, claim);
     const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown> };
     const outputs: Record<string, unknown> = {};
     for (const other of ctx.steps.values()) if (other.row.status === 'completed') outputs[other.row.step_id] = parseNullableJson(other.row.output);
@@ -449,31 +454,28 @@ export class CoordinationService {
 
   /**
    * What can be known of an approval link without its request's body: that this server signed
-   * it (else 404) and that it has not expired (else 409). A decision's route checks this before
-   * reading the body, so that a bogus token costs no body: 1,000 slow 1 MiB bodies sent with
-   * one took RSS from 209 MB to 1,150 MB.
+   * it (else 404), that it has not expired (else 409) and that it decides as someone (else 403).
+   * A decision's route checks this before reading the body, so that a bogus token costs no body:
+   * 1,000 slow 1 MiB bodies sent with one took RSS from 209 MB to 1,150 MB.
    */
   async checkLink(token: string): Promise<void> {
     const claim = await this.deps.links.read(token);
     if (claim.expiresAt <= this.deps.clock.now()) throw new Conflict(`This link expired at ${iso(claim.expiresAt)}`);
+    if (claim.approver === null) throw unaddressedLink(claim);
   }
 
   /**
    * Decides a human step through its approval link (the token authenticates): once, while the
-   * link's attempt of the step waits and before it expires. Acts as the link's approver, if it
-   * was sent to one.
+   * link's attempt of the step waits and before it expires, as the link's approver.
    */
   async decideByLink(token: string, body: { approved: boolean; comment?: string } | { data: Record<string, unknown> }): Promise<LinkDecision> {
     const claim = await this.deps.links.read(token);
-    // The link decides as its recipient (an approver's inbox), else as the step's own link; the
-    // step made it, so it needs no permission and is not held to the approvers list.
-    const agent = claim.approver === null ? null : approverAgent(claim.approver);
-    const by: Decider & { kind: 'agent' | 'link' } = agent !== null
-      ? { kind: 'agent', id: agent, actor: agent, agentId: agent, role: null, mayDecide: true, overrides: true }
-      : { kind: 'link', id: APPROVAL_LINK_ACTOR, actor: APPROVAL_LINK_ACTOR, agentId: null, role: null, mayDecide: true, overrides: true };
+    const by = await this.linkDecider(claim);
     return this.store.inTransaction(async (tx) => {
       const action = 'data' in body ? 'step.submit_input' : body.approved ? 'step.approve' : 'step.reject';
-      await this.deps.audit.record(tx, { action, resource: { type: 'step', id: `${claim.runId}/${claim.stepId}` } });
+      // The link's approver decides, not the anonymous request that carried it.
+      const actor = { kind: by.kind, id: by.actor, key_id: null };
+      await this.deps.audit.record(tx, { action, resource: { type: 'step', id: `${claim.runId}/${claim.stepId}` }, actor });
       if ('data' in body) await this.deps.engine.submitInput(tx, claim.runId, claim.stepId, body.data, by, claim);
       else await this.deps.engine.approve(tx, claim.runId, claim.stepId, body, by, claim);
       const step = (await this.store.runSteps(tx, claim.runId)).find((row) => row.step_id === claim.stepId)!;
@@ -482,10 +484,46 @@ export class CoordinationService {
         step_id: claim.stepId,
         status: step.status,
         decided_by: by.id,
-        decided_by_kind: by.kind,
+        decided_by_kind: by.kind as LinkDecision['decided_by_kind'],
         decided_at: iso(step.completed_at ?? this.deps.clock.now()),
       };
     });
+  }
+
+  /**
+   * Who a link decides as: the agent it was sent to (which the step names), or its user as they
+   * are now (a disabled user's links decide nothing, and a user the step does not accept is refused).
+   */
+  private async linkDecider(claim: ApprovalClaim): Promise<Decider> {
+    if (claim.approver === null) throw unaddressedLink(claim);
+    const username = approverUser(claim.approver);
+    if (username === null) {
+      const agent = approverAgent(claim.approver)!;
+      return { kind: 'agent', id: agent, actor: agent, agentId: agent, role: null, mayDecide: false, overrides: false };
+    }
+    const person = await personDecider(this.deps.people, username);
+    if (!person) throw new Forbidden(`This link decides as user '${username}', who no longer exists or is disabled`);
+    return person;
+  }
+
+  /**
+   * A link that decides a waiting human step as one person (`user:<username>`), for that person
+   * to decide from wherever it is sent (mail, chat). Made by that person or an admin, for someone
+   * the step accepts; it expires with the step's wait like the other links.
+   */
+  async createLink(runId: string, stepId: string, approver: string, caller: Caller): Promise<ApprovalLink> {
+    if (caller.decider.actor !== approver && !caller.decider.overrides) {
+      throw new Forbidden(`Only ${approver} or an admin may make a link that decides as ${approver}`);
+    }
+    const username = approverUser(approver)!;
+    const person = await personDecider(this.deps.people, username);
+    if (!person) throw new Conflict(`User '${username}' does not exist or is disabled`);
+    const { ctx, step, def } = await this.deps.engine.linkedStep(runId, stepId);
+    const refusal = decisionRefusal(def.type === 'human_approval' ? (def.approvers ?? []) : [], person);
+    if (refusal !== null) throw new Conflict(`${refusal} (step '${stepId}'): no link decides as ${approver}`);
+    const claim = linkClaim(ctx, step, approver);
+    await this.store.inTransaction((tx) => this.deps.audit.record(tx, { action: 'step.link', resource: { type: 'step', id: `${runId}/${stepId}` } }));
+    return { run_id: runId, step_id: stepId, approver, approve_url: (await this.deps.links.linker())(claim), expires_at: iso(claim.expiresAt) };
   }
 
   async redrive(runId: string, caller: Caller, reason?: string): Promise<Run> {

@@ -7,7 +7,7 @@
  * - `system`: events no request caused (kernel/ports.ts SYSTEM_ACTOR);
  * - `switchboard`: messages the platform sends (run steps, routine executions, unblocked tasks);
  * - `cli`: keys created and revoked with the command line;
- * - `approval_link`: decisions made through a link sent to no one in particular.
+ * - `approval_link`: who decided through a link sent to no one in particular, in runs decided before such links stopped deciding.
  * Nor may an agent id start with a prefix that names people and roles (approvers `user:`,
  * `role:`, and the explicit `agent:`) or another creator (`key:<id>` for a platform key,
  * `trigger:<id>` for a trigger's runs): an agent so named would own what they created.

@@ -128,6 +128,7 @@ export const OPERATIONS = {
     redriveRun: ['POST', '/api/v1/coordination/runs/{run_id}/redrive'],
     approveStep: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/approve'],
     provideInput: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/input'],
+    createApprovalLink: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/links'],
     listPendingApprovals: ['GET', '/api/v1/coordination/approvals', PAGED],
     getApprovalLink: ['GET', '/api/v1/coordination/approvals/{token}', PUBLIC],
     decideByLink: ['POST', '/api/v1/coordination/approvals/{token}', PUBLIC],

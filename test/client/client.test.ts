@@ -161,9 +161,9 @@ describeEachDialect('SDK client', (dialect) => {
     const client = admin();
     await client.coordination.createPlan({ body: { alias: 'sdk-link-plan', steps: [{ id: 'gate', type: 'human_approval', prompt: 'Go?' }] } });
     const run = await client.coordination.startRun({ body: { plan_id: 'sdk-link-plan' } });
-    const [requested] = await client.events.list({ query: { type: 'approval.requested', subject: run.id } });
-    const url = String(requested?.data.approve_url);
-    const token = url.slice(url.lastIndexOf('/') + 1);
+    await client.auth.createUser({ body: { username: 'sdk-link-person', role: 'approver', password: 'correct horse battery' } });
+    const link = await client.coordination.createApprovalLink({ path: { run_id: run.id, step_id: 'gate' }, body: { approver: 'user:sdk-link-person' } });
+    const token = link.approve_url.slice(link.approve_url.lastIndexOf('/') + 1);
     expect(await anonymous.coordination.getApprovalLink({ path: { token } })).toMatchObject({ run_id: run.id, prompt: 'Go?' });
     expect(await anonymous.coordination.decideByLink({ path: { token }, body: { approved: true } })).toMatchObject({ status: 'completed' });
     await expect(anonymous.auth.whoami()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });

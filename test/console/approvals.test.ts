@@ -1,12 +1,12 @@
 import type { Locator, Page } from 'playwright-core';
 import { expect, it } from 'vitest';
-import { consoleAdmin, signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
+import { consoleAdmin, createPerson, signIn, useBrowser, WAIT_MS, type CreatedPerson } from '../helpers/browser.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 
 const C = '/api/v1/coordination';
 
-/** The approvals inbox and approval links in a browser (issue 23: views, approval links, tests). */
+/** The approvals inbox and approval links in a browser. */
 describeEachDialect('the console: approvals', (dialect) => {
   const server = useServer(dialect);
   const browser = useBrowser();
@@ -25,11 +25,21 @@ describeEachDialect('the console: approvals', (dialect) => {
   const runOf = async (runId: string) => (await server.api.get(`${C}/runs/${runId}`)).body.data;
 
   /** The approve_url of a run's human step, as its `approval.requested` / `input.requested` event carries it. */
-  async function approveUrl(runId: string, type: 'approval.requested' | 'input.requested'): Promise<string> {
+  async function eventUrl(runId: string, type: 'approval.requested' | 'input.requested'): Promise<string> {
     const events = (await server.api.get(`/api/v1/events?type=${type}&subject=${runId}`)).body.data;
     const url = events.at(-1)?.data.approve_url as string;
     expect(url).toMatch(/\/console\/approve\/[\w-]+\.[\w-]+$/);
     return url;
+  }
+
+  let people = 0;
+  const person = (role = 'approver') => createPerson(server, `approvals-person-${dialect}-${++people}`, role);
+
+  /** The approve_url of a link made (by the admin key) that decides a run's waiting step as `who`. */
+  async function personUrl(runId: string, stepId: string, who: CreatedPerson): Promise<string> {
+    const made = await server.api.post(`${C}/runs/${runId}/steps/${stepId}/links`, { approver: `user:${who.username}` });
+    expect(made.status, made.text).toBe(201);
+    return made.body.data.approve_url;
   }
 
   const card = (page: Page, runId: string) => page.locator(`li.approval[data-run="${runId}"]`);
@@ -106,14 +116,16 @@ describeEachDialect('the console: approvals', (dialect) => {
     expect(run.output).toEqual({ ask: { version: '2.1', replicas: 3 } });
   });
 
-  it('opens an approval link without signing in, decides through its button, and says "already decided" when reopened', async () => {
+  it('opens a link made for a person without signing in, decides as that person through its button, and says "already decided" when reopened', async () => {
     const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'Deploy {{input.service}}?' }], { service: 'billing' });
-    const url = await approveUrl(runId, 'approval.requested');
+    const alice = await person();
+    const url = await personUrl(runId, 'gate', alice);
     const page = await browser.open();
-    browser.expectConsoleErrors(/status of 409/);
+    browser.expectConsoleErrors(/status of (401|409)/);
     await page.goto(url);
     await page.getByRole('heading', { name: 'Approval requested' }).waitFor({ timeout: WAIT_MS });
     await page.getByText('Deploy billing?').waitFor();
+    await page.getByText(`This link decides as ${alice.username}.`, { exact: false }).waitFor();
     await page.getByLabel('Run input').getByText('"billing"').waitFor();
     expect(await page.getByLabel('Password').count()).toBe(0);
     // Opening the link decided nothing (a mail scanner's prefetch must not).
@@ -122,23 +134,55 @@ describeEachDialect('the console: approvals', (dialect) => {
     await page.getByLabel('Comment').fill('go ahead');
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.getByRole('status').getByText('Approved').waitFor({ timeout: WAIT_MS });
+    expect(await page.getByRole('status').textContent()).toContain(`as ${alice.username} at`);
     const run = await runOf(runId);
     expect(run.status).toBe('completed');
-    expect(run.steps[0].output).toMatchObject({ approved: true, comment: 'go ahead', decided_by: 'approval_link' });
+    expect(run.steps[0].output).toMatchObject({ approved: true, comment: 'go ahead', decided_by: alice.id, decided_by_kind: 'user' });
 
     await page.reload();
     await page.getByRole('heading', { name: 'Already decided' }).waitFor({ timeout: WAIT_MS });
-    expect(await page.getByRole('status').textContent()).toContain('Already decided by approval_link at');
+    expect(await page.getByRole('status').textContent()).toContain(`Already decided by ${alice.id} at`);
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
   });
 
-  it("takes a human_input answer through a link's form, and says so for a cancelled run's link and a forged one", async () => {
+  it("shows the event's link without a form, and sends the person to sign in and decide in the console", async () => {
+    const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'Release {{input.service}}?' }], { service: 'search' });
+    const page = await browser.open();
+    await page.goto(await eventUrl(runId, 'approval.requested'));
+    await page.getByRole('heading', { name: 'Approval requested' }).waitFor({ timeout: WAIT_MS });
+    await page.getByText('Release search?').waitFor();
+    await page.getByText('decides nothing by itself', { exact: false }).waitFor();
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Decide in the console' }).click();
+    await page.getByLabel('Username').waitFor({ timeout: WAIT_MS });
+    const admin = await consoleAdmin(server);
+    await page.getByLabel('Username').fill(admin.username);
+    await page.getByLabel('Password').fill(admin.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await card(page, runId).getByRole('button', { name: 'Approve' }).click({ timeout: WAIT_MS });
+    await expect.poll(async () => (await runOf(runId)).status, { timeout: WAIT_MS }).toBe('completed');
+  });
+
+  it("says so rather than deciding when the browser is signed in as someone other than the link's person", async () => {
+    const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'Rotate keys?' }]);
+    const [alice, bob] = [await person(), await person()];
+    const page = await browser.open();
+    await signIn(page, server, '/console/approvals', bob);
+    await card(page, runId).waitFor({ timeout: WAIT_MS });
+    await page.goto(await personUrl(runId, 'gate', alice));
+    await page.getByText(`You are signed in as ${bob.username}, but this link decides as ${alice.username}`, { exact: false }).waitFor({ timeout: WAIT_MS });
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect((await runOf(runId)).status).toBe('waiting');
+  });
+
+  it("takes a human_input answer through a person's link form, and says so for a cancelled run's link and a forged one", async () => {
     const asking = await startRun([
       { id: 'ask', type: 'human_input', prompt: 'Reason?', schema: { type: 'object', required: ['reason'], properties: { reason: { type: 'string', title: 'Reason', minLength: 3 } } } },
     ]);
+    const alice = await person();
     const page = await browser.open();
-    browser.expectConsoleErrors(/status of (400|404|409)/);
-    await page.goto(await approveUrl(asking, 'input.requested'));
+    browser.expectConsoleErrors(/status of (400|401|404|409)/);
+    await page.goto(await personUrl(asking, 'ask', alice));
     await page.getByRole('heading', { name: 'Input requested' }).waitFor({ timeout: WAIT_MS });
     const reason = page.getByLabel('Reason');
     await reason.fill('no');
@@ -150,7 +194,7 @@ describeEachDialect('the console: approvals', (dialect) => {
     expect((await runOf(asking)).output).toEqual({ ask: { reason: 'quarterly release' } });
 
     const cancelled = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'Never mind?' }]);
-    const cancelledUrl = await approveUrl(cancelled, 'approval.requested');
+    const cancelledUrl = await personUrl(cancelled, 'gate', alice);
     expect((await server.api.post(`${C}/runs/${cancelled}/cancel`)).status).toBe(200);
     await page.goto(cancelledUrl);
     await page.getByRole('heading', { name: 'The run was cancelled' }).waitFor({ timeout: WAIT_MS });

@@ -20,14 +20,20 @@ describeEachDialect('approval links: the token is checked before the body', (dia
   const server = useServer(dialect, { clock });
   let plans = 0;
 
-  /** A run waiting at a human_approval step, and the token of its link. */
-  async function waitingLink(): Promise<string> {
+  /** A run waiting at a human_approval step, and the token of its event's link, or of a link made for a person. */
+  async function waitingLink(of: 'event' | 'person' = 'person'): Promise<string> {
     const plan = await server.api.post(`${C}/plans`, { alias: `link-body-${dialect}-${++plans}`, steps: [{ id: 'gate', type: 'human_approval', prompt: 'Ship?' }] });
     expect(plan.status, plan.text).toBe(201);
     const run = await server.api.post(`${C}/runs`, { plan_id: plan.body.data.id });
     expect(run.status, run.text).toBe(201);
-    const events = (await server.api.get(`/api/v1/events?type=approval.requested&subject=${run.body.data.id}`)).body.data;
-    const url = events.at(-1).data.approve_url as string;
+    let url: string;
+    if (of === 'event') {
+      url = (await server.api.get(`/api/v1/events?type=approval.requested&subject=${run.body.data.id}`)).body.data.at(-1).data.approve_url;
+    } else {
+      const username = `link-body-${dialect}-${plans}`;
+      expect((await server.api.post('/api/v1/auth/users', { username, role: 'approver', password: 'correct horse battery' })).status).toBe(201);
+      url = (await server.api.post(`${C}/runs/${run.body.data.id}/steps/gate/links`, { approver: `user:${username}` })).body.data.approve_url;
+    }
     return url.slice(url.lastIndexOf('/') + 1);
   }
 
@@ -46,6 +52,12 @@ describeEachDialect('approval links: the token is checked before the body', (dia
     expect(answer.status).toBe(404);
     expect(answer.headers.connection).toBe('close');
     expect(JSON.parse(answer.text).error.code).toBe('not_found');
+  });
+
+  it("refuses the event's link, which decides nothing (403), without waiting for the body", async () => {
+    const answer = await stalledPost(await waitingLink('event'));
+    expect(answer.status).toBe(403);
+    expect(JSON.parse(answer.text).error.message).toMatch(/decides nothing by itself/);
   });
 
   it('refuses an expired link (409) without waiting for the body', async () => {

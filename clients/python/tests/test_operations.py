@@ -200,6 +200,7 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "coordination.redrive_run": (lambda c, x: c.coordination.redrive_run(run_id=x.run["id"]), Conflict),
     "coordination.approve_step": (lambda c, x: c.coordination.approve_step(run_id=c.coordination.start_run(plan_id=x.plan["id"])["id"], step_id="review", approved=True), None),
     "coordination.provide_input": (lambda c, x: c.coordination.provide_input(run_id=_input_run(c, x), step_id="ask", data={"why": "because"}), None),
+    "coordination.create_approval_link": (lambda c, x: c.coordination.create_approval_link(run_id=c.coordination.start_run(plan_id=x.plan["id"])["id"], step_id="review", approver="user:nobody-here"), Conflict),
     "coordination.list_pending_approvals": (lambda c, x: c.coordination.list_pending_approvals(), None),
     "coordination.get_approval_link": (lambda c, x: c.coordination.get_approval_link(token="missing.token"), NotFound),
     "coordination.decide_by_link": (lambda c, x: c.coordination.decide_by_link(token="missing.token", approved=True), NotFound),

@@ -4,16 +4,19 @@ import { ErrorNotice } from '../errors.js';
 import { linkRefusal, type LinkRefusal } from '../link-refusal.js';
 import { AnswerForm, StepContext } from './human-step.js';
 
-// No key: the token authenticates, and only the link's two public operations are called.
+// No key: the token authenticates. The browser's session cookie goes along (same origin), so the
+// page can tell who is signed in; the link's decision does not use it.
 const anonymous = new Switchboard({ url: window.location.origin });
+const USER = 'user:';
 
 const refusalOf = (error: unknown): LinkRefusal | null =>
   error instanceof SwitchboardError ? linkRefusal({ status: error.status, message: error.message, details: error.details }) : null;
 
 /**
- * An approval link's page (design §9), outside the sign-in: it shows the prompt, the run's
- * context and the form. Opening it decides nothing (mail scanners prefetch links); its button posts
- * the decision, once.
+ * An approval link's page, outside the sign-in: it shows the prompt, the run's context and the
+ * form. Opening it decides nothing (mail scanners prefetch links); its button posts the decision,
+ * once, as the one the link was made for. The event log's link names no one: it points at the
+ * step, and a signed-in person decides in the console.
  */
 export function ApprovalLinkPage({ token }: { token: string }) {
   const linked = useQuery({
@@ -22,35 +25,56 @@ export function ApprovalLinkPage({ token }: { token: string }) {
     // What the link asks changes only by deciding, which this page does itself.
     staleTime: Infinity,
   });
+  const forUser = linked.data?.approver?.startsWith(USER) ?? false;
+  // A browser signed in as someone else must not decide as the link's person unawares.
+  const session = useQuery({
+    queryKey: ['approval-link', 'session'],
+    queryFn: () => anonymous.auth.currentSession().then((current) => current.principal, () => null),
+    enabled: forUser,
+    staleTime: Infinity,
+  });
   const decide = useMutation({
     mutationFn: (body: Body<'coordination.decideByLink'>) => anonymous.coordination.decideByLink({ path: { token }, body }),
   });
   const refusal = refusalOf(decide.error) ?? refusalOf(linked.error);
   const step = linked.data;
+  const signedInAs = session.data?.username ?? null;
+  const otherPerson = forUser && signedInAs !== null && `${USER}${signedInAs}` !== step?.approver;
 
   return (
     <main className="public-page" id="content">
       <p className="brand">Switchboard</p>
       {refusal ? (
         <Refusal refusal={refusal} />
-      ) : linked.isPending ? (
+      ) : linked.isPending || (forUser && session.isPending) ? (
         <p className="muted">Loading…</p>
       ) : !step ? (
         <ErrorNotice error={linked.error} />
       ) : (
         <section className="card approval">
           <h1>{step.type === 'human_approval' ? 'Approval requested' : 'Input requested'}</h1>
-          <p className="muted">
-            {step.approver ? (
-              <>
-                This link decides as <strong>{step.approver}</strong>.{' '}
-              </>
-            ) : null}
-            It can be used once, until <time dateTime={step.expires_at}>{new Date(step.expires_at).toLocaleString()}</time>.
-          </p>
+          {step.approver === null ? (
+            <p className="muted">This link shows the step but decides nothing by itself: a person who may decide signs in to do so.</p>
+          ) : (
+            <p className="muted">
+              This link decides as <strong>{nameOf(step.approver)}</strong>. It can be used
+              once, until <time dateTime={step.expires_at}>{new Date(step.expires_at).toLocaleString()}</time>.
+            </p>
+          )}
           <StepContext step={step} outputs={step.outputs} open />
-          {decide.data ? (
-            <Decided decision={decide.data} input={step.type === 'human_input'} />
+          {step.approver === null ? (
+            <p>
+              <a className="button" href="/console/approvals">
+                Decide in the console
+              </a>
+            </p>
+          ) : otherPerson ? (
+            <p className="notice" role="status">
+              You are signed in as <strong>{signedInAs}</strong>, but this link decides as <strong>{nameOf(step.approver)}</strong>: it is not
+              yours to use. <a href="/console/approvals">Decide in the console as yourself</a> if the step names you.
+            </p>
+          ) : decide.data ? (
+            <Decided decision={decide.data} by={nameOf(step.approver)} input={step.type === 'human_input'} />
           ) : (
             <AnswerForm
               step={step}
@@ -68,12 +92,15 @@ export function ApprovalLinkPage({ token }: { token: string }) {
   );
 }
 
-function Decided({ decision, input }: { decision: Result<'coordination.decideByLink'>; input: boolean }) {
+/** Who a link decides as, as a person reads it: a username, or an agent id. */
+const nameOf = (approver: string) => (approver.startsWith(USER) ? approver.slice(USER.length) : approver);
+
+function Decided({ decision, by, input }: { decision: Result<'coordination.decideByLink'>; by: string; input: boolean }) {
   const outcome = input ? 'Submitted' : decision.status === 'completed' ? 'Approved' : 'Rejected';
   return (
     <div className="notice success" role="status">
       <p>
-        <strong>{outcome}</strong>, as {decision.decided_by} at <time dateTime={decision.decided_at}>{new Date(decision.decided_at).toLocaleString()}</time>.
+        <strong>{outcome}</strong>, as {by} at <time dateTime={decision.decided_at}>{new Date(decision.decided_at).toLocaleString()}</time>.
       </p>
       <p>The run goes on; this link cannot be used again. You may close this page.</p>
     </div>

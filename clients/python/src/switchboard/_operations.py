@@ -2487,6 +2487,30 @@ class CoordinationProvideInputData(TypedDict):
     completed_at: str | None
 
 
+class CoordinationCreateApprovalLinkBody(TypedDict):
+    """The JSON body of coordination.create_approval_link."""
+
+    approver: str
+
+
+class CoordinationCreateApprovalLinkArgs(TypedDict):
+    """The keyword arguments of coordination.create_approval_link."""
+
+    run_id: str | int
+    step_id: str | int
+    approver: str
+
+
+class CoordinationCreateApprovalLinkData(TypedDict):
+    """What coordination.create_approval_link returns."""
+
+    run_id: str
+    step_id: str
+    approver: str
+    approve_url: str
+    expires_at: str
+
+
 class CoordinationListPendingApprovalsArgs(TypedDict, total=False):
     """The keyword arguments of coordination.list_pending_approvals."""
 
@@ -2557,7 +2581,7 @@ class CoordinationDecideByLinkData(TypedDict):
     step_id: str
     status: str
     decided_by: str
-    decided_by_kind: Literal["agent", "link"]
+    decided_by_kind: Literal["agent", "user"]
     decided_at: str
 
 
@@ -4862,6 +4886,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "create_approval_link": Operation(
+            operation_id="coordination_createApprovalLink",
+            method="POST",
+            path="/api/v1/coordination/runs/{run_id}/steps/{step_id}/links",
+            path_params=("run_id", "step_id",),
+            query_params=(),
+            body="json",
+            body_fields=("approver",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
         "list_pending_approvals": Operation(
             operation_id="coordination_listPendingApprovals",
             method="GET",
@@ -5896,6 +5933,10 @@ class CoordinationOperations(Domain):
     def provide_input(self, **arguments: Unpack[CoordinationProvideInputArgs]) -> CoordinationProvideInputData:
         """Submit a waiting human_input step's data (validated against its schema) (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/input)."""
         return self._call("provide_input", arguments)  # type: ignore[no-any-return]
+
+    def create_approval_link(self, **arguments: Unpack[CoordinationCreateApprovalLinkArgs]) -> CoordinationCreateApprovalLinkData:
+        """Make an approval link that decides a waiting human step as one person (the caller, or anyone the step accepts when an admin asks) (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/links)."""
+        return self._call("create_approval_link", arguments)  # type: ignore[no-any-return]
 
     def list_pending_approvals(self, **arguments: Unpack[CoordinationListPendingApprovalsArgs]) -> Paged[CoordinationListPendingApprovalsItem]:
         """Human steps waiting for a person, across runs, oldest first (the approvals inbox) (GET /api/v1/coordination/approvals)."""
