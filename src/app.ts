@@ -152,8 +152,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const a2a = createA2aDomain({
     platform,
     inbox: messaging.inbox,
-    // An agent's card shows what discovery has registered for it (at most 100 capabilities).
-    agents: { capabilitiesOf: async (agentId) => (await discovery.service.listCapabilities({ agent_id: agentId }, { limit: 100, offset: 0 })).items },
+    discovery: discovery.service,
     version: VERSION,
   });
   // Who hears of what happened to the messages they sent, by their origin kind.

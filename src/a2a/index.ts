@@ -1,18 +1,48 @@
 import type { Platform } from '../kernel/platform.js';
-import type { Inbox } from '../kernel/ports.js';
+import type { AgentDirectory, Inbox } from '../kernel/ports.js';
 import { a2aRoutes } from './routes.js';
-import { A2aService, type AgentCapabilities } from './service.js';
+import { A2aService, type AgentCapabilities, type AgentSkillSource } from './service.js';
+import type { Page, Paged } from '../kernel/pagination.js';
 import { A2aStore } from './store.js';
 
 export { A2aService } from './service.js';
 
-/** A2A over agent inboxes (issue 26): cards, JSON-RPC, SSE; tasks follow their messages. */
-export function createA2aDomain(deps: { platform: Platform; inbox: Inbox; agents: AgentCapabilities; version: string }) {
+/** A2A over agent inboxes: cards, JSON-RPC, SSE; tasks follow their messages; the server's endpoint routes through discovery. */
+/** What A2A reads of discovery: registrations (the cards) and its picks (the server's endpoint). */
+export type A2aDiscovery = AgentDirectory & {
+  listCapabilities(query: { agent_id?: string }, window: Page): Promise<Paged<AgentSkillSource>>;
+};
+
+/** A page of registrations read at a time. */
+const PAGE = 500;
+
+/** Discovery's registrations as cards need them: one agent's (at most 100), and every capability's name, first description first. */
+function capabilitiesOn(discovery: A2aDiscovery): AgentCapabilities {
+  return {
+    capabilitiesOf: async (agentId) => (await discovery.listCapabilities({ agent_id: agentId }, { limit: 100, offset: 0 })).items,
+    async offered(limit) {
+      const offered = new Map<string, string | null>();
+      for (let offset = 0; offered.size < limit; offset += PAGE) {
+        const page = await discovery.listCapabilities({}, { limit: PAGE, offset });
+        for (const { capability, metadata } of page.items) {
+          const description = typeof metadata.description === 'string' ? metadata.description : null;
+          const known = offered.has(capability);
+          if (known ? offered.get(capability) === null : offered.size < limit) offered.set(capability, description);
+        }
+        if (offset + PAGE >= page.total) break;
+      }
+      return [...offered].map(([capability, description]) => ({ capability, description })).sort((a, b) => a.capability.localeCompare(b.capability));
+    },
+  };
+}
+
+export function createA2aDomain(deps: { platform: Platform; inbox: Inbox; discovery: A2aDiscovery; version: string }) {
   const { platform } = deps;
   const service = new A2aService({
     store: new A2aStore(platform.database.db, platform.database.caps),
     inbox: deps.inbox,
-    agents: deps.agents,
+    agents: capabilitiesOn(deps.discovery),
+    directory: deps.discovery,
     clock: platform.clock,
     notifier: platform.notifier,
   });

@@ -23,7 +23,7 @@ import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
 import { iso } from '../kernel/clock.js';
 import { AppError, Conflict, Forbidden, NotFound } from '../kernel/errors.js';
-import { isFinal, type A2aCaller, type A2aService, type AgentSkillSource } from './service.js';
+import { isFinal, type A2aCaller, type A2aService, type AgentSkillSource, type RouteRequest } from './service.js';
 import type { A2aTaskRow } from './store.js';
 import type { A2aTaskState } from './tables.js';
 
@@ -82,32 +82,45 @@ export function agentCard(agentId: string, capabilities: AgentSkillSource[], bas
 }
 
 /**
- * Switchboard's own card (public, as A2A discovery expects): it names no agent. Each agent has
- * its card at `/a2a/{agent_id}/.well-known/agent-card.json` (an API key is needed); discovery's
- * API lists the agents. Its one skill says so; it has no interface of its own.
+ * Switchboard's own card (public, as A2A discovery expects): its JSON-RPC endpoint routes each
+ * message to a registered agent, and every registered capability is one of its skills (names and
+ * descriptions, no agent ids). Each agent also has its own card at
+ * `/a2a/{agent_id}/.well-known/agent-card.json` (an API key is needed).
  */
-export function serverCard(baseUrl: string, version: string): AgentCard {
+export function serverCard(baseUrl: string, version: string, offered: { capability: string; description: string | null }[]): AgentCard {
   return {
     name: 'Switchboard',
     description:
-      'A control plane for software agents. Every registered agent is an A2A agent: its card is at ' +
-      `${baseUrl}/a2a/{agent_id}/.well-known/agent-card.json and its JSON-RPC endpoint at ${baseUrl}/a2a/{agent_id} (Bearer API key).`,
+      'A control plane for software agents. A message sent here goes to the best healthy agent for the skill named in its ' +
+      "metadata (`skill`, and optionally `strategy`), or for the capability that best matches its text; the task follows that agent's work. " +
+      `Every registered agent is also an A2A agent: its card is at ${baseUrl}/a2a/{agent_id}/.well-known/agent-card.json and its ` +
+      `JSON-RPC endpoint at ${baseUrl}/a2a/{agent_id} (Bearer API key).`,
     ...cardBase(`${baseUrl}/a2a`, baseUrl, version),
-    // Switchboard itself takes no messages: each agent's card names its own endpoint.
-    supportedInterfaces: [],
-    skills: [
-      {
-        id: 'agents',
-        name: 'Reach a registered agent',
-        description: `Send to an agent at ${baseUrl}/a2a/{agent_id}; list agents with GET ${baseUrl}/api/v1/discovery/capabilities.`,
-        tags: ['routing'],
-        examples: [],
-        inputModes: [],
-        outputModes: [],
-        securityRequirements: [],
-      },
-    ],
+    skills: offered.map(({ capability, description }) => ({
+      id: capability,
+      name: capability,
+      description: description ?? `Capability '${capability}' of the agents registered on Switchboard`,
+      tags: [capability],
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    })),
   };
+}
+
+/** Where a message to the server's own endpoint goes: `skill` and `strategy` from the request's or the message's metadata, and its text. */
+function routeOf(params: { message: Message | undefined; metadata: Record<string, unknown> | undefined }): RouteRequest {
+  const named = (key: string): string | undefined => {
+    const value = params.metadata?.[key] ?? params.message?.metadata?.[key];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || value === '') throw new RequestMalformedError(`metadata.${key} must be a non-empty string`);
+    return value;
+  };
+  const text = (params.message?.parts ?? []).flatMap((part) => (part.content?.$case === 'text' ? [part.content.value] : [])).join('\n');
+  const skill = named('skill') ?? null;
+  if (skill === null && text.trim() === '') throw new RequestMalformedError('Name a skill in metadata.skill, or send text to match against the registered capabilities');
+  return { skill, strategy: named('strategy'), text };
 }
 
 function textPart(text: string): Part {
@@ -168,34 +181,41 @@ export class A2aHandler implements A2ARequestHandler {
     private readonly options: { baseUrl: () => string; version: string; shutdown: AbortSignal; logger: Logger },
   ) {}
 
-  private target(context: ServerCallContext): { caller: A2aCaller; agentId: string; signal: AbortSignal } {
+  /** The caller, the agent of the endpoint called (null: the server's own), and when to stop. */
+  private target(context: ServerCallContext): { caller: A2aCaller; agentId: string | null; signal: AbortSignal } {
     const gone = context.state.get(SIGNAL) as AbortSignal;
-    return { caller: context.state.get(CALLER) as A2aCaller, agentId: context.state.get(AGENT_ID) as string, signal: AbortSignal.any([gone, this.options.shutdown]) };
+    return { caller: context.state.get(CALLER) as A2aCaller, agentId: context.state.get(AGENT_ID) as string | null, signal: AbortSignal.any([gone, this.options.shutdown]) };
   }
 
   async getAgentCard(): Promise<AgentCard> {
-    return serverCard(this.options.baseUrl(), this.options.version);
+    return serverCard(this.options.baseUrl(), this.options.version, await this.service.offered());
   }
 
   async getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
     throw new ExtendedAgentCardNotConfiguredError();
   }
 
+  /** A new task for the endpoint's agent, or for the agent discovery routes the message to. */
+  private async start(caller: A2aCaller, agentId: string | null, params: Parameters<A2ARequestHandler['sendMessage']>[0]): Promise<A2aTaskRow> {
+    const input = this.input(params);
+    return this.translated(async () => this.service.send(caller, agentId ?? (await this.service.route(routeOf(params))), input));
+  }
+
   async sendMessage(params: Parameters<A2ARequestHandler['sendMessage']>[0], context: ServerCallContext): Promise<Task> {
     const { caller, agentId, signal } = this.target(context);
-    const row = await this.translated(() => this.service.send(caller, agentId, this.input(params)));
+    const row = await this.start(caller, agentId, params);
     if (params.configuration?.returnImmediately) return taskOf(row, params.configuration.historyLength);
     // Blocking (A2A's default): until the task is final, up to MAX_BLOCK_MS; then as it is.
     const stop = AbortSignal.any([signal, AbortSignal.timeout(MAX_BLOCK_MS)]);
     let last = row;
-    for await (const next of this.service.watch(caller, agentId, row.id, stop)) last = next;
+    for await (const next of this.service.watch(caller, row.agent_id, row.id, stop)) last = next;
     return taskOf(last, params.configuration?.historyLength);
   }
 
   async *sendMessageStream(params: Parameters<A2ARequestHandler['sendMessageStream']>[0], context: ServerCallContext): AsyncGenerator<StreamResponse> {
     const { caller, agentId, signal } = this.target(context);
-    const row = await this.translated(() => this.service.send(caller, agentId, this.input(params)));
-    yield* this.follow(caller, agentId, row.id, signal);
+    const row = await this.start(caller, agentId, params);
+    yield* this.follow(caller, row.agent_id, row.id, signal);
   }
 
   async *resubscribe(params: Parameters<A2ARequestHandler['resubscribe']>[0], context: ServerCallContext): AsyncGenerator<StreamResponse> {
@@ -204,7 +224,7 @@ export class A2aHandler implements A2ARequestHandler {
   }
 
   /** The task, then its updates until it is final (or the client goes, or the server shuts down). */
-  private async *follow(caller: A2aCaller, agentId: string, taskId: string, signal: AbortSignal): AsyncGenerator<StreamResponse> {
+  private async *follow(caller: A2aCaller, agentId: string | null, taskId: string, signal: AbortSignal): AsyncGenerator<StreamResponse> {
     let first = true;
     const watch = this.service.watch(caller, agentId, taskId, signal);
     for (;;) {

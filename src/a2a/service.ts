@@ -3,7 +3,7 @@ import { autocommit } from '../db/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, NotFound } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { Inbox, MessageOutcome, OutcomeHandler } from '../kernel/ports.js';
+import type { AgentDirectory, Inbox, MessageOutcome, OutcomeHandler } from '../kernel/ports.js';
 import { FINAL_STATES, type A2aStore, type A2aTaskRow } from './store.js';
 import type { A2aTaskState } from './tables.js';
 
@@ -32,10 +32,24 @@ export interface AgentSkillSource {
   groups: string[];
 }
 
-/** Discovery, as A2A needs it: an agent's capabilities (none: not registered). */
+/** Discovery, as A2A needs it: an agent's capabilities (none: not registered), and every capability offered. */
 export interface AgentCapabilities {
   capabilitiesOf(agentId: string): Promise<AgentSkillSource[]>;
+  /** The distinct capabilities registered (by name, each with a description when one of its agents gave one), at most `limit`. */
+  offered(limit: number): Promise<{ capability: string; description: string | null }[]>;
 }
+
+/** How a message to the server's own endpoint names where it goes: a skill, else its text is searched. */
+export interface RouteRequest {
+  skill: string | null;
+  strategy: string | undefined;
+  text: string;
+}
+
+/** The server's card lists at most this many skills (capabilities). */
+export const MAX_CARD_SKILLS = 500;
+/** A free-text message is matched against this many capabilities, best first, before giving up. */
+const SEARCH_CANDIDATES = 5;
 
 export function isFinal(state: A2aTaskState): boolean {
   return FINAL_STATES.includes(state);
@@ -53,7 +67,7 @@ export class A2aService {
   private readonly watchers = new Map<string, Set<() => void>>();
 
   constructor(
-    private readonly deps: { store: A2aStore; inbox: Inbox; agents: AgentCapabilities; clock: Clock; notifier: Notifier },
+    private readonly deps: { store: A2aStore; inbox: Inbox; agents: AgentCapabilities; directory: AgentDirectory; clock: Clock; notifier: Notifier },
   ) {
     const wake = (taskId: string) => this.watchers.get(taskId)?.forEach((w) => w());
     deps.notifier.listen(A2A_TASK_CHANGED, wake);
@@ -66,6 +80,27 @@ export class A2aService {
     const capabilities = await this.deps.agents.capabilitiesOf(agentId);
     if (capabilities.length === 0) throw new NotFound('Agent', agentId);
     return capabilities;
+  }
+
+  /** What the server's own card offers: every registered capability. */
+  offered(): Promise<{ capability: string; description: string | null }[]> {
+    return this.deps.agents.offered(MAX_CARD_SKILLS);
+  }
+
+  /**
+   * The agent a message to the server's own endpoint goes to: the healthy agent discovery picks
+   * (with the strategy asked, else its default) for the requested skill, or, without one, for the
+   * best of the capabilities a search over the message's text finds that a healthy agent offers.
+   */
+  async route(request: RouteRequest): Promise<string> {
+    const candidates = request.skill !== null
+      ? [request.skill]
+      : [...new Set((await this.deps.directory.search({ query: request.text, top_k: SEARCH_CANDIDATES })).map((hit) => hit.capability.name))];
+    for (const capability of candidates) {
+      const [best] = await this.deps.directory.lookup(autocommit, { capability, strategy: request.strategy, limit: 1 });
+      if (best) return best.agent_id;
+    }
+    throw new NotFound(request.skill !== null ? `A healthy agent with skill '${request.skill}'` : 'A healthy agent whose capabilities match the message');
   }
 
   /** Puts an A2A message in the agent's inbox as a new task (source: the caller). */
@@ -105,12 +140,13 @@ export class A2aService {
   }
 
   /**
-   * A task reached through its agent's URL. Its requester, its agent and admins see it; to
+   * A task reached through its agent's URL (or the server's). Its requester, its agent and admins see it; to
    * anyone else it does not exist (NotFound, so ids of others' tasks reveal nothing).
    */
-  async get(caller: A2aCaller, agentId: string, taskId: string): Promise<A2aTaskRow> {
+  async get(caller: A2aCaller, agentId: string | null, taskId: string): Promise<A2aTaskRow> {
     const row = await this.deps.store.findTask(autocommit, taskId);
-    if (!row || row.agent_id !== agentId || !this.sees(caller, row)) throw new NotFound('Task', taskId);
+    // Through the server's own endpoint (agentId null) a task of any agent is reached.
+    if (!row || (agentId !== null && row.agent_id !== agentId) || !this.sees(caller, row)) throw new NotFound('Task', taskId);
     return row;
   }
 
@@ -124,7 +160,7 @@ export class A2aService {
    * later acknowledge by the agent is refused) and marks the task canceled, in one transaction.
    * Only its requester or an admin may; a settled task is a Conflict (A2A: not cancelable).
    */
-  async cancel(caller: A2aCaller, agentId: string, taskId: string): Promise<A2aTaskRow> {
+  async cancel(caller: A2aCaller, agentId: string | null, taskId: string): Promise<A2aTaskRow> {
     const row = await this.get(caller, agentId, taskId);
     if (!caller.admin && caller.agentId !== row.requester) {
       throw new Forbidden(`Only the requester of task '${taskId}' or an admin may cancel it`);
@@ -146,7 +182,7 @@ export class A2aService {
    * Woken by the notice of the transaction that moved it (any node), with a slow re-read as
    * the fallback; never a tight poll.
    */
-  async *watch(caller: A2aCaller, agentId: string, taskId: string, signal: AbortSignal): AsyncGenerator<A2aTaskRow> {
+  async *watch(caller: A2aCaller, agentId: string | null, taskId: string, signal: AbortSignal): AsyncGenerator<A2aTaskRow> {
     let wake: (() => void) | null = null;
     let woken = false;
     const waiter = () => {

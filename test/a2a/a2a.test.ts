@@ -28,11 +28,15 @@ async function a2aClient(server: TestServer, agentId: string, key: string): Prom
   return factory.createFromUrl(`${server.url}/a2a/${agentId}/`);
 }
 
-function request(text: string, options: { returnImmediately?: boolean } = {}): SendMessageRequest {
-  return SendMessageRequest.fromJSON({
+function requestJson(text: string, options: { returnImmediately?: boolean } = {}) {
+  return {
     message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
     configuration: { returnImmediately: options.returnImmediately ?? false },
-  });
+  };
+}
+
+function request(text: string, options: { returnImmediately?: boolean } = {}): SendMessageRequest {
+  return SendMessageRequest.fromJSON(requestJson(text, options));
 }
 
 /** Registers `capabilities` for the agent (in group `team`) and returns its key's client. */
@@ -45,10 +49,19 @@ async function registered(server: TestServer, agentId: string, capabilities: str
   return agent;
 }
 
+/** Registers one capability with a description of its own. */
+async function registeredWith(server: TestServer, agentId: string, capability: string, description: string): Promise<Api> {
+  const agent = await server.agent(agentId);
+  const res = await agent.post('/api/v1/discovery/capabilities', { agent_id: agentId, capability, metadata: { description } });
+  expect(res.status).toBe(201);
+  return agent;
+}
+
+/** A JSON-RPC call to an agent's endpoint (`agentId` empty: the server's own). */
 async function rpc(server: TestServer, agentId: string, body: string, key: string | null = server.adminKey, contentType = 'application/json') {
   const headers: Record<string, string> = { 'content-type': contentType };
   if (key !== null) headers.authorization = `Bearer ${key}`;
-  const res = await fetch(`${server.url}/a2a/${agentId}`, { method: 'POST', headers, body });
+  const res = await fetch(agentId === '' ? `${server.url}/a2a` : `${server.url}/a2a/${agentId}`, { method: 'POST', headers, body });
   return { status: res.status, body: (await res.json()) as any };
 }
 
@@ -72,8 +85,15 @@ describeEachDialect('A2A', (dialect) => {
     const serverCard = await new DefaultAgentCardResolver().resolve(`${server.url}/`);
     expect(serverCard.name).toBe('Switchboard');
     expect(serverCard.description).toContain('/a2a/{agent_id}/.well-known/agent-card.json');
-    expect(serverCard.supportedInterfaces).toEqual([]);
+    // A2A 1.0 requires an interface: the server's own endpoint, which routes through discovery.
+    expect(serverCard.supportedInterfaces).toEqual([{ url: `${server.url}/a2a`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }]);
+    // Every registered capability is a skill; which agents offer it is not told.
+    expect(serverCard.skills.filter((skill) => skill.id === 'summarize' || skill.id === 'translate')).toEqual([
+      expect.objectContaining({ id: 'summarize', name: 'summarize', description: 'does summarize', tags: ['summarize'] }),
+      expect.objectContaining({ id: 'translate', name: 'translate', description: 'does translate', tags: ['translate'] }),
+    ]);
     expect(JSON.stringify(serverCard)).not.toContain(id);
+    expect(await plain.json()).toEqual(AgentCard.toJSON(AgentCard.fromJSON(await (await fetch(`${server.url}/.well-known/agent-card.json`)).json())));
 
     const card = await resolver.resolve(`${server.url}/a2a/${id}/`);
     expect(card.name).toBe(id);
@@ -211,6 +231,46 @@ describeEachDialect('A2A', (dialect) => {
     expect((await rpc(server, id, cancel, target.key)).body.error.code).toBe(-32002);
     expect((await rpc(server, id, cancel, stranger.key)).body.error.code).toBe(-32001);
     expect((await rpc(server, id, cancel, requester.key)).body.result.status.state).toBe('TASK_STATE_CANCELED');
+  });
+
+  it("routes a message sent to the server's own endpoint to a healthy agent by skill, or by its text, and the task follows that agent", async () => {
+    const [skilled, translator] = [agentName(), agentName()];
+    const skill = `front-door-${skilled}`;
+    const workers = [
+      runAgent(await registered(server, skilled, [skill]), skilled, () => ({ output: `done by ${skilled}` })),
+      runAgent(await registeredWith(server, translator, 'translate-french', 'Translates letters written in French into English'), translator, () => ({
+        output: `translated by ${translator}`,
+      })),
+    ];
+    try {
+      const caller = await server.agent(`${skilled}-caller`);
+      const fetchImpl = bearerFetch(caller.key!);
+      const factory = new ClientFactory(
+        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) }),
+      );
+      // The official client, from the server's own card.
+      const client = await factory.createFromUrl(`${server.url}/`);
+      const bySkill = (await client.sendMessage(SendMessageRequest.fromJSON({ ...requestJson('anything'), metadata: { skill, strategy: 'least_loaded' } }))) as Task;
+      expect(bySkill.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf(bySkill)).toBe(`done by ${skilled}`);
+      expect(bySkill.metadata).toMatchObject({ agent_id: skilled });
+      const byText = (await client.sendMessage(request('Please translate this French letter for me'))) as Task;
+      expect(textOf(byText)).toBe(`translated by ${translator}`);
+      expect(byText.metadata).toMatchObject({ agent_id: translator });
+      // The task is reached through the server's endpoint, and through its agent's.
+      expect((await client.getTask({ tenant: '', id: byText.id })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      const getTask = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: byText.id } });
+      expect((await rpc(server, translator, getTask, caller.key)).body.result.id).toBe(byText.id);
+
+      const send = (params: Record<string, unknown>) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: requestJson('x').message, ...params } });
+      const noSkill = await rpc(server, '', send({ metadata: { skill: `nobody-offers-${skilled}` } }), caller.key);
+      expect(noSkill.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/healthy agent with skill/) });
+      expect((await rpc(server, '', send({ metadata: { skill, strategy: 'no-such-strategy' } }), caller.key)).body.error.code).toBe(-32602);
+      expect((await rpc(server, '', send({ metadata: { skill: 7 } }), caller.key)).body.error.code).toBe(-32602);
+      expect((await rpc(server, '', send({}), null)).status).toBe(401);
+    } finally {
+      await Promise.all(workers.map((worker) => worker.stop()));
+    }
   });
 
   it('refuses calls without a key (401) and answers bad JSON-RPC with JSON-RPC errors, never a 500', async () => {
