@@ -1,5 +1,5 @@
 /**
- * Issue 27: Switchboard next to its peers, the same three workloads against each system
+ * Switchboard next to its peers, the same three workloads against each system
  * (bench/peers/<system>.ts, one PeerSystem each), in interleaved rounds, medians reported:
  *   W1: 4 producers → 4 consumers (a queue each), one 1 KB message per awaited send;
  *   W2: the same with sends in batches of 100;
@@ -21,6 +21,7 @@ import { bullmq } from './peers/bullmq.js';
 import { natsJetStream } from './peers/nats.js';
 import { pgBoss } from './peers/pg-boss.js';
 import { rabbitmq } from './peers/rabbitmq.js';
+import { switchboardAgent } from './peers/switchboard-agent.js';
 import { switchboardChannel } from './peers/switchboard-channel.js';
 import { switchboardHttp } from './peers/switchboard-http.js';
 import { stampedPayload, type PeerQueue, type PeerSystem, type ProcessGroup } from './peers/system.js';
@@ -89,9 +90,21 @@ function brokerCpuPerMessage(before: CpuSnapshot, after: CpuSnapshot, messages: 
   );
 }
 
-function clientCpuMs(since: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(since);
-  return (used.user + used.system) / 1000;
+/** The clients' CPU so far: the bench process's, and that of consumers running apart from it. */
+interface ClientCpu {
+  own: NodeJS.CpuUsage;
+  consumers: Map<number, number>;
+}
+
+function clientCpu(system: PeerSystem): ClientCpu {
+  return { own: process.cpuUsage(), consumers: new Map((system.consumerProcesses?.() ?? []).map((pid) => [pid, cpuMs(pid)])) };
+}
+
+function clientCpuMs(system: PeerSystem, since: ClientCpu): number {
+  const used = process.cpuUsage(since.own);
+  let ms = (used.user + used.system) / 1000;
+  for (const pid of system.consumerProcesses?.() ?? []) ms += cpuMs(pid) - (since.consumers.get(pid) ?? 0);
+  return ms;
 }
 
 async function withQueues<T>(system: PeerSystem, count: number, run: (queues: PeerQueue[]) => Promise<T>): Promise<T> {
@@ -126,7 +139,7 @@ function throughput(system: PeerSystem, batch: number, seconds: number): Promise
     let producers: Promise<void[]> | undefined;
     const measure = async (): Promise<Measurement> => {
       const cpuBefore = await brokerCpu(system);
-      const clientBefore = process.cpuUsage();
+      const clientBefore = clientCpu(system);
       const started = performance.now();
       const until = started + seconds * 1000;
       producers = Promise.all(
@@ -138,7 +151,7 @@ function throughput(system: PeerSystem, batch: number, seconds: number): Promise
       await Promise.race([sleep(seconds * 1000), producers]);
       measuring = false;
       const elapsed = (performance.now() - started) / 1000;
-      const clientMs = clientCpuMs(clientBefore);
+      const clientMs = clientCpuMs(system, clientBefore);
       const cpuAfter = await brokerCpu(system);
       await producers;
       const messages = latencies.length;
@@ -174,7 +187,7 @@ function latency(system: PeerSystem, samples: number): Promise<Measurement> {
     try {
       const latencies: number[] = [];
       const cpuBefore = await brokerCpu(system);
-      const clientBefore = process.cpuUsage();
+      const clientBefore = clientCpu(system);
       for (let i = 0; i < samples; i++) {
         await sleep(PAUSE_MS);
         let timer: NodeJS.Timeout | undefined;
@@ -189,7 +202,7 @@ function latency(system: PeerSystem, samples: number): Promise<Measurement> {
           clearTimeout(timer);
         }
       }
-      const clientMs = clientCpuMs(clientBefore);
+      const clientMs = clientCpuMs(system, clientBefore);
       const cpuAfter = await brokerCpu(system);
       return {
         messages: samples,
@@ -258,6 +271,10 @@ export default async function peers(): Promise<void> {
     switchboardHttp('postgres'),
     switchboardChannel('sqlite'),
     switchboardChannel('postgres'),
+    switchboardAgent('sqlite', 'typescript'),
+    switchboardAgent('sqlite', 'python'),
+    switchboardAgent('postgres', 'typescript'),
+    switchboardAgent('postgres', 'python'),
     natsJetStream(),
     rabbitmq(),
     bullmq(),
@@ -327,15 +344,17 @@ export default async function peers(): Promise<void> {
     WORKLOADS.map((w) => [w.key, new Map([...results.get(w.key)!].filter(([name]) => !droppedNames.has(name)).map(([name, runs]) => [name, medianOf(runs)]))]),
   );
   const lines = [
-    '## Peers (issue 27)',
+    only.length === 0 ? '## Peers' : `## Peers: ${only.join(', ')}`,
     '',
-    `Machine: ${machine()}. Command: \`npm run build && flock /tmp/switchboard-bench.lock npm run bench -- peers\` ` +
+    `Machine: ${machine()}. Command: \`npm run build && ${only.length === 0 ? '' : `BENCH_PEERS_SYSTEMS='${only.join(',')}' `}flock /tmp/switchboard-bench.lock npm run bench -- peers\` ` +
       `(BENCH_PEERS_SECONDS=${seconds}, BENCH_PEERS_ROUNDS=${rounds}, BENCH_PEERS_SAMPLES=${samples}; ${new Date().toISOString().slice(0, 10)}).`,
     '',
     'Each system gets fresh queues per measurement; the systems take turns within each round (every workload of one system, then the next).',
     'Broker CPU is utime + stime from /proc of the broker processes (nats-server, beam.smp, redis-server; for PostgreSQL the backends',
     'of the bench database plus the WAL writer and the checkpointer; for Switchboard its server process, plus those on PostgreSQL),',
-    'divided by the messages consumed; client CPU is the bench process (every producer and consumer) per message. In W3 both include',
+    'divided by the messages consumed; client CPU is the bench process (every producer and consumer) per message, plus the python3',
+    'processes of the Python agent worker rows. The agent worker rows consume with the SDKs\' own workers (4 handlers each, long polls,',
+    'one acknowledgement per message) where the HTTP row\'s consumer receives 100 and acknowledges them in one call. In W3 both include',
     'what the processes do while they wait through the pauses (timers, polls), which the few messages then carry.',
     'e2e is from the send time carried in the payload to the consumer receiving the message; in W2 producers can outrun consumers, so its e2e',
     'includes the backlog that builds up. Settings: BENCH_PEERS_SECONDS (each W1/W2 measurement), BENCH_PEERS_ROUNDS, BENCH_PEERS_SAMPLES (W3),',
@@ -357,6 +376,7 @@ export default async function peers(): Promise<void> {
     '',
     '</details>',
   ];
-  record('peers', lines.join('\n'));
+  // A run of some systems is recorded apart, so that it does not replace the table of all of them.
+  record(only.length === 0 ? 'peers' : `peers-${only.join('-').replace(/[^a-z0-9-]+/g, '_')}`, lines.join('\n'));
   console.log(lines.join('\n'));
 }

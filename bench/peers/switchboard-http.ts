@@ -5,7 +5,16 @@
  */
 import { call } from '../messaging.js';
 import { ok, switchboardServer, type SwitchboardDialect } from './switchboard-server.js';
-import { sentAtOf, type PeerSystem } from './system.js';
+import { sentAtOf, type PeerQueue, type PeerSystem } from './system.js';
+
+/** A producer's send over HTTP: one message per `send`, or `send-batch` for several (event `peers`, payload `{p}`). */
+export function httpSender(url: string, producerKey: string, destination: string): PeerQueue['send'] {
+  return async (payloads) => {
+    const messages = payloads.map((p) => ({ destination, event_name: 'peers', payload: { p } }));
+    if (messages.length === 1) ok('send', await call(`${url}/api/v1/messaging/send`, 'POST', producerKey, messages[0]));
+    else ok('send-batch', await call(`${url}/api/v1/messaging/send-batch`, 'POST', producerKey, { messages }));
+  };
+}
 
 export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
   const server = switchboardServer(dialect);
@@ -17,11 +26,7 @@ export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
       const producerKey = await server.agentKey(`${name}-producer`);
       const consumerKey = await server.agentKey(name);
       return {
-        async send(payloads) {
-          const messages = payloads.map((p) => ({ destination: name, event_name: 'peers', payload: { p } }));
-          if (messages.length === 1) ok('send', await call(`${url}/api/v1/messaging/send`, 'POST', producerKey, messages[0]));
-          else ok('send-batch', await call(`${url}/api/v1/messaging/send-batch`, 'POST', producerKey, { messages }));
-        },
+        send: httpSender(url, producerKey, name),
         async consume(onMessage) {
           let active = true;
           const loop = (async () => {

@@ -38,6 +38,8 @@ export interface PeerSystem {
   queue(name: string): Promise<PeerQueue>;
   /** The broker-side processes to charge CPU to, now. */
   brokerProcesses(): Promise<ProcessGroup[]>;
+  /** Consumers that run outside the bench process (another language's worker): their CPU is client CPU. */
+  consumerProcesses?(): number[];
   /** Stops what setup started and removes what it made; safe after a failed or skipped setup. */
   teardown(): Promise<void>;
 }
