@@ -11,7 +11,6 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createAgent, Switchboard } from '../../src/client/index.js';
-import { httpSender } from './switchboard-http.js';
 import { switchboardServer, type SwitchboardDialect } from './switchboard-server.js';
 import { sentAtOf, type PeerSystem } from './system.js';
 
@@ -53,11 +52,9 @@ export function switchboardAgent(dialect: SwitchboardDialect, language: AgentLan
     name: `Switchboard, ${language === 'python' ? 'Python' : 'TypeScript'} agent worker, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
     setup: () => server.start(),
     async queue(name) {
-      const url = server.process.url;
-      const producerKey = await server.agentKey(`${name}-producer`);
-      const consumerKey = await server.agentKey(name);
+      const { url, consumerKey, send } = await server.queueClients(name);
       return {
-        send: httpSender(url, producerKey, name),
+        send,
         async consume(onMessage) {
           if (language === 'typescript') {
             const client = new Switchboard({ url, apiKey: consumerKey });

@@ -5,16 +5,7 @@
  */
 import { call } from '../messaging.js';
 import { ok, switchboardServer, type SwitchboardDialect } from './switchboard-server.js';
-import { sentAtOf, type PeerQueue, type PeerSystem } from './system.js';
-
-/** A producer's send over HTTP: one message per `send`, or `send-batch` for several (event `peers`, payload `{p}`). */
-export function httpSender(url: string, producerKey: string, destination: string): PeerQueue['send'] {
-  return async (payloads) => {
-    const messages = payloads.map((p) => ({ destination, event_name: 'peers', payload: { p } }));
-    if (messages.length === 1) ok('send', await call(`${url}/api/v1/messaging/send`, 'POST', producerKey, messages[0]));
-    else ok('send-batch', await call(`${url}/api/v1/messaging/send-batch`, 'POST', producerKey, { messages }));
-  };
-}
+import { sentAtOf, type PeerSystem } from './system.js';
 
 export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
   const server = switchboardServer(dialect);
@@ -22,11 +13,9 @@ export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
     name: `Switchboard, HTTP long poll, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
     setup: () => server.start(),
     async queue(name) {
-      const url = server.process.url;
-      const producerKey = await server.agentKey(`${name}-producer`);
-      const consumerKey = await server.agentKey(name);
+      const { url, consumerKey, send } = await server.queueClients(name);
       return {
-        send: httpSender(url, producerKey, name),
+        send,
         async consume(onMessage) {
           let active = true;
           const loop = (async () => {

@@ -7,7 +7,7 @@
 import { postgresTestUrl } from '../../test/helpers/database.js';
 import { startSwitchboard, type SwitchboardProcess } from '../lib.js';
 import { call } from '../messaging.js';
-import { databaseOf, postgresPids, postgresUnavailable, type ProcessGroup } from './system.js';
+import { databaseOf, postgresPids, postgresUnavailable, type PeerQueue, type ProcessGroup } from './system.js';
 
 export type SwitchboardDialect = 'sqlite' | 'postgres';
 
@@ -17,6 +17,8 @@ export interface SwitchboardServer {
   readonly process: SwitchboardProcess;
   /** A new API key for `agentId`. */
   agentKey(agentId: string): Promise<string>;
+  /** A queue's keys: its producer's send over HTTP (one message, or `send-batch` for several), and its consumer's key. */
+  queueClients(name: string): Promise<{ url: string; consumerKey: string; send: PeerQueue['send'] }>;
   processes(): Promise<ProcessGroup[]>;
   stop(): Promise<void>;
 }
@@ -37,6 +39,16 @@ export function switchboardServer(dialect: SwitchboardDialect): SwitchboardServe
     async agentKey(agentId) {
       const res = ok(`a key for ${agentId}`, await call(`${this.process.url}/api/v1/auth/keys`, 'POST', this.process.adminKey, { agent_id: agentId }));
       return res.json.data.key as string;
+    },
+    async queueClients(name) {
+      const url = this.process.url;
+      const producerKey = await this.agentKey(`${name}-producer`);
+      const send: PeerQueue['send'] = async (payloads) => {
+        const messages = payloads.map((p) => ({ destination: name, event_name: 'peers', payload: { p } }));
+        if (messages.length === 1) ok('send', await call(`${url}/api/v1/messaging/send`, 'POST', producerKey, messages[0]));
+        else ok('send-batch', await call(`${url}/api/v1/messaging/send-batch`, 'POST', producerKey, { messages }));
+      };
+      return { url, consumerKey: await this.agentKey(name), send };
     },
     async processes() {
       const node = { label: 'node', pids: [this.process.pid] };
