@@ -193,7 +193,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     unauthenticatedBodyBytes: options.config.unauthenticatedBodyBytes,
   });
   installUnstorableRefusal(app);
-  installAuditScope(app);
+  installAuditScope(app, options.audit);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
   const routes: RouteEntry[] = [];

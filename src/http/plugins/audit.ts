@@ -36,9 +36,10 @@ function scopeOf(request: FastifyRequest): RequestScope {
  * HTTP. Set in preHandler, after the body was read and the signature verified: a handler's
  * own asynchronous work inherits it from there.
  */
-export function installAuditScope(app: FastifyInstance): void {
+export function installAuditScope(app: FastifyInstance, audit: RequestAudit): void {
   app.addHook('preHandler', (request, _reply, done) => {
-    const scope = scopeOf(request);
+    const path = request.url.split('?')[0]!;
+    const scope: RequestScope = { ...scopeOf(request), denied: (operation, status) => audit.denied(scope, operation, path, status) };
     request.auditScope = scope;
     runInScope(scope, done);
   });

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../../auth/index.js';
 import { AppError, InvalidRequest } from '../../kernel/errors.js';
+import { currentScope } from '../../kernel/request-scope.js';
 import { artifactTools } from './artifacts.js';
 import { coordinationTools } from './coordination.js';
 import type { GroupTool, ResourceLink, ToolOutput, ToolServices } from './define.js';
@@ -77,15 +78,19 @@ function errorResult(code: string, message: string, details?: unknown): ToolResu
 
 /**
  * Runs a tool. Domain errors become tool errors the model can read and act on (the API's
- * code, message and field problems), never protocol errors; anything else is logged and
- * reported as internal_error.
+ * code, message and field problems), never protocol errors, and a refusal is audited as a
+ * denial of `mcp.<tool>`; anything else is logged and reported as internal_error.
  */
 export async function callTool(tool: Tool, args: unknown, principal: Principal, logger: Logger, signal?: AbortSignal): Promise<ToolResult> {
   try {
     const structuredContent = await tool.call(args, principal, signal);
     return { content: [{ type: 'text', text: JSON.stringify(structuredContent, null, 2) }, ...tool.links(structuredContent)], structuredContent };
   } catch (err) {
-    if (err instanceof AppError) return errorResult(err.code, err.message, err.details);
+    if (err instanceof AppError) {
+      // The refusal travels inside a 200, where the HTTP layer's audit of 401/403 does not see it.
+      if (err.status === 401 || err.status === 403) currentScope()?.denied?.(`mcp.${tool.name}`, err.status);
+      return errorResult(err.code, err.message, err.details);
+    }
     logger.error({ err, tool: tool.name }, 'MCP tool failed');
     return errorResult('internal_error', 'Internal error');
   }
