@@ -39,6 +39,7 @@ function streamUntilAnswered(url: string, options: StreamOptions): Promise<{ sta
       if (answered) return;
       if (sent >= options.maxChunks) return request.end();
       sent++;
+      // A real pace, as a slow uploader's: an answer given mid-stream arrives before all is sent.
       request.write(options.chunk, () => setTimeout(pump, 2));
     };
     pump();

@@ -35,6 +35,7 @@ describeEachDialect('PostgreSQL restarted under two nodes', (dialect) => {
           for (let n = 0; loading; n++) {
             const res = n % 2 === 0 ? await node.api.post('/api/v1/messaging/send', { destination: `load-${i}`, event_name: 'e', payload: { n } }) : await node.api.get('/api/v1/auth/whoami');
             statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+            // The load's pace, not a wait for something.
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
         });
@@ -45,6 +46,7 @@ describeEachDialect('PostgreSQL restarted under two nodes', (dialect) => {
         await new Promise((resolve) => setTimeout(resolve, 500));
         pgctl('stop');
         await waitFor(async () => (await fetch(`${nodes[0]!.url}/readyz`)).status === 503, 10_000, 100);
+        // Down for a real while, under the load: the outage's length is what the nodes live through.
         await new Promise((resolve) => setTimeout(resolve, 2000));
         pgctl('start');
         for (const node of nodes) await waitFor(async () => (await fetch(`${node.url}/readyz`)).status === 200, 30_000, 200);

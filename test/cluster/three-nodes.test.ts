@@ -125,7 +125,9 @@ describeEachDialect('three nodes on one PostgreSQL database', (dialect) => {
     const latencies: number[] = [];
     for (let i = 0; i < 5; i++) {
       const poll = api(1).get('/api/v1/messaging/receive?agent_id=sleeper&timeout=10').then((res) => ({ res, at: Date.now() }));
-      // The poll registers in the turn it arrives; give the request time to get there.
+      // Time for the poll to reach node 2 and wait: a real pause, as a node process says nothing
+      // when its poll waits. One not waiting yet finds the message at its first look: too short a
+      // pause weakens the measure, never fails it.
       await new Promise((resolve) => setTimeout(resolve, 300));
       const sentAt = Date.now();
       expect((await api(0).post('/api/v1/messaging/send', { destination: 'sleeper', event_name: 'ping', payload: { i } })).status).toBe(201);
@@ -179,15 +181,25 @@ describeEachDialect('three nodes on one PostgreSQL database', (dialect) => {
         }
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 4000));
-    nodes[2]!.child.kill('SIGKILL');
-    await nodes[2]!.exited;
-    await new Promise((resolve) => setTimeout(resolve, 4000));
-    expect((await api(0).patch(`/core/api/v1/routines/${routine.body.data.id}`, { enabled: false })).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    stop = true;
-    await worker;
-    const executions = (await api(1).get(`/core/api/v1/routines/${routine.body.data.id}/executions?limit=500`)).body.data as { id: string; scheduled_for: string }[];
+    const fired = async () => (await api(1).get(`/core/api/v1/routines/${routine.body.data.id}/executions?limit=500`)).body.data as { id: string; scheduled_for: string }[];
+    let executions: Awaited<ReturnType<typeof fired>>;
+    try {
+      // Three slots with three nodes up, then three more with node 3 gone.
+      await waitFor(async () => (await fired()).length >= 3, 10_000, 200);
+      nodes[2]!.child.kill('SIGKILL');
+      await nodes[2]!.exited;
+      const beforeKill = (await fired()).length;
+      await waitFor(async () => (await fired()).length >= beforeKill + 3, 15_000, 200);
+      expect((await api(0).patch(`/core/api/v1/routines/${routine.body.data.id}`, { enabled: false })).status).toBe(200);
+      // Until the agent has been delivered every fire.
+      executions = await waitFor(async () => {
+        const all = await fired();
+        return all.every((e) => deliveries.has(e.id)) ? all : undefined;
+      }, 10_000, 100);
+    } finally {
+      stop = true;
+      await worker;
+    }
     const slots = executions.map((e) => e.scheduled_for);
     expect(new Set(slots).size).toBe(slots.length);
     expect(slots.length).toBeGreaterThanOrEqual(6);

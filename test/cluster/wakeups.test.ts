@@ -3,6 +3,7 @@ import { expect, it } from 'vitest';
 import type { Api } from '../helpers/api.js';
 import { useTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
+import { longPollWaiting } from '../helpers/long-poll.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { startTcpProxy, throughProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
@@ -65,11 +66,9 @@ describeEachDialect('cluster wake-ups', (dialect) => {
     const b = await startServer(dialect, { database: viaProxy(database(), proxy), adminKey });
     try {
       expect((await fetch(`${b.url}/readyz`)).status).toBe(200);
-      const polled = b.requestArrival('GET', `${M}/receive?agent_id=across&`);
+      const waiting = longPollWaiting('across');
       const poll = longPoll(b.api, 'across', 30);
-      await polled;
-      // Let the poll's claim finish and start waiting.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waiting;
       await proxy.cut();
       const unready = await fetch(`${b.url}/readyz`);
       expect([unready.status, ((await unready.json()) as { checks: { database: string } }).checks.database]).toEqual([503, 'down']);
@@ -101,10 +100,9 @@ describeEachDialect('cluster wake-ups', (dialect) => {
     const a = await startServer(dialect, { database: database(), adminKey });
     const b: TestServer = await startServer(dialect, { database: viaProxy(database(), proxy), adminKey });
     try {
-      const polled = b.requestArrival('GET', `${M}/receive?agent_id=lost&`);
+      const waiting = longPollWaiting('lost');
       const poll = longPoll(b.api, 'lost', 30);
-      await polled;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waiting;
       // Node B's connections drop; the NOTIFY of this send reaches no LISTEN of B's.
       await proxy.cut();
       const sentAt = await send(a.api, 'lost', { lost: true });

@@ -72,6 +72,7 @@ describeEachDialect('expression budgets', (dialect) => {
         () => false,
       );
       latencies.push(ok ? performance.now() - t0 : Number.POSITIVE_INFINITY);
+      // The probe's pace, not a wait for something (the loop ends when `work` settles).
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     return latencies;
@@ -84,6 +85,7 @@ describeEachDialect('expression budgets', (dialect) => {
    */
   async function responsiveBound(): Promise<number> {
     let idle = false;
+    // A real half second of idling: the baseline is /healthz's latency over time.
     const timer = new Promise((resolve) => setTimeout(resolve, 500)).then(() => (idle = true));
     const latencies = await healthWhile(timer.then(() => undefined));
     expect(idle).toBe(true);

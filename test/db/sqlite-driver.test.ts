@@ -126,6 +126,7 @@ describe('SQLite group commit', () => {
     const holder = new BetterSqlite3(path.join(database.dataDir, 'switchboard.db'));
     try {
       holder.exec('begin immediate');
+      // Real time: the driver's busy wait on the file lock is what is under test.
       setTimeout(() => holder.exec('commit'), 100);
       await insert(handle.db, 'after-the-holder');
       expect(committed()).toContain('after-the-holder');

@@ -91,6 +91,7 @@ describeEachDialect('clients that do not read', (dialect) => {
       try {
         channel = await openUnreadChannel(server, await agentKey(server, adminKey, 'flooder'));
         const idle = probeHealthz(server);
+        // A real 1.5 s: the idle server's /healthz latency over time is the baseline.
         await new Promise((resolve) => setTimeout(resolve, 1500));
         const idleMs = await idle.stop();
         probe = probeHealthz(server);
@@ -105,7 +106,8 @@ describeEachDialect('clients that do not read', (dialect) => {
           await Promise.race([once(tcp, 'drain'), new Promise((resolve) => (timer = setTimeout(resolve, deadline - Date.now())))]);
           clearTimeout(timer);
         }
-        // What the server has still to read of it arrives within moments.
+        // What the server has still to read of it arrives within moments: a real wait, as nothing
+        // marks the last byte read, and the memory that holds it is what is measured.
         await new Promise((resolve) => setTimeout(resolve, 2000));
         const { growthMb, figures } = rss.stop();
         const slowestMs = await probe.stop();
@@ -139,7 +141,8 @@ describeEachDialect('clients that do not read', (dialect) => {
         const res = await admin.post('/api/v1/messaging/send', { destination: 'slow-reader', event_name: 'work', payload });
         expect(res.status, res.text).toBe(201);
       }
-      // Longer than the stall limit: the server gives up on it.
+      // Longer than the stall limit: the server gives up on it. A real wait: stalling is a client
+      // not reading for a while, and the paused socket hears nothing of the close until it reads.
       await new Promise((resolve) => setTimeout(resolve, 3000));
       channel.socket.resume();
       expect(await within(channel.closed, 15_000, 'the server to close the channel')).toEqual({ code: 1008, reason: 'the client has not read what it was sent' });
@@ -167,6 +170,7 @@ describeEachDialect('clients that do not read', (dialect) => {
         const res = await admin.post('/core/api/v1/tasks', { title: `unread ${i}`, description });
         expect(res.status, res.text).toBe(201);
       }
+      // Unread for longer than the stall limit (a real wait, as above), memory sampled meanwhile.
       await new Promise((resolve) => setTimeout(resolve, 3000));
       const { growthMb, figures } = rss.stop();
       expect(growthMb, figures).toBeLessThan(100);

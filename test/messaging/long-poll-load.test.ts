@@ -75,6 +75,7 @@ describeEachDialect('messaging: 2,000 long polls opened at once', (dialect) => {
       const latencies: number[] = [];
       while (!finished) {
         latencies.push(await timedGet(healthz, probe));
+        // The probe's pace, not a wait for something (the loop ends when the client exits).
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       delay.disable();

@@ -1,5 +1,7 @@
 import { expect, it } from 'vitest';
-import { acknowledge, receive, receiveOne, reject } from '../helpers/agent.js';
+import { acknowledge, receive, receiveOne, reject, type InboxMessage } from '../helpers/agent.js';
+import type { Api } from '../helpers/api.js';
+import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
 import { waitFor, within } from '../helpers/wait.js';
@@ -104,7 +106,7 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     expect(new Set(all).size).toBe(40);
   });
 
-  it('redelivers when the lease expires, with retry_count + 1, and extend keeps a lease', async () => {
+  it('redelivers to a waiting long poll when the lease expires, with retry_count + 1', async () => {
     const producer = await server.agent('lease-producer');
     const worker = await server.agent('lease-worker');
     const sent = (await producer.post(`${M}/send`, { destination: 'lease-worker', event_name: 'slow' })).body.data.message_id;
@@ -113,12 +115,6 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     expect(await receive(worker, 'lease-worker', 0)).toEqual([]);
     const again = await receiveOne(worker, 'lease-worker', 5);
     expect(again).toMatchObject({ message_id: sent, retry_count: 1 });
-
-    // Extended: still invisible after the original lease would have ended.
-    const extended = await worker.post(`${M}/extend`, { message_id: sent, visibility_timeout: 3 });
-    expect(extended.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await receive(worker, 'lease-worker', 0)).toEqual([]);
     await acknowledge(worker, sent, { done: true });
   });
 
@@ -210,18 +206,13 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     expect(await receive(target, 'idem-target', 0, 100)).toHaveLength(2);
   });
 
-  it('settles at-most-once messages on delivery and honours delay_seconds', async () => {
-    const sender = await server.agent('amo-sender');
-    const target = await server.agent('amo-target');
-    const once = (await sender.post(`${M}/send`, { destination: 'amo-target', event_name: 'fire-and-forget', delivery_semantic: 'at_most_once' })).body.data.message_id;
-    await target.get(`${M}/receive?agent_id=amo-target&visibility_timeout=1`);
-    await new Promise((r) => setTimeout(r, 1200));
-    expect(await receive(target, 'amo-target', 0)).toEqual([]);
-    expect((await target.post(`${M}/acknowledge`, { message_id: once })).status).toBe(409);
-    const delayed = (await sender.post(`${M}/send`, { destination: 'amo-target', event_name: 'later', delay_seconds: 1 })).body.data.message_id;
-    expect(await receive(target, 'amo-target', 0)).toEqual([]);
+  it('honours delay_seconds, waking a waiting long poll when the message comes due', async () => {
+    const sender = await server.agent('delay-sender');
+    const target = await server.agent('delay-target');
+    const delayed = (await sender.post(`${M}/send`, { destination: 'delay-target', event_name: 'later', delay_seconds: 1 })).body.data.message_id;
+    expect(await receive(target, 'delay-target', 0)).toEqual([]);
     const started = Date.now();
-    const message = await receiveOne(target, 'amo-target', 5);
+    const message = await receiveOne(target, 'delay-target', 5);
     expect(message.message_id).toBe(delayed);
     expect(Date.now() - started).toBeLessThan(1500);
   });
@@ -251,6 +242,49 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     expect(res.body.data.remaining).toBe(Number(res.headers.get('x-ratelimit-remaining')));
     expect(Date.parse(res.body.data.reset_at)).toBeGreaterThan(Date.now());
     expect((await agent.get(`${M}/rate-limit?agent_id=someone-else`)).status).toBe(403);
+  });
+});
+
+// Leases end by the server's clock: these tests move it by hand, so that each boundary is exact
+// and nothing waits for a lease to run out.
+describeEachDialect('messaging: leases on the server clock', (dialect) => {
+  const clock = new FakeClock();
+  const server = useServer(dialect, { clock });
+
+  /** Receives without waiting, leasing what it gets for one second; the message ids. */
+  const leaseForOneSecond = async (agent: Api, agentId: string) => {
+    const res = await agent.get(`${M}/receive?agent_id=${agentId}&visibility_timeout=1`);
+    expect(res.status, res.text).toBe(200);
+    return res.body.data.messages.map((m: InboxMessage) => m.message_id) as string[];
+  };
+
+  it('extend keeps a lease past its original end, and only until its new one', async () => {
+    const producer = await server.agent('ext-producer');
+    const worker = await server.agent('ext-worker');
+    const sent = (await producer.post(`${M}/send`, { destination: 'ext-worker', event_name: 'slow' })).body.data.message_id;
+    expect(await leaseForOneSecond(worker, 'ext-worker')).toEqual([sent]);
+    clock.advance(500);
+    const extended = await worker.post(`${M}/extend`, { message_id: sent, visibility_timeout: 3 });
+    expect(extended.status, extended.text).toBe(200);
+    expect(extended.body.data.visible_at).toBe(new Date(clock.now() + 3000).toISOString());
+    // Past the end of the original lease, and up to the last millisecond of the new one: leased.
+    clock.advance(1000);
+    expect(await receive(worker, 'ext-worker', 0)).toEqual([]);
+    clock.advance(1999);
+    expect(await receive(worker, 'ext-worker', 0)).toEqual([]);
+    clock.advance(1);
+    expect(await receive(worker, 'ext-worker', 0)).toEqual([expect.objectContaining({ message_id: sent, retry_count: 1 })]);
+    await acknowledge(worker, sent, { done: true });
+  });
+
+  it('settles at-most-once messages on delivery: nothing comes back when the lease would have ended', async () => {
+    const sender = await server.agent('amo-sender');
+    const target = await server.agent('amo-target');
+    const once = (await sender.post(`${M}/send`, { destination: 'amo-target', event_name: 'fire-and-forget', delivery_semantic: 'at_most_once' })).body.data.message_id;
+    expect(await leaseForOneSecond(target, 'amo-target')).toEqual([once]);
+    clock.advance(1000);
+    expect(await receive(target, 'amo-target', 0)).toEqual([]);
+    expect((await target.post(`${M}/acknowledge`, { message_id: once })).status).toBe(409);
   });
 });
 
