@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { autocommit } from '../db/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { AppError, InvalidRequest, RateLimited, Unauthorized } from '../kernel/errors.js';
+import { currentScope } from '../kernel/request-scope.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { AuditTrail } from '../kernel/ports.js';
@@ -127,6 +128,8 @@ export class SessionService {
     const { count, oldest } = await this.deps.store.signInFailures(autocommit, bucket, now - SIGN_IN_FAILURE_WINDOW_MS);
     if (count < SIGN_IN_FAILURES_ALLOWED || oldest === null) return;
     const retryAfter = Math.max(1, Math.ceil((oldest + SIGN_IN_FAILURE_WINDOW_MS - now) / 1000));
+    // Someone guessing passwords: the audit log hears of it like of the failures before.
+    currentScope()?.denied?.('session.create', 429);
     throw new RateLimited(retryAfter, `Too many failed sign-ins for this username from this address; retry in ${retryAfter} s`);
   }
 

@@ -30,8 +30,11 @@ export interface RequestScope {
   readonly userAgent: string | null;
   /** The changes recorded while serving it: those that did not commit are recorded as failed. */
   readonly recorded: RecordedChange[];
-  /** Reports a refusal that the answer's status does not show (an MCP tool's error inside a 200) as a denial of `operation`. */
-  readonly denied?: (operation: string, status: 401 | 403) => void;
+  /**
+   * Reports a refusal the HTTP layer's audit of 401/403 does not see as a denial of `operation`:
+   * an MCP tool's error inside a 200, a sign-in held back by its throttle (429).
+   */
+  readonly denied?: (operation: string, status: 401 | 403 | 429) => void;
 }
 
 const scopes = new AsyncLocalStorage<RequestScope>();

@@ -5,7 +5,7 @@ import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
 import { signIn, signInAttempt } from '../helpers/session.js';
-import { within } from '../helpers/wait.js';
+import { waitFor, within } from '../helpers/wait.js';
 
 const U = '/api/v1/auth/users';
 const CURRENT = '/api/v1/auth/sessions/current';
@@ -20,7 +20,10 @@ const HOUR = 3_600_000;
 describeEachDialect('sessions', (dialect) => {
   const clock = new FakeClock(Date.now());
   // Behind a proxy on this host: X-Forwarded-For names the client (a different address per test).
-  const server = useServer(dialect, { clock, env: { SWITCHBOARD_TRUSTED_PROXIES: '127.0.0.1', SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example' } });
+  const server = useServer(dialect, {
+    clock,
+    env: { SWITCHBOARD_TRUSTED_PROXIES: '127.0.0.1', SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example', SWITCHBOARD_AUDIT_DENIAL_WINDOW_MS: '200' },
+  });
   let users = 0;
   let addresses = 0;
 
@@ -120,6 +123,9 @@ describeEachDialect('sessions', (dialect) => {
     expect((await signInAttempt(server.url, { username: 'someone-else', password: PASSWORD }, address)).status).toBe(401);
     clock.advance(15 * 60_000 + 1);
     await signIn(server.url, { username: person.username, password: PASSWORD }, address);
+    // The held-back try is in the audit log, as a denial from that address.
+    const held = await waitFor(async () => (await server.api.get('/api/v1/audit?action=session.create&outcome=denied')).body.data.find((e: { status: number }) => e.status === 429), 10_000);
+    expect(held).toMatchObject({ actor: { kind: 'anonymous' }, ip: address['x-forwarded-for'], resource: { type: 'path', id: '/api/v1/auth/sessions' }, count: 1 });
   });
 
   it('exchanges an API key for a session, which ends with the key; Bearer wins over the cookie', async () => {
