@@ -9,6 +9,7 @@ import { created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
 import { RangeNotSatisfiable, Unauthorized, UnsupportedMediaType } from '../kernel/errors.js';
 import { sha256Hex } from '../kernel/sha256.js';
+import type { FormPart, IncomingForm } from './forms.js';
 import { contentDisposition, decideRange, tagMatches } from './http-conditions.js';
 import {
   AccessList,
@@ -31,7 +32,7 @@ import {
   VersionList,
   VersionParams,
 } from './schemas.js';
-import type { ArtifactsService, Download, FormPart, IncomingForm } from './service.js';
+import type { ArtifactsService, Download } from './service.js';
 
 const tags = ['artifacts'];
 

@@ -1,40 +1,22 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import { sql, type Expression, type ExpressionBuilder, type Selectable, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import { paginate } from '../db/paginate.js';
 import { dbOf, type Tx } from '../db/tx.js';
 import { Store } from '../db/store.js';
-import type { Database } from '../db/schema.js';
-import type { Page, Paged } from '../kernel/pagination.js';
-import { containmentTest, type ContainmentTest } from './metadata-containment.js';
-import type { ArtifactsTable, ArtifactVersionsTable, ArtifactSharesTable, ArtifactUploadsTable, ArtifactContentsTable, BlobsTable } from './tables.js';
+import { ArtifactListingStore } from './listing-store.js';
+import type { ArtifactsTable, ArtifactVersionsTable, ArtifactSharesTable, ArtifactContentsTable, BlobsTable } from './tables.js';
+import { UploadsStore } from './uploads-store.js';
 
 export type ArtifactRow = Selectable<ArtifactsTable>;
 export type VersionRow = Selectable<ArtifactVersionsTable>;
 export type ShareRow = Selectable<ArtifactSharesTable>;
-export type UploadRow = Selectable<ArtifactUploadsTable>;
 /** A version with its bytes when they are kept in the database (null: they are in the blob store). */
 export type VersionContentRow = VersionRow & { bytes: Buffer | null };
-
-/** Who lists: an admin sees everything; an agent what it owns or is shared with it directly or through a group. */
-export interface Viewer {
-  admin: boolean;
-  agentId: string | null;
-  groups: string[];
-}
-
-export interface ArtifactFilter {
-  content_type?: string;
-  /** A JSON object the artifact's metadata must contain (PostgreSQL `@>` semantics). */
-  metadata?: Record<string, unknown>;
-}
 
 /** The content of a new current version, as copied onto the artifact row. */
 export type CurrentContent = Pick<ArtifactRow, 'content_type' | 'size_bytes' | 'sha256' | 'updated_at'>;
 
-type ArtifactsEb = ExpressionBuilder<Database, 'artifacts'>;
 type ContentRow = Selectable<ArtifactContentsTable>;
 
 const ARTIFACT_TEMPLATE: Record<keyof ArtifactRow, null> = {
@@ -69,9 +51,15 @@ export class ArtifactsStore extends Store {
   private readonly artifactInsert: BulkInsert<'artifacts', keyof ArtifactRow>;
   private readonly versionInsert: BulkInsert<'artifact_versions', keyof VersionRow>;
   private readonly contentInsert: BulkInsert<'artifact_contents', keyof ContentRow>;
+  /** Listing artifacts: who sees which, and the content type and metadata filters. */
+  readonly listing: ArtifactListingStore;
+  /** Upload intents, until confirmed or swept. */
+  readonly uploads: UploadsStore;
 
   constructor(db: Db, caps: DialectCapabilities) {
     super(db, caps);
+    this.listing = new ArtifactListingStore(db, caps);
+    this.uploads = new UploadsStore(db, caps);
     this.artifactInsert = new BulkInsert(db, 'artifacts', ARTIFACT_TEMPLATE);
     this.versionInsert = new BulkInsert(db, 'artifact_versions', VERSION_TEMPLATE);
     this.contentInsert = new BulkInsert(db, 'artifact_contents', CONTENT_TEMPLATE, {
@@ -222,41 +210,6 @@ export class ArtifactsStore extends Store {
     await dbOf(tx, this.db).deleteFrom('artifacts').where('id', '=', id).execute();
   }
 
-  async list(tx: Tx, viewer: Viewer, filter: ArtifactFilter, window: Page): Promise<Paged<ArtifactRow>> {
-    let query = dbOf(tx, this.db).selectFrom('artifacts').selectAll().orderBy('id');
-    if (!viewer.admin) query = query.where((eb) => eb.or([eb('owner', '=', viewer.agentId ?? ''), sharedWith(eb, viewer)]));
-    const type = filter.content_type;
-    if (type !== undefined) {
-      if (type.endsWith('/*')) {
-        // 'text/*' → every type from 'text/' up to 'text0' ('0' follows '/'): a range on the index.
-        const major = type.slice(0, -1);
-        query = query.where('content_type', '>=', major).where('content_type', '<', `${major.slice(0, -1)}0`);
-      } else {
-        query = query.where('content_type', '=', type);
-      }
-    }
-    const wanted = filter.metadata;
-    if (wanted === undefined) return paginate(query, window);
-    if (this.caps.kind === 'postgres') {
-      return paginate(
-        query.where(sql<SqlBool>`${postgresJsonb(sql.ref('artifacts.metadata'))} @> ${JSON.stringify(wanted)}::jsonb`),
-        window,
-      );
-    }
-    return scanPages(query, containmentTest(wanted), window);
-  }
-
-  /** Artifacts shared with the viewer (directly or through a group) that it does not own. */
-  async listShared(tx: Tx, viewer: Viewer, window: Page): Promise<Paged<ArtifactRow>> {
-    const query = dbOf(tx, this.db)
-      .selectFrom('artifacts')
-      .selectAll()
-      .where((eb) => sharedWith(eb, viewer))
-      .where('owner', '!=', viewer.agentId ?? '')
-      .orderBy('id');
-    return paginate(query, window);
-  }
-
   // ---- sharing ----
 
   async listShares(tx: Tx, id: string): Promise<ShareRow[]> {
@@ -280,117 +233,6 @@ export class ArtifactsStore extends Store {
       .where('kind', '=', kind)
       .where('principal', 'in', principals)
       .execute();
-  }
-
-  // ---- upload intents ----
-
-  async insertUpload(tx: Tx, row: UploadRow): Promise<void> {
-    await dbOf(tx, this.db).insertInto('artifact_uploads').values(row).execute();
-  }
-
-  async findUpload(tx: Tx, id: string): Promise<UploadRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('artifact_uploads').selectAll().where('id', '=', id).executeTakeFirst();
-  }
-
-  /** Records received bytes; returns the row as it was before (its previous blob, if any), locked. */
-  async recordUploadBytes(tx: Tx, id: string, sha256: string, size: number): Promise<UploadRow | undefined> {
-    const before = await this.lockUpload(tx, id);
-    if (!before) return undefined;
-    await dbOf(tx, this.db).updateTable('artifact_uploads').set({ blob_sha256: sha256, received_bytes: size }).where('id', '=', id).execute();
-    return before;
-  }
-
-  /** Reads the upload and row-locks it (an UPDATE that changes nothing), so one confirm wins. */
-  async lockUpload(tx: Tx, id: string): Promise<UploadRow | undefined> {
-    return dbOf(tx, this.db)
-      .updateTable('artifact_uploads')
-      .set((eb) => ({ expires_at: eb.ref('expires_at') }))
-      .where('id', '=', id)
-      .returningAll()
-      .executeTakeFirst();
-  }
-
-  async deleteUpload(tx: Tx, id: string): Promise<void> {
-    await dbOf(tx, this.db).deleteFrom('artifact_uploads').where('id', '=', id).execute();
-  }
-
-  /**
-   * Claims and deletes up to `limit` uploads that expired before `now`, returning them. On
-   * PostgreSQL rows another node is sweeping are skipped rather than waited for.
-   */
-  async claimExpiredUploads(tx: Tx, now: number, limit: number): Promise<UploadRow[]> {
-    const db = dbOf(tx, this.db);
-    const due = this.caps.claim(db.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit));
-    return db.deleteFrom('artifact_uploads').where('id', 'in', due).returningAll().execute();
-  }
-}
-
-/** The non-owner part of read access: a share to the agent, or to one of its groups. */
-function sharedWith(eb: ArtifactsEb, viewer: Viewer): Expression<SqlBool> {
-  const shareExists = (kind: 'agent' | 'group', principals: string[]) =>
-    eb.exists(
-      eb
-        .selectFrom('artifact_shares')
-        .select(sql.lit(1).as('one'))
-        .whereRef('artifact_shares.artifact_id', '=', 'artifacts.id')
-        .where('artifact_shares.kind', '=', kind)
-        .where('artifact_shares.principal', 'in', principals),
-    );
-  const conditions: Expression<SqlBool>[] = [];
-  if (viewer.agentId !== null) conditions.push(shareExists('agent', [viewer.agentId]));
-  if (viewer.groups.length > 0) conditions.push(shareExists('group', viewer.groups));
-  return conditions.length === 0 ? sql<SqlBool>`1 = 0` : eb.or(conditions);
-}
-
-const ESCAPED_BACKSLASH = sql.lit('\\\\');
-const ESCAPED_NUL = sql.lit('\\u0000');
-
-/**
- * JSON text as jsonb on PostgreSQL, which cannot hold a NUL: metadata stored before NUL was
- * refused at validation has one (escaped as \u0000), and casting it failed every filter for
- * every caller. Such a text (rare: found by strpos) is cast with its NULs as U+FFFD. Escaped
- * backslashes are set aside first (as \x01, which JSON text never holds raw), so that a
- * backslash followed by "u0000" in a string stays text.
- */
-function postgresJsonb(text: Expression<string>): Expression<unknown> {
-  const withoutNul = sql`replace(replace(replace(${text}, ${ESCAPED_BACKSLASH}, chr(1)), ${ESCAPED_NUL}, ${sql.lit('\\ufffd')}), chr(1), ${ESCAPED_BACKSLASH})`;
-  return sql`(CASE WHEN strpos(${text}, ${ESCAPED_NUL}) = 0 THEN ${text}::jsonb ELSE (${withoutNul})::jsonb END)`;
-}
-
-/** Rows read per query by `scanPages`. */
-const SCAN_BATCH = 100;
-/** Metadata text parsed between two yields of the event loop by `scanPages` (~1 ms of JSON.parse). */
-const SCAN_TURN_CHARS = 256 * 1024;
-
-/**
- * One page of `query`'s artifacts whose metadata passes `matches`, and how many pass in all, on
- * SQLite: the rows are read in batches along the id order and their metadata tested in
- * JavaScript, yielding the event loop between batches and every SCAN_TURN_CHARS of metadata.
- * SQLite runs in this process and blocks it while a statement runs: the filter as one statement
- * (a correlated json_each per filter value and level, each re-parsing its part of the JSON text)
- * held it for 6.1 s for a 20-object filter over 1,000 artifacts with 300-element arrays, and
- * /healthz waited as long (measured).
- */
-async function scanPages(query: SelectQueryBuilder<Database, 'artifacts', ArtifactRow>, matches: ContainmentTest, window: Page): Promise<Paged<ArtifactRow>> {
-  const items: ArtifactRow[] = [];
-  let total = 0;
-  let after = '';
-  let parsedChars = 0;
-  for (;;) {
-    const rows = await query.where('id', '>', after).limit(SCAN_BATCH).execute();
-    for (const row of rows) {
-      parsedChars += row.metadata.length;
-      if (parsedChars > SCAN_TURN_CHARS) {
-        parsedChars = 0;
-        await nextTurn();
-      }
-      if (!matches(JSON.parse(row.metadata))) continue;
-      if (total >= window.offset && items.length < window.limit) items.push(row);
-      total++;
-    }
-    if (rows.length < SCAN_BATCH) return { items, total };
-    after = rows[rows.length - 1]!.id;
-    await nextTurn();
   }
 }
 

@@ -3,6 +3,7 @@ import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from '../k
 import { BYTE_ANSWERS } from './operations.js';
 import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
 import { SwitchboardError } from './errors.js';
+import { EMPTY_SHA256, encodeBody } from './request-body.js';
 import type { Body, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
 
 export { SwitchboardError };
@@ -28,8 +29,9 @@ export interface RetryEvent {
 }
 
 /**
- * Signs requests as an agent (design §3): the Node entry makes one from an Ed25519 private key
- * (signing.ts); anything that can sign, a key store for instance, may implement it.
+ * Signs requests as an agent (Ed25519, over the method, the path, the time and the body's
+ * hash): the Node entry makes one from a private key (signing.ts); anything that can sign, a
+ * key store for instance, may implement it.
  */
 export interface RequestSigner {
   readonly agentId: string;
@@ -49,10 +51,10 @@ export interface ConnectionOptions {
 }
 
 /**
- * A browser's console session (design §3): the HttpOnly cookie, which the browser sends and no
- * script reads, and the session's CSRF token, sent as X-CSRF-Token with each request (the
- * server requires it on those that change state). No token yet: only signing in, or reading
- * the current session (GET /auth/sessions/current answers with its token).
+ * A browser's console session: the HttpOnly cookie, which the browser sends and no script
+ * reads, and the session's CSRF token, sent as X-CSRF-Token with each request (the server
+ * requires it on those that change state). No token yet: only signing in, or reading the
+ * current session (GET /auth/sessions/current answers with its token).
  */
 export interface CookieSession {
   csrfToken?: string;
@@ -120,11 +122,6 @@ export interface EventStreams {
 // GET, PUT and DELETE repeat safely; POST and PATCH may not (a 5xx may come after the work was done).
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 const PAGE_SIZE = 100;
-const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
-
-function isStream(body: unknown): body is ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> {
-  return body instanceof ReadableStream || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
-}
 
 /** The items of a page: the data, or the list under the key the operation names (`data.agents`). */
 function itemsOf(spec: OperationSpec, data: unknown): unknown[] {
@@ -150,51 +147,6 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
   if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-function quote(value: string): string {
-  return value.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
-}
-
-/**
- * A form as one Blob with a fixed boundary. File parts stay the Blobs they are (a file opened
- * with `fs.openAsBlob` is read from disk when sent), so the body can be hashed for a signature
- * in one streaming pass and then sent, without being held in memory.
- */
-function formBlob(form: FormData): { blob: Blob; contentType: string } {
-  const random = Array.from(crypto.getRandomValues(new Uint8Array(12)), (byte) => byte.toString(16).padStart(2, '0')).join('');
-  const boundary = `----switchboard-${random}`;
-  const parts: Array<string | Blob> = [];
-  for (const [name, value] of form) {
-    if (typeof value === 'string') {
-      parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`);
-    } else {
-      parts.push(
-        `--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"; filename="${quote(value.name)}"\r\n` +
-          `Content-Type: ${value.type || 'application/octet-stream'}\r\n\r\n`,
-        value,
-        '\r\n',
-      );
-    }
-  }
-  parts.push(`--${boundary}--\r\n`);
-  return { blob: new Blob(parts), contentType: `multipart/form-data; boundary=${boundary}` };
-}
-
-function toWebStream(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
-  if (body instanceof ReadableStream) return body;
-  // ReadableStream.from is not in every browser yet: pull from the iterator by hand.
-  const iterator = body[Symbol.asyncIterator]();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await iterator.next();
-      if (next.done) controller.close();
-      else controller.enqueue(next.value);
-    },
-    async cancel(reason) {
-      await iterator.return?.(reason);
-    },
-  });
 }
 
 /**
@@ -368,42 +320,7 @@ export class Switchboard {
   ): Promise<Response> {
     const headers: Record<string, string> = { ...extraHeaders };
     const signer = authenticate ? this.#signer : undefined;
-    let payload: Blob | FormData | ReadableStream<Uint8Array> | Uint8Array | string | undefined;
-    let bodySha256 = EMPTY_SHA256;
-    if (body === undefined) {
-      // No body: signed as the empty string's hash.
-    } else if (body instanceof FormData) {
-      if (signer) {
-        // Signed: one streaming pass for the hash (declared in X-Content-SHA256, design §3), then sent.
-        const { blob, contentType } = formBlob(body);
-        headers['content-type'] = contentType;
-        headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(blob);
-        payload = blob;
-      } else {
-        payload = body;
-      }
-    } else if (body instanceof Blob || body instanceof Uint8Array || typeof body === 'string') {
-      // Typed as a view of an ArrayBuffer: the DOM's Blob refuses SharedArrayBuffer views.
-      payload = body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]) : body;
-      headers['content-type'] ??= typeof body === 'string' ? 'text/plain; charset=utf-8' : body instanceof Blob && body.type ? body.type : 'application/octet-stream';
-      if (signer) headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(payload);
-    } else if (isStream(body)) {
-      headers['content-type'] ??= 'application/octet-stream';
-      if (signer) {
-        // A signature covers the hash of the bytes, known only once they are read: a signed
-        // stream is gathered first (public upload URLs, see uploadStream, take streams as they come).
-        const chunks: Uint8Array<ArrayBuffer>[] = [];
-        for await (const chunk of toWebStream(body)) chunks.push(chunk as Uint8Array<ArrayBuffer>);
-        payload = new Blob(chunks);
-        headers['x-content-sha256'] = bodySha256 = await signer.sha256Hex(payload);
-      } else {
-        payload = toWebStream(body);
-      }
-    } else {
-      payload = JSON.stringify(body);
-      headers['content-type'] = 'application/json';
-      if (signer) bodySha256 = await signer.sha256Hex(payload);
-    }
+    const { payload, bodySha256 } = await encodeBody(body, headers, signer);
     // A stream can be sent only once.
     const retries = payload instanceof ReadableStream ? 0 : this.#retries;
     // A create that carries an idempotency key (a send) is as safe to repeat as a GET: the

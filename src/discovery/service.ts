@@ -1,7 +1,6 @@
 import { autocommit, type Tx } from '../db/tx.js';
 import type { Logger } from 'pino';
 import { assertActsAs, type Principal } from '../auth/index.js';
-import { BoundedMap } from '../kernel/bounded-map.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
@@ -9,16 +8,17 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AgentDirectory, type AuditTrail, type DeliveryStats, type EventLog, type NewEvent } from '../kernel/ports.js';
 import type { Embedder } from './embeddings.js';
-import { CapabilityIndex, unit, type IndexedCapability, type SearchHit } from './search.js';
+import { CapabilitySearch, type SearchInput } from './capability-search.js';
+import type { SearchHit } from './search.js';
 import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
-import type { CandidateRow, CapabilityFilter, CapabilityRow, DiscoveryStore, GroupCount, HeartbeatRow } from './store.js';
+import type { GroupCount } from './groups-store.js';
+import type { HeartbeatRow } from './heartbeats-store.js';
+import type { CandidateRow, CapabilityFilter, CapabilityRow, DiscoveryStore } from './store.js';
 
 /** Published after capabilities change; every node then brings its search index up to date. */
 export const DISCOVERY_CHANGED = 'discovery:changed';
 
 const MAX_METADATA_BYTES = 64 * 1024;
-const EMBED_BATCH = 64;
-const QUERY_VECTOR_CACHE = 256;
 
 export interface Capability {
   id: string;
@@ -71,12 +71,6 @@ export interface LookupInput {
   include_unhealthy?: boolean;
 }
 
-export interface SearchInput {
-  query: string;
-  top_k?: number;
-  min_score?: number;
-}
-
 export interface DiscoveryDeps {
   store: DiscoveryStore;
   clock: Clock;
@@ -112,16 +106,6 @@ function toCapability(row: CapabilityRow): Capability {
   };
 }
 
-function toIndexed(row: CapabilityRow): IndexedCapability {
-  return {
-    id: row.id,
-    name: row.capability,
-    agent_id: row.agent_id,
-    metadata: parseObject(row.metadata),
-    groups: JSON.parse(row.groups) as string[],
-  };
-}
-
 /** `text.*` → prefix `text.`; `*` → everything; otherwise an exact name. */
 export function capabilityFilter(capability: string | undefined): Pick<CapabilityFilter, 'exact' | 'prefix'> {
   if (capability === undefined || capability === '*') return {};
@@ -132,10 +116,11 @@ export function capabilityFilter(capability: string | undefined): Pick<Capabilit
 const finite = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
 
 /**
- * Capabilities, heartbeats and health, lookups by routing strategy, groups and search
- * (design §3, §5). Implements the AgentDirectory port for other domains. The groups agents
- * declare here route and find agents only; what a share with a group opens is decided by
- * the memberships an admin grants (auth/groups).
+ * The directory of agents: capabilities, heartbeats and health, lookups by routing strategy,
+ * and groups; search is CapabilitySearch's (capability-search.ts), reached through here.
+ * Implements the AgentDirectory port for other domains. The groups agents declare here route
+ * and find agents only; what a share with a group opens is decided by the memberships an
+ * admin grants (auth/groups).
  */
 export class DiscoveryService implements AgentDirectory {
   private readonly store: DiscoveryStore;
@@ -144,18 +129,11 @@ export class DiscoveryService implements AgentDirectory {
   private readonly logger: Logger;
   private readonly ttlMs: number;
   private readonly stats: DeliveryStats | undefined;
-  private readonly embedder: Embedder | null;
   private readonly random: () => number;
   private readonly events: EventLog;
   private readonly audit: AuditTrail;
 
-  private readonly index = new CapabilityIndex();
-  /** The change seq the index reflects; -1 before the first build. */
-  private indexedSeq = -1;
-  private syncRequested = false;
-  private syncing: Promise<void> | null = null;
-  private embedding: Promise<void> | null = null;
-  private readonly queryVectors = new BoundedMap<string, Float32Array>(QUERY_VECTOR_CACHE);
+  private readonly capabilitySearch: CapabilitySearch;
 
   constructor(deps: DiscoveryDeps) {
     this.store = deps.store;
@@ -164,10 +142,10 @@ export class DiscoveryService implements AgentDirectory {
     this.logger = deps.logger;
     this.ttlMs = deps.healthTtlSeconds * 1000;
     this.stats = deps.stats;
-    this.embedder = deps.embedder ?? null;
     this.random = deps.random ?? Math.random;
     this.events = deps.events;
     this.audit = deps.audit;
+    this.capabilitySearch = new CapabilitySearch({ store: deps.store, clock: deps.clock, logger: deps.logger, embedder: deps.embedder ?? null });
   }
 
   // ---- capabilities ----
@@ -223,7 +201,7 @@ export class DiscoveryService implements AgentDirectory {
     return toCapability(row);
   }
 
-  /** Removes one capability; an agent may remove only its own (design §3). */
+  /** Removes one capability; an agent may remove only its own (an agent acts only as itself), an admin any. */
   async deleteCapability(principal: Principal, id: string): Promise<void> {
     const row = await this.store.findCapability(autocommit, id);
     if (!row) throw new NotFound('Capability', id);
@@ -241,7 +219,7 @@ export class DiscoveryService implements AgentDirectory {
     const removed = await this.store.inTransaction(async (tx) => {
       await this.audit.record(tx, { action: 'agent.deregister', resource: { type: 'agent', id: agentId } });
       const capabilities = await this.store.deleteCapabilities(tx, { agentId }, this.clock.now());
-      const hadHeartbeat = await this.store.deleteHeartbeat(tx, agentId);
+      const hadHeartbeat = await this.store.heartbeats.deleteHeartbeat(tx, agentId);
       if (capabilities.length === 0 && !hadHeartbeat) throw new NotFound('Agent', agentId);
       await this.events.append(tx, { type: 'agent.deregistered', subject: agentId, actor, data: { agent_id: agentId, capabilities: capabilities.length } });
       return capabilities;
@@ -254,7 +232,7 @@ export class DiscoveryService implements AgentDirectory {
   async countByHealth(): Promise<Record<string, number>> {
     const now = this.clock.now();
     const counts: Record<string, number> = { healthy: 0, degraded: 0, unhealthy: 0 };
-    for (const row of await this.store.heartbeatsWithHealth(autocommit)) {
+    for (const row of await this.store.heartbeats.heartbeatsWithHealth(autocommit)) {
       const health = healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs);
       counts[health] = (counts[health] ?? 0) + 1;
     }
@@ -269,14 +247,14 @@ export class DiscoveryService implements AgentDirectory {
   async announceHealthChanges(): Promise<number> {
     const now = this.clock.now();
     // Read first: most passes find no change and need no transaction.
-    const changed = (await this.store.heartbeatsWithHealth(autocommit))
+    const changed = (await this.store.heartbeats.heartbeatsWithHealth(autocommit))
       .map((row) => ({ ...row, health: healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs) }))
       .filter((row) => row.health !== row.announced);
     if (changed.length === 0) return 0;
     return this.store.inTransaction(async (tx) => {
       const events: NewEvent[] = [];
       for (const { health, ...row } of changed) {
-        if (!(await this.store.announceHealth(tx, row.agent_id, health, now))) continue;
+        if (!(await this.store.heartbeats.announceHealth(tx, row.agent_id, health, now))) continue;
         events.push({
           type: 'agent.health_changed',
           subject: row.agent_id,
@@ -302,7 +280,7 @@ export class DiscoveryService implements AgentDirectory {
 
   async heartbeat(agentId: string, input: { load?: number; metadata?: Metadata }): Promise<HealthRecord> {
     const now = this.clock.now();
-    const row = await this.store.heartbeat(
+    const row = await this.store.heartbeats.heartbeat(
       autocommit,
       {
         agent_id: agentId,
@@ -317,7 +295,7 @@ export class DiscoveryService implements AgentDirectory {
   }
 
   async health(agentId: string): Promise<HealthRecord> {
-    const row = await this.store.findHeartbeat(autocommit, agentId);
+    const row = await this.store.heartbeats.findHeartbeat(autocommit, agentId);
     if (!row && !(await this.store.hasCapabilities(autocommit, agentId))) throw new NotFound('Agent', agentId);
     return this.toHealth(agentId, row, this.clock.now());
   }
@@ -444,15 +422,15 @@ export class DiscoveryService implements AgentDirectory {
   // ---- groups ----
 
   async listGroups(window: Page): Promise<Paged<GroupCount>> {
-    return this.store.listGroups(autocommit, window);
+    return this.store.groups.listGroups(autocommit, window);
   }
 
   async groupAgents(group: string, window: Page): Promise<Paged<GroupMember>> {
-    const page = await this.store.groupAgents(autocommit, group, window);
+    const page = await this.store.groups.groupAgents(autocommit, group, window);
     if (page.total === 0) throw new NotFound('Group', group);
     const [capabilities, heartbeats] = await Promise.all([
-      this.store.capabilitiesInGroup(autocommit, group, page.items),
-      this.store.heartbeatsOf(autocommit, page.items),
+      this.store.groups.capabilitiesInGroup(autocommit, group, page.items),
+      this.store.heartbeats.heartbeatsOf(autocommit, page.items),
     ]);
     const now = this.clock.now();
     const items = page.items.map((agentId): GroupMember => {
@@ -468,25 +446,10 @@ export class DiscoveryService implements AgentDirectory {
     return { items, total: page.total };
   }
 
-  // ---- search ----
+  // ---- search (CapabilitySearch) ----
 
-  async searchCapabilities(input: SearchInput): Promise<{ results: SearchHit[]; ranker: 'lexical' | 'lexical+embeddings' }> {
-    await this.syncIndex();
-    let queryVector: Float32Array | undefined;
-    if (this.embedder) {
-      try {
-        [queryVector] = await Promise.all([this.queryVector(input.query), this.embedMissing()]);
-      } catch (err) {
-        this.logger.warn({ err }, 'embeddings endpoint failed; search falls back to lexical scores');
-        queryVector = undefined;
-      }
-    }
-    const results = this.index.search(input.query, {
-      topK: input.top_k ?? 10,
-      minScore: input.min_score ?? 0,
-      queryVector,
-    });
-    return { results, ranker: queryVector ? 'lexical+embeddings' : 'lexical' };
+  searchCapabilities(input: SearchInput): Promise<{ results: SearchHit[]; ranker: 'lexical' | 'lexical+embeddings' }> {
+    return this.capabilitySearch.search(input);
   }
 
   /** AgentDirectory port: the search results. */
@@ -494,83 +457,18 @@ export class DiscoveryService implements AgentDirectory {
     return (await this.searchCapabilities(query)).results;
   }
 
-  private async queryVector(query: string): Promise<Float32Array> {
-    const cached = this.queryVectors.get(query);
-    if (cached) return cached;
-    const [vector] = await this.embedder!.embed([query]);
-    const unitVector = unit(vector!);
-    this.queryVectors.set(query, unitVector);
-    return unitVector;
-  }
-
-  /**
-   * Embeds indexed capabilities that have no (current) vector. A run already in flight may
-   * have listed its work before the newest capabilities were indexed, so after waiting for it
-   * look again (bounded: a capability changing on every pass cannot keep a search waiting).
-   */
-  async embedMissing(): Promise<void> {
-    for (let pass = 0; pass < 3 && this.embedder && this.index.needingVectors().length > 0; pass++) {
-      await this.embedRun();
-    }
-  }
-
-  /** One embedding run over what is missing now, in batches; one run at a time. */
-  private embedRun(): Promise<void> {
-    this.embedding ??= (async () => {
-      try {
-        const missing = this.index.needingVectors();
-        for (let i = 0; i < missing.length; i += EMBED_BATCH) {
-          const batch = missing.slice(i, i + EMBED_BATCH);
-          const vectors = await this.embedder!.embed(batch.map((m) => m.text));
-          batch.forEach((m, j) => this.index.setVector(m.id, m.text, Float32Array.from(vectors[j]!)));
-        }
-      } finally {
-        this.embedding = null;
-      }
-    })();
-    return this.embedding;
-  }
-
-  /**
-   * Brings the search index up to the database: rebuilt the first time (and when this node
-   * fell behind pruned history), otherwise patched with the capabilities changed since the
-   * seq it reflects. Concurrent callers share one pass; a call made during a pass gets
-   * another pass after it, so it always sees changes committed before it was made.
-   */
+  /** The index worker's pass: the search index brought up to the database (CapabilitySearch.syncIndex). */
   syncIndex(): Promise<void> {
-    this.syncRequested = true;
-    this.syncing ??= (async () => {
-      try {
-        while (this.syncRequested) {
-          this.syncRequested = false;
-          await this.syncOnce();
-        }
-      } finally {
-        this.syncing = null;
-      }
-    })();
-    return this.syncing;
+    return this.capabilitySearch.syncIndex();
   }
 
-  private async syncOnce(): Promise<void> {
-    const marks = await this.store.changeMarks(autocommit);
-    if (this.indexedSeq < 0 || marks.pruned > this.indexedSeq) {
-      const snapshot = await this.store.snapshot(autocommit);
-      this.index.reset(snapshot.rows.map(toIndexed));
-      this.indexedSeq = snapshot.seq;
-      return;
-    }
-    if (marks.seq <= this.indexedSeq) return;
-    // All of them at once: one change (an agent's deletion) may share its seq with many rows.
-    for (const change of await this.store.changesSince(autocommit, this.indexedSeq)) {
-      if (change.row) this.index.upsert(toIndexed(change.row));
-      else this.index.remove(change.capability_id);
-      this.indexedSeq = Math.max(this.indexedSeq, change.seq);
-    }
+  /** The index worker's pass: vectors for the capabilities indexed without one. */
+  embedMissing(): Promise<void> {
+    return this.capabilitySearch.embedMissing();
   }
 
-  /** Forgets deletions older than a day (see DiscoveryStore.pruneTombstones). */
-  async pruneHistory(): Promise<number> {
-    return this.store.pruneTombstones(autocommit, this.clock.now() - 24 * 3600_000);
+  /** The index worker's hourly pass: deletions older than a day forgotten. */
+  pruneHistory(): Promise<number> {
+    return this.capabilitySearch.pruneHistory();
   }
 }

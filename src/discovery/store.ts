@@ -1,13 +1,4 @@
-import {
-  sql,
-  type AliasableExpression,
-  type Expression,
-  type ExpressionBuilder,
-  type RawBuilder,
-  type Selectable,
-  type SelectQueryBuilder,
-  type SqlBool,
-} from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
@@ -17,11 +8,12 @@ import { Store } from '../db/store.js';
 import { Statements, type Values } from '../db/statements.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { DiscoveryCapabilitiesTable, DiscoveryHeartbeatsTable } from './tables.js';
+import { GroupsStore } from './groups-store.js';
+import { HeartbeatsStore } from './heartbeats-store.js';
+import type { DiscoveryCapabilitiesTable } from './tables.js';
 
 export type CapabilityRow = Selectable<DiscoveryCapabilitiesTable>;
 type CapabilityEb = ExpressionBuilder<Database, 'discovery_capabilities'>;
-export type HeartbeatRow = Selectable<DiscoveryHeartbeatsTable>;
 
 /** A capability joined with its agent's latest heartbeat (null columns: never sent one). */
 export interface CandidateRow extends Pick<CapabilityRow, 'id' | 'agent_id' | 'capability' | 'metadata' | 'groups'> {
@@ -37,12 +29,6 @@ export interface CapabilityFilter {
   agentId?: string;
 }
 
-export interface GroupCount {
-  name: string;
-  agent_count: number;
-  capability_count: number;
-}
-
 /** The change sequence counter; round-robin cursors live beside it under `rr:` names. */
 const CHANGES = 'changes';
 /** Highest change seq whose tombstone was pruned: a node behind it must rebuild its index. */
@@ -52,10 +38,16 @@ export class DiscoveryStore extends Store {
   private readonly statements: Statements;
   /** Agent counts of recent lookups, by name, group and whether stale agents count. */
   private readonly liveCounts = new BoundedMap<string, { seq: number; total: number; oldest: number | null }>(1024);
+  /** Agents' heartbeats and the health last announced for each. */
+  readonly heartbeats: HeartbeatsStore;
+  /** The groups capabilities carry, and their agents. */
+  readonly groups: GroupsStore;
 
   constructor(db: Db, caps: DialectCapabilities) {
     super(db, caps);
     this.statements = new Statements(db);
+    this.heartbeats = new HeartbeatsStore(db, caps);
+    this.groups = new GroupsStore(db, caps);
   }
 
   /**
@@ -99,38 +91,6 @@ export class DiscoveryStore extends Store {
       if (ids.length > 0) await this.recordChanges(trx, ids, at);
       return ids;
     });
-  }
-
-  /** Deletes the agent's heartbeat record and the health last announced for it. */
-  async deleteHeartbeat(tx: Tx, agentId: string): Promise<boolean> {
-    return atomically(tx, this.db, async (trx) => {
-      await trx.deleteFrom('discovery_health').where('agent_id', '=', agentId).execute();
-      const result = await trx.deleteFrom('discovery_heartbeats').where('agent_id', '=', agentId).executeTakeFirst();
-      return Number(result.numDeletedRows) > 0;
-    });
-  }
-
-  /** Every heartbeat with the health last announced for its agent (null: none yet). */
-  async heartbeatsWithHealth(tx: Tx): Promise<(Pick<HeartbeatRow, 'agent_id' | 'load' | 'last_heartbeat_at'> & { announced: string | null })[]> {
-    return dbOf(tx, this.db)
-      .selectFrom('discovery_heartbeats as h')
-      .leftJoin('discovery_health as s', 's.agent_id', 'h.agent_id')
-      .select(['h.agent_id', 'h.load', 'h.last_heartbeat_at', 's.health as announced'])
-      .execute();
-  }
-
-  /**
-   * Records `health` as announced for the agent unless it is already: true when this call
-   * changed it. One conditional upsert, so of two nodes that saw the same change one announces it.
-   */
-  async announceHealth(tx: Tx, agentId: string, health: string, at: number): Promise<boolean> {
-    const row = await dbOf(tx, this.db)
-      .insertInto('discovery_health')
-      .values({ agent_id: agentId, health, changed_at: at })
-      .onConflict((oc) => oc.column('agent_id').doUpdateSet({ health, changed_at: at }).where('discovery_health.health', '<>', health))
-      .returning('agent_id')
-      .executeTakeFirst();
-    return row !== undefined;
   }
 
   /**
@@ -346,97 +306,9 @@ export class DiscoveryStore extends Store {
     });
   }
 
-  /**
-   * Records a heartbeat in one upsert. A gap longer than the TTL ends the agent's uptime (the
-   * new run starts at this beat); a beat without load or metadata keeps the previous ones.
-   */
-  async heartbeat(tx: Tx, row: HeartbeatRow, options: { ttlMs: number; keepMetadata: boolean }): Promise<HeartbeatRow> {
-    const query = this.statements.compiled(`heartbeat:${options.keepMetadata}`, { ...row, ttlMs: options.ttlMs }, (v) =>
-      sql<HeartbeatRow>`insert into discovery_heartbeats (agent_id, load, metadata, started_at, last_heartbeat_at)
-        values (${v.agent_id}, ${v.load}, ${v.metadata}, ${v.started_at}, ${v.last_heartbeat_at})
-        on conflict (agent_id) do update set
-          load = coalesce(excluded.load, discovery_heartbeats.load),
-          metadata = ${options.keepMetadata ? sql`discovery_heartbeats.metadata` : sql`excluded.metadata`},
-          started_at = case when excluded.last_heartbeat_at - discovery_heartbeats.last_heartbeat_at > ${v.ttlMs}
-            then excluded.started_at else discovery_heartbeats.started_at end,
-          last_heartbeat_at = excluded.last_heartbeat_at
-        returning *`,
-    );
-    const { rows } = await dbOf(tx, this.db).executeQuery(query);
-    return rows[0]!;
-  }
-
-  async findHeartbeat(tx: Tx, agentId: string): Promise<HeartbeatRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('discovery_heartbeats').selectAll().where('agent_id', '=', agentId).executeTakeFirst();
-  }
-
-  async heartbeatsOf(tx: Tx, agentIds: string[]): Promise<HeartbeatRow[]> {
-    if (agentIds.length === 0) return [];
-    return dbOf(tx, this.db).selectFrom('discovery_heartbeats').selectAll().where('agent_id', 'in', agentIds).execute();
-  }
-
   async hasCapabilities(tx: Tx, agentId: string): Promise<boolean> {
     const row = await dbOf(tx, this.db).selectFrom('discovery_capabilities').select('id').where('agent_id', '=', agentId).limit(1).executeTakeFirst();
     return row !== undefined;
-  }
-
-  async listGroups(tx: Tx, window: Page): Promise<Paged<GroupCount>> {
-    const db = dbOf(tx, this.db);
-    const query = db
-      .selectFrom('discovery_capability_groups')
-      .select((eb) => [
-        'group_name as name',
-        eb.fn.count<number>('agent_id').distinct().as('agent_count'),
-        eb.fn.countAll<number>().as('capability_count'),
-      ])
-      .groupBy('group_name')
-      .orderBy('group_name');
-    const page = await this.pageOfGroups(db, query, window, (eb) => eb.fn.count<number>('group_name').distinct());
-    return {
-      total: page.total,
-      items: page.items.map((g) => ({ name: g.name, agent_count: Number(g.agent_count), capability_count: Number(g.capability_count) })),
-    };
-  }
-
-  /** One page of a group's agents (by agent id) and the total number of agents in it. */
-  async groupAgents(tx: Tx, group: string, window: Page): Promise<Paged<string>> {
-    const db = dbOf(tx, this.db);
-    const query = db
-      .selectFrom('discovery_capability_groups')
-      .select('agent_id')
-      .where('group_name', '=', group)
-      .groupBy('agent_id')
-      .orderBy('agent_id');
-    const page = await this.pageOfGroups(db, query, window, (eb) => eb.fn.count<number>('agent_id').distinct(), group);
-    return { items: page.items.map((r) => r.agent_id), total: page.total };
-  }
-
-  /** paginate() for a GROUP BY query: the total counts `distinct` groups, not rows. */
-  private async pageOfGroups<O>(
-    db: Db,
-    query: SelectQueryBuilder<Database, 'discovery_capability_groups', O>,
-    window: Page,
-    distinct: (eb: ExpressionBuilder<Database, 'discovery_capability_groups'>) => AliasableExpression<number>,
-    group?: string,
-  ): Promise<Paged<O>> {
-    return paginate(query, window, async () => {
-      let count = db.selectFrom('discovery_capability_groups').select((eb) => distinct(eb).as('n'));
-      if (group !== undefined) count = count.where('group_name', '=', group);
-      return Number((await count.executeTakeFirst())?.n ?? 0);
-    });
-  }
-
-  /** The capabilities of these agents that carry the group. */
-  async capabilitiesInGroup(tx: Tx, group: string, agentIds: string[]): Promise<CapabilityRow[]> {
-    if (agentIds.length === 0) return [];
-    return dbOf(tx, this.db)
-      .selectFrom('discovery_capabilities')
-      .innerJoin('discovery_capability_groups', 'discovery_capability_groups.capability_id', 'discovery_capabilities.id')
-      .selectAll('discovery_capabilities')
-      .where('discovery_capability_groups.group_name', '=', group)
-      .where('discovery_capabilities.agent_id', 'in', agentIds)
-      .orderBy('discovery_capabilities.id')
-      .execute();
   }
 
   /** Every capability (search index rebuild) and the change seq it reflects. */

@@ -5,11 +5,12 @@ import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail, EventLog, Inbox, NewEvent } from '../kernel/ports.js';
+import { ActivityLog, diffTask, PATCHABLE, type Change } from './activity.js';
 import { cycleThrough } from './graph.js';
+import { Projects } from './projects.js';
 import {
   DONE,
   type Activity,
-  type ActivityAction,
   type Comment,
   type CreateTaskBody,
   type Dependency,
@@ -19,16 +20,7 @@ import {
   type TaskFilter,
   type UpdateTaskBody,
 } from './schemas.js';
-import type {
-  ActivityRow,
-  AdjustedTask,
-  CommentRow,
-  DependencyRow,
-  ProjectRow,
-  TaskRow,
-  TaskScope,
-  TasksStore,
-} from './store.js';
+import type { AdjustedTask, CommentRow, DependencyRow, TaskRow, TaskScope, TasksStore } from './store.js';
 
 export const TASK_UNBLOCKED = 'task.unblocked';
 const PLATFORM_SENDER = 'switchboard';
@@ -54,29 +46,11 @@ export interface UnblockedPayload {
   unblocked_by: string;
 }
 
-/** One field-level change, before it becomes an activity entry. */
-interface Change {
-  action: ActivityAction;
-  from: string | null;
-  to: string | null;
-}
-
 const isDone = (status: string) => status === DONE;
 
 /** The task's depends_on (JSON) without the given ids. */
 function without(task: Pick<TaskRow, 'depends_on'>, removed: string[]): string {
   return JSON.stringify((JSON.parse(task.depends_on) as string[]).filter((id) => !removed.includes(id)));
-}
-
-function toProject(row: ProjectRow): Project {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    created_by: row.created_by,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
 }
 
 function toTask(row: TaskRow): Task {
@@ -104,52 +78,26 @@ function toComment(row: CommentRow): Comment {
   return { id: row.id, task_id: row.task_id, author: row.author, content: row.content, created_at: iso(row.created_at) };
 }
 
-function toActivity(row: ActivityRow): Activity {
-  return {
-    id: row.id,
-    task_id: row.task_id,
-    actor: row.actor,
-    action: row.action as ActivityAction,
-    from: row.from_value,
-    to: row.to_value,
-    created_at: iso(row.created_at),
-  };
-}
-
-/** The PATCH fields, in the order their activity entries are written, with their action. */
-const PATCHABLE: [keyof UpdateTaskBody & keyof TaskRow, ActivityAction][] = [
-  ['title', 'title_changed'],
-  ['description', 'description_changed'],
-  ['status', 'status_changed'],
-  ['priority', 'priority_changed'],
-  ['project_id', 'project_changed'],
-  ['assigned_to', 'assigned'],
-];
-
-/** The field changes a PATCH makes to a task (fields sent with their current value are no change). */
-function diffTask(before: Pick<TaskRow, (typeof PATCHABLE)[number][0]>, patch: UpdateTaskBody): Change[] {
-  const changes: Change[] = [];
-  for (const [field, action] of PATCHABLE) {
-    const next = patch[field];
-    if (next === undefined || next === before[field]) continue;
-    changes.push({ action, from: before[field], to: next });
-  }
-  return changes;
-}
-
 /** 403 unless `principal` may change `task`: its creator, its assignee, or one acting for the platform. */
 function assertMayChangeTask(principal: Principal, task: TaskRow): void {
   assertMayChange(principal, { type: 'task', id: task.id, createdBy: task.created_by, assignedTo: task.assigned_to });
 }
 
 /**
- * Projects and tasks (design §5): task CRUD with a complete activity log, dependencies that
- * keep the graph acyclic and make tasks blocked, comments, and atomic claims. Every change and
- * its activity entries are written in one transaction; when the last open dependency of a task
- * goes away, its assignee gets one `task.unblocked` message in that same transaction.
+ * Tasks: CRUD with a complete activity log (activity.ts), dependencies that keep the graph
+ * acyclic and make tasks blocked, comments, and atomic claims; the door to projects too
+ * (projects.ts). Every change and its activity entries are written in one transaction; when
+ * the last open dependency of a task goes away, its assignee gets one `task.unblocked` message
+ * in that same transaction.
  */
 export class TasksService {
-  constructor(private readonly deps: TasksDeps) {}
+  private readonly activity: ActivityLog;
+  private readonly projects: Projects;
+
+  constructor(private readonly deps: TasksDeps) {
+    this.activity = new ActivityLog(deps);
+    this.projects = new Projects({ ...deps, removeTasks: (tx, scope, actor) => this.removeTasks(tx, scope, actor) });
+  }
 
   private get store() {
     return this.deps.store;
@@ -159,69 +107,26 @@ export class TasksService {
     return this.deps.clock.now();
   }
 
-  // ---- projects ----
+  // ---- projects (Projects) ----
 
-  async createProject(input: ProjectBody, principal: Principal): Promise<Project> {
-    const now = this.now();
-    const row: ProjectRow = {
-      id: newId('prj', now),
-      name: input.name,
-      description: input.description ?? null,
-      created_by: principal.actor,
-      created_at: now,
-      updated_at: now,
-    };
-    await this.store.inTransaction(async (tx) => {
-      await this.deps.audit.record(tx, { action: 'project.create', resource: { type: 'project', id: row.id } });
-      await this.store.insertProject(tx, row);
-    });
-    return toProject(row);
+  createProject(input: ProjectBody, principal: Principal): Promise<Project> {
+    return this.projects.create(input, principal);
   }
 
-  async getProject(id: string): Promise<Project> {
-    const row = await this.store.findProject(autocommit, id);
-    if (!row) throw new NotFound('Project', id);
-    return toProject(row);
+  getProject(id: string): Promise<Project> {
+    return this.projects.get(id);
   }
 
-  async listProjects(window: Page): Promise<Paged<Project>> {
-    const page = await this.store.listProjects(autocommit, window);
-    return { items: page.items.map(toProject), total: page.total };
+  listProjects(window: Page): Promise<Paged<Project>> {
+    return this.projects.list(window);
   }
 
-  /** PUT: replaces name and description (an absent description clears it). */
-  async replaceProject(id: string, input: ProjectBody, principal: Principal): Promise<Project> {
-    return this.store.inTransaction(async (tx) => {
-      await this.changeableProject(tx, id, principal);
-      await this.deps.audit.record(tx, { action: 'project.update', resource: { type: 'project', id } });
-      const row = await this.store.updateProject(tx, id, { name: input.name, description: input.description ?? null, updated_at: this.now() });
-      if (!row) throw new NotFound('Project', id);
-      return toProject(row);
-    });
+  replaceProject(id: string, input: ProjectBody, principal: Principal): Promise<Project> {
+    return this.projects.replace(id, input, principal);
   }
 
-  /** Deletes a project; one with tasks only with `cascade`, which removes them (and all theirs) too. */
-  async deleteProject(id: string, principal: Principal, options: { cascade?: boolean } = {}): Promise<void> {
-    await this.store.inTransaction(async (tx) => {
-      await this.deps.audit.record(tx, { action: 'project.delete', resource: { type: 'project', id } });
-      // The lock keeps tasks from being added to the project while it goes.
-      await this.changeableProject(tx, id, principal, { lock: true });
-      const count = await this.store.countProjectTasks(tx, id);
-      if (count > 0) {
-        if (!options.cascade) {
-          throw new Conflict(`Project '${id}' has ${count} task(s); delete them first or pass cascade=true`, { tasks: count });
-        }
-        await this.removeTasks(tx, { projectId: id }, principal.actor);
-      }
-      await this.store.deleteProject(tx, id);
-    });
-  }
-
-  /** 404 unknown; 403 unless `principal` created the project or acts for the platform. */
-  private async changeableProject(tx: Tx, id: string, principal: Principal, options: { lock?: boolean } = {}): Promise<void> {
-    const row = await this.store.findProject(tx, id, options);
-    if (!row) throw new NotFound('Project', id);
-    assertMayChange(principal, { type: 'project', id, createdBy: row.created_by });
+  deleteProject(id: string, principal: Principal, options: { cascade?: boolean } = {}): Promise<void> {
+    return this.projects.delete(id, principal, options);
   }
 
   // ---- tasks ----
@@ -256,7 +161,7 @@ export class TasksService {
         tx,
         dependsOn.map((target) => ({ id: newId('dep', now), task_id: row.id, depends_on: target, created_by: principal.actor, created_at: now })),
       );
-      await this.record(tx, row.id, principal.actor, [
+      await this.activity.record(tx, row.id, principal.actor, [
         { action: 'created', from: null, to: row.title },
         ...dependsOn.map((target): Change => ({ action: 'dependency_added', from: null, to: target })),
       ]);
@@ -291,7 +196,7 @@ export class TasksService {
       const fields: Partial<TaskRow> = { updated_at: this.now() };
       for (const [field] of PATCHABLE) if (patch[field] !== undefined) Object.assign(fields, { [field]: patch[field] });
       const after = await this.referencing(() => this.store.updateTask(tx, id, fields), 'Project', patch.project_id);
-      await this.record(tx, id, principal.actor, changes);
+      await this.activity.record(tx, id, principal.actor, changes);
       const unblocked = await this.statusMoved(tx, before.status, after, principal.actor);
       return this.updated(tx, after, changes, principal.actor, unblocked);
     });
@@ -332,7 +237,7 @@ export class TasksService {
       const changes: Change[] = [];
       if (before.assigned_to !== agent) changes.push({ action: 'claimed', from: before.assigned_to, to: agent });
       if (before.status !== after.status) changes.push({ action: 'status_changed', from: before.status, to: after.status });
-      await this.record(tx, id, principal.actor, changes);
+      await this.activity.record(tx, id, principal.actor, changes);
       const unblocked = await this.statusMoved(tx, before.status, after, principal.actor);
       return this.updated(tx, after, changes, principal.actor, unblocked);
     });
@@ -374,7 +279,7 @@ export class TasksService {
       if (!after) throw new Conflict(`Task '${id}' changed while it was being released; read it and try again`);
       const changes: Change[] = [{ action: 'released', from: holder, to: null }];
       if (status !== before.status) changes.push({ action: 'status_changed', from: before.status, to: status });
-      await this.record(tx, id, principal.actor, changes);
+      await this.activity.record(tx, id, principal.actor, changes);
       return this.updated(tx, after, changes, principal.actor, []);
     });
   }
@@ -405,7 +310,7 @@ export class TasksService {
       await this.adjust(tx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn, principal.actor);
       const after = await this.store.updateTask(tx, taskId, { updated_at: now, depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]) });
       const changes: Change[] = [{ action: 'dependency_added', from: null, to: dependsOn }];
-      await this.record(tx, taskId, principal.actor, changes);
+      await this.activity.record(tx, taskId, principal.actor, changes);
       await this.updated(tx, after, changes, principal.actor, []);
       return toDependency(row);
     });
@@ -428,7 +333,7 @@ export class TasksService {
       // waited for the locks.
       if (!task || !(await this.store.deleteDependency(tx, dependency.id))) throw new NotFound(`Dependency of task '${taskId}'`, ref);
       const changes: Change[] = [{ action: 'dependency_removed', from: dependency.depends_on, to: null }];
-      await this.record(tx, taskId, principal.actor, changes);
+      await this.activity.record(tx, taskId, principal.actor, changes);
       const open = upstream && !isDone(upstream.status) ? [taskId] : [];
       const unblocked = await this.adjust(tx, open, -1, dependency.depends_on, principal.actor);
       const after = await this.store.updateTask(tx, taskId, { updated_at: this.now(), depends_on: without(task, [dependency.depends_on]) });
@@ -450,7 +355,7 @@ export class TasksService {
       if (!(await this.store.findTask(tx, taskId))) throw new NotFound('Task', taskId);
       const row: CommentRow = { id: newId('cmt', now), task_id: taskId, author: principal.actor, content, created_at: now };
       await this.referencing(() => this.store.insertComment(tx, row), 'Task', taskId);
-      await this.record(tx, taskId, principal.actor, [{ action: 'comment_added', from: null, to: row.id }]);
+      await this.activity.record(tx, taskId, principal.actor, [{ action: 'comment_added', from: null, to: row.id }]);
       const comment = toComment(row);
       await this.deps.events.append(tx, { type: 'task.commented', subject: taskId, actor: principal.actor, data: { task_id: taskId, comment } });
       return comment;
@@ -465,8 +370,7 @@ export class TasksService {
 
   async listActivity(taskId: string, window: Page): Promise<Paged<Activity>> {
     await this.requireTask(taskId);
-    const page = await this.store.listActivity(autocommit, taskId, window);
-    return { items: page.items.map(toActivity), total: page.total };
+    return this.activity.list(autocommit, taskId, window);
   }
 
   // ---- internals ----
@@ -490,14 +394,6 @@ export class TasksService {
       if (this.store.isForeignKeyViolation(err)) throw new NotFound(what, id ?? undefined);
       throw err;
     }
-  }
-
-  private async record(tx: Tx, taskId: string, actor: string, changes: Change[]): Promise<void> {
-    const now = this.now();
-    await this.store.insertActivity(
-      tx,
-      changes.map((c) => ({ id: newId('act', now), task_id: taskId, actor, action: c.action, from_value: c.from, to_value: c.to, created_at: now })),
-    );
   }
 
   /**
@@ -553,7 +449,7 @@ export class TasksService {
     const events: NewEvent[] = [];
     for (const { id: task, ...row } of dependents) {
       const edges = severed.filter((e) => e.task_id === task);
-      await this.record(
+      await this.activity.record(
         tx,
         task,
         actor,
