@@ -6,6 +6,7 @@
  * in `npm test` (test/fuzz/api.test.ts) and the long run of bench/fuzz.ts.
  */
 import fc from 'fast-check';
+import { inlineSchemaRefs } from '../../scripts/inline-schema-refs.js';
 
 type Schema = Record<string, any>;
 
@@ -33,7 +34,8 @@ export interface FuzzRequest {
 }
 
 /** Every documented operation of an OpenAPI document. */
-export function operationsOf(doc: { paths: Record<string, Record<string, any>> }): Operation[] {
+export function operationsOf(document: { paths: Record<string, Record<string, any>> }): Operation[] {
+  const doc = inlineSchemaRefs(document);
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(item)) {

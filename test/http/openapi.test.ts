@@ -51,7 +51,7 @@ describeEachDialect('the OpenAPI document', (dialect) => {
       if (!isPublic) expect(statuses, at).toContain('403');
       if (['post', 'put', 'patch'].includes(method)) expect(statuses, at).toEqual(expect.arrayContaining(['400', '413']));
     }
-    expect(Object.keys(doc.paths['/core/api/v1/routines/webhook/{token}']!.post!.responses)).toEqual(['202', '400', '404', '413', '429', '500']);
+    expect(Object.keys(doc.paths['/core/api/v1/routines/webhook/{token}']!.post!.responses)).toEqual(['202', '400', '404', '409', '413', '429', '500']);
     expect(Object.keys(doc.paths['/api/v1/auth/whoami']!.get!.responses)).toEqual(['200', '401', '403', '429', '500']);
     // A signed download has no credentials to refuse, but its URL signature can be refused.
     expect(doc.paths['/api/v1/artifacts/signed/{artifact_id}/{version}']!.get!.responses['403']).toBeDefined();
