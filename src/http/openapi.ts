@@ -36,7 +36,7 @@ interface Parameter {
 }
 type Content = Record<string, { schema?: unknown }>;
 /** A response object, or a `$ref` to a shared one. */
-type Response = { content?: Content } & Record<string, unknown>;
+type ResponseObject = { content?: Content } & Record<string, unknown>;
 interface Operation {
   operationId?: string;
   /** The permission the caller needs (`authenticated`: any credentials); absent on public operations. */
@@ -44,7 +44,7 @@ interface Operation {
   parameters?: Parameter[];
   requestBody?: { content?: Content };
   security?: unknown[];
-  responses?: Record<string, Response>;
+  responses?: Record<string, ResponseObject>;
 }
 interface Document {
   paths?: Record<string, Record<string, unknown>>;
@@ -96,7 +96,7 @@ function codeOf(status: number): ErrorCode {
 }
 
 /** An error response: the envelope, with the code it carries leading its description. */
-function errorResponse(status: number, description: string, headers?: Record<string, unknown>): Response {
+function errorResponse(status: number, description: string, headers?: Record<string, unknown>): ResponseObject {
   return {
     description: `\`${codeOf(status)}\`: ${description}`,
     ...(headers ? { headers } : {}),
@@ -113,16 +113,16 @@ function forbiddenBecause(permission: Requirement | null): string {
 }
 
 /** The errors an operation can answer, by status: derived from what it takes and what its route declares. */
-function errorResponses(method: string, operation: Operation, route: DocumentedRoute | undefined): Record<number, Response> {
+function errorResponses(method: string, operation: Operation, route: DocumentedRoute | undefined): Record<number, ResponseObject> {
   const parameters = operation.parameters ?? [];
-  const shared = (status: number): Response => ({ $ref: `#/components/responses/${SHARED_ERRORS[status]!.name}` });
+  const shared = (status: number): ResponseObject => ({ $ref: `#/components/responses/${SHARED_ERRORS[status]!.name}` });
   // A body is read (and may be malformed or too large) on these methods even where the route
   // takes any body and documents none (hooks, routine webhooks).
   const body = operation.requestBody !== undefined || BODY_METHODS.has(method);
   // Public routes (webhooks, upload URLs, signed downloads) document `security: []`.
   const authenticated = operation.security?.length !== 0;
   const permission = route?.permission ?? null;
-  const errors: Record<number, Response> = {};
+  const errors: Record<number, ResponseObject> = {};
   if (parameters.length > 0 || body) errors[400] = shared(400);
   if (authenticated) errors[401] = shared(401);
   // Any credentials may be refused (the operation's permission, acting as oneself, owners);
@@ -193,7 +193,7 @@ function describeOperation(method: string, path: string, documented: Operation, 
   if (route?.permission) operation['x-permission'] = route.permission;
   if (operation.parameters) operation.parameters = operation.parameters.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));
   // A route's own response for a status wins over the derived one.
-  const responses: Record<string, Response> = { ...operation.responses };
+  const responses: Record<string, ResponseObject> = { ...operation.responses };
   for (const [status, response] of Object.entries(errorResponses(method, operation, route))) responses[status] ??= response;
   operation.responses = responses;
   return operation;
