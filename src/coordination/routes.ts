@@ -221,7 +221,10 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/links',
       {
-        config: { permission: 'approvals:decide' },
+        config: {
+          permission: 'approvals:decide',
+          conflict: "The step is no waiting human step (decided already, not waiting, or its run was cancelled), or the person is gone, disabled or not among the step's approvers",
+        },
         schema: {
           tags,
           summary: 'Make an approval link that decides a waiting human step as one person (the caller, or anyone the step accepts when an admin asks)',
@@ -261,7 +264,11 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/approvals/:token',
       {
-        config: { public: true, conflict: 'The link was used (`error.details` names who decided and when), has expired or is for an earlier wait of its step, or the run was cancelled' },
+        config: {
+          public: true,
+          conflict: 'The link was used (`error.details` names who decided and when), has expired or is for an earlier wait of its step, or the run was cancelled',
+          forbidden: "The link decides as no one (the event's link: a signed-in person decides), or the person it decides as is gone, disabled or not among the step's approvers",
+        },
         bodyLimit: LINK_DECISION_BODY_BYTES,
         // Before the body is read (and so before the params' validation): a malformed, bogus or
         // expired token is refused without it.

@@ -252,7 +252,7 @@ export const ApprovalLink = Type.Object({
   approver: Type.String(),
   approve_url: Type.String({ description: 'Decides the step as the approver, once, without signing in; send it to them only' }),
   expires_at: Timestamp,
-});
+}, { title: 'ApprovalLink' });
 export type ApprovalLink = Static<typeof ApprovalLink>;
 
 export const PendingApproval = Type.Object({

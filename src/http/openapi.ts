@@ -18,15 +18,22 @@ declare module 'fastify' {
      * few words for the document; absent on routes whose services never throw Conflict.
      */
     conflict?: string;
+    /**
+     * A public route whose URL carries a credential other than a signature (an approval link's
+     * token): when it answers 403, for the document. Authenticated routes' 403 comes from their
+     * permission, a signed URL's from its signature.
+     */
+    forbidden?: string;
   }
 }
 
-/** What the document shows of a route beyond its schema: who may call it, and when it conflicts. */
+/** What the document shows of a route beyond its schema: who may call it, and when it conflicts or refuses. */
 export interface DocumentedRoute {
   method: string;
   url: string;
   permission: Requirement | null;
   conflict: string | null;
+  forbidden: string | null;
 }
 
 interface Parameter {
@@ -104,9 +111,10 @@ function errorResponse(status: number, description: string, headers?: Record<str
   };
 }
 
-/** Why an operation answers 403: the permission its route declares, or on a public one its URL signature. */
-function forbiddenBecause(permission: Requirement | null): string {
+/** Why an operation answers 403: the permission its route declares, or on a public one what its URL carries. */
+function forbiddenBecause(permission: Requirement | null, declared: string | null): string {
   const elsewhere = 'acts as another agent, or touches an object it may not read or change';
+  if (declared !== null) return declared;
   if (permission === null) return 'The URL signature is invalid or has expired';
   if (permission === 'authenticated') return `Any credentials may call this operation, but the caller ${elsewhere}`;
   return `The caller lacks the permission \`${permission}\` (\`x-permission\`; the message names it), ${elsewhere}`;
@@ -122,12 +130,15 @@ function errorResponses(method: string, operation: Operation, route: DocumentedR
   // Public routes (webhooks, upload URLs, signed downloads) document `security: []`.
   const authenticated = operation.security?.length !== 0;
   const permission = route?.permission ?? null;
+  const forbidden = route?.forbidden ?? null;
   const errors: Record<number, ResponseObject> = {};
   if (parameters.length > 0 || body) errors[400] = shared(400);
   if (authenticated) errors[401] = shared(401);
   // Any credentials may be refused (the operation's permission, acting as oneself, owners);
-  // without them, only a URL signature can be.
-  if (authenticated || parameters.some((p) => p.in === 'query' && p.name === 'signature')) errors[403] = errorResponse(403, forbiddenBecause(permission));
+  // without them, only what the URL carries: a signature, or what the route declares.
+  if (authenticated || forbidden !== null || parameters.some((p) => p.in === 'query' && p.name === 'signature')) {
+    errors[403] = errorResponse(403, forbiddenBecause(permission, forbidden));
+  }
   if (parameters.some((p) => p.in === 'path')) errors[404] = shared(404);
   if (route?.conflict) errors[409] = errorResponse(409, route.conflict);
   if (body) errors[413] = shared(413);

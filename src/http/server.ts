@@ -197,7 +197,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   app.decorate('routeTable', routes);
   // Each route's options, read once every plugin's onRoute hook has run (the console's and the
   // docs' mark theirs public after this one).
-  const declared: { entry: RouteEntry; options: { config?: { public?: boolean; permission?: Requirement; conflict?: string } } }[] = [];
+  const declared: { entry: RouteEntry; options: { config?: { public?: boolean; permission?: Requirement } } }[] = [];
   app.addHook('onRoute', (route) => {
     if (route.schema) route.schema = withBoundedRequestIntegers(route.schema);
     // Public routes (webhooks, upload URLs, signed downloads) say so in the document: no credentials.
@@ -211,6 +211,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
         hidden: Boolean(route.schema?.hide) || route.url.startsWith('/docs'),
         permission: null,
         conflict: route.config?.conflict ?? null,
+        forbidden: route.config?.forbidden ?? null,
       };
       routes.push(entry);
       declared.push({ entry, options: route });

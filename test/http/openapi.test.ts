@@ -77,6 +77,9 @@ describeEachDialect('the OpenAPI document', (dialect) => {
     expect(doc.paths['/api/v1/coordination/runs']!.post!.responses['403']!.description).toMatch(/^`forbidden`: The caller lacks the permission `runs:write`/);
     expect(doc.paths['/api/v1/auth/whoami']!.get!.responses['403']!.description).toMatch(/Any credentials may call this operation/);
     expect(doc.paths['/api/v1/artifacts/signed/{artifact_id}/{version}']!.get!.responses['403']!.description).toMatch(/URL signature/);
+    // A public route whose token can be refused says so (its route declares when).
+    expect(doc.paths['/api/v1/coordination/approvals/{token}']!.post!.responses['403']!.description).toMatch(/^`forbidden`: The link decides as no one/);
+    expect(doc.paths['/api/v1/coordination/approvals/{token}']!.get!.responses['403']).toBeUndefined();
   });
 
   it('documents the 409 of every operation the server answers one from: a taken alias, a dependency cycle, a used approval link', async () => {
@@ -94,8 +97,11 @@ describeEachDialect('the OpenAPI document', (dialect) => {
     answers.push({ operation: doc.paths['/core/api/v1/tasks/{id}/dependencies']!.post!, ...cycle });
 
     const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.alias })).body.data.id;
-    const [requested] = (await server.api.get(`/api/v1/events?type=approval.requested&subject=${run}`)).body.data;
-    const token = String(requested.data.approve_url).split('/').pop();
+    const person = `openapi-approver-${dialect}`;
+    expect((await server.api.post('/api/v1/auth/users', { username: person, role: 'approver' })).status).toBe(201);
+    const link = await server.api.post(`/api/v1/coordination/runs/${run}/steps/gate/links`, { approver: `user:${person}` });
+    expect(link.status, link.text).toBe(201);
+    const token = String(link.body.data.approve_url).split('/').pop();
     expect((await server.api.withKey(null).post(`/api/v1/coordination/approvals/${token}`, { approved: true })).status).toBe(200);
     const used = await server.api.withKey(null).post(`/api/v1/coordination/approvals/${token}`, { approved: true });
     answers.push({ operation: doc.paths['/api/v1/coordination/approvals/{token}']!.post!, ...used });
