@@ -48,7 +48,7 @@ async function fuzz(dialect: Dialect): Promise<Tally> {
           try {
             const answer = await send(server.url, request, 35_000);
             tally.byStatus.set(answer.status, (tally.byStatus.get(answer.status) ?? 0) + 1);
-            const problem = problemWith(answer);
+            const problem = problemWith(answer, request);
             if (problem) tally.problems.push(`${describeRequest(request)} → ${problem}`);
           } catch (err) {
             tally.unanswered.push(`${describeRequest(request)} → ${(err as Error).message}`);

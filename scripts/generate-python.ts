@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inlineSchemaRefs } from './inline-schema-refs.js';
 
 /*
  * Generates the Python SDK's operation table, its TypedDicts and its typed domain classes
@@ -280,7 +281,8 @@ if TYPE_CHECKING:
 
 /** The whole of _operations.py for this document. */
 export function renderPythonOperations(doc: OpenApiDocument): string {
-  const operations = operationsOf(doc);
+  // The TypedDicts are written per operation: a named schema reads as any other there.
+  const operations = operationsOf(inlineSchemaRefs(doc));
   const domains = [...new Set(operations.map((o) => o.domain))];
   const out: string[] = [HEADER];
 

@@ -171,6 +171,9 @@ async function sendDownload(request: FastifyRequest, reply: FastifyReply, downlo
 
 const ArtifactResponse = DataEnvelope(Artifact);
 
+/** When a content write answers 409: in cluster mode, a node taken for down has the bytes it was receiving swept. */
+const DISCARDED = 'The bytes were discarded while they were received (cluster mode: the receiving node was taken for down); send them again';
+
 export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: number): FastifyPluginAsyncTypebox {
   return async (app) => {
     // Registered here only: multipart parsing is this plugin's business.
@@ -185,7 +188,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
       uploads.put(
         '/artifacts/uploads/:upload_id',
         {
-          config: { public: true },
+          config: { public: true, conflict: DISCARDED },
           schema: {
             tags,
             summary: 'PUT the raw bytes of an upload, whatever their Content-Type (the signed URL from upload-url; no credentials)',
@@ -205,7 +208,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.post(
       '/artifacts',
       {
-        config: { permission: 'artifacts:write', verifiesBodyHash: true },
+        config: { permission: 'artifacts:write', verifiesBodyHash: true, conflict: DISCARDED },
         schema: { tags, summary: 'Upload a file as a new artifact (multipart)', description: FORM_DESCRIPTION, consumes: ['multipart/form-data'], response: { 201: ArtifactResponse } },
       },
       async (request, reply) => created(reply, await service.create(request.principal, incomingForm(request, maxUploadBytes))),
@@ -213,7 +216,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.post(
       '/artifacts/snippets',
-      { config: { permission: 'artifacts:write' }, schema: { tags, summary: 'Store a JSON value as an artifact (application/json)', body: SnippetBody, response: { 201: ArtifactResponse } } },
+      { config: { permission: 'artifacts:write', conflict: DISCARDED }, schema: { tags, summary: 'Store a JSON value as an artifact (application/json)', body: SnippetBody, response: { 201: ArtifactResponse } } },
       async (request, reply) => created(reply, await service.createSnippet(request.principal, request.body)),
     );
 
@@ -234,7 +237,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.post(
       '/artifacts/upload-url/:upload_id/confirm',
       {
-        config: { permission: 'artifacts:write' },
+        config: { permission: 'artifacts:write', conflict: `The upload has expired, has no bytes yet, or its bytes do not match its declaration (\`error.details\` lists how). ${DISCARDED}` },
         schema: {
           tags,
           summary: 'Create the artifact from uploaded bytes (409 and discarded when size or sha256 differ)',
@@ -333,7 +336,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.put(
       '/artifacts/:artifact_id',
       {
-        config: { permission: 'artifacts:write', verifiesBodyHash: true },
+        config: { permission: 'artifacts:write', verifiesBodyHash: true, conflict: DISCARDED },
         schema: {
           tags,
           summary: 'Upload a new version (multipart); If-Match: <sha256> makes it conditional (412)',
@@ -359,7 +362,7 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.delete(
       '/artifacts/:artifact_id/versions/:version',
       {
-        config: { permission: 'artifacts:write' },
+        config: { permission: 'artifacts:write', conflict: 'The version is the only one: delete the artifact instead' },
         schema: {
           tags,
           summary: 'Delete a version (409 for the only one; deleting the newest makes the previous current)',

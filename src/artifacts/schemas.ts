@@ -50,7 +50,7 @@ export const Artifact = Type.Object({
   owner: Type.String(),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'Artifact' });
 export type Artifact = Static<typeof Artifact>;
 
 export const ArtifactVersion = Type.Object({
@@ -60,17 +60,17 @@ export const ArtifactVersion = Type.Object({
   sha256: Type.String(),
   created_at: Timestamp,
   created_by: Type.String(),
-});
+}, { title: 'ArtifactVersion' });
 export type ArtifactVersion = Static<typeof ArtifactVersion>;
 
-export const VersionList = Type.Object({ versions: Type.Array(ArtifactVersion, { description: 'Newest first' }) });
+export const VersionList = Type.Object({ versions: Type.Array(ArtifactVersion, { description: 'Newest first' }) }, { title: 'ArtifactVersions' });
 
 export const VersionDeleted = Type.Object({
   id: Type.String(),
   version: Type.Integer(),
   deleted: Type.Literal(true),
   current_version: Type.Integer({ description: 'The version now served by default' }),
-});
+}, { title: 'ArtifactVersionDeleted' });
 
 export const SnippetBody = Type.Object(
   {
@@ -100,13 +100,13 @@ export const UploadIntent = Type.Object({
   upload_id: Type.String(),
   url: Type.String({ description: 'PUT the raw bytes here, without an Authorization header' }),
   expires_at: Timestamp,
-});
+}, { title: 'UploadIntent' });
 
 export const UploadReceived = Type.Object({
   upload_id: Type.String(),
   size_bytes: Type.Integer(),
   sha256: Type.String(),
-});
+}, { title: 'UploadReceived' });
 
 export const SignedUrlBody = Type.Object(
   {
@@ -117,7 +117,7 @@ export const SignedUrlBody = Type.Object(
 );
 export type SignedUrlBody = Static<typeof SignedUrlBody>;
 
-export const SignedUrl = Type.Object({ url: Type.String(), expires_at: Timestamp, version: Type.Integer() });
+export const SignedUrl = Type.Object({ url: Type.String(), expires_at: Timestamp, version: Type.Integer() }, { title: 'SignedUrl' });
 
 export const ShareBody = Type.Object(
   {
@@ -138,7 +138,7 @@ export const AccessList = Type.Object({
   owner: Type.String(),
   agents: Type.Array(Type.String()),
   groups: Type.Array(Type.String()),
-});
+}, { title: 'ArtifactAccess' });
 export type AccessList = Static<typeof AccessList>;
 
 export const ListQuery = Type.Composite([

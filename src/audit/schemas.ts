@@ -37,7 +37,7 @@ export const AuditEntry = Type.Object({
   count: Type.Integer({ minimum: 1, description: 'Denials this entry stands for: repeated ones of one actor and operation within the window are one entry' }),
   prev_hash: Type.String({ description: 'The hash of the entry before it (64 zeros for the first)' }),
   hash: Type.String({ description: 'hex sha256(prev_hash + canonical JSON of every other field, keys sorted, no whitespace)' }),
-});
+}, { title: 'AuditEntry' });
 export type AuditEntry = Static<typeof AuditEntry>;
 
 export const ListAuditQuery = Type.Composite([
@@ -68,5 +68,5 @@ export const AuditVerification = Type.Object({
     ],
     { description: 'Where retention last trimmed the log; null when it never did' },
   ),
-});
+}, { title: 'AuditVerification' });
 export type AuditVerification = Static<typeof AuditVerification>;

@@ -53,7 +53,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
     app.post(
       '/auth/keys',
       {
-        config: { permission: 'keys:admin', orOwnUser: true },
+        config: { permission: 'keys:admin', orOwnUser: true, conflict: 'The user the key would act as is disabled' },
         schema: {
           tags,
           summary: 'Create an API key (a user without keys:admin: a key bound to themselves)',
@@ -82,7 +82,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
     app.delete(
       '/auth/keys/:key_id',
       {
-        config: { permission: 'keys:admin', orOwnUser: true },
+        config: { permission: 'keys:admin', orOwnUser: true, conflict: 'The key is revoked already' },
         schema: {
           tags,
           summary: 'Revoke an API key, and delete the public keys it registered (a user without keys:admin: one of their own)',
@@ -100,7 +100,7 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
     app.post(
       '/auth/agents/:agent_id/public-keys',
       {
-        config: { permission: 'keys:admin', orSelf: 'agent_id' },
+        config: { permission: 'keys:admin', orSelf: 'agent_id', conflict: 'The public key is registered for the agent already' },
         schema: {
           tags,
           summary: 'Register an Ed25519 public key for request signing',

@@ -17,7 +17,7 @@ export const PermissionEntry = Type.Object({
   name: PermissionName,
   description: Type.String(),
   roles: Type.Array(Role, { description: 'The roles that grant it' }),
-});
+}, { title: 'Permission' });
 
 export const UserId = Type.String({ minLength: 1, maxLength: 100 });
 
@@ -52,12 +52,12 @@ export const ApiKey = Type.Object({
   revoked_at: NullableTimestamp,
   expires_at: NullableTimestamp,
   last_used_at: Type.Union([Timestamp, Type.Null()], { description: 'Updated at most once a minute' }),
-});
+}, { title: 'ApiKey' });
 
 export const CreatedKey = Type.Intersect([
   ApiKey,
   Type.Object({ key: Type.String({ description: 'The plain key; shown only in this response' }) }),
-]);
+], { title: 'CreatedApiKey' });
 
 export const ListKeysQuery = Type.Composite([
   PageQuery,
@@ -73,7 +73,7 @@ export const RevokedKey = Type.Object({
   deleted: Type.Literal(true),
   public_keys_deleted: Type.Array(Type.String(), { description: 'The public keys this API key had registered, deleted with it: signatures made with them no longer authenticate' }),
   public_keys_deleted_count: Type.Integer({ minimum: 0 }),
-});
+}, { title: 'RevokedApiKey' });
 export const RevokeKeyQuery = Type.Object({ reason: Type.Optional(Reason) });
 export const AgentParams = Type.Object({ agent_id: AgentId });
 export const AgentKeyParams = Type.Object({ agent_id: AgentId, key_id: Type.String({ minLength: 1, maxLength: 100 }) });
@@ -98,7 +98,7 @@ export const PublicKey = Type.Object({
     description: 'The agent API key that registered it; revoking that key deletes it. Null: registered by an admin key, or before this was recorded (both stay until deleted)',
   }),
   created_at: Timestamp,
-});
+}, { title: 'PublicKey' });
 
 export const WhoAmI = Type.Object({
   kind: Type.Union([Type.Literal('admin'), Type.Literal('agent'), Type.Literal('user'), Type.Literal('key')], {
@@ -115,7 +115,7 @@ export const WhoAmI = Type.Object({
     description: 'The console session the request came with (cookie); its expiry slides with use',
   }),
   actor: Type.String(),
-});
+}, { title: 'WhoAmI' });
 
 const UserRole = Type.Union(
   ROLE_NAMES.filter((name) => name !== 'agent').map((name) => Type.Literal(name)),
@@ -154,7 +154,7 @@ export const User = Type.Object({
   has_password: Type.Boolean({ description: 'Whether the user can sign in with a password' }),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'User' });
 
 export const UserParams = Type.Object({ user_id: UserId });
 
@@ -171,13 +171,13 @@ export const Session = Type.Object({
   principal: WhoAmI,
   expires_at: Timestamp,
   csrf_token: Type.String({ description: 'Send it as X-CSRF-Token with every request that changes state (not GET, HEAD, OPTIONS)' }),
-});
+}, { title: 'ConsoleSession' });
 
 export const OidcProvider = Type.Object({
   configured: Type.Boolean(),
   name: Type.Union([Type.String(), Type.Null()], { description: 'What the sign-in page calls the provider' }),
   start_url: Type.Union([Type.String(), Type.Null()], { description: 'Where the browser goes to sign in (with `return_to`, a console path to come back to)' }),
-});
+}, { title: 'OidcProvider' });
 export const OidcStartQuery = Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 2000, description: 'A console path to come back to after signing in' })) });
 /** What the provider sends back (code and state, or error): read by openid-client, only bounded here. */
 export const OidcCallbackQuery = Type.Object({}, { additionalProperties: Type.String({ maxLength: 4000 }) });

@@ -14,7 +14,7 @@ export function userRoutes(users: UsersService, sessions: SessionService, option
   return async (app) => {
     app.post(
       '/auth/users',
-      { config: { permission: 'users:admin' }, schema: { tags, summary: 'Create a user', body: CreateUserBody, response: { 201: DataEnvelope(User) } } },
+      { config: { permission: 'users:admin', conflict: 'A user has this username already' }, schema: { tags, summary: 'Create a user', body: CreateUserBody, response: { 201: DataEnvelope(User) } } },
       async (request, reply) => created(reply, await users.create(request.body, request.principal)),
     );
 

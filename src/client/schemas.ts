@@ -7,7 +7,7 @@ import * as Cluster from '../cluster/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
 import * as Discovery from '../discovery/schemas.js';
 import * as Events from '../events/schemas.js';
-import { PageQuery, ReasonBody, withIntegerMaximum } from '../http/schemas.js';
+import { DeletedResource as Deleted, PageQuery, ReasonBody, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
@@ -33,7 +33,6 @@ export interface OperationSchema {
   content?: 'multipart' | 'raw' | 'any';
 }
 
-const Deleted = Type.Object({ id: Type.String(), deleted: Type.Literal(true) });
 const list = <T extends TSchema>(item: T) => Type.Array(item);
 
 /** Request shapes as the server validates them: every integer bounded (withIntegerMaximum). */
@@ -69,18 +68,11 @@ export const SCHEMAS = asValidated({
   'auth.oidcProvider': { data: Auth.OidcProvider },
 
   'messaging.send': { body: Messaging.SendBody, data: Messaging.Sent },
-  'messaging.sendBatch': { body: Messaging.SendBatchBody, data: Type.Object({ messages: Type.Array(Messaging.Sent) }) },
-  'messaging.receive': { query: Messaging.ReceiveQuery, data: Type.Object({ messages: Type.Array(Messaging.Message) }) },
-  'messaging.acknowledge': { body: Messaging.AcknowledgeBody, data: Type.Object({ acknowledged: Type.Array(Type.String()) }) },
-  'messaging.reject': {
-    body: Messaging.RejectBody,
-    data: Type.Object({
-      message_id: Type.String(),
-      status: Type.Union([Type.Literal('requeued'), Type.Literal('dead_lettered')]),
-      retry_at: Type.Union([Type.String(), Type.Null()]),
-    }),
-  },
-  'messaging.extend': { body: Messaging.ExtendBody, data: Type.Object({ message_id: Type.String(), visible_at: Type.String() }) },
+  'messaging.sendBatch': { body: Messaging.SendBatchBody, data: Messaging.SentBatch },
+  'messaging.receive': { query: Messaging.ReceiveQuery, data: Messaging.Received },
+  'messaging.acknowledge': { body: Messaging.AcknowledgeBody, data: Messaging.Acknowledged },
+  'messaging.reject': { body: Messaging.RejectBody, data: Messaging.Rejected },
+  'messaging.extend': { body: Messaging.ExtendBody, data: Messaging.LeaseExtended },
   'messaging.listDeadLetters': { query: Messaging.AgentQuery, data: list(Messaging.DeadLetter) },
   'messaging.redriveDeadLetter': { body: ReasonBody, optionalBody: true, data: Messaging.Message },
   'messaging.listInboxes': { query: Messaging.AgentQuery, data: list(Messaging.Inbox) },
@@ -118,7 +110,7 @@ export const SCHEMAS = asValidated({
   'routines.rotateToken': { data: Routines.WebhookToken },
   'routines.preview': { query: Routines.PreviewQuery, data: Type.Array(Type.String({ format: 'date-time' })) },
   'routines.listFires': { query: PageQuery, data: list(Routines.Fire) },
-  'routines.webhook': { content: 'any', data: Type.Object({ execution_id: Type.String() }) },
+  'routines.webhook': { content: 'any', data: Routines.WebhookFired },
   'routines.listExecutions': { query: Routines.ListExecutionsQuery, data: list(Routines.Execution) },
   'routines.getExecution': { data: Routines.Execution },
   'routines.deleteExecution': { data: Deleted },

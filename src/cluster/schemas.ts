@@ -11,7 +11,7 @@ export const ClusterNode = Type.Object({
   status: Type.Union([Type.Literal('up'), Type.Literal('down')], {
     description: 'down after a clean shutdown, or when the node has not heartbeated (every 5 s) for 30 s',
   }),
-});
+}, { title: 'ClusterNode' });
 export type ClusterNode = Static<typeof ClusterNode>;
 
 export const ListNodesQuery = Type.Object({ ...PageQuery.properties }, { additionalProperties: false });

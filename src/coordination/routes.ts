@@ -67,7 +67,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.post(
       '/coordination/plans',
-      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
+      { config: { permission: 'plans:write', conflict: 'Another plan has this alias' }, schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
       async (request, reply) => created(reply, await service.createPlan(planInput(request.body), callerOf(request.principal))),
     );
 
@@ -89,7 +89,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.put(
       '/coordination/plans/:plan_id',
       {
-        config: { permission: 'plans:write' },
+        config: { permission: 'plans:write', conflict: 'Another plan has the new alias' },
         schema: {
           tags,
           summary: 'Replace a plan: version + 1 (runs keep the version they started with)',
@@ -156,7 +156,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/cancel',
       {
-        config: { permission: 'runs:write' },
+        config: { permission: 'runs:write', conflict: 'The run has finished already' },
         schema: {
           tags,
           summary: 'Cancel a running or waiting run (its in-flight steps and child runs); 409 once finished',
@@ -171,7 +171,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/redrive',
       {
-        config: { permission: 'runs:write' },
+        config: { permission: 'runs:write', conflict: 'The run has not failed: only failed runs are redriven' },
         schema: {
           tags,
           summary: 'Restart a failed run from its failed steps (completed steps keep their output)',
@@ -186,7 +186,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/approve',
       {
-        config: { permission: 'approvals:decide', orNamedApprover: true },
+        config: { permission: 'approvals:decide', orNamedApprover: true, conflict: 'The step is no waiting human_approval step: it was decided already (`error.details` names who and when), is not waiting, or its run was cancelled' },
         schema: {
           tags,
           summary: 'Decide a waiting human_approval step (approved: false fails it)',
@@ -202,7 +202,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/input',
       {
-        config: { permission: 'approvals:decide' },
+        config: { permission: 'approvals:decide', conflict: 'The step is no waiting human_input step: it was answered already (`error.details` names who and when), is not waiting, or its run was cancelled' },
         schema: {
           tags,
           summary: "Submit a waiting human_input step's data (validated against its schema)",
@@ -221,7 +221,10 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/links',
       {
-        config: { permission: 'approvals:decide' },
+        config: {
+          permission: 'approvals:decide',
+          conflict: "The step is no waiting human step (decided already, not waiting, or its run was cancelled), or the person is gone, disabled or not among the step's approvers",
+        },
         schema: {
           tags,
           summary: 'Make an approval link that decides a waiting human step as one person (the caller, or anyone the step accepts when an admin asks)',
@@ -246,7 +249,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.get(
       '/coordination/approvals/:token',
       {
-        config: { public: true },
+        config: { public: true, conflict: 'The link was used, has expired or is for an earlier wait of its step, or the run was cancelled' },
         schema: {
           tags,
           summary: 'What an approval link asks (no auth header: the token authenticates; never decides); 409 once used, expired or cancelled',
@@ -261,7 +264,11 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/approvals/:token',
       {
-        config: { public: true },
+        config: {
+          public: true,
+          conflict: 'The link was used (`error.details` names who decided and when), has expired or is for an earlier wait of its step, or the run was cancelled',
+          forbidden: "The link decides as no one (the event's link: a signed-in person decides), or the person it decides as is gone, disabled or not among the step's approvers",
+        },
         bodyLimit: LINK_DECISION_BODY_BYTES,
         // Before the body is read (and so before the params' validation): a malformed, bogus or
         // expired token is refused without it.
@@ -287,7 +294,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
 
     app.post(
       '/coordination/triggers',
-      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
+      { config: { permission: 'plans:write', conflict: 'Another trigger already uses this webhook path' }, schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
       async (request, reply) =>
         created(reply, await triggers.create({ ...request.body, config: request.body.config as TriggerConfig }, request.principal.agentId ?? request.principal.actor)),
     );
@@ -310,7 +317,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.patch(
       '/coordination/triggers/:trigger_id',
       {
-        config: { permission: 'plans:write' },
+        config: { permission: 'plans:write', conflict: 'Another trigger already uses the new webhook path' },
         schema: {
           tags,
           summary: 'Update a trigger (enabled=false pauses it; a new schedule starts from now)',
@@ -353,7 +360,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.route({
       method: [...WEBHOOK_METHODS],
       url: '/coordination/hooks/*',
-      config: { permission: 'runs:write' },
+      config: { permission: 'runs:write', conflict: 'The trigger is disabled, or its run could not start (the message says why)' },
       schema: {
         tags,
         summary: "Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method)",

@@ -80,7 +80,7 @@ export const Step = Type.Object(
     ...stepFields,
     step: Type.Optional(StepTemplate),
   },
-  { additionalProperties: false },
+  { title: 'PlanStep', additionalProperties: false },
 );
 
 const Alias = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', description: 'Unique plan alias' });
@@ -108,7 +108,7 @@ export const Plan = Type.Object({
   created_by: Type.String(),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'Plan' });
 
 export const PlanParams = Type.Object({ plan_id: Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' }) });
 export const VersionParams = Type.Object({ plan_id: PlanParams.properties.plan_id, version: Type.Integer({ minimum: 1 }) });
@@ -155,9 +155,9 @@ export const RunStep = Type.Object({
   input: Type.Unknown({ description: 'The resolved input (templates applied)' }),
   output: Type.Unknown(),
   error: Type.Union([Type.String(), Type.Null()]),
-});
+}, { title: 'RunStep' });
 
-export const Revision = Type.Object({ step: Type.String(), reason: Type.String(), change: JsonObject, at: Timestamp });
+export const Revision = Type.Object({ step: Type.String(), reason: Type.String(), change: JsonObject, at: Timestamp }, { title: 'RunRevision' });
 
 export const Run = Type.Object({
   id: Type.String(),
@@ -176,7 +176,7 @@ export const Run = Type.Object({
   created_by: Type.String(),
   started_at: Timestamp,
   completed_at: NullableTimestamp,
-});
+}, { title: 'Run' });
 
 export const RunParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 200 }) });
 export const RunStepParams = Type.Object({ run_id: RunParams.properties.run_id, step_id: Type.String({ minLength: 1, maxLength: 100 }) });
@@ -225,7 +225,7 @@ export const LinkedStep = Type.Object({
   }),
   expires_at: Timestamp,
   outputs: Type.Record(Type.String(), Type.Unknown(), { description: 'The outputs of the run\'s completed steps, by step id' }),
-});
+}, { title: 'LinkedStep' });
 export type LinkedStep = Static<typeof LinkedStep>;
 export const LinkDecision = Type.Object({
   run_id: Type.String(),
@@ -234,7 +234,7 @@ export const LinkDecision = Type.Object({
   decided_by: Type.String({ description: 'The id of who decided: the agent the link was sent to, or the user it was made for (their user id)' }),
   decided_by_kind: Type.Union([Type.Literal('agent'), Type.Literal('user')]),
   decided_at: Timestamp,
-});
+}, { title: 'LinkDecision' });
 export type LinkDecision = Static<typeof LinkDecision>;
 
 export const CreateLinkBody = Type.Object(
@@ -252,7 +252,7 @@ export const ApprovalLink = Type.Object({
   approver: Type.String(),
   approve_url: Type.String({ description: 'Decides the step as the approver, once, without signing in; send it to them only' }),
   expires_at: Timestamp,
-});
+}, { title: 'ApprovalLink' });
 export type ApprovalLink = Static<typeof ApprovalLink>;
 
 export const PendingApproval = Type.Object({
@@ -260,7 +260,7 @@ export const PendingApproval = Type.Object({
   approvers: Type.Array(Type.String(), { description: 'human_approval: who may decide (empty: anyone)' }),
   waiting_since: NullableTimestamp,
   expires_at: NullableTimestamp,
-});
+}, { title: 'PendingApproval' });
 export type PendingApproval = Static<typeof PendingApproval>;
 
 export const RunEvent = Type.Object({
@@ -269,7 +269,7 @@ export const RunEvent = Type.Object({
   step_id: Type.Union([Type.String(), Type.Null()]),
   detail: JsonObject,
   at: Timestamp,
-});
+}, { title: 'RunEvent' });
 
 const TriggerTypeSchema = Type.Union([Type.Literal('schedule'), Type.Literal('event'), Type.Literal('webhook')], {
   description: 'schedule: on config.cron; event: on every publish to config.topic; webhook: on {method} /api/v1/coordination/hooks/{config.path}',
@@ -291,7 +291,7 @@ export const TriggerConfig = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  { title: 'TriggerConfig', additionalProperties: false },
 );
 
 const TriggerInputField = Type.Intersect([JsonObject], { description: 'Fixed run input (input_mapping values override it)' });
@@ -334,7 +334,7 @@ export const Trigger = Type.Object({
   created_by: Type.String(),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'Trigger' });
 
 export const TriggerParams = Type.Object({ trigger_id: Type.String({ minLength: 1, maxLength: 200 }) });
 export const ListTriggersQuery = Type.Composite([PageQuery, Type.Object({ plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) })]);
@@ -347,13 +347,13 @@ export const Fire = Type.Object({
   reason: Type.Union([Type.String(), Type.Null()]),
   run_id: Type.Union([Type.String(), Type.Null()]),
   at: Timestamp,
-});
+}, { title: 'TriggerFire' });
 
 /** `*` is the rest of the URL after `hooks/`; the OpenAPI document names it `path`. */
 export const HookParams = Type.Object({
   '*': Type.String({ minLength: 1, maxLength: 200, description: "A webhook trigger's config.path, slashes included (e.g. github/push)" }),
 });
-export const HookStarted = Type.Object({ run_id: Type.String() });
+export const HookStarted = Type.Object({ run_id: Type.String() }, { title: 'HookStarted' });
 
 export const GenerateBody = Type.Object(
   {
@@ -378,4 +378,4 @@ export const GeneratedPlan = Type.Object({
   estimated_duration: Type.String({ description: 'ISO 8601 duration: medians of past steps per capability, else 60 s per agent step and 1 h per approval' }),
   unmatched: Type.Array(Type.String(), { description: 'Sub-goals no capability matched (left out, not invented)' }),
   planner: Type.Union([Type.Literal('local'), Type.Literal('llm')]),
-});
+}, { title: 'GeneratedPlan' });

@@ -57,7 +57,7 @@ export const Capability = Type.Object({
   groups: Type.Array(Type.String()),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'Capability' });
 
 export const ListCapabilitiesQuery = Type.Composite([
   PageQuery,
@@ -76,7 +76,7 @@ export const AgentDeleted = Type.Object({
   id: Type.String({ description: 'The agent id' }),
   deleted: Type.Literal(true),
   capabilities_removed: Type.Integer(),
-});
+}, { title: 'AgentDeleted' });
 
 export const HeartbeatBody = Type.Object(
   {
@@ -98,7 +98,7 @@ export const HealthRecord = Type.Object({
   uptime_seconds: Type.Integer({ description: 'Seconds since heartbeats began without a gap longer than the TTL; 0 unless alive' }),
   ttl_seconds: Type.Integer(),
   metadata: JsonObject,
-});
+}, { title: 'AgentHealth' });
 
 export const LookupQuery = Type.Object({
   capability: Type.Optional(CapabilityFilter),
@@ -132,10 +132,10 @@ export const AgentEntry = Type.Object({
       description: 'latency/trust strategies: measured by the platform, claimed in metadata, or neither',
     }),
   ),
-});
+}, { title: 'Agent' });
 
 export const LookupEnvelope = Type.Object({
-  data: Type.Object({ agents: Type.Array(AgentEntry) }),
+  data: Type.Object({ agents: Type.Array(AgentEntry) }, { title: 'AgentLookup' }),
   meta: Type.Object({
     request_id: Type.String(),
     strategy: StrategyName,
@@ -164,10 +164,10 @@ export const SearchResult = Type.Object({
     groups: Type.Array(Type.String()),
   }),
   similarity_score: Type.Number({ minimum: 0, maximum: 1 }),
-});
+}, { title: 'CapabilityMatch' });
 
 export const SearchEnvelope = Type.Object({
-  data: Type.Object({ results: Type.Array(SearchResult) }),
+  data: Type.Object({ results: Type.Array(SearchResult) }, { title: 'CapabilitySearch' }),
   meta: Type.Composite([
     Meta,
     Type.Object({
@@ -182,7 +182,7 @@ export const Group = Type.Object({
   name: Type.String(),
   agent_count: Type.Integer(),
   capability_count: Type.Integer(),
-});
+}, { title: 'AgentGroup' });
 
 export const GroupMember = Type.Object({
   agent_id: Type.String(),
@@ -190,5 +190,5 @@ export const GroupMember = Type.Object({
   health: HealthStatus,
   load: Type.Union([Type.Number(), Type.Null()]),
   last_heartbeat: NullableTimestamp,
-});
+}, { title: 'AgentGroupMember' });
 

@@ -26,7 +26,7 @@ export const Event = Type.Object({
   data: JsonObject,
   reason: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'The reason the request gave, if any' }),
   created_at: Timestamp,
-});
+}, { title: 'Event' });
 export type Event = Static<typeof Event>;
 
 export const ListEventsQuery = Type.Composite([

@@ -30,7 +30,9 @@ export const ErrorEnvelope = Type.Object({
   meta: Meta,
 });
 
-export const Deleted = DataEnvelope(Type.Object({ id: Type.String(), deleted: Type.Literal(true) }));
+/** What deleting a resource answers: its id. */
+export const DeletedResource = Type.Object({ id: Type.String(), deleted: Type.Literal(true) }, { title: 'Deleted' });
+export const Deleted = DataEnvelope(DeletedResource);
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
@@ -68,23 +70,30 @@ export const MAX_INTEGER = 2_147_483_647;
 const SUBSCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'anyOf', 'oneOf', 'allOf', 'prefixItems'];
 const SUBSCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', '$defs', 'definitions'];
 
+const isSchemaObject = (schema: unknown): schema is Record<string, unknown> => typeof schema === 'object' && schema !== null && !Array.isArray(schema);
+
+/** A shallow copy of a JSON schema with `map` applied to each of its direct subschemas; anything else as it is. */
+export function mapSubschemas<T>(schema: T, map: (subschema: unknown) => unknown): T {
+  if (!isSchemaObject(schema)) return schema;
+  const copy: Record<string, unknown> = { ...schema };
+  for (const keyword of SUBSCHEMA_KEYWORDS) {
+    const sub = copy[keyword];
+    if (sub !== undefined) copy[keyword] = Array.isArray(sub) ? sub.map(map) : map(sub);
+  }
+  for (const keyword of SUBSCHEMA_MAP_KEYWORDS) {
+    const subs = copy[keyword];
+    if (isSchemaObject(subs)) copy[keyword] = Object.fromEntries(Object.entries(subs).map(([name, sub]) => [name, map(sub)]));
+  }
+  return copy as T;
+}
+
 /** A copy of a JSON schema in which every integer without an upper bound gets MAX_INTEGER. */
 export function withIntegerMaximum<T>(schema: T): T {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema;
-  const copy = { ...schema } as Record<string, unknown>;
+  if (!isSchemaObject(schema)) return schema;
+  const copy: Record<string, unknown> = mapSubschemas(schema, withIntegerMaximum);
   const type = copy.type;
   const integer = type === 'integer' || (Array.isArray(type) && type.includes('integer'));
   if (integer && copy.maximum === undefined && copy.exclusiveMaximum === undefined) copy.maximum = MAX_INTEGER;
-  for (const keyword of SUBSCHEMA_KEYWORDS) {
-    const sub = copy[keyword];
-    if (sub !== undefined) copy[keyword] = Array.isArray(sub) ? sub.map(withIntegerMaximum) : withIntegerMaximum(sub);
-  }
-  for (const keyword of SUBSCHEMA_MAP_KEYWORDS) {
-    const map = copy[keyword];
-    if (typeof map === 'object' && map !== null) {
-      copy[keyword] = Object.fromEntries(Object.entries(map).map(([name, sub]) => [name, withIntegerMaximum(sub)]));
-    }
-  }
   return copy as T;
 }
 

@@ -17,7 +17,7 @@ import { installAccessLog } from './access-log.js';
 import { drainOnClose } from './drain.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installUnstorableRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
-import { describeOperations } from './openapi.js';
+import { describeOperations, type DocumentedRoute } from './openapi.js';
 import { errorAudit, installAuditScope, type RequestAudit } from './plugins/audit.js';
 import { installAuth } from './plugins/auth.js';
 import { SESSION_COOKIE } from './session-cookie.js';
@@ -31,11 +31,8 @@ import { installSecurityHeaders } from './security-headers.js';
 export type HttpServer = FastifyInstance;
 
 /** A route as the route table lists it: `permission` is null only on public routes. */
-export interface RouteEntry {
-  method: string;
-  url: string;
+export interface RouteEntry extends DocumentedRoute {
   hidden: boolean;
-  permission: Requirement | null;
 }
 
 declare module 'fastify' {
@@ -208,7 +205,14 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      const entry: RouteEntry = { method, url: route.url, hidden: Boolean(route.schema?.hide) || route.url.startsWith('/docs'), permission: null };
+      const entry: RouteEntry = {
+        method,
+        url: route.url,
+        hidden: Boolean(route.schema?.hide) || route.url.startsWith('/docs'),
+        permission: null,
+        conflict: route.config?.conflict ?? null,
+        forbidden: route.config?.forbidden ?? null,
+      };
       routes.push(entry);
       declared.push({ entry, options: route });
     }

@@ -13,6 +13,7 @@ import {
   InboxMessage,
   InboxMessagesQuery,
   InboxParams,
+  LeaseExtended,
   MessageParams,
   Message,
   Published,
@@ -22,9 +23,11 @@ import {
   Received,
   ReceiveQuery,
   RejectBody,
+  Rejected,
   SendBatchBody,
   SendBody,
   Sent,
+  SentBatch,
   Session,
   SessionBody,
   SessionParams,
@@ -54,7 +57,7 @@ export function messagingRoutes(
 
     app.post(
       '/messaging/send',
-      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
+      { config: { permission: 'messaging:write', conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn" }, schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
       async (request, reply) => {
         const { messages, replayed } = await inbox.send({ from: callerOf(request.principal), messages: [request.body], traceparent: request.headers.traceparent as string | undefined });
         const sent = messages[0]!;
@@ -66,12 +69,12 @@ export function messagingRoutes(
     app.post(
       '/messaging/send-batch',
       {
-        config: { permission: 'messaging:write' },
+        config: { permission: 'messaging:write', conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn" },
         schema: {
           tags,
           summary: 'Send up to 500 messages at once, all or nothing',
           body: SendBatchBody,
-          response: { 201: DataEnvelope(Type.Object({ messages: Type.Array(Sent) })) },
+          response: { 201: DataEnvelope(SentBatch) },
         },
       },
       async (request, reply) => created(reply, { messages: (await inbox.send({ from: callerOf(request.principal), messages: request.body.messages, batch: true })).messages }),
@@ -120,7 +123,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/acknowledge',
       {
-        config: { permission: 'messaging:write' },
+        config: { permission: 'messaging:write', conflict: 'A message is settled already or has not been received' },
         schema: {
           tags,
           summary: 'Acknowledge received messages (done); output is kept for the producer',
@@ -140,19 +143,13 @@ export function messagingRoutes(
     app.post(
       '/messaging/reject',
       {
-        config: { permission: 'messaging:write' },
+        config: { permission: 'messaging:write', conflict: 'The message is settled already or has not been received' },
         schema: {
           tags,
           summary: 'Reject a received message: redelivered after backoff, or dead-lettered',
           body: RejectBody,
           response: {
-            200: DataEnvelope(
-              Type.Object({
-                message_id: Type.String(),
-                status: Type.Union([Type.Literal('requeued'), Type.Literal('dead_lettered')]),
-                retry_at: Type.Union([Type.String(), Type.Null()]),
-              }),
-            ),
+            200: DataEnvelope(Rejected),
           },
         },
       },
@@ -162,12 +159,12 @@ export function messagingRoutes(
     app.post(
       '/messaging/extend',
       {
-        config: { permission: 'messaging:write' },
+        config: { permission: 'messaging:write', conflict: 'The message is settled already, has not been received, or its lease has expired' },
         schema: {
           tags,
           summary: 'Extend the lease of a received message (long work)',
           body: ExtendBody,
-          response: { 200: DataEnvelope(Type.Object({ message_id: Type.String(), visible_at: Type.String() })) },
+          response: { 200: DataEnvelope(LeaseExtended) },
         },
       },
       async (request, reply) =>
@@ -222,7 +219,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/dead-letters/:message_id/redrive',
       {
-        config: { permission: 'messaging:write' },
+        config: { permission: 'messaging:write', conflict: 'The message is not dead-lettered' },
         schema: {
           tags,
           summary: 'Put a dead letter back in the inbox as a new message linked to it',

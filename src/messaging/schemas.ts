@@ -36,7 +36,7 @@ export const Sent = Type.Object({
   message_id: Type.String(),
   status: Type.Literal('sent'),
   timestamp: Timestamp,
-});
+}, { title: 'Sent' });
 
 export const Message = Type.Object({
   message_id: Type.String(),
@@ -55,7 +55,7 @@ export const Message = Type.Object({
       description: 'W3C trace context of the send: a receiver continues the trace from it (the platform parents an ack or reject to it)',
     }),
   ),
-});
+}, { title: 'Message' });
 
 export const ReceiveQuery = Type.Object({
   agent_id: Type.Optional(Type.Intersect([AgentId], { description: 'Whose inbox; default: the calling agent' })),
@@ -67,7 +67,9 @@ export const ReceiveQuery = Type.Object({
 });
 
 /** What a receive answers: the messages now leased to the caller. */
-export const Received = Type.Object({ messages: Type.Array(Message) });
+export const SentBatch = Type.Object({ messages: Type.Array(Sent) }, { title: 'SentBatch' });
+
+export const Received = Type.Object({ messages: Type.Array(Message) }, { title: 'Received' });
 
 export const AcknowledgeBody = Type.Union([
   Type.Object(
@@ -83,7 +85,7 @@ export const AcknowledgeBody = Type.Union([
   ),
 ]);
 
-export const Acknowledged = Type.Object({ acknowledged: Type.Array(Type.String()) });
+export const Acknowledged = Type.Object({ acknowledged: Type.Array(Type.String()) }, { title: 'Acknowledged' });
 
 export const RejectBody = Type.Object(
   {
@@ -95,6 +97,15 @@ export const RejectBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const Rejected = Type.Object(
+  {
+    message_id: Type.String(),
+    status: Type.Union([Type.Literal('requeued'), Type.Literal('dead_lettered')]),
+    retry_at: Type.Union([Type.String(), Type.Null()]),
+  },
+  { title: 'Rejected' },
+);
+
 export const ExtendBody = Type.Object(
   {
     message_id: Type.String({ minLength: 1, maxLength: 100 }),
@@ -103,6 +114,8 @@ export const ExtendBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const LeaseExtended = Type.Object({ message_id: Type.String(), visible_at: Type.String() }, { title: 'LeaseExtended' });
+
 export const Attempt = Type.Object({
   attempt: Type.Integer(),
   receiver: Type.String(),
@@ -110,7 +123,7 @@ export const Attempt = Type.Object({
   outcome: Type.Union([Type.String(), Type.Null()]),
   reason: Type.Union([Type.String(), Type.Null()]),
   ended_at: NullableTimestamp,
-});
+}, { title: 'MessageAttempt' });
 
 export const DeadLetter = Type.Composite([
   Message,
@@ -129,7 +142,7 @@ export const DeadLetter = Type.Composite([
       { description: 'The work the message was sent for, whose state follows it: a plan step is redriven with its run (POST /coordination/runs/{run_id}/redrive), not by redriving the message' },
     ),
   }),
-]);
+], { title: 'DeadLetter' });
 
 export const AgentQuery = Type.Composite([PageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);
 
@@ -140,7 +153,7 @@ export const Inbox = Type.Object({
   dead_letters: Type.Integer(),
   oldest_pending_at: Type.Union([Timestamp, Type.Null()], { description: 'When the oldest pending message was sent' }),
   oldest_pending_age_seconds: Type.Union([Type.Integer(), Type.Null()], { description: 'How long it has waited, by the server clock' }),
-});
+}, { title: 'Inbox' });
 
 export const InboxState = Type.Union([Type.Literal('pending'), Type.Literal('leased')], {
   description: 'pending: waiting to be received (default); leased: received, not yet settled',
@@ -156,7 +169,7 @@ export const InboxMessage = Type.Composite([
     lease_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'Leased messages: when the lease runs out' }),
     leased_to: Type.Union([Type.String(), Type.Null()], { description: 'Leased messages: the receiver' }),
   }),
-]);
+], { title: 'InboxMessage' });
 
 export const SessionBody = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200 }), metadata: Type.Optional(JsonObject) },
@@ -169,7 +182,7 @@ export const Session = Type.Object({
   metadata: JsonObject,
   created_by: Type.String(),
   created_at: Timestamp,
-});
+}, { title: 'MessagingSession' });
 
 export const ThreadBody = Type.Object(
   {
@@ -194,7 +207,7 @@ export const Thread = Type.Object({
   next_speaker: Type.Union([Type.String(), Type.Null()], { description: 'In turn mode, who may send next' }),
   created_by: Type.String(),
   created_at: Timestamp,
-});
+}, { title: 'Thread' });
 
 export const SubscribeBody = Type.Object(
   {
@@ -204,7 +217,7 @@ export const SubscribeBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Subscription = Type.Object({ id: Type.String(), agent_id: Type.String(), topic: Type.String(), created_at: Timestamp });
+export const Subscription = Type.Object({ id: Type.String(), agent_id: Type.String(), topic: Type.String(), created_at: Timestamp }, { title: 'Subscription' });
 
 export const PublishBody = Type.Object(
   { topic: Topic, payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })) },
@@ -215,10 +228,10 @@ export const Published = Type.Object({
   topic: Type.String(),
   count: Type.Integer({ description: 'Subscribers the message was delivered to' }),
   message_ids: Type.Array(Type.String()),
-});
+}, { title: 'Published' });
 
 export const RateLimitQuery = Type.Object({ agent_id: Type.Optional(AgentId) });
-export const RateLimitStatus = Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset_at: Timestamp });
+export const RateLimitStatus = Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset_at: Timestamp }, { title: 'RateLimitStatus' });
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 export const MessageParams = Type.Object({ message_id: Id });
 export const InboxParams = Type.Object({ agent_id: AgentId });

@@ -15,6 +15,7 @@ import {
   TokenParams,
   TriggerBody,
   UpdateRoutineBody,
+  WebhookFired,
   WebhookToken,
 } from './schemas.js';
 import type { RoutinesService, WebhookRoutine } from './service.js';
@@ -74,7 +75,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.post(
       '/routines/:id/trigger',
       {
-        config: { permission: 'routines:write' },
+        config: { permission: 'routines:write', conflict: 'The routine is paused' },
         schema: {
           tags,
           summary: 'Run a routine now, regardless of its schedule',
@@ -90,7 +91,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.post(
       '/routines/:id/rotate-token',
       {
-        config: { permission: 'routines:write' },
+        config: { permission: 'routines:write', conflict: 'The routine is no webhook routine' },
         schema: {
           tags,
           summary: 'Issue a new webhook token (the old one stops working)',
@@ -104,7 +105,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.get(
       '/routines/:id/preview',
       {
-        config: { permission: 'routines:read' },
+        config: { permission: 'routines:read', conflict: 'The routine is a webhook routine: it has no schedule' },
         schema: {
           tags,
           summary: 'Upcoming fire times of a cron routine',
@@ -137,7 +138,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     app.post(
       '/routines/webhook/:token',
       {
-        config: { public: true },
+        config: { public: true, conflict: 'The routine is paused' },
         // The token is looked up before the body is read: a caller without a valid one holds no memory.
         onRequest: async (request) => {
           webhooks.set(request, await service.webhookRoutine(request.params.token));
@@ -147,7 +148,7 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
           summary: 'Fire a webhook routine (no auth header: the token authenticates); the JSON body becomes the payload',
           params: TokenParams,
           security: [],
-          response: { 202: DataEnvelope(Type.Object({ execution_id: Type.String() })) },
+          response: { 202: DataEnvelope(WebhookFired) },
         },
       },
       async (request, reply) => accepted(reply, await service.invokeWebhook(webhooks.get(request)!, request.body)),

@@ -68,7 +68,7 @@ export const Routine = Type.Object({
   updated_at: Timestamp,
   webhook_url: Type.Optional(Type.String({ description: 'Only when a token was just issued: the token is stored hashed' })),
   webhook_token: Type.Optional(Type.String({ description: 'Only when a token was just issued' })),
-});
+}, { title: 'Routine' });
 export type Routine = Static<typeof Routine>;
 
 export const ExecutionStatus = Type.Union(
@@ -88,7 +88,7 @@ export const Execution = Type.Object({
   created_at: Timestamp,
   started_at: NullableTimestamp,
   completed_at: NullableTimestamp,
-});
+}, { title: 'RoutineExecution' });
 export type Execution = Static<typeof Execution>;
 
 export const Fire = Type.Object({
@@ -99,7 +99,7 @@ export const Fire = Type.Object({
   reason: Type.Union([Type.String(), Type.Null()]),
   execution_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
-});
+}, { title: 'RoutineFire' });
 export type Fire = Static<typeof Fire>;
 
 export const ListRoutinesQuery = Type.Composite([
@@ -130,4 +130,5 @@ export const TriggerBody = Type.Union([
 
 export const RoutineParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 export const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) });
-export const WebhookToken = Type.Object({ webhook_url: Type.String(), webhook_token: Type.String() });
+export const WebhookFired = Type.Object({ execution_id: Type.String() }, { title: 'RoutineWebhookFired' });
+export const WebhookToken = Type.Object({ webhook_url: Type.String(), webhook_token: Type.String() }, { title: 'RoutineWebhookToken' });

@@ -69,7 +69,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.delete(
       '/projects/:id',
       {
-        config: { permission: 'tasks:write' },
+        config: { permission: 'tasks:write', conflict: 'The project has tasks and cascade is not true (`error.details.tasks` counts them)' },
         schema: {
           tags: projectTags,
           summary: 'Delete a project (409 while it has tasks, unless cascade=true deletes them too)',
@@ -135,7 +135,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.post(
       '/tasks/:id/claim',
       {
-        config: { permission: 'tasks:write' },
+        config: { permission: 'tasks:write', conflict: 'The task is held by another agent, has another status than expected_status, is done, is blocked by open dependencies, or changed while it was claimed (the message says which)' },
         schema: {
           tags,
           summary: 'Atomically assign a task to the caller and start it (409 if held by another, blocked, or not in expected_status)',
@@ -150,7 +150,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.post(
       '/tasks/:id/release',
       {
-        config: { permission: 'tasks:write' },
+        config: { permission: 'tasks:write', conflict: 'The task is held by no one or by another agent, or changed while it was released' },
         schema: {
           tags,
           summary: 'Give a claimed task back (unassigned; in_progress returns to todo)',
@@ -172,7 +172,7 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.post(
       '/tasks/:id/dependencies',
       {
-        config: { permission: 'tasks:write' },
+        config: { permission: 'tasks:write', conflict: 'The task depends on it already, or the dependency would make a cycle (`error.details.cycle` lists it)' },
         schema: {
           tags,
           summary: 'Make the task depend on another (409 for self, duplicate or cycle)',

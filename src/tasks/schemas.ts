@@ -51,7 +51,7 @@ export const Project = Type.Object({
   created_by: Type.String({ description: 'Actor that created the project' }),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'Project' });
 export type Project = Static<typeof Project>;
 
 export const ProjectParams = Type.Object({ id: ProjectId });
@@ -113,7 +113,7 @@ export const Task = Type.Object({
   updated_at: Timestamp,
   depends_on: Type.Array(Type.String(), { description: 'Ids of the tasks this task depends on, oldest dependency first' }),
   blocked: Type.Boolean({ description: 'true while any task in depends_on is not done' }),
-});
+}, { title: 'Task' });
 export type Task = Static<typeof Task>;
 
 export const ListTasksQuery = Type.Composite([
@@ -166,7 +166,7 @@ export const Dependency = Type.Object({
   depends_on: Type.String({ description: 'The task depended upon' }),
   created_by: Type.String({ description: 'Actor that added the dependency' }),
   created_at: Timestamp,
-});
+}, { title: 'TaskDependency' });
 export type Dependency = Static<typeof Dependency>;
 
 export const DependencyParams = Type.Object({
@@ -191,7 +191,7 @@ export const Comment = Type.Object({
   author: Type.String({ description: 'Actor that wrote the comment' }),
   content: Type.String({ description: 'Comment text' }),
   created_at: Timestamp,
-});
+}, { title: 'TaskComment' });
 export type Comment = Static<typeof Comment>;
 
 // ---- activity ----
@@ -220,5 +220,5 @@ export const Activity = Type.Object({
   from: Nullable(Type.String(), 'Previous value (e.g. the old status), or null'),
   to: Nullable(Type.String(), 'New value (e.g. the new status, the comment or dependency id), or null'),
   created_at: Timestamp,
-});
+}, { title: 'TaskActivity' });
 export type Activity = Static<typeof Activity>;

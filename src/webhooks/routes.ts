@@ -113,7 +113,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
     app.post(
       '/webhooks/:id/test',
       {
-        config: { permission: 'webhooks:admin' },
+        config: { permission: 'webhooks:admin', conflict: 'The webhook is disabled' },
         schema: {
           tags,
           summary: 'Send a webhook.test event to this webhook (admin); 409 while it is disabled',
@@ -127,7 +127,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
     app.post(
       '/webhooks/:id/deliveries/:delivery_id/retry',
       {
-        config: { permission: 'webhooks:admin' },
+        config: { permission: 'webhooks:admin', conflict: 'The webhook is disabled, or the delivery was delivered already' },
         schema: {
           tags,
           summary: 'Attempt a pending or failed delivery again at once (admin); 409 once delivered or while the webhook is disabled',

@@ -55,7 +55,7 @@ export const Webhook = Type.Object({
   created_by: Type.String({ description: "Who registered it (an actor: 'admin', key:…, an agent id); 'admin' for webhooks from before this was recorded" }),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'Webhook' });
 export type Webhook = Static<typeof Webhook>;
 
 export const CreatedWebhook = Type.Composite([
@@ -63,7 +63,7 @@ export const CreatedWebhook = Type.Composite([
   Type.Object({
     secret: Type.String({ description: 'The signing secret (whsec_ + base64 of 32 bytes), shown only in this answer: verify deliveries with it' }),
   }),
-]);
+], { title: 'CreatedWebhook' });
 export type CreatedWebhook = Static<typeof CreatedWebhook>;
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
@@ -88,7 +88,7 @@ export const Delivery = Type.Object({
   next_attempt_at: NullableTimestamp('When it is attempted next; null once delivered or failed'),
   last_attempt_at: NullableTimestamp('When it was last attempted'),
   created_at: Timestamp,
-});
+}, { title: 'WebhookDelivery' });
 export type Delivery = Static<typeof Delivery>;
 
 export const DeliveryAttempt = Type.Object({
@@ -97,7 +97,7 @@ export const DeliveryAttempt = Type.Object({
   status_code: Nullable<number>('integer', 'The HTTP status answered; null when there was no answer'),
   latency_ms: Nullable<number>('integer', 'How long the attempt took'),
   error: Nullable<string>('string', 'Why it failed; null when it delivered'),
-});
+}, { title: 'WebhookDeliveryAttempt' });
 export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
 
 export const WebhookParams = Type.Object({ id: WebhookId });

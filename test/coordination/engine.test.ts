@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { inlineSchemaRefs } from '../../scripts/inline-schema-refs.js';
 import { acknowledge, receive, receiveOne, runAgent, type Handling, type InboxMessage } from '../helpers/agent.js';
 import { Api } from '../helpers/api.js';
 import { FakeClock } from '../helpers/clock.js';
@@ -384,7 +385,7 @@ describeEachDialect('coordination engine', (dialect) => {
   });
 
   it('the OpenAPI document describes the fields of every step type', async () => {
-    const doc = (await server.api.get('/api/v1/openapi.json')).body;
+    const doc = inlineSchemaRefs((await server.api.get('/api/v1/openapi.json')).body);
     const body = doc.paths['/api/v1/coordination/plans'].post.requestBody.content['application/json'].schema;
     const fields = body.properties.steps.items.properties;
     for (const name of [

@@ -18,7 +18,7 @@ describeEachDialect('fuzzing every operation of the OpenAPI document', (dialect)
     const ids = await seedObjects(server.url, server.adminKey);
     await fc.assert(
       fc.asyncProperty(anyRequest(operations, ids, server.adminKey), async (request) => {
-        expect(problemWith(await send(server.url, request, 10_000)), describeRequest(request)).toBeNull();
+        expect(problemWith(await send(server.url, request, 10_000), request), describeRequest(request)).toBeNull();
       }),
       { seed: SEED, numRuns: RUNS },
     );

@@ -6,6 +6,7 @@
  * in `npm test` (test/fuzz/api.test.ts) and the long run of bench/fuzz.ts.
  */
 import fc from 'fast-check';
+import { inlineSchemaRefs } from '../../scripts/inline-schema-refs.js';
 
 type Schema = Record<string, any>;
 
@@ -22,6 +23,8 @@ export interface Operation {
   path: string;
   parameters: Parameter[];
   body?: Schema;
+  /** Whether the document lists a 409 for it (its route declares when it conflicts). */
+  conflicts: boolean;
 }
 
 export interface FuzzRequest {
@@ -30,15 +33,18 @@ export interface FuzzRequest {
   url: string;
   headers: Record<string, string>;
   body?: string;
+  /** The operation's: whether a 409 is documented. */
+  conflicts: boolean;
 }
 
 /** Every documented operation of an OpenAPI document. */
-export function operationsOf(doc: { paths: Record<string, Record<string, any>> }): Operation[] {
+export function operationsOf(document: { paths: Record<string, Record<string, any>> }): Operation[] {
+  const doc = inlineSchemaRefs(document);
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       const json = operation.requestBody?.content?.['application/json']?.schema;
-      operations.push({ method: method.toUpperCase(), path, parameters: operation.parameters ?? [], body: json });
+      operations.push({ method: method.toUpperCase(), path, parameters: operation.parameters ?? [], body: json, conflicts: '409' in (operation.responses ?? {}) });
     }
   }
   return operations;
@@ -242,7 +248,7 @@ export function requestFor(operation: Operation, seeds: Seeds, adminKey: string)
       if (who === 'bad') headers.authorization = 'Bearer sk_not_a_key';
       if (requestId !== undefined) headers['x-request-id'] = requestId;
       if (json !== undefined) headers['content-type'] = 'application/json';
-      return { method: operation.method, url: pairs.length > 0 ? `${path}?${pairs.join('&')}` : path, headers, body: json };
+      return { method: operation.method, url: pairs.length > 0 ? `${path}?${pairs.join('&')}` : path, headers, body: json, conflicts: operation.conflicts };
     });
 }
 
@@ -277,12 +283,14 @@ export async function send(baseUrl: string, request: FuzzRequest, timeoutMs: num
 export const describeRequest = (request: FuzzRequest) => `${request.method} ${request.url.slice(0, 160)} ${request.body?.slice(0, 200) ?? ''}`;
 
 /**
- * What is wrong with an answer, or null: never a 5xx, and every error in the envelope with
- * the request id of its X-Request-ID header.
+ * What is wrong with the answer to `request`, or null: never a 5xx, never a 409 the operation
+ * does not document, and every error in the envelope with the request id of its X-Request-ID
+ * header.
  */
-export function problemWith(answer: Answer): string | null {
+export function problemWith(answer: Answer, request: FuzzRequest): string | null {
   if (answer.status >= 500) return `${answer.status}: ${answer.text.slice(0, 300)}`;
   if (answer.status < 400) return null;
+  if (answer.status === 409 && !request.conflicts) return `409, which the document does not list for the operation: ${answer.text.slice(0, 200)}`;
   let body: any;
   try {
     body = JSON.parse(answer.text);

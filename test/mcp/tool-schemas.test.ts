@@ -66,6 +66,13 @@ describe('MCP tool schemas', () => {
     expect(tools.map((tool) => tool.name).sort()).toEqual(Object.keys(SOURCES).sort());
   });
 
+  it('lists whole schemas: no $ref or $id a client would have to resolve (the OpenAPI document names resources, the tools do not)', () => {
+    const listed = JSON.stringify(tools.map((tool) => [tool.inputSchema, tool.outputSchema]));
+    expect(listed).not.toMatch(/"\$(ref|id)"/);
+    // The resources' titles stay, as annotations.
+    expect(tools.find((tool) => tool.name === 'get_run')!.outputSchema.title).toBe('Run');
+  });
+
   for (const tool of tools) {
     const source = SOURCES[tool.name]!;
 
