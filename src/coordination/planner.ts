@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AgentDirectory } from '../kernel/ports.js';
-import { validatePlan, type StepDefinition } from './plan.js';
+import { validatePlan } from './plan.js';
+import type { StepDefinition } from './plan-definition.js';
 
 /**
  * Plan generation (design §6): a rule-based planner that needs no model — split the goal into

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
 import { InvalidRequest } from '../kernel/errors.js';
-import type { StepDefinition } from './plan.js';
+import type { StepDefinition } from './plan-definition.js';
 import type { Planner } from './planner.js';
 import {
   ApprovalLink,

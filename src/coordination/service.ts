@@ -11,7 +11,9 @@ import { topicMatches } from '../kernel/topics.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
 import { approverAgent, approverUser, decisionRefusal, personDecider, type Decider, type People } from './approvers.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
-import { validatePlan, withStepDefaults, type PlanDefinition, type StepDefinition } from './plan.js';
+import { validatePlan, withStepDefaults } from './plan.js';
+import type { PlanDefinition, StepDefinition } from './plan-definition.js';
+import { kindOf, type HumanDecision } from './steps/index.js';
 import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
 import type { CoordinationStore, PendingHumanStepRow, PlanRow, PlanVersionRow, RunEventRow, RunRow, RunStepRow } from './store.js';
 import type { ApprovalLink, LinkDecision, LinkedStep, PendingApproval } from './schemas.js';
@@ -137,7 +139,7 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version
 const WAITING_INPUT_BATCH = 100;
 
 function toPendingApproval(row: PendingHumanStepRow): PendingApproval {
-  // What step-starters.ts asks: every human_approval lists its approvers (maybe none), a human_input never does.
+  // What a human step asks (steps/human.ts): every human_approval lists its approvers (maybe none), a human_input never does.
   const asked = (parseNullableJson(row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown>; approvers?: string[] };
   const approval = asked.approvers !== undefined;
   return {
@@ -220,8 +222,8 @@ export class CoordinationService {
     const problems = validatePlan(definition);
     for (const [i, step] of input.steps.entries()) {
       for (const [at, planId] of [
-        [`steps[${i}].plan_id`, step.type === 'sub_plan' ? step.plan_id : undefined],
-        [`steps[${i}].step.plan_id`, step.step?.type === 'sub_plan' ? step.step.plan_id : undefined],
+        [`steps[${i}].plan_id`, kindOf(step).planOf?.(step)],
+        [`steps[${i}].step.plan_id`, step.step && kindOf(step.step).planOf?.(step.step)],
       ] as const) {
         if (planId !== undefined && !(await this.store.findPlan(tx, planId))) problems.push({ field: at, message: `unknown plan '${planId}'` });
       }
@@ -396,7 +398,8 @@ export class CoordinationService {
   async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string; reason?: string }, caller: Caller): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: decision.approved ? 'step.approve' : 'step.reject', resource: { type: 'step', id: `${runId}/${stepId}` } });
-      await this.deps.engine.approve(tx, runId, stepId, decision, caller.decider);
+      const { approved, comment = null, reason } = decision;
+      await this.deps.engine.decide(tx, runId, stepId, { type: 'human_approval', approved, comment }, caller.decider, { reason });
       return this.view(tx, runId);
     });
   }
@@ -404,7 +407,7 @@ export class CoordinationService {
   async submitInput(runId: string, stepId: string, data: Record<string, unknown>, caller: Caller, reason?: string): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'step.submit_input', resource: { type: 'step', id: `${runId}/${stepId}` } });
-      await this.deps.engine.submitInput(tx, runId, stepId, data, { ...caller.decider, reason });
+      await this.deps.engine.decide(tx, runId, stepId, { type: 'human_input', data }, caller.decider, { reason });
       return this.view(tx, runId);
     });
   }
@@ -435,7 +438,7 @@ export class CoordinationService {
     const claim = await this.deps.links.read(token);
     // A look, not a transition: no transaction, no lock.
     const { ctx, step, def } = await this.deps.engine.linkedStep(claim.runId, claim.stepId, claim);
-    const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: Record<string, unknown> };
+    const asked = kindOf(def).asked!(step);
     const outputs: Record<string, unknown> = {};
     for (const other of ctx.steps.values()) if (other.row.status === 'completed') outputs[other.row.step_id] = parseNullableJson(other.row.output);
     return {
@@ -443,8 +446,8 @@ export class CoordinationService {
       plan_id: ctx.run.plan_id,
       step_id: step.row.step_id,
       type: def.type as LinkedStep['type'],
-      prompt: asked.prompt ?? null,
-      schema: def.type === 'human_input' ? (asked.schema ?? {}) : null,
+      prompt: asked.prompt,
+      schema: asked.schema ?? null,
       approver: claim.approver,
       expires_at: iso(claim.expiresAt),
       run_input: ctx.input as Record<string, unknown>,
@@ -476,8 +479,8 @@ export class CoordinationService {
       // The link's approver decides, not the anonymous request that carried it.
       const actor = { kind: by.kind, id: by.actor, key_id: null };
       await this.deps.audit.record(tx, { action, resource: { type: 'step', id: `${claim.runId}/${claim.stepId}` }, actor });
-      if ('data' in body) await this.deps.engine.submitInput(tx, claim.runId, claim.stepId, body.data, by, claim);
-      else await this.deps.engine.approve(tx, claim.runId, claim.stepId, body, by, claim);
+      const decision: HumanDecision = 'data' in body ? { type: 'human_input', data: body.data } : { type: 'human_approval', approved: body.approved, comment: body.comment ?? null };
+      await this.deps.engine.decide(tx, claim.runId, claim.stepId, decision, by, { claim });
       const step = (await this.store.runSteps(tx, claim.runId)).find((row) => row.step_id === claim.stepId)!;
       return {
         run_id: claim.runId,
@@ -519,7 +522,7 @@ export class CoordinationService {
     const person = await personDecider(this.deps.people, username);
     if (!person) throw new Conflict(`User '${username}' does not exist or is disabled`);
     const { ctx, step, def } = await this.deps.engine.linkedStep(runId, stepId);
-    const refusal = decisionRefusal(def.type === 'human_approval' ? (def.approvers ?? []) : [], person);
+    const refusal = decisionRefusal(kindOf(def).asked!(step).approvers ?? [], person);
     if (refusal !== null) throw new Conflict(`${refusal} (step '${stepId}'): no link decides as ${approver}`);
     const claim = linkClaim(ctx, step, approver);
     await this.store.inTransaction((tx) => this.deps.audit.record(tx, { action: 'step.link', resource: { type: 'step', id: `${runId}/${stepId}` } }));

@@ -9,7 +9,7 @@ import { atomically, dbOf, inTransaction, type Tx } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { PlanDefinition } from './plan.js';
+import type { PlanDefinition } from './plan-definition.js';
 import type { RunStatus, PlansTable, PlanVersionsTable, RunsTable, RunStepsTable, RunEventsTable, PlanTriggersTable, TriggerFiresTable } from './tables.js';
 
 /** A waiting human step, as the approvals inbox lists it. */

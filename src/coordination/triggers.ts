@@ -13,7 +13,7 @@ import type { StartRun } from './run-state.js';
 import type { CoordinationStore, FireRow, TriggerRow, TriggerView } from './store.js';
 import type { FireOutcome, TriggerType } from './tables.js';
 import { collectReferences, render } from './templates.js';
-import type { PlanDefinition } from './plan.js';
+import type { PlanDefinition } from './plan-definition.js';
 import { isJsonObject } from '../kernel/json.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import { expressionProblem } from '../kernel/expression-check.js';
