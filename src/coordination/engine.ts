@@ -30,7 +30,8 @@ import {
   type StepState,
 } from './run-state.js';
 import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
-import type { CoordinationStore, RunRow, RunStepRow } from './store.js';
+import type { PlanStore } from './plan-store.js';
+import type { RunRow, RunStepRow, RunStore } from './run-store.js';
 import type { RunStatus } from './tables.js';
 import { render } from './templates.js';
 
@@ -38,7 +39,9 @@ import { render } from './templates.js';
 export const COORDINATION_CHANGED = 'coordination:changed';
 
 export interface EngineDeps {
-  store: CoordinationStore;
+  store: RunStore;
+  /** The plans sub_plan steps start. */
+  plans: PlanStore;
   inbox: Inbox;
   directory: AgentDirectory;
   clock: Clock;
@@ -72,7 +75,7 @@ export class RunEngine {
     this.ports = {
       directory: deps.directory,
       expressions: deps.expressions,
-      plans: deps.store,
+      plans: deps.plans,
       cancelMessage: async (tx, ctx, step, reason) => {
         // A message this transition has yet to send goes out first, so it is withdrawn like any other.
         if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(tx, ctx.outbox);

@@ -6,7 +6,7 @@
 import { parseNullableJson } from '../kernel/json.js';
 import type { OutgoingMessage } from '../kernel/ports.js';
 import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan-definition.js';
-import type { NewRunEvent, RunRow, RunStepRow } from './store.js';
+import type { NewRunEvent, RunRow, RunStepRow } from './run-store.js';
 import type { RunStatus, StepStatus } from './tables.js';
 import type { TemplateScope } from './templates.js';
 

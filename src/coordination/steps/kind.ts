@@ -4,7 +4,8 @@ import type { AgentDirectory, MessageOutcome, PublishedEvent } from '../../kerne
 import type { Decider } from '../approvers.js';
 import type { CompiledStep, StepDefinition, StepTemplate } from '../plan-definition.js';
 import type { RunContext, StartRun, StepState } from '../run-state.js';
-import type { CoordinationStore, RunRow } from '../store.js';
+import type { PlanStore } from '../plan-store.js';
+import type { RunRow } from '../run-store.js';
 import type { TemplateScope } from '../templates.js';
 
 /** A step cannot proceed with the run's data (an expression, a template value): the step fails, not the request. */
@@ -43,7 +44,7 @@ export interface StepPorts {
   /** Evaluates conditions' and transforms' expressions (off the event loop, within a budget). */
   expressions: Expressions;
   /** The newest version of a plan (the one a sub_plan's child run pins). */
-  plans: Pick<CoordinationStore, 'currentPlan'>;
+  plans: Pick<PlanStore, 'currentPlan'>;
   /** Withdraws a step's unacknowledged message (sent first when the transition has yet to send it). */
   cancelMessage(tx: Tx, ctx: RunContext, step: StepState, reason: string): Promise<void>;
   /** Starts a sub_plan step's child run in the same transaction. */
