@@ -225,7 +225,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       {
         prefix: '/core/mcp',
         plugin: mcpRoutes(
-          { tools: buildTools(mcpServices), interactive: [humanInputTool(coordination.service)], resources: buildResources(mcpServices), instructions },
+          { tools: buildTools(mcpServices), interactive: [humanInputTool(coordination.service.decisions)], resources: buildResources(mcpServices), instructions },
           logger,
           platform.connections,
           { perKey: config.mcpSessionsPerKey, idleMs: config.mcpSessionIdleSeconds * 1000 },

@@ -1,62 +1,47 @@
 import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
-import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { Conflict, NotFound } from '../kernel/errors.js';
 import type { Expressions } from '../kernel/expression-pool.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { contextOf, inSpan, traceparentOfSpan } from '../kernel/tracing.js';
 import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type MessageOutcome, type PublishedEvent } from '../kernel/ports.js';
-import { isJsonObject } from '../kernel/json.js';
-import { ajvFieldProblems } from '../kernel/validation-problems.js';
 import { topicMatches } from '../kernel/topics.js';
-import { DEFAULT_MAX_CONCURRENCY, DEFAULT_STEP_TIMEOUT_S, inputValidator, type StepTemplate } from './plan.js';
+import type { StepTemplate } from './plan-definition.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
-import { decisionRefusal, type Decider } from './approvers.js';
+import type { Decider } from './approvers.js';
 import { RunContexts } from './run-contexts.js';
 import {
   changeStep,
-  completeStep,
   definition,
-  failStep,
   FINISHED,
   finishRun,
   IN_FLIGHT,
   NOT_STARTED,
-  PLATFORM_SENDER,
   record,
   RUN_FINISHED,
-  setStepDetail,
   skipStep,
   stepDetail,
   stepOutput,
-  takeChildOutcome,
   templateScope,
   type RunContext,
   type StartRun,
   type StepState,
 } from './run-state.js';
-import { StepStarters } from './step-starters.js';
-import type { CoordinationStore, RunRow, RunStepRow } from './store.js';
+import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
+import type { PlanStore } from './plan-store.js';
+import type { RunRow, RunStepRow, RunStore } from './run-store.js';
 import type { RunStatus } from './tables.js';
-
-/** Who decides a human_approval on its timeout (on_timeout: approve or reject). */
-const PLATFORM_DECIDER: Decider = {
-  kind: 'system',
-  id: PLATFORM_SENDER,
-  actor: PLATFORM_SENDER,
-  agentId: null,
-  role: null,
-  mayDecide: true,
-  overrides: true,
-};
 import { render } from './templates.js';
 
 /** Wakes every node's run timer when a run gets an earlier timer. */
 export const COORDINATION_CHANGED = 'coordination:changed';
 
 export interface EngineDeps {
-  store: CoordinationStore;
+  store: RunStore;
+  /** The plans sub_plan steps start. */
+  plans: PlanStore;
   inbox: Inbox;
   directory: AgentDirectory;
   clock: Clock;
@@ -73,40 +58,34 @@ export interface EngineDeps {
   timerPlannedAt: () => number;
 }
 
-/** Who decided a human step and when, once it was approved, rejected or given its input. */
-function decisionOf(step: StepState): { by: string; at: string } | null {
-  const output = stepOutput(step) as { decided_by?: string; decided_at?: string } | null;
-  if (output?.decided_by && output.decided_at) return { by: output.decided_by, at: output.decided_at };
-  const submittedBy = stepDetail(step).submitted_by;
-  if (submittedBy && step.row.completed_at !== null) return { by: submittedBy, at: iso(step.row.completed_at) };
-  return null;
-}
-
-/** True when every field of `match` equals the same field of `value` (recursively for objects). */
-function matches(match: unknown, value: unknown): boolean {
-  if (isJsonObject(match)) return isJsonObject(value) && Object.entries(match).every(([k, v]) => matches(v, value[k]));
-  return JSON.stringify(match) === JSON.stringify(value);
-}
-
 /**
- * The run engine (design §4, §5): every transition loads the run under a lock, moves its steps,
- * starts whatever became ready, and commits with the messages it sends, so a crash never
- * loses or repeats a step. Callers pass the transaction; one transition never spans two.
- * The runs in memory and their saving are `RunContexts` (run-contexts.ts), the changes a
- * transition makes are run-state.ts, and starting a ready step is `StepStarters` (step-starters.ts).
+ * The run engine: every transition loads the run under a lock, moves its steps, starts
+ * whatever became ready, and commits with the messages it sends, so a crash never loses or
+ * repeats a step. Callers pass the transaction; one transition never spans two. The runs in
+ * memory and their saving are `RunContexts` (run-contexts.ts), the changes a transition makes
+ * are run-state.ts, and what a step does is its kind's (steps/): the engine names no kind.
  */
 export class RunEngine {
   private readonly contexts: RunContexts;
-  private readonly starters: StepStarters;
+  /** What step kinds reach outside the run: the directory, expressions, plans, messages and child runs. */
+  private readonly ports: StepPorts;
 
   constructor(private readonly deps: EngineDeps) {
     this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events, links: deps.links, metrics: deps.metrics });
-    this.starters = new StepStarters({
-      store: deps.store,
+    this.ports = {
       directory: deps.directory,
       expressions: deps.expressions,
+      plans: deps.plans,
+      cancelMessage: async (tx, ctx, step, reason) => {
+        // A message this transition has yet to send goes out first, so it is withdrawn like any other.
+        if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(tx, ctx.outbox);
+        if (step.row.message_id !== null) await this.deps.inbox.cancel(tx, step.row.message_id, reason);
+      },
       startChild: (tx, spec, parent) => this.start(tx, spec, parent),
-    });
+      cancelChild: async (tx, runId, reason) => {
+        await this.cancel(tx, runId, reason, { fromParent: true });
+      },
+    };
   }
 
   /** The steps of `run` in plan order (position, then item): from memory when this node saved it last. */
@@ -144,38 +123,24 @@ export class RunEngine {
   }
 
   /**
-   * Messaging's outcome handler: agent steps' messages were acknowledged or dead-lettered. A
-   * batch (one batch acknowledgement) loads its runs in one locked read and saves them in one
-   * write (on PostgreSQL), instead of a few round trips per message.
+   * Messaging's outcome handler: steps' messages were acknowledged or dead-lettered. A batch (one
+   * batch acknowledgement) loads its runs in one locked read and saves them in one write (on
+   * PostgreSQL), instead of a few round trips per message.
    */
   async onOutcomes(tx: Tx, outcomes: MessageOutcome[]): Promise<void> {
-    const byRun = new Map<string, MessageOutcome[]>();
+    const byRun = new Map<string, Signal[]>();
     for (const outcome of outcomes) {
       if (outcome.status === 'delivered') continue;
-      const runId = outcome.origin.ref.slice(0, outcome.origin.ref.indexOf('|'));
-      let list = byRun.get(runId);
-      if (!list) byRun.set(runId, (list = []));
-      list.push(outcome);
-    }
-    if (byRun.size === 0) return;
-    const moved: RunContext[] = [];
-    for (const ctx of await this.contexts.loadMany(tx, [...byRun.keys()])) {
-      let changed = false;
-      for (const outcome of byRun.get(ctx.run.id)!) {
+      const { runId, stepId, attempt } = parseAttemptRef(outcome.origin.ref);
+      signalTo(byRun, runId, async (ctx) => {
         // An acknowledgement is the agent's request; a dead letter may be the reaper's.
         ctx.actor = outcome.status === 'acknowledged' ? outcome.destination : SYSTEM_ACTOR;
-        const [, stepId, attempt] = outcome.origin.ref.split('|');
-        const step = ctx.steps.get(stepId!);
-        // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
-        if (!step || step.row.status !== 'running' || String(step.row.attempt) !== attempt || step.row.message_id !== outcome.message_id) continue;
-        if (outcome.status === 'acknowledged') completeStep(ctx, step, outcome.output ?? {});
-        else await this.starters.failAttempt(tx, ctx, step, outcome.reason ?? 'dead-lettered');
-        await this.advance(tx, ctx);
-        changed = true;
-      }
-      if (changed) moved.push(ctx);
+        const step = ctx.steps.get(stepId);
+        if (!step) return false;
+        return (await kindOfStep(ctx, step).onOutcome?.(tx, ctx, step, outcome, attempt, this.ports)) ?? false;
+      });
     }
-    await this.save(tx, moved);
+    await this.signal(tx, byRun);
   }
 
   /** Advances a run whose timer is due (the worker claimed it). */
@@ -202,13 +167,13 @@ export class RunEngine {
    * The waiting human step a decision is for. Through an approval link (`claim`), the link's
    * wait of the step must be the one waiting, and the link must not have expired.
    */
-  private humanStep(ctx: RunContext, stepId: string, type: 'human_approval' | 'human_input' | null, claim?: ApprovalClaim): { step: StepState; def: StepTemplate } {
+  private humanStep(ctx: RunContext, stepId: string, type: HumanDecision['type'] | null, claim?: ApprovalClaim): { step: StepState; def: StepTemplate } {
     const step = ctx.steps.get(stepId);
     if (!step) throw new NotFound('Step', stepId);
     const def = definition(ctx, step);
     if (type !== null && def.type !== type) throw new Conflict(`Step '${stepId}' is a ${def.type} step, not ${type}`);
     if (step.row.status !== 'waiting') {
-      const decided = decisionOf(step);
+      const decided = kindOf(def).decidedBy?.(step);
       if (decided) throw new Conflict(`Step '${stepId}' was already decided by ${decided.by} at ${decided.at}`, { decided_by: decided.by, decided_at: decided.at });
       if (ctx.run.status === 'cancelled') throw new Conflict(`Run '${ctx.run.id}' was cancelled: ${ctx.run.error ?? 'no reason given'}`);
       throw new Conflict(`Step '${stepId}' is ${step.row.status}, not waiting`);
@@ -230,55 +195,16 @@ export class RunEngine {
     return { ctx, ...this.humanStep(ctx, stepId, null, claim) };
   }
 
-  async approve(
-    tx: Tx,
-    runId: string,
-    stepId: string,
-    decision: { approved: boolean; comment?: string; reason?: string },
-    by: Decider,
-    claim?: ApprovalClaim,
-  ): Promise<void> {
+  /**
+   * Decides a waiting human step of the decision's kind (an approval, an input) as `by`;
+   * `reason` goes to the event log, `claim` when it comes through an approval link.
+   */
+  async decide(tx: Tx, runId: string, stepId: string, decision: HumanDecision, by: Decider, { reason, claim }: { reason?: string; claim?: ApprovalClaim } = {}): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
-    ctx.reason = decision.reason ?? null;
-    const { step, def } = this.humanStep(ctx, stepId, 'human_approval', claim);
-    const refusal = decisionRefusal(def.approvers ?? [], by);
-    if (refusal !== null) throw new Forbidden(`${refusal} (step '${stepId}')`);
-    this.decide(ctx, step, decision.approved, decision.comment ?? null, by);
-    await this.advance(tx, ctx);
-    await this.save(tx, [ctx]);
-  }
-
-  /** Records who decided as the principal's kind and id (`decided_by` stays the id, as before). */
-  private decide(ctx: RunContext, step: StepState, approved: boolean, comment: string | null, by: Decider): void {
-    const output = { approved, comment, decided_by: by.id, decided_by_kind: by.kind, decided_at: iso(ctx.now) };
-    record(ctx, approved ? 'step.approved' : 'step.rejected', step.row.step_id, { decided_by: by.id, decided_by_kind: by.kind, comment });
-    if (approved) completeStep(ctx, step, output);
-    else failStep(ctx, step, `rejected by ${by.id}${comment ? `: ${comment}` : ''}`, output);
-  }
-
-  /** `by`: who submits (its actor, and the agent or actor recorded on the step); `reason` goes to the event log. */
-  async submitInput(
-    tx: Tx,
-    runId: string,
-    stepId: string,
-    data: Record<string, unknown>,
-    by: Decider & { reason?: string },
-    claim?: ApprovalClaim,
-  ): Promise<void> {
-    const ctx = await this.mustLoad(tx, runId);
-    ctx.actor = by.actor;
-    ctx.reason = by.reason ?? null;
-    const { step, def } = this.humanStep(ctx, stepId, 'human_input', claim);
-    const refusal = decisionRefusal([], by);
-    if (refusal !== null) throw new Forbidden(`${refusal} (step '${stepId}')`);
-    const validate = inputValidator(def.schema ?? {});
-    if (!validate(data)) {
-      throw new InvalidRequest('data does not match the step schema', ajvFieldProblems(validate.errors ?? [], 'data'));
-    }
-    record(ctx, 'step.input_received', stepId, { by: by.id, by_kind: by.kind });
-    setStepDetail(step, { ...stepDetail(step), submitted_by: by.id });
-    completeStep(ctx, step, data);
+    ctx.reason = reason ?? null;
+    const { step, def } = this.humanStep(ctx, stepId, decision.type, claim);
+    kindOf(def).decide!(ctx, step, def, decision, by);
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
   }
@@ -337,38 +263,50 @@ export class RunEngine {
     await this.save(tx, [ctx]);
   }
 
-  /** A published event: completes the wait steps whose topic and match it satisfies. */
-  async onEvent(tx: Tx, event: PublishedEvent): Promise<number> {
+  /** A published event: resumes the steps waiting for its topic (a wait's match may still refuse it). */
+  async onEvent(tx: Tx, event: PublishedEvent): Promise<void> {
+    const byRun = new Map<string, Signal[]>();
     const waiters = (await this.deps.store.eventWaiters(tx)).filter((w) => topicMatches(w.wait_topic, event.topic));
-    let resumed = 0;
     for (const runId of new Set(waiters.map((w) => w.run_id))) {
-      const ctx = await this.contexts.load(tx, runId);
-      if (!ctx) continue;
-      let changed = false;
-      for (const waiter of waiters.filter((w) => w.run_id === runId)) {
-        const step = ctx.steps.get(waiter.step_id);
-        if (!step || step.row.status !== 'running' || step.row.wait_topic === null) continue;
-        const { match } = stepDetail(step);
-        if (match !== undefined && !matches(match, event.payload)) continue;
-        completeStep(ctx, step, { topic: event.topic, payload: event.payload, published_at: event.published_at, publisher: event.publisher });
-        changed = true;
-        resumed++;
-      }
-      if (!changed) continue;
-      await this.advance(tx, ctx);
-      await this.save(tx, [ctx]);
+      const stepIds = waiters.filter((w) => w.run_id === runId).map((w) => w.step_id);
+      signalTo(byRun, runId, async (ctx) => {
+        let changed = false;
+        for (const stepId of stepIds) {
+          const step = ctx.steps.get(stepId);
+          if (step && kindOfStep(ctx, step).onEvent?.(ctx, step, event)) changed = true;
+        }
+        return changed;
+      });
     }
-    return resumed;
+    await this.signal(tx, byRun);
   }
 
-  /** A child run (sub_plan) finished: its parent step completes or fails with it. */
+  /** A child run finished: its parent step takes its outcome. */
   private async childFinished(tx: Tx, child: RunRow): Promise<void> {
-    const ctx = await this.contexts.load(tx, child.parent_run_id!);
-    const step = ctx?.steps.get(child.parent_step_id!);
-    if (!ctx || !step || step.row.status !== 'running' || step.row.child_run_id !== child.id) return;
-    takeChildOutcome(ctx, step, child);
-    await this.advance(tx, ctx);
-    await this.save(tx, [ctx]);
+    const signal: Signal = async (ctx) => {
+      const step = ctx.steps.get(child.parent_step_id!);
+      return step !== undefined && (kindOfStep(ctx, step).onChildFinished?.(ctx, step, child) ?? false);
+    };
+    await this.signal(tx, new Map([[child.parent_run_id!, [signal]]]));
+  }
+
+  /**
+   * Runs told of something outside (an outcome, an event, a child's end): each is loaded (locked,
+   * in one read), each signal that moves it advances it, and the runs that moved are saved together.
+   */
+  private async signal(tx: Tx, byRun: Map<string, Signal[]>): Promise<void> {
+    if (byRun.size === 0) return;
+    const moved: RunContext[] = [];
+    for (const ctx of await this.contexts.loadMany(tx, [...byRun.keys()])) {
+      let changed = false;
+      for (const signal of byRun.get(ctx.run.id)!) {
+        if (!(await signal(ctx))) continue;
+        await this.advance(tx, ctx);
+        changed = true;
+      }
+      if (changed) moved.push(ctx);
+    }
+    await this.save(tx, moved);
   }
 
   // ── The transition loop ─────────────────────────────────────────────────────────────
@@ -391,13 +329,13 @@ export class RunEngine {
             skipStep(ctx, step, 'every step it depends on was skipped');
             moved = true;
           } else if (readiness === 'start') {
-            await this.starters.start(tx, ctx, step);
+            await startStep(tx, ctx, step, this.ports);
             const group = step.row.parent_step_id;
             if (group !== null && IN_FLIGHT.has(step.row.status)) active.set(group, (active.get(group) ?? 0) + 1);
             moved = true;
           }
-        } else if (status === 'running' && definition(ctx, step).type === 'parallel') {
-          moved = this.settleGroup(ctx, step) || moved;
+        } else if (status === 'running') {
+          moved = this.settle(ctx, step) || moved;
         }
       }
     }
@@ -420,7 +358,8 @@ export class RunEngine {
     if (step.row.parent_step_id !== null) {
       const parent = ctx.steps.get(step.row.parent_step_id)!;
       if (parent.row.status !== 'running') return 'wait';
-      const limit = ctx.plan.steps.get(parent.row.step_id)!.def.max_concurrency ?? DEFAULT_MAX_CONCURRENCY;
+      const groupDef = ctx.plan.steps.get(parent.row.step_id)!.def;
+      const limit = kindOf(groupDef).memberLimit?.(groupDef) ?? Infinity;
       return (active.get(parent.row.step_id) ?? 0) < limit ? 'start' : 'wait';
     }
     const compiled = ctx.plan.steps.get(step.row.step_id)!;
@@ -439,50 +378,24 @@ export class RunEngine {
     return skipped === compiled.deps.length ? 'skip' : 'start';
   }
 
-  /** A running parallel step completes when all its members finished, and fails with the first that failed. */
-  private settleGroup(ctx: RunContext, group: StepState): boolean {
-    const def = definition(ctx, group);
-    const members =
-      def.for_each !== undefined
-        ? [...ctx.steps.values()].filter((s) => s.row.parent_step_id === group.row.step_id)
-        : (def.steps ?? []).map((id) => ctx.steps.get(id)!);
-    const failed = members.find((m) => m.row.status === 'failed' || m.row.status === 'cancelled');
-    if (failed) {
-      failStep(ctx, group, `step '${failed.row.step_id}' ${failed.row.status}${failed.row.error ? `: ${failed.row.error}` : ''}`);
-      return true;
-    }
-    if (!members.every((m) => FINISHED.has(m.row.status))) return false;
-    const output =
-      def.for_each !== undefined
-        ? members.sort((a, b) => a.row.item_index - b.row.item_index).map((m) => stepOutput(m))
-        : Object.fromEntries(members.map((m) => [m.row.step_id, m.row.status === 'completed' ? stepOutput(m) : null]));
-    completeStep(ctx, group, output);
-    return true;
+  /** A running step that reflects its members (a group) completes or fails with them; true when it moved. */
+  private settle(ctx: RunContext, step: StepState): boolean {
+    const def = definition(ctx, step);
+    return kindOf(def).settle?.(ctx, step, def) ?? false;
   }
 
   private async onTimer(tx: Tx, ctx: RunContext, step: StepState): Promise<void> {
     const def = definition(ctx, step);
-    if (def.type === 'agent') {
-      await this.withdraw(tx, ctx, step, 'step timed out');
-      const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
-      await this.starters.failAttempt(tx, ctx, step, `timed out after ${seconds} s without an acknowledgement`);
-    } else if (def.type === 'human_approval') {
-      const policy = def.on_timeout ?? 'fail';
-      record(ctx, 'step.timed_out', step.row.step_id, { on_timeout: policy });
-      if (policy === 'fail') failStep(ctx, step, `no decision within ${def.timeout_seconds} s`);
-      else this.decide(ctx, step, policy === 'approve', `${policy === 'approve' ? 'approved' : 'rejected'} on timeout`, PLATFORM_DECIDER);
-    } else {
-      completeStep(ctx, step, { waited_until: iso(step.row.wake_at!) });
-    }
+    const kind = kindOf(def);
+    // Only kinds with a timer set wake_at on an in-flight step.
+    if (!kind.onTimer) throw new Error(`a ${def.type} step has no timer, yet wake_at is set on step '${step.row.step_id}'`);
+    await kind.onTimer(tx, ctx, step, def, this.ports);
   }
 
-  /** Stops what a step has in flight: its unacknowledged message or its child run. */
+  /** Stops what a running step has in flight outside the run (its kind knows what). */
   private async withdraw(tx: Tx, ctx: RunContext, step: StepState, reason: string): Promise<void> {
     if (step.row.status !== 'running') return;
-    // A message this transition has yet to send goes out first, so it is withdrawn like any other.
-    if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(tx, ctx.outbox);
-    if (step.row.message_id !== null) await this.deps.inbox.cancel(tx, step.row.message_id, reason);
-    if (step.row.child_run_id !== null) await this.cancel(tx, step.row.child_run_id, reason, { fromParent: true });
+    await kindOfStep(ctx, step).withdraw?.(tx, ctx, step, reason, this.ports);
   }
 
   // ── Run outcome ─────────────────────────────────────────────────────────────────────
@@ -491,9 +404,7 @@ export class RunEngine {
     const failed = ctx.failed;
     if (failed) {
       // A group whose member failed fails with it (rather than showing as cancelled).
-      for (const step of ctx.steps.values()) {
-        if (step.row.status === 'running' && definition(ctx, step).type === 'parallel') this.settleGroup(ctx, step);
-      }
+      for (const step of ctx.steps.values()) if (step.row.status === 'running') this.settle(ctx, step);
       for (const step of ctx.steps.values()) {
         if (!IN_FLIGHT.has(step.row.status)) continue;
         await this.withdraw(tx, ctx, step, 'run failed');
@@ -509,8 +420,8 @@ export class RunEngine {
       return;
     }
     // Waiting: nothing moves until a person, a timer or an event does (groups only reflect their members).
-    const members = open.filter((s) => !(s.row.status === 'running' && definition(ctx, s).type === 'parallel'));
-    const outside = (s: StepState) => s.row.status === 'waiting' || (s.row.status === 'running' && definition(ctx, s).type === 'wait');
+    const members = open.filter((s) => !(s.row.status === 'running' && kindOfStep(ctx, s).settle));
+    const outside = (s: StepState) => s.row.status === 'waiting' || (s.row.status === 'running' && kindOfStep(ctx, s).waitsOutside === true);
     const blockedOnOutside = members.some(outside) && members.every((s) => outside(s) || s.row.status === 'pending');
     const status: RunStatus = blockedOnOutside ? 'waiting' : 'running';
     if (status !== ctx.run.status) record(ctx, status === 'waiting' ? 'run.waiting' : 'run.resumed', null);
@@ -560,6 +471,15 @@ export class RunEngine {
     }
     if (wakeTimers) await this.deps.notifier.notifyIn(tx, COORDINATION_CHANGED);
   }
+}
+
+/** Something outside told to a run in memory: it changes the run and says whether it did. */
+type Signal = (ctx: RunContext) => Promise<boolean>;
+
+function signalTo(byRun: Map<string, Signal[]>, runId: string, signal: Signal): void {
+  let list = byRun.get(runId);
+  if (!list) byRun.set(runId, (list = []));
+  list.push(signal);
 }
 
 /**

@@ -6,14 +6,21 @@ import { LoopWorker } from '../workers/loop-worker.js';
 import { ApprovalLinks } from './approval-links.js';
 import type { People } from './approvers.js';
 import { COORDINATION_CHANGED, RunEngine } from './engine.js';
-import { coordinationRoutes } from './routes.js';
-import { CoordinationService } from './service.js';
-import { CoordinationStore } from './store.js';
+import { HumanDecisionService } from './human-decisions.js';
+import { PlanService } from './plan-service.js';
+import { PlanStore } from './plan-store.js';
+import { coordinationRoutes, type CoordinationServices } from './routes.js';
+import { RunService } from './run-service.js';
+import { RunStore } from './run-store.js';
 import { Planner } from './planner.js';
+import { TriggerStore } from './trigger-store.js';
 import { TriggersService } from './triggers.js';
 
-export { callerOf, CoordinationService } from './service.js';
-export type { Plan, Run, RunEvent } from './service.js';
+export { callerOf } from './caller.js';
+export type { Plan } from './plan-service.js';
+export type { Run, RunEvent } from './run-service.js';
+export type { CoordinationServices } from './routes.js';
+export type { HumanDecisionService } from './human-decisions.js';
 
 /** The setting whose secret signs approval links. */
 export const APPROVAL_LINK_SETTING = 'approval_link_key';
@@ -36,11 +43,13 @@ export function createCoordinationDomain(deps: {
   people: People;
 }) {
   const { platform } = deps;
-  const store = new CoordinationStore(platform.database.db, platform.database.caps);
+  const { db, caps } = platform.database;
+  const [plans, store, triggerStore] = [new PlanStore(db, caps), new RunStore(db, caps), new TriggerStore(db, caps)];
   const links = new ApprovalLinks(new HmacSigner(() => Promise.resolve(deps.approvalLinkKey)), platform.publicUrl);
   let timerPlannedAt = 0;
   const engine = new RunEngine({
     store,
+    plans,
     inbox: deps.inbox,
     directory: deps.directory,
     events: deps.events,
@@ -52,8 +61,14 @@ export function createCoordinationDomain(deps: {
     expressions: platform.expressions,
     timerPlannedAt: () => timerPlannedAt,
   });
-  const coordination = new CoordinationService({ store, engine, clock: platform.clock, notifier: platform.notifier, links, audit: platform.audit, people: deps.people });
-  const triggers = new TriggersService({ store, engine, clock: platform.clock, notifier: platform.notifier, expressions: platform.expressions, audit: platform.audit });
+  const { clock, notifier, audit } = platform;
+  const coordination = new RunService({ runs: store, plans, engine, clock, audit });
+  const services: CoordinationServices = {
+    plans: new PlanService({ plans, clock, notifier, audit }),
+    runs: coordination,
+    decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people }),
+  };
+  const triggers = new TriggersService({ triggers: triggerStore, plans, engine, clock, notifier, expressions: platform.expressions, audit });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
     directory: deps.directory,
@@ -91,5 +106,5 @@ export function createCoordinationDomain(deps: {
       return sleep;
     },
   });
-  return { service: coordination, triggers, outcomeHandler, routes: coordinationRoutes(coordination, triggers, planner), workers: [timer] };
+  return { service: services, triggers, outcomeHandler, routes: coordinationRoutes(services, triggers, planner), workers: [timer] };
 }

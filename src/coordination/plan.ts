@@ -1,77 +1,18 @@
-import Ajv, { type ValidateFunction } from 'ajv';
-import { BoundedMap } from '../kernel/bounded-map.js';
+/**
+ * A plan's checks when it is saved (validatePlan) and the engine's view of it (compilePlan): the
+ * rules every plan follows (ids, dependencies, cycles, what templates may read), and each step
+ * kind's own through the registry.
+ */
+
 import type { FieldProblem } from '../kernel/errors.js';
 import { expressionProblem } from '../kernel/expression-check.js';
+import type { CompiledPlan, CompiledStep, PlanDefinition, StepDefinition, StepTemplate } from './plan-definition.js';
+import { STEP_KINDS } from './steps/index.js';
+import type { FieldCheck, Report, StepKind } from './steps/kind.js';
 import { collectReferences } from './templates.js';
 
-/** A plan step as saved (the fields each type uses; see schemas.ts for their meaning). */
-export interface StepTemplate {
-  type: StepType;
-  agent?: string;
-  capability?: string;
-  strategy?: string;
-  input?: Record<string, unknown>;
-  timeout_seconds?: number;
-  retry?: { max_attempts?: number; backoff_seconds?: number };
-  prompt?: string;
-  approvers?: string[];
-  on_timeout?: 'fail' | 'approve' | 'reject';
-  schema?: Record<string, unknown>;
-  expression?: string;
-  then?: string | string[];
-  else?: string | string[];
-  steps?: string[];
-  for_each?: unknown;
-  max_concurrency?: number;
-  seconds?: number;
-  until?: string;
-  event?: { topic: string; match?: Record<string, unknown> };
-  plan_id?: string;
-  output?: unknown;
-}
-
-export interface StepDefinition extends StepTemplate {
-  id: string;
-  depends_on?: string[];
-  step?: StepTemplate;
-}
-
-export interface PlanDefinition {
-  description?: string;
-  steps: StepDefinition[];
-  output?: Record<string, unknown>;
-}
-
-export const STEP_TYPES = ['agent', 'human_approval', 'human_input', 'condition', 'parallel', 'wait', 'sub_plan', 'transform'] as const;
-export type StepType = (typeof STEP_TYPES)[number];
-/** Step types a `for_each` may repeat (one step per item, no nested groups or human gates). */
-export const MAP_STEP_TYPES: readonly StepType[] = ['agent', 'transform', 'sub_plan', 'wait'];
-
-export const DEFAULT_STEP_TIMEOUT_S = 3600;
-export const DEFAULT_MAX_CONCURRENCY = 10;
-
-/** A plan step with the edges the engine follows. */
-export interface CompiledStep {
-  def: StepDefinition;
-  /** Plan order (for current_step and listings). */
-  position: number;
-  /** Steps that must be finished (completed or skipped) first: depends_on plus a condition owning it. */
-  deps: string[];
-  /** The `parallel` step whose start releases this one (it runs inside that group). */
-  group: string | null;
-  /** Condition steps that name this step in then/else. */
-  branchOf: string[];
-}
-
-export interface CompiledPlan {
-  steps: Map<string, CompiledStep>;
-  order: string[];
-  /** Steps nothing depends on and no group contains: the default run output. */
-  sinks: string[];
-  output: Record<string, unknown> | undefined;
-}
-
-export const asList = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+/** A step's kind; undefined for a type no kind has (a plan that has not passed its schema, a model's draft). */
+const kindOf = (step: StepTemplate): StepKind | undefined => STEP_KINDS[step.type];
 
 /** Builds the engine's view of a plan; assumes it passed validatePlan. */
 export function compilePlan(plan: PlanDefinition): CompiledPlan {
@@ -79,17 +20,7 @@ export function compilePlan(plan: PlanDefinition): CompiledPlan {
   plan.steps.forEach((def, position) => {
     steps.set(def.id, { def, position, deps: [...(def.depends_on ?? [])], group: null, branchOf: [] });
   });
-  for (const { def } of steps.values()) {
-    if (def.type === 'condition') {
-      for (const target of [...asList(def.then), ...asList(def.else)]) {
-        const step = steps.get(target);
-        if (!step) continue;
-        step.branchOf.push(def.id);
-        if (!step.deps.includes(def.id)) step.deps.push(def.id);
-      }
-    }
-    if (def.type === 'parallel') for (const child of def.steps ?? []) if (steps.has(child)) steps.get(child)!.group = def.id;
-  }
+  for (const { def } of steps.values()) kindOf(def)?.link?.(def, steps);
   const needed = new Set<string>();
   for (const step of steps.values()) {
     for (const dep of step.deps) needed.add(dep);
@@ -100,26 +31,12 @@ export function compilePlan(plan: PlanDefinition): CompiledPlan {
   return { steps, order, sinks: order.filter((id) => !needed.has(id) && !grouped.has(id)), output: plan.output };
 }
 
-const schemaChecker = new Ajv.default({ strict: false, allErrors: true });
-const validators = new BoundedMap<string, ValidateFunction>(1000);
-
-/** The compiled validator of a human_input step's schema (compiled once per distinct schema). */
-export function inputValidator(schema: Record<string, unknown>): ValidateFunction {
-  return validators.getOrCreate(JSON.stringify(schema), () => schemaChecker.compile(schema));
-}
-
 /**
  * The plan's steps with what the spec lets a step leave out filled in, as they are saved (and
  * shown): a human step's prompt, and a human_input's schema (any JSON object).
  */
 export function withStepDefaults(steps: StepDefinition[], alias: string): StepDefinition[] {
-  return steps.map((step) => {
-    if (step.type === 'human_approval') return { ...step, prompt: step.prompt ?? `Approve step ${step.id} of plan ${alias}?` };
-    if (step.type === 'human_input') {
-      return { ...step, prompt: step.prompt ?? `Provide the input of step ${step.id} of plan ${alias}`, schema: step.schema ?? { type: 'object' } };
-    }
-    return step;
-  });
+  return steps.map((step) => kindOf(step)?.withDefaults?.(step, alias) ?? step);
 }
 
 /** Everything wrong with a plan, as field problems (empty when it is valid). */
@@ -142,22 +59,7 @@ export function validatePlan(plan: PlanDefinition): FieldProblem[] {
     }
     if (new Set(step.depends_on ?? []).size !== (step.depends_on ?? []).length) problem(`${at}.depends_on`, 'duplicate step ids');
     checkFields(step, at, problem, true);
-    if (step.type === 'condition') {
-      for (const key of ['then', 'else'] as const) {
-        for (const target of asList(step[key])) {
-          if (!ids.has(target)) problem(`${at}.${key}`, `unknown step '${target}'`);
-          else if (target === step.id) problem(`${at}.${key}`, 'a condition cannot branch to itself');
-        }
-      }
-    }
-    if (step.type === 'parallel' && step.steps) {
-      for (const child of step.steps) {
-        if (!ids.has(child)) problem(`${at}.steps`, `unknown step '${child}'`);
-        else if (child === step.id) problem(`${at}.steps`, 'a parallel step cannot contain itself');
-        else if (groupOf.has(child)) problem(`${at}.steps`, `step '${child}' is already in parallel step '${groupOf.get(child)}'`);
-        else groupOf.set(child, step.id);
-      }
-    }
+    kindOf(step)?.checkReferences?.(step, { at, problem, ids, groupOf });
   });
   if (problems.length > 0) return problems;
 
@@ -179,64 +81,28 @@ export function validatePlan(plan: PlanDefinition): FieldProblem[] {
   return problems;
 }
 
-type Report = (field: string, message: string) => void;
+/** The kinds a for_each may repeat. */
+const REPEATABLE = Object.entries(STEP_KINDS)
+  .filter(([, kind]) => kind.repeatable)
+  .map(([type]) => type);
 
-/** The fields each step type requires or forbids. */
+/** The fields each step kind requires or forbids, and the expression any of them holds. */
 function checkFields(step: StepTemplate & { step?: StepTemplate }, at: string, problem: Report, topLevel: boolean): void {
-  const requireField = (key: keyof StepTemplate, why = `is required for a ${step.type} step`) => {
-    if (step[key] === undefined) problem(`${at}.${key}`, why);
+  const check: FieldCheck = {
+    at,
+    problem,
+    topLevel,
+    checkRepeated: (template, templateAt) => {
+      if (!kindOf(template)?.repeatable) problem(`${templateAt}.type`, `for_each repeats one of: ${REPEATABLE.join(', ')}`);
+      checkFields(template, templateAt, problem, false);
+    },
   };
-  switch (step.type) {
-    case 'agent':
-      if ((step.agent === undefined) === (step.capability === undefined)) problem(`${at}.agent`, 'an agent step names exactly one of agent or capability');
-      if (step.strategy !== undefined && step.capability === undefined) problem(`${at}.strategy`, 'is only used with capability');
-      break;
-    case 'human_input':
-      if (step.schema !== undefined) {
-        try {
-          inputValidator(step.schema);
-        } catch (err) {
-          problem(`${at}.schema`, `is not a valid JSON Schema: ${(err as Error).message}`);
-        }
-      }
-      break;
-    case 'condition':
-      requireField('expression');
-      break;
-    case 'parallel':
-      if (!topLevel) problem(`${at}.type`, 'a for_each cannot repeat a parallel step');
-      if ((step.steps === undefined) === (step.for_each === undefined)) {
-        problem(`${at}.steps`, 'a parallel step has either steps (ids started together) or for_each with step');
-      }
-      if (step.for_each !== undefined) {
-        if (step.step === undefined) problem(`${at}.step`, 'is required with for_each');
-        else {
-          if (!MAP_STEP_TYPES.includes(step.step.type)) problem(`${at}.step.type`, `for_each repeats one of: ${MAP_STEP_TYPES.join(', ')}`);
-          checkFields(step.step, `${at}.step`, problem, false);
-        }
-        if (typeof step.for_each !== 'string' && !Array.isArray(step.for_each)) problem(`${at}.for_each`, 'is an array or a template that yields one');
-      }
-      break;
-    case 'wait': {
-      const modes = [step.seconds, step.until, step.event].filter((v) => v !== undefined).length;
-      if (modes !== 1) problem(`${at}.seconds`, 'a wait step has exactly one of seconds, until or event');
-      if (step.until !== undefined && !step.until.includes('{{') && Number.isNaN(Date.parse(step.until))) {
-        problem(`${at}.until`, 'is an ISO 8601 time or a template');
-      }
-      break;
-    }
-    case 'sub_plan':
-      requireField('plan_id');
-      break;
-    case 'transform':
-      if ((step.expression === undefined) === (step.output === undefined)) problem(`${at}.expression`, 'a transform has either expression or output');
-      break;
-  }
+  kindOf(step)?.checkFields(step, check);
   if (step.expression !== undefined) {
     const found = expressionProblem(step.expression);
     if (found) problem(`${at}.expression`, found);
   }
-  if (topLevel && step.step !== undefined && step.type !== 'parallel') problem(`${at}.step`, 'is only used by parallel for_each');
+  if (topLevel && step.step !== undefined && !kindOf(step)?.repeatsStep) problem(`${at}.step`, 'is only used by parallel for_each');
 }
 
 /** The step fields that may hold templates. */

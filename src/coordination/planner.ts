@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { AgentDirectory } from '../kernel/ports.js';
-import { validatePlan, type StepDefinition } from './plan.js';
+import { validatePlan } from './plan.js';
+import type { StepDefinition } from './plan-definition.js';
 
 /**
- * Plan generation (design §6): a rule-based planner that needs no model — split the goal into
+ * Plan generation: a rule-based planner that needs no model — split the goal into
  * sub-goals, match each to a capability with discovery search, chain agent steps — and, when
  * an OpenAI-compatible endpoint is configured, a model-written plan that must pass the same
  * checks or the local plan is used instead.

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
 import { InvalidRequest } from '../kernel/errors.js';
-import type { StepDefinition } from './plan.js';
+import type { StepDefinition } from './plan-definition.js';
 import type { Planner } from './planner.js';
 import {
   ApprovalLink,
@@ -36,8 +36,19 @@ import {
   StartRunBody,
   VersionParams,
 } from './schemas.js';
-import { callerOf, type CoordinationService, type PlanInput } from './service.js';
-import { WEBHOOK_METHODS, type TriggerConfig, type TriggersService } from './triggers.js';
+import { callerOf } from './caller.js';
+import type { HumanDecisionService } from './human-decisions.js';
+import type { PlanInput, PlanService } from './plan-service.js';
+import type { RunService } from './run-service.js';
+import { WEBHOOK_METHODS, type TriggerConfig } from './trigger-config.js';
+import type { TriggersService } from './triggers.js';
+
+/** Coordination's services, as the routes and the MCP tools call them. */
+export interface CoordinationServices {
+  plans: PlanService;
+  runs: RunService;
+  decisions: HumanDecisionService;
+}
 
 const tags = ['coordination'];
 /**
@@ -49,7 +60,7 @@ const LINK_TOKEN = new RegExp(ApprovalLinkParams.properties.token.pattern!);
 /** The body schema checks each field's shape; the service checks what each step type needs. */
 const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps as StepDefinition[] });
 
-export function coordinationRoutes(service: CoordinationService, triggers: TriggersService, planner: Planner): FastifyPluginAsyncTypebox {
+export function coordinationRoutes({ plans, runs, decisions }: CoordinationServices, triggers: TriggersService, planner: Planner): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/coordination/plans/generate',
@@ -68,7 +79,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
     app.post(
       '/coordination/plans',
       { config: { permission: 'plans:write', conflict: 'Another plan has this alias' }, schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
-      async (request, reply) => created(reply, await service.createPlan(planInput(request.body), callerOf(request.principal))),
+      async (request, reply) => created(reply, await plans.createPlan(planInput(request.body), callerOf(request.principal))),
     );
 
     app.get(
@@ -76,14 +87,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       { config: { permission: 'plans:read' }, schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } } },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.listPlans(window), window);
+        return list(reply, await plans.listPlans(window), window);
       },
     );
 
     app.get(
       '/coordination/plans/:plan_id',
       { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } } },
-      async (request, reply) => ok(reply, await service.getPlan(request.params.plan_id)),
+      async (request, reply) => ok(reply, await plans.getPlan(request.params.plan_id)),
     );
 
     app.put(
@@ -98,25 +109,25 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           response: { 200: DataEnvelope(Plan) },
         },
       },
-      async (request, reply) => ok(reply, await service.updatePlan(request.params.plan_id, planInput(request.body), callerOf(request.principal))),
+      async (request, reply) => ok(reply, await plans.updatePlan(request.params.plan_id, planInput(request.body), callerOf(request.principal))),
     );
 
     app.delete(
       '/coordination/plans/:plan_id',
       { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
-      async (request, reply) => deleted(reply, await service.deletePlan(request.params.plan_id, callerOf(request.principal))),
+      async (request, reply) => deleted(reply, await plans.deletePlan(request.params.plan_id, callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/plans/:plan_id/versions/:version',
       { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } } },
-      async (request, reply) => ok(reply, await service.getPlanVersion(request.params.plan_id, request.params.version)),
+      async (request, reply) => ok(reply, await plans.getPlanVersion(request.params.plan_id, request.params.version)),
     );
 
     app.post(
       '/coordination/runs',
       { config: { permission: 'runs:write' }, schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } } },
-      async (request, reply) => created(reply, await service.startRun(request.body, callerOf(request.principal))),
+      async (request, reply) => created(reply, await runs.startRun(request.body, callerOf(request.principal))),
     );
 
     app.get(
@@ -125,14 +136,14 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       async (request, reply) => {
         const window = page(request.query);
         const { plan_id, status, started_after, started_before, tag } = request.query;
-        return list(reply, await service.listRuns({ plan_id, status, started_after, started_before, tag }, window), window);
+        return list(reply, await runs.listRuns({ plan_id, status, started_after, started_before, tag }, window), window);
       },
     );
 
     app.get(
       '/coordination/runs/:run_id',
       { config: { permission: 'runs:read' }, schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } } },
-      async (request, reply) => ok(reply, await service.getRun(request.params.run_id)),
+      async (request, reply) => ok(reply, await runs.getRun(request.params.run_id)),
     );
 
     app.get(
@@ -149,7 +160,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.events(request.params.run_id, window), window);
+        return list(reply, await runs.events(request.params.run_id, window), window);
       },
     );
 
@@ -165,7 +176,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           response: { 200: DataEnvelope(Run) },
         },
       },
-      async (request, reply) => ok(reply, await service.cancelRun(request.params.run_id, callerOf(request.principal), request.body?.reason)),
+      async (request, reply) => ok(reply, await runs.cancelRun(request.params.run_id, callerOf(request.principal), request.body?.reason)),
     );
 
     app.post(
@@ -180,7 +191,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           response: { 200: DataEnvelope(Run) },
         },
       },
-      async (request, reply) => ok(reply, await service.redrive(request.params.run_id, callerOf(request.principal), request.body?.reason)),
+      async (request, reply) => ok(reply, await runs.redrive(request.params.run_id, callerOf(request.principal), request.body?.reason)),
     );
 
     app.post(
@@ -196,7 +207,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
         },
       },
       async (request, reply) =>
-        ok(reply, await service.approve(request.params.run_id, request.params.step_id, request.body, callerOf(request.principal))),
+        ok(reply, await decisions.approve(request.params.run_id, request.params.step_id, request.body, callerOf(request.principal))),
     );
 
     app.post(
@@ -214,7 +225,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       async (request, reply) =>
         ok(
           reply,
-          await service.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal), request.body.reason),
+          await decisions.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal), request.body.reason),
         ),
     );
 
@@ -234,7 +245,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
         },
       },
       async (request, reply) =>
-        created(reply, await service.createLink(request.params.run_id, request.params.step_id, request.body.approver, callerOf(request.principal))),
+        created(reply, await decisions.createLink(request.params.run_id, request.params.step_id, request.body.approver, callerOf(request.principal))),
     );
 
     app.get(
@@ -242,7 +253,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
       { config: { permission: 'runs:read' }, schema: { tags, summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)', querystring: PageQuery, response: { 200: ListEnvelope(PendingApproval) } } },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.listPendingApprovals(window), window);
+        return list(reply, await decisions.listPendingApprovals(window), window);
       },
     );
 
@@ -258,7 +269,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           response: { 200: DataEnvelope(LinkedStep) },
         },
       },
-      async (request, reply) => ok(reply, await service.linkedStep(request.params.token)),
+      async (request, reply) => ok(reply, await decisions.linkedStep(request.params.token)),
     );
 
     app.post(
@@ -278,7 +289,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
             const message = 'must be the token of an approve_url (payload.signature, base64url)';
             throw new InvalidRequest(`Invalid request: token ${message}`, [{ field: 'token', in: 'params', message }]);
           }
-          await service.checkLink(token);
+          await decisions.checkLink(token);
         },
         schema: {
           tags,
@@ -289,7 +300,7 @@ export function coordinationRoutes(service: CoordinationService, triggers: Trigg
           response: { 200: DataEnvelope(LinkDecision) },
         },
       },
-      async (request, reply) => ok(reply, await service.decideByLink(request.params.token, request.body)),
+      async (request, reply) => ok(reply, await decisions.decideByLink(request.params.token, request.body)),
     );
 
     app.post(

@@ -6,11 +6,12 @@ import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import { SYSTEM_ACTOR, type EventLog, type Inbox } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
-import { compilePlan, type CompiledPlan, type PlanDefinition } from './plan.js';
+import { compilePlan } from './plan.js';
+import type { CompiledPlan, PlanDefinition } from './plan-definition.js';
 import type { ApprovalLinks } from './approval-links.js';
 import { approverMessagesOf, asksForHumans, countTransitions, logEventsOf } from './run-events.js';
 import { NOT_STARTED, record, RUN_FINISHED, type RunContext, type StartRun, type StepState } from './run-state.js';
-import type { CoordinationStore, NewRunEvent, RunRow, RunStepRow } from './store.js';
+import type { NewRunEvent, RunRow, RunStepRow, RunStore } from './run-store.js';
 
 /** Runs whose steps a node keeps after saving them (most transitions touch a recently saved run). */
 const STEP_CACHE_RUNS = 2000;
@@ -35,7 +36,7 @@ export class RunContexts {
   private readonly revisionPrefix = randomBytes(8).toString('hex');
   private revisions = 0;
 
-  constructor(private readonly deps: { store: CoordinationStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks; metrics: DomainMetrics }) {}
+  constructor(private readonly deps: { store: RunStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks; metrics: DomainMetrics }) {}
 
   private get store() {
     return this.deps.store;

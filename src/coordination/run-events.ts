@@ -1,6 +1,6 @@
 /**
- * What a transition tells the event log (design §8): the run's timeline entries that matter to
- * someone outside, as log events with what a listener needs without a second call.
+ * What a transition tells the event log: the run's timeline entries that matter to someone
+ * outside, as log events with what a listener needs without a second call.
  */
 
 import { approverAgent, approverAgents } from './approvers.js';
@@ -10,14 +10,15 @@ import type { NewEvent, OutgoingMessage } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { APPROVAL_LINK_TTL_MS, type ApprovalClaim } from './approval-links.js';
 import { PLATFORM_SENDER, stepDetail, stepOutput, type RunContext, type StepState } from './run-state.js';
-import type { NewRunEvent } from './store.js';
+import { kindOfStep, type Asked } from './steps/index.js';
+import type { NewRunEvent } from './run-store.js';
 
 /** Makes the approval link of a claim (approval-links.ts). */
 export type Linker = (claim: ApprovalClaim) => string;
 
 /** A human step that started waiting in this transition: what it asks, of whom, and its link's claim. */
 interface HumanAsk {
-  type: 'approval.requested' | 'input.requested';
+  type: Asked['event'];
   data: Record<string, unknown>;
   claim: ApprovalClaim;
   /** Who may decide (human_approval's `approvers`: agents, users, roles); empty: anyone with approvals:decide. */
@@ -75,17 +76,13 @@ export function linkClaim(ctx: RunContext, step: StepState, approver: string | n
 
 function humanAsk(ctx: RunContext, entry: NewRunEvent): HumanAsk | null {
   const step = entry.step_id ? ctx.steps.get(entry.step_id) : undefined;
-  if (!step) return null;
-  // A human step waits; its input holds what the person is asked (step-starters.ts).
-  const asked = (parseNullableJson(step.row.input) ?? {}) as { prompt?: string; schema?: unknown; approvers?: string[] };
+  const asked = step && kindOfStep(ctx, step).asked?.(step);
+  if (!step || !asked) return null;
   const claim = linkClaim(ctx, step, null);
   const base = { run_id: ctx.run.id, plan_id: ctx.run.plan_id, plan_version: ctx.run.plan_version, step_id: step.row.step_id, expires_at: iso(claim.expiresAt) };
-  const detail = JSON.parse(entry.detail) as { type?: string };
-  if (detail.type === 'human_approval') {
-    const approvers = asked.approvers ?? [];
-    return { type: 'approval.requested', data: { ...base, prompt: asked.prompt, approvers }, claim, approvers };
-  }
-  return { type: 'input.requested', data: { ...base, prompt: asked.prompt, schema: asked.schema }, claim, approvers: [] };
+  const { event, prompt, schema, approvers } = asked;
+  const data = { ...base, prompt, ...(approvers !== undefined && { approvers }), ...(schema !== undefined && { schema }) };
+  return { type: event, data, claim, approvers: approvers ?? [] };
 }
 
 function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' | 'data'> | null {

@@ -5,8 +5,8 @@
 
 import { parseNullableJson } from '../kernel/json.js';
 import type { OutgoingMessage } from '../kernel/ports.js';
-import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan.js';
-import type { NewRunEvent, RunRow, RunStepRow } from './store.js';
+import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan-definition.js';
+import type { NewRunEvent, RunRow, RunStepRow } from './run-store.js';
 import type { RunStatus, StepStatus } from './tables.js';
 import type { TemplateScope } from './templates.js';
 
@@ -172,13 +172,6 @@ export function failStep(ctx: RunContext, step: StepState, reason: string, outpu
 export function skipStep(ctx: RunContext, step: StepState, reason: string): void {
   changeStep(step, { status: 'skipped', completed_at: ctx.now });
   record(ctx, 'step.skipped', step.row.step_id, { reason });
-}
-
-/** A sub_plan step takes its child run's outcome (nothing while the child is still going). */
-export function takeChildOutcome(ctx: RunContext, step: StepState, child: RunRow): void {
-  if (child.status === 'completed') completeStep(ctx, step, parseNullableJson(child.output) ?? {});
-  else if (child.status === 'failed') failStep(ctx, step, `sub-plan run ${child.id} failed: ${child.error ?? 'unknown error'}`);
-  else if (child.status === 'cancelled') failStep(ctx, step, `sub-plan run ${child.id} was cancelled`);
 }
 
 export function finishRun(ctx: RunContext, status: RunStatus, output: unknown, error: string | null): void {

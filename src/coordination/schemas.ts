@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { AgentId, JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 import { STRATEGIES } from '../discovery/routing.js';
 import { USERNAME_PATTERN } from '../auth/schemas.js';
-import { STEP_TYPES } from './plan.js';
+import { STEP_TYPES } from './plan-definition.js';
 
 const StepId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Step id: letters, digits, _ and -, unique in the plan' });
 const StepIds = Type.Array(StepId, { maxItems: 200 });

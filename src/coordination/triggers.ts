@@ -1,25 +1,23 @@
 import { assertMayChange, type Changer } from '../auth/ownership.js';
 import { autocommit, type Tx } from '../db/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
-import { Conflict, InvalidRequest, MethodNotAllowed, NotFound, type FieldProblem } from '../kernel/errors.js';
+import { Conflict, MethodNotAllowed, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
-import { topicMatches, topicProblem } from '../kernel/topics.js';
-import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
+import { topicMatches } from '../kernel/topics.js';
+import { decideSlots, Schedule } from '../kernel/cron.js';
 import { COORDINATION_CHANGED, type RunEngine } from './engine.js';
+import type { CurrentPlan, PlanStore } from './plan-store.js';
 import type { StartRun } from './run-state.js';
-import type { CoordinationStore, FireRow, TriggerRow, TriggerView } from './store.js';
+import { checkTrigger, nextFire, webhookKey, type TriggerConfig, type TriggerInput, type TriggerPatch } from './trigger-config.js';
+import type { FireRow, TriggerRow, TriggerStore, TriggerView } from './trigger-store.js';
 import type { FireOutcome, TriggerType } from './tables.js';
-import { collectReferences, render } from './templates.js';
-import type { PlanDefinition } from './plan.js';
+import { render } from './templates.js';
 import { isJsonObject } from '../kernel/json.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
-import { expressionProblem } from '../kernel/expression-check.js';
 import { ExpressionError, type Expressions } from '../kernel/expression-pool.js';
-
-type PlanVersion = { id: string; alias: string; version: number; definition: PlanDefinition; text: string };
 
 /** An enabled event trigger as kept between publishes: its row with what each event needs made once. */
 interface EventTrigger {
@@ -38,16 +36,6 @@ interface EventWork {
   decided: { trigger: EventTrigger; pass: boolean; error?: string }[];
 }
 
-export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-export type WebhookMethod = (typeof WEBHOOK_METHODS)[number];
-const WEBHOOK_PATH = /^\/?[A-Za-z0-9][A-Za-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*$/;
-
-/**
- * A webhook path as it is stored and looked up: without the leading slash people often write
- * (`/hooks/github`), so it is one path and one match however it was written. `config.path`
- * keeps what was given.
- */
-const webhookKey = (path: string) => (path.startsWith('/') ? path.slice(1) : path);
 const SCHEDULE_BATCH = 100;
 /** Event triggers are re-read at least this often even without a change notification. */
 const EVENT_TRIGGERS_TTL_MS = 5000;
@@ -55,32 +43,6 @@ const EVENT_TRIGGERS_TTL_MS = 5000;
 const MATCHED_TOPICS = 1000;
 /** Events whose runs start in one transaction at most. */
 const EVENT_BATCH = 100;
-
-export interface TriggerConfig {
-  cron?: string;
-  timezone?: string;
-  topic?: string;
-  filter?: string;
-  path?: string;
-  method?: WebhookMethod;
-}
-
-export interface TriggerInput {
-  plan_id: string;
-  type: TriggerType;
-  config: TriggerConfig;
-  input?: Record<string, unknown>;
-  input_mapping?: Record<string, unknown>;
-  enabled?: boolean;
-}
-
-export interface TriggerPatch {
-  config?: TriggerConfig;
-  input?: Record<string, unknown>;
-  /** null removes the mapping. */
-  input_mapping?: Record<string, unknown> | null;
-  enabled?: boolean;
-}
 
 export interface Trigger {
   id: string;
@@ -147,7 +109,7 @@ function toEventTrigger(row: TriggerRow): EventTrigger {
 }
 
 /** A run of `trigger`'s plan: its fixed input overlaid with its mapping over the event. */
-function runSpec(trigger: TriggerRow, plan: PlanVersion, fixed: Record<string, unknown>, mapping: unknown, event: Record<string, unknown> | undefined): StartRun {
+function runSpec(trigger: TriggerRow, plan: CurrentPlan, fixed: Record<string, unknown>, mapping: unknown, event: Record<string, unknown> | undefined): StartRun {
   const mapped = mapping === null ? {} : (render(mapping, { input: {}, steps: {}, event: event ?? {} }) as Record<string, unknown>);
   return {
     planId: plan.id,
@@ -159,54 +121,6 @@ function runSpec(trigger: TriggerRow, plan: PlanVersion, fixed: Record<string, u
     event,
     createdBy: `trigger:${trigger.id}`,
   };
-}
-
-/** What a trigger's type needs in `config`, and that `input_mapping` reads only `event.*`. */
-function problems(type: TriggerType, config: TriggerConfig, mapping: Record<string, unknown> | undefined | null): FieldProblem[] {
-  const found: FieldProblem[] = [];
-  const problem = (field: string, message: string) => found.push({ field, message });
-  const allowed: Record<TriggerType, (keyof TriggerConfig)[]> = {
-    schedule: ['cron', 'timezone'],
-    event: ['topic', 'filter'],
-    webhook: ['path', 'method'],
-  };
-  for (const key of Object.keys(config) as (keyof TriggerConfig)[]) {
-    if (!allowed[type].includes(key)) problem(`config.${key}`, `is not used by ${type} triggers (they take ${allowed[type].join(', ')})`);
-  }
-  if (type === 'schedule') {
-    const zone = config.timezone ?? 'UTC';
-    if (!isValidTimeZone(zone)) problem('config.timezone', `'${zone}' is not an IANA time zone`);
-    else if (config.cron === undefined) problem('config.cron', 'is required for schedule triggers');
-    else {
-      const cron = cronProblem(config.cron, zone);
-      if (cron) problem('config.cron', cron);
-    }
-  }
-  if (type === 'event') {
-    if (config.topic === undefined) problem('config.topic', 'is required for event triggers');
-    else {
-      const topic = topicProblem(config.topic, true);
-      if (topic) problem('config.topic', topic);
-    }
-    if (config.filter !== undefined) {
-      const found = expressionProblem(config.filter);
-      if (found) problem('config.filter', found);
-    }
-  }
-  if (type === 'webhook') {
-    if (config.path === undefined) problem('config.path', 'is required for webhook triggers');
-    else if (!WEBHOOK_PATH.test(config.path) || config.path.split('/').some((s) => s === '.' || s === '..')) {
-      problem('config.path', "is segments of letters, digits and '._~-' separated by '/', e.g. 'github/push' or '/github/push'");
-    }
-  }
-  if (mapping) {
-    if (type === 'schedule') problem('input_mapping', 'schedule triggers have no event; use input');
-    for (const reference of collectReferences(mapping)) {
-      if (typeof reference === 'string') problem('input_mapping', reference);
-      else if (reference.root !== 'event') problem('input_mapping', `'{{${reference.expression}}}': a trigger's mapping reads only event.*`);
-    }
-  }
-  return found;
 }
 
 /**
@@ -221,7 +135,7 @@ export class TriggersService {
   private eventTriggers: {
     triggers: EventTrigger[];
     at: number;
-    plans: Map<string, PlanVersion>;
+    plans: Map<string, CurrentPlan>;
     /** The triggers matching a published topic, by topic. */
     matched: BoundedMap<string, EventTrigger[]>;
   } | null = null;
@@ -230,11 +144,11 @@ export class TriggersService {
   private startingEvents = false;
 
   constructor(
-    private readonly deps: { store: CoordinationStore; engine: RunEngine; clock: Clock; notifier: Notifier; expressions: Expressions; audit: AuditTrail },
+    private readonly deps: { triggers: TriggerStore; plans: PlanStore; engine: RunEngine; clock: Clock; notifier: Notifier; expressions: Expressions; audit: AuditTrail },
   ) {}
 
   private get store() {
-    return this.deps.store;
+    return this.deps.triggers;
   }
 
   /** Triggers changed (here or on another node): read them again on the next event. */
@@ -264,17 +178,6 @@ export class TriggersService {
     return triggers;
   }
 
-  private nextFire(row: Pick<TriggerRow, 'type' | 'config' | 'enabled'>, after: number): number | null {
-    if (row.type !== 'schedule' || row.enabled !== 1) return null;
-    const config = JSON.parse(row.config) as TriggerConfig;
-    return new Schedule(config.cron!, config.timezone ?? 'UTC').next(after);
-  }
-
-  private check(type: TriggerType, config: TriggerConfig, mapping: Record<string, unknown> | null | undefined): void {
-    const found = problems(type, config, mapping);
-    if (found.length > 0) throw new InvalidRequest(`The trigger is invalid: ${found[0]!.field}: ${found[0]!.message}`, found);
-  }
-
   private async unique<T>(work: () => Promise<T>, path: string | undefined): Promise<T> {
     try {
       return await work();
@@ -285,10 +188,10 @@ export class TriggersService {
   }
 
   async create(input: TriggerInput, actor: string): Promise<Trigger> {
-    const plan = await this.store.findPlan(autocommit, input.plan_id);
+    const plan = await this.deps.plans.findPlan(autocommit, input.plan_id);
     if (!plan) throw new NotFound('Plan', input.plan_id);
     const config: TriggerConfig = input.type === 'webhook' ? { method: 'POST', ...input.config } : input.config;
-    this.check(input.type, config, input.input_mapping);
+    checkTrigger(input.type, config, input.input_mapping);
     const now = this.deps.clock.now();
     const row: TriggerRow = {
       id: newId('trg', now),
@@ -305,7 +208,7 @@ export class TriggersService {
       created_at: now,
       updated_at: now,
     };
-    row.next_fire_at = this.nextFire(row, now);
+    row.next_fire_at = nextFire(row, now);
     await this.unique(
       () =>
         this.store.inTransaction(async (tx) => {
@@ -329,7 +232,7 @@ export class TriggersService {
   }
 
   async list(planId: string | undefined, window: Page): Promise<Paged<Trigger>> {
-    const resolved = planId === undefined ? undefined : ((await this.store.findPlan(autocommit, planId))?.id ?? planId);
+    const resolved = planId === undefined ? undefined : ((await this.deps.plans.findPlan(autocommit, planId))?.id ?? planId);
     const page = await this.store.listTriggers(autocommit, resolved, window);
     return { items: page.items.map(toTrigger), total: page.total };
   }
@@ -347,7 +250,7 @@ export class TriggersService {
     const current = await this.changeable(id, changer);
     const config: TriggerConfig = patch.config ?? (JSON.parse(current.config) as TriggerConfig);
     const mapping = patch.input_mapping !== undefined ? patch.input_mapping : current.input_mapping === null ? null : JSON.parse(current.input_mapping);
-    this.check(current.type, current.type === 'webhook' ? { method: 'POST', ...config } : config, mapping);
+    checkTrigger(current.type, current.type === 'webhook' ? { method: 'POST', ...config } : config, mapping);
     const next: TriggerView = {
       ...current,
       config: JSON.stringify(current.type === 'webhook' ? { method: 'POST', ...config } : config),
@@ -359,7 +262,7 @@ export class TriggersService {
       updated_at: now,
     };
     // A new schedule or a resume starts from now: nothing missed while paused fires.
-    if (next.config !== current.config || next.enabled !== current.enabled) next.next_fire_at = this.nextFire(next, now);
+    if (next.config !== current.config || next.enabled !== current.enabled) next.next_fire_at = nextFire(next, now);
     const { id: _id, last_fired_at: _last, ...changes } = next;
     await this.unique(
       () =>
@@ -390,7 +293,7 @@ export class TriggersService {
 
   /** Starts a run of the trigger's plan (newest version) in `tx`; returns its id, or why it could not. */
   private async startRun(tx: Tx, trigger: TriggerRow, event: Record<string, unknown> | undefined): Promise<{ runId: string } | { failed: string }> {
-    const plan = await this.store.currentPlan(tx, trigger.plan_id);
+    const plan = await this.deps.plans.currentPlan(tx, trigger.plan_id);
     if (!plan) return { failed: `plan '${trigger.plan_id}' no longer exists` };
     const fixed = JSON.parse(trigger.input) as Record<string, unknown>;
     const mapping = trigger.input_mapping === null ? null : (JSON.parse(trigger.input_mapping) as unknown);
@@ -484,7 +387,7 @@ export class TriggersService {
       while (this.pendingEvents.length > 0) {
         const batch = this.pendingEvents.splice(0, EVENT_BATCH);
         // The plan versions kept with the triggers (dropped with them when a plan changes).
-        const plans = this.eventTriggers?.plans ?? new Map<string, PlanVersion>();
+        const plans = this.eventTriggers?.plans ?? new Map<string, CurrentPlan>();
         try {
           const started = await this.store.inTransaction((tx) => this.startEvents(tx, batch.map((b) => b.work), plans));
           batch.forEach((b, i) => b.resolve(started[i]!));
@@ -509,7 +412,7 @@ export class TriggersService {
   }
 
   /** Starts the runs of a batch of events in `tx` and records every fire; returns the runs started per event. */
-  private async startEvents(tx: Tx, batch: EventWork[], plans: Map<string, PlanVersion>): Promise<number[]> {
+  private async startEvents(tx: Tx, batch: EventWork[], plans: Map<string, CurrentPlan>): Promise<number[]> {
     const fires: FireRow[] = [];
     const specs: StartRun[] = [];
     const startedFires: FireRow[] = [];
@@ -523,7 +426,7 @@ export class TriggersService {
         }
         let plan = plans.get(row.plan_id);
         if (plan === undefined) {
-          const current = await this.store.currentPlan(tx, row.plan_id);
+          const current = await this.deps.plans.currentPlan(tx, row.plan_id);
           if (current) plans.set(row.plan_id, (plan = current));
         }
         if (!plan) {

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { authorizeDeclared, type Principal } from '../auth/index.js';
-import { callerOf, type CoordinationService } from '../coordination/index.js';
+import { callerOf, type HumanDecisionService } from '../coordination/index.js';
 import { Run, type PendingApproval } from '../coordination/schemas.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { ElicitationSchema, InteractiveTool, UserReply } from './server.js';
@@ -87,7 +87,7 @@ function dataOf(step: PendingApproval, content: Record<string, unknown>): Record
   return data;
 }
 
-async function waitingStep(coordination: CoordinationService, of: { runId?: string; stepId?: string }): Promise<PendingApproval> {
+async function waitingStep(coordination: HumanDecisionService, of: { runId?: string; stepId?: string }): Promise<PendingApproval> {
   const step = await coordination.oldestWaitingInput(of);
   if (!step) throw new NotFound('Waiting human_input step', [of.runId, of.stepId].filter(Boolean).join('/') || undefined);
   return step;
@@ -99,7 +99,7 @@ async function waitingStep(coordination: CoordinationService, of: { runId?: stri
  * input-required result) and submits the reply as submit_step_input would: same checks,
  * same field errors. A declined or cancelled form submits nothing.
  */
-export function humanInputTool(coordination: CoordinationService): InteractiveTool {
+export function humanInputTool(coordination: HumanDecisionService): InteractiveTool {
   return {
     name: 'request_step_input',
     group: 'coordination',

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compilePlan, validatePlan, type StepDefinition } from '../../src/coordination/plan.js';
+import type { StepDefinition } from '../../src/coordination/plan-definition.js';
+import { compilePlan, validatePlan } from '../../src/coordination/plan.js';
 
 const agent = (id: string, extra: Partial<StepDefinition> = {}): StepDefinition => ({ id, type: 'agent', agent: 'a', ...extra });
 

@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import type { RunEngine } from '../../src/coordination/engine.js';
-import { CoordinationStore } from '../../src/coordination/store.js';
+import { PlanStore } from '../../src/coordination/plan-store.js';
+import { TriggerStore } from '../../src/coordination/trigger-store.js';
 import { TriggersService } from '../../src/coordination/triggers.js';
 import { autocommit } from '../../src/db/tx.js';
 import { InProcessNotifier } from '../../src/kernel/notifier.js';
@@ -188,7 +189,6 @@ describeEachDialect('coordination triggers', (dialect) => {
     const topic = unique('mixed');
     const created = await trigger({ plan_id: plan, type: 'event', config: { topic }, input_mapping: { id: '{{event.id}}' } });
     const { db, caps } = server.app.platform.database;
-    const store = new CoordinationStore(db, caps);
     let batches = 0;
     // An engine that fails any batch holding the 'bad' event (as a failing write would).
     const engine = {
@@ -198,7 +198,7 @@ describeEachDialect('coordination triggers', (dialect) => {
         return specs.map((_, i) => ({ id: `run_fake_${batches}_${i}` }));
       },
     } as unknown as RunEngine;
-    const triggers = new TriggersService({ store, engine, clock: new FakeClock(Date.now()), notifier: new InProcessNotifier(), expressions: server.app.platform.expressions, audit: server.app.platform.audit });
+    const triggers = new TriggersService({ triggers: new TriggerStore(db, caps), plans: new PlanStore(db, caps), engine, clock: new FakeClock(Date.now()), notifier: new InProcessNotifier(), expressions: server.app.platform.expressions, audit: server.app.platform.audit });
     const event = (id: string, on = topic) => ({ topic: on, payload: { id }, published_at: new Date().toISOString(), publisher: 'test' });
     // Triggers read (an event nothing matches), so the three below are handled in the same turn.
     expect(await triggers.onEvent(event('none', unique('unmatched')))).toBe(0);
@@ -338,7 +338,7 @@ describeEachDialect('coordination triggers', (dialect) => {
     for (let i = 0; i < 105; i++) expect((await server.api.post(`/api/v1/coordination/hooks/${path}`, { i })).status).toBe(202);
     expect((await server.api.get(`${T}/${hook.id}/fires?limit=1`)).body.meta.total).toBe(105);
     const { db, caps } = server.app.platform.database;
-    await new CoordinationStore(db, caps).pruneFires(autocommit);
+    await new TriggerStore(db, caps).pruneFires(autocommit);
     const kept = await server.api.get(`${T}/${hook.id}/fires?limit=500`);
     expect(kept.body.meta.total).toBe(100);
     // The newest ones stay.

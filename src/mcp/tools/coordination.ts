@@ -18,7 +18,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       input: toolInput(PageQuery),
       output: pagedOutput(Plan),
       annotations: READ,
-      run: (window) => coordination.listPlans(page(window)),
+      run: (window) => coordination.plans.listPlans(page(window)),
     }),
     define({
       name: 'start_run',
@@ -28,7 +28,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       input: toolInput(StartRunBody, { input: 'The run input, read by the steps as {{input.<field>}}' }),
       output: Run,
       annotations: DISPATCH,
-      run: (body, principal) => coordination.startRun(body, callerOf(principal)),
+      run: (body, principal) => coordination.runs.startRun(body, callerOf(principal)),
     }),
     define({
       name: 'get_run',
@@ -38,7 +38,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       input: toolInput(RunParams, RUN_ID),
       output: Run,
       annotations: READ,
-      run: ({ run_id }) => coordination.getRun(run_id),
+      run: ({ run_id }) => coordination.runs.getRun(run_id),
     }),
     define({
       name: 'list_pending_approvals',
@@ -49,7 +49,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       input: toolInput(PageQuery),
       output: pagedOutput(PendingApproval),
       annotations: READ,
-      run: (window) => coordination.listPendingApprovals(page(window)),
+      run: (window) => coordination.decisions.listPendingApprovals(page(window)),
     }),
     define({
       name: 'approve_step',
@@ -60,7 +60,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       input: toolInput(Type.Composite([RunStepParams, ApproveBody]), STEP_IDS),
       output: Run,
       annotations: DECIDE,
-      run: ({ run_id, step_id, ...decision }, principal) => coordination.approve(run_id, step_id, decision, callerOf(principal)),
+      run: ({ run_id, step_id, ...decision }, principal) => coordination.decisions.approve(run_id, step_id, decision, callerOf(principal)),
     }),
     define({
       name: 'submit_step_input',
@@ -70,7 +70,7 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       input: toolInput(Type.Composite([RunStepParams, InputBody]), STEP_IDS),
       output: Run,
       annotations: DECIDE,
-      run: ({ run_id, step_id, data, reason }, principal) => coordination.submitInput(run_id, step_id, data, callerOf(principal), reason),
+      run: ({ run_id, step_id, data, reason }, principal) => coordination.decisions.submitInput(run_id, step_id, data, callerOf(principal), reason),
     }),
   ];
 }

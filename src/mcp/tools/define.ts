@@ -3,7 +3,7 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { ArtifactsService } from '../../artifacts/index.js';
 import { authorizeDeclared, type Principal, type Requirement } from '../../auth/index.js';
-import type { CoordinationService } from '../../coordination/index.js';
+import type { CoordinationServices } from '../../coordination/index.js';
 import type { DiscoveryService } from '../../discovery/index.js';
 import { validationError } from '../../http/error-handler.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, withIntegerMaximum } from '../../http/schemas.js';
@@ -15,7 +15,7 @@ import type { TasksService } from '../../tasks/index.js';
 export interface ToolServices {
   routines: RoutinesService;
   tasks: TasksService;
-  coordination: CoordinationService;
+  coordination: CoordinationServices;
   inbox: InboxService;
   discovery: DiscoveryService;
   artifacts: ArtifactsService;

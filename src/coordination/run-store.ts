@@ -1,18 +1,15 @@
-import { sql, type Insertable, type InsertQueryBuilder, type QueryCreator, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { sql, type Insertable, type InsertQueryBuilder, type QueryCreator, type Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Database } from '../db/schema.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
-import { atomically, dbOf, inTransaction, type Tx } from '../db/tx.js';
-import { Store } from '../db/store.js';
-import { BoundedMap } from '../kernel/bounded-map.js';
+import { atomically, dbOf, type Tx } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { PlanDefinition } from './plan.js';
-import type { RunStatus, PlansTable, PlanVersionsTable, RunsTable, RunStepsTable, RunEventsTable, PlanTriggersTable, TriggerFiresTable } from './tables.js';
+import { CoordinationStore } from './coordination-store.js';
+import type { RunStatus, RunsTable, RunStepsTable, RunEventsTable } from './tables.js';
 
-/** A waiting human step, as the approvals inbox lists it. */
 /** Which runs a list shows: times in ms, `startedAfter` inclusive and `startedBefore` exclusive. */
 export interface RunFilter {
   planId?: string;
@@ -22,6 +19,7 @@ export interface RunFilter {
   tag?: string;
 }
 
+/** A waiting human step, as the approvals inbox lists it. */
 export interface PendingHumanStepRow {
   run_id: string;
   step_id: string;
@@ -32,24 +30,14 @@ export interface PendingHumanStepRow {
   plan_id: string;
   run_input: string;
 }
-export type PlanRow = Selectable<PlansTable>;
-export type PlanVersionRow = Selectable<PlanVersionsTable>;
 export type RunRow = Selectable<RunsTable>;
 export type RunStepRow = Selectable<RunStepsTable>;
 export type RunEventRow = Selectable<RunEventsTable>;
 export type NewRunEvent = Omit<Insertable<RunEventsTable>, 'seq'>;
-export type TriggerRow = Selectable<PlanTriggersTable>;
-/** A trigger as read: with the time of its latest started run, from the fire ledger. */
-export type TriggerView = TriggerRow & { last_fired_at: number | null };
-export type FireRow = Selectable<TriggerFiresTable>;
-
-/** Fires kept per trigger (older ones are pruned by the timer worker). */
-export const FIRES_KEPT = 100;
-
 const ACTIVE: RunStatus[] = ['running', 'waiting'];
 type RunStateColumn = 'status' | 'output' | 'error' | 'revisions' | 'wake_at' | 'revision' | 'completed_at' | 'updated_at';
 
-// Every column of the rows inserted on hot paths (a run started, its steps and timeline, a fire),
+// Every column of the rows inserted on hot paths (a run started, its steps and timeline),
 // each null: typed as full records, so a column added to a table cannot be left out.
 const RUN_TEMPLATE: Record<keyof RunRow, null> = {
   id: null, plan_id: null, plan_version: null, definition: null, status: null, input: null, event: null, output: null,
@@ -62,9 +50,6 @@ const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
   wait_topic: null, detail: null, started_at: null, completed_at: null,
 };
 const EVENT_TEMPLATE: Record<keyof NewRunEvent, null> = { run_id: null, step_id: null, type: null, detail: null, created_at: null };
-const FIRE_TEMPLATE: Record<keyof FireRow, null> = {
-  id: null, trigger_id: null, scheduled_for: null, outcome: null, reason: null, run_id: null, created_at: null,
-};
 /** Bound values of the one-statement insert of new runs on PostgreSQL at most (its limit is 65,535). */
 const MAX_CTE_BOUND = 10_000;
 
@@ -101,8 +86,11 @@ const STEP_STATE_COLUMNS = [
   'wake_at', 'wait_topic', 'detail', 'started_at', 'completed_at',
 ] as const;
 
-export class CoordinationStore extends Store {
-  private readonly definitions = new BoundedMap<string, { definition: PlanDefinition; text: string }>(500);
+/**
+ * Runs with their steps, timeline events and tags (the only SQL of the runs, run_steps,
+ * run_events and run_tags tables): what the engine loads and saves, and what callers list.
+ */
+export class RunStore extends CoordinationStore {
   /** Statements run on every transition or start, compiled once per shape. */
   private readonly statements: Statements;
   private readonly runInsert: BulkInsert<'runs', keyof RunRow>;
@@ -110,8 +98,6 @@ export class CoordinationStore extends Store {
   private readonly eventInsert: BulkInsert<'run_events', keyof NewRunEvent>;
   /** New and changed steps of a transition: an upsert on the step key. */
   private readonly stepUpsert: BulkInsert<'run_steps', keyof RunStepRow>;
-  /** A schedule slot already in the ledger is left out (ON CONFLICT DO NOTHING). */
-  private readonly fireInsert: BulkInsert<'trigger_fires', keyof FireRow>;
 
   constructor(db: Db, caps: DialectCapabilities) {
     super(db, caps);
@@ -122,102 +108,7 @@ export class CoordinationStore extends Store {
     this.stepInsert = new BulkInsert(db, 'run_steps', STEP_TEMPLATE);
     this.eventInsert = new BulkInsert(db, 'run_events', EVENT_TEMPLATE);
     this.stepUpsert = new BulkInsert(db, 'run_steps', STEP_TEMPLATE, { clauses: (insert) => upsertSteps(insert) });
-    this.fireInsert = new BulkInsert(db, 'trigger_fires', FIRE_TEMPLATE, {
-      clauses: (insert) => insert.onConflict((oc) => oc.columns(['trigger_id', 'scheduled_for']).doNothing()).returning('id'),
-    });
   }
-
-  /**
-   * Runs `work` in a transaction, again (up to 3 times) when PostgreSQL aborts it to break a
-   * deadlock: a cancel or a timer locks a run and then its message, an acknowledgement the reverse.
-   */
-  override async inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await inTransaction(this.db, work);
-      } catch (err) {
-        if (attempt >= 3 || !this.caps.isTransientConflict(err)) throw err;
-      }
-    }
-  }
-
-  /** `query`, locked (PostgreSQL `FOR UPDATE`) with `lock`: the read of a row about to be updated. */
-  private lockIf<TB extends keyof Database, O>(options: { lock?: boolean }, query: SelectQueryBuilder<Database, TB, O>): SelectQueryBuilder<Database, TB, O> {
-    return options.lock === true ? this.caps.lock(query) : query;
-  }
-
-  isUniqueViolation(err: unknown): boolean {
-    return this.caps.isUniqueViolation(err);
-  }
-
-  // Plans
-
-  async insertPlan(tx: Tx, plan: PlanRow, version: PlanVersionRow): Promise<void> {
-    await atomically(tx, this.db, async (trx) => {
-      await trx.insertInto('plans').values(plan).execute();
-      await trx.insertInto('plan_versions').values(version).execute();
-    });
-  }
-
-  async updatePlan(tx: Tx, id: string, changes: Pick<PlanRow, 'alias' | 'version' | 'updated_at'>, version: PlanVersionRow): Promise<void> {
-    await atomically(tx, this.db, async (trx) => {
-      await trx.updateTable('plans').set(changes).where('id', '=', id).execute();
-      await trx.insertInto('plan_versions').values(version).execute();
-    });
-  }
-
-  /** A plan by id or alias; with `lock`, locked on PostgreSQL until `tx` ends (read for an update). */
-  async findPlan(tx: Tx, idOrAlias: string, options: { lock?: boolean } = {}): Promise<PlanRow | undefined> {
-    const lock = options.lock === true;
-    const query = this.statements.compiled(`plan:${lock}`, { idOrAlias }, (v) =>
-      this.lockIf(
-        options,
-        this.db
-          .selectFrom('plans')
-          .selectAll()
-          .where((eb) => eb.or([eb('id', '=', v.idOrAlias), eb('alias', '=', v.idOrAlias)])),
-      ),
-    );
-    return (await dbOf(tx, this.db).executeQuery(query)).rows[0];
-  }
-
-  async findVersion(tx: Tx, planId: string, version: number): Promise<PlanVersionRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('plan_versions').selectAll().where('plan_id', '=', planId).where('version', '=', version).executeTakeFirst();
-  }
-
-  /**
-   * The newest version of a plan by id or alias (what a new run pins), with its definition
-   * parsed and as stored (the text a run copies).
-   */
-  async currentPlan(tx: Tx, idOrAlias: string): Promise<{ id: string; alias: string; version: number; definition: PlanDefinition; text: string } | null> {
-    const plan = await this.findPlan(tx, idOrAlias);
-    if (!plan) return null;
-    // A version never changes once written, so its parsed definition can be kept.
-    const key = `${plan.id}@${plan.version}`;
-    let kept = this.definitions.get(key);
-    if (!kept) {
-      const text = (await this.findVersion(tx, plan.id, plan.version))!.definition;
-      kept = { definition: JSON.parse(text) as PlanDefinition, text };
-      this.definitions.set(key, kept);
-    }
-    return { id: plan.id, alias: plan.alias, version: plan.version, ...kept };
-  }
-
-  async listPlans(tx: Tx, window: Page): Promise<Paged<PlanRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('plans').selectAll().orderBy('id'), window);
-  }
-
-  async deletePlan(tx: Tx, id: string): Promise<void> {
-    await atomically(tx, this.db, async (trx) => {
-      const triggers = trx.selectFrom('plan_triggers').select('id').where('plan_id', '=', id);
-      await trx.deleteFrom('trigger_fires').where('trigger_id', 'in', triggers).execute();
-      await trx.deleteFrom('plan_triggers').where('plan_id', '=', id).execute();
-      await trx.deleteFrom('plan_versions').where('plan_id', '=', id).execute();
-      await trx.deleteFrom('plans').where('id', '=', id).execute();
-    });
-  }
-
-  // Runs
 
   /**
    * Inserts new runs, their steps and their timeline events: one statement per table (per
@@ -454,113 +345,6 @@ export class CoordinationStore extends Store {
 
   async listEvents(tx: Tx, runId: string, window: Page): Promise<Paged<RunEventRow>> {
     return paginate(dbOf(tx, this.db).selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('seq'), window);
-  }
-
-  // Triggers
-
-  async insertTrigger(tx: Tx, row: TriggerRow): Promise<void> {
-    await dbOf(tx, this.db).insertInto('plan_triggers').values(row).execute();
-  }
-
-  private triggerView(db: Db) {
-    return db
-      .selectFrom('plan_triggers')
-      .selectAll('plan_triggers')
-      .select((eb) =>
-        eb
-          .selectFrom('trigger_fires')
-          .select((f) => f.fn.max('trigger_fires.created_at').as('at'))
-          .whereRef('trigger_fires.trigger_id', '=', 'plan_triggers.id')
-          .where('trigger_fires.outcome', '=', 'started')
-          .as('last_fired_at'),
-      );
-  }
-
-  async findTrigger(tx: Tx, id: string): Promise<TriggerView | undefined> {
-    const row = await this.triggerView(dbOf(tx, this.db)).where('plan_triggers.id', '=', id).executeTakeFirst();
-    return row && { ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) };
-  }
-
-  async findTriggerByPath(tx: Tx, path: string): Promise<TriggerRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('plan_triggers').selectAll().where('webhook_path', '=', path).executeTakeFirst();
-  }
-
-  async listTriggers(tx: Tx, planId: string | undefined, window: Page): Promise<Paged<TriggerView>> {
-    let query = this.triggerView(dbOf(tx, this.db)).orderBy('plan_triggers.id');
-    if (planId !== undefined) query = query.where('plan_triggers.plan_id', '=', planId);
-    const page = await paginate(query, window);
-    return { items: page.items.map((row) => ({ ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) })), total: page.total };
-  }
-
-  async updateTrigger(tx: Tx, id: string, changes: Partial<TriggerRow>): Promise<void> {
-    await dbOf(tx, this.db).updateTable('plan_triggers').set(changes).where('id', '=', id).execute();
-  }
-
-  async deleteTrigger(tx: Tx, id: string): Promise<boolean> {
-    return atomically(tx, this.db, async (trx) => {
-      await trx.deleteFrom('trigger_fires').where('trigger_id', '=', id).execute();
-      const result = await trx.deleteFrom('plan_triggers').where('id', '=', id).executeTakeFirst();
-      return Number(result.numDeletedRows) > 0;
-    });
-  }
-
-  /** Enabled event triggers (few; the caller matches their topic patterns). */
-  async eventTriggers(tx: Tx): Promise<TriggerRow[]> {
-    return dbOf(tx, this.db).selectFrom('plan_triggers').selectAll().where('type', '=', 'event').where('enabled', '=', 1).execute();
-  }
-
-  /** Claims enabled schedule triggers that are due (SKIP LOCKED on PostgreSQL, like routines). */
-  async claimDueSchedules(tx: Tx, now: number, limit: number): Promise<TriggerRow[]> {
-    const query = dbOf(tx, this.db)
-      .selectFrom('plan_triggers')
-      .selectAll()
-      .where('type', '=', 'schedule')
-      .where('enabled', '=', 1)
-      .where('next_fire_at', '<=', now)
-      .orderBy('next_fire_at')
-      .limit(limit);
-    return this.caps.claim(query).execute();
-  }
-
-  async nextScheduleAt(tx: Tx): Promise<number | null> {
-    const row = await dbOf(tx, this.db)
-      .selectFrom('plan_triggers')
-      .select((eb) => eb.fn.min('next_fire_at').as('next'))
-      .where('type', '=', 'schedule')
-      .where('enabled', '=', 1)
-      .executeTakeFirst();
-    return nextDue(row);
-  }
-
-  /** Records fires; a schedule slot already in the ledger is left out of the result. */
-  async insertFires(tx: Tx, rows: FireRow[]): Promise<FireRow[]> {
-    if (rows.length === 0) return [];
-    const ids = new Set((await this.fireInsert.run<{ id: string }>(dbOf(tx, this.db), rows)).map((r) => r.id));
-    return rows.filter((r) => ids.has(r.id));
-  }
-
-  /** Records fires that no other can conflict with (events and webhooks: no schedule slot). */
-  async insertEventFires(tx: Tx, rows: FireRow[]): Promise<void> {
-    await this.fireInsert.run(dbOf(tx, this.db), rows);
-  }
-
-  async updateFire(tx: Tx, id: string, changes: Partial<FireRow>): Promise<void> {
-    await dbOf(tx, this.db).updateTable('trigger_fires').set(changes).where('id', '=', id).execute();
-  }
-
-  async listFires(tx: Tx, triggerId: string, window: Page): Promise<Paged<FireRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('trigger_fires').selectAll().where('trigger_id', '=', triggerId).orderBy('id', 'desc'), window);
-  }
-
-  /** Keeps the newest FIRES_KEPT fires of every trigger. */
-  async pruneFires(tx: Tx): Promise<void> {
-    const db = dbOf(tx, this.db);
-    const ranked = db
-      .selectFrom('trigger_fires')
-      .select(['id', (eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('trigger_id').orderBy('id', 'desc')).as('rank')])
-      .as('ranked');
-    const stale = db.selectFrom(ranked).select('ranked.id').where('ranked.rank', '>', FIRES_KEPT);
-    await db.deleteFrom('trigger_fires').where('id', 'in', stale).execute();
   }
 
   /** Durations (ms) of the latest completed agent steps of each capability, up to `sample` each. */

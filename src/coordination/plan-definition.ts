@@ -1,0 +1,71 @@
+/**
+ * A plan as saved (its steps by kind) and as the engine follows it (compiled). Imports nothing
+ * of the domain: the step kinds (steps/) and everything that reads plans build on it.
+ */
+
+/** A plan step as saved (the fields each type uses; see schemas.ts for their meaning). */
+export interface StepTemplate {
+  type: StepType;
+  agent?: string;
+  capability?: string;
+  strategy?: string;
+  input?: Record<string, unknown>;
+  timeout_seconds?: number;
+  retry?: { max_attempts?: number; backoff_seconds?: number };
+  prompt?: string;
+  approvers?: string[];
+  on_timeout?: 'fail' | 'approve' | 'reject';
+  schema?: Record<string, unknown>;
+  expression?: string;
+  then?: string | string[];
+  else?: string | string[];
+  steps?: string[];
+  for_each?: unknown;
+  max_concurrency?: number;
+  seconds?: number;
+  until?: string;
+  event?: { topic: string; match?: Record<string, unknown> };
+  plan_id?: string;
+  output?: unknown;
+}
+
+export interface StepDefinition extends StepTemplate {
+  id: string;
+  depends_on?: string[];
+  step?: StepTemplate;
+}
+
+export interface PlanDefinition {
+  description?: string;
+  steps: StepDefinition[];
+  output?: Record<string, unknown>;
+}
+
+/**
+ * The step kinds. Each has its file in steps/ (its checks, start, timers, decisions and outputs)
+ * and its line in the registry (steps/index.ts); the fields it reads are StepTemplate's.
+ */
+export const STEP_TYPES = ['agent', 'human_approval', 'human_input', 'condition', 'parallel', 'wait', 'sub_plan', 'transform'] as const;
+export type StepType = (typeof STEP_TYPES)[number];
+/** A plan step with the edges the engine follows. */
+export interface CompiledStep {
+  def: StepDefinition;
+  /** Plan order (for current_step and listings). */
+  position: number;
+  /** Steps that must be finished (completed or skipped) first: depends_on plus a condition owning it. */
+  deps: string[];
+  /** The `parallel` step whose start releases this one (it runs inside that group). */
+  group: string | null;
+  /** Condition steps that name this step in then/else. */
+  branchOf: string[];
+}
+
+export interface CompiledPlan {
+  steps: Map<string, CompiledStep>;
+  order: string[];
+  /** Steps nothing depends on and no group contains: the default run output. */
+  sinks: string[];
+  output: Record<string, unknown> | undefined;
+}
+
+export const asList = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);

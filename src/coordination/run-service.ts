@@ -1,0 +1,246 @@
+import { assertMayChange } from '../auth/ownership.js';
+import { autocommit, type Tx } from '../db/tx.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { NotFound } from '../kernel/errors.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
+import { parseNullableJson } from '../kernel/json.js';
+import { topicMatches } from '../kernel/topics.js';
+import type { Caller } from './caller.js';
+import type { RunEngine } from './engine.js';
+import type { PlanDefinition } from './plan-definition.js';
+import type { PlanStore } from './plan-store.js';
+import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
+import type { RunEventRow, RunRow, RunStepRow, RunStore } from './run-store.js';
+import type { RunStatus, StepStatus } from './tables.js';
+
+/** GET /coordination/runs's filters (times as ISO 8601). */
+export interface RunListQuery {
+  plan_id?: string;
+  status?: RunStatus;
+  started_after?: string;
+  started_before?: string;
+  tag?: string;
+}
+
+export interface RunStep {
+  id: string;
+  type: string;
+  status: StepStatus;
+  attempt: number;
+  agent: string | null;
+  child_run_id: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+}
+
+export interface Run {
+  id: string;
+  plan_id: string;
+  plan_version: number;
+  status: RunStatus;
+  current_step: string | null;
+  input: Record<string, unknown>;
+  output: unknown;
+  error: string | null;
+  adaptive: Adaptive | null;
+  revisions: Revision[];
+  parent_run_id: string | null;
+  steps: RunStep[];
+  tags: string[];
+  created_by: string;
+  started_at: string;
+  completed_at: string | null;
+}
+
+export interface RunEvent {
+  seq: number;
+  type: string;
+  step_id: string | null;
+  detail: Record<string, unknown>;
+  at: string;
+}
+
+
+function toRun(run: RunRow, steps: RunStepRow[], tags: string[]): Run {
+  const definition = JSON.parse(run.definition) as PlanDefinition;
+  const types = new Map(definition.steps.map((s) => [s.id, s]));
+  const typeOf = (row: RunStepRow) => {
+    if (row.parent_step_id !== null) return types.get(row.parent_step_id)?.step?.type ?? 'agent';
+    return types.get(row.step_id)?.type ?? 'agent';
+  };
+  const current = RUN_FINISHED.has(run.status) ? undefined : steps.find((s) => s.status === 'running' || s.status === 'waiting');
+  return {
+    id: run.id,
+    plan_id: run.plan_id,
+    plan_version: run.plan_version,
+    status: run.status,
+    current_step: current?.step_id ?? null,
+    input: JSON.parse(run.input) as Record<string, unknown>,
+    output: parseNullableJson(run.output),
+    error: run.error,
+    adaptive: parseNullableJson(run.adaptive) as Adaptive | null,
+    revisions: JSON.parse(run.revisions) as Revision[],
+    parent_run_id: run.parent_run_id,
+    tags,
+    steps: steps.map((s) => ({
+      id: s.step_id,
+      type: typeOf(s),
+      status: s.status,
+      attempt: s.attempt,
+      agent: s.agent_id,
+      child_run_id: s.child_run_id,
+      started_at: iso(s.started_at),
+      completed_at: iso(s.completed_at),
+      input: parseNullableJson(s.input),
+      output: parseNullableJson(s.output),
+      error: s.error,
+    })),
+    created_by: run.created_by,
+    started_at: iso(run.started_at),
+    completed_at: iso(run.completed_at),
+  };
+}
+
+function toEvent(row: RunEventRow): RunEvent {
+  return { seq: Number(row.seq), type: row.type, step_id: row.step_id, detail: JSON.parse(row.detail) as Record<string, unknown>, at: iso(row.created_at) };
+}
+
+
+/** A run as callers see it, read in `tx`; 404 when there is none. */
+export async function runView(store: RunStore, tx: Tx, runId: string): Promise<Run> {
+  const run = await store.findRun(tx, runId);
+  if (!run) throw new NotFound('Run', runId);
+  const tags = await store.tagsOfRuns(tx, [runId]);
+  return toRun(run, await store.runSteps(tx, runId), tags.get(runId)!);
+}
+
+
+/** Runs as callers see them: started, listed, cancelled and redriven; the engine moves them. */
+export class RunService {
+  /** The read of waiting steps that the events of this turn of the event loop share. */
+  private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
+
+  constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; clock: Clock; audit: AuditTrail }) {}
+
+  private get store() {
+    return this.deps.runs;
+  }
+
+  async startRun(input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive; tags?: string[] }, caller: Caller): Promise<Run> {
+    return this.store.inTransaction(async (tx) => {
+      const plan = await this.deps.plans.currentPlan(tx, input.plan_id);
+      if (!plan) throw new NotFound('Plan', input.plan_id);
+      const run = await this.deps.engine.start(tx, {
+        planId: plan.id,
+        planAlias: plan.alias,
+        planVersion: plan.version,
+        definition: plan.definition,
+        definitionText: plan.text,
+        input: input.input ?? {},
+        adaptive: input.adaptive,
+        createdBy: caller.agentId ?? caller.actor,
+      });
+      const tags = [...new Set(input.tags ?? [])].sort();
+      await this.store.insertRunTags(tx, run.id, tags);
+      await this.deps.audit.record(tx, { action: 'run.start', resource: { type: 'run', id: run.id } });
+      // The run as saved, with its steps from memory: no need to read back what was just written.
+      return toRun(run, await this.deps.engine.stepsOf(tx, run), tags);
+    });
+  }
+
+  getRun(runId: string): Promise<Run> {
+    return runView(this.store, autocommit, runId);
+  }
+
+  async listRuns(filter: RunListQuery, window: Page): Promise<Paged<Run>> {
+    let planId = filter.plan_id;
+    if (planId !== undefined) planId = (await this.deps.plans.findPlan(autocommit, planId))?.id ?? planId;
+    const ms = (time: string | undefined) => (time === undefined ? undefined : Date.parse(time));
+    const page = await this.store.listRuns(
+      autocommit,
+      { planId, status: filter.status, startedAfter: ms(filter.started_after), startedBefore: ms(filter.started_before), tag: filter.tag },
+      window,
+    );
+    const ids = page.items.map((run) => run.id);
+    const [steps, tags] = [await this.store.stepsOfRuns(autocommit, ids), await this.store.tagsOfRuns(autocommit, ids)];
+    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, tags.get(run.id)!));
+    return { items, total: page.total };
+  }
+
+  /** 404 unknown; 403 unless `caller` started the run (its parent run, for a sub-plan's) or acts for the platform. */
+  private async assertMayChangeRun(tx: Tx, runId: string, caller: Caller): Promise<void> {
+    const run = await this.store.findRun(tx, runId);
+    if (!run) throw new NotFound('Run', runId);
+    assertMayChange(caller, { type: 'run', id: runId, createdBy: run.created_by });
+  }
+
+  async cancelRun(runId: string, caller: Caller, reason?: string): Promise<Run> {
+    return this.store.inTransaction(async (tx) => {
+      await this.assertMayChangeRun(tx, runId, caller);
+      await this.deps.audit.record(tx, { action: 'run.cancel', resource: { type: 'run', id: runId } });
+      await this.deps.engine.cancel(tx, runId, `cancelled by ${caller.agentId ?? caller.actor}`, { by: { actor: caller.actor, reason } });
+      return runView(this.store, tx, runId);
+    });
+  }
+
+  async redrive(runId: string, caller: Caller, reason?: string): Promise<Run> {
+    return this.store.inTransaction(async (tx) => {
+      await this.assertMayChangeRun(tx, runId, caller);
+      await this.deps.audit.record(tx, { action: 'run.redrive', resource: { type: 'run', id: runId } });
+      await this.deps.engine.redrive(tx, runId, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
+      return runView(this.store, tx, runId);
+    });
+  }
+
+  async events(runId: string, window: Page): Promise<Paged<RunEvent>> {
+    if (!(await this.store.findRun(autocommit, runId))) throw new NotFound('Run', runId);
+    const page = await this.store.listEvents(autocommit, runId, window);
+    return { items: page.items.map(toEvent), total: page.total };
+  }
+
+  // Engine plumbing
+
+  async handleEvent(event: PublishedEvent): Promise<void> {
+    // Most events resume nothing: look before opening a transaction.
+    const waiters = await this.waiters();
+    if (!waiters.some((w) => topicMatches(w.wait_topic, event.topic))) return;
+    await this.store.inTransaction((tx) => this.deps.engine.onEvent(tx, event));
+  }
+
+  /**
+   * The steps waiting for events, read once for all the events handled in one turn of the
+   * event loop (a burst of publishes): the read starts after every one of them was published,
+   * so it sees every wait that began before any of them.
+   */
+  private waiters(): Promise<{ run_id: string; step_id: string; wait_topic: string }[]> {
+    this.waiterRead ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.waiterRead = null;
+      return this.store.eventWaiters(autocommit);
+    });
+    return this.waiterRead;
+  }
+
+  /** Advances runs whose timers are due; returns how many it advanced. */
+  async wakeDue(batch = 100): Promise<number> {
+    let advanced = 0;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const count = await this.store.inTransaction(async (tx) => {
+        const due = await this.store.claimDueRuns(tx, now, batch);
+        for (const run of due) await this.deps.engine.wake(tx, run);
+        return due.length;
+      });
+      advanced += count;
+      if (count < batch) return advanced;
+    }
+  }
+
+  nextWakeAt(): Promise<number | null> {
+    return this.store.nextWakeAt(autocommit);
+  }
+}
+

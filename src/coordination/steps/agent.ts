@@ -1,0 +1,158 @@
+import type { Tx } from '../../db/tx.js';
+import { iso } from '../../kernel/clock.js';
+import { parseNullableJson } from '../../kernel/json.js';
+import { SpanKind, traceparentOfSpan, tracer } from '../../kernel/tracing.js';
+import type { StepTemplate } from '../plan-definition.js';
+import {
+  changeStep,
+  completeStep,
+  definition,
+  failStep,
+  PLATFORM_SENDER,
+  record,
+  setStepDetail,
+  stepDetail,
+  type Adaptive,
+  type Revision,
+  type RunContext,
+  type StepState,
+} from '../run-state.js';
+import { render } from '../templates.js';
+import type { StepKind, StepPorts } from './kind.js';
+
+/** The event name of an agent step's message. */
+export const PLAN_STEP_EVENT = 'plan.step.execute';
+export const DEFAULT_STEP_TIMEOUT_S = 3600;
+const MAX_BACKOFF_S = 3600;
+const DEFAULT_MAX_REVISIONS = 3;
+
+/** The origin ref of an attempt's message, `run|step|attempt`: its outcome comes back to this attempt only. */
+export const attemptRef = (runId: string, stepId: string, attempt: number) => `${runId}|${stepId}|${attempt}`;
+
+/** A ref's run, step and attempt. */
+export function parseAttemptRef(ref: string): { runId: string; stepId: string; attempt: string } {
+  const [runId, stepId, attempt] = ref.split('|');
+  return { runId: runId!, stepId: stepId!, attempt: attempt! };
+}
+
+/**
+ * An agent step: a message to the agent it names, or to one discovery finds with its capability,
+ * sent with the transition that starts it; its acknowledgement completes it. A failed attempt
+ * (a dead letter, no acknowledgement in time, no agent) runs again after a backoff while
+ * attempts remain, then (adaptive runs) goes to another agent with the capability, else fails.
+ */
+export const agent: StepKind = {
+  repeatable: true,
+
+  checkFields(step, { at, problem }) {
+    if ((step.agent === undefined) === (step.capability === undefined)) problem(`${at}.agent`, 'an agent step names exactly one of agent or capability');
+    if (step.strategy !== undefined && step.capability === undefined) problem(`${at}.strategy`, 'is only used with capability');
+  },
+
+  async start(tx, ctx, step, def, scope, ports) {
+    const detail = { ...stepDetail(step) };
+    const input = (render(def.input ?? {}, scope) ?? {}) as Record<string, unknown>;
+    let agentId = detail.route_to ?? def.agent ?? null;
+    if (agentId === null) {
+      const [first] = await ports.directory.lookup(tx, { capability: def.capability!, strategy: def.strategy, limit: 1 });
+      agentId = first?.agent_id ?? null;
+    }
+    changeStep(step, { input: JSON.stringify(input) });
+    record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, agent: agentId });
+    if (agentId === null) {
+      await failAttempt(tx, ctx, step, `no healthy agent offers capability '${def.capability}'`, ports);
+      return;
+    }
+    // The agent's invocation (OTel GenAI conventions): the step message's send is its child, so
+    // the agent's work, its acknowledgement and the steps that follows stay in the run's trace.
+    const invocation = tracer().startSpan(`invoke_agent ${agentId}`, {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': agentId,
+        'switchboard.run.id': ctx.run.id,
+        'switchboard.step.id': step.row.step_id,
+        'switchboard.step.attempt': step.row.attempt,
+      },
+    });
+    invocation.end();
+    // Sent when the transition is saved (with the other messages it sends), which sets message_id.
+    ctx.outbox.push({
+      step,
+      message: {
+        traceparent: traceparentOfSpan(invocation),
+        source: PLATFORM_SENDER,
+        destination: agentId,
+        event_name: PLAN_STEP_EVENT,
+        payload: { run_id: ctx.run.id, step_id: step.row.step_id, plan_id: ctx.run.plan_id, input },
+        // Its acknowledgement or dead letter comes back to the `plan_step` outcome handler.
+        origin: { kind: 'plan_step', ref: attemptRef(ctx.run.id, step.row.step_id, step.row.attempt) },
+      },
+    });
+    detail.tried = [...new Set([...(detail.tried ?? []), agentId])];
+    delete detail.route_to;
+    setStepDetail(step, detail);
+    changeStep(step, {
+      agent_id: agentId,
+      capability: def.capability ?? null,
+      message_id: null,
+      wake_at: ctx.now + (def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S) * 1000,
+    });
+  },
+
+  async onTimer(tx, ctx, step, def, ports) {
+    await ports.cancelMessage(tx, ctx, step, 'step timed out');
+    const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
+    await failAttempt(tx, ctx, step, `timed out after ${seconds} s without an acknowledgement`, ports);
+  },
+
+  async withdraw(tx, ctx, step, reason, ports) {
+    await ports.cancelMessage(tx, ctx, step, reason);
+  },
+
+  async onOutcome(tx, ctx, step, outcome, attempt, ports) {
+    // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
+    if (step.row.status !== 'running' || String(step.row.attempt) !== attempt || step.row.message_id !== outcome.message_id) return false;
+    if (outcome.status === 'acknowledged') completeStep(ctx, step, outcome.output ?? {});
+    else await failAttempt(tx, ctx, step, outcome.reason ?? 'dead-lettered', ports);
+    return true;
+  },
+};
+
+/**
+ * An agent attempt failed: retry after backoff while attempts remain, then (adaptive runs)
+ * re-route to another agent with the capability, else fail the step.
+ */
+async function failAttempt(tx: Tx, ctx: RunContext, step: StepState, reason: string, ports: StepPorts): Promise<void> {
+  const def: StepTemplate = definition(ctx, step);
+  const detail = { ...stepDetail(step) };
+  const maxAttempts = def.retry?.max_attempts ?? 1;
+  const used = step.row.attempt - (detail.attempt_base ?? 0);
+  if (used < maxAttempts) {
+    const backoff = Math.min(MAX_BACKOFF_S, (def.retry?.backoff_seconds ?? 0) * 2 ** (used - 1));
+    const retryAt = ctx.now + backoff * 1000;
+    changeStep(step, { status: 'pending', error: reason, wake_at: retryAt, message_id: null });
+    record(ctx, 'step.retrying', step.row.step_id, { attempt: step.row.attempt, error: reason, retry_at: iso(retryAt) });
+    return;
+  }
+  const adaptive = parseNullableJson(ctx.run.adaptive) as Adaptive | null;
+  const revisions = JSON.parse(ctx.run.revisions) as Revision[];
+  if (adaptive?.enabled && def.capability !== undefined && revisions.length < (adaptive.max_revisions ?? DEFAULT_MAX_REVISIONS)) {
+    const candidates = await ports.directory.lookup(tx, { capability: def.capability, strategy: def.strategy, limit: 50 });
+    const next = candidates.find((c) => !(detail.tried ?? []).includes(c.agent_id));
+    if (next) {
+      const revision: Revision = {
+        step: step.row.step_id,
+        reason,
+        change: { action: 'reroute', from_agent: step.row.agent_id, to_agent: next.agent_id },
+        at: iso(ctx.now),
+      };
+      ctx.run.revisions = JSON.stringify([...revisions, revision]);
+      setStepDetail(step, { ...detail, route_to: next.agent_id, attempt_base: step.row.attempt });
+      changeStep(step, { status: 'pending', error: reason, wake_at: null, message_id: null });
+      record(ctx, 'run.revised', step.row.step_id, { reason, change: revision.change });
+      return;
+    }
+  }
+  failStep(ctx, step, reason);
+}
