@@ -45,11 +45,14 @@ function targetOf(type: ChannelType, config: ChannelConfig): { url: string; fiel
   }
 }
 
+/** What stands for the rest of a Slack incoming-webhook URL when it is shown. */
+const HIDDEN = '/…';
+
 /** A Slack incoming-webhook URL is a credential: only its origin is shown. */
 function shownConfig(type: ChannelType, config: ChannelConfig): ChannelConfig {
   if (type !== 'slack') return config;
   const url = (config as { webhook_url: string }).webhook_url;
-  return { webhook_url: `${new URL(url).origin}/…` };
+  return { webhook_url: `${new URL(url).origin}${HIDDEN}` };
 }
 
 function toChannel(row: ChannelRow): Channel {
@@ -72,6 +75,10 @@ function checkConfig(type: ChannelType, config: ChannelConfig): string {
   if (problem) {
     const at = problem.path.replaceAll('/', '.');
     throw InvalidRequest.field(`config${at}`, `${problem.message} (a ${type} channel's config is ${describeConfig(type)})`);
+  }
+  // A config read back (GET) and sent again would otherwise replace the URL with its shown form.
+  if (type === 'slack' && (config as { webhook_url: string }).webhook_url.endsWith(HIDDEN)) {
+    throw InvalidRequest.field('config.webhook_url', 'give the whole incoming-webhook URL: the one shown is cut to its origin');
   }
   return JSON.stringify(config);
 }

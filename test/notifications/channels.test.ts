@@ -188,6 +188,11 @@ describeEachDialect('notification channels', (dialect) => {
     expect(other.status).toBe(400);
     expect(other.body.error.message).toMatch(/agent channel's config is \{"agent_id"\}/);
     expect((await server.api.patch(`${C}/${id}`, { type: 'webhook' })).status).toBe(400);
+    // A Slack URL as it is shown (cut to its origin) is not taken back as the URL.
+    const slack = await create({ type: 'slack', name: 'ops', config: { webhook_url: 'https://hooks.slack.com/services/T0/B0/token' } });
+    const echoed = await server.api.patch(`${C}/${slack.id}`, { config: slack.config });
+    expect(echoed.status).toBe(400);
+    expect(echoed.body.error.message).toMatch(/whole incoming-webhook URL/);
     expect((await server.api.get(`${C}/ntc_nope`)).status).toBe(404);
     expect((await server.api.post(`${C}/ntc_nope/test`)).status).toBe(404);
   });
@@ -293,6 +298,9 @@ describeEachDialect('notification channels', (dialect) => {
     const delivered = await delivery(server, channel.id, sent.delivery_id!, (d) => d.status === 'delivered');
     expect(delivered).toMatchObject({ attempts: 2, last_status_code: null, error: null });
     expect(delivered.response_body).toMatch(/^250/);
+    const metrics = (await server.api.get('/metrics')).text;
+    expect(metrics).toMatch(/switchboard_notifications_total\{channel_type="email",outcome="failed"\} [1-9]/);
+    expect(metrics).toMatch(/switchboard_notifications_total\{channel_type="email",outcome="delivered"\} [1-9]/);
 
     const [mail] = (await smtp.until(before + 1)).slice(before);
     expect(mail!.from).toBe('alerts@switchboard.test');

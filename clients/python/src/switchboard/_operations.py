@@ -6320,7 +6320,7 @@ class WebhooksOperations(Domain):
         return self._call("delete", arguments)  # type: ignore[no-any-return]
 
     def deliveries(self, **arguments: Unpack[WebhooksDeliveriesArgs]) -> Paged[WebhooksDeliveriesItem]:
-        """A webhook’s deliveries, newest first, with each one’s last attempt (admin) (GET /api/v1/webhooks/{id}/deliveries)."""
+        """A webhook’s (or a webhook, slack or email notification channel’s) deliveries, newest first, with each one’s last attempt (admin) (GET /api/v1/webhooks/{id}/deliveries)."""
         return self._call("deliveries", arguments)  # type: ignore[no-any-return]
 
     def attempts(self, **arguments: Unpack[WebhooksAttemptsArgs]) -> Paged[WebhooksAttemptsItem]:
