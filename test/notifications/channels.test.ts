@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { Webhook } from 'standardwebhooks';
+import { Switchboard, verifyWebhook } from '../../src/client/index.js';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { slackBody } from '../../src/notifications/render.js';
 import { receiveOne } from '../helpers/agent.js';
@@ -330,6 +331,21 @@ describeEachDialect('notification channels', (dialect) => {
     });
     const metrics = await server.api.get('/metrics');
     expect(metrics.text).toMatch(/switchboard_notifications_total\{channel_type="agent",outcome="delivered"\} [1-9]/);
+  });
+
+  it('is managed through the SDK (client.notifications.*), and a webhook channel’s deliveries through client.webhooks', async () => {
+    const client = new Switchboard({ url: server.url, apiKey: server.adminKey });
+    const target = await receiver();
+    const created = await client.notifications.createChannel({ body: { type: 'webhook', name: 'sdk', config: { url: target.url } } });
+    expect(created.secret).toMatch(/^whsec_/);
+    expect((await client.notifications.listChannels()).map((c) => c.id)).toEqual([created.id]);
+    expect(await client.notifications.getChannel({ path: { id: created.id } })).toMatchObject({ name: 'sdk', type: 'webhook' });
+    expect(await client.notifications.updateChannel({ path: { id: created.id }, body: { name: 'renamed' } })).toMatchObject({ name: 'renamed' });
+    const sent = await client.notifications.testChannel({ path: { id: created.id } });
+    const [request] = await target.until(1);
+    expect(verifyWebhook(created.secret!, request!.headers, request!.body)).toMatchObject({ id: sent.notification_id, type: 'notification' });
+    await waitFor(async () => (await client.webhooks.deliveries({ path: { id: created.id }, query: { status: 'delivered' } })).length === 1, 10_000);
+    expect(await client.notifications.deleteChannel({ path: { id: created.id } })).toEqual({ id: created.id, deleted: true });
   });
 });
 
