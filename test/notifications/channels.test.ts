@@ -273,6 +273,10 @@ describeEachDialect('notification channels', (dialect) => {
       }),
     );
     expect(validSlackMessage(approval), JSON.stringify(validSlackMessage.errors)).toBe(true);
+    // The stand-in refuses what Slack refuses: a header in mrkdwn, one too long, a button without text.
+    expect(validSlackMessage({ blocks: [{ type: 'header', text: { type: 'mrkdwn', text: 'x' } }] })).toBe(false);
+    expect(validSlackMessage({ blocks: [{ type: 'header', text: { type: 'plain_text', text: 'x'.repeat(151) } }] })).toBe(false);
+    expect(validSlackMessage({ blocks: [{ type: 'actions', elements: [{ type: 'button', url: 'https://x' }] }] })).toBe(false);
     const actions = approval.blocks.find((b: { type: string }) => b.type === 'actions');
     expect(actions.elements.map((e: { text: { text: string }; url: string }) => [e.text.text, e.url])).toEqual([
       ['Approve', 'https://switchboard.example/api/v1/approvals/tok.sig'],
