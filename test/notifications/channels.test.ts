@@ -7,7 +7,7 @@ import { slackBody } from '../../src/notifications/render.js';
 import { receiveOne } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer, type TestServer } from '../helpers/server.js';
+import { startServer, useServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { useReceivers } from '../webhooks/receiver.js';
 import { validSlackMessage } from './slack-blocks.js';
@@ -335,6 +335,31 @@ describeEachDialect('notification channels', (dialect) => {
     });
     const metrics = await server.api.get('/metrics');
     expect(metrics.text).toMatch(/switchboard_notifications_total\{channel_type="agent",outcome="delivered"\} [1-9]/);
+  });
+
+  it('delivers each notification once from two nodes on the same database', async () => {
+    const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock, env });
+    try {
+      const target = await receiver();
+      const channel = await create({ type: 'webhook', name: 'twice', config: { url: target.url } });
+      const count = 10;
+      const sent = await Promise.all(
+        Array.from({ length: count }, async (_, i) => {
+          const res = await (i % 2 === 0 ? server : second).api.post(`${C}/${channel.id}/test`);
+          expect(res.status, res.text).toBe(202);
+          return res.body.data.notification_id as string;
+        }),
+      );
+      await waitFor(async () => {
+        const all = (await server.api.get(`/api/v1/webhooks/${channel.id}/deliveries?limit=500`)).body.data as { status: string }[];
+        return all.length === count && all.every((d) => d.status === 'delivered');
+      }, 15_000);
+      const ids = target.received.map((r) => r.headers['webhook-id']);
+      expect(ids).toHaveLength(count);
+      expect(new Set(ids)).toEqual(new Set(sent));
+    } finally {
+      await second.close();
+    }
   });
 
   it('is managed through the SDK (client.notifications.*), and a webhook channel’s deliveries through client.webhooks', async () => {
