@@ -12,6 +12,7 @@ import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/
 import { createDiscoveryDomain } from './discovery/index.js';
 import { createEventsDomain } from './events/index.js';
 import { createMessagingDomain } from './messaging/index.js';
+import { createNotificationsDomain } from './notifications/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
 import { createWebhooksDomain } from './webhooks/index.js';
@@ -159,6 +160,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler, a2a_task: a2a.outcomeHandler });
   const cluster = createClusterDomain({ platform, version: VERSION });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
+  const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
@@ -235,6 +237,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: artifacts.routes },
       { prefix: '/api/v1', plugin: events.routes },
       { prefix: '/api/v1', plugin: webhooks.routes },
+      { prefix: '/api/v1', plugin: notifications.routes },
       { prefix: '/api/v1', plugin: cluster.routes },
       { prefix: '/api/v1', plugin: audit.routes },
       { prefix: '', plugin: a2a.routes },

@@ -99,6 +99,10 @@ export interface Config {
   readonly pgPrepare: boolean;
   /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
   readonly webhookPollMs: number;
+  /** Where email notification channels send (smtp:// or smtps://, credentials in the URL); null: email channels are refused. */
+  readonly smtpUrl: string | null;
+  /** The From of notification emails. */
+  readonly smtpFrom: string;
   /** OpenTelemetry traces (design §11): null (the default) loads no SDK at all. */
   readonly tracing: TracingConfig | null;
   /** Worker threads that evaluate JSONata (plans' transforms and conditions, triggers' filters). */
@@ -272,6 +276,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   if (publicUrl !== null && !/^https?:\/\//.test(publicUrl)) {
     throw new ConfigError('SWITCHBOARD_PUBLIC_URL must be an http(s) URL');
   }
+  const smtpUrl = str(env, 'SWITCHBOARD_SMTP_URL');
+  if (smtpUrl !== null && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigError('SWITCHBOARD_SMTP_URL must be an smtp:// or smtps:// URL');
   const adminKey = str(env, 'SWITCHBOARD_ADMIN_KEY');
   if (adminKey !== null && adminKey.length < 16) throw new ConfigError('SWITCHBOARD_ADMIN_KEY must be at least 16 characters');
   const pgListen = oneOf(env, 'SWITCHBOARD_PG_LISTEN', ['on', 'off'], 'on');
@@ -322,6 +328,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookAllowedHosts: networkList(env, 'SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', true),
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
+    smtpUrl,
+    smtpFrom: str(env, 'SWITCHBOARD_SMTP_FROM') ?? 'Switchboard <switchboard@localhost>',
     tracing: tracingConfig(env),
     sharedRateLimit: oneOf(env, 'SWITCHBOARD_BENCH_SHARED_RATE_LIMIT', ['on', 'off'], 'on') === 'on',
     pgListen: pgListen === 'on',

@@ -26,6 +26,8 @@ describe('config', () => {
       webhookAllowedHosts: [],
       webhookTimeoutMs: 10_000,
       webhookPollMs: 5_000,
+      smtpUrl: null,
+      smtpFrom: 'Switchboard <switchboard@localhost>',
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -52,6 +54,8 @@ describe('config', () => {
       SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: ' 127.0.0.1, 10.1.0.0/16,fd00::/8 ,hooks.internal,Receiver.Example. ',
       SWITCHBOARD_WEBHOOK_TIMEOUT_MS: '2000',
       SWITCHBOARD_WEBHOOK_POLL_MS: '100',
+      SWITCHBOARD_SMTP_URL: 'smtps://alerts:pw@smtp.example.com:465',
+      SWITCHBOARD_SMTP_FROM: 'Ops <ops@example.com>',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -74,6 +78,8 @@ describe('config', () => {
       webhookAllowedHosts: ['127.0.0.1', '10.1.0.0/16', 'fd00::/8', 'hooks.internal', 'Receiver.Example.'],
       webhookTimeoutMs: 2000,
       webhookPollMs: 100,
+      smtpUrl: 'smtps://alerts:pw@smtp.example.com:465',
+      smtpFrom: 'Ops <ops@example.com>',
     });
   });
 
@@ -105,6 +111,8 @@ describe('config', () => {
     ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.1,fd00::/129'],
     ['SWITCHBOARD_TRUSTED_PROXIES', '10.0.0.0/8/1'],
     ['SWITCHBOARD_PG_PREPARE', 'yes'],
+    ['SWITCHBOARD_SMTP_URL', 'smtp.example.com:587'],
+    ['SWITCHBOARD_SMTP_URL', 'https://smtp.example.com'],
   ])('rejects %s=%s with a clear message', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

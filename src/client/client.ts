@@ -165,6 +165,7 @@ export class Switchboard {
   readonly artifacts: DomainClient<'artifacts'> & ArtifactStreams;
   readonly events: DomainClient<'events'> & EventStreams;
   readonly webhooks: DomainClient<'webhooks'>;
+  readonly notifications: DomainClient<'notifications'>;
   readonly cluster: DomainClient<'cluster'>;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
@@ -221,6 +222,7 @@ export class Switchboard {
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
+    this.notifications = this.#domain('notifications');
     this.cluster = this.#domain('cluster');
   }
 

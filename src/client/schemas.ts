@@ -9,6 +9,7 @@ import * as Discovery from '../discovery/schemas.js';
 import * as Events from '../events/schemas.js';
 import { DeletedResource as Deleted, PageQuery, ReasonBody, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
+import * as Notifications from '../notifications/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
 import * as Webhooks from '../webhooks/schemas.js';
@@ -197,6 +198,12 @@ export const SCHEMAS = asValidated({
   'webhooks.attempts': { query: Webhooks.ListAttemptsQuery, data: list(Webhooks.DeliveryAttempt) },
   'webhooks.test': { data: Webhooks.Delivery },
   'webhooks.retry': { data: Webhooks.Delivery },
+  'notifications.createChannel': { body: Notifications.CreateChannelBody, data: Notifications.CreatedChannel },
+  'notifications.listChannels': { query: Notifications.ListChannelsQuery, data: list(Notifications.Channel) },
+  'notifications.getChannel': { data: Notifications.Channel },
+  'notifications.updateChannel': { body: Notifications.UpdateChannelBody, data: Notifications.Channel },
+  'notifications.deleteChannel': { data: Deleted },
+  'notifications.testChannel': { data: Notifications.NotificationSent },
 
   'cluster.listNodes': { query: Cluster.ListNodesQuery, data: list(Cluster.ClusterNode) },
 

@@ -8,6 +8,7 @@ import type { CoordinationTables } from '../coordination/tables.js';
 import type { DiscoveryTables } from '../discovery/tables.js';
 import type { EventsTables } from '../events/tables.js';
 import type { MessagingTables } from '../messaging/tables.js';
+import type { NotificationsTables } from '../notifications/tables.js';
 import type { RoutinesTables } from '../routines/tables.js';
 import type { TasksTables } from '../tasks/tables.js';
 import type { WebhooksTables } from '../webhooks/tables.js';
@@ -16,4 +17,4 @@ import type { WebhooksTables } from '../webhooks/tables.js';
  * The database seen by Kysely: the union of every domain's tables. Each domain declares its
  * own tables in its tables.ts (which imports nothing); this file only joins them.
  */
-export interface Database extends A2aTables, AccessGroupsTables, ArtifactsTables, AuditTables, AuthTables, ClusterTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, RoutinesTables, TasksTables, WebhooksTables {}
+export interface Database extends A2aTables, AccessGroupsTables, ArtifactsTables, AuditTables, AuthTables, ClusterTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, NotificationsTables, RoutinesTables, TasksTables, WebhooksTables {}

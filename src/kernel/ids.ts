@@ -19,7 +19,7 @@ function random40(): number {
 export type IdPrefix =
   | 'rtn' | 'exe' | 'prj' | 'tsk' | 'cmt' | 'act' | 'dep' | 'cap' | 'msg' | 'ses' | 'thr'
   | 'sub' | 'plan' | 'run' | 'trg' | 'art' | 'upl' | 'key' | 'req' | 'pk' | 'fire' | 'evt'
-  | 'whk' | 'whd' | 'node' | 'usr' | 'sess' | 'aud';
+  | 'whk' | 'whd' | 'node' | 'usr' | 'sess' | 'aud' | 'ntc' | 'ntf';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -38,6 +38,7 @@ export class DomainMetrics {
   private readonly steps: Histogram<'status'>;
   private readonly fireLag: Histogram;
   private readonly webhooks: Counter<'outcome'>;
+  private readonly notifications: Counter<'channel_type' | 'outcome'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -71,6 +72,12 @@ export class DomainMetrics {
       registers,
     });
     this.webhooks = new Counter({ name: 'switchboard_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers });
+    this.notifications = new Counter({
+      name: 'switchboard_notifications_total',
+      help: 'Notification attempts by channel type and outcome: delivered, failed (retried), gave_up (after 24 h); an agent channel counts delivered when the message is in the inbox',
+      labelNames: ['channel_type', 'outcome'],
+      registers,
+    });
   }
 
   /** Adds the gauges read at scrape time. */
@@ -137,6 +144,10 @@ export class DomainMetrics {
 
   webhookDelivery(outcome: WebhookOutcome): void {
     this.webhooks.inc({ outcome });
+  }
+
+  notification(channelType: string, outcome: WebhookOutcome): void {
+    this.notifications.inc({ channel_type: channelType, outcome });
   }
 
   /** `plan` of `plan.step.execute`; past MAX_EVENT_CLASSES distinct classes, `other`. */

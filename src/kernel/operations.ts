@@ -181,6 +181,14 @@ export const OPERATIONS = {
     test: ['POST', '/api/v1/webhooks/{id}/test'],
     retry: ['POST', '/api/v1/webhooks/{id}/deliveries/{delivery_id}/retry'],
   },
+  notifications: {
+    createChannel: ['POST', '/api/v1/notifications/channels'],
+    listChannels: ['GET', '/api/v1/notifications/channels', PAGED],
+    getChannel: ['GET', '/api/v1/notifications/channels/{id}'],
+    updateChannel: ['PATCH', '/api/v1/notifications/channels/{id}'],
+    deleteChannel: ['DELETE', '/api/v1/notifications/channels/{id}'],
+    testChannel: ['POST', '/api/v1/notifications/channels/{id}/test'],
+  },
   cluster: {
     listNodes: ['GET', '/api/v1/cluster/nodes', PAGED],
   },

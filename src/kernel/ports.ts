@@ -258,3 +258,70 @@ export interface AuditedChange {
 export interface AuditTrail {
   record(tx: Tx, change: AuditedChange): Promise<void>;
 }
+
+/** How much a notification matters; channels show it (Slack's header, an email's subject). */
+export type NotificationSeverity = 'info' | 'warning' | 'critical';
+
+/**
+ * Something worth telling people or a triage agent (an alert, a step waiting for a human), as a
+ * domain hands it to its channels; each channel type renders it in its own format.
+ */
+export interface Notification {
+  title: string;
+  text: string;
+  severity: NotificationSeverity;
+  /** Where to look: an absolute URL (the run in the console, the alert). */
+  link?: string;
+  /** Short facts shown as a list (run id, agent, value). */
+  fields?: { name: string; value: string }[];
+  /** A step waiting for a person: channels offer to approve it through its approval link. */
+  human_step?: { run_id: string; step_id: string; approve_url: string };
+}
+
+/** What a notification became on one channel. */
+export interface NotificationSent {
+  channel_id: string;
+  /** The notification's id (the `webhook-id` of its deliveries). */
+  notification_id: string;
+  /** webhook, slack, email: the delivery queued in the channel's delivery log. */
+  delivery_id: string | null;
+  /** agent: the message put into the agent's inbox. */
+  message_id: string | null;
+}
+
+/** Implemented by notifications: sends a notification to channels, with the caller's writes. */
+export interface NotificationChannels {
+  /**
+   * Queues the notification on each channel inside `tx` (deliveries commit or roll back with
+   * the caller's writes; an agent's message is sent in it). An unknown channel id is a 404.
+   */
+  notify(tx: Tx, channelIds: readonly string[], notification: Notification): Promise<NotificationSent[]>;
+}
+
+/** A notification channel's destination, as webhooks deliver to it. */
+export interface DeliveryTarget {
+  /** The channel's id (the target's deliveries are listed under it). */
+  id: string;
+  url: string;
+  /** The channel's type: its deliveries are counted under it. */
+  channelType: string;
+  createdBy: string;
+}
+
+/**
+ * Implemented by webhooks: delivery targets that other domains own (a notification channel's
+ * URL or mailbox), delivered by the webhook delivery worker with its retries, backoff and
+ * delivery log, like event webhooks' deliveries, but matched to no event.
+ */
+export interface DeliveryTargets {
+  /**
+   * Creates or changes target `id` (the owner's id); returns the Standard Webhooks secret its
+   * deliveries are signed with (made when it is created, kept after). `url` is refused
+   * (InvalidRequest on `field`) by the rules of event webhooks' URLs; a `mailto:` URL goes by email.
+   */
+  put(tx: Tx, target: DeliveryTarget, field: string): Promise<{ secret: string }>;
+  /** Deletes target `id` with its delivery log. */
+  remove(tx: Tx, id: string): Promise<void>;
+  /** Queues one delivery of `payload` (the body sent) to target `id`; returns the delivery id. */
+  enqueue(tx: Tx, id: string, message: { id: string; type: string; payload: string }): Promise<string>;
+}

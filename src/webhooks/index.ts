@@ -4,12 +4,14 @@ import type { EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ReceiverGuard } from './addresses.js';
 import { DeliveryWorker } from './delivery-worker.js';
+import { Mailer } from './mailer.js';
 import { webhooksRoutes } from './routes.js';
 import { WebhookSender } from './sender.js';
 import { WebhooksService, type EventFeed } from './service.js';
 import { WebhooksStore } from './store.js';
 
 export { WebhooksService } from './service.js';
+export type { MailPayload } from './mailer.js';
 export * as webhookSchemas from './schemas.js';
 
 /** How often settled deliveries past the retention period are deleted. */
@@ -33,6 +35,7 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     metrics: platform.metrics,
     audit: platform.audit,
     sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, guard }),
+    mailer: config.smtpUrl === null ? null : new Mailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, timeoutMs: config.webhookTimeoutMs }),
     guard,
     timeoutMs: config.webhookTimeoutMs,
     retentionDays: config.eventRetentionDays,

@@ -79,7 +79,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
         config: { permission: 'webhooks:admin' },
         schema: {
           tags,
-          summary: 'A webhook’s deliveries, newest first, with each one’s last attempt (admin)',
+          summary: 'A webhook’s (or a webhook, slack or email notification channel’s) deliveries, newest first, with each one’s last attempt (admin)',
           params: WebhookParams,
           querystring: ListDeliveriesQuery,
           response: { 200: ListEnvelope(Delivery) },

@@ -29,6 +29,12 @@ export interface OutgoingWebhook {
   timestamp: number;
 }
 
+/** Makes one attempt of a delivery: POSTs it (WebhookSender), or mails it for a `mailto:` target (Mailer). */
+export interface DeliveryTransport {
+  /** The result of the attempt, or null when `stop` ended it first (shutdown: not an attempt to record). */
+  send(message: OutgoingWebhook, stop: AbortSignal): Promise<AttemptResult | null>;
+}
+
 export interface SenderOptions {
   /** The whole exchange (connect, answer, the first 4 KiB of its body) must end within this. */
   timeoutMs: number;
@@ -68,7 +74,7 @@ function storable(bytes: Buffer): string {
  * `webhook-timestamp` and `webhook-signature` (the `standardwebhooks` package signs). No
  * redirect is followed (a 3xx fails the attempt), and at most 4 KiB of the answer is read.
  */
-export class WebhookSender {
+export class WebhookSender implements DeliveryTransport {
   constructor(private readonly options: SenderOptions) {}
 
   /** The result of one attempt, or null when `stop` ended it first (shutdown: not an attempt to record). */

@@ -9,11 +9,11 @@ import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { SYSTEM_ACTOR, type AuditTrail, type EventLog } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AuditTrail, type DeliveryTarget, type DeliveryTargets, type EventLog } from '../kernel/ports.js';
 import { topicMatches } from '../kernel/topics.js';
 import type { ReceiverGuard } from './addresses.js';
 import type { CreatedWebhook, CreateWebhookBody, Delivery, DeliveryAttempt, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
-import type { AttemptResult, WebhookSender } from './sender.js';
+import type { AttemptResult, DeliveryTransport } from './sender.js';
 import type { ClaimedDelivery, DeliveryRow, WebhookRow, WebhooksStore } from './store.js';
 
 /** Notices on this channel tell delivery workers (on every node) that deliveries became due. */
@@ -36,6 +36,18 @@ const LEASE_MARGIN_MS = 30_000;
 const SWEEP_BATCH = 1000;
 const DAY_MS = 86_400_000;
 
+/** A claimed delivery with where it goes. */
+export type TargetedDelivery = ClaimedDelivery & Pick<WebhookRow, 'url' | 'secret' | 'channel_type'>;
+
+/** The attempt of a `mailto:` delivery while no SMTP server is configured (it was removed since the channel was made). */
+const NO_SMTP_SERVER: AttemptResult = {
+  delivered: false,
+  statusCode: null,
+  latencyMs: 0,
+  error: 'no SMTP server is configured (SWITCHBOARD_SMTP_URL)',
+  responseBody: null,
+};
+
 /** The event log, as webhooks read it (events/EventsService). */
 export interface EventFeed {
   /** The position of the newest event: where a new webhook starts. */
@@ -52,13 +64,21 @@ export interface WebhooksDeps {
   feed: EventFeed;
   metrics: DomainMetrics;
   audit: AuditTrail;
-  sender: WebhookSender;
+  /** POSTs deliveries to http(s) URLs. */
+  sender: DeliveryTransport;
+  /** Mails the deliveries of `mailto:` targets; null when no SMTP server is configured. */
+  mailer: DeliveryTransport | null;
   /** Which receivers may be reached: a URL whose host is a refused IP address is a 400. */
   guard: ReceiverGuard;
   /** How long one attempt may take (the lease of a claimed delivery is measured from it). */
   timeoutMs: number;
   /** Delivered and failed deliveries are kept as long as events (SWITCHBOARD_EVENT_RETENTION_DAYS). */
   retentionDays: number;
+}
+
+/** A Standard Webhooks signing secret: `whsec_` + base64 of 32 random bytes. */
+function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 /** The wait before the retry that follows attempt number `attempt` (1-based). */
@@ -103,17 +123,28 @@ function toDelivery(row: DeliveryRow): Delivery {
  * Refuses a URL that is not http(s), or whose host is an IP address the guard refuses. A host
  * name is checked when each delivery resolves it (its addresses may change).
  */
-function checkUrl(raw: string, guard: ReceiverGuard): string {
+function checkUrl(raw: string, guard: ReceiverGuard, field = 'url'): string {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw InvalidRequest.field('url', 'must be an absolute http(s) URL');
+    throw InvalidRequest.field(field, 'must be an absolute http(s) URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw InvalidRequest.field('url', 'must be an http or https URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw InvalidRequest.field(field, 'must be an http or https URL');
   const refusal = guard.literalRefusal(url);
-  if (refusal !== null) throw InvalidRequest.field('url', refusal);
+  if (refusal !== null) throw InvalidRequest.field(field, refusal);
   return raw;
+}
+
+/** A mailbox target's URL (`mailto:a@x,b@y`), or an http(s) URL that passes checkUrl. */
+function checkTargetUrl(raw: string, guard: ReceiverGuard, field: string): string {
+  return raw.startsWith('mailto:') ? raw : checkUrl(raw, guard, field);
+}
+
+/** The channel-owned row of a delivery target, kept for event webhooks' routes to refuse. */
+function eventWebhookOnly(row: WebhookRow | undefined, id: string): WebhookRow {
+  if (!row || row.channel_type !== null) throw new NotFound('Webhook', id);
+  return row;
 }
 
 /** Refuses a pattern that is malformed or matches no event type (a typo would never deliver). */
@@ -143,13 +174,14 @@ export class WebhooksService {
       url: checkUrl(body.url, this.deps.guard),
       types: checkTypes(body.types),
       description: body.description ?? null,
-      secret: `whsec_${randomBytes(32).toString('base64')}`,
+      secret: newSecret(),
       enabled: 1,
       disabled_reason: null,
       // Only events that happen from now on.
       cursor: await this.deps.feed.lastPosition(),
       failing_since: null,
       created_by: creator,
+      channel_type: null,
       created_at: now,
       updated_at: now,
     };
@@ -166,7 +198,7 @@ export class WebhooksService {
   }
 
   async get(id: string): Promise<Webhook> {
-    return toWebhook(await this.find(autocommit, id));
+    return toWebhook(eventWebhookOnly(await this.deps.store.findWebhook(autocommit, id), id));
   }
 
   async update(id: string, body: UpdateWebhookBody, principal: Principal): Promise<Webhook> {
@@ -178,8 +210,7 @@ export class WebhooksService {
     const position = body.enabled === true ? await this.deps.feed.lastPosition() : 0;
     return this.deps.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'webhook.update', resource: { type: 'webhook', id } });
-      const row = await this.deps.store.lockWebhook(tx, id);
-      if (!row) throw new NotFound('Webhook', id);
+      const row = eventWebhookOnly(await this.deps.store.lockWebhook(tx, id), id);
       const now = this.deps.clock.now();
       const enabling = body.enabled === true && row.enabled === 0;
       const disabling = body.enabled === false && row.enabled === 1;
@@ -196,7 +227,8 @@ export class WebhooksService {
   async remove(id: string): Promise<void> {
     await this.deps.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'webhook.delete', resource: { type: 'webhook', id } });
-      if (!(await this.deps.store.deleteWebhook(tx, id))) throw new NotFound('Webhook', id);
+      eventWebhookOnly(await this.deps.store.lockWebhook(tx, id), id);
+      await this.deps.store.deleteWebhook(tx, id);
     });
   }
 
@@ -227,7 +259,7 @@ export class WebhooksService {
   async test(id: string, principal: Principal): Promise<Delivery> {
     const now = this.deps.clock.now();
     return this.deps.store.inTransaction(async (tx) => {
-      const webhook = this.enabledOnly(await this.find(tx, id));
+      const webhook = this.enabledOnly(eventWebhookOnly(await this.deps.store.findWebhook(tx, id), id));
       const event: Event = {
         id: newId('evt', now),
         type: TEST_EVENT_TYPE,
@@ -256,6 +288,47 @@ export class WebhooksService {
       return toDelivery({ ...delivery, status: 'pending', next_attempt_at: now });
     });
   }
+
+  // ---- delivery targets of notification channels (kernel/ports.ts DeliveryTargets) ----
+
+  /** The port through which notification channels own delivery targets and queue deliveries to them. */
+  readonly targets: DeliveryTargets = {
+    put: async (tx: Tx, target: DeliveryTarget, field: string) => {
+      const url = checkTargetUrl(target.url, this.deps.guard, field);
+      const now = this.deps.clock.now();
+      const existing = await this.deps.store.lockWebhook(tx, target.id);
+      if (existing) {
+        await this.deps.store.updateWebhook(tx, target.id, { url, channel_type: target.channelType, updated_at: now });
+        return { secret: existing.secret };
+      }
+      const secret = newSecret();
+      await this.deps.store.insertWebhook(tx, {
+        id: target.id,
+        url,
+        types: '[]',
+        description: null,
+        secret,
+        enabled: 1,
+        disabled_reason: null,
+        cursor: 0,
+        failing_since: null,
+        created_by: target.createdBy,
+        channel_type: target.channelType,
+        created_at: now,
+        updated_at: now,
+      });
+      return { secret };
+    },
+    remove: async (tx: Tx, id: string) => {
+      await this.deps.store.deleteWebhook(tx, id);
+    },
+    enqueue: async (tx: Tx, id: string, message: { id: string; type: string; payload: string }) => {
+      const row = this.deliveryRow(id, null, message, this.deps.clock.now(), message.payload);
+      await this.deps.store.insertDeliveries(tx, [row]);
+      await this.deps.notifier.notifyIn(tx, WEBHOOK_DELIVERIES_DUE);
+      return row.id;
+    },
+  };
 
   // ---- background work (the workers in index.ts) ----
 
@@ -292,26 +365,26 @@ export class WebhooksService {
   }
 
   /** Claims up to `limit` due deliveries with what their attempts send. */
-  async claimDue(limit: number): Promise<(ClaimedDelivery & { url: string; secret: string })[]> {
+  async claimDue(limit: number): Promise<TargetedDelivery[]> {
     const now = this.deps.clock.now();
     const claimed = await this.deps.store.claimDue(autocommit, now, now + this.deps.timeoutMs + LEASE_MARGIN_MS, limit);
     const targets = await this.deps.store.targets(autocommit, [...new Set(claimed.map((d) => d.webhook_id))]);
     return claimed.flatMap((delivery) => {
       const target = targets.get(delivery.webhook_id);
-      return target ? [{ ...delivery, url: target.url, secret: target.secret }] : [];
+      return target ? [{ ...delivery, url: target.url, secret: target.secret, channel_type: target.channel_type }] : [];
     });
   }
 
   /** Makes one claimed attempt and records how it ended (unless `stop` cut it short). */
-  async attempt(delivery: ClaimedDelivery & { url: string; secret: string }, stop: AbortSignal): Promise<void> {
+  async attempt(delivery: TargetedDelivery, stop: AbortSignal): Promise<void> {
+    const mail = delivery.url.startsWith('mailto:');
     // A span per attempt (no request carries it: the worker claimed it), its outcome on it.
     await inSpan(
       `deliver_webhook ${delivery.webhook_id}`,
       {
         kind: SpanKind.CLIENT,
         attributes: {
-          'http.request.method': 'POST',
-          'server.address': new URL(delivery.url).hostname,
+          ...(mail ? {} : { 'http.request.method': 'POST', 'server.address': new URL(delivery.url).hostname }),
           'switchboard.webhook.id': delivery.webhook_id,
           'switchboard.webhook.delivery.id': delivery.id,
           'switchboard.webhook.delivery.attempt': delivery.attempts,
@@ -319,10 +392,9 @@ export class WebhooksService {
         },
       },
       async (span) => {
-        const result = await this.deps.sender.send(
-          { url: delivery.url, secret: delivery.secret, eventId: delivery.event_id, payload: delivery.payload, timestamp: this.deps.clock.now() },
-          stop,
-        );
+        const message = { url: delivery.url, secret: delivery.secret, eventId: delivery.event_id, payload: delivery.payload, timestamp: this.deps.clock.now() };
+        const transport = mail ? this.deps.mailer : this.deps.sender;
+        const result = transport ? await transport.send(message, stop) : NO_SMTP_SERVER;
         if (result?.statusCode != null) span.setAttribute('http.response.status_code', result.statusCode);
         if (result && !result.delivered) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? `HTTP ${result.statusCode}` });
         // Shutting down: the lease runs out and another node (or the next start) tries again.
@@ -352,7 +424,7 @@ export class WebhooksService {
    * later with exponential backoff, or failed 24 h after the first attempt. A webhook failing
    * for 24 h in a row is disabled, with a `webhook.disabled` event in the same transaction.
    */
-  private async record(delivery: ClaimedDelivery, result: AttemptResult): Promise<void> {
+  private async record(delivery: TargetedDelivery, result: AttemptResult): Promise<void> {
     const now = this.deps.clock.now();
     const { store } = this.deps;
     const measured = {
@@ -362,7 +434,9 @@ export class WebhooksService {
       response_body: result.responseBody,
     };
     const deadline = delivery.first_attempt_at! + RETRY_WINDOW_MS;
-    this.deps.metrics.webhookDelivery(result.delivered ? 'delivered' : now >= deadline ? 'gave_up' : 'failed');
+    const outcome = result.delivered ? 'delivered' : now >= deadline ? 'gave_up' : 'failed';
+    this.deps.metrics.webhookDelivery(outcome);
+    if (delivery.channel_type !== null) this.deps.metrics.notification(delivery.channel_type, outcome);
     await store.inTransaction(async (tx) => {
       if (result.delivered) {
         if (await store.recordAttempt(tx, delivery, { status: 'delivered', next_attempt_at: null, ...measured })) {
@@ -377,7 +451,8 @@ export class WebhooksService {
       if (!(await store.recordAttempt(tx, delivery, { ...outcome, ...measured }))) return;
       // Locked, so two nodes recording failures at once disable it (and tell of it) once.
       const webhook = await store.lockWebhook(tx, delivery.webhook_id);
-      if (!webhook || webhook.enabled === 0) return;
+      // A channel's target is never disabled: each notification is tried for 24 h on its own.
+      if (!webhook || webhook.enabled === 0 || webhook.channel_type !== null) return;
       const failingSince = webhook.failing_since ?? now;
       if (webhook.failing_since === null) await store.markFailing(tx, webhook.id, now);
       if (now - failingSince < RETRY_WINDOW_MS) return;
@@ -398,7 +473,7 @@ export class WebhooksService {
     });
   }
 
-  private deliveryRow(webhookId: string, seq: number | null, event: Event, now: number): DeliveryRow {
+  private deliveryRow(webhookId: string, seq: number | null, event: Pick<Event, 'id' | 'type'>, now: number, payload = JSON.stringify(event)): DeliveryRow {
     return {
       id: newId('whd', now),
       attempts: 0,
@@ -406,7 +481,7 @@ export class WebhooksService {
       event_seq: seq,
       event_id: event.id,
       event_type: event.type,
-      payload: JSON.stringify(event),
+      payload,
       status: 'pending',
       next_attempt_at: now,
       first_attempt_at: null,

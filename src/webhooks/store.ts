@@ -39,15 +39,19 @@ export class WebhooksStore extends Store {
     return this.caps.lock(dbOf(tx, this.db).selectFrom('webhooks').selectAll().where('id', '=', id)).executeTakeFirst();
   }
 
-  /** The url and secret of each of these webhooks, by id. */
-  async targets(tx: Tx, ids: readonly string[]): Promise<Map<string, Pick<WebhookRow, 'url' | 'secret'>>> {
+  /** The url, secret and channel type of each of these webhooks, by id. */
+  async targets(tx: Tx, ids: readonly string[]): Promise<Map<string, Pick<WebhookRow, 'url' | 'secret' | 'channel_type'>>> {
     if (ids.length === 0) return new Map();
-    const rows = await dbOf(tx, this.db).selectFrom('webhooks').select(['id', 'url', 'secret']).where(this.caps.inTextList('id', ids)).execute();
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('webhooks')
+      .select(['id', 'url', 'secret', 'channel_type'])
+      .where(this.caps.inTextList('id', ids))
+      .execute();
     return new Map(rows.map((row) => [row.id, row]));
   }
 
   async listWebhooks(tx: Tx, window: Page): Promise<Paged<WebhookRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('webhooks').selectAll().orderBy('id'), window);
+    return paginate(dbOf(tx, this.db).selectFrom('webhooks').selectAll().where('channel_type', 'is', null).orderBy('id'), window);
   }
 
   async updateWebhook(tx: Tx, id: string, changes: Updateable<WebhooksTable>): Promise<void> {
@@ -66,9 +70,14 @@ export class WebhooksStore extends Store {
     return result.numDeletedRows > 0n;
   }
 
-  /** Every enabled webhook's patterns and position in the log. */
+  /** Every enabled event webhook's patterns and position in the log (a channel's target matches no event). */
   async enabledCursors(tx: Tx): Promise<WebhookCursor[]> {
-    const rows = await dbOf(tx, this.db).selectFrom('webhooks').select(['id', 'types', 'cursor']).where('enabled', '=', 1).execute();
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('webhooks')
+      .select(['id', 'types', 'cursor'])
+      .where('enabled', '=', 1)
+      .where('channel_type', 'is', null)
+      .execute();
     return rows.map((row) => ({ ...row, cursor: Number(row.cursor) }));
   }
 

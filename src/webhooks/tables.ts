@@ -23,6 +23,11 @@ export interface WebhooksTable {
    * webhooks:admin holders (never an agent) change webhooks, so it is a record, not a rule.
    */
   created_by: string;
+  /**
+   * null: an event webhook. Otherwise the type of the notification channel (same id) that
+   * owns this delivery target: matched to no event, managed through the channel, never disabled.
+   */
+  channel_type: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -1,5 +1,6 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
 
 /** One request a receiver got. */
@@ -44,5 +45,21 @@ export async function startReceiver(answer: (index: number, request: Received) =
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * Starts receivers for the tests of a describe block, each closed after its test (after the
+ * block's own afterEach hooks, which run first: they may still use them).
+ */
+export function useReceivers(): (...args: Parameters<typeof startReceiver>) => Promise<Receiver> {
+  const receivers: Receiver[] = [];
+  afterEach(async () => {
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+  return async (...args) => {
+    const started = await startReceiver(...args);
+    receivers.push(started);
+    return started;
   };
 }

@@ -5,7 +5,7 @@ import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { startReceiver, type Receiver } from './receiver.js';
+import { startReceiver, useReceivers } from './receiver.js';
 
 const HOUR = 3_600_000;
 // A short timeout for the silent receiver, long enough that a loaded machine does not time out the others.
@@ -58,17 +58,11 @@ describeEachDialect('outbound webhooks', (dialect) => {
   const clock = new FakeClock(Date.now());
   const server = useServer(dialect, { clock, env: ENV });
   const hooks = webhooksOf(server);
-  const receivers: Receiver[] = [];
-  const receiver = async (...args: Parameters<typeof startReceiver>) => {
-    const started = await startReceiver(...args);
-    receivers.push(started);
-    return started;
-  };
+  const receiver = useReceivers();
 
   afterEach(async () => {
     // Every test's webhooks go, so later events do not reach its closed receivers.
     for (const webhook of (await server.api.get('/api/v1/webhooks?limit=500')).body.data) await server.api.delete(`/api/v1/webhooks/${webhook.id}`);
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
   });
 
   it('creates, lists, gets, updates and deletes webhooks; the secret is shown only on create', async () => {

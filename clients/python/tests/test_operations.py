@@ -40,6 +40,7 @@ def ctx(admin: Switchboard, agent_client: Callable[[str], Switchboard]) -> Simpl
     x.session = admin.messaging.create_session(name=unique("session"))
     x.thread = admin.messaging.create_thread(session_id=x.session["id"], name="t", participants=[x.agent_id, unique("ops-peer")])
     x.webhook = admin.webhooks.create(url="http://127.0.0.1:9/hook", types=["run.*"])
+    x.channel = admin.notifications.create_channel(type="agent", name=unique("channel"), config={"agent_id": x.agent_id})
     return x
 
 
@@ -244,6 +245,12 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "webhooks.test": (lambda c, x: c.webhooks.test(id=x.webhook["id"]), None),
     "webhooks.retry": (lambda c, x: c.webhooks.retry(id=x.webhook["id"], delivery_id="dlv_missing"), NotFound),
     "webhooks.attempts": (lambda c, x: list(c.webhooks.attempts(id=x.webhook["id"], delivery_id="dlv_missing")), NotFound),
+    "notifications.list_channels": (lambda c, x: c.notifications.list_channels(), None),
+    "notifications.create_channel": (lambda c, x: c.notifications.create_channel(type="webhook", name=unique("hook"), config={"url": "http://127.0.0.1:9/notify"}), None),
+    "notifications.get_channel": (lambda c, x: c.notifications.get_channel(id=x.channel["id"]), None),
+    "notifications.update_channel": (lambda c, x: c.notifications.update_channel(id=x.channel["id"], name="renamed"), None),
+    "notifications.delete_channel": (lambda c, x: c.notifications.delete_channel(id=c.notifications.create_channel(type="agent", name="gone", config={"agent_id": x.agent_id})["id"]), None),
+    "notifications.test_channel": (lambda c, x: c.notifications.test_channel(id=x.channel["id"]), None),
     "cluster.list_nodes": (lambda c, x: c.cluster.list_nodes(), None),
     "audit.list": (lambda c, x: c.audit.list(action="webhook.create", limit=5), None),
     "audit.verify": (lambda c, x: c.audit.verify(), None),

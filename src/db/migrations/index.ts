@@ -31,6 +31,7 @@ import * as blobStagingNodes from './0028-blob-staging-nodes.js';
 import * as userOidcIdentity from './0031-user-oidc-identity.js';
 import * as webhookDeliveryAttempts from './0032-webhook-delivery-attempts.js';
 import * as runTags from './0033-run-tags.js';
+import * as notificationChannels from './0034-notification-channels.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -72,4 +73,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0031-user-oidc-identity': userOidcIdentity,
   '0032-webhook-delivery-attempts': webhookDeliveryAttempts,
   '0033-run-tags': runTags,
+  '0034-notification-channels': notificationChannels,
 };

@@ -3518,6 +3518,139 @@ class WebhooksRetryData(TypedDict):
     created_at: str
 
 
+class NotificationsListChannelsArgs(TypedDict, total=False):
+    """The keyword arguments of notifications.list_channels."""
+
+    limit: int
+    offset: int
+
+
+class NotificationsListChannelsItem(TypedDict):
+    """One item of notifications.list_channels."""
+
+    id: str
+    type: Literal["webhook", "slack", "email", "agent"]
+    name: str
+    config: dict[str, Any]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class NotificationsCreateChannelBody(TypedDict):
+    """The JSON body of notifications.create_channel."""
+
+    type: Literal["webhook", "slack", "email", "agent"]
+    name: str
+    config: dict[str, Any]
+
+
+class NotificationsCreateChannelArgs(TypedDict):
+    """The keyword arguments of notifications.create_channel."""
+
+    type: Literal["webhook", "slack", "email", "agent"]
+    name: str
+    config: dict[str, Any]
+
+
+class _NotificationsCreateChannelDataRequired(TypedDict):
+    id: str
+    type: Literal["webhook", "slack", "email", "agent"]
+    name: str
+    config: dict[str, Any]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class NotificationsCreateChannelData(_NotificationsCreateChannelDataRequired, total=False):
+    """What notifications.create_channel returns."""
+
+    secret: str
+
+
+class NotificationsGetChannelArgs(TypedDict):
+    """The keyword arguments of notifications.get_channel."""
+
+    id: str | int
+
+
+class NotificationsGetChannelData(TypedDict):
+    """What notifications.get_channel returns."""
+
+    id: str
+    type: Literal["webhook", "slack", "email", "agent"]
+    name: str
+    config: dict[str, Any]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class NotificationsUpdateChannelBody(TypedDict, total=False):
+    """The JSON body of notifications.update_channel."""
+
+    name: str
+    config: dict[str, Any]
+
+
+class _NotificationsUpdateChannelArgsRequired(TypedDict):
+    id: str | int
+
+
+class NotificationsUpdateChannelArgs(_NotificationsUpdateChannelArgsRequired, total=False):
+    """The keyword arguments of notifications.update_channel."""
+
+    name: str
+    config: dict[str, Any]
+
+
+class NotificationsUpdateChannelData(TypedDict):
+    """What notifications.update_channel returns."""
+
+    id: str
+    type: Literal["webhook", "slack", "email", "agent"]
+    name: str
+    config: dict[str, Any]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class NotificationsDeleteChannelArgs(TypedDict):
+    """The keyword arguments of notifications.delete_channel."""
+
+    id: str | int
+
+
+class NotificationsDeleteChannelData(TypedDict):
+    """What notifications.delete_channel returns."""
+
+    id: str
+    deleted: Literal[True]
+
+
+class _NotificationsTestChannelArgsRequired(TypedDict):
+    id: str | int
+
+
+class NotificationsTestChannelArgs(_NotificationsTestChannelArgsRequired, total=False):
+    """The keyword arguments of notifications.test_channel."""
+
+    content: Content
+    json: Any
+    content_type: str
+
+
+class NotificationsTestChannelData(TypedDict):
+    """What notifications.test_channel returns."""
+
+    channel_id: str
+    notification_id: str
+    delivery_id: str | None
+    message_id: str | None
+
+
 class ClusterListNodesArgs(TypedDict, total=False):
     """The keyword arguments of cluster.list_nodes."""
 
@@ -5465,6 +5598,86 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             streamed=False,
         ),
     },
+    "notifications": {
+        "list_channels": Operation(
+            operation_id="notifications_listChannels",
+            method="GET",
+            path="/api/v1/notifications/channels",
+            path_params=(),
+            query_params=("limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "create_channel": Operation(
+            operation_id="notifications_createChannel",
+            method="POST",
+            path="/api/v1/notifications/channels",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("type", "name", "config",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "get_channel": Operation(
+            operation_id="notifications_getChannel",
+            method="GET",
+            path="/api/v1/notifications/channels/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "update_channel": Operation(
+            operation_id="notifications_updateChannel",
+            method="PATCH",
+            path="/api/v1/notifications/channels/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="json",
+            body_fields=("name", "config",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "delete_channel": Operation(
+            operation_id="notifications_deleteChannel",
+            method="DELETE",
+            path="/api/v1/notifications/channels/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "test_channel": Operation(
+            operation_id="notifications_testChannel",
+            method="POST",
+            path="/api/v1/notifications/channels/{id}/test",
+            path_params=("id",),
+            query_params=(),
+            body="raw",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+    },
     "cluster": {
         "list_nodes": Operation(
             operation_id="cluster_listNodes",
@@ -6107,7 +6320,7 @@ class WebhooksOperations(Domain):
         return self._call("delete", arguments)  # type: ignore[no-any-return]
 
     def deliveries(self, **arguments: Unpack[WebhooksDeliveriesArgs]) -> Paged[WebhooksDeliveriesItem]:
-        """A webhook’s deliveries, newest first, with each one’s last attempt (admin) (GET /api/v1/webhooks/{id}/deliveries)."""
+        """A webhook’s (or a webhook, slack or email notification channel’s) deliveries, newest first, with each one’s last attempt (admin) (GET /api/v1/webhooks/{id}/deliveries)."""
         return self._call("deliveries", arguments)  # type: ignore[no-any-return]
 
     def attempts(self, **arguments: Unpack[WebhooksAttemptsArgs]) -> Paged[WebhooksAttemptsItem]:
@@ -6121,6 +6334,34 @@ class WebhooksOperations(Domain):
     def retry(self, **arguments: Unpack[WebhooksRetryArgs]) -> WebhooksRetryData:
         """Attempt a pending or failed delivery again at once (admin); 409 once delivered or while the webhook is disabled (POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/retry)."""
         return self._call("retry", arguments)  # type: ignore[no-any-return]
+
+
+class NotificationsOperations(Domain):
+    """The notifications operations."""
+
+    def list_channels(self, **arguments: Unpack[NotificationsListChannelsArgs]) -> Paged[NotificationsListChannelsItem]:
+        """List notification channels, oldest first (admin) (GET /api/v1/notifications/channels)."""
+        return self._call("list_channels", arguments)  # type: ignore[no-any-return]
+
+    def create_channel(self, **arguments: Unpack[NotificationsCreateChannelArgs]) -> NotificationsCreateChannelData:
+        """Create a notification channel: webhook, slack, email or agent (admin); a webhook channel’s answer shows its signing secret, once (POST /api/v1/notifications/channels)."""
+        return self._call("create_channel", arguments)  # type: ignore[no-any-return]
+
+    def get_channel(self, **arguments: Unpack[NotificationsGetChannelArgs]) -> NotificationsGetChannelData:
+        """Get a notification channel (admin) (GET /api/v1/notifications/channels/{id})."""
+        return self._call("get_channel", arguments)  # type: ignore[no-any-return]
+
+    def update_channel(self, **arguments: Unpack[NotificationsUpdateChannelArgs]) -> NotificationsUpdateChannelData:
+        """Change a notification channel’s name or config (admin); its type stays (PATCH /api/v1/notifications/channels/{id})."""
+        return self._call("update_channel", arguments)  # type: ignore[no-any-return]
+
+    def delete_channel(self, **arguments: Unpack[NotificationsDeleteChannelArgs]) -> NotificationsDeleteChannelData:
+        """Delete a notification channel and its delivery log (admin) (DELETE /api/v1/notifications/channels/{id})."""
+        return self._call("delete_channel", arguments)  # type: ignore[no-any-return]
+
+    def test_channel(self, **arguments: Unpack[NotificationsTestChannelArgs]) -> NotificationsTestChannelData:
+        """Send a test notification to the channel (admin): queued for delivery, or put into the agent’s inbox (POST /api/v1/notifications/channels/{id}/test)."""
+        return self._call("test_channel", arguments)  # type: ignore[no-any-return]
 
 
 class ClusterOperations(Domain):
@@ -6156,6 +6397,7 @@ class ClientDomains:
     artifacts: ArtifactsOperations
     events: EventsOperations
     webhooks: WebhooksOperations
+    notifications: NotificationsOperations
     cluster: ClusterOperations
     audit: AuditOperations
 
@@ -6171,6 +6413,7 @@ DOMAINS: dict[str, type[Domain]] = {
     "artifacts": ArtifactsOperations,
     "events": EventsOperations,
     "webhooks": WebhooksOperations,
+    "notifications": NotificationsOperations,
     "cluster": ClusterOperations,
     "audit": AuditOperations,
 }
