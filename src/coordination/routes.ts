@@ -132,11 +132,11 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
 
     app.get(
       '/coordination/runs',
-      { config: { permission: 'runs:read' }, schema: { tags, summary: 'List runs, newest first (by plan, status, start time and tag)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
+      { config: { permission: 'runs:read' }, schema: { tags, summary: 'List runs, newest first (by plan, status, start time, tag and metadata)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
       async (request, reply) => {
         const window = page(request.query);
-        const { plan_id, status, started_after, started_before, tag } = request.query;
-        return list(reply, await runs.listRuns({ plan_id, status, started_after, started_before, tag }, window), window);
+        const { plan_id, status, started_after, started_before, tag, metadata } = request.query;
+        return list(reply, await runs.listRuns({ plan_id, status, started_after, started_before, tag, metadata }, window), window);
       },
     );
 

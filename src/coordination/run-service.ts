@@ -11,7 +11,7 @@ import type { RunEngine } from './engine.js';
 import type { PlanDefinition } from './plan-definition.js';
 import type { PlanStore } from './plan-store.js';
 import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
-import type { RunEventRow, RunRow, RunStepRow, RunStore } from './run-store.js';
+import type { RunEventRow, RunLabels, RunRow, RunStepRow, RunStore } from './run-store.js';
 import type { RunStatus, StepStatus } from './tables.js';
 
 /** GET /coordination/runs's filters (times as ISO 8601). */
@@ -21,6 +21,14 @@ export interface RunListQuery {
   started_after?: string;
   started_before?: string;
   tag?: string;
+  /** `key=value`. */
+  metadata?: string;
+}
+
+/** A `key=value` filter as the store takes it (the value may hold `=` too). */
+function metadataFilter(text: string): { key: string; value: string } {
+  const at = text.indexOf('=');
+  return { key: text.slice(0, at), value: text.slice(at + 1) };
 }
 
 export interface RunStep {
@@ -51,6 +59,7 @@ export interface Run {
   parent_run_id: string | null;
   steps: RunStep[];
   tags: string[];
+  metadata: Record<string, string>;
   created_by: string;
   started_at: string;
   completed_at: string | null;
@@ -65,7 +74,7 @@ export interface RunEvent {
 }
 
 
-function toRun(run: RunRow, steps: RunStepRow[], tags: string[]): Run {
+function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels): Run {
   const definition = JSON.parse(run.definition) as PlanDefinition;
   const types = new Map(definition.steps.map((s) => [s.id, s]));
   const typeOf = (row: RunStepRow) => {
@@ -86,6 +95,7 @@ function toRun(run: RunRow, steps: RunStepRow[], tags: string[]): Run {
     revisions: JSON.parse(run.revisions) as Revision[],
     parent_run_id: run.parent_run_id,
     tags,
+    metadata,
     steps: steps.map((s) => ({
       id: s.step_id,
       type: typeOf(s),
@@ -114,8 +124,8 @@ function toEvent(row: RunEventRow): RunEvent {
 export async function runView(store: RunStore, tx: Tx, runId: string): Promise<Run> {
   const run = await store.findRun(tx, runId);
   if (!run) throw new NotFound('Run', runId);
-  const tags = await store.tagsOfRuns(tx, [runId]);
-  return toRun(run, await store.runSteps(tx, runId), tags.get(runId)!);
+  const labels = await store.labelsOfRuns(tx, [runId]);
+  return toRun(run, await store.runSteps(tx, runId), labels.get(runId)!);
 }
 
 
@@ -130,7 +140,10 @@ export class RunService {
     return this.deps.runs;
   }
 
-  async startRun(input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive; tags?: string[] }, caller: Caller): Promise<Run> {
+  async startRun(
+    input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive; tags?: string[]; metadata?: Record<string, string> },
+    caller: Caller,
+  ): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
       const plan = await this.deps.plans.currentPlan(tx, input.plan_id);
       if (!plan) throw new NotFound('Plan', input.plan_id);
@@ -144,11 +157,11 @@ export class RunService {
         adaptive: input.adaptive,
         createdBy: caller.agentId ?? caller.actor,
       });
-      const tags = [...new Set(input.tags ?? [])].sort();
-      await this.store.insertRunTags(tx, run.id, tags);
+      const labels = { tags: [...new Set(input.tags ?? [])].sort(), metadata: input.metadata ?? {} };
+      await this.store.insertRunLabels(tx, run.id, labels);
       await this.deps.audit.record(tx, { action: 'run.start', resource: { type: 'run', id: run.id } });
       // The run as saved, with its steps from memory: no need to read back what was just written.
-      return toRun(run, await this.deps.engine.stepsOf(tx, run), tags);
+      return toRun(run, await this.deps.engine.stepsOf(tx, run), labels);
     });
   }
 
@@ -162,12 +175,19 @@ export class RunService {
     const ms = (time: string | undefined) => (time === undefined ? undefined : Date.parse(time));
     const page = await this.store.listRuns(
       autocommit,
-      { planId, status: filter.status, startedAfter: ms(filter.started_after), startedBefore: ms(filter.started_before), tag: filter.tag },
+      {
+        planId,
+        status: filter.status,
+        startedAfter: ms(filter.started_after),
+        startedBefore: ms(filter.started_before),
+        tag: filter.tag,
+        metadata: filter.metadata === undefined ? undefined : metadataFilter(filter.metadata),
+      },
       window,
     );
     const ids = page.items.map((run) => run.id);
-    const [steps, tags] = [await this.store.stepsOfRuns(autocommit, ids), await this.store.tagsOfRuns(autocommit, ids)];
-    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, tags.get(run.id)!));
+    const [steps, labels] = [await this.store.stepsOfRuns(autocommit, ids), await this.store.labelsOfRuns(autocommit, ids)];
+    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, labels.get(run.id)!));
     return { items, total: page.total };
   }
 

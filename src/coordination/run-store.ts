@@ -17,6 +17,14 @@ export interface RunFilter {
   startedAfter?: number;
   startedBefore?: number;
   tag?: string;
+  /** A key and the value it must have in the run's metadata. */
+  metadata?: { key: string; value: string };
+}
+
+/** What a run is found by besides its plan, status and times. */
+export interface RunLabels {
+  tags: string[];
+  metadata: Record<string, string>;
 }
 
 /** A waiting human step, as the approvals inbox lists it. */
@@ -87,8 +95,8 @@ const STEP_STATE_COLUMNS = [
 ] as const;
 
 /**
- * Runs with their steps, timeline events and tags (the only SQL of the runs, run_steps,
- * run_events and run_tags tables): what the engine loads and saves, and what callers list.
+ * Runs with their steps, timeline events, tags and metadata (the only SQL of the runs, run_steps,
+ * run_events, run_tags and run_metadata tables): what the engine loads and saves, and what callers list.
  */
 export class RunStore extends CoordinationStore {
   /** Statements run on every transition or start, compiled once per shape. */
@@ -158,20 +166,23 @@ export class RunStore extends CoordinationStore {
     return dbOf(tx, this.db).selectFrom('run_steps').selectAll().where('run_id', '=', runId).orderBy('position').orderBy('item_index').execute();
   }
 
-  async insertRunTags(tx: Tx, runId: string, tags: readonly string[]): Promise<void> {
-    if (tags.length === 0) return;
-    await dbOf(tx, this.db)
-      .insertInto('run_tags')
-      .values(tags.map((tag) => ({ tag, run_id: runId })))
-      .execute();
+  /** What a run is found by: the tags and the metadata it was started with. */
+  async insertRunLabels(tx: Tx, runId: string, labels: RunLabels): Promise<void> {
+    const db = dbOf(tx, this.db);
+    if (labels.tags.length > 0) await db.insertInto('run_tags').values(labels.tags.map((tag) => ({ tag, run_id: runId }))).execute();
+    const metadata = Object.entries(labels.metadata);
+    if (metadata.length > 0) await db.insertInto('run_metadata').values(metadata.map(([key, value]) => ({ run_id: runId, key, value }))).execute();
   }
 
-  /** The tags of several runs in one query, by run, each run's in name order. */
-  async tagsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, string[]>> {
-    const byRun = new Map<string, string[]>(runIds.map((id) => [id, []]));
+  /** The tags (in name order) and metadata of several runs, by run, in two queries. */
+  async labelsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, RunLabels>> {
+    const byRun = new Map<string, RunLabels>(runIds.map((id) => [id, { tags: [], metadata: {} }]));
     if (runIds.length === 0) return byRun;
-    const rows = await dbOf(tx, this.db).selectFrom('run_tags').select(['run_id', 'tag']).where('run_id', 'in', runIds).orderBy('run_id').orderBy('tag').execute();
-    for (const row of rows) byRun.get(row.run_id)!.push(row.tag);
+    const db = dbOf(tx, this.db);
+    const tags = await db.selectFrom('run_tags').select(['run_id', 'tag']).where('run_id', 'in', runIds).orderBy('run_id').orderBy('tag').execute();
+    for (const row of tags) byRun.get(row.run_id)!.tags.push(row.tag);
+    const metadata = await db.selectFrom('run_metadata').select(['run_id', 'key', 'value']).where('run_id', 'in', runIds).orderBy('run_id').orderBy('key').execute();
+    for (const row of metadata) byRun.get(row.run_id)!.metadata[row.key] = row.value;
     return byRun;
   }
 
@@ -200,6 +211,10 @@ export class RunStore extends CoordinationStore {
     if (filter.tag !== undefined) {
       const tag = filter.tag;
       query = query.where('id', 'in', (eb) => eb.selectFrom('run_tags').select('run_id').where('tag', '=', tag));
+    }
+    if (filter.metadata !== undefined) {
+      const { key, value } = filter.metadata;
+      query = query.where('id', 'in', (eb) => eb.selectFrom('run_metadata').select('run_id').where('key', '=', key).where('value', '=', value));
     }
     return paginate(query, window);
   }

@@ -131,6 +131,13 @@ export const Adaptive = Type.Object(
 );
 
 const RunTag = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/=-]{0,63}$', description: 'A tag: letters, digits and _ . : / = - (at most 64)' });
+const METADATA_KEY = '[A-Za-z0-9][A-Za-z0-9_.-]{0,63}';
+const METADATA_VALUE_LENGTH = 256;
+const RunMetadata = Type.Record(Type.String(), Type.String({ maxLength: METADATA_VALUE_LENGTH }), {
+  propertyNames: { pattern: `^${METADATA_KEY}$` },
+  maxProperties: 20,
+  description: 'Text values by key (letters, digits and _ . -, at most 64) to find the run by (GET /runs?metadata=key=value); at most 20 keys, values up to 256 characters',
+});
 
 export const StartRunBody = Type.Object(
   {
@@ -138,6 +145,7 @@ export const StartRunBody = Type.Object(
     input: Type.Optional(JsonObject),
     adaptive: Type.Optional(Adaptive),
     tags: Type.Optional(Type.Array(RunTag, { maxItems: 20, description: 'Tags to find the run by (GET /runs?tag=); at most 20' })),
+    metadata: Type.Optional(RunMetadata),
   },
   { additionalProperties: false },
 );
@@ -173,6 +181,7 @@ export const Run = Type.Object({
   parent_run_id: Type.Union([Type.String(), Type.Null()]),
   steps: Type.Array(RunStep),
   tags: Type.Array(Type.String(), { description: 'The tags the run was started with, in name order' }),
+  metadata: Type.Record(Type.String(), Type.String(), { description: 'The metadata the run was started with' }),
   created_by: Type.String(),
   started_at: Timestamp,
   completed_at: NullableTimestamp,
@@ -189,6 +198,9 @@ export const ListRunsQuery = Type.Composite([
     started_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started at or after this time (ISO 8601)' })),
     started_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started before this time (ISO 8601)' })),
     tag: Type.Optional(RunTag),
+    metadata: Type.Optional(
+      Type.String({ pattern: `^${METADATA_KEY}=`, maxLength: 64 + 1 + METADATA_VALUE_LENGTH, description: 'key=value: only runs started with this value for this metadata key' }),
+    ),
   }),
 ]);
 

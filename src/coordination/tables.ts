@@ -116,12 +116,20 @@ export interface RunTagsTable {
   run_id: string;
 }
 
+/** One key of the metadata a run was started with. */
+export interface RunMetadataTable {
+  run_id: string;
+  key: string;
+  value: string;
+}
+
 export interface CoordinationTables {
   plans: PlansTable;
   plan_versions: PlanVersionsTable;
   runs: RunsTable;
   run_steps: RunStepsTable;
   run_tags: RunTagsTable;
+  run_metadata: RunMetadataTable;
   run_events: RunEventsTable;
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;

@@ -453,6 +453,39 @@ describeEachDialect('coordination runs', (dialect) => {
     expect((await server.api.get(`${R}?plan_id=${id}`)).body.meta.total).toBe(before);
   });
 
+  it('finds runs by the metadata they were started with; refuses bad metadata with nothing started', async () => {
+    const id = await plan({ steps: [{ id: 'gate', type: 'human_approval', prompt: 'labelled' }] });
+    const customer = unique('acme');
+    const startWith = async (metadata: Record<string, unknown>) => {
+      const res = await server.api.post(R, { plan_id: id, metadata });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data;
+    };
+    const first = await startWith({ customer, ticket: 'T-1=a' });
+    expect(first.metadata).toEqual({ customer, ticket: 'T-1=a' });
+    const second = await startWith({ customer });
+    await startWith({ customer: `${customer}-other`, ticket: 'T-1=a' });
+    expect((await getRun(first.id)).metadata).toEqual({ customer, ticket: 'T-1=a' });
+    expect((await server.api.post(R, { plan_id: id })).body.data.metadata).toEqual({});
+
+    const byCustomer = await server.api.get(`${R}?metadata=${encodeURIComponent(`customer=${customer}`)}`);
+    expect(byCustomer.body.data.map((r: { id: string }) => r.id)).toEqual([second.id, first.id]);
+    expect(byCustomer.body.meta.total).toBe(2);
+    // A value may hold '=': the key ends at the first one.
+    const byTicket = await server.api.get(`${R}?plan_id=${id}&metadata=${encodeURIComponent('ticket=T-1=a')}&status=waiting`);
+    expect(byTicket.body.data.map((r: { id: string }) => r.id).sort()).toHaveLength(2);
+    expect((await server.api.get(`${R}?metadata=${encodeURIComponent(`customer=${customer}x`)}`)).body.data).toEqual([]);
+
+    const before = (await server.api.get(`${R}?plan_id=${id}`)).body.meta.total;
+    const tooMany = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v']));
+    for (const metadata of [{ 'has space': 'v' }, { k: 'x'.repeat(257) }, { k: 7 }, { k: { nested: 'v' } }, tooMany, { '-leading': 'v' }, ['k', 'v']]) {
+      const res = await server.api.post(R, { plan_id: id, metadata });
+      expect(res.status, JSON.stringify(metadata)).toBe(400);
+    }
+    for (const filter of ['customer', '=acme', 'has space=v']) expect((await server.api.get(`${R}?metadata=${encodeURIComponent(filter)}`)).status, filter).toBe(400);
+    expect((await server.api.get(`${R}?plan_id=${id}`)).body.meta.total).toBe(before);
+  });
+
   it('lists runs by plan and status, and a run pins the plan version it started with', async () => {
     const id = await plan({ steps: [{ id: 'gate', type: 'human_approval', prompt: 'v1' }] });
     const run = await start(id);

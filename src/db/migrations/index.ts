@@ -32,6 +32,7 @@ import * as userOidcIdentity from './0031-user-oidc-identity.js';
 import * as webhookDeliveryAttempts from './0032-webhook-delivery-attempts.js';
 import * as runTags from './0033-run-tags.js';
 import * as notificationChannels from './0034-notification-channels.js';
+import * as runMetadata from './0035-run-metadata.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -74,4 +75,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0032-webhook-delivery-attempts': webhookDeliveryAttempts,
   '0033-run-tags': runTags,
   '0034-notification-channels': notificationChannels,
+  '0035-run-metadata': runMetadata,
 };

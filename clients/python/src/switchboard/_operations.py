@@ -2209,6 +2209,7 @@ class CoordinationListRunsArgs(TypedDict, total=False):
     started_after: str
     started_before: str
     tag: str
+    metadata: str
 
 
 class CoordinationListRunsItem(TypedDict):
@@ -2227,6 +2228,7 @@ class CoordinationListRunsItem(TypedDict):
     parent_run_id: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
+    metadata: dict[str, str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2242,6 +2244,7 @@ class CoordinationStartRunBody(_CoordinationStartRunBodyRequired, total=False):
     input: dict[str, Any]
     adaptive: dict[str, Any]
     tags: list[str]
+    metadata: dict[str, str]
 
 
 class _CoordinationStartRunArgsRequired(TypedDict):
@@ -2254,6 +2257,7 @@ class CoordinationStartRunArgs(_CoordinationStartRunArgsRequired, total=False):
     input: dict[str, Any]
     adaptive: dict[str, Any]
     tags: list[str]
+    metadata: dict[str, str]
 
 
 class CoordinationStartRunData(TypedDict):
@@ -2272,6 +2276,7 @@ class CoordinationStartRunData(TypedDict):
     parent_run_id: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
+    metadata: dict[str, str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2299,6 +2304,7 @@ class CoordinationGetRunData(TypedDict):
     parent_run_id: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
+    metadata: dict[str, str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2357,6 +2363,7 @@ class CoordinationCancelRunData(TypedDict):
     parent_run_id: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
+    metadata: dict[str, str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2394,6 +2401,7 @@ class CoordinationRedriveRunData(TypedDict):
     parent_run_id: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
+    metadata: dict[str, str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2439,6 +2447,7 @@ class CoordinationApproveStepData(TypedDict):
     parent_run_id: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
+    metadata: dict[str, str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -2482,6 +2491,7 @@ class CoordinationProvideInputData(TypedDict):
     parent_run_id: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
+    metadata: dict[str, str]
     created_by: str
     started_at: str
     completed_at: str | None
@@ -4920,7 +4930,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/coordination/runs",
             path_params=(),
-            query_params=("limit", "offset", "plan_id", "status", "started_after", "started_before", "tag",),
+            query_params=("limit", "offset", "plan_id", "status", "started_after", "started_before", "tag", "metadata",),
             body="none",
             body_fields=(),
             paged=True,
@@ -4935,7 +4945,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("plan_id", "input", "adaptive", "tags",),
+            body_fields=("plan_id", "input", "adaptive", "tags", "metadata",),
             paged=False,
             items_key=None,
             public=False,
@@ -6116,7 +6126,7 @@ class CoordinationOperations(Domain):
         return self._call("get_plan_version", arguments)  # type: ignore[no-any-return]
 
     def list_runs(self, **arguments: Unpack[CoordinationListRunsArgs]) -> Paged[CoordinationListRunsItem]:
-        """List runs, newest first (by plan, status, start time and tag) (GET /api/v1/coordination/runs)."""
+        """List runs, newest first (by plan, status, start time, tag and metadata) (GET /api/v1/coordination/runs)."""
         return self._call("list_runs", arguments)  # type: ignore[no-any-return]
 
     def start_run(self, **arguments: Unpack[CoordinationStartRunArgs]) -> CoordinationStartRunData:
