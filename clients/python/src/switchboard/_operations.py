@@ -3501,9 +3501,7 @@ class ClusterListNodesArgs(TypedDict, total=False):
     offset: int
 
 
-class ClusterListNodesItem(TypedDict):
-    """One item of cluster.list_nodes."""
-
+class _ClusterListNodesItemRequired(TypedDict):
     id: str
     version: str
     host: str
@@ -3511,6 +3509,12 @@ class ClusterListNodesItem(TypedDict):
     started_at: str
     last_seen_at: str
     status: Literal["up", "down"]
+
+
+class ClusterListNodesItem(_ClusterListNodesItemRequired, total=False):
+    """One item of cluster.list_nodes."""
+
+    workers: list[dict[str, Any]]
 
 
 class AuditListArgs(TypedDict, total=False):
