@@ -5,7 +5,7 @@ import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuditDomain } from './audit/index.js';
-import { createAuthDomain, CredentialWatch } from './auth/index.js';
+import { createAuthDomain, createAuthWorkers } from './auth/index.js';
 import { createAccessGroups } from './auth/groups/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
@@ -24,7 +24,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { StorageFullness } from './db/faults.js';
 import { PostponedWrites } from './db/postponed-writes.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
-import { createMetrics, installWriteMetrics } from './http/plugins/metrics.js';
+import { createMetrics, installWorkerMetrics, installWriteMetrics } from './http/plugins/metrics.js';
 import { DomainMetrics } from './kernel/metrics.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { PostgresNotifier } from './db/postgres-notifier.js';
@@ -38,12 +38,9 @@ import { mcpRoutes } from './mcp/server.js';
 import { humanInputTool } from './mcp/human-input.js';
 import { buildResources } from './mcp/resources.js';
 import { buildTools, instructions } from './mcp/tools/index.js';
-import { LoopWorker, type Worker } from './workers/loop-worker.js';
+import { Workers } from './workers/workers.js';
 
 export type { Platform };
-
-/** How often start-up writes that a full disk postponed are tried again (a write that succeeds tries them at once). */
-const POSTPONED_RETRY_MS = 5_000;
 
 /** The server's version, from package.json (one level up from src/ and dist/ alike). */
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -61,7 +58,7 @@ export interface App {
   readonly http: HttpServer;
   /** Starts listening, then the workers; resolves with the base URL. */
   listen(): Promise<string>;
-  /** Stops accepting, drains in-flight requests, stops workers, closes the database. */
+  /** Stops accepting, drains in-flight requests, stops the workers, closes the database. */
   close(): Promise<void>;
 }
 
@@ -97,6 +94,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const limiter = createPrincipalRateLimiter({ database, config, clock, logger });
   const metrics = createMetrics();
   const domainMetrics = new DomainMetrics(metrics);
+  // Filled once the domains are built; the nodes answer, /readyz and /metrics report them.
+  const workers = new Workers();
   // Its threads start on the first expression and stop with the app.
   const expressions = new ExpressionPool({
     workers: config.expressionWorkers,
@@ -137,7 +136,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   await postponed.run('admin key', () => auth.service.ensureAdminKey(config.adminKey, config.dataDir, logger));
 
-  const messaging = createMessagingDomain(platform, events.log, { heartbeat: (agentId, input) => discovery.service.heartbeat(agentId, input) });
+  const messaging = createMessagingDomain(platform, events.log);
   const discovery = createDiscoveryDomain({ platform, events: events.log, stats: messaging.inbox });
   const routines = createRoutinesDomain({ platform, inbox: messaging.inbox, events: events.log });
   const tasks = createTasksDomain({ platform, events: events.log, inbox: messaging.inbox });
@@ -158,7 +157,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   // Who hears of what happened to the messages they sent, by their origin kind.
   messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler, a2a_task: a2a.outcomeHandler });
-  const cluster = createClusterDomain({ platform, version: VERSION });
+  const cluster = createClusterDomain({ platform, version: VERSION, workers });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
   const artifacts = createArtifactsDomain({
@@ -169,16 +168,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     nodes: cluster.service,
   });
 
-  // Tried every few seconds while any waits, and as soon as a write succeeds (there is room again).
-  const postponedRetry = new LoopWorker({ name: 'postponed-writes', intervalMs: POSTPONED_RETRY_MS, run: () => postponed.retry(), logger });
-  storage.onRoom(() => postponedRetry.nudge());
   // Workers start after the server listens, in this order, and stop in reverse.
-  const workers: Worker[] = [
-    postponedRetry,
+  workers.add(
+    postponed.worker,
     ...cluster.workers,
-    new CredentialWatch({ auth: auth.service, connections: platform.connections, notifier, dataVersion: database.dataVersion, logger }),
-    new LoopWorker({ name: 'signature-sweeper', intervalMs: 60_000, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
-    new LoopWorker({ name: 'session-sweeper', intervalMs: 60_000, run: () => auth.sessions.sweep(), logger }),
+    ...createAuthWorkers(auth, platform),
     ...messaging.workers,
     ...discovery.workers,
     ...routines.workers,
@@ -187,7 +181,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...events.workers,
     ...webhooks.workers,
     ...audit.workers,
-  ];
+  );
 
   const mcpServices = {
     routines: routines.service,
@@ -199,6 +193,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   };
   domainMetrics.observe(metrics, { inboxes: () => messaging.inbox.depths(), agentsByHealth: () => discovery.service.countByHealth() });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
+  installWorkerMetrics(metrics, workers);
   const http = await buildHttpServer({
     config,
     logger,
@@ -213,6 +208,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       blobs: () => artifacts.blobs.check(),
       notices: () => notifier.transport,
       postponedWrites: () => postponed.names,
+      failingWorkers: () => workers.failing(),
     },
     storage,
     audit: audit.service,
@@ -220,7 +216,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: auth.routes },
       { prefix: '/api/v1', plugin: accessGroups.routes },
       { prefix: '/api/v1', plugin: messaging.routes },
-      { prefix: '/api/v1', plugin: messaging.channelRoutes },
+      { prefix: '/api/v1', plugin: messaging.channelRoutes(discovery.service) },
       { prefix: '/api/v1', plugin: discovery.routes },
       { prefix: '/core/api/v1', plugin: routines.routes },
       { prefix: '/core/api/v1', plugin: tasks.routes },
@@ -254,7 +250,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       listenUrl = `http://${host}:${address.port}`;
       await postponed.run('node registration', () => cluster.service.register());
-      for (const worker of workers) worker.start();
+      workers.start();
       logger.info({ url: listenUrl, storage: database.caps.kind }, 'switchboard listening');
       return listenUrl;
     },
@@ -262,7 +258,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       closing ??= (async () => {
         lifecycle.abort();
         await http.close();
-        for (const worker of [...workers].reverse()) await worker.stop();
+        await workers.stop();
         await expressions.close();
         // Down at once for the other nodes; a database out of reach leaves it to the 30 s rule.
         await cluster.service.stopped().catch((err: unknown) => logger.warn({ err }, 'could not mark this node down'));

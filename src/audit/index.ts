@@ -3,7 +3,8 @@ import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
 import type { AuditActor } from '../kernel/request-scope.js';
-import { LoopWorker, type Worker } from '../workers/loop-worker.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import type { Worker } from '../workers/worker.js';
 import { auditRoutes } from './routes.js';
 import { AuditService } from './service.js';
 import { AuditStore } from './store.js';
@@ -44,6 +45,7 @@ export function createAuditDomain(deps: { database: DatabaseHandle; clock: Clock
       await flusher.stop();
       await service.flushDenials(true);
     },
+    status: () => flusher.status(),
   };
   const sweeper = new LoopWorker({
     name: 'audit-retention',

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Notifier } from '../kernel/notifier.js';
 import type { OpenConnections } from '../kernel/open-connections.js';
-import { LoopWorker, type Worker } from '../workers/loop-worker.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import type { Worker, WorkerStatus } from '../workers/worker.js';
 import type { AuthService } from './service.js';
 
 /** How often the watch looks whether it must check the open connections' keys in the database. */
@@ -30,7 +31,6 @@ function endReason(credential: string): string {
 export class CredentialWatch implements Worker {
   readonly name = 'credential-watch';
   private readonly loop: LoopWorker;
-  private stopListening: (() => void) | null = null;
   private lookNow = true;
   private lastCheck = 0;
   private lastDataVersion: number | null = null;
@@ -45,28 +45,34 @@ export class CredentialWatch implements Worker {
       logger: Logger;
     },
   ) {
-    this.loop = new LoopWorker({ name: this.name, intervalMs: TICK_MS, logger: deps.logger, run: () => this.tick() });
+    this.loop = new LoopWorker({ name: this.name, intervalMs: TICK_MS, logger: deps.logger, run: () => this.tick(), listen: (nudge) => this.listen(nudge) });
     this.lastDataVersion = deps.dataVersion?.() ?? null;
   }
 
   start(): void {
-    const { auth, connections, notifier } = this.deps;
-    const unrevoked = auth.onRevoked((credential) => connections.end(credential, endReason(credential)));
-    const unresumed = notifier.onResume(() => {
-      this.lookNow = true;
-      this.loop.nudge();
-    });
-    this.stopListening = () => {
-      unrevoked();
-      unresumed();
-    };
     this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopListening?.();
-    this.stopListening = null;
     await this.loop.stop();
+  }
+
+  /** Revocations end their connections at once; a resume (notices may have been lost) has every key looked up. */
+  private listen(nudge: () => void): () => void {
+    const { auth, connections, notifier } = this.deps;
+    const unrevoked = auth.onRevoked((credential) => connections.end(credential, endReason(credential)));
+    const unresumed = notifier.onResume(() => {
+      this.lookNow = true;
+      nudge();
+    });
+    return () => {
+      unrevoked();
+      unresumed();
+    };
+  }
+
+  status(): WorkerStatus {
+    return this.loop.status();
   }
 
   private async tick(): Promise<void> {

@@ -6,6 +6,7 @@ import type { Clock } from '../kernel/clock.js';
 import type { Platform } from '../kernel/platform.js';
 import { FixedWindowRateLimiter, type RateLimiter } from '../kernel/rate-limiter.js';
 import { LoopWorker } from '../workers/loop-worker.js';
+import type { WorkerReport } from '../workers/workers.js';
 import { clusterRoutes } from './routes.js';
 import { ClusterService, HEARTBEAT_MS } from './service.js';
 import { ClusterStore } from './store.js';
@@ -18,16 +19,17 @@ export * as clusterSchemas from './schemas.js';
 
 /**
  * The cluster domain (design §10, issue 24): this node's entry in the node registry, its
- * heartbeat worker, and `GET /cluster/nodes`. app.ts registers the node before the workers
- * start and marks it down after they stop.
+ * heartbeat worker, and `GET /cluster/nodes` (with this node's workers, `workers`). app.ts
+ * registers the node before the workers start and marks it down after they stop.
  */
-export function createClusterDomain(deps: { platform: Platform; version: string }) {
+export function createClusterDomain(deps: { platform: Platform; version: string; workers: WorkerReport }) {
   const { platform } = deps;
   const service = new ClusterService({
     store: new ClusterStore(platform.database.db, platform.database.caps),
     clock: platform.clock,
     version: deps.version,
     rateWindowMs: platform.config.rateWindowSeconds * 1000,
+    workers: deps.workers,
   });
   const heartbeat = new LoopWorker({
     name: 'cluster-heartbeat',

@@ -4,7 +4,9 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { NodeRegistry } from '../kernel/ports.js';
-import type { ClusterNode } from './schemas.js';
+import type { WorkerStatus } from '../workers/worker.js';
+import type { WorkerReport } from '../workers/workers.js';
+import type { ClusterNode, WorkerStatus as WorkerEntry } from './schemas.js';
 import type { ClusterStore, NodeRow } from './store.js';
 
 /** How often a node heartbeats (issue 24). */
@@ -20,6 +22,8 @@ export interface ClusterDeps {
   version: string;
   /** The rate-limit window: shared budgets' rows of windows before the previous one are deleted. */
   rateWindowMs: number;
+  /** This node's background workers, shown on its own entry. */
+  workers: WorkerReport;
 }
 
 /**
@@ -79,7 +83,10 @@ export class ClusterService implements NodeRegistry {
   async list(window: Page): Promise<Paged<ClusterNode>> {
     const page = await this.deps.store.listNodes(autocommit, window);
     const now = this.deps.clock.now();
-    return { items: page.items.map((row) => this.toNode(row, now)), total: page.total };
+    const items = page.items.map((row) => this.toNode(row, now));
+    const self = items.find((node) => node.id === this.nodeId);
+    if (self) self.workers = this.deps.workers.statuses().map(workerEntry);
+    return { items, total: page.total };
   }
 
   private toNode(row: NodeRow, now: number): ClusterNode {
@@ -94,4 +101,17 @@ export class ClusterService implements NodeRegistry {
       status: down ? 'down' : 'up',
     };
   }
+}
+
+function workerEntry(status: WorkerStatus): WorkerEntry {
+  return {
+    name: status.name,
+    runs: status.runs,
+    failures: status.failures,
+    consecutive_failures: status.consecutiveFailures,
+    last_run_at: status.lastRun ? iso(status.lastRun.startedAt) : null,
+    last_duration_ms: status.lastRun ? Math.round(status.lastRun.durationMs * 1000) / 1000 : null,
+    running_since: status.runningSince === null ? null : iso(status.runningSince),
+    last_error: status.lastError ? { message: status.lastError.message, at: iso(status.lastError.at) } : null,
+  };
 }

@@ -84,6 +84,8 @@ export interface Readiness {
   notices(): string;
   /** The start-up writes a full disk postponed, by name (db/postponed-writes.ts). */
   postponedWrites(): string[];
+  /** The workers whose last passes all failed, by name (workers/workers.ts). */
+  failingWorkers(): string[];
 }
 
 /**
@@ -279,11 +281,15 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   app.get('/healthz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async (_request, reply) => {
     const [database, blobs] = await Promise.all([answers(options.readiness.database), answers(options.readiness.blobs)]);
-    // A lost LISTEN connection leaves the node serving (it reconnects and rescans): it is shown, not fatal.
-    const checks = { database, listen: options.readiness.notices(), blobs: storage.full ? 'full' : blobs };
-    if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks });
-    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks });
-    return { status: 'ready', checks };
+    // A lost LISTEN connection leaves the node serving (it reconnects and rescans), and so does a
+    // worker that keeps failing (the requests it does not serve are no reason to send them elsewhere):
+    // both are shown, not fatal. Only names: the errors are on the admin's GET /api/v1/cluster/nodes.
+    const failingWorkers = options.readiness.failingWorkers();
+    const checks = { database, listen: options.readiness.notices(), blobs: storage.full ? 'full' : blobs, workers: failingWorkers.length > 0 ? 'failing' : 'up' };
+    const failing = failingWorkers.length > 0 ? { failing_workers: failingWorkers } : {};
+    if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks, ...failing });
+    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks, ...failing });
+    return { status: 'ready', checks, ...failing };
   });
   app.get('/metrics', { config: { permission: 'metrics:read' }, schema: { hide: true } }, async (_request, reply) => {
     return reply.type(options.metrics.contentType).send(await options.metrics.metrics());

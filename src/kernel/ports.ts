@@ -153,6 +153,11 @@ export interface AgentDirectory {
   >;
 }
 
+/** Implemented by discovery: an agent's heartbeat, for the agent channel's heartbeat frames (messaging). */
+export interface AgentHeartbeats {
+  heartbeat(agentId: string, input: { load?: number; metadata?: Record<string, unknown> }): Promise<unknown>;
+}
+
 /** Implemented by messaging: what the platform measured about an agent's message handling. */
 export interface DeliveryStats {
   /** Per agent: median ms from delivery to acknowledgement, and acked / (acked + rejected + dead-lettered). */

@@ -1,20 +1,15 @@
 import type { Logger } from 'pino';
 import { AppError, Forbidden, InvalidRequest } from '../kernel/errors.js';
-import type { SentMessage } from '../kernel/ports.js';
+import type { AgentHeartbeats, SentMessage } from '../kernel/ports.js';
 import { MAX_CREDIT, type ChannelRequest, type ItemFailure } from './channel-schemas.js';
 import { MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
 import type { Caller, Message } from './messages.js';
 import type { SubscriptionsService } from './subscriptions.js';
 
-/** Discovery's heartbeat, as the channel uses it (plugged in by the composition root). */
-export interface Heartbeats {
-  heartbeat(agentId: string, input: { load?: number; metadata?: Record<string, unknown> }): Promise<unknown>;
-}
-
 export interface ChannelDeps {
   inbox: InboxService;
   subscriptions: SubscriptionsService;
-  heartbeats: Heartbeats;
+  heartbeats: AgentHeartbeats;
   logger: Logger;
 }
 

@@ -1,7 +1,6 @@
 import type { Platform } from '../kernel/platform.js';
-import type { EventLog } from '../kernel/ports.js';
+import type { AgentHeartbeats, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
-import type { Heartbeats } from './channel.js';
 import { channelRoutes } from './channel-routes.js';
 import { InboxService } from './inbox.js';
 import { InboxSpans } from './inbox-tracing.js';
@@ -19,8 +18,12 @@ export { callerOf } from './messages.js';
 const REAPER_INTERVAL_MS = 250;
 const SWEEP_INTERVAL_MS = 60_000;
 
-/** `heartbeats`: discovery's, for the channel's heartbeat frames. */
-export function createMessagingDomain(platform: Platform, events: EventLog, heartbeats: Heartbeats) {
+/**
+ * Messaging: the inbox, threads, subscriptions, their routes and the reaper. The agent channel's
+ * routes are built apart (`channelRoutes`) from discovery's heartbeats, once discovery exists:
+ * discovery is built from messaging's delivery stats, so messaging is built without it.
+ */
+export function createMessagingDomain(platform: Platform, events: EventLog) {
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
   const threads = new ThreadsService({ store: new ThreadsStore(platform.database.db, platform.database.caps), clock });
@@ -44,18 +47,19 @@ export function createMessagingDomain(platform: Platform, events: EventLog, hear
       if (sweep) sweepAt = now + SWEEP_INTERVAL_MS;
     },
   });
-  const channel = channelRoutes(
-    {
-      inbox,
-      subscriptions,
-      heartbeats,
-      limiter: platform.limiter,
-      logger,
-      maxFrameBytes: platform.config.maxJsonBodyBytes,
-      connections: platform.connections,
-      stalledClientMs: platform.config.stalledClientMs,
-    },
-    platform.shutdown,
-  );
+  const channel = (heartbeats: AgentHeartbeats) =>
+    channelRoutes(
+      {
+        inbox,
+        subscriptions,
+        heartbeats,
+        limiter: platform.limiter,
+        logger,
+        maxFrameBytes: platform.config.maxJsonBodyBytes,
+        connections: platform.connections,
+        stalledClientMs: platform.config.stalledClientMs,
+      },
+      platform.shutdown,
+    );
   return { inbox, subscriptions, routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown), channelRoutes: channel, workers: [reaper] };
 }

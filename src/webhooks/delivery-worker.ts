@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
-import { LoopWorker, type Worker } from '../workers/loop-worker.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import type { Worker, WorkerStatus } from '../workers/worker.js';
 import { WEBHOOK_DELIVERIES_DUE, type WebhooksService } from './service.js';
 
 /** Attempts one node has in flight at most: a slow receiver holds one slot, not the worker. */
@@ -46,6 +47,11 @@ export class DeliveryWorker implements Worker {
     await this.loop.stop();
     this.stopping.abort();
     await Promise.allSettled(this.inFlight);
+  }
+
+  /** The claiming loop's passes; an attempt's outcome is the delivery's, not the worker's. */
+  status(): WorkerStatus {
+    return this.loop.status();
   }
 
   /**

@@ -12,6 +12,7 @@ interface NodeEntry {
   started_at: string;
   last_seen_at: string;
   status: 'up' | 'down';
+  workers?: { name: string }[];
 }
 
 describeEachDialect('cluster nodes', (dialect) => {
@@ -47,6 +48,11 @@ describeEachDialect('cluster nodes', (dialect) => {
       const list = await nodes();
       expect(list.map((n) => n.status)).toEqual(['up', 'up']);
       secondId = list[1]!.id;
+      // Only the node that answers knows its workers; the second one shows its own in its answers.
+      expect(list[0]!.workers?.length).toBeGreaterThan(0);
+      expect(list[1]).not.toHaveProperty('workers');
+      const fromSecond = (await second.api.get('/api/v1/cluster/nodes')).body.data as NodeEntry[];
+      expect(fromSecond.map((n) => n.workers !== undefined)).toEqual([false, true]);
     } finally {
       await second.close();
     }

@@ -179,7 +179,7 @@ describe('storage faults: no space left [sqlite]', () => {
       {
         status: 'insufficient_storage',
         reason: 'No storage space is left for writes: reads are served, writes answer 507 insufficient_storage',
-        checks: { database: 'up', blobs: 'full', listen: 'in_process' },
+        checks: { database: 'up', blobs: 'full', listen: 'in_process', workers: 'up' },
       },
     ]);
     expect((await alice.get('/api/v1/messaging/sessions')).status).toBe(200);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
+import type { WorkerReport } from '../../workers/workers.js';
 
 /** Prometheus metrics of one app instance (its own registry, so test apps do not collide). */
 export function createMetrics(): Registry {
@@ -22,7 +23,7 @@ interface Series {
 type Sample = { labels: Record<string, string | number>; value: number; metricName?: string };
 
 /** A metric whose samples are read when scraped, in the shape prom-client's registry reads from its own. */
-function metric(name: string, help: string, type: 'counter' | 'histogram', values: () => Sample[]): Metric {
+function metric(name: string, help: string, type: 'counter' | 'gauge' | 'histogram', values: () => Sample[]): Metric {
   return { name, help, type, get: async () => ({ name, help, type, aggregator: 'sum', values: values() }) } as unknown as Metric;
 }
 
@@ -33,6 +34,28 @@ export function installWriteMetrics(registry: Registry, stats: () => { commits: 
     metric('switchboard_sqlite_writes_total', 'Writes (transactions and lone statements) carried by those commits', 'counter', () => [
       { labels: {}, value: stats().writes },
     ]),
+  );
+}
+
+/** The background workers' passes, read when scraped from what each worker keeps (workers/worker.ts). */
+export function installWorkerMetrics(registry: Registry, workers: WorkerReport): void {
+  registry.registerMetric(
+    metric('switchboard_worker_runs_total', 'Background worker passes, by worker and outcome (ok, failed: the pass threw)', 'counter', () =>
+      workers.statuses().flatMap((status) => [
+        { labels: { worker: status.name, outcome: 'ok' }, value: status.runs - status.failures },
+        { labels: { worker: status.name, outcome: 'failed' }, value: status.failures },
+      ]),
+    ),
+  );
+  registry.registerMetric(
+    metric('switchboard_worker_run_seconds_total', "Time spent in a worker's passes (divided by its runs: the mean pass)", 'counter', () =>
+      workers.statuses().map((status) => ({ labels: { worker: status.name }, value: status.busySeconds })),
+    ),
+  );
+  registry.registerMetric(
+    metric('switchboard_worker_last_run_duration_seconds', "How long a worker's last finished pass took", 'gauge', () =>
+      workers.statuses().flatMap((status) => (status.lastRun ? [{ labels: { worker: status.name }, value: status.lastRun.durationMs / 1000 }] : [])),
+    ),
   );
 }
 

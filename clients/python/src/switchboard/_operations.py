@@ -3668,9 +3668,7 @@ class ClusterListNodesArgs(TypedDict, total=False):
     offset: int
 
 
-class ClusterListNodesItem(TypedDict):
-    """One item of cluster.list_nodes."""
-
+class _ClusterListNodesItemRequired(TypedDict):
     id: str
     version: str
     host: str
@@ -3678,6 +3676,12 @@ class ClusterListNodesItem(TypedDict):
     started_at: str
     last_seen_at: str
     status: Literal["up", "down"]
+
+
+class ClusterListNodesItem(_ClusterListNodesItemRequired, total=False):
+    """One item of cluster.list_nodes."""
+
+    workers: list[dict[str, Any]]
 
 
 class AuditListArgs(TypedDict, total=False):
