@@ -25,6 +25,8 @@ import { PlanDetailView, PlansView, type PlanSearch, type PlansSearch } from './
 import { RunDetailView, type RunSearch } from './views/run-detail.js';
 import { RunsView, type RunsSearch } from './views/runs.js';
 import { parseRunsSearch } from './run-search.js';
+import { parseAuditSearch } from './audit-search.js';
+import { AuditView, type AuditSearch } from './views/audit.js';
 
 const rootRoute = createRootRoute({
   component: function Root() {
@@ -225,6 +227,15 @@ const artifactRoute = createRoute({
   },
 });
 
+const auditRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'audit',
+  validateSearch: (search: Record<string, unknown>): AuditSearch => parseAuditSearch(search),
+  component: function Audit() {
+    return <AuditView search={auditRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -306,6 +317,7 @@ const routeTree = rootRoute.addChildren([
   taskRoute,
   artifactsRoute,
   artifactRoute,
+  auditRoute,
   settingsRoute.addChildren([keysRoute, ownKeysRoute, usersRoute, webhooksRoute, webhookRoute]),
 ]);
 

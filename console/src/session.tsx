@@ -2,9 +2,9 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { Switchboard, SwitchboardError, type Body, type Result } from '../../src/client/browser.js';
 import { LiveEvents, useLiveRefresh } from './live.js';
+import type { Permission } from './permission.js';
 import { SignIn } from './sign-in.js';
 
-type Permission = Result<'auth.whoami'>['permissions'][number];
 type SignedIn = Result<'auth.currentSession'>;
 
 export interface Session {

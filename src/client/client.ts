@@ -214,6 +214,7 @@ export class Switchboard {
   readonly events: DomainClient<'events'> & EventStreams;
   readonly webhooks: DomainClient<'webhooks'>;
   readonly cluster: DomainClient<'cluster'>;
+  readonly audit: DomainClient<'audit'>;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -270,6 +271,7 @@ export class Switchboard {
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
     this.cluster = this.#domain('cluster');
+    this.audit = this.#domain('audit');
   }
 
   async *#follow(events: DomainClient<'events'>, { signal, onOpen, onDrop, ...query }: StreamEventsInput): AsyncIterable<Event> {

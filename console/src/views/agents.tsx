@@ -1,7 +1,8 @@
 import { keepPreviousData, useQueries, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { ErrorNotice } from '../errors.js';
+import { filterText, FilterForm, TextFilter } from '../filter-fields.js';
 import { formatLoad, pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
@@ -102,28 +103,15 @@ export function Chips({ items }: { items: string[] }) {
   );
 }
 
-/** The filters as a form: applied on submit, into the URL. Remounted (key) when the URL changes them. */
+/** The agents' filters, applied into the URL. */
 function AgentFilters({ search, onApply }: { search: AgentsSearch; onApply(filters: AgentsSearch): void }) {
   const [capability, setCapability] = useState(search.capability ?? '');
   const [group, setGroup] = useState(search.group ?? '');
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    onApply({ capability: capability.trim() || undefined, group: group.trim() || undefined });
-  };
   return (
-    <form className="filters" role="search" onSubmit={submit}>
-      <label>
-        Capability
-        <input value={capability} onChange={(event) => setCapability(event.target.value)} placeholder="text.*" />
-      </label>
-      <label>
-        Group
-        <input value={group} onChange={(event) => setGroup(event.target.value)} />
-      </label>
-      <button type="submit" className="secondary">
-        Filter
-      </button>
-    </form>
+    <FilterForm label="Filter agents" onApply={() => onApply({ capability: filterText(capability), group: filterText(group) })}>
+      <TextFilter label="Capability" value={capability} onChange={setCapability} placeholder="text.*" />
+      <TextFilter label="Group" value={group} onChange={setGroup} />
+    </FilterForm>
   );
 }
 

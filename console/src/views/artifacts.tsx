@@ -3,6 +3,7 @@ import { Link, useNavigate } from '@tanstack/react-router';
 import { useId, useRef, useState, type FormEvent } from 'react';
 import type { Result } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
+import { filterText, FilterForm, TextFilter } from '../filter-fields.js';
 import { formatBytes, pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
@@ -104,28 +105,15 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
   );
 }
 
-/** The filters as a form: applied on submit, into the URL. Remounted (key) when the URL changes them. */
+/** The artifacts' filters, applied into the URL. */
 function ArtifactFilters({ search, onApply }: { search: ArtifactsSearch; onApply(filters: ArtifactsSearch): void }) {
   const [type, setType] = useState(search.type ?? '');
   const [metadata, setMetadata] = useState(search.metadata ?? '');
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    onApply({ type: type.trim() || undefined, metadata: metadata.trim() || undefined });
-  };
   return (
-    <form className="filters" role="search" onSubmit={submit}>
-      <label>
-        Content type
-        <input value={type} onChange={(event) => setType(event.target.value)} placeholder="image/*" />
-      </label>
-      <label className="metadata-filter">
-        Metadata contains
-        <input value={metadata} onChange={(event) => setMetadata(event.target.value)} placeholder='{"project": "alpha"}' />
-      </label>
-      <button type="submit" className="secondary">
-        Filter
-      </button>
-    </form>
+    <FilterForm label="Filter artifacts" onApply={() => onApply({ type: filterText(type), metadata: filterText(metadata) })}>
+      <TextFilter label="Content type" value={type} onChange={setType} placeholder="image/*" />
+      <TextFilter label="Metadata contains" value={metadata} onChange={setMetadata} placeholder='{"project": "alpha"}' className="metadata-filter" />
+    </FilterForm>
   );
 }
 

@@ -5,6 +5,7 @@ import { ErrorNotice } from '../errors.js';
 import type { LiveEvent } from '../event-hub.js';
 import { relativeTime } from '../format.js';
 import { useEventFeed, useLiveRefresh } from '../live.js';
+import { ResourceLink } from '../resource-link.js';
 import { useSession } from '../session.js';
 import { RUN_STATUSES } from '../status.js';
 import './overview.css';
@@ -197,17 +198,12 @@ function EventFeed() {
   );
 }
 
-/** The event's subject, linked to its view where the console has one. */
+/** The event's subject, linked to its view where the console has one: an approval's or an input's subject is its run. */
 function Subject({ event }: { event: LiveEvent }) {
-  const kind = event.type.split('.')[0];
-  if (kind === 'routine') {
-    return (
-      <Link to="/routines/$routineId" params={{ routineId: event.subject }}>
-        {event.subject}
-      </Link>
-    );
-  }
-  if (kind === 'agent') return <Link to="/agents">{event.subject}</Link>;
-  if (kind === 'key') return <Link to="/settings/keys">{event.subject}</Link>;
-  return <span>{event.subject}</span>;
+  const kind = event.type.split('.')[0]!;
+  return (
+    <ResourceLink resource={{ type: kind === 'approval' || kind === 'input' ? 'run' : kind, id: event.subject }}>
+      <span>{event.subject}</span>
+    </ResourceLink>
+  );
 }

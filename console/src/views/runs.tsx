@@ -1,16 +1,18 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
-import { useId, useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import type { Item } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
 import { elapsed, formatDuration, pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
-import { fromLocalInput, runsQuery, toLocalInput, WITHIN, type RunsSearch, type Within } from '../run-search.js';
+import { ChoiceFilter, filterText, FilterForm, TextFilter, TimeWindowFilter } from '../filter-fields.js';
+import { runsQuery, type RunsSearch } from '../run-search.js';
 import { useSession } from '../session.js';
 import { RUN_STATUSES, type RunStatus } from '../run-status.js';
 import { StatusBadge } from '../status.js';
 import { Table } from '../table.js';
+import { draftOf, windowOf } from '../time-window.js';
 import { StartRunForm, type Plan } from './start-run.js';
 import './runs.css';
 
@@ -22,8 +24,6 @@ const PAGE_SIZE = 25;
 export const RUN_EVENTS = ['run.>', 'approval.*', 'input.*'];
 // The plans' aliases for the runs' plan ids and the plan filter's suggestions: one page of the largest size.
 const PLANS_LOOKUP = 500;
-
-const WITHIN_LABELS: Record<Within, string> = { '1h': 'Last hour', '24h': 'Last 24 hours', '7d': 'Last 7 days', '30d': 'Last 30 days' };
 
 /** The plans, for their aliases (the runs name plans by id). */
 function usePlans() {
@@ -166,80 +166,19 @@ function StartRunPicker({ plans }: { plans: Plan[] }) {
   );
 }
 
-/** The filters as a form: applied on submit, into the URL (page 1). Remounted (key) when the URL changes them. */
+/** The runs' filters, applied into the URL. */
 function RunFilters({ search, plans, onApply }: { search: RunsSearch; plans: Plan[]; onApply(next: RunsSearch): void }) {
-  const id = useId();
   const [plan, setPlan] = useState(search.plan ?? '');
   const [status, setStatus] = useState<RunStatus | ''>(search.status ?? '');
   const [tag, setTag] = useState(search.tag ?? '');
-  const [started, setStarted] = useState<Within | 'any' | 'between'>(search.within ?? (search.from || search.to ? 'between' : 'any'));
-  const [from, setFrom] = useState(toLocalInput(search.from));
-  const [to, setTo] = useState(toLocalInput(search.to));
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    const between = started === 'between';
-    onApply({
-      plan: plan.trim() || undefined,
-      status: status || undefined,
-      tag: tag.trim() || undefined,
-      within: started === 'any' || between ? undefined : started,
-      from: between ? fromLocalInput(from) : undefined,
-      to: between ? fromLocalInput(to) : undefined,
-    });
-  };
+  const [started, setStarted] = useState(draftOf(search));
+  const apply = () => onApply({ plan: filterText(plan), status: status || undefined, tag: filterText(tag), ...windowOf(started) });
   return (
-    <form className="filters" role="search" aria-label="Filter runs" onSubmit={submit}>
-      <label>
-        Plan
-        <input value={plan} onChange={(event) => setPlan(event.target.value)} list={`${id}-plans`} placeholder="alias or id" />
-        <datalist id={`${id}-plans`}>
-          {plans.map((candidate) => (
-            <option key={candidate.id} value={candidate.alias} />
-          ))}
-        </datalist>
-      </label>
-      <label>
-        Tag
-        <input value={tag} onChange={(event) => setTag(event.target.value)} placeholder="e.g. customer:acme" />
-      </label>
-      <label>
-        Status
-        <select value={status} onChange={(event) => setStatus(event.target.value as RunStatus | '')}>
-          <option value="">Any status</option>
-          {RUN_STATUSES.map((known) => (
-            <option key={known} value={known}>
-              {known}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Started
-        <select value={started} onChange={(event) => setStarted(event.target.value as Within | 'any' | 'between')}>
-          <option value="any">Any time</option>
-          {(Object.keys(WITHIN) as Within[]).map((window) => (
-            <option key={window} value={window}>
-              {WITHIN_LABELS[window]}
-            </option>
-          ))}
-          <option value="between">Between…</option>
-        </select>
-      </label>
-      {started === 'between' && (
-        <>
-          <label>
-            From
-            <input type="datetime-local" value={from} onChange={(event) => setFrom(event.target.value)} />
-          </label>
-          <label>
-            Until
-            <input type="datetime-local" value={to} onChange={(event) => setTo(event.target.value)} />
-          </label>
-        </>
-      )}
-      <button type="submit" className="secondary">
-        Filter
-      </button>
-    </form>
+    <FilterForm label="Filter runs" onApply={apply}>
+      <TextFilter label="Plan" value={plan} onChange={setPlan} placeholder="alias or id" suggestions={plans.map((candidate) => candidate.alias)} />
+      <TextFilter label="Tag" value={tag} onChange={setTag} placeholder="e.g. customer:acme" />
+      <ChoiceFilter label="Status" value={status} onChange={setStatus} choices={RUN_STATUSES} any="Any status" />
+      <TimeWindowFilter label="Started" value={started} onChange={setStarted} />
+    </FilterForm>
   );
 }

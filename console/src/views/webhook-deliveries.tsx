@@ -5,6 +5,7 @@ import type { Item } from '../../../src/client/browser.js';
 import { awaitsDelivery, nextDeliveryCheck } from '../delivery-refresh.js';
 import { FEED_SIZE } from '../event-hub.js';
 import { ErrorNotice } from '../errors.js';
+import { ChoiceFilter } from '../filter-fields.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { useEventFeed, useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
@@ -91,20 +92,13 @@ export function WebhookDeliveriesView({ webhookId, search }: { webhookId: string
       )}
       <h2>Deliveries</h2>
       <div className="filters">
-        <label>
-          Status
-          <select
-            value={search.status ?? ''}
-            onChange={(event) => void navigate({ search: { status: (event.target.value || undefined) as DeliveryStatus | undefined } })}
-          >
-            <option value="">any</option>
-            {DELIVERY_STATUSES.map((status) => (
-              <option key={status} value={status}>
-                {status}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceFilter
+          label="Status"
+          value={search.status ?? ''}
+          onChange={(status) => void navigate({ search: { status: status || undefined } })}
+          choices={DELIVERY_STATUSES}
+          any="any"
+        />
       </div>
       <ErrorNotice error={deliveries.error} />
       {deliveries.isPending ? (
