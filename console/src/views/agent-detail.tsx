@@ -11,6 +11,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { Chips } from './agents.js';
+import { queryKeys } from '../query-keys.js';
 import './agents.css';
 
 /** Pages of the agent's inbox lists, in the URL. */
@@ -34,17 +35,16 @@ const OUTCOME_BADGE: Record<string, string> = { acked: 'health-healthy', rejecte
 /** One agent: health, capabilities, groups and its inbox (pending, leased, dead letters to redrive). */
 export function AgentDetailView({ agentId }: { agentId: string }) {
   const { client } = useSession();
-  const queryKey = ['agent', agentId];
-  useLiveRefresh({ queryKey, events: AGENT_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.agents.detail(agentId), events: AGENT_EVENTS });
   const capabilities = useQuery({
-    queryKey: [...queryKey, 'capabilities'],
+    queryKey: queryKeys.agents.capabilities(agentId),
     queryFn: () => client.discovery.listCapabilities.page({ query: { agent_id: agentId, limit: CAPABILITY_LIMIT } }),
   });
   // Discovery knows an agent by its capabilities (its health is a 404 without): an id that only
   // receives messages has an inbox and nothing else.
   const registered = (capabilities.data?.total ?? 0) > 0;
   const health = useQuery({
-    queryKey: [...queryKey, 'health'],
+    queryKey: queryKeys.agents.health(agentId),
     queryFn: () => client.discovery.agentHealth({ path: { agent_id: agentId } }),
     enabled: registered,
   });
@@ -110,9 +110,8 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
 function Inbox({ agentId }: { agentId: string }) {
   const { client } = useSession();
   const queryClient = useQueryClient();
-  const inboxKey = ['agent', agentId, 'inbox'];
   const summary = useQuery({
-    queryKey: [...inboxKey, 'summary'],
+    queryKey: queryKeys.agents.inboxSummary(agentId),
     queryFn: async () => (await client.messaging.listInboxes({ query: { agent_id: agentId } }))[0],
   });
   const counts = summary.data;
@@ -120,7 +119,7 @@ function Inbox({ agentId }: { agentId: string }) {
     <>
       <div className="inbox-heading">
         <h2>Inbox</h2>
-        <button type="button" className="secondary" onClick={() => void queryClient.invalidateQueries({ queryKey: inboxKey })}>
+        <button type="button" className="secondary" onClick={() => void queryClient.invalidateQueries({ queryKey: queryKeys.agents.inbox(agentId) })}>
           Refresh inbox
         </button>
       </div>
@@ -151,7 +150,7 @@ function MessageList({ agentId, state }: { agentId: string; state: 'pending' | '
   const { client } = useSession();
   const paging = usePageParam(state, PAGE_SIZE);
   const messages = useQuery({
-    queryKey: ['agent', agentId, 'inbox', state, paging.offset],
+    queryKey: queryKeys.agents.inboxMessages(agentId, state, paging.offset),
     queryFn: () => client.messaging.listInboxMessages.page({ path: { agent_id: agentId }, query: { state, limit: PAGE_SIZE, offset: paging.offset } }),
     placeholderData: keepPreviousData,
   });
@@ -220,7 +219,7 @@ function DeadLetters({ agentId }: { agentId: string }) {
   const paging = usePageParam('dead', PAGE_SIZE);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const letters = useQuery({
-    queryKey: ['agent', agentId, 'inbox', 'dead', paging.offset],
+    queryKey: queryKeys.agents.inboxMessages(agentId, 'dead', paging.offset),
     queryFn: () => client.messaging.listDeadLetters.page({ query: { agent_id: agentId, limit: PAGE_SIZE, offset: paging.offset } }),
     placeholderData: keepPreviousData,
   });
@@ -233,7 +232,7 @@ function DeadLetters({ agentId }: { agentId: string }) {
       return { redriven: ids.length - failed.length, failed };
     },
     onSuccess: () => setSelected(new Set()),
-    onSettled: () => void queryClient.invalidateQueries({ queryKey: ['agent', agentId, 'inbox'] }),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: queryKeys.agents.inbox(agentId) }),
   });
   const items = letters.data?.items ?? [];
   const total = letters.data?.total ?? 0;

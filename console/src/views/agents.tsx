@@ -8,6 +8,7 @@ import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { queryKeys } from '../query-keys.js';
 
 export interface AgentsSearch {
   page?: number;
@@ -25,10 +26,10 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   const navigate = useNavigate({ from: '/agents' });
   const filters = { capability: search.capability, group: search.group };
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  useLiveRefresh({ queryKey: ['agents'], events: AGENT_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.agents.all, events: AGENT_EVENTS });
   // One page of the lookup in its default order (first_available: healthy, then busy, then silent).
   const agents = useQuery({
-    queryKey: ['agents', 'lookup', filters, offset],
+    queryKey: queryKeys.agents.list({ ...filters, offset }),
     queryFn: () => client.discovery.findAgents.page({ query: { include_unhealthy: true, limit: PAGE_SIZE, offset, ...filters } }),
     placeholderData: keepPreviousData,
   });
@@ -38,7 +39,7 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
   const capabilities = useQueries({
     queries: shown.map((agent) => ({
-      queryKey: ['agents', 'capabilities', agent.agent_id],
+      queryKey: queryKeys.agents.rowCapabilities(agent.agent_id),
       queryFn: () => client.discovery.listCapabilities({ query: { agent_id: agent.agent_id, limit: 100 } }),
     })),
   });

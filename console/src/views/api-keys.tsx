@@ -10,6 +10,7 @@ import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { queryKeys } from '../query-keys.js';
 
 export interface KeysSearch {
   page?: number;
@@ -67,9 +68,9 @@ function KeysPage({ title, userId, search, onSearch, form }: KeysPageProps) {
   const queryClient = useQueryClient();
   const [created, setCreated] = useState<Result<'auth.createKey'> | null>(null);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  useLiveRefresh({ queryKey: ['keys'], events: KEY_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.keys.all, events: KEY_EVENTS });
   const keys = useQuery({
-    queryKey: ['keys', { offset, revoked: search.revoked ?? false, userId }],
+    queryKey: queryKeys.keys.list({ offset, revoked: search.revoked ?? false, userId }),
     queryFn: () => client.auth.listKeys.page({ query: { limit: PAGE_SIZE, offset, include_revoked: search.revoked ?? false, ...(userId ? { user_id: userId } : {}) } }),
     placeholderData: keepPreviousData,
   });
@@ -81,7 +82,7 @@ function KeysPage({ title, userId, search, onSearch, form }: KeysPageProps) {
       <h1>{title}</h1>
       {form((key) => {
         setCreated(key);
-        void queryClient.invalidateQueries({ queryKey: ['keys'] });
+        void queryClient.invalidateQueries({ queryKey: queryKeys.keys.all });
       })}
       {created && <CreatedKey created={created} onDone={() => setCreated(null)} />}
       <label className="toggle">
@@ -112,7 +113,7 @@ function KeyRow({ apiKey, current }: { apiKey: Item<'auth.listKeys'>; current: b
   const queryClient = useQueryClient();
   const revoke = useMutation({
     mutationFn: () => client.auth.revokeKey({ path: { key_id: apiKey.id } }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.keys.all }),
   });
   const actsAs = apiKey.agent_id ? <code>agent {apiKey.agent_id}</code> : apiKey.user_id ? <code>{apiKey.user_id}</code> : <span className="muted">—</span>;
   return (

@@ -3,6 +3,7 @@ import { Switchboard, SwitchboardError, type Body, type Result } from '../../../
 import { ErrorNotice } from '../errors.js';
 import { linkRefusal, type LinkRefusal } from '../link-refusal.js';
 import { AnswerForm, StepContext } from './human-step.js';
+import { queryKeys } from '../query-keys.js';
 
 // No key: the token authenticates, and only the link's two public operations are called.
 const anonymous = new Switchboard({ url: window.location.origin });
@@ -17,7 +18,7 @@ const refusalOf = (error: unknown): LinkRefusal | null =>
  */
 export function ApprovalLinkPage({ token }: { token: string }) {
   const linked = useQuery({
-    queryKey: ['approval-link', token],
+    queryKey: queryKeys.approvalLink(token),
     queryFn: () => anonymous.coordination.getApprovalLink({ path: { token } }),
     // What the link asks changes only by deciding, which this page does itself.
     staleTime: Infinity,

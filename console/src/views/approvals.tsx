@@ -9,6 +9,7 @@ import { Pager } from '../pager.js';
 import { mayDecide, namesMe } from '../approvers.js';
 import { useSession } from '../session.js';
 import { AnswerForm, StepContext } from './human-step.js';
+import { queryKeys } from '../query-keys.js';
 
 export interface ApprovalsSearch {
   page?: number;
@@ -47,9 +48,9 @@ export function ApprovalsView({ search }: { search: ApprovalsSearch }) {
   const { client, whoami } = useSession();
   const navigate = useNavigate({ from: '/approvals' });
   const [answered, setAnswered] = useState<Answered | null>(null);
-  useLiveRefresh({ queryKey: ['approvals'], events: APPROVAL_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.approvals.all, events: APPROVAL_EVENTS });
   const approvals = useQuery({
-    queryKey: ['approvals', 'pending'],
+    queryKey: queryKeys.approvals.pending(),
     queryFn: () => readWaiting(client.coordination.listPendingApprovals.all({ query: { limit: 100 } })),
     placeholderData: keepPreviousData,
   });
@@ -113,7 +114,7 @@ function ApprovalCard({ approval, now, onAnswered }: ApprovalCardProps) {
   const path = { run_id: approval.run_id, step_id: approval.step_id };
   // The earlier steps' outputs are the run's: read from it, for this card only.
   const run = useQuery({
-    queryKey: ['approvals', 'run', approval.run_id],
+    queryKey: queryKeys.approvals.run(approval.run_id),
     queryFn: () => client.coordination.getRun({ path: { run_id: approval.run_id } }),
   });
   const outputs = run.data && Object.fromEntries(run.data.steps.filter((step) => step.status === 'completed').map((step) => [step.id, step.output]));
@@ -122,7 +123,7 @@ function ApprovalCard({ approval, now, onAnswered }: ApprovalCardProps) {
       'data' in body ? client.coordination.provideInput({ path, body }) : client.coordination.approveStep({ path, body }),
     onSuccess: (_run, body) => {
       onAnswered({ runId: approval.run_id, stepId: approval.step_id, outcome: 'data' in body ? 'Submitted' : body.approved ? 'Approved' : 'Rejected' });
-      return queryClient.invalidateQueries({ queryKey: ['approvals'] });
+      return queryClient.invalidateQueries({ queryKey: queryKeys.approvals.all });
     },
   });
   const headingId = `approval-${approval.run_id}-${approval.step_id}`;

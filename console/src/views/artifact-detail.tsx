@@ -11,6 +11,7 @@ import { useLiveRefresh } from '../live.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { ARTIFACT_EVENTS, FileUpload } from './artifacts.js';
+import { queryKeys } from '../query-keys.js';
 import './artifacts.css';
 
 export interface ArtifactSearch {
@@ -25,13 +26,13 @@ type Version = Result<'artifacts.listVersions'>['versions'][number];
 export function ArtifactDetailView({ artifactId, search }: { artifactId: string; search: ArtifactSearch }) {
   const { client, whoami, can } = useSession();
   const queryClient = useQueryClient();
-  useLiveRefresh({ queryKey: ['artifacts'], events: ARTIFACT_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.artifacts.all, events: ARTIFACT_EVENTS });
   const artifact = useQuery({
-    queryKey: ['artifacts', 'one', artifactId],
+    queryKey: queryKeys.artifacts.detail(artifactId),
     queryFn: () => client.artifacts.get({ path: { artifact_id: artifactId } }),
   });
   const versions = useQuery({
-    queryKey: ['artifacts', 'versions', artifactId],
+    queryKey: queryKeys.artifacts.versions(artifactId),
     queryFn: () => client.artifacts.listVersions({ path: { artifact_id: artifactId } }),
   });
 
@@ -98,7 +99,7 @@ export function ArtifactDetailView({ artifactId, search }: { artifactId: string;
           title="Upload a new version"
           action="Upload version"
           upload={(form) => client.artifacts.uploadVersion({ path: { artifact_id: artifactId }, body: form })}
-          onDone={() => void queryClient.invalidateQueries({ queryKey: ['artifacts'] })}
+          onDone={() => void queryClient.invalidateQueries({ queryKey: queryKeys.artifacts.all })}
         />
       )}
       {/* Keyed: another version starts with no share link and a fresh preview. */}
@@ -305,7 +306,7 @@ function VersionPreview({ artifactId, version, preview }: { artifactId: string; 
   const previewable = preview.kind === 'json' || preview.kind === 'text' || preview.kind === 'image';
   // A version's bytes never change: its own key (outside ['artifacts'], which live updates refresh), never stale.
   const content = useQuery({
-    queryKey: ['artifact-content', artifactId, version.version, version.sha256],
+    queryKey: queryKeys.artifactContent(artifactId, version.version, version.sha256),
     queryFn: async (): Promise<{ image?: ShownImage | null; text?: string }> => {
       const blob = await fetchVersion(client, artifactId, version.version);
       if (preview.kind !== 'image') return { text: await blob.text() };

@@ -9,6 +9,7 @@ import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { queryKeys } from '../query-keys.js';
 import './artifacts.css';
 
 export interface ArtifactsSearch {
@@ -29,9 +30,9 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
   const queryClient = useQueryClient();
   const filters = { content_type: search.type, metadata: search.metadata };
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  useLiveRefresh({ queryKey: ['artifacts'], events: ARTIFACT_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.artifacts.all, events: ARTIFACT_EVENTS });
   const artifacts = useQuery({
-    queryKey: ['artifacts', 'list', { offset, ...filters }],
+    queryKey: queryKeys.artifacts.list({ offset, ...filters }),
     queryFn: () => client.artifacts.list.page({ query: { limit: PAGE_SIZE, offset, ...filters } }),
     placeholderData: keepPreviousData,
   });
@@ -48,7 +49,7 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
         action="Upload"
         upload={(form) => client.artifacts.upload({ body: form })}
         onDone={(artifact) => {
-          void queryClient.invalidateQueries({ queryKey: ['artifacts'] });
+          void queryClient.invalidateQueries({ queryKey: queryKeys.artifacts.all });
           void navigate({ to: '/artifacts/$artifactId', params: { artifactId: artifact.id } });
         }}
         withName

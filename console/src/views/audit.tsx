@@ -11,12 +11,12 @@ import { ResourceLink } from '../resource-link.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { draftOf, windowOf } from '../time-window.js';
+import { queryKeys } from '../query-keys.js';
 import './audit.css';
 
 export type { AuditSearch } from '../audit-search.js';
 
 const PAGE_SIZE = 50;
-const AUDIT_KEY = ['audit'] as const;
 
 /** The audit log for those who may read it (audit:read); the server refuses the others anyway. */
 export function AuditView({ search }: { search: AuditSearch }) {
@@ -43,7 +43,7 @@ function AuditLog({ search }: { search: AuditSearch }) {
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   const { page: _page, ...filters } = search;
   const entries = useQuery({
-    queryKey: [...AUDIT_KEY, 'list', filters, offset],
+    queryKey: queryKeys.audit.list({ ...filters, offset }),
     queryFn: () => client.audit.list.page({ query: { ...auditQuery(search), limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
@@ -56,7 +56,7 @@ function AuditLog({ search }: { search: AuditSearch }) {
     <section>
       <div className="view-heading">
         <h1>Audit log</h1>
-        <button type="button" className="secondary" onClick={() => void queryClient.invalidateQueries({ queryKey: AUDIT_KEY })}>
+        <button type="button" className="secondary" onClick={() => void queryClient.invalidateQueries({ queryKey: queryKeys.audit.all })}>
           Refresh
         </button>
         <button type="button" className="secondary" disabled={verify.isPending} onClick={() => verify.mutate()}>

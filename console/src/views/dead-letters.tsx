@@ -7,6 +7,7 @@ import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { queryKeys } from '../query-keys.js';
 
 type DeadLetter = Item<'messaging.listDeadLetters'>;
 
@@ -29,9 +30,9 @@ export function DeadLettersView({ search }: { search: DeadLettersSearch }) {
   const { client } = useSession();
   const navigate = useNavigate({ from: '/dead-letters' });
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  useLiveRefresh({ queryKey: ['dead-letters'], events: LETTER_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.deadLetters.all, events: LETTER_EVENTS });
   const letters = useQuery({
-    queryKey: ['dead-letters', 'list', { offset }],
+    queryKey: queryKeys.deadLetters.list({ offset }),
     queryFn: () => client.messaging.listDeadLetters.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
@@ -72,7 +73,7 @@ function LetterRow({ letter, now }: { letter: DeadLetter; now: number }) {
       if (step) await client.coordination.redriveRun({ path: { run_id: step.runId } });
       else await client.messaging.redriveDeadLetter({ path: { message_id: letter.message_id } });
     },
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['dead-letters'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.deadLetters.all }),
   });
   const allowed = step ? can('runs:write') : can('messaging:write');
   return (

@@ -8,6 +8,7 @@ import { useEventFeed, useLiveRefresh } from '../live.js';
 import { ResourceLink } from '../resource-link.js';
 import { useSession } from '../session.js';
 import { RUN_STATUSES } from '../status.js';
+import { queryKeys } from '../query-keys.js';
 import './overview.css';
 
 const HEALTHS = ['healthy', 'degraded', 'unhealthy'] as const;
@@ -64,9 +65,9 @@ function Figures({ figures, loading }: { figures: { label: string; value: number
 
 function AgentHealth() {
   const { client } = useSession();
-  useLiveRefresh({ queryKey: ['agents'], events: ['agent.>'] });
+  useLiveRefresh({ queryKey: queryKeys.agents.all, events: ['agent.>'] });
   const agents = useQuery({
-    queryKey: ['agents', 'lookup', {}],
+    queryKey: queryKeys.agents.overview(),
     queryFn: () => client.discovery.findAgents({ query: { include_unhealthy: true, limit: LOOKUP_LIMIT } }),
   });
   const list = agents.data?.agents ?? [];
@@ -83,9 +84,9 @@ function Messaging() {
   const { client } = useSession();
   // No event marks a plain send or receive: depth follows what does (dead letters, redrives, and the
   // runs and routines that send their agents messages), and every visit.
-  useLiveRefresh({ queryKey: ['inboxes'], events: ['message.>', 'run.>', 'routine.>'] });
+  useLiveRefresh({ queryKey: queryKeys.inboxes.all, events: ['message.>', 'run.>', 'routine.>'] });
   const inboxes = useQuery({
-    queryKey: ['inboxes', 'overview'],
+    queryKey: queryKeys.inboxes.overview(),
     queryFn: () => client.messaging.listInboxes.page({ query: { limit: INBOXES_COUNTED } }),
   });
   const items = inboxes.data?.items ?? [];
@@ -121,10 +122,10 @@ function Messaging() {
 
 function RecentRuns() {
   const { client } = useSession();
-  useLiveRefresh({ queryKey: ['runs'], events: ['run.>'] });
+  useLiveRefresh({ queryKey: queryKeys.runs.all, events: ['run.>'] });
   const counts = useQueries({
     queries: RUN_STATUSES.map((status) => ({
-      queryKey: ['runs', 'last-24h', status],
+      queryKey: queryKeys.runs.lastDay(status),
       // The window ends now whenever the count is asked again (an event, a visit).
       queryFn: () => client.coordination.listRuns.page({ query: { status, started_after: new Date(Date.now() - DAY_MS).toISOString(), limit: 1 } }),
     })),
@@ -142,9 +143,9 @@ function RecentRuns() {
 
 function FailingRoutines() {
   const { client } = useSession();
-  useLiveRefresh({ queryKey: ['routines'], events: ['routine.>'] });
+  useLiveRefresh({ queryKey: queryKeys.routines.all, events: ['routine.>'] });
   const failing = useQuery({
-    queryKey: ['routines', 'failing'],
+    queryKey: queryKeys.routines.failing(),
     queryFn: () => client.routines.list.page({ query: { last_status: 'failed', limit: FAILING_SHOWN } }),
   });
   const total = failing.data?.total ?? 0;

@@ -12,6 +12,7 @@ import { StatusBadge } from '../status.js';
 import { Table } from '../table.js';
 import { RUN_EVENTS } from './runs.js';
 import { StartRunForm } from './start-run.js';
+import { queryKeys } from '../query-keys.js';
 import './runs.css';
 
 export interface PlansSearch {
@@ -32,7 +33,7 @@ export function PlansView({ search }: { search: PlansSearch }) {
   const navigate = useNavigate({ from: '/plans' });
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   const plans = useQuery({
-    queryKey: ['plans', 'list', offset],
+    queryKey: queryKeys.plans.list({ offset }),
     queryFn: () => client.coordination.listPlans.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
@@ -91,13 +92,13 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
   const { client, can } = useSession();
   const navigate = useNavigate({ from: '/plans/$planId' });
   const current = useQuery({
-    queryKey: ['plans', 'detail', planId],
+    queryKey: queryKeys.plans.detail(planId),
     queryFn: () => client.coordination.getPlan({ path: { plan_id: planId } }),
   });
   const latest = current.data?.version;
   const wanted = search.version !== undefined && latest !== undefined && search.version < latest ? search.version : undefined;
   const earlier = useQuery({
-    queryKey: ['plans', 'version', current.data?.id, wanted],
+    queryKey: queryKeys.plans.version(current.data?.id, wanted),
     queryFn: () => client.coordination.getPlanVersion({ path: { plan_id: current.data!.id, version: wanted! } }),
     enabled: wanted !== undefined && current.data !== undefined,
     staleTime: Infinity,
@@ -199,9 +200,9 @@ function stepSummary(step: PlanStep): string {
 
 function RecentRuns({ planId, alias }: { planId: string; alias: string }) {
   const { client } = useSession();
-  useLiveRefresh({ queryKey: ['runs'], events: RUN_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.runs.all, events: RUN_EVENTS });
   const runs = useQuery({
-    queryKey: ['runs', 'list', { plan: planId }, 'recent'],
+    queryKey: queryKeys.runs.list({ plan: planId, recent: true }),
     queryFn: () => client.coordination.listRuns.page({ query: { plan_id: planId, limit: RECENT_RUNS } }),
   });
   if (runs.isPending) return <p className="muted">Loading…</p>;

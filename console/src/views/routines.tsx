@@ -11,6 +11,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { CronPreview, RoutineForm } from './routine-form.js';
+import { queryKeys } from '../query-keys.js';
 import './routines.css';
 
 type Routine = Result<'routines.get'>;
@@ -33,7 +34,7 @@ const EXECUTION_BADGE: Record<string, string> = { success: 'health-healthy', fai
 
 /** Every change to routines and their executions refreshes every routines query. */
 function useLiveRoutines() {
-  useLiveRefresh({ queryKey: ['routines'], events: ROUTINE_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.routines.all, events: ROUTINE_EVENTS });
 }
 
 /** Routines with their schedule and next fire; pause, resume and trigger from the list. */
@@ -44,7 +45,7 @@ export function RoutinesView({ search }: { search: RoutinesSearch }) {
   useLiveRoutines();
   const filter = { enabled: search.state === undefined ? undefined : search.state === 'enabled', trigger_type: search.trigger };
   const routines = useQuery({
-    queryKey: ['routines', 'list', { offset, ...filter }],
+    queryKey: queryKeys.routines.list({ offset, ...filter }),
     queryFn: () => client.routines.list.page({ query: { limit: PAGE_SIZE, offset, ...filter } }),
     placeholderData: keepPreviousData,
   });
@@ -168,7 +169,7 @@ function State({ routine }: { routine: Routine }) {
 function RoutineActions({ routine }: { routine: Routine }) {
   const { client, can } = useSession();
   const queryClient = useQueryClient();
-  const refresh = () => queryClient.invalidateQueries({ queryKey: ['routines'] });
+  const refresh = () => queryClient.invalidateQueries({ queryKey: queryKeys.routines.all });
   const toggle = useMutation({
     mutationFn: () => client.routines.update({ path: { id: routine.id }, body: { enabled: !routine.enabled } }),
     onSuccess: refresh,
@@ -209,7 +210,7 @@ export function RoutineView({ routineId, search }: { routineId: string; search: 
   const [editing, setEditing] = useState(false);
   useLiveRoutines();
   const routine = useQuery({
-    queryKey: ['routines', 'one', routineId],
+    queryKey: queryKeys.routines.detail(routineId),
     queryFn: () => client.routines.get({ path: { id: routineId } }),
   });
   if (routine.isPending) return <p className="muted">Loading…</p>;
@@ -245,8 +246,8 @@ export function RoutineView({ routineId, search }: { routineId: string; search: 
           routine={data}
           onCancel={() => setEditing(false)}
           onSaved={(saved) => {
-            queryClient.setQueryData(['routines', 'one', routineId], saved);
-            void queryClient.invalidateQueries({ queryKey: ['routines'] });
+            queryClient.setQueryData(queryKeys.routines.detail(routineId), saved);
+            void queryClient.invalidateQueries({ queryKey: queryKeys.routines.all });
             setEditing(false);
           }}
         />
@@ -305,7 +306,7 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
   const navigate = useNavigate({ from: '/routines/$routineId' });
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   const executions = useQuery({
-    queryKey: ['routines', 'executions', routine.id, offset],
+    queryKey: queryKeys.routines.executions(routine.id, offset),
     queryFn: () => client.routines.listExecutions.page({ path: { id: routine.id }, query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });

@@ -12,6 +12,7 @@ import type { StepStatus } from '../run-status.js';
 import { StatusBadge } from '../status.js';
 import { Table } from '../table.js';
 import { RUN_EVENTS, type Run } from './runs.js';
+import { queryKeys } from '../query-keys.js';
 import './runs.css';
 
 export interface RunSearch {
@@ -25,9 +26,9 @@ type RunStep = Run['steps'][number];
 /** One run: what it ran (the plan graph coloured by step status), its steps' timeline with their data, its events, and cancel/redrive. */
 export function RunDetailView({ runId, search }: { runId: string; search: RunSearch }) {
   const { client } = useSession();
-  useLiveRefresh({ queryKey: ['runs'], events: RUN_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.runs.all, events: RUN_EVENTS });
   const run = useQuery({
-    queryKey: ['runs', 'detail', runId],
+    queryKey: queryKeys.runs.detail(runId),
     queryFn: () => client.coordination.getRun({ path: { run_id: runId } }),
   });
   if (run.isPending) return <p className="muted">Loading…</p>;
@@ -47,7 +48,7 @@ function RunDetail({ run, now, search }: { run: Run; now: number; search: RunSea
   const { client } = useSession();
   // The version the run pinned: it may differ from the plan's current one.
   const plan = useQuery({
-    queryKey: ['plans', 'version', run.plan_id, run.plan_version],
+    queryKey: queryKeys.plans.version(run.plan_id, run.plan_version),
     queryFn: () => client.coordination.getPlanVersion({ path: { plan_id: run.plan_id, version: run.plan_version } }),
     staleTime: Infinity,
   });
@@ -161,8 +162,8 @@ function ReasonedAction({ run, action, label, confirm, danger = false }: { run: 
       return action === 'cancel' ? client.coordination.cancelRun(input) : client.coordination.redriveRun(input);
     },
     onSuccess: (updated) => {
-      queryClient.setQueryData(['runs', 'detail', run.id], updated);
-      void queryClient.invalidateQueries({ queryKey: ['runs'] });
+      queryClient.setQueryData(queryKeys.runs.detail(run.id), updated);
+      void queryClient.invalidateQueries({ queryKey: queryKeys.runs.all });
       setOpen(false);
     },
   });
@@ -282,7 +283,7 @@ function RunEvents({ runId, search }: { runId: string; search: RunSearch }) {
   const navigate = useNavigate({ from: '/runs/$runId' });
   const offset = ((search.events ?? 1) - 1) * EVENTS_PAGE_SIZE;
   const events = useQuery({
-    queryKey: ['runs', 'events', runId, offset],
+    queryKey: queryKeys.runs.events(runId, offset),
     queryFn: () => client.coordination.listRunEvents.page({ path: { run_id: runId }, query: { limit: EVENTS_PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });

@@ -14,6 +14,7 @@ import { StatusBadge } from '../status.js';
 import { Table } from '../table.js';
 import { draftOf, windowOf } from '../time-window.js';
 import { StartRunForm, type Plan } from './start-run.js';
+import { queryKeys } from '../query-keys.js';
 import './runs.css';
 
 export type { RunsSearch } from '../run-search.js';
@@ -29,7 +30,7 @@ const PLANS_LOOKUP = 500;
 function usePlans() {
   const { client } = useSession();
   return useQuery({
-    queryKey: ['plans', 'lookup'],
+    queryKey: queryKeys.plans.lookup(),
     queryFn: () => client.coordination.listPlans({ query: { limit: PLANS_LOOKUP } }),
     staleTime: 60_000,
   });
@@ -42,9 +43,9 @@ export function RunsView({ search }: { search: RunsSearch }) {
   const [starting, setStarting] = useState(false);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   const filters = { plan: search.plan, status: search.status, tag: search.tag, within: search.within, from: search.from, to: search.to };
-  useLiveRefresh({ queryKey: ['runs'], events: RUN_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.runs.all, events: RUN_EVENTS });
   const runs = useQuery({
-    queryKey: ['runs', 'list', filters, offset],
+    queryKey: queryKeys.runs.list({ ...filters, offset }),
     // A relative window is measured from each fetch's now: live refreshes move it along.
     queryFn: () => client.coordination.listRuns.page({ query: { ...runsQuery(search), limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,

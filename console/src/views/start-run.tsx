@@ -5,6 +5,7 @@ import type { Item } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
 import { inputTemplate, parseRunInput } from '../run-input.js';
 import { useSession } from '../session.js';
+import { queryKeys } from '../query-keys.js';
 
 export type Plan = Item<'coordination.listPlans'>;
 
@@ -23,7 +24,7 @@ export function StartRunForm({ plan }: { plan: Plan }) {
   const start = useMutation({
     mutationFn: (input: Record<string, unknown>) => client.coordination.startRun({ body: { plan_id: plan.id, input } }),
     onSuccess: (run) => {
-      void queryClient.invalidateQueries({ queryKey: ['runs'] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.runs.all });
       void navigate({ to: '/runs/$runId', params: { runId: run.id } });
     },
   });

@@ -11,6 +11,7 @@ import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { statusLabel } from './task-statuses.js';
 import { TASK_EVENTS, TaskBadges } from './tasks.js';
+import { queryKeys } from '../query-keys.js';
 import './tasks.css';
 
 /** Pages of the task's comments and activity, in the URL. */
@@ -24,8 +25,8 @@ const PAGE_SIZE = 20;
 /** One task: its fields, what it depends on, its comments (with a form to add one) and its activity. */
 export function TaskDetailView({ taskId }: { taskId: string }) {
   const { client } = useSession();
-  useLiveRefresh({ queryKey: ['tasks'], events: TASK_EVENTS });
-  const task = useQuery({ queryKey: ['tasks', 'task', taskId], queryFn: () => client.tasks.get({ path: { id: taskId } }) });
+  useLiveRefresh({ queryKey: queryKeys.tasks.all, events: TASK_EVENTS });
+  const task = useQuery({ queryKey: queryKeys.tasks.detail(taskId), queryFn: () => client.tasks.get({ path: { id: taskId } }) });
   const data = task.data;
   return (
     <section className="task-detail">
@@ -69,13 +70,13 @@ export function TaskDetailView({ taskId }: { taskId: string }) {
 function Dependencies({ taskId }: { taskId: string }) {
   const { client } = useSession();
   const dependencies = useQuery({
-    queryKey: ['tasks', 'task', taskId, 'dependencies'],
+    queryKey: queryKeys.tasks.dependencies(taskId),
     queryFn: () => client.tasks.listDependencies({ path: { id: taskId } }),
   });
   // Each task depended upon, for its title and status (a task has at most 100 dependencies).
   const upstream = useQueries({
     queries: (dependencies.data ?? []).map((dependency) => ({
-      queryKey: ['tasks', 'task', dependency.depends_on],
+      queryKey: queryKeys.tasks.detail(dependency.depends_on),
       queryFn: () => client.tasks.get({ path: { id: dependency.depends_on } }),
     })),
   });
@@ -110,7 +111,7 @@ function Comments({ taskId }: { taskId: string }) {
   const { client } = useSession();
   const paging = usePageParam('comments', PAGE_SIZE);
   const comments = useQuery({
-    queryKey: ['tasks', 'task', taskId, 'comments', paging.offset],
+    queryKey: queryKeys.tasks.comments(taskId, paging.offset),
     queryFn: () => client.tasks.listComments.page({ path: { id: taskId }, query: { limit: PAGE_SIZE, offset: paging.offset } }),
     placeholderData: keepPreviousData,
   });
@@ -147,7 +148,7 @@ function CommentForm({ taskId }: { taskId: string }) {
     mutationFn: () => client.tasks.addComment({ path: { id: taskId }, body: { content } }),
     onSuccess: () => {
       setContent('');
-      void queryClient.invalidateQueries({ queryKey: ['tasks', 'task', taskId] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.tasks.detail(taskId) });
     },
   });
   const submit = (event: FormEvent) => {
@@ -171,7 +172,7 @@ function ActivityLog({ taskId }: { taskId: string }) {
   const { client } = useSession();
   const paging = usePageParam('activity', PAGE_SIZE);
   const activity = useQuery({
-    queryKey: ['tasks', 'task', taskId, 'activity', paging.offset],
+    queryKey: queryKeys.tasks.activity(taskId, paging.offset),
     queryFn: () => client.tasks.listActivity.page({ path: { id: taskId }, query: { limit: PAGE_SIZE, offset: paging.offset } }),
     placeholderData: keepPreviousData,
   });

@@ -9,6 +9,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { BOARD_STATUSES, parseStatuses, STATUS_PATTERN, statusLabel } from './task-statuses.js';
+import { queryKeys } from '../query-keys.js';
 import './tasks.css';
 
 export interface ProjectsSearch {
@@ -32,7 +33,7 @@ export function ProjectsView({ search }: { search: ProjectsSearch }) {
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   // Projects change through no event (design §8 has none for them): the list is as fresh as its load.
   const projects = useQuery({
-    queryKey: ['tasks', 'projects', offset],
+    queryKey: queryKeys.tasks.projects({ offset }),
     queryFn: () => client.projects.list.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
@@ -82,8 +83,8 @@ export function ProjectsView({ search }: { search: ProjectsSearch }) {
 export function BoardView({ projectId, search }: { projectId: string; search: BoardSearch }) {
   const { client } = useSession();
   const navigate = useNavigate({ from: '/tasks/projects/$projectId' });
-  useLiveRefresh({ queryKey: ['tasks'], events: TASK_EVENTS });
-  const project = useQuery({ queryKey: ['tasks', 'project', projectId], queryFn: () => client.projects.get({ path: { id: projectId } }) });
+  useLiveRefresh({ queryKey: queryKeys.tasks.all, events: TASK_EVENTS });
+  const project = useQuery({ queryKey: queryKeys.tasks.project(projectId), queryFn: () => client.projects.get({ path: { id: projectId } }) });
   const statuses = [...BOARD_STATUSES, ...(search.statuses ?? [])];
   return (
     <section>
@@ -106,7 +107,7 @@ export function BoardView({ projectId, search }: { projectId: string; search: Bo
 function BoardColumn({ projectId, status }: { projectId: string; status: string }) {
   const { client } = useSession();
   const tasks = useInfiniteQuery({
-    queryKey: ['tasks', 'board', projectId, status],
+    queryKey: queryKeys.tasks.board(projectId, status),
     queryFn: ({ pageParam }) => client.tasks.list.page({ query: { project_id: projectId, status, limit: COLUMN_PAGE_SIZE, offset: pageParam } }),
     initialPageParam: 0,
     getNextPageParam: (last) => (last.offset + last.items.length < last.total ? last.offset + last.items.length : undefined),

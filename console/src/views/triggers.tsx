@@ -8,6 +8,7 @@ import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { queryKeys } from '../query-keys.js';
 
 type Trigger = Item<'coordination.listTriggers'>;
 
@@ -33,9 +34,9 @@ export function TriggersView({ search }: { search: TriggersSearch }) {
   const { client } = useSession();
   const navigate = useNavigate({ from: '/triggers' });
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  useLiveRefresh({ queryKey: ['triggers'], events: TRIGGER_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.triggers.all, events: TRIGGER_EVENTS });
   const triggers = useQuery({
-    queryKey: ['triggers', 'list', { offset }],
+    queryKey: queryKeys.triggers.list({ offset }),
     queryFn: () => client.coordination.listTriggers.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
@@ -73,7 +74,7 @@ function TriggerRow({ trigger, now }: { trigger: Trigger; now: number }) {
   const queryClient = useQueryClient();
   const toggle = useMutation({
     mutationFn: () => client.coordination.updateTrigger({ path: { trigger_id: trigger.id }, body: { enabled: !trigger.enabled } }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['triggers'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.triggers.all }),
   });
   return (
     <tr data-trigger={trigger.id}>
@@ -112,7 +113,7 @@ function Fires({ triggerId }: { triggerId: string }) {
   const { client } = useSession();
   const [open, setOpen] = useState(false);
   const fires = useQuery({
-    queryKey: ['triggers', 'fires', triggerId],
+    queryKey: queryKeys.triggers.fires(triggerId),
     queryFn: () => client.coordination.listTriggerFires.page({ path: { trigger_id: triggerId }, query: { limit: 20 } }),
     enabled: open,
   });

@@ -9,6 +9,7 @@ import { pageWindow } from '../format.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { queryKeys } from '../query-keys.js';
 
 export interface UsersSearch {
   page?: number;
@@ -37,7 +38,7 @@ export function UsersView({ search }: { search: UsersSearch }) {
   const [created, setCreated] = useState<{ user: Result<'auth.createUser'>; password: string } | null>(null);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   const users = useQuery({
-    queryKey: ['users', { offset }],
+    queryKey: queryKeys.users.list({ offset }),
     queryFn: () => client.auth.listUsers.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
@@ -49,7 +50,7 @@ export function UsersView({ search }: { search: UsersSearch }) {
       <CreateUserForm
         onCreated={(user, password) => {
           setCreated({ user, password });
-          void queryClient.invalidateQueries({ queryKey: ['users'] });
+          void queryClient.invalidateQueries({ queryKey: queryKeys.users.all });
         }}
       />
       {created && (
@@ -86,7 +87,7 @@ function UserRow({ user }: { user: User }) {
   const queryClient = useQueryClient();
   const update = useMutation({
     mutationFn: (body: Body<'auth.updateUser'>) => client.auth.updateUser({ path: { user_id: user.id }, body }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.users.all }),
   });
   // Disabling or demoting oneself would end this session: the console leaves that to another admin.
   const self = user.id === whoami.id;

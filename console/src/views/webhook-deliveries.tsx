@@ -12,6 +12,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { EnableToggle, WEBHOOK_EVENTS, WebhookState } from './webhooks.js';
+import { queryKeys } from '../query-keys.js';
 import './webhooks.css';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
@@ -34,14 +35,14 @@ export function WebhookDeliveriesView({ webhookId, search }: { webhookId: string
   const queryClient = useQueryClient();
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   const webhook = useQuery({
-    queryKey: ['webhooks', 'one', webhookId],
+    queryKey: queryKeys.webhooks.detail(webhookId),
     queryFn: () => client.webhooks.get({ path: { id: webhookId } }),
   });
   // A new delivery follows an event of the webhook's own types.
-  useLiveRefresh({ queryKey: ['webhooks'], events: [...WEBHOOK_EVENTS, ...(webhook.data?.types ?? [])] });
+  useLiveRefresh({ queryKey: queryKeys.webhooks.all, events: [...WEBHOOK_EVENTS, ...(webhook.data?.types ?? [])] });
   const feed = useEventFeed(FEED_SIZE);
   const deliveries = useQuery({
-    queryKey: ['webhooks', 'deliveries', webhookId, { offset, status: search.status }],
+    queryKey: queryKeys.webhooks.deliveriesPage(webhookId, { offset, status: search.status }),
     queryFn: () => client.webhooks.deliveries.page({ path: { id: webhookId }, query: { limit: PAGE_SIZE, offset, ...(search.status ? { status: search.status } : {}) } }),
     placeholderData: keepPreviousData,
     // Deliveries append no event: see delivery-refresh.ts.
@@ -53,7 +54,7 @@ export function WebhookDeliveriesView({ webhookId, search }: { webhookId: string
   });
   const test = useMutation({
     mutationFn: () => client.webhooks.test({ path: { id: webhookId } }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['webhooks', 'deliveries', webhookId] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.webhooks.deliveries(webhookId) }),
   });
   const total = deliveries.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
@@ -128,7 +129,7 @@ function DeliveryRow({ webhookId, delivery, enabled, now }: { webhookId: string;
   const queryClient = useQueryClient();
   const retry = useMutation({
     mutationFn: () => client.webhooks.retry({ path: { id: webhookId, delivery_id: delivery.id } }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['webhooks', 'deliveries', webhookId] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.webhooks.deliveries(webhookId) }),
   });
   const inFlight = delivery.status === 'pending' && delivery.attempts > 0 && delivery.latency_ms === null;
   return (
@@ -188,7 +189,7 @@ function DeliveryAttempts({ webhookId, deliveryId, attempts }: { webhookId: stri
   const { client } = useSession();
   const [open, setOpen] = useState(false);
   const log = useQuery({
-    queryKey: ['webhooks', 'attempts', deliveryId, attempts],
+    queryKey: queryKeys.webhooks.attempts(deliveryId, attempts),
     queryFn: () => client.webhooks.attempts.page({ path: { id: webhookId, delivery_id: deliveryId }, query: { limit: 100 } }),
     enabled: open,
   });

@@ -10,6 +10,7 @@ import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { queryKeys } from '../query-keys.js';
 import './webhooks.css';
 
 export interface WebhooksSearch {
@@ -29,9 +30,9 @@ export function WebhooksView({ search }: { search: WebhooksSearch }) {
   const queryClient = useQueryClient();
   const [created, setCreated] = useState<Result<'webhooks.create'> | null>(null);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  useLiveRefresh({ queryKey: ['webhooks'], events: WEBHOOK_EVENTS });
+  useLiveRefresh({ queryKey: queryKeys.webhooks.all, events: WEBHOOK_EVENTS });
   const webhooks = useQuery({
-    queryKey: ['webhooks', 'list', { offset }],
+    queryKey: queryKeys.webhooks.list({ offset }),
     queryFn: () => client.webhooks.list.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
@@ -43,7 +44,7 @@ export function WebhooksView({ search }: { search: WebhooksSearch }) {
       <CreateWebhookForm
         onCreated={(webhook) => {
           setCreated(webhook);
-          void queryClient.invalidateQueries({ queryKey: ['webhooks'] });
+          void queryClient.invalidateQueries({ queryKey: queryKeys.webhooks.all });
         }}
       />
       {created && (
@@ -83,7 +84,7 @@ function WebhookRow({ webhook, now }: { webhook: Webhook; now: number }) {
   const queryClient = useQueryClient();
   const remove = useMutation({
     mutationFn: () => client.webhooks.delete({ path: { id: webhook.id } }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['webhooks'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.webhooks.all }),
   });
   return (
     <tr data-webhook={webhook.id}>
@@ -146,7 +147,7 @@ export function EnableToggle({ webhook }: { webhook: Webhook }) {
   const queryClient = useQueryClient();
   const toggle = useMutation({
     mutationFn: () => client.webhooks.update({ path: { id: webhook.id }, body: { enabled: !webhook.enabled } }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['webhooks'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.webhooks.all }),
   });
   return (
     <>
