@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { auditQuery, parseAuditSearch } from '../../console/src/audit-search.js';
+import { auditQuery, parseAuditSearch } from '../../console/src/audit/audit-search.js';
 import { resourcePage } from '../../console/src/resource-pages.js';
 
 describe('the audit log’s filters in the URL', () => {

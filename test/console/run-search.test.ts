@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { elapsed, formatDuration } from '../../console/src/format.js';
-import { parseRunsSearch, runsQuery } from '../../console/src/run-search.js';
+import { parseRunsSearch, runsQuery } from '../../console/src/runs/run-search.js';
 
 describe('the runs list filters in the URL', () => {
   const now = Date.parse('2030-01-02T12:00:00.000Z');

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useState } from 'react';
 import { Link, useNavigate } from '@tanstack/react-router';
 import type { Item } from '../../../src/client/browser.js';
-import { awaitsDelivery, nextDeliveryCheck } from '../delivery-refresh.js';
+import { awaitsDelivery, nextDeliveryCheck } from './delivery-refresh.js';
 import { FEED_SIZE } from '../event-hub.js';
 import { ErrorNotice } from '../errors.js';
 import { ChoiceFilter } from '../filter-fields.js';

@@ -7,7 +7,7 @@ import { relativeTime } from '../format.js';
 import { useEventFeed, useLiveRefresh } from '../live.js';
 import { ResourceLink } from '../resource-link.js';
 import { useSession } from '../session.js';
-import { RUN_STATUSES } from '../status.js';
+import { RUN_STATUSES } from '../runs/status.js';
 import { queryKeys } from '../query-keys.js';
 import './overview.css';
 

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
 import type { Item, Result } from '../../../src/client/browser.js';
-import { formatInZone } from '../cron-preview.js';
+import { formatInZone } from './cron-preview.js';
 import { ErrorNotice } from '../errors.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { JsonView } from '../json-view.js';

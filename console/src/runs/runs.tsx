@@ -7,17 +7,17 @@ import { elapsed, formatDuration, pageWindow, relativeTime } from '../format.js'
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { ChoiceFilter, filterText, FilterForm, TextFilter, TimeWindowFilter } from '../filter-fields.js';
-import { runsQuery, type RunsSearch } from '../run-search.js';
+import { runsQuery, type RunsSearch } from './run-search.js';
 import { useSession } from '../session.js';
-import { RUN_STATUSES, type RunStatus } from '../run-status.js';
-import { StatusBadge } from '../status.js';
+import { RUN_STATUSES, type RunStatus } from './run-status.js';
+import { StatusBadge } from './status.js';
 import { Table } from '../table.js';
 import { draftOf, windowOf } from '../time-window.js';
 import { StartRunForm, type Plan } from './start-run.js';
 import { queryKeys } from '../query-keys.js';
 import './runs.css';
 
-export type { RunsSearch } from '../run-search.js';
+export type { RunsSearch } from './run-search.js';
 export type Run = Item<'coordination.listRuns'>;
 
 const PAGE_SIZE = 25;

@@ -5,15 +5,15 @@ import { pageWindow, relativeTime } from '../format.js';
 import { JsonView } from '../json-view.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
-import { PlanGraph } from '../plan-graph.js';
-import type { PlanStep } from '../plan-layout.js';
+import { PlanGraph } from './plan-graph.js';
+import type { PlanStep } from './plan-layout.js';
 import { useSession } from '../session.js';
-import { StatusBadge } from '../status.js';
+import { StatusBadge } from '../runs/status.js';
 import { Table } from '../table.js';
-import { RUN_EVENTS } from './runs.js';
-import { StartRunForm } from './start-run.js';
+import { RUN_EVENTS } from '../runs/runs.js';
+import { StartRunForm } from '../runs/start-run.js';
 import { queryKeys } from '../query-keys.js';
-import './runs.css';
+import '../runs/runs.css';
 
 export interface PlansSearch {
   page?: number;

@@ -2,9 +2,9 @@
  * The audit log's filters as they live in the URL, and what they ask the API: pure, unit-tested
  * in test/console/audit-search.test.ts.
  */
-import type { Item } from '../../src/client/browser.js';
-import { parseFilter, parsePage } from './format.js';
-import { parseTimeWindow, windowBounds, type TimeWindow } from './time-window.js';
+import type { Item } from '../../../src/client/browser.js';
+import { parseFilter, parsePage } from '../format.js';
+import { parseTimeWindow, windowBounds, type TimeWindow } from '../time-window.js';
 
 export type AuditEntry = Item<'audit.list'>;
 export type AuditOutcome = AuditEntry['outcome'];

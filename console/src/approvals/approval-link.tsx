@@ -1,7 +1,7 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { Switchboard, SwitchboardError, type Body, type Result } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
-import { linkRefusal, type LinkRefusal } from '../link-refusal.js';
+import { linkRefusal, type LinkRefusal } from './link-refusal.js';
 import { AnswerForm, StepContext } from './human-step.js';
 import { queryKeys } from '../query-keys.js';
 

@@ -1,4 +1,4 @@
-import type { Result } from '../../src/client/browser.js';
+import type { Result } from '../../../src/client/browser.js';
 
 type WhoAmI = Pick<Result<'auth.whoami'>, 'kind' | 'role' | 'username' | 'agent_id' | 'permissions'>;
 

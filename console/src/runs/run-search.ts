@@ -2,9 +2,9 @@
  * The runs list's filters as they live in the URL, and what they ask the API: pure, unit-tested
  * in test/console/run-search.test.ts.
  */
-import { parseFilter, parsePage } from './format.js';
+import { parseFilter, parsePage } from '../format.js';
 import { RUN_STATUSES, type RunStatus } from './run-status.js';
-import { parseTimeWindow, windowBounds, type TimeWindow } from './time-window.js';
+import { parseTimeWindow, windowBounds, type TimeWindow } from '../time-window.js';
 
 /** The time window is when the runs started. */
 export interface RunsSearch extends TimeWindow {

@@ -1,7 +1,7 @@
 import { useMutation } from '@tanstack/react-query';
 import { useId, useMemo, useState, type FormEvent } from 'react';
 import type { Body, Result } from '../../../src/client/browser.js';
-import { formatInZone, previewCron } from '../cron-preview.js';
+import { formatInZone, previewCron } from './cron-preview.js';
 import { ErrorNotice } from '../errors.js';
 import { useSession } from '../session.js';
 

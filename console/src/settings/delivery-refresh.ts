@@ -1,4 +1,4 @@
-import { matchesAny } from './event-hub.js';
+import { matchesAny } from '../event-hub.js';
 
 /*
  * When a webhook's delivery log is read again while deliveries are under way: pure (no DOM),

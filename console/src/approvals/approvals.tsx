@@ -6,7 +6,7 @@ import { ErrorNotice } from '../errors.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
-import { mayDecide, namesMe } from '../approvers.js';
+import { mayDecide, namesMe } from './approvers.js';
 import { useSession } from '../session.js';
 import { AnswerForm, StepContext } from './human-step.js';
 import { queryKeys } from '../query-keys.js';

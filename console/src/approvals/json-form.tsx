@@ -1,7 +1,7 @@
 import type { FormProps } from '@rjsf/core';
 import { lazy, Suspense, useId, useMemo, useState, type FormEvent } from 'react';
-import { SwitchboardError } from '../../src/client/browser.js';
-import { ErrorNotice } from './errors.js';
+import { SwitchboardError } from '../../../src/client/browser.js';
+import { ErrorNotice } from '../errors.js';
 import { errorTreeOf, parseJsonObject, schemaHasFields, type ErrorTree, type JsonSchema } from './json-form-model.js';
 import './json-form.css';
 

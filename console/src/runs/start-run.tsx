@@ -3,7 +3,7 @@ import { useNavigate } from '@tanstack/react-router';
 import { useId, useState, type FormEvent } from 'react';
 import type { Item } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
-import { inputTemplate, parseRunInput } from '../run-input.js';
+import { inputTemplate, parseRunInput } from './run-input.js';
 import { useSession } from '../session.js';
 import { queryKeys } from '../query-keys.js';
 

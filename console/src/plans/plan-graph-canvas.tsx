@@ -3,9 +3,9 @@ import '@xyflow/react/dist/style.css';
 import { useMemo } from 'react';
 import type { PlanGraphProps } from './plan-graph.js';
 import { layoutPlan, NODE_HEIGHT, NODE_WIDTH, type PlanEdge } from './plan-layout.js';
-import type { StepStatus } from './run-status.js';
+import type { StepStatus } from '../runs/run-status.js';
 import './plan-graph.css';
-import './status.css';
+import '../runs/status.css';
 
 type StepNodeData = { id: string; type: string; status: StepStatus | undefined };
 type StepNode = Node<StepNodeData, 'step'>;

@@ -3,7 +3,7 @@
  * test/console/plan-layout.test.ts. Only the lazily loaded graph chunk imports it.
  */
 import dagre from '@dagrejs/dagre';
-import type { Item } from '../../src/client/browser.js';
+import type { Item } from '../../../src/client/browser.js';
 
 /** A step of a plan as the API returns it. */
 export type PlanStep = Item<'coordination.listPlans'>['steps'][number];

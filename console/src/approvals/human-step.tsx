@@ -1,6 +1,6 @@
 import { useId, useState, type FormEvent } from 'react';
 import { ErrorNotice } from '../errors.js';
-import { JsonForm, type JsonSchema } from '../json-form.js';
+import { JsonForm, type JsonSchema } from './json-form.js';
 import { JsonView } from '../json-view.js';
 import './approvals.css';
 

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
 import type { Result } from '../../../src/client/browser.js';
-import { AUDIT_OUTCOMES, auditQuery, type AuditEntry, type AuditOutcome, type AuditSearch } from '../audit-search.js';
+import { AUDIT_OUTCOMES, auditQuery, type AuditEntry, type AuditOutcome, type AuditSearch } from './audit-search.js';
 import { ErrorNotice } from '../errors.js';
 import { ChoiceFilter, filterText, FilterForm, TextFilter, TimeWindowFilter } from '../filter-fields.js';
 import { pageWindow } from '../format.js';
@@ -14,7 +14,7 @@ import { draftOf, windowOf } from '../time-window.js';
 import { queryKeys } from '../query-keys.js';
 import './audit.css';
 
-export type { AuditSearch } from '../audit-search.js';
+export type { AuditSearch } from './audit-search.js';
 
 const PAGE_SIZE = 50;
 

@@ -6,10 +6,10 @@ import { elapsed, formatDuration, pageWindow, relativeTime } from '../format.js'
 import { JsonView } from '../json-view.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
-import { PlanGraph } from '../plan-graph.js';
+import { PlanGraph } from '../plans/plan-graph.js';
 import { useSession } from '../session.js';
-import type { StepStatus } from '../run-status.js';
-import { StatusBadge } from '../status.js';
+import type { StepStatus } from './run-status.js';
+import { StatusBadge } from './status.js';
 import { Table } from '../table.js';
 import { RUN_EVENTS, type Run } from './runs.js';
 import { queryKeys } from '../query-keys.js';

@@ -2,7 +2,7 @@
  * The input of a new run, typed as JSON: pure, unit-tested in test/console/run-input.test.ts.
  * A plan declares no input schema, so the form starts from the fields its steps read.
  */
-import type { PlanStep } from './plan-layout.js';
+import type { PlanStep } from '../plans/plan-layout.js';
 
 // `input.name` in a template ({{input.name}}) or an expression (input.n > 3), not `steps.a.input.x`.
 const INPUT_FIELD = /(?<![\w$.])input\.([A-Za-z_$][\w$-]*)/g;

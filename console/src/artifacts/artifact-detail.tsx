@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { Result, Switchboard } from '../../../src/client/browser.js';
-import { mediaType, parseJson, previewOf, type Preview } from '../artifact-preview.js';
+import { mediaType, parseJson, previewOf, type Preview } from './artifact-preview.js';
 import { CopyField } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
 import { formatBytes, relativeTime } from '../format.js';

@@ -1,4 +1,4 @@
-import type { Item } from '../../src/client/browser.js';
+import type { Item } from '../../../src/client/browser.js';
 
 export type RunStatus = Item<'coordination.listRuns'>['status'];
 export type StepStatus = Item<'coordination.listRuns'>['steps'][number]['status'];

@@ -1,6 +1,6 @@
 import { lazy, Suspense } from 'react';
 import type { PlanStep } from './plan-layout.js';
-import type { StepStatus } from './run-status.js';
+import type { StepStatus } from '../runs/run-status.js';
 
 export interface PlanGraphProps {
   steps: readonly PlanStep[];
