@@ -1,10 +1,12 @@
-import { Link, Outlet } from '@tanstack/react-router';
+import { Link, Outlet, type LinkProps } from '@tanstack/react-router';
 import type { Result } from '../../src/client/browser.js';
 import { ErrorNotice } from './errors.js';
 import { useLiveStatus, type LiveState } from './live.js';
+import type { Permission } from './permission.js';
 import { useSession } from './session.js';
 
-const NAV = [
+/** The views, each shown to the principals it serves (`needs`: a permission beyond reading what every role reads). */
+const NAV: ReadonlyArray<{ to: LinkProps['to'] & string; label: string; needs?: Permission }> = [
   { to: '/', label: 'Overview' },
   { to: '/approvals', label: 'Approvals' },
   { to: '/runs', label: 'Runs' },
@@ -15,12 +17,13 @@ const NAV = [
   { to: '/routines', label: 'Routines' },
   { to: '/tasks', label: 'Tasks' },
   { to: '/artifacts', label: 'Artifacts' },
+  { to: '/audit', label: 'Audit log', needs: 'audit:read' },
   { to: '/settings', label: 'Settings' },
-] as const;
+];
 
 /** The frame of every signed-in page: the nav, who is signed in, sign-out, and the view. */
 export function Layout() {
-  const { whoami, signOut } = useSession();
+  const { whoami, can, signOut } = useSession();
   const live = useLiveStatus();
   return (
     <div className="layout">
@@ -33,7 +36,7 @@ export function Layout() {
         </Link>
         <nav aria-label="Main">
           <ul>
-            {NAV.map((item) => (
+            {NAV.filter((item) => item.needs === undefined || can(item.needs)).map((item) => (
               <li key={item.to}>
                 <Link to={item.to} activeOptions={{ exact: item.to === '/' }}>
                   {item.label}

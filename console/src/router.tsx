@@ -3,28 +3,30 @@ import { parseFilter, parseJsonFilter, parsePage } from './format.js';
 import { Layout } from './layout.js';
 import { NotFound } from './not-found.js';
 import { SessionGate } from './session.js';
-import { AgentDetailView, type AgentSearch } from './views/agent-detail.js';
-import { AgentsView, type AgentsSearch } from './views/agents.js';
-import { ApprovalLinkPage } from './views/approval-link.js';
-import { ApprovalsView, type ApprovalsSearch } from './views/approvals.js';
-import { ArtifactDetailView, type ArtifactSearch } from './views/artifact-detail.js';
-import { ArtifactsView, type ArtifactsSearch } from './views/artifacts.js';
-import { ApiKeysView, OwnKeysView, type KeysSearch } from './views/api-keys.js';
-import { UsersView, type UsersSearch } from './views/users.js';
-import { TaskDetailView, type TaskSearch } from './views/task-detail.js';
-import { parseStatuses } from './views/task-statuses.js';
-import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './views/tasks.js';
-import { OverviewView } from './views/overview.js';
-import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './views/routines.js';
-import { DeadLettersView, type DeadLettersSearch } from './views/dead-letters.js';
-import { SettingsLayout } from './views/settings.js';
-import { TriggersView, type TriggersSearch } from './views/triggers.js';
-import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './views/webhook-deliveries.js';
-import { WebhooksView, type WebhooksSearch } from './views/webhooks.js';
-import { PlanDetailView, PlansView, type PlanSearch, type PlansSearch } from './views/plans.js';
-import { RunDetailView, type RunSearch } from './views/run-detail.js';
-import { RunsView, type RunsSearch } from './views/runs.js';
-import { parseRunsSearch } from './run-search.js';
+import { AgentDetailView, type AgentSearch } from './agents/agent-detail.js';
+import { AgentsView, type AgentsSearch } from './agents/agents.js';
+import { ApprovalLinkPage } from './approvals/approval-link.js';
+import { ApprovalsView, type ApprovalsSearch } from './approvals/approvals.js';
+import { ArtifactDetailView, type ArtifactSearch } from './artifacts/artifact-detail.js';
+import { ArtifactsView, type ArtifactsSearch } from './artifacts/artifacts.js';
+import { ApiKeysView, OwnKeysView, type KeysSearch } from './settings/api-keys.js';
+import { UsersView, type UsersSearch } from './settings/users.js';
+import { TaskDetailView, type TaskSearch } from './tasks/task-detail.js';
+import { parseStatuses } from './tasks/task-statuses.js';
+import { BoardView, ProjectsView, type BoardSearch, type ProjectsSearch } from './tasks/tasks.js';
+import { OverviewView } from './overview/overview.js';
+import { NewRoutineView, RoutinesView, RoutineView, type RoutineSearch, type RoutinesSearch } from './routines/routines.js';
+import { DeadLettersView, type DeadLettersSearch } from './agents/dead-letters.js';
+import { SettingsLayout } from './settings/settings.js';
+import { TriggersView, type TriggersSearch } from './triggers/triggers.js';
+import { DELIVERY_STATUSES, WebhookDeliveriesView, type DeliveriesSearch } from './settings/webhook-deliveries.js';
+import { WebhooksView, type WebhooksSearch } from './settings/webhooks.js';
+import { PlanDetailView, PlansView, type PlanSearch, type PlansSearch } from './plans/plans.js';
+import { RunDetailView, type RunSearch } from './runs/run-detail.js';
+import { RunsView, type RunsSearch } from './runs/runs.js';
+import { parseRunsSearch } from './runs/run-search.js';
+import { parseAuditSearch } from './audit/audit-search.js';
+import { AuditView, type AuditSearch } from './audit/audit.js';
 
 const rootRoute = createRootRoute({
   component: function Root() {
@@ -225,6 +227,15 @@ const artifactRoute = createRoute({
   },
 });
 
+const auditRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'audit',
+  validateSearch: (search: Record<string, unknown>): AuditSearch => parseAuditSearch(search),
+  component: function Audit() {
+    return <AuditView search={auditRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -306,6 +317,7 @@ const routeTree = rootRoute.addChildren([
   taskRoute,
   artifactsRoute,
   artifactRoute,
+  auditRoute,
   settingsRoute.addChildren([keysRoute, ownKeysRoute, usersRoute, webhooksRoute, webhookRoute]),
 ]);
 

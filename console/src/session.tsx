@@ -2,9 +2,10 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { Switchboard, SwitchboardError, type Body, type Result } from '../../src/client/browser.js';
 import { LiveEvents, useLiveRefresh } from './live.js';
+import type { Permission } from './permission.js';
 import { SignIn } from './sign-in.js';
+import { queryKeys } from './query-keys.js';
 
-type Permission = Result<'auth.whoami'>['permissions'][number];
 type SignedIn = Result<'auth.currentSession'>;
 
 export interface Session {
@@ -27,7 +28,6 @@ export function useSession(): Session {
 
 /** Without a CSRF token: signs in and reads the current session, which hands out the token. */
 const anonymous = new Switchboard({ url: window.location.origin, session: {} });
-const SESSION_KEY = ['session'] as const;
 
 /** The session of the browser's cookie, or null when it has none (or an expired one). */
 async function currentSession(): Promise<SignedIn | null> {
@@ -48,11 +48,11 @@ async function currentSession(): Promise<SignedIn | null> {
  */
 export function SessionGate({ children }: { children: ReactNode }) {
   const queryClient = useQueryClient();
-  const current = useQuery({ queryKey: SESSION_KEY, queryFn: currentSession, staleTime: Infinity });
+  const current = useQuery({ queryKey: queryKeys.session, queryFn: currentSession, staleTime: Infinity });
   const signedIn = current.data ?? null;
   const client = useMemo(() => (signedIn ? new Switchboard({ url: window.location.origin, session: { csrfToken: signedIn.csrf_token } }) : null), [signedIn]);
   const whoami = useQuery({
-    queryKey: ['whoami', signedIn?.principal.session?.id],
+    queryKey: queryKeys.whoami.ofSession(signedIn?.principal.session?.id),
     queryFn: () => client!.auth.whoami(),
     enabled: client !== null,
     initialData: signedIn?.principal,
@@ -60,15 +60,15 @@ export function SessionGate({ children }: { children: ReactNode }) {
   });
 
   // Whether to offer "Sign in with <provider>" (OIDC, when the server has it configured).
-  const provider = useQuery({ queryKey: ['oidc-provider'], queryFn: () => anonymous.auth.oidcProvider(), staleTime: Infinity, enabled: current.data === null });
+  const provider = useQuery({ queryKey: queryKeys.oidcProvider, queryFn: () => anonymous.auth.oidcProvider(), staleTime: Infinity, enabled: current.data === null });
   const [ended, setEnded] = useState<SwitchboardError | null>(null);
   const forget = useCallback(() => {
     queryClient.clear();
-    queryClient.setQueryData(SESSION_KEY, null);
+    queryClient.setQueryData(queryKeys.session, null);
   }, [queryClient]);
   const signIn = useMutation({
     mutationFn: (body: Body<'auth.signIn'>) => anonymous.auth.signIn({ body }),
-    onSuccess: (session) => queryClient.setQueryData(SESSION_KEY, session),
+    onSuccess: (session) => queryClient.setQueryData(queryKeys.session, session),
   });
   const { reset: resetSignIn } = signIn;
   // While signing out, the 401s of requests already under way are the sign-out's, not news to show.
@@ -146,6 +146,6 @@ export function SessionGate({ children }: { children: ReactNode }) {
  * at the next refetch of a view.
  */
 function RevocationWatch() {
-  useLiveRefresh({ queryKey: ['whoami'], events: ['key.revoked'] });
+  useLiveRefresh({ queryKey: queryKeys.whoami.all, events: ['key.revoked'] });
   return null;
 }

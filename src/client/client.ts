@@ -167,6 +167,7 @@ export class Switchboard {
   readonly webhooks: DomainClient<'webhooks'>;
   readonly notifications: DomainClient<'notifications'>;
   readonly cluster: DomainClient<'cluster'>;
+  readonly audit: DomainClient<'audit'>;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -224,6 +225,7 @@ export class Switchboard {
     this.webhooks = this.#domain('webhooks');
     this.notifications = this.#domain('notifications');
     this.cluster = this.#domain('cluster');
+    this.audit = this.#domain('audit');
   }
 
   async *#follow(events: DomainClient<'events'>, { signal, onOpen, onDrop, ...query }: StreamEventsInput): AsyncIterable<Event> {

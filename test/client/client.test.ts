@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { retryAfterMs, Switchboard, SwitchboardError, type RetryEvent } from '../../src/client/index.js';
+import { OPERATIONS, retryAfterMs, Switchboard, SwitchboardError, type RetryEvent } from '../../src/client/index.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -136,6 +136,24 @@ describeEachDialect('SDK client', (dialect) => {
     for await (const agent of client.discovery.findAgents.all({ query: { ...query, limit: 1 } })) all.push(agent.agent_id);
     expect(all).toEqual(ids);
     expect((await client.discovery.findAgents({ query })).agents.map((agent) => agent.agent_id)).toEqual(ids);
+  });
+
+  it('exposes every domain of the operation table, and reads and verifies the audit log with filters', async () => {
+    const client = admin();
+    for (const [domain, operations] of Object.entries(OPERATIONS)) {
+      for (const name of Object.keys(operations)) expect(typeof (client as unknown as Record<string, Record<string, unknown>>)[domain]?.[name], `${domain}.${name}`).toBe('function');
+    }
+    const project = await client.projects.create({ body: { name: 'sdk-audited' } });
+    await client.projects.update({ path: { id: project.id }, body: { name: 'sdk-audited, renamed' } });
+    const page = await client.audit.list.page({ query: { resource_id: project.id, limit: 1 } });
+    expect(page).toMatchObject({ total: 2, limit: 1, offset: 0, items: [{ action: 'project.update', actor: { kind: 'admin', id: 'admin' }, resource: { type: 'project', id: project.id } }] });
+    const created = await client.audit.list({ query: { resource_id: project.id, action: 'project.create', outcome: 'allowed', before: new Date(Date.now() + 60_000).toISOString() } });
+    expect(created.map((entry) => entry.action)).toEqual(['project.create']);
+    expect(await client.audit.list({ query: { resource_id: project.id, after: new Date(Date.now() + 60_000).toISOString() } })).toEqual([]);
+    const verified = await client.audit.verify();
+    expect(verified).toMatchObject({ ok: true, anchor: null });
+    expect(verified.checked).toBeGreaterThanOrEqual(2);
+    expect(verified.first_broken).toBeUndefined();
   });
 
   it('calls hooks with a path of several segments, and routine webhooks without credentials', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IMAGE_PREVIEW_LIMIT, mediaType, parseJson, previewOf, TEXT_PREVIEW_LIMIT } from '../../console/src/artifact-preview.js';
+import { IMAGE_PREVIEW_LIMIT, mediaType, parseJson, previewOf, TEXT_PREVIEW_LIMIT } from '../../console/src/artifacts/artifact-preview.js';
 import { formatBytes, parseJsonFilter } from '../../console/src/format.js';
 
 describe('artifact previews in the console', () => {

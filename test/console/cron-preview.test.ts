@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatInZone, previewCron } from '../../console/src/cron-preview.js';
+import { formatInZone, previewCron } from '../../console/src/routines/cron-preview.js';
 
 describe("the routine form's cron preview", () => {
   const from = new Date('2030-01-01T00:00:00Z');

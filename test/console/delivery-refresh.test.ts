@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AWAIT_DELIVERY_MS, awaitsDelivery, IN_FLIGHT_CHECK_MS, nextDeliveryCheck, type DeliveryTiming } from '../../console/src/delivery-refresh.js';
+import { AWAIT_DELIVERY_MS, awaitsDelivery, IN_FLIGHT_CHECK_MS, nextDeliveryCheck, type DeliveryTiming } from '../../console/src/settings/delivery-refresh.js';
 
 const now = Date.parse('2030-01-01T12:00:00.000Z');
 const at = (ms: number) => new Date(now + ms).toISOString();

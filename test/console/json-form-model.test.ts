@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorTreeOf, fieldSegments, parseJsonObject, schemaHasFields } from '../../console/src/json-form-model.js';
+import { errorTreeOf, fieldSegments, parseJsonObject, schemaHasFields } from '../../console/src/approvals/json-form-model.js';
 
 describe('console: the JSON form', () => {
   it('reads the API field paths: dotted, bracketed indexes, JSON Pointer escapes', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { linkRefusal } from '../../console/src/link-refusal.js';
+import { linkRefusal } from '../../console/src/approvals/link-refusal.js';
 
 describe('console: why an approval link no longer decides', () => {
   it('names who decided when, from the 409 of a used link', () => {

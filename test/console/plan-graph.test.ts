@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { layoutPlan, NODE_HEIGHT, planEdges, type PlanStep } from '../../console/src/plan-layout.js';
-import { inputFields, inputTemplate, parseRunInput } from '../../console/src/run-input.js';
+import { layoutPlan, NODE_HEIGHT, planEdges, type PlanStep } from '../../console/src/plans/plan-layout.js';
+import { inputFields, inputTemplate, parseRunInput } from '../../console/src/runs/run-input.js';
 
 const step = (fields: Partial<PlanStep> & { id: string }): PlanStep => ({ type: 'transform', ...fields }) as PlanStep;
 

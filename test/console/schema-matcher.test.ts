@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { schemaMatcher } from '../../console/src/schema-matcher.js';
+import { schemaMatcher } from '../../console/src/approvals/schema-matcher.js';
 
 describe('schemaMatcher', () => {
   const root = {

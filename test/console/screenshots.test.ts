@@ -57,5 +57,11 @@ describe('screenshots of the console', () => {
     await page.goto(`${server.url}/console/agents`);
     await page.locator('tr[data-agent="release-builder"]').waitFor({ timeout: WAIT_MS });
     await page.screenshot({ path: path.join(SHOTS, 'agents.png') });
+
+    await page.goto(`${server.url}/console/audit`);
+    await page.locator('tr[data-action="run.start"]').waitFor({ timeout: WAIT_MS });
+    await page.getByRole('button', { name: 'Verify chain' }).click();
+    await page.getByTestId('chain-verdict').waitFor({ timeout: WAIT_MS });
+    await page.screenshot({ path: path.join(SHOTS, 'audit.png') });
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BUILT_IN_STATUSES } from '../../src/tasks/schemas.js';
-import { BOARD_STATUSES, parseStatuses, statusLabel } from '../../console/src/views/task-statuses.js';
+import { BOARD_STATUSES, parseStatuses, statusLabel } from '../../console/src/tasks/task-statuses.js';
 
 describe('the Tasks board statuses', () => {
   it('starts with the built-in statuses of the tasks schema, in order', () => {
