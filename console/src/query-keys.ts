@@ -49,6 +49,8 @@ export const queryKeys = {
   oidcProvider: ['oidc-provider'] as const,
   /** A public approval link's step (no session). */
   approvalLink: (token: string) => ['approval-link', token] as const,
+  /** Who the browser is signed in as, seen from a public approval link's page (null: no one). */
+  approvalLinkViewer: ['approval-link-viewer'] as const,
 
   approvals: {
     all: ['approvals'] as const,

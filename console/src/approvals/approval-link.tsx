@@ -29,7 +29,7 @@ export function ApprovalLinkPage({ token }: { token: string }) {
   const forUser = linked.data?.approver?.startsWith(USER) ?? false;
   // A browser signed in as someone else must not decide as the link's person unawares.
   const session = useQuery({
-    queryKey: ['approval-link', 'session'],
+    queryKey: queryKeys.approvalLinkViewer,
     queryFn: () => anonymous.auth.currentSession().then((current) => current.principal, () => null),
     enabled: forUser,
     staleTime: Infinity,
