@@ -165,6 +165,28 @@ describeEachDialect('the console: runs and plans', (dialect) => {
     expect(await row.getByRole('list', { name: 'Tags' }).getByRole('listitem').allTextContents()).toEqual(['env=prod', tag]);
   });
 
+  it('finds runs by a value of the metadata they were started with, and shows each run\'s metadata', async () => {
+    const plan = await workPlan(unique('idle-worker'));
+    const customer = unique('acme');
+    const labelled = await server.api.post(RUNS, { plan_id: plan.id, input: {}, metadata: { customer, region: 'eu' } });
+    expect(labelled.status, labelled.text).toBe(201);
+    await server.api.post(RUNS, { plan_id: plan.id, input: {}, metadata: { customer: `${customer}-other` } });
+    const page = await browser.open();
+    await signIn(page, server, '/console/runs');
+    const filters = page.getByRole('search', { name: 'Filter runs' });
+    await filters.getByLabel('Metadata').fill(`customer=${customer}`);
+    await filters.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL((url) => url.searchParams.get('metadata') === `customer=${customer}`, { timeout: WAIT_MS });
+    const row = page.locator(`tr[data-run="${labelled.body.data.id}"]`);
+    await row.waitFor({ timeout: WAIT_MS });
+    await page.locator('tr[data-run]').nth(1).waitFor({ state: 'detached', timeout: WAIT_MS });
+    expect(await row.getByRole('list', { name: 'Metadata' }).getByRole('listitem').allTextContents()).toEqual([`customer=${customer}`, 'region=eu']);
+    // The filter is in the URL: a reload keeps it.
+    await page.reload();
+    await row.waitFor({ timeout: WAIT_MS });
+    expect(await page.locator('tr[data-run]').count()).toBe(1);
+  });
+
   it('cancels a run with a reason, and redrives a failed one', async () => {
     const worker = unique('flaky-worker');
     const agent = await server.agent(worker);

@@ -14,7 +14,12 @@ export interface RunsSearch extends TimeWindow {
   status?: RunStatus;
   /** One of the tags the runs were started with. */
   tag?: string;
+  /** `key=value`: a value of the metadata the runs were started with. */
+  metadata?: string;
 }
+
+/** A metadata filter as the API takes it: a key, '=', the value (which may hold '=' too). */
+const METADATA_FILTER = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}=/;
 
 /** The search part of a runs URL, with anything malformed dropped (a hand-edited URL still opens). */
 export function parseRunsSearch(search: Record<string, unknown>): RunsSearch {
@@ -24,6 +29,7 @@ export function parseRunsSearch(search: Record<string, unknown>): RunsSearch {
     plan: parseFilter(search.plan),
     status: RUN_STATUSES.find((known) => known === status),
     tag: parseFilter(search.tag),
+    metadata: metadataFilter(search.metadata),
     ...parseTimeWindow(search),
   };
 }
@@ -31,5 +37,14 @@ export function parseRunsSearch(search: Record<string, unknown>): RunsSearch {
 /** GET /coordination/runs's query for these filters, `now` (ms, the time of the request) anchoring a relative window. */
 export function runsQuery(search: RunsSearch, now = Date.now()) {
   const { after, before } = windowBounds(search, now);
-  return { plan_id: search.plan, status: search.status, tag: search.tag, started_after: after, started_before: before };
+  return { plan_id: search.plan, status: search.status, tag: search.tag, metadata: search.metadata, started_after: after, started_before: before };
+}
+
+/** A `key=value` filter (spaces around the key trimmed), or undefined for anything else. */
+export function metadataFilter(value: unknown): string | undefined {
+  const text = parseFilter(value);
+  if (text === undefined) return undefined;
+  const at = text.indexOf('=');
+  const filter = `${text.slice(0, at).trim()}=${text.slice(at + 1)}`;
+  return at > 0 && METADATA_FILTER.test(filter) ? filter : undefined;
 }

@@ -7,7 +7,7 @@ import { elapsed, formatDuration, pageWindow, relativeTime } from '../format.js'
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
 import { ChoiceFilter, filterText, FilterForm, TextFilter, TimeWindowFilter } from '../filter-fields.js';
-import { runsQuery, type RunsSearch } from './run-search.js';
+import { metadataFilter, runsQuery, type RunsSearch } from './run-search.js';
 import { useSession } from '../session.js';
 import { RUN_STATUSES, type RunStatus } from './run-status.js';
 import { StatusBadge } from './status.js';
@@ -42,7 +42,7 @@ export function RunsView({ search }: { search: RunsSearch }) {
   const navigate = useNavigate({ from: '/runs' });
   const [starting, setStarting] = useState(false);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  const filters = { plan: search.plan, status: search.status, tag: search.tag, within: search.within, from: search.from, to: search.to };
+  const filters = { plan: search.plan, status: search.status, tag: search.tag, metadata: search.metadata, within: search.within, from: search.from, to: search.to };
   useLiveRefresh({ queryKey: queryKeys.runs.all, events: RUN_EVENTS });
   const runs = useQuery({
     queryKey: queryKeys.runs.list({ ...filters, offset }),
@@ -113,15 +113,8 @@ function RunRow({ run, alias, now }: { run: Run; alias: string | undefined; now:
           {alias ?? <code>{run.plan_id}</code>}
         </Link>{' '}
         <span className="muted">v{run.plan_version}</span>
-        {run.tags.length > 0 && (
-          <ul className="chips" aria-label="Tags">
-            {run.tags.map((tag) => (
-              <li key={tag} className="chip">
-                {tag}
-              </li>
-            ))}
-          </ul>
-        )}
+        {run.tags.length > 0 && <Chips label="Tags" items={run.tags} />}
+        {Object.keys(run.metadata).length > 0 && <Chips label="Metadata" items={Object.entries(run.metadata).map(([key, value]) => `${key}=${value}`)} />}
       </td>
       <td>
         <StatusBadge status={run.status} />
@@ -135,6 +128,18 @@ function RunRow({ run, alias, now }: { run: Run; alias: string | undefined; now:
       <td>{took === null ? '—' : formatDuration(took)}</td>
       <td>{run.created_by}</td>
     </tr>
+  );
+}
+
+function Chips({ label, items }: { label: string; items: string[] }) {
+  return (
+    <ul className="chips" aria-label={label}>
+      {items.map((item) => (
+        <li key={item} className="chip">
+          {item}
+        </li>
+      ))}
+    </ul>
   );
 }
 
@@ -172,12 +177,15 @@ function RunFilters({ search, plans, onApply }: { search: RunsSearch; plans: Pla
   const [plan, setPlan] = useState(search.plan ?? '');
   const [status, setStatus] = useState<RunStatus | ''>(search.status ?? '');
   const [tag, setTag] = useState(search.tag ?? '');
+  const [metadata, setMetadata] = useState(search.metadata ?? '');
   const [started, setStarted] = useState(draftOf(search));
-  const apply = () => onApply({ plan: filterText(plan), status: status || undefined, tag: filterText(tag), ...windowOf(started) });
+  const apply = () =>
+    onApply({ plan: filterText(plan), status: status || undefined, tag: filterText(tag), metadata: metadataFilter(metadata), ...windowOf(started) });
   return (
     <FilterForm label="Filter runs" onApply={apply}>
       <TextFilter label="Plan" value={plan} onChange={setPlan} placeholder="alias or id" suggestions={plans.map((candidate) => candidate.alias)} />
       <TextFilter label="Tag" value={tag} onChange={setTag} placeholder="e.g. customer:acme" />
+      <TextFilter label="Metadata" value={metadata} onChange={setMetadata} placeholder="key=value" />
       <ChoiceFilter label="Status" value={status} onChange={setStatus} choices={RUN_STATUSES} any="Any status" />
       <TimeWindowFilter label="Started" value={started} onChange={setStarted} />
     </FilterForm>
