@@ -45,7 +45,8 @@ function normalize(schema: unknown): unknown {
     else if (key === 'required' && Array.isArray(value)) out.required = [...(value as string[])].sort();
     else out[key] = normalize(value);
   }
-  return out;
+  // In key order again: a renamed key (patternProperties → additionalProperties) lands out of it.
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 const plain = (schema: unknown) => normalize(JSON.parse(JSON.stringify(schema)));
 
