@@ -78,7 +78,7 @@ export const Channel = Type.Object({
   created_by: Type.String({ description: 'Who made it (an actor)' }),
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { title: 'NotificationChannel' });
 export type Channel = Static<typeof Channel>;
 
 export const CreatedChannel = Type.Composite([
@@ -88,7 +88,7 @@ export const CreatedChannel = Type.Composite([
       Type.String({ description: 'webhook: the signing secret (whsec_ + base64 of 32 bytes), shown only in this answer: verify deliveries with it' }),
     ),
   }),
-]);
+], { title: 'CreatedNotificationChannel' });
 export type CreatedChannel = Static<typeof CreatedChannel>;
 
 const NullableId = (description: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], description });
@@ -98,7 +98,7 @@ export const NotificationSent = Type.Object({
   notification_id: Type.String({ description: 'The notification (ntf_…): the `webhook-id` of its deliveries' }),
   delivery_id: NullableId('webhook, slack, email: its delivery, listed at GET /api/v1/webhooks/{channel_id}/deliveries'),
   message_id: NullableId("agent: the message in the agent's inbox"),
-});
+}, { title: 'NotificationSent' });
 export type NotificationSent = Static<typeof NotificationSent>;
 
 export const ChannelParams = Type.Object({ id: ChannelId });
