@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The whole configuration, read once from the environment (design §1), validated and frozen.
+ * The whole configuration, read once from the environment, validated and frozen.
  * Nothing else in the codebase reads process.env.
  */
 export interface Config {
@@ -58,7 +58,7 @@ export interface Config {
   readonly mcpSessionIdleSeconds: number;
   /** A console session not used for this long expires (sliding: each use moves its expiry). */
   readonly sessionTtlSeconds: number;
-  /** OIDC sign-in for the console (design §3); null: not configured. */
+  /** OIDC sign-in for the console; null: not configured. */
   readonly oidc: OidcConfig | null;
   /** An event stream sends a `: keep-alive` comment after this long without an event. */
   readonly eventKeepAliveMs: number;
@@ -103,7 +103,7 @@ export interface Config {
   readonly smtpUrl: string | null;
   /** The From of notification emails. */
   readonly smtpFrom: string;
-  /** OpenTelemetry traces (design §11): null (the default) loads no SDK at all. */
+  /** OpenTelemetry traces: null (the default) loads no SDK at all. */
   readonly tracing: TracingConfig | null;
   /** Worker threads that evaluate JSONata (plans' transforms and conditions, triggers' filters). */
   readonly expressionWorkers: number;

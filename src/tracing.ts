@@ -35,7 +35,7 @@ function withinShutdownBound(flush: Promise<void>): Promise<void> {
 }
 
 /**
- * Starts the OpenTelemetry Node tracer provider (design §11). Called only when OTEL_* asks for
+ * Starts the OpenTelemetry Node tracer provider. Called only when OTEL_* asks for
  * traces: every SDK module is imported here, dynamically, so a server without them loads none.
  * Spans go over OTLP/HTTP (protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=http/json) through a batch processor; the pg client is patched in place (it is
  * loaded before this runs, so the instrumentation's require hook would never see it).

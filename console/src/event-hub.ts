@@ -1,5 +1,5 @@
 /*
- * The console's share of the one event stream (design §8/§9), without React or the network:
+ * The console's share of the one event stream, without React or the network:
  * views subscribe with type patterns, each event reaches the matching subscriptions, and the
  * newest events are kept for the Overview's live feed. Unit-tested in test/console/event-hub.test.ts.
  */
@@ -41,7 +41,7 @@ export function throttle(action: () => void, ms: number): { run(): void; cancel(
   };
 }
 
-/** Whether any of the design §8 patterns (`agent.*`, `run.>`, an exact type) matches `type`. */
+/** Whether any of the type patterns (`agent.*`, `run.>`, an exact type) matches `type`. */
 export function matchesAny(patterns: readonly string[], type: string): boolean {
   return patterns.some((pattern) => topicMatches(pattern, type));
 }

@@ -27,7 +27,7 @@ function useLive(): Live {
 }
 
 /**
- * The session's one GET /api/v1/events/stream (design §9: live through the stream, not by
+ * The session's one GET /api/v1/events/stream (views stay live through the stream, not by
  * polling), shared by every view below it. The SDK resumes a dropped stream with Last-Event-ID,
  * so nothing is missed, and the status says "Reconnecting…" until it has; an answer it cannot
  * retry ends it: `onRefused` (stable) for a 401 (the session ended), otherwise the status says
@@ -78,7 +78,7 @@ export function useLiveStatus(): LiveState {
 export interface LiveData {
   /** The queries a change makes stale (a prefix: `['agents']` covers every agents query). */
   queryKey: QueryKey;
-  /** The event types that change them, as design §8 patterns (`agent.*`, `key.>`). */
+  /** The event types that change them, as event type patterns (`agent.*`, `key.>`). */
   events: readonly string[];
 }
 

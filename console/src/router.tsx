@@ -30,7 +30,7 @@ import { AuditView, type AuditSearch } from './audit/audit.js';
 
 const rootRoute = createRootRoute({
   component: function Root() {
-    // An approval link's page is public (design §9): no sign-in, no session, no nav.
+    // An approval link's page is public: no sign-in, no session, no nav.
     const signedOut = useRouterState({ select: (state) => state.matches.some((match) => match.routeId === approvalLinkRoute.id) });
     return signedOut ? (
       <Outlet />

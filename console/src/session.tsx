@@ -40,7 +40,7 @@ async function currentSession(): Promise<SignedIn | null> {
 }
 
 /**
- * Shows the sign-in page until the browser has a session (design §3: an HttpOnly cookie, which
+ * Shows the sign-in page until the browser has a session (an HttpOnly cookie, which
  * no script reads; nothing in browser storage), then its children with the session. The CSRF
  * token is kept in memory only: after a reload GET /auth/sessions/current hands it out again.
  * The sign-in page takes the place of the view without changing the URL, so a deep link, or

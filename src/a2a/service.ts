@@ -17,7 +17,7 @@ export const A2A_EVENT_NAME = 'a2a.message';
  */
 const RECHECK_MS = 5_000;
 
-/** Who calls, as A2A sees it: agents act only as themselves (design §3). */
+/** Who calls, as A2A sees it: agents act only as themselves. */
 export interface A2aCaller {
   actor: string;
   agentId: string | null;
@@ -56,7 +56,7 @@ export function isFinal(state: A2aTaskState): boolean {
 }
 
 /**
- * A2A tasks over agent inboxes (issue 26): an A2A message sent to an agent becomes one message
+ * A2A tasks over agent inboxes: an A2A message sent to an agent becomes one message
  * in its inbox (origin `a2a_task`), and the task follows it: submitted while it waits, working
  * once delivered, completed when acknowledged (the ack's output is the result), failed when
  * dead-lettered, canceled when withdrawn by CancelTask. The task row moves in the transaction

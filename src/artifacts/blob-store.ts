@@ -34,7 +34,7 @@ export interface StagedBlob {
 }
 
 /**
- * Content-addressed blob storage (design §6, §10). Callers stage a stream, then commit it inside
+ * Content-addressed blob storage. Callers stage a stream, then commit it inside
  * the database transaction that references it, so the bytes and their reference appear
  * together; the database counts references and tells the store when to delete (inside the
  * transaction that dropped the last one, holding the content's lock). Two implementations:

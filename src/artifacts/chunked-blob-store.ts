@@ -119,7 +119,7 @@ class ChunkReader extends Readable {
 }
 
 /**
- * Contents as chunk rows in the database (design §10: in cluster mode every node reads what any
+ * Contents as chunk rows in the database (in cluster mode every node reads what any
  * node wrote, and no node's disk holds a content). An upload streams into a staged chunk set
  * (`blob_staging`, then rows of `blob_chunks`) while it is hashed and bounded; commit names it
  * by its sha256 in `blobs` inside the transaction that references it, or drops it when the same

@@ -58,7 +58,7 @@ const SWEEP_INTERVAL_MS = 1000;
 const ORPHAN_SWEEP_INTERVAL_MS = 30 * 60_000;
 
 /**
- * Artifacts (issue 9): versioned, content-addressed files and JSON snippets, upload intents,
+ * Artifacts: versioned, content-addressed files and JSON snippets, upload intents,
  * signed URLs and sharing. `sharedSecret` returns a cluster-wide secret by name (auth's
  * settings); `groups` (access groups: memberships an admin granted) makes group shares work;
  * `nodes` (the cluster's registry) tells the sweep whose half-received uploads are dead.

@@ -31,7 +31,7 @@ export function createAuditService(deps: { database: DatabaseHandle; clock: Cloc
 }
 
 /**
- * The audit log (design §3, issue 35 item 6): the AuditTrail every domain records its changes
+ * The audit log: the AuditTrail every domain records its changes
  * to, what the HTTP layer tells it of denied and failed requests, its routes, the denial
  * flusher (which appends what is left when it stops) and the retention sweep.
  */

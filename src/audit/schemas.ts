@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
- * The audit domain's schemas (design §3, issue 35 item 6), written once: they validate
+ * The audit domain's schemas, written once: they validate
  * requests, type the service and the SDK, and document the OpenAPI.
  */
 

@@ -85,7 +85,7 @@ function chained(head: ChainHead | null, drafts: Draft[]): NewAuditRow[] {
 }
 
 /**
- * The audit log (design §3): one hash-chained entry per change to the control plane, appended
+ * The audit log: one hash-chained entry per change to the control plane, appended
  * in the transaction that makes the change; denials (401/403), coalesced per actor and
  * operation within a window; changes that were tried and rolled back, as failed; the list,
  * verification of the chain, and retention.

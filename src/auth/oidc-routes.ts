@@ -20,7 +20,7 @@ function setFlowCookie(reply: FastifyReply, flow: OidcFlow | null, secure: boole
 }
 
 /**
- * OIDC sign-in for the console (design §3): `/auth/oidc` tells the sign-in page whether it is
+ * OIDC sign-in for the console: `/auth/oidc` tells the sign-in page whether it is
  * configured, `/auth/oidc/start` sends the browser to the provider, `/auth/oidc/callback` takes
  * it back, sets the session cookie and returns to the console; a refused sign-in returns to
  * the sign-in page with `sign_in_error`.

@@ -59,7 +59,7 @@ export function consolePath(requested: string | undefined): string {
 }
 
 /**
- * OIDC sign-in (design §3): the authorization code flow with PKCE (S256), state and nonce,
+ * OIDC sign-in: the authorization code flow with PKCE (S256), state and nonce,
  * through openid-client. The provider's discovery document is read at the first sign-in (and
  * again after a failed read). The user is found by issuer and `sub`, or created with a
  * username from `preferred_username` or `email`; the role comes from the role claim when it

@@ -16,8 +16,8 @@ export interface Owned {
 }
 
 /**
- * The ownership rule for shared objects (plans, routines, triggers, projects, tasks, runs; design
- * §3): every principal with the permission reads and uses them, but an agent changes, deletes,
+ * The ownership rule for shared objects (plans, routines, triggers, projects, tasks, runs):
+ * every principal with the permission reads and uses them, but an agent changes, deletes,
  * pauses or cancels only those it created, and a task also when it is assigned to it. A
  * principal that acts for the platform (people, operator and admin keys) changes any. Else 403.
  */

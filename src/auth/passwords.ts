@@ -1,7 +1,7 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 /**
- * Users' passwords (design §3): scrypt with a 16-byte salt per password, through Node's async
+ * Users' passwords: scrypt with a 16-byte salt per password, through Node's async
  * scrypt, which runs on libuv's thread pool, so a sign-in never blocks the event loop (~50 ms of
  * one core each at these parameters). The parameters are stored with each hash, so raising them
  * later keeps older hashes verifiable.

@@ -50,7 +50,7 @@ function sessionOf(principal: Principal): NonNullable<Principal['session']> {
 }
 
 /**
- * The console's sessions (design §3): sign-in with a username and password or with an API key,
+ * The console's sessions: sign-in with a username and password or with an API key,
  * the session token in an HttpOnly cookie (routes), only its hash stored. Sessions slide: each
  * use moves the expiry to now + TTL, written only once it moved by a minute (a tenth of the TTL
  * when that is shorter), so a busy console writes once a minute, not per request. Expired rows

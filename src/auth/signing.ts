@@ -2,7 +2,7 @@ import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { sha256Hex } from '../kernel/sha256.js';
 
 /**
- * Ed25519 request signing (design §3). The signed string is
+ * Ed25519 request signing. The signed string is
  * `METHOD\nPATH_WITH_QUERY\nX-Timestamp\nhex(sha256(raw body))`; the signature is base64.
  */
 export const SIGNATURE_WINDOW_MS = 300_000;
@@ -55,7 +55,7 @@ const SIGNATURE_BYTES = 64;
  * standard base64 of exactly 64 bytes. `Buffer.from(text, 'base64')` skips junk characters and
  * missing padding, takes the url-safe alphabet and ignores the unused low bits, so many texts
  * decode to one signature: accepting them let a captured request replay under a re-encoded
- * signature (one signed send became 51 deliveries, issue 20).
+ * signature: one signed send once became 51 deliveries.
  */
 export function decodeSignature(text: string): Buffer | null {
   const bytes = Buffer.from(text, 'base64');

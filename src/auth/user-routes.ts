@@ -9,7 +9,7 @@ import type { UsersService } from './users.js';
 
 const tags = ['auth'];
 
-/** People: `/auth/users` (users:admin) and the console's sessions `/auth/sessions` (design §3). */
+/** People: `/auth/users` (users:admin) and the console's sessions `/auth/sessions`. */
 export function userRoutes(users: UsersService, sessions: SessionService, options: { secureCookie: boolean }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(

@@ -78,7 +78,7 @@ function checkGrant(manager: UserManager, role: Role): void {
 }
 
 /**
- * People (design §3): users with a role, an optional scrypt password, and keys bound to them.
+ * People: users with a role, an optional scrypt password, and keys bound to them.
  * Disabling, deleting or changing the role of a user ends its sessions and cached keys on
  * every node before the answer (AuthService.endingCredentials), so the next request of any of
  * them sees the change; open connections (channels, streams) of those credentials end too.

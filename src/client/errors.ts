@@ -1,4 +1,4 @@
-/** An error envelope from the server (design §2), thrown by every client method. */
+/** An error envelope from the server, thrown by every client method. */
 export class SwitchboardError extends Error {
   constructor(
     /** The HTTP status. */

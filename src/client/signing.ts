@@ -6,7 +6,7 @@ import { openNodeSocket } from './node-socket.js';
 /** The client's options in Node: an API key, an Ed25519 private key (PEM or KeyObject), or any signer. */
 export type SwitchboardOptions = ClientOptions | ({ agentId: string; privateKey: string | KeyObject } & ConnectionOptions);
 
-/** Signs as `agentId` with an Ed25519 private key (design §3); a PEM is parsed here, so a bad one throws at once. */
+/** Signs as `agentId` with an Ed25519 private key; a PEM is parsed here, so a bad one throws at once. */
 export function ed25519Signer(agentId: string, privateKey: string | KeyObject): RequestSigner {
   const key = typeof privateKey === 'string' ? createPrivateKey(privateKey) : privateKey;
   return {

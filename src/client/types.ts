@@ -94,5 +94,5 @@ export type Operation<K extends OperationKey> = ((...input: Args<K>) => Promise<
 export type DomainClient<D extends Domain> = { [N in keyof (typeof OPERATIONS)[D] & string]: Operation<`${D}.${N}` & OperationKey> };
 
 export type Message = Static<typeof Messaging.Message>;
-/** One event of the log (design §8). */
+/** One event of the log. */
 export type Event = Static<typeof Events.Event>;

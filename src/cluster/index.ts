@@ -18,7 +18,7 @@ export { SharedRateLimiter } from './rate-limiter.js';
 export * as clusterSchemas from './schemas.js';
 
 /**
- * The cluster domain (design §10, issue 24): this node's entry in the node registry, its
+ * The cluster domain: this node's entry in the node registry, its
  * heartbeat worker, and `GET /cluster/nodes` (with this node's workers, `workers`). app.ts
  * registers the node before the workers start and marks it down after they stop.
  */

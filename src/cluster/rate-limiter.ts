@@ -23,7 +23,7 @@ interface Budget {
 }
 
 /**
- * One request budget per principal across the cluster (design §10), without a database round
+ * One request budget per principal across the cluster, without a database round
  * trip on each request: each node leases a slice of a budget from a shared counter (one upsert
  * in `rate_limit_windows`) and spends it from memory. A busy budget is refilled in the background
  * when half a slice is left, so its requests never wait; a request waits for a lease only when

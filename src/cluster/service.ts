@@ -9,7 +9,7 @@ import type { WorkerReport } from '../workers/workers.js';
 import type { ClusterNode, WorkerStatus as WorkerEntry } from './schemas.js';
 import type { ClusterStore, NodeRow } from './store.js';
 
-/** How often a node heartbeats (issue 24). */
+/** How often a node heartbeats. */
 export const HEARTBEAT_MS = 5_000;
 /** A node silent this long is down: six missed heartbeats, so a slow pass or two is not an outage. */
 export const DOWN_AFTER_MS = 30_000;
@@ -27,7 +27,7 @@ export interface ClusterDeps {
 }
 
 /**
- * The node registry (design §10): this node's row, kept fresh by the heartbeat, and the list of
+ * The node registry: this node's row, kept fresh by the heartbeat, and the list of
  * every node on the database. A node never trusts another's clock for its status: `down` is
  * computed by the reader from `last_seen_at`, so a node that died without a word turns down
  * 30 s after its last heartbeat, wherever it is read.

@@ -43,7 +43,7 @@ export interface RunsTable {
   started_at: number;
   completed_at: number | null;
   updated_at: number;
-  /** W3C trace context of the run's `invoke_workflow` span (issue 25): timers and dead letters continue it. */
+  /** W3C trace context of the run's `invoke_workflow` span: timers and dead letters continue it. */
   traceparent: string | null;
 }
 

@@ -5,7 +5,7 @@ import { NodeListeners } from './node-listeners.js';
 import type { Db } from './database.js';
 import { openTransaction, type Tx } from './tx.js';
 
-/** How often every node reads new notices (issue 24: SWITCHBOARD_PG_LISTEN=off). */
+/** How often every node reads new notices (SWITCHBOARD_PG_LISTEN=off: no LISTEN/NOTIFY). */
 export const POLL_MS = 250;
 /**
  * Each poll reads the notices of this last stretch of the database's clock and delivers those

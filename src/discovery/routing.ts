@@ -1,5 +1,5 @@
 /**
- * Agent health (design §5) and the routing strategies of a lookup: pure functions of the
+ * Agent health and the routing strategies of a lookup: pure functions of the
  * candidates, the time and a random source, so they are tested without a server.
  */
 

@@ -21,7 +21,7 @@ const UNLOGGED: EventLog = { append: async () => undefined };
 const SWEEP_INTERVAL_MS = 60 * 60_000;
 
 /**
- * The event log (design §8, issue 22): the EventLog every domain appends to in its own
+ * The event log: the EventLog every domain appends to in its own
  * transactions, its list and live stream, and the retention sweep.
  */
 export function createEventsDomain(deps: { platform: Platform; groups: AgentGroups }) {

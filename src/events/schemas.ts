@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { JsonObject, PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
- * The events domain's schemas (design §8), written once: they validate requests, type the
+ * The events domain's schemas, written once: they validate requests, type the
  * service and the SDK, and document the OpenAPI.
  */
 

@@ -75,7 +75,7 @@ export function eventTypesMatching(patterns: readonly string[], field: (index: n
 }
 
 /**
- * Reading the event log (design §8; EventAppender writes it): list it or follow it live.
+ * Reading the event log (EventAppender writes it): list it or follow it live.
  * Admins read every event; an agent reads events without readers (shared workspace objects)
  * and those naming it or one of its groups.
  */

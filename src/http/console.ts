@@ -9,7 +9,7 @@ const PREFIX = '/console';
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 /**
- * The console (design §9) at /console: the single-page app built into `dir` by `npm run build`,
+ * The console at /console: the single-page app built into `dir` by `npm run build`,
  * without credentials (it signs in with an API key and calls the API like any client). Assets
  * are cached for good, index.html is revalidated every time so a new build is picked up, and
  * every other path under /console is the app's own route (a deep link): index.html. Without a

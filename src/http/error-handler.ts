@@ -67,7 +67,7 @@ interface Answer {
 export type ErrorAudit = (request: FastifyRequest, status: number) => void | Promise<void>;
 
 /**
- * The one place errors become HTTP responses (design §2). Typed errors keep their code and
+ * The one place errors become HTTP responses. Typed errors keep their code and
  * message; validation errors list every bad field; a database out of reach is a 503 with
  * Retry-After and a full disk a 507 (noted in `storage` for /readyz); anything else unexpected
  * is logged and answered with a bare 500 that leaks nothing. Each answer is told to `audit`

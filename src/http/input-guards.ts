@@ -4,7 +4,8 @@ import { mayHoldUnstorable, refuseUnstorable } from '../kernel/json.js';
 
 /**
  * Refusals of hostile input that no route schema can express, applied once for every route:
- * JSON nested too deep, and NUL characters in text (issue 20, items 5 and 6).
+ * JSON nested too deep (it can exhaust the stack) and NUL characters in text (PostgreSQL text
+ * columns refuse them).
  */
 
 /** Deeper JSON is refused: far past what clients send, far short of what overflows a walk. */

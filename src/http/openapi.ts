@@ -81,7 +81,7 @@ export function operationName(method: string, url: string): string | undefined {
 const WILDCARD = '*';
 const WILDCARD_NAME = 'path';
 
-/** The error responses every operation answering them shares, by status: the envelope of design §2 with the code it carries. */
+/** The error responses every operation answering them shares, by status: the error envelope with the code it carries. */
 const SHARED_ERRORS: Record<number, { name: string; description: string; headers?: Record<string, unknown> }> = {
   400: { name: 'InvalidRequest', description: 'A parameter or the body is invalid; `error.details` lists each bad field' },
   401: {

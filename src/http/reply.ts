@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Page, Paged } from '../kernel/pagination.js';
 
-/** The success envelope (design §2). Routes end with one of these. */
+/** The success envelope. Routes end with one of these. */
 export function ok<T>(reply: FastifyReply, data: T, status = 200) {
   return reply.code(status).send({ data, meta: { request_id: reply.request.id } });
 }

@@ -4,7 +4,7 @@ import { AGENT_ID_PATTERN } from '../kernel/agent-ids.js';
 import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
 import type { Page } from '../kernel/pagination.js';
 
-/** Shared TypeBox pieces: the envelope of design §2 and common parameters. */
+/** Shared TypeBox pieces: the response envelope and common parameters. */
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);

@@ -141,7 +141,7 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
 
   // Two validators: query strings and path params arrive as text and are coerced to the
   // schema's types; JSON bodies are not (a number where a string belongs is a 400, never
-  // silently converted). Unknown fields are errors everywhere (design §2). JSON numbers are
+  // silently converted). Unknown fields are errors everywhere. JSON numbers are
   // finite (`1e400` parses as Infinity); text ones coerced to Infinity pass ajv's finiteness
   // check, and meet the maximum every integer has (withBoundedRequestIntegers).
   const validatorOptions = { removeAdditional: false, useDefaults: true, allErrors: true, strict: false } as const;

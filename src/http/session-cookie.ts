@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-/** The console's session cookie (design §3). */
+/** The console's session cookie. */
 export const SESSION_COOKIE = 'switchboard_session';
 
 /** The value of the request's cookie `name`, if it carries one. */

@@ -15,7 +15,7 @@ function random40(): number {
   return value;
 }
 
-/** The id prefixes of design §2; one per kind of object. */
+/** The id prefixes, one per kind of object, so an id says what it names. */
 export type IdPrefix =
   | 'rtn' | 'exe' | 'prj' | 'tsk' | 'cmt' | 'act' | 'dep' | 'cap' | 'msg' | 'ses' | 'thr'
   | 'sub' | 'plan' | 'run' | 'trg' | 'art' | 'upl' | 'key' | 'req' | 'pk' | 'fire' | 'evt'

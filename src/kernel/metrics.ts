@@ -25,7 +25,7 @@ export interface MetricSources {
 }
 
 /**
- * The domain metrics of design §11 (Prometheus names: `switchboard_…_total` counters, `_seconds`
+ * The domain metrics (Prometheus names: `switchboard_…_total` counters, `_seconds`
  * histograms). Services count through it; gauges are read from the stores when scraped.
  */
 export class DomainMetrics {

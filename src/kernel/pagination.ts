@@ -1,4 +1,4 @@
-/** A window into a list (limit/offset, design §2) and one page of results. */
+/** A window into a list (limit/offset) and one page of results. */
 export interface Page {
   limit: number;
   offset: number;

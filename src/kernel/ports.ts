@@ -9,7 +9,7 @@ import type { AuditActor } from './request-scope.js';
  * when there is none.
  */
 
-/** Who produced a message and wants its outcome (design §4): a routine execution, a plan step… */
+/** Who produced a message and wants its outcome: a routine execution, a plan step… */
 export interface MessageOrigin {
   /** Which producer's handler hears of the outcome (stored with the message as `origin_kind`). */
   kind: OriginKind;
@@ -165,7 +165,7 @@ export interface DeliveryStats {
 }
 
 /**
- * Every event type of the log (design §8), for type filters and the API's schema. A domain
+ * Every event type of the log, for type filters and the API's schema. A domain
  * that starts producing a new type adds it here.
  */
 export const EVENT_TYPES = [
@@ -183,7 +183,7 @@ export const EVENT_TYPES = [
   'input.submitted',
   'routine.execution.succeeded',
   'routine.execution.failed',
-  // Operator actions on routines (design §8's audit log): PATCH enabled, a manual trigger.
+  // Operator actions on routines: PATCH enabled, a manual trigger.
   'routine.paused',
   'routine.resumed',
   'routine.triggered',
@@ -230,7 +230,7 @@ export interface NewEvent {
 }
 
 /**
- * Implemented by events: the durable log (design §8). `append` writes in the caller's
+ * Implemented by events: the durable log. `append` writes in the caller's
  * transaction (a transactional outbox: an aborted transaction leaves no event). On
  * PostgreSQL it holds a lock until the transaction ends, so appends commit in log order:
  * append last, when the transaction's other writes are done.
@@ -239,14 +239,14 @@ export interface EventLog {
   append(tx: Tx, ...events: NewEvent[]): Promise<void>;
 }
 
-/** Implemented by cluster: this node's id in the node registry, and which nodes are up (design §10). */
+/** Implemented by cluster: this node's id in the node registry, and which nodes are up. */
 export interface NodeRegistry {
   readonly nodeId: string;
   /** The nodes whose heartbeat is fresh and that have not stopped (a node not listed is down or gone). */
   liveNodeIds(): Promise<string[]>;
 }
 
-/** A change to the control plane, as a service records it (design §3, audit log). */
+/** A change to the control plane, as a service records it. */
 export interface AuditedChange {
   /** What was done: `<resource type>.<verb>`, e.g. `plan.delete`. */
   action: string;

@@ -1,7 +1,7 @@
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 
 /**
- * Spans through `@opentelemetry/api` only (design §11). Without a tracer provider (OTEL_* unset:
+ * Spans through `@opentelemetry/api` only. Without a tracer provider (OTEL_* unset:
  * tracing.ts never loads the SDK) every call here is the API's no-op: a span that records
  * nothing, and a context that carries only what it was given.
  */

@@ -94,7 +94,7 @@ async function waitingStep(coordination: HumanDecisionService, of: { runId?: str
 }
 
 /**
- * `request_step_input` (issue 26): asks the MCP client's user for the data a waiting
+ * `request_step_input`: asks the MCP client's user for the data a waiting
  * human_input step needs (a 2025 client gets an elicitation request, a 2026-07-28 client an
  * input-required result) and submits the reply as submit_step_input would: same checks,
  * same field errors. A declined or cancelled form submits nothing.

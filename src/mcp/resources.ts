@@ -62,7 +62,7 @@ function jsonResource<T>(kind: string, spec: {
 }
 
 /**
- * Runs, plans, tasks and artifacts as MCP resources (issue 26). Each reads through its domain
+ * Runs, plans, tasks and artifacts as MCP resources. Each reads through its domain
  * service as the HTTP API does, with the same access: runs, plans and tasks are visible to
  * every key, artifacts to their owner, whom they are shared with (or their groups) and admins.
  */

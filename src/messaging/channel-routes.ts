@@ -98,7 +98,7 @@ function frameError(err: unknown, log: FastifyBaseLogger): FrameError {
 }
 
 /**
- * GET /messaging/channel, a WebSocket per agent connection (issue 27): messages pushed as they
+ * GET /messaging/channel, a WebSocket per agent connection: messages pushed as they
  * arrive within the client's credit, and acks, rejects, extends, sends, subscriptions and
  * heartbeats as frames (channel-schemas.ts). Authenticated like any request before the
  * upgrade; each request frame, and each frame refused, spends the caller's rate budget as an

@@ -23,7 +23,7 @@ function itemFailure(messageId: string, err: unknown): ItemFailure {
 }
 
 /**
- * One agent connection's channel (issue 27), without its transport: messages are leased
+ * One agent connection's channel, without its transport: messages are leased
  * exactly as a long poll leases them (the same `receive`, so FIFO per destination, the same
  * visibility timeout, the same wake-ups across nodes) while the client has credit, each
  * pushed message spending one; requests act as the channel's agent and nobody else.

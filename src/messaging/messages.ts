@@ -25,7 +25,7 @@ export interface Message {
   delivery_semantic: 'at_least_once' | 'at_most_once';
   status: string;
   redriven_from: string | null;
-  /** W3C trace context of the send (issue 25): a receiver's work continues that trace. */
+  /** W3C trace context of the send: a receiver's work continues that trace. */
   traceparent: string | null;
 }
 

@@ -26,7 +26,7 @@ export interface MessagesTable {
   origin_kind: string | null;
   origin_ref: string | null;
   redriven_from: string | null;
-  /** W3C trace context of the send (issue 25), handed to the receiver. */
+  /** W3C trace context of the send, handed to the receiver. */
   traceparent: string | null;
   created_at: number;
 }

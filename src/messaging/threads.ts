@@ -51,7 +51,7 @@ function toThread(row: ThreadRow): Thread {
 }
 
 /**
- * Sessions and their threads (design §5): a thread's participants, and in turn mode the round
+ * Sessions and their threads: a thread's participants, and in turn mode the round
  * robin that a send to the thread takes part in (`takeTurn`, called by the inbox).
  */
 export class ThreadsService {
@@ -128,7 +128,7 @@ export class ThreadsService {
     return { items: page.items.map(toMessage), total: page.total };
   }
 
-  /** Thread rules (design §5), inside the send's transaction: participants only; in turn mode, round robin in list order. */
+  /** Thread rules, inside the send's transaction: participants only; in turn mode, round robin in list order. */
   async takeTurn(tx: Tx, threadId: string, sender: string, destination: string): Promise<void> {
     const thread = await this.store.findThread(tx, threadId);
     if (!thread) throw new NotFound('Thread', threadId);

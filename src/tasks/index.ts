@@ -10,7 +10,7 @@ export * as taskSchemas from './schemas.js';
 export { cycleThrough, findPath } from './graph.js';
 
 /**
- * Projects and tasks (issue 6). `inbox` (messaging) receives the `task.unblocked` messages;
+ * Projects and tasks. `inbox` (messaging) receives the `task.unblocked` messages;
  * without it the domain works the same and sends none.
  */
 export function createTasksDomain(deps: { platform: Platform; events: EventLog; inbox?: Inbox }) {

@@ -2,7 +2,7 @@ import { Type, type Static, type TString } from '@sinclair/typebox';
 import { AGENT_ID_PATTERN, PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
- * The tasks domain's schemas (design §5), written once: they validate HTTP requests, type the
+ * The tasks domain's schemas, written once: they validate HTTP requests, type the
  * service, document the OpenAPI and will describe the MCP tools (create_task, get_task,
  * list_tasks, update_task, delete_task, add_comment, list_projects), so every field says what it is.
  */

@@ -18,7 +18,7 @@ export * as webhookSchemas from './schemas.js';
 const SWEEP_INTERVAL_MS = 60 * 60_000;
 
 /**
- * Outbound webhooks (design §8, issue 22): CRUD and the delivery log, a fan-out worker that
+ * Outbound webhooks: CRUD and the delivery log, a fan-out worker that
  * matches new events of the log to webhooks (woken by appends on any node), and a delivery
  * worker that POSTs them signed and retries.
  */

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
- * The webhooks domain's schemas (design §8), written once: they validate requests, type the
+ * The webhooks domain's schemas, written once: they validate requests, type the
  * service and the SDK, and document the OpenAPI.
  */
 

@@ -4,7 +4,7 @@ type WhoAmI = Pick<Result<'auth.whoami'>, 'kind' | 'role' | 'username' | 'agent_
 
 /**
  * Whether a step's approvers name this principal: a user as `user:<username>`, an agent as
- * `agent:<id>` or a bare id, anyone by `role:<role>` (design §3). The approvals inbox puts these
+ * `agent:<id>` or a bare id, anyone by `role:<role>`. The approvals inbox puts these
  * under "Waiting for you".
  */
 export function namesMe(approvers: readonly string[], me: WhoAmI): boolean {

@@ -1,5 +1,5 @@
 /*
- * Why an approval link can no longer decide its step, read from the API's answer (design §9):
+ * Why an approval link can no longer decide its step, read from the API's answer:
  * pure, unit-tested in test/console/link-refusal.test.ts.
  */
 

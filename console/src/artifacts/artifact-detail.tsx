@@ -51,7 +51,7 @@ export function ArtifactDetailView({ artifactId, search }: { artifactId: string;
   const current = artifact.data;
   const all = versions.data?.versions ?? [];
   const shown = all.find((v) => v.version === (search.version ?? current.version));
-  // Design §3: artifacts:write changes any artifact; an agent (confined to itself) only its own.
+  // artifacts:write changes any artifact; an agent (confined to itself) only its own.
   const mayChange = can('artifacts:write') && (whoami.kind !== 'agent' || whoami.agent_id === current.owner);
   return (
     <section className="artifact-detail">

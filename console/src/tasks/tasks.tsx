@@ -31,7 +31,7 @@ export function ProjectsView({ search }: { search: ProjectsSearch }) {
   const { client } = useSession();
   const navigate = useNavigate({ from: '/tasks' });
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  // Projects change through no event (design §8 has none for them): the list is as fresh as its load.
+  // No event reports a project's changes: the list is as fresh as its load.
   const projects = useQuery({
     queryKey: queryKeys.tasks.projects({ offset }),
     queryFn: () => client.projects.list.page({ query: { limit: PAGE_SIZE, offset } }),

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
- * Fewer index entries per cron fire (issue 5: 10,000 routines due in one second).
+ * Fewer index entries per cron fire (10,000 routines can fall due in one second).
  * - messages_thread held an entry for every message, thread or not; only thread messages are
  *   ever looked up through it (`thread_id = ?`, which implies the partial index's predicate on
  *   both dialects), so routine and plan messages now skip it.

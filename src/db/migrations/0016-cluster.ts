@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
- * The node registry (design §10, issue 24): one row per running server on this database,
+ * The node registry: one row per running server on this database,
  * inserted at start, touched by its heartbeat every 5 s, marked stopped by a clean shutdown;
  * rows of nodes silent for a day are swept. On SQLite there is one node.
  */

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
- * Artifact contents in the database, in chunks (issue 24): on PostgreSQL every node reads what
+ * Artifact contents in the database, in chunks: on PostgreSQL every node reads what
  * any node wrote. Created on SQLite too (one schema for both), where the file store stays the
  * default and these tables stay empty. See artifacts/tables.ts for the three tables.
  */

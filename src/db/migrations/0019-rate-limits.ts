@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
- * The cluster-wide request budgets (issue 24, cluster/rate-limiter.ts): per budget and window,
+ * The cluster-wide request budgets (cluster/rate-limiter.ts): per budget and window,
  * the requests nodes have leased so far. Rows of past windows are deleted. Unused on SQLite.
  */
 export async function up(db: Kysely<unknown>, _caps: DialectCapabilities): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Traces (issue 25): the W3C `traceparent` a message was sent under (its send span's, or what
+ * Traces: the W3C `traceparent` a message was sent under (its send span's, or what
  * the sender propagated), handed to its receiver; a run's (its `invoke_workflow` span's), which
  * the transitions no request carries (timers, dead letters the reaper makes) continue. Null
  * when nothing traced them.

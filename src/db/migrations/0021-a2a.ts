@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
- * A2A tasks (issue 26, src/a2a/): each task is one message in an agent's inbox, and its state
+ * A2A tasks (src/a2a/): each task is one message in an agent's inbox, and its state
  * follows that message (submitted → working on delivery → completed on ack, failed on dead
  * letter, canceled when withdrawn). `requester` is who sent it (an agent id or an admin actor).
  */

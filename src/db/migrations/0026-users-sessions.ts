@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
- * People (design §3): `users` (scrypt password hashes, never returned), API keys bound to a
+ * People: `users` (scrypt password hashes, never returned), API keys bound to a
  * user (`api_keys.user_id`), the console's `auth_sessions` (only a hash of the session token),
  * and `sign_in_failures` (wrong passwords per username and client address, for throttling
  * shared by every node). Existing keys stay bound to no user.

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DialectCapabilities } from '../capabilities.js';
 
 /**
- * Users who sign in through OIDC (design §3): the identity provider's issuer and the user's
+ * Users who sign in through OIDC: the identity provider's issuer and the user's
  * `sub` there, which find the user again at the next sign-in (a username may be renamed at the
  * provider, a `sub` is stable). Unique together; null for users without OIDC sign-in.
  */

@@ -63,7 +63,7 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 /**
- * Authentication and rate limiting for every route (design §2, §3): bearer keys, and the
+ * Authentication and rate limiting for every route: bearer keys, and the
  * console's session cookie where no other credentials are sent, are checked before the body is
  * read (a request with the cookie that changes state must carry the session's X-CSRF-Token); Ed25519 signatures cover the body's hash, so before the body only
  * what can be (a canonical signature, a fresh timestamp, a registered key), and the signature
@@ -110,8 +110,8 @@ export function installAuth(app: FastifyInstance, auth: AuthService, sessions: S
   }
 
   // Bytes reserved by the bodies of signed requests not verified yet: a client needs no secret
-  // to get this far, so together they may hold at most `unauthenticatedBodyBytes` (1,000 slow
-  // 1 MiB bodies took RSS from 180 MB to 1.17 GB, issue 20).
+  // to get this far, so together they may hold at most `unauthenticatedBodyBytes`: 1,000 slow
+  // 1 MiB bodies took RSS from 180 MB to 1.17 GB without it.
   let heldBodyBytes = 0;
   const releases = new WeakMap<FastifyRequest, () => void>();
 

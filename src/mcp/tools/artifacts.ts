@@ -14,7 +14,7 @@ const ReadArtifactOutput = Type.Composite([
   }),
 ]);
 
-/** Artifacts (issue 26): store a snippet, read one back. Read access is the artifacts service's (owner, shares, groups; admins all). */
+/** Artifacts: store a snippet, read one back. Read access is the artifacts service's (owner, shares, groups; admins all). */
 export function artifactTools({ artifacts }: ToolServices): GroupTool[] {
   return [
     define({

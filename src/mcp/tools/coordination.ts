@@ -7,7 +7,7 @@ import { DECIDE, define, DISPATCH, pagedOutput, READ, toolInput, type GroupTool,
 const RUN_ID = { run_id: 'Run id (run_…)' };
 const STEP_IDS = { ...RUN_ID, step_id: "The waiting step's id in the plan" };
 
-/** Coordination (issues 22 and 26): plans, their runs, and the human steps that wait for a decision. */
+/** Coordination: plans, their runs, and the human steps that wait for a decision. */
 export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
   return [
     define({

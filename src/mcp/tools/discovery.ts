@@ -8,7 +8,7 @@ function dataWithMeta(envelope: TObject, keys: string[]): TObject {
   return Type.Object({ ...data.properties, ...Object.fromEntries(keys.map((key) => [key, meta.properties[key]!])) });
 }
 
-/** Discovery (issue 26): who can do what. */
+/** Discovery: who can do what. */
 export function discoveryTools({ discovery }: ToolServices): GroupTool[] {
   return [
     define({

@@ -30,7 +30,7 @@ const BUILDERS: Record<ToolGroup, (services: ToolServices) => GroupTool[]> = {
 };
 
 /**
- * The MCP tools (issues 10, 22 and 26), of the given groups (default: all). Each calls the
+ * The MCP tools, of the given groups (default: all). Each calls the
  * domain service method its HTTP route calls, with its arguments checked against the route's
  * own TypeBox schemas and its output described by the route's response schema.
  */

@@ -3,7 +3,7 @@ import { callerOf, DEFAULT_VISIBILITY_S, MAX_BATCH, MAX_WAIT_S } from '../../mes
 import { AcknowledgeBody, Acknowledged, Received, ReceiveQuery, SendBody, Sent } from '../../messaging/schemas.js';
 import { CREATE, define, DISPATCH, toolInput, UPDATE, type GroupTool, type ToolServices } from './define.js';
 
-/** Messaging (issue 26): send to an agent's inbox, receive from one's own, acknowledge. The source is always the caller. */
+/** Messaging: send to an agent's inbox, receive from one's own, acknowledge. The source is always the caller. */
 export function messagingTools({ inbox }: ToolServices): GroupTool[] {
   return [
     define({

@@ -5,7 +5,7 @@ import { CREATE, define, DELETE, DISPATCH, pagedOutput, READ, toolInput, UPDATE,
 
 const ROUTINE_ID = { id: 'Routine id (rtn_…)' };
 
-/** Routines (issue 10): the spec's tools, on the routes' schemas. */
+/** Routines: the spec's tools, on the routes' schemas. */
 export function routineTools({ routines }: ToolServices): GroupTool[] {
   return [
     define({

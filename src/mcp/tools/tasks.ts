@@ -3,7 +3,7 @@ import { Deleted, page, PageQuery } from '../../http/schemas.js';
 import { AddCommentBody, Comment, CreateTaskBody, ListTasksQuery, Project, Task, TaskParams, UpdateTaskBody } from '../../tasks/schemas.js';
 import { CREATE, define, DELETE, pagedOutput, READ, toolInput, UPDATE, type GroupTool, type ToolServices } from './define.js';
 
-/** Projects and tasks (issue 10): the spec's tools, on the routes' schemas. */
+/** Projects and tasks: the spec's tools, on the routes' schemas. */
 export function taskTools({ tasks }: ToolServices): GroupTool[] {
   return [
     define({
