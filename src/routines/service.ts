@@ -12,6 +12,7 @@ import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type Inbox, type MessageO
 import { autocommit, type Tx } from '../db/tx.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
+import { executionFinished, outputText, toExecution, toFire, toRoutine } from './views.js';
 import type { ExecutionRow, FireRow, RoutineFilter, RoutineRow, RoutinesStore } from './store.js';
 import type { ExecutionStatus, ExecutionTrigger } from './tables.js';
 
@@ -39,76 +40,10 @@ export interface RoutinesDeps {
   fireBatchSize?: number;
 }
 
-
-function toRoutine(row: RoutineRow): Routine {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    trigger_type: row.trigger_type,
-    cron_expression: row.cron_expression,
-    timezone: row.timezone,
-    target_agent: row.target_agent,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
-    enabled: row.enabled === 1,
-    catch_up: row.catch_up,
-    overlap: row.overlap,
-    timeout_seconds: row.timeout_seconds,
-    next_run_at: iso(row.next_run_at),
-    last_run_at: iso(row.last_run_at),
-    created_by: row.created_by,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
-}
-
-/** routine.execution.succeeded or .failed, for an execution that just finished. */
-function executionFinished(execution: Pick<ExecutionRow, 'id' | 'routine_id' | 'trigger'>, succeeded: boolean, output: string | null, actor: string): NewEvent {
-  return {
-    type: succeeded ? 'routine.execution.succeeded' : 'routine.execution.failed',
-    subject: execution.routine_id,
-    actor,
-    data: { routine_id: execution.routine_id, execution_id: execution.id, trigger: execution.trigger, status: succeeded ? 'success' : 'failed', output },
-  };
-}
-
-function toExecution(row: ExecutionRow): Execution {
-  return {
-    id: row.id,
-    routine_id: row.routine_id,
-    status: row.status,
-    trigger: row.trigger,
-    payload: JSON.parse(row.payload) as unknown,
-    scheduled_for: iso(row.scheduled_for),
-    message_id: row.message_id,
-    output: row.output,
-    created_at: iso(row.created_at),
-    started_at: iso(row.started_at),
-    completed_at: iso(row.completed_at),
-  };
-}
-
-function toFire(row: FireRow): Fire {
-  return {
-    id: row.id,
-    routine_id: row.routine_id,
-    scheduled_for: iso(row.scheduled_for),
-    outcome: row.outcome,
-    reason: row.reason,
-    execution_id: row.execution_id,
-    created_at: iso(row.created_at),
-  };
-}
-
-/** An acknowledgement's output as the execution's text output (design §4). */
-function outputText(output: unknown): string | null {
-  if (output === undefined || output === null) return null;
-  return typeof output === 'string' ? output : JSON.stringify(output);
-}
-
 /**
  * Routines: CRUD, the cron scheduler with its fire ledger, manual and webhook runs, and the
- * executions whose fate the target agent decides through its inbox (design §4, §5).
+ * executions whose fate the target agent decides through its inbox (acknowledged: success with
+ * its output; dead-lettered: failed with the reason).
  */
 export class RoutinesService {
   private readonly fireBatchSize: number;

@@ -15,6 +15,7 @@ import type { ReceiverGuard } from './addresses.js';
 import type { CreatedWebhook, CreateWebhookBody, Delivery, DeliveryAttempt, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
 import type { AttemptResult, DeliveryTransport } from './sender.js';
 import type { ClaimedDelivery, DeliveryRow, WebhookRow, WebhooksStore } from './store.js';
+import { toDelivery, toWebhook } from './views.js';
 
 /** Notices on this channel tell delivery workers (on every node) that deliveries became due. */
 export const WEBHOOK_DELIVERIES_DUE = 'webhooks:due';
@@ -86,39 +87,6 @@ export function retryDelayMs(attempt: number): number {
   return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(attempt - 1, 30));
 }
 
-function toWebhook(row: WebhookRow): Webhook {
-  return {
-    id: row.id,
-    url: row.url,
-    types: JSON.parse(row.types) as string[],
-    description: row.description,
-    enabled: row.enabled === 1,
-    disabled_reason: row.disabled_reason,
-    failing_since: iso(row.failing_since),
-    created_by: row.created_by,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
-}
-
-function toDelivery(row: DeliveryRow): Delivery {
-  return {
-    id: row.id,
-    webhook_id: row.webhook_id,
-    event_id: row.event_id,
-    event_type: row.event_type,
-    status: row.status,
-    attempts: row.attempts,
-    last_status_code: row.last_status_code,
-    latency_ms: row.latency_ms,
-    error: row.error,
-    response_body: row.response_body,
-    next_attempt_at: row.status === 'pending' ? iso(row.next_attempt_at) : null,
-    last_attempt_at: iso(row.last_attempt_at),
-    created_at: iso(row.created_at),
-  };
-}
-
 /**
  * Refuses a URL that is not http(s), or whose host is an IP address the guard refuses. A host
  * name is checked when each delivery resolves it (its addresses may change).
@@ -158,7 +126,7 @@ function checkTypes(types: string[]): string {
 }
 
 /**
- * Outbound webhooks (design §8): admins register receivers for event type patterns; new events
+ * Outbound webhooks: admins register receivers for event type patterns; new events
  * of the log are matched to them after commit (fan-out), and each match becomes a delivery,
  * POSTed signed (Standard Webhooks) by the delivery worker and retried with backoff for 24 h.
  * Nothing here runs in the request that caused an event.
