@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
 import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
@@ -30,7 +31,11 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['kysely'], message: 'Kysely belongs in db/ and store.ts; pass a Tx (db/tx.js) instead.' },
-            { group: ['**/db/database.js'], importNames: ['Db'], message: 'A Kysely handle belongs in db/ and store.ts; pass a Tx (db/tx.js) instead.' },
+            {
+              group: ['**/db/database.js'],
+              importNames: ['Db'],
+              message: 'A Kysely handle belongs in db/ and store.ts; pass a Tx (db/tx.js) instead.',
+            },
             {
               group: ['**/db/schema.js', '**/db/capabilities.js', '**/db/paginate.js', '**/db/statements.js', '**/db/bulk-insert.js'],
               message: 'SQL and dialect details belong in db/ and store.ts.',
@@ -60,4 +65,6 @@ export default tseslint.config(
     files: ['src/cli.ts', 'bench/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },
+  // Layout is Prettier's (npm run format); ESLint keeps to correctness.
+  prettier,
 );

@@ -11,12 +11,27 @@ import os from 'node:os';
 import path from 'node:path';
 import type autocannon from 'autocannon';
 import type { Dialect } from '../test/helpers/database.js';
-import { compare, fmt, machine, record, ROOT, startSwitchboard, type LoadOptions, type LoadResult, type SwitchboardProcess } from './lib.js';
+import {
+  compare,
+  fmt,
+  machine,
+  record,
+  ROOT,
+  startSwitchboard,
+  type LoadOptions,
+  type LoadResult,
+  type SwitchboardProcess,
+} from './lib.js';
 
 const TASKS = 1_000;
 const ROUNDS = 6;
 
-async function call(server: SwitchboardProcess, method: string, url: string, body: unknown): Promise<{ data: { id?: string; key?: string } }> {
+async function call(
+  server: SwitchboardProcess,
+  method: string,
+  url: string,
+  body: unknown,
+): Promise<{ data: { id?: string; key?: string } }> {
   const res = await fetch(`${server.url}${url}`, {
     method,
     headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': 'application/json' },
@@ -31,7 +46,8 @@ async function figures(server: SwitchboardProcess): Promise<{ read: LoadOptions;
   const agentKey = (await call(server, 'POST', '/api/v1/auth/keys', { agent_id: 'bench-producer' })).data.key!;
   const project = (await call(server, 'POST', '/core/api/v1/projects', { name: 'bench' })).data.id!;
   const tasks: string[] = [];
-  for (let i = 0; i < TASKS; i++) tasks.push((await call(server, 'POST', '/core/api/v1/tasks', { title: `task ${i}`, project_id: project })).data.id!);
+  for (let i = 0; i < TASKS; i++)
+    tasks.push((await call(server, 'POST', '/core/api/v1/tasks', { title: `task ${i}`, project_id: project })).data.id!);
   let n = 0;
   const patchRequest: autocannon.Request = {
     method: 'PATCH',
@@ -48,7 +64,13 @@ async function figures(server: SwitchboardProcess): Promise<{ read: LoadOptions;
       headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ destination: 'bench-consumer', event_name: 'bench', payload: { x: 1 } }),
     },
-    patch: { ...common, url: `${server.url}/core/api/v1/tasks`, method: 'PATCH', headers: { ...admin, 'content-type': 'application/json' }, requests: [patchRequest] },
+    patch: {
+      ...common,
+      url: `${server.url}/core/api/v1/tasks`,
+      method: 'PATCH',
+      headers: { ...admin, 'content-type': 'application/json' },
+      requests: [patchRequest],
+    },
   };
 }
 
@@ -64,7 +86,9 @@ function commitOf(root: string): string {
 export default async function accessControl(): Promise<void> {
   const before = process.env.SWITCHBOARD_BENCH_BEFORE;
   if (!before) {
-    console.log('access-control: set SWITCHBOARD_BENCH_BEFORE to a built checkout from before access control (e.g. 31aeae4, built against this checkout node_modules, so that only the code differs); skipped');
+    console.log(
+      'access-control: set SWITCHBOARD_BENCH_BEFORE to a built checkout from before access control (e.g. 31aeae4, built against this checkout node_modules, so that only the code differs); skipped',
+    );
     return;
   }
   const rows: string[] = [];

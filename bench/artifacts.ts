@@ -12,7 +12,7 @@ import os from 'node:os';
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { compare, fmt, load, machine, median, record, startBaseline, startSwitchboard, } from './lib.js';
+import { compare, fmt, load, machine, median, record, startBaseline, startSwitchboard } from './lib.js';
 
 const MiB = 1024 * 1024;
 const SIZE = 1024 * MiB;
@@ -56,7 +56,14 @@ interface Transfer {
  * One HTTP exchange: sends `body` (if any), reads the response (discarding a download), and
  * samples the server's RSS (`rss`) every 20 ms meanwhile.
  */
-async function transfer(rss: () => number, url: string, method: string, headers: Record<string, string>, bytes: number, body?: Readable): Promise<Transfer> {
+async function transfer(
+  rss: () => number,
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  bytes: number,
+  body?: Readable,
+): Promise<Transfer> {
   const before = rss();
   let peak = before;
   const sampler = setInterval(() => (peak = Math.max(peak, rss())), 20);
@@ -99,7 +106,10 @@ function expectStatus(what: string, got: { status: number; json: Json }, status:
   if (got.status !== status) throw new Error(`${what}: HTTP ${got.status} ${JSON.stringify(got.json)}`);
 }
 
-const summary = (runs: Transfer[]) => ({ mibPerSecond: median(runs.map((r) => r.mibPerSecond)), rssGrowthMiB: Math.max(...runs.map((r) => r.rssGrowthMiB)) });
+const summary = (runs: Transfer[]) => ({
+  mibPerSecond: median(runs.map((r) => r.mibPerSecond)),
+  rssGrowthMiB: Math.max(...runs.map((r) => r.rssGrowthMiB)),
+});
 
 export default async function artifactsBench(): Promise<void> {
   const loadBefore = os.loadavg()[0]!;
@@ -109,7 +119,13 @@ export default async function artifactsBench(): Promise<void> {
   try {
     const key = sb.adminKey;
     const octet = { 'content-type': 'application/octet-stream', 'content-length': String(SIZE) };
-    const runs = { baseUp: [] as Transfer[], rawUp: [] as Transfer[], formUp: [] as Transfer[], baseDown: [] as Transfer[], sbDown: [] as Transfer[] };
+    const runs = {
+      baseUp: [] as Transfer[],
+      rawUp: [] as Transfer[],
+      formUp: [] as Transfer[],
+      baseDown: [] as Transfer[],
+      sbDown: [] as Transfer[],
+    };
     let keep = '';
     for (let round = 0; round < ROUNDS; round++) {
       console.log(`round ${round + 1}/${ROUNDS}: uploads`);
@@ -118,7 +134,11 @@ export default async function artifactsBench(): Promise<void> {
       runs.baseUp.push(base);
 
       // Upload URL: create the intent, PUT the bytes, confirm (the PUT and confirm are timed).
-      const intent = await call(`${sb.url}/api/v1/artifacts/upload-url`, 'POST', key, { name: 'big.bin', content_type: 'application/octet-stream', size_bytes: SIZE });
+      const intent = await call(`${sb.url}/api/v1/artifacts/upload-url`, 'POST', key, {
+        name: 'big.bin',
+        content_type: 'application/octet-stream',
+        size_bytes: SIZE,
+      });
       expectStatus('upload-url', intent, 201);
       const started = performance.now();
       const put = await transfer(sb.rss, intent.json.data.url, 'PUT', octet, SIZE, content(SIZE));
@@ -132,7 +152,11 @@ export default async function artifactsBench(): Promise<void> {
         sb.rss,
         `${sb.url}/api/v1/artifacts`,
         'POST',
-        { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(head.length + SIZE + tail.length) },
+        {
+          authorization: `Bearer ${key}`,
+          'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+          'content-length': String(head.length + SIZE + tail.length),
+        },
         SIZE,
         content(SIZE, head, tail),
       );
@@ -143,7 +167,13 @@ export default async function artifactsBench(): Promise<void> {
       const baseDown = await transfer(baseline.rss, `${baseline.url}/download`, 'GET', {}, SIZE);
       expectStatus('baseline download', baseDown, 200);
       runs.baseDown.push(baseDown);
-      const sbDown = await transfer(sb.rss, `${sb.url}/api/v1/artifacts/${confirmed.json.data.id}/download`, 'GET', { authorization: `Bearer ${key}` }, SIZE);
+      const sbDown = await transfer(
+        sb.rss,
+        `${sb.url}/api/v1/artifacts/${confirmed.json.data.id}/download`,
+        'GET',
+        { authorization: `Bearer ${key}` },
+        SIZE,
+      );
       expectStatus('download', sbDown, 200);
       runs.sbDown.push(sbDown);
 

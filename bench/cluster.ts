@@ -42,7 +42,12 @@ function backendCpuMs(dbName: string): number {
 }
 
 /** 4 producers → 4 consumers over `nodes` for `seconds`: messages acked per second and database CPU µs per message. */
-async function endToEnd(nodes: SwitchboardProcess[], adminKey: string, dbName: string, seconds: number): Promise<{ rate: number; dbUs: number; nodeUs: number }> {
+async function endToEnd(
+  nodes: SwitchboardProcess[],
+  adminKey: string,
+  dbName: string,
+  seconds: number,
+): Promise<{ rate: number; dbUs: number; nodeUs: number }> {
   const run = randomBytes(4).toString('hex');
   const destinations = [0, 1, 2, 3].map((i) => `cl-${run}-${i}`);
   const keyOf = new Map<string, string>();
@@ -56,7 +61,8 @@ async function endToEnd(nodes: SwitchboardProcess[], adminKey: string, dbName: s
   const nodesBefore = nodes.reduce((sum, n) => sum + n.cpuMs(), 0);
   const producers = destinations.map(async (destination, i) => {
     const node = nodes[i % nodes.length]!;
-    while (Date.now() < until) await call(`${node.url}/api/v1/messaging/send`, 'POST', producerKey, { destination, event_name: 'e2e', payload: { x: 1 } });
+    while (Date.now() < until)
+      await call(`${node.url}/api/v1/messaging/send`, 'POST', producerKey, { destination, event_name: 'e2e', payload: { x: 1 } });
   });
   const consumers = destinations.map(async (destination, i) => {
     const node = nodes[(i + 1) % nodes.length]!;
@@ -129,7 +135,10 @@ export default async function cluster(): Promise<void> {
       serverCpuMs: server.cpuMs,
     });
     const { a, b } = await compare(request(local), request(shared));
-    for (const [name, r] of [['local', a], ['shared', b]] as const) {
+    for (const [name, r] of [
+      ['local', a],
+      ['shared', b],
+    ] as const) {
       if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name}: ${r.non2xx} non-2xx and ${r.errors} errors`);
     }
     const lines = [
@@ -140,7 +149,7 @@ export default async function cluster(): Promise<void> {
       ...messagingLines,
       '### (b) the shared request budget',
       '',
-      'Two servers on one PostgreSQL database, `GET /api/v1/auth/whoami` with one admin key (cached: no query besides the budget\'s),',
+      "Two servers on one PostgreSQL database, `GET /api/v1/auth/whoami` with one admin key (cached: no query besides the budget's),",
       '50 connections; budget 100,000 per 1 s window (slices of 1,000: several leases and a new window every second). Each side:',
       '2 s warm-up, then 2 interleaved rounds of 10 s; medians.',
       '',

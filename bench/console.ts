@@ -35,7 +35,10 @@ async function call(server: SwitchboardProcess, method: string, url: string, bod
 
 /** 10,000 runs of two plans through the API: half finish at once (a transform), half wait on an agent that never comes. */
 async function seed(server: SwitchboardProcess): Promise<number> {
-  await call(server, 'POST', '/api/v1/coordination/plans', { alias: 'quick', steps: [{ id: 'sum', type: 'transform', output: { n: '{{input.n}}' } }] });
+  await call(server, 'POST', '/api/v1/coordination/plans', {
+    alias: 'quick',
+    steps: [{ id: 'sum', type: 'transform', output: { n: '{{input.n}}' } }],
+  });
   await call(server, 'POST', '/api/v1/coordination/plans', {
     alias: 'slow',
     steps: [
@@ -113,7 +116,10 @@ export default async function consoleBench(): Promise<void> {
   if (!fs.existsSync(ASSETS)) throw new Error('dist/console is missing: run `npm run build` first');
   const dialects = postgresTestUrl() ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const);
   const loadBefore = os.loadavg()[0]!;
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+  });
   const rows: string[] = [];
   const seeding: string[] = [];
   let worst = 0;

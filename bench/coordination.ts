@@ -129,7 +129,13 @@ export async function fanOut(server: SwitchboardProcess) {
   const agentStep = (id: string, depends_on?: string[]) => ({ id, type: 'agent', agent: 'fan-echo', ...(depends_on && { depends_on }) });
   await admin.call('POST', '/api/v1/coordination/plans', {
     alias: 'fan',
-    steps: [agentStep('split'), agentStep('a', ['split']), agentStep('b', ['split']), agentStep('c', ['split']), agentStep('join', ['a', 'b', 'c'])],
+    steps: [
+      agentStep('split'),
+      agentStep('a', ['split']),
+      agentStep('b', ['split']),
+      agentStep('c', ['split']),
+      agentStep('join', ['a', 'b', 'c']),
+    ],
   });
   const createStarted = performance.now();
   let next = 0;
@@ -243,9 +249,7 @@ export default async function coordination(): Promise<void> {
       await server.stop();
     }
     const f = fan[dialect]!;
-    rows.push(
-      `| ${dialect} | ${fmt(f.createRate)} | ${fmt(f.elapsed, 2)} | **${fmt(f.stepsPerSecond)}** | ${fmt(f.cpuPerStepMs, 2)} |`,
-    );
+    rows.push(`| ${dialect} | ${fmt(f.createRate)} | ${fmt(f.elapsed, 2)} | **${fmt(f.stepsPerSecond)}** | ${fmt(f.cpuPerStepMs, 2)} |`);
     console.log(dialect, f);
   }
   console.log('sequential', seq, 'events', events);

@@ -17,10 +17,37 @@ const ROUNDS = 3;
 const DOMAINS = ['text', 'image', 'audio', 'video', 'code', 'data', 'web', 'email', 'finance', 'legal'];
 const ACTIONS = ['summarize', 'translate', 'classify', 'extract', 'generate', 'review', 'convert', 'search', 'detect', 'schedule'];
 const OBJECTS = [
-  'reports', 'invoices', 'photos', 'recordings', 'contracts', 'tickets', 'articles', 'spreadsheets', 'emails', 'logs',
-  'receipts', 'slides', 'podcasts', 'screenshots', 'pull requests', 'datasets', 'web pages', 'meetings', 'forms', 'charts',
+  'reports',
+  'invoices',
+  'photos',
+  'recordings',
+  'contracts',
+  'tickets',
+  'articles',
+  'spreadsheets',
+  'emails',
+  'logs',
+  'receipts',
+  'slides',
+  'podcasts',
+  'screenshots',
+  'pull requests',
+  'datasets',
+  'web pages',
+  'meetings',
+  'forms',
+  'charts',
 ];
-const QUALIFIERS = ['quickly', 'in bulk', 'for legal teams', 'for support', 'with citations', 'in many languages', 'on a schedule', 'privately'];
+const QUALIFIERS = [
+  'quickly',
+  'in bulk',
+  'for legal teams',
+  'for support',
+  'with citations',
+  'in many languages',
+  'on a schedule',
+  'privately',
+];
 const QUERIES = [
   'summarise a long report',
   'translate an email into french',
@@ -113,7 +140,13 @@ export default async function discovery(): Promise<void> {
     try {
       lookupResult = await compare(
         { url: `${lookupBaseline.url}/?capability=text.summarize`, connections: 50, duration: 10, serverCpuMs: lookupBaseline.cpuMs },
-        { url: `${server.url}/api/v1/discovery/agents?capability=text.summarize&limit=20`, headers: auth, connections: 50, duration: 10, serverCpuMs: server.cpuMs },
+        {
+          url: `${server.url}/api/v1/discovery/agents?capability=text.summarize&limit=20`,
+          headers: auth,
+          connections: 50,
+          duration: 10,
+          serverCpuMs: server.cpuMs,
+        },
         ROUNDS,
       );
     } finally {
@@ -123,7 +156,14 @@ export default async function discovery(): Promise<void> {
     if (lb.non2xx > 0 || lb.errors > 0) throw new Error(`lookup answered ${lb.non2xx} non-2xx and ${lb.errors} errors`);
 
     // (b) search, 10 connections, queries in rotation.
-    await load({ url: `${server.url}/api/v1/discovery/search`, method: 'POST', headers: auth, connections: 10, duration: 2, requests: cycling(QUERIES.map((query) => ({ query, top_k: 10 }))) });
+    await load({
+      url: `${server.url}/api/v1/discovery/search`,
+      method: 'POST',
+      headers: auth,
+      connections: 10,
+      duration: 2,
+      requests: cycling(QUERIES.map((query) => ({ query, top_k: 10 }))),
+    });
     const sr = await load({
       url: `${server.url}/api/v1/discovery/search`,
       method: 'POST',
@@ -141,8 +181,24 @@ export default async function discovery(): Promise<void> {
     let beatResult;
     try {
       beatResult = await compare(
-        { url: `${updateBaseline.url}/`, method: 'POST', headers: { 'content-type': 'application/json' }, connections: 50, duration: 10, requests: cycling(beats), serverCpuMs: updateBaseline.cpuMs },
-        { url: `${server.url}/api/v1/discovery/heartbeat`, method: 'POST', headers: auth, connections: 50, duration: 10, requests: cycling(beats), serverCpuMs: server.cpuMs },
+        {
+          url: `${updateBaseline.url}/`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          connections: 50,
+          duration: 10,
+          requests: cycling(beats),
+          serverCpuMs: updateBaseline.cpuMs,
+        },
+        {
+          url: `${server.url}/api/v1/discovery/heartbeat`,
+          method: 'POST',
+          headers: auth,
+          connections: 50,
+          duration: 10,
+          requests: cycling(beats),
+          serverCpuMs: server.cpuMs,
+        },
         ROUNDS,
       );
     } finally {

@@ -90,11 +90,11 @@ export default async function events(): Promise<void> {
           figures[log].push(figure);
           console.log(dialect, log, figure);
           if (log === 'on' && round === ROUNDS - 1) {
-          const replayed = await replay(server);
-          const idleCpu = await idle(server);
-          streamRows.push(
-            `| ${dialect} | ${fmt(replayed.events)} | **${fmt(replayed.perSecond)}** | ${fmt(idleCpu.without, 2)}% | ${fmt(idleCpu.with, 2)}% |`,
-          );
+            const replayed = await replay(server);
+            const idleCpu = await idle(server);
+            streamRows.push(
+              `| ${dialect} | ${fmt(replayed.events)} | **${fmt(replayed.perSecond)}** | ${fmt(idleCpu.without, 2)}% | ${fmt(idleCpu.with, 2)}% |`,
+            );
             console.log(dialect, 'replay', replayed, 'idle cpu %', idleCpu);
           }
         } finally {
@@ -102,7 +102,11 @@ export default async function events(): Promise<void> {
         }
       }
     }
-    const median = (log: 'on' | 'off', field: 'stepsPerSecond' | 'cpuPerStepMs') => percentile(figures[log].map((f) => f[field]), 50);
+    const median = (log: 'on' | 'off', field: 'stepsPerSecond' | 'cpuPerStepMs') =>
+      percentile(
+        figures[log].map((f) => f[field]),
+        50,
+      );
     const rounds = (log: 'on' | 'off') => figures[log].map((f) => fmt(f.stepsPerSecond)).join(', ');
     const cost = (1 - median('on', 'stepsPerSecond') / median('off', 'stepsPerSecond')) * 100;
     const cpuCost = (median('on', 'cpuPerStepMs') / median('off', 'cpuPerStepMs') - 1) * 100;

@@ -13,7 +13,12 @@ const WARMUP = 50;
 const BURST_S = 10;
 const CONNECTIONS = 16;
 
-async function call(server: SwitchboardProcess, method: string, path: string, body?: unknown): Promise<{ data: Record<string, unknown>; meta: { total: number } }> {
+async function call(
+  server: SwitchboardProcess,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ data: Record<string, unknown>; meta: { total: number } }> {
   const res = await fetch(`${server.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${server.adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -41,7 +46,14 @@ async function measure(server: SwitchboardProcess, path: string, body: unknown) 
     duration: BURST_S,
     serverCpuMs: () => server.cpuMs(),
   });
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), rps: burst.rps, burstP99: burst.p99, non2xx: burst.non2xx + burst.errors, cpuUs: burst.cpuUs ?? Number.NaN };
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    rps: burst.rps,
+    burstP99: burst.p99,
+    non2xx: burst.non2xx + burst.errors,
+    cpuUs: burst.cpuUs ?? Number.NaN,
+  };
 }
 
 /** (a) double → check (condition) → big | small: three expressions per run. */
@@ -62,7 +74,10 @@ async function expressionRuns(server: SwitchboardProcess) {
 
 /** (b) An event trigger with a filter on every publish (the plan's one step is a transform). */
 async function filteredTrigger(server: SwitchboardProcess) {
-  await call(server, 'POST', '/api/v1/coordination/plans', { alias: 'on-paid', steps: [{ id: 'note', type: 'transform', output: { order: '{{input.order}}' } }] });
+  await call(server, 'POST', '/api/v1/coordination/plans', {
+    alias: 'on-paid',
+    steps: [{ id: 'note', type: 'transform', output: { order: '{{input.order}}' } }],
+  });
   await call(server, 'POST', '/api/v1/coordination/triggers', {
     plan_id: 'on-paid',
     type: 'event',

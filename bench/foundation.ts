@@ -33,7 +33,10 @@ export default async function foundation(): Promise<void> {
     // The access log: a line for every request (debug) against none (warn). At info, the default,
     // only refused, failed and slow requests write one: none of these reads.
     const verbose = await startSwitchboard({ dialect: 'sqlite', env: { SWITCHBOARD_LOG_LEVEL: 'debug' } });
-    const quiet = await startSwitchboard({ dialect: 'sqlite', env: { SWITCHBOARD_LOG_LEVEL: 'warn', SWITCHBOARD_PORT: String(await freePort()) } });
+    const quiet = await startSwitchboard({
+      dialect: 'sqlite',
+      env: { SWITCHBOARD_LOG_LEVEL: 'warn', SWITCHBOARD_PORT: String(await freePort()) },
+    });
     const authenticatedRead = (target: typeof server) => ({
       url: `${target.url}/api/v1/auth/keys?limit=1`,
       headers: { authorization: `Bearer ${target.adminKey}` },
@@ -41,7 +44,9 @@ export default async function foundation(): Promise<void> {
       duration: 10,
       serverCpuMs: target.cpuMs,
     });
-    const logged = await compare(authenticatedRead(verbose), authenticatedRead(quiet)).finally(() => Promise.all([verbose.stop(), quiet.stop()]));
+    const logged = await compare(authenticatedRead(verbose), authenticatedRead(quiet)).finally(() =>
+      Promise.all([verbose.stop(), quiet.stop()]),
+    );
     const ratio = b.rps / a.rps;
     const lines = [
       '## Foundation (issue 2): authenticated read vs bare Fastify',

@@ -28,7 +28,10 @@ interface Tally {
 }
 
 async function fuzz(dialect: Dialect): Promise<Tally> {
-  const server = await startSwitchboard({ dialect, env: { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '1000000000', SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } });
+  const server = await startSwitchboard({
+    dialect,
+    env: { SWITCHBOARD_RATE_LIMIT_ANONYMOUS: '1000000000', SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' },
+  });
   const started = Date.now();
   const tally: Tally = { dialect, operations: 0, requests: 0, byStatus: new Map(), problems: [], unanswered: [], seconds: 0 };
   try {
@@ -56,7 +59,9 @@ async function fuzz(dialect: Dialect): Promise<Tally> {
         }
       };
       await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-      console.log(`${dialect} round ${round + 1}/${ROUNDS}: ${tally.requests} requests, ${tally.problems.length} problems, ${tally.unanswered.length} unanswered`);
+      console.log(
+        `${dialect} round ${round + 1}/${ROUNDS}: ${tally.requests} requests, ${tally.problems.length} problems, ${tally.unanswered.length} unanswered`,
+      );
     }
   } finally {
     tally.seconds = (Date.now() - started) / 1000;
@@ -71,7 +76,8 @@ export default async function fuzzSuite(): Promise<void> {
   const tallies: Tally[] = [];
   for (const dialect of dialects) tallies.push(await fuzz(dialect));
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-  const count = (t: Tally, test: (status: number) => boolean) => [...t.byStatus].filter(([s]) => test(s)).reduce((sum, [, n]) => sum + n, 0);
+  const count = (t: Tally, test: (status: number) => boolean) =>
+    [...t.byStatus].filter(([s]) => test(s)).reduce((sum, [, n]) => sum + n, 0);
   const lines = [
     '## Fuzz (issue 20): hostile requests over every operation',
     '',
@@ -85,10 +91,19 @@ export default async function fuzzSuite(): Promise<void> {
         `| ${t.dialect} | ${t.operations} | ${fmt(t.requests)} | ${fmt(count(t, (s) => s < 300))} | ${fmt(count(t, (s) => s >= 400 && s < 500))} | ${fmt(count(t, (s) => s >= 500))} | ${t.problems.filter((p) => !/→ 5\d\d:/.test(p)).length} | ${t.unanswered.length} | ${fmt(t.seconds)} |`,
     ),
     '',
-    `Statuses: ${tallies.map((t) => `${t.dialect} ${[...t.byStatus].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(', ')}`).join('; ')}.`,
+    `Statuses: ${tallies
+      .map(
+        (t) =>
+          `${t.dialect} ${[...t.byStatus]
+            .sort(([a], [b]) => a - b)
+            .map(([s, n]) => `${s}×${n}`)
+            .join(', ')}`,
+      )
+      .join('; ')}.`,
   ];
   const problems = tallies.flatMap((t) => [...t.problems, ...t.unanswered].map((p) => `${t.dialect}: ${p}`));
-  if (problems.length > 0) lines.push('', 'Problems (first 20):', '', ...problems.slice(0, 20).map((p) => `- \`${p.replaceAll('`', "'")}\``));
+  if (problems.length > 0)
+    lines.push('', 'Problems (first 20):', '', ...problems.slice(0, 20).map((p) => `- \`${p.replaceAll('`', "'")}\``));
   record('fuzz', lines.join('\n'));
   console.log(lines.join('\n'));
 }

@@ -72,8 +72,14 @@ function waitForUrl(child: ChildProcess, what: string): Promise<string> {
 
 /** Resolves with `url` once its /healthz answers (within 30 s). */
 async function waitForHealth(child: ChildProcess, url: string): Promise<string> {
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline && child.exitCode === null; ) {
-    if (await fetch(`${url}/healthz`).then((res) => res.ok, () => false)) return url;
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline && child.exitCode === null;) {
+    if (
+      await fetch(`${url}/healthz`).then(
+        (res) => res.ok,
+        () => false,
+      )
+    )
+      return url;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`switchboard did not answer at ${url} within 30 s`);
@@ -115,7 +121,9 @@ export const SERVING_NODE_FLAGS = fs
 
 /** The SWITCHBOARD_SQLITE_* entries of an environment. */
 export function sqliteSettings(env: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[0].startsWith('SWITCHBOARD_SQLITE_') && entry[1] !== undefined));
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[0].startsWith('SWITCHBOARD_SQLITE_') && entry[1] !== undefined),
+  );
 }
 
 /**
@@ -243,12 +251,7 @@ export function percentile(values: number[], p: number): number {
  * Runs A and B alternately `rounds` times after a warm-up of each, and returns the median of
  * each figure (interleaving spreads machine noise evenly over both sides).
  */
-export async function compare(
-  a: LoadOptions,
-  b: LoadOptions,
-  rounds = 2,
-  warmupSeconds = 2,
-): Promise<{ a: LoadResult; b: LoadResult }> {
+export async function compare(a: LoadOptions, b: LoadOptions, rounds = 2, warmupSeconds = 2): Promise<{ a: LoadResult; b: LoadResult }> {
   await load({ ...a, duration: warmupSeconds });
   await load({ ...b, duration: warmupSeconds });
   const as: LoadResult[] = [];
@@ -286,9 +289,7 @@ export function record(name: string, markdown: string): void {
   const from = current.indexOf(start);
   const to = current.indexOf(end);
   const next =
-    from >= 0 && to > from
-      ? current.slice(0, from) + block + current.slice(to + end.length)
-      : `${current.trimEnd()}\n\n${block}\n`;
+    from >= 0 && to > from ? current.slice(0, from) + block + current.slice(to + end.length) : `${current.trimEnd()}\n\n${block}\n`;
   fs.writeFileSync(RESULTS_FILE, next);
 }
 

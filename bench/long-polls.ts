@@ -201,7 +201,11 @@ async function run(dialect: Dialect): Promise<Run> {
   const server = await startSwitchboard({
     dialect,
     env: { LOOP_LAG_FILE: lagFile },
-    nodeArgs: ['--import', path.join(ROOT, 'bench', 'long-polls', 'loop-lag.mjs'), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])],
+    nodeArgs: [
+      '--import',
+      path.join(ROOT, 'bench', 'long-polls', 'loop-lag.mjs'),
+      ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+    ],
   });
   let probe: ChildProcess | undefined;
   let result: Omit<Run, 'loopLag'>;
@@ -217,8 +221,13 @@ async function run(dialect: Dialect): Promise<Run> {
     for (let round = 0; round < ROUNDS; round++) {
       rounds.push(await openPolls(server, keys));
       const last = rounds.at(-1)!;
-      console.log(`${dialect} round ${round + 1}/${ROUNDS}: opened in ${fmt(last.opening.to - last.opening.from)} ms, ${[...last.statuses].map(([s, n]) => `${s}×${n}`).join(', ')}`);
-      if (profile) console.log(`${dialect} round ${round + 1} opening in the profile's clock (µs): ${toProfileUs(last.opening.from)}–${toProfileUs(last.opening.to)}`);
+      console.log(
+        `${dialect} round ${round + 1}/${ROUNDS}: opened in ${fmt(last.opening.to - last.opening.from)} ms, ${[...last.statuses].map(([s, n]) => `${s}×${n}`).join(', ')}`,
+      );
+      if (profile)
+        console.log(
+          `${dialect} round ${round + 1} opening in the profile's clock (µs): ${toProfileUs(last.opening.from)}–${toProfileUs(last.opening.to)}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
     result = { dialect, quiet, rounds, probe: await started.report() };
@@ -275,7 +284,13 @@ export default async function longPolls(): Promise<void> {
     lines.push(row(r, 'quiet', [r.quiet]));
     r.rounds.forEach((round, i) => lines.push(row(r, `opening, round ${i + 1}${i === 0 ? ' (fresh server)' : ''}`, [round.opening])));
     lines.push(row(r, `**opening, ${ROUNDS} rounds pooled**`, openings));
-    lines.push(row(r, `answering, ${ROUNDS} rounds pooled`, r.rounds.map((round) => round.answering)));
+    lines.push(
+      row(
+        r,
+        `answering, ${ROUNDS} rounds pooled`,
+        r.rounds.map((round) => round.answering),
+      ),
+    );
     const p99 = percentile(latencies(r.probe.samples, openings), 99);
     verdicts.push(`${r.dialect} **${fmt(p99, 1)} ms** (${p99 < TARGET_P99_MS ? 'met' : 'not met'})`);
     const statuses = new Map<string, number>();

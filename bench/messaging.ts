@@ -70,7 +70,11 @@ function switchboardQueue(server: SwitchboardProcess, name: string): QueueClient
       }
     },
     async receive(destination, max) {
-      const res = await call(`${server.url}/api/v1/messaging/receive?agent_id=${destination}&max=${max}&timeout=1`, 'GET', keyOf(destination));
+      const res = await call(
+        `${server.url}/api/v1/messaging/receive?agent_id=${destination}&max=${max}&timeout=1`,
+        'GET',
+        keyOf(destination),
+      );
       return (res.json.data.messages as { message_id: string }[]).map((m) => m.message_id);
     },
     async ack(destination, ids) {
@@ -110,7 +114,12 @@ async function endToEnd(queue: QueueClient, seconds: number, batch: number): Pro
  * Runs endToEnd for each queue, batch 1 and `batch`, after a short warm-up of each, in
  * `rounds` interleaved rounds; returns the median msg/s per queue and batch size.
  */
-async function compareQueues(queues: QueueClient[], seconds: number, batch: number, rounds = 2): Promise<Map<string, { single: number; batched: number }>> {
+async function compareQueues(
+  queues: QueueClient[],
+  seconds: number,
+  batch: number,
+  rounds = 2,
+): Promise<Map<string, { single: number; batched: number }>> {
   for (const queue of queues) {
     await endToEnd(queue, 1, 1);
     await endToEnd(queue, 1, batch);
@@ -159,7 +168,11 @@ async function backlogRate(server: SwitchboardProcess, pending: number, drain: n
   const id = `backlog-${pending}`;
   const key = await agentKey(server, id);
   for (let sent = 0; sent < pending; sent += 500) {
-    const messages = Array.from({ length: Math.min(500, pending - sent) }, () => ({ destination: id, event_name: 'backlog', payload: { x: 1 } }));
+    const messages = Array.from({ length: Math.min(500, pending - sent) }, () => ({
+      destination: id,
+      event_name: 'backlog',
+      payload: { x: 1 },
+    }));
     await call(`${server.url}/api/v1/messaging/send-batch`, 'POST', server.adminKey, { messages });
   }
   const started = performance.now();
@@ -258,7 +271,9 @@ export default async function messaging(): Promise<void> {
         );
         const pgSmall = await backlogRate(pg, 1_000, 1_000);
         const pgLarge = await backlogRate(pg, 100_000, 10_000);
-        pgLines.push(`- PostgreSQL: ${fmt(pgSmall)} msg/s with 1,000 pending, ${fmt(pgLarge)} msg/s with 100,000 pending: **${fmt((pgLarge / pgSmall) * 100, 1)}%**`);
+        pgLines.push(
+          `- PostgreSQL: ${fmt(pgSmall)} msg/s with 1,000 pending, ${fmt(pgLarge)} msg/s with 100,000 pending: **${fmt((pgLarge / pgSmall) * 100, 1)}%**`,
+        );
         queueLines.push(...(await queueComparison(pg)));
       } finally {
         await pg.stop();
@@ -281,7 +296,10 @@ export default async function messaging(): Promise<void> {
     await baseline.stop();
     agent.destroy();
   }
-  lines.push('', `1-minute load average ${fmt(loadBefore, 2)} at the start, ${fmt(os.loadavg()[0]!, 2)} at the end (the 2 cores are shared with other work).`);
+  lines.push(
+    '',
+    `1-minute load average ${fmt(loadBefore, 2)} at the start, ${fmt(os.loadavg()[0]!, 2)} at the end (the 2 cores are shared with other work).`,
+  );
   record('messaging', lines.join('\n'));
   console.log(lines.join('\n'));
 }
@@ -291,7 +309,11 @@ async function queueComparison(server: SwitchboardProcess): Promise<string[]> {
   const database = await createTestDatabase('postgres');
   const queues: QueueClient[] = [];
   try {
-    queues.push(switchboardQueue(server, 'switchboard'), await pgBossQueue(database.databaseUrl!), await skipLockedQueue(database.databaseUrl!));
+    queues.push(
+      switchboardQueue(server, 'switchboard'),
+      await pgBossQueue(database.databaseUrl!),
+      await skipLockedQueue(database.databaseUrl!),
+    );
     const results = await compareQueues(queues, E2E_SECONDS, SEND_BATCH);
     const sb = results.get('switchboard')!;
     const boss = results.get('pg-boss')!;
@@ -340,7 +362,11 @@ const TRACING_SETTINGS = [
   { name: 'on, every trace sampled (the OTel default)', env: (collector: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: collector }) },
   {
     name: 'on, 1 trace in 10 (`parentbased_traceidratio`, 0.1)',
-    env: (collector: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: collector, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }),
+    env: (collector: string) => ({
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+    }),
   },
 ];
 
@@ -353,10 +379,17 @@ async function tracingCost(): Promise<string[]> {
   const servers: SwitchboardProcess[] = [];
   try {
     for (const setting of TRACING_SETTINGS) {
-      servers.push(await startSwitchboard({ dialect: 'sqlite', env: { OTEL_SERVICE_NAME: 'switchboard-bench', ...setting.env(collector.url) } }));
+      servers.push(
+        await startSwitchboard({ dialect: 'sqlite', env: { OTEL_SERVICE_NAME: 'switchboard-bench', ...setting.env(collector.url) } }),
+      );
     }
     const queues = servers.map((server, i) => switchboardQueue(server, String(i)));
-    const samples = servers.map(() => ({ single: [] as number[], batched: [] as number[], singleCpu: [] as number[], batchedCpu: [] as number[] }));
+    const samples = servers.map(() => ({
+      single: [] as number[],
+      batched: [] as number[],
+      singleCpu: [] as number[],
+      batchedCpu: [] as number[],
+    }));
     const measure = async (i: number, batch: number, seconds: number) => {
       const before = servers[i]!.cpuMs();
       const rate = await endToEnd(queues[i]!, seconds, batch);
@@ -376,9 +409,15 @@ async function tracingCost(): Promise<string[]> {
         samples[i]!.batchedCpu.push(batched.cpuUs);
       }
     }
-    const rows = samples.map((s) => ({ single: median(s.single), batched: median(s.batched), singleCpu: median(s.singleCpu), batchedCpu: median(s.batchedCpu) }));
+    const rows = samples.map((s) => ({
+      single: median(s.single),
+      batched: median(s.batched),
+      singleCpu: median(s.singleCpu),
+      batchedCpu: median(s.batchedCpu),
+    }));
     const off = rows[0]!;
-    const change = (value: number, base: number) => (value === base ? '' : ` (${value > base ? '+' : ''}${fmt((value / base - 1) * 100, 1)}%)`);
+    const change = (value: number, base: number) =>
+      value === base ? '' : ` (${value > base ? '+' : ''}${fmt((value / base - 1) * 100, 1)}%)`;
     return [
       `### (f) tracing off vs on: the loop of (b), SQLite, 2 interleaved rounds of ${E2E_SECONDS} s, medians (OTLP/HTTP protobuf to a stub collector on 127.0.0.1 that drops spans; ${fmt(collector.bytes() / 1024 ** 2, 1)} MiB exported)`,
       '',

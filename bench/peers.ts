@@ -114,13 +114,16 @@ async function withQueues<T>(system: PeerSystem, count: number, run: (queues: Pe
     for (let i = 0; i < count; i++) queues.push(await system.queue(`${prefix}-${i}`));
     return await run(queues);
   } finally {
-    for (const queue of queues) await queue.close().catch((error: unknown) => console.warn(`closing a queue of ${system.name}: ${String(error)}`));
+    for (const queue of queues)
+      await queue.close().catch((error: unknown) => console.warn(`closing a queue of ${system.name}: ${String(error)}`));
   }
 }
 
 /** Stops every consumer at once (a long-polling one takes up to its poll's timeout), then throws the first one's failure. */
 async function stopAll(stops: Array<() => Promise<void>>): Promise<void> {
-  const failure = (await Promise.allSettled(stops.map((stop) => stop()))).find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  const failure = (await Promise.allSettled(stops.map((stop) => stop()))).find(
+    (result): result is PromiseRejectedResult => result.status === 'rejected',
+  );
   if (failure) throw failure.reason;
 }
 
@@ -261,7 +264,10 @@ export default async function peers(): Promise<void> {
   const rounds = Math.round(setting('BENCH_PEERS_ROUNDS', 2));
   const samples = Math.round(setting('BENCH_PEERS_SAMPLES', 300));
   const warmup = setting('BENCH_PEERS_WARMUP_SECONDS', 1);
-  const only = (process.env.BENCH_PEERS_SYSTEMS ?? '').split(',').map((part) => part.trim().toLowerCase()).filter(Boolean);
+  const only = (process.env.BENCH_PEERS_SYSTEMS ?? '')
+    .split(',')
+    .map((part) => part.trim().toLowerCase())
+    .filter(Boolean);
   // The peers' PostgreSQL is the one the tests use; its usual address when none is set.
   process.env.SWITCHBOARD_TEST_DATABASE_URL ||= 'postgres://postgres@127.0.0.1:5432/test';
   const loadBefore = os.loadavg()[0]!;
@@ -320,7 +326,8 @@ export default async function peers(): Promise<void> {
       for (const system of running()) {
         for (const workload of WORKLOADS) {
           try {
-            const measured = workload.key === 'w3' ? await latency(system, samples) : await throughput(system, workload.key === 'w1' ? 1 : BATCH, seconds);
+            const measured =
+              workload.key === 'w3' ? await latency(system, samples) : await throughput(system, workload.key === 'w1' ? 1 : BATCH, seconds);
             const runs = results.get(workload.key)!;
             runs.set(system.name, [...(runs.get(system.name) ?? []), measured]);
             console.log(
@@ -336,12 +343,16 @@ export default async function peers(): Promise<void> {
     }
   } finally {
     process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
-    for (const system of systems) await system.teardown().catch((error: unknown) => console.warn(`tearing down ${system.name}: ${String(error)}`));
+    for (const system of systems)
+      await system.teardown().catch((error: unknown) => console.warn(`tearing down ${system.name}: ${String(error)}`));
   }
 
   const droppedNames = new Set([...dropped].map((system) => system.name));
   const medians = new Map(
-    WORKLOADS.map((w) => [w.key, new Map([...results.get(w.key)!].filter(([name]) => !droppedNames.has(name)).map(([name, runs]) => [name, medianOf(runs)]))]),
+    WORKLOADS.map((w) => [
+      w.key,
+      new Map([...results.get(w.key)!].filter(([name]) => !droppedNames.has(name)).map(([name, runs]) => [name, medianOf(runs)])),
+    ]),
   );
   const lines = [
     only.length === 0 ? '## Peers' : `## Peers: ${only.join(', ')}`,
@@ -353,8 +364,8 @@ export default async function peers(): Promise<void> {
     'Broker CPU is utime + stime from /proc of the broker processes (nats-server, beam.smp, redis-server; for PostgreSQL the backends',
     'of the bench database plus the WAL writer and the checkpointer; for Switchboard its server process, plus those on PostgreSQL),',
     'divided by the messages consumed; client CPU is the bench process (every producer and consumer) per message, plus the python3',
-    'processes of the Python agent worker rows. The agent worker rows consume with the SDKs\' own workers (4 handlers each, long polls,',
-    'one acknowledgement per message) where the HTTP row\'s consumer receives 100 and acknowledges them in one call. In W3 both include',
+    "processes of the Python agent worker rows. The agent worker rows consume with the SDKs' own workers (4 handlers each, long polls,",
+    "one acknowledgement per message) where the HTTP row's consumer receives 100 and acknowledges them in one call. In W3 both include",
     'what the processes do while they wait through the pauses (timers, polls), which the few messages then carry.',
     'e2e is from the send time carried in the payload to the consumer receiving the message; in W2 producers can outrun consumers, so its e2e',
     'includes the backlog that builds up. Settings: BENCH_PEERS_SECONDS (each W1/W2 measurement), BENCH_PEERS_ROUNDS, BENCH_PEERS_SAMPLES (W3),',
@@ -368,7 +379,14 @@ export default async function peers(): Promise<void> {
     '',
     '```json',
     JSON.stringify(
-      { seconds, rounds, samples, machine: machine(), results: Object.fromEntries([...medians].map(([key, byName]) => [key, Object.fromEntries(byName)])), notes },
+      {
+        seconds,
+        rounds,
+        samples,
+        machine: machine(),
+        results: Object.fromEntries([...medians].map(([key, byName]) => [key, Object.fromEntries(byName)])),
+        notes,
+      },
       (_key, value: unknown) => (typeof value === 'number' ? Math.round(value * 100) / 100 : value),
       1,
     ),

@@ -18,13 +18,21 @@ type Query = (sql: string, params: unknown[]) => Promise<Record<string, unknown>
 function reader(server: SwitchboardProcess): { query: Query; close: () => Promise<void> } {
   if (server.database.databaseUrl === null) {
     const db = new Database(path.join(server.database.dataDir, 'switchboard.db'), { readonly: true });
-    return { query: async (sql, params) => db.prepare(sql).all(...params) as Record<string, unknown>[], close: async () => void db.close() };
+    return {
+      query: async (sql, params) => db.prepare(sql).all(...params) as Record<string, unknown>[],
+      close: async () => void db.close(),
+    };
   }
   const pool = new pg.Pool({ connectionString: server.database.databaseUrl, max: 1 });
   return {
     query: async (sql, params) => {
       let n = 0;
-      return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows;
+      return (
+        await pool.query(
+          sql.replace(/\?/g, () => `$${++n}`),
+          params,
+        )
+      ).rows;
     },
     close: () => pool.end(),
   };
@@ -39,7 +47,13 @@ async function createRoutines(server: SwitchboardProcess, cron: (i: number) => s
         const res = await fetch(`${server.url}/core/api/v1/routines`, {
           method: 'POST',
           headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ name: `r${i}`, trigger_type: 'cron', cron_expression: cron(i), target_agent: `agent-${i % 100}`, enabled }),
+          body: JSON.stringify({
+            name: `r${i}`,
+            trigger_type: 'cron',
+            cron_expression: cron(i),
+            target_agent: `agent-${i % 100}`,
+            enabled,
+          }),
         });
         if (res.status !== 201) throw new Error(`create routine: ${res.status} ${await res.text()}`);
       }
@@ -77,8 +91,17 @@ export async function sameSecond(server: SwitchboardProcess) {
     const executions = await count('routine_executions', 'scheduled_for');
     const messages = Number((await query(`select count(*) as n from messages where event_name = ?`, ['routine.execute']))[0]!.n);
     // When each batch began (its fires share created_at): where the time went, while iterating.
-    const batches = await query(`select created_at - scheduled_for as at, count(*) as n from routine_fires where scheduled_for = ? group by created_at, scheduled_for order by created_at`, [target]);
-    return { createRate, allFiredMs: doneAt - target, executions, messages, batches: batches.map((b) => `${Number(b.n)}@${Number(b.at)}`).join(' ') };
+    const batches = await query(
+      `select created_at - scheduled_for as at, count(*) as n from routine_fires where scheduled_for = ? group by created_at, scheduled_for order by created_at`,
+      [target],
+    );
+    return {
+      createRate,
+      allFiredMs: doneAt - target,
+      executions,
+      messages,
+      batches: batches.map((b) => `${Number(b.n)}@${Number(b.at)}`).join(' '),
+    };
   } finally {
     await close();
   }
@@ -91,7 +114,10 @@ async function spread(server: SwitchboardProcess) {
     await createRoutines(server, (i) => `${i % 60} * * * * *`);
     const from = Date.now() + 2000;
     await sleep(62_000);
-    const rows = await query(`select created_at - scheduled_for as lag from routine_fires where scheduled_for >= ? and scheduled_for < ?`, [from, from + 60_000]);
+    const rows = await query(`select created_at - scheduled_for as lag from routine_fires where scheduled_for >= ? and scheduled_for < ?`, [
+      from,
+      from + 60_000,
+    ]);
     const lags = rows.map((r) => Number(r.lag));
     return { fires: lags.length, p50: percentile(lags, 50), p99: percentile(lags, 99), max: Math.max(...lags) };
   } finally {
@@ -139,7 +165,9 @@ export default async function routines(): Promise<void> {
     try {
       const a = await sameSecond(server);
       console.log(dialect, a);
-      rows.push(`| ${dialect} | ${fmt(a.createRate)} | **${fmt(a.allFiredMs)} ms** | ${fmt(a.executions)} | ${fmt(a.messages)} | ${dialect === 'sqlite' ? '≤ 500 ms' : '≤ 1,000 ms'} |`);
+      rows.push(
+        `| ${dialect} | ${fmt(a.createRate)} | **${fmt(a.allFiredMs)} ms** | ${fmt(a.executions)} | ${fmt(a.messages)} | ${dialect === 'sqlite' ? '≤ 500 ms' : '≤ 1,000 ms'} |`,
+      );
     } finally {
       await server.stop();
     }

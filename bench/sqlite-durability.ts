@@ -66,7 +66,9 @@ export default async function run(): Promise<void> {
     const body = JSON.stringify({ destination: 'bench-sink', event_name: 'bench', payload: { n: 1, text: 'hello' } });
     const sendLoads = await Promise.all(
       servers.map(async (server) => {
-        const created = JSON.parse(await request(`${server.url}/api/v1/auth/keys`, 'POST', server.adminKey, { agent_id: 'bench-sender' })) as {
+        const created = JSON.parse(
+          await request(`${server.url}/api/v1/auth/keys`, 'POST', server.adminKey, { agent_id: 'bench-sender' }),
+        ) as {
           data: { key: string };
         };
         return {

@@ -25,7 +25,10 @@ async function post(server: SwitchboardProcess, path: string, body: unknown): Pr
 }
 
 /** Creates the projects and tasks through the API with `workers` concurrent clients; returns ids and the create rate. */
-async function seed(server: SwitchboardProcess, workers: number): Promise<{ projects: string[]; tasks: string[]; rate: number; latency: { p50: number; p99: number } }> {
+async function seed(
+  server: SwitchboardProcess,
+  workers: number,
+): Promise<{ projects: string[]; tasks: string[]; rate: number; latency: { p50: number; p99: number } }> {
   const projects: string[] = [];
   for (let i = 0; i < PROJECTS; i++) projects.push((await post(server, `${CORE}/projects`, { name: `project ${i}` })).data.id);
   const tasks: string[] = [];
@@ -104,10 +107,22 @@ export default async function tasks(): Promise<void> {
       headers: { 'content-type': 'application/json' },
       connections: 50,
       duration: 10,
-      requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ agent_id: `bench-agent-${u++ % TASKS}`, load: 0.5 }) }) }],
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ agent_id: `bench-agent-${u++ % TASKS}`, load: 0.5 }) }),
+        },
+      ],
     });
     await updateBaseline.stop();
-    for (const [name, run] of [['list (1)', list1], ['list (10)', list10], ['list (50)', list50], ['patch', b], ['whoami', whoami], ['update', update]] as const) {
+    for (const [name, run] of [
+      ['list (1)', list1],
+      ['list (10)', list10],
+      ['list (50)', list50],
+      ['patch', b],
+      ['whoami', whoami],
+      ['update', update],
+    ] as const) {
       if (run.non2xx > 0 || run.errors > 0) throw new Error(`${name}: ${run.non2xx} non-2xx and ${run.errors} errors`);
     }
 

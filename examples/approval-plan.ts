@@ -27,7 +27,13 @@ export async function main(admin: Switchboard, prefix = 'example') {
     steps: [
       { id: 'research', type: 'agent', agent: researcher, input: { topic: '{{input.topic}}' } },
       { id: 'review', type: 'human_approval', depends_on: ['research'], prompt: 'Publish notes on {{input.topic}}?' },
-      { id: 'write', type: 'agent', agent: writer, depends_on: ['review'], input: { topic: '{{input.topic}}', notes: '{{steps.research.output.notes}}' } },
+      {
+        id: 'write',
+        type: 'agent',
+        agent: writer,
+        depends_on: ['review'],
+        input: { topic: '{{input.topic}}', notes: '{{steps.research.output.notes}}' },
+      },
     ],
   };
   try {

@@ -75,10 +75,16 @@ export async function openApiDocument(): Promise<OpenApiDocument> {
 
 const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 const pascal = (name: string) => name.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase()).replace(/_/g, '');
-const py = (value: unknown) => JSON.stringify(value).replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None');
+const py = (value: unknown) =>
+  JSON.stringify(value)
+    .replace(/\btrue\b/g, 'True')
+    .replace(/\bfalse\b/g, 'False')
+    .replace(/\bnull\b/g, 'None');
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PY_KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '),
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(
+    ' ',
+  ),
 );
 
 /** The keyword arguments a method takes besides its fields; a field of the same name would be ambiguous. */
@@ -90,7 +96,11 @@ function pyType(schema: JsonSchema | undefined): string {
   if (!schema || schema.$ref) return 'Any';
   if (schema.anyOf) {
     const literals = schema.anyOf.every((s) => Array.isArray(s.enum));
-    if (literals) return `Literal[${schema.anyOf.flatMap((s) => s.enum!).map(py).join(', ')}]`;
+    if (literals)
+      return `Literal[${schema.anyOf
+        .flatMap((s) => s.enum!)
+        .map(py)
+        .join(', ')}]`;
     const members = [...new Set(schema.anyOf.map(pyType))];
     return members.includes('Any') ? 'Any' : members.join(' | ');
   }
@@ -134,7 +144,8 @@ function fieldsOf(schema: JsonSchema | undefined, where: string, keywords = fals
   const fields = new Map<string, Field>();
   for (const member of members) {
     for (const [name, property] of Object.entries(member.properties!)) {
-      if (!keywords && (!IDENTIFIER.test(name) || PY_KEYWORDS.has(name))) throw new Error(`${where}: field '${name}' is no Python identifier`);
+      if (!keywords && (!IDENTIFIER.test(name) || PY_KEYWORDS.has(name)))
+        throw new Error(`${where}: field '${name}' is no Python identifier`);
       const required = !nullable && members.every((m) => (m.required ?? []).includes(name));
       const known = fields.get(name);
       fields.set(name, { name, type: known && known.type !== pyType(property) ? 'Any' : pyType(property), required });
@@ -204,7 +215,11 @@ function operationsOf(doc: OpenApiDocument): GeneratedOperation[] {
       const [, domain, name] = match as [string, string, string];
       const where = `${domain}.${name}`;
       const parameters = operation.parameters ?? [];
-      const param = (p: Parameter): Field => ({ name: p.name, type: p.in === 'path' ? 'str | int' : pyType(p.schema), required: p.in === 'path' || Boolean(p.required) });
+      const param = (p: Parameter): Field => ({
+        name: p.name,
+        type: p.in === 'path' ? 'str | int' : pyType(p.schema),
+        required: p.in === 'path' || Boolean(p.required),
+      });
       const pathParams = parameters.filter((p) => p.in === 'path').map(param);
       const queryParams = parameters.filter((p) => p.in === 'query').map(param);
       const bodySchema = operation.requestBody?.content['application/json']?.schema;
@@ -222,9 +237,11 @@ function operationsOf(doc: OpenApiDocument): GeneratedOperation[] {
         body = 'raw';
       }
       const taken = new Set([...pathParams, ...queryParams].map((f) => f.name));
-      for (const field of bodyFields) if (taken.has(field.name)) throw new Error(`${where}: '${field.name}' is both a parameter and a body field`);
+      for (const field of bodyFields)
+        if (taken.has(field.name)) throw new Error(`${where}: '${field.name}' is both a parameter and a body field`);
       const extras = body === 'multipart' ? MULTIPART_EXTRAS : body === 'raw' ? RAW_EXTRAS : [];
-      for (const extra of [...extras, 'params']) if (taken.has(extra)) throw new Error(`${where}: parameter '${extra}' collides with the method's own keyword`);
+      for (const extra of [...extras, 'params'])
+        if (taken.has(extra)) throw new Error(`${where}: parameter '${extra}' collides with the method's own keyword`);
       const { json: data, bytes } = successSchema(operation);
       const names = new Set(queryParams.map((p) => p.name));
       const response = Object.entries(operation.responses).find(([status]) => status.startsWith('2'))?.[1];
@@ -328,7 +345,8 @@ export function renderPythonOperations(doc: OpenApiDocument): string {
   const resultType = (o: GeneratedOperation): string => {
     const base = typeName(o);
     if (o.bytes) return 'StreamedResponse';
-    if (o.paged) return fieldsOf(o.itemsKey ? o.data!.properties![o.itemsKey]!.items : o.data!.items, '', true) ? `Paged[${base}Item]` : 'Paged[Any]';
+    if (o.paged)
+      return fieldsOf(o.itemsKey ? o.data!.properties![o.itemsKey]!.items : o.data!.items, '', true) ? `Paged[${base}Item]` : 'Paged[Any]';
     if (o.data?.type === 'array') return fieldsOf(o.data.items, '', true) ? `list[${base}Element]` : pyType(o.data);
     return fieldsOf(o.data, '', true) ? `${base}Data` : pyType(o.data);
   };
@@ -369,7 +387,14 @@ export function renderPythonOperations(doc: OpenApiDocument): string {
       );
     }
   }
-  out.push('', '', 'class ClientDomains:', '    """The domains of the client, one attribute each."""', '', ...domains.map((d) => `    ${d}: ${pascal(d)}Operations`));
+  out.push(
+    '',
+    '',
+    'class ClientDomains:',
+    '    """The domains of the client, one attribute each."""',
+    '',
+    ...domains.map((d) => `    ${d}: ${pascal(d)}Operations`),
+  );
   out.push('', '', 'DOMAINS: dict[str, type[Domain]] = {', ...domains.map((d) => `    ${py(d)}: ${pascal(d)}Operations,`), '}', '');
   return out.join('\n');
 }

@@ -156,7 +156,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     version: VERSION,
   });
   // Who hears of what happened to the messages they sent, by their origin kind.
-  messaging.inbox.routeOutcomesTo({ routine_execution: routines.outcomeHandler, plan_step: coordination.outcomeHandler, a2a_task: a2a.outcomeHandler });
+  messaging.inbox.routeOutcomesTo({
+    routine_execution: routines.outcomeHandler,
+    plan_step: coordination.outcomeHandler,
+    a2a_task: a2a.outcomeHandler,
+  });
   const cluster = createClusterDomain({ platform, version: VERSION, workers });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
@@ -223,7 +227,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       {
         prefix: '/core/mcp',
         plugin: mcpRoutes(
-          { tools: buildTools(mcpServices), interactive: [humanInputTool(coordination.service.decisions)], resources: buildResources(mcpServices), instructions },
+          {
+            tools: buildTools(mcpServices),
+            interactive: [humanInputTool(coordination.service.decisions)],
+            resources: buildResources(mcpServices),
+            instructions,
+          },
           logger,
           platform.connections,
           { perKey: config.mcpSessionsPerKey, idleMs: config.mcpSessionIdleSeconds * 1000 },

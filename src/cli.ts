@@ -154,8 +154,8 @@ async function openForCommand(config: Config, create: boolean): Promise<Database
   console.error(`switchboard: database ${describeDatabase(options)}`);
   const refuse = () =>
     fail(
-      'that database does not exist or Switchboard never used it. Run from the server\'s directory, ' +
-        'set SWITCHBOARD_DATA_DIR or DATABASE_URL to the server\'s, or pass --create to make a new one',
+      "that database does not exist or Switchboard never used it. Run from the server's directory, " +
+        "set SWITCHBOARD_DATA_DIR or DATABASE_URL to the server's, or pass --create to make a new one",
     );
   if (!create && !config.databaseUrl && !fs.existsSync(sqliteFile(config.dataDir))) refuse();
   const database = openDatabase(options);
@@ -231,7 +231,10 @@ async function keys(config: Config, args: string[]): Promise<void> {
     const role = values.role ?? 'agent';
     if (!(ROLE_NAMES as readonly string[]).includes(role)) fail(`--role must be one of ${ROLE_NAMES.join(', ')}`);
     if (role === 'agent' && values.agent === undefined) fail('keys create needs --agent ID for an agent key');
-    const scopes = values.scopes?.split(',').map((name) => name.trim()).filter((name) => name.length > 0);
+    const scopes = values.scopes
+      ?.split(',')
+      .map((name) => name.trim())
+      .filter((name) => name.length > 0);
     const unknown = scopes?.filter((name) => !isPermission(name)) ?? [];
     if (unknown.length > 0) fail(`--scopes: unknown permission '${unknown.join("', '")}'; see GET /api/v1/auth/permissions`);
     const expiresAt = values.expires === undefined ? undefined : expiryOf(values.expires);
@@ -263,7 +266,9 @@ async function keys(config: Config, args: string[]): Promise<void> {
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /** The CLI manages users as an admin would. */
@@ -291,11 +296,15 @@ async function users(config: Config, args: string[]): Promise<void> {
   if (action === 'create') {
     if (values.username === undefined || values.role === undefined) fail('users create needs --username U and --role R');
     const role = values.role;
-    if (role === 'agent' || !(ROLE_NAMES as readonly string[]).includes(role)) fail('--role must be one of admin, operator, approver, viewer');
+    if (role === 'agent' || !(ROLE_NAMES as readonly string[]).includes(role))
+      fail('--role must be one of admin, operator, approver, viewer');
     const generated = values['password-stdin'] ? null : generatePassword();
     const password = generated ?? (await readStdin());
     const user = await withAuth(config, create, (_auth, service) =>
-      service.create({ username: values.username!, role: role as Exclude<Role, 'agent'>, display_name: values['display-name'], password }, CLI_MANAGER),
+      service.create(
+        { username: values.username!, role: role as Exclude<Role, 'agent'>, display_name: values['display-name'], password },
+        CLI_MANAGER,
+      ),
     ).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
     console.log(JSON.stringify(generated === null ? user : { ...user, password: generated }, null, 2));
     return;

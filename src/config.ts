@@ -159,7 +159,10 @@ const HOST_NAME = /^(?=.{1,253}\.?$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9
 
 /** A comma-separated list of IP addresses and CIDR ranges (`10.1.0.0/16`, `fd00::/8`), and host names when `hostNames`. */
 function networkList(env: Env, name: string, hostNames: boolean): string[] {
-  const entries = (str(env, name) ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const entries = (str(env, name) ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   for (const entry of entries) {
     const [network, prefix, extra] = entry.split('/');
     const family = isIP(network!);
@@ -173,7 +176,14 @@ function networkList(env: Env, name: string, hostNames: boolean): string[] {
   return entries;
 }
 
-const SAMPLERS = ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'] as const;
+const SAMPLERS = [
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+  'always_on',
+  'always_off',
+  'traceidratio',
+] as const;
 
 function headerList(raw: string | null, name: string): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -199,8 +209,10 @@ function tracingConfig(env: Env): TracingConfig | null {
   if (exporter === 'none' || (exporter === null && tracesEndpoint === null && endpoint === null)) return null;
   if (exporter !== null && exporter !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got '${exporter}'`);
   const protocol = str(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? str(env, 'OTEL_EXPORTER_OTLP_PROTOCOL') ?? 'http/protobuf';
-  if (protocol === 'grpc') throw new ConfigError('OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: Switchboard sends OTLP over HTTP (port 4318)');
-  if (protocol !== 'http/protobuf' && protocol !== 'http/json') throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got '${protocol}'`);
+  if (protocol === 'grpc')
+    throw new ConfigError('OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: Switchboard sends OTLP over HTTP (port 4318)');
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json')
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got '${protocol}'`);
   // The signal-specific endpoint is the whole URL; the general one is a base that /v1/traces extends.
   const url = tracesEndpoint ?? `${(endpoint ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
   if (!/^https?:\/\//.test(url)) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL');

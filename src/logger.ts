@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>, destination?: DestinationStream): Logger {
   const options = { level: config.logLevel, base: { service: 'switchboard' } };
   if (destination) return pino(options, destination);
-  if (config.logFormat === 'pretty') return pino({ ...options, transport: { target: 'pino-pretty', options: { ignore: 'service,pid,hostname' } } });
+  if (config.logFormat === 'pretty')
+    return pino({ ...options, transport: { target: 'pino-pretty', options: { ignore: 'service,pid,hostname' } } });
   return pino(options);
 }

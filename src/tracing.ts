@@ -29,7 +29,10 @@ const SHUTDOWN_FLUSH_MS = 2_000;
 function withinShutdownBound(flush: Promise<void>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the collector did not take the last spans within ${SHUTDOWN_FLUSH_MS} ms`)), SHUTDOWN_FLUSH_MS);
+    timer = setTimeout(
+      () => reject(new Error(`the collector did not take the last spans within ${SHUTDOWN_FLUSH_MS} ms`)),
+      SHUTDOWN_FLUSH_MS,
+    );
   });
   return Promise.race([flush, bound]).finally(() => clearTimeout(timer));
 }
@@ -42,8 +45,15 @@ function withinShutdownBound(flush: Promise<void>): Promise<void> {
  */
 export async function startTracing(options: TracingOptions): Promise<Tracing> {
   const { config } = options;
-  const [{ NodeTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler }, { resourceFromAttributes }, { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION }] =
-    await Promise.all([import('@opentelemetry/sdk-trace-node'), import('@opentelemetry/resources'), import('@opentelemetry/semantic-conventions')]);
+  const [
+    { NodeTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler },
+    { resourceFromAttributes },
+    { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION },
+  ] = await Promise.all([
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/semantic-conventions'),
+  ]);
   let processor = options.spanProcessor;
   if (!processor) {
     const { OTLPTraceExporter } = await (config.protocol === 'http/json'

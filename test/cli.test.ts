@@ -180,15 +180,25 @@ describeEachDialect('switchboard CLI', (dialect) => {
 
   it('grants, lists and removes group memberships', async () => {
     await run(process.execPath, [CLI, 'migrate'], { env: env(database) });
-    const cli = async (...args: string[]) => JSON.parse((await run(process.execPath, [CLI, 'groups', ...args], { env: env(database) })).stdout);
-    expect(await cli('add', 'finance', 'cli-member')).toMatchObject({ group: 'finance', agent_id: 'cli-member', granted_by: 'cli', created: true });
+    const cli = async (...args: string[]) =>
+      JSON.parse((await run(process.execPath, [CLI, 'groups', ...args], { env: env(database) })).stdout);
+    expect(await cli('add', 'finance', 'cli-member')).toMatchObject({
+      group: 'finance',
+      agent_id: 'cli-member',
+      granted_by: 'cli',
+      created: true,
+    });
     expect(await cli('add', 'finance', 'cli-member')).toMatchObject({ created: false });
     expect(await cli('list')).toEqual([{ group: 'finance', members: ['cli-member'] }]);
     expect((await cli('list', 'finance')).map((m: { agent_id: string }) => m.agent_id)).toEqual(['cli-member']);
     expect(await cli('remove', 'finance', 'cli-member')).toEqual({ group: 'finance', agent_id: 'cli-member', deleted: true });
     expect(await cli('list')).toEqual([]);
-    await expect(run(process.execPath, [CLI, 'groups', 'remove', 'finance', 'cli-member'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
-    await expect(run(process.execPath, [CLI, 'groups', 'add', 'bad name', 'cli-member'], { env: env(database) })).rejects.toMatchObject({ code: 2 });
+    await expect(run(process.execPath, [CLI, 'groups', 'remove', 'finance', 'cli-member'], { env: env(database) })).rejects.toMatchObject({
+      code: 2,
+    });
+    await expect(run(process.execPath, [CLI, 'groups', 'add', 'bad name', 'cli-member'], { env: env(database) })).rejects.toMatchObject({
+      code: 2,
+    });
     // Nine CLI processes, each opening and migrating the database.
   }, 120_000);
 
@@ -201,7 +211,9 @@ describeEachDialect('switchboard CLI', (dialect) => {
     const generated = JSON.parse((await users('create', '--username', 'cli-ada', '--role', 'approver')).stdout);
     expect(generated).toMatchObject({ username: 'cli-ada', role: 'approver', has_password: true });
     expect(generated.password).toMatch(/^[A-Za-z0-9_-]{32}$/);
-    const piped = run(process.execPath, [CLI, 'users', 'create', '--username', 'cli-bob', '--role', 'viewer', '--password-stdin'], { env: env(own) });
+    const piped = run(process.execPath, [CLI, 'users', 'create', '--username', 'cli-bob', '--role', 'viewer', '--password-stdin'], {
+      env: env(own),
+    });
     piped.child.stdin!.end('a password from stdin\n');
     const fromStdin = JSON.parse((await piped).stdout);
     expect(fromStdin).not.toHaveProperty('password');
@@ -211,7 +223,8 @@ describeEachDialect('switchboard CLI', (dialect) => {
     // The passwords work; the disabled user's does not.
     const server = await startServer(dialect, { database: own });
     try {
-      const signIn = (username: string, password: string) => new Api(server.url, null).post('/api/v1/auth/sessions', { username, password });
+      const signIn = (username: string, password: string) =>
+        new Api(server.url, null).post('/api/v1/auth/sessions', { username, password });
       expect((await signIn('cli-bob', 'a password from stdin')).status).toBe(201);
       expect((await signIn('cli-ada', generated.password)).status).toBe(401);
     } finally {

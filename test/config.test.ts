@@ -121,7 +121,11 @@ describe('config', () => {
 
 it('reads trusted proxies as addresses and CIDR ranges', () => {
   expect(loadConfig({}).trustedProxies).toEqual([]);
-  expect(loadConfig({ SWITCHBOARD_TRUSTED_PROXIES: ' 10.0.0.0/8, ::1 ,fd00::/8,' }).trustedProxies).toEqual(['10.0.0.0/8', '::1', 'fd00::/8']);
+  expect(loadConfig({ SWITCHBOARD_TRUSTED_PROXIES: ' 10.0.0.0/8, ::1 ,fd00::/8,' }).trustedProxies).toEqual([
+    '10.0.0.0/8',
+    '::1',
+    'fd00::/8',
+  ]);
 });
 
 it('prepares statements unless told not to, or unless LISTEN is off (PgBouncer in transaction mode) and PREPARE is not set', () => {
@@ -139,8 +143,20 @@ describe('OIDC sign-in configuration (SWITCHBOARD_OIDC_*)', () => {
 
   it('is off without an issuer, and defaults the role to viewer and the name to the issuer host', () => {
     expect(loadConfig({}).oidc).toBeNull();
-    expect(loadConfig(issuer).oidc).toEqual({ ...{ issuer: issuer.SWITCHBOARD_OIDC_ISSUER, clientId: 'switchboard' }, clientSecret: null, roleClaim: null, defaultRole: 'viewer', name: 'id.example.com' });
-    const full = loadConfig({ ...issuer, SWITCHBOARD_OIDC_CLIENT_SECRET: 's', SWITCHBOARD_OIDC_ROLE_CLAIM: 'groups', SWITCHBOARD_OIDC_DEFAULT_ROLE: 'approver', SWITCHBOARD_OIDC_NAME: 'Okta' });
+    expect(loadConfig(issuer).oidc).toEqual({
+      ...{ issuer: issuer.SWITCHBOARD_OIDC_ISSUER, clientId: 'switchboard' },
+      clientSecret: null,
+      roleClaim: null,
+      defaultRole: 'viewer',
+      name: 'id.example.com',
+    });
+    const full = loadConfig({
+      ...issuer,
+      SWITCHBOARD_OIDC_CLIENT_SECRET: 's',
+      SWITCHBOARD_OIDC_ROLE_CLAIM: 'groups',
+      SWITCHBOARD_OIDC_DEFAULT_ROLE: 'approver',
+      SWITCHBOARD_OIDC_NAME: 'Okta',
+    });
     expect(full.oidc).toMatchObject({ clientSecret: 's', roleClaim: 'groups', defaultRole: 'approver', name: 'Okta' });
     expect(loadConfig({ ...issuer, SWITCHBOARD_OIDC_ISSUER: 'http://127.0.0.1:9000' }).oidc?.issuer).toBe('http://127.0.0.1:9000');
   });

@@ -20,12 +20,21 @@ async function runFixtures(): Promise<Map<string, FileResult>> {
   try {
     const child = spawn(
       process.execPath,
-      [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--config', `${FIXTURES}/vitest.config.ts`, '--reporter=json', `--outputFile=${out}`],
+      [
+        path.join(ROOT, 'node_modules/vitest/vitest.mjs'),
+        'run',
+        '--config',
+        `${FIXTURES}/vitest.config.ts`,
+        '--reporter=json',
+        `--outputFile=${out}`,
+      ],
       { cwd: ROOT, stdio: 'ignore', env: { ...process.env, CI: 'true' } },
     );
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code, 'the fixtures that leak fail their run').toBe(1);
-    const report = JSON.parse(fs.readFileSync(out, 'utf8')) as { testResults: { name: string; status: FileResult['status']; message: string }[] };
+    const report = JSON.parse(fs.readFileSync(out, 'utf8')) as {
+      testResults: { name: string; status: FileResult['status']; message: string }[];
+    };
     return new Map(report.testResults.map((r) => [path.basename(r.name, '.fixture.ts'), { status: r.status, message: r.message }]));
   } finally {
     fs.rmSync(path.dirname(out), { recursive: true, force: true });

@@ -58,7 +58,8 @@ export function bullmq(): PeerSystem {
       if (!(await reachable(PORT))) return `redis-server does not answer on 127.0.0.1:${PORT}`;
       const appendonly = await redisConfig('appendonly');
       persistence = appendonly === 'yes' ? `appendonly, appendfsync ${await redisConfig('appendfsync')}` : 'no appendonly';
-      if (!resolvable('ioredis')) return 'BullMQ needs its optional peer dependency ioredis, which is not installed (npm install -D ioredis)';
+      if (!resolvable('ioredis'))
+        return 'BullMQ needs its optional peer dependency ioredis, which is not installed (npm install -D ioredis)';
       return undefined;
     },
     async queue(name) {

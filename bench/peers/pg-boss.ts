@@ -44,7 +44,10 @@ export function pgBoss(): PeerSystem {
                 continue;
               }
               for (const job of fetched) onMessage(sentAtOf(job.data.p));
-              await jobs.complete(name, fetched.map((job) => job.id));
+              await jobs.complete(
+                name,
+                fetched.map((job) => job.id),
+              );
             }
           })();
           // A failure ends the loop and comes out of stop(), not as an unhandled rejection meanwhile.

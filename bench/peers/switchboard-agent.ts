@@ -58,7 +58,14 @@ export function switchboardAgent(dialect: SwitchboardDialect, language: AgentLan
         async consume(onMessage) {
           if (language === 'typescript') {
             const client = new Switchboard({ url, apiKey: consumerKey });
-            const agent = createAgent({ client, agentId: name, concurrency: CONCURRENCY, pollTimeoutSeconds: POLL_SECONDS, heartbeatIntervalMs: 0, transport: 'poll' });
+            const agent = createAgent({
+              client,
+              agentId: name,
+              concurrency: CONCURRENCY,
+              pollTimeoutSeconds: POLL_SECONDS,
+              heartbeatIntervalMs: 0,
+              transport: 'poll',
+            });
             agent.on('peers', async (message) => {
               onMessage(sentAtOf((message.payload as { p: string }).p));
             });
@@ -72,7 +79,9 @@ export function switchboardAgent(dialect: SwitchboardDialect, language: AgentLan
           workers.add(worker);
           const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
           const ready = new Promise<void>((resolve, reject) => {
-            readline.createInterface({ input: worker.stdout! }).on('line', (line) => (line === READY ? resolve() : onMessage(sentAtOf(line))));
+            readline
+              .createInterface({ input: worker.stdout! })
+              .on('line', (line) => (line === READY ? resolve() : onMessage(sentAtOf(line))));
             void exited.then(() => reject(new Error(`the Python worker for ${name} exited before it was ready`)));
           });
           await ready;

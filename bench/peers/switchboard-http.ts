@@ -20,11 +20,17 @@ export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
           let active = true;
           const loop = (async () => {
             while (active) {
-              const res = ok('receive', await call(`${url}/api/v1/messaging/receive?agent_id=${name}&max=100&timeout=1`, 'GET', consumerKey));
+              const res = ok(
+                'receive',
+                await call(`${url}/api/v1/messaging/receive?agent_id=${name}&max=100&timeout=1`, 'GET', consumerKey),
+              );
               const messages = res.json.data.messages as { message_id: string; payload: { p: string } }[];
               if (messages.length === 0) continue;
               for (const message of messages) onMessage(sentAtOf(message.payload.p));
-              ok('acknowledge', await call(`${url}/api/v1/messaging/acknowledge`, 'POST', consumerKey, { message_ids: messages.map((m) => m.message_id) }));
+              ok(
+                'acknowledge',
+                await call(`${url}/api/v1/messaging/acknowledge`, 'POST', consumerKey, { message_ids: messages.map((m) => m.message_id) }),
+              );
             }
           })();
           // A failure ends the loop and comes out of stop(), not as an unhandled rejection meanwhile.

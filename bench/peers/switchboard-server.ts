@@ -37,7 +37,10 @@ export function switchboardServer(dialect: SwitchboardDialect): SwitchboardServe
       return server;
     },
     async agentKey(agentId) {
-      const res = ok(`a key for ${agentId}`, await call(`${this.process.url}/api/v1/auth/keys`, 'POST', this.process.adminKey, { agent_id: agentId }));
+      const res = ok(
+        `a key for ${agentId}`,
+        await call(`${this.process.url}/api/v1/auth/keys`, 'POST', this.process.adminKey, { agent_id: agentId }),
+      );
       return res.json.data.key as string;
     },
     async queueClients(name) {

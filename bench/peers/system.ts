@@ -55,7 +55,10 @@ export function stampedPayload(): string {
 
 /** The send time a payload of `stampedPayload` carries (bytes or text). */
 export function sentAtOf(payload: string | Uint8Array): number {
-  const head = typeof payload === 'string' ? payload.slice(0, STAMP_CHARS) : Buffer.from(payload.buffer, payload.byteOffset, STAMP_CHARS).toString('latin1');
+  const head =
+    typeof payload === 'string'
+      ? payload.slice(0, STAMP_CHARS)
+      : Buffer.from(payload.buffer, payload.byteOffset, STAMP_CHARS).toString('latin1');
   return Number(head);
 }
 
@@ -92,7 +95,8 @@ export async function postgresUnavailable(): Promise<string | undefined> {
   const url = postgresTestUrl();
   if (!url) return 'SWITCHBOARD_TEST_DATABASE_URL is unset';
   const { hostname, port, host } = new URL(url);
-  if (hostname !== '127.0.0.1' && hostname !== 'localhost') return `PostgreSQL at ${host} is not on 127.0.0.1 (the bench stays on loopback)`;
+  if (hostname !== '127.0.0.1' && hostname !== 'localhost')
+    return `PostgreSQL at ${host} is not on 127.0.0.1 (the bench stays on loopback)`;
   return (await reachable(Number(port || 5432))) ? undefined : `PostgreSQL does not answer at ${host}`;
 }
 

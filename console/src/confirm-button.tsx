@@ -5,7 +5,19 @@ import { ErrorNotice } from './errors.js';
  * A destructive action in two clicks: `label`, then "Confirm …" or Cancel; the API's error, if
  * any, under it.
  */
-export function ConfirmButton({ label, confirm, pending, error, onConfirm }: { label: string; confirm: string; pending: boolean; error: unknown; onConfirm(): void }) {
+export function ConfirmButton({
+  label,
+  confirm,
+  pending,
+  error,
+  onConfirm,
+}: {
+  label: string;
+  confirm: string;
+  pending: boolean;
+  error: unknown;
+  onConfirm(): void;
+}) {
   const [confirming, setConfirming] = useState(false);
   return (
     <>

@@ -19,7 +19,12 @@ export function ErrorNotice({ error }: { error: unknown }) {
     <div role="alert" className="notice error">
       <p>
         <strong>{message}</strong>
-        {api && <span className="muted"> ({api.code}, HTTP {api.status})</span>}
+        {api && (
+          <span className="muted">
+            {' '}
+            ({api.code}, HTTP {api.status})
+          </span>
+        )}
       </p>
       {fieldProblems(api?.details).length > 0 && (
         <ul>

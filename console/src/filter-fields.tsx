@@ -39,7 +39,12 @@ export function TextFilter({ label, value, onChange, placeholder, suggestions, c
   return (
     <label className={className}>
       {label}
-      <input value={value} onChange={(event) => onChange(event.target.value)} placeholder={placeholder} list={suggestions ? id : undefined} />
+      <input
+        value={value}
+        onChange={(event) => onChange(event.target.value)}
+        placeholder={placeholder}
+        list={suggestions ? id : undefined}
+      />
       {suggestions && (
         <datalist id={id}>
           {suggestions.map((suggestion) => (
@@ -84,7 +89,15 @@ export function ChoiceFilter<T extends string>({ label, value, onChange, choices
 }
 
 /** A time filter: any time, a window back from now, or between two times (From and Until appear for that). */
-export function TimeWindowFilter({ label, value, onChange }: { label: string; value: TimeWindowDraft; onChange(value: TimeWindowDraft): void }) {
+export function TimeWindowFilter({
+  label,
+  value,
+  onChange,
+}: {
+  label: string;
+  value: TimeWindowDraft;
+  onChange(value: TimeWindowDraft): void;
+}) {
   return (
     <>
       <label>

@@ -80,12 +80,22 @@ function principalLabel(whoami: Result<'auth.whoami'>): string {
   return whoami.kind === 'admin' ? 'admin' : `${whoami.role} key`;
 }
 
-const LIVE_LABELS: Record<LiveState['state'], string> = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', stopped: 'Not live' };
+const LIVE_LABELS: Record<LiveState['state'], string> = {
+  connecting: 'Connecting…',
+  live: 'Live',
+  reconnecting: 'Reconnecting…',
+  stopped: 'Not live',
+};
 
 /** Whether the views follow the event stream: "Live" only while it is open. */
 function LiveIndicator({ live }: { live: LiveState }) {
   return (
-    <span className={`live-status live-${live.state}`} data-live={live.state} data-testid="live-status" title="Live updates through the event stream">
+    <span
+      className={`live-status live-${live.state}`}
+      data-live={live.state}
+      data-testid="live-status"
+      title="Live updates through the event stream"
+    >
       {LIVE_LABELS[live.state]}
     </span>
   );

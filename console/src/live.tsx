@@ -11,7 +11,8 @@ const COALESCE_MS = 250;
  * reconnecting after it dropped (the server or the network is away) until it opens again;
  * stopped when the server refused it for good.
  */
-export type LiveState = { state: 'connecting' } | { state: 'live' } | { state: 'reconnecting'; error: unknown } | { state: 'stopped'; error: unknown };
+export type LiveState =
+  { state: 'connecting' } | { state: 'live' } | { state: 'reconnecting'; error: unknown } | { state: 'stopped'; error: unknown };
 
 interface Live {
   hub: EventHub;
@@ -33,7 +34,15 @@ function useLive(): Live {
  * retry ends it: `onRefused` (stable) for a 401 (the session ended), otherwise the status says
  * live updates stopped.
  */
-export function LiveEvents({ client, onRefused, children }: { client: Switchboard; onRefused(error: SwitchboardError): void; children: ReactNode }) {
+export function LiveEvents({
+  client,
+  onRefused,
+  children,
+}: {
+  client: Switchboard;
+  onRefused(error: SwitchboardError): void;
+  children: ReactNode;
+}) {
   const queryClient = useQueryClient();
   const hub = useMemo(() => new EventHub(COALESCE_MS), []);
   const [status, setStatus] = useState<LiveState>({ state: 'connecting' });

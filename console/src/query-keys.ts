@@ -84,7 +84,8 @@ export const queryKeys = {
     inbox: agentInbox,
     inboxSummary: (agentId: string) => [...agentInbox(agentId), 'summary'] as const,
     /** A page of the pending, leased or dead messages. */
-    inboxMessages: (agentId: string, state: 'pending' | 'leased' | 'dead', offset: number) => [...agentInbox(agentId), state, offset] as const,
+    inboxMessages: (agentId: string, state: 'pending' | 'leased' | 'dead', offset: number) =>
+      [...agentInbox(agentId), state, offset] as const,
   },
   inboxes: {
     all: ['inboxes'] as const,

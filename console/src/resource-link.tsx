@@ -4,7 +4,13 @@ import { resourcePage } from './resource-pages.js';
 import { useSession } from './session.js';
 
 /** A resource the API names by type and id, linked to its page where the console has one this principal may open. */
-export function ResourceLink({ resource, children = <code>{resource.id}</code> }: { resource: { type: string; id: string }; children?: ReactNode }) {
+export function ResourceLink({
+  resource,
+  children = <code>{resource.id}</code>,
+}: {
+  resource: { type: string; id: string };
+  children?: ReactNode;
+}) {
   const { can } = useSession();
   const page = resourcePage(resource);
   if (!page || (page.needs && !can(page.needs))) return <>{children}</>;

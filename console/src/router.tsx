@@ -134,7 +134,10 @@ const boardRoute = createRoute({
 const taskRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'tasks/$taskId',
-  validateSearch: (search: Record<string, unknown>): TaskSearch => ({ comments: optionalPage(search.comments), activity: optionalPage(search.activity) }),
+  validateSearch: (search: Record<string, unknown>): TaskSearch => ({
+    comments: optionalPage(search.comments),
+    activity: optionalPage(search.activity),
+  }),
   component: function TaskDetail() {
     return <TaskDetailView taskId={taskRoute.useParams().taskId} />;
   },
@@ -158,7 +161,9 @@ const routinesRoute = createRoute({
 const deadLettersRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'dead-letters',
-  validateSearch: (search: Record<string, unknown>): DeadLettersSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  validateSearch: (search: Record<string, unknown>): DeadLettersSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
   component: function DeadLetters() {
     return <DeadLettersView search={deadLettersRoute.useSearch()} />;
   },
@@ -167,7 +172,9 @@ const deadLettersRoute = createRoute({
 const triggersRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'triggers',
-  validateSearch: (search: Record<string, unknown>): TriggersSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  validateSearch: (search: Record<string, unknown>): TriggersSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
   component: function Triggers() {
     return <TriggersView search={triggersRoute.useSearch()} />;
   },
@@ -178,7 +185,9 @@ const newRoutineRoute = createRoute({ getParentRoute: () => rootRoute, path: 'ro
 const routineRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'routines/$routineId',
-  validateSearch: (search: Record<string, unknown>): RoutineSearch => ({ page: search.page === undefined ? undefined : parsePage(search.page) }),
+  validateSearch: (search: Record<string, unknown>): RoutineSearch => ({
+    page: search.page === undefined ? undefined : parsePage(search.page),
+  }),
   component: function Routine() {
     return <RoutineView routineId={routineRoute.useParams().routineId} search={routineRoute.useSearch()} />;
   },

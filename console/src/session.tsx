@@ -50,7 +50,10 @@ export function SessionGate({ children }: { children: ReactNode }) {
   const queryClient = useQueryClient();
   const current = useQuery({ queryKey: queryKeys.session, queryFn: currentSession, staleTime: Infinity });
   const signedIn = current.data ?? null;
-  const client = useMemo(() => (signedIn ? new Switchboard({ url: window.location.origin, session: { csrfToken: signedIn.csrf_token } }) : null), [signedIn]);
+  const client = useMemo(
+    () => (signedIn ? new Switchboard({ url: window.location.origin, session: { csrfToken: signedIn.csrf_token } }) : null),
+    [signedIn],
+  );
   const whoami = useQuery({
     queryKey: queryKeys.whoami.ofSession(signedIn?.principal.session?.id),
     queryFn: () => client!.auth.whoami(),
@@ -60,7 +63,12 @@ export function SessionGate({ children }: { children: ReactNode }) {
   });
 
   // Whether to offer "Sign in with <provider>" (OIDC, when the server has it configured).
-  const provider = useQuery({ queryKey: queryKeys.oidcProvider, queryFn: () => anonymous.auth.oidcProvider(), staleTime: Infinity, enabled: current.data === null });
+  const provider = useQuery({
+    queryKey: queryKeys.oidcProvider,
+    queryFn: () => anonymous.auth.oidcProvider(),
+    staleTime: Infinity,
+    enabled: current.data === null,
+  });
   const [ended, setEnded] = useState<SwitchboardError | null>(null);
   const forget = useCallback(() => {
     queryClient.clear();
@@ -78,7 +86,10 @@ export function SessionGate({ children }: { children: ReactNode }) {
       leaving.current = true;
     },
     // A session that already ended (401) is as signed out as one ended now.
-    mutationFn: () => client!.auth.signOut().catch((error: unknown) => (error instanceof SwitchboardError && error.status === 401 ? null : Promise.reject(error))),
+    mutationFn: () =>
+      client!.auth
+        .signOut()
+        .catch((error: unknown) => (error instanceof SwitchboardError && error.status === 401 ? null : Promise.reject(error))),
     onSuccess: () => {
       setEnded(null);
       resetSignIn();
@@ -110,7 +121,15 @@ export function SessionGate({ children }: { children: ReactNode }) {
 
   const { mutate: signOutNow } = signOut;
   const session = useMemo(
-    () => (client && whoami.data ? { client, whoami: whoami.data, can: (permission: Permission) => whoami.data.permissions.includes(permission), signOut: () => signOutNow() } : null),
+    () =>
+      client && whoami.data
+        ? {
+            client,
+            whoami: whoami.data,
+            can: (permission: Permission) => whoami.data.permissions.includes(permission),
+            signOut: () => signOutNow(),
+          }
+        : null,
     [client, whoami.data, signOutNow],
   );
 

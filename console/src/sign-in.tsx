@@ -71,7 +71,14 @@ function PasswordForm({ pending, onSignIn }: Pick<SignInProps, 'pending' | 'onSi
         autoFocus
       />
       <label htmlFor={`${id}-password`}>Password</label>
-      <input id={`${id}-password`} type="password" autoComplete="current-password" value={password} onChange={(event) => setPassword(event.target.value)} required />
+      <input
+        id={`${id}-password`}
+        type="password"
+        autoComplete="current-password"
+        value={password}
+        onChange={(event) => setPassword(event.target.value)}
+        required
+      />
       <button type="submit" disabled={pending}>
         {pending ? 'Signing in…' : 'Sign in'}
       </button>

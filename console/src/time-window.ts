@@ -9,7 +9,12 @@ import { parseFilter } from './format.js';
 export const WITHIN = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 } as const;
 export type Within = keyof typeof WITHIN;
 
-export const WITHIN_LABELS: Record<Within, string> = { '1h': 'Last hour', '24h': 'Last 24 hours', '7d': 'Last 7 days', '30d': 'Last 30 days' };
+export const WITHIN_LABELS: Record<Within, string> = {
+  '1h': 'Last hour',
+  '24h': 'Last 24 hours',
+  '7d': 'Last 7 days',
+  '30d': 'Last 30 days',
+};
 
 export interface TimeWindow {
   /** In this window back from now (kept relative: a reload tomorrow shows tomorrow's last day). */
@@ -50,7 +55,11 @@ export function windowBounds(window: TimeWindow, now = Date.now()): { after: str
 
 /** The fields' values for a window from the URL. */
 export function draftOf(window: TimeWindow): TimeWindowDraft {
-  return { choice: window.within ?? (window.from || window.to ? 'between' : 'any'), from: toLocalInput(window.from), to: toLocalInput(window.to) };
+  return {
+    choice: window.within ?? (window.from || window.to ? 'between' : 'any'),
+    from: toLocalInput(window.from),
+    to: toLocalInput(window.to),
+  };
 }
 
 /** The window the fields say, for the URL. */

@@ -31,7 +31,9 @@ function capabilitiesOn(discovery: A2aDiscovery): AgentCapabilities {
         }
         if (offset + PAGE >= page.total) break;
       }
-      return [...offered].map(([capability, description]) => ({ capability, description })).sort((a, b) => a.capability.localeCompare(b.capability));
+      return [...offered]
+        .map(([capability, description]) => ({ capability, description }))
+        .sort((a, b) => a.capability.localeCompare(b.capability));
     },
   };
 }
@@ -50,6 +52,13 @@ export function createA2aDomain(deps: { platform: Platform; inbox: Inbox; discov
     service,
     /** Hears of `a2a_task` messages (kernel/ports.ts `OutcomeHandlers`). */
     outcomeHandler: service.outcomeHandler,
-    routes: a2aRoutes(service, { baseUrl: platform.publicUrl, version: deps.version, shutdown: platform.shutdown, logger: platform.logger, connections: platform.connections, stalledClientMs: platform.config.stalledClientMs }),
+    routes: a2aRoutes(service, {
+      baseUrl: platform.publicUrl,
+      version: deps.version,
+      shutdown: platform.shutdown,
+      logger: platform.logger,
+      connections: platform.connections,
+      stalledClientMs: platform.config.stalledClientMs,
+    }),
   };
 }

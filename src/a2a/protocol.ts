@@ -51,7 +51,12 @@ function cardBase(url: string, baseUrl: string, version: string) {
     version,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: {
-      bearer: { scheme: { $case: 'httpAuthSecurityScheme' as const, value: { description: 'A Switchboard API key', scheme: 'Bearer', bearerFormat: 'API key' } } },
+      bearer: {
+        scheme: {
+          $case: 'httpAuthSecurityScheme' as const,
+          value: { description: 'A Switchboard API key', scheme: 'Bearer', bearerFormat: 'API key' },
+        },
+      },
     },
     securityRequirements: [{ schemes: { bearer: { list: [] } } }],
     defaultInputModes: ['text/plain', 'application/json'],
@@ -119,7 +124,8 @@ function routeOf(params: { message: Message | undefined; metadata: Record<string
   };
   const text = (params.message?.parts ?? []).flatMap((part) => (part.content?.$case === 'text' ? [part.content.value] : [])).join('\n');
   const skill = named('skill') ?? null;
-  if (skill === null && text.trim() === '') throw new RequestMalformedError('Name a skill in metadata.skill, or send text to match against the registered capabilities');
+  if (skill === null && text.trim() === '')
+    throw new RequestMalformedError('Name a skill in metadata.skill, or send text to match against the registered capabilities');
   return { skill, strategy: named('strategy'), text };
 }
 
@@ -134,16 +140,36 @@ function outputPart(output: unknown): Part {
 }
 
 function agentMessage(row: A2aTaskRow, text: string): Message {
-  return { messageId: `${row.id}:status`, contextId: row.context_id, taskId: row.id, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: `${row.id}:status`,
+    contextId: row.context_id,
+    taskId: row.id,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 function artifactOf(row: A2aTaskRow): Artifact | null {
   if (row.state !== 'completed' || row.output === null) return null;
-  return { artifactId: 'output', name: 'output', description: 'The agent\'s acknowledgement output', parts: [outputPart(JSON.parse(row.output))], metadata: undefined, extensions: [] };
+  return {
+    artifactId: 'output',
+    name: 'output',
+    description: "The agent's acknowledgement output",
+    parts: [outputPart(JSON.parse(row.output))],
+    metadata: undefined,
+    extensions: [],
+  };
 }
 
 function statusOf(row: A2aTaskRow) {
-  return { state: STATES[row.state], message: row.reason === null ? undefined : agentMessage(row, row.reason), timestamp: iso(row.updated_at) ?? undefined };
+  return {
+    state: STATES[row.state],
+    message: row.reason === null ? undefined : agentMessage(row, row.reason),
+    timestamp: iso(row.updated_at) ?? undefined,
+  };
 }
 
 export function taskOf(row: A2aTaskRow, historyLength?: number): Task {
@@ -163,9 +189,16 @@ function updatesOf(row: A2aTaskRow): StreamResponse[] {
   const artifact = artifactOf(row);
   const events: StreamResponse[] = [];
   if (artifact) {
-    events.push({ payload: { $case: 'artifactUpdate', value: { taskId: row.id, contextId: row.context_id, artifact, append: false, lastChunk: true, metadata: undefined } } });
+    events.push({
+      payload: {
+        $case: 'artifactUpdate',
+        value: { taskId: row.id, contextId: row.context_id, artifact, append: false, lastChunk: true, metadata: undefined },
+      },
+    });
   }
-  events.push({ payload: { $case: 'statusUpdate', value: { taskId: row.id, contextId: row.context_id, status: statusOf(row), metadata: undefined } } });
+  events.push({
+    payload: { $case: 'statusUpdate', value: { taskId: row.id, contextId: row.context_id, status: statusOf(row), metadata: undefined } },
+  });
   return events;
 }
 
@@ -184,7 +217,11 @@ export class A2aHandler implements A2ARequestHandler {
   /** The caller, the agent of the endpoint called (null: the server's own), and when to stop. */
   private target(context: ServerCallContext): { caller: A2aCaller; agentId: string | null; signal: AbortSignal } {
     const gone = context.state.get(SIGNAL) as AbortSignal;
-    return { caller: context.state.get(CALLER) as A2aCaller, agentId: context.state.get(AGENT_ID) as string | null, signal: AbortSignal.any([gone, this.options.shutdown]) };
+    return {
+      caller: context.state.get(CALLER) as A2aCaller,
+      agentId: context.state.get(AGENT_ID) as string | null,
+      signal: AbortSignal.any([gone, this.options.shutdown]),
+    };
   }
 
   async getAgentCard(): Promise<AgentCard> {
@@ -196,7 +233,11 @@ export class A2aHandler implements A2ARequestHandler {
   }
 
   /** A new task for the endpoint's agent, or for the agent discovery routes the message to. */
-  private async start(caller: A2aCaller, agentId: string | null, params: Parameters<A2ARequestHandler['sendMessage']>[0]): Promise<A2aTaskRow> {
+  private async start(
+    caller: A2aCaller,
+    agentId: string | null,
+    params: Parameters<A2ARequestHandler['sendMessage']>[0],
+  ): Promise<A2aTaskRow> {
     const input = this.input(params);
     return this.translated(async () => this.service.send(caller, agentId ?? (await this.service.route(routeOf(params))), input));
   }
@@ -212,7 +253,10 @@ export class A2aHandler implements A2ARequestHandler {
     return taskOf(last, params.configuration?.historyLength);
   }
 
-  async *sendMessageStream(params: Parameters<A2ARequestHandler['sendMessageStream']>[0], context: ServerCallContext): AsyncGenerator<StreamResponse> {
+  async *sendMessageStream(
+    params: Parameters<A2ARequestHandler['sendMessageStream']>[0],
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse> {
     const { caller, agentId, signal } = this.target(context);
     const row = await this.start(caller, agentId, params);
     yield* this.follow(caller, row.agent_id, row.id, signal);
@@ -273,9 +317,14 @@ export class A2aHandler implements A2ARequestHandler {
     if (!message || message.parts.length === 0 || message.messageId === '') {
       throw new RequestMalformedError('params.message with a messageId and at least one part is required');
     }
-    if (message.role !== Role.ROLE_USER && message.role !== Role.ROLE_UNSPECIFIED) throw new RequestMalformedError('params.message.role must be ROLE_USER');
-    if (message.taskId !== '') throw new UnsupportedOperationError('A message cannot continue a task here: each message is a task of its own; leave taskId out');
-    return { contextId: message.contextId === '' ? null : message.contextId, message: Message.toJSON({ ...message, role: Role.ROLE_USER }) };
+    if (message.role !== Role.ROLE_USER && message.role !== Role.ROLE_UNSPECIFIED)
+      throw new RequestMalformedError('params.message.role must be ROLE_USER');
+    if (message.taskId !== '')
+      throw new UnsupportedOperationError('A message cannot continue a task here: each message is a task of its own; leave taskId out');
+    return {
+      contextId: message.contextId === '' ? null : message.contextId,
+      message: Message.toJSON({ ...message, role: Role.ROLE_USER }),
+    };
   }
 
   /** The service's errors as A2A's; anything unexpected is logged and told as an internal error. */
@@ -284,7 +333,8 @@ export class A2aHandler implements A2ARequestHandler {
       return await work();
     } catch (err) {
       if (err instanceof A2AError) throw err;
-      if (err instanceof NotFound) throw err.message.startsWith('Task') ? new TaskNotFoundError(err.message) : new RequestMalformedError(err.message);
+      if (err instanceof NotFound)
+        throw err.message.startsWith('Task') ? new TaskNotFoundError(err.message) : new RequestMalformedError(err.message);
       if (err instanceof Conflict || err instanceof Forbidden) throw new TaskNotCancelableError(err.message);
       if (err instanceof AppError && err.status < 500) throw new RequestMalformedError(err.message);
       this.options.logger.error({ err }, 'A2A request failed');

@@ -34,7 +34,14 @@ function refusal(code: number, message: string): JsonRpcResponse {
  */
 export function a2aRoutes(
   service: A2aService,
-  options: { baseUrl: () => string; version: string; shutdown: AbortSignal; logger: Logger; connections: OpenConnections; stalledClientMs: number },
+  options: {
+    baseUrl: () => string;
+    version: string;
+    shutdown: AbortSignal;
+    logger: Logger;
+    connections: OpenConnections;
+    stalledClientMs: number;
+  },
 ): FastifyPluginAsyncTypebox {
   const handler = new A2aHandler(service, options);
   const transport = new JsonRpcTransportHandler(handler);
@@ -43,10 +50,14 @@ export function a2aRoutes(
       reply.header('Cache-Control', 'public, max-age=300').send(AgentCard.toJSON(await handler.getAgentCard())),
     );
 
-    app.get('/a2a/:agentId/.well-known/agent-card.json', { config: { permission: 'discovery:read' }, schema: { ...schema, params: AgentParams } }, async (request) => {
-      const { agentId } = request.params;
-      return AgentCard.toJSON(agentCard(agentId, await service.agent(agentId), options.baseUrl(), options.version));
-    });
+    app.get(
+      '/a2a/:agentId/.well-known/agent-card.json',
+      { config: { permission: 'discovery:read' }, schema: { ...schema, params: AgentParams } },
+      async (request) => {
+        const { agentId } = request.params;
+        return AgentCard.toJSON(agentCard(agentId, await service.agent(agentId), options.baseUrl(), options.version));
+      },
+    );
 
     // The body reaches the handler as bytes, so that JSON that does not parse is a JSON-RPC
     // parse error (-32700) rather than the REST envelope's 400; the guards every other route
@@ -54,12 +65,16 @@ export function a2aRoutes(
     await app.register(async (scope) => {
       const rpc = scope.withTypeProvider<TypeBoxTypeProvider>();
       rpc.removeContentTypeParser('application/json');
-      rpc.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+      rpc.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'buffer' }, (_request, body, done) =>
+        done(null, body),
+      );
 
       // The server's own endpoint: discovery picks the agent of each new task.
       rpc.post('/a2a', { config: { permission: 'messaging:write' }, schema }, (request, reply) => serve(request, reply, null));
-      rpc.post('/a2a/:agentId', { config: { permission: 'messaging:write' }, schema: { ...schema, params: AgentParams } }, (request, reply) =>
-        serve(request, reply, request.params.agentId),
+      rpc.post(
+        '/a2a/:agentId',
+        { config: { permission: 'messaging:write' }, schema: { ...schema, params: AgentParams } },
+        (request, reply) => serve(request, reply, request.params.agentId),
       );
     });
 
@@ -116,7 +131,8 @@ export function a2aRoutes(
 /** The request's JSON-RPC object, or the JSON-RPC error that refuses it. */
 function parse(raw: Buffer | undefined): { body: Record<string, unknown> } | { error: JsonRpcResponse } {
   if (!raw || raw.length === 0) return { error: refusal(-32700, 'Parse error: the body is empty') };
-  if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) return { error: refusal(-32600, `Invalid request: nests deeper than ${MAX_JSON_DEPTH} levels`) };
+  if (nestsDeeperThan(raw, MAX_JSON_DEPTH))
+    return { error: refusal(-32600, `Invalid request: nests deeper than ${MAX_JSON_DEPTH} levels`) };
   const text = raw.toString('utf8');
   let body: unknown;
   try {

@@ -67,7 +67,14 @@ export class A2aService {
   private readonly watchers = new Map<string, Set<() => void>>();
 
   constructor(
-    private readonly deps: { store: A2aStore; inbox: Inbox; agents: AgentCapabilities; directory: AgentDirectory; clock: Clock; notifier: Notifier },
+    private readonly deps: {
+      store: A2aStore;
+      inbox: Inbox;
+      agents: AgentCapabilities;
+      directory: AgentDirectory;
+      clock: Clock;
+      notifier: Notifier;
+    },
   ) {
     const wake = (taskId: string) => this.watchers.get(taskId)?.forEach((w) => w());
     deps.notifier.listen(A2A_TASK_CHANGED, wake);
@@ -93,14 +100,21 @@ export class A2aService {
    * best of the capabilities a search over the message's text finds that a healthy agent offers.
    */
   async route(request: RouteRequest): Promise<string> {
-    const candidates = request.skill !== null
-      ? [request.skill]
-      : [...new Set((await this.deps.directory.search({ query: request.text, top_k: SEARCH_CANDIDATES })).map((hit) => hit.capability.name))];
+    const candidates =
+      request.skill !== null
+        ? [request.skill]
+        : [
+            ...new Set(
+              (await this.deps.directory.search({ query: request.text, top_k: SEARCH_CANDIDATES })).map((hit) => hit.capability.name),
+            ),
+          ];
     for (const capability of candidates) {
       const [best] = await this.deps.directory.lookup(autocommit, { capability, strategy: request.strategy, limit: 1 });
       if (best) return best.agent_id;
     }
-    throw new NotFound(request.skill !== null ? `A healthy agent with skill '${request.skill}'` : 'A healthy agent whose capabilities match the message');
+    throw new NotFound(
+      request.skill !== null ? `A healthy agent with skill '${request.skill}'` : 'A healthy agent whose capabilities match the message',
+    );
   }
 
   /** Puts an A2A message in the agent's inbox as a new task (source: the caller). */
@@ -113,13 +127,15 @@ export class A2aService {
     return this.deps.store.inTransaction(async (tx) => {
       const sent = await this.deps.inbox.send({
         tx,
-        messages: [{
-          source: caller.agentId ?? caller.actor,
-          destination: agentId,
-          event_name: A2A_EVENT_NAME,
-          payload: { task_id: id, context_id: contextId, message: input.message },
-          origin: { kind: 'a2a_task', ref: id },
-        }],
+        messages: [
+          {
+            source: caller.agentId ?? caller.actor,
+            destination: agentId,
+            event_name: A2A_EVENT_NAME,
+            payload: { task_id: id, context_id: contextId, message: input.message },
+            origin: { kind: 'a2a_task', ref: id },
+          },
+        ],
       });
       const row: A2aTaskRow = {
         id,
@@ -250,7 +266,10 @@ function transition(
     case 'delivered':
       return [['submitted'], { state: 'working', updated_at: now }];
     case 'acknowledged':
-      return [['submitted', 'working'], { state: 'completed', output: outcome.output === undefined ? null : JSON.stringify(outcome.output), updated_at: now }];
+      return [
+        ['submitted', 'working'],
+        { state: 'completed', output: outcome.output === undefined ? null : JSON.stringify(outcome.output), updated_at: now },
+      ];
     case 'dead_lettered':
       return [['submitted', 'working'], { state: 'failed', reason: outcome.reason ?? 'dead-lettered', updated_at: now }];
   }

@@ -25,7 +25,13 @@ export class ArtifactEvents {
   /** A new artifact's audit record and event: only its owner reads it (it has no shares yet). */
   async created(tx: Tx, artifact: ArtifactRow, actor: string): Promise<void> {
     await this.deps.audit.record(tx, { action: 'artifact.create', resource: { type: 'artifact', id: artifact.id } });
-    await this.deps.events.append(tx, { type: 'artifact.created', subject: artifact.id, actor, data: { artifact: toArtifact(artifact) }, readers: { agents: [artifact.owner] } });
+    await this.deps.events.append(tx, {
+      type: 'artifact.created',
+      subject: artifact.id,
+      actor,
+      data: { artifact: toArtifact(artifact) },
+      readers: { agents: [artifact.owner] },
+    });
   }
 
   /** `artifact` as its new current version made it. */
@@ -41,6 +47,12 @@ export class ArtifactEvents {
 
   /** `readers`: read before the artifact's shares went with it. */
   async deleted(tx: Tx, artifact: ArtifactRow, readers: EventReaders, actor: string): Promise<void> {
-    await this.deps.events.append(tx, { type: 'artifact.deleted', subject: artifact.id, actor, data: { artifact: toArtifact(artifact) }, readers });
+    await this.deps.events.append(tx, {
+      type: 'artifact.deleted',
+      subject: artifact.id,
+      actor,
+      data: { artifact: toArtifact(artifact) },
+      readers,
+    });
   }
 }

@@ -263,7 +263,10 @@ class FileSink extends Writable {
     Promise.resolve(this.syncing)
       .catch(() => undefined)
       .then(() => this.handle.close())
-      .then(() => callback(err), () => callback(err));
+      .then(
+        () => callback(err),
+        () => callback(err),
+      );
   }
 }
 

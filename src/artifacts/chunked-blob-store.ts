@@ -19,7 +19,9 @@ const LIST_BATCH = 500;
 
 /** The answer to an upload whose staged chunks were swept while it was received or before its commit. */
 const swept = () =>
-  new Conflict('The upload was discarded while it was received: the node receiving it was taken for down and its staged bytes swept. Upload it again');
+  new Conflict(
+    'The upload was discarded while it was received: the node receiving it was taken for down and its staged bytes swept. Upload it again',
+  );
 
 function absent(key: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`blob ${key} is not stored`), { code: 'ENOENT' });
@@ -172,7 +174,13 @@ export class ChunkedBlobStore implements BlobStore {
       },
       async commit(tx: Tx) {
         committed = true;
-        const outcome = await store.commitBlob(tx, { sha256, blob_id: blobId, size_bytes: size, chunk_bytes: CHUNK_BYTES, created_at: Date.now() });
+        const outcome = await store.commitBlob(tx, {
+          sha256,
+          blob_id: blobId,
+          size_bytes: size,
+          chunk_bytes: CHUNK_BYTES,
+          created_at: Date.now(),
+        });
         if (outcome === 'swept') throw swept();
         if (outcome === 'duplicate') await store.deleteChunks(tx, blobId);
       },

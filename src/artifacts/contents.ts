@@ -91,7 +91,9 @@ export class ArtifactContents {
           })
           .catch((cleanupErr: unknown) => this.deps.logger.error({ err: cleanupErr, blob: staged.key }, 'could not release a blob'));
       }
-      await staged.discard().catch((cleanupErr: unknown) => this.deps.logger.error({ err: cleanupErr, blob: staged.key }, 'could not discard staged bytes'));
+      await staged
+        .discard()
+        .catch((cleanupErr: unknown) => this.deps.logger.error({ err: cleanupErr, blob: staged.key }, 'could not discard staged bytes'));
       throw err;
     }
   }

@@ -58,7 +58,10 @@ export function checkName(name: string): string {
 /** A form's type (its `content_type` field, else its file part's own type), by the schemas' rule. */
 export function checkContentType(type: string): string {
   if (!isContentType(type)) {
-    throw InvalidRequest.field('content_type', "must be a MIME type of printable ASCII (at most 255 characters), such as text/plain or text/plain; charset=utf-8");
+    throw InvalidRequest.field(
+      'content_type',
+      'must be a MIME type of printable ASCII (at most 255 characters), such as text/plain or text/plain; charset=utf-8',
+    );
   }
   return type;
 }

@@ -1,10 +1,7 @@
 import type { ByteRange } from './blob-store.js';
 
 /** What a Range header asks of a representation of `size` bytes (RFC 9110 §14). */
-export type RangeDecision =
-  | { kind: 'full' }
-  | { kind: 'partial'; range: ByteRange }
-  | { kind: 'unsatisfiable' };
+export type RangeDecision = { kind: 'full' } | { kind: 'partial'; range: ByteRange } | { kind: 'unsatisfiable' };
 
 const SINGLE_RANGE = /^bytes=(\d*)-(\d*)$/i;
 
@@ -36,7 +33,12 @@ export function decideRange(header: string | undefined, size: number): RangeDeci
 export function entityTags(header: string): string[] {
   return header
     .split(',')
-    .map((tag) => tag.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1'))
+    .map((tag) =>
+      tag
+        .trim()
+        .replace(/^W\//, '')
+        .replace(/^"(.*)"$/, '$1'),
+    )
     .filter((tag) => tag !== '');
 }
 

@@ -112,7 +112,11 @@ const SCAN_TURN_CHARS = 256 * 1024;
  * held it for 6.1 s for a 20-object filter over 1,000 artifacts with 300-element arrays, and
  * /healthz waited as long (measured).
  */
-async function scanPages(query: SelectQueryBuilder<Database, 'artifacts', ArtifactRow>, matches: ContainmentTest, window: Page): Promise<Paged<ArtifactRow>> {
+async function scanPages(
+  query: SelectQueryBuilder<Database, 'artifacts', ArtifactRow>,
+  matches: ContainmentTest,
+  window: Page,
+): Promise<Paged<ArtifactRow>> {
   const items: ArtifactRow[] = [];
   let total = 0;
   let after = '';

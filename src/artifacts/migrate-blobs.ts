@@ -19,7 +19,12 @@ export interface BlobMigration {
  * next one. Safe beside running servers: until a file is moved they read it from the data
  * directory, and a content deleted meanwhile is left unreferenced for the orphan sweep.
  */
-export async function migrateFileBlobs(deps: { files: FsBlobStore; chunks: ChunkedBlobStore; store: ArtifactsStore; onFile?: (key: string, outcome: 'moved' | 'present' | 'corrupt') => void }): Promise<BlobMigration> {
+export async function migrateFileBlobs(deps: {
+  files: FsBlobStore;
+  chunks: ChunkedBlobStore;
+  store: ArtifactsStore;
+  onFile?: (key: string, outcome: 'moved' | 'present' | 'corrupt') => void;
+}): Promise<BlobMigration> {
   const { files, chunks, store } = deps;
   const result: BlobMigration = { moved: 0, present: 0, corrupt: [] };
   for await (const key of files.stored()) {

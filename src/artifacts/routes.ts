@@ -172,7 +172,8 @@ async function sendDownload(request: FastifyRequest, reply: FastifyReply, downlo
 const ArtifactResponse = DataEnvelope(Artifact);
 
 /** When a content write answers 409: in cluster mode, a node taken for down has the bytes it was receiving swept. */
-const DISCARDED = 'The bytes were discarded while they were received (cluster mode: the receiving node was taken for down); send them again';
+const DISCARDED =
+  'The bytes were discarded while they were received (cluster mode: the receiving node was taken for down); send them again';
 
 export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: number): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -209,14 +210,28 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
       '/artifacts',
       {
         config: { permission: 'artifacts:write', verifiesBodyHash: true, conflict: DISCARDED },
-        schema: { tags, summary: 'Upload a file as a new artifact (multipart)', description: FORM_DESCRIPTION, consumes: ['multipart/form-data'], response: { 201: ArtifactResponse } },
+        schema: {
+          tags,
+          summary: 'Upload a file as a new artifact (multipart)',
+          description: FORM_DESCRIPTION,
+          consumes: ['multipart/form-data'],
+          response: { 201: ArtifactResponse },
+        },
       },
       async (request, reply) => created(reply, await service.create(request.principal, incomingForm(request, maxUploadBytes))),
     );
 
     app.post(
       '/artifacts/snippets',
-      { config: { permission: 'artifacts:write', conflict: DISCARDED }, schema: { tags, summary: 'Store a JSON value as an artifact (application/json)', body: SnippetBody, response: { 201: ArtifactResponse } } },
+      {
+        config: { permission: 'artifacts:write', conflict: DISCARDED },
+        schema: {
+          tags,
+          summary: 'Store a JSON value as an artifact (application/json)',
+          body: SnippetBody,
+          response: { 201: ArtifactResponse },
+        },
+      },
       async (request, reply) => created(reply, await service.createSnippet(request.principal, request.body)),
     );
 
@@ -237,7 +252,10 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
     app.post(
       '/artifacts/upload-url/:upload_id/confirm',
       {
-        config: { permission: 'artifacts:write', conflict: `The upload has expired, has no bytes yet, or its bytes do not match its declaration (\`error.details\` lists how). ${DISCARDED}` },
+        config: {
+          permission: 'artifacts:write',
+          conflict: `The upload has expired, has no bytes yet, or its bytes do not match its declaration (\`error.details\` lists how). ${DISCARDED}`,
+        },
         schema: {
           tags,
           summary: 'Create the artifact from uploaded bytes (409 and discarded when size or sha256 differ)',
@@ -284,7 +302,10 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
 
     app.get(
       '/artifacts/:artifact_id',
-      { config: { permission: 'artifacts:read' }, schema: { tags, summary: 'Get artifact metadata', params: ArtifactParams, response: { 200: ArtifactResponse } } },
+      {
+        config: { permission: 'artifacts:read' },
+        schema: { tags, summary: 'Get artifact metadata', params: ArtifactParams, response: { 200: ArtifactResponse } },
+      },
       async (request, reply) => ok(reply, await service.get(request.principal, request.params.artifact_id)),
     );
 
@@ -349,13 +370,21 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
       async (request, reply) =>
         ok(
           reply,
-          await service.update(request.principal, request.params.artifact_id, incomingForm(request, maxUploadBytes), header(request, 'if-match')),
+          await service.update(
+            request.principal,
+            request.params.artifact_id,
+            incomingForm(request, maxUploadBytes),
+            header(request, 'if-match'),
+          ),
         ),
     );
 
     app.get(
       '/artifacts/:artifact_id/versions',
-      { config: { permission: 'artifacts:read' }, schema: { tags, summary: 'List versions, newest first', params: ArtifactParams, response: { 200: DataEnvelope(VersionList) } } },
+      {
+        config: { permission: 'artifacts:read' },
+        schema: { tags, summary: 'List versions, newest first', params: ArtifactParams, response: { 200: DataEnvelope(VersionList) } },
+      },
       async (request, reply) => ok(reply, { versions: await service.versions(request.principal, request.params.artifact_id) }),
     );
 
@@ -381,26 +410,57 @@ export function artifactsRoutes(service: ArtifactsService, maxUploadBytes: numbe
       '/artifacts/:artifact_id/share',
       {
         config: { permission: 'artifacts:write' },
-        schema: { tags, summary: 'Share with agents and access groups (owner or admin); a group share opens to the members an admin granted', params: ArtifactParams, body: ShareBody, response: { 200: DataEnvelope(AccessList) } },
+        schema: {
+          tags,
+          summary: 'Share with agents and access groups (owner or admin); a group share opens to the members an admin granted',
+          params: ArtifactParams,
+          body: ShareBody,
+          response: { 200: DataEnvelope(AccessList) },
+        },
       },
       async (request, reply) => ok(reply, await service.share(request.principal, request.params.artifact_id, request.body)),
     );
 
     app.post(
       '/artifacts/:artifact_id/unshare',
-      { config: { permission: 'artifacts:write' }, schema: { tags, summary: 'Withdraw shares (owner or admin)', params: ArtifactParams, body: UnshareBody, response: { 200: DataEnvelope(AccessList) } } },
+      {
+        config: { permission: 'artifacts:write' },
+        schema: {
+          tags,
+          summary: 'Withdraw shares (owner or admin)',
+          params: ArtifactParams,
+          body: UnshareBody,
+          response: { 200: DataEnvelope(AccessList) },
+        },
+      },
       async (request, reply) => ok(reply, await service.unshare(request.principal, request.params.artifact_id, request.body)),
     );
 
     app.get(
       '/artifacts/:artifact_id/access',
-      { config: { permission: 'artifacts:read' }, schema: { tags, summary: 'Who may read the artifact: owner, agents, groups', params: ArtifactParams, response: { 200: DataEnvelope(AccessList) } } },
+      {
+        config: { permission: 'artifacts:read' },
+        schema: {
+          tags,
+          summary: 'Who may read the artifact: owner, agents, groups',
+          params: ArtifactParams,
+          response: { 200: DataEnvelope(AccessList) },
+        },
+      },
       async (request, reply) => ok(reply, await service.access(request.principal, request.params.artifact_id)),
     );
 
     app.delete(
       '/artifacts/:artifact_id',
-      { config: { permission: 'artifacts:write' }, schema: { tags, summary: 'Delete the artifact, all versions and unreferenced blobs', params: ArtifactParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'artifacts:write' },
+        schema: {
+          tags,
+          summary: 'Delete the artifact, all versions and unreferenced blobs',
+          params: ArtifactParams,
+          response: { 200: Deleted },
+        },
+      },
       async (request, reply) => {
         await service.delete(request.principal, request.params.artifact_id);
         return deleted(reply, request.params.artifact_id);

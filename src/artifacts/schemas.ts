@@ -33,44 +33,64 @@ export const MAX_EXPIRES_IN_S = 7 * 24 * 3600;
 export const DEFAULT_UPLOAD_EXPIRES_IN_S = 3600;
 
 const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: 'Display and download file name' });
-const ContentType = Type.String({ pattern: CONTENT_TYPE_PATTERN, maxLength: 255, description: 'MIME type: type/subtype, then optional ; name=value parameters, in printable ASCII' });
+const ContentType = Type.String({
+  pattern: CONTENT_TYPE_PATTERN,
+  maxLength: 255,
+  description: 'MIME type: type/subtype, then optional ; name=value parameters, in printable ASCII',
+});
 const Sha256 = Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'hex SHA-256 of the content' });
-const GroupName = Type.String({ minLength: 1, maxLength: 200, description: 'Access group name: its members are granted by an admin (PUT /auth/groups/{group}/members/{agent_id})' });
+const GroupName = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'Access group name: its members are granted by an admin (PUT /auth/groups/{group}/members/{agent_id})',
+});
 const expiresIn = (options: { default?: number } = {}) =>
   Type.Integer({ minimum: 1, maximum: MAX_EXPIRES_IN_S, description: 'Seconds until the URL expires (1 s to 7 days)', ...options });
 
-export const Artifact = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  content_type: Type.String(),
-  size_bytes: Type.Integer(),
-  sha256: Type.String({ description: 'hex SHA-256 of the current version; also its ETag' }),
-  metadata: JsonObject,
-  version: Type.Integer({ description: 'The current version' }),
-  owner: Type.String(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-}, { title: 'Artifact' });
+export const Artifact = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    content_type: Type.String(),
+    size_bytes: Type.Integer(),
+    sha256: Type.String({ description: 'hex SHA-256 of the current version; also its ETag' }),
+    metadata: JsonObject,
+    version: Type.Integer({ description: 'The current version' }),
+    owner: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Artifact' },
+);
 export type Artifact = Static<typeof Artifact>;
 
-export const ArtifactVersion = Type.Object({
-  version: Type.Integer(),
-  content_type: Type.String(),
-  size_bytes: Type.Integer(),
-  sha256: Type.String(),
-  created_at: Timestamp,
-  created_by: Type.String(),
-}, { title: 'ArtifactVersion' });
+export const ArtifactVersion = Type.Object(
+  {
+    version: Type.Integer(),
+    content_type: Type.String(),
+    size_bytes: Type.Integer(),
+    sha256: Type.String(),
+    created_at: Timestamp,
+    created_by: Type.String(),
+  },
+  { title: 'ArtifactVersion' },
+);
 export type ArtifactVersion = Static<typeof ArtifactVersion>;
 
-export const VersionList = Type.Object({ versions: Type.Array(ArtifactVersion, { description: 'Newest first' }) }, { title: 'ArtifactVersions' });
+export const VersionList = Type.Object(
+  { versions: Type.Array(ArtifactVersion, { description: 'Newest first' }) },
+  { title: 'ArtifactVersions' },
+);
 
-export const VersionDeleted = Type.Object({
-  id: Type.String(),
-  version: Type.Integer(),
-  deleted: Type.Literal(true),
-  current_version: Type.Integer({ description: 'The version now served by default' }),
-}, { title: 'ArtifactVersionDeleted' });
+export const VersionDeleted = Type.Object(
+  {
+    id: Type.String(),
+    version: Type.Integer(),
+    deleted: Type.Literal(true),
+    current_version: Type.Integer({ description: 'The version now served by default' }),
+  },
+  { title: 'ArtifactVersionDeleted' },
+);
 
 export const SnippetBody = Type.Object(
   {
@@ -96,17 +116,23 @@ export const UploadIntentBody = Type.Object(
 );
 export type UploadIntentBody = Static<typeof UploadIntentBody>;
 
-export const UploadIntent = Type.Object({
-  upload_id: Type.String(),
-  url: Type.String({ description: 'PUT the raw bytes here, without an Authorization header' }),
-  expires_at: Timestamp,
-}, { title: 'UploadIntent' });
+export const UploadIntent = Type.Object(
+  {
+    upload_id: Type.String(),
+    url: Type.String({ description: 'PUT the raw bytes here, without an Authorization header' }),
+    expires_at: Timestamp,
+  },
+  { title: 'UploadIntent' },
+);
 
-export const UploadReceived = Type.Object({
-  upload_id: Type.String(),
-  size_bytes: Type.Integer(),
-  sha256: Type.String(),
-}, { title: 'UploadReceived' });
+export const UploadReceived = Type.Object(
+  {
+    upload_id: Type.String(),
+    size_bytes: Type.Integer(),
+    sha256: Type.String(),
+  },
+  { title: 'UploadReceived' },
+);
 
 export const SignedUrlBody = Type.Object(
   {
@@ -134,18 +160,25 @@ export const UnshareBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const AccessList = Type.Object({
-  owner: Type.String(),
-  agents: Type.Array(Type.String()),
-  groups: Type.Array(Type.String()),
-}, { title: 'ArtifactAccess' });
+export const AccessList = Type.Object(
+  {
+    owner: Type.String(),
+    agents: Type.Array(Type.String()),
+    groups: Type.Array(Type.String()),
+  },
+  { title: 'ArtifactAccess' },
+);
 export type AccessList = Static<typeof AccessList>;
 
 export const ListQuery = Type.Composite([
   PageQuery,
   Type.Object({
     content_type: Type.Optional(
-      Type.String({ pattern: `^${MEDIA_NAME}/(?:\\*|${MEDIA_NAME}${PARAMETERS})$`, maxLength: 255, description: "Exact MIME type, or 'type/*'" }),
+      Type.String({
+        pattern: `^${MEDIA_NAME}/(?:\\*|${MEDIA_NAME}${PARAMETERS})$`,
+        maxLength: 255,
+        description: "Exact MIME type, or 'type/*'",
+      }),
     ),
     metadata: Type.Optional(
       Type.String({
@@ -159,10 +192,7 @@ export const ListQuery = Type.Composite([
   }),
 ]);
 
-export const SharedQuery = Type.Composite([
-  PageQuery,
-  Type.Object({ agent_id: Type.Optional(AgentId) }),
-]);
+export const SharedQuery = Type.Composite([PageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);
 
 export const ArtifactParams = Type.Object({ artifact_id: Type.String({ minLength: 1, maxLength: 100 }) });
 export const VersionParams = Type.Object({

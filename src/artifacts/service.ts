@@ -14,7 +14,15 @@ import { ArtifactContents } from './contents.js';
 import { checkContentType, checkName, parseJsonObject, readForm, type IncomingForm } from './forms.js';
 import { entityTags } from './http-conditions.js';
 import type { ArtifactFilter, Viewer } from './listing-store.js';
-import { METADATA_FILTER_LIMITS, type AccessList, type Artifact, type ArtifactVersion, type SignedUrlBody, type SnippetBody, type UploadIntentBody } from './schemas.js';
+import {
+  METADATA_FILTER_LIMITS,
+  type AccessList,
+  type Artifact,
+  type ArtifactVersion,
+  type SignedUrlBody,
+  type SnippetBody,
+  type UploadIntentBody,
+} from './schemas.js';
 import { SignedUrls, type UrlProof } from './signed-urls.js';
 import type { ArtifactRow, ArtifactsStore, VersionContentRow, VersionRow } from './store.js';
 import { UploadIntents } from './uploads.js';
@@ -108,7 +116,11 @@ export class ArtifactsService {
 
   // ---- create ----
 
-  private async insertStaged(principal: Principal, input: Omit<NewArtifact, 'sha256' | 'size_bytes' | 'owner'>, staged: StagedBlob): Promise<Artifact> {
+  private async insertStaged(
+    principal: Principal,
+    input: Omit<NewArtifact, 'sha256' | 'size_bytes' | 'owner'>,
+    staged: StagedBlob,
+  ): Promise<Artifact> {
     const rows = newArtifactRows(
       { ...input, owner: this.accessControl.ownerOf(principal), sha256: staged.sha256, size_bytes: staged.size },
       principal.actor,
@@ -166,7 +178,11 @@ export class ArtifactsService {
   /** Artifacts shared with the caller (or, for an admin, with the named agent), not its own. */
   async listShared(principal: Principal, agentId: string | undefined, window: Page): Promise<Paged<Artifact>> {
     const agent = actingAgent(principal, agentId);
-    const page = await this.store.listing.listShared(autocommit, { admin: false, agentId: agent, groups: await this.accessControl.groupsOf(agent) }, window);
+    const page = await this.store.listing.listShared(
+      autocommit,
+      { admin: false, agentId: agent, groups: await this.accessControl.groupsOf(agent) },
+      window,
+    );
     return { items: page.items.map(toArtifact), total: page.total };
   }
 
@@ -278,7 +294,8 @@ export class ArtifactsService {
       const versions = await this.store.listVersions(tx, id);
       const target = versions.find((v) => v.version === version);
       if (!target) throw new NotFound(`Version ${version} of artifact`, id);
-      if (versions.length === 1) throw new Conflict(`Version ${version} is the only version of artifact '${id}'; delete the artifact instead`);
+      if (versions.length === 1)
+        throw new Conflict(`Version ${version} is the only version of artifact '${id}'; delete the artifact instead`);
       await this.store.deleteVersion(tx, id, version);
       let current = artifact.current_version;
       if (current === version) {
@@ -331,7 +348,12 @@ export class ArtifactsService {
     return this.uploads.create(principal, body);
   }
 
-  receiveUpload(uploadId: string, proof: UrlProof, body: Readable, contentLength?: number): Promise<{ upload_id: string; size_bytes: number; sha256: string }> {
+  receiveUpload(
+    uploadId: string,
+    proof: UrlProof,
+    body: Readable,
+    contentLength?: number,
+  ): Promise<{ upload_id: string; size_bytes: number; sha256: string }> {
     return this.uploads.receive(uploadId, proof, body, contentLength);
   }
 

@@ -321,7 +321,13 @@ export class BlobChunksStore extends Store {
   /** Ends the staging of chunk sets untouched since `before` (a crashed upload's); returns their ids. */
   async takeStaleStaging(tx: Tx, before: number, limit: number): Promise<string[]> {
     const db = dbOf(tx, this.db);
-    const rows = await db.selectFrom('blob_staging').select('blob_id').where('touched_at', '<', before).orderBy('touched_at').limit(limit).execute();
+    const rows = await db
+      .selectFrom('blob_staging')
+      .select('blob_id')
+      .where('touched_at', '<', before)
+      .orderBy('touched_at')
+      .limit(limit)
+      .execute();
     return rows.map((r) => r.blob_id);
   }
 

@@ -23,7 +23,11 @@ export class UploadsStore extends Store {
   async recordUploadBytes(tx: Tx, id: string, sha256: string, size: number): Promise<UploadRow | undefined> {
     const before = await this.lockUpload(tx, id);
     if (!before) return undefined;
-    await dbOf(tx, this.db).updateTable('artifact_uploads').set({ blob_sha256: sha256, received_bytes: size }).where('id', '=', id).execute();
+    await dbOf(tx, this.db)
+      .updateTable('artifact_uploads')
+      .set({ blob_sha256: sha256, received_bytes: size })
+      .where('id', '=', id)
+      .execute();
     return before;
   }
 
@@ -47,7 +51,9 @@ export class UploadsStore extends Store {
    */
   async claimExpiredUploads(tx: Tx, now: number, limit: number): Promise<UploadRow[]> {
     const db = dbOf(tx, this.db);
-    const due = this.caps.claim(db.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit));
+    const due = this.caps.claim(
+      db.selectFrom('artifact_uploads').select('id').where('expires_at', '<', now).orderBy('expires_at').limit(limit),
+    );
     return db.deleteFrom('artifact_uploads').where('id', 'in', due).returningAll().execute();
   }
 }

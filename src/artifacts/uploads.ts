@@ -67,7 +67,12 @@ export class UploadIntents {
    * The PUT to an upload URL: streams the bytes (at most the declared size) to a blob the upload
    * references until it is confirmed or swept. A second PUT replaces the first one's bytes.
    */
-  async receive(uploadId: string, proof: UrlProof, body: Readable, contentLength?: number): Promise<{ upload_id: string; size_bytes: number; sha256: string }> {
+  async receive(
+    uploadId: string,
+    proof: UrlProof,
+    body: Readable,
+    contentLength?: number,
+  ): Promise<{ upload_id: string; size_bytes: number; sha256: string }> {
     await this.deps.urls.checkUpload(uploadId, proof);
     const upload = await this.store.uploads.findUpload(autocommit, uploadId);
     if (!upload) throw new NotFound('Upload', uploadId);
@@ -94,44 +99,46 @@ export class UploadIntents {
 
   /** Creates the artifact from the uploaded bytes if they match the declared size (and sha256); else 409, bytes discarded. */
   async confirm(principal: Principal, uploadId: string): Promise<Artifact> {
-    const outcome = await this.store.inTransaction(async (tx): Promise<{ artifact: ArtifactRow } | { problems: { field: string; message: string }[] }> => {
-      const upload = await this.store.uploads.lockUpload(tx, uploadId);
-      if (!upload) throw new NotFound('Upload', uploadId);
-      if (!actsForPlatform(principal) && upload.owner !== this.deps.access.ownerOf(principal)) {
-        throw new Forbidden(`Upload '${uploadId}' belongs to '${upload.owner}'`);
-      }
-      if (upload.expires_at <= this.deps.clock.now()) throw new Conflict(`Upload '${uploadId}' has expired`);
-      const blob = upload.blob_sha256;
-      if (blob === null) throw new Conflict('No bytes have been uploaded yet: PUT them to the upload URL first');
-      await this.store.lockBlobs(tx, [blob]);
-      await this.store.uploads.deleteUpload(tx, uploadId);
-      const problems: { field: string; message: string }[] = [];
-      if (Number(upload.received_bytes) !== Number(upload.size_bytes)) {
-        problems.push({ field: 'size_bytes', message: `declared ${upload.size_bytes}, received ${upload.received_bytes}` });
-      }
-      if (upload.sha256 !== null && upload.sha256 !== blob) {
-        problems.push({ field: 'sha256', message: `declared ${upload.sha256}, received ${blob}` });
-      }
-      if (problems.length > 0) {
-        await this.deps.contents.dropUnreferenced(tx, [blob]);
-        return { problems };
-      }
-      const rows = newArtifactRows(
-        {
-          owner: upload.owner,
-          name: upload.name,
-          content_type: upload.content_type,
-          metadata: JSON.parse(upload.metadata) as Record<string, unknown>,
-          sha256: blob,
-          size_bytes: Number(upload.received_bytes),
-        },
-        principal.actor,
-        this.deps.clock.now(),
-      );
-      await this.store.insertArtifact(tx, rows.artifact, rows.version);
-      await this.deps.events.created(tx, rows.artifact, principal.actor);
-      return { artifact: rows.artifact };
-    });
+    const outcome = await this.store.inTransaction(
+      async (tx): Promise<{ artifact: ArtifactRow } | { problems: { field: string; message: string }[] }> => {
+        const upload = await this.store.uploads.lockUpload(tx, uploadId);
+        if (!upload) throw new NotFound('Upload', uploadId);
+        if (!actsForPlatform(principal) && upload.owner !== this.deps.access.ownerOf(principal)) {
+          throw new Forbidden(`Upload '${uploadId}' belongs to '${upload.owner}'`);
+        }
+        if (upload.expires_at <= this.deps.clock.now()) throw new Conflict(`Upload '${uploadId}' has expired`);
+        const blob = upload.blob_sha256;
+        if (blob === null) throw new Conflict('No bytes have been uploaded yet: PUT them to the upload URL first');
+        await this.store.lockBlobs(tx, [blob]);
+        await this.store.uploads.deleteUpload(tx, uploadId);
+        const problems: { field: string; message: string }[] = [];
+        if (Number(upload.received_bytes) !== Number(upload.size_bytes)) {
+          problems.push({ field: 'size_bytes', message: `declared ${upload.size_bytes}, received ${upload.received_bytes}` });
+        }
+        if (upload.sha256 !== null && upload.sha256 !== blob) {
+          problems.push({ field: 'sha256', message: `declared ${upload.sha256}, received ${blob}` });
+        }
+        if (problems.length > 0) {
+          await this.deps.contents.dropUnreferenced(tx, [blob]);
+          return { problems };
+        }
+        const rows = newArtifactRows(
+          {
+            owner: upload.owner,
+            name: upload.name,
+            content_type: upload.content_type,
+            metadata: JSON.parse(upload.metadata) as Record<string, unknown>,
+            sha256: blob,
+            size_bytes: Number(upload.received_bytes),
+          },
+          principal.actor,
+          this.deps.clock.now(),
+        );
+        await this.store.insertArtifact(tx, rows.artifact, rows.version);
+        await this.deps.events.created(tx, rows.artifact, principal.actor);
+        return { artifact: rows.artifact };
+      },
+    );
     if ('problems' in outcome) {
       throw new Conflict('The uploaded bytes do not match the upload declaration; they have been discarded', outcome.problems);
     }

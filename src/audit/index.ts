@@ -18,7 +18,13 @@ export type { AuditEntry, AuditVerification } from './schemas.js';
 const SWEEP_INTERVAL_MS = 60 * 60_000;
 
 /** The audit service alone, for a process that records or verifies without serving (the CLI). */
-export function createAuditService(deps: { database: DatabaseHandle; clock: Clock; config: Config; logger: Logger; actor?: AuditActor }): AuditService {
+export function createAuditService(deps: {
+  database: DatabaseHandle;
+  clock: Clock;
+  config: Config;
+  logger: Logger;
+  actor?: AuditActor;
+}): AuditService {
   const { database, config } = deps;
   return new AuditService({
     store: new AuditStore(database.db, database.caps),
@@ -37,7 +43,12 @@ export function createAuditService(deps: { database: DatabaseHandle; clock: Cloc
  */
 export function createAuditDomain(deps: { database: DatabaseHandle; clock: Clock; config: Config; logger: Logger }) {
   const service = createAuditService(deps);
-  const flusher = new LoopWorker({ name: 'audit-denials', intervalMs: deps.config.auditDenialWindowMs, logger: deps.logger, run: () => service.flushDenials() });
+  const flusher = new LoopWorker({
+    name: 'audit-denials',
+    intervalMs: deps.config.auditDenialWindowMs,
+    logger: deps.logger,
+    run: () => service.flushDenials(),
+  });
   const denials: Worker = {
     name: flusher.name,
     start: () => flusher.start(),

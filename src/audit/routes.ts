@@ -35,7 +35,8 @@ export function auditRoutes(service: AuditService): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Verify the audit log’s hash chain from its anchor (where retention last trimmed) to its newest entry',
-          description: 'Reads the log a page at a time. `first_broken` names the first entry whose hash or link to the one before does not hold.',
+          description:
+            'Reads the log a page at a time. `first_broken` names the first entry whose hash or link to the one before does not hold.',
           response: { 200: DataEnvelope(AuditVerification) },
         },
       },

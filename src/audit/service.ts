@@ -119,10 +119,14 @@ export class AuditService implements AuditTrail {
   async failed(scope: RequestScope, status: number): Promise<void> {
     if (scope.recorded.length === 0) return;
     const recorded = scope.recorded.splice(0);
-    const committed = await this.deps.store.existing(autocommit, recorded.map((change) => change.entryId));
+    const committed = await this.deps.store.existing(
+      autocommit,
+      recorded.map((change) => change.entryId),
+    );
     const lost = new Map<string, AuditedChange>();
     // A retried transaction recorded its change once per attempt: one failed entry for them.
-    for (const change of recorded) if (!committed.has(change.entryId)) lost.set(`${change.action} ${change.resource.type} ${change.resource.id}`, change);
+    for (const change of recorded)
+      if (!committed.has(change.entryId)) lost.set(`${change.action} ${change.resource.type} ${change.resource.id}`, change);
     if (lost.size === 0) return;
     const drafts = [...lost.values()].map((change) => this.draft(scope, change, 'failed', status));
     await this.deps.store.append(autocommit, (head) => chained(head, drafts));
@@ -177,9 +181,11 @@ export class AuditService implements AuditTrail {
 
   private async appendDenials(drafts: Draft[]): Promise<void> {
     if (drafts.length === 0) return;
-    await this.deps.store.append(autocommit, (head) => chained(head, drafts)).catch((err: unknown) => {
-      this.deps.logger.error({ err, entries: drafts.length }, 'could not append denials to the audit log');
-    });
+    await this.deps.store
+      .append(autocommit, (head) => chained(head, drafts))
+      .catch((err: unknown) => {
+        this.deps.logger.error({ err, entries: drafts.length }, 'could not append denials to the audit log');
+      });
   }
 
   private draft(scope: RequestScope | undefined, change: AuditedChange, outcome: AuditOutcome, status: number | null): Draft {

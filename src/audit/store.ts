@@ -48,11 +48,16 @@ export class AuditStore extends Store {
   async append(tx: Tx, entries: (head: ChainHead | null) => NewAuditRow[]): Promise<void> {
     await atomically(tx, this.db, async (trx) => {
       await this.caps.transactionLock(trx, APPEND_LOCK);
-      const head = this.statements.compiled('head', { one: 1 }, (v) => trx.selectFrom('audit_log').select(['seq', 'hash']).orderBy('seq', 'desc').limit(v.one));
+      const head = this.statements.compiled('head', { one: 1 }, (v) =>
+        trx.selectFrom('audit_log').select(['seq', 'hash']).orderBy('seq', 'desc').limit(v.one),
+      );
       const [last] = (await trx.executeQuery(head)).rows;
       const start = last ?? (await trx.selectFrom('audit_anchor').select(['seq', 'hash']).where('id', '=', 1).executeTakeFirst());
       const rows = entries(start ? { seq: Number(start.seq), hash: start.hash } : null);
-      if (rows.length > 0) await trx.executeQuery(this.statements.listed(`insert:${rows.length}`, { rows }, (v) => trx.insertInto('audit_log').values(v.rows)));
+      if (rows.length > 0)
+        await trx.executeQuery(
+          this.statements.listed(`insert:${rows.length}`, { rows }, (v) => trx.insertInto('audit_log').values(v.rows)),
+        );
     });
   }
 

@@ -111,30 +111,52 @@ export class ApiKeys {
     const user = input.user_id === undefined ? null : await this.keyUser(input, creator);
     const role = input.role ?? user?.role ?? 'agent';
     if (role === 'agent' && input.agent_id === undefined) {
-      throw InvalidRequest.field(user ? 'role' : 'agent_id', user ? 'cannot be agent for a key bound to a user' : 'is required for an agent key');
+      throw InvalidRequest.field(
+        user ? 'role' : 'agent_id',
+        user ? 'cannot be agent for a key bound to a user' : 'is required for an agent key',
+      );
     }
     const scopes = input.scopes === undefined ? null : [...new Set(input.scopes)];
     const allowed = grantable(role);
     const foreign = scopes?.filter((name) => !(allowed as string[]).includes(name)) ?? [];
     if (foreign.length > 0) {
-      throw InvalidRequest.field('scopes', `narrow the role: '${foreign.join("', '")}' is not among the ${role} role's permissions (${allowed.join(', ')})`);
+      throw InvalidRequest.field(
+        'scopes',
+        `narrow the role: '${foreign.join("', '")}' is not among the ${role} role's permissions (${allowed.join(', ')})`,
+      );
     }
     const expiresAt = input.expires_at === undefined ? null : Date.parse(input.expires_at);
-    if (expiresAt !== null && !(expiresAt > this.deps.clock.now())) throw InvalidRequest.field('expires_at', 'must be a time in the future');
+    if (expiresAt !== null && !(expiresAt > this.deps.clock.now()))
+      throw InvalidRequest.field('expires_at', 'must be a time in the future');
     const granted = permissionsOf(role, scopes);
     const lacking = missingFrom(creator.permissions, granted);
     if (lacking.length > 0) {
-      throw new Forbidden(`Missing permission '${lacking[0]}': a key cannot be given a permission its creator lacks (${lacking.join(', ')})`);
+      throw new Forbidden(
+        `Missing permission '${lacking[0]}': a key cannot be given a permission its creator lacks (${lacking.join(', ')})`,
+      );
     }
     const beyondUser = user === null ? [] : missingFrom(new Set(ROLES[user.role]), granted);
     if (user !== null && beyondUser.length > 0) {
-      throw InvalidRequest.field('role', `is above the user's role ${user.role}: it would grant ${beyondUser.join(', ')} (narrow it with scopes, or pick a lesser role)`);
+      throw InvalidRequest.field(
+        'role',
+        `is above the user's role ${user.role}: it would grant ${beyondUser.join(', ')} (narrow it with scopes, or pick a lesser role)`,
+      );
     }
     return this.store.inTransaction(async (tx) => {
-      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null, { scopes, expiresAt, userId: user?.id ?? null });
+      const key = await this.insertKey(tx, newSecret(KEY_PREFIX), role, input.agent_id ?? null, input.name ?? null, {
+        scopes,
+        expiresAt,
+        userId: user?.id ?? null,
+      });
       await this.deps.audit.record(tx, { action: 'key.create', resource: { type: 'key', id: key.id } });
       const { key: _plain, ...shown } = key;
-      await this.deps.events.append(tx, { type: 'key.created', subject: key.id, actor: creator.actor, data: { key: shown }, readers: ADMINS_ONLY });
+      await this.deps.events.append(tx, {
+        type: 'key.created',
+        subject: key.id,
+        actor: creator.actor,
+        data: { key: shown },
+        readers: ADMINS_ONLY,
+      });
       return key;
     });
   }
@@ -144,7 +166,8 @@ export class ApiKeys {
    * holds keys:admin (403 otherwise, as the route would have answered).
    */
   private async keyUser(input: CreateKeyInput, creator: KeyCreator): Promise<UserRow> {
-    if (input.agent_id !== undefined) throw InvalidRequest.field('user_id', 'and agent_id exclude each other: a key acts as one user or one agent');
+    if (input.agent_id !== undefined)
+      throw InvalidRequest.field('user_id', 'and agent_id exclude each other: a key acts as one user or one agent');
     if (!creator.permissions.has('keys:admin') && creator.user?.id !== input.user_id) {
       throw new Forbidden("Missing permission 'keys:admin': without it, a user creates keys only for themselves");
     }

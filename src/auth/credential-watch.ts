@@ -45,7 +45,13 @@ export class CredentialWatch implements Worker {
       logger: Logger;
     },
   ) {
-    this.loop = new LoopWorker({ name: this.name, intervalMs: TICK_MS, logger: deps.logger, run: () => this.tick(), listen: (nudge) => this.listen(nudge) });
+    this.loop = new LoopWorker({
+      name: this.name,
+      intervalMs: TICK_MS,
+      logger: deps.logger,
+      run: () => this.tick(),
+      listen: (nudge) => this.listen(nudge),
+    });
     this.lastDataVersion = deps.dataVersion?.() ?? null;
   }
 
@@ -85,7 +91,8 @@ export class CredentialWatch implements Worker {
     const credentials = this.deps.connections.credentials();
     try {
       for (let i = 0; i < credentials.length; i += CHECK_BATCH) {
-        for (const ended of await this.deps.auth.endedAmong(credentials.slice(i, i + CHECK_BATCH))) this.deps.connections.end(ended, endReason(ended));
+        for (const ended of await this.deps.auth.endedAmong(credentials.slice(i, i + CHECK_BATCH)))
+          this.deps.connections.end(ended, endReason(ended));
       }
     } catch (err) {
       // The database is away: look again on the next tick rather than in a minute.

@@ -44,7 +44,15 @@ export function createAuthDomain(deps: {
   const store = new AuthStore(database.db, database.caps);
   const service = new AuthService(store, clock, notifier, deps.events, deps.audit, database.dataVersion);
   const users = new UsersService({ store, clock, auth: service, audit: deps.audit });
-  const sessions = new SessionService({ store, clock, auth: service, notifier, dataVersion: database.dataVersion, ttlMs: deps.sessionTtlMs, audit: deps.audit });
+  const sessions = new SessionService({
+    store,
+    clock,
+    auth: service,
+    notifier,
+    dataVersion: database.dataVersion,
+    ttlMs: deps.sessionTtlMs,
+    audit: deps.audit,
+  });
   const oidc = deps.oidc ? new OidcSignIn({ config: deps.oidc, store, users, sessions }) : null;
   const routes: FastifyPluginAsyncTypebox = async (app) => {
     await app.register(authRoutes(service));

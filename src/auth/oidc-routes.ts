@@ -13,9 +13,14 @@ const CALLBACK_PATH = '/api/v1/auth/oidc/callback';
 const FLOW_COOKIE = 'switchboard_oidc';
 const FLOW_TTL_S = 600;
 
-
 function setFlowCookie(reply: FastifyReply, flow: OidcFlow | null, secure: boolean): void {
-  const attributes = ['HttpOnly', 'SameSite=Lax', 'Path=/api/v1/auth/oidc', `Max-Age=${flow === null ? 0 : FLOW_TTL_S}`, ...(secure ? ['Secure'] : [])];
+  const attributes = [
+    'HttpOnly',
+    'SameSite=Lax',
+    'Path=/api/v1/auth/oidc',
+    `Max-Age=${flow === null ? 0 : FLOW_TTL_S}`,
+    ...(secure ? ['Secure'] : []),
+  ];
   reply.header('Set-Cookie', [`${FLOW_COOKIE}=${flow === null ? '' : encodeFlow(flow)}`, ...attributes].join('; '));
 }
 
@@ -25,7 +30,10 @@ function setFlowCookie(reply: FastifyReply, flow: OidcFlow | null, secure: boole
  * it back, sets the session cookie and returns to the console; a refused sign-in returns to
  * the sign-in page with `sign_in_error`.
  */
-export function oidcRoutes(signIn: OidcSignIn | null, options: { secureCookie: boolean; publicUrl: string | null }): FastifyPluginAsyncTypebox {
+export function oidcRoutes(
+  signIn: OidcSignIn | null,
+  options: { secureCookie: boolean; publicUrl: string | null },
+): FastifyPluginAsyncTypebox {
   const configured = (): OidcSignIn => {
     if (signIn === null) throw new NotFound('OIDC sign-in', 'configuration (set SWITCHBOARD_OIDC_ISSUER and SWITCHBOARD_OIDC_CLIENT_ID)');
     return signIn;
@@ -35,9 +43,20 @@ export function oidcRoutes(signIn: OidcSignIn | null, options: { secureCookie: b
   return async (app) => {
     app.get(
       '/auth/oidc',
-      { config: { public: true }, schema: { tags, summary: 'Whether OIDC sign-in is configured, and the name of its provider', response: { 200: DataEnvelope(OidcProvider) } } },
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          summary: 'Whether OIDC sign-in is configured, and the name of its provider',
+          response: { 200: DataEnvelope(OidcProvider) },
+        },
+      },
       async (_request, reply) =>
-        ok(reply, { configured: signIn !== null, name: signIn?.providerName ?? null, start_url: signIn === null ? null : '/api/v1/auth/oidc/start' }),
+        ok(reply, {
+          configured: signIn !== null,
+          name: signIn?.providerName ?? null,
+          start_url: signIn === null ? null : '/api/v1/auth/oidc/start',
+        }),
     );
 
     app.get(
@@ -45,7 +64,12 @@ export function oidcRoutes(signIn: OidcSignIn | null, options: { secureCookie: b
       {
         config: { public: true },
         // A browser's navigation, not an API call: left out of the API's document and the SDK.
-        schema: { tags, summary: "Start an OIDC sign-in: redirects to the provider's authorization endpoint (code flow, PKCE, state, nonce)", querystring: OidcStartQuery, hide: true },
+        schema: {
+          tags,
+          summary: "Start an OIDC sign-in: redirects to the provider's authorization endpoint (code flow, PKCE, state, nonce)",
+          querystring: OidcStartQuery,
+          hide: true,
+        },
       },
       async (request, reply) => {
         const { url, flow } = await configured().start(redirectUri(request), request.query.return_to);
@@ -58,7 +82,12 @@ export function oidcRoutes(signIn: OidcSignIn | null, options: { secureCookie: b
       '/auth/oidc/callback',
       {
         config: { public: true },
-        schema: { tags, summary: "The provider's redirect back: finishes the sign-in, sets the session cookie and returns to the console", querystring: OidcCallbackQuery, hide: true },
+        schema: {
+          tags,
+          summary: "The provider's redirect back: finishes the sign-in, sets the session cookie and returns to the console",
+          querystring: OidcCallbackQuery,
+          hide: true,
+        },
       },
       async (request, reply) => {
         const provider = configured();

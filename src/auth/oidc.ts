@@ -39,7 +39,8 @@ export function encodeFlow(flow: OidcFlow): string {
 
 /** The flow a cookie carries, or 400 when it is missing or not one (a stale or foreign callback). */
 export function decodeFlow(text: string | undefined): OidcFlow {
-  const refused = () => new InvalidRequest('No sign-in was started in this browser (or it took longer than 10 minutes): start again from the sign-in page');
+  const refused = () =>
+    new InvalidRequest('No sign-in was started in this browser (or it took longer than 10 minutes): start again from the sign-in page');
   if (text === undefined) throw refused();
   let flow: Partial<OidcFlow>;
   try {
@@ -90,7 +91,9 @@ export class OidcSignIn {
       })
       .catch((err: unknown) => {
         this.discovered = null;
-        throw new ServiceUnavailable(`The OIDC provider's discovery document could not be read (${(err as Error).message}): try again later`);
+        throw new ServiceUnavailable(
+          `The OIDC provider's discovery document could not be read (${(err as Error).message}): try again later`,
+        );
       });
     return this.discovered;
   }
@@ -151,13 +154,18 @@ export class OidcSignIn {
     const claimed = this.claimedRole(claims);
     const known = await store.findUserByOidc(autocommit, issuer, subject);
     if (known) {
-      if (claimed !== null && claimed !== known.role && known.disabled_at === null) await users.update(known.id, { role: claimed }, PLATFORM);
+      if (claimed !== null && claimed !== known.role && known.disabled_at === null)
+        await users.update(known.id, { role: claimed }, PLATFORM);
       return (await store.findUser(autocommit, known.id)) ?? known;
     }
     const displayName = typeof claims.name === 'string' ? claims.name.slice(0, 200) : undefined;
     for (const username of usernamesFor(claims, subject)) {
       try {
-        const created = await users.create({ username, role: claimed ?? config.defaultRole, ...(displayName ? { display_name: displayName } : {}) }, PLATFORM, { issuer, subject });
+        const created = await users.create(
+          { username, role: claimed ?? config.defaultRole, ...(displayName ? { display_name: displayName } : {}) },
+          PLATFORM,
+          { issuer, subject },
+        );
         return (await store.findUser(autocommit, created.id))!;
       } catch (err) {
         if (!(err instanceof Conflict)) throw err;

@@ -85,7 +85,8 @@ export interface Declared {
 export function authorizeDeclared(principal: Principal, declared: Declared): void {
   const { permission } = declared;
   if (permission === 'authenticated' || principal.permissions.has(permission)) return;
-  if (principal.kind === 'agent' && (declared.orNamedApprover || (declared.self !== undefined && declared.self === principal.agentId))) return;
+  if (principal.kind === 'agent' && (declared.orNamedApprover || (declared.self !== undefined && declared.self === principal.agentId)))
+    return;
   if (principal.kind === 'user' && declared.orOwnUser) return;
   authorize(principal.permissions, permission);
 }

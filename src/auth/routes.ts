@@ -27,17 +27,34 @@ const tags = ['auth'];
 export function whoAmI(p: Principal) {
   const id = p.kind === 'agent' ? p.agentId! : (p.user?.id ?? p.keyId ?? p.actor);
   const session = p.session === null ? null : { id: p.session.id, expires_at: new Date(p.session.expiresAt).toISOString() };
-  return { kind: p.kind, id, role: p.role, permissions: [...p.permissions], agent_id: p.agentId, username: p.user?.username ?? null, key_id: p.keyId, session, actor: p.actor };
+  return {
+    kind: p.kind,
+    id,
+    role: p.role,
+    permissions: [...p.permissions],
+    agent_id: p.agentId,
+    username: p.user?.username ?? null,
+    key_id: p.keyId,
+    session,
+    actor: p.actor,
+  };
 }
 
 /** The catalogue as served: each permission with the roles that grant it. */
-const CATALOGUE = PERMISSION_NAMES.map((name) => ({ name, description: PERMISSIONS[name], roles: ROLE_NAMES.filter((role) => ROLES[role].includes(name)) }));
+const CATALOGUE = PERMISSION_NAMES.map((name) => ({
+  name,
+  description: PERMISSIONS[name],
+  roles: ROLE_NAMES.filter((role) => ROLES[role].includes(name)),
+}));
 
 export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/auth/whoami',
-      { config: { permission: 'authenticated' }, schema: { tags, summary: 'The principal behind the credentials', response: { 200: DataEnvelope(WhoAmI) } } },
+      {
+        config: { permission: 'authenticated' },
+        schema: { tags, summary: 'The principal behind the credentials', response: { 200: DataEnvelope(WhoAmI) } },
+      },
       async (request, reply) => ok(reply, whoAmI(request.principal)),
     );
 
@@ -45,7 +62,11 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
       '/auth/permissions',
       {
         config: { permission: 'authenticated' },
-        schema: { tags, summary: 'The permissions catalogue, with the roles that grant each', response: { 200: DataEnvelope(Type.Array(PermissionEntry)) } },
+        schema: {
+          tags,
+          summary: 'The permissions catalogue, with the roles that grant each',
+          response: { 200: DataEnvelope(Type.Array(PermissionEntry)) },
+        },
       },
       async (_request, reply) => ok(reply, CATALOGUE),
     );
@@ -70,12 +91,21 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
       '/auth/keys',
       {
         config: { permission: 'keys:admin', orOwnUser: true },
-        schema: { tags, summary: 'List API keys (a user without keys:admin: their own)', querystring: ListKeysQuery, response: { 200: ListEnvelope(ApiKey) } },
+        schema: {
+          tags,
+          summary: 'List API keys (a user without keys:admin: their own)',
+          querystring: ListKeysQuery,
+          response: { 200: ListEnvelope(ApiKey) },
+        },
       },
       async (request, reply) => {
         const window = page(request.query);
         const { include_revoked: includeRevoked, user_id: userId } = request.query;
-        return list(reply, await service.listKeys(window, { includeRevoked, ...(userId === undefined ? {} : { userId }) }, request.principal), window);
+        return list(
+          reply,
+          await service.listKeys(window, { includeRevoked, ...(userId === undefined ? {} : { userId }) }, request.principal),
+          window,
+        );
       },
     );
 
@@ -111,7 +141,10 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         assertActsAs(request.principal, request.params.agent_id);
-        return created(reply, await service.addPublicKey(request.params.agent_id, request.body.public_key, request.principal.grantingKeyId));
+        return created(
+          reply,
+          await service.addPublicKey(request.params.agent_id, request.body.public_key, request.principal.grantingKeyId),
+        );
       },
     );
 
@@ -134,7 +167,10 @@ export function authRoutes(service: AuthService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/auth/agents/:agent_id/public-keys/:key_id',
-      { config: { permission: 'keys:admin', orSelf: 'agent_id' }, schema: { tags, summary: 'Remove a public key', params: AgentKeyParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'keys:admin', orSelf: 'agent_id' },
+        schema: { tags, summary: 'Remove a public key', params: AgentKeyParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         assertActsAs(request.principal, request.params.agent_id);
         await service.deletePublicKey(request.params.agent_id, request.params.key_id);

@@ -45,7 +45,11 @@ interface CachedSession {
 }
 
 function sessionOf(principal: Principal): NonNullable<Principal['session']> {
-  if (principal.session === null) throw new AppError('not_found', 'This request carried no session cookie (it was made with an API key or a signature): there is no session');
+  if (principal.session === null)
+    throw new AppError(
+      'not_found',
+      'This request carried no session cookie (it was made with an API key or a signature): there is no session',
+    );
   return principal.session;
 }
 
@@ -105,7 +109,9 @@ export class SessionService {
   async signIn(input: SignInInput, clientAddress: string): Promise<SignedIn> {
     const byKey = input.api_key !== undefined;
     if (byKey === (input.username !== undefined || input.password !== undefined)) {
-      throw new InvalidRequest('Send either username and password, or api_key', [{ field: 'body', message: 'needs username and password, or api_key' }]);
+      throw new InvalidRequest('Send either username and password, or api_key', [
+        { field: 'body', message: 'needs username and password, or api_key' },
+      ]);
     }
     if (!byKey && (input.username === undefined || input.password === undefined)) {
       throw InvalidRequest.field(input.username === undefined ? 'username' : 'password', 'is required with a password sign-in');
@@ -159,7 +165,11 @@ export class SessionService {
       expires_at: now + this.deps.ttlMs,
     };
     await this.deps.store.inTransaction(async (tx) => {
-      await this.deps.audit.record(tx, { action: 'session.create', resource: { type: 'session', id: row.id }, actor: auditActorOf(principal) });
+      await this.deps.audit.record(tx, {
+        action: 'session.create',
+        resource: { type: 'session', id: row.id },
+        actor: auditActorOf(principal),
+      });
       await this.deps.store.insertSession(tx, row);
     });
     return { token, csrfToken: this.csrfTokenOf(token), principal: { ...principal, session: { id: row.id, expiresAt: row.expires_at } } };

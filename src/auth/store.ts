@@ -63,11 +63,18 @@ export class AuthStore extends Store {
     const { includeRevoked, userId } = options;
     const db = dbOf(tx, this.db);
     const values = userId === null ? {} : { userId };
-    return paginateCompiled(db, this.statements, `keys:${includeRevoked}:${userId !== null}`, values, (v: { userId?: string }) => {
-      const query = db.selectFrom('api_keys').selectAll().orderBy('id');
-      const owned = v.userId === undefined ? query : query.where('user_id', '=', v.userId);
-      return includeRevoked ? owned : owned.where('revoked_at', 'is', null);
-    }, window);
+    return paginateCompiled(
+      db,
+      this.statements,
+      `keys:${includeRevoked}:${userId !== null}`,
+      values,
+      (v: { userId?: string }) => {
+        const query = db.selectFrom('api_keys').selectAll().orderBy('id');
+        const owned = v.userId === undefined ? query : query.where('user_id', '=', v.userId);
+        return includeRevoked ? owned : owned.where('revoked_at', 'is', null);
+      },
+      window,
+    );
   }
 
   /** Those of the given API keys that are revoked, or whose user is disabled or gone. */
@@ -151,7 +158,11 @@ export class AuthStore extends Store {
 
   /** Deletes the public keys the given API key registered; returns their ids. */
   async deletePublicKeysRegisteredBy(tx: Tx, keyId: string): Promise<string[]> {
-    const rows = await dbOf(tx, this.db).deleteFrom('agent_public_keys').where('registered_by_key_id', '=', keyId).returning('id').execute();
+    const rows = await dbOf(tx, this.db)
+      .deleteFrom('agent_public_keys')
+      .where('registered_by_key_id', '=', keyId)
+      .returning('id')
+      .execute();
     return rows.map((row) => row.id).sort();
   }
 
@@ -194,7 +205,12 @@ export class AuthStore extends Store {
   }
 
   async findUserByOidc(tx: Tx, issuer: string, subject: string): Promise<UserRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('users').selectAll().where('oidc_issuer', '=', issuer).where('oidc_subject', '=', subject).executeTakeFirst();
+    return dbOf(tx, this.db)
+      .selectFrom('users')
+      .selectAll()
+      .where('oidc_issuer', '=', issuer)
+      .where('oidc_subject', '=', subject)
+      .executeTakeFirst();
   }
 
   async findUserByName(tx: Tx, username: string): Promise<UserRow | undefined> {
@@ -218,14 +234,21 @@ export class AuthStore extends Store {
   /** The user's unrevoked keys and its sessions; `withKeys: false` only its sessions. */
   async credentialsOfUser(tx: Tx, userId: string, withKeys: boolean): Promise<UserCredentials> {
     const db = dbOf(tx, this.db);
-    const keys = withKeys ? await db.selectFrom('api_keys').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute() : [];
+    const keys = withKeys
+      ? await db.selectFrom('api_keys').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute()
+      : [];
     const sessions = await db.selectFrom('auth_sessions').select('id').where('user_id', '=', userId).execute();
     return { keyIds: keys.map((row) => row.id), sessionIds: sessions.map((row) => row.id) };
   }
 
   /** Revokes every unrevoked key of the user (it is deleted). */
   async revokeKeysOfUser(tx: Tx, userId: string, at: number): Promise<void> {
-    await dbOf(tx, this.db).updateTable('api_keys').set({ revoked_at: at }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+    await dbOf(tx, this.db)
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .execute();
   }
 
   async insertSession(tx: Tx, row: SessionRow): Promise<void> {
@@ -238,7 +261,12 @@ export class AuthStore extends Store {
 
   /** Moves a session's expiry forward (never back: another node may have moved it further). */
   async extendSession(tx: Tx, id: string, expiresAt: number): Promise<void> {
-    await dbOf(tx, this.db).updateTable('auth_sessions').set({ expires_at: expiresAt }).where('id', '=', id).where('expires_at', '<', expiresAt).execute();
+    await dbOf(tx, this.db)
+      .updateTable('auth_sessions')
+      .set({ expires_at: expiresAt })
+      .where('id', '=', id)
+      .where('expires_at', '<', expiresAt)
+      .execute();
   }
 
   async deleteSession(tx: Tx, id: string): Promise<boolean> {

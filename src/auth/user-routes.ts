@@ -14,13 +14,19 @@ export function userRoutes(users: UsersService, sessions: SessionService, option
   return async (app) => {
     app.post(
       '/auth/users',
-      { config: { permission: 'users:admin', conflict: 'A user has this username already' }, schema: { tags, summary: 'Create a user', body: CreateUserBody, response: { 201: DataEnvelope(User) } } },
+      {
+        config: { permission: 'users:admin', conflict: 'A user has this username already' },
+        schema: { tags, summary: 'Create a user', body: CreateUserBody, response: { 201: DataEnvelope(User) } },
+      },
       async (request, reply) => created(reply, await users.create(request.body, request.principal)),
     );
 
     app.get(
       '/auth/users',
-      { config: { permission: 'users:admin' }, schema: { tags, summary: 'List users', querystring: PageQuery, response: { 200: ListEnvelope(User) } } },
+      {
+        config: { permission: 'users:admin' },
+        schema: { tags, summary: 'List users', querystring: PageQuery, response: { 200: ListEnvelope(User) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await users.list(window), window);
@@ -29,7 +35,10 @@ export function userRoutes(users: UsersService, sessions: SessionService, option
 
     app.get(
       '/auth/users/:user_id',
-      { config: { permission: 'users:admin' }, schema: { tags, summary: 'Get a user', params: UserParams, response: { 200: DataEnvelope(User) } } },
+      {
+        config: { permission: 'users:admin' },
+        schema: { tags, summary: 'Get a user', params: UserParams, response: { 200: DataEnvelope(User) } },
+      },
       async (request, reply) => ok(reply, await users.get(request.params.user_id)),
     );
 
@@ -50,7 +59,10 @@ export function userRoutes(users: UsersService, sessions: SessionService, option
 
     app.delete(
       '/auth/users/:user_id',
-      { config: { permission: 'users:admin' }, schema: { tags, summary: 'Delete a user, revoke its keys and end its sessions', params: UserParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'users:admin' },
+        schema: { tags, summary: 'Delete a user, revoke its keys and end its sessions', params: UserParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         await users.delete(request.params.user_id);
         return deleted(reply, request.params.user_id);
@@ -82,7 +94,11 @@ export function userRoutes(users: UsersService, sessions: SessionService, option
       '/auth/sessions/current',
       {
         config: { permission: 'authenticated' },
-        schema: { tags, summary: "The request's session (cookie) and its CSRF token; 404 without one", response: { 200: DataEnvelope(Session) } },
+        schema: {
+          tags,
+          summary: "The request's session (cookie) and its CSRF token; 404 without one",
+          response: { 200: DataEnvelope(Session) },
+        },
       },
       async (request, reply) => {
         const session = sessions.current(request.principal, request.sessionToken);

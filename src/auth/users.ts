@@ -74,7 +74,8 @@ function checkPassword(password: string): void {
 
 function checkGrant(manager: UserManager, role: Role): void {
   const lacking = missingFrom(manager.permissions, ROLES[role]);
-  if (lacking.length > 0) throw new Forbidden(`Missing permission '${lacking[0]}': a user cannot be given a role with a permission the caller lacks`);
+  if (lacking.length > 0)
+    throw new Forbidden(`Missing permission '${lacking[0]}': a user cannot be given a role with a permission the caller lacks`);
 }
 
 /**
@@ -170,7 +171,8 @@ export class UsersService {
       await this.deps.audit.record(tx, { action: disabling ? 'user.disable' : 'user.update', resource: { type: 'user', id } });
       const row = await store.updateUser(tx, id, changes);
       if (!row) throw new NotFound('User', id);
-      if (endsSessions) await end(await this.credentialsToEnd(tx, id, { keys: endsKeys, deleteSessions: disabling || passwordHash !== undefined }));
+      if (endsSessions)
+        await end(await this.credentialsToEnd(tx, id, { keys: endsKeys, deleteSessions: disabling || passwordHash !== undefined }));
       return toUser(row);
     });
   }

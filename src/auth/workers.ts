@@ -15,9 +15,20 @@ const SWEEP_INTERVAL_MS = 60_000;
 export function createAuthWorkers(auth: { service: AuthService; sessions: SessionService }, platform: Platform): Worker[] {
   const { logger } = platform;
   return [
-    new CredentialWatch({ auth: auth.service, connections: platform.connections, notifier: platform.notifier, dataVersion: platform.database.dataVersion, logger }),
+    new CredentialWatch({
+      auth: auth.service,
+      connections: platform.connections,
+      notifier: platform.notifier,
+      dataVersion: platform.database.dataVersion,
+      logger,
+    }),
     // The sweep answers how many it deleted, which is no delay.
-    new LoopWorker({ name: 'signature-sweeper', intervalMs: SWEEP_INTERVAL_MS, run: () => auth.service.sweepSignatures().then(() => undefined), logger }),
+    new LoopWorker({
+      name: 'signature-sweeper',
+      intervalMs: SWEEP_INTERVAL_MS,
+      run: () => auth.service.sweepSignatures().then(() => undefined),
+      logger,
+    }),
     new LoopWorker({ name: 'session-sweeper', intervalMs: SWEEP_INTERVAL_MS, run: () => auth.sessions.sweep(), logger }),
   ];
 }

@@ -173,7 +173,9 @@ export function createAgent(options: AgentOptions): Agent {
   async function decide(message: Message): Promise<unknown> {
     const request = { ...(message.payload as Omit<ApprovalRequest, 'message'>), message };
     if (!approvalHandler) {
-      logger.info(`agent ${agentId}: step ${request.step_id} of run ${request.run_id} waits for an approval; no onApproval handler here, so a person decides it`);
+      logger.info(
+        `agent ${agentId}: step ${request.step_id} of run ${request.run_id} waits for an approval; no onApproval handler here, so a person decides it`,
+      );
       return { decision: null };
     }
     const answer = await approvalHandler(request);
@@ -194,9 +196,10 @@ export function createAgent(options: AgentOptions): Agent {
     const lease = setInterval(
       () => {
         // An extend racing the acknowledgement finds the message settled: not an error worth reporting.
-        (open()?.extend(message.message_id, visibility) ?? client.messaging.extend({ body: { message_id: message.message_id, visibility_timeout: visibility } })).catch(
-          (error: unknown) => settled || onError(error),
-        );
+        (
+          open()?.extend(message.message_id, visibility) ??
+          client.messaging.extend({ body: { message_id: message.message_id, visibility_timeout: visibility } })
+        ).catch((error: unknown) => settled || onError(error));
       },
       (visibility * 1000) / 2,
     );
@@ -230,12 +233,17 @@ export function createAgent(options: AgentOptions): Agent {
       // Over the channel when it is open (batched with the tick's others), else over HTTP: a
       // message that came on a channel since closed is settled all the same.
       await (open()?.acknowledge(message.message_id, output) ??
-        client.messaging.acknowledge({ body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output }, headers }));
+        client.messaging.acknowledge({
+          body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output },
+          headers,
+        }));
     } catch (error) {
       failed(span, error);
       const reason = (error instanceof Error ? error.message : String(error)) || 'handler failed';
       const requeue = !(error instanceof PermanentError);
-      logger.warn(`agent ${agentId}: message ${message.message_id} (${message.event_name}, delivery ${message.retry_count + 1}) failed: ${reason}${requeue ? '' : ' (permanent)'}`);
+      logger.warn(
+        `agent ${agentId}: message ${message.message_id} (${message.event_name}, delivery ${message.retry_count + 1}) failed: ${reason}${requeue ? '' : ' (permanent)'}`,
+      );
       const rejection = { message_id: message.message_id, reason: reason.slice(0, 4000), requeue };
       await (open()?.reject(rejection) ?? client.messaging.reject({ body: rejection, headers })).catch(onError);
     } finally {
@@ -268,7 +276,7 @@ export function createAgent(options: AgentOptions): Agent {
    * the channel gone from the server.
    */
   async function listen(first: Channel): Promise<void> {
-    for (let current = first; ; ) {
+    for (let current = first; ;) {
       channel = current;
       const unlisten = current.onMessage(dispatch);
       current.grant(Math.min(concurrency - running.size, MAX_CREDIT));
@@ -338,7 +346,9 @@ export function createAgent(options: AgentOptions): Agent {
       if (active) return;
       for (const capability of options.capabilities ?? []) {
         const registration = typeof capability === 'string' ? { capability } : capability;
-        await client.discovery.registerCapability({ body: { ...registration, agent_id: agentId, ...(options.groups ? { groups: options.groups } : {}) } });
+        await client.discovery.registerCapability({
+          body: { ...registration, agent_id: agentId, ...(options.groups ? { groups: options.groups } : {}) },
+        });
       }
       for (const topic of options.topics ?? []) {
         const subscription = await client.messaging.subscribe({ body: { agent_id: agentId, topic } });

@@ -200,7 +200,8 @@ export class Channel {
 
   /** A request counted against the unconfirmed-send window, waiting for a slot when it is full. */
   async #confirmed(kind: 'send' | 'send_batch', body: unknown): Promise<unknown> {
-    while (this.#unconfirmed >= this.#maxUnconfirmed && !this.#closedWith) await new Promise<void>((resolve) => this.#sendSlots.push(resolve));
+    while (this.#unconfirmed >= this.#maxUnconfirmed && !this.#closedWith)
+      await new Promise<void>((resolve) => this.#sendSlots.push(resolve));
     this.#unconfirmed++;
     try {
       return await this.#request(kind, body);
@@ -231,7 +232,11 @@ export class Channel {
     this.#settle('extend', extendsNow, (ok: Extended) => ok.extended);
   }
 
-  #settle<I, R, O extends { failed: ItemFailure[] }>(kind: 'ack' | 'reject' | 'extend', pending: Pending<I, R>[], results: (ok: O) => R[]): void {
+  #settle<I, R, O extends { failed: ItemFailure[] }>(
+    kind: 'ack' | 'reject' | 'extend',
+    pending: Pending<I, R>[],
+    results: (ok: O) => R[],
+  ): void {
     const idOf = (item: I) => (typeof item === 'string' ? item : (item as { message_id: string }).message_id);
     // The server refuses a frame that names a message twice, and answers frames concurrently: a
     // repeat goes in a frame of its own once the first is answered.

@@ -66,10 +66,7 @@ export interface CookieSession {
  * approval link's page, an upload URL).
  */
 export type ClientOptions = (
-  | { apiKey: string }
-  | { signer: RequestSigner }
-  | { session: CookieSession }
-  | { apiKey?: never; signer?: never; session?: never }
+  { apiKey: string } | { signer: RequestSigner } | { session: CookieSession } | { apiKey?: never; signer?: never; session?: never }
 ) &
   ConnectionOptions;
 
@@ -107,7 +104,11 @@ export interface ArtifactStreams {
  * `onDrop` each time an open stream, or an attempt to open it, failed and will be retried (the
  * connection was lost, or the server answered 5xx or 429): the reader is not live until the next `onOpen`.
  */
-export type StreamEventsInput = Query<'events.openStream'> & { signal?: AbortSignal; onOpen?: () => void; onDrop?: (error: unknown) => void };
+export type StreamEventsInput = Query<'events.openStream'> & {
+  signal?: AbortSignal;
+  onOpen?: () => void;
+  onDrop?: (error: unknown) => void;
+};
 
 /** The extra events method that follows the live stream. */
 export interface EventStreams {
@@ -215,7 +216,11 @@ export class Switchboard {
         return artifacts.confirmUpload({ path: { upload_id: upload.upload_id }, ...(signal ? { signal } : {}) });
       },
       downloadStream: async ({ artifact_id, version, signal }) => {
-        const response = await artifacts.download({ path: { artifact_id }, query: version === undefined ? {} : { version }, ...(signal ? { signal } : {}) });
+        const response = await artifacts.download({
+          path: { artifact_id },
+          query: version === undefined ? {} : { version },
+          ...(signal ? { signal } : {}),
+        });
         return response.body ?? new Blob([]).stream();
       },
     };
@@ -289,7 +294,11 @@ export class Switchboard {
   }
 
   /** One operation; `bytes`: it answers with bytes (BYTE_ANSWERS), resolved to the Response. */
-  async #call([method, template, flag]: OperationSpec, input: AnyInput, bytes = false): Promise<{ data: unknown; meta?: Envelope['meta'] }> {
+  async #call(
+    [method, template, flag]: OperationSpec,
+    input: AnyInput,
+    bytes = false,
+  ): Promise<{ data: unknown; meta?: Envelope['meta'] }> {
     const path = template.replace(/\{([^}]+)\}/g, (_, name: string) => {
       const value = input.path?.[name];
       if (value === undefined) throw new TypeError(`${method} ${template}: missing path parameter '${name}'`);
@@ -310,7 +319,13 @@ export class Switchboard {
    * throws SwitchboardError on an error status. `body` is JSON unless it is a FormData, Blob,
    * stream, Uint8Array or string, which are sent as they are.
    */
-  request(method: string, pathWithQuery: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  request(
+    method: string,
+    pathWithQuery: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Response> {
     return this.#send(method.toUpperCase(), pathWithQuery, body, headers, signal, true);
   }
 
@@ -388,7 +403,10 @@ export class Switchboard {
     if (options.agentId !== undefined) search.set('agent_id', options.agentId);
     if (options.visibilityTimeoutSeconds !== undefined) search.set('visibility_timeout', String(options.visibilityTimeoutSeconds));
     const pathWithQuery = `/api/v1/messaging/channel${search.size > 0 ? `?${search}` : ''}`;
-    const socket = await this.openSocket(this.url.replace(/^http/, 'ws') + pathWithQuery, this.#credentials('GET', pathWithQuery, EMPTY_SHA256));
+    const socket = await this.openSocket(
+      this.url.replace(/^http/, 'ws') + pathWithQuery,
+      this.#credentials('GET', pathWithQuery, EMPTY_SHA256),
+    );
     return new Channel(socket, options);
   }
 
@@ -398,7 +416,14 @@ export class Switchboard {
    * opens one with ws.
    */
   protected openSocket(_url: string, _headers: Record<string, string>): Promise<ChannelSocket> {
-    return Promise.reject(new SwitchboardError(0, 'unsupported', 'The channel needs the Node client (a WebSocket with headers); use long polling here', undefined));
+    return Promise.reject(
+      new SwitchboardError(
+        0,
+        'unsupported',
+        'The channel needs the Node client (a WebSocket with headers); use long polling here',
+        undefined,
+      ),
+    );
   }
 
   /** Exponential backoff with jitter: 100 ms, 200 ms, 400 ms… (half to full), capped. */

@@ -24,7 +24,15 @@ export function openNodeSocket(url: string, headers: Record<string, string>): Pr
         }
         const status = response.statusCode ?? 0;
         const requestId = response.headers['x-request-id'];
-        reject(new SwitchboardError(status, error.code ?? 'http_error', error.message ?? `The server refused the channel (${status})`, typeof requestId === 'string' ? requestId : undefined, error.details));
+        reject(
+          new SwitchboardError(
+            status,
+            error.code ?? 'http_error',
+            error.message ?? `The server refused the channel (${status})`,
+            typeof requestId === 'string' ? requestId : undefined,
+            error.details,
+          ),
+        );
         request.destroy();
       });
     });

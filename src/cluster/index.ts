@@ -46,7 +46,8 @@ export function createClusterDomain(deps: { platform: Platform; version: string;
  */
 export function createPrincipalRateLimiter(deps: { database: DatabaseHandle; config: Config; clock: Clock; logger: Logger }): RateLimiter {
   const { database, config, clock } = deps;
-  if (database.caps.kind !== 'postgres' || !config.sharedRateLimit) return new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
+  if (database.caps.kind !== 'postgres' || !config.sharedRateLimit)
+    return new FixedWindowRateLimiter(config.rateLimit, config.rateWindowSeconds, () => clock.now());
   const store = new ClusterStore(database.db, database.caps);
   const ledger: BudgetLedger = {
     lease: (bucket, windowStart, slice) => store.lease(autocommit, bucket, windowStart, slice),

@@ -10,7 +10,11 @@ export type NodeRow = Selectable<ClusterNodesTable>;
 export class ClusterStore extends Store {
   async insertNode(tx: Tx, row: NodeRow): Promise<void> {
     // Once only: a registration postponed for lack of space may come after the heartbeat's.
-    await dbOf(tx, this.db).insertInto('cluster_nodes').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
+    await dbOf(tx, this.db)
+      .insertInto('cluster_nodes')
+      .values(row)
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
   }
 
   /**
@@ -32,7 +36,12 @@ export class ClusterStore extends Store {
 
   /** The nodes seen since `since` that have not stopped. */
   async liveNodeIds(tx: Tx, since: number): Promise<string[]> {
-    const rows = await dbOf(tx, this.db).selectFrom('cluster_nodes').select('id').where('stopped_at', 'is', null).where('last_seen_at', '>=', since).execute();
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('cluster_nodes')
+      .select('id')
+      .where('stopped_at', 'is', null)
+      .where('last_seen_at', '>=', since)
+      .execute();
     return rows.map((r) => r.id);
   }
 
@@ -49,7 +58,9 @@ export class ClusterStore extends Store {
     const row = await dbOf(tx, this.db)
       .insertInto('rate_limit_windows')
       .values({ bucket, window_start: windowStart, leased: slice })
-      .onConflict((oc) => oc.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ leased: eb('rate_limit_windows.leased', '+', slice) })))
+      .onConflict((oc) =>
+        oc.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ leased: eb('rate_limit_windows.leased', '+', slice) })),
+      )
       .returning('leased')
       .executeTakeFirstOrThrow();
     return Number(row.leased);

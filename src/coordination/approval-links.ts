@@ -44,7 +44,13 @@ export class ApprovalLinks {
     const sign = await this.signer.signer();
     const base = this.publicUrl();
     return (claim) => {
-      const text: ClaimText = { r: claim.runId, s: claim.stepId, a: claim.waitId, e: claim.expiresAt, ...(claim.approver ? { w: claim.approver } : {}) };
+      const text: ClaimText = {
+        r: claim.runId,
+        s: claim.stepId,
+        a: claim.waitId,
+        e: claim.expiresAt,
+        ...(claim.approver ? { w: claim.approver } : {}),
+      };
       const payload = Buffer.from(JSON.stringify(text)).toString('base64url');
       return `${base}/console/approve/${payload}.${sign(payload)}`;
     };
@@ -53,7 +59,8 @@ export class ApprovalLinks {
   /** The claim of a token this server signed; 404 for anything else (no hint of why). */
   async read(token: string): Promise<ApprovalClaim> {
     const [payload, signature, extra] = token.split('.');
-    if (!payload || !signature || extra !== undefined || !(await this.signer.verify(payload, signature))) throw new NotFound('Approval link');
+    if (!payload || !signature || extra !== undefined || !(await this.signer.verify(payload, signature)))
+      throw new NotFound('Approval link');
     const text = JSON.parse(Buffer.from(payload, 'base64url').toString()) as ClaimText;
     return { runId: text.r, stepId: text.s, waitId: text.a, expiresAt: text.e, approver: text.w ?? null };
   }

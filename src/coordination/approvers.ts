@@ -31,7 +31,15 @@ export async function personDecider(people: People, username: string): Promise<D
   const user = await people.findByName(username);
   if (!user || user.disabled) return null;
   const role = user.role;
-  return { kind: 'user', id: user.id, actor: `${USER}${user.username}`, agentId: null, role, mayDecide: ROLES[role].includes('approvals:decide'), overrides: role === 'admin' };
+  return {
+    kind: 'user',
+    id: user.id,
+    actor: `${USER}${user.username}`,
+    agentId: null,
+    role,
+    mayDecide: ROLES[role].includes('approvals:decide'),
+    overrides: role === 'admin',
+  };
 }
 
 /** The username a `user:<username>` entry names, else null. */
@@ -58,7 +66,8 @@ export function approverAgents(approvers: readonly string[]): string[] {
 export function decisionRefusal(approvers: readonly string[], decider: Decider): string | null {
   const namedAgent = decider.agentId !== null && approverAgents(approvers).includes(decider.agentId);
   if (namedAgent) return null;
-  if (!decider.mayDecide) return "Missing permission 'approvals:decide': only people (approver, operator and admin keys) and the agents a step names decide human steps";
+  if (!decider.mayDecide)
+    return "Missing permission 'approvals:decide': only people (approver, operator and admin keys) and the agents a step names decide human steps";
   if (approvers.length === 0 || decider.overrides) return null;
   if (decider.role !== null && approvers.includes(`role:${decider.role}`)) return null;
   if (decider.kind === 'user' && approvers.includes(decider.actor)) return null;

@@ -23,4 +23,3 @@ export const callerOf = (principal: Principal): Caller => ({
     overrides: principal.role === 'admin',
   },
 });
-

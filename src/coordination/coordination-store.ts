@@ -23,7 +23,10 @@ export abstract class CoordinationStore extends Store {
   }
 
   /** `query`, locked (PostgreSQL `FOR UPDATE`) with `lock`: the read of a row about to be updated. */
-  protected lockIf<TB extends keyof Database, O>(options: { lock?: boolean }, query: SelectQueryBuilder<Database, TB, O>): SelectQueryBuilder<Database, TB, O> {
+  protected lockIf<TB extends keyof Database, O>(
+    options: { lock?: boolean },
+    query: SelectQueryBuilder<Database, TB, O>,
+  ): SelectQueryBuilder<Database, TB, O> {
     return options.lock === true ? this.caps.lock(query) : query;
   }
 

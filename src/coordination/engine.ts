@@ -71,7 +71,14 @@ export class RunEngine {
   private readonly ports: StepPorts;
 
   constructor(private readonly deps: EngineDeps) {
-    this.contexts = new RunContexts({ store: deps.store, inbox: deps.inbox, clock: deps.clock, events: deps.events, links: deps.links, metrics: deps.metrics });
+    this.contexts = new RunContexts({
+      store: deps.store,
+      inbox: deps.inbox,
+      clock: deps.clock,
+      events: deps.events,
+      links: deps.links,
+      metrics: deps.metrics,
+    });
     this.ports = {
       directory: deps.directory,
       expressions: deps.expressions,
@@ -167,19 +174,29 @@ export class RunEngine {
    * The waiting human step a decision is for. Through an approval link (`claim`), the link's
    * wait of the step must be the one waiting, and the link must not have expired.
    */
-  private humanStep(ctx: RunContext, stepId: string, type: HumanDecision['type'] | null, claim?: ApprovalClaim): { step: StepState; def: StepTemplate } {
+  private humanStep(
+    ctx: RunContext,
+    stepId: string,
+    type: HumanDecision['type'] | null,
+    claim?: ApprovalClaim,
+  ): { step: StepState; def: StepTemplate } {
     const step = ctx.steps.get(stepId);
     if (!step) throw new NotFound('Step', stepId);
     const def = definition(ctx, step);
     if (type !== null && def.type !== type) throw new Conflict(`Step '${stepId}' is a ${def.type} step, not ${type}`);
     if (step.row.status !== 'waiting') {
       const decided = kindOf(def).decidedBy?.(step);
-      if (decided) throw new Conflict(`Step '${stepId}' was already decided by ${decided.by} at ${decided.at}`, { decided_by: decided.by, decided_at: decided.at });
+      if (decided)
+        throw new Conflict(`Step '${stepId}' was already decided by ${decided.by} at ${decided.at}`, {
+          decided_by: decided.by,
+          decided_at: decided.at,
+        });
       if (ctx.run.status === 'cancelled') throw new Conflict(`Run '${ctx.run.id}' was cancelled: ${ctx.run.error ?? 'no reason given'}`);
       throw new Conflict(`Step '${stepId}' is ${step.row.status}, not waiting`);
     }
     if (claim) {
-      if (claim.waitId !== stepDetail(step).wait_id) throw new Conflict(`This link is for an earlier wait of step '${stepId}'; the step asks again with a new link`);
+      if (claim.waitId !== stepDetail(step).wait_id)
+        throw new Conflict(`This link is for an earlier wait of step '${stepId}'; the step asks again with a new link`);
       if (claim.expiresAt <= ctx.now) throw new Conflict(`This link expired at ${iso(claim.expiresAt)}`);
     }
     return { step, def };
@@ -199,7 +216,14 @@ export class RunEngine {
    * Decides a waiting human step of the decision's kind (an approval, an input) as `by`;
    * `reason` goes to the event log, `claim` when it comes through an approval link.
    */
-  async decide(tx: Tx, runId: string, stepId: string, decision: HumanDecision, by: Decider, { reason, claim }: { reason?: string; claim?: ApprovalClaim } = {}): Promise<void> {
+  async decide(
+    tx: Tx,
+    runId: string,
+    stepId: string,
+    decision: HumanDecision,
+    by: Decider,
+    { reason, claim }: { reason?: string; claim?: ApprovalClaim } = {},
+  ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = reason ?? null;
@@ -314,7 +338,7 @@ export class RunEngine {
   /** Fires due timers, starts ready steps and settles groups until nothing moves; then the run status. */
   private async advance(tx: Tx, ctx: RunContext): Promise<void> {
     if (RUN_FINISHED.has(ctx.run.status)) return;
-    for (let moved = true; moved && !ctx.failed; ) {
+    for (let moved = true; moved && !ctx.failed;) {
       moved = false;
       const active = this.activeMembers(ctx);
       for (const step of [...ctx.steps.values()]) {
@@ -421,7 +445,8 @@ export class RunEngine {
     }
     // Waiting: nothing moves until a person, a timer or an event does (groups only reflect their members).
     const members = open.filter((s) => !(s.row.status === 'running' && kindOfStep(ctx, s).settle));
-    const outside = (s: StepState) => s.row.status === 'waiting' || (s.row.status === 'running' && kindOfStep(ctx, s).waitsOutside === true);
+    const outside = (s: StepState) =>
+      s.row.status === 'waiting' || (s.row.status === 'running' && kindOfStep(ctx, s).waitsOutside === true);
     const blockedOnOutside = members.some(outside) && members.every((s) => outside(s) || s.row.status === 'pending');
     const status: RunStatus = blockedOnOutside ? 'waiting' : 'running';
     if (status !== ctx.run.status) record(ctx, status === 'waiting' ? 'run.waiting' : 'run.resumed', null);
@@ -462,7 +487,11 @@ export class RunEngine {
       // While a pass is under way (0) it may have read the timers before this commit and would
       // then sleep past this one, so it is woken again.
       const planned = this.deps.timerPlannedAt();
-      if (run.wake_at !== null && (planned === 0 || run.wake_at < planned) && (ctx.initialWakeAt === null || run.wake_at < ctx.initialWakeAt)) {
+      if (
+        run.wake_at !== null &&
+        (planned === 0 || run.wake_at < planned) &&
+        (ctx.initialWakeAt === null || run.wake_at < ctx.initialWakeAt)
+      ) {
         wakeTimers = true;
       }
       if (RUN_FINISHED.has(run.status) && !RUN_FINISHED.has(ctx.initialStatus) && run.parent_run_id && !ctx.parentInMemory) {
@@ -490,7 +519,14 @@ function inWorkflowSpan<T>(spec: StartRun, fn: (traceparent: string | null) => P
   const name = spec.planAlias ?? spec.planId;
   return inSpan(
     `invoke_workflow ${name}`,
-    { attributes: { 'gen_ai.operation.name': 'invoke_workflow', 'gen_ai.agent.name': name, 'switchboard.plan.id': spec.planId, 'switchboard.plan.version': spec.planVersion } },
+    {
+      attributes: {
+        'gen_ai.operation.name': 'invoke_workflow',
+        'gen_ai.agent.name': name,
+        'switchboard.plan.id': spec.planId,
+        'switchboard.plan.version': spec.planVersion,
+      },
+    },
     (span) => fn(traceparentOfSpan(span)),
   );
 }

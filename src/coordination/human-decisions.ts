@@ -21,7 +21,6 @@ function unaddressedLink(claim: ApprovalClaim): Forbidden {
   );
 }
 
-
 /** How many waiting human steps oldestWaitingInput reads at a time (approvals and inputs interleave). */
 const WAITING_INPUT_BATCH = 100;
 
@@ -43,17 +42,26 @@ function toPendingApproval(row: PendingHumanStepRow): PendingApproval {
   };
 }
 
-
 /**
  * People's (and named agents') decisions of human steps: approvals and inputs, the approvals
  * inbox, and approval links (what one shows, deciding through one, making one for a person).
  */
 export class HumanDecisionService {
-  constructor(private readonly deps: { runs: RunStore; engine: RunEngine; clock: Clock; links: ApprovalLinks; audit: AuditTrail; people: People }) {}
+  constructor(
+    private readonly deps: { runs: RunStore; engine: RunEngine; clock: Clock; links: ApprovalLinks; audit: AuditTrail; people: People },
+  ) {}
 
-  async approve(runId: string, stepId: string, decision: { approved: boolean; comment?: string; reason?: string }, caller: Caller): Promise<Run> {
+  async approve(
+    runId: string,
+    stepId: string,
+    decision: { approved: boolean; comment?: string; reason?: string },
+    caller: Caller,
+  ): Promise<Run> {
     return this.deps.runs.inTransaction(async (tx) => {
-      await this.deps.audit.record(tx, { action: decision.approved ? 'step.approve' : 'step.reject', resource: { type: 'step', id: `${runId}/${stepId}` } });
+      await this.deps.audit.record(tx, {
+        action: decision.approved ? 'step.approve' : 'step.reject',
+        resource: { type: 'step', id: `${runId}/${stepId}` },
+      });
       const { approved, comment = null, reason } = decision;
       await this.deps.engine.decide(tx, runId, stepId, { type: 'human_approval', approved, comment }, caller.decider, { reason });
       return runView(this.deps.runs, tx, runId);
@@ -96,7 +104,8 @@ export class HumanDecisionService {
     const { ctx, step, def } = await this.deps.engine.linkedStep(claim.runId, claim.stepId, claim);
     const asked = kindOf(def).asked!(step);
     const outputs: Record<string, unknown> = {};
-    for (const other of ctx.steps.values()) if (other.row.status === 'completed') outputs[other.row.step_id] = parseNullableJson(other.row.output);
+    for (const other of ctx.steps.values())
+      if (other.row.status === 'completed') outputs[other.row.step_id] = parseNullableJson(other.row.output);
     return {
       run_id: ctx.run.id,
       plan_id: ctx.run.plan_id,
@@ -127,7 +136,10 @@ export class HumanDecisionService {
    * Decides a human step through its approval link (the token authenticates): once, while the
    * link's attempt of the step waits and before it expires, as the link's approver.
    */
-  async decideByLink(token: string, body: { approved: boolean; comment?: string } | { data: Record<string, unknown> }): Promise<LinkDecision> {
+  async decideByLink(
+    token: string,
+    body: { approved: boolean; comment?: string } | { data: Record<string, unknown> },
+  ): Promise<LinkDecision> {
     const claim = await this.deps.links.read(token);
     const by = await this.linkDecider(claim);
     return this.deps.runs.inTransaction(async (tx) => {
@@ -135,7 +147,10 @@ export class HumanDecisionService {
       // The link's approver decides, not the anonymous request that carried it.
       const actor = { kind: by.kind, id: by.actor, key_id: null };
       await this.deps.audit.record(tx, { action, resource: { type: 'step', id: `${claim.runId}/${claim.stepId}` }, actor });
-      const decision: HumanDecision = 'data' in body ? { type: 'human_input', data: body.data } : { type: 'human_approval', approved: body.approved, comment: body.comment ?? null };
+      const decision: HumanDecision =
+        'data' in body
+          ? { type: 'human_input', data: body.data }
+          : { type: 'human_approval', approved: body.approved, comment: body.comment ?? null };
       await this.deps.engine.decide(tx, claim.runId, claim.stepId, decision, by, { claim });
       const step = (await this.deps.runs.runSteps(tx, claim.runId)).find((row) => row.step_id === claim.stepId)!;
       return {
@@ -181,7 +196,15 @@ export class HumanDecisionService {
     const refusal = decisionRefusal(kindOf(def).asked!(step).approvers ?? [], person);
     if (refusal !== null) throw new Conflict(`${refusal} (step '${stepId}'): no link decides as ${approver}`);
     const claim = linkClaim(ctx, step, approver);
-    await this.deps.runs.inTransaction((tx) => this.deps.audit.record(tx, { action: 'step.link', resource: { type: 'step', id: `${runId}/${stepId}` } }));
-    return { run_id: runId, step_id: stepId, approver, approve_url: (await this.deps.links.linker())(claim), expires_at: iso(claim.expiresAt) };
+    await this.deps.runs.inTransaction((tx) =>
+      this.deps.audit.record(tx, { action: 'step.link', resource: { type: 'step', id: `${runId}/${stepId}` } }),
+    );
+    return {
+      run_id: runId,
+      step_id: stepId,
+      approver,
+      approve_url: (await this.deps.links.linker())(claim),
+      expires_at: iso(claim.expiresAt),
+    };
   }
 }

@@ -68,7 +68,15 @@ export function createCoordinationDomain(deps: {
     runs: coordination,
     decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people }),
   };
-  const triggers = new TriggersService({ triggers: triggerStore, plans, engine, clock, notifier, expressions: platform.expressions, audit });
+  const triggers = new TriggersService({
+    triggers: triggerStore,
+    plans,
+    engine,
+    clock,
+    notifier,
+    expressions: platform.expressions,
+    audit,
+  });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
     directory: deps.directory,

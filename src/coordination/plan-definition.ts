@@ -68,4 +68,5 @@ export interface CompiledPlan {
   output: Record<string, unknown> | undefined;
 }
 
-export const asList = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+export const asList = (value: string | string[] | undefined): string[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];

@@ -25,14 +25,12 @@ export interface Plan {
   updated_at: string;
 }
 
-
 export interface PlanInput {
   alias: string;
   description?: string;
   steps: StepDefinition[];
   output?: Record<string, unknown>;
 }
-
 
 /** `created_by` is the plan's creator, who owns every version (auth/ownership.ts), not the version's author. */
 function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version: PlanVersionRow, updatedAt: number): Plan {
@@ -50,7 +48,6 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version
   };
 }
 
-
 /** Plans: versioned, validated when saved (a new version per change); runs pin the version they start with. */
 export class PlanService {
   constructor(private readonly deps: { plans: PlanStore; clock: Clock; notifier: Notifier; audit: AuditTrail }) {}
@@ -67,7 +64,8 @@ export class PlanService {
         [`steps[${i}].plan_id`, kindOf(step).planOf?.(step)],
         [`steps[${i}].step.plan_id`, step.step && kindOf(step.step).planOf?.(step.step)],
       ] as const) {
-        if (planId !== undefined && !(await this.deps.plans.findPlan(tx, planId))) problems.push({ field: at, message: `unknown plan '${planId}'` });
+        if (planId !== undefined && !(await this.deps.plans.findPlan(tx, planId)))
+          problems.push({ field: at, message: `unknown plan '${planId}'` });
       }
     }
     if (problems.length > 0) throw new InvalidRequest(`The plan is invalid: ${problems[0]!.field}: ${problems[0]!.message}`, problems);
@@ -93,7 +91,14 @@ export class PlanService {
       () =>
         this.deps.plans.inTransaction(async (tx) => {
           const definition = await this.validate(input, tx);
-          const plan: PlanRow = { id: newId('plan', now), alias: input.alias, version: 1, created_by: caller.actor, created_at: now, updated_at: now };
+          const plan: PlanRow = {
+            id: newId('plan', now),
+            alias: input.alias,
+            version: 1,
+            created_by: caller.actor,
+            created_at: now,
+            updated_at: now,
+          };
           await this.deps.audit.record(tx, { action: 'plan.create', resource: { type: 'plan', id: plan.id } });
           const version = this.versionRow(plan.id, 1, input.alias, definition, caller.actor, now);
           await this.deps.plans.insertPlan(tx, plan, version);
@@ -131,7 +136,9 @@ export class PlanService {
   async listPlans(window: Page): Promise<Paged<Plan>> {
     const page = await this.deps.plans.listPlans(autocommit, window);
     const items = await Promise.all(
-      page.items.map(async (plan) => toPlan(plan, (await this.deps.plans.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at)),
+      page.items.map(async (plan) =>
+        toPlan(plan, (await this.deps.plans.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at),
+      ),
     );
     return { items, total: page.total };
   }

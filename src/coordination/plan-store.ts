@@ -63,7 +63,12 @@ export class PlanStore extends CoordinationStore {
   }
 
   async findVersion(tx: Tx, planId: string, version: number): Promise<PlanVersionRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('plan_versions').selectAll().where('plan_id', '=', planId).where('version', '=', version).executeTakeFirst();
+    return dbOf(tx, this.db)
+      .selectFrom('plan_versions')
+      .selectAll()
+      .where('plan_id', '=', planId)
+      .where('version', '=', version)
+      .executeTakeFirst();
   }
 
   /**

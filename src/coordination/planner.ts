@@ -74,7 +74,11 @@ const median = (values: number[]) => {
 };
 
 function stepId(capability: string, taken: Set<string>): string {
-  const base = capability.replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 50) || 'step';
+  const base =
+    capability
+      .replace(/[^A-Za-z0-9_-]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+      .slice(0, 50) || 'step';
   let id = base;
   for (let n = 2; taken.has(id); n++) id = `${base}_${n}`;
   taken.add(id);
@@ -200,7 +204,11 @@ export class Planner {
     const hits = (await this.deps.directory.search({ query: request.goal, top_k: 50, min_score: 0 })).filter(
       (h) => available === null || available.has(h.capability.agent_id),
     );
-    const catalogue = hits.map((h) => ({ capability: h.capability.name, agent: h.capability.agent_id, description: h.capability.metadata.description ?? null }));
+    const catalogue = hits.map((h) => ({
+      capability: h.capability.name,
+      agent: h.capability.agent_id,
+      description: h.capability.metadata.description ?? null,
+    }));
     const response = await fetch(`${llm.url}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(llm.apiKey ? { authorization: `Bearer ${llm.apiKey}` } : {}) },
@@ -239,11 +247,21 @@ export class Planner {
     const agents = new Set(catalogue.map((c) => c.agent));
     const wellFormed = steps.every(
       (s) =>
-        typeof s === 'object' && s !== null && typeof s.id === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(s.id) &&
-        (s.type === 'human_approval' ? typeof s.prompt === 'string' : s.type === 'agent' && (s.capability ? known.has(s.capability) : agents.has(s.agent ?? ''))),
+        typeof s === 'object' &&
+        s !== null &&
+        typeof s.id === 'string' &&
+        /^[A-Za-z0-9_-]{1,64}$/.test(s.id) &&
+        (s.type === 'human_approval'
+          ? typeof s.prompt === 'string'
+          : s.type === 'agent' && (s.capability ? known.has(s.capability) : agents.has(s.agent ?? ''))),
     );
     const approvalMissing = request.constraints?.require_human_approval === true && !steps.some((s) => s.type === 'human_approval');
-    if (!wellFormed || approvalMissing || steps.length > (request.constraints?.max_steps ?? DEFAULT_MAX_STEPS) || validatePlan({ steps }).length > 0) {
+    if (
+      !wellFormed ||
+      approvalMissing ||
+      steps.length > (request.constraints?.max_steps ?? DEFAULT_MAX_STEPS) ||
+      validatePlan({ steps }).length > 0
+    ) {
       this.deps.logger.warn({ answer: content.slice(0, 2000) }, 'the generated plan is invalid; using the local planner');
       return null;
     }

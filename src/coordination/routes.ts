@@ -60,7 +60,11 @@ const LINK_TOKEN = new RegExp(ApprovalLinkParams.properties.token.pattern!);
 /** The body schema checks each field's shape; the service checks what each step type needs. */
 const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps as StepDefinition[] });
 
-export function coordinationRoutes({ plans, runs, decisions }: CoordinationServices, triggers: TriggersService, planner: Planner): FastifyPluginAsyncTypebox {
+export function coordinationRoutes(
+  { plans, runs, decisions }: CoordinationServices,
+  triggers: TriggersService,
+  planner: Planner,
+): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/coordination/plans/generate',
@@ -78,13 +82,24 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
 
     app.post(
       '/coordination/plans',
-      { config: { permission: 'plans:write', conflict: 'Another plan has this alias' }, schema: { tags, summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)', body: PlanBody, response: { 201: DataEnvelope(Plan) } } },
+      {
+        config: { permission: 'plans:write', conflict: 'Another plan has this alias' },
+        schema: {
+          tags,
+          summary: 'Create a plan (validated: ids, dependencies, cycles, step fields, templates)',
+          body: PlanBody,
+          response: { 201: DataEnvelope(Plan) },
+        },
+      },
       async (request, reply) => created(reply, await plans.createPlan(planInput(request.body), callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/plans',
-      { config: { permission: 'plans:read' }, schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } } },
+      {
+        config: { permission: 'plans:read' },
+        schema: { tags, summary: 'List plans (current versions)', querystring: PageQuery, response: { 200: ListEnvelope(Plan) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await plans.listPlans(window), window);
@@ -93,7 +108,10 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
 
     app.get(
       '/coordination/plans/:plan_id',
-      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } } },
+      {
+        config: { permission: 'plans:read' },
+        schema: { tags, summary: 'Get a plan by id or alias', params: PlanParams, response: { 200: DataEnvelope(Plan) } },
+      },
       async (request, reply) => ok(reply, await plans.getPlan(request.params.plan_id)),
     );
 
@@ -109,30 +127,48 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
           response: { 200: DataEnvelope(Plan) },
         },
       },
-      async (request, reply) => ok(reply, await plans.updatePlan(request.params.plan_id, planInput(request.body), callerOf(request.principal))),
+      async (request, reply) =>
+        ok(reply, await plans.updatePlan(request.params.plan_id, planInput(request.body), callerOf(request.principal))),
     );
 
     app.delete(
       '/coordination/plans/:plan_id',
-      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'plans:write' },
+        schema: { tags, summary: 'Delete a plan and its versions (runs keep their copy)', params: PlanParams, response: { 200: Deleted } },
+      },
       async (request, reply) => deleted(reply, await plans.deletePlan(request.params.plan_id, callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/plans/:plan_id/versions/:version',
-      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } } },
+      {
+        config: { permission: 'plans:read' },
+        schema: { tags, summary: 'Get an earlier version of a plan', params: VersionParams, response: { 200: DataEnvelope(Plan) } },
+      },
       async (request, reply) => ok(reply, await plans.getPlanVersion(request.params.plan_id, request.params.version)),
     );
 
     app.post(
       '/coordination/runs',
-      { config: { permission: 'runs:write' }, schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } } },
+      {
+        config: { permission: 'runs:write' },
+        schema: { tags, summary: 'Start a run of a plan', body: StartRunBody, response: { 201: DataEnvelope(Run) } },
+      },
       async (request, reply) => created(reply, await runs.startRun(request.body, callerOf(request.principal))),
     );
 
     app.get(
       '/coordination/runs',
-      { config: { permission: 'runs:read' }, schema: { tags, summary: 'List runs, newest first (by plan, status, start time, tag and metadata)', querystring: ListRunsQuery, response: { 200: ListEnvelope(Run) } } },
+      {
+        config: { permission: 'runs:read' },
+        schema: {
+          tags,
+          summary: 'List runs, newest first (by plan, status, start time, tag and metadata)',
+          querystring: ListRunsQuery,
+          response: { 200: ListEnvelope(Run) },
+        },
+      },
       async (request, reply) => {
         const window = page(request.query);
         const { plan_id, status, started_after, started_before, tag, metadata } = request.query;
@@ -142,7 +178,10 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
 
     app.get(
       '/coordination/runs/:run_id',
-      { config: { permission: 'runs:read' }, schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } } },
+      {
+        config: { permission: 'runs:read' },
+        schema: { tags, summary: 'Get a run with its steps', params: RunParams, response: { 200: DataEnvelope(Run) } },
+      },
       async (request, reply) => ok(reply, await runs.getRun(request.params.run_id)),
     );
 
@@ -197,7 +236,12 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/approve',
       {
-        config: { permission: 'approvals:decide', orNamedApprover: true, conflict: 'The step is no waiting human_approval step: it was decided already (`error.details` names who and when), is not waiting, or its run was cancelled' },
+        config: {
+          permission: 'approvals:decide',
+          orNamedApprover: true,
+          conflict:
+            'The step is no waiting human_approval step: it was decided already (`error.details` names who and when), is not waiting, or its run was cancelled',
+        },
         schema: {
           tags,
           summary: 'Decide a waiting human_approval step (approved: false fails it)',
@@ -213,7 +257,11 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/input',
       {
-        config: { permission: 'approvals:decide', conflict: 'The step is no waiting human_input step: it was answered already (`error.details` names who and when), is not waiting, or its run was cancelled' },
+        config: {
+          permission: 'approvals:decide',
+          conflict:
+            'The step is no waiting human_input step: it was answered already (`error.details` names who and when), is not waiting, or its run was cancelled',
+        },
         schema: {
           tags,
           summary: "Submit a waiting human_input step's data (validated against its schema)",
@@ -225,7 +273,13 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
       async (request, reply) =>
         ok(
           reply,
-          await decisions.submitInput(request.params.run_id, request.params.step_id, request.body.data, callerOf(request.principal), request.body.reason),
+          await decisions.submitInput(
+            request.params.run_id,
+            request.params.step_id,
+            request.body.data,
+            callerOf(request.principal),
+            request.body.reason,
+          ),
         ),
     );
 
@@ -234,23 +288,36 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
       {
         config: {
           permission: 'approvals:decide',
-          conflict: "The step is no waiting human step (decided already, not waiting, or its run was cancelled), or the person is gone, disabled or not among the step's approvers",
+          conflict:
+            "The step is no waiting human step (decided already, not waiting, or its run was cancelled), or the person is gone, disabled or not among the step's approvers",
         },
         schema: {
           tags,
-          summary: 'Make an approval link that decides a waiting human step as one person (the caller, or anyone the step accepts when an admin asks)',
+          summary:
+            'Make an approval link that decides a waiting human step as one person (the caller, or anyone the step accepts when an admin asks)',
           params: RunStepParams,
           body: CreateLinkBody,
           response: { 201: DataEnvelope(ApprovalLink) },
         },
       },
       async (request, reply) =>
-        created(reply, await decisions.createLink(request.params.run_id, request.params.step_id, request.body.approver, callerOf(request.principal))),
+        created(
+          reply,
+          await decisions.createLink(request.params.run_id, request.params.step_id, request.body.approver, callerOf(request.principal)),
+        ),
     );
 
     app.get(
       '/coordination/approvals',
-      { config: { permission: 'runs:read' }, schema: { tags, summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)', querystring: PageQuery, response: { 200: ListEnvelope(PendingApproval) } } },
+      {
+        config: { permission: 'runs:read' },
+        schema: {
+          tags,
+          summary: 'Human steps waiting for a person, across runs, oldest first (the approvals inbox)',
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(PendingApproval) },
+        },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await decisions.listPendingApprovals(window), window);
@@ -260,10 +327,14 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
     app.get(
       '/coordination/approvals/:token',
       {
-        config: { public: true, conflict: 'The link was used, has expired or is for an earlier wait of its step, or the run was cancelled' },
+        config: {
+          public: true,
+          conflict: 'The link was used, has expired or is for an earlier wait of its step, or the run was cancelled',
+        },
         schema: {
           tags,
-          summary: 'What an approval link asks (no auth header: the token authenticates; never decides); 409 once used, expired or cancelled',
+          summary:
+            'What an approval link asks (no auth header: the token authenticates; never decides); 409 once used, expired or cancelled',
           params: ApprovalLinkParams,
           security: [],
           response: { 200: DataEnvelope(LinkedStep) },
@@ -277,8 +348,10 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
       {
         config: {
           public: true,
-          conflict: 'The link was used (`error.details` names who decided and when), has expired or is for an earlier wait of its step, or the run was cancelled',
-          forbidden: "The link decides as no one (the event's link: a signed-in person decides), or the person it decides as is gone, disabled or not among the step's approvers",
+          conflict:
+            'The link was used (`error.details` names who decided and when), has expired or is for an earlier wait of its step, or the run was cancelled',
+          forbidden:
+            "The link decides as no one (the event's link: a signed-in person decides), or the person it decides as is gone, disabled or not among the step's approvers",
         },
         bodyLimit: LINK_DECISION_BODY_BYTES,
         // Before the body is read (and so before the params' validation): a malformed, bogus or
@@ -293,7 +366,8 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
         },
         schema: {
           tags,
-          summary: 'Decide a human step through its approval link: {approved, comment} or {data}; a second use answers 409 naming who decided when',
+          summary:
+            'Decide a human step through its approval link: {approved, comment} or {data}; a second use answers 409 naming who decided when',
           params: ApprovalLinkParams,
           body: LinkDecisionBody,
           security: [],
@@ -305,14 +379,31 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
 
     app.post(
       '/coordination/triggers',
-      { config: { permission: 'plans:write', conflict: 'Another trigger already uses this webhook path' }, schema: { tags, summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan', body: CreateTriggerBody, response: { 201: DataEnvelope(Trigger) } } },
+      {
+        config: { permission: 'plans:write', conflict: 'Another trigger already uses this webhook path' },
+        schema: {
+          tags,
+          summary: 'Create a trigger (schedule, event or webhook) that starts runs of a plan',
+          body: CreateTriggerBody,
+          response: { 201: DataEnvelope(Trigger) },
+        },
+      },
       async (request, reply) =>
-        created(reply, await triggers.create({ ...request.body, config: request.body.config as TriggerConfig }, request.principal.agentId ?? request.principal.actor)),
+        created(
+          reply,
+          await triggers.create(
+            { ...request.body, config: request.body.config as TriggerConfig },
+            request.principal.agentId ?? request.principal.actor,
+          ),
+        ),
     );
 
     app.get(
       '/coordination/triggers',
-      { config: { permission: 'plans:read' }, schema: { tags, summary: 'List triggers', querystring: ListTriggersQuery, response: { 200: ListEnvelope(Trigger) } } },
+      {
+        config: { permission: 'plans:read' },
+        schema: { tags, summary: 'List triggers', querystring: ListTriggersQuery, response: { 200: ListEnvelope(Trigger) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await triggers.list(request.query.plan_id, window), window);
@@ -321,7 +412,10 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
 
     app.get(
       '/coordination/triggers/:trigger_id',
-      { config: { permission: 'plans:read' }, schema: { tags, summary: 'Get a trigger', params: TriggerParams, response: { 200: DataEnvelope(Trigger) } } },
+      {
+        config: { permission: 'plans:read' },
+        schema: { tags, summary: 'Get a trigger', params: TriggerParams, response: { 200: DataEnvelope(Trigger) } },
+      },
       async (request, reply) => ok(reply, await triggers.get(request.params.trigger_id)),
     );
 
@@ -338,12 +432,22 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
         },
       },
       async (request, reply) =>
-        ok(reply, await triggers.update(request.params.trigger_id, { ...request.body, config: request.body.config as TriggerConfig | undefined }, request.principal)),
+        ok(
+          reply,
+          await triggers.update(
+            request.params.trigger_id,
+            { ...request.body, config: request.body.config as TriggerConfig | undefined },
+            request.principal,
+          ),
+        ),
     );
 
     app.delete(
       '/coordination/triggers/:trigger_id',
-      { config: { permission: 'plans:write' }, schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'plans:write' },
+        schema: { tags, summary: 'Delete a trigger and its fires', params: TriggerParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         await triggers.delete(request.params.trigger_id, request.principal);
         return deleted(reply, request.params.trigger_id);
@@ -374,7 +478,7 @@ export function coordinationRoutes({ plans, runs, decisions }: CoordinationServi
       config: { permission: 'runs:write', conflict: 'The trigger is disabled, or its run could not start (the message says why)' },
       schema: {
         tags,
-        summary: "Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method)",
+        summary: 'Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method)',
         params: HookParams,
         response: { 202: DataEnvelope(HookStarted) },
       },

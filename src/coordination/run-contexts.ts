@@ -36,7 +36,9 @@ export class RunContexts {
   private readonly revisionPrefix = randomBytes(8).toString('hex');
   private revisions = 0;
 
-  constructor(private readonly deps: { store: RunStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks; metrics: DomainMetrics }) {}
+  constructor(
+    private readonly deps: { store: RunStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks; metrics: DomainMetrics },
+  ) {}
 
   private get store() {
     return this.deps.store;
@@ -95,9 +97,15 @@ export class RunContexts {
       updated_at: now,
       traceparent,
     };
-    const rows = spec.definition.steps.map(
-      (def, position): RunStepRow => ({ run_id: run.id, step_id: def.id, position, parent_step_id: null, item_index: -1, item: null, ...NOT_STARTED }),
-    );
+    const rows = spec.definition.steps.map((def, position): RunStepRow => ({
+      run_id: run.id,
+      step_id: def.id,
+      position,
+      parent_step_id: null,
+      item_index: -1,
+      item: null,
+      ...NOT_STARTED,
+    }));
     const ctx = this.context(run, rows, { isNew: true });
     ctx.parentInMemory = parent !== undefined;
     ctx.actor = spec.createdBy;
@@ -128,7 +136,9 @@ export class RunContexts {
     const runs = await this.store.findRuns(tx, runIds, { lock: true });
     const missing = runs.filter((run) => this.savedSteps.get(run.id)?.revision !== run.revision).map((run) => run.id);
     const read = missing.length > 0 ? await this.store.stepsOfRuns(tx, missing) : null;
-    return runs.map((run) => this.context(run, read?.get(run.id) ?? this.savedSteps.get(run.id)!.rows.map((row) => ({ ...row })), { isNew: false }));
+    return runs.map((run) =>
+      this.context(run, read?.get(run.id) ?? this.savedSteps.get(run.id)!.rows.map((row) => ({ ...row })), { isNew: false }),
+    );
   }
 
   /** The steps of `run` in plan order (position, then item): from memory when this node saved it last. */

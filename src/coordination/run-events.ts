@@ -79,7 +79,13 @@ function humanAsk(ctx: RunContext, entry: NewRunEvent): HumanAsk | null {
   const asked = step && kindOfStep(ctx, step).asked?.(step);
   if (!step || !asked) return null;
   const claim = linkClaim(ctx, step, null);
-  const base = { run_id: ctx.run.id, plan_id: ctx.run.plan_id, plan_version: ctx.run.plan_version, step_id: step.row.step_id, expires_at: iso(claim.expiresAt) };
+  const base = {
+    run_id: ctx.run.id,
+    plan_id: ctx.run.plan_id,
+    plan_version: ctx.run.plan_version,
+    step_id: step.row.step_id,
+    expires_at: iso(claim.expiresAt),
+  };
   const { event, prompt, schema, approvers } = asked;
   const data = { ...base, prompt, ...(approvers !== undefined && { approvers }), ...(schema !== undefined && { schema }) };
   return { type: event, data, claim, approvers: approvers ?? [] };
@@ -104,14 +110,23 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
     case 'run.cancelled':
       return { type: entry.type, data: { ...base, status: entry.type.slice('run.'.length), error: run.error } };
     case 'step.completed':
-      return { type: 'run.step.completed', data: { ...base, step_id: stepId, attempt: detail.attempt, output: step ? stepOutput(step) : null } };
+      return {
+        type: 'run.step.completed',
+        data: { ...base, step_id: stepId, attempt: detail.attempt, output: step ? stepOutput(step) : null },
+      };
     case 'step.failed':
       return { type: 'run.step.failed', data: { ...base, step_id: stepId, attempt: detail.attempt, error: detail.error } };
     case 'step.approved':
     case 'step.rejected':
       return {
         type: 'approval.decided',
-        data: { ...base, step_id: stepId, approved: entry.type === 'step.approved', decided_by: detail.decided_by, comment: detail.comment },
+        data: {
+          ...base,
+          step_id: stepId,
+          approved: entry.type === 'step.approved',
+          decided_by: detail.decided_by,
+          comment: detail.comment,
+        },
       };
     case 'step.input_received':
       return { type: 'input.submitted', data: { ...base, step_id: stepId, submitted_by: detail.by, data: step ? stepOutput(step) : null } };
@@ -125,10 +140,12 @@ export function countTransitions(metrics: DomainMetrics, contexts: RunContext[])
   for (const ctx of contexts) {
     for (const entry of ctx.events) {
       if (entry.type === 'run.started') metrics.runStarted();
-      else if (entry.type === 'run.completed' || entry.type === 'run.failed' || entry.type === 'run.cancelled') metrics.runFinished(entry.type.slice('run.'.length) as FinishedRunStatus);
+      else if (entry.type === 'run.completed' || entry.type === 'run.failed' || entry.type === 'run.cancelled')
+        metrics.runFinished(entry.type.slice('run.'.length) as FinishedRunStatus);
       else if (entry.type === 'step.completed' || entry.type === 'step.failed') {
         const startedAt = entry.step_id ? (ctx.steps.get(entry.step_id)?.row.started_at ?? null) : null;
-        if (startedAt !== null) metrics.stepFinished(entry.type === 'step.completed' ? 'completed' : 'failed', (entry.created_at - startedAt) / 1000);
+        if (startedAt !== null)
+          metrics.stepFinished(entry.type === 'step.completed' ? 'completed' : 'failed', (entry.created_at - startedAt) / 1000);
       }
     }
   }

@@ -73,7 +73,6 @@ export interface RunEvent {
   at: string;
 }
 
-
 function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels): Run {
   const definition = JSON.parse(run.definition) as PlanDefinition;
   const types = new Map(definition.steps.map((s) => [s.id, s]));
@@ -116,9 +115,14 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels):
 }
 
 function toEvent(row: RunEventRow): RunEvent {
-  return { seq: Number(row.seq), type: row.type, step_id: row.step_id, detail: JSON.parse(row.detail) as Record<string, unknown>, at: iso(row.created_at) };
+  return {
+    seq: Number(row.seq),
+    type: row.type,
+    step_id: row.step_id,
+    detail: JSON.parse(row.detail) as Record<string, unknown>,
+    at: iso(row.created_at),
+  };
 }
-
 
 /** A run as callers see it, read in `tx`; 404 when there is none. */
 export async function runView(store: RunStore, tx: Tx, runId: string): Promise<Run> {
@@ -127,7 +131,6 @@ export async function runView(store: RunStore, tx: Tx, runId: string): Promise<R
   const labels = await store.labelsOfRuns(tx, [runId]);
   return toRun(run, await store.runSteps(tx, runId), labels.get(runId)!);
 }
-
 
 /** Runs as callers see them: started, listed, cancelled and redriven; the engine moves them. */
 export class RunService {
@@ -263,4 +266,3 @@ export class RunService {
     return this.store.nextWakeAt(autocommit);
   }
 }
-

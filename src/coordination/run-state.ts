@@ -158,14 +158,28 @@ export function templateScope(ctx: RunContext, item: string | null): TemplateSco
 // ── Step and run outcomes ───────────────────────────────────────────────────────────
 
 export function completeStep(ctx: RunContext, step: StepState, output: unknown): void {
-  changeStep(step, { status: 'completed', output: JSON.stringify(output), completed_at: ctx.now, wake_at: null, wait_topic: null, error: null });
+  changeStep(step, {
+    status: 'completed',
+    output: JSON.stringify(output),
+    completed_at: ctx.now,
+    wake_at: null,
+    wait_topic: null,
+    error: null,
+  });
   step.output = output;
   record(ctx, 'step.completed', step.row.step_id, { attempt: step.row.attempt });
 }
 
 export function failStep(ctx: RunContext, step: StepState, reason: string, output: unknown = null): void {
   ctx.failed ??= step;
-  changeStep(step, { status: 'failed', error: reason, output: JSON.stringify(output), completed_at: ctx.now, wake_at: null, wait_topic: null });
+  changeStep(step, {
+    status: 'failed',
+    error: reason,
+    output: JSON.stringify(output),
+    completed_at: ctx.now,
+    wake_at: null,
+    wait_topic: null,
+  });
   record(ctx, 'step.failed', step.row.step_id, { attempt: step.row.attempt, error: reason });
 }
 

@@ -48,14 +48,49 @@ type RunStateColumn = 'status' | 'output' | 'error' | 'revisions' | 'wake_at' | 
 // Every column of the rows inserted on hot paths (a run started, its steps and timeline),
 // each null: typed as full records, so a column added to a table cannot be left out.
 const RUN_TEMPLATE: Record<keyof RunRow, null> = {
-  id: null, plan_id: null, plan_version: null, definition: null, status: null, input: null, event: null, output: null,
-  error: null, adaptive: null, revisions: null, parent_run_id: null, parent_step_id: null, depth: null, created_by: null,
-  wake_at: null, revision: null, started_at: null, completed_at: null, updated_at: null, traceparent: null,
+  id: null,
+  plan_id: null,
+  plan_version: null,
+  definition: null,
+  status: null,
+  input: null,
+  event: null,
+  output: null,
+  error: null,
+  adaptive: null,
+  revisions: null,
+  parent_run_id: null,
+  parent_step_id: null,
+  depth: null,
+  created_by: null,
+  wake_at: null,
+  revision: null,
+  started_at: null,
+  completed_at: null,
+  updated_at: null,
+  traceparent: null,
 };
 const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
-  run_id: null, step_id: null, position: null, parent_step_id: null, item_index: null, item: null, status: null, attempt: null,
-  agent_id: null, capability: null, message_id: null, child_run_id: null, input: null, output: null, error: null, wake_at: null,
-  wait_topic: null, detail: null, started_at: null, completed_at: null,
+  run_id: null,
+  step_id: null,
+  position: null,
+  parent_step_id: null,
+  item_index: null,
+  item: null,
+  status: null,
+  attempt: null,
+  agent_id: null,
+  capability: null,
+  message_id: null,
+  child_run_id: null,
+  input: null,
+  output: null,
+  error: null,
+  wake_at: null,
+  wait_topic: null,
+  detail: null,
+  started_at: null,
+  completed_at: null,
 };
 const EVENT_TEMPLATE: Record<keyof NewRunEvent, null> = { run_id: null, step_id: null, type: null, detail: null, created_at: null };
 /** Bound values of the one-statement insert of new runs on PostgreSQL at most (its limit is 65,535). */
@@ -81,17 +116,44 @@ export interface NewRuns {
  * for a long plan, and SQLite rewrites every byte of a column it is told to set.
  */
 const RUN_STATE_TEMPLATE: Record<RunStateColumn, null> = {
-  status: null, output: null, error: null, revisions: null, wake_at: null, revision: null, completed_at: null, updated_at: null,
+  status: null,
+  output: null,
+  error: null,
+  revisions: null,
+  wake_at: null,
+  revision: null,
+  completed_at: null,
+  updated_at: null,
 };
 const RUN_STATE_COLUMNS = Object.keys(RUN_STATE_TEMPLATE) as RunStateColumn[];
 /** PostgreSQL types of the run columns a transition writes (see saveInOneStatement). */
 const RUN_STATE_TYPES: Record<RunStateColumn | 'id', 'text' | 'bigint'> = {
-  id: 'text', status: 'text', output: 'text', error: 'text', revisions: 'text', wake_at: 'bigint', revision: 'text', completed_at: 'bigint', updated_at: 'bigint',
+  id: 'text',
+  status: 'text',
+  output: 'text',
+  error: 'text',
+  revisions: 'text',
+  wake_at: 'bigint',
+  revision: 'text',
+  completed_at: 'bigint',
+  updated_at: 'bigint',
 };
 /** What a transition may change in a step row (everything but its identity and place). */
 const STEP_STATE_COLUMNS = [
-  'status', 'attempt', 'agent_id', 'capability', 'message_id', 'child_run_id', 'input', 'output', 'error',
-  'wake_at', 'wait_topic', 'detail', 'started_at', 'completed_at',
+  'status',
+  'attempt',
+  'agent_id',
+  'capability',
+  'message_id',
+  'child_run_id',
+  'input',
+  'output',
+  'error',
+  'wake_at',
+  'wait_topic',
+  'detail',
+  'started_at',
+  'completed_at',
 ] as const;
 
 /**
@@ -149,7 +211,9 @@ export class RunStore extends CoordinationStore {
   /** A run for reading, or with `lock` for advancing: locked on PostgreSQL until `tx` ends. */
   async findRun(tx: Tx, id: string, options: { lock?: boolean } = {}): Promise<RunRow | undefined> {
     const lock = options.lock === true;
-    const query = this.statements.compiled(`run:${lock}`, { id }, (v) => this.lockIf(options, this.db.selectFrom('runs').selectAll().where('id', '=', v.id)));
+    const query = this.statements.compiled(`run:${lock}`, { id }, (v) =>
+      this.lockIf(options, this.db.selectFrom('runs').selectAll().where('id', '=', v.id)),
+    );
     return (await dbOf(tx, this.db).executeQuery(query)).rows[0];
   }
 
@@ -163,15 +227,29 @@ export class RunStore extends CoordinationStore {
   }
 
   async runSteps(tx: Tx, runId: string): Promise<RunStepRow[]> {
-    return dbOf(tx, this.db).selectFrom('run_steps').selectAll().where('run_id', '=', runId).orderBy('position').orderBy('item_index').execute();
+    return dbOf(tx, this.db)
+      .selectFrom('run_steps')
+      .selectAll()
+      .where('run_id', '=', runId)
+      .orderBy('position')
+      .orderBy('item_index')
+      .execute();
   }
 
   /** What a run is found by: the tags and the metadata it was started with. */
   async insertRunLabels(tx: Tx, runId: string, labels: RunLabels): Promise<void> {
     const db = dbOf(tx, this.db);
-    if (labels.tags.length > 0) await db.insertInto('run_tags').values(labels.tags.map((tag) => ({ tag, run_id: runId }))).execute();
+    if (labels.tags.length > 0)
+      await db
+        .insertInto('run_tags')
+        .values(labels.tags.map((tag) => ({ tag, run_id: runId })))
+        .execute();
     const metadata = Object.entries(labels.metadata);
-    if (metadata.length > 0) await db.insertInto('run_metadata').values(metadata.map(([key, value]) => ({ run_id: runId, key, value }))).execute();
+    if (metadata.length > 0)
+      await db
+        .insertInto('run_metadata')
+        .values(metadata.map(([key, value]) => ({ run_id: runId, key, value })))
+        .execute();
   }
 
   /** The tags (in name order) and metadata of several runs, by run, in two queries. */
@@ -179,9 +257,21 @@ export class RunStore extends CoordinationStore {
     const byRun = new Map<string, RunLabels>(runIds.map((id) => [id, { tags: [], metadata: {} }]));
     if (runIds.length === 0) return byRun;
     const db = dbOf(tx, this.db);
-    const tags = await db.selectFrom('run_tags').select(['run_id', 'tag']).where('run_id', 'in', runIds).orderBy('run_id').orderBy('tag').execute();
+    const tags = await db
+      .selectFrom('run_tags')
+      .select(['run_id', 'tag'])
+      .where('run_id', 'in', runIds)
+      .orderBy('run_id')
+      .orderBy('tag')
+      .execute();
     for (const row of tags) byRun.get(row.run_id)!.tags.push(row.tag);
-    const metadata = await db.selectFrom('run_metadata').select(['run_id', 'key', 'value']).where('run_id', 'in', runIds).orderBy('run_id').orderBy('key').execute();
+    const metadata = await db
+      .selectFrom('run_metadata')
+      .select(['run_id', 'key', 'value'])
+      .where('run_id', 'in', runIds)
+      .orderBy('run_id')
+      .orderBy('key')
+      .execute();
     for (const row of metadata) byRun.get(row.run_id)!.metadata[row.key] = row.value;
     return byRun;
   }
@@ -214,7 +304,9 @@ export class RunStore extends CoordinationStore {
     }
     if (filter.metadata !== undefined) {
       const { key, value } = filter.metadata;
-      query = query.where('id', 'in', (eb) => eb.selectFrom('run_metadata').select('run_id').where('key', '=', key).where('value', '=', value));
+      query = query.where('id', 'in', (eb) =>
+        eb.selectFrom('run_metadata').select('run_id').where('key', '=', key).where('value', '=', value),
+      );
     }
     return paginate(query, window);
   }
@@ -254,7 +346,8 @@ export class RunStore extends CoordinationStore {
     let chunk: Transition[] = [];
     let bound = 0;
     for (const transition of transitions) {
-      const size = (1 + RUN_STATE_COLUMNS.length) + transition.steps.length * STEP_COLUMNS.length + transition.events.length * EVENT_COLUMNS.length;
+      const size =
+        1 + RUN_STATE_COLUMNS.length + transition.steps.length * STEP_COLUMNS.length + transition.events.length * EVENT_COLUMNS.length;
       if (size > MAX_CTE_BOUND) {
         await this.saveStatementEach(trx, [transition]);
         continue;
@@ -277,8 +370,14 @@ export class RunStore extends CoordinationStore {
       );
       await trx.executeQuery(query);
     }
-    await this.stepUpsert.run(trx, transitions.flatMap((t) => t.steps));
-    await this.eventInsert.run(trx, transitions.flatMap((t) => t.events));
+    await this.stepUpsert.run(
+      trx,
+      transitions.flatMap((t) => t.steps),
+    );
+    await this.eventInsert.run(
+      trx,
+      transitions.flatMap((t) => t.events),
+    );
   }
 
   /**
@@ -376,7 +475,8 @@ export class RunStore extends CoordinationStore {
       .execute();
     for (const row of rows) {
       const list = durations.get(row.capability!)!;
-      if (list.length < sample && row.started_at !== null && row.completed_at !== null) list.push(Number(row.completed_at) - Number(row.started_at));
+      if (list.length < sample && row.started_at !== null && row.completed_at !== null)
+        list.push(Number(row.completed_at) - Number(row.started_at));
     }
     return durations;
   }

@@ -90,7 +90,8 @@ function problems(type: TriggerType, config: TriggerConfig, mapping: Record<stri
     if (type === 'schedule') problem('input_mapping', 'schedule triggers have no event; use input');
     for (const reference of collectReferences(mapping)) {
       if (typeof reference === 'string') problem('input_mapping', reference);
-      else if (reference.root !== 'event') problem('input_mapping', `'{{${reference.expression}}}': a trigger's mapping reads only event.*`);
+      else if (reference.root !== 'event')
+        problem('input_mapping', `'{{${reference.expression}}}': a trigger's mapping reads only event.*`);
     }
   }
   return found;

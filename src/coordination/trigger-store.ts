@@ -19,7 +19,13 @@ export const FIRES_KEPT = 100;
 
 // Every column of a fire, each null: typed as a full record, so a column added to the table cannot be left out.
 const FIRE_TEMPLATE: Record<keyof FireRow, null> = {
-  id: null, trigger_id: null, scheduled_for: null, outcome: null, reason: null, run_id: null, created_at: null,
+  id: null,
+  trigger_id: null,
+  scheduled_for: null,
+  outcome: null,
+  reason: null,
+  run_id: null,
+  created_at: null,
 };
 
 /** Triggers and their fire ledger (the only SQL of the plan_triggers and trigger_fires tables). */
@@ -65,7 +71,10 @@ export class TriggerStore extends CoordinationStore {
     let query = this.triggerView(dbOf(tx, this.db)).orderBy('plan_triggers.id');
     if (planId !== undefined) query = query.where('plan_triggers.plan_id', '=', planId);
     const page = await paginate(query, window);
-    return { items: page.items.map((row) => ({ ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) })), total: page.total };
+    return {
+      items: page.items.map((row) => ({ ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) })),
+      total: page.total,
+    };
   }
 
   async updateTrigger(tx: Tx, id: string, changes: Partial<TriggerRow>): Promise<void> {
@@ -125,7 +134,10 @@ export class TriggerStore extends CoordinationStore {
   }
 
   async listFires(tx: Tx, triggerId: string, window: Page): Promise<Paged<FireRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('trigger_fires').selectAll().where('trigger_id', '=', triggerId).orderBy('id', 'desc'), window);
+    return paginate(
+      dbOf(tx, this.db).selectFrom('trigger_fires').selectAll().where('trigger_id', '=', triggerId).orderBy('id', 'desc'),
+      window,
+    );
   }
 
   /** Keeps the newest FIRES_KEPT fires of every trigger. */
@@ -133,7 +145,14 @@ export class TriggerStore extends CoordinationStore {
     const db = dbOf(tx, this.db);
     const ranked = db
       .selectFrom('trigger_fires')
-      .select(['id', (eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('trigger_id').orderBy('id', 'desc')).as('rank')])
+      .select([
+        'id',
+        (eb) =>
+          eb.fn
+            .agg<number>('row_number')
+            .over((ob) => ob.partitionBy('trigger_id').orderBy('id', 'desc'))
+            .as('rank'),
+      ])
       .as('ranked');
     const stale = db.selectFrom(ranked).select('ranked.id').where('ranked.rank', '>', FIRES_KEPT);
     await db.deleteFrom('trigger_fires').where('id', 'in', stale).execute();

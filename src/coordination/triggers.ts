@@ -109,7 +109,13 @@ function toEventTrigger(row: TriggerRow): EventTrigger {
 }
 
 /** A run of `trigger`'s plan: its fixed input overlaid with its mapping over the event. */
-function runSpec(trigger: TriggerRow, plan: CurrentPlan, fixed: Record<string, unknown>, mapping: unknown, event: Record<string, unknown> | undefined): StartRun {
+function runSpec(
+  trigger: TriggerRow,
+  plan: CurrentPlan,
+  fixed: Record<string, unknown>,
+  mapping: unknown,
+  event: Record<string, unknown> | undefined,
+): StartRun {
   const mapped = mapping === null ? {} : (render(mapping, { input: {}, steps: {}, event: event ?? {} }) as Record<string, unknown>);
   return {
     planId: plan.id,
@@ -144,7 +150,15 @@ export class TriggersService {
   private startingEvents = false;
 
   constructor(
-    private readonly deps: { triggers: TriggerStore; plans: PlanStore; engine: RunEngine; clock: Clock; notifier: Notifier; expressions: Expressions; audit: AuditTrail },
+    private readonly deps: {
+      triggers: TriggerStore;
+      plans: PlanStore;
+      engine: RunEngine;
+      clock: Clock;
+      notifier: Notifier;
+      expressions: Expressions;
+      audit: AuditTrail;
+    },
   ) {}
 
   private get store() {
@@ -249,7 +263,8 @@ export class TriggersService {
     const now = this.deps.clock.now();
     const current = await this.changeable(id, changer);
     const config: TriggerConfig = patch.config ?? (JSON.parse(current.config) as TriggerConfig);
-    const mapping = patch.input_mapping !== undefined ? patch.input_mapping : current.input_mapping === null ? null : JSON.parse(current.input_mapping);
+    const mapping =
+      patch.input_mapping !== undefined ? patch.input_mapping : current.input_mapping === null ? null : JSON.parse(current.input_mapping);
     checkTrigger(current.type, current.type === 'webhook' ? { method: 'POST', ...config } : config, mapping);
     const next: TriggerView = {
       ...current,
@@ -292,7 +307,11 @@ export class TriggersService {
   }
 
   /** Starts a run of the trigger's plan (newest version) in `tx`; returns its id, or why it could not. */
-  private async startRun(tx: Tx, trigger: TriggerRow, event: Record<string, unknown> | undefined): Promise<{ runId: string } | { failed: string }> {
+  private async startRun(
+    tx: Tx,
+    trigger: TriggerRow,
+    event: Record<string, unknown> | undefined,
+  ): Promise<{ runId: string } | { failed: string }> {
     const plan = await this.deps.plans.currentPlan(tx, trigger.plan_id);
     if (!plan) return { failed: `plan '${trigger.plan_id}' no longer exists` };
     const fixed = JSON.parse(trigger.input) as Record<string, unknown>;
@@ -302,7 +321,16 @@ export class TriggersService {
   }
 
   private fire(trigger: TriggerRow, now: number, outcome: FireOutcome, extra: Partial<FireRow> = {}): FireRow {
-    return { id: newId('fire', now), trigger_id: trigger.id, scheduled_for: null, outcome, reason: null, run_id: null, created_at: now, ...extra };
+    return {
+      id: newId('fire', now),
+      trigger_id: trigger.id,
+      scheduled_for: null,
+      outcome,
+      reason: null,
+      run_id: null,
+      created_at: now,
+      ...extra,
+    };
   }
 
   /** Fires every due schedule slot (catch-up `latest`): one run per slot, recorded in the ledger. */
@@ -326,7 +354,11 @@ export class TriggersService {
             if (fire.outcome !== 'started') continue;
             const outcome = await this.startRun(tx, trigger, { scheduled_for: iso(fire.scheduled_for) });
             if ('runId' in outcome) count++;
-            await this.store.updateFire(tx, fire.id, 'runId' in outcome ? { run_id: outcome.runId } : { outcome: 'failed', reason: outcome.failed });
+            await this.store.updateFire(
+              tx,
+              fire.id,
+              'runId' in outcome ? { run_id: outcome.runId } : { outcome: 'failed', reason: outcome.failed },
+            );
           }
           const last = slots[slots.length - 1] ?? trigger.next_fire_at!;
           await this.store.updateTrigger(tx, trigger.id, { next_fire_at: schedule.next(Math.max(now, last)) });
@@ -356,7 +388,11 @@ export class TriggersService {
     const triggers = await this.matchingEventTriggers(event.topic);
     if (triggers.length === 0) return 0;
     const now = this.deps.clock.now();
-    const data: Record<string, unknown> = { ...(isJsonObject(event.payload) ? event.payload : { payload: event.payload }), topic: event.topic, published_at: event.published_at };
+    const data: Record<string, unknown> = {
+      ...(isJsonObject(event.payload) ? event.payload : { payload: event.payload }),
+      topic: event.topic,
+      published_at: event.published_at,
+    };
     // Filters run in the expression pool, at once: a slow one holds up only its own publish.
     const decided = await Promise.all(
       triggers.map(async (trigger): Promise<EventWork['decided'][number]> => {
@@ -389,7 +425,13 @@ export class TriggersService {
         // The plan versions kept with the triggers (dropped with them when a plan changes).
         const plans = this.eventTriggers?.plans ?? new Map<string, CurrentPlan>();
         try {
-          const started = await this.store.inTransaction((tx) => this.startEvents(tx, batch.map((b) => b.work), plans));
+          const started = await this.store.inTransaction((tx) =>
+            this.startEvents(
+              tx,
+              batch.map((b) => b.work),
+              plans,
+            ),
+          );
           batch.forEach((b, i) => b.resolve(started[i]!));
         } catch (err) {
           if (batch.length === 1) {

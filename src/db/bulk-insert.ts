@@ -136,7 +136,12 @@ export class BulkInsert<T extends Table, K extends string> {
       .select(exprs.map((expr, i) => expr.as(`c${i}`)))
       // `where true`: SQLite would read a following ON CONFLICT as a join constraint.
       .where(sql<boolean>`true`);
-    return this.clauses(this.db.insertInto(this.table).columns(this.columns as never).expression(select as never));
+    return this.clauses(
+      this.db
+        .insertInto(this.table)
+        .columns(this.columns as never)
+        .expression(select as never),
+    );
   }
 }
 

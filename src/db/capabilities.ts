@@ -24,10 +24,7 @@ export interface DialectCapabilities {
   /** The column type of raw bytes (read back as a Buffer on both). */
   readonly bytesType: 'blob' | 'bytea';
   /** Adds an auto-incrementing integer primary key column (a FIFO sequence). */
-  serialPrimaryKey<T extends string, C extends string>(
-    table: CreateTableBuilder<T, C>,
-    column: string,
-  ): CreateTableBuilder<T, C>;
+  serialPrimaryKey<T extends string, C extends string>(table: CreateTableBuilder<T, C>, column: string): CreateTableBuilder<T, C>;
   /** True when the error is a unique-constraint violation. */
   isUniqueViolation(err: unknown): boolean;
   /** True when the error is a foreign-key violation. */
@@ -92,8 +89,7 @@ export const postgresCapabilities: DialectCapabilities = {
   skipLocked: true,
   writableCte: true,
   bytesType: 'bytea',
-  serialPrimaryKey: (table, column) =>
-    table.addColumn(column, 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity()),
+  serialPrimaryKey: (table, column) => table.addColumn(column, 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity()),
   isUniqueViolation: (err) => errorCode(err) === '23505',
   isForeignKeyViolation: (err) => errorCode(err) === '23503',
   isTransientConflict: (err) => errorCode(err) === '40P01' || errorCode(err) === '40001',

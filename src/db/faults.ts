@@ -6,7 +6,16 @@
 export type StorageFault = 'unavailable' | 'full';
 
 // Errno codes of a connection to PostgreSQL that failed or broke, and of a write with no space.
-const UNREACHABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNREACHABLE_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 const NO_SPACE_ERRNO = new Set(['ENOSPC', 'EDQUOT']);
 
 /**

@@ -37,7 +37,9 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]>
     // Unlike the start-up writes a full disk postpones, a schema change cannot wait: the code
     // would run against tables it does not know. The server does not start.
     if (storageFault(result.error) === 'full') {
-      throw new Error(`${what} could not be applied: no storage space is left (${reason}). Free space and start again`, { cause: result.error });
+      throw new Error(`${what} could not be applied: no storage space is left (${reason}). Free space and start again`, {
+        cause: result.error,
+      });
     }
     throw new Error(`${what} failed: ${reason}`, { cause: result.error });
   }

@@ -21,7 +21,14 @@ export async function paginate<DB, TB extends keyof DB, O>(
   window: Page,
   count: () => Promise<number> = async () => countOf(await countRows(query).executeTakeFirst()),
 ): Promise<Paged<O>> {
-  return pageOf(await query.limit(window.limit + 1).offset(window.offset).execute(), window, count);
+  return pageOf(
+    await query
+      .limit(window.limit + 1)
+      .offset(window.offset)
+      .execute(),
+    window,
+    count,
+  );
 }
 
 /**

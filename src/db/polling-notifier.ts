@@ -71,7 +71,10 @@ export class PollingNotifier implements Notifier {
         .orderBy('seq')
         .execute();
       if (++this.polls % CLEANUP_EVERY === 0) {
-        await this.db.deleteFrom('cluster_notices').where('created_at', '<', sql<number>`${NOW_MS} - ${RETAIN_MS}`).execute();
+        await this.db
+          .deleteFrom('cluster_notices')
+          .where('created_at', '<', sql<number>`${NOW_MS} - ${RETAIN_MS}`)
+          .execute();
       }
     } catch (err) {
       if (!this.failing) this.logger.warn({ err }, 'notifier could not poll; retrying');
@@ -100,10 +103,7 @@ export class PollingNotifier implements Notifier {
   }
 
   private async insert(db: Db, channel: string, payload: string): Promise<void> {
-    await db
-      .insertInto('cluster_notices')
-      .values({ channel, payload, created_at: NOW_MS })
-      .execute();
+    await db.insertInto('cluster_notices').values({ channel, payload, created_at: NOW_MS }).execute();
   }
 
   listen(channel: string, handler: (payload: string) => void): () => void {

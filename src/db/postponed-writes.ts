@@ -21,7 +21,13 @@ export class PostponedWrites {
     private readonly storage: StorageFullness,
     private readonly logger: Logger,
   ) {
-    this.worker = new LoopWorker({ name: 'postponed-writes', intervalMs: RETRY_MS, run: () => this.retry(), logger, listen: (nudge) => storage.onRoom(nudge) });
+    this.worker = new LoopWorker({
+      name: 'postponed-writes',
+      intervalMs: RETRY_MS,
+      run: () => this.retry(),
+      logger,
+      listen: (nudge) => storage.onRoom(nudge),
+    });
   }
 
   /** Runs `write`; when storage is full, keeps it for `retry` and marks storage full. Any other failure is thrown. */

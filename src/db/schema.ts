@@ -17,4 +17,19 @@ import type { WebhooksTables } from '../webhooks/tables.js';
  * The database seen by Kysely: the union of every domain's tables. Each domain declares its
  * own tables in its tables.ts (which imports nothing); this file only joins them.
  */
-export interface Database extends A2aTables, AccessGroupsTables, ArtifactsTables, AuditTables, AuthTables, ClusterTables, CoordinationTables, DiscoveryTables, EventsTables, MessagingTables, NotificationsTables, RoutinesTables, TasksTables, WebhooksTables {}
+export interface Database
+  extends
+    A2aTables,
+    AccessGroupsTables,
+    ArtifactsTables,
+    AuditTables,
+    AuthTables,
+    ClusterTables,
+    CoordinationTables,
+    DiscoveryTables,
+    EventsTables,
+    MessagingTables,
+    NotificationsTables,
+    RoutinesTables,
+    TasksTables,
+    WebhooksTables {}

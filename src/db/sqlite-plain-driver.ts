@@ -14,7 +14,6 @@ import { BEGIN_IMMEDIATE, COMMIT, ROLLBACK, SqliteDriver, SqliteLease } from './
  * on a stale snapshot.
  */
 export class PlainSqliteDriver extends SqliteDriver {
-
   async acquireConnection(): Promise<DatabaseConnection> {
     await this.mutex.lock();
     return new PlainLease(this);

@@ -22,8 +22,11 @@ export class HeartbeatsStore extends Store {
    * new run starts at this beat); a beat without load or metadata keeps the previous ones.
    */
   async heartbeat(tx: Tx, row: HeartbeatRow, options: { ttlMs: number; keepMetadata: boolean }): Promise<HeartbeatRow> {
-    const query = this.statements.compiled(`heartbeat:${options.keepMetadata}`, { ...row, ttlMs: options.ttlMs }, (v) =>
-      sql<HeartbeatRow>`insert into discovery_heartbeats (agent_id, load, metadata, started_at, last_heartbeat_at)
+    const query = this.statements.compiled(
+      `heartbeat:${options.keepMetadata}`,
+      { ...row, ttlMs: options.ttlMs },
+      (v) =>
+        sql<HeartbeatRow>`insert into discovery_heartbeats (agent_id, load, metadata, started_at, last_heartbeat_at)
         values (${v.agent_id}, ${v.load}, ${v.metadata}, ${v.started_at}, ${v.last_heartbeat_at})
         on conflict (agent_id) do update set
           load = coalesce(excluded.load, discovery_heartbeats.load),
@@ -56,7 +59,9 @@ export class HeartbeatsStore extends Store {
   }
 
   /** Every heartbeat with the health last announced for its agent (null: none yet). */
-  async heartbeatsWithHealth(tx: Tx): Promise<(Pick<HeartbeatRow, 'agent_id' | 'load' | 'last_heartbeat_at'> & { announced: string | null })[]> {
+  async heartbeatsWithHealth(
+    tx: Tx,
+  ): Promise<(Pick<HeartbeatRow, 'agent_id' | 'load' | 'last_heartbeat_at'> & { announced: string | null })[]> {
     return dbOf(tx, this.db)
       .selectFrom('discovery_heartbeats as h')
       .leftJoin('discovery_health as s', 's.agent_id', 'h.agent_id')

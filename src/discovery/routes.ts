@@ -62,13 +62,19 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
 
     app.get(
       '/discovery/capabilities/:capability_id',
-      { config: { permission: 'discovery:read' }, schema: { tags, summary: 'Get a capability', params: CapabilityParams, response: { 200: DataEnvelope(Capability) } } },
+      {
+        config: { permission: 'discovery:read' },
+        schema: { tags, summary: 'Get a capability', params: CapabilityParams, response: { 200: DataEnvelope(Capability) } },
+      },
       async (request, reply) => ok(reply, await service.getCapability(request.params.capability_id)),
     );
 
     app.delete(
       '/discovery/capabilities/:capability_id',
-      { config: { permission: 'discovery:write' }, schema: { tags, summary: 'Remove a capability (its agent or an admin)', params: CapabilityParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'discovery:write' },
+        schema: { tags, summary: 'Remove a capability (its agent or an admin)', params: CapabilityParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         await service.deleteCapability(request.principal, request.params.capability_id);
         return deleted(reply, request.params.capability_id);
@@ -81,7 +87,7 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
         config: { permission: 'discovery:write' },
         schema: {
           tags,
-          summary: "Deregister an agent: remove all its capabilities and its heartbeat record",
+          summary: 'Deregister an agent: remove all its capabilities and its heartbeat record',
           params: AgentParams,
           response: { 200: DataEnvelope(AgentDeleted) },
         },
@@ -99,7 +105,8 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
         config: { permission: 'discovery:read' },
         schema: {
           tags,
-          summary: 'Look up agents by capability (text.* wildcard) and group, one entry per agent, ordered by a routing strategy; pages with limit and offset',
+          summary:
+            'Look up agents by capability (text.* wildcard) and group, one entry per agent, ordered by a routing strategy; pages with limit and offset',
           querystring: LookupQuery,
           response: { 200: LookupEnvelope },
         },
@@ -144,7 +151,10 @@ export function discoveryRoutes(service: DiscoveryService): FastifyPluginAsyncTy
 
     app.get(
       '/discovery/groups',
-      { config: { permission: 'discovery:read' }, schema: { tags, summary: 'List groups with their agent counts', querystring: PageQuery, response: { 200: ListEnvelope(Group) } } },
+      {
+        config: { permission: 'discovery:read' },
+        schema: { tags, summary: 'List groups with their agent counts', querystring: PageQuery, response: { 200: ListEnvelope(Group) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listGroups(window), window);

@@ -31,9 +31,13 @@ export const CapabilityMetadata = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 4000, description: 'What the capability does (searched)' })),
     tags: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, description: 'Searched' })),
     examples: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 50, description: 'Example requests (searched)' })),
-    weight: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Relative share under the weighted strategy (default 1)' })),
+    weight: Type.Optional(
+      Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Relative share under the weighted strategy (default 1)' }),
+    ),
     latency_ms: Type.Optional(Type.Number({ minimum: 0, description: 'Claimed latency; used by the latency strategy until measured' })),
-    trust_score: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Claimed trust; used by the trust strategy until measured' })),
+    trust_score: Type.Optional(
+      Type.Number({ minimum: 0, maximum: 1, description: 'Claimed trust; used by the trust strategy until measured' }),
+    ),
   },
   { additionalProperties: true, description: 'Free-form JSON object' },
 );
@@ -49,15 +53,18 @@ export const RegisterBody = Type.Object(
 );
 export type RegisterBody = Static<typeof RegisterBody>;
 
-export const Capability = Type.Object({
-  id: Type.String(),
-  agent_id: Type.String(),
-  capability: Type.String(),
-  metadata: JsonObject,
-  groups: Type.Array(Type.String()),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-}, { title: 'Capability' });
+export const Capability = Type.Object(
+  {
+    id: Type.String(),
+    agent_id: Type.String(),
+    capability: Type.String(),
+    metadata: JsonObject,
+    groups: Type.Array(Type.String()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Capability' },
+);
 
 export const ListCapabilitiesQuery = Type.Composite([
   PageQuery,
@@ -72,11 +79,14 @@ export const CapabilityParams = Type.Object({ capability_id: Type.String({ minLe
 export const AgentParams = Type.Object({ agent_id: AgentId });
 export const GroupParams = Type.Object({ group_name: GroupName });
 
-export const AgentDeleted = Type.Object({
-  id: Type.String({ description: 'The agent id' }),
-  deleted: Type.Literal(true),
-  capabilities_removed: Type.Integer(),
-}, { title: 'AgentDeleted' });
+export const AgentDeleted = Type.Object(
+  {
+    id: Type.String({ description: 'The agent id' }),
+    deleted: Type.Literal(true),
+    capabilities_removed: Type.Integer(),
+  },
+  { title: 'AgentDeleted' },
+);
 
 export const HeartbeatBody = Type.Object(
   {
@@ -90,15 +100,18 @@ export type HeartbeatBody = Static<typeof HeartbeatBody>;
 
 export const HealthStatus = Type.Union(['healthy', 'degraded', 'unhealthy', 'unknown'].map((s) => Type.Literal(s)));
 
-export const HealthRecord = Type.Object({
-  agent_id: Type.String(),
-  status: HealthStatus,
-  load: Type.Union([Type.Number(), Type.Null()]),
-  last_heartbeat: NullableTimestamp,
-  uptime_seconds: Type.Integer({ description: 'Seconds since heartbeats began without a gap longer than the TTL; 0 unless alive' }),
-  ttl_seconds: Type.Integer(),
-  metadata: JsonObject,
-}, { title: 'AgentHealth' });
+export const HealthRecord = Type.Object(
+  {
+    agent_id: Type.String(),
+    status: HealthStatus,
+    load: Type.Union([Type.Number(), Type.Null()]),
+    last_heartbeat: NullableTimestamp,
+    uptime_seconds: Type.Integer({ description: 'Seconds since heartbeats began without a gap longer than the TTL; 0 unless alive' }),
+    ttl_seconds: Type.Integer(),
+    metadata: JsonObject,
+  },
+  { title: 'AgentHealth' },
+);
 
 export const LookupQuery = Type.Object({
   capability: Type.Optional(CapabilityFilter),
@@ -109,30 +122,34 @@ export const LookupQuery = Type.Object({
     Type.Integer({
       minimum: 0,
       default: 0,
-      description: 'Agents to skip in the order of the strategy (a page of the list); the round_robin, random and weighted orders change from call to call',
+      description:
+        'Agents to skip in the order of the strategy (a page of the list); the round_robin, random and weighted orders change from call to call',
     }),
   ),
   include_unhealthy: Type.Optional(Type.Boolean({ default: false })),
 });
 export type LookupQuery = Static<typeof LookupQuery>;
 
-export const AgentEntry = Type.Object({
-  agent_id: Type.String(),
-  capability: Type.String(),
-  capability_id: Type.String(),
-  metadata: JsonObject,
-  groups: Type.Array(Type.String()),
-  load: Type.Union([Type.Number(), Type.Null()]),
-  health: HealthStatus,
-  last_heartbeat: NullableTimestamp,
-  latency_ms: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'latency strategy: the figure used' })),
-  trust_score: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'trust strategy: the figure used' })),
-  score_source: Type.Optional(
-    Type.Union([Type.Literal('measured'), Type.Literal('metadata'), Type.Literal('none')], {
-      description: 'latency/trust strategies: measured by the platform, claimed in metadata, or neither',
-    }),
-  ),
-}, { title: 'Agent' });
+export const AgentEntry = Type.Object(
+  {
+    agent_id: Type.String(),
+    capability: Type.String(),
+    capability_id: Type.String(),
+    metadata: JsonObject,
+    groups: Type.Array(Type.String()),
+    load: Type.Union([Type.Number(), Type.Null()]),
+    health: HealthStatus,
+    last_heartbeat: NullableTimestamp,
+    latency_ms: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'latency strategy: the figure used' })),
+    trust_score: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'trust strategy: the figure used' })),
+    score_source: Type.Optional(
+      Type.Union([Type.Literal('measured'), Type.Literal('metadata'), Type.Literal('none')], {
+        description: 'latency/trust strategies: measured by the platform, claimed in metadata, or neither',
+      }),
+    ),
+  },
+  { title: 'Agent' },
+);
 
 export const LookupEnvelope = Type.Object({
   data: Type.Object({ agents: Type.Array(AgentEntry) }, { title: 'AgentLookup' }),
@@ -155,16 +172,19 @@ export const SearchBody = Type.Object(
 );
 export type SearchBody = Static<typeof SearchBody>;
 
-export const SearchResult = Type.Object({
-  capability: Type.Object({
-    id: Type.String(),
-    name: Type.String(),
-    agent_id: Type.String(),
-    metadata: JsonObject,
-    groups: Type.Array(Type.String()),
-  }),
-  similarity_score: Type.Number({ minimum: 0, maximum: 1 }),
-}, { title: 'CapabilityMatch' });
+export const SearchResult = Type.Object(
+  {
+    capability: Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      agent_id: Type.String(),
+      metadata: JsonObject,
+      groups: Type.Array(Type.String()),
+    }),
+    similarity_score: Type.Number({ minimum: 0, maximum: 1 }),
+  },
+  { title: 'CapabilityMatch' },
+);
 
 export const SearchEnvelope = Type.Object({
   data: Type.Object({ results: Type.Array(SearchResult) }, { title: 'CapabilitySearch' }),
@@ -178,17 +198,22 @@ export const SearchEnvelope = Type.Object({
   ]),
 });
 
-export const Group = Type.Object({
-  name: Type.String(),
-  agent_count: Type.Integer(),
-  capability_count: Type.Integer(),
-}, { title: 'AgentGroup' });
+export const Group = Type.Object(
+  {
+    name: Type.String(),
+    agent_count: Type.Integer(),
+    capability_count: Type.Integer(),
+  },
+  { title: 'AgentGroup' },
+);
 
-export const GroupMember = Type.Object({
-  agent_id: Type.String(),
-  capabilities: Type.Array(Type.String(), { description: 'Its capabilities in this group' }),
-  health: HealthStatus,
-  load: Type.Union([Type.Number(), Type.Null()]),
-  last_heartbeat: NullableTimestamp,
-}, { title: 'AgentGroupMember' });
-
+export const GroupMember = Type.Object(
+  {
+    agent_id: Type.String(),
+    capabilities: Type.Array(Type.String(), { description: 'Its capabilities in this group' }),
+    health: HealthStatus,
+    load: Type.Union([Type.Number(), Type.Null()]),
+    last_heartbeat: NullableTimestamp,
+  },
+  { title: 'AgentGroupMember' },
+);

@@ -57,14 +57,7 @@ function text(value: unknown): string {
 /** The text a capability is found by (also what is sent for its embedding). */
 export function searchableText(capability: Pick<IndexedCapability, 'name' | 'metadata'>): string {
   const m = capability.metadata;
-  return [
-    words(capability.name).join(' '),
-    text(m.description),
-    text(m.tags),
-    text(m.examples),
-  ]
-    .filter((part) => part !== '')
-    .join('. ');
+  return [words(capability.name).join(' '), text(m.description), text(m.tags), text(m.examples)].filter((part) => part !== '').join('. ');
 }
 
 function fieldTexts(capability: IndexedCapability): string[] {

@@ -145,7 +145,12 @@ export class DiscoveryService implements AgentDirectory {
     this.random = deps.random ?? Math.random;
     this.events = deps.events;
     this.audit = deps.audit;
-    this.capabilitySearch = new CapabilitySearch({ store: deps.store, clock: deps.clock, logger: deps.logger, embedder: deps.embedder ?? null });
+    this.capabilitySearch = new CapabilitySearch({
+      store: deps.store,
+      clock: deps.clock,
+      logger: deps.logger,
+      embedder: deps.embedder ?? null,
+    });
   }
 
   // ---- capabilities ----
@@ -175,7 +180,12 @@ export class DiscoveryService implements AgentDirectory {
       );
       await this.audit.record(tx, { action: 'capability.register', resource: { type: 'capability', id: stored.id } });
       if (!known) {
-        await this.events.append(tx, { type: 'agent.registered', subject: agentId, actor, data: { agent_id: agentId, capability: toCapability(stored) } });
+        await this.events.append(tx, {
+          type: 'agent.registered',
+          subject: agentId,
+          actor,
+          data: { agent_id: agentId, capability: toCapability(stored) },
+        });
       }
       return stored;
     });
@@ -183,10 +193,7 @@ export class DiscoveryService implements AgentDirectory {
     return { capability: toCapability(row), created: row.id === id };
   }
 
-  async listCapabilities(
-    query: { agent_id?: string; capability?: string; group?: string },
-    window: Page,
-  ): Promise<Paged<Capability>> {
+  async listCapabilities(query: { agent_id?: string; capability?: string; group?: string }, window: Page): Promise<Paged<Capability>> {
     const page = await this.store.listCapabilities(
       autocommit,
       { ...capabilityFilter(query.capability), agentId: query.agent_id, group: query.group },
@@ -221,7 +228,12 @@ export class DiscoveryService implements AgentDirectory {
       const capabilities = await this.store.deleteCapabilities(tx, { agentId }, this.clock.now());
       const hadHeartbeat = await this.store.heartbeats.deleteHeartbeat(tx, agentId);
       if (capabilities.length === 0 && !hadHeartbeat) throw new NotFound('Agent', agentId);
-      await this.events.append(tx, { type: 'agent.deregistered', subject: agentId, actor, data: { agent_id: agentId, capabilities: capabilities.length } });
+      await this.events.append(tx, {
+        type: 'agent.deregistered',
+        subject: agentId,
+        actor,
+        data: { agent_id: agentId, capabilities: capabilities.length },
+      });
       return capabilities;
     });
     if (removed.length > 0) await this.announceChange();
@@ -259,7 +271,13 @@ export class DiscoveryService implements AgentDirectory {
           type: 'agent.health_changed',
           subject: row.agent_id,
           actor: SYSTEM_ACTOR,
-          data: { agent_id: row.agent_id, from: row.announced ?? 'unknown', to: health, load: row.load, last_heartbeat_at: iso(Number(row.last_heartbeat_at)) },
+          data: {
+            agent_id: row.agent_id,
+            from: row.announced ?? 'unknown',
+            to: health,
+            load: row.load,
+            last_heartbeat_at: iso(Number(row.last_heartbeat_at)),
+          },
         });
       }
       await this.events.append(tx, ...events);
@@ -355,7 +373,13 @@ export class DiscoveryService implements AgentDirectory {
       const { rows, total } = await this.store.rankedCandidates(
         tx,
         { exact: filter.exact, group: filter.group },
-        { order: strategy, includeUnhealthy: freshSince === null, staleBefore: now - this.ttlMs, degradedLoad: DEGRADED_LOAD, limit: offset + limit },
+        {
+          order: strategy,
+          includeUnhealthy: freshSince === null,
+          staleBefore: now - this.ttlMs,
+          degradedLoad: DEGRADED_LOAD,
+          limit: offset + limit,
+        },
       );
       return { agents: rows.slice(offset).map((row) => entry(row, parseObject(row.metadata))), strategy, total };
     }
@@ -403,7 +427,10 @@ export class DiscoveryService implements AgentDirectory {
     let measured = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
     if (this.stats && rows.length > 0) {
       try {
-        measured = await this.stats.statsFor(tx, rows.map((r) => r.agent_id));
+        measured = await this.stats.statsFor(
+          tx,
+          rows.map((r) => r.agent_id),
+        );
       } catch (err) {
         this.logger.warn({ err }, 'delivery stats unavailable; routing on claimed metadata');
       }

@@ -128,7 +128,10 @@ export class DiscoveryStore extends Store {
   }
 
   async listCapabilities(tx: Tx, filter: CapabilityFilter, window: Page): Promise<Paged<CapabilityRow>> {
-    let query = dbOf(tx, this.db).selectFrom('discovery_capabilities').selectAll('discovery_capabilities').orderBy('discovery_capabilities.id');
+    let query = dbOf(tx, this.db)
+      .selectFrom('discovery_capabilities')
+      .selectAll('discovery_capabilities')
+      .orderBy('discovery_capabilities.id');
     query = this.applyFilter(query, filter);
     return paginate(query, window);
   }
@@ -181,25 +184,36 @@ export class DiscoveryStore extends Store {
       }`;
     const live = (v: V) => (includeUnhealthy ? sql`` : sql` and (h.last_heartbeat_at is null or h.last_heartbeat_at >= ${v.staleBefore})`);
 
-    const total = await this.liveCount(`${includeUnhealthy}:${grouped}:${filter.exact}\0${filter.group ?? ''}`, options.staleBefore, db, async () => {
-      const { rows } = await db.executeQuery(
-        this.statements.compiled(`count:${grouped}`, values, (v) =>
-          sql<{ n: number; stale: number | null; oldest: number | null }>`select count(*) as n,
+    const total = await this.liveCount(
+      `${includeUnhealthy}:${grouped}:${filter.exact}\0${filter.group ?? ''}`,
+      options.staleBefore,
+      db,
+      async () => {
+        const { rows } = await db.executeQuery(
+          this.statements.compiled(
+            `count:${grouped}`,
+            values,
+            (v) =>
+              sql<{ n: number; stale: number | null; oldest: number | null }>`select count(*) as n,
             sum(case when h.last_heartbeat_at < ${v.staleBefore} then 1 else 0 end) as stale,
             min(h.last_heartbeat_at) as oldest from ${from(v)}`,
-        ),
-      );
-      const n = Number(rows[0]?.n ?? 0);
-      const oldest = rows[0]?.oldest;
-      if (includeUnhealthy) return { total: n, oldest: null };
-      return { total: n - Number(rows[0]?.stale ?? 0), oldest: oldest === null || oldest === undefined ? null : Number(oldest) };
-    });
+          ),
+        );
+        const n = Number(rows[0]?.n ?? 0);
+        const oldest = rows[0]?.oldest;
+        if (includeUnhealthy) return { total: n, oldest: null };
+        return { total: n - Number(rows[0]?.stale ?? 0), oldest: oldest === null || oldest === undefined ? null : Number(oldest) };
+      },
+    );
     const rows: CandidateRow[] = [];
     // Limits are inlined: a bound LIMIT is prepared again on every run on SQLite (see database.ts).
     const read = async (tier: string, condition: (v: V) => RawBuilder<unknown>, orderBy: (v: V) => RawBuilder<unknown>) => {
       const take = limit - rows.length;
-      const query = this.statements.compiled(`ranked:${shape}:${tier}:${take}`, values, (v) =>
-        sql<CandidateRow>`select c.id, c.agent_id, c.capability, c.metadata, c.groups, h.load, h.last_heartbeat_at
+      const query = this.statements.compiled(
+        `ranked:${shape}:${tier}:${take}`,
+        values,
+        (v) =>
+          sql<CandidateRow>`select c.id, c.agent_id, c.capability, c.metadata, c.groups, h.load, h.last_heartbeat_at
           from ${from(v)} and ${condition(v)} order by ${orderBy(v)} limit ${sql.lit(take)}`,
       );
       rows.push(...(await db.executeQuery(query)).rows);
@@ -210,7 +224,8 @@ export class DiscoveryStore extends Store {
       await read(
         'load',
         (v) => sql`1 = 1${live(v)}`,
-        (v) => sql`case when h.last_heartbeat_at < ${v.staleBefore} then 1 else 0 end, case when h.load is null then 1 else 0 end, h.load, c.id`,
+        (v) =>
+          sql`case when h.last_heartbeat_at < ${v.staleBefore} then 1 else 0 end, case when h.load is null then 1 else 0 end, h.load, c.id`,
       );
       return { rows, total };
     }
@@ -268,10 +283,7 @@ export class DiscoveryStore extends Store {
     query = this.applyFilter(query, filter);
     if (freshSince !== null) {
       query = query.where((eb) =>
-        eb.or([
-          eb('discovery_heartbeats.last_heartbeat_at', 'is', null),
-          eb('discovery_heartbeats.last_heartbeat_at', '>=', freshSince),
-        ]),
+        eb.or([eb('discovery_heartbeats.last_heartbeat_at', 'is', null), eb('discovery_heartbeats.last_heartbeat_at', '>=', freshSince)]),
       );
     }
     return query;
@@ -307,7 +319,12 @@ export class DiscoveryStore extends Store {
   }
 
   async hasCapabilities(tx: Tx, agentId: string): Promise<boolean> {
-    const row = await dbOf(tx, this.db).selectFrom('discovery_capabilities').select('id').where('agent_id', '=', agentId).limit(1).executeTakeFirst();
+    const row = await dbOf(tx, this.db)
+      .selectFrom('discovery_capabilities')
+      .select('id')
+      .where('agent_id', '=', agentId)
+      .limit(1)
+      .executeTakeFirst();
     return row !== undefined;
   }
 
@@ -324,8 +341,10 @@ export class DiscoveryStore extends Store {
   /** The change seq and the pruning mark: a cheap "did anything change?" probe. */
   async changeMarks(tx: Tx): Promise<{ seq: number; pruned: number }> {
     // Asked before every search.
-    const query = this.statements.compiled('marks', { changes: CHANGES, pruned: PRUNED }, (v) =>
-      sql<{ name: string; value: number }>`select name, value from discovery_counters where name in (${v.changes}, ${v.pruned})`,
+    const query = this.statements.compiled(
+      'marks',
+      { changes: CHANGES, pruned: PRUNED },
+      (v) => sql<{ name: string; value: number }>`select name, value from discovery_counters where name in (${v.changes}, ${v.pruned})`,
     );
     const { rows } = await dbOf(tx, this.db).executeQuery(query);
     const value = (name: string) => Number(rows.find((r) => r.name === name)?.value ?? 0);
@@ -385,7 +404,14 @@ export class DiscoveryStore extends Store {
         .execute();
       if (gone.length === 0) return 0;
       const mark = Math.max(...gone.map((g) => Number(g.seq)));
-      await trx.deleteFrom('discovery_changes').where('capability_id', 'in', gone.map((g) => g.capability_id)).execute();
+      await trx
+        .deleteFrom('discovery_changes')
+        .where(
+          'capability_id',
+          'in',
+          gone.map((g) => g.capability_id),
+        )
+        .execute();
       await trx
         .insertInto('discovery_counters')
         .values({ name: PRUNED, value: mark })
@@ -400,7 +426,11 @@ export class DiscoveryStore extends Store {
   }
 
   private async counter(db: Db, name: string): Promise<number> {
-    const query = this.statements.compiled('counter', { name }, (v) => sql<{ value: number }>`select value from discovery_counters where name = ${v.name}`);
+    const query = this.statements.compiled(
+      'counter',
+      { name },
+      (v) => sql<{ value: number }>`select value from discovery_counters where name = ${v.name}`,
+    );
     const { rows } = await db.executeQuery(query);
     return Number(rows[0]?.value ?? 0);
   }

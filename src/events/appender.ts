@@ -14,17 +14,17 @@ export class EventAppender implements EventLog {
   async append(tx: Tx, ...events: NewEvent[]): Promise<void> {
     if (events.length === 0) return;
     const now = this.deps.clock.now();
-    const rows = events.map(
-      (event): NewEventRow => ({
-        type: event.type,
-        subject: event.subject,
-        actor: event.actor,
-        data: JSON.stringify(event.data),
-        reason: event.reason ?? null,
-        readers: event.readers ? JSON.stringify([...event.readers.agents.map((a) => `agent:${a}`), ...(event.readers.groups ?? []).map((g) => `group:${g}`)]) : null,
-        created_at: now,
-      }),
-    );
+    const rows = events.map((event): NewEventRow => ({
+      type: event.type,
+      subject: event.subject,
+      actor: event.actor,
+      data: JSON.stringify(event.data),
+      reason: event.reason ?? null,
+      readers: event.readers
+        ? JSON.stringify([...event.readers.agents.map((a) => `agent:${a}`), ...(event.readers.groups ?? []).map((g) => `group:${g}`)])
+        : null,
+      created_at: now,
+    }));
     await this.deps.store.append(tx, rows);
     await this.deps.notifier.notifyIn(tx, EVENTS_APPENDED);
   }

@@ -28,7 +28,9 @@ export function createEventsDomain(deps: { platform: Platform; groups: AgentGrou
   const { platform } = deps;
   const { config } = platform;
   const store = new EventsStore(platform.database.db, platform.database.caps);
-  const log: EventLog = config.eventLogEnabled ? new EventAppender({ store, clock: platform.clock, notifier: platform.notifier }) : UNLOGGED;
+  const log: EventLog = config.eventLogEnabled
+    ? new EventAppender({ store, clock: platform.clock, notifier: platform.notifier })
+    : UNLOGGED;
   const service = new EventsService({
     store,
     clock: platform.clock,
@@ -47,7 +49,16 @@ export function createEventsDomain(deps: { platform: Platform; groups: AgentGrou
       if (removed > 0) platform.logger.info({ removed }, 'removed expired events');
     },
   });
-  return { log, service, routes: eventsRoutes(service, { shutdown: platform.shutdown, connections: platform.connections, stalledClientMs: config.stalledClientMs }), workers: [sweeper] };
+  return {
+    log,
+    service,
+    routes: eventsRoutes(service, {
+      shutdown: platform.shutdown,
+      connections: platform.connections,
+      stalledClientMs: config.stalledClientMs,
+    }),
+    workers: [sweeper],
+  };
 }
 
 /** The log alone, for a process that only appends (the CLI). */

@@ -18,15 +18,18 @@ const TypePatterns = Type.String({
 const Subject = Type.String({ minLength: 1, maxLength: 200, description: 'Only events about this object (run_…, tsk_…, an agent id …)' });
 const After = Type.Intersect([EventId], { description: 'Only events after this one (exclusive)' });
 
-export const Event = Type.Object({
-  id: Type.String({ description: 'Event id (evt_…); ids increase in commit order' }),
-  type: Type.String({ description: "Dotted type, e.g. 'run.completed'" }),
-  subject: Type.String({ description: 'The id of the thing the event is about' }),
-  actor: Type.String({ description: "The principal whose request caused it, or 'system'" }),
-  data: JsonObject,
-  reason: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'The reason the request gave, if any' }),
-  created_at: Timestamp,
-}, { title: 'Event' });
+export const Event = Type.Object(
+  {
+    id: Type.String({ description: 'Event id (evt_…); ids increase in commit order' }),
+    type: Type.String({ description: "Dotted type, e.g. 'run.completed'" }),
+    subject: Type.String({ description: 'The id of the thing the event is about' }),
+    actor: Type.String({ description: "The principal whose request caused it, or 'system'" }),
+    data: JsonObject,
+    reason: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'The reason the request gave, if any' }),
+    created_at: Timestamp,
+  },
+  { title: 'Event' },
+);
 export type Event = Static<typeof Event>;
 
 export const ListEventsQuery = Type.Composite([
@@ -35,5 +38,9 @@ export const ListEventsQuery = Type.Composite([
 ]);
 export type ListEventsQuery = Static<typeof ListEventsQuery>;
 
-export const StreamEventsQuery = Type.Object({ type: Type.Optional(TypePatterns), subject: Type.Optional(Subject), after: Type.Optional(After) });
+export const StreamEventsQuery = Type.Object({
+  type: Type.Optional(TypePatterns),
+  subject: Type.Optional(Subject),
+  after: Type.Optional(After),
+});
 export type StreamEventsQuery = Static<typeof StreamEventsQuery>;

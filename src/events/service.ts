@@ -10,7 +10,6 @@ import { EVENT_ID_PATTERN, type Event } from './schemas.js';
 import { EVENTS_APPENDED } from './appender.js';
 import type { EventFilter, EventRow, EventsStore } from './store.js';
 
-
 /** Events a stream reads from the log at once. */
 const STREAM_BATCH = 500;
 /** Events the retention sweep looks at (and deletes) per statement. */
@@ -207,7 +206,11 @@ export class EventsService {
 
   private async filterFor(principal: Principal, query: EventQuery, after: string | undefined, afterField = 'after'): Promise<EventFilter> {
     const filter: EventFilter = {};
-    if (query.type !== undefined) filter.types = eventTypesMatching(query.type.split(',').map((p) => p.trim()), () => 'type');
+    if (query.type !== undefined)
+      filter.types = eventTypesMatching(
+        query.type.split(',').map((p) => p.trim()),
+        () => 'type',
+      );
     if (query.subject !== undefined) filter.subject = query.subject;
     if (after !== undefined) filter.afterSeq = positionOf(after, afterField);
     if (!actsForPlatform(principal)) {

@@ -73,7 +73,8 @@ export class EventsStore extends Store {
     if (filter.subject !== undefined) query = query.where('subject', '=', filter.subject);
     if (filter.afterSeq !== undefined) query = query.where('seq', '>', filter.afterSeq);
     const readers = filter.readers;
-    if (readers !== undefined) query = query.where((eb) => eb.or([eb('readers', 'is', null), this.caps.jsonArrayHoldsAny('readers', readers)]));
+    if (readers !== undefined)
+      query = query.where((eb) => eb.or([eb('readers', 'is', null), this.caps.jsonArrayHoldsAny('readers', readers)]));
     return query;
   }
 

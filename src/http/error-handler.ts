@@ -109,9 +109,7 @@ export function installErrorHandling(app: FastifyInstance, storage: StorageFulln
     });
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    send(reply, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`),
-  );
+  app.setNotFoundHandler((request, reply) => send(reply, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`));
 }
 
 /**

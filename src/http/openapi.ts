@@ -95,7 +95,10 @@ const SHARED_ERRORS: Record<number, { name: string; description: string; headers
     description: "The caller's request budget is spent (per key or agent; per client address without credentials)",
     headers: { 'Retry-After': { description: 'Seconds until the budget refills', schema: { type: 'integer' } } },
   },
-  500: { name: 'InternalError', description: 'An unexpected failure; the body says nothing more, the server log has it under the request id' },
+  500: {
+    name: 'InternalError',
+    description: 'An unexpected failure; the body says nothing more, the server log has it under the request id',
+  },
 };
 
 function codeOf(status: number): ErrorCode {
@@ -174,7 +177,8 @@ class NamedSchemas {
     if (!COMPONENT_NAME.test(title)) throw new Error(`The schema title '${title}' is no component name (letters, digits, . _ -)`);
     const known = this.components[title];
     // One name for two shapes would give generated code one wrong type: a second title is needed.
-    if (known !== undefined && !isDeepStrictEqual(known, named)) throw new Error(`Two different schemas are titled '${title}': give one of them another title`);
+    if (known !== undefined && !isDeepStrictEqual(known, named))
+      throw new Error(`Two different schemas are titled '${title}': give one of them another title`);
     this.components[title] = named;
     return { $ref: `#/components/schemas/${title}` };
   };
@@ -182,27 +186,43 @@ class NamedSchemas {
   /** The operation with the titled schemas of its parameters, body and responses named. */
   operation(operation: Operation): Operation {
     const content = (media: Content) =>
-      Object.fromEntries(Object.entries(media).map(([type, entry]) => [type, entry.schema === undefined ? entry : { ...entry, schema: this.name(entry.schema) }]));
+      Object.fromEntries(
+        Object.entries(media).map(([type, entry]) => [
+          type,
+          entry.schema === undefined ? entry : { ...entry, schema: this.name(entry.schema) },
+        ]),
+      );
     const named: Operation = { ...operation };
-    if (operation.parameters) named.parameters = operation.parameters.map((p) => (p.schema === undefined ? p : { ...p, schema: this.name(p.schema) }));
+    if (operation.parameters)
+      named.parameters = operation.parameters.map((p) => (p.schema === undefined ? p : { ...p, schema: this.name(p.schema) }));
     if (operation.requestBody?.content) named.requestBody = { ...operation.requestBody, content: content(operation.requestBody.content) };
     if (operation.responses) {
       named.responses = Object.fromEntries(
-        Object.entries(operation.responses).map(([status, response]) => [status, response.content ? { ...response, content: content(response.content) } : response]),
+        Object.entries(operation.responses).map(([status, response]) => [
+          status,
+          response.content ? { ...response, content: content(response.content) } : response,
+        ]),
       );
     }
     return named;
   }
 }
 
-function describeOperation(method: string, path: string, documented: Operation, route: DocumentedRoute | undefined, names: NamedSchemas): Operation {
+function describeOperation(
+  method: string,
+  path: string,
+  documented: Operation,
+  route: DocumentedRoute | undefined,
+  names: NamedSchemas,
+): Operation {
   // @fastify/swagger shares one object between the methods of a route (the hooks take five).
   const operation: Operation = names.operation(documented);
   // Written `domain_name`: no dot, which code generators mangle.
   const operationId = OPERATION_NAMES.get(`${method.toUpperCase()} ${path}`)?.replace('.', '_');
   if (operationId) operation.operationId = operationId;
   if (route?.permission) operation['x-permission'] = route.permission;
-  if (operation.parameters) operation.parameters = operation.parameters.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));
+  if (operation.parameters)
+    operation.parameters = operation.parameters.map((p) => (p.in === 'path' && p.name === WILDCARD ? { ...p, name: WILDCARD_NAME } : p));
   // A route's own response for a status wins over the derived one.
   const responses: Record<string, ResponseObject> = { ...operation.responses };
   for (const [status, response] of Object.entries(errorResponses(method, operation, route))) responses[status] ??= response;
@@ -229,7 +249,10 @@ export function describeOperations<D extends object>(built: D, routes: readonly 
     );
   }
   const responses = Object.fromEntries(
-    Object.entries(SHARED_ERRORS).map(([status, { name, description, headers }]) => [name, errorResponse(Number(status), description, headers)]),
+    Object.entries(SHARED_ERRORS).map(([status, { name, description, headers }]) => [
+      name,
+      errorResponse(Number(status), description, headers),
+    ]),
   );
   const described: Document = {
     ...document,

@@ -25,7 +25,9 @@ export const ErrorEnvelope = Type.Object({
   error: Type.Object({
     code: Type.Unsafe<ErrorCode>({ type: 'string', enum: Object.keys(ERROR_STATUS) }),
     message: Type.String({ description: 'What went wrong and how to fix the request' }),
-    details: Type.Optional(Type.Unknown({ description: 'More about the error; for invalid_request, each bad field as {field, message, in?}' })),
+    details: Type.Optional(
+      Type.Unknown({ description: 'More about the error; for invalid_request, each bad field as {field, message, in?}' }),
+    ),
   }),
   meta: Meta,
 });
@@ -48,7 +50,11 @@ export function page(query: { limit?: number; offset?: number }): Page {
 }
 
 /** Why an operator acted (approve, input, cancel, key revoke, routine pause/trigger): stored on the event it causes. */
-export const Reason = Type.String({ minLength: 1, maxLength: 1000, description: 'Why, for the audit log: stored as the `reason` of the event this request causes' });
+export const Reason = Type.String({
+  minLength: 1,
+  maxLength: 1000,
+  description: 'Why, for the audit log: stored as the `reason` of the event this request causes',
+});
 /** The body of an operator action whose only field is its reason: optional, and may be empty. */
 export const ReasonBody = Type.Union([Type.Object({ reason: Type.Optional(Reason) }, { additionalProperties: false }), Type.Null()]);
 
@@ -67,10 +73,24 @@ export const AgentId = Type.String({ pattern: AGENT_ID_PATTERN, description: 'Ag
 export const MAX_INTEGER = 2_147_483_647;
 
 /** Keywords whose values are subschemas (not data such as `default` or `enum`). */
-const SUBSCHEMA_KEYWORDS = ['items', 'additionalItems', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'anyOf', 'oneOf', 'allOf', 'prefixItems'];
+const SUBSCHEMA_KEYWORDS = [
+  'items',
+  'additionalItems',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'prefixItems',
+];
 const SUBSCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', '$defs', 'definitions'];
 
-const isSchemaObject = (schema: unknown): schema is Record<string, unknown> => typeof schema === 'object' && schema !== null && !Array.isArray(schema);
+const isSchemaObject = (schema: unknown): schema is Record<string, unknown> =>
+  typeof schema === 'object' && schema !== null && !Array.isArray(schema);
 
 /** A shallow copy of a JSON schema with `map` applied to each of its direct subschemas; anything else as it is. */
 export function mapSubschemas<T>(schema: T, map: (subschema: unknown) => unknown): T {

@@ -4,7 +4,13 @@ import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyPluginCallback } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyPluginCallback,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { AuthService, Requirement, SessionService } from '../auth/index.js';
@@ -96,7 +102,10 @@ export interface Readiness {
 async function answers(check: () => Promise<void>): Promise<'up' | 'down'> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([check(), new Promise((_resolve, reject) => (timer = setTimeout(() => reject(new Error('no answer within 2 s')), READY_TIMEOUT_MS)))]);
+    await Promise.race([
+      check(),
+      new Promise((_resolve, reject) => (timer = setTimeout(() => reject(new Error('no answer within 2 s')), READY_TIMEOUT_MS))),
+    ]);
     return 'up';
   } catch {
     return 'down';
@@ -224,7 +233,8 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     for (const { entry, options } of declared.splice(0)) {
       if (options.config?.public) continue;
       const permission = options.config?.permission;
-      if (permission === undefined) return done(new Error(`${entry.method} ${entry.url} declares no permission (config.permission) and is not public`));
+      if (permission === undefined)
+        return done(new Error(`${entry.method} ${entry.url} declares no permission (config.permission) and is not public`));
       entry.permission = permission;
     }
     done();
@@ -285,10 +295,18 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     // worker that keeps failing (the requests it does not serve are no reason to send them elsewhere):
     // both are shown, not fatal. Only names: the errors are on the admin's GET /api/v1/cluster/nodes.
     const failingWorkers = options.readiness.failingWorkers();
-    const checks = { database, listen: options.readiness.notices(), blobs: storage.full ? 'full' : blobs, workers: failingWorkers.length > 0 ? 'failing' : 'up' };
+    const checks = {
+      database,
+      listen: options.readiness.notices(),
+      blobs: storage.full ? 'full' : blobs,
+      workers: failingWorkers.length > 0 ? 'failing' : 'up',
+    };
     const failing = failingWorkers.length > 0 ? { failing_workers: failingWorkers } : {};
     if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks, ...failing });
-    if (storage.full) return reply.code(507).send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks, ...failing });
+    if (storage.full)
+      return reply
+        .code(507)
+        .send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks, ...failing });
     return { status: 'ready', checks, ...failing };
   });
   app.get('/metrics', { config: { permission: 'metrics:read' }, schema: { hide: true } }, async (_request, reply) => {

@@ -56,6 +56,7 @@ export function expressionProblem(text: string): string | null {
     return `is not a valid JSONata expression: ${(err as { message?: string }).message ?? String(err)}`;
   }
   const range = wideRange(ast);
-  if (range) return `builds the range [${range[0]}..${range[1]}]; a range with constant ends holds at most ${MAX_CONSTANT_RANGE.toLocaleString('en-US')} numbers`;
+  if (range)
+    return `builds the range [${range[0]}..${range[1]}]; a range with constant ends holds at most ${MAX_CONSTANT_RANGE.toLocaleString('en-US')} numbers`;
   return null;
 }

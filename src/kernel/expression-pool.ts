@@ -83,7 +83,9 @@ export class ExpressionPool implements Expressions {
     if (this.closed) return Promise.reject(new Error(CLOSED));
     const maxQueued = this.limits.maxQueued ?? QUEUED_PER_WORKER * this.limits.workers;
     if (this.queue.length >= maxQueued) {
-      return Promise.reject(new ExpressionError('budget', `too many expressions are waiting to be evaluated (${maxQueued}); try again later`));
+      return Promise.reject(
+        new ExpressionError('budget', `too many expressions are waiting to be evaluated (${maxQueued}); try again later`),
+      );
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ expression, input, resolve, reject });
@@ -181,7 +183,12 @@ export class ExpressionPool implements Expressions {
           task.reject(new ExpressionError('failed', (err as Error).message));
         }
       } else if ('tooLarge' in answer) {
-        task.reject(new ExpressionError('budget', `the expression's result exceeded its size budget (${answer.tooLarge} bytes, at most ${this.limits.maxResultBytes})`));
+        task.reject(
+          new ExpressionError(
+            'budget',
+            `the expression's result exceeded its size budget (${answer.tooLarge} bytes, at most ${this.limits.maxResultBytes})`,
+          ),
+        );
       } else {
         task.reject(new ExpressionError('failed', answer.message));
       }

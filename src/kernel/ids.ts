@@ -17,9 +17,36 @@ function random40(): number {
 
 /** The id prefixes, one per kind of object, so an id says what it names. */
 export type IdPrefix =
-  | 'rtn' | 'exe' | 'prj' | 'tsk' | 'cmt' | 'act' | 'dep' | 'cap' | 'msg' | 'ses' | 'thr'
-  | 'sub' | 'plan' | 'run' | 'trg' | 'art' | 'upl' | 'key' | 'req' | 'pk' | 'fire' | 'evt'
-  | 'whk' | 'whd' | 'node' | 'usr' | 'sess' | 'aud' | 'ntc' | 'ntf';
+  | 'rtn'
+  | 'exe'
+  | 'prj'
+  | 'tsk'
+  | 'cmt'
+  | 'act'
+  | 'dep'
+  | 'cap'
+  | 'msg'
+  | 'ses'
+  | 'thr'
+  | 'sub'
+  | 'plan'
+  | 'run'
+  | 'trg'
+  | 'art'
+  | 'upl'
+  | 'key'
+  | 'req'
+  | 'pk'
+  | 'fire'
+  | 'evt'
+  | 'whk'
+  | 'whd'
+  | 'node'
+  | 'usr'
+  | 'sess'
+  | 'aud'
+  | 'ntc'
+  | 'ntf';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

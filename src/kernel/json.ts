@@ -53,6 +53,9 @@ export function refuseUnstorable(value: unknown, field: string | undefined, loca
   const path = unstorablePath(value);
   if (!path) return;
   // Named as JSON would escape them, so the message itself is storable text.
-  const named = [...(field === undefined ? [] : [field]), ...path].map((part) => JSON.stringify(part).slice(1, -1)).join('.') || location || 'value';
-  throw new InvalidRequest(`Invalid request: ${named} ${UNSTORABLE_MESSAGE}`, [{ field: named, ...(location && { in: location }), message: UNSTORABLE_MESSAGE }]);
+  const named =
+    [...(field === undefined ? [] : [field]), ...path].map((part) => JSON.stringify(part).slice(1, -1)).join('.') || location || 'value';
+  throw new InvalidRequest(`Invalid request: ${named} ${UNSTORABLE_MESSAGE}`, [
+    { field: named, ...(location && { in: location }), message: UNSTORABLE_MESSAGE },
+  ]);
 }

@@ -42,7 +42,12 @@ export class DomainMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.sent = new Counter({ name: 'switchboard_messages_sent_total', help: 'Messages sent, by event name class (its first token)', labelNames: ['class'], registers });
+    this.sent = new Counter({
+      name: 'switchboard_messages_sent_total',
+      help: 'Messages sent, by event name class (its first token)',
+      labelNames: ['class'],
+      registers,
+    });
     this.messages = new Counter({
       name: 'switchboard_messages_settled_total',
       help: 'Messages acknowledged, rejected (requeued) or dead-lettered, by event name class',
@@ -57,7 +62,12 @@ export class DomainMetrics {
       registers,
     });
     this.runsStarted = new Counter({ name: 'switchboard_runs_started_total', help: 'Runs started', registers });
-    this.runsFinished = new Counter({ name: 'switchboard_runs_finished_total', help: 'Runs finished, by status', labelNames: ['status'], registers });
+    this.runsFinished = new Counter({
+      name: 'switchboard_runs_finished_total',
+      help: 'Runs finished, by status',
+      labelNames: ['status'],
+      registers,
+    });
     this.steps = new Histogram({
       name: 'switchboard_run_step_duration_seconds',
       help: 'From a step starting to it completing or failing, by status',
@@ -71,7 +81,12 @@ export class DomainMetrics {
       buckets: SECONDS_BUCKETS,
       registers,
     });
-    this.webhooks = new Counter({ name: 'switchboard_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'], registers });
+    this.webhooks = new Counter({
+      name: 'switchboard_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    });
     this.notifications = new Counter({
       name: 'switchboard_notifications_total',
       help: 'Notification attempts by channel type and outcome: delivered, failed (retried), gave_up (after 24 h); an agent channel counts delivered when the message is in the inbox',
@@ -90,7 +105,12 @@ export class DomainMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const [agent, value] of topAndOther(await sources.inboxes(), (inbox) => inbox.pending, (a, b) => a + b)) this.set({ agent }, value);
+        for (const [agent, value] of topAndOther(
+          await sources.inboxes(),
+          (inbox) => inbox.pending,
+          (a, b) => a + b,
+        ))
+          this.set({ agent }, value);
       },
     });
     new Gauge({
@@ -100,7 +120,8 @@ export class DomainMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const [agent, value] of topAndOther(await sources.inboxes(), (inbox) => inbox.oldest_pending_age_seconds ?? 0, Math.max)) this.set({ agent }, value);
+        for (const [agent, value] of topAndOther(await sources.inboxes(), (inbox) => inbox.oldest_pending_age_seconds ?? 0, Math.max))
+          this.set({ agent }, value);
       },
     });
     new Gauge({
@@ -162,7 +183,11 @@ export class DomainMetrics {
 }
 
 /** The first TOP_INBOXES inboxes by agent, and the rest folded into `other` with `fold`. */
-export function topAndOther(inboxes: InboxDepth[], value: (inbox: InboxDepth) => number, fold: (a: number, b: number) => number): Map<string, number> {
+export function topAndOther(
+  inboxes: InboxDepth[],
+  value: (inbox: InboxDepth) => number,
+  fold: (a: number, b: number) => number,
+): Map<string, number> {
   const series = new Map<string, number>();
   inboxes.forEach((inbox, i) => {
     if (i < TOP_INBOXES) series.set(inbox.agent_id, value(inbox));

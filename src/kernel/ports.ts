@@ -148,7 +148,11 @@ export interface AgentDirectory {
       include_unhealthy?: boolean;
     },
   ): Promise<{ agent_id: string; capability: string; health: string; load: number | null }[]>;
-  search(query: { query: string; top_k?: number; min_score?: number }): Promise<
+  search(query: {
+    query: string;
+    top_k?: number;
+    min_score?: number;
+  }): Promise<
     { capability: { id: string; name: string; agent_id: string; metadata: Record<string, unknown> }; similarity_score: number }[]
   >;
 }

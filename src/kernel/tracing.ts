@@ -1,4 +1,16 @@
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 
 /**
  * Spans through `@opentelemetry/api` only. Without a tracer provider (OTEL_* unset:
@@ -41,7 +53,12 @@ export function traceparentOfSpan(span: Span): string | null {
 export function contextOf(traceparent: string | null | undefined): Context {
   const match = traceparent ? TRACEPARENT.exec(traceparent) : null;
   if (!match) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, { traceId: match[1]!, spanId: match[2]!, traceFlags: Number.parseInt(match[3]!, 16), isRemote: true });
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: match[1]!,
+    spanId: match[2]!,
+    traceFlags: Number.parseInt(match[3]!, 16),
+    isRemote: true,
+  });
 }
 
 /** A link to the span of `traceparent` (a batch's members, the request that settled a message). */
@@ -66,7 +83,11 @@ export interface SpanOptions {
  */
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
-  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links, startTime: options.startTime }, parent);
+  const span = tracer().startSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links, startTime: options.startTime },
+    parent,
+  );
   return context.with(trace.setSpan(parent, span), async () => {
     try {
       return await fn(span);

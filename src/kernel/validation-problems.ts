@@ -25,7 +25,11 @@ function foldLiteralUnions(issues: AjvIssue[]): AjvIssue[] {
     if (issue.keyword !== 'anyOf' || !issue.schemaPath) continue;
     const prefix = `${issue.schemaPath}/`;
     const branches = issues.filter((other) => other.schemaPath?.startsWith(prefix));
-    if (branches.length === 0 || !branches.every((b) => (b.keyword === 'const' || b.keyword === 'enum') && b.instancePath === issue.instancePath)) continue;
+    if (
+      branches.length === 0 ||
+      !branches.every((b) => (b.keyword === 'const' || b.keyword === 'enum') && b.instancePath === issue.instancePath)
+    )
+      continue;
     for (const branch of branches) folded.add(branch);
     replaced.set(issue, { instancePath: issue.instancePath, keyword: 'enum', params: { allowedValues: branches.flatMap(allowedValues) } });
   }

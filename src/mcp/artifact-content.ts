@@ -32,12 +32,24 @@ export interface ArtifactContent {
  * (and so its read access: owner, shared with the caller or its groups, or an admin). Over
  * `maxBytes` it is refused before anything is read: MCP messages carry content whole.
  */
-export async function readArtifact(artifacts: ArtifactsService, principal: Principal, id: string, maxBytes: number, version?: number): Promise<ArtifactContent> {
+export async function readArtifact(
+  artifacts: ArtifactsService,
+  principal: Principal,
+  id: string,
+  maxBytes: number,
+  version?: number,
+): Promise<ArtifactContent> {
   const download = await artifacts.download(principal, id, version);
   if (download.size_bytes > maxBytes) {
     throw new PayloadTooLarge(
       `Artifact '${id}' is ${download.size_bytes} bytes; MCP reads return at most ${maxBytes}: download it from /api/v1/artifacts/${id}/download instead`,
     );
   }
-  return { id, version: download.version, name: download.name, content_type: download.content_type, bytes: await readAll(await download.open()) };
+  return {
+    id,
+    version: download.version,
+    name: download.name,
+    content_type: download.content_type,
+    bytes: await readAll(await download.open()),
+  };
 }

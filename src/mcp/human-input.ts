@@ -9,8 +9,12 @@ import { argumentsOf, DECIDE } from './tools/define.js';
 
 const Arguments = Type.Object(
   {
-    run_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Run id (run_…); default: the oldest run waiting for input' })),
-    step_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The waiting human_input step's id; default: the run's oldest" })),
+    run_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'Run id (run_…); default: the oldest run waiting for input' }),
+    ),
+    step_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: "The waiting human_input step's id; default: the run's oldest" }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -20,7 +24,9 @@ const argumentsIn = argumentsOf(Arguments);
 const Output = Type.Object({
   submitted: Type.Boolean({ description: 'Whether the reply was submitted to the step' }),
   run: Type.Optional(Run),
-  action: Type.Optional(Type.Union([Type.Literal('decline'), Type.Literal('cancel')], { description: 'What the user did instead of answering' })),
+  action: Type.Optional(
+    Type.Union([Type.Literal('decline'), Type.Literal('cancel')], { description: 'What the user did instead of answering' }),
+  ),
   run_id: Type.Optional(Type.String()),
   step_id: Type.Optional(Type.String()),
 });
@@ -33,7 +39,19 @@ type Asked = Static<typeof Asked>;
 const JSON_FIELD = 'json';
 const PRIMITIVE_TYPES = new Set(['string', 'number', 'integer', 'boolean']);
 /** The keywords MCP lets a form field carry (elicitation's PrimitiveSchemaDefinition). */
-const FIELD_KEYWORDS = ['type', 'title', 'description', 'default', 'enum', 'enumNames', 'minLength', 'maxLength', 'minimum', 'maximum', 'format'];
+const FIELD_KEYWORDS = [
+  'type',
+  'title',
+  'description',
+  'default',
+  'enum',
+  'enumNames',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'format',
+];
 const FIELD_FORMATS = new Set(['email', 'uri', 'date', 'date-time']);
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -42,7 +60,11 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 function fieldOf(property: unknown): Record<string, unknown> | undefined {
   if (!isObject(property) || typeof property.type !== 'string' || !PRIMITIVE_TYPES.has(property.type)) return undefined;
   if (Object.keys(property).some((keyword) => !FIELD_KEYWORDS.includes(keyword))) return undefined;
-  if (property.enum !== undefined && !(Array.isArray(property.enum) && property.type === 'string' && property.enum.every((v) => typeof v === 'string'))) return undefined;
+  if (
+    property.enum !== undefined &&
+    !(Array.isArray(property.enum) && property.type === 'string' && property.enum.every((v) => typeof v === 'string'))
+  )
+    return undefined;
   if (property.format !== undefined && !(property.type === 'string' && FIELD_FORMATS.has(String(property.format)))) return undefined;
   return property;
 }
@@ -67,7 +89,13 @@ function formOf(schema: Record<string, unknown>): ElicitationSchema | undefined 
 function jsonForm(schema: Record<string, unknown>): ElicitationSchema {
   return {
     type: 'object',
-    properties: { [JSON_FIELD]: { type: 'string', title: 'Data (JSON)', description: `A JSON object matching this JSON Schema: ${JSON.stringify(schema)}` } },
+    properties: {
+      [JSON_FIELD]: {
+        type: 'string',
+        title: 'Data (JSON)',
+        description: `A JSON object matching this JSON Schema: ${JSON.stringify(schema)}`,
+      },
+    },
     required: [JSON_FIELD],
   };
 }
@@ -83,7 +111,8 @@ function dataOf(step: PendingApproval, content: Record<string, unknown>): Record
   } catch {
     // reported below
   }
-  if (!isObject(data)) throw new InvalidRequest('The answer is not a JSON object', [{ field: JSON_FIELD, message: 'must be a JSON object' }]);
+  if (!isObject(data))
+    throw new InvalidRequest('The answer is not a JSON object', [{ field: JSON_FIELD, message: 'must be a JSON object' }]);
   return data;
 }
 
@@ -118,7 +147,10 @@ export function humanInputTool(coordination: HumanDecisionService): InteractiveT
       const schema = step.schema ?? {};
       const asked: Asked = { run_id: step.run_id, step_id: step.step_id };
       return {
-        question: { message: `${step.prompt ?? 'Input needed'} (run ${step.run_id}, step ${step.step_id})`, requestedSchema: formOf(schema) ?? jsonForm(schema) },
+        question: {
+          message: `${step.prompt ?? 'Input needed'} (run ${step.run_id}, step ${step.step_id})`,
+          requestedSchema: formOf(schema) ?? jsonForm(schema),
+        },
         state: JSON.stringify(asked),
       };
     },

@@ -32,14 +32,17 @@ function idIn(uri: string, kind: string): string {
 }
 
 /** A resource whose content is one JSON object, read by id from its service (the object its HTTP GET returns). */
-function jsonResource<T>(kind: string, spec: {
-  title: string;
-  permission: Permission;
-  description: string;
-  recent(principal: Principal): Promise<T[]>;
-  entry(item: T): { id: string; name: string };
-  get(id: string, principal: Principal): Promise<T>;
-}): McpResource {
+function jsonResource<T>(
+  kind: string,
+  spec: {
+    title: string;
+    permission: Permission;
+    description: string;
+    recent(principal: Principal): Promise<T[]>;
+    entry(item: T): { id: string; name: string };
+    get(id: string, principal: Principal): Promise<T>;
+  },
+): McpResource {
   const uriOf = (id: string) => `${SCHEME}${kind}/${encodeURIComponent(id)}`;
   return {
     uriTemplate: `${SCHEME}${kind}/{id}`,
@@ -100,12 +103,21 @@ export function buildResources({ coordination, tasks, artifacts }: ToolServices)
       description: `The content of an artifact's current version: text for text and JSON, base64 otherwise; at most ${MAX_RESOURCE_BYTES} bytes`,
       async list(principal) {
         const recent = await newest((window) => artifacts.list(principal, {}, window), RECENT_RESOURCES);
-        return recent.map((artifact) => ({ uri: artifactUri(artifact.id), name: artifact.name, mimeType: artifact.content_type, size: artifact.size_bytes }));
+        return recent.map((artifact) => ({
+          uri: artifactUri(artifact.id),
+          name: artifact.name,
+          mimeType: artifact.content_type,
+          size: artifact.size_bytes,
+        }));
       },
       async read(uri, principal) {
         const content = await readArtifact(artifacts, principal, idIn(uri, 'artifacts'), MAX_RESOURCE_BYTES);
         const mimeType = content.content_type;
-        return [isTextual(mimeType) ? { uri, mimeType, text: content.bytes.toString('utf8') } : { uri, mimeType, blob: content.bytes.toString('base64') }];
+        return [
+          isTextual(mimeType)
+            ? { uri, mimeType, text: content.bytes.toString('utf8') }
+            : { uri, mimeType, blob: content.bytes.toString('base64') },
+        ];
       },
     },
   ];

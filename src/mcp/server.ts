@@ -114,7 +114,8 @@ function narrowSurface(surface: McpSurface, groups: readonly ToolGroup[]): McpSu
   return { ...surface, tools: surface.tools.filter(wanted), interactive: surface.interactive?.filter(wanted) };
 }
 
-const NO_ELICITATION = 'This MCP client cannot ask its user (it declares no elicitation capability): answer the step with submit_step_input';
+const NO_ELICITATION =
+  'This MCP client cannot ask its user (it declares no elicitation capability): answer the step with submit_step_input';
 /** How long a 2025 client's user has to fill a form in (the default request timeout is a minute). */
 const HUMAN_REPLY_TIMEOUT_MS = 15 * 60_000;
 /** The key of the one form an interactive tool asks for in an input-required result. */
@@ -125,11 +126,18 @@ const LISTED_FIELDS = ['name', 'title', 'description', 'inputSchema', 'outputSch
 /** tools/list: the fields MCP defines, whatever else a tool carries. */
 function listingOf(tool: Tool | InteractiveTool): ListedTool {
   const fields = tool as unknown as Record<string, unknown>;
-  return Object.fromEntries(LISTED_FIELDS.filter((field) => fields[field] !== undefined).map((field) => [field, fields[field]])) as ListedTool;
+  return Object.fromEntries(
+    LISTED_FIELDS.filter((field) => fields[field] !== undefined).map((field) => [field, fields[field]]),
+  ) as ListedTool;
 }
 
 /** Runs one half of an interactive tool as a tool call: errors become tool errors as for any tool. */
-function runHalf(tool: InteractiveTool, work: (principal: Principal) => Promise<ToolOutput>, principal: Principal, logger: Logger): Promise<ToolResult> {
+function runHalf(
+  tool: InteractiveTool,
+  work: (principal: Principal) => Promise<ToolOutput>,
+  principal: Principal,
+  logger: Logger,
+): Promise<ToolResult> {
   return callTool({ ...tool, call: (_args, caller) => work(caller), links: () => [] }, undefined, principal, logger);
 }
 
@@ -158,7 +166,13 @@ class Catalogue {
     this.tools = new Map(surface.tools.map((tool) => [tool.name, tool]));
     this.interactive = new Map(interactive.map((tool) => [tool.name, tool]));
     this.resources = resources.map((resource) => ({ resource, template: new UriTemplate(resource.uriTemplate) }));
-    this.templates = resources.map(({ uriTemplate, name, title, description, mimeType }) => ({ uriTemplate, name, title, description, mimeType }));
+    this.templates = resources.map(({ uriTemplate, name, title, description, mimeType }) => ({
+      uriTemplate,
+      name,
+      title,
+      description,
+      mimeType,
+    }));
     this.capabilities = resources.length > 0 ? { tools: {}, resources: {} } : { tools: {} };
   }
 
@@ -221,7 +235,11 @@ function catalogueOf(surface: McpSurface, logger: Logger): Catalogue {
  * request: over HTTP every request carries its own API key. An interactive tool asks the user
  * with an elicitation request on the session.
  */
-export function createMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: AuthInfo | undefined) => Principal): LegacyServer {
+export function createMcpServer(
+  surface: McpSurface,
+  logger: Logger,
+  principalOf: (authInfo: AuthInfo | undefined) => Principal,
+): LegacyServer {
   const catalogue = catalogueOf(surface, logger);
   const server = new LegacyServer(SERVER_INFO, { capabilities: catalogue.capabilities, instructions: surface.instructions });
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: catalogue.listing }));
@@ -230,7 +248,9 @@ export function createMcpServer(surface: McpSurface, logger: Logger, principalOf
     const errors: ProtocolErrors = { notFound: -32002, error: (code, message, data) => new McpError(code, message, data) };
     server.setRequestHandler(ListResourcesRequestSchema, (_request, extra) => catalogue.list(principalOf(extra.authInfo), errors));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: catalogue.templates }));
-    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => catalogue.read(request.params.uri, principalOf(extra.authInfo), errors));
+    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+      catalogue.read(request.params.uri, principalOf(extra.authInfo), errors),
+    );
   }
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     const found = catalogue.find(request.params.name, (message) => new McpError(ErrorCode.InvalidParams, message));
@@ -243,7 +263,11 @@ export function createMcpServer(surface: McpSurface, logger: Logger, principalOf
         const { question, state } = await tool.ask(request.params.arguments, caller);
         if (!server.getClientCapabilities()?.elicitation) throw new InvalidRequest(NO_ELICITATION);
         const reply = await server.elicitInput({ mode: 'form', ...question }, { timeout: HUMAN_REPLY_TIMEOUT_MS, signal: extra.signal });
-        return tool.finish(state, reply.action === 'accept' ? { action: 'accept', content: reply.content ?? {} } : { action: reply.action }, caller);
+        return tool.finish(
+          state,
+          reply.action === 'accept' ? { action: 'accept', content: reply.content ?? {} } : { action: reply.action },
+          caller,
+        );
       },
       principal,
       logger,
@@ -257,7 +281,11 @@ export function createMcpServer(surface: McpSurface, logger: Logger, principalOf
  * answers its first call with an input-required result carrying the form; the client retries
  * the call with the user's reply and the state, to whichever node.
  */
-export function createStatelessMcpServer(surface: McpSurface, logger: Logger, principalOf: (authInfo: ModernAuthInfo | undefined) => Principal): ModernServer {
+export function createStatelessMcpServer(
+  surface: McpSurface,
+  logger: Logger,
+  principalOf: (authInfo: ModernAuthInfo | undefined) => Principal,
+): ModernServer {
   const catalogue = catalogueOf(surface, logger);
   const server = new ModernServer(SERVER_INFO, { capabilities: catalogue.capabilities, instructions: surface.instructions });
   // Both SDKs describe the same JSON: tools/list and the forms are built once (in the 2025 SDK's types).
@@ -265,10 +293,15 @@ export function createStatelessMcpServer(surface: McpSurface, logger: Logger, pr
   server.setRequestHandler('tools/list', () => ({ tools: listing }));
   if (catalogue.capabilities.resources) {
     // MCP 2026-07-28: a resource not found is invalid params (what the SDK's ResourceNotFoundError sends), with the uri.
-    const errors: ProtocolErrors = { notFound: ProtocolErrorCode.InvalidParams, error: (code, message, data) => new ProtocolError(code, message, data) };
+    const errors: ProtocolErrors = {
+      notFound: ProtocolErrorCode.InvalidParams,
+      error: (code, message, data) => new ProtocolError(code, message, data),
+    };
     server.setRequestHandler('resources/list', (_request, ctx) => catalogue.list(principalOf(ctx.http?.authInfo), errors));
     server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: catalogue.templates }));
-    server.setRequestHandler('resources/read', (request, ctx) => catalogue.read(request.params.uri, principalOf(ctx.http?.authInfo), errors));
+    server.setRequestHandler('resources/read', (request, ctx) =>
+      catalogue.read(request.params.uri, principalOf(ctx.http?.authInfo), errors),
+    );
   }
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const found = catalogue.find(request.params.name, (message) => new ProtocolError(ProtocolErrorCode.InvalidParams, message));
@@ -285,7 +318,9 @@ export function createStatelessMcpServer(surface: McpSurface, logger: Logger, pr
     const refused = await runHalf(
       tool,
       async (caller) => {
-        const capabilities = (ctx.mcpReq.envelope as Record<string, { elicitation?: unknown } | undefined> | undefined)?.[CLIENT_CAPABILITIES_META_KEY];
+        const capabilities = (ctx.mcpReq.envelope as Record<string, { elicitation?: unknown } | undefined> | undefined)?.[
+          CLIENT_CAPABILITIES_META_KEY
+        ];
         asking = await tool.ask(request.params.arguments, caller);
         if (!capabilities?.elicitation) throw new InvalidRequest(NO_ELICITATION);
         return {};
@@ -294,7 +329,10 @@ export function createStatelessMcpServer(surface: McpSurface, logger: Logger, pr
       logger,
     );
     if (!asking || refused.isError) return refused;
-    return inputRequired({ inputRequests: { [REPLY_KEY]: inputRequired.elicit({ mode: 'form', ...asking.question } as ElicitInputParams) }, requestState: asking.state });
+    return inputRequired({
+      inputRequests: { [REPLY_KEY]: inputRequired.elicit({ mode: 'form', ...asking.question } as ElicitInputParams) },
+      requestState: asking.state,
+    });
   });
   return server;
 }
@@ -361,10 +399,13 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
     const sessions = new McpSessionTable(limits.perKey);
     const principalOf = (authInfo: AuthInfo | ModernAuthInfo | undefined) => authInfo?.extra?.principal as Principal;
     // The stateless server of a request serves the surface its `?tools=` asked for (handle puts it beside the principal).
-    const stateless = createMcpHandler(({ authInfo }) => createStatelessMcpServer(authInfo?.extra?.surface as McpSurface, logger, principalOf), {
-      legacy: 'reject',
-      onerror: (err) => logger.debug({ err }, 'MCP request refused'),
-    });
+    const stateless = createMcpHandler(
+      ({ authInfo }) => createStatelessMcpServer(authInfo?.extra?.surface as McpSurface, logger, principalOf),
+      {
+        legacy: 'reject',
+        onerror: (err) => logger.debug({ err }, 'MCP request refused'),
+      },
+    );
 
     // One surface per set of groups asked for (at most 2^6 - 1), so each has its catalogue worked out once.
     const narrowed = new Map<string, McpSurface>();
@@ -425,7 +466,9 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
       } else if (request.method === 'POST' && isInitializeRequest(request.body)) {
         transport = await open(principal, served);
       } else {
-        throw new InvalidRequest(`Send initialize first, then the Mcp-Session-Id header it returns (or, with MCP ${STATELESS_REVISION}, no session at all)`);
+        throw new InvalidRequest(
+          `Send initialize first, then the Mcp-Session-Id header it returns (or, with MCP ${STATELESS_REVISION}, no session at all)`,
+        );
       }
       (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = authInfo;
       hijackWithSecurityHeaders(request, reply);
@@ -437,9 +480,12 @@ export function mcpRoutes(surface: McpSurface, logger: Logger, connections: Open
     app.get('/', { config: { permission: 'authenticated' }, schema }, handle);
     app.delete('/', { config: { permission: 'authenticated' }, schema }, handle);
 
-    const sweeper = setInterval(() => {
-      for (const { transport } of sessions.idleSince(Date.now() - limits.idleMs)) void transport.close();
-    }, Math.min(SWEEP_INTERVAL_MS, Math.max(1000, limits.idleMs / 2)));
+    const sweeper = setInterval(
+      () => {
+        for (const { transport } of sessions.idleSince(Date.now() - limits.idleMs)) void transport.close();
+      },
+      Math.min(SWEEP_INTERVAL_MS, Math.max(1000, limits.idleMs / 2)),
+    );
     sweeper.unref();
 
     // Open GET streams would hold the server's close: end every session first.

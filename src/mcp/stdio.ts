@@ -87,7 +87,10 @@ async function proxySession(input: Readable, endpoint: URL, key: string, capabil
   }
   await upstream.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
   const resources = upstream.getServerCapabilities()?.resources !== undefined;
-  const server = new Server(SERVER_INFO, { capabilities: resources ? { tools: {}, resources: {} } : { tools: {} }, instructions: upstream.getInstructions() });
+  const server = new Server(SERVER_INFO, {
+    capabilities: resources ? { tools: {}, resources: {} } : { tools: {} },
+    instructions: upstream.getInstructions(),
+  });
   server.setRequestHandler(ListToolsRequestSchema, (request) => upstream.listTools(request.params));
   if (resources) {
     server.setRequestHandler(ListResourcesRequestSchema, (request) => upstream.listResources(request.params));
@@ -131,7 +134,13 @@ async function messagesOf(response: Response): Promise<unknown[]> {
   if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) return text.trim() === '' ? [] : [JSON.parse(text)];
   return text
     .split(/\r?\n\r?\n/)
-    .map((event) => event.split(/\r?\n/).filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trim()).join('\n'))
+    .map((event) =>
+      event
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trim())
+        .join('\n'),
+    )
     .filter((data) => data !== '')
     .map((data) => JSON.parse(data) as unknown);
 }
@@ -153,9 +162,11 @@ async function relay(line: string, endpoint: URL, key: string): Promise<void> {
       messages.forEach(write);
       return;
     }
-    if (message.id !== undefined) write({ jsonrpc: '2.0', id, error: { code: -32603, message: `Switchboard answered HTTP ${response.status}`, data: messages?.[0] } });
+    if (message.id !== undefined)
+      write({ jsonrpc: '2.0', id, error: { code: -32603, message: `Switchboard answered HTTP ${response.status}`, data: messages?.[0] } });
   } catch (err) {
-    if (message.id !== undefined) write({ jsonrpc: '2.0', id, error: { code: -32603, message: `Switchboard unreachable: ${(err as Error).message}` } });
+    if (message.id !== undefined)
+      write({ jsonrpc: '2.0', id, error: { code: -32603, message: `Switchboard unreachable: ${(err as Error).message}` } });
   }
 }
 

@@ -13,7 +13,15 @@ import type { OpenConnections } from '../kernel/open-connections.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { ajvFieldProblems, type AjvIssue } from '../kernel/validation-problems.js';
 import { AgentChannel, type ChannelDeps } from './channel.js';
-import { CLIENT_FRAMES, ChannelQuery, FRAME_KINDS, type ChannelRequest, type ClientFrame, type FrameError, type FrameKind } from './channel-schemas.js';
+import {
+  CLIENT_FRAMES,
+  ChannelQuery,
+  FRAME_KINDS,
+  type ChannelRequest,
+  type ClientFrame,
+  type FrameError,
+  type FrameKind,
+} from './channel-schemas.js';
 import { DEFAULT_VISIBILITY_S } from './inbox.js';
 
 /** Request frames one connection may have in progress; past it the server stops reading the socket. */
@@ -35,8 +43,13 @@ const POLICY_VIOLATION = 1008;
 
 // Frames arrive as JSON, like HTTP bodies: validated the same way (no coercion, unknown fields
 // rejected by the schemas themselves, defaults applied).
-const ajv = addFormats.default(new Ajv.default({ removeAdditional: false, useDefaults: true, allErrors: true, strict: false, coerceTypes: false, strictNumbers: true }));
-const validators = Object.fromEntries(FRAME_KINDS.map((kind) => [kind, ajv.compile(CLIENT_FRAMES[kind])])) as Record<FrameKind, ReturnType<typeof ajv.compile>>;
+const ajv = addFormats.default(
+  new Ajv.default({ removeAdditional: false, useDefaults: true, allErrors: true, strict: false, coerceTypes: false, strictNumbers: true }),
+);
+const validators = Object.fromEntries(FRAME_KINDS.map((kind) => [kind, ajv.compile(CLIENT_FRAMES[kind])])) as Record<
+  FrameKind,
+  ReturnType<typeof ajv.compile>
+>;
 
 /** A frame the server could not accept, answered with `error` (and `id` when the frame had a usable one). */
 class RefusedFrame extends Error {
@@ -51,9 +64,13 @@ class RefusedFrame extends Error {
 /** Parses and validates one text frame; throws RefusedFrame. */
 function parseFrame(data: Buffer, isBinary: boolean, maxBytes: number): ClientFrame {
   if (isBinary) throw new RefusedFrame(InvalidRequest.field('frame', 'must be a text frame holding JSON'), undefined);
-  if (data.length > maxBytes) throw new RefusedFrame(new PayloadTooLarge(`A frame holds at most ${maxBytes} bytes; this one has ${data.length}`), undefined);
+  if (data.length > maxBytes)
+    throw new RefusedFrame(new PayloadTooLarge(`A frame holds at most ${maxBytes} bytes; this one has ${data.length}`), undefined);
   if (nestsDeeperThan(data, MAX_JSON_DEPTH)) {
-    throw new RefusedFrame(InvalidRequest.field('frame', `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    throw new RefusedFrame(
+      InvalidRequest.field('frame', `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels`),
+      undefined,
+    );
   }
   let frame: unknown;
   try {
@@ -61,7 +78,8 @@ function parseFrame(data: Buffer, isBinary: boolean, maxBytes: number): ClientFr
   } catch {
     throw new RefusedFrame(InvalidRequest.field('frame', 'is not JSON'), undefined);
   }
-  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) throw new RefusedFrame(InvalidRequest.field('frame', 'must be a JSON object'), undefined);
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame))
+    throw new RefusedFrame(InvalidRequest.field('frame', 'must be a JSON object'), undefined);
   const fields = frame as Record<string, unknown>;
   const id = Number.isSafeInteger(fields.id) && (fields.id as number) >= 0 ? (fields.id as number) : undefined;
   const kinds = FRAME_KINDS.filter((kind) => kind in fields);
@@ -72,7 +90,10 @@ function parseFrame(data: Buffer, isBinary: boolean, maxBytes: number): ClientFr
   const validate = validators[kinds[0]!];
   if (!validate(frame)) {
     const details = ajvFieldProblems(validate.errors as AjvIssue[], '');
-    throw new RefusedFrame(new InvalidRequest(`Invalid frame: ${details.map((d) => `${d.field || 'frame'} ${d.message}`).join('; ')}`, details), id);
+    throw new RefusedFrame(
+      new InvalidRequest(`Invalid frame: ${details.map((d) => `${d.field || 'frame'} ${d.message}`).join('; ')}`, details),
+      id,
+    );
   }
   try {
     if (mayHoldUnstorable(data)) refuseUnstorable(frame, undefined, 'frame');
@@ -84,8 +105,10 @@ function parseFrame(data: Buffer, isBinary: boolean, maxBytes: number): ClientFr
 
 /** An error as the frame's `error`: typed errors keep their code; storage faults as HTTP maps them; the rest leaks nothing. */
 function frameError(err: unknown, log: FastifyBaseLogger): FrameError {
-  if (err instanceof RateLimited) return { code: err.code, message: err.message, details: { retry_after_seconds: Number(err.headers['Retry-After']) } };
-  if (err instanceof AppError) return { code: err.code, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) };
+  if (err instanceof RateLimited)
+    return { code: err.code, message: err.message, details: { retry_after_seconds: Number(err.headers['Retry-After']) } };
+  if (err instanceof AppError)
+    return { code: err.code, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) };
   switch (storageFault(err)) {
     case 'unavailable':
       return { code: 'service_unavailable', message: 'The database cannot be reached right now; retry shortly' };
@@ -106,7 +129,13 @@ function frameError(err: unknown, log: FastifyBaseLogger): FrameError {
  * closed, 1008, if that lasts); so is one whose key is revoked.
  */
 export function channelRoutes(
-  deps: ChannelDeps & { limiter: RateLimiter; logger: Logger; maxFrameBytes: number; connections: OpenConnections; stalledClientMs: number },
+  deps: ChannelDeps & {
+    limiter: RateLimiter;
+    logger: Logger;
+    maxFrameBytes: number;
+    connections: OpenConnections;
+    stalledClientMs: number;
+  },
   shutdown: AbortSignal,
 ): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -214,7 +243,8 @@ export function channelRoutes(
         // client that sends nothing else is broken or hostile and is closed.
         let refusedInARow = 0;
         const refuse = (refused: RefusedFrame) => {
-          if (++refusedInARow >= MAX_REFUSED_IN_A_ROW) return endWith(POLICY_VIOLATION, `${MAX_REFUSED_IN_A_ROW} frames in a row were refused`);
+          if (++refusedInARow >= MAX_REFUSED_IN_A_ROW)
+            return endWith(POLICY_VIOLATION, `${MAX_REFUSED_IN_A_ROW} frames in a row were refused`);
           const id = refused.id === undefined ? {} : { id: refused.id };
           void overBudget().then(
             (limited) => send({ ...id, error: frameError(limited ?? refused.refusal, log) }),

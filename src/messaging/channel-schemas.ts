@@ -42,7 +42,10 @@ export const ChannelHeartbeat = Type.Object(
 
 /** Each frame a client sends, by the key that names its kind. */
 export const CLIENT_FRAMES = {
-  credit: Type.Object({ credit: Type.Integer({ minimum: 1, maximum: MAX_CREDIT, description: 'Messages more the server may push' }) }, { additionalProperties: false }),
+  credit: Type.Object(
+    { credit: Type.Integer({ minimum: 1, maximum: MAX_CREDIT, description: 'Messages more the server may push' }) },
+    { additionalProperties: false },
+  ),
   ack: request('ack', batch(AckItem)),
   reject: request('reject', batch(RejectBody)),
   extend: request('extend', batch(ExtendBody)),

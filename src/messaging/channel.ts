@@ -19,7 +19,10 @@ const RETRY_MS = 1000;
 /** An AppError as the frame error a client reads; anything else is not the item's fault. */
 function itemFailure(messageId: string, err: unknown): ItemFailure {
   if (!(err instanceof AppError)) throw err;
-  return { message_id: messageId, error: { code: err.code, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) } };
+  return {
+    message_id: messageId,
+    error: { code: err.code, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) },
+  };
 }
 
 /**
@@ -53,7 +56,8 @@ export class AgentChannel {
 
   /** Opens the delivery window by `n`; the push loop runs while any is left. */
   grant(n: number): void {
-    if (this.credit + n > MAX_CREDIT) throw InvalidRequest.field('credit', `would open the window to ${this.credit + n}; at most ${MAX_CREDIT}`);
+    if (this.credit + n > MAX_CREDIT)
+      throw InvalidRequest.field('credit', `would open the window to ${this.credit + n}; at most ${MAX_CREDIT}`);
     this.credit += n;
     if (this.pumping || this.closed.signal.aborted) return;
     this.pumping = true;
@@ -106,10 +110,17 @@ export class AgentChannel {
     // The items of a frame are settled at once: one message twice would race itself.
     const items = 'ack' in frame ? frame.ack : 'reject' in frame ? frame.reject : 'extend' in frame ? frame.extend : [];
     const ids = items.map((item) => (typeof item === 'string' ? item : item.message_id));
-    if (new Set(ids).size !== ids.length) throw InvalidRequest.field(Object.keys(frame).find((key) => key !== 'id')!, 'must not repeat a message id');
+    if (new Set(ids).size !== ids.length)
+      throw InvalidRequest.field(
+        Object.keys(frame).find((key) => key !== 'id')!,
+        'must not repeat a message id',
+      );
     if ('ack' in frame) return this.acknowledge(frame.ack);
     if ('reject' in frame) {
-      return this.settleEach(frame.reject, (item) => this.deps.inbox.reject(this.caller, item)).then(({ done, failed }) => ({ rejected: done, failed }));
+      return this.settleEach(frame.reject, (item) => this.deps.inbox.reject(this.caller, item)).then(({ done, failed }) => ({
+        rejected: done,
+        failed,
+      }));
     }
     if ('extend' in frame) {
       return this.settleEach(frame.extend, (item) => this.deps.inbox.extend(this.caller, item.message_id, item.visibility_timeout)).then(
@@ -117,9 +128,14 @@ export class AgentChannel {
       );
     }
     if ('send' in frame) return this.send(frame.send, frame.traceparent);
-    if ('send_batch' in frame) return this.deps.inbox.send({ from: this.caller, messages: frame.send_batch.messages, batch: true }).then(({ messages }) => ({ messages }));
+    if ('send_batch' in frame)
+      return this.deps.inbox
+        .send({ from: this.caller, messages: frame.send_batch.messages, batch: true })
+        .then(({ messages }) => ({ messages }));
     if ('subscribe' in frame) {
-      return this.deps.subscriptions.subscribe(this.caller, frame.subscribe.agent_id, frame.subscribe.topic).then(({ subscription }) => subscription);
+      return this.deps.subscriptions
+        .subscribe(this.caller, frame.subscribe.agent_id, frame.subscribe.topic)
+        .then(({ subscription }) => subscription);
     }
     return this.deps.heartbeats.heartbeat(this.agentId, frame.heartbeat);
   }
@@ -137,7 +153,8 @@ export class AgentChannel {
   private async acknowledge(items: Array<string | { message_id: string; output?: unknown }>) {
     const plain = items.filter((item): item is string => typeof item === 'string');
     const withOutput = items.filter((item): item is { message_id: string; output?: unknown } => typeof item !== 'string');
-    const ackOne = (item: { message_id: string; output?: unknown }) => this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output);
+    const ackOne = (item: { message_id: string; output?: unknown }) =>
+      this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output);
     let singles = withOutput;
     if (plain.length > 0) {
       try {
@@ -174,4 +191,3 @@ export class AgentChannel {
     return { done, failed };
   }
 }
-

@@ -23,7 +23,12 @@ export interface InboxTracing {
   /** A claim of `destination` that leased `rows`, started at `startTime`. */
   received(destination: string, rows: readonly MessageRow[], startTime: number): void;
   /** Runs `settle` (an acknowledge, a reject, a dead letter of `rows`) in the settlement's span. */
-  settling<T>(rows: readonly MessageRow[], operation: 'ack' | 'reject' | 'dead_letter', settle: () => Promise<T>, startTime?: number): Promise<T>;
+  settling<T>(
+    rows: readonly MessageRow[],
+    operation: 'ack' | 'reject' | 'dead_letter',
+    settle: () => Promise<T>,
+    startTime?: number,
+  ): Promise<T>;
 }
 
 /** The time a span that starts now is stamped with (what a span measured from an earlier point passes as `startTime`). */
@@ -65,7 +70,12 @@ export class InboxSpans implements InboxTracing {
    * it, so its trace goes on even when the agent propagated nothing; the request that settled
    * it is a link. A batch's span is the request's child, linked to each message.
    */
-  settling<T>(rows: readonly MessageRow[], operation: 'ack' | 'reject' | 'dead_letter', settle: () => Promise<T>, startTime?: number): Promise<T> {
+  settling<T>(
+    rows: readonly MessageRow[],
+    operation: 'ack' | 'reject' | 'dead_letter',
+    settle: () => Promise<T>,
+    startTime?: number,
+  ): Promise<T> {
     const one = rows.length === 1 ? rows[0]! : null;
     return inSpan(
       `settle ${rows[0]!.destination}`,
@@ -79,7 +89,9 @@ export class InboxSpans implements InboxTracing {
           'messaging.operation.name': operation,
           'messaging.operation.type': 'settle',
           'messaging.destination.name': rows[0]!.destination,
-          ...(one ? { 'messaging.message.id': one.id, 'messaging.message.delivery_count': one.deliveries } : { 'messaging.batch.message_count': rows.length }),
+          ...(one
+            ? { 'messaging.message.id': one.id, 'messaging.message.delivery_count': one.deliveries }
+            : { 'messaging.batch.message_count': rows.length }),
         },
       },
       settle,
@@ -101,7 +113,15 @@ class SendSpans implements SendTrace {
 
   traceparentFor(message: OutgoingMessage, id: string): string | null {
     if (message.traceparent || this.messages.length === 1) {
-      const span = this.start(message.destination, { 'messaging.message.id': id, 'messaging.message.conversation_id': message.thread_id, 'switchboard.message.event_name': message.event_name }, message.traceparent);
+      const span = this.start(
+        message.destination,
+        {
+          'messaging.message.id': id,
+          'messaging.message.conversation_id': message.thread_id,
+          'switchboard.message.event_name': message.event_name,
+        },
+        message.traceparent,
+      );
       return traceparentOfSpan(span) ?? message.traceparent ?? null;
     }
     if (this.shared === undefined) {

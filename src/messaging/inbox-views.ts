@@ -125,7 +125,10 @@ export class InboxViews {
   async listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
     const agent = this.inboxOf(caller, agentId);
     const page = await this.store.listDeadLetters(autocommit, agent, window);
-    const attempts = await this.store.attemptsOf(autocommit, page.items.map((r) => r.id));
+    const attempts = await this.store.attemptsOf(
+      autocommit,
+      page.items.map((r) => r.id),
+    );
     return {
       total: page.total,
       items: page.items.map((row) => ({
@@ -149,7 +152,10 @@ export class InboxViews {
     const { latencies, outcomes } = await this.store.deliveryStats(tx, agentIds, 100);
     const result = new Map<string, AgentDeliveryStats>();
     for (const agentId of agentIds) {
-      const samples = latencies.filter((l) => l.destination === agentId).map((l) => Number(l.latency)).sort((a, b) => a - b);
+      const samples = latencies
+        .filter((l) => l.destination === agentId)
+        .map((l) => Number(l.latency))
+        .sort((a, b) => a - b);
       const counts = outcomes.filter((o) => o.destination === agentId);
       const count = (outcome: string) => Number(counts.find((c) => c.outcome === outcome)?.n ?? 0);
       const settled = count('acked') + count('rejected') + count('expired') + count('dead');

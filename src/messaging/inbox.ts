@@ -6,7 +6,17 @@ import { newId } from '../kernel/ids.js';
 import type { DomainMetrics, InboxDepth } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { AuditTrail, DeliveryStats, EventLog, Inbox, OutcomeHandlers, OutgoingMessage, SendRequest, SendResult, SentMessage } from '../kernel/ports.js';
+import type {
+  AuditTrail,
+  DeliveryStats,
+  EventLog,
+  Inbox,
+  OutcomeHandlers,
+  OutgoingMessage,
+  SendRequest,
+  SendResult,
+  SentMessage,
+} from '../kernel/ports.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { hasActiveSpan, validTraceparent } from '../kernel/tracing.js';
 import type { InboxTracing, SendTrace } from './inbox-tracing.js';
@@ -51,7 +61,8 @@ export interface CallerSendRequest {
 function fromCaller({ from, messages, batch, traceparent }: CallerSendRequest): OutgoingMessage[] {
   if (batch) {
     messages.forEach((input, i) => {
-      if (input.thread_id !== undefined) throw InvalidRequest.field(`messages.${i}.thread_id`, 'is not supported in batches; send thread messages one at a time');
+      if (input.thread_id !== undefined)
+        throw InvalidRequest.field(`messages.${i}.thread_id`, 'is not supported in batches; send thread messages one at a time');
       if (input.idempotency_key !== undefined) throw InvalidRequest.field(`messages.${i}.idempotency_key`, 'is not supported in batches');
     });
   }
@@ -157,7 +168,12 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** Inserts the messages' rows in `tx`, each with the context of its send span (InboxTracing). */
-  private async insert(tx: Tx, messages: readonly OutgoingMessage[], now: number, redrivenFrom: string | null = null): Promise<NewMessageRow[]> {
+  private async insert(
+    tx: Tx,
+    messages: readonly OutgoingMessage[],
+    now: number,
+    redrivenFrom: string | null = null,
+  ): Promise<NewMessageRow[]> {
     const trace = this.deps.tracing.sending(messages);
     try {
       const rows = messages.map((message) => this.newRow(message, now, trace, redrivenFrom));

@@ -28,7 +28,19 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
   const store = new MessagingStore(platform.database.db, platform.database.caps);
   const threads = new ThreadsService({ store: new ThreadsStore(platform.database.db, platform.database.caps), clock });
   const viewStore = new InboxViewsStore(platform.database.db, platform.database.caps);
-  const inbox = new InboxService({ store, viewStore, threads, clock, notifier: platform.notifier, limiter: platform.limiter, logger, events, metrics: platform.metrics, tracing: new InboxSpans(), audit: platform.audit });
+  const inbox = new InboxService({
+    store,
+    viewStore,
+    threads,
+    clock,
+    notifier: platform.notifier,
+    limiter: platform.limiter,
+    logger,
+    events,
+    metrics: platform.metrics,
+    tracing: new InboxSpans(),
+    audit: platform.audit,
+  });
   const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
   let since = platform.clock.now();
   // Each pass looks only at leases that ran out since the previous one; the first pass (leases
@@ -61,5 +73,11 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
       },
       platform.shutdown,
     );
-  return { inbox, subscriptions, routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown), channelRoutes: channel, workers: [reaper] };
+  return {
+    inbox,
+    subscriptions,
+    routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown),
+    channelRoutes: channel,
+    workers: [reaper],
+  };
 }

@@ -88,7 +88,10 @@ export class Leases {
       // The update checks what `settleable` checks, so the common case reads nothing first;
       // an id it left alone is asked about to say why, and the whole batch rolls back.
       const destination = caller.admin ? null : caller.agentId;
-      const acked = destination === undefined ? [] : await this.store.acknowledgeReceived(tx, ids, destination, output === undefined ? null : JSON.stringify(output), now);
+      const acked =
+        destination === undefined
+          ? []
+          : await this.store.acknowledgeReceived(tx, ids, destination, output === undefined ? null : JSON.stringify(output), now);
       const byId = new Map(acked.map((row) => [row.id, row]));
       const refused = ids.find((id) => !byId.has(id));
       if (refused !== undefined) {
@@ -99,7 +102,10 @@ export class Leases {
       await this.deps.tracing.settling(rows, 'ack', () => this.deps.outcomes.emit(tx, rows, { status: 'acknowledged', output }), startTime);
       return rows;
     });
-    this.deps.metrics.messagesSettled('acked', rows.map((row) => row.event_name));
+    this.deps.metrics.messagesSettled(
+      'acked',
+      rows.map((row) => row.event_name),
+    );
     return { acknowledged: ids };
   }
 
@@ -163,7 +169,7 @@ export class Leases {
   async reap(since: number, expiredSince = since): Promise<number> {
     const now = this.deps.clock.now();
     let reaped = 0;
-    for (let batch = REAP_BATCH; batch === REAP_BATCH; ) {
+    for (let batch = REAP_BATCH; batch === REAP_BATCH;) {
       batch = await this.store.inTransaction(async (tx) => {
         const exhausted = await this.store.claimExhausted(tx, expiredSince, now, REAP_BATCH);
         for (const row of exhausted) {

@@ -57,9 +57,24 @@ export function messagingRoutes(
 
     app.post(
       '/messaging/send',
-      { config: { permission: 'messaging:write', conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn" }, schema: { tags, summary: 'Send a message to an agent (source is the caller)', body: SendBody, response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) } } },
+      {
+        config: {
+          permission: 'messaging:write',
+          conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn",
+        },
+        schema: {
+          tags,
+          summary: 'Send a message to an agent (source is the caller)',
+          body: SendBody,
+          response: { 200: DataEnvelope(Sent), 201: DataEnvelope(Sent) },
+        },
+      },
       async (request, reply) => {
-        const { messages, replayed } = await inbox.send({ from: callerOf(request.principal), messages: [request.body], traceparent: request.headers.traceparent as string | undefined });
+        const { messages, replayed } = await inbox.send({
+          from: callerOf(request.principal),
+          messages: [request.body],
+          traceparent: request.headers.traceparent as string | undefined,
+        });
         const sent = messages[0]!;
         if (replayed) return ok(reply.header('Idempotent-Replayed', 'true'), sent);
         return created(reply, sent);
@@ -69,7 +84,10 @@ export function messagingRoutes(
     app.post(
       '/messaging/send-batch',
       {
-        config: { permission: 'messaging:write', conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn" },
+        config: {
+          permission: 'messaging:write',
+          conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn",
+        },
         schema: {
           tags,
           summary: 'Send up to 500 messages at once, all or nothing',
@@ -77,7 +95,10 @@ export function messagingRoutes(
           response: { 201: DataEnvelope(SentBatch) },
         },
       },
-      async (request, reply) => created(reply, { messages: (await inbox.send({ from: callerOf(request.principal), messages: request.body.messages, batch: true })).messages }),
+      async (request, reply) =>
+        created(reply, {
+          messages: (await inbox.send({ from: callerOf(request.principal), messages: request.body.messages, batch: true })).messages,
+        }),
     );
 
     app.get(
@@ -135,7 +156,9 @@ export function messagingRoutes(
         const body = request.body;
         const caller = callerOf(request.principal);
         const result =
-          'message_ids' in body ? await inbox.acknowledge(caller, body.message_ids) : await inbox.acknowledge(caller, [body.message_id], body.output);
+          'message_ids' in body
+            ? await inbox.acknowledge(caller, body.message_ids)
+            : await inbox.acknowledge(caller, [body.message_id], body.output);
         return ok(reply, result);
       },
     );
@@ -159,7 +182,10 @@ export function messagingRoutes(
     app.post(
       '/messaging/extend',
       {
-        config: { permission: 'messaging:write', conflict: 'The message is settled already, has not been received, or its lease has expired' },
+        config: {
+          permission: 'messaging:write',
+          conflict: 'The message is settled already, has not been received, or its lease has expired',
+        },
         schema: {
           tags,
           summary: 'Extend the lease of a received message (long work)',
@@ -173,7 +199,15 @@ export function messagingRoutes(
 
     app.get(
       '/messaging/dead-letters',
-      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'Dead-lettered messages with every delivery attempt', querystring: AgentQuery, response: { 200: ListEnvelope(DeadLetter) } } },
+      {
+        config: { permission: 'messaging:read' },
+        schema: {
+          tags,
+          summary: 'Dead-lettered messages with every delivery attempt',
+          querystring: AgentQuery,
+          response: { 200: ListEnvelope(DeadLetter) },
+        },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await inbox.listDeadLetters(callerOf(request.principal), request.query.agent_id, window), window);
@@ -186,7 +220,8 @@ export function messagingRoutes(
         config: { permission: 'messaging:read' },
         schema: {
           tags,
-          summary: "Inboxes holding messages, by agent: pending, leased and dead-lettered counts (an agent: its own; with agent_id: that inbox, even empty)",
+          summary:
+            'Inboxes holding messages, by agent: pending, leased and dead-lettered counts (an agent: its own; with agent_id: that inbox, even empty)',
           querystring: AgentQuery,
           response: { 200: ListEnvelope(Inbox) },
         },
@@ -228,18 +263,25 @@ export function messagingRoutes(
           response: { 201: DataEnvelope(Message) },
         },
       },
-      async (request, reply) => created(reply, await inbox.redrive(callerOf(request.principal), request.params.message_id, request.body?.reason)),
+      async (request, reply) =>
+        created(reply, await inbox.redrive(callerOf(request.principal), request.params.message_id, request.body?.reason)),
     );
 
     app.post(
       '/messaging/sessions',
-      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Create a session', body: SessionBody, response: { 201: DataEnvelope(Session) } } },
+      {
+        config: { permission: 'messaging:write' },
+        schema: { tags, summary: 'Create a session', body: SessionBody, response: { 201: DataEnvelope(Session) } },
+      },
       async (request, reply) => created(reply, await threads.createSession(callerOf(request.principal), request.body)),
     );
 
     app.get(
       '/messaging/sessions',
-      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'List sessions', querystring: PageQuery, response: { 200: ListEnvelope(Session) } } },
+      {
+        config: { permission: 'messaging:read' },
+        schema: { tags, summary: 'List sessions', querystring: PageQuery, response: { 200: ListEnvelope(Session) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await threads.listSessions(window), window);
@@ -248,19 +290,28 @@ export function messagingRoutes(
 
     app.get(
       '/messaging/sessions/:session_id',
-      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'Get a session', params: SessionParams, response: { 200: DataEnvelope(Session) } } },
+      {
+        config: { permission: 'messaging:read' },
+        schema: { tags, summary: 'Get a session', params: SessionParams, response: { 200: DataEnvelope(Session) } },
+      },
       async (request, reply) => ok(reply, await threads.getSession(request.params.session_id)),
     );
 
     app.post(
       '/messaging/threads',
-      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Create a thread in a session', body: ThreadBody, response: { 201: DataEnvelope(Thread) } } },
+      {
+        config: { permission: 'messaging:write' },
+        schema: { tags, summary: 'Create a thread in a session', body: ThreadBody, response: { 201: DataEnvelope(Thread) } },
+      },
       async (request, reply) => created(reply, await threads.createThread(callerOf(request.principal), request.body)),
     );
 
     app.get(
       '/messaging/threads/:thread_id',
-      { config: { permission: 'messaging:read' }, schema: { tags, summary: 'Get a thread (participants and admins)', params: ThreadParams, response: { 200: DataEnvelope(Thread) } } },
+      {
+        config: { permission: 'messaging:read' },
+        schema: { tags, summary: 'Get a thread (participants and admins)', params: ThreadParams, response: { 200: DataEnvelope(Thread) } },
+      },
       async (request, reply) => ok(reply, await threads.getThread(callerOf(request.principal), request.params.thread_id)),
     );
 
@@ -284,8 +335,17 @@ export function messagingRoutes(
 
     app.post(
       '/messaging/publish',
-      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Publish to a topic: one message per subscriber', body: PublishBody, response: { 201: DataEnvelope(Published) } } },
-      async (request, reply) => created(reply, await subscriptions.publish(callerOf(request.principal), request.body.topic, request.body.payload ?? {})),
+      {
+        config: { permission: 'messaging:write' },
+        schema: {
+          tags,
+          summary: 'Publish to a topic: one message per subscriber',
+          body: PublishBody,
+          response: { 201: DataEnvelope(Published) },
+        },
+      },
+      async (request, reply) =>
+        created(reply, await subscriptions.publish(callerOf(request.principal), request.body.topic, request.body.payload ?? {})),
     );
 
     app.post(
@@ -300,14 +360,21 @@ export function messagingRoutes(
         },
       },
       async (request, reply) => {
-        const { subscription, created: isNew } = await subscriptions.subscribe(callerOf(request.principal), request.body.agent_id, request.body.topic);
+        const { subscription, created: isNew } = await subscriptions.subscribe(
+          callerOf(request.principal),
+          request.body.agent_id,
+          request.body.topic,
+        );
         return isNew ? created(reply, subscription) : ok(reply, subscription);
       },
     );
 
     app.get(
       '/messaging/subscriptions',
-      { config: { permission: 'messaging:read' }, schema: { tags, summary: "List an agent's subscriptions", querystring: AgentQuery, response: { 200: ListEnvelope(Subscription) } } },
+      {
+        config: { permission: 'messaging:read' },
+        schema: { tags, summary: "List an agent's subscriptions", querystring: AgentQuery, response: { 200: ListEnvelope(Subscription) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await subscriptions.listSubscriptions(callerOf(request.principal), request.query.agent_id, window), window);
@@ -316,7 +383,10 @@ export function messagingRoutes(
 
     app.delete(
       '/messaging/subscriptions/:subscription_id',
-      { config: { permission: 'messaging:write' }, schema: { tags, summary: 'Unsubscribe', params: SubscriptionParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'messaging:write' },
+        schema: { tags, summary: 'Unsubscribe', params: SubscriptionParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         await subscriptions.unsubscribe(callerOf(request.principal), request.params.subscription_id);
         return deleted(reply, request.params.subscription_id);
@@ -325,7 +395,15 @@ export function messagingRoutes(
 
     app.get(
       '/messaging/rate-limit',
-      { config: { permission: 'messaging:read' }, schema: { tags, summary: "An agent's request budget", querystring: RateLimitQuery, response: { 200: DataEnvelope(RateLimitStatus) } } },
+      {
+        config: { permission: 'messaging:read' },
+        schema: {
+          tags,
+          summary: "An agent's request budget",
+          querystring: RateLimitQuery,
+          response: { 200: DataEnvelope(RateLimitStatus) },
+        },
+      },
       async (request, reply) => {
         const agentId = actingAgent(request.principal, request.query.agent_id);
         return ok(reply, await inbox.rateLimit(callerOf(request.principal), agentId));

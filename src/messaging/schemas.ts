@@ -19,7 +19,9 @@ const SendFields = {
 export const SendBody = Type.Object(
   {
     ...SendFields,
-    thread_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Thread the message belongs to (participants only)' })),
+    thread_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'Thread the message belongs to (participants only)' }),
+    ),
     idempotency_key: Type.Optional(
       Type.String({ minLength: 1, maxLength: 255, description: 'A repeat from the same source within 24 h returns the original message' }),
     ),
@@ -32,30 +34,36 @@ export const SendBatchBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Sent = Type.Object({
-  message_id: Type.String(),
-  status: Type.Literal('sent'),
-  timestamp: Timestamp,
-}, { title: 'Sent' });
+export const Sent = Type.Object(
+  {
+    message_id: Type.String(),
+    status: Type.Literal('sent'),
+    timestamp: Timestamp,
+  },
+  { title: 'Sent' },
+);
 
-export const Message = Type.Object({
-  message_id: Type.String(),
-  source: Type.String(),
-  destination: Type.String(),
-  event_name: Type.String(),
-  payload: Type.Unknown(),
-  thread_id: Type.Union([Type.String(), Type.Null()]),
-  timestamp: Timestamp,
-  retry_count: Type.Integer({ description: 'Number of prior deliveries' }),
-  delivery_semantic: DeliverySemantic,
-  status: Type.String({ description: 'sent, delivered (leased), acked, dead, redriven or cancelled' }),
-  redriven_from: Type.Union([Type.String(), Type.Null()], { description: 'The dead letter this message was redriven from' }),
-  traceparent: Type.Optional(
-    Type.Union([Type.String(), Type.Null()], {
-      description: 'W3C trace context of the send: a receiver continues the trace from it (the platform parents an ack or reject to it)',
-    }),
-  ),
-}, { title: 'Message' });
+export const Message = Type.Object(
+  {
+    message_id: Type.String(),
+    source: Type.String(),
+    destination: Type.String(),
+    event_name: Type.String(),
+    payload: Type.Unknown(),
+    thread_id: Type.Union([Type.String(), Type.Null()]),
+    timestamp: Timestamp,
+    retry_count: Type.Integer({ description: 'Number of prior deliveries' }),
+    delivery_semantic: DeliverySemantic,
+    status: Type.String({ description: 'sent, delivered (leased), acked, dead, redriven or cancelled' }),
+    redriven_from: Type.Union([Type.String(), Type.Null()], { description: 'The dead letter this message was redriven from' }),
+    traceparent: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description: 'W3C trace context of the send: a receiver continues the trace from it (the platform parents an ack or reject to it)',
+      }),
+    ),
+  },
+  { title: 'Message' },
+);
 
 export const ReceiveQuery = Type.Object({
   agent_id: Type.Optional(Type.Intersect([AgentId], { description: 'Whose inbox; default: the calling agent' })),
@@ -116,73 +124,93 @@ export const ExtendBody = Type.Object(
 
 export const LeaseExtended = Type.Object({ message_id: Type.String(), visible_at: Type.String() }, { title: 'LeaseExtended' });
 
-export const Attempt = Type.Object({
-  attempt: Type.Integer(),
-  receiver: Type.String(),
-  delivered_at: Timestamp,
-  outcome: Type.Union([Type.String(), Type.Null()]),
-  reason: Type.Union([Type.String(), Type.Null()]),
-  ended_at: NullableTimestamp,
-}, { title: 'MessageAttempt' });
-
-export const DeadLetter = Type.Composite([
-  Message,
-  Type.Object({
+export const Attempt = Type.Object(
+  {
+    attempt: Type.Integer(),
+    receiver: Type.String(),
+    delivered_at: Timestamp,
+    outcome: Type.Union([Type.String(), Type.Null()]),
     reason: Type.Union([Type.String(), Type.Null()]),
-    dead_at: NullableTimestamp,
-    attempts: Type.Array(Attempt),
-    origin: Type.Union(
-      [
-        Type.Object({
-          kind: Type.String({ description: 'plan_step, routine_execution or a2a_task' }),
-          ref: Type.String({ description: 'plan_step: `run_id|step_id|attempt`; routine_execution: the execution id; a2a_task: the task id' }),
-        }),
-        Type.Null(),
-      ],
-      { description: 'The work the message was sent for, whose state follows it: a plan step is redriven with its run (POST /coordination/runs/{run_id}/redrive), not by redriving the message' },
-    ),
-  }),
-], { title: 'DeadLetter' });
+    ended_at: NullableTimestamp,
+  },
+  { title: 'MessageAttempt' },
+);
+
+export const DeadLetter = Type.Composite(
+  [
+    Message,
+    Type.Object({
+      reason: Type.Union([Type.String(), Type.Null()]),
+      dead_at: NullableTimestamp,
+      attempts: Type.Array(Attempt),
+      origin: Type.Union(
+        [
+          Type.Object({
+            kind: Type.String({ description: 'plan_step, routine_execution or a2a_task' }),
+            ref: Type.String({
+              description: 'plan_step: `run_id|step_id|attempt`; routine_execution: the execution id; a2a_task: the task id',
+            }),
+          }),
+          Type.Null(),
+        ],
+        {
+          description:
+            'The work the message was sent for, whose state follows it: a plan step is redriven with its run (POST /coordination/runs/{run_id}/redrive), not by redriving the message',
+        },
+      ),
+    }),
+  ],
+  { title: 'DeadLetter' },
+);
 
 export const AgentQuery = Type.Composite([PageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);
 
-export const Inbox = Type.Object({
-  agent_id: Type.String(),
-  pending: Type.Integer({ description: 'Messages waiting to be received, delayed or backing off ones included' }),
-  leased: Type.Integer({ description: 'Messages received and not settled, their lease still running' }),
-  dead_letters: Type.Integer(),
-  oldest_pending_at: Type.Union([Timestamp, Type.Null()], { description: 'When the oldest pending message was sent' }),
-  oldest_pending_age_seconds: Type.Union([Type.Integer(), Type.Null()], { description: 'How long it has waited, by the server clock' }),
-}, { title: 'Inbox' });
+export const Inbox = Type.Object(
+  {
+    agent_id: Type.String(),
+    pending: Type.Integer({ description: 'Messages waiting to be received, delayed or backing off ones included' }),
+    leased: Type.Integer({ description: 'Messages received and not settled, their lease still running' }),
+    dead_letters: Type.Integer(),
+    oldest_pending_at: Type.Union([Timestamp, Type.Null()], { description: 'When the oldest pending message was sent' }),
+    oldest_pending_age_seconds: Type.Union([Type.Integer(), Type.Null()], { description: 'How long it has waited, by the server clock' }),
+  },
+  { title: 'Inbox' },
+);
 
 export const InboxState = Type.Union([Type.Literal('pending'), Type.Literal('leased')], {
   description: 'pending: waiting to be received (default); leased: received, not yet settled',
 });
 export const InboxMessagesQuery = Type.Composite([PageQuery, Type.Object({ state: Type.Optional(InboxState) })]);
 
-export const InboxMessage = Type.Composite([
-  Message,
-  Type.Object({
-    visible_at: Timestamp,
-    deliveries: Type.Integer({ description: 'Deliveries so far (attempts)' }),
-    max_deliveries: Type.Integer(),
-    lease_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'Leased messages: when the lease runs out' }),
-    leased_to: Type.Union([Type.String(), Type.Null()], { description: 'Leased messages: the receiver' }),
-  }),
-], { title: 'InboxMessage' });
+export const InboxMessage = Type.Composite(
+  [
+    Message,
+    Type.Object({
+      visible_at: Timestamp,
+      deliveries: Type.Integer({ description: 'Deliveries so far (attempts)' }),
+      max_deliveries: Type.Integer(),
+      lease_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'Leased messages: when the lease runs out' }),
+      leased_to: Type.Union([Type.String(), Type.Null()], { description: 'Leased messages: the receiver' }),
+    }),
+  ],
+  { title: 'InboxMessage' },
+);
 
 export const SessionBody = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200 }), metadata: Type.Optional(JsonObject) },
   { additionalProperties: false },
 );
 
-export const Session = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  metadata: JsonObject,
-  created_by: Type.String(),
-  created_at: Timestamp,
-}, { title: 'MessagingSession' });
+export const Session = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    metadata: JsonObject,
+    created_by: Type.String(),
+    created_at: Timestamp,
+  },
+  { title: 'MessagingSession' },
+);
 
 export const ThreadBody = Type.Object(
   {
@@ -198,16 +226,19 @@ export const ThreadBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Thread = Type.Object({
-  id: Type.String(),
-  session_id: Type.String(),
-  name: Type.String(),
-  mode: Type.Union([Type.Literal('wild'), Type.Literal('turn')]),
-  participants: Type.Array(Type.String()),
-  next_speaker: Type.Union([Type.String(), Type.Null()], { description: 'In turn mode, who may send next' }),
-  created_by: Type.String(),
-  created_at: Timestamp,
-}, { title: 'Thread' });
+export const Thread = Type.Object(
+  {
+    id: Type.String(),
+    session_id: Type.String(),
+    name: Type.String(),
+    mode: Type.Union([Type.Literal('wild'), Type.Literal('turn')]),
+    participants: Type.Array(Type.String()),
+    next_speaker: Type.Union([Type.String(), Type.Null()], { description: 'In turn mode, who may send next' }),
+    created_by: Type.String(),
+    created_at: Timestamp,
+  },
+  { title: 'Thread' },
+);
 
 export const SubscribeBody = Type.Object(
   {
@@ -217,21 +248,30 @@ export const SubscribeBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Subscription = Type.Object({ id: Type.String(), agent_id: Type.String(), topic: Type.String(), created_at: Timestamp }, { title: 'Subscription' });
+export const Subscription = Type.Object(
+  { id: Type.String(), agent_id: Type.String(), topic: Type.String(), created_at: Timestamp },
+  { title: 'Subscription' },
+);
 
 export const PublishBody = Type.Object(
   { topic: Topic, payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })) },
   { additionalProperties: false },
 );
 
-export const Published = Type.Object({
-  topic: Type.String(),
-  count: Type.Integer({ description: 'Subscribers the message was delivered to' }),
-  message_ids: Type.Array(Type.String()),
-}, { title: 'Published' });
+export const Published = Type.Object(
+  {
+    topic: Type.String(),
+    count: Type.Integer({ description: 'Subscribers the message was delivered to' }),
+    message_ids: Type.Array(Type.String()),
+  },
+  { title: 'Published' },
+);
 
 export const RateLimitQuery = Type.Object({ agent_id: Type.Optional(AgentId) });
-export const RateLimitStatus = Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset_at: Timestamp }, { title: 'RateLimitStatus' });
+export const RateLimitStatus = Type.Object(
+  { limit: Type.Integer(), remaining: Type.Integer(), reset_at: Timestamp },
+  { title: 'RateLimitStatus' },
+);
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 export const MessageParams = Type.Object({ message_id: Id });
 export const InboxParams = Type.Object({ agent_id: AgentId });

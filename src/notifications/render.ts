@@ -35,18 +35,35 @@ export function webhookBody(notification: Notification, ids: { id: string; chann
  */
 export function slackBody(notification: Notification): string {
   const blocks: unknown[] = [
-    { type: 'header', text: { type: 'plain_text', text: cut(`${SEVERITY_MARK[notification.severity]} ${notification.title}`, SLACK_HEADER_CHARS), emoji: true } },
+    {
+      type: 'header',
+      text: {
+        type: 'plain_text',
+        text: cut(`${SEVERITY_MARK[notification.severity]} ${notification.title}`, SLACK_HEADER_CHARS),
+        emoji: true,
+      },
+    },
     { type: 'section', text: { type: 'mrkdwn', text: cut(slackEscape(notification.text), SLACK_SECTION_CHARS) } },
   ];
   const fields = (notification.fields ?? []).slice(0, SLACK_FIELDS);
   if (fields.length > 0) {
-    blocks.push({ type: 'section', fields: fields.map((f) => ({ type: 'mrkdwn', text: cut(`*${slackEscape(f.name)}*\n${slackEscape(f.value)}`, SLACK_FIELD_CHARS) })) });
+    blocks.push({
+      type: 'section',
+      fields: fields.map((f) => ({ type: 'mrkdwn', text: cut(`*${slackEscape(f.name)}*\n${slackEscape(f.value)}`, SLACK_FIELD_CHARS) })),
+    });
   }
   const buttons: unknown[] = [];
   if (notification.human_step) {
-    buttons.push({ type: 'button', action_id: 'approve', style: 'primary', text: { type: 'plain_text', text: 'Approve' }, url: notification.human_step.approve_url });
+    buttons.push({
+      type: 'button',
+      action_id: 'approve',
+      style: 'primary',
+      text: { type: 'plain_text', text: 'Approve' },
+      url: notification.human_step.approve_url,
+    });
   }
-  if (notification.link) buttons.push({ type: 'button', action_id: 'open', text: { type: 'plain_text', text: 'Open' }, url: notification.link });
+  if (notification.link)
+    buttons.push({ type: 'button', action_id: 'open', text: { type: 'plain_text', text: 'Open' }, url: notification.link });
   if (buttons.length > 0) blocks.push({ type: 'actions', elements: buttons });
   const step = notification.human_step ? ` · run ${notification.human_step.run_id}, step ${notification.human_step.step_id}` : '';
   blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: slackEscape(`Switchboard · ${notification.severity}${step}`) }] });
@@ -72,7 +89,9 @@ export function emailBody(notification: Notification): string {
   const html = [
     `<h2>${htmlEscape(notification.title)}</h2>`,
     `<p>${htmlEscape(notification.text).replaceAll('\n', '<br>')}</p>`,
-    fields.length > 0 ? `<ul>${fields.map((f) => `<li><strong>${htmlEscape(f.name)}</strong>: ${htmlEscape(f.value)}</li>`).join('')}</ul>` : '',
+    fields.length > 0
+      ? `<ul>${fields.map((f) => `<li><strong>${htmlEscape(f.name)}</strong>: ${htmlEscape(f.value)}</li>`).join('')}</ul>`
+      : '',
     links.length > 0 ? `<p>${links.map((l) => `<a href="${htmlEscape(l.url)}">${htmlEscape(l.label)}</a>`).join(' · ')}</p>` : '',
     `<p style="color:#666">Switchboard · ${htmlEscape(notification.severity)}</p>`,
   ].join('\n');

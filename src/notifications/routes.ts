@@ -1,7 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { accepted, created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
-import { Channel, ChannelParams, CreateChannelBody, CreatedChannel, ListChannelsQuery, NotificationSent, UpdateChannelBody } from './schemas.js';
+import {
+  Channel,
+  ChannelParams,
+  CreateChannelBody,
+  CreatedChannel,
+  ListChannelsQuery,
+  NotificationSent,
+  UpdateChannelBody,
+} from './schemas.js';
 import type { NotificationsService } from './service.js';
 
 const tags = ['notifications'];
@@ -15,7 +23,8 @@ export function notificationsRoutes(service: NotificationsService): FastifyPlugi
         config,
         schema: {
           tags,
-          summary: 'Create a notification channel: webhook, slack, email or agent (admin); a webhook channel’s answer shows its signing secret, once',
+          summary:
+            'Create a notification channel: webhook, slack, email or agent (admin); a webhook channel’s answer shows its signing secret, once',
           body: CreateChannelBody,
           response: { 201: DataEnvelope(CreatedChannel) },
         },
@@ -25,7 +34,15 @@ export function notificationsRoutes(service: NotificationsService): FastifyPlugi
 
     app.get(
       '/notifications/channels',
-      { config, schema: { tags, summary: 'List notification channels, oldest first (admin)', querystring: ListChannelsQuery, response: { 200: ListEnvelope(Channel) } } },
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'List notification channels, oldest first (admin)',
+          querystring: ListChannelsQuery,
+          response: { 200: ListEnvelope(Channel) },
+        },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.list(window), window);
@@ -34,7 +51,10 @@ export function notificationsRoutes(service: NotificationsService): FastifyPlugi
 
     app.get(
       '/notifications/channels/:id',
-      { config, schema: { tags, summary: 'Get a notification channel (admin)', params: ChannelParams, response: { 200: DataEnvelope(Channel) } } },
+      {
+        config,
+        schema: { tags, summary: 'Get a notification channel (admin)', params: ChannelParams, response: { 200: DataEnvelope(Channel) } },
+      },
       async (request, reply) => ok(reply, await service.get(request.params.id)),
     );
 
@@ -55,7 +75,15 @@ export function notificationsRoutes(service: NotificationsService): FastifyPlugi
 
     app.delete(
       '/notifications/channels/:id',
-      { config, schema: { tags, summary: 'Delete a notification channel and its delivery log (admin)', params: ChannelParams, response: { 200: Deleted } } },
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Delete a notification channel and its delivery log (admin)',
+          params: ChannelParams,
+          response: { 200: Deleted },
+        },
+      },
       async (request, reply) => {
         await service.remove(request.params.id);
         return deleted(reply, request.params.id);

@@ -14,7 +14,13 @@ const MAX_URL_LENGTH = 2048;
 export const MAX_EMAIL_RECIPIENTS = 20;
 
 export const WebhookChannelConfig = Type.Object(
-  { url: Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'Where notifications are POSTed, signed (Standard Webhooks): an http(s) URL' }) },
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: MAX_URL_LENGTH,
+      description: 'Where notifications are POSTed, signed (Standard Webhooks): an http(s) URL',
+    }),
+  },
   { additionalProperties: false, description: 'webhook: a URL' },
 );
 export const SlackChannelConfig = Type.Object(
@@ -22,7 +28,8 @@ export const SlackChannelConfig = Type.Object(
     webhook_url: Type.String({
       minLength: 1,
       maxLength: MAX_URL_LENGTH,
-      description: 'A Slack incoming-webhook URL (https://hooks.slack.com/services/…); shown only as its origin after it is set: it is a credential',
+      description:
+        'A Slack incoming-webhook URL (https://hooks.slack.com/services/…); shown only as its origin after it is set: it is a credential',
     }),
   },
   { additionalProperties: false, description: 'slack: an incoming webhook' },
@@ -61,7 +68,10 @@ const ChannelTypeSchema = Type.Union(
 const Name = Type.String({ minLength: 1, maxLength: 200, description: 'What the channel is, for people choosing it' });
 export const ChannelId = Type.String({ minLength: 1, maxLength: 100, description: 'Channel id (ntc_…)' });
 
-export const CreateChannelBody = Type.Object({ type: ChannelTypeSchema, name: Name, config: ChannelConfig }, { additionalProperties: false });
+export const CreateChannelBody = Type.Object(
+  { type: ChannelTypeSchema, name: Name, config: ChannelConfig },
+  { additionalProperties: false },
+);
 export type CreateChannelBody = Static<typeof CreateChannelBody>;
 
 export const UpdateChannelBody = Type.Object(
@@ -70,35 +80,46 @@ export const UpdateChannelBody = Type.Object(
 );
 export type UpdateChannelBody = Static<typeof UpdateChannelBody>;
 
-export const Channel = Type.Object({
-  id: Type.String({ description: 'Channel id (ntc_…)' }),
-  type: ChannelTypeSchema,
-  name: Type.String(),
-  config: ChannelConfig,
-  created_by: Type.String({ description: 'Who made it (an actor)' }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-}, { title: 'NotificationChannel' });
+export const Channel = Type.Object(
+  {
+    id: Type.String({ description: 'Channel id (ntc_…)' }),
+    type: ChannelTypeSchema,
+    name: Type.String(),
+    config: ChannelConfig,
+    created_by: Type.String({ description: 'Who made it (an actor)' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'NotificationChannel' },
+);
 export type Channel = Static<typeof Channel>;
 
-export const CreatedChannel = Type.Composite([
-  Channel,
-  Type.Object({
-    secret: Type.Optional(
-      Type.String({ description: 'webhook: the signing secret (whsec_ + base64 of 32 bytes), shown only in this answer: verify deliveries with it' }),
-    ),
-  }),
-], { title: 'CreatedNotificationChannel' });
+export const CreatedChannel = Type.Composite(
+  [
+    Channel,
+    Type.Object({
+      secret: Type.Optional(
+        Type.String({
+          description: 'webhook: the signing secret (whsec_ + base64 of 32 bytes), shown only in this answer: verify deliveries with it',
+        }),
+      ),
+    }),
+  ],
+  { title: 'CreatedNotificationChannel' },
+);
 export type CreatedChannel = Static<typeof CreatedChannel>;
 
 const NullableId = (description: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], description });
 
-export const NotificationSent = Type.Object({
-  channel_id: Type.String(),
-  notification_id: Type.String({ description: 'The notification (ntf_…): the `webhook-id` of its deliveries' }),
-  delivery_id: NullableId('webhook, slack, email: its delivery, listed at GET /api/v1/webhooks/{channel_id}/deliveries'),
-  message_id: NullableId("agent: the message in the agent's inbox"),
-}, { title: 'NotificationSent' });
+export const NotificationSent = Type.Object(
+  {
+    channel_id: Type.String(),
+    notification_id: Type.String({ description: 'The notification (ntf_…): the `webhook-id` of its deliveries' }),
+    delivery_id: NullableId('webhook, slack, email: its delivery, listed at GET /api/v1/webhooks/{channel_id}/deliveries'),
+    message_id: NullableId("agent: the message in the agent's inbox"),
+  },
+  { title: 'NotificationSent' },
+);
 export type NotificationSent = Static<typeof NotificationSent>;
 
 export const ChannelParams = Type.Object({ id: ChannelId });

@@ -8,7 +8,15 @@ import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail, DeliveryTargets, Inbox, Notification, NotificationChannels, NotificationSent } from '../kernel/ports.js';
 import { emailBody, slackBody, webhookBody } from './render.js';
-import { CHANNEL_CONFIGS, type Channel, type ChannelConfig, type ChannelType, type CreateChannelBody, type CreatedChannel, type UpdateChannelBody } from './schemas.js';
+import {
+  CHANNEL_CONFIGS,
+  type Channel,
+  type ChannelConfig,
+  type ChannelType,
+  type CreateChannelBody,
+  type CreatedChannel,
+  type UpdateChannelBody,
+} from './schemas.js';
 import type { ChannelRow, NotificationsStore } from './store.js';
 
 /** Who sends the messages of agent channels (a platform sender, like a run's steps). */
@@ -103,13 +111,25 @@ export class NotificationsService implements NotificationChannels {
       throw InvalidRequest.field('type', 'email channels need an SMTP server: set SWITCHBOARD_SMTP_URL (and SWITCHBOARD_SMTP_FROM)');
     }
     const now = this.deps.clock.now();
-    const row: ChannelRow = { id: newId('ntc', now), type: body.type, name: body.name, config, created_by: creator, created_at: now, updated_at: now };
+    const row: ChannelRow = {
+      id: newId('ntc', now),
+      type: body.type,
+      name: body.name,
+      config,
+      created_by: creator,
+      created_at: now,
+      updated_at: now,
+    };
     const target = targetOf(body.type, body.config);
     return this.deps.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'notification_channel.create', resource: { type: 'notification_channel', id: row.id } });
       await this.deps.store.insertChannel(tx, row);
       if (target === null) return toChannel(row);
-      const { secret } = await this.deps.targets.put(tx, { id: row.id, url: target.url, channelType: body.type, createdBy: creator }, target.field);
+      const { secret } = await this.deps.targets.put(
+        tx,
+        { id: row.id, url: target.url, channelType: body.type, createdBy: creator },
+        target.field,
+      );
       // Slack and email receivers do not verify signatures: only a webhook channel's owner needs its secret.
       return body.type === 'webhook' ? { ...toChannel(row), secret } : toChannel(row);
     });
@@ -135,7 +155,8 @@ export class NotificationsService implements NotificationChannels {
       if (body.config !== undefined) {
         changes.config = checkConfig(type, body.config);
         const target = targetOf(type, body.config);
-        if (target !== null) await this.deps.targets.put(tx, { id, url: target.url, channelType: type, createdBy: row.created_by }, target.field);
+        if (target !== null)
+          await this.deps.targets.put(tx, { id, url: target.url, channelType: type, createdBy: row.created_by }, target.field);
       }
       await this.deps.store.updateChannel(tx, id, changes);
       return toChannel({ ...row, ...changes });
@@ -195,7 +216,11 @@ export class NotificationsService implements NotificationChannels {
         continue;
       }
       const payload =
-        type === 'slack' ? slackBody(notification) : type === 'email' ? emailBody(notification) : webhookBody(notification, { id: notificationId, channelId: id, createdAt: iso(now) });
+        type === 'slack'
+          ? slackBody(notification)
+          : type === 'email'
+            ? emailBody(notification)
+            : webhookBody(notification, { id: notificationId, channelId: id, createdAt: iso(now) });
       const deliveryId = await this.deps.targets.enqueue(tx, id, { id: notificationId, type: NOTIFICATION_EVENT, payload });
       sent.push({ channel_id: id, notification_id: notificationId, delivery_id: deliveryId, message_id: null });
     }

@@ -28,7 +28,10 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
     const webhooks = new WeakMap<FastifyRequest, WebhookRoutine>();
     app.get(
       '/routines',
-      { config: { permission: 'routines:read' }, schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } } },
+      {
+        config: { permission: 'routines:read' },
+        schema: { tags, summary: 'List routines', querystring: ListRoutinesQuery, response: { 200: ListEnvelope(Routine) } },
+      },
       async (request, reply) => {
         const window = page(request.query);
         const { trigger_type, enabled, last_status } = request.query;
@@ -38,13 +41,19 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
 
     app.post(
       '/routines',
-      { config: { permission: 'routines:write' }, schema: { tags, summary: 'Create a routine', body: CreateRoutineBody, response: { 201: DataEnvelope(Routine) } } },
+      {
+        config: { permission: 'routines:write' },
+        schema: { tags, summary: 'Create a routine', body: CreateRoutineBody, response: { 201: DataEnvelope(Routine) } },
+      },
       async (request, reply) => created(reply, await service.create(request.body, request.principal.actor)),
     );
 
     app.get(
       '/routines/:id',
-      { config: { permission: 'routines:read' }, schema: { tags, summary: 'Get a routine', params: RoutineParams, response: { 200: DataEnvelope(Routine) } } },
+      {
+        config: { permission: 'routines:read' },
+        schema: { tags, summary: 'Get a routine', params: RoutineParams, response: { 200: DataEnvelope(Routine) } },
+      },
       async (request, reply) => ok(reply, await service.get(request.params.id)),
     );
 
@@ -65,7 +74,10 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
 
     app.delete(
       '/routines/:id',
-      { config: { permission: 'routines:write' }, schema: { tags, summary: 'Delete a routine with its history', params: RoutineParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'routines:write' },
+        schema: { tags, summary: 'Delete a routine with its history', params: RoutineParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         await service.delete(request.params.id, request.principal);
         return deleted(reply, request.params.id);
@@ -85,7 +97,14 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
         },
       },
       async (request, reply) =>
-        accepted(reply, await service.trigger(request.params.id, { payload: request.body?.payload, reason: request.body?.reason }, request.principal.actor)),
+        accepted(
+          reply,
+          await service.trigger(
+            request.params.id,
+            { payload: request.body?.payload, reason: request.body?.reason },
+            request.principal.actor,
+          ),
+        ),
     );
 
     app.post(
@@ -174,13 +193,19 @@ export function routinesRoutes(service: RoutinesService): FastifyPluginAsyncType
 
     app.get(
       '/routines/executions/:id',
-      { config: { permission: 'routines:read' }, schema: { tags, summary: 'Get an execution', params: RoutineParams, response: { 200: DataEnvelope(Execution) } } },
+      {
+        config: { permission: 'routines:read' },
+        schema: { tags, summary: 'Get an execution', params: RoutineParams, response: { 200: DataEnvelope(Execution) } },
+      },
       async (request, reply) => ok(reply, await service.getExecution(request.params.id)),
     );
 
     app.delete(
       '/routines/executions/:id',
-      { config: { permission: 'routines:write' }, schema: { tags, summary: 'Delete an execution record', params: RoutineParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'routines:write' },
+        schema: { tags, summary: 'Delete an execution record', params: RoutineParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         await service.deleteExecution(request.params.id, request.principal);
         return deleted(reply, request.params.id);

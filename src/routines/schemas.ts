@@ -11,12 +11,17 @@ const CronExpression = Type.String({
   maxLength: 200,
   description: "Cron expression: 5 fields, an optional leading seconds field, or a nickname such as '@hourly'. Required for cron routines.",
 });
-const TimeZone = Type.String({ minLength: 1, maxLength: 100, description: "IANA time zone of the schedule, e.g. 'Europe/Paris'; default UTC" });
+const TimeZone = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description: "IANA time zone of the schedule, e.g. 'Europe/Paris'; default UTC",
+});
 const TargetAgent = Type.Intersect([AgentId], { description: 'Agent whose inbox receives routine.execute' });
 const Payload = Type.Intersect([JsonObject], { description: 'Payload sent to the agent with every execution' });
 const Enabled = Type.Boolean({ description: 'false pauses the routine (it is kept); default true' });
 const CatchUp = Type.Union([Type.Literal('none'), Type.Literal('latest'), Type.Literal('all')], {
-  description: 'Slots missed while the server was down: none (skip them), latest (fire the most recent once; default), all (fire each, at most 100)',
+  description:
+    'Slots missed while the server was down: none (skip them), latest (fire the most recent once; default), all (fire each, at most 100)',
 });
 const Overlap = Type.Union([Type.Literal('allow'), Type.Literal('skip')], {
   description: 'skip: a slot is skipped while the previous execution is still pending or running; default allow',
@@ -45,30 +50,35 @@ export const CreateRoutineBody = Type.Object(
 );
 export type CreateRoutineBody = Static<typeof CreateRoutineBody>;
 
-export const UpdateRoutineBody = Type.Partial(Type.Object({ ...CreateRoutineBody.properties, reason: Reason }), { additionalProperties: false });
+export const UpdateRoutineBody = Type.Partial(Type.Object({ ...CreateRoutineBody.properties, reason: Reason }), {
+  additionalProperties: false,
+});
 export type UpdateRoutineBody = Static<typeof UpdateRoutineBody>;
 
-export const Routine = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
-  trigger_type: TriggerType,
-  cron_expression: Type.Union([Type.String(), Type.Null()]),
-  timezone: Type.String(),
-  target_agent: Type.String(),
-  payload: JsonObject,
-  enabled: Type.Boolean(),
-  catch_up: CatchUp,
-  overlap: Overlap,
-  timeout_seconds: Type.Integer(),
-  next_run_at: Type.Union([Timestamp, Type.Null()], { description: 'Next cron fire time; null for webhook or paused routines' }),
-  last_run_at: NullableTimestamp,
-  created_by: Type.String(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  webhook_url: Type.Optional(Type.String({ description: 'Only when a token was just issued: the token is stored hashed' })),
-  webhook_token: Type.Optional(Type.String({ description: 'Only when a token was just issued' })),
-}, { title: 'Routine' });
+export const Routine = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    description: Type.Union([Type.String(), Type.Null()]),
+    trigger_type: TriggerType,
+    cron_expression: Type.Union([Type.String(), Type.Null()]),
+    timezone: Type.String(),
+    target_agent: Type.String(),
+    payload: JsonObject,
+    enabled: Type.Boolean(),
+    catch_up: CatchUp,
+    overlap: Overlap,
+    timeout_seconds: Type.Integer(),
+    next_run_at: Type.Union([Timestamp, Type.Null()], { description: 'Next cron fire time; null for webhook or paused routines' }),
+    last_run_at: NullableTimestamp,
+    created_by: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    webhook_url: Type.Optional(Type.String({ description: 'Only when a token was just issued: the token is stored hashed' })),
+    webhook_token: Type.Optional(Type.String({ description: 'Only when a token was just issued' })),
+  },
+  { title: 'Routine' },
+);
 export type Routine = Static<typeof Routine>;
 
 export const ExecutionStatus = Type.Union(
@@ -76,30 +86,36 @@ export const ExecutionStatus = Type.Union(
   { description: 'pending until the agent receives it, running until it acknowledges (success) or fails' },
 );
 
-export const Execution = Type.Object({
-  id: Type.String(),
-  routine_id: Type.String(),
-  status: ExecutionStatus,
-  trigger: Type.Union([Type.Literal('cron'), Type.Literal('webhook'), Type.Literal('manual')]),
-  payload: Type.Unknown({ description: 'The payload the agent received' }),
-  scheduled_for: Type.Union([Timestamp, Type.Null()], { description: 'The cron slot (cron executions)' }),
-  message_id: Type.Union([Type.String(), Type.Null()]),
-  output: Type.Union([Type.String(), Type.Null()], { description: "The agent's acknowledge output, or why it failed" }),
-  created_at: Timestamp,
-  started_at: NullableTimestamp,
-  completed_at: NullableTimestamp,
-}, { title: 'RoutineExecution' });
+export const Execution = Type.Object(
+  {
+    id: Type.String(),
+    routine_id: Type.String(),
+    status: ExecutionStatus,
+    trigger: Type.Union([Type.Literal('cron'), Type.Literal('webhook'), Type.Literal('manual')]),
+    payload: Type.Unknown({ description: 'The payload the agent received' }),
+    scheduled_for: Type.Union([Timestamp, Type.Null()], { description: 'The cron slot (cron executions)' }),
+    message_id: Type.Union([Type.String(), Type.Null()]),
+    output: Type.Union([Type.String(), Type.Null()], { description: "The agent's acknowledge output, or why it failed" }),
+    created_at: Timestamp,
+    started_at: NullableTimestamp,
+    completed_at: NullableTimestamp,
+  },
+  { title: 'RoutineExecution' },
+);
 export type Execution = Static<typeof Execution>;
 
-export const Fire = Type.Object({
-  id: Type.String(),
-  routine_id: Type.String(),
-  scheduled_for: Timestamp,
-  outcome: Type.Union([Type.Literal('fired'), Type.Literal('skipped')]),
-  reason: Type.Union([Type.String(), Type.Null()]),
-  execution_id: Type.Union([Type.String(), Type.Null()]),
-  created_at: Timestamp,
-}, { title: 'RoutineFire' });
+export const Fire = Type.Object(
+  {
+    id: Type.String(),
+    routine_id: Type.String(),
+    scheduled_for: Timestamp,
+    outcome: Type.Union([Type.Literal('fired'), Type.Literal('skipped')]),
+    reason: Type.Union([Type.String(), Type.Null()]),
+    execution_id: Type.Union([Type.String(), Type.Null()]),
+    created_at: Timestamp,
+  },
+  { title: 'RoutineFire' },
+);
 export type Fire = Static<typeof Fire>;
 
 export const ListRoutinesQuery = Type.Composite([
@@ -107,14 +123,13 @@ export const ListRoutinesQuery = Type.Composite([
   Type.Object({
     trigger_type: Type.Optional(TriggerType),
     enabled: Type.Optional(Type.Boolean()),
-    last_status: Type.Optional(Type.Intersect([ExecutionStatus], { description: 'Only routines whose latest execution has this status (failed: failing routines)' })),
+    last_status: Type.Optional(
+      Type.Intersect([ExecutionStatus], { description: 'Only routines whose latest execution has this status (failed: failing routines)' }),
+    ),
   }),
 ]);
 
-export const ListExecutionsQuery = Type.Composite([
-  PageQuery,
-  Type.Object({ status: Type.Optional(ExecutionStatus) }),
-]);
+export const ListExecutionsQuery = Type.Composite([PageQuery, Type.Object({ status: Type.Optional(ExecutionStatus) })]);
 
 export const PreviewQuery = Type.Object({
   count: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),

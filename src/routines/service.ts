@@ -143,7 +143,10 @@ export class RoutinesService {
     let token: string | null = null;
     const updated = await this.store.inTransaction(async (tx) => {
       const current = await this.changeable(tx, id, principal);
-      await this.deps.audit.record(tx, { action: `routine.${patch.enabled === undefined ? 'update' : patch.enabled ? 'resume' : 'pause'}`, resource: { type: 'routine', id } });
+      await this.deps.audit.record(tx, {
+        action: `routine.${patch.enabled === undefined ? 'update' : patch.enabled ? 'resume' : 'pause'}`,
+        resource: { type: 'routine', id },
+      });
       const next: RoutineRow = {
         ...current,
         ...(patch.name !== undefined && { name: patch.name }),
@@ -216,7 +219,9 @@ export class RoutinesService {
   async preview(id: string, count: number): Promise<string[]> {
     const row = await this.row(autocommit, id);
     if (row.trigger_type !== 'cron') throw new Conflict(`Routine '${id}' is a webhook routine and has no schedule`);
-    return Schedule.of(row.cron_expression!, row.timezone).upcoming(this.deps.clock.now(), count).map((t) => iso(t));
+    return Schedule.of(row.cron_expression!, row.timezone)
+      .upcoming(this.deps.clock.now(), count)
+      .map((t) => iso(t));
   }
 
   /** Runs a routine now (manual trigger, by `actor`): 409 while it is paused. */
@@ -277,7 +282,13 @@ export class RoutinesService {
   /** Creates executions with their inbox messages in `tx`: one insert for each kind, however many. */
   private async startExecutions(
     tx: Tx,
-    starts: { routine: Pick<RoutineRow, 'id' | 'target_agent' | 'timeout_seconds'>; trigger: ExecutionTrigger; scheduledFor: number | null; payload: unknown; id: string }[],
+    starts: {
+      routine: Pick<RoutineRow, 'id' | 'target_agent' | 'timeout_seconds'>;
+      trigger: ExecutionTrigger;
+      scheduledFor: number | null;
+      payload: unknown;
+      id: string;
+    }[],
   ): Promise<ExecutionRow[]> {
     if (starts.length === 0) return [];
     const now = this.deps.clock.now();
@@ -294,22 +305,20 @@ export class RoutinesService {
         traceparent: fireSpan(routine.id, id, trigger),
       })),
     });
-    const rows = starts.map(
-      ({ routine, trigger, scheduledFor, payload, id }, i): ExecutionRow => ({
-        id,
-        routine_id: routine.id,
-        status: 'pending',
-        trigger,
-        payload: JSON.stringify(payload),
-        scheduled_for: scheduledFor,
-        message_id: sent[i]!.message_id,
-        output: null,
-        deadline_at: now + routine.timeout_seconds * 1000,
-        created_at: now,
-        started_at: null,
-        completed_at: null,
-      }),
-    );
+    const rows = starts.map(({ routine, trigger, scheduledFor, payload, id }, i): ExecutionRow => ({
+      id,
+      routine_id: routine.id,
+      status: 'pending',
+      trigger,
+      payload: JSON.stringify(payload),
+      scheduled_for: scheduledFor,
+      message_id: sent[i]!.message_id,
+      output: null,
+      deadline_at: now + routine.timeout_seconds * 1000,
+      created_at: now,
+      started_at: null,
+      completed_at: null,
+    }));
     await this.store.insertExecutions(tx, rows);
     return rows;
   }
@@ -424,7 +433,13 @@ export class RoutinesService {
         .filter((fire) => fire.outcome === 'fired')
         .map((fire) => {
           const routine = byRoutine.get(fire.routine_id)!;
-          return { routine, trigger: 'cron' as const, scheduledFor: fire.scheduled_for, payload: JSON.parse(routine.payload), id: fire.execution_id! };
+          return {
+            routine,
+            trigger: 'cron' as const,
+            scheduledFor: fire.scheduled_for,
+            payload: JSON.parse(routine.payload),
+            id: fire.execution_id!,
+          };
         }),
     );
     return { fired: started.length, claimed: due.length };
@@ -438,7 +453,15 @@ export class RoutinesService {
     reason: string | null,
     executionId: string | null = null,
   ): FireRow {
-    return { id: newId('fire', now), routine_id: routineId, scheduled_for: slot, outcome, reason, execution_id: executionId, created_at: now };
+    return {
+      id: newId('fire', now),
+      routine_id: routineId,
+      scheduled_for: slot,
+      outcome,
+      reason,
+      execution_id: executionId,
+      created_at: now,
+    };
   }
 
   /** Fails executions that outlived `timeout_seconds` and withdraws their messages. */
@@ -451,7 +474,9 @@ export class RoutinesService {
         const routine = await this.store.findRoutine(tx, execution.routine_id);
         const seconds = routine?.timeout_seconds ?? Math.round((execution.deadline_at - execution.created_at) / 1000);
         const output = `timed out after ${seconds} s without an acknowledgement`;
-        if (await this.store.transitionExecution(tx, execution.id, ['pending', 'running'], { status: 'failed', output, completed_at: now })) {
+        if (
+          await this.store.transitionExecution(tx, execution.id, ['pending', 'running'], { status: 'failed', output, completed_at: now })
+        ) {
           events.push(executionFinished(execution, false, output, SYSTEM_ACTOR));
         }
         if (execution.message_id) await this.deps.inbox.cancel(tx, execution.message_id, 'execution timed out');

@@ -101,7 +101,16 @@ export class RoutinesStore extends Store {
       // Execution ids sort in creation order: the latest is the greatest.
       const status = filter.last_status;
       query = query.where((eb) =>
-        eb(eb.selectFrom('routine_executions as e').select('e.status').whereRef('e.routine_id', '=', 'routines.id').orderBy('e.id', 'desc').limit(1), '=', status),
+        eb(
+          eb
+            .selectFrom('routine_executions as e')
+            .select('e.status')
+            .whereRef('e.routine_id', '=', 'routines.id')
+            .orderBy('e.id', 'desc')
+            .limit(1),
+          '=',
+          status,
+        ),
       );
     }
     return paginate(query, window);
@@ -181,7 +190,16 @@ export class RoutinesStore extends Store {
   async insertFires(tx: Tx, rows: FireRow[]): Promise<FireRow[]> {
     const db = dbOf(tx, this.db);
     if ((await this.fireInsert.count(db, rows)) === rows.length) return rows;
-    const stored = await db.selectFrom('routine_fires').select('id').where(this.caps.inTextList('id', rows.map((r) => r.id))).execute();
+    const stored = await db
+      .selectFrom('routine_fires')
+      .select('id')
+      .where(
+        this.caps.inTextList(
+          'id',
+          rows.map((r) => r.id),
+        ),
+      )
+      .execute();
     const ids = new Set(stored.map((r) => r.id));
     return rows.filter((r) => ids.has(r.id));
   }
@@ -219,7 +237,11 @@ export class RoutinesStore extends Store {
   }
 
   async listFires(tx: Tx, routineId: string, window: Page): Promise<Paged<FireRow>> {
-    const query = dbOf(tx, this.db).selectFrom('routine_fires').selectAll().where('routine_id', '=', routineId).orderBy('scheduled_for', 'desc');
+    const query = dbOf(tx, this.db)
+      .selectFrom('routine_fires')
+      .selectAll()
+      .where('routine_id', '=', routineId)
+      .orderBy('scheduled_for', 'desc');
     return paginate(query, window);
   }
 

@@ -31,12 +31,23 @@ export function toRoutine(row: RoutineRow): Routine {
 }
 
 /** routine.execution.succeeded or .failed, for an execution that just finished. */
-export function executionFinished(execution: Pick<ExecutionRow, 'id' | 'routine_id' | 'trigger'>, succeeded: boolean, output: string | null, actor: string): NewEvent {
+export function executionFinished(
+  execution: Pick<ExecutionRow, 'id' | 'routine_id' | 'trigger'>,
+  succeeded: boolean,
+  output: string | null,
+  actor: string,
+): NewEvent {
   return {
     type: succeeded ? 'routine.execution.succeeded' : 'routine.execution.failed',
     subject: execution.routine_id,
     actor,
-    data: { routine_id: execution.routine_id, execution_id: execution.id, trigger: execution.trigger, status: succeeded ? 'success' : 'failed', output },
+    data: {
+      routine_id: execution.routine_id,
+      execution_id: execution.id,
+      trigger: execution.trigger,
+      status: succeeded ? 'success' : 'failed',
+      output,
+    },
   };
 }
 

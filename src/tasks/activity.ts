@@ -56,7 +56,15 @@ export class ActivityLog {
     const now = this.deps.clock.now();
     await this.deps.store.insertActivity(
       tx,
-      changes.map((c) => ({ id: newId('act', now), task_id: taskId, actor, action: c.action, from_value: c.from, to_value: c.to, created_at: now })),
+      changes.map((c) => ({
+        id: newId('act', now),
+        task_id: taskId,
+        actor,
+        action: c.action,
+        from_value: c.from,
+        to_value: c.to,
+        created_at: now,
+      })),
     );
   }
 

@@ -72,7 +72,11 @@ export class Projects {
     return this.store.inTransaction(async (tx) => {
       await this.changeableProject(tx, id, principal);
       await this.deps.audit.record(tx, { action: 'project.update', resource: { type: 'project', id } });
-      const row = await this.store.updateProject(tx, id, { name: input.name, description: input.description ?? null, updated_at: this.deps.clock.now() });
+      const row = await this.store.updateProject(tx, id, {
+        name: input.name,
+        description: input.description ?? null,
+        updated_at: this.deps.clock.now(),
+      });
       if (!row) throw new NotFound('Project', id);
       return toProject(row);
     });

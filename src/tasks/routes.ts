@@ -32,7 +32,15 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.get(
       '/projects',
-      { config: { permission: 'tasks:read' }, schema: { tags: projectTags, summary: 'List projects, oldest first', querystring: ListProjectsQuery, response: { 200: ListEnvelope(Project) } } },
+      {
+        config: { permission: 'tasks:read' },
+        schema: {
+          tags: projectTags,
+          summary: 'List projects, oldest first',
+          querystring: ListProjectsQuery,
+          response: { 200: ListEnvelope(Project) },
+        },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listProjects(window), window);
@@ -41,13 +49,19 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.post(
       '/projects',
-      { config: { permission: 'tasks:write' }, schema: { tags: projectTags, summary: 'Create a project', body: ProjectBody, response: { 201: DataEnvelope(Project) } } },
+      {
+        config: { permission: 'tasks:write' },
+        schema: { tags: projectTags, summary: 'Create a project', body: ProjectBody, response: { 201: DataEnvelope(Project) } },
+      },
       async (request, reply) => created(reply, await service.createProject(request.body, request.principal)),
     );
 
     app.get(
       '/projects/:id',
-      { config: { permission: 'tasks:read' }, schema: { tags: projectTags, summary: 'Get a project', params: ProjectParams, response: { 200: DataEnvelope(Project) } } },
+      {
+        config: { permission: 'tasks:read' },
+        schema: { tags: projectTags, summary: 'Get a project', params: ProjectParams, response: { 200: DataEnvelope(Project) } },
+      },
       async (request, reply) => ok(reply, await service.getProject(request.params.id)),
     );
 
@@ -69,7 +83,10 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.delete(
       '/projects/:id',
       {
-        config: { permission: 'tasks:write', conflict: 'The project has tasks and cascade is not true (`error.details.tasks` counts them)' },
+        config: {
+          permission: 'tasks:write',
+          conflict: 'The project has tasks and cascade is not true (`error.details.tasks` counts them)',
+        },
         schema: {
           tags: projectTags,
           summary: 'Delete a project (409 while it has tasks, unless cascade=true deletes them too)',
@@ -88,7 +105,15 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.get(
       '/tasks',
-      { config: { permission: 'tasks:read' }, schema: { tags, summary: 'List tasks, oldest first, with filters', querystring: ListTasksQuery, response: { 200: ListEnvelope(Task) } } },
+      {
+        config: { permission: 'tasks:read' },
+        schema: {
+          tags,
+          summary: 'List tasks, oldest first, with filters',
+          querystring: ListTasksQuery,
+          response: { 200: ListEnvelope(Task) },
+        },
+      },
       async (request, reply) => {
         const { limit: _limit, offset: _offset, ...filter } = request.query;
         const window = page(request.query);
@@ -98,13 +123,19 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.post(
       '/tasks',
-      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Create a task', body: CreateTaskBody, response: { 201: DataEnvelope(Task) } } },
+      {
+        config: { permission: 'tasks:write' },
+        schema: { tags, summary: 'Create a task', body: CreateTaskBody, response: { 201: DataEnvelope(Task) } },
+      },
       async (request, reply) => created(reply, await service.createTask(request.body, request.principal)),
     );
 
     app.get(
       '/tasks/:id',
-      { config: { permission: 'tasks:read' }, schema: { tags, summary: 'Get a task', params: TaskParams, response: { 200: DataEnvelope(Task) } } },
+      {
+        config: { permission: 'tasks:read' },
+        schema: { tags, summary: 'Get a task', params: TaskParams, response: { 200: DataEnvelope(Task) } },
+      },
       async (request, reply) => ok(reply, await service.getTask(request.params.id)),
     );
 
@@ -125,7 +156,15 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/tasks/:id',
-      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Delete a task with its comments, dependencies and activity', params: TaskParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'tasks:write' },
+        schema: {
+          tags,
+          summary: 'Delete a task with its comments, dependencies and activity',
+          params: TaskParams,
+          response: { 200: Deleted },
+        },
+      },
       async (request, reply) => {
         await service.deleteTask(request.params.id, request.principal);
         return deleted(reply, request.params.id);
@@ -135,7 +174,11 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
     app.post(
       '/tasks/:id/claim',
       {
-        config: { permission: 'tasks:write', conflict: 'The task is held by another agent, has another status than expected_status, is done, is blocked by open dependencies, or changed while it was claimed (the message says which)' },
+        config: {
+          permission: 'tasks:write',
+          conflict:
+            'The task is held by another agent, has another status than expected_status, is done, is blocked by open dependencies, or changed while it was claimed (the message says which)',
+        },
         schema: {
           tags,
           summary: 'Atomically assign a task to the caller and start it (409 if held by another, blocked, or not in expected_status)',
@@ -165,14 +208,25 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.get(
       '/tasks/:id/dependencies',
-      { config: { permission: 'tasks:read' }, schema: { tags, summary: 'The dependencies of a task, oldest first', params: TaskParams, response: { 200: DataEnvelope(Type.Array(Dependency)) } } },
+      {
+        config: { permission: 'tasks:read' },
+        schema: {
+          tags,
+          summary: 'The dependencies of a task, oldest first',
+          params: TaskParams,
+          response: { 200: DataEnvelope(Type.Array(Dependency)) },
+        },
+      },
       async (request, reply) => ok(reply, await service.listDependencies(request.params.id)),
     );
 
     app.post(
       '/tasks/:id/dependencies',
       {
-        config: { permission: 'tasks:write', conflict: 'The task depends on it already, or the dependency would make a cycle (`error.details.cycle` lists it)' },
+        config: {
+          permission: 'tasks:write',
+          conflict: 'The task depends on it already, or the dependency would make a cycle (`error.details.cycle` lists it)',
+        },
         schema: {
           tags,
           summary: 'Make the task depend on another (409 for self, duplicate or cycle)',
@@ -186,7 +240,10 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/tasks/:id/dependencies/:dep_id',
-      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Remove a dependency', params: DependencyParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'tasks:write' },
+        schema: { tags, summary: 'Remove a dependency', params: DependencyParams, response: { 200: Deleted } },
+      },
       async (request, reply) => deleted(reply, await service.removeDependency(request.params.id, request.params.dep_id, request.principal)),
     );
 
@@ -196,7 +253,13 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
       '/tasks/:id/comments',
       {
         config: { permission: 'tasks:read' },
-        schema: { tags, summary: 'The comments on a task, oldest first', params: TaskParams, querystring: PageQuery, response: { 200: ListEnvelope(Comment) } },
+        schema: {
+          tags,
+          summary: 'The comments on a task, oldest first',
+          params: TaskParams,
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(Comment) },
+        },
       },
       async (request, reply) => {
         const window = page(request.query);
@@ -206,7 +269,10 @@ export function tasksRoutes(service: TasksService): FastifyPluginAsyncTypebox {
 
     app.post(
       '/tasks/:id/comments',
-      { config: { permission: 'tasks:write' }, schema: { tags, summary: 'Comment on a task', params: TaskParams, body: AddCommentBody, response: { 201: DataEnvelope(Comment) } } },
+      {
+        config: { permission: 'tasks:write' },
+        schema: { tags, summary: 'Comment on a task', params: TaskParams, body: AddCommentBody, response: { 201: DataEnvelope(Comment) } },
+      },
       async (request, reply) => created(reply, await service.addComment(request.params.id, request.body.content, request.principal)),
     );
 

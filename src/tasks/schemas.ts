@@ -10,8 +10,7 @@ import { AGENT_ID_PATTERN, PageQuery, Timestamp } from '../http/schemas.js';
 // `type: [string, null]` and `enum` rather than unions (anyOf): the response serializer
 // validates each anyOf branch per value, and request coercion would turn null into "" in a
 // string branch tried first.
-const Nullable = (schema: TString, description: string) =>
-  Type.Unsafe<string | null>({ ...schema, type: ['string', 'null'], description });
+const Nullable = (schema: TString, description: string) => Type.Unsafe<string | null>({ ...schema, type: ['string', 'null'], description });
 const Enum = <T extends string>(values: readonly T[], description: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], description });
 
@@ -44,14 +43,17 @@ export const ProjectBody = Type.Object(
 );
 export type ProjectBody = Static<typeof ProjectBody>;
 
-export const Project = Type.Object({
-  id: Type.String({ description: 'Project id (prj_…)' }),
-  name: Type.String({ description: 'Project name' }),
-  description: Nullable(Type.String(), 'What the project is about; null when not set'),
-  created_by: Type.String({ description: 'Actor that created the project' }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-}, { title: 'Project' });
+export const Project = Type.Object(
+  {
+    id: Type.String({ description: 'Project id (prj_…)' }),
+    name: Type.String({ description: 'Project name' }),
+    description: Nullable(Type.String(), 'What the project is about; null when not set'),
+    created_by: Type.String({ description: 'Actor that created the project' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Project' },
+);
 export type Project = Static<typeof Project>;
 
 export const ProjectParams = Type.Object({ id: ProjectId });
@@ -59,7 +61,8 @@ export const DeleteProjectQuery = Type.Object({
   cascade: Type.Optional(
     Type.Boolean({
       default: false,
-      description: 'true deletes the project with its tasks, their comments, dependencies and activity; otherwise a project with tasks is a 409',
+      description:
+        'true deletes the project with its tasks, their comments, dependencies and activity; otherwise a project with tasks is a 409',
     }),
   ),
 });
@@ -100,20 +103,23 @@ export const UpdateTaskBody = Type.Object(
 );
 export type UpdateTaskBody = Static<typeof UpdateTaskBody>;
 
-export const Task = Type.Object({
-  id: Type.String({ description: 'Task id (tsk_…)' }),
-  project_id: Nullable(Type.String(), 'Owning project, or null'),
-  title: Type.String({ description: 'Task title' }),
-  description: Nullable(Type.String(), 'Description, or null'),
-  status: Type.String({ description: 'todo, in_progress, done or a custom status' }),
-  assigned_to: Nullable(Type.String(), 'Agent the task is assigned to, or null'),
-  priority: Priority,
-  created_by: Type.String({ description: 'Actor that created the task' }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  depends_on: Type.Array(Type.String(), { description: 'Ids of the tasks this task depends on, oldest dependency first' }),
-  blocked: Type.Boolean({ description: 'true while any task in depends_on is not done' }),
-}, { title: 'Task' });
+export const Task = Type.Object(
+  {
+    id: Type.String({ description: 'Task id (tsk_…)' }),
+    project_id: Nullable(Type.String(), 'Owning project, or null'),
+    title: Type.String({ description: 'Task title' }),
+    description: Nullable(Type.String(), 'Description, or null'),
+    status: Type.String({ description: 'todo, in_progress, done or a custom status' }),
+    assigned_to: Nullable(Type.String(), 'Agent the task is assigned to, or null'),
+    priority: Priority,
+    created_by: Type.String({ description: 'Actor that created the task' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    depends_on: Type.Array(Type.String(), { description: 'Ids of the tasks this task depends on, oldest dependency first' }),
+    blocked: Type.Boolean({ description: 'true while any task in depends_on is not done' }),
+  },
+  { title: 'Task' },
+);
 export type Task = Static<typeof Task>;
 
 export const ListTasksQuery = Type.Composite([
@@ -160,13 +166,16 @@ export const AddDependencyBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Dependency = Type.Object({
-  id: Type.String({ description: 'Dependency id (dep_…), used to remove it' }),
-  task_id: Type.String({ description: 'The dependent task' }),
-  depends_on: Type.String({ description: 'The task depended upon' }),
-  created_by: Type.String({ description: 'Actor that added the dependency' }),
-  created_at: Timestamp,
-}, { title: 'TaskDependency' });
+export const Dependency = Type.Object(
+  {
+    id: Type.String({ description: 'Dependency id (dep_…), used to remove it' }),
+    task_id: Type.String({ description: 'The dependent task' }),
+    depends_on: Type.String({ description: 'The task depended upon' }),
+    created_by: Type.String({ description: 'Actor that added the dependency' }),
+    created_at: Timestamp,
+  },
+  { title: 'TaskDependency' },
+);
 export type Dependency = Static<typeof Dependency>;
 
 export const DependencyParams = Type.Object({
@@ -185,13 +194,16 @@ export const AddCommentBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Comment = Type.Object({
-  id: Type.String({ description: 'Comment id (cmt_…)' }),
-  task_id: Type.String({ description: 'The task commented on' }),
-  author: Type.String({ description: 'Actor that wrote the comment' }),
-  content: Type.String({ description: 'Comment text' }),
-  created_at: Timestamp,
-}, { title: 'TaskComment' });
+export const Comment = Type.Object(
+  {
+    id: Type.String({ description: 'Comment id (cmt_…)' }),
+    task_id: Type.String({ description: 'The task commented on' }),
+    author: Type.String({ description: 'Actor that wrote the comment' }),
+    content: Type.String({ description: 'Comment text' }),
+    created_at: Timestamp,
+  },
+  { title: 'TaskComment' },
+);
 export type Comment = Static<typeof Comment>;
 
 // ---- activity ----
@@ -212,13 +224,16 @@ export const ACTIVITY_ACTIONS = [
 ] as const;
 export type ActivityAction = (typeof ACTIVITY_ACTIONS)[number];
 
-export const Activity = Type.Object({
-  id: Type.String({ description: 'Activity entry id (act_…)' }),
-  task_id: Type.String({ description: 'The task that changed' }),
-  actor: Type.String({ description: 'Agent (or admin) that made the change' }),
-  action: Enum(ACTIVITY_ACTIONS, 'What changed'),
-  from: Nullable(Type.String(), 'Previous value (e.g. the old status), or null'),
-  to: Nullable(Type.String(), 'New value (e.g. the new status, the comment or dependency id), or null'),
-  created_at: Timestamp,
-}, { title: 'TaskActivity' });
+export const Activity = Type.Object(
+  {
+    id: Type.String({ description: 'Activity entry id (act_…)' }),
+    task_id: Type.String({ description: 'The task that changed' }),
+    actor: Type.String({ description: 'Agent (or admin) that made the change' }),
+    action: Enum(ACTIVITY_ACTIONS, 'What changed'),
+    from: Nullable(Type.String(), 'Previous value (e.g. the old status), or null'),
+    to: Nullable(Type.String(), 'New value (e.g. the new status, the comment or dependency id), or null'),
+    created_at: Timestamp,
+  },
+  { title: 'TaskActivity' },
+);
 export type Activity = Static<typeof Activity>;

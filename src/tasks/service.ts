@@ -159,7 +159,13 @@ export class TasksService {
       // A new task has no dependents yet, so these edges cannot close a cycle.
       await this.store.insertDependencies(
         tx,
-        dependsOn.map((target) => ({ id: newId('dep', now), task_id: row.id, depends_on: target, created_by: principal.actor, created_at: now })),
+        dependsOn.map((target) => ({
+          id: newId('dep', now),
+          task_id: row.id,
+          depends_on: target,
+          created_by: principal.actor,
+          created_at: now,
+        })),
       );
       await this.activity.record(tx, row.id, principal.actor, [
         { action: 'created', from: null, to: row.title },
@@ -254,9 +260,12 @@ export class TasksService {
       throw new Conflict(`Task '${task.id}' is done; pass expected_status 'done' to reopen and claim it`, { status: task.status });
     }
     if (task.open_dependencies > 0) {
-      throw new Conflict(`Task '${task.id}' is blocked by ${task.open_dependencies} open dependenc${task.open_dependencies === 1 ? 'y' : 'ies'}`, {
-        open_dependencies: task.open_dependencies,
-      });
+      throw new Conflict(
+        `Task '${task.id}' is blocked by ${task.open_dependencies} open dependenc${task.open_dependencies === 1 ? 'y' : 'ies'}`,
+        {
+          open_dependencies: task.open_dependencies,
+        },
+      );
     }
   }
 
@@ -305,10 +314,19 @@ export class TasksService {
       }
       const cycle = cycleThrough(await this.store.reachableEdges(tx, dependsOn), taskId, dependsOn);
       if (cycle) throw new Conflict(`The dependency would create a cycle: ${cycle.join(' → ')}`, { cycle });
-      const row: DependencyRow = { id: newId('dep', now), task_id: taskId, depends_on: dependsOn, created_by: principal.actor, created_at: now };
+      const row: DependencyRow = {
+        id: newId('dep', now),
+        task_id: taskId,
+        depends_on: dependsOn,
+        created_by: principal.actor,
+        created_at: now,
+      };
       await this.store.insertDependencies(tx, [row]);
       await this.adjust(tx, isDone(upstream.status) ? [] : [taskId], 1, dependsOn, principal.actor);
-      const after = await this.store.updateTask(tx, taskId, { updated_at: now, depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]) });
+      const after = await this.store.updateTask(tx, taskId, {
+        updated_at: now,
+        depends_on: JSON.stringify([...toTask(task).depends_on, dependsOn]),
+      });
       const changes: Change[] = [{ action: 'dependency_added', from: null, to: dependsOn }];
       await this.activity.record(tx, taskId, principal.actor, changes);
       await this.updated(tx, after, changes, principal.actor, []);
@@ -357,7 +375,12 @@ export class TasksService {
       await this.referencing(() => this.store.insertComment(tx, row), 'Task', taskId);
       await this.activity.record(tx, taskId, principal.actor, [{ action: 'comment_added', from: null, to: row.id }]);
       const comment = toComment(row);
-      await this.deps.events.append(tx, { type: 'task.commented', subject: taskId, actor: principal.actor, data: { task_id: taskId, comment } });
+      await this.deps.events.append(tx, {
+        type: 'task.commented',
+        subject: taskId,
+        actor: principal.actor,
+        data: { task_id: taskId, comment },
+      });
       return comment;
     });
   }
@@ -431,7 +454,10 @@ export class TasksService {
   private async unblocked(tx: Tx, task: AdjustedTask, cause: string, actor: string): Promise<NewEvent> {
     const payload: UnblockedPayload = { task_id: task.id, project_id: task.project_id, title: task.title, unblocked_by: cause };
     if (this.deps.inbox && task.assigned_to !== null) {
-      await this.deps.inbox.send({ tx, messages: [{ source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload }] });
+      await this.deps.inbox.send({
+        tx,
+        messages: [{ source: PLATFORM_SENDER, destination: task.assigned_to, event_name: TASK_UNBLOCKED, payload }],
+      });
     }
     return { type: 'task.unblocked', subject: task.id, actor, data: { ...payload, assigned_to: task.assigned_to } };
   }
@@ -455,8 +481,15 @@ export class TasksService {
         actor,
         edges.map((e) => ({ action: 'dependency_removed', from: e.depends_on, to: null })),
       );
-      for (const edge of edges) if (!isDone(edge.depends_on_status)) events.push(...(await this.adjust(tx, [task], -1, edge.depends_on, actor)));
-      await this.store.updateTask(tx, task, { updated_at: this.now(), depends_on: without(row, edges.map((e) => e.depends_on)) });
+      for (const edge of edges)
+        if (!isDone(edge.depends_on_status)) events.push(...(await this.adjust(tx, [task], -1, edge.depends_on, actor)));
+      await this.store.updateTask(tx, task, {
+        updated_at: this.now(),
+        depends_on: without(
+          row,
+          edges.map((e) => e.depends_on),
+        ),
+      });
     }
     const removed = await this.store.deleteScope(tx, scope);
     events.push(...ids.map((id): NewEvent => ({ type: 'task.deleted', subject: id, actor, data: { task_id: id } })));

@@ -84,7 +84,11 @@ export class TasksStore extends Store {
     return paginate(dbOf(tx, this.db).selectFrom('projects').selectAll().orderBy('id'), window);
   }
 
-  async updateProject(tx: Tx, id: string, changes: Pick<ProjectRow, 'name' | 'description' | 'updated_at'>): Promise<ProjectRow | undefined> {
+  async updateProject(
+    tx: Tx,
+    id: string,
+    changes: Pick<ProjectRow, 'name' | 'description' | 'updated_at'>,
+  ): Promise<ProjectRow | undefined> {
     return dbOf(tx, this.db).updateTable('projects').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
   }
 

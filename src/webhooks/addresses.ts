@@ -70,8 +70,7 @@ function ipv6Bytes(address: string): Uint8Array {
   return bytes;
 }
 
-const ipv4At = (bytes: Uint8Array, at: number, mask = 0): string =>
-  [0, 1, 2, 3].map((i) => (bytes[at + i]! ^ mask).toString()).join('.');
+const ipv4At = (bytes: Uint8Array, at: number, mask = 0): string => [0, 1, 2, 3].map((i) => (bytes[at + i]! ^ mask).toString()).join('.');
 
 const zeroUpTo = (bytes: Uint8Array, end: number): boolean => bytes.subarray(0, end).every((byte) => byte === 0);
 
@@ -86,7 +85,8 @@ export function embeddedIpv4(address: string): string[] {
   if (zeroUpTo(b, 10) && b[10] === 0xff && b[11] === 0xff) return [ipv4At(b, 12)];
   if (zeroUpTo(b, 12)) return [ipv4At(b, 12)];
   if (zeroUpTo(b, 8) && b[8] === 0xff && b[9] === 0xff && b[10] === 0 && b[11] === 0) return [ipv4At(b, 12)];
-  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && b.subarray(4, 12).every((byte) => byte === 0)) return [ipv4At(b, 12)];
+  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && b.subarray(4, 12).every((byte) => byte === 0))
+    return [ipv4At(b, 12)];
   if (b[0] === 0x20 && b[1] === 0x02) return [ipv4At(b, 2)];
   if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0 && b[3] === 0) return [ipv4At(b, 4), ipv4At(b, 12, 0xff)];
   return [];
@@ -141,7 +141,12 @@ export class ReceiverGuard {
       const [network, prefix] = entry.split('/') as [string, string | undefined];
       const family = isIP(network);
       if (family === 0) this.allowedNames.add(entry.toLowerCase().replace(/\.$/, ''));
-      else this.allowedAddresses.addSubnet(network, prefix === undefined ? (family === 4 ? 32 : 128) : Number(prefix), family === 4 ? 'ipv4' : 'ipv6');
+      else
+        this.allowedAddresses.addSubnet(
+          network,
+          prefix === undefined ? (family === 4 ? 32 : 128) : Number(prefix),
+          family === 4 ? 'ipv4' : 'ipv6',
+        );
     }
   }
 
@@ -151,7 +156,10 @@ export class ReceiverGuard {
    */
   refusal(host: string, address: string): string | null {
     if (!this.options.enabled) return null;
-    const name = host.replace(/^\[(.*)\]$/, '$1').toLowerCase().replace(/\.$/, '');
+    const name = host
+      .replace(/^\[(.*)\]$/, '$1')
+      .toLowerCase()
+      .replace(/\.$/, '');
     if (this.allowedNames.has(name)) return null;
     const bare = address.split('%')[0]!;
     const family = isIP(bare);

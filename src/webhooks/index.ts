@@ -35,7 +35,8 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     metrics: platform.metrics,
     audit: platform.audit,
     sender: new WebhookSender({ timeoutMs: config.webhookTimeoutMs, guard }),
-    mailer: config.smtpUrl === null ? null : new Mailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, timeoutMs: config.webhookTimeoutMs }),
+    mailer:
+      config.smtpUrl === null ? null : new Mailer({ smtpUrl: config.smtpUrl, from: config.smtpFrom, timeoutMs: config.webhookTimeoutMs }),
     guard,
     timeoutMs: config.webhookTimeoutMs,
     retentionDays: config.eventRetentionDays,

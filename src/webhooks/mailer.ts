@@ -57,10 +57,22 @@ export class Mailer implements DeliveryTransport {
       });
       // Accepted for some recipients is delivered (a retry would mail the others twice); the refused ones are noted.
       const refused = info.rejected.length > 0 ? `; refused: ${info.rejected.map(String).join(', ')}` : '';
-      return { delivered: true, statusCode: null, latencyMs: Math.round(performance.now() - started), error: null, responseBody: `${info.response}${refused}` };
+      return {
+        delivered: true,
+        statusCode: null,
+        latencyMs: Math.round(performance.now() - started),
+        error: null,
+        responseBody: `${info.response}${refused}`,
+      };
     } catch (err) {
       if (stop.aborted) return null;
-      return { delivered: false, statusCode: null, latencyMs: Math.round(performance.now() - started), error: describe(err), responseBody: null };
+      return {
+        delivered: false,
+        statusCode: null,
+        latencyMs: Math.round(performance.now() - started),
+        error: describe(err),
+        responseBody: null,
+      };
     }
   }
 }

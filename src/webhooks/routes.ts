@@ -36,7 +36,15 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
 
     app.get(
       '/webhooks',
-      { config: { permission: 'webhooks:admin' }, schema: { tags, summary: 'List webhooks, oldest first (admin)', querystring: ListWebhooksQuery, response: { 200: ListEnvelope(Webhook) } } },
+      {
+        config: { permission: 'webhooks:admin' },
+        schema: {
+          tags,
+          summary: 'List webhooks, oldest first (admin)',
+          querystring: ListWebhooksQuery,
+          response: { 200: ListEnvelope(Webhook) },
+        },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.list(window), window);
@@ -45,7 +53,10 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
 
     app.get(
       '/webhooks/:id',
-      { config: { permission: 'webhooks:admin' }, schema: { tags, summary: 'Get a webhook (admin)', params: WebhookParams, response: { 200: DataEnvelope(Webhook) } } },
+      {
+        config: { permission: 'webhooks:admin' },
+        schema: { tags, summary: 'Get a webhook (admin)', params: WebhookParams, response: { 200: DataEnvelope(Webhook) } },
+      },
       async (request, reply) => ok(reply, await service.get(request.params.id)),
     );
 
@@ -66,7 +77,10 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
 
     app.delete(
       '/webhooks/:id',
-      { config: { permission: 'webhooks:admin' }, schema: { tags, summary: 'Delete a webhook and its delivery log (admin)', params: WebhookParams, response: { 200: Deleted } } },
+      {
+        config: { permission: 'webhooks:admin' },
+        schema: { tags, summary: 'Delete a webhook and its delivery log (admin)', params: WebhookParams, response: { 200: Deleted } },
+      },
       async (request, reply) => {
         await service.remove(request.params.id);
         return deleted(reply, request.params.id);
@@ -79,7 +93,8 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
         config: { permission: 'webhooks:admin' },
         schema: {
           tags,
-          summary: 'A webhook’s (or a webhook, slack or email notification channel’s) deliveries, newest first, with each one’s last attempt (admin)',
+          summary:
+            'A webhook’s (or a webhook, slack or email notification channel’s) deliveries, newest first, with each one’s last attempt (admin)',
           params: WebhookParams,
           querystring: ListDeliveriesQuery,
           response: { 200: ListEnvelope(Delivery) },

@@ -28,14 +28,19 @@ const Description = Type.String({ maxLength: 1000, description: 'What the webhoo
 export const WebhookId = Type.String({ minLength: 1, maxLength: 100, description: 'Webhook id (whk_…)' });
 const DeliveryId = Type.String({ minLength: 1, maxLength: 100, description: 'Delivery id (whd_…)' });
 
-export const CreateWebhookBody = Type.Object({ url: Url, types: Types, description: Type.Optional(Description) }, { additionalProperties: false });
+export const CreateWebhookBody = Type.Object(
+  { url: Url, types: Types, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
 
 export const UpdateWebhookBody = Type.Object(
   {
     url: Type.Optional(Url),
     types: Type.Optional(Types),
-    description: Type.Optional(Type.Unsafe<string | null>({ ...Description, type: ['string', 'null'], description: 'New description; null clears it' })),
+    description: Type.Optional(
+      Type.Unsafe<string | null>({ ...Description, type: ['string', 'null'], description: 'New description; null clears it' }),
+    ),
     enabled: Type.Optional(
       Type.Boolean({ description: 'false stops deliveries; true re-enables a disabled webhook (from the events that happen next)' }),
     ),
@@ -44,26 +49,40 @@ export const UpdateWebhookBody = Type.Object(
 );
 export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
 
-export const Webhook = Type.Object({
-  id: Type.String({ description: 'Webhook id (whk_…)' }),
-  url: Type.String({ description: 'Where deliveries are POSTed' }),
-  types: Type.Array(Type.String(), { description: 'The event types and patterns it receives' }),
-  description: Nullable<string>('string', 'What the webhook is for, or null'),
-  enabled: Type.Boolean({ description: 'false: nothing is delivered (disabled by hand, or after 24 h of failed deliveries)' }),
-  disabled_reason: Nullable<string>('string', 'Why it was disabled; null while enabled'),
-  failing_since: Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', description: 'Since when its deliveries fail in a row; null after a success' }),
-  created_by: Type.String({ description: "Who registered it (an actor: 'admin', key:…, an agent id); 'admin' for webhooks from before this was recorded" }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-}, { title: 'Webhook' });
+export const Webhook = Type.Object(
+  {
+    id: Type.String({ description: 'Webhook id (whk_…)' }),
+    url: Type.String({ description: 'Where deliveries are POSTed' }),
+    types: Type.Array(Type.String(), { description: 'The event types and patterns it receives' }),
+    description: Nullable<string>('string', 'What the webhook is for, or null'),
+    enabled: Type.Boolean({ description: 'false: nothing is delivered (disabled by hand, or after 24 h of failed deliveries)' }),
+    disabled_reason: Nullable<string>('string', 'Why it was disabled; null while enabled'),
+    failing_since: Type.Unsafe<string | null>({
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'Since when its deliveries fail in a row; null after a success',
+    }),
+    created_by: Type.String({
+      description: "Who registered it (an actor: 'admin', key:…, an agent id); 'admin' for webhooks from before this was recorded",
+    }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Webhook' },
+);
 export type Webhook = Static<typeof Webhook>;
 
-export const CreatedWebhook = Type.Composite([
-  Webhook,
-  Type.Object({
-    secret: Type.String({ description: 'The signing secret (whsec_ + base64 of 32 bytes), shown only in this answer: verify deliveries with it' }),
-  }),
-], { title: 'CreatedWebhook' });
+export const CreatedWebhook = Type.Composite(
+  [
+    Webhook,
+    Type.Object({
+      secret: Type.String({
+        description: 'The signing secret (whsec_ + base64 of 32 bytes), shown only in this answer: verify deliveries with it',
+      }),
+    }),
+  ],
+  { title: 'CreatedWebhook' },
+);
 export type CreatedWebhook = Static<typeof CreatedWebhook>;
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
@@ -72,32 +91,39 @@ const DeliveryStatus = Type.Unsafe<(typeof DELIVERY_STATUSES)[number]>({
   enum: [...DELIVERY_STATUSES],
   description: 'pending (to be attempted, or retried), delivered (a 2xx answer) or failed (no 2xx within 24 h of the first attempt)',
 });
-const NullableTimestamp = (description: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', description });
+const NullableTimestamp = (description: string) =>
+  Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', description });
 
-export const Delivery = Type.Object({
-  id: Type.String({ description: 'Delivery id (whd_…)' }),
-  webhook_id: Type.String(),
-  event_id: Type.String({ description: 'The event sent: the `webhook-id` header of every attempt' }),
-  event_type: Type.String(),
-  status: DeliveryStatus,
-  attempts: Type.Integer({ description: 'Attempts made so far' }),
-  last_status_code: Nullable<number>('integer', "The last attempt's HTTP status; null when there was no answer (or it is in progress)"),
-  latency_ms: Nullable<number>('integer', 'How long the last attempt took; null while it is in progress'),
-  error: Nullable<string>('string', 'Why the last attempt failed; null when it delivered'),
-  response_body: Nullable<string>('string', "The first 4 KiB of the last answer's body"),
-  next_attempt_at: NullableTimestamp('When it is attempted next; null once delivered or failed'),
-  last_attempt_at: NullableTimestamp('When it was last attempted'),
-  created_at: Timestamp,
-}, { title: 'WebhookDelivery' });
+export const Delivery = Type.Object(
+  {
+    id: Type.String({ description: 'Delivery id (whd_…)' }),
+    webhook_id: Type.String(),
+    event_id: Type.String({ description: 'The event sent: the `webhook-id` header of every attempt' }),
+    event_type: Type.String(),
+    status: DeliveryStatus,
+    attempts: Type.Integer({ description: 'Attempts made so far' }),
+    last_status_code: Nullable<number>('integer', "The last attempt's HTTP status; null when there was no answer (or it is in progress)"),
+    latency_ms: Nullable<number>('integer', 'How long the last attempt took; null while it is in progress'),
+    error: Nullable<string>('string', 'Why the last attempt failed; null when it delivered'),
+    response_body: Nullable<string>('string', "The first 4 KiB of the last answer's body"),
+    next_attempt_at: NullableTimestamp('When it is attempted next; null once delivered or failed'),
+    last_attempt_at: NullableTimestamp('When it was last attempted'),
+    created_at: Timestamp,
+  },
+  { title: 'WebhookDelivery' },
+);
 export type Delivery = Static<typeof Delivery>;
 
-export const DeliveryAttempt = Type.Object({
-  attempt: Type.Integer({ description: '1 for the first attempt' }),
-  started_at: Timestamp,
-  status_code: Nullable<number>('integer', 'The HTTP status answered; null when there was no answer'),
-  latency_ms: Nullable<number>('integer', 'How long the attempt took'),
-  error: Nullable<string>('string', 'Why it failed; null when it delivered'),
-}, { title: 'WebhookDeliveryAttempt' });
+export const DeliveryAttempt = Type.Object(
+  {
+    attempt: Type.Integer({ description: '1 for the first attempt' }),
+    started_at: Timestamp,
+    status_code: Nullable<number>('integer', 'The HTTP status answered; null when there was no answer'),
+    latency_ms: Nullable<number>('integer', 'How long the attempt took'),
+    error: Nullable<string>('string', 'Why it failed; null when it delivered'),
+  },
+  { title: 'WebhookDeliveryAttempt' },
+);
 export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
 
 export const WebhookParams = Type.Object({ id: WebhookId });

@@ -120,7 +120,8 @@ export class WebhookSender implements DeliveryTransport {
         request.on('socket', (socket) => {
           socket.once('connect', () => {
             const connected = socket.remoteAddress;
-            const refused = connected === undefined ? `${url.hostname}: connected to an unknown address` : guard.refusal(url.hostname, connected);
+            const refused =
+              connected === undefined ? `${url.hostname}: connected to an unknown address` : guard.refusal(url.hostname, connected);
             if (refused !== null) request.destroy(new ReceiverRefused(refused));
           });
         });
@@ -139,7 +140,12 @@ export class WebhookSender implements DeliveryTransport {
               delivered: status >= 200 && status < 300,
               statusCode: status,
               latencyMs: Math.round(performance.now() - started),
-              error: status >= 200 && status < 300 ? null : redirect ? `redirect${location ? ` to ${location}` : ''} not followed` : `HTTP ${status}`,
+              error:
+                status >= 200 && status < 300
+                  ? null
+                  : redirect
+                    ? `redirect${location ? ` to ${location}` : ''} not followed`
+                    : `HTTP ${status}`,
               responseBody: storable(Buffer.concat(chunks)),
             });
             response.destroy();

@@ -12,7 +12,15 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AuditTrail, type DeliveryTarget, type DeliveryTargets, type EventLog } from '../kernel/ports.js';
 import { topicMatches } from '../kernel/topics.js';
 import type { ReceiverGuard } from './addresses.js';
-import type { CreatedWebhook, CreateWebhookBody, Delivery, DeliveryAttempt, ListDeliveriesQuery, UpdateWebhookBody, Webhook } from './schemas.js';
+import type {
+  CreatedWebhook,
+  CreateWebhookBody,
+  Delivery,
+  DeliveryAttempt,
+  ListDeliveriesQuery,
+  UpdateWebhookBody,
+  Webhook,
+} from './schemas.js';
 import type { AttemptResult, DeliveryTransport } from './sender.js';
 import type { ClaimedDelivery, DeliveryRow, WebhookRow, WebhooksStore } from './store.js';
 import { toDelivery, toWebhook } from './views.js';
@@ -360,11 +368,18 @@ export class WebhooksService {
         },
       },
       async (span) => {
-        const message = { url: delivery.url, secret: delivery.secret, eventId: delivery.event_id, payload: delivery.payload, timestamp: this.deps.clock.now() };
+        const message = {
+          url: delivery.url,
+          secret: delivery.secret,
+          eventId: delivery.event_id,
+          payload: delivery.payload,
+          timestamp: this.deps.clock.now(),
+        };
         const transport = mail ? this.deps.mailer : this.deps.sender;
         const result = transport ? await transport.send(message, stop) : NO_SMTP_SERVER;
         if (result?.statusCode != null) span.setAttribute('http.response.status_code', result.statusCode);
-        if (result && !result.delivered) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? `HTTP ${result.statusCode}` });
+        if (result && !result.delivered)
+          span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? `HTTP ${result.statusCode}` });
         // Shutting down: the lease runs out and another node (or the next start) tries again.
         if (result) await this.record(delivery, result);
       },
@@ -441,7 +456,13 @@ export class WebhooksService {
     });
   }
 
-  private deliveryRow(webhookId: string, seq: number | null, event: Pick<Event, 'id' | 'type'>, now: number, payload = JSON.stringify(event)): DeliveryRow {
+  private deliveryRow(
+    webhookId: string,
+    seq: number | null,
+    event: Pick<Event, 'id' | 'type'>,
+    now: number,
+    payload = JSON.stringify(event),
+  ): DeliveryRow {
     return {
       id: newId('whd', now),
       attempts: 0,

@@ -15,7 +15,10 @@ export type AttemptRow = Selectable<DeliveryAttemptsTable>;
 export type WebhookCursor = Pick<WebhookRow, 'id' | 'types' | 'cursor'>;
 
 /** A claimed delivery: what its attempt sends, and the attempt number that owns it. */
-export type ClaimedDelivery = Pick<DeliveryRow, 'id' | 'webhook_id' | 'event_id' | 'payload' | 'attempts' | 'first_attempt_at' | 'last_attempt_at'>;
+export type ClaimedDelivery = Pick<
+  DeliveryRow,
+  'id' | 'webhook_id' | 'event_id' | 'payload' | 'attempts' | 'first_attempt_at' | 'last_attempt_at'
+>;
 
 /** How an attempt ended, as it is written to its delivery. */
 export type AttemptOutcome = Pick<
@@ -99,12 +102,22 @@ export class WebhooksStore extends Store {
 
   /** Starts a failing streak at `now` unless one is running. */
   async markFailing(tx: Tx, id: string, now: number): Promise<void> {
-    await dbOf(tx, this.db).updateTable('webhooks').set({ failing_since: now }).where('id', '=', id).where('failing_since', 'is', null).execute();
+    await dbOf(tx, this.db)
+      .updateTable('webhooks')
+      .set({ failing_since: now })
+      .where('id', '=', id)
+      .where('failing_since', 'is', null)
+      .execute();
   }
 
   /** Ends a failing streak (a delivery succeeded). */
   async clearFailing(tx: Tx, id: string): Promise<void> {
-    await dbOf(tx, this.db).updateTable('webhooks').set({ failing_since: null }).where('id', '=', id).where('failing_since', 'is not', null).execute();
+    await dbOf(tx, this.db)
+      .updateTable('webhooks')
+      .set({ failing_since: null })
+      .where('id', '=', id)
+      .where('failing_since', 'is not', null)
+      .execute();
   }
 
   // ---- deliveries ----
@@ -120,7 +133,12 @@ export class WebhooksStore extends Store {
   }
 
   async findDelivery(tx: Tx, webhookId: string, id: string): Promise<DeliveryRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('webhook_deliveries').selectAll().where('id', '=', id).where('webhook_id', '=', webhookId).executeTakeFirst();
+    return dbOf(tx, this.db)
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', id)
+      .where('webhook_id', '=', webhookId)
+      .executeTakeFirst();
   }
 
   /** A webhook's deliveries, newest first. */
@@ -208,13 +226,24 @@ export class WebhooksStore extends Store {
 
   /** A delivery's attempts, oldest first. */
   async listAttempts(tx: Tx, deliveryId: string, window: Page): Promise<Paged<AttemptRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('webhook_delivery_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt'), window);
+    return paginate(
+      dbOf(tx, this.db).selectFrom('webhook_delivery_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt'),
+      window,
+    );
   }
 
   /** Deletes up to `limit` delivered or failed deliveries created before `cutoff`; returns how many. */
   async deleteSettledBefore(tx: Tx, cutoff: number, limit: number): Promise<number> {
     return atomically(tx, this.db, async (trx) => {
-      const old = (await trx.selectFrom('webhook_deliveries').select('id').where('status', '!=', 'pending').where('created_at', '<', cutoff).limit(limit).execute()).map((row) => row.id);
+      const old = (
+        await trx
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where('status', '!=', 'pending')
+          .where('created_at', '<', cutoff)
+          .limit(limit)
+          .execute()
+      ).map((row) => row.id);
       if (old.length === 0) return 0;
       await trx.deleteFrom('webhook_delivery_attempts').where(this.caps.inTextList('delivery_id', old)).execute();
       const result = await trx.deleteFrom('webhook_deliveries').where(this.caps.inTextList('id', old)).executeTakeFirst();

@@ -43,7 +43,12 @@ function request(text: string, options: { returnImmediately?: boolean } = {}): S
 async function registered(server: TestServer, agentId: string, capabilities: string[]): Promise<Api> {
   const agent = await server.agent(agentId);
   for (const capability of capabilities) {
-    const res = await agent.post('/api/v1/discovery/capabilities', { agent_id: agentId, capability, metadata: { description: `does ${capability}` }, groups: ['team'] });
+    const res = await agent.post('/api/v1/discovery/capabilities', {
+      agent_id: agentId,
+      capability,
+      metadata: { description: `does ${capability}` },
+      groups: ['team'],
+    });
     expect(res.status).toBe(201);
   }
   return agent;
@@ -58,7 +63,13 @@ async function registeredWith(server: TestServer, agentId: string, capability: s
 }
 
 /** A JSON-RPC call to an agent's endpoint (`agentId` empty: the server's own). */
-async function rpc(server: TestServer, agentId: string, body: string, key: string | null = server.adminKey, contentType = 'application/json') {
+async function rpc(
+  server: TestServer,
+  agentId: string,
+  body: string,
+  key: string | null = server.adminKey,
+  contentType = 'application/json',
+) {
   const headers: Record<string, string> = { 'content-type': contentType };
   if (key !== null) headers.authorization = `Bearer ${key}`;
   const res = await fetch(agentId === '' ? `${server.url}/a2a` : `${server.url}/a2a/${agentId}`, { method: 'POST', headers, body });
@@ -75,7 +86,7 @@ describeEachDialect('A2A', (dialect) => {
   let n = 0;
   const agentName = () => `a2a-${dialect}-${++n}-${randomUUID().slice(0, 6)}`;
 
-  it('serves a public server card and, with a key, each agent\'s card with its capabilities as skills', async () => {
+  it("serves a public server card and, with a key, each agent's card with its capabilities as skills", async () => {
     const id = agentName();
     const agent = await registered(server, id, ['summarize', 'translate']);
     const resolver = new DefaultAgentCardResolver({ fetchImpl: bearerFetch(agent.key!) });
@@ -86,33 +97,49 @@ describeEachDialect('A2A', (dialect) => {
     expect(serverCard.name).toBe('Switchboard');
     expect(serverCard.description).toContain('/a2a/{agent_id}/.well-known/agent-card.json');
     // A2A 1.0 requires an interface: the server's own endpoint, which routes through discovery.
-    expect(serverCard.supportedInterfaces).toEqual([{ url: `${server.url}/a2a`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }]);
+    expect(serverCard.supportedInterfaces).toEqual([
+      { url: `${server.url}/a2a`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+    ]);
     // Every registered capability is a skill; which agents offer it is not told.
     expect(serverCard.skills.filter((skill) => skill.id === 'summarize' || skill.id === 'translate')).toEqual([
       expect.objectContaining({ id: 'summarize', name: 'summarize', description: 'does summarize', tags: ['summarize'] }),
       expect.objectContaining({ id: 'translate', name: 'translate', description: 'does translate', tags: ['translate'] }),
     ]);
     expect(JSON.stringify(serverCard)).not.toContain(id);
-    expect(await plain.json()).toEqual(AgentCard.toJSON(AgentCard.fromJSON(await (await fetch(`${server.url}/.well-known/agent-card.json`)).json())));
+    expect(await plain.json()).toEqual(
+      AgentCard.toJSON(AgentCard.fromJSON(await (await fetch(`${server.url}/.well-known/agent-card.json`)).json())),
+    );
 
     const card = await resolver.resolve(`${server.url}/a2a/${id}/`);
     expect(card.name).toBe(id);
     expect(card.skills.map((s) => s.id).sort()).toEqual(['summarize', 'translate']);
     expect(card.skills[0]!.tags).toContain('group:team');
     expect(card.description).toContain('team');
-    expect(card.supportedInterfaces[0]).toMatchObject({ url: `${server.url}/a2a/${id}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    expect(card.supportedInterfaces[0]).toMatchObject({
+      url: `${server.url}/a2a/${id}`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+    });
     expect(card.capabilities?.streaming).toBe(true);
     expect(card.securitySchemes.bearer?.scheme).toMatchObject({ $case: 'httpAuthSecurityScheme', value: { scheme: 'Bearer' } });
     // The wire form is A2A's JSON (what AgentCard.toJSON writes).
-    const raw = await (await fetch(`${server.url}/a2a/${id}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${agent.key}` } })).json();
+    const raw = await (
+      await fetch(`${server.url}/a2a/${id}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${agent.key}` } })
+    ).json();
     expect(raw).toEqual(AgentCard.toJSON(card));
 
     // The agent's card needs a key; an agent nobody registered has none.
     expect((await fetch(`${server.url}/a2a/${id}/.well-known/agent-card.json`)).status).toBe(401);
-    expect((await fetch(`${server.url}/a2a/nobody-${id}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${server.adminKey}` } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${server.url}/a2a/nobody-${id}/.well-known/agent-card.json`, {
+          headers: { authorization: `Bearer ${server.adminKey}` },
+        })
+      ).status,
+    ).toBe(404);
   });
 
-  it('a message becomes an inbox message; the agent\'s acknowledgement completes the task with its output', async () => {
+  it("a message becomes an inbox message; the agent's acknowledgement completes the task with its output", async () => {
     const id = agentName();
     const agent = await registered(server, id, ['echo']);
     const worker = runAgent(agent, id, (message) => ({ output: `echo: ${message.payload.message.parts[0].text}` }));
@@ -125,7 +152,11 @@ describeEachDialect('A2A', (dialect) => {
 
       const [seen] = worker.handled;
       expect(seen).toMatchObject({ source: `${id}-caller`, destination: id, event_name: 'a2a.message' });
-      expect(seen!.payload).toMatchObject({ task_id: result.id, context_id: result.contextId, message: { role: 'ROLE_USER', parts: [{ text: 'hello' }] } });
+      expect(seen!.payload).toMatchObject({
+        task_id: result.id,
+        context_id: result.contextId,
+        message: { role: 'ROLE_USER', parts: [{ text: 'hello' }] },
+      });
 
       const again = await client.getTask({ tenant: '', id: result.id });
       expect(again.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -201,7 +232,10 @@ describeEachDialect('A2A', (dialect) => {
     const states = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' ? [e.payload.value.status?.state] : []));
     expect(states).toEqual([TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]);
     const artifact = events.find((e) => e.payload?.$case === 'artifactUpdate');
-    expect(artifact?.payload?.$case === 'artifactUpdate' && artifact.payload.value.artifact?.parts[0]?.content).toEqual({ $case: 'text', value: 'streamed result' });
+    expect(artifact?.payload?.$case === 'artifactUpdate' && artifact.payload.value.artifact?.parts[0]?.content).toEqual({
+      $case: 'text',
+      value: 'streamed result',
+    });
 
     const taskId = first.value?.payload?.$case === 'task' ? first.value.payload.value.id : '';
     const replay: StreamResponse[] = [];
@@ -238,19 +272,28 @@ describeEachDialect('A2A', (dialect) => {
     const skill = `front-door-${skilled}`;
     const workers = [
       runAgent(await registered(server, skilled, [skill]), skilled, () => ({ output: `done by ${skilled}` })),
-      runAgent(await registeredWith(server, translator, 'translate-french', 'Translates letters written in French into English'), translator, () => ({
-        output: `translated by ${translator}`,
-      })),
+      runAgent(
+        await registeredWith(server, translator, 'translate-french', 'Translates letters written in French into English'),
+        translator,
+        () => ({
+          output: `translated by ${translator}`,
+        }),
+      ),
     ];
     try {
       const caller = await server.agent(`${skilled}-caller`);
       const fetchImpl = bearerFetch(caller.key!);
       const factory = new ClientFactory(
-        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) }),
+        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+          transports: [new JsonRpcTransportFactory({ fetchImpl })],
+          cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+        }),
       );
       // The official client, from the server's own card.
       const client = await factory.createFromUrl(`${server.url}/`);
-      const bySkill = (await client.sendMessage(SendMessageRequest.fromJSON({ ...requestJson('anything'), metadata: { skill, strategy: 'least_loaded' } }))) as Task;
+      const bySkill = (await client.sendMessage(
+        SendMessageRequest.fromJSON({ ...requestJson('anything'), metadata: { skill, strategy: 'least_loaded' } }),
+      )) as Task;
       expect(bySkill.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
       expect(textOf(bySkill)).toBe(`done by ${skilled}`);
       expect(bySkill.metadata).toMatchObject({ agent_id: skilled });
@@ -262,7 +305,8 @@ describeEachDialect('A2A', (dialect) => {
       const getTask = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: byText.id } });
       expect((await rpc(server, translator, getTask, caller.key)).body.result.id).toBe(byText.id);
 
-      const send = (params: Record<string, unknown>) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: requestJson('x').message, ...params } });
+      const send = (params: Record<string, unknown>) =>
+        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: requestJson('x').message, ...params } });
       const noSkill = await rpc(server, '', send({ metadata: { skill: `nobody-offers-${skilled}` } }), caller.key);
       expect(noSkill.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/healthy agent with skill/) });
       expect((await rpc(server, '', send({ metadata: { skill, strategy: 'no-such-strategy' } }), caller.key)).body.error.code).toBe(-32602);
@@ -276,7 +320,12 @@ describeEachDialect('A2A', (dialect) => {
   it('refuses calls without a key (401) and answers bad JSON-RPC with JSON-RPC errors, never a 500', async () => {
     const id = agentName();
     await registered(server, id, ['strict']);
-    const send = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: Message.toJSON(request('x').message!) } });
+    const send = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: Message.toJSON(request('x').message!) },
+    });
     expect((await rpc(server, id, send, null)).status).toBe(401);
     expect((await rpc(server, id, send, 'sk_not_a_key')).status).toBe(401);
 
@@ -289,13 +338,61 @@ describeEachDialect('A2A', (dialect) => {
       [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: 'x' }), -32602],
       [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'no-such-task' } }), -32001],
       [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} }), -32602],
-      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { role: 'ROLE_USER', parts: [{ text: 'no id' }] } } }), -32602],
-      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: 'a' }] } } }), -32602],
-      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', taskId: 't', parts: [{ text: 'a' }] } } }), -32004],
-      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a\u0000b' }] } } }), -32602],
-      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a\ud800b' }] } } }), -32602],
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { role: 'ROLE_USER', parts: [{ text: 'no id' }] } },
+        }),
+        -32602,
+      ],
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: 'a' }] } },
+        }),
+        -32602,
+      ],
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { messageId: 'm', role: 'ROLE_USER', taskId: 't', parts: [{ text: 'a' }] } },
+        }),
+        -32004,
+      ],
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a\u0000b' }] } },
+        }),
+        -32602,
+      ],
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'a\ud800b' }] } },
+        }),
+        -32602,
+      ],
       [`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":${'['.repeat(100)}${']'.repeat(100)}}`, -32600],
-      [JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 'x', url: 'http://127.0.0.1:9/' } }), -32003],
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'CreateTaskPushNotificationConfig',
+          params: { taskId: 'x', url: 'http://127.0.0.1:9/' },
+        }),
+        -32003,
+      ],
     ];
     for (const [body, code] of cases) {
       const res = await rpc(server, id, body);

@@ -24,7 +24,10 @@ describeEachDialect('Artifacts: group shares open to the members an admin grante
     while (!caughtUp()) await stream.until(stream.events.length + 1);
     const mcp = await mcpClient(server, client.key!);
     try {
-      const result = (await mcp.callTool({ name: 'read_artifact', arguments: { artifact_id: id } })) as { isError?: boolean; structuredContent?: { text?: string } };
+      const result = (await mcp.callTool({ name: 'read_artifact', arguments: { artifact_id: id } })) as {
+        isError?: boolean;
+        structuredContent?: { text?: string };
+      };
       return {
         download: (await download(client, `/api/v1/artifacts/${id}/download`)).status,
         events: (await client.get(`/api/v1/events?subject=${id}`)).body.data.map((e: { type: string }) => e.type),
@@ -65,7 +68,9 @@ describeEachDialect('Artifacts: group shares open to the members an admin grante
       stream: ['artifact.version_created'],
       mcp: '"q3 numbers, revised"',
     });
-    expect((await intruder.get('/api/v1/artifacts/shared')).body.data.map((a: { id: string }) => a.id).sort()).toEqual([art.id, probe].sort());
+    expect((await intruder.get('/api/v1/artifacts/shared')).body.data.map((a: { id: string }) => a.id).sort()).toEqual(
+      [art.id, probe].sort(),
+    );
 
     // Removed again: closed again.
     expect((await server.api.delete('/api/v1/auth/groups/finance/members/ag-intruder')).status).toBe(200);
@@ -76,7 +81,12 @@ describeEachDialect('Artifacts: group shares open to the members an admin grante
     const agent = await server.agent('ag-member');
     const grant = await server.api.put('/api/v1/auth/groups/legal/members/ag-member');
     expect(grant.status).toBe(201);
-    expect(grant.body.data).toEqual({ group: 'legal', agent_id: 'ag-member', granted_by: expect.any(String), granted_at: expect.any(String) });
+    expect(grant.body.data).toEqual({
+      group: 'legal',
+      agent_id: 'ag-member',
+      granted_by: expect.any(String),
+      granted_at: expect.any(String),
+    });
     const again = await server.api.put('/api/v1/auth/groups/legal/members/ag-member');
     expect([again.status, again.body.data]).toEqual([200, grant.body.data]);
     expect((await server.api.put('/api/v1/auth/groups/legal/members/ag-other')).status).toBe(201);
@@ -89,10 +99,18 @@ describeEachDialect('Artifacts: group shares open to the members an admin grante
       { group: 'legal', members: ['ag-member', 'ag-other'] },
     ]);
     const members = await server.api.get('/api/v1/auth/groups/legal/members?limit=1');
-    expect([members.status, members.body.data.map((m: { agent_id: string }) => m.agent_id), members.body.meta.total]).toEqual([200, ['ag-member'], 2]);
+    expect([members.status, members.body.data.map((m: { agent_id: string }) => m.agent_id), members.body.meta.total]).toEqual([
+      200,
+      ['ag-member'],
+      2,
+    ]);
     expect((await server.api.get('/api/v1/auth/groups/nobody-here/members')).status).toBe(404);
 
-    expect((await server.api.delete('/api/v1/auth/groups/legal/members/ag-member')).body.data).toEqual({ group: 'legal', agent_id: 'ag-member', deleted: true });
+    expect((await server.api.delete('/api/v1/auth/groups/legal/members/ag-member')).body.data).toEqual({
+      group: 'legal',
+      agent_id: 'ag-member',
+      deleted: true,
+    });
     expect((await server.api.delete('/api/v1/auth/groups/legal/members/ag-member')).status).toBe(404);
 
     // Agents cannot grant themselves (or anyone) a membership, nor read who is in a group.
@@ -104,7 +122,9 @@ describeEachDialect('Artifacts: group shares open to the members an admin grante
     ] as const) {
       expect((await agent.request(method, path)).status, `${method} ${path}`).toBe(403);
     }
-    expect((await server.api.get('/api/v1/auth/groups/legal/members')).body.data.map((m: { agent_id: string }) => m.agent_id)).toEqual(['ag-other']);
+    expect((await server.api.get('/api/v1/auth/groups/legal/members')).body.data.map((m: { agent_id: string }) => m.agent_id)).toEqual([
+      'ag-other',
+    ]);
     expect((await server.api.put('/api/v1/auth/groups/bad%20name/members/ag-member')).status).toBe(400);
     expect((await server.api.put('/api/v1/auth/groups/legal/members/bad%20id!')).status).toBe(400);
   });

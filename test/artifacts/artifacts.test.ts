@@ -1,7 +1,17 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
-import { blobFiles, bytesOf, contentExists, createArtifact, download, inlineContents, sendForm, sha256, storedContent } from './fixtures.js';
+import {
+  blobFiles,
+  bytesOf,
+  contentExists,
+  createArtifact,
+  download,
+  inlineContents,
+  sendForm,
+  sha256,
+  storedContent,
+} from './fixtures.js';
 
 describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect) => {
   const server = useServer(dialect);
@@ -9,7 +19,12 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
   it('creates from a multipart upload and downloads the same bytes with their headers', async () => {
     const owner = await server.agent('writer');
     const bytes = bytesOf(300_000);
-    const res = await sendForm(owner, { bytes, name: 'report é.bin', content_type: 'application/x-report', metadata: { team: 'red', n: 1 } });
+    const res = await sendForm(owner, {
+      bytes,
+      name: 'report é.bin',
+      content_type: 'application/x-report',
+      metadata: { team: 'red', n: 1 },
+    });
     expect(res.status).toBe(201);
     const art = res.body.data;
     expect(art).toMatchObject({
@@ -74,7 +89,8 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
   it('reads forms the one-pass parser leaves to busboy, and refuses a form without a boundary with 400', async () => {
     const owner = await server.agent('writer');
     const boundary = 'b0undary';
-    const form = (disposition: string, content = 'hello') => `--${boundary}\r\n${disposition}\r\nContent-Type: text/plain\r\n\r\n${content}\r\n--${boundary}--\r\n`;
+    const form = (disposition: string, content = 'hello') =>
+      `--${boundary}\r\n${disposition}\r\nContent-Type: text/plain\r\n\r\n${content}\r\n--${boundary}--\r\n`;
     const post = (body: string, contentType = `multipart/form-data; boundary=${boundary}`) =>
       owner.request('POST', '/api/v1/artifacts', { raw: true, body, headers: { 'content-type': contentType } });
     const encoded = await post(form(`Content-Disposition: form-data; name="file"; filename*=utf-8''%C3%BC.txt`));
@@ -95,7 +111,13 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     const content = { steps: [1, 2, { deep: 'ünïcode' }], ok: true, none: null };
     const res = await owner.post('/api/v1/artifacts/snippets', { name: 'plan.json', content, metadata: { kind: 'plan' } });
     expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({ name: 'plan.json', content_type: 'application/json', version: 1, metadata: { kind: 'plan' }, owner: 'snipper' });
+    expect(res.body.data).toMatchObject({
+      name: 'plan.json',
+      content_type: 'application/json',
+      version: 1,
+      metadata: { kind: 'plan' },
+      owner: 'snipper',
+    });
     const got = await download(owner, `/api/v1/artifacts/${res.body.data.id}/download`);
     expect(JSON.parse(got.text)).toEqual(content);
     expect(got.headers.get('content-type')).toMatch(/^application\/json/);
@@ -111,7 +133,15 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
     const art = await createArtifact(owner, { bytes: contents[0], name: 'v.bin', metadata: { a: 1 } });
     const v2 = await sendForm(owner, { id: art.id, bytes: contents[1], content_type: 'text/plain' });
     expect(v2.status).toBe(200);
-    expect(v2.body.data).toMatchObject({ id: art.id, version: 2, size_bytes: 2000, sha256: sha256(contents[1]!), content_type: 'text/plain', metadata: { a: 1 }, name: 'v.bin' });
+    expect(v2.body.data).toMatchObject({
+      id: art.id,
+      version: 2,
+      size_bytes: 2000,
+      sha256: sha256(contents[1]!),
+      content_type: 'text/plain',
+      metadata: { a: 1 },
+      name: 'v.bin',
+    });
     const v3 = await sendForm(owner, { id: art.id, bytes: contents[2], name: 'renamed.bin', metadata: { b: 2 } });
     expect(v3.body.data).toMatchObject({ version: 3, name: 'renamed.bin', metadata: { b: 2 } });
 
@@ -240,7 +270,11 @@ describeEachDialect('Artifacts: files, snippets, versions, downloads', (dialect)
 
   it('lists by content type (exact or type/*) and metadata containment, with paging', async () => {
     const lister = await server.agent('lister');
-    await createArtifact(lister, { bytes: 'a', content_type: 'text/plain', metadata: { project: 'x', tags: ['red', 'big'], dims: { w: 1, h: 2 } } });
+    await createArtifact(lister, {
+      bytes: 'a',
+      content_type: 'text/plain',
+      metadata: { project: 'x', tags: ['red', 'big'], dims: { w: 1, h: 2 } },
+    });
     await createArtifact(lister, { bytes: 'b', content_type: 'text/csv', metadata: { project: 'x', tags: ['blue'] } });
     await createArtifact(lister, { bytes: 'c', content_type: 'image/png', metadata: { project: 'y', n: 3 } });
     await createArtifact(lister, { bytes: 'd', content_type: 'text/plainer', metadata: {} });

@@ -32,7 +32,10 @@ function same(a: Uint8Array, b: Uint8Array): boolean {
 
 /** A PUT whose body the test writes piece by piece (chunked), with its answer once it comes. */
 function openPut(url: string) {
-  const request = http.request(url, { method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' } });
+  const request = http.request(url, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+  });
   let answered = false;
   const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
     request.on('response', (response) => {
@@ -65,7 +68,8 @@ describeEachDialect('Artifacts: large contents', (dialect) => {
     const art = await createArtifact(server.api, { bytes: v1 });
     expect((await sendForm(server.api, { id: art.id, bytes: v2 })).status).toBe(200);
     const readers: TestServer[] = [server];
-    if (dialect === 'postgres') readers.push(await startServer(dialect, { database: elsewhere(server.database), adminKey: server.adminKey }));
+    if (dialect === 'postgres')
+      readers.push(await startServer(dialect, { database: elsewhere(server.database), adminKey: server.adminKey }));
     try {
       for (const node of readers) {
         const whole1 = await download(node.api, `/api/v1/artifacts/${art.id}/download?version=1`);
@@ -108,14 +112,23 @@ describeEachDialect('Artifacts: large contents', (dialect) => {
   it('refuses an upload over its declared size with 413 and a declared sha256 that does not match with 409, keeping nothing', async () => {
     const before = await blobFiles(server);
     const bytes = bytesOf(MiB + 100);
-    const intent = await server.api.post('/api/v1/artifacts/upload-url', { name: 'big.bin', content_type: 'application/octet-stream', size_bytes: bytes.length, sha256: sha256('other') });
+    const intent = await server.api.post('/api/v1/artifacts/upload-url', {
+      name: 'big.bin',
+      content_type: 'application/octet-stream',
+      size_bytes: bytes.length,
+      sha256: sha256('other'),
+    });
     expect(intent.status).toBe(201);
     const put = await fetch(intent.body.data.url, { method: 'PUT', body: bytes });
     expect(put.status).toBe(200);
     const confirmed = await server.api.post(`/api/v1/artifacts/upload-url/${intent.body.data.upload_id}/confirm`, {});
     expect(confirmed.status).toBe(409);
     expect(confirmed.body.error.details.map((d: { field: string }) => d.field)).toEqual(['sha256']);
-    const small = await server.api.post('/api/v1/artifacts/upload-url', { name: 'small.bin', content_type: 'application/octet-stream', size_bytes: MiB });
+    const small = await server.api.post('/api/v1/artifacts/upload-url', {
+      name: 'small.bin',
+      content_type: 'application/octet-stream',
+      size_bytes: MiB,
+    });
     const over = await fetch(small.body.data.url, { method: 'PUT', body: bytes, headers: { 'content-type': 'application/octet-stream' } });
     expect(over.status).toBe(413);
     await waitFor(async () => JSON.stringify(await blobFiles(server)) === JSON.stringify(before), 5000, 50);
@@ -131,9 +144,15 @@ describeEachDialect('Artifacts: chunked store leftovers and migration', (dialect
     try {
       const { db } = server.app.platform.database;
       const now = Date.now();
-      for (const [id, touched] of [['crashed', now - 2 * 3600_000], ['live', now]] as const) {
+      for (const [id, touched] of [
+        ['crashed', now - 2 * 3600_000],
+        ['live', now],
+      ] as const) {
         await db.insertInto('blob_staging').values({ blob_id: id, touched_at: touched }).execute();
-        await db.insertInto('blob_chunks').values({ blob_id: id, seq: 0, bytes: Buffer.from('half an upload') }).execute();
+        await db
+          .insertInto('blob_chunks')
+          .values({ blob_id: id, seq: 0, bytes: Buffer.from('half an upload') })
+          .execute();
       }
       // Both its staging row and its chunks (two statements: the row goes first).
       await waitFor(async () => !(await blobFiles(server)).some((f) => f.endsWith('/crashed')), 5000, 50);
@@ -147,79 +166,111 @@ describeEachDialect('Artifacts: chunked store leftovers and migration', (dialect
 
   // A node killed mid-upload left its chunks for an hour (the untouched-staging rule). The
   // staging row names its node, and the sweep drops those of nodes the registry has down or gone.
-  it.skipIf(dialect !== 'postgres')('sweeps at start the staged chunks of nodes that are down or gone, not those of live nodes', async () => {
-    await (await startServer(dialect, { database: database(), adminKey })).close();
-    const handle = openDatabase(database().options());
-    const { db } = handle;
-    const now = Date.now();
-    const node = (id: string, lastSeen: number, stopped: number | null) => ({ id, version: 'test', host: 'test', pid: 1, started_at: lastSeen, last_seen_at: lastSeen, stopped_at: stopped });
-    try {
-      await db.insertInto('cluster_nodes').values([node('node_killed', now - 40_000, null), node('node_stopped', now, now), node('node_live', now, null)]).execute();
-      for (const [blobId, nodeId] of [['killed', 'node_killed'], ['stopped', 'node_stopped'], ['gone', 'node_gone'], ['live', 'node_live'], ['cli', null]] as const) {
-        await db.insertInto('blob_staging').values({ blob_id: blobId, node_id: nodeId, touched_at: now }).execute();
-        await db.insertInto('blob_chunks').values({ blob_id: blobId, seq: 0, bytes: Buffer.from('half an upload') }).execute();
+  it.skipIf(dialect !== 'postgres')(
+    'sweeps at start the staged chunks of nodes that are down or gone, not those of live nodes',
+    async () => {
+      await (await startServer(dialect, { database: database(), adminKey })).close();
+      const handle = openDatabase(database().options());
+      const { db } = handle;
+      const now = Date.now();
+      const node = (id: string, lastSeen: number, stopped: number | null) => ({
+        id,
+        version: 'test',
+        host: 'test',
+        pid: 1,
+        started_at: lastSeen,
+        last_seen_at: lastSeen,
+        stopped_at: stopped,
+      });
+      try {
+        await db
+          .insertInto('cluster_nodes')
+          .values([node('node_killed', now - 40_000, null), node('node_stopped', now, now), node('node_live', now, null)])
+          .execute();
+        for (const [blobId, nodeId] of [
+          ['killed', 'node_killed'],
+          ['stopped', 'node_stopped'],
+          ['gone', 'node_gone'],
+          ['live', 'node_live'],
+          ['cli', null],
+        ] as const) {
+          await db.insertInto('blob_staging').values({ blob_id: blobId, node_id: nodeId, touched_at: now }).execute();
+          await db
+            .insertInto('blob_chunks')
+            .values({ blob_id: blobId, seq: 0, bytes: Buffer.from('half an upload') })
+            .execute();
+        }
+      } finally {
+        await handle.close();
       }
-    } finally {
-      await handle.close();
-    }
-    const server = await startServer(dialect, { database: database(), adminKey });
-    try {
-      await waitFor(async () => !(await blobFiles(server)).some((f) => /killed|stopped|gone/.test(f)), 5000, 50);
-      expect(await blobFiles(server)).toEqual(['tmp/cli', 'tmp/live']);
-      await server.app.platform.database.db.deleteFrom('blob_staging').execute();
-      await server.app.platform.database.db.deleteFrom('blob_chunks').execute();
-    } finally {
-      await server.close();
-    }
-  });
+      const server = await startServer(dialect, { database: database(), adminKey });
+      try {
+        await waitFor(async () => !(await blobFiles(server)).some((f) => /killed|stopped|gone/.test(f)), 5000, 50);
+        expect(await blobFiles(server)).toEqual(['tmp/cli', 'tmp/live']);
+        await server.app.platform.database.db.deleteFrom('blob_staging').execute();
+        await server.app.platform.database.db.deleteFrom('blob_chunks').execute();
+      } finally {
+        await server.close();
+      }
+    },
+  );
 
   // A node whose heartbeats turn 40 s old is down for the others, though it runs: a live node
   // sweeps the upload it is receiving, and the upload answers 409 (it used to go on, and name a
   // content whose first chunks were gone).
-  it.skipIf(dialect !== 'postgres')('answers 409 to an upload whose chunks were swept while it streamed, and leaves a live node\'s upload alone', async () => {
-    const live = await startServer(dialect, { database: database(), adminKey });
-    const lateClock = new FakeClock(Date.now());
-    const late = await startServer(dialect, { database: database(), adminKey, clock: lateClock });
-    const { db } = live.app.platform.database;
-    /** Starts an upload to `node` and waits until its first chunk is stored; its staging entry. */
-    const startUpload = async (node: TestServer, bytes: Uint8Array) => {
-      const intent = await node.api.post('/api/v1/artifacts/upload-url', { name: 'big.bin', content_type: 'application/octet-stream', size_bytes: bytes.length });
-      expect(intent.status, intent.text).toBe(201);
-      const before = await blobFiles(live);
-      const put = openPut(intent.body.data.url);
-      await put.write(bytes.subarray(0, MiB + 1000));
-      const staging = await waitFor(async () => {
-        const entry = (await blobFiles(live)).find((f) => f.startsWith('tmp/') && !before.includes(f));
-        const chunk = entry && (await db.selectFrom('blob_chunks').select('seq').where('blob_id', '=', entry.slice(4)).executeTakeFirst());
-        return chunk && entry;
-      });
-      return { put, staging, uploadId: intent.body.data.upload_id as string, rest: bytes.subarray(MiB + 1000) };
-    };
-    try {
-      const kept = bytesOf(2 * MiB + 5);
-      const keptUpload = await startUpload(live, kept);
-      const sweptUpload = await startUpload(late, bytesOf(4 * MiB));
+  it.skipIf(dialect !== 'postgres')(
+    "answers 409 to an upload whose chunks were swept while it streamed, and leaves a live node's upload alone",
+    async () => {
+      const live = await startServer(dialect, { database: database(), adminKey });
+      const lateClock = new FakeClock(Date.now());
+      const late = await startServer(dialect, { database: database(), adminKey, clock: lateClock });
+      const { db } = live.app.platform.database;
+      /** Starts an upload to `node` and waits until its first chunk is stored; its staging entry. */
+      const startUpload = async (node: TestServer, bytes: Uint8Array) => {
+        const intent = await node.api.post('/api/v1/artifacts/upload-url', {
+          name: 'big.bin',
+          content_type: 'application/octet-stream',
+          size_bytes: bytes.length,
+        });
+        expect(intent.status, intent.text).toBe(201);
+        const before = await blobFiles(live);
+        const put = openPut(intent.body.data.url);
+        await put.write(bytes.subarray(0, MiB + 1000));
+        const staging = await waitFor(async () => {
+          const entry = (await blobFiles(live)).find((f) => f.startsWith('tmp/') && !before.includes(f));
+          const chunk =
+            entry && (await db.selectFrom('blob_chunks').select('seq').where('blob_id', '=', entry.slice(4)).executeTakeFirst());
+          return chunk && entry;
+        });
+        return { put, staging, uploadId: intent.body.data.upload_id as string, rest: bytes.subarray(MiB + 1000) };
+      };
+      try {
+        const kept = bytesOf(2 * MiB + 5);
+        const keptUpload = await startUpload(live, kept);
+        const sweptUpload = await startUpload(late, bytesOf(4 * MiB));
 
-      // Its next heartbeat says 40 s ago: down for the live node, whose sweeper drops its upload.
-      lateClock.set(Date.now() - 40_000);
-      await waitFor(async () => !(await blobFiles(live)).includes(sweptUpload.staging), 15_000, 50);
-      sweptUpload.put.end(sweptUpload.rest);
-      const answer = await sweptUpload.put.answer;
-      expect(answer.status, answer.body).toBe(409);
-      expect(JSON.parse(answer.body).error.message).toMatch(/taken for down .* Upload it again/);
-      // Nothing of it is left; the live node's upload is still staged.
-      expect(await blobFiles(live)).toEqual([keptUpload.staging]);
+        // Its next heartbeat says 40 s ago: down for the live node, whose sweeper drops its upload.
+        lateClock.set(Date.now() - 40_000);
+        await waitFor(async () => !(await blobFiles(live)).includes(sweptUpload.staging), 15_000, 50);
+        sweptUpload.put.end(sweptUpload.rest);
+        const answer = await sweptUpload.put.answer;
+        expect(answer.status, answer.body).toBe(409);
+        expect(JSON.parse(answer.body).error.message).toMatch(/taken for down .* Upload it again/);
+        // Nothing of it is left; the live node's upload is still staged.
+        expect(await blobFiles(live)).toEqual([keptUpload.staging]);
 
-      keptUpload.put.end(keptUpload.rest);
-      expect((await keptUpload.put.answer).status).toBe(200);
-      const confirmed = await live.api.post(`/api/v1/artifacts/upload-url/${keptUpload.uploadId}/confirm`);
-      expect(confirmed.status, confirmed.text).toBe(201);
-      expect(same((await download(live.api, `/api/v1/artifacts/${confirmed.body.data.id}/download`)).bytes, kept)).toBe(true);
-    } finally {
-      await late.close();
-      await live.close();
-    }
-  }, 30_000);
+        keptUpload.put.end(keptUpload.rest);
+        expect((await keptUpload.put.answer).status).toBe(200);
+        const confirmed = await live.api.post(`/api/v1/artifacts/upload-url/${keptUpload.uploadId}/confirm`);
+        expect(confirmed.status, confirmed.text).toBe(201);
+        expect(same((await download(live.api, `/api/v1/artifacts/${confirmed.body.data.id}/download`)).bytes, kept)).toBe(true);
+      } finally {
+        await late.close();
+        await live.close();
+      }
+    },
+    30_000,
+  );
 
   // The window between an upload's last chunk and the commit that names it: a sweep there used
   // to leave a name whose chunks were gone (every download of it a 500).
@@ -232,7 +283,10 @@ describeEachDialect('Artifacts: chunked store leftovers and migration', (dialect
       const other = new ChunkedBlobStore(chunks, null, { nodeId: 'node_other', liveNodeIds: async () => ['node_other'] });
       // Up for the server's own sweeper (its registry row is fresh), down for `other`'s.
       const now = Date.now();
-      await db.insertInto('cluster_nodes').values({ id: 'node_dying', version: 'test', host: 'test', pid: 1, started_at: now, last_seen_at: now, stopped_at: null }).execute();
+      await db
+        .insertInto('cluster_nodes')
+        .values({ id: 'node_dying', version: 'test', host: 'test', pid: 1, started_at: now, last_seen_at: now, stopped_at: null })
+        .execute();
       const before = await blobFiles(server);
       const staged = await dying.stage(Readable.from([bytesOf(MiB + 10)]), 2 * MiB);
       await other.sweepStaging(3600_000);
@@ -245,54 +299,60 @@ describeEachDialect('Artifacts: chunked store leftovers and migration', (dialect
     }
   });
 
-  it.skipIf(dialect !== 'postgres')('reads contents a single-node install kept as files until `switchboard blobs migrate` moves them in', async () => {
-    const bytes = bytesOf(MiB + 7);
-    const sha = sha256(bytes);
-    const first = await startServer(dialect, { database: database(), adminKey });
-    let id: string;
-    try {
-      id = (await createArtifact(first.api, { bytes })).id;
-      // What an install from before this store has: the content as a file, not in the database.
-      const { db } = first.app.platform.database;
-      const blob = await db.selectFrom('blobs').select('blob_id').where('sha256', '=', sha).executeTakeFirstOrThrow();
-      await db.deleteFrom('blobs').execute();
-      await db.deleteFrom('blob_chunks').where('blob_id', '=', blob.blob_id).execute();
-    } finally {
-      await first.close();
-    }
-    const file = path.join(database().dataDir, 'blobs', 'sha256', sha.slice(0, 2), sha);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, bytes);
-    // A corrupt file is reported and left alone.
-    const corrupt = path.join(database().dataDir, 'blobs', 'sha256', 'aa', 'a'.repeat(64));
-    fs.mkdirSync(path.dirname(corrupt), { recursive: true });
-    fs.writeFileSync(corrupt, 'not what the name says');
-
-    const second = await startServer(dialect, { database: database(), adminKey });
-    try {
-      expect(same((await download(second.api, `/api/v1/artifacts/${id}/download`)).bytes, bytes)).toBe(true);
-      const env = { ...process.env, ...database().env, SWITCHBOARD_DATA_DIR: database().dataDir, SWITCHBOARD_LOG_LEVEL: 'silent' };
-      const migrated = await run(process.execPath, [CLI, 'blobs', 'migrate'], { env });
-      expect(JSON.parse(migrated.stdout)).toEqual({ moved: 1, present: 0, corrupt: ['a'.repeat(64)] });
-      expect(fs.existsSync(file)).toBe(false);
-      expect(fs.existsSync(corrupt)).toBe(true);
-      const again = await run(process.execPath, [CLI, 'blobs', 'migrate'], { env });
-      expect(JSON.parse(again.stdout)).toEqual({ moved: 0, present: 0, corrupt: ['a'.repeat(64)] });
-      // Now any node reads it, with no file anywhere.
-      const other = await startServer(dialect, { database: elsewhere(database()), adminKey });
+  it.skipIf(dialect !== 'postgres')(
+    'reads contents a single-node install kept as files until `switchboard blobs migrate` moves them in',
+    async () => {
+      const bytes = bytesOf(MiB + 7);
+      const sha = sha256(bytes);
+      const first = await startServer(dialect, { database: database(), adminKey });
+      let id: string;
       try {
-        expect(same((await download(other.api, `/api/v1/artifacts/${id}/download`)).bytes, bytes)).toBe(true);
+        id = (await createArtifact(first.api, { bytes })).id;
+        // What an install from before this store has: the content as a file, not in the database.
+        const { db } = first.app.platform.database;
+        const blob = await db.selectFrom('blobs').select('blob_id').where('sha256', '=', sha).executeTakeFirstOrThrow();
+        await db.deleteFrom('blobs').execute();
+        await db.deleteFrom('blob_chunks').where('blob_id', '=', blob.blob_id).execute();
       } finally {
-        await other.close();
+        await first.close();
       }
-      expect(same((await download(second.api, `/api/v1/artifacts/${id}/download`)).bytes, bytes)).toBe(true);
-    } finally {
-      await second.close();
-    }
-  });
+      const file = path.join(database().dataDir, 'blobs', 'sha256', sha.slice(0, 2), sha);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, bytes);
+      // A corrupt file is reported and left alone.
+      const corrupt = path.join(database().dataDir, 'blobs', 'sha256', 'aa', 'a'.repeat(64));
+      fs.mkdirSync(path.dirname(corrupt), { recursive: true });
+      fs.writeFileSync(corrupt, 'not what the name says');
+
+      const second = await startServer(dialect, { database: database(), adminKey });
+      try {
+        expect(same((await download(second.api, `/api/v1/artifacts/${id}/download`)).bytes, bytes)).toBe(true);
+        const env = { ...process.env, ...database().env, SWITCHBOARD_DATA_DIR: database().dataDir, SWITCHBOARD_LOG_LEVEL: 'silent' };
+        const migrated = await run(process.execPath, [CLI, 'blobs', 'migrate'], { env });
+        expect(JSON.parse(migrated.stdout)).toEqual({ moved: 1, present: 0, corrupt: ['a'.repeat(64)] });
+        expect(fs.existsSync(file)).toBe(false);
+        expect(fs.existsSync(corrupt)).toBe(true);
+        const again = await run(process.execPath, [CLI, 'blobs', 'migrate'], { env });
+        expect(JSON.parse(again.stdout)).toEqual({ moved: 0, present: 0, corrupt: ['a'.repeat(64)] });
+        // Now any node reads it, with no file anywhere.
+        const other = await startServer(dialect, { database: elsewhere(database()), adminKey });
+        try {
+          expect(same((await download(other.api, `/api/v1/artifacts/${id}/download`)).bytes, bytes)).toBe(true);
+        } finally {
+          await other.close();
+        }
+        expect(same((await download(second.api, `/api/v1/artifacts/${id}/download`)).bytes, bytes)).toBe(true);
+      } finally {
+        await second.close();
+      }
+    },
+  );
 
   it.skipIf(dialect === 'postgres')('refuses `blobs migrate` without DATABASE_URL', async () => {
     const env = { ...process.env, SWITCHBOARD_DATA_DIR: database().dataDir, DATABASE_URL: '' };
-    await expect(run(process.execPath, [CLI, 'blobs', 'migrate'], { env })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('set DATABASE_URL') });
+    await expect(run(process.execPath, [CLI, 'blobs', 'migrate'], { env })).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('set DATABASE_URL'),
+    });
   });
 });

@@ -26,7 +26,14 @@ function rawForm(type: string): { body: Uint8Array; headers: Record<string, stri
 async function stored(server: ReturnType<typeof useServer>): Promise<unknown> {
   const { db } = server.app.platform.database;
   const count = async (table: 'artifacts' | 'artifact_versions' | 'artifact_uploads') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   return {
     artifacts: await count('artifacts'),
     versions: await count('artifact_versions'),
@@ -60,7 +67,10 @@ describeEachDialect('Artifacts: content types are header text', (dialect) => {
       // type/subtype), and a CRLF there only ends the header: its type/subtype is what is checked.
       if (type.includes(';') || type.includes('\n')) continue;
       const form = rawForm(type);
-      expectContentTypeRefused(await owner.request('POST', '/api/v1/artifacts', { body: form.body, raw: true, headers: form.headers }), `create file part, ${label}`);
+      expectContentTypeRefused(
+        await owner.request('POST', '/api/v1/artifacts', { body: form.body, raw: true, headers: form.headers }),
+        `create file part, ${label}`,
+      );
       expectContentTypeRefused(
         await owner.request('PUT', `/api/v1/artifacts/${existing.id}`, { body: form.body, raw: true, headers: form.headers }),
         `new version file part, ${label}`,
@@ -81,7 +91,11 @@ describeEachDialect('Artifacts: content types are header text', (dialect) => {
     const form = rawForm('text/markdown');
     const res = await owner.request('POST', '/api/v1/artifacts', { body: form.body, raw: true, headers: form.headers });
     expect([res.status, res.body.data?.content_type]).toEqual([201, 'text/markdown']);
-    const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'x.txt', content_type: 'text/plain; charset=utf-8', size_bytes: 1 });
+    const intent = await owner.post('/api/v1/artifacts/upload-url', {
+      name: 'x.txt',
+      content_type: 'text/plain; charset=utf-8',
+      size_bytes: 1,
+    });
     expect(intent.status, intent.text).toBe(201);
   });
 

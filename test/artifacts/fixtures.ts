@@ -32,7 +32,11 @@ export function formOf(options: FormOptions): FormData {
   }
   for (const [key, value] of Object.entries(options.extra ?? {})) form.append(key, value);
   if (options.bytes !== undefined) {
-    form.append('file', new Blob([options.bytes], { type: options.fileType ?? 'application/octet-stream' }), options.filename ?? 'file.bin');
+    form.append(
+      'file',
+      new Blob([options.bytes], { type: options.fileType ?? 'application/octet-stream' }),
+      options.filename ?? 'file.bin',
+    );
   }
   return form;
 }
@@ -97,13 +101,18 @@ export async function blobFiles(server: TestServer): Promise<string[]> {
 /** Whether the blob store (a file on SQLite, `blobs` on PostgreSQL) holds the content. */
 export async function blobExists(server: TestServer, sha: string): Promise<boolean> {
   const { db, caps } = server.app.platform.database;
-  if (caps.kind === 'postgres') return (await db.selectFrom('blobs').select('sha256').where('sha256', '=', sha).executeTakeFirst()) !== undefined;
+  if (caps.kind === 'postgres')
+    return (await db.selectFrom('blobs').select('sha256').where('sha256', '=', sha).executeTakeFirst()) !== undefined;
   return fs.existsSync(path.join(server.database.dataDir, 'blobs', 'sha256', sha.slice(0, 2), sha));
 }
 
 /** Where the server keeps a content: a database row (contents up to the inline limit), the blob store, both or neither. */
 export async function storedContent(server: TestServer, sha: string): Promise<{ inline: boolean; file: boolean }> {
-  const row = await server.app.platform.database.db.selectFrom('artifact_contents').select('sha256').where('sha256', '=', sha).executeTakeFirst();
+  const row = await server.app.platform.database.db
+    .selectFrom('artifact_contents')
+    .select('sha256')
+    .where('sha256', '=', sha)
+    .executeTakeFirst();
   return { inline: row !== undefined, file: await blobExists(server, sha) };
 }
 

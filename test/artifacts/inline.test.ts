@@ -27,7 +27,11 @@ describeEachDialect('Artifacts: small contents kept in the database', (dialect) 
     expect(whole.headers.get('content-type')).toBe('application/x-small');
     expect(whole.headers.get('content-length')).toBe('1000');
     expect(whole.headers.get('etag')).toBe(`"${sha256(bytes)}"`);
-    for (const [range, start, end] of [['bytes=0-9', 0, 9], ['bytes=990-', 990, 999], ['bytes=-25', 975, 999]] as const) {
+    for (const [range, start, end] of [
+      ['bytes=0-9', 0, 9],
+      ['bytes=990-', 990, 999],
+      ['bytes=-25', 975, 999],
+    ] as const) {
       const part = await download(owner, url, { range });
       expect(part.status, range).toBe(206);
       expect(part.headers.get('content-range')).toBe(`bytes ${start}-${end}/1000`);
@@ -47,8 +51,16 @@ describeEachDialect('Artifacts: small contents kept in the database', (dialect) 
     expect(await storedContent(server, sha256(atLimit))).toEqual({ inline: true, file: false });
     expect(await storedContent(server, sha256(overLimit))).toEqual({ inline: false, file: true });
     const versions = (await owner.get(`/api/v1/artifacts/${art.id}/versions`)).body.data.versions;
-    expect(versions.map((v: any) => [v.version, v.size_bytes])).toEqual([[3, INLINE + 1], [2, INLINE], [1, 1000]]);
-    for (const [version, want] of [[1, bytes], [2, atLimit], [3, overLimit]] as const) {
+    expect(versions.map((v: any) => [v.version, v.size_bytes])).toEqual([
+      [3, INLINE + 1],
+      [2, INLINE],
+      [1, 1000],
+    ]);
+    for (const [version, want] of [
+      [1, bytes],
+      [2, atLimit],
+      [3, overLimit],
+    ] as const) {
       const got = await download(owner, `${url}?version=${version}`);
       expect(same(got.bytes, want), `version ${version}`).toBe(true);
       expect(got.headers.get('etag')).toBe(`"${sha256(want)}"`);
@@ -83,7 +95,11 @@ describeEachDialect('Artifacts: small contents kept in the database', (dialect) 
     const bytes = bytesOf(700);
     const put = async (declared: number) => {
       const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'u', content_type: 'text/plain', size_bytes: declared });
-      const res = await fetch(intent.body.data.url, { method: 'PUT', body: bytes, headers: { 'content-type': 'application/octet-stream' } });
+      const res = await fetch(intent.body.data.url, {
+        method: 'PUT',
+        body: bytes,
+        headers: { 'content-type': 'application/octet-stream' },
+      });
       expect(res.status).toBe(200);
       expect(await storedContent(server, sha256(bytes))).toEqual({ inline: true, file: false });
       return owner.post(`/api/v1/artifacts/upload-url/${intent.body.data.upload_id}/confirm`);
@@ -133,7 +149,9 @@ describeEachDialect('Artifacts: one content stored inline and as a file', (diale
       ids.push(again.id);
       expect(await storedContent(after, sha)).toEqual({ inline: true, file: true });
       await holders(after, bytes, ids);
-      expect((await download(after.api, `/api/v1/artifacts/${ids[0]}/download?version=1`, { range: 'bytes=100-199' })).bytes).toEqual(bytes.subarray(100, 200));
+      expect((await download(after.api, `/api/v1/artifacts/${ids[0]}/download?version=1`, { range: 'bytes=100-199' })).bytes).toEqual(
+        bytes.subarray(100, 200),
+      );
 
       await after.api.delete(`/api/v1/artifacts/${ids[0]}`);
       expect(await storedContent(after, sha)).toEqual({ inline: true, file: true });

@@ -43,7 +43,12 @@ function prune(doc: unknown, seed: number): unknown {
   };
   const walk = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.filter(coin).map(walk);
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(coin).map(([k, x]) => [k, walk(x)]));
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(
+        Object.entries(v)
+          .filter(coin)
+          .map(([k, x]) => [k, walk(x)]),
+      );
     return v;
   };
   return walk(doc);
@@ -66,16 +71,24 @@ describeEachDialect('Artifacts: metadata filter', (dialect) => {
       fc.tuple(fc.nat(docs.length - 1), fc.integer()).map(([i, seed]) => prune(docs[i], seed) as Record<string, unknown>),
     );
     // A window of the matches, to check the page and the total as well as the set.
-    const window = fc.oneof(fc.constant({ limit: 500, offset: 0 }), fc.record({ limit: fc.integer({ min: 1, max: 5 }), offset: fc.nat(8) }));
+    const window = fc.oneof(
+      fc.constant({ limit: 500, offset: 0 }),
+      fc.record({ limit: fc.integer({ min: 1, max: 5 }), offset: fc.nat(8) }),
+    );
     await fc.assert(
       fc.asyncProperty(filter, window, async (wanted, { limit, offset }) => {
         // A filter holds at most 64 keys and elements in all (the bounds' own test is below).
         fc.pre(valueCount(wanted) <= METADATA_FILTER_LIMITS.values);
-        const res = await agent.get(`/api/v1/artifacts?limit=${limit}&offset=${offset}&metadata=${encodeURIComponent(JSON.stringify(wanted))}`);
+        const res = await agent.get(
+          `/api/v1/artifacts?limit=${limit}&offset=${offset}&metadata=${encodeURIComponent(JSON.stringify(wanted))}`,
+        );
         expect(res.status).toBe(200);
         const expected = ids.filter((_, i) => contains(docs[i], wanted));
         const context = JSON.stringify({ wanted, limit, offset, docs });
-        expect(res.body.data.map((a: { id: string }) => a.id), context).toEqual(expected.slice(offset, offset + limit));
+        expect(
+          res.body.data.map((a: { id: string }) => a.id),
+          context,
+        ).toEqual(expected.slice(offset, offset + limit));
         expect(res.body.meta.total, context).toBe(expected.length);
       }),
       { numRuns: 150 },
@@ -96,7 +109,11 @@ describeEachDialect('Artifacts: metadata filter over metadata stored with a NUL'
     const old = await create('old', { k: 1 });
     const other = await create('other', { k: 2 });
     const stored = { k: 1, note: 'a\u0000b', lit: '\\u0000', nested: ['\u0000', { deeper: 'x\u0000' }] };
-    await server.app.platform.database.db.updateTable('artifacts').set({ metadata: JSON.stringify(stored) }).where('id', '=', old).execute();
+    await server.app.platform.database.db
+      .updateTable('artifacts')
+      .set({ metadata: JSON.stringify(stored) })
+      .where('id', '=', old)
+      .execute();
 
     const ids = async (filter: unknown) => {
       const res = await agent.get(`/api/v1/artifacts?limit=500&metadata=${encodeURIComponent(JSON.stringify(filter))}`);
@@ -161,13 +178,28 @@ describeEachDialect('Artifacts: metadata filter bounds', (dialect) => {
 
   it('answers a filter at its bounds', async () => {
     const agent = await server.agent('meta-large');
-    const metadata = { tags: elements(40), more: elements(30), a: nested(4), b: { c: 'x'.repeat(100) }, ...Object.fromEntries(elements(16).map((k) => [k, k])) };
+    const metadata = {
+      tags: elements(40),
+      more: elements(30),
+      a: nested(4),
+      b: { c: 'x'.repeat(100) },
+      ...Object.fromEntries(elements(16).map((k) => [k, k])),
+    };
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
-      ids.push((await agent.post('/api/v1/artifacts/snippets', { name: `l${i}`, content: i, metadata: i % 2 === 0 ? metadata : { tags: [] } })).body.data.id);
+      ids.push(
+        (await agent.post('/api/v1/artifacts/snippets', { name: `l${i}`, content: i, metadata: i % 2 === 0 ? metadata : { tags: [] } }))
+          .body.data.id,
+      );
     }
     // 20 keys at the top, 20 elements in an array, 5 levels, 64 keys and elements in all.
-    const filter = { tags: elements(20), more: elements(19), a: nested(4), b: { c: 'x'.repeat(100) }, ...Object.fromEntries(elements(16).map((k) => [k, k])) };
+    const filter = {
+      tags: elements(20),
+      more: elements(19),
+      a: nested(4),
+      b: { c: 'x'.repeat(100) },
+      ...Object.fromEntries(elements(16).map((k) => [k, k])),
+    };
     const text = JSON.stringify(filter);
     expect(text.length).toBeLessThanOrEqual(4096);
     const res = await agent.get(`/api/v1/artifacts?limit=500&metadata=${encodeURIComponent(text)}`);
@@ -186,31 +218,37 @@ describeEachDialect('Artifacts: metadata filter beside other requests', (dialect
   // filter at its bounds over 1,000 artifacts with 300-element arrays held the event loop for
   // seconds, and /healthz with it. The filter now gives the loop back as it goes: /healthz
   // answers, one request after another, while the list is still being answered.
-  it('answers /healthz while the costliest allowed filter runs over 1,000 artifacts with 300-element arrays', { timeout: 120_000 }, async () => {
-    const agent = await server.agent('meta-load');
-    const evenIds: string[] = [];
-    const create = async (i: number) => {
-      const metadata = { tags: strings, objs: objects, kind: i % 2 === 0 ? 'even' : 'odd' };
-      const res = await agent.post('/api/v1/artifacts/snippets', { name: `load${i}`, content: i, metadata });
-      expect(res.status, res.text).toBe(201);
-      if (i % 2 === 0) evenIds.push(res.body.data.id);
-    };
-    for (let i = 0; i < ARTIFACTS; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => create(i + j)));
-    // 62 keys and elements, 20 per array, the wanted elements last in the stored arrays.
-    const filter = { kind: 'even', tags: strings.slice(-20), objs: objects.slice(-20).map(({ k }) => ({ k })) };
+  it(
+    'answers /healthz while the costliest allowed filter runs over 1,000 artifacts with 300-element arrays',
+    { timeout: 120_000 },
+    async () => {
+      const agent = await server.agent('meta-load');
+      const evenIds: string[] = [];
+      const create = async (i: number) => {
+        const metadata = { tags: strings, objs: objects, kind: i % 2 === 0 ? 'even' : 'odd' };
+        const res = await agent.post('/api/v1/artifacts/snippets', { name: `load${i}`, content: i, metadata });
+        expect(res.status, res.text).toBe(201);
+        if (i % 2 === 0) evenIds.push(res.body.data.id);
+      };
+      for (let i = 0; i < ARTIFACTS; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => create(i + j)));
+      // 62 keys and elements, 20 per array, the wanted elements last in the stored arrays.
+      const filter = { kind: 'even', tags: strings.slice(-20), objs: objects.slice(-20).map(({ k }) => ({ k })) };
 
-    let listed = false;
-    const list = agent.get(`/api/v1/artifacts?limit=10&metadata=${encodeURIComponent(JSON.stringify(filter))}`).finally(() => (listed = true));
-    let answeredBefore = 0;
-    while (!listed) {
-      const health = await fetch(`${server.url}/healthz`);
-      expect(health.status).toBe(200);
-      if (!listed) answeredBefore++;
-    }
-    const res = await list;
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.meta.total).toBe(ARTIFACTS / 2);
-    expect(res.body.data.map((a: { id: string }) => a.id)).toEqual(evenIds.sort().slice(0, 10));
-    expect(answeredBefore, 'requests to /healthz answered while the filter ran').toBeGreaterThanOrEqual(3);
-  });
+      let listed = false;
+      const list = agent
+        .get(`/api/v1/artifacts?limit=10&metadata=${encodeURIComponent(JSON.stringify(filter))}`)
+        .finally(() => (listed = true));
+      let answeredBefore = 0;
+      while (!listed) {
+        const health = await fetch(`${server.url}/healthz`);
+        expect(health.status).toBe(200);
+        if (!listed) answeredBefore++;
+      }
+      const res = await list;
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.meta.total).toBe(ARTIFACTS / 2);
+      expect(res.body.data.map((a: { id: string }) => a.id)).toEqual(evenIds.sort().slice(0, 10));
+      expect(answeredBefore, 'requests to /healthz answered while the filter ran').toBeGreaterThanOrEqual(3);
+    },
+  );
 });

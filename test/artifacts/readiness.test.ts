@@ -13,7 +13,10 @@ describe('/readyz and the file blob store', () => {
     fs.rmSync(staging, { recursive: true });
     try {
       const gone = await server.api.get('/readyz', { key: null });
-      expect([gone.status, gone.body]).toEqual([503, { status: 'unavailable', checks: { database: 'up', blobs: 'down', listen: 'in_process', workers: 'up' } }]);
+      expect([gone.status, gone.body]).toEqual([
+        503,
+        { status: 'unavailable', checks: { database: 'up', blobs: 'down', listen: 'in_process', workers: 'up' } },
+      ]);
     } finally {
       fs.mkdirSync(staging);
     }

@@ -51,7 +51,10 @@ describeEachDialect('Artifacts: access and sharing', (dialect) => {
     const owner = await server.agent('owner-2');
     const reader = await server.agent('reader-2');
     const art = await createArtifact(owner, { bytes: 'shared bytes' });
-    const shared = await owner.post(`/api/v1/artifacts/${art.id}/share`, { with_agents: ['reader-2', 'reader-2', 'other-2'], with_groups: ['team-a'] });
+    const shared = await owner.post(`/api/v1/artifacts/${art.id}/share`, {
+      with_agents: ['reader-2', 'reader-2', 'other-2'],
+      with_groups: ['team-a'],
+    });
     expect(shared.status).toBe(200);
     expect(shared.body.data).toEqual({ owner: 'owner-2', agents: ['other-2', 'reader-2'], groups: ['team-a'] });
     expect(await readStatuses(reader, art.id)).toEqual({ get: 200, download: 200, versions: 200, access: 200, signed_url: 201 });
@@ -74,7 +77,11 @@ describeEachDialect('Artifacts: access and sharing', (dialect) => {
     const owner = await server.agent('owner-3');
     const member = await server.agent('member-3');
     const outsider = await server.agent('outsider-3');
-    for (const [group, agent] of [['analysts', 'member-3'], ['ops', 'member-3'], ['sales', 'outsider-3']]) {
+    for (const [group, agent] of [
+      ['analysts', 'member-3'],
+      ['ops', 'member-3'],
+      ['sales', 'outsider-3'],
+    ]) {
       expect((await server.api.put(`/api/v1/auth/groups/${group}/members/${agent}`)).status).toBe(201);
     }
     const art = await createArtifact(owner, { bytes: 'for analysts', metadata: { kind: 'dataset' } });

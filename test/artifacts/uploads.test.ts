@@ -71,10 +71,21 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     expect(Date.parse(intent.body.data.expires_at) - clock.now()).toBeGreaterThan(3590_000);
     const put = await putBytes(intent.body.data.url, bytes);
     expect(put.status).toBe(200);
-    expect(((await put.json()) as any).data).toEqual({ upload_id: intent.body.data.upload_id, size_bytes: bytes.length, sha256: sha256(bytes) });
+    expect(((await put.json()) as any).data).toEqual({
+      upload_id: intent.body.data.upload_id,
+      size_bytes: bytes.length,
+      sha256: sha256(bytes),
+    });
     const confirmed = await owner.post(`/api/v1/artifacts/upload-url/${intent.body.data.upload_id}/confirm`);
     expect(confirmed.status).toBe(201);
-    expect(confirmed.body.data).toMatchObject({ name: 'big.bin', size_bytes: bytes.length, sha256: sha256(bytes), version: 1, owner: 'big-uploader', metadata: { via: 'upload-url' } });
+    expect(confirmed.body.data).toMatchObject({
+      name: 'big.bin',
+      size_bytes: bytes.length,
+      sha256: sha256(bytes),
+      version: 1,
+      owner: 'big-uploader',
+      metadata: { via: 'upload-url' },
+    });
     const got = await download(owner, `/api/v1/artifacts/${confirmed.body.data.id}/download`);
     expect(Buffer.from(got.bytes).equals(Buffer.from(bytes))).toBe(true);
     // Confirmed once: the intent is gone.
@@ -91,7 +102,11 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     { type: 'application/x-made-up; charset=whatever', bytes: bytesOf(70_000) },
   ])('takes the raw bytes of an upload URL whatever their content type ($type)', async ({ type, bytes }) => {
     const owner = await server.agent('typed-uploader');
-    const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'typed', content_type: type ?? 'application/octet-stream', size_bytes: bytes.length });
+    const intent = await owner.post('/api/v1/artifacts/upload-url', {
+      name: 'typed',
+      content_type: type ?? 'application/octet-stream',
+      size_bytes: bytes.length,
+    });
     const put = await fetch(intent.body.data.url, {
       method: 'PUT',
       body: bytes,
@@ -99,7 +114,11 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
       signal: AbortSignal.timeout(10_000),
     });
     expect(put.status).toBe(200);
-    expect(((await put.json()) as any).data).toEqual({ upload_id: intent.body.data.upload_id, size_bytes: bytes.length, sha256: sha256(bytes) });
+    expect(((await put.json()) as any).data).toEqual({
+      upload_id: intent.body.data.upload_id,
+      size_bytes: bytes.length,
+      sha256: sha256(bytes),
+    });
     const confirmed = await owner.post(`/api/v1/artifacts/upload-url/${intent.body.data.upload_id}/confirm`);
     expect(confirmed.status).toBe(201);
     const got = await download(owner, `/api/v1/artifacts/${confirmed.body.data.id}/download`);
@@ -118,7 +137,12 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     expect(await contentExists(server, sha256(bytes))).toBe(false);
     expect((await owner.post(`/api/v1/artifacts/upload-url/${short.body.data.upload_id}/confirm`)).status).toBe(404);
 
-    const wrongHash = await owner.post('/api/v1/artifacts/upload-url', { name: 'h', content_type: 'text/plain', size_bytes: 5000, sha256: sha256('something else') });
+    const wrongHash = await owner.post('/api/v1/artifacts/upload-url', {
+      name: 'h',
+      content_type: 'text/plain',
+      size_bytes: 5000,
+      sha256: sha256('something else'),
+    });
     await putBytes(wrongHash.body.data.url, bytes);
     const bad = await owner.post(`/api/v1/artifacts/upload-url/${wrongHash.body.data.upload_id}/confirm`);
     expect(bad.status).toBe(409);
@@ -147,14 +171,21 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     const done = await owner.post(`/api/v1/artifacts/upload-url/${upload_id}/confirm`);
     expect(done.status).toBe(201);
     expect((await download(owner, `/api/v1/artifacts/${done.body.data.id}/download`)).text).toBe('0123456789');
-    expect((await owner.post('/api/v1/artifacts/upload-url', { name: 'g', content_type: 'text/plain', size_bytes: 10, expires_in: 0 })).status).toBe(400);
+    expect(
+      (await owner.post('/api/v1/artifacts/upload-url', { name: 'g', content_type: 'text/plain', size_bytes: 10, expires_in: 0 })).status,
+    ).toBe(400);
     expect((await owner.post('/api/v1/artifacts/upload-url', { name: 'g', content_type: 'text/plain' })).status).toBe(400);
   });
 
   it('expires upload URLs (403) and sweeps expired uploads with their bytes', async () => {
     const owner = await server.agent('late');
     const bytes = bytesOf(3000);
-    const intent = await owner.post('/api/v1/artifacts/upload-url', { name: 'l', content_type: 'text/plain', size_bytes: 3000, expires_in: 60 });
+    const intent = await owner.post('/api/v1/artifacts/upload-url', {
+      name: 'l',
+      content_type: 'text/plain',
+      size_bytes: 3000,
+      expires_in: 60,
+    });
     expect((await putBytes(intent.body.data.url, bytes)).status).toBe(200);
     expect(await contentExists(server, sha256(bytes))).toBe(true);
     clock.advance(61_000);
@@ -187,7 +218,16 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     await sendForm(owner, { id: art.id, bytes: 'version two' });
     expect(Buffer.from((await download(owner, url, {}, null)).bytes).equals(Buffer.from(v1))).toBe(true);
     expect((await download(owner, url.replace(`/${art.id}/1?`, `/${art.id}/2?`), {}, null)).status).toBe(403);
-    expect((await download(owner, url.replace(/expires=\d+/, (m: string) => `expires=${Number(m.slice(8)) + 1000}`), {}, null)).status).toBe(403);
+    expect(
+      (
+        await download(
+          owner,
+          url.replace(/expires=\d+/, (m: string) => `expires=${Number(m.slice(8)) + 1000}`),
+          {},
+          null,
+        )
+      ).status,
+    ).toBe(403);
     const v2 = await owner.post(`/api/v1/artifacts/${art.id}/signed-url`, { expires_in: 60, version: 2 });
     expect((await download(owner, v2.body.data.url, {}, null)).text).toBe('version two');
 
@@ -214,12 +254,20 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
     expect((await server.api.post(`/api/v1/auth/agents/${agent}/public-keys`, { public_key: raw })).status).toBe(201);
     const signedPost = async (body: Uint8Array, contentType: string, declared: string) => {
       const timestamp = new Date(clock.now()).toISOString();
-      const signature = sign(null, Buffer.from(signingString('POST', '/api/v1/artifacts', timestamp, declared)), privateKey).toString('base64');
+      const signature = sign(null, Buffer.from(signingString('POST', '/api/v1/artifacts', timestamp, declared)), privateKey).toString(
+        'base64',
+      );
       return server.api.request('POST', '/api/v1/artifacts', {
         key: null,
         raw: true,
         body,
-        headers: { 'content-type': contentType, 'x-agent-id': agent, 'x-timestamp': timestamp, 'x-signature': signature, 'x-content-sha256': declared },
+        headers: {
+          'content-type': contentType,
+          'x-agent-id': agent,
+          'x-timestamp': timestamp,
+          'x-signature': signature,
+          'x-content-sha256': declared,
+        },
       });
     };
     // A small form is read whole, a large one streamed: each is checked against the declaration.
@@ -239,7 +287,9 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
       expect(rejected.body.error.message).toMatch(/X-Content-SHA256/);
       expect(await blobFiles(server)).toEqual(before);
       expect(await inlineContents(server)).toEqual(inlineBefore);
-      const names = (await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent('{}')}&limit=500`)).body.data.map((a: any) => a.name);
+      const names = (await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent('{}')}&limit=500`)).body.data.map(
+        (a: any) => a.name,
+      );
       expect(names).not.toContain(`forged-${i}.txt`);
     }
   });
@@ -250,7 +300,9 @@ describeEachDialect('Artifacts: upload intents and signed URLs', (dialect) => {
 for (const inline of [16 * 1024, 128 * 1024]) {
   describeEachDialect(`Artifacts: upload limit (inline up to ${inline} bytes)`, (dialect) => {
     const LIMIT = 64 * 1024;
-    const server = useServer(dialect, { env: { SWITCHBOARD_MAX_UPLOAD_BYTES: String(LIMIT), SWITCHBOARD_ARTIFACT_INLINE_BYTES: String(inline) } });
+    const server = useServer(dialect, {
+      env: { SWITCHBOARD_MAX_UPLOAD_BYTES: String(LIMIT), SWITCHBOARD_ARTIFACT_INLINE_BYTES: String(inline) },
+    });
     describe('over the limit', () => {
       it('answers 413 to a multipart upload, leaving no row and no blob', async () => {
         const owner = await server.agent('too-big');

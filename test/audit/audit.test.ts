@@ -41,7 +41,11 @@ describeEachDialect('audit log', (dialect) => {
   }
 
   it('records people: a user created and disabled by the admin, its sign-in as that user, its sign-out', async () => {
-    const created = await server.api.post('/api/v1/auth/users', { username: 'audited-ada', role: 'viewer', password: 'a long enough password' });
+    const created = await server.api.post('/api/v1/auth/users', {
+      username: 'audited-ada',
+      role: 'viewer',
+      password: 'a long enough password',
+    });
     expect(created.status, created.text).toBe(201);
     const userId = created.body.data.id as string;
     const session = await signIn(server.url, { username: 'audited-ada', password: 'a long enough password' });
@@ -98,7 +102,9 @@ describeEachDialect('audit log', (dialect) => {
   it('records a 403 and a 401 as denials, repeated ones as one entry with their count', async () => {
     const agent = await server.agent('audit-hammer');
     const hammered = 7;
-    const burst = await Promise.all(Array.from({ length: hammered }, () => agent.post('/api/v1/webhooks', { url: 'http://127.0.0.1:1/x', types: ['run.*'] })));
+    const burst = await Promise.all(
+      Array.from({ length: hammered }, () => agent.post('/api/v1/webhooks', { url: 'http://127.0.0.1:1/x', types: ['run.*'] })),
+    );
     expect(burst.map((res) => res.status)).toEqual(Array(hammered).fill(403));
     expect(await entries('actor=audit-hammer&outcome=denied')).toEqual([]);
     const denied = await waitFor(async () => (await entries('actor=audit-hammer&outcome=denied'))[0], 4 * DENIAL_WINDOW_MS);
@@ -115,14 +121,24 @@ describeEachDialect('audit log', (dialect) => {
     const stranger = server.api.withKey('sk_not_a_key');
     const refused = await Promise.all([1, 2, 3].map(() => stranger.delete('/api/v1/coordination/plans/plan_nothing')));
     expect(refused.map((res) => res.status)).toEqual([401, 401, 401]);
-    const anonymous = await waitFor(async () => (await entries('action=coordination.deletePlan&outcome=denied')).find((e) => e.status === 401), 4 * DENIAL_WINDOW_MS);
-    expect(anonymous).toMatchObject({ actor: { kind: 'anonymous', id: null, key_id: null }, count: 3, resource: { id: '/api/v1/coordination/plans/plan_nothing' } });
+    const anonymous = await waitFor(
+      async () => (await entries('action=coordination.deletePlan&outcome=denied')).find((e) => e.status === 401),
+      4 * DENIAL_WINDOW_MS,
+    );
+    expect(anonymous).toMatchObject({
+      actor: { kind: 'anonymous', id: null, key_id: null },
+      count: 3,
+      resource: { id: '/api/v1/coordination/plans/plan_nothing' },
+    });
   });
 
   it('filters by actor, action, resource, outcome and time, and bounds the page', async () => {
     const agent = await server.agent('audit-filter');
     const before = new Date().toISOString();
-    const plan = await agent.post('/api/v1/coordination/plans', { alias: `audit-filter-${dialect}`, steps: [{ id: 'a', type: 'wait', seconds: 1 }] });
+    const plan = await agent.post('/api/v1/coordination/plans', {
+      alias: `audit-filter-${dialect}`,
+      steps: [{ id: 'a', type: 'wait', seconds: 1 }],
+    });
     expect(plan.status).toBe(201);
     const id = plan.body.data.id as string;
     expect((await agent.delete(`/api/v1/coordination/plans/${id}`)).status).toBe(200);

@@ -43,7 +43,11 @@ describeEachDialect('audit log retention and `switchboard audit verify`', (diale
       await first.close();
     }
     // Two days on, with a retention of one: the sweep at start trims what the first node wrote.
-    const later = await startServer(dialect, { database: database(), clock: new FakeClock(Date.now() + 2 * DAY_MS), env: { SWITCHBOARD_AUDIT_RETENTION_DAYS: '1' } });
+    const later = await startServer(dialect, {
+      database: database(),
+      clock: new FakeClock(Date.now() + 2 * DAY_MS),
+      env: { SWITCHBOARD_AUDIT_RETENTION_DAYS: '1' },
+    });
     try {
       const trimmed = await waitFor(async () => {
         const result = await verify(later);
@@ -66,7 +70,11 @@ describeEachDialect('audit log retention and `switchboard audit verify`', (diale
     const handle = openDatabase(database().options(1));
     try {
       const [oldest] = await handle.db.selectFrom('audit_log').select('id').orderBy('seq').limit(1).execute();
-      await handle.db.updateTable('audit_log').set({ prev_hash: '1'.repeat(64) }).where('id', '=', oldest!.id).execute();
+      await handle.db
+        .updateTable('audit_log')
+        .set({ prev_hash: '1'.repeat(64) })
+        .where('id', '=', oldest!.id)
+        .execute();
       expect(await cli()).toMatchObject({ code: 1, result: { ok: false, checked: 0, first_broken: oldest!.id } });
     } finally {
       await handle.close();

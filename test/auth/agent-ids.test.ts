@@ -4,7 +4,20 @@ import { useServer } from '../helpers/server.js';
 import { callFails, mcpClient } from '../mcp/fixtures.js';
 
 /** Names the platform acts under, and prefixes kept for people and roles: no agent may take them. */
-const RESERVED = ['admin', 'system', 'switchboard', 'cli', 'approval_link', 'Admin', 'SYSTEM', 'user:ann', 'role:operator', 'agent:bob', 'key:key_01', 'trigger:trg_01'];
+const RESERVED = [
+  'admin',
+  'system',
+  'switchboard',
+  'cli',
+  'approval_link',
+  'Admin',
+  'SYSTEM',
+  'user:ann',
+  'role:operator',
+  'agent:bob',
+  'key:key_01',
+  'trigger:trg_01',
+];
 
 describeEachDialect('agent ids that name principals', (dialect) => {
   const server = useServer(dialect);
@@ -20,7 +33,10 @@ describeEachDialect('agent ids that name principals', (dialect) => {
     for (const id of RESERVED) {
       const path = encodeURIComponent(id);
       expectAgentIdRefused(await server.api.post('/api/v1/auth/keys', { agent_id: id, role: 'agent' }), 'agent_id');
-      expectAgentIdRefused(await server.api.post(`/api/v1/auth/agents/${path}/public-keys`, { public_key: 'A'.repeat(43) + '=' }), 'agent_id');
+      expectAgentIdRefused(
+        await server.api.post(`/api/v1/auth/agents/${path}/public-keys`, { public_key: 'A'.repeat(43) + '=' }),
+        'agent_id',
+      );
       expectAgentIdRefused(await server.api.post('/api/v1/discovery/capabilities', { agent_id: id, capability: 'summarize' }), 'agent_id');
       expectAgentIdRefused(await server.api.post('/api/v1/messaging/send', { destination: id, event_name: 'hello' }), 'destination');
       expectAgentIdRefused(await server.api.get(`/api/v1/messaging/receive?agent_id=${path}`), 'agent_id');

@@ -26,7 +26,14 @@ describeEachDialect('API keys', (dialect) => {
     const agent = server.api.withKey(res.body.data.key);
     const me = await agent.get('/api/v1/auth/whoami');
     expect(me.status).toBe(200);
-    expect(me.body.data).toMatchObject({ kind: 'agent', id: 'alpha', role: 'agent', agent_id: 'alpha', key_id: res.body.data.id, actor: 'alpha' });
+    expect(me.body.data).toMatchObject({
+      kind: 'agent',
+      id: 'alpha',
+      role: 'agent',
+      agent_id: 'alpha',
+      key_id: res.body.data.id,
+      actor: 'alpha',
+    });
     const listed = await server.api.get('/api/v1/auth/keys?limit=500');
     const entry = listed.body.data.find((k: { id: string }) => k.id === res.body.data.id);
     expect(entry).toBeDefined();
@@ -135,27 +142,30 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
     }
   });
 
-  it.runIf(dialect === 'postgres')('makes one bootstrap admin key when two nodes start together without SWITCHBOARD_ADMIN_KEY', async () => {
-    const database = await createTestDatabase(dialect);
-    const dataDirs = [0, 1].map(() => fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-node-')));
-    const nodes = await Promise.all(
-      dataDirs.map((dataDir) => startServer(dialect, { database, env: { SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_ADMIN_KEY: '' } })),
-    );
-    try {
-      const keyFiles = dataDirs.map((dir) => path.join(dir, 'admin.key')).filter((file) => fs.existsSync(file));
-      expect(keyFiles).toHaveLength(1);
-      const adminKey = fs.readFileSync(keyFiles[0]!, 'utf8').trim();
-      for (const node of nodes) {
-        const listed = await new Api(node.url, adminKey).get('/api/v1/auth/keys?limit=500');
-        expect(listed.status).toBe(200);
-        expect(listed.body.data.filter((k: { role: string }) => k.role === 'admin')).toHaveLength(1);
+  it.runIf(dialect === 'postgres')(
+    'makes one bootstrap admin key when two nodes start together without SWITCHBOARD_ADMIN_KEY',
+    async () => {
+      const database = await createTestDatabase(dialect);
+      const dataDirs = [0, 1].map(() => fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-node-')));
+      const nodes = await Promise.all(
+        dataDirs.map((dataDir) => startServer(dialect, { database, env: { SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_ADMIN_KEY: '' } })),
+      );
+      try {
+        const keyFiles = dataDirs.map((dir) => path.join(dir, 'admin.key')).filter((file) => fs.existsSync(file));
+        expect(keyFiles).toHaveLength(1);
+        const adminKey = fs.readFileSync(keyFiles[0]!, 'utf8').trim();
+        for (const node of nodes) {
+          const listed = await new Api(node.url, adminKey).get('/api/v1/auth/keys?limit=500');
+          expect(listed.status).toBe(200);
+          expect(listed.body.data.filter((k: { role: string }) => k.role === 'admin')).toHaveLength(1);
+        }
+      } finally {
+        await Promise.all(nodes.map((node) => node.close()));
+        await database.drop();
+        for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      await Promise.all(nodes.map((node) => node.close()));
-      await database.drop();
-      for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
   it.runIf(dialect === 'postgres')('trusts no cached key across a lost LISTEN connection', async () => {
     const first = await startServer(dialect);
@@ -169,7 +179,9 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
       // Cut every LISTEN connection and wait until the second node has noticed: a revocation
       // announced now may never reach it.
       const epoch = second.app.platform.notifier.epoch;
-      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`);
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
+      );
       await waitFor(() => second.app.platform.notifier.epoch !== epoch, 5000);
       expect((await first.api.delete(`/api/v1/auth/keys/${created.body.data.id}`)).status).toBe(200);
       expect((await onSecond.get('/api/v1/auth/whoami')).status).toBe(401);

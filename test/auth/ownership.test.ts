@@ -52,7 +52,9 @@ describeEachDialect('ownership of shared objects', (dialect) => {
   /** A plan whose runs wait at a human_approval step: cancelled while waiting, redriven once rejected. */
   let gatePlan: string | undefined;
   async function gate(): Promise<string> {
-    gatePlan ??= (await made(server.api.post(`${C}/plans`, { alias: unique('gate'), steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?' }] }))).id;
+    gatePlan ??= (
+      await made(server.api.post(`${C}/plans`, { alias: unique('gate'), steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?' }] }))
+    ).id;
     return gatePlan;
   }
 
@@ -61,13 +63,15 @@ describeEachDialect('ownership of shared objects', (dialect) => {
       type: 'plan',
       create: (as) => made(as.post(`${C}/plans`, { alias: unique('plan'), steps: [{ id: 't', type: 'transform', output: {} }] })),
       changes: {
-        replace: (as, id) => as.put(`${C}/plans/${id}`, { alias: unique('replaced'), steps: [{ id: 't', type: 'transform', output: { v: 2 } }] }),
+        replace: (as, id) =>
+          as.put(`${C}/plans/${id}`, { alias: unique('replaced'), steps: [{ id: 't', type: 'transform', output: { v: 2 } }] }),
         delete: (as, id) => as.delete(`${C}/plans/${id}`),
       },
     },
     {
       type: 'trigger',
-      create: async (as) => made(as.post(`${C}/triggers`, { plan_id: await gate(), type: 'event', config: { topic: `never.${unique('t')}` } })),
+      create: async (as) =>
+        made(as.post(`${C}/triggers`, { plan_id: await gate(), type: 'event', config: { topic: `never.${unique('t')}` } })),
       changes: {
         pause: (as, id) => as.patch(`${C}/triggers/${id}`, { enabled: false }),
         delete: (as, id) => as.delete(`${C}/triggers/${id}`),
@@ -143,7 +147,9 @@ describeEachDialect('ownership of shared objects', (dialect) => {
     const denied = await change(other, mine.id);
     expect(denied.status, denied.text).toBe(403);
     expect(denied.body.error).toMatchObject({ code: 'forbidden' });
-    expect(denied.body.error.message).toContain(`${kind.type} '${mine.id}' was created by '${A}'; agent '${B}' may change only what it created`);
+    expect(denied.body.error.message).toContain(
+      `${kind.type} '${mine.id}' was created by '${A}'; agent '${B}' may change only what it created`,
+    );
     // The refusal changed nothing: the owner's own change still finds the object as it was.
     const allowed = await change(owner, mine.id);
     expect(allowed.status, allowed.text).toBeLessThan(300);
@@ -181,7 +187,9 @@ describeEachDialect('ownership of shared objects', (dialect) => {
     expect(trigger.status, trigger.text).toBe(201);
     expect(trigger.body.data.created_by).toBe(B);
 
-    const routine = await made(owner.post('/core/api/v1/routines', { name: unique('routine'), trigger_type: 'webhook', target_agent: 'worker' }));
+    const routine = await made(
+      owner.post('/core/api/v1/routines', { name: unique('routine'), trigger_type: 'webhook', target_agent: 'worker' }),
+    );
     expect((await other.post(`/core/api/v1/routines/${routine.id}/trigger`)).status).toBe(202);
 
     const project = await made(owner.post('/core/api/v1/projects', { name: unique('project') }));
@@ -214,7 +222,10 @@ describeEachDialect('ownership after an upgrade', (dialect) => {
         const plan = (await owner.get(`${C}/plans/pln_before`)).body.data;
         expect(plan.created_by).toBe(A);
         expect((await other.delete(`${C}/plans/pln_before`)).status).toBe(403);
-        const replaced = await owner.put(`${C}/plans/pln_before`, { alias: 'before', steps: [{ id: 't', type: 'transform', output: { v: 2 } }] });
+        const replaced = await owner.put(`${C}/plans/pln_before`, {
+          alias: 'before',
+          steps: [{ id: 't', type: 'transform', output: { v: 2 } }],
+        });
         expect(replaced.status, replaced.text).toBe(200);
         expect(replaced.body.data).toMatchObject({ version: 2, created_by: A });
         const webhook = await server.api.get('/api/v1/webhooks/whk_before');
@@ -236,7 +247,9 @@ async function seedBeforeOwnership(options: Parameters<typeof openDatabase>[0]):
     const earlier = Object.entries(migrations).filter(([name]) => name < '0025-ownership');
     const migrator = new Migrator({
       db: handle.db,
-      provider: { getMigrations: async () => Object.fromEntries(earlier.map(([name, m]) => [name, { up: (db) => m.up(db, handle.caps) }])) },
+      provider: {
+        getMigrations: async () => Object.fromEntries(earlier.map(([name, m]) => [name, { up: (db) => m.up(db, handle.caps) }])),
+      },
       // As src/db/migrate.ts names them, so that the server applies only what is left.
       migrationTableName: 'switchboard_migrations',
       migrationLockTableName: 'switchboard_migrations_lock',
@@ -244,13 +257,25 @@ async function seedBeforeOwnership(options: Parameters<typeof openDatabase>[0]):
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
     const now = Date.now();
-    await handle.db.insertInto('plans').values({ id: 'pln_before', alias: 'before', version: 1, created_by: A, created_at: now, updated_at: now }).execute();
+    await handle.db
+      .insertInto('plans')
+      .values({ id: 'pln_before', alias: 'before', version: 1, created_by: A, created_at: now, updated_at: now })
+      .execute();
     await handle.db
       .insertInto('plan_versions')
-      .values({ plan_id: 'pln_before', version: 1, alias: 'before', definition: JSON.stringify({ steps: [{ id: 't', type: 'transform', output: {} }] }), created_by: A, created_at: now })
+      .values({
+        plan_id: 'pln_before',
+        version: 1,
+        alias: 'before',
+        definition: JSON.stringify({ steps: [{ id: 't', type: 'transform', output: {} }] }),
+        created_by: A,
+        created_at: now,
+      })
       .execute();
     await sql`insert into webhooks (id, url, types, description, secret, enabled, disabled_reason, cursor, failing_since, created_at, updated_at)
-      values ('whk_before', 'http://127.0.0.1:9/hook', '["task.created"]', null, 'whsec_x', 1, null, 0, null, ${now}, ${now})`.execute(handle.db);
+      values ('whk_before', 'http://127.0.0.1:9/hook', '["task.created"]', null, 'whsec_x', 1, null, 0, null, ${now}, ${now})`.execute(
+      handle.db,
+    );
   } finally {
     await handle.close();
   }

@@ -25,7 +25,10 @@ describeEachDialect('access control', (dialect) => {
   }
 
   async function waitingRun(step: Record<string, unknown>): Promise<string> {
-    const plan = await server.api.post('/api/v1/coordination/plans', { alias: `access-${dialect}-${++plans}`, steps: [{ id: 'gate', ...step }] });
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: `access-${dialect}-${++plans}`,
+      steps: [{ id: 'gate', ...step }],
+    });
     expect(plan.status, plan.text).toBe(201);
     const run = await server.api.post(R, { plan_id: plan.body.data.id });
     expect(run.body.data.status).toBe('waiting');
@@ -44,11 +47,17 @@ describeEachDialect('access control', (dialect) => {
     const me = (await agent.get('/api/v1/auth/whoami')).body.data;
     expect(me).toMatchObject({ kind: 'agent', id: 'catalogue-reader', role: 'agent', agent_id: 'catalogue-reader' });
     expect(me.permissions).not.toContain('approvals:decide');
-    expect((await server.api.get('/api/v1/auth/whoami')).body.data).toMatchObject({ kind: 'admin', role: 'admin', permissions: Object.keys(Object.fromEntries(byName)) });
+    expect((await server.api.get('/api/v1/auth/whoami')).body.data).toMatchObject({
+      kind: 'admin',
+      role: 'admin',
+      permissions: Object.keys(Object.fromEntries(byName)),
+    });
   });
 
   it('every operation declares a permission, and a key lacking it gets 403 naming it', async () => {
-    const doc = (await server.api.get('/api/v1/openapi.json')).body as { paths: Record<string, Partial<Record<(typeof METHODS)[number], DocOperation>>> };
+    const doc = (await server.api.get('/api/v1/openapi.json')).body as {
+      paths: Record<string, Partial<Record<(typeof METHODS)[number], DocOperation>>>;
+    };
     const catalogue = (await server.api.get('/api/v1/auth/permissions')).body.data.map((p: { name: string }) => p.name) as string[];
     const missing: string[] = [];
     const byPermission = new Map<string, { method: string; path: string }[]>();
@@ -57,7 +66,8 @@ describeEachDialect('access control', (dialect) => {
         const operation = item[method];
         if (!operation || operation.security?.length === 0) continue;
         const permission = operation['x-permission'];
-        if (permission === undefined || (permission !== 'authenticated' && !catalogue.includes(permission))) missing.push(`${method} ${path}: ${permission}`);
+        if (permission === undefined || (permission !== 'authenticated' && !catalogue.includes(permission)))
+          missing.push(`${method} ${path}: ${permission}`);
         else if (permission !== 'authenticated') byPermission.set(permission, [...(byPermission.get(permission) ?? []), { method, path }]);
       }
     }
@@ -75,7 +85,8 @@ describeEachDialect('access control', (dialect) => {
       for (const { method, path } of operations) {
         const url = path.replace(/\{[^}]+\}/g, 'x1');
         const res = await lacking.request(method.toUpperCase(), url, method === 'get' || method === 'delete' ? {} : { body: {} });
-        if (res.status !== 403 || !String(res.body?.error?.message).includes(`'${permission}'`)) wrong.push(`${method} ${path} → ${res.status} ${res.text.slice(0, 120)}`);
+        if (res.status !== 403 || !String(res.body?.error?.message).includes(`'${permission}'`))
+          wrong.push(`${method} ${path} → ${res.status} ${res.text.slice(0, 120)}`);
       }
     }
     expect(wrong).toEqual([]);
@@ -83,7 +94,10 @@ describeEachDialect('access control', (dialect) => {
 
   it('people decide human steps: an agent key gets 403, an approver key and a named agent 200', async () => {
     const starter = await server.agent('worker1');
-    const plan = await server.api.post('/api/v1/coordination/plans', { alias: `access-own-${dialect}`, steps: [{ id: 'gate', type: 'human_approval' }] });
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: `access-own-${dialect}`,
+      steps: [{ id: 'gate', type: 'human_approval' }],
+    });
     const run = (await starter.post(R, { plan_id: plan.body.data.id })).body.data;
     const refused = await starter.post(`${R}/${run.id}/steps/gate/approve`, { approved: true });
     expect(refused.status, refused.text).toBe(403);

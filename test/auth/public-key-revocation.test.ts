@@ -27,7 +27,12 @@ describeEachDialect('public keys go with the API key that registered them', (dia
 
     const revoked = await server.api.delete(`/api/v1/auth/keys/${key.id}`);
     expect(revoked.status, revoked.text).toBe(200);
-    expect(revoked.body.data).toEqual({ id: key.id, deleted: true, public_keys_deleted: [added.body.data.id], public_keys_deleted_count: 1 });
+    expect(revoked.body.data).toEqual({
+      id: key.id,
+      deleted: true,
+      public_keys_deleted: [added.body.data.id],
+      public_keys_deleted_count: 1,
+    });
 
     const refused = await signedWhoami(pair.privateKey, 'rev-a');
     expect(refused.status).toBe(401);
@@ -59,7 +64,9 @@ describeEachDialect('public keys go with the API key that registered them', (dia
     const byOther = keyPair();
     const adminAdded = await server.api.post('/api/v1/auth/agents/rev-c/public-keys', { public_key: byAdmin.raw });
     expect(adminAdded.body.data.registered_by_key_id).toBeNull();
-    expect((await server.api.post('/api/v1/auth/agents/rev-c/public-keys', { public_key: byOther.raw }, { key: other.key })).status).toBe(201);
+    expect((await server.api.post('/api/v1/auth/agents/rev-c/public-keys', { public_key: byOther.raw }, { key: other.key })).status).toBe(
+      201,
+    );
 
     const revoked = await server.api.delete(`/api/v1/auth/keys/${key.id}`);
     expect(revoked.body.data).toMatchObject({ public_keys_deleted: [], public_keys_deleted_count: 0 });

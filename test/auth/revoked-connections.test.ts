@@ -18,9 +18,14 @@ const CLI = path.resolve('dist/cli.js');
 const CHANNEL = '/api/v1/messaging/channel';
 
 /** An open agent channel: how it closed, once it has. */
-async function openChannel(baseUrl: string, key: string): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+async function openChannel(
+  baseUrl: string,
+  key: string,
+): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
   const socket = new WebSocket(baseUrl.replace(/^http/, 'ws') + CHANNEL, { headers: { authorization: `Bearer ${key}` } });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   await new Promise<void>((resolve, reject) => {
     socket.once('open', resolve);
     socket.once('error', reject);
@@ -80,7 +85,11 @@ describeEachDialect('connections of a revoked key', (dialect) => {
   it('revoking by the API ends its A2A stream before the task’s output', async () => {
     const { id, key } = await agentKey(server, 'revoked-a2a');
     const worker = await server.agent('revoked-a2a-worker');
-    const capability = await worker.post('/api/v1/discovery/capabilities', { agent_id: 'revoked-a2a-worker', capability: 'work', metadata: {} });
+    const capability = await worker.post('/api/v1/discovery/capabilities', {
+      agent_id: 'revoked-a2a-worker',
+      capability: 'work',
+      metadata: {},
+    });
     expect(capability.status, capability.text).toBe(201);
     const fetchImpl: typeof fetch = (input, init) => {
       const headers = new Headers(init?.headers);
@@ -95,7 +104,10 @@ describeEachDialect('connections of a revoked key', (dialect) => {
     );
     const a2a = await factory.createFromUrl(`${server.url}/a2a/revoked-a2a-worker/`);
     const stream = a2a.sendMessageStream(
-      SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'go' }] }, configuration: { returnImmediately: false } }),
+      SendMessageRequest.fromJSON({
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'go' }] },
+        configuration: { returnImmediately: false },
+      }),
     );
     expect((await stream.next()).value?.payload?.$case).toBe('task');
     const message = await receiveOne(worker, 'revoked-a2a-worker');
@@ -137,28 +149,32 @@ describeEachDialect('connections of a revoked key', (dialect) => {
   }, 60_000);
 
   for (const listen of ['on', 'off']) {
-    it.runIf(dialect === 'postgres')(`ends a key's channel and event stream on node A when node B revokes it (SWITCHBOARD_PG_LISTEN=${listen})`, async () => {
-      const env = { SWITCHBOARD_PG_LISTEN: listen };
-      const first = await startServer(dialect, { database: server.database, adminKey: server.adminKey, env });
-      const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, env });
-      try {
-        const created = await first.api.post('/api/v1/auth/keys', { agent_id: `roaming-conn-${listen}`, role: 'agent' });
-        const { id, key } = created.body.data as { id: string; key: string };
-        const channel = await openChannel(first.url, key);
-        const events = await openStream(first.url, key);
+    it.runIf(dialect === 'postgres')(
+      `ends a key's channel and event stream on node A when node B revokes it (SWITCHBOARD_PG_LISTEN=${listen})`,
+      async () => {
+        const env = { SWITCHBOARD_PG_LISTEN: listen };
+        const first = await startServer(dialect, { database: server.database, adminKey: server.adminKey, env });
+        const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, env });
         try {
-          expect((await heartbeat(channel.socket)).ok).toBeDefined();
-          expect((await new Api(second.url, server.adminKey).delete(`/api/v1/auth/keys/${id}`)).status).toBe(200);
-          expect(await within(channel.closed, 5000, 'the channel on node A to close')).toEqual({ code: 1008, reason: 'API key revoked' });
-          await within(events.ended, 5000, 'the event stream on node A to end');
+          const created = await first.api.post('/api/v1/auth/keys', { agent_id: `roaming-conn-${listen}`, role: 'agent' });
+          const { id, key } = created.body.data as { id: string; key: string };
+          const channel = await openChannel(first.url, key);
+          const events = await openStream(first.url, key);
+          try {
+            expect((await heartbeat(channel.socket)).ok).toBeDefined();
+            expect((await new Api(second.url, server.adminKey).delete(`/api/v1/auth/keys/${id}`)).status).toBe(200);
+            expect(await within(channel.closed, 5000, 'the channel on node A to close')).toEqual({ code: 1008, reason: 'API key revoked' });
+            await within(events.ended, 5000, 'the event stream on node A to end');
+          } finally {
+            channel.socket.terminate();
+            events.close();
+          }
         } finally {
-          channel.socket.terminate();
-          events.close();
+          await second.close();
+          await first.close();
         }
-      } finally {
-        await second.close();
-        await first.close();
-      }
-    }, 60_000);
+      },
+      60_000,
+    );
   }
 });

@@ -22,7 +22,11 @@ describeEachDialect('sessions', (dialect) => {
   // Behind a proxy on this host: X-Forwarded-For names the client (a different address per test).
   const server = useServer(dialect, {
     clock,
-    env: { SWITCHBOARD_TRUSTED_PROXIES: '127.0.0.1', SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example', SWITCHBOARD_AUDIT_DENIAL_WINDOW_MS: '200' },
+    env: {
+      SWITCHBOARD_TRUSTED_PROXIES: '127.0.0.1',
+      SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example',
+      SWITCHBOARD_AUDIT_DENIAL_WINDOW_MS: '200',
+    },
   });
   let users = 0;
   let addresses = 0;
@@ -40,7 +44,14 @@ describeEachDialect('sessions', (dialect) => {
     const setCookie = session.signedIn.headers.get('set-cookie')!;
     expect(setCookie).toMatch(/^switchboard_session=sbs_[A-Za-z0-9_-]+; HttpOnly; SameSite=Strict; Path=\/; Secure$/);
     const data = session.signedIn.body.data;
-    expect(data.principal).toMatchObject({ kind: 'user', id: person.id, username: person.username, role: 'operator', key_id: null, actor: `user:${person.username}` });
+    expect(data.principal).toMatchObject({
+      kind: 'user',
+      id: person.id,
+      username: person.username,
+      role: 'operator',
+      key_id: null,
+      actor: `user:${person.username}`,
+    });
     expect(data.principal.session.id).toMatch(/^sess_/);
     expect(Date.parse(data.expires_at) - clock.now()).toBe(12 * HOUR);
     expect(data.csrf_token).toMatch(/^[0-9a-f]{64}$/);
@@ -124,8 +135,19 @@ describeEachDialect('sessions', (dialect) => {
     clock.advance(15 * 60_000 + 1);
     await signIn(server.url, { username: person.username, password: PASSWORD }, address);
     // The held-back try is in the audit log, as a denial from that address.
-    const held = await waitFor(async () => (await server.api.get('/api/v1/audit?action=session.create&outcome=denied')).body.data.find((e: { status: number }) => e.status === 429), 10_000);
-    expect(held).toMatchObject({ actor: { kind: 'anonymous' }, ip: address['x-forwarded-for'], resource: { type: 'path', id: '/api/v1/auth/sessions' }, count: 1 });
+    const held = await waitFor(
+      async () =>
+        (await server.api.get('/api/v1/audit?action=session.create&outcome=denied')).body.data.find(
+          (e: { status: number }) => e.status === 429,
+        ),
+      10_000,
+    );
+    expect(held).toMatchObject({
+      actor: { kind: 'anonymous' },
+      ip: address['x-forwarded-for'],
+      resource: { type: 'path', id: '/api/v1/auth/sessions' },
+      count: 1,
+    });
   });
 
   it('exchanges an API key for a session, which ends with the key; Bearer wins over the cookie', async () => {
@@ -151,8 +173,12 @@ describeEachDialect('sessions', (dialect) => {
     expect(stream.headers.get('content-type')).toMatch(/text\/event-stream/);
     const streamEnded = stream.body!.pipeTo(new WritableStream()).catch(() => undefined);
 
-    const socket = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/v1/messaging/channel?agent_id=cookie-agent`, { headers: { cookie: session.cookie } });
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    const socket = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/v1/messaging/channel?agent_id=cookie-agent`, {
+      headers: { cookie: session.cookie },
+    });
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+    );
     await new Promise<void>((resolve, reject) => {
       socket.once('open', resolve);
       socket.once('error', reject);

@@ -24,7 +24,13 @@ describeEachDialect('users', (dialect) => {
   it('creates, lists, reads, changes and deletes users, never showing a password hash', async () => {
     const created = await server.api.post(U, { username: 'ada', role: 'approver', display_name: 'Ada L.', password: PASSWORD });
     expect(created.status, created.text).toBe(201);
-    expect(created.body.data).toMatchObject({ username: 'ada', role: 'approver', display_name: 'Ada L.', disabled: false, has_password: true });
+    expect(created.body.data).toMatchObject({
+      username: 'ada',
+      role: 'approver',
+      display_name: 'Ada L.',
+      disabled: false,
+      has_password: true,
+    });
     expect(created.body.data.id).toMatch(/^usr_/);
     const id = created.body.data.id;
     expect((await server.api.post(U, { username: 'ada', role: 'viewer' })).status).toBe(409);
@@ -65,7 +71,13 @@ describeEachDialect('users', (dialect) => {
     expect((await server.api.patch(`${U}/usr_unknown`, { disabled: true })).status).toBe(404);
     const operator = server.api.withKey((await server.api.post('/api/v1/auth/keys', { role: 'operator' })).body.data.key);
     // whoami of a platform key bound to no one: kind key, no user, no session.
-    expect((await operator.get('/api/v1/auth/whoami')).body.data).toMatchObject({ kind: 'key', role: 'operator', username: null, session: null, agent_id: null });
+    expect((await operator.get('/api/v1/auth/whoami')).body.data).toMatchObject({
+      kind: 'key',
+      role: 'operator',
+      username: null,
+      session: null,
+      agent_id: null,
+    });
     const refused = await operator.get(U);
     expect(refused.status).toBe(403);
     expect(refused.body.error.message).toContain("'users:admin'");
@@ -83,7 +95,15 @@ describeEachDialect('users', (dialect) => {
     expect(key.status, key.text).toBe(201);
     expect(key.body.data).toMatchObject({ user_id: approver.id, role: 'approver', agent_id: null });
     const me = await server.api.withKey(key.body.data.key).get('/api/v1/auth/whoami');
-    expect(me.body.data).toMatchObject({ kind: 'user', id: approver.id, username: approver.username, role: 'approver', key_id: key.body.data.id, actor: `user:${approver.username}`, session: null });
+    expect(me.body.data).toMatchObject({
+      kind: 'user',
+      id: approver.id,
+      username: approver.username,
+      role: 'approver',
+      key_id: key.body.data.id,
+      actor: `user:${approver.username}`,
+      session: null,
+    });
     expect(me.body.data.permissions).toContain('approvals:decide');
 
     const above = await server.api.post('/api/v1/auth/keys', { user_id: approver.id, role: 'operator' });
@@ -111,7 +131,9 @@ describeEachDialect('users', (dialect) => {
     const othersKey = await server.api.post('/api/v1/auth/keys', { user_id: other.id, name: 'not yours' });
     const agentKey = await server.api.post('/api/v1/auth/keys', { agent_id: `own-keys-${dialect}` });
     const session = await signIn(server.url, { username: approver.username, password: PASSWORD });
-    const own = await session.request('POST', '/api/v1/auth/keys', { body: { user_id: approver.id, scopes: ['runs:read'], expires_at: '2999-01-01T00:00:00Z' } });
+    const own = await session.request('POST', '/api/v1/auth/keys', {
+      body: { user_id: approver.id, scopes: ['runs:read'], expires_at: '2999-01-01T00:00:00Z' },
+    });
     expect(own.status, own.text).toBe(201);
 
     const listed = await session.request('GET', '/api/v1/auth/keys?limit=500');
@@ -123,7 +145,8 @@ describeEachDialect('users', (dialect) => {
     const ofOther = await server.api.get(`/api/v1/auth/keys?user_id=${other.id}`);
     expect(ofOther.body.data.map((key: { id: string }) => key.id)).toEqual([othersKey.body.data.id]);
 
-    for (const key of [othersKey, agentKey]) expect((await session.request('DELETE', `/api/v1/auth/keys/${key.body.data.id}`)).status).toBe(403);
+    for (const key of [othersKey, agentKey])
+      expect((await session.request('DELETE', `/api/v1/auth/keys/${key.body.data.id}`)).status).toBe(403);
     expect((await server.api.withKey(othersKey.body.data.key).get('/api/v1/auth/whoami')).status).toBe(200);
     expect((await session.request('DELETE', `/api/v1/auth/keys/${own.body.data.id}`)).status).toBe(200);
     expect((await server.api.withKey(own.body.data.key).get('/api/v1/auth/whoami')).status).toBe(401);

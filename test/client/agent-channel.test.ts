@@ -1,7 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect, it, vi } from 'vitest';
-import { ChannelClosedError, createAgent, PermanentError, Switchboard, SwitchboardError, type Agent, type Message } from '../../src/client/index.js';
+import {
+  ChannelClosedError,
+  createAgent,
+  PermanentError,
+  Switchboard,
+  SwitchboardError,
+  type Agent,
+  type Message,
+} from '../../src/client/index.js';
 import { signingClient } from '../../examples/connect.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
@@ -22,15 +30,20 @@ function gate() {
 async function proxyWithoutWebSockets(target: string) {
   const to = new URL(target);
   const server = http.createServer((request, response) => {
-    const upstream = http.request({ host: to.hostname, port: to.port, method: request.method, path: request.url, headers: request.headers }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    });
+    const upstream = http.request(
+      { host: to.hostname, port: to.port, method: request.method, path: request.url, headers: request.headers },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
     upstream.on('error', () => response.destroy());
     request.pipe(upstream);
   });
   server.on('upgrade', (_request, socket) => {
-    socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":{"code":"not_found","message":"no such route"}}');
+    socket.end(
+      'HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"error":{"code":"not_found","message":"no such route"}}',
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -38,7 +51,6 @@ async function proxyWithoutWebSockets(target: string) {
     close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
 }
-
 
 describeEachDialect('the SDK over the agent channel', (dialect) => {
   const server = useServer(dialect);
@@ -66,11 +78,16 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
       try {
         expect(agent.transport).toBe(transport);
         const sent = [];
-        for (let n = 0; n < 6; n++) sent.push(await admin().messaging.send({ body: { destination: agentId, event_name: 'work', payload: { n } } }));
+        for (let n = 0; n < 6; n++)
+          sent.push(await admin().messaging.send({ body: { destination: agentId, event_name: 'work', payload: { n } } }));
         const bad = await admin().messaging.send({ body: { destination: agentId, event_name: 'bad' } });
         await waitFor(() => seen.length === 6, 10_000);
         expect(seen.map((m) => (m.payload as { n: number }).n).sort()).toEqual([0, 1, 2, 3, 4, 5]);
-        const dead = await waitFor(async () => (await admin().messaging.listDeadLetters({ query: { agent_id: agentId } })).find((d) => d.message_id === bad.message_id), 10_000);
+        const dead = await waitFor(
+          async () =>
+            (await admin().messaging.listDeadLetters({ query: { agent_id: agentId } })).find((d) => d.message_id === bad.message_id),
+          10_000,
+        );
         expect(dead.reason).toBe('cannot');
         await waitFor(async () => {
           const [inbox] = await admin().messaging.listInboxes({ query: { agent_id: agentId } });
@@ -87,13 +104,17 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     const client = await signingClient(admin(), 'credit-agent');
     const release = gate();
     let handled = 0;
-    const agent = createAgent({ client, agentId: 'credit-agent', transport: 'channel', heartbeatIntervalMs: 0, concurrency: 2 }).on('work', async () => {
-      await release.opened;
-      handled++;
-    });
+    const agent = createAgent({ client, agentId: 'credit-agent', transport: 'channel', heartbeatIntervalMs: 0, concurrency: 2 }).on(
+      'work',
+      async () => {
+        await release.opened;
+        handled++;
+      },
+    );
     await agent.start();
     try {
-      for (let n = 0; n < 5; n++) await admin().messaging.send({ body: { destination: 'credit-agent', event_name: 'work', payload: { n } } });
+      for (let n = 0; n < 5; n++)
+        await admin().messaging.send({ body: { destination: 'credit-agent', event_name: 'work', payload: { n } } });
       await waitFor(() => agent.inFlight === 2);
       const [inbox] = await admin().messaging.listInboxes({ query: { agent_id: 'credit-agent' } });
       expect(inbox).toMatchObject({ pending: 3, leased: 2 });
@@ -111,7 +132,9 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     await agent.start();
     try {
       const health = await waitFor(async () => {
-        const record = await admin().discovery.agentHealth({ path: { agent_id: 'beating-agent' } }).catch(() => undefined);
+        const record = await admin()
+          .discovery.agentHealth({ path: { agent_id: 'beating-agent' } })
+          .catch(() => undefined);
         return record?.status === 'healthy' ? record : undefined;
       });
       expect(health.load).toBe(0);
@@ -131,13 +154,19 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
 
     const proxy = await proxyWithoutWebSockets(server.url);
     try {
-      const proxied = new Switchboard({ url: proxy.url, apiKey: (await admin().auth.createKey({ body: { agent_id: 'auto-agent', role: 'agent' } })).key });
+      const proxied = new Switchboard({
+        url: proxy.url,
+        apiKey: (await admin().auth.createKey({ body: { agent_id: 'auto-agent', role: 'agent' } })).key,
+      });
       const seen: Message[] = [];
       const logged: string[] = [];
-      const agent = createAgent({ client: proxied, agentId: 'auto-agent', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, logger: { info: (line) => logged.push(line), warn: () => {}, error: () => {} } }).on(
-        'work',
-        (message) => void seen.push(message),
-      );
+      const agent = createAgent({
+        client: proxied,
+        agentId: 'auto-agent',
+        heartbeatIntervalMs: 0,
+        pollTimeoutSeconds: 1,
+        logger: { info: (line) => logged.push(line), warn: () => {}, error: () => {} },
+      }).on('work', (message) => void seen.push(message));
       await agent.start();
       try {
         expect(agent.transport).toBe('poll');
@@ -165,12 +194,18 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     expect((error as SwitchboardError).status).toBe(403);
   });
 
-  it('keeps a slow handler\'s lease with extend frames: not delivered again while it runs', async () => {
+  it("keeps a slow handler's lease with extend frames: not delivered again while it runs", async () => {
     const client = await signingClient(admin(), 'slow-channel');
     const fetches = vi.spyOn(globalThis, 'fetch');
     const release = gate();
     const seen: Message[] = [];
-    const agent = createAgent({ client, agentId: 'slow-channel', transport: 'channel', heartbeatIntervalMs: 0, visibilityTimeoutSeconds: 2 }).on('work', async (message) => {
+    const agent = createAgent({
+      client,
+      agentId: 'slow-channel',
+      transport: 'channel',
+      heartbeatIntervalMs: 0,
+      visibilityTimeoutSeconds: 2,
+    }).on('work', async (message) => {
       seen.push(message);
       await release.opened;
     });
@@ -178,7 +213,8 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     try {
       const sent = await admin().messaging.send({ body: { destination: 'slow-channel', event_name: 'work' } });
       await waitFor(() => seen.length === 1, 10_000);
-      const leaseOf = async () => (await admin().messaging.listInboxMessages({ path: { agent_id: 'slow-channel' }, query: { state: 'leased' } }))[0];
+      const leaseOf = async () =>
+        (await admin().messaging.listInboxMessages({ path: { agent_id: 'slow-channel' }, query: { state: 'leased' } }))[0];
       const first = await leaseOf();
       // Extended every second (half the 2 s lease): twice is past the first lease's end.
       await waitFor(async () => Date.parse((await leaseOf())!.lease_expires_at!) >= Date.parse(first!.lease_expires_at!) + 2000, 10_000);
@@ -186,7 +222,11 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
       release.open();
       await waitFor(async () => (await admin().messaging.listInboxes({ query: { agent_id: 'slow-channel' } }))[0]!.leased === 0, 10_000);
       expect(seen.map((m) => [m.message_id, m.retry_count])).toEqual([[sent.message_id, 0]]);
-      expect(fetches.mock.calls.map(([url]) => String(url)).filter((url) => url.includes('/messaging/extend') || url.includes('/messaging/acknowledge'))).toEqual([]);
+      expect(
+        fetches.mock.calls
+          .map(([url]) => String(url))
+          .filter((url) => url.includes('/messaging/extend') || url.includes('/messaging/acknowledge')),
+      ).toEqual([]);
     } finally {
       fetches.mockRestore();
       release.open();
@@ -196,22 +236,32 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
 
   it('reopens a dropped channel: one line when the server is lost, one when it is back, and messages flow again', async () => {
     const lines: string[] = [];
-    const logger = { info: (line: string) => lines.push(`info ${line}`), warn: (line: string) => lines.push(`warn ${line}`), error: (line: string) => lines.push(`error ${line}`) };
+    const logger = {
+      info: (line: string) => lines.push(`info ${line}`),
+      warn: (line: string) => lines.push(`warn ${line}`),
+      error: (line: string) => lines.push(`error ${line}`),
+    };
     const key = await admin().auth.createKey({ body: { agent_id: 'redialer', role: 'agent' } });
     const proxy = await startTcpProxy('127.0.0.1', Number(new URL(server.url).port));
     let loopErrors = 0;
     const seen: Message[] = [];
     const client = new Switchboard({ url: `http://127.0.0.1:${proxy.port}`, apiKey: key.key });
-    const agent = createAgent({ client, agentId: 'redialer', transport: 'channel', heartbeatIntervalMs: 0, logger, onError: () => loopErrors++ }).on(
-      'work',
-      (message) => void seen.push(message),
-    );
+    const agent = createAgent({
+      client,
+      agentId: 'redialer',
+      transport: 'channel',
+      heartbeatIntervalMs: 0,
+      logger,
+      onError: () => loopErrors++,
+    }).on('work', (message) => void seen.push(message));
     await agent.start();
     try {
       await proxy.cut();
       // A close, then a failed reopening a second: one line for all of them.
       await waitFor(() => loopErrors >= 3, 10_000);
-      expect(lines).toEqual([expect.stringMatching(/^error agent redialer: cannot reach the server \(The channel closed \(1006\)\); retrying$/)]);
+      expect(lines).toEqual([
+        expect.stringMatching(/^error agent redialer: cannot reach the server \(The channel closed \(1006\)\); retrying$/),
+      ]);
       await proxy.restore();
       await waitFor(() => lines.length === 2, 10_000);
       expect(lines[1]).toMatch(/^info agent redialer: reached the server again after \d+ s$/);
@@ -254,17 +304,27 @@ describeEachDialect('the SDK over the agent channel', (dialect) => {
     const client = await signingClient(admin(), 'channel-sender');
     const channel = await client.channel({ maxUnconfirmedSends: 3 });
     expect(await client.channel()).toBe(channel);
-    const sends = await Promise.all(Array.from({ length: 20 }, (_, n) => channel.send({ destination: 'channel-sink', event_name: 'many', payload: { n } })));
+    const sends = await Promise.all(
+      Array.from({ length: 20 }, (_, n) => channel.send({ destination: 'channel-sink', event_name: 'many', payload: { n } })),
+    );
     expect(new Set(sends.map((s) => s.message_id)).size).toBe(20);
     const first = await channel.send({ destination: 'channel-sink', event_name: 'once', idempotency_key: 'sdk-1' });
     const again = await channel.send({ destination: 'channel-sink', event_name: 'once', idempotency_key: 'sdk-1' });
     expect(again.message_id).toBe(first.message_id);
-    const batch = await channel.sendBatch({ messages: [{ destination: 'channel-sink', event_name: 'b' }, { destination: 'channel-sink', event_name: 'b' }] });
+    const batch = await channel.sendBatch({
+      messages: [
+        { destination: 'channel-sink', event_name: 'b' },
+        { destination: 'channel-sink', event_name: 'b' },
+      ],
+    });
     expect(batch.messages).toHaveLength(2);
     const [inbox] = await admin().messaging.listInboxes({ query: { agent_id: 'channel-sink' } });
     expect(inbox!.pending).toBe(23);
     // A refused send rejects with the server's error.
-    await expect(channel.send({ destination: 'channel-sink', event_name: 'x', source: 'not-me' })).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+    await expect(channel.send({ destination: 'channel-sink', event_name: 'x', source: 'not-me' })).rejects.toMatchObject({
+      status: 403,
+      code: 'forbidden',
+    });
     await channel.close();
     await expect(channel.send({ destination: 'channel-sink', event_name: 'late' })).rejects.toBeInstanceOf(ChannelClosedError);
     const reopened = await client.channel();

@@ -16,14 +16,14 @@ function gate() {
   return { opened, open };
 }
 
-
 /** The routine execution a `routine.execute` message is for. */
 const executionOf = (message: Message) => (message.payload as { execution_id: string }).execution_id;
 
 describeEachDialect('createAgent and the examples', (dialect) => {
   const server = useServer(dialect);
   const admin = () => new Switchboard({ url: server.url, apiKey: server.adminKey });
-  const webhookRoutine = (target: string) => admin().routines.create({ body: { name: `for ${target}`, trigger_type: 'webhook', target_agent: target } });
+  const webhookRoutine = (target: string) =>
+    admin().routines.create({ body: { name: `for ${target}`, trigger_type: 'webhook', target_agent: target } });
 
   it('the echo example answers a message with a reply to its sender', async () => {
     const agent = await echoAgent(admin(), 'echo');
@@ -43,7 +43,10 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     try {
       expect(example.routine).toMatchObject({ trigger_type: 'cron', cron_expression: '* * * * *', target_agent: 'summarizer' });
       // The cron fires every minute; triggering now runs the same path without the wait.
-      const triggered = [await client.routines.trigger({ path: { id: example.routine.id } }), await client.routines.trigger({ path: { id: example.routine.id } })];
+      const triggered = [
+        await client.routines.trigger({ path: { id: example.routine.id } }),
+        await client.routines.trigger({ path: { id: example.routine.id } }),
+      ];
       for (const { id } of triggered) {
         const execution = await waitFor(async () => {
           const current = await client.routines.getExecution({ path: { id } });
@@ -127,20 +130,32 @@ describeEachDialect('createAgent and the examples', (dialect) => {
 
   it('an agent approver decides its human steps with onApproval; without one the request is acknowledged, not dead-lettered', async () => {
     const client = admin();
-    const decider = createAgent({ client: await signingClient(client, 'approver-bot'), agentId: 'approver-bot', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1 });
+    const decider = createAgent({
+      client: await signingClient(client, 'approver-bot'),
+      agentId: 'approver-bot',
+      heartbeatIntervalMs: 0,
+      pollTimeoutSeconds: 1,
+    });
     const asked: string[] = [];
     decider.onApproval((request) => {
       asked.push(`${request.run_id}/${request.step_id}`);
       return request.prompt === 'Refund 5 EUR?' ? { approved: true, comment: 'small' } : 'reject';
     });
-    const bystander = createAgent({ client: await signingClient(client, 'bystander-bot'), agentId: 'bystander-bot', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1 });
+    const bystander = createAgent({
+      client: await signingClient(client, 'bystander-bot'),
+      agentId: 'bystander-bot',
+      heartbeatIntervalMs: 0,
+      pollTimeoutSeconds: 1,
+    });
     bystander.on('work', () => 'done');
     await decider.start();
     await bystander.start();
     try {
       let plans = 0;
       const plan = (prompt: string, approvers: string[]) =>
-        client.coordination.createPlan({ body: { alias: `approver-plan-${++plans}`, steps: [{ id: 'gate', type: 'human_approval', prompt, approvers }] } });
+        client.coordination.createPlan({
+          body: { alias: `approver-plan-${++plans}`, steps: [{ id: 'gate', type: 'human_approval', prompt, approvers }] },
+        });
       const small = await client.coordination.startRun({ body: { plan_id: (await plan('Refund 5 EUR?', ['approver-bot'])).id } });
       const large = await client.coordination.startRun({ body: { plan_id: (await plan('Refund 5,000 EUR?', ['approver-bot'])).id } });
       const left = await client.coordination.startRun({ body: { plan_id: (await plan('Ship it?', ['bystander-bot'])).id } });
@@ -149,7 +164,11 @@ describeEachDialect('createAgent and the examples', (dialect) => {
           const run = await client.coordination.getRun({ path: { run_id: runId } });
           return run.status === status ? run : undefined;
         }, 10_000);
-      expect((await settled(small.id, 'completed')).steps[0]?.output).toMatchObject({ approved: true, comment: 'small', decided_by: 'approver-bot' });
+      expect((await settled(small.id, 'completed')).steps[0]?.output).toMatchObject({
+        approved: true,
+        comment: 'small',
+        decided_by: 'approver-bot',
+      });
       expect((await settled(large.id, 'failed')).steps[0]?.output).toMatchObject({ approved: false, decided_by: 'approver-bot' });
       expect(asked.sort()).toEqual([`${large.id}/gate`, `${small.id}/gate`].sort());
       // The bystander has no onApproval: its request is acknowledged and the step waits for a person.
@@ -171,7 +190,14 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     const routine = await webhookRoutine('slow');
     const release = gate();
     const seen: Message[] = [];
-    const agent = createAgent({ client, agentId: 'slow', transport: 'poll', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, visibilityTimeoutSeconds: 3 });
+    const agent = createAgent({
+      client,
+      agentId: 'slow',
+      transport: 'poll',
+      heartbeatIntervalMs: 0,
+      pollTimeoutSeconds: 1,
+      visibilityTimeoutSeconds: 3,
+    });
     agent.on('routine.execute', async (message) => {
       seen.push(message);
       await release.opened;
@@ -213,7 +239,8 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     const first = createAgent(options).on('routine.execute', handler);
     await first.start();
     const executions: string[] = [];
-    for (let i = 0; i < 10; i++) executions.push((await admin().routines.trigger({ path: { id: routine.id }, body: { payload: { i } } })).id);
+    for (let i = 0; i < 10; i++)
+      executions.push((await admin().routines.trigger({ path: { id: routine.id }, body: { payload: { i } } })).id);
     await waitFor(() => seen.length === 3, 10_000);
     expect(first.inFlight).toBe(3);
 
@@ -224,7 +251,10 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     expect(seen.length).toBe(3);
     // Acknowledged before stop() returned: their executions have succeeded already.
     for (const message of seen) {
-      expect(await admin().routines.getExecution({ path: { id: executionOf(message) } })).toMatchObject({ status: 'success', output: JSON.stringify({ execution: executionOf(message) }) });
+      expect(await admin().routines.getExecution({ path: { id: executionOf(message) } })).toMatchObject({
+        status: 'success',
+        output: JSON.stringify({ execution: executionOf(message) }),
+      });
     }
 
     const second = createAgent(options).on('routine.execute', handler);
@@ -287,7 +317,10 @@ describeEachDialect('createAgent and the examples', (dialect) => {
         ['text.other', ['routers'], { description: 'the other one' }],
         ['text.route', ['routers'], {}],
       ]);
-      expect((await admin().messaging.listSubscriptions({ query: { agent_id: 'router' } })).map((s) => s.topic).sort()).toEqual(['audit.>', 'orders.*']);
+      expect((await admin().messaging.listSubscriptions({ query: { agent_id: 'router' } })).map((s) => s.topic).sort()).toEqual([
+        'audit.>',
+        'orders.*',
+      ]);
 
       // One of two slots busy: the heartbeats report load 0.5.
       await admin().messaging.send({ body: { destination: 'router', event_name: 'hold' } });
@@ -300,7 +333,12 @@ describeEachDialect('createAgent and the examples', (dialect) => {
         expect(await admin().messaging.publish({ body: { topic, payload: {} } })).toMatchObject({ count: 1 });
       }
       await waitFor(() => routed.length === 4, 10_000);
-      expect(Object.fromEntries(routed)).toEqual({ hold: 'any', 'orders.created': 'exact', 'orders.updated': 'orders.*', 'audit.users.login': 'audit.>' });
+      expect(Object.fromEntries(routed)).toEqual({
+        hold: 'any',
+        'orders.created': 'exact',
+        'orders.updated': 'orders.*',
+        'audit.users.login': 'audit.>',
+      });
     } finally {
       release.open();
       await agent.stop();
@@ -329,7 +367,9 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     });
     await agent.start();
     try {
-      await admin().messaging.sendBatch({ body: { messages: Array.from({ length: 6 }, (_, i) => ({ destination: 'bounded', event_name: 'job', payload: { i } })) } });
+      await admin().messaging.sendBatch({
+        body: { messages: Array.from({ length: 6 }, (_, i) => ({ destination: 'bounded', event_name: 'job', payload: { i } })) },
+      });
       await waitFor(() => running === 2, 10_000);
       expect(agent.inFlight).toBe(2);
       release.open();
@@ -343,12 +383,24 @@ describeEachDialect('createAgent and the examples', (dialect) => {
 
   it('logs a handler failure once per delivery with its id and reason, and a lost server once, then its return', async () => {
     const lines: string[] = [];
-    const logger = { info: (line: string) => lines.push(`info ${line}`), warn: (line: string) => lines.push(`warn ${line}`), error: (line: string) => lines.push(`error ${line}`) };
+    const logger = {
+      info: (line: string) => lines.push(`info ${line}`),
+      warn: (line: string) => lines.push(`warn ${line}`),
+      error: (line: string) => lines.push(`error ${line}`),
+    };
     const key = await admin().auth.createKey({ body: { agent_id: 'logged', role: 'agent', name: 'logged agent' } });
     const proxy = await startTcpProxy('127.0.0.1', Number(new URL(server.url).port));
     let loopErrors = 0;
     const client = new Switchboard({ url: `http://127.0.0.1:${proxy.port}`, apiKey: key.key });
-    const agent = createAgent({ client, agentId: 'logged', transport: 'poll', heartbeatIntervalMs: 0, pollTimeoutSeconds: 1, logger, onError: () => loopErrors++ });
+    const agent = createAgent({
+      client,
+      agentId: 'logged',
+      transport: 'poll',
+      heartbeatIntervalMs: 0,
+      pollTimeoutSeconds: 1,
+      logger,
+      onError: () => loopErrors++,
+    });
     agent.on('work', () => {
       throw new PermanentError('no such order');
     });
@@ -361,7 +413,9 @@ describeEachDialect('createAgent and the examples', (dialect) => {
       await proxy.cut();
       // The loop retries every second: three failures, one line.
       await waitFor(() => loopErrors >= 3, 10_000);
-      expect(lines.slice(1)).toEqual([expect.stringMatching(/^error agent logged: cannot reach the server \(fetch failed: .+\); retrying$/)]);
+      expect(lines.slice(1)).toEqual([
+        expect.stringMatching(/^error agent logged: cannot reach the server \(fetch failed: .+\); retrying$/),
+      ]);
       await proxy.restore();
       await waitFor(() => lines.length === 3, 10_000);
       expect(lines[2]).toMatch(/^info agent logged: reached the server again after \d+ s$/);

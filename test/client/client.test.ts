@@ -60,14 +60,20 @@ describeEachDialect('SDK client', (dialect) => {
     expect(messages).toMatchObject([{ message_id: sent.message_id, source: 'sdk-signer', payload: { n: 1 } }]);
     await bearer.messaging.acknowledge({ body: { message_id: sent.message_id } });
     await signing.discovery.heartbeat({ body: { agent_id: 'sdk-signer', load: 0.25 } });
-    expect(await signing.discovery.agentHealth({ path: { agent_id: 'sdk-signer' } })).toMatchObject({ agent_id: 'sdk-signer', status: 'healthy' });
+    expect(await signing.discovery.agentHealth({ path: { agent_id: 'sdk-signer' } })).toMatchObject({
+      agent_id: 'sdk-signer',
+      status: 'healthy',
+    });
 
     const { privateKey: unknownKey } = generateKeyPairSync('ed25519');
     const impostor = new Switchboard({ url: server.url, agentId: 'sdk-signer', privateKey: unknownKey });
     await expect(impostor.auth.whoami()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
     await expect(new Switchboard({ url: server.url, apiKey: 'sk_not_a_key' }).auth.whoami()).rejects.toMatchObject({ status: 401 });
     // An agent acts only as itself.
-    await expect(bearer.discovery.heartbeat({ body: { agent_id: 'sdk-signer' } })).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+    await expect(bearer.discovery.heartbeat({ body: { agent_id: 'sdk-signer' } })).rejects.toMatchObject({
+      status: 403,
+      code: 'forbidden',
+    });
   });
 
   it('throws SwitchboardError with status, code, message, requestId and details', async () => {
@@ -99,7 +105,8 @@ describeEachDialect('SDK client', (dialect) => {
 
     const project = await client.projects.create({ body: { name: 'pages-tasks' } });
     const tasks = [];
-    for (let i = 0; i < 7; i++) tasks.push(await client.tasks.create({ body: { title: `t${i}`, project_id: project.id, status: i % 2 ? 'todo' : 'done' } }));
+    for (let i = 0; i < 7; i++)
+      tasks.push(await client.tasks.create({ body: { title: `t${i}`, project_id: project.id, status: i % 2 ? 'todo' : 'done' } }));
     const todo: string[] = [];
     for await (const task of client.tasks.list.all({ query: { project_id: project.id, status: 'todo', limit: 2 } })) todo.push(task.id);
     expect(todo).toEqual(tasks.filter((_, i) => i % 2).map((t) => t.id));
@@ -141,13 +148,21 @@ describeEachDialect('SDK client', (dialect) => {
   it('exposes every domain of the operation table, and reads and verifies the audit log with filters', async () => {
     const client = admin();
     for (const [domain, operations] of Object.entries(OPERATIONS)) {
-      for (const name of Object.keys(operations)) expect(typeof (client as unknown as Record<string, Record<string, unknown>>)[domain]?.[name], `${domain}.${name}`).toBe('function');
+      for (const name of Object.keys(operations))
+        expect(typeof (client as unknown as Record<string, Record<string, unknown>>)[domain]?.[name], `${domain}.${name}`).toBe('function');
     }
     const project = await client.projects.create({ body: { name: 'sdk-audited' } });
     await client.projects.update({ path: { id: project.id }, body: { name: 'sdk-audited, renamed' } });
     const page = await client.audit.list.page({ query: { resource_id: project.id, limit: 1 } });
-    expect(page).toMatchObject({ total: 2, limit: 1, offset: 0, items: [{ action: 'project.update', actor: { kind: 'admin', id: 'admin' }, resource: { type: 'project', id: project.id } }] });
-    const created = await client.audit.list({ query: { resource_id: project.id, action: 'project.create', outcome: 'allowed', before: new Date(Date.now() + 60_000).toISOString() } });
+    expect(page).toMatchObject({
+      total: 2,
+      limit: 1,
+      offset: 0,
+      items: [{ action: 'project.update', actor: { kind: 'admin', id: 'admin' }, resource: { type: 'project', id: project.id } }],
+    });
+    const created = await client.audit.list({
+      query: { resource_id: project.id, action: 'project.create', outcome: 'allowed', before: new Date(Date.now() + 60_000).toISOString() },
+    });
     expect(created.map((entry) => entry.action)).toEqual(['project.create']);
     expect(await client.audit.list({ query: { resource_id: project.id, after: new Date(Date.now() + 60_000).toISOString() } })).toEqual([]);
     const verified = await client.audit.verify();
@@ -158,11 +173,22 @@ describeEachDialect('SDK client', (dialect) => {
 
   it('calls hooks with a path of several segments, and routine webhooks without credentials', async () => {
     const signing = await signer(admin(), 'sdk-hooks');
-    await signing.coordination.createPlan({ body: { alias: 'sdk-hook-plan', steps: [{ id: 'echo', type: 'transform', output: { repo: '{{input.repo}}' } }] } });
-    await signing.coordination.createTrigger({
-      body: { plan_id: 'sdk-hook-plan', type: 'webhook', config: { path: 'sdk/push' }, input_mapping: { repo: '{{event.repository}}', ref: '{{event.ref}}' } },
+    await signing.coordination.createPlan({
+      body: { alias: 'sdk-hook-plan', steps: [{ id: 'echo', type: 'transform', output: { repo: '{{input.repo}}' } }] },
     });
-    const started = await signing.coordination.hookPost({ path: { path: 'sdk/push' }, query: { ref: 'main' }, body: { repository: 'switchboard' } });
+    await signing.coordination.createTrigger({
+      body: {
+        plan_id: 'sdk-hook-plan',
+        type: 'webhook',
+        config: { path: 'sdk/push' },
+        input_mapping: { repo: '{{event.repository}}', ref: '{{event.ref}}' },
+      },
+    });
+    const started = await signing.coordination.hookPost({
+      path: { path: 'sdk/push' },
+      query: { ref: 'main' },
+      body: { repository: 'switchboard' },
+    });
     const run = await waitFor(async () => {
       const current = await signing.coordination.getRun({ path: { run_id: started.run_id } });
       return current.status === 'completed' ? current : undefined;
@@ -171,16 +197,24 @@ describeEachDialect('SDK client', (dialect) => {
 
     const routine = await admin().routines.create({ body: { name: 'sdk webhook', trigger_type: 'webhook', target_agent: 'sdk-hooks' } });
     const fired = await signing.routines.webhook({ path: { token: routine.webhook_token! }, body: { from: 'webhook' } });
-    expect(await admin().routines.getExecution({ path: { id: fired.execution_id } })).toMatchObject({ trigger: 'webhook', routine_id: routine.id });
+    expect(await admin().routines.getExecution({ path: { id: fired.execution_id } })).toMatchObject({
+      trigger: 'webhook',
+      routine_id: routine.id,
+    });
   });
 
   it('without credentials calls the public operations (an approval link) and gets 401 from the others', async () => {
     const anonymous = new Switchboard({ url: server.url });
     const client = admin();
-    await client.coordination.createPlan({ body: { alias: 'sdk-link-plan', steps: [{ id: 'gate', type: 'human_approval', prompt: 'Go?' }] } });
+    await client.coordination.createPlan({
+      body: { alias: 'sdk-link-plan', steps: [{ id: 'gate', type: 'human_approval', prompt: 'Go?' }] },
+    });
     const run = await client.coordination.startRun({ body: { plan_id: 'sdk-link-plan' } });
     await client.auth.createUser({ body: { username: 'sdk-link-person', role: 'approver', password: 'correct horse battery' } });
-    const link = await client.coordination.createApprovalLink({ path: { run_id: run.id, step_id: 'gate' }, body: { approver: 'user:sdk-link-person' } });
+    const link = await client.coordination.createApprovalLink({
+      path: { run_id: run.id, step_id: 'gate' },
+      body: { approver: 'user:sdk-link-person' },
+    });
     const token = link.approve_url.slice(link.approve_url.lastIndexOf('/') + 1);
     expect(await anonymous.coordination.getApprovalLink({ path: { token } })).toMatchObject({ run_id: run.id, prompt: 'Go?' });
     expect(await anonymous.coordination.decideByLink({ path: { token }, body: { approved: true } })).toMatchObject({ status: 'completed' });
@@ -194,7 +228,12 @@ describeEachDialect('SDK client', (dialect) => {
       // Raw bytes of a known size through an upload URL: read from the generator as they are sent.
       const size = 3 * 1024 * 1024 + 17;
       const source = generated(size);
-      const artifact = await client.artifacts.uploadStream({ name: 'big.bin', content_type: 'application/octet-stream', size_bytes: size, body: source.chunks() });
+      const artifact = await client.artifacts.uploadStream({
+        name: 'big.bin',
+        content_type: 'application/octet-stream',
+        size_bytes: size,
+        body: source.chunks(),
+      });
       expect(artifact).toMatchObject({ name: 'big.bin', size_bytes: size, sha256: source.digest() });
       const downloaded = await hashStream(await client.artifacts.downloadStream({ artifact_id: artifact.id }));
       expect(downloaded).toMatchObject({ sha256: artifact.sha256, size });
@@ -213,7 +252,11 @@ describeEachDialect('SDK client', (dialect) => {
         const second = new FormData();
         second.set('file', new Blob(['second version']), 'notes.txt');
         expect(await client.artifacts.uploadVersion({ path: { artifact_id: notes.id }, body: second })).toMatchObject({ version: 2 });
-        const response = await client.artifacts.download({ path: { artifact_id: notes.id }, query: { version: 1 }, headers: { range: 'bytes=0-9' } });
+        const response = await client.artifacts.download({
+          path: { artifact_id: notes.id },
+          query: { version: 1 },
+          headers: { range: 'bytes=0-9' },
+        });
         expect(response.status).toBe(206);
         expect(await response.text()).toBe('first line');
         // A signed URL is fetched without credentials, by the same client.
@@ -273,14 +316,22 @@ describe('SDK client retries on server errors (a stand-in server answers the sta
     seen.push(`${req.method} ${req.url}`);
     const reply = replies.shift() ?? { status: 500 };
     res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-    res.end(reply.body ?? JSON.stringify(reply.status < 400 ? { data: { ok: true }, meta: {} } : { error: { code: 'busy', message: `status ${reply.status}` }, meta: { request_id: 'req_fake' } }));
+    res.end(
+      reply.body ??
+        JSON.stringify(
+          reply.status < 400
+            ? { data: { ok: true }, meta: {} }
+            : { error: { code: 'busy', message: `status ${reply.status}` }, meta: { request_id: 'req_fake' } },
+        ),
+    );
   });
   beforeAll(async () => {
     await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
   });
   afterAll(() => new Promise<void>((resolve) => fake.close(() => resolve())));
-  const client = (events: RetryEvent[] = [], retries = 3) => new Switchboard({ url, apiKey: 'sk_fake', retries, maxBackoffMs: 1, onRetry: (e) => events.push(e) });
+  const client = (events: RetryEvent[] = [], retries = 3) =>
+    new Switchboard({ url, apiKey: 'sk_fake', retries, maxBackoffMs: 1, onRetry: (e) => events.push(e) });
 
   it('retries 5xx for GET, PUT and DELETE, never for POST or PATCH', async () => {
     const events: RetryEvent[] = [];
@@ -301,7 +352,11 @@ describe('SDK client retries on server errors (a stand-in server answers the sta
     events.length = 0;
     seen.length = 0;
     replies.push({ status: 503 }, { status: 500 });
-    await expect(client(events).messaging.send({ body: { destination: 'a', event_name: 'e' } })).rejects.toMatchObject({ status: 503, code: 'busy', requestId: 'req_fake' });
+    await expect(client(events).messaging.send({ body: { destination: 'a', event_name: 'e' } })).rejects.toMatchObject({
+      status: 503,
+      code: 'busy',
+      requestId: 'req_fake',
+    });
     await expect(client(events).tasks.update({ path: { id: 'tsk_1' }, body: { title: 't' } })).rejects.toMatchObject({ status: 500 });
     expect(seen).toEqual(['POST /api/v1/messaging/send', 'PATCH /core/api/v1/tasks/tsk_1']);
     expect(events).toEqual([]);
@@ -320,7 +375,11 @@ describe('SDK client retries on server errors (a stand-in server answers the sta
   it('gives up after `retries` attempts with the last error; a page without an envelope still becomes a SwitchboardError', async () => {
     const events: RetryEvent[] = [];
     seen.length = 0;
-    replies.push({ status: 503 }, { status: 503 }, { status: 504, headers: { 'content-type': 'text/html', 'x-request-id': 'req_proxy' }, body: '<h1>Gateway Timeout</h1>' });
+    replies.push(
+      { status: 503 },
+      { status: 503 },
+      { status: 504, headers: { 'content-type': 'text/html', 'x-request-id': 'req_proxy' }, body: '<h1>Gateway Timeout</h1>' },
+    );
     const error = await client(events, 2)
       .auth.whoami()
       .catch((e: unknown) => e);
@@ -352,7 +411,13 @@ describe('SDK client retries on server errors (a stand-in server answers the sta
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const events: RetryEvent[] = [];
-    const unreachable = new Switchboard({ url: `http://127.0.0.1:${port}`, apiKey: 'sk_fake', retries: 2, maxBackoffMs: 1, onRetry: (e) => events.push(e) });
+    const unreachable = new Switchboard({
+      url: `http://127.0.0.1:${port}`,
+      apiKey: 'sk_fake',
+      retries: 2,
+      maxBackoffMs: 1,
+      onRetry: (e) => events.push(e),
+    });
     await expect(unreachable.auth.whoami()).rejects.toThrow();
     expect(events.map((e) => [e.method, e.attempt, e.status])).toEqual([
       ['GET', 0, undefined],

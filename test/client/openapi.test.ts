@@ -41,7 +41,8 @@ function normalize(schema: unknown): unknown {
     if (key === 'description' || key === 'examples' || key === 'title' || key === '$id') continue;
     if (key === 'const') out.enum = [value];
     // TypeBox writes a record as patternProperties; the document as additionalProperties.
-    else if (key === 'patternProperties' && Object.keys(value as object).join() === '^(.*)$') out.additionalProperties = normalize((value as Record<string, unknown>)['^(.*)$']);
+    else if (key === 'patternProperties' && Object.keys(value as object).join() === '^(.*)$')
+      out.additionalProperties = normalize((value as Record<string, unknown>)['^(.*)$']);
     else if (key === 'required' && Array.isArray(value)) out.required = [...(value as string[])].sort();
     else out[key] = normalize(value);
   }
@@ -120,10 +121,12 @@ function schemaDifferences(key: string, sdk: OperationSchema, doc: DocOperation)
     const difference = firstDifference(plain(sdk.body), normalize(body));
     if (difference) problems.push(`${key}: the request bodies differ ${difference}`);
     // A body that may be null may be left out (an empty body is no body).
-    const optional = !doc.requestBody?.required || ((body as JsonSchema).anyOf as JsonSchema[] | undefined)?.some((s) => s.type === 'null') === true;
+    const optional =
+      !doc.requestBody?.required || ((body as JsonSchema).anyOf as JsonSchema[] | undefined)?.some((s) => s.type === 'null') === true;
     if (optional !== Boolean(sdk.optionalBody)) problems.push(`${key}: the body is required in one, optional in the other`);
   }
-  if (sdk.content === 'multipart' && !`${doc.summary} ${doc.description}`.includes('multipart')) problems.push(`${key}: the document takes no multipart form`);
+  if (sdk.content === 'multipart' && !`${doc.summary} ${doc.description}`.includes('multipart'))
+    problems.push(`${key}: the document takes no multipart form`);
 
   const parameters = (doc.parameters ?? []).filter((p) => p.in === 'query');
   const query = sdk.query ? (plain(sdk.query) as JsonSchema) : { properties: {}, required: [] };
@@ -135,12 +138,14 @@ function schemaDifferences(key: string, sdk: OperationSchema, doc: DocOperation)
       const mine = query.properties?.[parameter.name];
       const difference = firstDifference(mine, normalize(parameter.schema));
       if (difference) problems.push(`${key}: query parameter ${parameter.name} differs ${difference}`);
-      if (Boolean(parameter.required) !== (query.required ?? []).includes(parameter.name)) problems.push(`${key}: query parameter ${parameter.name} required differs`);
+      if (Boolean(parameter.required) !== (query.required ?? []).includes(parameter.name))
+        problems.push(`${key}: query parameter ${parameter.name} required differs`);
     }
   }
 
   const data = jsonResponse(doc)?.properties?.data;
-  if ((sdk.data === undefined) !== BYTE_ANSWERS.has(key)) problems.push(`${key}: BYTE_ANSWERS and schemas.ts disagree on whether it answers bytes`);
+  if ((sdk.data === undefined) !== BYTE_ANSWERS.has(key))
+    problems.push(`${key}: BYTE_ANSWERS and schemas.ts disagree on whether it answers bytes`);
   if (sdk.data === undefined) {
     if (data !== undefined) problems.push(`${key}: the document answers JSON data, the SDK expects bytes`);
   } else if (data === undefined) {
@@ -169,9 +174,11 @@ function allSchemaDifferences(doc: Doc): string[] {
       // .all() and .page() read the items from the data, or from the list the operation names in it.
       const data = jsonResponse(operation)?.properties?.data;
       const items = itemsKey === undefined ? data : data?.properties?.[itemsKey];
-      if (flag === PAGED && items?.type !== 'array') problems.push(`${key}: the document's ${itemsKey === undefined ? 'data' : `data.${itemsKey}`} is not a list`);
+      if (flag === PAGED && items?.type !== 'array')
+        problems.push(`${key}: the document's ${itemsKey === undefined ? 'data' : `data.${itemsKey}`} is not a list`);
       const publicInDoc = operation.security?.length === 0;
-      if (publicInDoc !== (flag === PUBLIC)) problems.push(`${key}: ${publicInDoc ? 'public' : 'authenticated'} in the document, not in the SDK`);
+      if (publicInDoc !== (flag === PUBLIC))
+        problems.push(`${key}: ${publicInDoc ? 'public' : 'authenticated'} in the document, not in the SDK`);
     }
   }
   return problems;
@@ -210,19 +217,36 @@ describeEachDialect('SDK operations match the OpenAPI document', (dialect) => {
     const doc = await fetchDoc();
     const wrongPath = structuredClone(OPERATIONS) as unknown as Record<string, Record<string, string[]>>;
     wrongPath.tasks!.get = ['GET', '/core/api/v1/task/{id}'];
-    expect(operationDifferences(wrongPath, doc)).toEqual(['not documented: tasks.get = GET /core/api/v1/task/{id}', 'not in the SDK: GET /core/api/v1/tasks/{id}']);
+    expect(operationDifferences(wrongPath, doc)).toEqual([
+      'not documented: tasks.get = GET /core/api/v1/task/{id}',
+      'not in the SDK: GET /core/api/v1/tasks/{id}',
+    ]);
     const wrongMethod = structuredClone(OPERATIONS) as unknown as Record<string, Record<string, string[]>>;
     wrongMethod.tasks!.update = ['PUT', '/core/api/v1/tasks/{id}'];
-    expect(operationDifferences(wrongMethod, doc)).toEqual(['not documented: tasks.update = PUT /core/api/v1/tasks/{id}', 'not in the SDK: PATCH /core/api/v1/tasks/{id}']);
+    expect(operationDifferences(wrongMethod, doc)).toEqual([
+      'not documented: tasks.update = PUT /core/api/v1/tasks/{id}',
+      'not in the SDK: PATCH /core/api/v1/tasks/{id}',
+    ]);
   });
 });
 
 describe('SDK schema comparison', () => {
   it('reports a body field, a query parameter and a result that differ', () => {
     const doc: DocOperation = {
-      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } },
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } },
+      },
       parameters: [{ in: 'query', name: 'limit', schema: { type: 'integer' } }],
-      responses: { '200': { content: { 'application/json': { schema: { properties: { data: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } } } } } } },
+      responses: {
+        '200': {
+          content: {
+            'application/json': {
+              schema: { properties: { data: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } } },
+            },
+          },
+        },
+      },
     };
     const same: OperationSchema = {
       body: { type: 'object', properties: { name: { type: 'string', description: 'ignored' } }, required: ['name'] },

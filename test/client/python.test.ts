@@ -44,7 +44,12 @@ describeEachDialect('the Python SDK', (dialect: Dialect) => {
     // A route added to the document makes the checked-in table stale.
     const added = structuredClone(doc);
     added.paths['/api/v1/messaging/echo'] = {
-      get: { operationId: 'messaging_echo', summary: 'Echo', parameters: [], responses: { '200': { content: { 'application/json': { schema: { properties: { data: { type: 'object' } } } } } } } },
+      get: {
+        operationId: 'messaging_echo',
+        summary: 'Echo',
+        parameters: [],
+        responses: { '200': { content: { 'application/json': { schema: { properties: { data: { type: 'object' } } } } } } },
+      },
     };
     const regenerated = renderPythonOperations(added);
     expect(regenerated).not.toBe(checkedIn);

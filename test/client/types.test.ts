@@ -60,10 +60,15 @@ describe('SDK types', () => {
       "void client.messaging.send({ body: { destination: 'a', event_nam: 'x' } });",
       "void client.tasks.create({ body: { title: 't', priority: 'critical' } });",
     ].join('\n');
-    const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined })!;
+    const config = ts.getParsedCommandLineOfConfigFile(
+      join(root, 'tsconfig.json'),
+      {},
+      { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+    )!;
     const host = ts.createCompilerHost(config.options);
     const getSourceFile = host.getSourceFile.bind(host);
-    host.getSourceFile = (name, version, ...rest) => (resolve(name) === file ? ts.createSourceFile(name, source, version) : getSourceFile(name, version, ...rest));
+    host.getSourceFile = (name, version, ...rest) =>
+      resolve(name) === file ? ts.createSourceFile(name, source, version) : getSourceFile(name, version, ...rest);
     const fileExists = host.fileExists.bind(host);
     host.fileExists = (name) => resolve(name) === file || fileExists(name);
     const program = ts.createProgram([file], { ...config.options, noEmit: true }, host);

@@ -63,7 +63,11 @@ describeEachDialect('cluster nodes', (dialect) => {
 
   it('shows a node whose last heartbeat is over 30 s old as down, and sweeps nodes silent for a day', async () => {
     // A node whose clock runs 40 s behind writes heartbeats that are 40 s old for everyone else.
-    const late = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock: new FakeClock(Date.now() - 40_000) });
+    const late = await startServer(dialect, {
+      database: server.database,
+      adminKey: server.adminKey,
+      clock: new FakeClock(Date.now() - 40_000),
+    });
     try {
       const entry = (await nodes()).find((n) => n.pid === process.pid && Date.parse(n.last_seen_at) < Date.now() - 30_000);
       expect(entry?.status).toBe('down');
@@ -71,7 +75,11 @@ describeEachDialect('cluster nodes', (dialect) => {
       await late.close();
     }
     // One that was last seen 25 h ago is deleted by the next heartbeat of a live node (every 5 s).
-    const ancient = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock: new FakeClock(Date.now() - 25 * 3600_000) });
+    const ancient = await startServer(dialect, {
+      database: server.database,
+      adminKey: server.adminKey,
+      clock: new FakeClock(Date.now() - 25 * 3600_000),
+    });
     await ancient.close();
     await waitFor(async () => (await nodes()).every((n) => Date.parse(n.last_seen_at) > Date.now() - 24 * 3600_000), 8000, 200);
   }, 20_000);

@@ -26,14 +26,20 @@ describeEachDialect('PostgreSQL restarted under two nodes', (dialect) => {
   it.skipIf(dialect !== 'postgres' || !enabled)(
     'answers 503s, never 500s, while it is down; recovers by itself; a long poll waiting across it gets a message sent after',
     async () => {
-      const nodes: TestServer[] = [await startServer(dialect, { database: database(), adminKey }), await startServer(dialect, { database: database(), adminKey })];
+      const nodes: TestServer[] = [
+        await startServer(dialect, { database: database(), adminKey }),
+        await startServer(dialect, { database: database(), adminKey }),
+      ];
       const statuses = new Map<number, number>();
       let loading = true;
       try {
         // Light load on both nodes: sends and reads, one at a time per node.
         const load = nodes.map(async (node, i) => {
           for (let n = 0; loading; n++) {
-            const res = n % 2 === 0 ? await node.api.post('/api/v1/messaging/send', { destination: `load-${i}`, event_name: 'e', payload: { n } }) : await node.api.get('/api/v1/auth/whoami');
+            const res =
+              n % 2 === 0
+                ? await node.api.post('/api/v1/messaging/send', { destination: `load-${i}`, event_name: 'e', payload: { n } })
+                : await node.api.get('/api/v1/auth/whoami');
             statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
             // The load's pace, not a wait for something.
             await new Promise((resolve) => setTimeout(resolve, 20));
@@ -51,7 +57,11 @@ describeEachDialect('PostgreSQL restarted under two nodes', (dialect) => {
         pgctl('start');
         for (const node of nodes) await waitFor(async () => (await fetch(`${node.url}/readyz`)).status === 200, 30_000, 200);
         // Sent whether or not node 2's LISTEN is back yet: if not, its rescan on reconnect finds it.
-        const sent = await nodes[0]!.api.post('/api/v1/messaging/send', { destination: 'patient', event_name: 'after', payload: { after: true } });
+        const sent = await nodes[0]!.api.post('/api/v1/messaging/send', {
+          destination: 'patient',
+          event_name: 'after',
+          payload: { after: true },
+        });
         expect(sent.status).toBe(201);
         const got = await poll;
         expect(got.status).toBe(200);

@@ -12,7 +12,8 @@ describeEachDialect('cluster-wide rate limits', (dialect) => {
 
   async function startNodes(limit: number): Promise<TestServer[]> {
     const nodes: TestServer[] = [];
-    for (let i = 0; i < nodeCount; i++) nodes.push(await startServer(dialect, { database: database(), adminKey, env: { SWITCHBOARD_RATE_LIMIT: String(limit) } }));
+    for (let i = 0; i < nodeCount; i++)
+      nodes.push(await startServer(dialect, { database: database(), adminKey, env: { SWITCHBOARD_RATE_LIMIT: String(limit) } }));
     return nodes;
   }
 
@@ -46,7 +47,9 @@ describeEachDialect('cluster-wide rate limits', (dialect) => {
     try {
       const key = await nodes[0]!.api.post('/api/v1/auth/keys', { agent_id: 'busy', role: 'agent' });
       for (let i = 0; i < 300; i += 10) {
-        const batch = Array.from({ length: 10 }, (_, j) => nodes[(i + j) % nodeCount]!.api.withKey(key.body.data.key).get('/api/v1/auth/whoami'));
+        const batch = Array.from({ length: 10 }, (_, j) =>
+          nodes[(i + j) % nodeCount]!.api.withKey(key.body.data.key).get('/api/v1/auth/whoami'),
+        );
         for (const res of await Promise.all(batch)) expect(res.status).toBe(200);
       }
       const status = await nodes[0]!.api.get('/api/v1/messaging/rate-limit?agent_id=busy');

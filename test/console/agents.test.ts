@@ -31,7 +31,11 @@ describeEachDialect('the console: an agent and its inbox', (dialect) => {
   it('pages the agents table on the server and opens an agent with its capabilities and groups', async () => {
     const ids = Array.from({ length: 27 }, (_, i) => `pager-agent-${String(i).padStart(2, '0')}`);
     for (const agentId of ids) {
-      const res = await server.api.post('/api/v1/discovery/capabilities', { agent_id: agentId, capability: 'console.paging', groups: ['pagers'] });
+      const res = await server.api.post('/api/v1/discovery/capabilities', {
+        agent_id: agentId,
+        capability: 'console.paging',
+        groups: ['pagers'],
+      });
       expect(res.status, res.text).toBe(201);
     }
     const page = await browser.open();
@@ -121,8 +125,12 @@ describeEachDialect('the console: an agent and its inbox', (dialect) => {
     await page.getByRole('button', { name: 'Redrive selected (2)' }).click();
     await page.getByRole('status').getByText('Redriven: 2.').waitFor({ timeout: WAIT_MS });
     await dead.getByText('Dead letters (1)').waitFor({ timeout: WAIT_MS });
-    expect(await dead.locator('tr[data-message]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-message')))).toEqual([sent[1]]);
-    const pending = (await server.api.get(`${M}/inboxes/bulk-worker/messages`)).body.data.map((m: { redriven_from: string }) => m.redriven_from);
+    expect(await dead.locator('tr[data-message]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-message')))).toEqual([
+      sent[1],
+    ]);
+    const pending = (await server.api.get(`${M}/inboxes/bulk-worker/messages`)).body.data.map(
+      (m: { redriven_from: string }) => m.redriven_from,
+    );
     expect(pending.sort()).toEqual([sent[0], sent[2]].sort());
     await list(page, 'pending').getByText('Pending (2)').waitFor({ timeout: WAIT_MS });
 

@@ -72,11 +72,18 @@ describeEachDialect('the console: approvals', (dialect) => {
 
     await waiting.getByLabel('Comment').fill('looks good');
     await waiting.getByRole('button', { name: 'Approve' }).click();
-    await page.getByRole('status').getByText(/^Approved: step gate of run/).waitFor({ timeout: WAIT_MS });
+    await page
+      .getByRole('status')
+      .getByText(/^Approved: step gate of run/)
+      .waitFor({ timeout: WAIT_MS });
     await waiting.waitFor({ state: 'detached', timeout: WAIT_MS });
     const run = await runOf(runId);
     expect(run.status).toBe('completed');
-    expect(run.steps.find((step: { id: string }) => step.id === 'gate').output).toMatchObject({ approved: true, comment: 'looks good', decided_by: (await consoleAdmin(server)).id });
+    expect(run.steps.find((step: { id: string }) => step.id === 'gate').output).toMatchObject({
+      approved: true,
+      comment: 'looks good',
+      decided_by: (await consoleAdmin(server)).id,
+    });
   });
 
   it("takes a human_input step's data through its schema form, showing the server's problems at their fields", async () => {
@@ -88,7 +95,10 @@ describeEachDialect('the console: approvals', (dialect) => {
         schema: {
           type: 'object',
           required: ['version', 'replicas'],
-          properties: { version: { type: 'string', title: 'Version', pattern: '^\\d+\\.\\d+$' }, replicas: { type: 'integer', title: 'Replicas', minimum: 1 } },
+          properties: {
+            version: { type: 'string', title: 'Version', pattern: '^\\d+\\.\\d+$' },
+            replicas: { type: 'integer', title: 'Replicas', minimum: 1 },
+          },
         },
       },
     ]);
@@ -170,14 +180,21 @@ describeEachDialect('the console: approvals', (dialect) => {
     await signIn(page, server, '/console/approvals', bob);
     await card(page, runId).waitFor({ timeout: WAIT_MS });
     await page.goto(await personUrl(runId, 'gate', alice));
-    await page.getByText(`You are signed in as ${bob.username}, but this link decides as ${alice.username}`, { exact: false }).waitFor({ timeout: WAIT_MS });
+    await page
+      .getByText(`You are signed in as ${bob.username}, but this link decides as ${alice.username}`, { exact: false })
+      .waitFor({ timeout: WAIT_MS });
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect((await runOf(runId)).status).toBe('waiting');
   });
 
   it("takes a human_input answer through a person's link form, and says so for a cancelled run's link and a forged one", async () => {
     const asking = await startRun([
-      { id: 'ask', type: 'human_input', prompt: 'Reason?', schema: { type: 'object', required: ['reason'], properties: { reason: { type: 'string', title: 'Reason', minLength: 3 } } } },
+      {
+        id: 'ask',
+        type: 'human_input',
+        prompt: 'Reason?',
+        schema: { type: 'object', required: ['reason'], properties: { reason: { type: 'string', title: 'Reason', minLength: 3 } } },
+      },
     ]);
     const alice = await person();
     const page = await browser.open();

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { mayDecide, namesMe } from '../../console/src/approvals/approvers.js';
 
-const person = (role: string, permissions: string[] = ['approvals:decide']) => ({ kind: 'user' as const, role: role as 'approver', username: 'ada', agent_id: null, permissions: permissions as ['approvals:decide'] });
+const person = (role: string, permissions: string[] = ['approvals:decide']) => ({
+  kind: 'user' as const,
+  role: role as 'approver',
+  username: 'ada',
+  agent_id: null,
+  permissions: permissions as ['approvals:decide'],
+});
 const agent = { kind: 'agent' as const, role: 'agent' as const, username: null, agent_id: 'reviewer', permissions: [] };
 
 describe('who a waiting step is for, and who may decide it (as the server rules)', () => {

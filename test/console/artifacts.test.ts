@@ -17,8 +17,16 @@ describeEachDialect('the console: artifacts', (dialect) => {
     await page.getByText('No artifacts yet.').waitFor({ timeout: WAIT_MS });
 
     const notes = await createArtifact(server.api, { bytes: 'first draft of the notes', filename: 'notes.txt', fileType: 'text/plain' });
-    const pixel = await createArtifact(server.api, { bytes: PIXEL, filename: 'pixel.png', fileType: 'image/png', metadata: { project: 'alpha' } });
-    const snippet = await server.api.post('/api/v1/artifacts/snippets', { name: 'result.json', content: { verdict: 'approved', score: 0.93 } });
+    const pixel = await createArtifact(server.api, {
+      bytes: PIXEL,
+      filename: 'pixel.png',
+      fileType: 'image/png',
+      metadata: { project: 'alpha' },
+    });
+    const snippet = await server.api.post('/api/v1/artifacts/snippets', {
+      name: 'result.json',
+      content: { verdict: 'approved', score: 0.93 },
+    });
     expect(snippet.status, snippet.text).toBe(201);
 
     // Listed live, without a reload.
@@ -67,7 +75,10 @@ describeEachDialect('the console: artifacts', (dialect) => {
     await page.getByLabel('Text preview').getByText('version two, longer').waitFor({ timeout: WAIT_MS });
 
     // The download goes through the SDK (the key in a header) and is saved under the artifact's name.
-    const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.getByRole('button', { name: 'Download v2' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download', { timeout: WAIT_MS }),
+      page.getByRole('button', { name: 'Download v2' }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe('report.txt');
 
     // An older version: shown, and shared.
@@ -95,7 +106,9 @@ describeEachDialect('the console: artifacts', (dialect) => {
     await page.getByLabel('Text preview').getByText('# the plan').waitFor({ timeout: WAIT_MS });
 
     const version = page.getByRole('form', { name: 'Upload a new version' });
-    await version.getByLabel('File').setInputFiles({ name: 'plan.md', mimeType: 'text/markdown', buffer: Buffer.from('# the plan, revised') });
+    await version
+      .getByLabel('File')
+      .setInputFiles({ name: 'plan.md', mimeType: 'text/markdown', buffer: Buffer.from('# the plan, revised') });
     await version.getByRole('button', { name: 'Upload version' }).click();
     await page.locator('tr[data-version="2"]').waitFor({ timeout: WAIT_MS });
     await page.getByLabel('Text preview').getByText('# the plan, revised').waitFor({ timeout: WAIT_MS });

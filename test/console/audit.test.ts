@@ -37,7 +37,12 @@ describeEachDialect('the console: audit log', (dialect) => {
     await page.getByRole('heading', { name: 'Audit log' }).waitFor({ timeout: WAIT_MS });
     const approved = page.locator('tr[data-action="step.approve"]', { hasText: `${runId}/gate` });
     await approved.waitFor({ timeout: WAIT_MS });
-    expect(await approved.locator('td').allTextContents()).toEqual([`user:${approver.username} user`, 'step.approve', `step ${runId}/gate`, 'allowed']);
+    expect(await approved.locator('td').allTextContents()).toEqual([
+      `user:${approver.username} user`,
+      'step.approve',
+      `step ${runId}/gate`,
+      'allowed',
+    ]);
     // Unfiltered, the list holds what others did too (the admin key that made the plan and run).
     const started = page.locator('tr[data-action="run.start"]', { hasText: runId }).locator('td').first();
     await started.waitFor();
@@ -56,7 +61,12 @@ describeEachDialect('the console: audit log', (dialect) => {
     await filters.getByLabel('Action').fill('step.approve');
     await filters.getByRole('button', { name: 'Filter' }).click();
     await expect.poll(actions, { timeout: WAIT_MS }).toEqual(['step.approve']);
-    expect(Object.fromEntries(new URL(page.url()).searchParams)).toEqual({ actor: `user:${approver.username}`, action: 'step.approve', outcome: 'allowed', within: '1h' });
+    expect(Object.fromEntries(new URL(page.url()).searchParams)).toEqual({
+      actor: `user:${approver.username}`,
+      action: 'step.approve',
+      outcome: 'allowed',
+      within: '1h',
+    });
 
     await page.reload();
     await page.locator('tr[data-entry]').first().waitFor({ timeout: WAIT_MS });
@@ -74,7 +84,10 @@ describeEachDialect('the console: audit log', (dialect) => {
     expect(new URL(page.url()).searchParams.get('to')).toMatch(/^2020-01-01T/);
     await page.goBack();
 
-    await page.locator('tr[data-action="step.approve"]').getByRole('link', { name: `${runId}/gate` }).click();
+    await page
+      .locator('tr[data-action="step.approve"]')
+      .getByRole('link', { name: `${runId}/gate` })
+      .click();
     await page.getByRole('heading', { name: runId }).waitFor({ timeout: WAIT_MS });
     expect(new URL(page.url()).pathname).toBe(`/console/runs/${runId}`);
   });
@@ -120,7 +133,11 @@ describeEachDialect('the console: audit log', (dialect) => {
   });
 
   it('a sign-in without audit:read has no Audit log in its nav, the view says why, and the API refuses it', async () => {
-    const key = await server.api.post('/api/v1/auth/keys', { role: 'viewer', scopes: ['runs:read', 'plans:read', 'events:read'], name: 'reads runs only' });
+    const key = await server.api.post('/api/v1/auth/keys', {
+      role: 'viewer',
+      scopes: ['runs:read', 'plans:read', 'events:read'],
+      name: 'reads runs only',
+    });
     expect(key.status, key.text).toBe(201);
     const page = await browser.open();
     await signIn(page, server, '/console/runs', key.body.data.key);

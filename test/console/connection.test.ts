@@ -26,7 +26,10 @@ describeEachDialect('the console: connection state', (dialect) => {
       // A view opened during the outage fails to load…
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Plans' }).click();
       await page.getByRole('alert').getByText('Failed to fetch').waitFor({ timeout: WAIT_MS });
-      const plan = await server.api.post('/api/v1/coordination/plans', { alias: `after-the-outage-${dialect}`, steps: [{ id: 'a', type: 'transform', output: {} }] });
+      const plan = await server.api.post('/api/v1/coordination/plans', {
+        alias: `after-the-outage-${dialect}`,
+        steps: [{ id: 'a', type: 'transform', output: {} }],
+      });
       expect(plan.status, plan.text).toBe(201);
 
       // …and loads by itself once the server is back, with what changed meanwhile.

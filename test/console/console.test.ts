@@ -14,7 +14,20 @@ describeEachDialect('the console in a browser', (dialect) => {
     expect(new URL(page.url()).pathname).toBe('/console');
     await signIn(page, server, '/console');
     const nav = page.getByRole('navigation', { name: 'Main' });
-    for (const name of ['Overview', 'Approvals', 'Runs', 'Plans', 'Triggers', 'Agents', 'Dead letters', 'Routines', 'Tasks', 'Artifacts', 'Audit log', 'Settings']) {
+    for (const name of [
+      'Overview',
+      'Approvals',
+      'Runs',
+      'Plans',
+      'Triggers',
+      'Agents',
+      'Dead letters',
+      'Routines',
+      'Tasks',
+      'Artifacts',
+      'Audit log',
+      'Settings',
+    ]) {
       await nav.getByRole('link', { name }).waitFor({ timeout: WAIT_MS });
     }
     await page.getByTestId('principal').getByText('console-admin (admin)').waitFor();

@@ -60,7 +60,9 @@ describeEachDialect('the console and the docs under their Content-Security-Polic
     const page = await browser.open();
     await signIn(page, server, `/console/artifacts/${svg.id}`);
     const image = page.getByRole('img', { name: 'Version 1 of the artifact' });
-    await expect.poll(() => image.evaluate((img) => (img as { naturalWidth: number }).naturalWidth), { timeout: WAIT_MS }).toBeGreaterThan(0);
+    await expect
+      .poll(() => image.evaluate((img) => (img as { naturalWidth: number }).naturalWidth), { timeout: WAIT_MS })
+      .toBeGreaterThan(0);
     expect(await marker(page)).toBeNull();
 
     // "Open image in new tab": a second tab of the same browser goes to the preview's address.
@@ -80,14 +82,18 @@ describeEachDialect('the console and the docs under their Content-Security-Polic
     expect(await marker(page)).toBeNull();
   });
 
-  it('serves /docs under a policy that allows its own scripts only, and Swagger UI renders under it', { timeout: 3 * DOCS_WAIT_MS }, async () => {
-    const page = await browser.open();
-    const response = await page.goto(`${server.url}/docs`, { timeout: DOCS_WAIT_MS });
-    const policy = response!.headers()['content-security-policy'] ?? '';
-    expect(policy).toContain("script-src 'self'");
-    expect(policy).toContain("frame-ancestors 'none'");
-    await page.getByRole('heading', { name: /Switchboard/ }).waitFor({ timeout: DOCS_WAIT_MS });
-    await page.locator('.opblock').first().waitFor({ timeout: DOCS_WAIT_MS });
-    expect(await page.locator('.opblock').count()).toBeGreaterThan(10);
-  });
+  it(
+    'serves /docs under a policy that allows its own scripts only, and Swagger UI renders under it',
+    { timeout: 3 * DOCS_WAIT_MS },
+    async () => {
+      const page = await browser.open();
+      const response = await page.goto(`${server.url}/docs`, { timeout: DOCS_WAIT_MS });
+      const policy = response!.headers()['content-security-policy'] ?? '';
+      expect(policy).toContain("script-src 'self'");
+      expect(policy).toContain("frame-ancestors 'none'");
+      await page.getByRole('heading', { name: /Switchboard/ }).waitFor({ timeout: DOCS_WAIT_MS });
+      await page.locator('.opblock').first().waitFor({ timeout: DOCS_WAIT_MS });
+      expect(await page.locator('.opblock').count()).toBeGreaterThan(10);
+    },
+  );
 });

@@ -12,17 +12,23 @@ describeEachDialect('the console: dead letters', (dialect) => {
   it("lists every agent's dead letters; a plan step's is redriven with its run, any other as a new message", async () => {
     const worker = `dl-worker-${dialect}`;
     const agent = await server.agent(worker);
-    const plan = (await server.api.post('/api/v1/coordination/plans', { alias: `dl-${dialect}`, steps: [{ id: 'job', type: 'agent', agent: worker }] })).body.data;
+    const plan = (
+      await server.api.post('/api/v1/coordination/plans', { alias: `dl-${dialect}`, steps: [{ id: 'job', type: 'agent', agent: worker }] })
+    ).body.data;
     const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.id, input: {} })).body.data;
     const stepLetter = await receiveOne(agent, worker);
-    expect((await agent.post('/api/v1/messaging/reject', { message_id: stepLetter.message_id, reason: 'cannot do it', requeue: false })).status).toBe(200);
+    expect(
+      (await agent.post('/api/v1/messaging/reject', { message_id: stepLetter.message_id, reason: 'cannot do it', requeue: false })).status,
+    ).toBe(200);
     await waitFor(async () => (await server.api.get(`/api/v1/coordination/runs/${run.id}`)).body.data.status === 'failed' || null);
 
     const other = `dl-other-${dialect}`;
     const inbox = await server.agent(other);
     expect((await server.api.post('/api/v1/messaging/send', { destination: other, event_name: 'plain', payload: {} })).status).toBe(201);
     const plain = await receiveOne(inbox, other);
-    expect((await inbox.post('/api/v1/messaging/reject', { message_id: plain.message_id, reason: 'malformed', requeue: false })).status).toBe(200);
+    expect(
+      (await inbox.post('/api/v1/messaging/reject', { message_id: plain.message_id, reason: 'malformed', requeue: false })).status,
+    ).toBe(200);
 
     const page = await browser.open();
     await signIn(page, server, '/console');
@@ -36,7 +42,10 @@ describeEachDialect('the console: dead letters', (dialect) => {
     expect(await plainRow.getByRole('button', { name: 'Redrive the run' }).count()).toBe(0);
 
     await stepRow.getByRole('button', { name: 'Redrive the run' }).click();
-    await waitFor(async () => (await server.api.get(`/api/v1/coordination/runs/${run.id}`)).body.data.status === 'running' || null, WAIT_MS);
+    await waitFor(
+      async () => (await server.api.get(`/api/v1/coordination/runs/${run.id}`)).body.data.status === 'running' || null,
+      WAIT_MS,
+    );
     expect((await receiveOne(agent, worker)).payload.step_id).toBe('job');
 
     await plainRow.getByRole('button', { name: 'Redrive', exact: true }).click();

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { AWAIT_DELIVERY_MS, awaitsDelivery, IN_FLIGHT_CHECK_MS, nextDeliveryCheck, type DeliveryTiming } from '../../console/src/settings/delivery-refresh.js';
+import {
+  AWAIT_DELIVERY_MS,
+  awaitsDelivery,
+  IN_FLIGHT_CHECK_MS,
+  nextDeliveryCheck,
+  type DeliveryTiming,
+} from '../../console/src/settings/delivery-refresh.js';
 
 const now = Date.parse('2030-01-01T12:00:00.000Z');
 const at = (ms: number) => new Date(now + ms).toISOString();
@@ -12,8 +18,15 @@ describe("a webhook delivery log's refresh", () => {
   });
 
   it('looks again soon at an attempt in flight, whatever its lease says, or one that is due', () => {
-    expect(nextDeliveryCheck([settled, { event_id: 'evt_2', status: 'pending', attempts: 1, latency_ms: null, next_attempt_at: at(40_000) }], now)).toBe(IN_FLIGHT_CHECK_MS);
-    expect(nextDeliveryCheck([{ event_id: 'evt_2', status: 'pending', attempts: 0, latency_ms: null, next_attempt_at: at(-5) }], now)).toBe(IN_FLIGHT_CHECK_MS);
+    expect(
+      nextDeliveryCheck(
+        [settled, { event_id: 'evt_2', status: 'pending', attempts: 1, latency_ms: null, next_attempt_at: at(40_000) }],
+        now,
+      ),
+    ).toBe(IN_FLIGHT_CHECK_MS);
+    expect(nextDeliveryCheck([{ event_id: 'evt_2', status: 'pending', attempts: 0, latency_ms: null, next_attempt_at: at(-5) }], now)).toBe(
+      IN_FLIGHT_CHECK_MS,
+    );
   });
 
   it('waits for the soonest retry, a moment past its time', () => {

@@ -37,7 +37,8 @@ describe('console: the JSON form', () => {
 
   it('lays out a schema with properties as a form, and anything else as JSON text', () => {
     expect(schemaHasFields({ type: 'object', properties: { version: { type: 'string' } } })).toBe(true);
-    for (const schema of [null, undefined, {}, { type: 'object' }, { type: 'object', properties: {} }]) expect(schemaHasFields(schema)).toBe(false);
+    for (const schema of [null, undefined, {}, { type: 'object' }, { type: 'object', properties: {} }])
+      expect(schemaHasFields(schema)).toBe(false);
   });
 
   it('takes a JSON object from the text field, and says why anything else is refused', () => {

@@ -4,7 +4,9 @@ import { linkRefusal } from '../../console/src/approvals/link-refusal.js';
 describe('console: why an approval link no longer decides', () => {
   it('names who decided when, from the 409 of a used link', () => {
     const details = { decided_by: 'approval_link', decided_at: '2030-01-01T12:00:00.000Z' };
-    expect(linkRefusal({ status: 409, message: "Step 'gate' was already decided by approval_link at 2030-01-01T12:00:00.000Z", details })).toEqual({
+    expect(
+      linkRefusal({ status: 409, message: "Step 'gate' was already decided by approval_link at 2030-01-01T12:00:00.000Z", details }),
+    ).toEqual({
       kind: 'decided',
       by: 'approval_link',
       at: '2030-01-01T12:00:00.000Z',
@@ -21,8 +23,17 @@ describe('console: why an approval link no longer decides', () => {
 
   it('treats a forged token (404) and a malformed one (400 about the path) as not found, and other errors as none', () => {
     expect(linkRefusal({ status: 404, message: 'Approval link not found' })?.kind).toBe('not_found');
-    expect(linkRefusal({ status: 400, message: 'Invalid request', details: [{ field: 'token', in: 'params', message: 'must match pattern' }] })?.kind).toBe('not_found');
-    expect(linkRefusal({ status: 400, message: 'data does not match the step schema', details: [{ field: 'data.version', message: 'must be string' }] })).toBeNull();
+    expect(
+      linkRefusal({ status: 400, message: 'Invalid request', details: [{ field: 'token', in: 'params', message: 'must match pattern' }] })
+        ?.kind,
+    ).toBe('not_found');
+    expect(
+      linkRefusal({
+        status: 400,
+        message: 'data does not match the step schema',
+        details: [{ field: 'data.version', message: 'must be string' }],
+      }),
+    ).toBeNull();
     expect(linkRefusal({ status: 500, message: 'Internal server error' })).toBeNull();
   });
 });

@@ -8,8 +8,17 @@ describeEachDialect('the console on a 390 px screen', (dialect) => {
   const browser = useBrowser();
 
   it('keeps a wide table’s key column in view while the rest scrolls sideways', async () => {
-    const plan = await server.api.post('/api/v1/coordination/plans', { alias: `narrow-${dialect}`, steps: [{ id: 'a', type: 'transform', output: {} }] });
-    const trigger = (await server.api.post('/api/v1/coordination/triggers', { plan_id: plan.body.data.id, type: 'schedule', config: { cron: '0 3 * * *' } })).body.data;
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: `narrow-${dialect}`,
+      steps: [{ id: 'a', type: 'transform', output: {} }],
+    });
+    const trigger = (
+      await server.api.post('/api/v1/coordination/triggers', {
+        plan_id: plan.body.data.id,
+        type: 'schedule',
+        config: { cron: '0 3 * * *' },
+      })
+    ).body.data;
     const page = await browser.open();
     await page.setViewportSize({ width: 390, height: 800 });
     await signIn(page, server, '/console/triggers');

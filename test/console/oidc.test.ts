@@ -72,13 +72,23 @@ describeEachDialect('the console: OIDC sign-in', (dialect) => {
     await page.getByRole('heading', { name: 'Approvals' }).waitFor({ timeout: WAIT_MS });
     expect(new URL(page.url()).pathname).toBe('/console/approvals');
     await page.getByTestId('principal').getByText('grace (approver)').waitFor({ timeout: WAIT_MS });
-    expect(await userNamed('grace')).toMatchObject({ role: 'approver', display_name: 'grace at the IdP', has_password: false, disabled: false });
-    expect((await page.context().cookies()).find((cookie) => cookie.name === 'switchboard_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    expect(await userNamed('grace')).toMatchObject({
+      role: 'approver',
+      display_name: 'grace at the IdP',
+      has_password: false,
+      disabled: false,
+    });
+    expect((await page.context().cookies()).find((cookie) => cookie.name === 'switchboard_session')).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Strict',
+    });
 
     // The next sign-in finds the same user (by issuer and sub), not a second one.
     const again = await signInThroughProvider('/console', 'grace');
     await again.getByTestId('principal').getByText('grace (approver)').waitFor({ timeout: WAIT_MS });
-    const graces = (await server.api.get('/api/v1/auth/users?limit=500')).body.data.filter((user: { username: string }) => user.username.startsWith('grace'));
+    const graces = (await server.api.get('/api/v1/auth/users?limit=500')).body.data.filter((user: { username: string }) =>
+      user.username.startsWith('grace'),
+    );
     expect(graces).toHaveLength(1);
   });
 
@@ -99,7 +109,10 @@ describeEachDialect('the console: OIDC sign-in', (dialect) => {
   it('refuses a callback that no sign-in in this browser started, back on the sign-in page', async () => {
     const page = await browser.open();
     await page.goto(`${server.url}/api/v1/auth/oidc/callback?code=stolen&state=guessed`);
-    await page.getByRole('alert').getByText(/No sign-in was started in this browser/).waitFor({ timeout: WAIT_MS });
+    await page
+      .getByRole('alert')
+      .getByText(/No sign-in was started in this browser/)
+      .waitFor({ timeout: WAIT_MS });
     expect(new URL(page.url()).searchParams.get('sign_in_error')).toBeNull();
   });
 });

@@ -39,7 +39,8 @@ describeEachDialect('the console overview', (dialect) => {
     const feed = page.getByRole('region', { name: 'Live events' });
     await feed.locator('li[data-event="task.created"]', { hasText: task.id }).waitFor({ timeout: WAIT_MS });
 
-    const routine = (await server.api.post('/core/api/v1/routines', { name: 'fed', trigger_type: 'webhook', target_agent: 'nobody' })).body.data;
+    const routine = (await server.api.post('/core/api/v1/routines', { name: 'fed', trigger_type: 'webhook', target_agent: 'nobody' })).body
+      .data;
     expect((await server.api.post(`/core/api/v1/routines/${routine.id}/trigger`, { reason: 'from the test' })).status).toBe(202);
     const triggered = feed.locator('li[data-event="routine.triggered"]');
     await triggered.getByRole('link', { name: routine.id }).click();
@@ -67,7 +68,12 @@ describeEachDialect('the console overview', (dialect) => {
     const page = await browser.open();
     await openLive(page, '/console');
     const waiting = await figure(page, 'Runs in the last 24 h', 'waiting');
-    const plan = (await server.api.post('/api/v1/coordination/plans', { alias: `overview-gate-${dialect}`, steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?' }] })).body.data;
+    const plan = (
+      await server.api.post('/api/v1/coordination/plans', {
+        alias: `overview-gate-${dialect}`,
+        steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?' }],
+      })
+    ).body.data;
     expect((await server.api.post('/api/v1/coordination/runs', { plan_id: plan.id, input: {} })).status).toBe(201);
     await figureBecomes(page, 'Runs in the last 24 h', 'waiting', waiting + 1);
 
@@ -75,7 +81,9 @@ describeEachDialect('the console overview', (dialect) => {
     await failing.getByText('None:').waitFor({ timeout: WAIT_MS });
     const deadLetters = await figure(page, 'Inboxes', 'dead letters');
     const agent = await server.agent('overview-failer');
-    const routine = (await server.api.post('/core/api/v1/routines', { name: 'always fails', trigger_type: 'webhook', target_agent: 'overview-failer' })).body.data;
+    const routine = (
+      await server.api.post('/core/api/v1/routines', { name: 'always fails', trigger_type: 'webhook', target_agent: 'overview-failer' })
+    ).body.data;
     await server.api.post(`/core/api/v1/routines/${routine.id}/trigger`, {});
     await reject(agent, (await receiveOne(agent, 'overview-failer')).message_id, 'cannot write the report', false);
     await failing.getByRole('link', { name: 'always fails' }).waitFor({ timeout: WAIT_MS });

@@ -28,7 +28,8 @@ describeEachDialect('the console: people and roles', (dialect) => {
     return run.body.data.id;
   }
 
-  const card = (page: Page, list: 'mine' | 'others', runId: string) => page.locator(`[data-list="${list}"] li.approval[data-run="${runId}"]`);
+  const card = (page: Page, list: 'mine' | 'others', runId: string) =>
+    page.locator(`[data-list="${list}"] li.approval[data-run="${runId}"]`);
 
   it('a viewer sees waiting steps and runs but no action, and a request crafted in the page is refused', async () => {
     browser.expectConsoleErrors(/status of 403/);
@@ -84,7 +85,11 @@ describeEachDialect('the console: people and roles', (dialect) => {
     await mine.waitFor({ state: 'detached', timeout: WAIT_MS });
     const run = (await server.api.get(`${C}/runs/${forMe}`)).body.data;
     expect(run.status).toBe('completed');
-    expect(run.steps.find((step: { id: string }) => step.id === 'gate').output).toMatchObject({ approved: true, comment: 'mine to ship', decided_by: approver.id });
+    expect(run.steps.find((step: { id: string }) => step.id === 'gate').output).toMatchObject({
+      approved: true,
+      comment: 'mine to ship',
+      decided_by: approver.id,
+    });
   });
 
   it('lets an admin create a user (the one-time password shown once), change its role and disable it', async () => {
@@ -105,7 +110,8 @@ describeEachDialect('the console: people and roles', (dialect) => {
 
     const row = page.locator(`tr[data-user="${username}"]`);
     await row.getByLabel(`Role of ${username}`).selectOption('operator');
-    const userOf = async () => (await server.api.get('/api/v1/auth/users?limit=500')).body.data.find((user: { username: string }) => user.username === username);
+    const userOf = async () =>
+      (await server.api.get('/api/v1/auth/users?limit=500')).body.data.find((user: { username: string }) => user.username === username);
     await expect.poll(async () => (await userOf()).role, { timeout: WAIT_MS }).toBe('operator');
     await row.getByRole('button', { name: 'Disable' }).click();
     await row.getByRole('button', { name: 'Confirm disable' }).click();

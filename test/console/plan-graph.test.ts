@@ -16,7 +16,11 @@ describe('the plan graph layout', () => {
   ];
 
   it('draws the edges the engine follows: depends_on, then/else (one edge when both), parallel groups; none to unknown steps', () => {
-    expect(planEdges(steps).map((e) => `${e.source}-${e.kind}->${e.target}`).sort()).toEqual(
+    expect(
+      planEdges(steps)
+        .map((e) => `${e.source}-${e.kind}->${e.target}`)
+        .sort(),
+    ).toEqual(
       [
         'fetch-depends_on->check',
         'check-then->big',
@@ -46,10 +50,15 @@ describe('the plan graph layout', () => {
   });
 });
 
-describe('a new run\'s input', () => {
-  it('starts from the input fields the steps read, in templates and expressions, not a step\'s own input', () => {
+describe("a new run's input", () => {
+  it("starts from the input fields the steps read, in templates and expressions, not a step's own input", () => {
     const steps = [
-      step({ id: 'a', type: 'agent', agent: 'x', input: { to: '{{ input.recipient }}', text: 'Hi {{input.name}}', again: '{{input.recipient}}' } }),
+      step({
+        id: 'a',
+        type: 'agent',
+        agent: 'x',
+        input: { to: '{{ input.recipient }}', text: 'Hi {{input.name}}', again: '{{input.recipient}}' },
+      }),
       step({ id: 'b', type: 'condition', expression: 'input.n > 3 and steps.a.input.ignored', then: 'c' }),
       step({ id: 'c' }),
     ];

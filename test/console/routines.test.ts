@@ -28,7 +28,13 @@ describeEachDialect('the console routines', (dialect) => {
     browser.expectConsoleErrors(/status of 409/);
     const agent = await server.agent('console-reporter');
     const routine = (
-      await server.api.post(R, { name: 'nightly report', trigger_type: 'cron', cron_expression: '0 3 * * *', timezone: 'Europe/Paris', target_agent: 'console-reporter' })
+      await server.api.post(R, {
+        name: 'nightly report',
+        trigger_type: 'cron',
+        cron_expression: '0 3 * * *',
+        timezone: 'Europe/Paris',
+        target_agent: 'console-reporter',
+      })
     ).body.data;
     const page = await browser.open();
     await openLive(page, '/console/routines');
@@ -40,7 +46,10 @@ describeEachDialect('the console routines', (dialect) => {
     expect((await server.api.get(`${R}/${routine.id}`)).body.data).toMatchObject({ enabled: false, next_run_at: null });
     // A paused routine does not run, even by hand: the server says why.
     await row.getByRole('button', { name: 'Trigger now' }).click();
-    await row.getByRole('alert').getByText(/is paused/).waitFor({ timeout: WAIT_MS });
+    await row
+      .getByRole('alert')
+      .getByText(/is paused/)
+      .waitFor({ timeout: WAIT_MS });
     await row.getByRole('button', { name: 'Resume' }).click();
     await row.getByText('enabled', { exact: true }).waitFor({ timeout: WAIT_MS });
 
@@ -61,7 +70,10 @@ describeEachDialect('the console routines', (dialect) => {
     const message = await receiveOne(agent, 'console-reporter');
     await acknowledge(agent, message.message_id, { rows: 1234, file: 'report.csv' });
     await execution.getByText('success', { exact: true }).waitFor({ timeout: WAIT_MS });
-    await execution.getByRole('group', { name: /^Output of exe_/ }).getByText('report.csv', { exact: false }).waitFor({ timeout: WAIT_MS });
+    await execution
+      .getByRole('group', { name: /^Output of exe_/ })
+      .getByText('report.csv', { exact: false })
+      .waitFor({ timeout: WAIT_MS });
 
     // Triggered from elsewhere: a second execution appears.
     await server.api.post(`${R}/${routine.id}/trigger`, {});
@@ -111,7 +123,10 @@ describeEachDialect('the console routines', (dialect) => {
     await page.getByLabel('Name').fill('broken schedule');
     await page.getByLabel('Target agent').fill('nobody');
     await page.getByLabel('Cron expression').fill('99 * * * *');
-    await page.getByTestId('cron-preview').getByText(/minute/).waitFor({ timeout: WAIT_MS });
+    await page
+      .getByTestId('cron-preview')
+      .getByText(/minute/)
+      .waitFor({ timeout: WAIT_MS });
     await page.getByRole('button', { name: 'Create routine' }).click();
     const alert = page.getByRole('alert');
     await alert.getByText('invalid_request, HTTP 400').waitFor({ timeout: WAIT_MS });

@@ -6,7 +6,9 @@ describe('the runs list filters in the URL', () => {
   const now = Date.parse('2030-01-02T12:00:00.000Z');
 
   it('keeps known values and drops malformed ones', () => {
-    expect(parseRunsSearch({ page: '2', plan: ' nightly ', status: 'failed', tag: ' env=prod ', metadata: ' customer =a=b', within: '24h' })).toEqual({
+    expect(
+      parseRunsSearch({ page: '2', plan: ' nightly ', status: 'failed', tag: ' env=prod ', metadata: ' customer =a=b', within: '24h' }),
+    ).toEqual({
       page: 2,
       plan: 'nightly',
       status: 'failed',
@@ -14,7 +16,8 @@ describe('the runs list filters in the URL', () => {
       metadata: 'customer=a=b',
       within: '24h',
     });
-    for (const malformed of ['customer', '=acme', 'has space=v', '-x=v']) expect(parseRunsSearch({ metadata: malformed }).metadata, malformed).toBeUndefined();
+    for (const malformed of ['customer', '=acme', 'has space=v', '-x=v'])
+      expect(parseRunsSearch({ metadata: malformed }).metadata, malformed).toBeUndefined();
     expect(parseRunsSearch({ status: 'exploded', within: '2y', from: 'yesterday', to: '2030-01-01T00:00:00Z' })).toEqual({
       page: undefined,
       plan: undefined,
@@ -28,8 +31,25 @@ describe('the runs list filters in the URL', () => {
   it('a relative window wins over dates, and is measured from now', () => {
     const search = parseRunsSearch({ within: '1h', from: '2029-01-01T00:00:00Z' });
     expect(search.from).toBeUndefined();
-    expect(runsQuery(search, now)).toEqual({ plan_id: undefined, status: undefined, started_after: '2030-01-02T11:00:00.000Z', started_before: undefined });
-    expect(runsQuery(parseRunsSearch({ plan: 'p', status: 'running', tag: 'x', metadata: 'k=v', from: '2030-01-01T00:00:00Z', to: '2030-01-02T00:00:00Z' }), now)).toEqual({
+    expect(runsQuery(search, now)).toEqual({
+      plan_id: undefined,
+      status: undefined,
+      started_after: '2030-01-02T11:00:00.000Z',
+      started_before: undefined,
+    });
+    expect(
+      runsQuery(
+        parseRunsSearch({
+          plan: 'p',
+          status: 'running',
+          tag: 'x',
+          metadata: 'k=v',
+          from: '2030-01-01T00:00:00Z',
+          to: '2030-01-02T00:00:00Z',
+        }),
+        now,
+      ),
+    ).toEqual({
       plan_id: 'p',
       status: 'running',
       tag: 'x',

@@ -137,7 +137,10 @@ describeEachDialect('the console: runs and plans', (dialect) => {
     expect(await filters.getByLabel('Plan').inputValue()).toBe(plan.alias);
     expect(await filters.getByLabel('Status').inputValue()).toBe('running');
     expect(await filters.getByLabel('Started').inputValue()).toBe('24h');
-    expect(await page.locator('tr[data-run]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run')))).toEqual([ours[1]!.id, ours[0]!.id]);
+    expect(await page.locator('tr[data-run]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run')))).toEqual([
+      ours[1]!.id,
+      ours[0]!.id,
+    ]);
 
     // A window that ended before these runs began matches none.
     await filters.getByLabel('Started').selectOption('between');
@@ -147,7 +150,7 @@ describeEachDialect('the console: runs and plans', (dialect) => {
     expect(new URL(page.url()).searchParams.get('to')).toMatch(/^2020-01-01T/);
   });
 
-  it('finds runs by a tag they were started with, and shows each run\'s tags', async () => {
+  it("finds runs by a tag they were started with, and shows each run's tags", async () => {
     const plan = await workPlan(unique('idle-worker'));
     const tag = `order:${unique('o')}`;
     const tagged = await server.api.post(RUNS, { plan_id: plan.id, input: {}, tags: [tag, 'env=prod'] });
@@ -165,7 +168,7 @@ describeEachDialect('the console: runs and plans', (dialect) => {
     expect(await row.getByRole('list', { name: 'Tags' }).getByRole('listitem').allTextContents()).toEqual(['env=prod', tag]);
   });
 
-  it('finds runs by a value of the metadata they were started with, and shows each run\'s metadata', async () => {
+  it("finds runs by a value of the metadata they were started with, and shows each run's metadata", async () => {
     const plan = await workPlan(unique('idle-worker'));
     const customer = unique('acme');
     const labelled = await server.api.post(RUNS, { plan_id: plan.id, input: {}, metadata: { customer, region: 'eu' } });
@@ -180,7 +183,10 @@ describeEachDialect('the console: runs and plans', (dialect) => {
     const row = page.locator(`tr[data-run="${labelled.body.data.id}"]`);
     await row.waitFor({ timeout: WAIT_MS });
     await page.locator('tr[data-run]').nth(1).waitFor({ state: 'detached', timeout: WAIT_MS });
-    expect(await row.getByRole('list', { name: 'Metadata' }).getByRole('listitem').allTextContents()).toEqual([`customer=${customer}`, 'region=eu']);
+    expect(await row.getByRole('list', { name: 'Metadata' }).getByRole('listitem').allTextContents()).toEqual([
+      `customer=${customer}`,
+      'region=eu',
+    ]);
     // The filter is in the URL: a reload keeps it.
     await page.reload();
     await row.waitFor({ timeout: WAIT_MS });

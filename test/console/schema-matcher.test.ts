@@ -6,7 +6,11 @@ describe('schemaMatcher', () => {
     definitions: { email: { type: 'string' as const, pattern: '^[^@]+@[^@]+$' } },
     oneOf: [
       { type: 'object' as const, properties: { kind: { const: 'mail' }, to: { $ref: '#/definitions/email' } }, required: ['kind', 'to'] },
-      { type: 'object' as const, properties: { kind: { const: 'sms' }, number: { type: 'string' as const } }, required: ['kind', 'number'] },
+      {
+        type: 'object' as const,
+        properties: { kind: { const: 'sms' }, number: { type: 'string' as const } },
+        required: ['kind', 'number'],
+      },
     ],
   };
 

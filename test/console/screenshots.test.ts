@@ -11,7 +11,11 @@ const SHOTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../
 describe('screenshots of the console', () => {
   // OIDC configured (never contacted: the sign-in page only names the provider) to show its button.
   const server = useServer('sqlite', {
-    env: { SWITCHBOARD_OIDC_ISSUER: 'https://id.example.com', SWITCHBOARD_OIDC_CLIENT_ID: 'switchboard', SWITCHBOARD_OIDC_NAME: 'Example ID' },
+    env: {
+      SWITCHBOARD_OIDC_ISSUER: 'https://id.example.com',
+      SWITCHBOARD_OIDC_CLIENT_ID: 'switchboard',
+      SWITCHBOARD_OIDC_NAME: 'Example ID',
+    },
   });
   const browser = useBrowser();
 
@@ -24,14 +28,23 @@ describe('screenshots of the console', () => {
       alias: 'release',
       steps: [
         { id: 'build', type: 'agent', agent: 'release-builder', input: { version: '{{input.version}}' } },
-        { id: 'gate', type: 'human_approval', prompt: 'Ship {{input.version}} to production?', depends_on: ['build'], approvers: ['user:console-admin'] },
+        {
+          id: 'gate',
+          type: 'human_approval',
+          prompt: 'Ship {{input.version}} to production?',
+          depends_on: ['build'],
+          approvers: ['user:console-admin'],
+        },
         { id: 'announce', type: 'agent', agent: 'release-builder', depends_on: ['gate'] },
       ],
     });
     expect(plan.status, plan.text).toBe(201);
     const run = await server.api.post('/api/v1/coordination/runs', { plan_id: 'release', input: { version: '2.4.0' } });
     const step = await worker.get('/api/v1/messaging/receive?agent_id=release-builder&timeout=5');
-    await worker.post('/api/v1/messaging/acknowledge', { message_id: step.body.data.messages[0].message_id, output: { artifact: 'release-2.4.0.tgz' } });
+    await worker.post('/api/v1/messaging/acknowledge', {
+      message_id: step.body.data.messages[0].message_id,
+      output: { artifact: 'release-2.4.0.tgz' },
+    });
 
     const page = await browser.open();
     await page.goto(`${server.url}/console`);

@@ -8,7 +8,10 @@ import { useServer } from '../helpers/server.js';
 // A stand-in build, so this file needs no `npm run build`: what matters is how the server serves one.
 const build = mkdtempSync(path.join(tmpdir(), 'switchboard-console-'));
 mkdirSync(path.join(build, 'assets'));
-writeFileSync(path.join(build, 'index.html'), '<!doctype html><div id="root"></div><script type="module" src="/console/assets/index-AbC123.js"></script>');
+writeFileSync(
+  path.join(build, 'index.html'),
+  '<!doctype html><div id="root"></div><script type="module" src="/console/assets/index-AbC123.js"></script>',
+);
 writeFileSync(path.join(build, 'assets', 'index-AbC123.js'), 'console.log("console")');
 afterAll(() => rmSync(build, { recursive: true, force: true }));
 

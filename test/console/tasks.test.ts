@@ -35,7 +35,13 @@ describeEachDialect('the console: projects, the board and a task', (dialect) => 
   it('shows a project as a board by status, moving a task live when its status changes', async () => {
     const project = await createProject('Board');
     await createTask({ title: 'Design', project_id: project.id, status: 'done' });
-    const build = await createTask({ title: 'Build', project_id: project.id, status: 'in_progress', priority: 'high', assigned_to: 'builder' });
+    const build = await createTask({
+      title: 'Build',
+      project_id: project.id,
+      status: 'in_progress',
+      priority: 'high',
+      assigned_to: 'builder',
+    });
     const ship = await createTask({ title: 'Ship', project_id: project.id, depends_on: [build.id] });
     await createTask({ title: 'Review', project_id: project.id, status: 'review' });
 
@@ -76,7 +82,12 @@ describeEachDialect('the console: projects, the board and a task', (dialect) => 
   it('shows a task with its dependency, and a comment added through the API appears live', async () => {
     const project = await createProject('Detail');
     const upstream = await createTask({ title: 'Write the spec', project_id: project.id, status: 'in_progress' });
-    const task = await createTask({ title: 'Implement it', project_id: project.id, description: 'Line one\nLine two', depends_on: [upstream.id] });
+    const task = await createTask({
+      title: 'Implement it',
+      project_id: project.id,
+      description: 'Line one\nLine two',
+      depends_on: [upstream.id],
+    });
 
     const page = await browser.open();
     await signIn(page, server, `/console/tasks/projects/${project.id}`);

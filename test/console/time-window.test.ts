@@ -6,7 +6,11 @@ describe('a list’s time filter', () => {
 
   it('reads a relative window or two times from the URL, the window winning, and drops malformed ones', () => {
     expect(parseTimeWindow({ within: '7d', from: '2030-01-01T00:00:00Z' })).toEqual({ within: '7d' });
-    expect(parseTimeWindow({ within: '2y', from: 'yesterday', to: '2030-01-01T00:00:00Z' })).toEqual({ within: undefined, from: undefined, to: '2030-01-01T00:00:00.000Z' });
+    expect(parseTimeWindow({ within: '2y', from: 'yesterday', to: '2030-01-01T00:00:00Z' })).toEqual({
+      within: undefined,
+      from: undefined,
+      to: '2030-01-01T00:00:00.000Z',
+    });
     expect(parseTimeWindow({})).toEqual({ within: undefined, from: undefined, to: undefined });
   });
 
@@ -20,7 +24,12 @@ describe('a list’s time filter', () => {
   });
 
   it('goes through its fields and back unchanged', () => {
-    for (const window of [{ within: '24h' as const }, { from: '2030-01-01T08:30:00.000Z', to: undefined }, { from: undefined, to: '2030-01-02T00:00:00.000Z' }, {}]) {
+    for (const window of [
+      { within: '24h' as const },
+      { from: '2030-01-01T08:30:00.000Z', to: undefined },
+      { from: undefined, to: '2030-01-02T00:00:00.000Z' },
+      {},
+    ]) {
       expect(windowOf(draftOf(window))).toEqual({ within: undefined, from: undefined, to: undefined, ...window });
     }
     expect(draftOf({})).toEqual({ choice: 'any', from: '', to: '' });

@@ -11,7 +11,10 @@ describeEachDialect('the console: plan triggers', (dialect) => {
   const browser = useBrowser();
 
   const echoPlan = async (alias: string) => {
-    const res = await server.api.post('/api/v1/coordination/plans', { alias: `${alias}-${dialect}`, steps: [{ id: 'echo', type: 'transform', output: { got: '{{input}}' } }] });
+    const res = await server.api.post('/api/v1/coordination/plans', {
+      alias: `${alias}-${dialect}`,
+      steps: [{ id: 'echo', type: 'transform', output: { got: '{{input}}' } }],
+    });
     expect(res.status, res.text).toBe(201);
     return res.body.data.id as string;
   };
@@ -20,7 +23,9 @@ describeEachDialect('the console: plan triggers', (dialect) => {
     const plan = await echoPlan('triggered');
     const topic = `console.orders.${dialect}`;
     const onEvent = (await server.api.post(T, { plan_id: plan, type: 'event', config: { topic: `${topic}.*` } })).body.data;
-    const scheduled = (await server.api.post(T, { plan_id: plan, type: 'schedule', config: { cron: '0 3 * * *', timezone: 'Europe/Paris' } })).body.data;
+    const scheduled = (
+      await server.api.post(T, { plan_id: plan, type: 'schedule', config: { cron: '0 3 * * *', timezone: 'Europe/Paris' } })
+    ).body.data;
     const shop = await server.agent(`shop-${dialect}`);
     expect((await shop.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: 'o-1' } })).status).toBe(201);
     const fire = await waitFor(async () => (await server.api.get(`${T}/${onEvent.id}/fires`)).body.data[0]);

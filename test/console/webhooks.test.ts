@@ -100,7 +100,10 @@ describeEachDialect('the console: webhooks', (dialect) => {
     await delivery.getByText('All attempts').click();
     const attempts = delivery.locator('li[data-attempt]');
     await attempts.nth(1).waitFor({ timeout: WAIT_MS });
-    expect(await attempts.allTextContents()).toEqual([expect.stringMatching(/503 in \d+ ms — HTTP 503/), expect.stringMatching(/503 in \d+ ms — HTTP 503/)]);
+    expect(await attempts.allTextContents()).toEqual([
+      expect.stringMatching(/503 in \d+ ms — HTTP 503/),
+      expect.stringMatching(/503 in \d+ ms — HTTP 503/),
+    ]);
   });
 
   it('turns an agent key away from settings', async () => {

@@ -61,7 +61,14 @@ describeEachDialect('coordination: approval links', (dialect) => {
     expect(token).toBe(await eventLinkOf(runId, 'approval.requested'));
     const shown = await anonymous().get(`${C}/approvals/${token}`);
     expect(shown.status, shown.text).toBe(200);
-    expect(shown.body.data).toMatchObject({ run_id: runId, step_id: 'gate', type: 'human_approval', prompt: 'Ship 2.0?', run_input: { version: '2.0' }, approver: null });
+    expect(shown.body.data).toMatchObject({
+      run_id: runId,
+      step_id: 'gate',
+      type: 'human_approval',
+      prompt: 'Ship 2.0?',
+      run_input: { version: '2.0' },
+      approver: null,
+    });
     for (const body of [{ approved: true }, { data: {} }]) {
       const refused = await anonymous().post(`${C}/approvals/${token}`, body);
       expect(refused.status, refused.text).toBe(403);
@@ -94,17 +101,26 @@ describeEachDialect('coordination: approval links', (dialect) => {
     const alice = await person();
     const runId = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'Ship?', approvers: [alice.approver] }]);
     const token = await linkFor(runId, 'gate', alice.approver);
-    for (let i = 0; i < 2; i++) expect((await anonymous().get(`${C}/approvals/${token}`)).body.data).toMatchObject({ approver: alice.approver });
+    for (let i = 0; i < 2; i++)
+      expect((await anonymous().get(`${C}/approvals/${token}`)).body.data).toMatchObject({ approver: alice.approver });
     const decided = await anonymous().post(`${C}/approvals/${token}`, { approved: true, comment: 'go' });
     expect(decided.status, decided.text).toBe(200);
-    expect(decided.body.data).toMatchObject({ run_id: runId, step_id: 'gate', status: 'completed', decided_by: alice.id, decided_by_kind: 'user' });
+    expect(decided.body.data).toMatchObject({
+      run_id: runId,
+      step_id: 'gate',
+      status: 'completed',
+      decided_by: alice.id,
+      decided_by_kind: 'user',
+    });
     expect((await server.api.get(`${C}/runs/${runId}`)).body.data.status).toBe('completed');
     const again = await anonymous().post(`${C}/approvals/${token}`, { approved: false });
     expect(again.status).toBe(409);
     expect(again.body.error.message).toBe(`Step 'gate' was already decided by ${alice.id} at ${decided.body.data.decided_at}`);
     expect((await anonymous().get(`${C}/approvals/${token}`)).status).toBe(409);
     const audit = (await server.api.get(`/api/v1/audit?action=step.approve&resource_id=${runId}/gate`)).body.data;
-    expect(audit).toEqual([expect.objectContaining({ actor: expect.objectContaining({ kind: 'user', id: alice.approver }), outcome: 'allowed' })]);
+    expect(audit).toEqual([
+      expect.objectContaining({ actor: expect.objectContaining({ kind: 'user', id: alice.approver }), outcome: 'allowed' }),
+    ]);
     const made = (await server.api.get(`/api/v1/audit?action=step.link&resource_id=${runId}/gate`)).body.data;
     expect(made).toEqual([expect.objectContaining({ actor: expect.objectContaining({ kind: 'admin' }), outcome: 'allowed' })]);
   });
@@ -125,7 +141,9 @@ describeEachDialect('coordination: approval links', (dialect) => {
     const asBob = await signIn(server.url, { username: bob.username, password: PASSWORD });
     expect((await asBob.request('POST', `${C}/runs/${runId}/steps/gate/links`, { body: { approver: alice.approver } })).status).toBe(403);
     const asViewer = await signIn(server.url, { username: viewer.username, password: PASSWORD });
-    expect((await asViewer.request('POST', `${C}/runs/${runId}/steps/gate/links`, { body: { approver: viewer.approver } })).status).toBe(403);
+    expect((await asViewer.request('POST', `${C}/runs/${runId}/steps/gate/links`, { body: { approver: viewer.approver } })).status).toBe(
+      403,
+    );
     // A link outlives nobody's rights: Alice disabled, her link decides nothing.
     const token = await linkFor(runId, 'gate', alice.approver);
     expect((await server.api.patch(`/api/v1/auth/users/${alice.id}`, { disabled: true })).status).toBe(200);
@@ -139,11 +157,22 @@ describeEachDialect('coordination: approval links', (dialect) => {
     const alice = await person();
     const runId = await startRun([
       { id: 'first', type: 'transform', output: { built: true } },
-      { id: 'ask', type: 'human_input', prompt: 'Version?', depends_on: ['first'], schema: { type: 'object', required: ['version'], properties: { version: { type: 'string' } } } },
+      {
+        id: 'ask',
+        type: 'human_input',
+        prompt: 'Version?',
+        depends_on: ['first'],
+        schema: { type: 'object', required: ['version'], properties: { version: { type: 'string' } } },
+      },
     ]);
     const token = await linkFor(runId, 'ask', alice.approver);
     const shown = (await anonymous().get(`${C}/approvals/${token}`)).body.data;
-    expect(shown).toMatchObject({ type: 'human_input', prompt: 'Version?', schema: { required: ['version'] }, outputs: { first: { built: true } } });
+    expect(shown).toMatchObject({
+      type: 'human_input',
+      prompt: 'Version?',
+      schema: { required: ['version'] },
+      outputs: { first: { built: true } },
+    });
     expect((await anonymous().post(`${C}/approvals/${token}`, { approved: true })).status).toBe(409);
     const invalid = await anonymous().post(`${C}/approvals/${token}`, { data: { version: 3 } });
     expect(invalid.status).toBe(400);
@@ -188,14 +217,36 @@ describeEachDialect('coordination: approval links', (dialect) => {
 
   it('lists the human steps waiting across runs (the approvals inbox), oldest first, until decided', async () => {
     const agent = await server.agent('inbox-reader');
-    const first = await startRun([{ id: 'gate', type: 'human_approval', prompt: 'E?', approvers: ['inbox-reader'], timeout_seconds: 3600 }], { n: 1 });
+    const first = await startRun(
+      [{ id: 'gate', type: 'human_approval', prompt: 'E?', approvers: ['inbox-reader'], timeout_seconds: 3600 }],
+      { n: 1 },
+    );
     clock.advance(1000);
     const second = await startRun([{ id: 'ask', type: 'human_input', prompt: 'F?' }]);
     const pending = async () =>
-      ((await agent.get(`${C}/approvals?limit=500`)).body.data as { run_id: string }[]).filter((p) => p.run_id === first || p.run_id === second);
+      ((await agent.get(`${C}/approvals?limit=500`)).body.data as { run_id: string }[]).filter(
+        (p) => p.run_id === first || p.run_id === second,
+      );
     expect(await pending()).toEqual([
-      expect.objectContaining({ run_id: first, step_id: 'gate', type: 'human_approval', prompt: 'E?', approvers: ['inbox-reader'], schema: null, run_input: { n: 1 }, expires_at: expect.any(String) }),
-      expect.objectContaining({ run_id: second, step_id: 'ask', type: 'human_input', prompt: 'F?', approvers: [], schema: { type: 'object' }, expires_at: null }),
+      expect.objectContaining({
+        run_id: first,
+        step_id: 'gate',
+        type: 'human_approval',
+        prompt: 'E?',
+        approvers: ['inbox-reader'],
+        schema: null,
+        run_input: { n: 1 },
+        expires_at: expect.any(String),
+      }),
+      expect.objectContaining({
+        run_id: second,
+        step_id: 'ask',
+        type: 'human_input',
+        prompt: 'F?',
+        approvers: [],
+        schema: { type: 'object' },
+        expires_at: null,
+      }),
     ]);
     expect((await agent.post(`${C}/runs/${first}/steps/gate/approve`, { approved: true })).status).toBe(200);
     expect((await pending()).map((p) => p.run_id)).toEqual([second]);

@@ -80,42 +80,46 @@ describeEachDialect('coordination durability', (dialect) => {
 });
 
 describeEachDialect('coordination on several nodes', (dialect) => {
-  it.runIf(dialect === 'postgres')('two nodes advance runs together and never execute a step twice', async () => {
-    const database = await createTestDatabase(dialect);
-    const a = await startServer(dialect, { database });
-    const b = await startServer(dialect, { database, adminKey: a.adminKey });
-    try {
-      await a.api.post('/api/v1/coordination/plans', {
-        alias: 'fan',
-        steps: [
-          { id: 'split', type: 'agent', agent: 'nodes-worker' },
-          { id: 'left', type: 'agent', agent: 'nodes-worker', depends_on: ['split'] },
-          { id: 'right', type: 'agent', agent: 'nodes-worker', depends_on: ['split'] },
-          { id: 'join', type: 'agent', agent: 'nodes-worker', depends_on: ['left', 'right'] },
-        ],
-      });
-      const key = await agentKey(a.api, 'nodes-worker');
-      const seen = new Map<string, number>();
-      const handle = (m: InboxMessage) => {
-        const k = `${m.payload.run_id}/${m.payload.step_id}`;
-        seen.set(k, (seen.get(k) ?? 0) + 1);
-        return { output: { node: 'x' } };
-      };
-      const loops = [runAgent(a.api.withKey(key), 'nodes-worker', handle), runAgent(b.api.withKey(key), 'nodes-worker', handle)];
-      const runs = await Promise.all(
-        Array.from({ length: 20 }, async (_, i) => ((i % 2 ? a : b).api.post(R, { plan_id: 'fan' }).then((r) => r.body.data.id as string))),
-      );
-      await waitFor(async () => {
-        const statuses = await Promise.all(runs.map(async (id) => (await a.api.get(`${R}/${id}`)).body.data.status));
-        return statuses.every((s) => s === 'completed');
-      }, 30_000);
-      await Promise.all(loops.map((l) => l.stop()));
-      expect(seen.size).toBe(runs.length * 4);
-      expect([...seen.values()].every((n) => n === 1)).toBe(true);
-    } finally {
-      await b.close();
-      await a.close();
-      await database.drop();
-    }
-  }, 60_000);
+  it.runIf(dialect === 'postgres')(
+    'two nodes advance runs together and never execute a step twice',
+    async () => {
+      const database = await createTestDatabase(dialect);
+      const a = await startServer(dialect, { database });
+      const b = await startServer(dialect, { database, adminKey: a.adminKey });
+      try {
+        await a.api.post('/api/v1/coordination/plans', {
+          alias: 'fan',
+          steps: [
+            { id: 'split', type: 'agent', agent: 'nodes-worker' },
+            { id: 'left', type: 'agent', agent: 'nodes-worker', depends_on: ['split'] },
+            { id: 'right', type: 'agent', agent: 'nodes-worker', depends_on: ['split'] },
+            { id: 'join', type: 'agent', agent: 'nodes-worker', depends_on: ['left', 'right'] },
+          ],
+        });
+        const key = await agentKey(a.api, 'nodes-worker');
+        const seen = new Map<string, number>();
+        const handle = (m: InboxMessage) => {
+          const k = `${m.payload.run_id}/${m.payload.step_id}`;
+          seen.set(k, (seen.get(k) ?? 0) + 1);
+          return { output: { node: 'x' } };
+        };
+        const loops = [runAgent(a.api.withKey(key), 'nodes-worker', handle), runAgent(b.api.withKey(key), 'nodes-worker', handle)];
+        const runs = await Promise.all(
+          Array.from({ length: 20 }, async (_, i) => (i % 2 ? a : b).api.post(R, { plan_id: 'fan' }).then((r) => r.body.data.id as string)),
+        );
+        await waitFor(async () => {
+          const statuses = await Promise.all(runs.map(async (id) => (await a.api.get(`${R}/${id}`)).body.data.status));
+          return statuses.every((s) => s === 'completed');
+        }, 30_000);
+        await Promise.all(loops.map((l) => l.stop()));
+        expect(seen.size).toBe(runs.length * 4);
+        expect([...seen.values()].every((n) => n === 1)).toBe(true);
+      } finally {
+        await b.close();
+        await a.close();
+        await database.drop();
+      }
+    },
+    60_000,
+  );
 });

@@ -15,7 +15,10 @@ describeEachDialect('coordination engine', (dialect) => {
   const eventsOf = async (id: string) => (await server.api.get(`${R}/${id}/events?limit=500`)).body.data as any[];
   const step = (run: { steps: { id: string }[] }, id: string) => run.steps.find((s) => s.id === id) as any;
 
-  async function agent(id: string, handle: (m: InboxMessage) => Handling | Promise<Handling> = (m) => ({ output: { echo: m.payload.input } })) {
+  async function agent(
+    id: string,
+    handle: (m: InboxMessage) => Handling | Promise<Handling> = (m) => ({ output: { echo: m.payload.input } }),
+  ) {
     const client = await server.agent(id);
     const loop = runAgent(client, id, handle);
     loops.push(loop);
@@ -39,7 +42,12 @@ describeEachDialect('coordination engine', (dialect) => {
       steps: [
         { id: 'left', type: 'agent', agent: worker, input: { side: 'L' } },
         { id: 'right', type: 'agent', agent: worker, input: { side: 'R' } },
-        { id: 'join', type: 'transform', output: { l: '{{steps.left.output.side}}', r: '{{steps.right.output.side}}' }, depends_on: ['left', 'right'] },
+        {
+          id: 'join',
+          type: 'transform',
+          output: { l: '{{steps.left.output.side}}', r: '{{steps.right.output.side}}' },
+          depends_on: ['left', 'right'],
+        },
       ],
     });
     const run = await start(id);
@@ -54,7 +62,15 @@ describeEachDialect('coordination engine', (dialect) => {
         ['agent', 'attempt', 'child_run_id', 'completed_at', 'error', 'id', 'input', 'output', 'started_at', 'status', 'type'].sort(),
       );
     }
-    expect(step(run, 'left')).toMatchObject({ type: 'agent', attempt: 1, agent: worker, input: { side: 'L' }, output: null, error: null, completed_at: null });
+    expect(step(run, 'left')).toMatchObject({
+      type: 'agent',
+      attempt: 1,
+      agent: worker,
+      input: { side: 'L' },
+      output: null,
+      error: null,
+      completed_at: null,
+    });
     expect(step(run, 'join')).toMatchObject({ type: 'transform', attempt: 0, started_at: null, input: null });
 
     // Both messages are out before either is acknowledged.
@@ -77,7 +93,12 @@ describeEachDialect('coordination engine', (dialect) => {
       const message = await receiveOne(client, worker);
       expect(message.payload.step_id).toBe('job');
       expect(message.retry_count).toBe(delivery);
-      const res = await client.post('/api/v1/messaging/reject', { message_id: message.message_id, reason: 'flaky disk', requeue: true, delay_seconds: 0 });
+      const res = await client.post('/api/v1/messaging/reject', {
+        message_id: message.message_id,
+        reason: 'flaky disk',
+        requeue: true,
+        delay_seconds: 0,
+      });
       expect(res.status, res.text).toBe(200);
     }
     const retried = await waitFor(async () => {
@@ -128,7 +149,14 @@ describeEachDialect('coordination engine', (dialect) => {
         { id: 'fast', type: 'transform', output: { mode: 'fast' } },
         { id: 'slow', type: 'transform', output: { mode: 'slow' } },
         { id: 'only-slow', type: 'transform', output: { x: 1 }, depends_on: ['slow'] },
-        { id: 'map', type: 'parallel', for_each: '{{input.ns}}', max_concurrency: 1, depends_on: ['fast', 'slow'], step: { type: 'agent', agent: flaky, input: { n: '{{item}}' }, retry: { max_attempts: 2 } } },
+        {
+          id: 'map',
+          type: 'parallel',
+          for_each: '{{input.ns}}',
+          max_concurrency: 1,
+          depends_on: ['fast', 'slow'],
+          step: { type: 'agent', agent: flaky, input: { n: '{{item}}' }, retry: { max_attempts: 2 } },
+        },
         { id: 'gate', type: 'human_approval', prompt: 'Accept {{steps.map.output}}?', depends_on: ['map'] },
         { id: 'note', type: 'human_input', prompt: 'Why?', schema: { type: 'object' }, depends_on: ['gate'] },
       ],
@@ -154,17 +182,28 @@ describeEachDialect('coordination engine', (dialect) => {
     expectTimelineMatches(done, events);
     expect(events.filter((e) => e.step_id === null).map((e) => e.type)).toEqual(['run.started', 'run.waiting', 'run.completed']);
     expect(events.filter((e) => e.step_id === 'gate').map((e) => e.type)).toEqual(['step.waiting', 'step.approved', 'step.completed']);
-    expect(events.filter((e) => e.step_id === 'note').map((e) => e.type)).toEqual(['step.waiting', 'step.input_received', 'step.completed']);
+    expect(events.filter((e) => e.step_id === 'note').map((e) => e.type)).toEqual([
+      'step.waiting',
+      'step.input_received',
+      'step.completed',
+    ]);
     expect(events.find((e) => e.type === 'step.skipped' && e.step_id === 'slow').detail.reason).toMatch(/condition 'route'/);
   });
 
   it('the timeline of failing and cancelled runs matches their steps (one start per attempt, even when a step fails as it starts)', async () => {
-    const badWait = await plan({ steps: [{ id: 'later', type: 'wait', until: '{{input.at}}' }, { id: 'after', type: 'transform', output: {}, depends_on: ['later'] }] });
+    const badWait = await plan({
+      steps: [
+        { id: 'later', type: 'wait', until: '{{input.at}}' },
+        { id: 'after', type: 'transform', output: {}, depends_on: ['later'] },
+      ],
+    });
     const failedWait = await start(badWait, { at: 'someday' });
     expect(failedWait.status).toBe('failed');
     expectTimelineMatches(failedWait, await eventsOf(failedWait.id));
 
-    const badMap = await plan({ steps: [{ id: 'map', type: 'parallel', for_each: '{{input.items}}', step: { type: 'transform', output: { x: '{{item}}' } } }] });
+    const badMap = await plan({
+      steps: [{ id: 'map', type: 'parallel', for_each: '{{input.items}}', step: { type: 'transform', output: { x: '{{item}}' } } }],
+    });
     const failedMap = await start(badMap, { items: 'not a list' });
     expect(failedMap.status).toBe('failed');
     expect(step(failedMap, 'map').error).toMatch(/not an array/);
@@ -208,7 +247,13 @@ describeEachDialect('coordination engine', (dialect) => {
     const topic = unique('resume');
     const id = await plan({
       steps: [
-        { id: 'map', type: 'parallel', for_each: '{{input.items}}', max_concurrency: 2, step: { type: 'agent', agent: worker, input: { item: '{{item}}' } } },
+        {
+          id: 'map',
+          type: 'parallel',
+          for_each: '{{input.items}}',
+          max_concurrency: 2,
+          step: { type: 'agent', agent: worker, input: { item: '{{item}}' } },
+        },
         { id: 'wait', type: 'wait', event: { topic } },
       ],
     });
@@ -242,11 +287,19 @@ describeEachDialect('coordination engine', (dialect) => {
     let healthy = false;
     await agent(worker, (m) => {
       seen.push(m.payload.input.item);
-      return m.payload.input.item === 'b' && !healthy ? { reject: 'b is broken', requeue: false } : { output: { got: m.payload.input.item } };
+      return m.payload.input.item === 'b' && !healthy
+        ? { reject: 'b is broken', requeue: false }
+        : { output: { got: m.payload.input.item } };
     });
     const id = await plan({
       steps: [
-        { id: 'map', type: 'parallel', for_each: '{{input.items}}', max_concurrency: 1, step: { type: 'agent', agent: worker, input: { item: '{{item}}' } } },
+        {
+          id: 'map',
+          type: 'parallel',
+          for_each: '{{input.items}}',
+          max_concurrency: 1,
+          step: { type: 'agent', agent: worker, input: { item: '{{item}}' } },
+        },
         { id: 'count', type: 'transform', expression: '$count(steps.map.output)', depends_on: ['map'] },
       ],
     });
@@ -283,7 +336,9 @@ describeEachDialect('coordination engine', (dialect) => {
     const id = await plan({ steps: [{ id: 'read', type: 'agent', capability, strategy: 'least_loaded' }] });
     const run = await finished((await start(id, {}, { adaptive: { enabled: true, max_revisions: 1 } })).id, 'failed');
     expect(run.adaptive).toEqual({ enabled: true, max_revisions: 1 });
-    expect(run.revisions).toEqual([expect.objectContaining({ step: 'read', change: { action: 'reroute', from_agent: agents[0], to_agent: agents[1] } })]);
+    expect(run.revisions).toEqual([
+      expect.objectContaining({ step: 'read', change: { action: 'reroute', from_agent: agents[0], to_agent: agents[1] } }),
+    ]);
     expect(step(run, 'read')).toMatchObject({ status: 'failed', agent: agents[1], error: `${agents[1]} failed` });
     const none = await finished((await start(id, {}, { adaptive: { enabled: true, max_revisions: 0 } })).id, 'failed');
     expect(none.revisions).toEqual([]);
@@ -294,7 +349,12 @@ describeEachDialect('coordination engine', (dialect) => {
 
   it('a failed or directly cancelled child run fails its sub_plan step and the parent run', async () => {
     const child = await plan({ steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?' }] });
-    const parent = await plan({ steps: [{ id: 'nested', type: 'sub_plan', plan_id: child }, { id: 'after', type: 'transform', output: {}, depends_on: ['nested'] }] });
+    const parent = await plan({
+      steps: [
+        { id: 'nested', type: 'sub_plan', plan_id: child },
+        { id: 'after', type: 'transform', output: {}, depends_on: ['nested'] },
+      ],
+    });
     const rejected = await start(parent);
     const childOfRejected = step(rejected, 'nested').child_run_id;
     await server.api.post(`${R}/${childOfRejected}/steps/gate/approve`, { approved: false, comment: 'no' });
@@ -359,8 +419,16 @@ describeEachDialect('coordination engine', (dialect) => {
       expect(res.status, res.text).toBe(200);
       return (res.body.data as { id: string }[]).map((r) => r.id).sort();
     };
-    const startedFrom = (at: string) => runs.filter((r) => r.started_at >= at).map((r) => r.id).sort();
-    const startedBefore = (at: string) => runs.filter((r) => r.started_at < at).map((r) => r.id).sort();
+    const startedFrom = (at: string) =>
+      runs
+        .filter((r) => r.started_at >= at)
+        .map((r) => r.id)
+        .sort();
+    const startedBefore = (at: string) =>
+      runs
+        .filter((r) => r.started_at < at)
+        .map((r) => r.id)
+        .sort();
     const [first, , last] = runs.map((r) => r.started_at);
     expect(await listed(`started_after=${encodeURIComponent(first!)}`)).toEqual(runs.map((r) => r.id).sort());
     expect(await listed(`started_after=${encodeURIComponent(last!)}`)).toEqual(startedFrom(last!));
@@ -368,7 +436,9 @@ describeEachDialect('coordination engine', (dialect) => {
     expect(await listed(`started_before=${encodeURIComponent(first!)}`)).toEqual([]);
     const after = new Date(Date.parse(last!) + 1).toISOString();
     expect(await listed(`started_after=${encodeURIComponent(after)}`)).toEqual([]);
-    expect(await listed(`started_after=${encodeURIComponent(first!)}&started_before=${encodeURIComponent(after)}&status=completed`)).toHaveLength(3);
+    expect(
+      await listed(`started_after=${encodeURIComponent(first!)}&started_before=${encodeURIComponent(after)}&status=completed`),
+    ).toHaveLength(3);
     const malformed = await server.api.get(`${R}?started_after=yesterday`);
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.details[0].field).toBe('started_after');
@@ -377,11 +447,16 @@ describeEachDialect('coordination engine', (dialect) => {
   it('PUT with an invalid plan is 400 and keeps the current version', async () => {
     const alias = unique('stable');
     const created = await server.api.post(P, { alias, steps: [{ id: 'a', type: 'transform', output: {} }] });
-    const invalid = await server.api.put(`${P}/${alias}`, { alias, steps: [{ id: 'a', type: 'transform', output: {}, depends_on: ['a'] }] });
+    const invalid = await server.api.put(`${P}/${alias}`, {
+      alias,
+      steps: [{ id: 'a', type: 'transform', output: {}, depends_on: ['a'] }],
+    });
     expect(invalid.status).toBe(400);
     expect(invalid.body.error.details[0].field).toBe('steps[0].depends_on');
     expect((await server.api.get(`${P}/${alias}`)).body.data).toEqual(created.body.data);
-    expect((await server.api.put(`${P}/plan_missing`, { alias: unique('x'), steps: [{ id: 'a', type: 'transform', output: {} }] })).status).toBe(404);
+    expect(
+      (await server.api.put(`${P}/plan_missing`, { alias: unique('x'), steps: [{ id: 'a', type: 'transform', output: {} }] })).status,
+    ).toBe(404);
   });
 
   it('the OpenAPI document describes the fields of every step type', async () => {
@@ -389,8 +464,29 @@ describeEachDialect('coordination engine', (dialect) => {
     const body = doc.paths['/api/v1/coordination/plans'].post.requestBody.content['application/json'].schema;
     const fields = body.properties.steps.items.properties;
     for (const name of [
-      'agent', 'capability', 'strategy', 'input', 'timeout_seconds', 'retry', 'prompt', 'approvers', 'on_timeout', 'schema', 'expression',
-      'then', 'else', 'steps', 'for_each', 'step', 'max_concurrency', 'seconds', 'until', 'event', 'plan_id', 'output', 'depends_on',
+      'agent',
+      'capability',
+      'strategy',
+      'input',
+      'timeout_seconds',
+      'retry',
+      'prompt',
+      'approvers',
+      'on_timeout',
+      'schema',
+      'expression',
+      'then',
+      'else',
+      'steps',
+      'for_each',
+      'step',
+      'max_concurrency',
+      'seconds',
+      'until',
+      'event',
+      'plan_id',
+      'output',
+      'depends_on',
     ]) {
       expect(fields[name], name).toBeDefined();
     }
@@ -405,9 +501,27 @@ describeEachDialect('coordination runs across a restart', (dialect) => {
     const first = await startServer(dialect);
     const worker = await first.agent('restart-worker');
     const plans = [
-      { alias: 'gated', steps: [{ id: 'gate', type: 'human_approval', prompt: 'go?' }, { id: 'after', type: 'transform', output: { ok: '{{steps.gate.output.approved}}' }, depends_on: ['gate'] }] },
-      { alias: 'sleepy', steps: [{ id: 'nap', type: 'wait', seconds: 3600 }, { id: 'after', type: 'transform', output: { woke: true }, depends_on: ['nap'] }] },
-      { alias: 'worked', steps: [{ id: 'job', type: 'agent', agent: 'restart-worker', timeout_seconds: 86_400 }, { id: 'after', type: 'transform', output: { got: '{{steps.job.output.v}}' }, depends_on: ['job'] }] },
+      {
+        alias: 'gated',
+        steps: [
+          { id: 'gate', type: 'human_approval', prompt: 'go?' },
+          { id: 'after', type: 'transform', output: { ok: '{{steps.gate.output.approved}}' }, depends_on: ['gate'] },
+        ],
+      },
+      {
+        alias: 'sleepy',
+        steps: [
+          { id: 'nap', type: 'wait', seconds: 3600 },
+          { id: 'after', type: 'transform', output: { woke: true }, depends_on: ['nap'] },
+        ],
+      },
+      {
+        alias: 'worked',
+        steps: [
+          { id: 'job', type: 'agent', agent: 'restart-worker', timeout_seconds: 86_400 },
+          { id: 'after', type: 'transform', output: { got: '{{steps.job.output.v}}' }, depends_on: ['job'] },
+        ],
+      },
     ];
     for (const body of plans) expect((await first.api.post(P, body)).status).toBe(201);
     const gated = (await first.api.post(R, { plan_id: 'gated' })).body.data;

@@ -94,7 +94,10 @@ describeEachDialect('expression budgets', (dialect) => {
 
   function expectResponsive(latencies: number[], bound: number): void {
     expect(latencies.length).toBeGreaterThan(0);
-    expect(Math.max(...latencies), `/healthz took ${latencies.map((l) => l.toFixed(1)).join(', ')} ms (bound ${bound.toFixed(0)} ms)`).toBeLessThan(bound);
+    expect(
+      Math.max(...latencies),
+      `/healthz took ${latencies.map((l) => l.toFixed(1)).join(', ')} ms (bound ${bound.toFixed(0)} ms)`,
+    ).toBeLessThan(bound);
   }
 
   /** Starts a run of `planId` and samples /healthz until the start is answered; the run as answered. */
@@ -107,34 +110,42 @@ describeEachDialect('expression budgets', (dialect) => {
     return { run: res.body.data, latencies, bound };
   }
 
-  it(`a transform over budget fails its step with the budget error while /healthz answers within ${RESPONSIVE_MS} ms`, { timeout: 60_000 }, async () => {
-    // A range over data is not refused when saved: its size is known only when it runs.
-    const heavy = await plan([{ id: 'count', type: 'transform', expression: '$count([1..input.n].$string($))' }]);
-    const t0 = performance.now();
-    const { run, latencies, bound } = await startWatched(heavy, { n: 10_000_000 });
-    // Bounded: the budget, and the start of a fresh process (seconds on a loaded machine).
-    expect(performance.now() - t0).toBeLessThan(BUDGET_MS + 15_000);
-    expect(run.status).toBe('failed');
-    expect(run.steps[0].error).toMatch(OVER_BUDGET);
-    expect(run.error).toMatch(OVER_BUDGET);
-    expectResponsive(latencies, bound);
+  it(
+    `a transform over budget fails its step with the budget error while /healthz answers within ${RESPONSIVE_MS} ms`,
+    { timeout: 60_000 },
+    async () => {
+      // A range over data is not refused when saved: its size is known only when it runs.
+      const heavy = await plan([{ id: 'count', type: 'transform', expression: '$count([1..input.n].$string($))' }]);
+      const t0 = performance.now();
+      const { run, latencies, bound } = await startWatched(heavy, { n: 10_000_000 });
+      // Bounded: the budget, and the start of a fresh process (seconds on a loaded machine).
+      expect(performance.now() - t0).toBeLessThan(BUDGET_MS + 15_000);
+      expect(run.status).toBe('failed');
+      expect(run.steps[0].error).toMatch(OVER_BUDGET);
+      expect(run.error).toMatch(OVER_BUDGET);
+      expectResponsive(latencies, bound);
 
-    // The pool has replaced the thread it ended: expressions still evaluate.
-    const light = await plan([{ id: 'double', type: 'transform', expression: 'input.n * 2' }]);
-    const done = await api.post(R, { plan_id: light, input: { n: 21 } });
-    expect(done.body.data).toMatchObject({ status: 'completed', output: { double: 42 } });
-  });
+      // The pool has replaced the thread it ended: expressions still evaluate.
+      const light = await plan([{ id: 'double', type: 'transform', expression: 'input.n * 2' }]);
+      const done = await api.post(R, { plan_id: light, input: { n: 21 } });
+      expect(done.body.data).toMatchObject({ status: 'completed', output: { double: 42 } });
+    },
+  );
 
-  it('a nested range (no constant range above the bound, 10^10 numbers in all) fails its condition step likewise', { timeout: 60_000 }, async () => {
-    const nested = await plan([
-      { id: 'check', type: 'condition', expression: '$count([1..100000].[1..100000]) > 0', then: 'yes' },
-      { id: 'yes', type: 'transform', output: { ok: true } },
-    ]);
-    const { run, latencies, bound } = await startWatched(nested, {});
-    expect(run.status).toBe('failed');
-    expect(run.steps.find((s: { id: string }) => s.id === 'check').error).toMatch(OVER_BUDGET);
-    expectResponsive(latencies, bound);
-  });
+  it(
+    'a nested range (no constant range above the bound, 10^10 numbers in all) fails its condition step likewise',
+    { timeout: 60_000 },
+    async () => {
+      const nested = await plan([
+        { id: 'check', type: 'condition', expression: '$count([1..100000].[1..100000]) > 0', then: 'yes' },
+        { id: 'yes', type: 'transform', output: { ok: true } },
+      ]);
+      const { run, latencies, bound } = await startWatched(nested, {});
+      expect(run.status).toBe('failed');
+      expect(run.steps.find((s: { id: string }) => s.id === 'check').error).toMatch(OVER_BUDGET);
+      expectResponsive(latencies, bound);
+    },
+  );
 
   it('a transform whose result is larger than the result budget fails its step', { timeout: 60_000 }, async () => {
     // A string of 100 kB, quick to build, above the server's budget of 64 KiB.
@@ -145,39 +156,43 @@ describeEachDialect('expression budgets', (dialect) => {
     expect(res.body.data.steps[0].error).toMatch(/the expression's result exceeded its size budget \(\d+ bytes, at most 65536\)/);
   });
 
-  it('a heavy trigger filter fails its fire with the budget error and stalls neither /healthz nor other publishes', { timeout: 60_000 }, async () => {
-    const target = await plan([{ id: 'echo', type: 'transform', output: { got: '{{input}}' } }]);
-    const topic = unique('orders');
-    const heavy = await api.post(T, { plan_id: target, type: 'event', config: { topic, filter: '$count([1..event.n].$string($)) > 0' } });
-    expect(heavy.status, heavy.text).toBe(201);
-    const light = await api.post(T, { plan_id: target, type: 'event', config: { topic: `${topic}.light`, filter: 'event.n > 1' } });
-    expect(light.status, light.text).toBe(201);
+  it(
+    'a heavy trigger filter fails its fire with the budget error and stalls neither /healthz nor other publishes',
+    { timeout: 60_000 },
+    async () => {
+      const target = await plan([{ id: 'echo', type: 'transform', output: { got: '{{input}}' } }]);
+      const topic = unique('orders');
+      const heavy = await api.post(T, { plan_id: target, type: 'event', config: { topic, filter: '$count([1..event.n].$string($)) > 0' } });
+      expect(heavy.status, heavy.text).toBe(201);
+      const light = await api.post(T, { plan_id: target, type: 'event', config: { topic: `${topic}.light`, filter: 'event.n > 1' } });
+      expect(light.status, light.text).toBe(201);
 
-    const bound = await responsiveBound();
-    const publish = api.post('/api/v1/messaging/publish', { topic, payload: { n: 10_000_000 } });
-    const latencies = await healthWhile(
-      (async () => {
-        // While the heavy filter runs, another topic's publish (its filter in the other thread) starts its run at once.
-        const t0 = performance.now();
-        const other = await api.post('/api/v1/messaging/publish', { topic: `${topic}.light`, payload: { n: 2 } });
-        expect(other.status, other.text).toBe(201);
-        expect(performance.now() - t0).toBeLessThan(bound);
-        await publish;
-      })(),
-    );
-    expect((await within(publish, 30_000, 'answer to the publish')).status).toBe(201);
-    expectResponsive(latencies, bound);
+      const bound = await responsiveBound();
+      const publish = api.post('/api/v1/messaging/publish', { topic, payload: { n: 10_000_000 } });
+      const latencies = await healthWhile(
+        (async () => {
+          // While the heavy filter runs, another topic's publish (its filter in the other thread) starts its run at once.
+          const t0 = performance.now();
+          const other = await api.post('/api/v1/messaging/publish', { topic: `${topic}.light`, payload: { n: 2 } });
+          expect(other.status, other.text).toBe(201);
+          expect(performance.now() - t0).toBeLessThan(bound);
+          await publish;
+        })(),
+      );
+      expect((await within(publish, 30_000, 'answer to the publish')).status).toBe(201);
+      expectResponsive(latencies, bound);
 
-    const [fire] = (await api.get(`${T}/${heavy.body.data.id}/fires`)).body.data;
-    expect(fire).toMatchObject({ outcome: 'failed', run_id: null });
-    expect(fire.reason).toMatch(/^filter failed: /);
-    expect(fire.reason).toMatch(OVER_BUDGET);
-    const lightFires = await waitFor(async () => {
-      const list = (await api.get(`${T}/${light.body.data.id}/fires`)).body.data as { outcome: string }[];
-      return list.length > 0 ? list : null;
-    });
-    expect(lightFires.map((f) => f.outcome)).toEqual(['started']);
-  });
+      const [fire] = (await api.get(`${T}/${heavy.body.data.id}/fires`)).body.data;
+      expect(fire).toMatchObject({ outcome: 'failed', run_id: null });
+      expect(fire.reason).toMatch(/^filter failed: /);
+      expect(fire.reason).toMatch(OVER_BUDGET);
+      const lightFires = await waitFor(async () => {
+        const list = (await api.get(`${T}/${light.body.data.id}/fires`)).body.data as { outcome: string }[];
+        return list.length > 0 ? list : null;
+      });
+      expect(lightFires.map((f) => f.outcome)).toEqual(['started']);
+    },
+  );
 
   it('refuses a constant range above 100,000 numbers when a plan or a trigger is saved, naming the field', async () => {
     const alias = unique('wide');
@@ -194,7 +209,11 @@ describeEachDialect('expression budgets', (dialect) => {
     expect(inGroup.body.error.details.map((d: { field: string }) => d.field)).toContain('steps[0].step.expression');
 
     const target = await plan([{ id: 'echo', type: 'transform', output: { ok: true } }]);
-    const trigger = await api.post(T, { plan_id: target, type: 'event', config: { topic: unique('t'), filter: '$count([1..200000]) > 0' } });
+    const trigger = await api.post(T, {
+      plan_id: target,
+      type: 'event',
+      config: { topic: unique('t'), filter: '$count([1..200000]) > 0' },
+    });
     expect(trigger.status, trigger.text).toBe(400);
     expect(trigger.body.error.details.map((d: { field: string }) => d.field)).toContain('config.filter');
 

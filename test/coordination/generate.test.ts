@@ -59,12 +59,15 @@ async function register(server: TestServer, prefix: string): Promise<void> {
   for (const [capability, agent, description, tags] of REGISTRY) {
     const agentId = `${prefix}${agent}`;
     if (!clients.has(agentId)) clients.set(agentId, await server.agent(agentId));
-    const res = await clients.get(agentId)!.post('/api/v1/discovery/capabilities', { agent_id: agentId, capability, metadata: { description, tags: tags.split(' ') } });
+    const res = await clients
+      .get(agentId)!
+      .post('/api/v1/discovery/capabilities', { agent_id: agentId, capability, metadata: { description, tags: tags.split(' ') } });
     if (res.status !== 201) throw new Error(res.text);
   }
 }
 
-const capabilitiesOf = (steps: any[]) => steps.filter((s) => s.type === 'agent').map((s) => s.capability ?? REGISTRY.find(([, a]) => s.agent.endsWith(a))?.[0]);
+const capabilitiesOf = (steps: any[]) =>
+  steps.filter((s) => s.type === 'agent').map((s) => s.capability ?? REGISTRY.find(([, a]) => s.agent.endsWith(a))?.[0]);
 
 describe('goal splitting and durations', () => {
   it('splits sentences, numbered lists, then, and-then, commas and semicolons', () => {
@@ -99,7 +102,10 @@ describeEachDialect('plan generation', (dialect) => {
     plan.steps.slice(1).forEach((step: any, i: number) => expect(step.depends_on).toEqual([plan.steps[i].id]));
     const summarize = plan.steps.find((s: any) => s.capability === 'text.summarize' || s.agent?.startsWith('summarizer'));
     if (summarize) expect(summarize.capability).toBe('text.summarize');
-    const saved = await server.api.post('/api/v1/coordination/plans', { alias: `generated-${dialect}-${goal.length}-${expected.join('-')}`, steps: plan.steps });
+    const saved = await server.api.post('/api/v1/coordination/plans', {
+      alias: `generated-${dialect}-${goal.length}-${expected.join('-')}`,
+      steps: plan.steps,
+    });
     expect(saved.status, saved.text).toBe(201);
   });
 
@@ -122,7 +128,10 @@ describeEachDialect('plan generation', (dialect) => {
   });
 
   it('puts the approval first when the first step has side effects, and the generated plan runs', async () => {
-    const res = await server.api.post(G, { goal: 'Send an email to the team, then create a support ticket', constraints: { require_human_approval: true } });
+    const res = await server.api.post(G, {
+      goal: 'Send an email to the team, then create a support ticket',
+      constraints: { require_human_approval: true },
+    });
     const steps = res.body.data.steps;
     expect(steps.map((s: any) => s.type)).toEqual(['human_approval', 'agent', 'agent']);
     expect(steps[0].depends_on).toBeUndefined();
@@ -142,7 +151,10 @@ describeEachDialect('plan generation', (dialect) => {
     });
     expect(res.body.data.steps).toHaveLength(2);
     expect(res.body.data.steps.map((s: any) => s.input.instruction).join(' ')).toMatch(/search.*summarize.*translate.*write|summarize/i);
-    const gated = await server.api.post(G, { goal: 'Fetch it, summarize it, translate it', constraints: { max_steps: 2, require_human_approval: true } });
+    const gated = await server.api.post(G, {
+      goal: 'Fetch it, summarize it, translate it',
+      constraints: { max_steps: 2, require_human_approval: true },
+    });
     expect(gated.body.data.steps).toHaveLength(2);
     const only = await server.api.post(G, { goal: 'Summarize the article', constraints: { available_agents: ['summarizer-b'] } });
     expect(only.body.data.steps).toEqual([expect.objectContaining({ agent: 'summarizer-b' })]);
@@ -158,7 +170,10 @@ describeEachDialect('plan generation estimates from measured steps', (dialect) =
   it('estimated_duration is the sum of the median measured durations of the capabilities, defaults otherwise', async () => {
     await register(server, '');
     const scribe = await server.agent('scribe');
-    await server.api.post('/api/v1/coordination/plans', { alias: 'transcribe', steps: [{ id: 'listen', type: 'agent', capability: 'speech.transcribe' }] });
+    await server.api.post('/api/v1/coordination/plans', {
+      alias: 'transcribe',
+      steps: [{ id: 'listen', type: 'agent', capability: 'speech.transcribe' }],
+    });
     // Three past transcriptions that took 30 s, 10 min and 90 s on the (moved) clock: median 90 s.
     for (const seconds of [30, 600, 90]) {
       await scribe.post('/api/v1/discovery/heartbeat', { agent_id: 'scribe' });
@@ -177,7 +192,10 @@ describeEachDialect('plan generation estimates from measured steps', (dialect) =
     expect(one.body.data.steps).toEqual([expect.objectContaining({ type: 'agent', agent: 'scribe' })]);
     expect(one.body.data.estimated_duration).toBe('PT1M30S');
     // Measured 90 s + an approval (1 h) + a summary never measured (60 s).
-    const two = await server.api.post(G, { goal: 'Transcribe the recording, then summarize the transcript', constraints: { require_human_approval: true } });
+    const two = await server.api.post(G, {
+      goal: 'Transcribe the recording, then summarize the transcript',
+      constraints: { require_human_approval: true },
+    });
     expect(two.body.data.steps.map((s: any) => s.type)).toEqual(['agent', 'human_approval', 'agent']);
     expect(two.body.data.estimated_duration).toBe('PT1H2M30S');
   });
@@ -201,14 +219,20 @@ describeEachDialect('plan generation with a model endpoint', (dialect) => {
       expect(parsed.model).toBe('planner-1');
       expect(parsed.messages[1]!.content).toContain('text.summarize');
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: typeof answer === 'string' ? answer : JSON.stringify(answer) } }] }));
+      res.end(
+        JSON.stringify({
+          choices: [{ message: { role: 'assistant', content: typeof answer === 'string' ? answer : JSON.stringify(answer) } }],
+        }),
+      );
     });
   });
   let server: TestServer;
   beforeAll(async () => {
     await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
     const { port } = fake.address() as AddressInfo;
-    server = await startServer(dialect, { env: { SWITCHBOARD_LLM_URL: `http://127.0.0.1:${port}/v1`, SWITCHBOARD_LLM_MODEL: 'planner-1' } });
+    server = await startServer(dialect, {
+      env: { SWITCHBOARD_LLM_URL: `http://127.0.0.1:${port}/v1`, SWITCHBOARD_LLM_MODEL: 'planner-1' },
+    });
     await register(server, '');
   });
   afterAll(async () => {
@@ -232,7 +256,12 @@ describeEachDialect('plan generation with a model endpoint', (dialect) => {
       'not json at all',
       { steps: [{ id: 'a', type: 'agent', capability: 'teleport.now' }] },
       { steps: [{ id: 'a', type: 'agent', agent: 'fetcher', depends_on: ['a'] }] },
-      { steps: [{ id: 'a', type: 'agent', agent: 'fetcher', input: { x: '{{steps.b.output}}' } }, { id: 'b', type: 'agent', agent: 'mailer' }] },
+      {
+        steps: [
+          { id: 'a', type: 'agent', agent: 'fetcher', input: { x: '{{steps.b.output}}' } },
+          { id: 'b', type: 'agent', agent: 'mailer' },
+        ],
+      },
     ];
     for (const bad of invalid) {
       answer = bad;
@@ -262,7 +291,10 @@ describeEachDialect('plan generation with a model endpoint', (dialect) => {
 
     // A plan without the approval the request asked for is not used either.
     answer = { steps: [{ id: 'get', type: 'agent', capability: 'web.fetch' }] };
-    const ungated = await server.api.post(G, { goal: 'Fetch the page, summarize it, then send an email', constraints: { require_human_approval: true } });
+    const ungated = await server.api.post(G, {
+      goal: 'Fetch the page, summarize it, then send an email',
+      constraints: { require_human_approval: true },
+    });
     expect(ungated.body.data.planner).toBe('local');
     expect(ungated.body.data.steps.map((s: any) => s.type)).toEqual(['agent', 'agent', 'human_approval', 'agent']);
   });

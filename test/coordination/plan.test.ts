@@ -38,9 +38,10 @@ describe('plan compilation', () => {
   });
 
   it('finds cycles through dependencies and group membership', () => {
-    expect(validatePlan({ steps: [agent('a', { depends_on: ['c'] }), agent('b', { depends_on: ['a'] }), agent('c', { depends_on: ['b'] })] })[0]!.message).toMatch(
-      /cycle: (a|b|c) → .* → (a|b|c)/,
-    );
+    expect(
+      validatePlan({ steps: [agent('a', { depends_on: ['c'] }), agent('b', { depends_on: ['a'] }), agent('c', { depends_on: ['b'] })] })[0]!
+        .message,
+    ).toMatch(/cycle: (a|b|c) → .* → (a|b|c)/);
     const viaGroup = [{ id: 'g', type: 'parallel', steps: ['m'], depends_on: ['m'] } as StepDefinition, agent('m')];
     expect(validatePlan({ steps: viaGroup })[0]!.message).toMatch(/cycle/);
   });

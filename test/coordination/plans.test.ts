@@ -12,7 +12,13 @@ describeEachDialect('coordination plans', (dialect) => {
     description: 'fetch then summarize',
     steps: [
       { id: 'fetch', type: 'agent', agent: 'fetcher', input: { url: '{{input.url}}' } },
-      { id: 'summarize', type: 'agent', capability: 'text.summarize', depends_on: ['fetch'], input: { text: '{{steps.fetch.output.body}}' } },
+      {
+        id: 'summarize',
+        type: 'agent',
+        capability: 'text.summarize',
+        depends_on: ['fetch'],
+        input: { text: '{{steps.fetch.output.body}}' },
+      },
     ],
   });
 
@@ -69,7 +75,11 @@ describeEachDialect('coordination plans', (dialect) => {
       [[{ id: 'w', type: 'wait' }], 'steps[0].seconds', /exactly one/],
       [[{ id: 's', type: 'sub_plan', plan_id: 'no-such-plan' }], 'steps[0].plan_id', /unknown plan/],
       [[{ id: 'p', type: 'parallel', for_each: [1, 2] }], 'steps[0].step', /required with for_each/],
-      [[{ id: 'p', type: 'parallel', steps: ['a'] }, agent('a'), { id: 'q', type: 'parallel', steps: ['a'] }], 'steps[2].steps', /already in parallel/],
+      [
+        [{ id: 'p', type: 'parallel', steps: ['a'] }, agent('a'), { id: 'q', type: 'parallel', steps: ['a'] }],
+        'steps[2].steps',
+        /already in parallel/,
+      ],
       [[{ id: 't', type: 'transform' }], 'steps[0].expression', /either expression or output/],
       [[], 'steps', /at least one step/],
     ];
@@ -92,11 +102,37 @@ describeEachDialect('coordination plans', (dialect) => {
       alias: 'all-types',
       steps: [
         { id: 'ask', type: 'human_input', prompt: 'Which city?', schema: { type: 'object', required: ['city'] } },
-        { id: 'gate', type: 'human_approval', prompt: 'Go to {{steps.ask.output.city}}?', depends_on: ['ask'], timeout_seconds: 60, on_timeout: 'reject' },
-        { id: 'check', type: 'condition', expression: 'steps.ask.output.city = "Paris"', then: ['fan'], else: ['later'], depends_on: ['gate'] },
-        { id: 'fan', type: 'parallel', for_each: '{{input.items}}', step: { type: 'agent', capability: 'work', input: { item: '{{item}}' } }, max_concurrency: 2 },
+        {
+          id: 'gate',
+          type: 'human_approval',
+          prompt: 'Go to {{steps.ask.output.city}}?',
+          depends_on: ['ask'],
+          timeout_seconds: 60,
+          on_timeout: 'reject',
+        },
+        {
+          id: 'check',
+          type: 'condition',
+          expression: 'steps.ask.output.city = "Paris"',
+          then: ['fan'],
+          else: ['later'],
+          depends_on: ['gate'],
+        },
+        {
+          id: 'fan',
+          type: 'parallel',
+          for_each: '{{input.items}}',
+          step: { type: 'agent', capability: 'work', input: { item: '{{item}}' } },
+          max_concurrency: 2,
+        },
         { id: 'later', type: 'wait', seconds: 5 },
-        { id: 'sub', type: 'sub_plan', plan_id: 'child-for-all', depends_on: ['fan', 'later'], input: { from: '{{steps.ask.output.city}}' } },
+        {
+          id: 'sub',
+          type: 'sub_plan',
+          plan_id: 'child-for-all',
+          depends_on: ['fan', 'later'],
+          input: { from: '{{steps.ask.output.city}}' },
+        },
         { id: 'shape', type: 'transform', expression: '$count(steps.fan.output)', depends_on: ['sub', 'fan'] },
         { id: 'evt', type: 'wait', event: { topic: 'orders.*', match: { city: '{{steps.ask.output.city}}' } }, depends_on: ['ask'] },
       ],

@@ -10,7 +10,10 @@ describeEachDialect('coordination runs', (dialect) => {
   const step = (run: { steps: { id: string }[] }, id: string) => run.steps.find((s) => s.id === id) as any;
 
   /** An agent that answers plan steps with `handle` (default: echo the input). */
-  async function agent(id: string, handle: (m: InboxMessage) => Handling | Promise<Handling> = (m) => ({ output: { echo: m.payload.input, by: id } })) {
+  async function agent(
+    id: string,
+    handle: (m: InboxMessage) => Handling | Promise<Handling> = (m) => ({ output: { echo: m.payload.input, by: id } }),
+  ) {
     const client = await server.agent(id);
     const loop = runAgent(client, id, handle);
     loops.push(loop);
@@ -30,7 +33,12 @@ describeEachDialect('coordination runs', (dialect) => {
           type: 'agent',
           agent: b,
           depends_on: ['count'],
-          input: { n: '{{steps.count.output.count}}', first: '{{steps.count.output.items[0]}}', line: 'found {{steps.count.output.count}} about {{input.topic}}', all: '{{steps.count.output}}' },
+          input: {
+            n: '{{steps.count.output.count}}',
+            first: '{{steps.count.output.items[0]}}',
+            line: 'found {{steps.count.output.count}} about {{input.topic}}',
+            all: '{{steps.count.output}}',
+          },
         },
       ],
     });
@@ -40,7 +48,9 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(run.id).toMatch(/^run_/);
     const done = await finished(run.id);
     expect(step(done, 'write').input).toEqual({ n: 3, first: 'x', line: 'found 3 about owls', all: { count: 3, items: ['x', 'y'] } });
-    expect(done.output).toEqual({ write: { echo: { n: 3, first: 'x', line: 'found 3 about owls', all: { count: 3, items: ['x', 'y'] } }, by: b } });
+    expect(done.output).toEqual({
+      write: { echo: { n: 3, first: 'x', line: 'found 3 about owls', all: { count: 3, items: ['x', 'y'] } }, by: b },
+    });
     expect(done.current_step).toBeNull();
     expect(done.completed_at).not.toBeNull();
     const message = writer.handled[0]!;
@@ -111,7 +121,13 @@ describeEachDialect('coordination runs', (dialect) => {
         { id: 'both', type: 'parallel', steps: ['left', 'right'] },
         { id: 'left', type: 'transform', output: { side: 'L' } },
         { id: 'right', type: 'transform', output: { side: 'R' } },
-        { id: 'map', type: 'parallel', for_each: '{{input.numbers}}', max_concurrency: 2, step: { type: 'agent', agent: w, input: { n: '{{item}}' } } },
+        {
+          id: 'map',
+          type: 'parallel',
+          for_each: '{{input.numbers}}',
+          max_concurrency: 2,
+          step: { type: 'agent', agent: w, input: { n: '{{item}}' } },
+        },
         { id: 'total', type: 'transform', expression: '$sum(steps.map.output.doubled)', depends_on: ['map', 'both'] },
       ],
     });
@@ -173,9 +189,15 @@ describeEachDialect('coordination runs', (dialect) => {
     expect(created.status, created.text).toBe(201);
     const prompt = `Approve step gate of plan ${alias}?`;
     expect(created.body.data.steps[0]).toEqual({ id: 'gate', type: 'human_approval', prompt });
-    expect(created.body.data.steps[1]).toMatchObject({ prompt: `Provide the input of step form of plan ${alias}`, schema: { type: 'object' } });
+    expect(created.body.data.steps[1]).toMatchObject({
+      prompt: `Provide the input of step form of plan ${alias}`,
+      schema: { type: 'object' },
+    });
 
-    for (const [amount, big] of [[250, true], [5, false]] as const) {
+    for (const [amount, big] of [
+      [250, true],
+      [5, false],
+    ] as const) {
       const run = await start(created.body.data.id);
       expect(step(run, 'gate')).toMatchObject({ status: 'waiting', input: { prompt } });
       const approved = await server.api.post(`${R}/${run.id}/steps/gate/approve`, { approved: true });
@@ -198,7 +220,9 @@ describeEachDialect('coordination runs', (dialect) => {
   });
 
   it('on_timeout reject and fail both fail the run, with what happened', async () => {
-    const rejecting = await plan({ steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?', timeout_seconds: 1, on_timeout: 'reject' }] });
+    const rejecting = await plan({
+      steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?', timeout_seconds: 1, on_timeout: 'reject' }],
+    });
     const rejected = await finished((await start(rejecting)).id, 'failed');
     expect(step(rejected, 'gate')).toMatchObject({ error: 'rejected by switchboard: rejected on timeout', output: { approved: false } });
     const failing = await plan({ steps: [{ id: 'gate', type: 'human_approval', prompt: 'ok?', timeout_seconds: 1 }] });
@@ -226,7 +250,11 @@ describeEachDialect('coordination runs', (dialect) => {
           id: 'form',
           type: 'human_input',
           prompt: 'Shipping address',
-          schema: { type: 'object', required: ['city', 'zip'], properties: { city: { type: 'string' }, zip: { type: 'string', pattern: '^[0-9]{5}$' } } },
+          schema: {
+            type: 'object',
+            required: ['city', 'zip'],
+            properties: { city: { type: 'string' }, zip: { type: 'string', pattern: '^[0-9]{5}$' } },
+          },
         },
       ],
     });
@@ -300,7 +328,10 @@ describeEachDialect('coordination runs', (dialect) => {
   });
 
   it('a sub_plan step waits for its child run; cancelling the parent cancels the child', async () => {
-    const child = await plan({ steps: [{ id: 'shout', type: 'transform', expression: '$uppercase(input.word)' }], output: { loud: '{{steps.shout.output}}' } });
+    const child = await plan({
+      steps: [{ id: 'shout', type: 'transform', expression: '$uppercase(input.word)' }],
+      output: { loud: '{{steps.shout.output}}' },
+    });
     const parent = await plan({ steps: [{ id: 'nested', type: 'sub_plan', plan_id: child, input: { word: '{{input.word}}' } }] });
     const done = await finished((await start(parent, { word: 'hey' })).id);
     expect(step(done, 'nested').output).toEqual({ loud: 'HEY' });
@@ -332,7 +363,12 @@ describeEachDialect('coordination runs', (dialect) => {
         { id: 'a', type: 'agent', agent: w, input: { part: 'a' } },
         { id: 'b', type: 'agent', agent: w, input: { part: 'b' } },
         { id: 'nested', type: 'sub_plan', plan_id: child },
-        { id: 'join', type: 'transform', output: { a: '{{steps.a.output}}', nested: '{{steps.nested.output}}' }, depends_on: ['a', 'b', 'nested'] },
+        {
+          id: 'join',
+          type: 'transform',
+          output: { a: '{{steps.a.output}}', nested: '{{steps.nested.output}}' },
+          depends_on: ['a', 'b', 'nested'],
+        },
       ],
     });
     const runs = await Promise.all([1, 2, 3].map(() => start(parent)));
@@ -342,7 +378,8 @@ describeEachDialect('coordination runs', (dialect) => {
       return got.body.data.messages.length > 0 ? got.body.data.messages : null;
     });
     const pending = [...messages];
-    while (pending.length < 9) pending.push(...(await client.get(`/api/v1/messaging/receive?agent_id=${w}&timeout=1&max=20`)).body.data.messages);
+    while (pending.length < 9)
+      pending.push(...(await client.get(`/api/v1/messaging/receive?agent_id=${w}&timeout=1&max=20`)).body.data.messages);
     expect(pending).toHaveLength(9);
     const ack = await client.post('/api/v1/messaging/acknowledge', { message_ids: pending.map((m: InboxMessage) => m.message_id) });
     expect(ack.status, ack.text).toBe(200);
@@ -350,7 +387,9 @@ describeEachDialect('coordination runs', (dialect) => {
       const done = await finished(run.id);
       expect(step(done, 'join').output).toEqual({ a: {}, nested: { work: {} } });
       expect((await getRun(step(done, 'nested').child_run_id)).status).toBe('completed');
-      const timeline = (await server.api.get(`${R}/${run.id}/events?limit=100`)).body.data.map((e: { type: string; step_id: string | null }) => `${e.type}:${e.step_id}`);
+      const timeline = (await server.api.get(`${R}/${run.id}/events?limit=100`)).body.data.map(
+        (e: { type: string; step_id: string | null }) => `${e.type}:${e.step_id}`,
+      );
       for (const id of ['a', 'b', 'nested', 'join']) expect(timeline).toContain(`step.completed:${id}`);
     }
   });
@@ -478,11 +517,20 @@ describeEachDialect('coordination runs', (dialect) => {
 
     const before = (await server.api.get(`${R}?plan_id=${id}`)).body.meta.total;
     const tooMany = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v']));
-    for (const metadata of [{ 'has space': 'v' }, { k: 'x'.repeat(257) }, { k: 7 }, { k: { nested: 'v' } }, tooMany, { '-leading': 'v' }, ['k', 'v']]) {
+    for (const metadata of [
+      { 'has space': 'v' },
+      { k: 'x'.repeat(257) },
+      { k: 7 },
+      { k: { nested: 'v' } },
+      tooMany,
+      { '-leading': 'v' },
+      ['k', 'v'],
+    ]) {
       const res = await server.api.post(R, { plan_id: id, metadata });
       expect(res.status, JSON.stringify(metadata)).toBe(400);
     }
-    for (const filter of ['customer', '=acme', 'has space=v']) expect((await server.api.get(`${R}?metadata=${encodeURIComponent(filter)}`)).status, filter).toBe(400);
+    for (const filter of ['customer', '=acme', 'has space=v'])
+      expect((await server.api.get(`${R}?metadata=${encodeURIComponent(filter)}`)).status, filter).toBe(400);
     expect((await server.api.get(`${R}?plan_id=${id}`)).body.meta.total).toBe(before);
   });
 
@@ -504,7 +552,8 @@ describeEachDialect('coordination runs', (dialect) => {
     expect((await server.api.get(`${R}?status=bogus`)).status).toBe(400);
     expect((await server.api.post(R, { plan_id: 'nope' })).status).toBe(404);
     // By start time (the console's runs of the last 24 h): at or after started_after.
-    const since = async (time: string) => (await server.api.get(`${R}?plan_id=${id}&started_after=${encodeURIComponent(time)}`)).body.data.map((r: { id: string }) => r.id);
+    const since = async (time: string) =>
+      (await server.api.get(`${R}?plan_id=${id}&started_after=${encodeURIComponent(time)}`)).body.data.map((r: { id: string }) => r.id);
     expect(await since(run.started_at)).toEqual([newer.id, run.id]);
     expect(await since(new Date(Date.parse(newer.started_at) + 1).toISOString())).toEqual([]);
     expect((await server.api.get(`${R}?started_after=yesterday`)).status).toBe(400);

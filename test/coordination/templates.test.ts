@@ -43,7 +43,11 @@ describe('templates', () => {
   });
 
   it('parses references and names what is wrong with bad ones', () => {
-    expect(parseReference('steps.a.output.b[2].c')).toEqual({ expression: 'steps.a.output.b[2].c', root: 'steps', path: ['a', 'output', 'b', 2, 'c'] });
+    expect(parseReference('steps.a.output.b[2].c')).toEqual({
+      expression: 'steps.a.output.b[2].c',
+      root: 'steps',
+      path: ['a', 'output', 'b', 2, 'c'],
+    });
     expect(parseReference('secret.x')).toMatch(/must start with input, steps, event or item/);
     expect(parseReference('steps.a.input')).toMatch(/steps.<step_id>.output/);
     expect(parseReference('input..x')).toMatch(/is not a path/);

@@ -23,7 +23,10 @@ describeEachDialect('coordination triggers', (dialect) => {
 
   /** A plan whose output is its input (a transform), so a run shows the mapped input at once. */
   async function echoPlan(): Promise<string> {
-    const res = await server.api.post(P, { alias: unique('echo'), steps: [{ id: 'echo', type: 'transform', output: { got: '{{input}}' } }] });
+    const res = await server.api.post(P, {
+      alias: unique('echo'),
+      steps: [{ id: 'echo', type: 'transform', output: { got: '{{input}}' } }],
+    });
     expect(res.status, res.text).toBe(201);
     return res.body.data.id;
   }
@@ -39,8 +42,21 @@ describeEachDialect('coordination triggers', (dialect) => {
 
   it('creates, reads, lists, updates and deletes triggers, with validation', async () => {
     const plan = await echoPlan();
-    const created = await trigger({ plan_id: plan, type: 'event', config: { topic: 'orders.*' }, input: { source: 'shop' }, input_mapping: { order: '{{event.id}}' } });
-    expect(created).toMatchObject({ plan_id: plan, type: 'event', enabled: true, input: { source: 'shop' }, next_fire_at: null, last_fired_at: null });
+    const created = await trigger({
+      plan_id: plan,
+      type: 'event',
+      config: { topic: 'orders.*' },
+      input: { source: 'shop' },
+      input_mapping: { order: '{{event.id}}' },
+    });
+    expect(created).toMatchObject({
+      plan_id: plan,
+      type: 'event',
+      enabled: true,
+      input: { source: 'shop' },
+      next_fire_at: null,
+      last_fired_at: null,
+    });
     expect(created.id).toMatch(/^trg_/);
     expect((await server.api.get(`${T}/${created.id}`)).body.data).toEqual(created);
     expect((await server.api.get(`${T}?plan_id=${plan}`)).body.data.map((t: any) => t.id)).toEqual([created.id]);
@@ -62,7 +78,11 @@ describeEachDialect('coordination triggers', (dialect) => {
     for (const [body, status, field] of cases) {
       const res = await server.api.post(T, body);
       expect(res.status, JSON.stringify(body)).toBe(status);
-      if (status === 400) expect(res.body.error.details.map((d: any) => d.field), JSON.stringify(body)).toContain(field);
+      if (status === 400)
+        expect(
+          res.body.error.details.map((d: any) => d.field),
+          JSON.stringify(body),
+        ).toContain(field);
     }
     const path = unique('dup/path');
     await trigger({ plan_id: plan, type: 'webhook', config: { path } });
@@ -85,7 +105,12 @@ describeEachDialect('coordination triggers', (dialect) => {
       input: { fixed: true },
       input_mapping: { order: '{{event.id}}', amount: '{{event.amount}}', via: '{{event.topic}}' },
     });
-    const big = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.paid`, filter: 'event.amount > 100' }, input_mapping: { big: '{{event.id}}' } });
+    const big = await trigger({
+      plan_id: plan,
+      type: 'event',
+      config: { topic: `${topic}.paid`, filter: 'event.amount > 100' },
+      input_mapping: { big: '{{event.id}}' },
+    });
     const off = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.paid` }, enabled: false, input: { off: true } });
     const publisher = await server.agent(unique('shop'));
     const published = await publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: 'o-1', amount: 5 } });
@@ -129,23 +154,41 @@ describeEachDialect('coordination triggers', (dialect) => {
     const broken = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.paid`, filter: '$error("no amount")' } });
     await publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: 'o-11' } });
     expect((await runsOf(plan)).length).toBe(before);
-    expect(await fires(broken.id)).toEqual([expect.objectContaining({ outcome: 'failed', run_id: null, reason: expect.stringMatching(/no amount/) })]);
+    expect(await fires(broken.id)).toEqual([
+      expect.objectContaining({ outcome: 'failed', run_id: null, reason: expect.stringMatching(/no amount/) }),
+    ]);
   });
 
   it('publishes at once start one run per trigger and event, each with its own input, fire and step message', async () => {
     const worker = unique('order-handler');
     const client = await server.agent(worker);
     const plan = (
-      await server.api.post(P, { alias: unique('handle-order'), steps: [{ id: 'handle', type: 'agent', agent: worker, input: { order: '{{input.order}}' } }] })
+      await server.api.post(P, {
+        alias: unique('handle-order'),
+        steps: [{ id: 'handle', type: 'agent', agent: worker, input: { order: '{{input.order}}' } }],
+      })
     ).body.data.id;
     const topic = unique('shop');
-    const first = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.*` }, input_mapping: { order: '{{event.id}}' } });
-    const second = await trigger({ plan_id: plan, type: 'event', config: { topic: `${topic}.paid`, filter: 'event.n % 2 = 0' }, input: { even: true }, input_mapping: { order: '{{event.id}}' } });
+    const first = await trigger({
+      plan_id: plan,
+      type: 'event',
+      config: { topic: `${topic}.*` },
+      input_mapping: { order: '{{event.id}}' },
+    });
+    const second = await trigger({
+      plan_id: plan,
+      type: 'event',
+      config: { topic: `${topic}.paid`, filter: 'event.n % 2 = 0' },
+      input: { even: true },
+      input_mapping: { order: '{{event.id}}' },
+    });
     const publisher = await server.agent(unique('shop'));
     const count = 30;
     // Sent together, so several are handled in one transaction.
     const published = await Promise.all(
-      Array.from({ length: count }, (_, n) => publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: `o-${n}`, n } })),
+      Array.from({ length: count }, (_, n) =>
+        publisher.post('/api/v1/messaging/publish', { topic: `${topic}.paid`, payload: { id: `o-${n}`, n } }),
+      ),
     );
     expect(published.map((r) => r.status)).toEqual(published.map(() => 201));
 
@@ -153,8 +196,16 @@ describeEachDialect('coordination triggers', (dialect) => {
     const runs = await runsOf(plan);
     expect(runs).toHaveLength(count + count / 2);
     const byTrigger = (id: string) => runs.filter((r) => r.created_by === `trigger:${id}`);
-    expect(byTrigger(first.id).map((r) => r.input.order).sort()).toEqual(Array.from({ length: count }, (_, n) => `o-${n}`).sort());
-    expect(byTrigger(second.id).map((r) => r.input).sort((a, b) => a.order.localeCompare(b.order))).toEqual(
+    expect(
+      byTrigger(first.id)
+        .map((r) => r.input.order)
+        .sort(),
+    ).toEqual(Array.from({ length: count }, (_, n) => `o-${n}`).sort());
+    expect(
+      byTrigger(second.id)
+        .map((r) => r.input)
+        .sort((a, b) => a.order.localeCompare(b.order)),
+    ).toEqual(
       Array.from({ length: count / 2 }, (_, i) => ({ even: true, order: `o-${2 * i}` })).sort((a, b) => a.order.localeCompare(b.order)),
     );
     expect(runs.every((r) => r.status === 'running' && r.steps[0].status === 'running')).toBe(true);
@@ -164,7 +215,16 @@ describeEachDialect('coordination triggers', (dialect) => {
     const firstFires = (await server.api.get(`${T}/${first.id}/fires?limit=100`)).body.data as any[];
     const secondFires = (await server.api.get(`${T}/${second.id}/fires?limit=100`)).body.data as any[];
     expect(new Set(firstFires.map((f) => f.run_id))).toEqual(new Set(byTrigger(first.id).map((r) => r.id)));
-    expect(secondFires.filter((f) => f.outcome === 'started').map((f) => f.run_id).sort()).toEqual(byTrigger(second.id).map((r) => r.id).sort());
+    expect(
+      secondFires
+        .filter((f) => f.outcome === 'started')
+        .map((f) => f.run_id)
+        .sort(),
+    ).toEqual(
+      byTrigger(second.id)
+        .map((r) => r.id)
+        .sort(),
+    );
     expect(secondFires.filter((f) => f.outcome === 'filtered')).toHaveLength(count / 2);
 
     // One step message per run, carrying that run's input.
@@ -198,7 +258,15 @@ describeEachDialect('coordination triggers', (dialect) => {
         return specs.map((_, i) => ({ id: `run_fake_${batches}_${i}` }));
       },
     } as unknown as RunEngine;
-    const triggers = new TriggersService({ triggers: new TriggerStore(db, caps), plans: new PlanStore(db, caps), engine, clock: new FakeClock(Date.now()), notifier: new InProcessNotifier(), expressions: server.app.platform.expressions, audit: server.app.platform.audit });
+    const triggers = new TriggersService({
+      triggers: new TriggerStore(db, caps),
+      plans: new PlanStore(db, caps),
+      engine,
+      clock: new FakeClock(Date.now()),
+      notifier: new InProcessNotifier(),
+      expressions: server.app.platform.expressions,
+      audit: server.app.platform.audit,
+    });
     const event = (id: string, on = topic) => ({ topic: on, payload: { id }, published_at: new Date().toISOString(), publisher: 'test' });
     // Triggers read (an event nothing matches), so the three below are handled in the same turn.
     expect(await triggers.onEvent(event('none', unique('unmatched')))).toBe(0);
@@ -217,7 +285,12 @@ describeEachDialect('coordination triggers', (dialect) => {
   it('a webhook trigger starts a run from the request body and query; path and method errors', async () => {
     const plan = await echoPlan();
     const path = unique('github/push');
-    const hook = await trigger({ plan_id: plan, type: 'webhook', config: { path }, input_mapping: { repo: '{{event.repository}}', ref: '{{event.ref}}' } });
+    const hook = await trigger({
+      plan_id: plan,
+      type: 'webhook',
+      config: { path },
+      input_mapping: { repo: '{{event.repository}}', ref: '{{event.ref}}' },
+    });
     expect(hook.config).toEqual({ path, method: 'POST' });
     const res = await server.api.post(`/api/v1/coordination/hooks/${path}?ref=main`, { repository: 'switchboard' });
     expect(res.status, res.text).toBe(202);
@@ -273,12 +346,21 @@ describeEachDialect('coordination triggers', (dialect) => {
       await server.api.post(P, {
         alias: unique('welcome'),
         steps: [
-          { id: 'greet', type: 'transform', output: { hello: 'Hello {{event.name}}', age: '{{event.age}}', topic: '{{event.topic}}', at: '{{event.published_at}}' } },
+          {
+            id: 'greet',
+            type: 'transform',
+            output: { hello: 'Hello {{event.name}}', age: '{{event.age}}', topic: '{{event.topic}}', at: '{{event.published_at}}' },
+          },
           { id: 'shape', type: 'transform', expression: '{"next": event.age + 1, "fromInput": input.who}', depends_on: ['greet'] },
         ],
       })
     ).body.data.id;
-    await trigger({ plan_id: planId, type: 'event', config: { topic }, input_mapping: { who: '{{event.name}}', when: '{{event.published_at}}', raw: '{{event.payload}}' } });
+    await trigger({
+      plan_id: planId,
+      type: 'event',
+      config: { topic },
+      input_mapping: { who: '{{event.name}}', when: '{{event.published_at}}', raw: '{{event.payload}}' },
+    });
     const publisher = await server.agent(unique('signup-service'));
     expect((await publisher.post('/api/v1/messaging/publish', { topic, payload: { name: 'Ada', age: 36 } })).status).toBe(201);
     const [run] = await waitFor(async () => {
@@ -299,18 +381,30 @@ describeEachDialect('coordination triggers', (dialect) => {
 
   it('webhooks accept a normal agent key, any configured method with the query as event.*, and keep paths unique on update', async () => {
     const planId = (
-      await server.api.post(P, { alias: unique('hooked'), steps: [{ id: 'see', type: 'transform', output: { repo: '{{event.repo}}', body: '{{event.body}}', q: '{{event.q}}' } }] })
+      await server.api.post(P, {
+        alias: unique('hooked'),
+        steps: [{ id: 'see', type: 'transform', output: { repo: '{{event.repo}}', body: '{{event.body}}', q: '{{event.q}}' } }],
+      })
     ).body.data.id;
     const getPath = unique('status/check');
     const putPath = unique('items/upsert');
-    const getHook = await trigger({ plan_id: planId, type: 'webhook', config: { path: getPath, method: 'GET' }, input_mapping: { q: '{{event.q}}' } });
+    const getHook = await trigger({
+      plan_id: planId,
+      type: 'webhook',
+      config: { path: getPath, method: 'GET' },
+      input_mapping: { q: '{{event.q}}' },
+    });
     await trigger({ plan_id: planId, type: 'webhook', config: { path: putPath, method: 'PUT' }, input: { fixed: 1 } });
     const agent = await server.agent(unique('caller'));
 
     const viaGet = await agent.get(`/api/v1/coordination/hooks/${getPath}?q=weather`);
     expect(viaGet.status, viaGet.text).toBe(202);
     const getRun = (await server.api.get(`${R}/${viaGet.body.data.run_id}`)).body.data;
-    expect(getRun).toMatchObject({ status: 'completed', input: { q: 'weather' }, output: { see: { repo: null, body: null, q: 'weather' } } });
+    expect(getRun).toMatchObject({
+      status: 'completed',
+      input: { q: 'weather' },
+      output: { see: { repo: null, body: null, q: 'weather' } },
+    });
     expect(getRun.created_by).toBe(`trigger:${getHook.id}`);
 
     const viaPut = await agent.put(`/api/v1/coordination/hooks/${putPath}`, ['a', 'b']);
@@ -319,7 +413,9 @@ describeEachDialect('coordination triggers', (dialect) => {
     expect(putRun).toMatchObject({ input: { fixed: 1 }, output: { see: { body: ['a', 'b'] } } });
 
     for (const method of ['post', 'patch', 'delete'] as const) {
-      const wrong = await (method === 'delete' ? agent.delete(`/api/v1/coordination/hooks/${getPath}`) : agent[method](`/api/v1/coordination/hooks/${getPath}`, {}));
+      const wrong = await (method === 'delete'
+        ? agent.delete(`/api/v1/coordination/hooks/${getPath}`)
+        : agent[method](`/api/v1/coordination/hooks/${getPath}`, {}));
       expect(wrong.status, method).toBe(405);
       expect(wrong.headers.get('allow')).toBe('GET');
     }
@@ -388,7 +484,10 @@ describeEachDialect('coordination schedule triggers on a moved clock', (dialect)
 
   it('fires the latest missed slot once (the others are skipped), in the trigger time zone, never while disabled or paused', async () => {
     const plan = (
-      await server.api.post(P, { alias: 'clocked', steps: [{ id: 'slot', type: 'transform', output: { slot: '{{event.scheduled_for}}', tick: '{{input.tick}}' } }] })
+      await server.api.post(P, {
+        alias: 'clocked',
+        steps: [{ id: 'slot', type: 'transform', output: { slot: '{{event.scheduled_for}}', tick: '{{input.tick}}' } }],
+      })
     ).body.data.id;
     const every = await create({ plan_id: plan, type: 'schedule', config: { cron: '* * * * *' }, input: { tick: 1 } });
     const off = await create({ plan_id: plan, type: 'schedule', config: { cron: '* * * * *' }, enabled: false });
@@ -442,33 +541,37 @@ describeEachDialect('coordination schedule triggers on a moved clock', (dialect)
 });
 
 describeEachDialect('coordination triggers on several nodes', (dialect) => {
-  it.runIf(dialect === 'postgres')('two nodes fire each schedule slot once', async () => {
-    const database = await createTestDatabase(dialect);
-    const a = await startServer(dialect, { database });
-    const b = await startServer(dialect, { database, adminKey: a.adminKey });
-    try {
-      const plan = (await a.api.post(P, { alias: 'ticks', steps: [{ id: 't', type: 'transform', output: { ok: true } }] })).body.data.id;
-      const created = (await a.api.post(T, { plan_id: plan, type: 'schedule', config: { cron: '* * * * * *' } })).body.data;
-      // Both nodes' timers race for every slot; wait until several slots went by.
-      await waitFor(async () => {
-        const ledger = (await b.api.get(`${T}/${created.id}/fires?limit=500`)).body.data as any[];
-        return ledger.filter((f) => f.outcome === 'started').length >= 3;
-      }, 20_000);
-      await a.api.patch(`${T}/${created.id}`, { enabled: false });
-      // Runs first, then the ledger: a fire committed in between only adds to the ledger.
-      const runs = (await a.api.get(`${R}?plan_id=${plan}&limit=500`)).body.data as any[];
-      const ledger = (await a.api.get(`${T}/${created.id}/fires?limit=500`)).body.data as any[];
-      const started = ledger.filter((f) => f.outcome === 'started');
-      expect(new Set(ledger.map((f) => f.scheduled_for)).size).toBe(ledger.length);
-      expect(new Set(started.map((f) => f.run_id)).size).toBe(started.length);
-      const firedRuns = new Set(started.map((f) => f.run_id));
-      expect(runs.every((r) => firedRuns.has(r.id))).toBe(true);
-      expect(runs.length).toBeGreaterThanOrEqual(3);
-      expect(runs.every((r) => r.created_by === `trigger:${created.id}`)).toBe(true);
-    } finally {
-      await b.close();
-      await a.close();
-      await database.drop();
-    }
-  }, 30_000);
+  it.runIf(dialect === 'postgres')(
+    'two nodes fire each schedule slot once',
+    async () => {
+      const database = await createTestDatabase(dialect);
+      const a = await startServer(dialect, { database });
+      const b = await startServer(dialect, { database, adminKey: a.adminKey });
+      try {
+        const plan = (await a.api.post(P, { alias: 'ticks', steps: [{ id: 't', type: 'transform', output: { ok: true } }] })).body.data.id;
+        const created = (await a.api.post(T, { plan_id: plan, type: 'schedule', config: { cron: '* * * * * *' } })).body.data;
+        // Both nodes' timers race for every slot; wait until several slots went by.
+        await waitFor(async () => {
+          const ledger = (await b.api.get(`${T}/${created.id}/fires?limit=500`)).body.data as any[];
+          return ledger.filter((f) => f.outcome === 'started').length >= 3;
+        }, 20_000);
+        await a.api.patch(`${T}/${created.id}`, { enabled: false });
+        // Runs first, then the ledger: a fire committed in between only adds to the ledger.
+        const runs = (await a.api.get(`${R}?plan_id=${plan}&limit=500`)).body.data as any[];
+        const ledger = (await a.api.get(`${T}/${created.id}/fires?limit=500`)).body.data as any[];
+        const started = ledger.filter((f) => f.outcome === 'started');
+        expect(new Set(ledger.map((f) => f.scheduled_for)).size).toBe(ledger.length);
+        expect(new Set(started.map((f) => f.run_id)).size).toBe(started.length);
+        const firedRuns = new Set(started.map((f) => f.run_id));
+        expect(runs.every((r) => firedRuns.has(r.id))).toBe(true);
+        expect(runs.length).toBeGreaterThanOrEqual(3);
+        expect(runs.every((r) => r.created_by === `trigger:${created.id}`)).toBe(true);
+      } finally {
+        await b.close();
+        await a.close();
+        await database.drop();
+      }
+    },
+    30_000,
+  );
 });

@@ -58,7 +58,10 @@ describeEachDialect('BulkInsert', (dialect) => {
   it('binds each batch into the text of its row count', async () => {
     const bulk = insert();
     await bulk.run(handle.db, probes(3));
-    await bulk.run(handle.db, probes(3, 3, (i) => ({ label: null, n: i * 10 })));
+    await bulk.run(
+      handle.db,
+      probes(3, 3, (i) => ({ label: null, n: i * 10 })),
+    );
     await bulk.run(handle.db, probes(1, 6));
     expect(await stored()).toEqual([...probes(3), ...probes(3, 3, (i) => ({ label: null, n: i * 10 })), ...probes(1, 6)]);
   });
@@ -84,9 +87,19 @@ describeEachDialect('BulkInsert', (dialect) => {
     // Nothing varies: the first column travels as a list anyway, so the SELECT yields every row.
     await handle.db.schema.createTable('bulk_plain').ifNotExists().addColumn('label', 'text').addColumn('n', 'bigint').execute();
     const plain = new BulkInsert(handle.db, 'bulk_plain' as never, { label: null, n: null }, { columnar: handle.caps });
-    expect(await plain.count(handle.db, [{ label: 'y', n: 2 }, { label: 'y', n: 2 }, { label: 'y', n: 2 }])).toBe(3);
+    expect(
+      await plain.count(handle.db, [
+        { label: 'y', n: 2 },
+        { label: 'y', n: 2 },
+        { label: 'y', n: 2 },
+      ]),
+    ).toBe(3);
     const { rows } = await sql<{ label: string; n: number }>`select label, n from bulk_plain`.execute(handle.db);
-    expect(rows.map((row) => [row.label, Number(row.n)])).toEqual([['y', 2], ['y', 2], ['y', 2]]);
+    expect(rows.map((row) => [row.label, Number(row.n)])).toEqual([
+      ['y', 2],
+      ['y', 2],
+      ['y', 2],
+    ]);
   });
 
   it('refuses a columnar column that holds text and numbers', async () => {

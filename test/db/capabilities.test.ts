@@ -45,14 +45,18 @@ describe('dialect capabilities', () => {
     expect(postgresCapabilities.claim(dueJobs(postgres)).compile().sql).toBe(
       'select "id" from "jobs" where "due_at" <= $1 order by "due_at" limit $2 for update skip locked',
     );
-    expect(sqliteCapabilities.claim(dueJobs(sqlite)).compile().sql).toBe('select "id" from "jobs" where "due_at" <= ? order by "due_at" limit ?');
+    expect(sqliteCapabilities.claim(dueJobs(sqlite)).compile().sql).toBe(
+      'select "id" from "jobs" where "due_at" <= ? order by "due_at" limit ?',
+    );
   });
 
   it('locks rows with FOR UPDATE (waiting, not skipping) on PostgreSQL and leaves the SQLite query as it is', () => {
     expect(postgresCapabilities.lock(dueJobs(postgres)).compile().sql).toBe(
       'select "id" from "jobs" where "due_at" <= $1 order by "due_at" limit $2 for update',
     );
-    expect(sqliteCapabilities.lock(dueJobs(sqlite)).compile().sql).toBe('select "id" from "jobs" where "due_at" <= ? order by "due_at" limit ?');
+    expect(sqliteCapabilities.lock(dueJobs(sqlite)).compile().sql).toBe(
+      'select "id" from "jobs" where "due_at" <= ? order by "due_at" limit ?',
+    );
   });
 
   it('reads the time of the next due work from a min(…) row, null when nothing is due', () => {

@@ -29,7 +29,11 @@ describe('SQLite connection settings', () => {
   });
 
   it('syncs every commit with SWITCHBOARD_SQLITE_SYNCHRONOUS=full, and commits each write alone with SWITCHBOARD_SQLITE_GROUP_COMMIT=off', async () => {
-    const config = loadConfig({ SWITCHBOARD_DATA_DIR: database.dataDir, SWITCHBOARD_SQLITE_SYNCHRONOUS: 'full', SWITCHBOARD_SQLITE_GROUP_COMMIT: 'off' });
+    const config = loadConfig({
+      SWITCHBOARD_DATA_DIR: database.dataDir,
+      SWITCHBOARD_SQLITE_SYNCHRONOUS: 'full',
+      SWITCHBOARD_SQLITE_GROUP_COMMIT: 'off',
+    });
     const other = openDatabase(databaseOptions(config));
     try {
       expect(await pragma(other, 'synchronous')).toBe(2); // FULL

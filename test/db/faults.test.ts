@@ -110,14 +110,18 @@ describeEachDialect('storage faults: the database out of reach', (dialect) => {
     // The server runs in this process: a BEGIN that waited inside SQLite would stop the event
     // loop the server's open write group needs to commit, so the lock is retried on a timer.
     const other = new BetterSqlite3(path.join(database.dataDir, 'switchboard.db'), { timeout: 0 });
-    await waitFor(() => {
-      try {
-        other.exec('BEGIN IMMEDIATE');
-        return true;
-      } catch {
-        return false;
-      }
-    }, 15_000, 5);
+    await waitFor(
+      () => {
+        try {
+          other.exec('BEGIN IMMEDIATE');
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      15_000,
+      5,
+    );
     return async () => {
       other.exec('ROLLBACK');
       other.close();
@@ -233,7 +237,10 @@ describe('storage faults: a start on a full disk [sqlite]', () => {
           const now = Date.now();
           for (const id of fillerIds) {
             try {
-              await db.insertInto('cluster_nodes').values({ ...template, id, pid: process.pid, started_at: now, last_seen_at: now, stopped_at: null }).execute();
+              await db
+                .insertInto('cluster_nodes')
+                .values({ ...template, id, pid: process.pid, started_at: now, last_seen_at: now, stopped_at: null })
+                .execute();
               filled += 1;
             } catch (err) {
               if ((err as { code?: string }).code === 'SQLITE_FULL') return;
@@ -278,7 +285,9 @@ describe('storage faults: a migration on a full disk [sqlite]', () => {
     const handle = openDatabase({ databaseUrl: null, dataDir: database.dataDir });
     try {
       await sql.raw('PRAGMA max_page_count = 8').execute(handle.db);
-      await expect(migrateToLatest(handle)).rejects.toThrow(/could not be applied: no storage space is left \(database or disk is full\)\. Free space and start again/);
+      await expect(migrateToLatest(handle)).rejects.toThrow(
+        /could not be applied: no storage space is left \(database or disk is full\)\. Free space and start again/,
+      );
       await sql.raw('PRAGMA max_page_count = 1073741823').execute(handle.db);
       expect((await migrateToLatest(handle)).length).toBe(Object.keys(migrations).length);
     } finally {

@@ -23,7 +23,9 @@ describe.each([
     await sql`create table notes (body text primary key)`.execute(handle.db);
     await sql`create table parents (id integer primary key)`.execute(handle.db);
     // Checked at COMMIT, not at the INSERT.
-    await sql`create table children (id integer primary key, parent_id integer not null references parents (id) deferrable initially deferred)`.execute(handle.db);
+    await sql`create table children (id integer primary key, parent_id integer not null references parents (id) deferrable initially deferred)`.execute(
+      handle.db,
+    );
     observer = new BetterSqlite3(path.join(database.dataDir, 'switchboard.db'), { readonly: true });
   });
   afterEach(async () => {
@@ -32,7 +34,8 @@ describe.each([
     await database.drop();
   });
 
-  const committed = () => (observer.prepare('select body from notes order by body').all() as Array<{ body: string }>).map((row) => row.body);
+  const committed = () =>
+    (observer.prepare('select body from notes order by body').all() as Array<{ body: string }>).map((row) => row.body);
   const insert = (db: DatabaseHandle['db'], body: string) => sql`insert into notes (body) values (${body})`.execute(db);
   /** The writes of one turn of the event loop: a lone write and a transaction on either side of `failing`. */
   const turn = (failing: () => Promise<unknown>) =>
@@ -93,7 +96,9 @@ describe.each([
   });
 
   it(`fails ${shared ? 'every write of the group' : 'only its own transaction'} when the COMMIT fails (a deferred foreign key)`, async () => {
-    const results = await turn(() => handle.db.transaction().execute((trx) => sql`insert into children (parent_id) values (42)`.execute(trx)));
+    const results = await turn(() =>
+      handle.db.transaction().execute((trx) => sql`insert into children (parent_id) values (42)`.execute(trx)),
+    );
     expect(results[2]).toMatchObject({ status: 'rejected', reason: { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' } });
     if (shared) {
       expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);

@@ -14,8 +14,15 @@ describeEachDialect('paginate', (dialect) => {
   beforeAll(async () => {
     database = await createTestDatabase(dialect);
     handle = openDatabase(database.options());
-    await handle.db.schema.createTable('paginate_probe').addColumn('id', 'integer', (c) => c.primaryKey()).execute();
-    for (let id = 1; id <= 7; id++) await handle.db.insertInto('paginate_probe' as never).values({ id } as never).execute();
+    await handle.db.schema
+      .createTable('paginate_probe')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .execute();
+    for (let id = 1; id <= 7; id++)
+      await handle.db
+        .insertInto('paginate_probe' as never)
+        .values({ id } as never)
+        .execute();
   });
   afterAll(async () => {
     await handle.close();
@@ -67,22 +74,27 @@ describeEachDialect('paginate', (dialect) => {
     { limit: 2, offset: 1, above: 3, ids: [5, 6], total: 4 },
     { limit: 9, offset: 0, above: 3, ids: [4, 5, 6, 7], total: 4 },
     { limit: 2, offset: 9, above: 3, ids: [], total: 4 },
-  ])('pages a compiled query like a built one, binding its values on every run ($limit at $offset above $above)', async ({ limit, offset, above, ids, total }) => {
-    const statements = new Statements(handle.db);
-    let builds = 0;
-    const build = (v: { above: number }) => {
-      builds += 1;
-      return rows().where('id', '>', v.above);
-    };
-    for (let run = 0; run < 2; run++) {
-      const page = await paginateCompiled(handle.db, statements, 'probe', { above }, build, { limit, offset });
-      expect((page.items as { id: number }[]).map((r) => r.id)).toEqual(ids);
-      expect(page.total).toBe(total);
-    }
-    // The page once, and the count once when the page could not tell the total.
-    expect(builds).toBeLessThanOrEqual(2);
-    expect((await paginateCompiled(handle.db, statements, 'probe', { above: 6 }, build, { limit: 1, offset: 0 })).items).toEqual([{ id: 7 }]);
-  });
+  ])(
+    'pages a compiled query like a built one, binding its values on every run ($limit at $offset above $above)',
+    async ({ limit, offset, above, ids, total }) => {
+      const statements = new Statements(handle.db);
+      let builds = 0;
+      const build = (v: { above: number }) => {
+        builds += 1;
+        return rows().where('id', '>', v.above);
+      };
+      for (let run = 0; run < 2; run++) {
+        const page = await paginateCompiled(handle.db, statements, 'probe', { above }, build, { limit, offset });
+        expect((page.items as { id: number }[]).map((r) => r.id)).toEqual(ids);
+        expect(page.total).toBe(total);
+      }
+      // The page once, and the count once when the page could not tell the total.
+      expect(builds).toBeLessThanOrEqual(2);
+      expect((await paginateCompiled(handle.db, statements, 'probe', { above: 6 }, build, { limit: 1, offset: 0 })).items).toEqual([
+        { id: 7 },
+      ]);
+    },
+  );
 
   if (dialect !== 'postgres') {
     it('compiles LIMIT as an expression, so the statement is not prepared again on every run', () => {

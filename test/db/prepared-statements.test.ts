@@ -17,7 +17,8 @@ describe.runIf(postgresTestUrl() !== undefined || process.env.CI)('prepared stat
   async function preparedAfterAQuery(prepare: boolean | Record<string, string>): Promise<string[]> {
     database = await createTestDatabase('postgres');
     // A setting, or the environment a server would read it from.
-    const options = typeof prepare === 'boolean' ? { ...database.options(1), prepare } : databaseOptions(loadConfig({ ...database.env, ...prepare }), 1);
+    const options =
+      typeof prepare === 'boolean' ? { ...database.options(1), prepare } : databaseOptions(loadConfig({ ...database.env, ...prepare }), 1);
     handle = openDatabase(options);
     await sql`select ${1}::int as one`.execute(handle.db);
     await sql`select ${2}::int as two`.execute(handle.db);

@@ -25,7 +25,8 @@ describeEachDialect('savepoints', (dialect) => {
   });
 
   const insert = (db: Kysely<any>, body: string) => sql`insert into savepoint_notes (body) values (${body})`.execute(db);
-  const bodies = async () => (await sql<{ body: string }>`select body from savepoint_notes order by body`.execute(handle.db)).rows.map((row) => row.body);
+  const bodies = async () =>
+    (await sql<{ body: string }>`select body from savepoint_notes order by body`.execute(handle.db)).rows.map((row) => row.body);
 
   it('rolls back to a savepoint, keeps what came before it, and commits the rest', async () => {
     const trx = await handle.db.startTransaction().execute();

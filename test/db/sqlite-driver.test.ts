@@ -97,7 +97,9 @@ describe('SQLite group commit', () => {
     await insert(handle.db, 'first');
     const order: string[] = [];
     setImmediate(() => order.push('turn ended'));
-    const idleRead = sql<{ n: number }>`select count(*) as n from notes`.execute(handle.db).then((r) => order.push(`idle read ${r.rows[0]!.n}`));
+    const idleRead = sql<{ n: number }>`select count(*) as n from notes`
+      .execute(handle.db)
+      .then((r) => order.push(`idle read ${r.rows[0]!.n}`));
     await idleRead;
     expect(order).toEqual(['idle read 1']);
 

@@ -25,7 +25,10 @@ describeEachDialect('statements compiled once per shape', (dialect) => {
     const run = async (values: { low: number; high: number; label: string }) => {
       const query = statements.compiled('probe', values, (v) => {
         builds += 1;
-        return sql<{ label: string; width: number }>`select cast(${v.label} as text) as label, cast(${v.high} as integer) - cast(${v.low} as integer) as width`;
+        return sql<{
+          label: string;
+          width: number;
+        }>`select cast(${v.label} as text) as label, cast(${v.high} as integer) - cast(${v.low} as integer) as width`;
       });
       return (await handle.db.executeQuery(query)).rows[0];
     };
@@ -73,12 +76,30 @@ describeEachDialect('statements compiled once per shape', (dialect) => {
       );
       return (await handle.db.executeQuery(query)).rows.map((row) => ({ ...row, hit: Number(row.hit) }));
     };
-    expect(await run(['x', 'z'], [{ a: 1, b: 'x' }, { a: 2, b: 'y' }], 'one')).toEqual([
+    expect(
+      await run(
+        ['x', 'z'],
+        [
+          { a: 1, b: 'x' },
+          { a: 2, b: 'y' },
+        ],
+        'one',
+      ),
+    ).toEqual([
       { a: 1, b: 'x', label: 'one', hit: 1 },
       { a: 2, b: 'y', label: 'one', hit: 0 },
     ]);
     // Same lengths: the same text, bound anew; a field outside `columns` is not bound.
-    expect(await run(['y', 'q'], [{ a: 3, b: 'y', extra: 'e' }, { a: 4, b: 'w' }], 'two')).toEqual([
+    expect(
+      await run(
+        ['y', 'q'],
+        [
+          { a: 3, b: 'y', extra: 'e' },
+          { a: 4, b: 'w' },
+        ],
+        'two',
+      ),
+    ).toEqual([
       { a: 3, b: 'y', label: 'two', hit: 1 },
       { a: 4, b: 'w', label: 'two', hit: 0 },
     ]);

@@ -43,9 +43,7 @@ describeEachDialect('discovery capabilities and groups', (dialect) => {
 
   it('registers the same capability once under concurrent re-registration', async () => {
     const ns = namespace();
-    const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => register(server.api, `${ns}-a`, `${ns}.task`, { attempt: i })),
-    );
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => register(server.api, `${ns}-a`, `${ns}.task`, { attempt: i })));
     expect(new Set(results.map((r) => r.id)).size).toBe(1);
     const listed = await server.api.get(`/api/v1/discovery/capabilities?agent_id=${ns}-a`);
     expect(listed.body.meta.total).toBe(1);
@@ -174,7 +172,13 @@ describeEachDialect('discovery capabilities and groups', (dialect) => {
     expect(members.status).toBe(200);
     expect(members.body.meta).toMatchObject({ total: 2 });
     expect(members.body.data).toEqual([
-      { agent_id: `${ns}-a`, capabilities: [`${ns}.one`, `${ns}.two`], health: 'healthy', load: 0.5, last_heartbeat: expect.stringMatching(/Z$/) },
+      {
+        agent_id: `${ns}-a`,
+        capabilities: [`${ns}.one`, `${ns}.two`],
+        health: 'healthy',
+        load: 0.5,
+        last_heartbeat: expect.stringMatching(/Z$/),
+      },
       { agent_id: `${ns}-b`, capabilities: [`${ns}.one`], health: 'unknown', load: null, last_heartbeat: null },
     ]);
     const second = await server.api.get(`/api/v1/discovery/groups/${g1}/agents?limit=1&offset=1`);

@@ -66,13 +66,20 @@ describeEachDialect('discovery ports (AgentDirectory)', (dialect) => {
     clock.advance(31_000);
     await service.heartbeat('w1', { load: 0.7 });
     expect((await directory.lookup(autocommit, { capability: 'plan.*' })).map((a) => a.agent_id)).toEqual(['w1']);
-    expect((await directory.lookup(autocommit, { capability: 'plan.write', include_unhealthy: true })).map((a) => a.agent_id)).toEqual(['w1', 'w2']);
+    expect((await directory.lookup(autocommit, { capability: 'plan.write', include_unhealthy: true })).map((a) => a.agent_id)).toEqual([
+      'w1',
+      'w2',
+    ]);
     await expect(directory.lookup(autocommit, { capability: 'plan.write', strategy: 'fastest' })).rejects.toBeInstanceOf(InvalidRequest);
   });
 
   it('search answers natural-language queries', async () => {
     const directory: AgentDirectory = service;
-    await service.register('sum', { capability: 'doc.summarize', metadata: { description: 'condense a long document into key points' } }, 'admin');
+    await service.register(
+      'sum',
+      { capability: 'doc.summarize', metadata: { description: 'condense a long document into key points' } },
+      'admin',
+    );
     const [best] = await directory.search({ query: 'summarise a long report', top_k: 1 });
     expect(best?.capability).toMatchObject({ name: 'doc.summarize', agent_id: 'sum' });
     expect(best?.similarity_score).toBeGreaterThan(0.5);

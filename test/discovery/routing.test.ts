@@ -153,7 +153,13 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     // A group counts its members only; an agent gone silent past the TTL counts with include_unhealthy only.
     const grouped = namespace();
     for (const [i, groups] of [['g1'], ['g1', 'g2'], ['g2'], ['g1']].entries()) {
-      await register(server.api, `${grouped}-${i}`, `${grouped}.work`, {}, groups.map((g) => `${grouped}-${g}`));
+      await register(
+        server.api,
+        `${grouped}-${i}`,
+        `${grouped}.work`,
+        {},
+        groups.map((g) => `${grouped}-${g}`),
+      );
       if (i === 0) await heartbeat(server.api, `${grouped}-${i}`, 0.5);
     }
     clock.advance(TTL_S * 1000 + 1);
@@ -180,7 +186,12 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     expect(await total()).toBe(2);
 
     // Registrations and deletions, here and on a second node.
-    const other = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock, env: { SWITCHBOARD_HEALTH_TTL_S: String(TTL_S) } });
+    const other = await startServer(dialect, {
+      database: server.database,
+      adminKey: server.adminKey,
+      clock,
+      env: { SWITCHBOARD_HEALTH_TTL_S: String(TTL_S) },
+    });
     try {
       expect(await total(other.api)).toBe(2);
       await register(server.api, `${ns}-c`, `${ns}.work`);

@@ -52,7 +52,14 @@ describeEachDialect('discovery search', (dialect) => {
     expect(none.data.results).toEqual([]);
     const nothing = await search(server.api, { query: 'zzzqqq xyzzy', top_k: 5 });
     expect(nothing.data.results).toEqual([]);
-    for (const body of [{}, { query: '' }, { query: 'x', top_k: 0 }, { query: 'x', top_k: 101 }, { query: 'x', min_score: 1.5 }, { query: 'x', extra: 1 }]) {
+    for (const body of [
+      {},
+      { query: '' },
+      { query: 'x', top_k: 0 },
+      { query: 'x', top_k: 101 },
+      { query: 'x', min_score: 1.5 },
+      { query: 'x', extra: 1 },
+    ]) {
       const res = await server.api.post('/api/v1/discovery/search', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
     }

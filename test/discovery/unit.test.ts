@@ -180,17 +180,22 @@ describe('CapabilityIndex', () => {
     index.upsert(doc('c2', 'image.resize', 'scale pictures to a width and height'));
     index.upsert(doc('c3', 'code.review', 'inspect a pull request for bugs'));
     fc.assert(
-      fc.property(fc.string({ maxLength: 80 }), fc.integer({ min: 1, max: 5 }), fc.double({ min: 0, max: 1, noNaN: true }), (query, topK, minScore) => {
-        const hits = index.search(query, { topK, minScore });
-        expect(hits.length).toBeLessThanOrEqual(topK);
-        for (const hit of hits) {
-          expect(hit.similarity_score).toBeGreaterThan(0);
-          expect(hit.similarity_score).toBeLessThanOrEqual(1);
-          expect(hit.similarity_score).toBeGreaterThanOrEqual(Math.floor(minScore * 10_000) / 10_000);
-        }
-        const scores = hits.map((h) => h.similarity_score);
-        expect([...scores].sort((a, b) => b - a)).toEqual(scores);
-      }),
+      fc.property(
+        fc.string({ maxLength: 80 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (query, topK, minScore) => {
+          const hits = index.search(query, { topK, minScore });
+          expect(hits.length).toBeLessThanOrEqual(topK);
+          for (const hit of hits) {
+            expect(hit.similarity_score).toBeGreaterThan(0);
+            expect(hit.similarity_score).toBeLessThanOrEqual(1);
+            expect(hit.similarity_score).toBeGreaterThanOrEqual(Math.floor(minScore * 10_000) / 10_000);
+          }
+          const scores = hits.map((h) => h.similarity_score);
+          expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+        },
+      ),
     );
   });
 

@@ -49,7 +49,9 @@ describeEachDialect('event log across restarts, aborts and dropped connections',
           throw new Error('abort');
         }),
       ).rejects.toThrow('abort');
-      await inTransaction(platform.database.db, (tx) => log.append(tx, { type: 'task.created', subject: `${marker}-kept`, actor: 'test', data: {} }));
+      await inTransaction(platform.database.db, (tx) =>
+        log.append(tx, { type: 'task.created', subject: `${marker}-kept`, actor: 'test', data: {} }),
+      );
       expect((await server.api.get(`/api/v1/events?subject=${marker}`)).body.data).toEqual([]);
       expect((await server.api.get(`/api/v1/events?subject=${marker}-kept`)).body.data).toHaveLength(1);
     } finally {
@@ -68,12 +70,19 @@ describeEachDialect('event log across restarts, aborts and dropped connections',
       let drops = 0;
       const opened = server.requestArrival('GET', '/api/v1/events/stream');
       following = (async () => {
-        for await (const event of client.events.stream({ type: 'task.created', signal: stop.signal, onOpen: () => opens++, onDrop: () => drops++ })) {
+        for await (const event of client.events.stream({
+          type: 'task.created',
+          signal: stop.signal,
+          onOpen: () => opens++,
+          onDrop: () => drops++,
+        })) {
           received.push(event);
           if (received.length === 3) return;
         }
       })();
-      await (await opened).answered;
+      await (
+        await opened
+      ).answered;
       const one = (await server.api.post('/core/api/v1/tasks', { title: 'one' })).body.data;
       await waitFor(() => received.length === 1);
       // Cut every connection: the SDK reconnects with Last-Event-ID. The event appended
@@ -83,9 +92,16 @@ describeEachDialect('event log across restarts, aborts and dropped connections',
       const { platform } = server.app;
       const two = { id: `two-${dialect}` };
       await inTransaction(platform.database.db, (tx) =>
-        createEventLog(platform.database, platform.clock, platform.notifier).append(tx, { type: 'task.created', subject: two.id, actor: 'test', data: {} }),
+        createEventLog(platform.database, platform.clock, platform.notifier).append(tx, {
+          type: 'task.created',
+          subject: two.id,
+          actor: 'test',
+          data: {},
+        }),
       );
-      await (await reopened).answered;
+      await (
+        await reopened
+      ).answered;
       const three = (await server.api.post('/core/api/v1/tasks', { title: 'three' })).body.data;
       await within(following, 10_000, 'three events through the SDK');
       expect(received.map((e) => e.subject)).toEqual([one.id, two.id, three.id]);
@@ -160,7 +176,10 @@ describe.runIf(postgresTestUrl())('event order on PostgreSQL', () => {
       const read: string[] = [];
       let cursor: string | undefined;
       const readOn = async () => {
-        const page = (await server.api.get(`/api/v1/events?type=task.created${cursor ? `&after=${cursor}` : ''}`)).body.data as { id: string; subject: string }[];
+        const page = (await server.api.get(`/api/v1/events?type=task.created${cursor ? `&after=${cursor}` : ''}`)).body.data as {
+          id: string;
+          subject: string;
+        }[];
         read.push(...page.map((e) => e.subject));
         if (page.length > 0) cursor = page.at(-1)!.id;
       };
@@ -176,9 +195,9 @@ describe.runIf(postgresTestUrl())('event order on PostgreSQL', () => {
       });
       await appendedFirst;
       let secondDone = false;
-      const second = inTransaction(platform.database.db, (tx) => log.append(tx, { type: 'task.created', subject: 'higher', actor: 'test', data: {} })).then(
-        () => (secondDone = true),
-      );
+      const second = inTransaction(platform.database.db, (tx) =>
+        log.append(tx, { type: 'task.created', subject: 'higher', actor: 'test', data: {} }),
+      ).then(() => (secondDone = true));
       // The second append waits on the log's lock, held by the first until it commits.
       await waitFor(async () => {
         const { rows } = await platform.database.pool!.query(

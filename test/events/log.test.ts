@@ -25,7 +25,12 @@ describeEachDialect('event log: list and stream', (dialect) => {
       ['task.created', b.id],
       ['task.updated', a.id],
     ]);
-    expect(after.map((e) => e.id)).toEqual(after.map((e) => e.id).slice().sort());
+    expect(after.map((e) => e.id)).toEqual(
+      after
+        .map((e) => e.id)
+        .slice()
+        .sort(),
+    );
     expect(after[0]!.actor).toBe('admin');
     expect(after[0]!.data.task).toMatchObject({ id: a.id, title: 'a' });
     expect(after[2]!.data.changes).toEqual([{ action: 'status_changed', from: 'todo', to: 'done' }]);
@@ -94,4 +99,3 @@ describeEachDialect('event log: list and stream', (dialect) => {
     expect((await server.api.get('/api/v1/events/stream', { key: null })).status).toBe(401);
   });
 });
-

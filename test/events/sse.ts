@@ -31,11 +31,18 @@ export interface OpenStream {
  * Opens GET /api/v1/events/stream with `key`; resolves once the server's first comment (the
  * stream is open, and following the log) has arrived, or with the error status.
  */
-export async function openStream(baseUrl: string, key: string, options: { query?: string; lastEventId?: string } = {}): Promise<OpenStream> {
+export async function openStream(
+  baseUrl: string,
+  key: string,
+  options: { query?: string; lastEventId?: string } = {},
+): Promise<OpenStream> {
   const controller = new AbortController();
   const headers: Record<string, string> = { authorization: `Bearer ${key}` };
   if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
-  const response = await fetch(`${baseUrl}/api/v1/events/stream${options.query ? `?${options.query}` : ''}`, { headers, signal: controller.signal });
+  const response = await fetch(`${baseUrl}/api/v1/events/stream${options.query ? `?${options.query}` : ''}`, {
+    headers,
+    signal: controller.signal,
+  });
   const events: StreamedEvent[] = [];
   const comments: string[] = [];
   const waiters = new Set<() => void>();
@@ -49,7 +56,8 @@ export async function openStream(baseUrl: string, key: string, options: { query?
       try {
         for await (const message of messages) {
           const event = JSON.parse(message.data) as StreamedEvent;
-          if (message.id !== event.id || message.event !== event.type) throw new Error(`SSE fields disagree with the event: ${JSON.stringify(message)}`);
+          if (message.id !== event.id || message.event !== event.type)
+            throw new Error(`SSE fields disagree with the event: ${JSON.stringify(message)}`);
           events.push(event);
           changed();
         }
@@ -82,7 +90,8 @@ export async function openStream(baseUrl: string, key: string, options: { query?
     events,
     comments,
     ended,
-    until: (count, ms = 5000) => wait(() => (events.length >= count ? events.slice() : undefined), ms, `${count} events (got ${events.length})`),
+    until: (count, ms = 5000) =>
+      wait(() => (events.length >= count ? events.slice() : undefined), ms, `${count} events (got ${events.length})`),
     untilComments: (count, ms = 5000) => wait(() => (comments.length >= count ? comments.slice() : undefined), ms, `${count} comments`),
     close: () => controller.abort(),
   };

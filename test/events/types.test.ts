@@ -44,7 +44,9 @@ describeEachDialect('event types: each from its change', (dialect) => {
   it('tasks: created, commented, updated, unblocked, deleted', async () => {
     await appended();
     const upstream = (await server.api.post('/core/api/v1/tasks', { title: 'upstream' })).body.data;
-    const downstream = (await server.api.post('/core/api/v1/tasks', { title: 'downstream', depends_on: [upstream.id], assigned_to: 'worker-1' })).body.data;
+    const downstream = (
+      await server.api.post('/core/api/v1/tasks', { title: 'downstream', depends_on: [upstream.id], assigned_to: 'worker-1' })
+    ).body.data;
     expect((await appended()).map((e) => [e.type, e.subject, e.actor])).toEqual([
       ['task.created', upstream.id, 'admin'],
       ['task.created', downstream.id, 'admin'],
@@ -58,7 +60,10 @@ describeEachDialect('event types: each from its change', (dialect) => {
     const [unblocked, updated] = await appended();
     expect([unblocked?.type, updated?.type]).toEqual(['task.unblocked', 'task.updated']);
     expect(unblocked).toMatchObject({ subject: downstream.id, data: { unblocked_by: upstream.id, assigned_to: 'worker-1' } });
-    expect(updated).toMatchObject({ subject: upstream.id, data: { task: { status: 'done' }, changes: [{ action: 'status_changed', from: 'todo', to: 'done' }] } });
+    expect(updated).toMatchObject({
+      subject: upstream.id,
+      data: { task: { status: 'done' }, changes: [{ action: 'status_changed', from: 'todo', to: 'done' }] },
+    });
     await server.api.delete(`/core/api/v1/tasks/${downstream.id}`);
     expect((await appended()).map((e) => [e.type, e.subject])).toEqual([['task.deleted', downstream.id]]);
   });
@@ -67,7 +72,12 @@ describeEachDialect('event types: each from its change', (dialect) => {
     await appended();
     const created = (await server.api.post('/api/v1/auth/keys', { agent_id: 'keyed', role: 'agent' })).body.data;
     const [event] = await appended();
-    expect(event).toMatchObject({ type: 'key.created', subject: created.id, actor: 'admin', data: { key: { id: created.id, agent_id: 'keyed' } } });
+    expect(event).toMatchObject({
+      type: 'key.created',
+      subject: created.id,
+      actor: 'admin',
+      data: { key: { id: created.id, agent_id: 'keyed' } },
+    });
     expect(JSON.stringify(event)).not.toContain(created.key);
     expect((await server.api.delete(`/api/v1/auth/keys/${created.id}?reason=leaked`)).status).toBe(200);
     expect((await appended()).map((e) => [e.type, e.reason])).toEqual([['key.revoked', 'leaked']]);
@@ -85,7 +95,11 @@ describeEachDialect('event types: each from its change', (dialect) => {
     await owner.post(`/api/v1/artifacts/${artifact.id}/share`, { with_agents: ['art-friend'] });
     const form = new FormData();
     form.set('file', new Blob(['{"v":2}'], { type: 'application/json' }), 'a.json');
-    const res = await fetch(`${server.url}/api/v1/artifacts/${artifact.id}`, { method: 'PUT', headers: { authorization: `Bearer ${owner.key}` }, body: form });
+    const res = await fetch(`${server.url}/api/v1/artifacts/${artifact.id}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${owner.key}` },
+      body: form,
+    });
     expect(res.status, await res.text()).toBe(200);
     expect((await appended()).map((e) => [e.type, e.data.version])).toEqual([['artifact.version_created', 2]]);
     expect((await owner.delete(`/api/v1/artifacts/${artifact.id}`)).status).toBe(200);
@@ -111,10 +125,17 @@ describeEachDialect('event types: each from its change', (dialect) => {
     await appended();
     await server.api.post('/api/v1/discovery/capabilities', { agent_id: 'scout', capability: 'map.read' });
     await server.api.post('/api/v1/discovery/capabilities', { agent_id: 'scout', capability: 'map.write' });
-    expect((await appended()).map((e) => [e.type, e.subject, e.data.capability?.capability])).toEqual([['agent.registered', 'scout', 'map.read']]);
+    expect((await appended()).map((e) => [e.type, e.subject, e.data.capability?.capability])).toEqual([
+      ['agent.registered', 'scout', 'map.read'],
+    ]);
     await server.api.post('/api/v1/discovery/heartbeat', { agent_id: 'scout' });
     const [healthy] = await next(1);
-    expect(healthy).toMatchObject({ type: 'agent.health_changed', subject: 'scout', actor: 'system', data: { from: 'unknown', to: 'healthy' } });
+    expect(healthy).toMatchObject({
+      type: 'agent.health_changed',
+      subject: 'scout',
+      actor: 'system',
+      data: { from: 'unknown', to: 'healthy' },
+    });
     clock.advance(2_000);
     const [unhealthy] = await next(1);
     expect(unhealthy).toMatchObject({ type: 'agent.health_changed', data: { from: 'healthy', to: 'unhealthy' } });
@@ -124,7 +145,8 @@ describeEachDialect('event types: each from its change', (dialect) => {
 
   it('routines: paused, resumed, triggered (with reasons), execution succeeded and failed', async () => {
     const worker = await server.agent('routine-worker');
-    const routine = (await server.api.post('/core/api/v1/routines', { name: 'r', trigger_type: 'webhook', target_agent: 'routine-worker' })).body.data;
+    const routine = (await server.api.post('/core/api/v1/routines', { name: 'r', trigger_type: 'webhook', target_agent: 'routine-worker' }))
+      .body.data;
     await appended();
     await server.api.patch(`/core/api/v1/routines/${routine.id}`, { enabled: false, reason: 'maintenance' });
     await server.api.patch(`/core/api/v1/routines/${routine.id}`, { description: 'no event' });
@@ -136,7 +158,9 @@ describeEachDialect('event types: each from its change', (dialect) => {
     const execution = (await server.api.post(`/core/api/v1/routines/${routine.id}/trigger`, { reason: 'rerun' })).body.data;
     expect((await appended()).map((e) => [e.type, e.data.execution_id, e.reason])).toEqual([['routine.triggered', execution.id, 'rerun']]);
     await acknowledge(worker, (await receiveOne(worker, 'routine-worker')).message_id, { ok: true });
-    expect((await appended()).map((e) => [e.type, e.actor, e.data.execution_id])).toEqual([['routine.execution.succeeded', 'routine-worker', execution.id]]);
+    expect((await appended()).map((e) => [e.type, e.actor, e.data.execution_id])).toEqual([
+      ['routine.execution.succeeded', 'routine-worker', execution.id],
+    ]);
     await server.api.post(`/core/api/v1/routines/${routine.id}/trigger`);
     await appended();
     await reject(worker, (await receiveOne(worker, 'routine-worker')).message_id, 'cannot', false);
@@ -160,13 +184,18 @@ describeEachDialect('event types: each from its change', (dialect) => {
     ).body.data;
     await appended();
     const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.id, input: {} })).body.data;
-    expect((await appended()).map((e) => [e.type, e.subject, e.actor, e.data.plan_id])).toEqual([['run.started', run.id, 'admin', plan.id]]);
+    expect((await appended()).map((e) => [e.type, e.subject, e.actor, e.data.plan_id])).toEqual([
+      ['run.started', run.id, 'admin', plan.id],
+    ]);
     await acknowledge(worker, (await receiveOne(worker, 'run-worker')).message_id, { built: true });
     const acked = await appended();
     expect(typesOf(acked)).toEqual(['run.step.completed', 'approval.requested', 'run.waiting']);
     expect(acked[0]).toMatchObject({ actor: 'run-worker', data: { run_id: run.id, step_id: 'work', output: { built: true } } });
     expect(acked[1]).toMatchObject({ data: { run_id: run.id, step_id: 'ok', prompt: 'Ship it?' } });
-    const approved = await server.api.post(`/api/v1/coordination/runs/${run.id}/steps/ok/approve`, { approved: true, reason: 'looks good' });
+    const approved = await server.api.post(`/api/v1/coordination/runs/${run.id}/steps/ok/approve`, {
+      approved: true,
+      reason: 'looks good',
+    });
     expect(approved.status, approved.text).toBe(200);
     const decided = await appended();
     expect(typesOf(decided)).toEqual(['approval.decided', 'run.step.completed', 'input.requested']);
@@ -183,15 +212,30 @@ describeEachDialect('event types: each from its change', (dialect) => {
     const worker = await server.agent('dl-worker');
     const bystander = await server.agent('dl-bystander');
     await appended();
-    const sent = (await sender.post('/api/v1/messaging/send', { destination: 'dl-worker', event_name: 'job', max_deliveries: 1 })).body.data.message_id;
+    const sent = (await sender.post('/api/v1/messaging/send', { destination: 'dl-worker', event_name: 'job', max_deliveries: 1 })).body.data
+      .message_id;
     await reject(worker, (await receiveOne(worker, 'dl-worker')).message_id, 'bad input', false);
     const [dead] = await appended();
-    expect(dead).toMatchObject({ type: 'message.dead_lettered', subject: sent, actor: 'dl-worker', data: { reason: 'bad input', message: { message_id: sent, destination: 'dl-worker' } } });
+    expect(dead).toMatchObject({
+      type: 'message.dead_lettered',
+      subject: sent,
+      actor: 'dl-worker',
+      data: { reason: 'bad input', message: { message_id: sent, destination: 'dl-worker' } },
+    });
     const redrive = await worker.post(`/api/v1/messaging/dead-letters/${sent}/redrive`, { reason: 'retry after fix' });
     expect(redrive.status, redrive.text).toBe(201);
     const [redriven] = await appended();
-    expect(redriven).toMatchObject({ type: 'message.redriven', subject: sent, actor: 'dl-worker', reason: 'retry after fix', data: { redriven_as: redrive.body.data.message_id } });
-    expect(typesOf((await worker.get('/api/v1/events?type=message.>&limit=500')).body.data)).toEqual(['message.dead_lettered', 'message.redriven']);
+    expect(redriven).toMatchObject({
+      type: 'message.redriven',
+      subject: sent,
+      actor: 'dl-worker',
+      reason: 'retry after fix',
+      data: { redriven_as: redrive.body.data.message_id },
+    });
+    expect(typesOf((await worker.get('/api/v1/events?type=message.>&limit=500')).body.data)).toEqual([
+      'message.dead_lettered',
+      'message.redriven',
+    ]);
     expect(typesOf((await bystander.get('/api/v1/events?type=message.>&limit=500')).body.data)).toEqual([]);
     // The redriven copy leased for a second and never settled: the reaper dead-letters it.
     const copy = (await worker.get('/api/v1/messaging/receive?agent_id=dl-worker&visibility_timeout=1')).body.data.messages;
@@ -206,7 +250,10 @@ describeEachDialect('event types: each from its change', (dialect) => {
   it('runs: step failed and run failed; redriven and cancelled with the reason', async () => {
     const worker = await server.agent('fail-worker');
     const plan = (
-      await server.api.post('/api/v1/coordination/plans', { alias: `events-fail-${dialect}`, steps: [{ id: 'only', type: 'agent', agent: 'fail-worker', input: {} }] })
+      await server.api.post('/api/v1/coordination/plans', {
+        alias: `events-fail-${dialect}`,
+        steps: [{ id: 'only', type: 'agent', agent: 'fail-worker', input: {} }],
+      })
     ).body.data;
     const failing = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.id, input: {} })).body.data;
     await appended();
@@ -226,6 +273,8 @@ describeEachDialect('event types: each from its change', (dialect) => {
     await appended();
     const res = await server.api.post(`/api/v1/coordination/runs/${cancelled.id}/cancel`, { reason: 'not needed' });
     expect(res.status, res.text).toBe(200);
-    expect((await appended()).map((e) => [e.type, e.subject, e.actor, e.reason])).toEqual([['run.cancelled', cancelled.id, 'admin', 'not needed']]);
+    expect((await appended()).map((e) => [e.type, e.subject, e.actor, e.reason])).toEqual([
+      ['run.cancelled', cancelled.id, 'admin', 'not needed'],
+    ]);
   });
 });

@@ -44,7 +44,13 @@ export function operationsOf(document: { paths: Record<string, Record<string, an
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       const json = operation.requestBody?.content?.['application/json']?.schema;
-      operations.push({ method: method.toUpperCase(), path, parameters: operation.parameters ?? [], body: json, conflicts: '409' in (operation.responses ?? {}) });
+      operations.push({
+        method: method.toUpperCase(),
+        path,
+        parameters: operation.parameters ?? [],
+        body: json,
+        conflicts: '409' in (operation.responses ?? {}),
+      });
     }
   }
   return operations;
@@ -151,7 +157,10 @@ function matching(pattern: string): fc.Arbitrary<string> {
 
 function shapedValue(schema: Schema, ids: string[], depth: number): fc.Arbitrary<unknown> {
   if (Array.isArray(schema.enum)) {
-    return fc.oneof({ weight: 10, arbitrary: fc.constantFrom(...(schema.enum as unknown[])) }, { weight: 1, arbitrary: fc.constant('not-one-of-them') });
+    return fc.oneof(
+      { weight: 10, arbitrary: fc.constantFrom(...(schema.enum as unknown[])) },
+      { weight: 1, arbitrary: fc.constant('not-one-of-them') },
+    );
   }
   const branches = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
   if (branches) return fc.oneof(...branches.map((branch) => shapedValue(branch, ids, depth)));
@@ -160,7 +169,10 @@ function shapedValue(schema: Schema, ids: string[], depth: number): fc.Arbitrary
     case 'string': {
       if (schema.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
       if (typeof schema.pattern === 'string') return fc.oneof(matching(schema.pattern), fc.constantFrom(...ids, 'x'));
-      return fc.oneof(fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 20, 20) }), fc.constantFrom(...ids, 'x'));
+      return fc.oneof(
+        fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 20, 20) }),
+        fc.constantFrom(...ids, 'x'),
+      );
     }
     case 'integer':
       return fc.integer({ min: schema.minimum ?? -5, max: Math.min(schema.maximum ?? 1_000, 1_000) });
@@ -213,9 +225,9 @@ export function requestFor(operation: Operation, seeds: Seeds, adminKey: string)
     parameter.name === 'timeout'
       ? fc.constantFrom('0', '-1', 'x', 'a\u0000b', '')
       : fc.oneof(
-      { weight: 4, arbitrary: shapedValue(parameter.schema, ids, 3).map((value) => String(value)) },
-      { weight: 1, arbitrary: text },
-    );
+          { weight: 4, arbitrary: shapedValue(parameter.schema, ids, 3).map((value) => String(value)) },
+          { weight: 1, arbitrary: text },
+        );
   const query = fc.record(
     Object.fromEntries(queryParams.map((parameter) => [parameter.name, fc.array(queryValue(parameter), { minLength: 1, maxLength: 2 })])),
     { requiredKeys: [] },
@@ -233,7 +245,11 @@ export function requestFor(operation: Operation, seeds: Seeds, adminKey: string)
   return fc
     .record({
       // A delete seldom names a seeded object: the others would find it gone.
-      params: fc.tuple(...pathParams.map((parameter) => textFor(ids, seedFor(operation.path, parameter.name, seeds), operation.method === 'DELETE' ? 1 : 8))),
+      params: fc.tuple(
+        ...pathParams.map((parameter) =>
+          textFor(ids, seedFor(operation.path, parameter.name, seeds), operation.method === 'DELETE' ? 1 : 8),
+        ),
+      ),
       query,
       body,
       credentials,
@@ -242,13 +258,21 @@ export function requestFor(operation: Operation, seeds: Seeds, adminKey: string)
     .map(({ params, query: values, body: json, credentials: who, requestId }) => {
       let path = operation.path;
       pathParams.forEach((parameter, i) => (path = path.replace(`{${parameter.name}}`, encode(params[i]!))));
-      const pairs = Object.entries(values as Record<string, string[]>).flatMap(([name, list]) => list.map((value) => `${name}=${encode(value)}`));
+      const pairs = Object.entries(values as Record<string, string[]>).flatMap(([name, list]) =>
+        list.map((value) => `${name}=${encode(value)}`),
+      );
       const headers: Record<string, string> = {};
       if (who === 'admin') headers.authorization = `Bearer ${adminKey}`;
       if (who === 'bad') headers.authorization = 'Bearer sk_not_a_key';
       if (requestId !== undefined) headers['x-request-id'] = requestId;
       if (json !== undefined) headers['content-type'] = 'application/json';
-      return { method: operation.method, url: pairs.length > 0 ? `${path}?${pairs.join('&')}` : path, headers, body: json, conflicts: operation.conflicts };
+      return {
+        method: operation.method,
+        url: pairs.length > 0 ? `${path}?${pairs.join('&')}` : path,
+        headers,
+        body: json,
+        conflicts: operation.conflicts,
+      };
     });
 }
 
@@ -280,7 +304,8 @@ export async function send(baseUrl: string, request: FuzzRequest, timeoutMs: num
 }
 
 /** A request in one line, for a failure's message. */
-export const describeRequest = (request: FuzzRequest) => `${request.method} ${request.url.slice(0, 160)} ${request.body?.slice(0, 200) ?? ''}`;
+export const describeRequest = (request: FuzzRequest) =>
+  `${request.method} ${request.url.slice(0, 160)} ${request.body?.slice(0, 200) ?? ''}`;
 
 /**
  * What is wrong with the answer to `request`, or null: never a 5xx, never a 409 the operation
@@ -290,7 +315,8 @@ export const describeRequest = (request: FuzzRequest) => `${request.method} ${re
 export function problemWith(answer: Answer, request: FuzzRequest): string | null {
   if (answer.status >= 500) return `${answer.status}: ${answer.text.slice(0, 300)}`;
   if (answer.status < 400) return null;
-  if (answer.status === 409 && !request.conflicts) return `409, which the document does not list for the operation: ${answer.text.slice(0, 200)}`;
+  if (answer.status === 409 && !request.conflicts)
+    return `409, which the document does not list for the operation: ${answer.text.slice(0, 200)}`;
   let body: any;
   try {
     body = JSON.parse(answer.text);
@@ -298,8 +324,10 @@ export function problemWith(answer: Answer, request: FuzzRequest): string | null
     return `${answer.status} without a JSON body: ${answer.text.slice(0, 200)}`;
   }
   const id = answer.headers.get('x-request-id');
-  if (typeof body?.error?.code !== 'string' || typeof body.error.message !== 'string') return `${answer.status} outside the envelope: ${answer.text.slice(0, 200)}`;
-  if (!id || body.meta?.request_id !== id) return `${answer.status} ${body.error.code} without its request id (header ${id}, body ${body.meta?.request_id})`;
+  if (typeof body?.error?.code !== 'string' || typeof body.error.message !== 'string')
+    return `${answer.status} outside the envelope: ${answer.text.slice(0, 200)}`;
+  if (!id || body.meta?.request_id !== id)
+    return `${answer.status} ${body.error.code} without its request id (header ${id}, body ${body.meta?.request_id})`;
   return null;
 }
 

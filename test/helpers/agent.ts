@@ -31,7 +31,10 @@ export async function receiveOne(agent: Api, agentId: string, timeoutSeconds = 1
 }
 
 export async function acknowledge(agent: Api, messageId: string, output?: unknown): Promise<void> {
-  const res = await agent.post('/api/v1/messaging/acknowledge', output === undefined ? { message_id: messageId } : { message_id: messageId, output });
+  const res = await agent.post(
+    '/api/v1/messaging/acknowledge',
+    output === undefined ? { message_id: messageId } : { message_id: messageId, output },
+  );
   if (res.status !== 200) throw new Error(`acknowledge failed: ${res.status} ${res.text}`);
 }
 

@@ -27,7 +27,10 @@ const GROUP_COMMIT_OFF_SUITES = [
 ];
 
 function runsWithGroupCommitOff(): boolean {
-  const file = path.relative(ROOT, expect.getState().testPath ?? '').split(path.sep).join('/');
+  const file = path
+    .relative(ROOT, expect.getState().testPath ?? '')
+    .split(path.sep)
+    .join('/');
   return GROUP_COMMIT_OFF_SUITES.some((suite) => (suite.endsWith('/') ? file.startsWith(suite) : file === suite));
 }
 

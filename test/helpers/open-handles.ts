@@ -140,21 +140,33 @@ const childPrototype = ChildProcess.prototype as unknown as { spawn(options: { f
 const spawnChild = childPrototype.spawn;
 childPrototype.spawn = function (this: ChildProcess, options) {
   const command = [...(options.args ?? [options.file ?? '?'])].join(' ').slice(0, 120);
-  track(this, () => `a child process (pid ${this.pid}: ${command})`, () => this.exitCode === null && this.signalCode === null && this.pid !== undefined);
+  track(
+    this,
+    () => `a child process (pid ${this.pid}: ${command})`,
+    () => this.exitCode === null && this.signalCode === null && this.pid !== undefined,
+  );
   return spawnChild.call(this, options);
 };
 
 process.on('worker', (worker: Worker) => {
   let running = true;
   worker.once('exit', () => (running = false));
-  track(worker, () => `a worker thread (id ${worker.threadId})`, () => running);
+  track(
+    worker,
+    () => `a worker thread (id ${worker.threadId})`,
+    () => running,
+  );
 });
 
 // Database handles.
 const pool = pg.Pool.prototype as unknown as { connect: (...args: unknown[]) => unknown };
 const poolConnect = pool.connect;
 pool.connect = function (this: pg.Pool, ...args: unknown[]) {
-  track(this, () => `a pg pool (${this.totalCount} clients)`, () => !this.ended);
+  track(
+    this,
+    () => `a pg pool (${this.totalCount} clients)`,
+    () => !this.ended,
+  );
   return poolConnect.apply(this, args);
 };
 // A client is closed once end() is called (its owner may then drop every 'end' listener, ours
@@ -164,7 +176,11 @@ const clientsEnded = new WeakSet<pg.Client>();
 const { connect: clientConnect, end: clientEnd } = client;
 client.connect = function (this: pg.Client, ...args: unknown[]) {
   this.once('end', () => clientsEnded.add(this));
-  track(this, () => 'a pg client', () => !clientsEnded.has(this));
+  track(
+    this,
+    () => 'a pg client',
+    () => !clientsEnded.has(this),
+  );
   return clientConnect.apply(this, args);
 };
 client.end = function (this: pg.Client, ...args: unknown[]) {
@@ -177,7 +193,11 @@ const sqlite = Database.prototype as unknown as Record<'prepare' | 'exec' | 'pra
 for (const method of ['prepare', 'exec', 'pragma'] as const) {
   const original = sqlite[method]!;
   sqlite[method] = function (this: Database.Database, ...args: unknown[]) {
-    track(this, () => `a better-sqlite3 Database (${this.name})`, () => this.open);
+    track(
+      this,
+      () => `a better-sqlite3 Database (${this.name})`,
+      () => this.open,
+    );
     return original.apply(this, args);
   };
 }
@@ -210,6 +230,8 @@ afterAll(async () => {
     leaks = leftOpen(before);
   }
   if (leaks.length > 0) {
-    throw new Error(`${path.relative(process.cwd(), expect.getState().testPath ?? '?')} left open after its last test (waited ${SETTLE_MS} ms for them to close):\n  - ${leaks.join('\n  - ')}`);
+    throw new Error(
+      `${path.relative(process.cwd(), expect.getState().testPath ?? '?')} left open after its last test (waited ${SETTLE_MS} ms for them to close):\n  - ${leaks.join('\n  - ')}`,
+    );
   }
 });

@@ -18,7 +18,10 @@ export function watchRss(pid: number) {
       clearInterval(sampler);
       if (!stopped) peak = Math.max(peak, rssBytes(pid));
       stopped = true;
-      return { growthMb: (peak - baseline) / 1024 ** 2, figures: `RSS ${Math.round(baseline / 1024 ** 2)} MB, peak ${Math.round(peak / 1024 ** 2)} MB` };
+      return {
+        growthMb: (peak - baseline) / 1024 ** 2,
+        figures: `RSS ${Math.round(baseline / 1024 ** 2)} MB, peak ${Math.round(peak / 1024 ** 2)} MB`,
+      };
     },
   };
 }

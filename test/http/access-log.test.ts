@@ -13,7 +13,16 @@ function memoryLog(): { destination: Writable; lines: () => Record<string, unkno
     },
   });
   const text = () => chunks.join('');
-  return { destination, text, lines: () => text().trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+  return {
+    destination,
+    text,
+    lines: () =>
+      text()
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
 }
 
 describeEachDialect('the access log', (dialect) => {
@@ -34,15 +43,28 @@ describeEachDialect('the access log', (dialect) => {
       const requests = log.lines().filter((line) => line.msg === 'request');
       const byId = (id: string | null) => requests.filter((line) => line.req_id === id);
       expect(byId(ok.headers.get('x-request-id'))).toEqual([
-        expect.objectContaining({ level: 20, method: 'GET', route: '/api/v1/discovery/agents/:agent_id/health', status: 200, principal: 'log-reader' }),
+        expect.objectContaining({
+          level: 20,
+          method: 'GET',
+          route: '/api/v1/discovery/agents/:agent_id/health',
+          status: 200,
+          principal: 'log-reader',
+        }),
       ]);
       expect(byId(refused.headers.get('x-request-id'))).toEqual([
         expect.objectContaining({ level: 30, method: 'GET', route: '/api/v1/auth/keys', status: 401, principal: null, ip: '127.0.0.1' }),
       ]);
-      expect(byId(failed.headers.get('x-request-id'))).toEqual([expect.objectContaining({ level: 30, status: 500, route: '/api/v1/auth/keys' })]);
+      expect(byId(failed.headers.get('x-request-id'))).toEqual([
+        expect.objectContaining({ level: 30, status: 500, route: '/api/v1/auth/keys' }),
+      ]);
       for (const line of requests) expect(typeof line.ms).toBe('number');
       // The 500's cause is logged at error, with the same request id.
-      expect(log.lines().filter((line) => line.level === 50).map((line) => line.reqId)).toContain(failed.headers.get('x-request-id'));
+      expect(
+        log
+          .lines()
+          .filter((line) => line.level === 50)
+          .map((line) => line.reqId),
+      ).toContain(failed.headers.get('x-request-id'));
       const text = log.text();
       for (const secret of [server.adminKey, 'sk_wrong_key_for_the_log_test', 'sk_in_a_query']) expect(text).not.toContain(secret);
     } finally {

@@ -22,7 +22,10 @@ describeEachDialect('approval links: the token is checked before the body', (dia
 
   /** A run waiting at a human_approval step, and the token of its event's link, or of a link made for a person. */
   async function waitingLink(of: 'event' | 'person' = 'person'): Promise<string> {
-    const plan = await server.api.post(`${C}/plans`, { alias: `link-body-${dialect}-${++plans}`, steps: [{ id: 'gate', type: 'human_approval', prompt: 'Ship?' }] });
+    const plan = await server.api.post(`${C}/plans`, {
+      alias: `link-body-${dialect}-${++plans}`,
+      steps: [{ id: 'gate', type: 'human_approval', prompt: 'Ship?' }],
+    });
     expect(plan.status, plan.text).toBe(201);
     const run = await server.api.post(`${C}/runs`, { plan_id: plan.body.data.id });
     expect(run.status, run.text).toBe(201);
@@ -31,8 +34,11 @@ describeEachDialect('approval links: the token is checked before the body', (dia
       url = (await server.api.get(`/api/v1/events?type=approval.requested&subject=${run.body.data.id}`)).body.data.at(-1).data.approve_url;
     } else {
       const username = `link-body-${dialect}-${plans}`;
-      expect((await server.api.post('/api/v1/auth/users', { username, role: 'approver', password: 'correct horse battery' })).status).toBe(201);
-      url = (await server.api.post(`${C}/runs/${run.body.data.id}/steps/gate/links`, { approver: `user:${username}` })).body.data.approve_url;
+      expect((await server.api.post('/api/v1/auth/users', { username, role: 'approver', password: 'correct horse battery' })).status).toBe(
+        201,
+      );
+      url = (await server.api.post(`${C}/runs/${run.body.data.id}/steps/gate/links`, { approver: `user:${username}` })).body.data
+        .approve_url;
     }
     return url.slice(url.lastIndexOf('/') + 1);
   }
@@ -86,7 +92,8 @@ describeEachDialect('approval links: the anonymous budget', (dialect) => {
 
   it('counts each decision POST, refused or not, in the client address’s anonymous budget (429 past it)', async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push((await server.api.post(`${C}/approvals/${BOGUS_TOKEN}`, { approved: true }, { key: null })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push((await server.api.post(`${C}/approvals/${BOGUS_TOKEN}`, { approved: true }, { key: null })).status);
     expect(statuses).toEqual([404, 404, 404, 429]);
   });
 });

@@ -32,7 +32,11 @@ function freePort(): Promise<number> {
 }
 
 /** An anonymous request through the proxy from `localAddress`, with a client-written X-Forwarded-For. */
-function anonymousRequest(port: number, localAddress: string, forwardedFor?: string): Promise<{ status: number; remaining: string | undefined }> {
+function anonymousRequest(
+  port: number,
+  localAddress: string,
+  forwardedFor?: string,
+): Promise<{ status: number; remaining: string | undefined }> {
   return new Promise((resolve, reject) => {
     const headers = forwardedFor ? { 'x-forwarded-for': forwardedFor } : {};
     const request = http.get({ host: '127.0.0.1', port, path: '/api/v1/auth/whoami', localAddress, headers, agent: false }, (res) => {

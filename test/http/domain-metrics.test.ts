@@ -28,24 +28,51 @@ describeEachDialect('domain metrics', (dialect) => {
     const before = await scrape();
 
     // A run of one agent step: sent, received, acknowledged; the run completes.
-    const plan = await server.api.post('/api/v1/coordination/plans', { alias: 'metered', steps: [{ id: 'work', type: 'agent', agent: 'metrics-worker' }] });
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: 'metered',
+      steps: [{ id: 'work', type: 'agent', agent: 'metrics-worker' }],
+    });
     expect(plan.status, plan.text).toBe(201);
     const run = await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: {} });
     expect(run.status, run.text).toBe(201);
     const step = await worker.get('/api/v1/messaging/receive?agent_id=metrics-worker&timeout=5');
     expect(step.body.data.messages).toHaveLength(1);
-    expect((await worker.post('/api/v1/messaging/acknowledge', { message_id: step.body.data.messages[0].message_id, output: { ok: true } })).status).toBe(200);
-    await waitFor(async () => (await server.api.get(`/api/v1/coordination/runs/${run.body.data.id}`)).body.data.status === 'completed', 10_000);
+    expect(
+      (await worker.post('/api/v1/messaging/acknowledge', { message_id: step.body.data.messages[0].message_id, output: { ok: true } }))
+        .status,
+    ).toBe(200);
+    await waitFor(
+      async () => (await server.api.get(`/api/v1/coordination/runs/${run.body.data.id}`)).body.data.status === 'completed',
+      10_000,
+    );
 
     // A direct message rejected for good, and two left waiting in another inbox.
-    expect((await server.api.post('/api/v1/messaging/send', { destination: 'metrics-worker', event_name: 'orders.created' })).status).toBe(201);
+    expect((await server.api.post('/api/v1/messaging/send', { destination: 'metrics-worker', event_name: 'orders.created' })).status).toBe(
+      201,
+    );
     const order = await worker.get('/api/v1/messaging/receive?agent_id=metrics-worker&timeout=5');
-    const rejected = await worker.post('/api/v1/messaging/reject', { message_id: order.body.data.messages[0].message_id, reason: 'bad order', requeue: false });
+    const rejected = await worker.post('/api/v1/messaging/reject', {
+      message_id: order.body.data.messages[0].message_id,
+      reason: 'bad order',
+      requeue: false,
+    });
     expect(rejected.body.data.status).toBe('dead_lettered');
-    for (let i = 0; i < 2; i++) expect((await server.api.post('/api/v1/messaging/send', { destination: 'metrics-idle', event_name: 'orders.created' })).status).toBe(201);
+    for (let i = 0; i < 2; i++)
+      expect((await server.api.post('/api/v1/messaging/send', { destination: 'metrics-idle', event_name: 'orders.created' })).status).toBe(
+        201,
+      );
 
     // A routine firing every second.
-    expect((await server.api.post('/core/api/v1/routines', { name: 'metered', trigger_type: 'cron', cron_expression: '* * * * * *', target_agent: 'metrics-idle' })).status).toBe(201);
+    expect(
+      (
+        await server.api.post('/core/api/v1/routines', {
+          name: 'metered',
+          trigger_type: 'cron',
+          cron_expression: '* * * * * *',
+          target_agent: 'metrics-idle',
+        })
+      ).status,
+    ).toBe(201);
 
     const after = await waitFor(async () => {
       const text = await scrape();

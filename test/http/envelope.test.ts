@@ -88,7 +88,10 @@ describeEachDialect('HTTP conventions', (dialect) => {
     expect((await server.api.get('/healthz', { key: null })).status).toBe(200);
     const ready = await server.api.get('/readyz', { key: null });
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: 'ready', checks: { database: 'up', blobs: 'up', listen: dialect === 'postgres' ? 'listening' : 'in_process', workers: 'up' } });
+    expect(ready.body).toEqual({
+      status: 'ready',
+      checks: { database: 'up', blobs: 'up', listen: dialect === 'postgres' ? 'listening' : 'in_process', workers: 'up' },
+    });
     expect((await server.api.get('/metrics', { key: null })).status).toBe(401);
     const agent = await server.agent('metrics-peeker');
     expect((await agent.get('/metrics')).status).toBe(403);
@@ -106,7 +109,9 @@ describeEachDialect('HTTP conventions', (dialect) => {
       expect(before).not.toContain('switchboard_sqlite_commits_total');
       return;
     }
-    const created = await Promise.all(Array.from({ length: 30 }, (_, i) => server.api.post('/api/v1/auth/keys', { agent_id: `grouped-${i}` })));
+    const created = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => server.api.post('/api/v1/auth/keys', { agent_id: `grouped-${i}` })),
+    );
     expect(created.map((res) => res.status)).toEqual(Array(30).fill(201));
     for (const res of created) {
       const whoami = await server.api.get('/api/v1/auth/whoami', { key: res.body.data.key });
@@ -127,7 +132,13 @@ describeEachDialect('HTTP conventions', (dialect) => {
     const series = (name: string) =>
       text
         .split('\n')
-        .filter((line) => line.startsWith(`${name}{`) && line.includes(`route="${route}"`) && line.includes('method="DELETE"') && line.includes('status="404"'))
+        .filter(
+          (line) =>
+            line.startsWith(`${name}{`) &&
+            line.includes(`route="${route}"`) &&
+            line.includes('method="DELETE"') &&
+            line.includes('status="404"'),
+        )
         .map((line) => ({ le: /le="([^"]+)"/.exec(line)?.[1], value: Number(line.slice(line.lastIndexOf(' ') + 1)) }));
     expect(series('switchboard_http_requests_total')).toEqual([{ le: undefined, value: 3 }]);
     expect(series('switchboard_http_request_duration_seconds_count')).toEqual([{ le: undefined, value: 3 }]);

@@ -17,7 +17,11 @@ function expectEnvelope(res: ApiResponse, status: number, code: string) {
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 
 /** One request on its own connection, with headers fetch would refuse to send. */
-function rawGet(url: string, headers: Record<string, string>, agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function rawGet(
+  url: string,
+  headers: Record<string, string>,
+  agent: http.Agent,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const request = http.get(url, { headers, agent }, (response) => {
       let body = '';
@@ -33,7 +37,11 @@ describeEachDialect('hostile input', (dialect) => {
   const server = useServer(dialect);
 
   async function webhookUrl(): Promise<string> {
-    const created = await server.api.post('/core/api/v1/routines', { name: `hook-${Math.random()}`, trigger_type: 'webhook', target_agent: 'nobody' });
+    const created = await server.api.post('/core/api/v1/routines', {
+      name: `hook-${Math.random()}`,
+      trigger_type: 'webhook',
+      target_agent: 'nobody',
+    });
     return `/core/api/v1/routines/webhook/${created.body.data.webhook_token}`;
   }
 
@@ -71,7 +79,11 @@ describeEachDialect('hostile input', (dialect) => {
     // The fuzz found it: an artifact's metadata key "\ud800" was a 500 on PostgreSQL.
     const snippet = await server.api.post('/api/v1/artifacts/snippets', { name: 'lone', content: {}, metadata: { '\ud800': [] } });
     expectEnvelope(snippet, 400, 'invalid_request');
-    expect(snippet.body.error.details[0]).toMatchObject({ field: 'metadata.\\ud800', in: 'body', message: expect.stringContaining('unpaired surrogate') });
+    expect(snippet.body.error.details[0]).toMatchObject({
+      field: 'metadata.\\ud800',
+      in: 'body',
+      message: expect.stringContaining('unpaired surrogate'),
+    });
     const low = await server.api.post('/core/api/v1/tasks', { title: 'a\udc00b' });
     expectEnvelope(low, 400, 'invalid_request');
     expect(low.body.error.details[0].field).toBe('title');
@@ -80,9 +92,15 @@ describeEachDialect('hostile input', (dialect) => {
     const filter = await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent('{"k":"\\udfff"}')}`);
     expectEnvelope(filter, 400, 'invalid_request');
 
-    const paired = await server.api.post('/api/v1/artifacts/snippets', { name: 'pair', content: {}, metadata: { '\ud83d\ude00': ['\ud83d\ude00'] } });
+    const paired = await server.api.post('/api/v1/artifacts/snippets', {
+      name: 'pair',
+      content: {},
+      metadata: { '\ud83d\ude00': ['\ud83d\ude00'] },
+    });
     expect(paired.status, paired.text).toBe(201);
-    const found = await server.api.get(`/api/v1/artifacts?metadata=${encodeURIComponent(JSON.stringify({ '\ud83d\ude00': ['\ud83d\ude00'] }))}`);
+    const found = await server.api.get(
+      `/api/v1/artifacts?metadata=${encodeURIComponent(JSON.stringify({ '\ud83d\ude00': ['\ud83d\ude00'] }))}`,
+    );
     expect(found.status, found.text).toBe(200);
     expect(found.body.data.map((a: { id: string }) => a.id)).toContain(paired.body.data.id);
   });
@@ -94,7 +112,9 @@ describeEachDialect('hostile input', (dialect) => {
     expect((await send(hook, nested(64), null)).status).toBe(202);
     const refused = await send(hook, nested(65), null);
     expectEnvelope(refused, 400, 'invalid_request');
-    expect(refused.body.error.details).toEqual([{ field: 'body', in: 'body', message: 'must not nest arrays and objects deeper than 64 levels' }]);
+    expect(refused.body.error.details).toEqual([
+      { field: 'body', in: 'body', message: 'must not nest arrays and objects deeper than 64 levels' },
+    ]);
     expectEnvelope(await send(hook, nested(4_100), null), 400, 'invalid_request');
     expectEnvelope(await send('/core/api/v1/tasks', `{"title":"deep","metadata":${nested(4_100)}}`), 400, 'invalid_request');
     // Brackets inside strings are text, not nesting.
@@ -113,7 +133,10 @@ describeEachDialect('hostile input', (dialect) => {
     }
     expect((await server.api.get('/core/api/v1/tasks?offset=2147483647')).status).toBe(200);
 
-    const plan = await server.api.post('/api/v1/coordination/plans', { alias: 'bounded', steps: [{ id: 'a', type: 'agent', agent: 'x', input: {} }] });
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: 'bounded',
+      steps: [{ id: 'a', type: 'agent', agent: 'x', input: {} }],
+    });
     expect(plan.status).toBe(201);
     const version = await server.api.get(`/api/v1/coordination/plans/${plan.body.data.id}/versions/99999999999`);
     expectEnvelope(version, 400, 'invalid_request');
@@ -163,7 +186,11 @@ describeEachDialect('hostile input', (dialect) => {
     const step = await server.api.post('/api/v1/coordination/plans', { alias: 'typed', steps: [{ id: 'a', type: 'bogus' }] });
     expectEnvelope(step, 400, 'invalid_request');
     expect(step.body.error.details).toEqual([
-      { field: 'steps.0.type', in: 'body', message: 'must be one of: agent, human_approval, human_input, condition, parallel, wait, sub_plan, transform' },
+      {
+        field: 'steps.0.type',
+        in: 'body',
+        message: 'must be one of: agent, human_approval, human_input, condition, parallel, wait, sub_plan, transform',
+      },
     ]);
     const strategy = await server.api.get('/api/v1/discovery/agents?strategy=bogus');
     expect(strategy.body.error.message).toMatch(/^Invalid request: strategy must be one of: [a-z_]+(, [a-z_]+)+$/);

@@ -16,7 +16,8 @@ async function encode(form: FormData): Promise<{ body: Buffer; contentType: stri
 /** Parts written by hand: `[headers, content]` each. */
 function handmade(parts: [string, string | Buffer][], epilogue = '\r\n'): Buffer {
   const chunks: Buffer[] = [];
-  for (const [headers, content] of parts) chunks.push(Buffer.from(`--${BOUNDARY}\r\n${headers}\r\n\r\n`), Buffer.from(content), Buffer.from('\r\n'));
+  for (const [headers, content] of parts)
+    chunks.push(Buffer.from(`--${BOUNDARY}\r\n${headers}\r\n\r\n`), Buffer.from(content), Buffer.from('\r\n'));
   chunks.push(Buffer.from(`--${BOUNDARY}--${epilogue}`));
   return Buffer.concat(chunks);
 }
@@ -86,7 +87,7 @@ describe('parseSmallForm', () => {
     const declined: [string, Buffer, string?][] = [
       ['a preamble', Buffer.concat([Buffer.from('preamble\r\n'), handmade([[file, 'x']])])],
       ['a file name with a path', handmade([['Content-Disposition: form-data; name="file"; filename="dir/a.txt"', 'x']])],
-      ['an encoded file name', handmade([["Content-Disposition: form-data; name=\"file\"; filename*=utf-8''%C3%BC.txt", 'x']])],
+      ['an encoded file name', handmade([['Content-Disposition: form-data; name="file"; filename*=utf-8\'\'%C3%BC.txt', 'x']])],
       ['a non-ASCII header', handmade([['Content-Disposition: form-data; name="file"; filename="ü.txt"', 'x']])],
       ['a type with parameters', handmade([[`${file}\r\nContent-Type: text/plain; charset=latin1`, 'x']])],
       ['another header', handmade([[`${file}\r\nContent-Transfer-Encoding: binary`, 'x']])],
@@ -99,7 +100,7 @@ describe('parseSmallForm', () => {
     ];
     for (const [what, body, contentType = CONTENT_TYPE] of declined) {
       const quoted = contentType !== CONTENT_TYPE;
-      expect(parseSmallForm(body, contentType, LIMITS), what).toEqual(quoted ? (await busboyOf(body, contentType)) : null);
+      expect(parseSmallForm(body, contentType, LIMITS), what).toEqual(quoted ? await busboyOf(body, contentType) : null);
       expect((await busboyOf(body, contentType)).length, what).toBe(1);
     }
   });
@@ -115,7 +116,9 @@ describe('parseSmallForm', () => {
     await expect(busboyOf(twoFiles, CONTENT_TYPE)).rejects.toBeInstanceOf(PayloadTooLarge);
     const long = handmade([[`Content-Disposition: form-data; name="metadata"`, 'x'.repeat(LIMITS.fieldSize + 1)]]);
     expect(parseSmallForm(long, CONTENT_TYPE, LIMITS)).toBeNull();
-    expect(await busboyOf(long, CONTENT_TYPE)).toEqual([{ kind: 'field', name: 'metadata', value: 'x'.repeat(LIMITS.fieldSize), truncated: true }]);
+    expect(await busboyOf(long, CONTENT_TYPE)).toEqual([
+      { kind: 'field', name: 'metadata', value: 'x'.repeat(LIMITS.fieldSize), truncated: true },
+    ]);
   });
 
   it('reads a file part without a type as busboy does: text/plain', () => {

@@ -30,7 +30,9 @@ function typeErrors(files: Record<string, string>): string[] {
         types: [],
       },
     });
-    return ts.getPreEmitDiagnostics(program).map((d) => `${d.file ? path.basename(d.file.fileName) : ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    return ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => `${d.file ? path.basename(d.file.fileName) : ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -71,6 +73,8 @@ export type NoConflict = operations['coordination_getRun']['responses'][409];
 
     // The check can fail: an answer the types do not describe is refused.
     const errors = typeErrors({ 'schema.ts': schema, 'use.ts': use({ ...run.body.data, color: 'blue' }) });
-    expect(errors).toEqual([expect.stringMatching(/^use\.ts: Object literal may only specify known properties, and '"color"' does not exist in type/)]);
+    expect(errors).toEqual([
+      expect.stringMatching(/^use\.ts: Object literal may only specify known properties, and '"color"' does not exist in type/),
+    ]);
   }, 60_000);
 });

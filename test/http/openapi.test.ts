@@ -49,7 +49,15 @@ describeEachDialect('the OpenAPI document', (dialect) => {
       if (!isPublic) expect(statuses, at).toContain('403');
       if (['post', 'put', 'patch'].includes(method)) expect(statuses, at).toEqual(expect.arrayContaining(['400', '413']));
     }
-    expect(Object.keys(doc.paths['/core/api/v1/routines/webhook/{token}']!.post!.responses)).toEqual(['202', '400', '404', '409', '413', '429', '500']);
+    expect(Object.keys(doc.paths['/core/api/v1/routines/webhook/{token}']!.post!.responses)).toEqual([
+      '202',
+      '400',
+      '404',
+      '409',
+      '413',
+      '429',
+      '500',
+    ]);
     expect(Object.keys(doc.paths['/api/v1/auth/whoami']!.get!.responses)).toEqual(['200', '401', '403', '429', '500']);
     // A signed download has no credentials to refuse, but its URL signature can be refused.
     expect(doc.paths['/api/v1/artifacts/signed/{artifact_id}/{version}']!.get!.responses['403']).toBeDefined();
@@ -74,11 +82,15 @@ describeEachDialect('the OpenAPI document', (dialect) => {
       if (!operation.responses['403']?.description?.includes(`\`${permission}\``)) missing.push(`${method} ${path}`);
     }
     expect(missing).toEqual([]);
-    expect(doc.paths['/api/v1/coordination/runs']!.post!.responses['403']!.description).toMatch(/^`forbidden`: The caller lacks the permission `runs:write`/);
+    expect(doc.paths['/api/v1/coordination/runs']!.post!.responses['403']!.description).toMatch(
+      /^`forbidden`: The caller lacks the permission `runs:write`/,
+    );
     expect(doc.paths['/api/v1/auth/whoami']!.get!.responses['403']!.description).toMatch(/Any credentials may call this operation/);
     expect(doc.paths['/api/v1/artifacts/signed/{artifact_id}/{version}']!.get!.responses['403']!.description).toMatch(/URL signature/);
     // A public route whose token can be refused says so (its route declares when).
-    expect(doc.paths['/api/v1/coordination/approvals/{token}']!.post!.responses['403']!.description).toMatch(/^`forbidden`: The link decides as no one/);
+    expect(doc.paths['/api/v1/coordination/approvals/{token}']!.post!.responses['403']!.description).toMatch(
+      /^`forbidden`: The link decides as no one/,
+    );
     expect(doc.paths['/api/v1/coordination/approvals/{token}']!.get!.responses['403']).toBeUndefined();
   });
 
@@ -121,7 +133,22 @@ describeEachDialect('the OpenAPI document', (dialect) => {
   it("names every resource: each operation's result is a component schema, referenced by $ref", async () => {
     const { body: doc } = await fetchDoc();
     const schemas = doc.components.schemas;
-    for (const name of ['Run', 'Plan', 'PlanStep', 'Message', 'Task', 'Agent', 'Artifact', 'Routine', 'Trigger', 'Webhook', 'Event', 'AuditEntry', 'User', 'Deleted']) {
+    for (const name of [
+      'Run',
+      'Plan',
+      'PlanStep',
+      'Message',
+      'Task',
+      'Agent',
+      'Artifact',
+      'Routine',
+      'Trigger',
+      'Webhook',
+      'Event',
+      'AuditEntry',
+      'User',
+      'Deleted',
+    ]) {
       expect(schemas[name]?.title, name).toBe(name);
     }
     const inline: string[] = [];
@@ -151,11 +178,19 @@ describeEachDialect('the OpenAPI document', (dialect) => {
     expect(Object.keys(doc.paths).filter((path) => path.includes('*'))).toEqual([]);
     const hooks = doc.paths['/api/v1/coordination/hooks/{path}']!;
     expect(Object.keys(hooks).sort()).toEqual(['delete', 'get', 'patch', 'post', 'put']);
-    for (const operation of Object.values(hooks)) expect(operation.parameters).toEqual([expect.objectContaining({ in: 'path', name: 'path', required: true })]);
+    for (const operation of Object.values(hooks))
+      expect(operation.parameters).toEqual([expect.objectContaining({ in: 'path', name: 'path', required: true })]);
 
-    const plan = await server.api.post('/api/v1/coordination/plans', { alias: 'hook-doc', steps: [{ id: 'echo', type: 'transform', output: { ok: true } }] });
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: 'hook-doc',
+      steps: [{ id: 'echo', type: 'transform', output: { ok: true } }],
+    });
     expect(plan.status).toBe(201);
-    const trigger = await server.api.post('/api/v1/coordination/triggers', { plan_id: 'hook-doc', type: 'webhook', config: { path: 'docs/deep/push' } });
+    const trigger = await server.api.post('/api/v1/coordination/triggers', {
+      plan_id: 'hook-doc',
+      type: 'webhook',
+      config: { path: 'docs/deep/push' },
+    });
     expect(trigger.status).toBe(201);
     const started = await server.api.post('/api/v1/coordination/hooks/docs/deep/push', { ok: true });
     expect(started.status).toBe(202);
@@ -164,7 +199,9 @@ describeEachDialect('the OpenAPI document', (dialect) => {
 });
 
 describe('naming the schemas of the document', () => {
-  const answering = (schema: unknown) => ({ paths: { '/x': { get: { responses: { '200': { description: 'ok', content: { 'application/json': { schema } } } } } } } });
+  const answering = (schema: unknown) => ({
+    paths: { '/x': { get: { responses: { '200': { description: 'ok', content: { 'application/json': { schema } } } } } } },
+  });
   const titled = (title: string, type: string) => ({ title, type: 'object', properties: { id: { type } } });
 
   it('turns a titled schema into a component and each use into a $ref', () => {

@@ -38,7 +38,8 @@ describeEachDialect('checks before the body of a request without a key', (dialec
   it('answers an unknown or paused webhook token before the body', async () => {
     const created = await server.api.post('/core/api/v1/routines', { name: 'early', trigger_type: 'webhook', target_agent: 'early' });
     const token: string = created.body.data.webhook_token;
-    const webhook = (t: string) => startPartialRequest(`${server.url}/core/api/v1/routines/webhook/${t}`, 'POST', JSON_TYPE, 512 * 1024, FIRST_BYTES);
+    const webhook = (t: string) =>
+      startPartialRequest(`${server.url}/core/api/v1/routines/webhook/${t}`, 'POST', JSON_TYPE, 512 * 1024, FIRST_BYTES);
 
     const unknown = webhook('not-a-token');
     expect(envelope(await within(unknown.answer, 5000, 'answer to an unknown token'))).toEqual({ status: 404, code: 'not_found' });

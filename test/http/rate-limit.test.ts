@@ -62,7 +62,10 @@ describeEachDialect('rate limiting of requests without a principal', (dialect) =
     const refused = [
       await server.api.get('/api/v1/auth/whoami', { key: null }),
       await server.api.get('/api/v1/auth/whoami', { key: `sk_${'x'.repeat(40)}` }),
-      await server.api.get('/api/v1/auth/whoami', { key: null, headers: { 'x-agent-id': 'nobody', 'x-timestamp': new Date().toISOString(), 'x-signature': 'AA==' } }),
+      await server.api.get('/api/v1/auth/whoami', {
+        key: null,
+        headers: { 'x-agent-id': 'nobody', 'x-timestamp': new Date().toISOString(), 'x-signature': 'AA==' },
+      }),
       await server.api.get('/api/v1/no-such-route', { key: null }),
     ];
     expect(refused.map((res) => res.status)).toEqual([401, 401, 401, 401]);

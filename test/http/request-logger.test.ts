@@ -13,7 +13,16 @@ function memoryLogger(): { logger: pino.Logger; lines: () => Record<string, unkn
     },
   });
   const logger = pino({ level: 'info' }, stream);
-  return { logger, lines: () => chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+  return {
+    logger,
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 describe('lazyRequestLogger', () => {

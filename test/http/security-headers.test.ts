@@ -12,7 +12,10 @@ import { useServer } from '../helpers/server.js';
 // A stand-in console build, so this file needs no `npm run build`.
 const build = mkdtempSync(path.join(tmpdir(), 'switchboard-console-'));
 mkdirSync(path.join(build, 'assets'));
-writeFileSync(path.join(build, 'index.html'), '<!doctype html><div id="root"></div><script type="module" src="/console/assets/index-AbC123.js"></script>');
+writeFileSync(
+  path.join(build, 'index.html'),
+  '<!doctype html><div id="root"></div><script type="module" src="/console/assets/index-AbC123.js"></script>',
+);
 writeFileSync(path.join(build, 'assets', 'index-AbC123.js'), 'console.log("console")');
 afterAll(() => rmSync(build, { recursive: true, force: true }));
 
@@ -62,7 +65,12 @@ describeEachDialect('browser security headers', (dialect) => {
   const server = useServer(dialect, { env: { SWITCHBOARD_CONSOLE_DIR: build } });
 
   it('serves the console and the approval page under a policy that allows their own scripts only, with no Referer', async () => {
-    for (const where of ['/console', '/console/agents?page=2', '/console/approve/eyJyIjoicnVuXzEifQ.c2ln', '/console/assets/index-AbC123.js']) {
+    for (const where of [
+      '/console',
+      '/console/agents?page=2',
+      '/console/approve/eyJyIjoicnVuXzEifQ.c2ln',
+      '/console/assets/index-AbC123.js',
+    ]) {
       const res = await server.api.get(where, { key: null, headers: HTML });
       expect(res.status, where).toBe(200);
       expectPagePolicy(res.headers, where);
@@ -106,7 +114,11 @@ describeEachDialect('browser security headers', (dialect) => {
   });
 
   it('sends nosniff on the API, the routine webhook, errors and streamed answers, and errors written before routing', async () => {
-    const routine = await server.api.post('/core/api/v1/routines', { name: `hook-${dialect}`, trigger_type: 'webhook', target_agent: 'nobody' });
+    const routine = await server.api.post('/core/api/v1/routines', {
+      name: `hook-${dialect}`,
+      trigger_type: 'webhook',
+      target_agent: 'nobody',
+    });
     expect(routine.status, routine.text).toBe(201);
     const answers = {
       api: await server.api.get('/api/v1/auth/whoami'),
@@ -116,15 +128,26 @@ describeEachDialect('browser security headers', (dialect) => {
       'bad URL': await server.api.get('/api/v1/artifacts/%zz'),
       health: await server.api.get('/healthz', { key: null }),
     };
-    expect([answers.api.status, answers.webhook.status, answers.unauthorized.status, answers['no route'].status]).toEqual([200, 202, 401, 404]);
+    expect([answers.api.status, answers.webhook.status, answers.unauthorized.status, answers['no route'].status]).toEqual([
+      200, 202, 401, 404,
+    ]);
     expect(answers['bad URL'].status).toBe(400);
     for (const [where, answer] of Object.entries(answers)) expectDataPolicy(answer.headers, where);
 
     // MCP answers by taking over the raw response (no onSend): the headers reach it too.
     const mcp = await fetch(`${server.url}/core/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'headers', version: '1' } } }),
+      headers: {
+        authorization: `Bearer ${server.adminKey}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'headers', version: '1' } },
+      }),
     });
     await mcp.arrayBuffer();
     expect(mcp.status).toBe(200);
@@ -135,7 +158,11 @@ describeEachDialect('browser security headers', (dialect) => {
 
     // So does A2A's event stream (its first event, the task, comes before any agent works).
     const agent = await server.agent(`streamer-${dialect}`);
-    const registered = await agent.post('/api/v1/discovery/capabilities', { agent_id: `streamer-${dialect}`, capability: 'stream', groups: ['team'] });
+    const registered = await agent.post('/api/v1/discovery/capabilities', {
+      agent_id: `streamer-${dialect}`,
+      capability: 'stream',
+      groups: ['team'],
+    });
     expect(registered.status, registered.text).toBe(201);
     const gone = new AbortController();
     const stream = await fetch(`${server.url}/a2a/streamer-${dialect}`, {

@@ -53,10 +53,14 @@ async function agentKey(server: ServerProcess, adminKey: string, agentId: string
 
 /** A channel client that reads nothing until told (ws's pause: the socket is not read). */
 async function openUnreadChannel(server: ServerProcess, key: string) {
-  const socket = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/v1/messaging/channel`, { headers: { authorization: `Bearer ${key}` } });
+  const socket = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/v1/messaging/channel`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
   const frames: string[] = [];
   socket.on('message', (data) => frames.push(String(data)));
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   await new Promise<void>((resolve, reject) => {
     socket.once('open', resolve);
     socket.once('error', reject);
@@ -129,73 +133,87 @@ describeEachDialect('clients that do not read', (dialect) => {
     },
   );
 
-  it('a channel client that takes credit and never reads is pushed about 1 MiB, not everything, and closed with 1008', { timeout: 120_000 }, async () => {
-    const server = await spawnServer(database(), adminKey, { SWITCHBOARD_STALLED_CLIENT_MS: '1000' });
-    let channel: Awaited<ReturnType<typeof openUnreadChannel>> | undefined;
-    try {
-      const admin = new Api(server.url, adminKey);
-      channel = await openUnreadChannel(server, await agentKey(server, adminKey, 'slow-reader'));
-      channel.socket.send(JSON.stringify({ credit: MESSAGES }));
-      // One at a time, so that each is pushed as it arrives (a claim leases up to the credit at once).
-      const payload = 'x'.repeat(MESSAGE_BYTES);
-      for (let i = 0; i < MESSAGES; i++) {
-        const res = await admin.post('/api/v1/messaging/send', { destination: 'slow-reader', event_name: 'work', payload });
-        expect(res.status, res.text).toBe(201);
+  it(
+    'a channel client that takes credit and never reads is pushed about 1 MiB, not everything, and closed with 1008',
+    { timeout: 120_000 },
+    async () => {
+      const server = await spawnServer(database(), adminKey, { SWITCHBOARD_STALLED_CLIENT_MS: '1000' });
+      let channel: Awaited<ReturnType<typeof openUnreadChannel>> | undefined;
+      try {
+        const admin = new Api(server.url, adminKey);
+        channel = await openUnreadChannel(server, await agentKey(server, adminKey, 'slow-reader'));
+        channel.socket.send(JSON.stringify({ credit: MESSAGES }));
+        // One at a time, so that each is pushed as it arrives (a claim leases up to the credit at once).
+        const payload = 'x'.repeat(MESSAGE_BYTES);
+        for (let i = 0; i < MESSAGES; i++) {
+          const res = await admin.post('/api/v1/messaging/send', { destination: 'slow-reader', event_name: 'work', payload });
+          expect(res.status, res.text).toBe(201);
+        }
+        // Longer than the stall limit: the server gives up on it. A real wait: stalling is a client
+        // not reading for a while, and the paused socket hears nothing of the close until it reads.
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        channel.socket.resume();
+        expect(await within(channel.closed, 15_000, 'the server to close the channel')).toEqual({
+          code: 1008,
+          reason: 'the client has not read what it was sent',
+        });
+        // The socket buffers of both ends hold a few MB; the server stopped leasing at 1 MiB unread.
+        expect(channel.frames.length).toBeLessThan(MESSAGES);
+      } finally {
+        channel?.socket.terminate();
+        server.child.kill('SIGTERM');
+        expect(await server.exited).toBe(0);
       }
-      // Longer than the stall limit: the server gives up on it. A real wait: stalling is a client
-      // not reading for a while, and the paused socket hears nothing of the close until it reads.
-      await new Promise((resolve) => setTimeout(resolve, 3000));
-      channel.socket.resume();
-      expect(await within(channel.closed, 15_000, 'the server to close the channel')).toEqual({ code: 1008, reason: 'the client has not read what it was sent' });
-      // The socket buffers of both ends hold a few MB; the server stopped leasing at 1 MiB unread.
-      expect(channel.frames.length).toBeLessThan(MESSAGES);
-    } finally {
-      channel?.socket.terminate();
-      server.child.kill('SIGTERM');
-      expect(await server.exited).toBe(0);
-    }
-  });
+    },
+  );
 
-  it.runIf(process.platform === 'linux')('an event stream client that never reads: bounded memory, the stream ended', { timeout: 120_000 }, async () => {
-    const server = await spawnServer(database(), adminKey, { SWITCHBOARD_STALLED_CLIENT_MS: '1000' });
-    const reading = new AbortController();
-    let rss: ReturnType<typeof watchRss> | undefined;
-    try {
-      const admin = new Api(server.url, adminKey);
-      const response = await fetch(`${server.url}/api/v1/events/stream?type=task.created`, { headers: { authorization: `Bearer ${adminKey}` }, signal: reading.signal });
-      expect(response.status).toBe(200);
-      rss = watchRss(server.child.pid!);
-      // 150 events of 100 KB: more than the socket buffers of both ends hold.
-      const description = 'd'.repeat(100_000);
-      for (let i = 0; i < TASKS; i++) {
-        const res = await admin.post('/core/api/v1/tasks', { title: `unread ${i}`, description });
-        expect(res.status, res.text).toBe(201);
+  it.runIf(process.platform === 'linux')(
+    'an event stream client that never reads: bounded memory, the stream ended',
+    { timeout: 120_000 },
+    async () => {
+      const server = await spawnServer(database(), adminKey, { SWITCHBOARD_STALLED_CLIENT_MS: '1000' });
+      const reading = new AbortController();
+      let rss: ReturnType<typeof watchRss> | undefined;
+      try {
+        const admin = new Api(server.url, adminKey);
+        const response = await fetch(`${server.url}/api/v1/events/stream?type=task.created`, {
+          headers: { authorization: `Bearer ${adminKey}` },
+          signal: reading.signal,
+        });
+        expect(response.status).toBe(200);
+        rss = watchRss(server.child.pid!);
+        // 150 events of 100 KB: more than the socket buffers of both ends hold.
+        const description = 'd'.repeat(100_000);
+        for (let i = 0; i < TASKS; i++) {
+          const res = await admin.post('/core/api/v1/tasks', { title: `unread ${i}`, description });
+          expect(res.status, res.text).toBe(201);
+        }
+        // Unread for longer than the stall limit (a real wait, as above), memory sampled meanwhile.
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        const { growthMb, figures } = rss.stop();
+        // The peak is mostly the heap growing under 15 MB of request bodies parsed, checked and sent
+        // on (90–101 MB measured at a load of 0.3, Node 24), not what the unread stream holds.
+        expect(growthMb, figures).toBeLessThan(120);
+        // Read now: what the sockets held, then the end the server made.
+        let text = '';
+        await within(
+          (async () => {
+            try {
+              for await (const chunk of response.body!.pipeThrough(new TextDecoderStream())) text += chunk;
+            } catch {
+              // Cut off mid-stream: ended as well.
+            }
+          })(),
+          15_000,
+          'the server to end the stream',
+        );
+        expect(text.split('event: task.created').length - 1).toBeLessThan(TASKS);
+      } finally {
+        rss?.stop();
+        reading.abort();
+        server.child.kill('SIGTERM');
+        expect(await server.exited).toBe(0);
       }
-      // Unread for longer than the stall limit (a real wait, as above), memory sampled meanwhile.
-      await new Promise((resolve) => setTimeout(resolve, 3000));
-      const { growthMb, figures } = rss.stop();
-      // The peak is mostly the heap growing under 15 MB of request bodies parsed, checked and sent
-      // on (90–101 MB measured at a load of 0.3, Node 24), not what the unread stream holds.
-      expect(growthMb, figures).toBeLessThan(120);
-      // Read now: what the sockets held, then the end the server made.
-      let text = '';
-      await within(
-        (async () => {
-          try {
-            for await (const chunk of response.body!.pipeThrough(new TextDecoderStream())) text += chunk;
-          } catch {
-            // Cut off mid-stream: ended as well.
-          }
-        })(),
-        15_000,
-        'the server to end the stream',
-      );
-      expect(text.split('event: task.created').length - 1).toBeLessThan(TASKS);
-    } finally {
-      rss?.stop();
-      reading.abort();
-      server.child.kill('SIGTERM');
-      expect(await server.exited).toBe(0);
-    }
-  });
+    },
+  );
 });

@@ -99,7 +99,10 @@ describe('due slots and catch-up', () => {
         fc.constantFrom('none' as const, 'latest' as const, 'all' as const),
         (offsets, policy) => {
           const now = 20_000_000;
-          const slots = [...new Set(offsets)].sort((a, b) => a - b).map((o) => now - o).reverse();
+          const slots = [...new Set(offsets)]
+            .sort((a, b) => a - b)
+            .map((o) => now - o)
+            .reverse();
           slots.sort((a, b) => a - b);
           const { fire, skip } = decideSlots(slots, now, policy);
           const skipped = skip.map((s) => s.slot);

@@ -41,7 +41,10 @@ describe('ExpressionPool', () => {
   it('refuses a result larger than the size budget', async () => {
     const expressions = open({ maxResultBytes: 1024 });
     const failed = await expressions.evaluate('[1..1000]', {}).catch((err: unknown) => err);
-    expect(failed).toMatchObject({ kind: 'budget', message: expect.stringMatching(/^the expression's result exceeded its size budget \(\d+ bytes, at most 1024\)$/) });
+    expect(failed).toMatchObject({
+      kind: 'budget',
+      message: expect.stringMatching(/^the expression's result exceeded its size budget \(\d+ bytes, at most 1024\)$/),
+    });
   });
 
   it('fails an expression at once while the queue is full, and takes them again once it has room', async () => {

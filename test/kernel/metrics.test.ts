@@ -16,8 +16,16 @@ describe('DomainMetrics', () => {
   });
 
   it('shows the deepest inboxes by agent and folds the rest into `other`', () => {
-    const inboxes = Array.from({ length: TOP_INBOXES + 3 }, (_, i) => ({ agent_id: `a${i}`, pending: 100 - i, oldest_pending_age_seconds: i }));
-    const depth = topAndOther(inboxes, (inbox) => inbox.pending, (a, b) => a + b);
+    const inboxes = Array.from({ length: TOP_INBOXES + 3 }, (_, i) => ({
+      agent_id: `a${i}`,
+      pending: 100 - i,
+      oldest_pending_age_seconds: i,
+    }));
+    const depth = topAndOther(
+      inboxes,
+      (inbox) => inbox.pending,
+      (a, b) => a + b,
+    );
     expect(depth.size).toBe(TOP_INBOXES + 1);
     expect(depth.get('a0')).toBe(100);
     expect(depth.get('other')).toBe(3 * 100 - (TOP_INBOXES + TOP_INBOXES + 1 + TOP_INBOXES + 2));

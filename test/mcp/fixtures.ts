@@ -2,7 +2,13 @@ import { ROLES } from '../../src/auth/permissions.js';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport as LegacyTransport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ElicitRequestSchema, type ReadResourceResult, type Resource, type ResourceTemplate, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttpTransport, type FetchLike } from '@modelcontextprotocol/client';
 import { expect } from 'vitest';
 import type { TestServer } from '../helpers/server.js';
@@ -27,14 +33,14 @@ export const SPEC_TOOLS = [
   'update_task',
 ];
 
-
 export interface ToolError {
   code: string;
   message: string;
   details?: unknown;
 }
 
-export type FormReply = { action: 'accept'; content: Record<string, string | number | boolean | string[]> } | { action: 'decline' | 'cancel' };
+export type FormReply =
+  { action: 'accept'; content: Record<string, string | number | boolean | string[]> } | { action: 'decline' | 'cancel' };
 /** What a test's "user" answers to a form: sees the message and the schema, replies. */
 export type User = (form: { message: string; requestedSchema: unknown }) => FormReply;
 
@@ -57,8 +63,12 @@ export interface AnyClient {
 
 /** sdk 1 (MCP 2025: initialize, a session); with a user, it declares elicitation and answers forms. */
 export async function legacyClient(transport: LegacyTransport, user?: User): Promise<AnyClient> {
-  const client = new LegacyClient({ name: 'switchboard-test-2025', version: '0' }, { capabilities: user ? { elicitation: { form: {} } } : {} });
-  if (user) client.setRequestHandler(ElicitRequestSchema, (request) => user(request.params as { message: string; requestedSchema: unknown }));
+  const client = new LegacyClient(
+    { name: 'switchboard-test-2025', version: '0' },
+    { capabilities: user ? { elicitation: { form: {} } } : {} },
+  );
+  if (user)
+    client.setRequestHandler(ElicitRequestSchema, (request) => user(request.params as { message: string; requestedSchema: unknown }));
   await client.connect(transport);
   await client.listTools();
   return {
@@ -80,7 +90,8 @@ export async function modernClient(transport: Parameters<ModernClient['connect']
     { name: 'switchboard-test-2026', version: '0' },
     { capabilities: user ? { elicitation: { form: {} } } : {}, versionNegotiation: { mode: 'auto' } },
   );
-  if (user) client.setRequestHandler('elicitation/create', (request) => user(request.params as { message: string; requestedSchema: unknown }));
+  if (user)
+    client.setRequestHandler('elicitation/create', (request) => user(request.params as { message: string; requestedSchema: unknown }));
   await client.connect(transport);
   await client.listTools();
   // Both SDKs describe the same JSON: read in the 2025 SDK's types.
@@ -138,7 +149,11 @@ interface ToolCaller {
 }
 
 /** Calls a tool that must succeed; returns the whole result (its structuredContent already checked by the client). */
-export async function callOk(client: ToolCaller, name: string, args: Record<string, unknown>): Promise<CallResult & { structuredContent: Record<string, any> }> {
+export async function callOk(
+  client: ToolCaller,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<CallResult & { structuredContent: Record<string, any> }> {
   const result = (await client.callTool({ name, arguments: args })) as CallResult;
   expect(result.isError, `${name}: ${result.content[0]?.text}`).toBeFalsy();
   expect(result.structuredContent).toBeTypeOf('object');
@@ -155,7 +170,13 @@ export async function callFails(client: ToolCaller, name: string, args: Record<s
 }
 
 /** A request of the stateless revision, by hand (the body read whole). */
-export async function statelessRequest(server: TestServer, key: string | undefined, method: string, params: Record<string, unknown> = {}, query = ''): Promise<Response> {
+export async function statelessRequest(
+  server: TestServer,
+  key: string | undefined,
+  method: string,
+  params: Record<string, unknown> = {},
+  query = '',
+): Promise<Response> {
   const res = await fetch(endpoint(server.url, query), {
     method: 'POST',
     headers: {

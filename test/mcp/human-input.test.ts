@@ -17,14 +17,20 @@ const FLAT = {
 const NESTED = { type: 'object', properties: { items: { type: 'array', items: { type: 'integer' } } }, required: ['items'] };
 
 async function startRun(server: TestServer, alias: string, schema: Record<string, unknown>): Promise<string> {
-  const plan = await server.api.post('/api/v1/coordination/plans', { alias, steps: [{ id: 'ask', type: 'human_input', prompt: 'Notes for {{input.version}}?', schema }] });
+  const plan = await server.api.post('/api/v1/coordination/plans', {
+    alias,
+    steps: [{ id: 'ask', type: 'human_input', prompt: 'Notes for {{input.version}}?', schema }],
+  });
   expect(plan.status, plan.text).toBe(201);
   const run = await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: { version: '2.0' } });
   expect(run.status, run.text).toBe(201);
   return run.body.data.id as string;
 }
 
-async function runOf(server: TestServer, runId: string): Promise<{ status: string; steps: { id: string; status: string; output: unknown }[] }> {
+async function runOf(
+  server: TestServer,
+  runId: string,
+): Promise<{ status: string; steps: { id: string; status: string; output: unknown }[] }> {
   const res = await server.api.get(`/api/v1/coordination/runs/${runId}`);
   expect(res.status, res.text).toBe(200);
   return res.body.data;
@@ -47,7 +53,13 @@ describeEachDialect('MCP human input', (dialect) => {
       } finally {
         await client.close();
       }
-      expect(forms).toEqual([{ mode: 'form', message: expect.stringContaining('Notes for 2.0?'), requestedSchema: expect.objectContaining({ type: 'object', required: ['text'] }) }]);
+      expect(forms).toEqual([
+        {
+          mode: 'form',
+          message: expect.stringContaining('Notes for 2.0?'),
+          requestedSchema: expect.objectContaining({ type: 'object', required: ['text'] }),
+        },
+      ]);
       expect((forms[0]!.requestedSchema as { properties: object }).properties).toEqual(FLAT.properties);
       const run = await runOf(server, runId);
       expect(run.status).toBe('completed');

@@ -127,7 +127,9 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
   expect((await call(client, 'get_routine', { id: routine.id })).structuredContent).toMatchObject({ id: routine.id });
   const listed = (await call(client, 'list_routines', { trigger_type: 'cron', enabled: true })).structuredContent!;
   expect(listed.items).toEqual(expect.arrayContaining([expect.objectContaining({ id: routine.id })]));
-  expect((await call(client, 'update_routine', { id: routine.id, timezone: 'Europe/Paris' })).structuredContent).toMatchObject({ timezone: 'Europe/Paris' });
+  expect((await call(client, 'update_routine', { id: routine.id, timezone: 'Europe/Paris' })).structuredContent).toMatchObject({
+    timezone: 'Europe/Paris',
+  });
   const execution = (await call(client, 'trigger_routine', { id: routine.id, payload: { run: 1 } })).structuredContent!;
   expect(execution).toMatchObject({ routine_id: routine.id, trigger: 'manual' });
   const message = await receiveOne(inbox, worker);
@@ -181,17 +183,34 @@ async function exercise(server: TestServer, client: Client, agentId: string): Pr
   expect(plan.status, plan.text).toBe(201);
   const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: { version: '1.2' } })).body.data;
   const pendingOfRun = async () =>
-    ((await call(client, 'list_pending_approvals', { limit: 500 })).structuredContent!.items as { run_id: string }[]).filter((p) => p.run_id === run.id);
+    ((await call(client, 'list_pending_approvals', { limit: 500 })).structuredContent!.items as { run_id: string }[]).filter(
+      (p) => p.run_id === run.id,
+    );
   expect(await pendingOfRun()).toEqual([
-    expect.objectContaining({ step_id: 'gate', type: 'human_approval', prompt: 'Release 1.2?', approvers: [`agent:${agentId}`], run_input: { version: '1.2' } }),
+    expect.objectContaining({
+      step_id: 'gate',
+      type: 'human_approval',
+      prompt: 'Release 1.2?',
+      approvers: [`agent:${agentId}`],
+      run_input: { version: '1.2' },
+    }),
   ]);
-  expect((await call(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true, comment: 'ship' })).structuredContent).toMatchObject({ id: run.id });
-  expect(await pendingOfRun()).toEqual([expect.objectContaining({ step_id: 'notes', type: 'human_input', schema: { type: 'object', required: ['text'] } })]);
+  expect(
+    (await call(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true, comment: 'ship' })).structuredContent,
+  ).toMatchObject({ id: run.id });
+  expect(await pendingOfRun()).toEqual([
+    expect.objectContaining({ step_id: 'notes', type: 'human_input', schema: { type: 'object', required: ['text'] } }),
+  ]);
   await expectToolError(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true }, 'conflict');
   await expectToolError(client, 'submit_step_input', { run_id: run.id, step_id: 'notes', data: { text: 'fixes' } }, 'forbidden');
-  expect((await server.api.post(`/api/v1/coordination/runs/${run.id}/steps/notes/input`, { data: { text: 'fixes' } })).body.data).toMatchObject({ status: 'completed' });
+  expect(
+    (await server.api.post(`/api/v1/coordination/runs/${run.id}/steps/notes/input`, { data: { text: 'fixes' } })).body.data,
+  ).toMatchObject({ status: 'completed' });
   expect(await pendingOfRun()).toEqual([]);
-  const open = await server.api.post('/api/v1/coordination/plans', { alias: `${agentId}-open-gate`, steps: [{ id: 'gate', type: 'human_approval' }] });
+  const open = await server.api.post('/api/v1/coordination/plans', {
+    alias: `${agentId}-open-gate`,
+    steps: [{ id: 'gate', type: 'human_approval' }],
+  });
   const openRun = (await server.api.post('/api/v1/coordination/runs', { plan_id: open.body.data.id })).body.data;
   await expectToolError(client, 'approve_step', { run_id: openRun.id, step_id: 'gate', approved: true }, 'forbidden');
   const [decided] = (await server.api.get(`/api/v1/events?type=approval.decided&subject=${run.id}`)).body.data;
@@ -267,7 +286,12 @@ describeEachDialect('MCP', (dialect) => {
   });
 
   it('answers 401 without a key, and 404 for an unknown session', async () => {
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } };
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+    };
     const headers = JSON_HEADERS;
     const anonymous = await fetch(`${server.url}/core/mcp`, { method: 'POST', headers, body: JSON.stringify(initialize) });
     expect(anonymous.status).toBe(401);

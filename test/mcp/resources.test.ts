@@ -46,10 +46,16 @@ describeEachDialect('MCP resources', (dialect) => {
 
     it(`${revision}: lists the recent resources, bounded, and reads each as the HTTP API returns it`, async () => {
       const owner = await server.agent(`res-owner-${n}`);
-      const plan = (await server.api.post('/api/v1/coordination/plans', { alias: `res-plan-${dialect}-${n}`, steps: [{ id: 'gate', type: 'human_approval' }] })).body.data;
+      const plan = (
+        await server.api.post('/api/v1/coordination/plans', {
+          alias: `res-plan-${dialect}-${n}`,
+          steps: [{ id: 'gate', type: 'human_approval' }],
+        })
+      ).body.data;
       const run = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.id })).body.data;
       const tasks = [];
-      for (let i = 0; i <= RECENT_RESOURCES; i++) tasks.push((await server.api.post('/core/api/v1/tasks', { title: `res task ${i}` })).body.data);
+      for (let i = 0; i <= RECENT_RESOURCES; i++)
+        tasks.push((await server.api.post('/core/api/v1/tasks', { title: `res task ${i}` })).body.data);
       const text = await createArtifact(owner, { bytes: 'plain words', fileType: 'text/plain', filename: 'words.txt' });
       const binary = bytesOf(300);
       const blob = await createArtifact(owner, { bytes: binary, fileType: 'application/octet-stream', filename: 'data.bin' });
@@ -60,15 +66,34 @@ describeEachDialect('MCP resources', (dialect) => {
         const resources = await client.listResources();
         const uris = resources.map((r) => r.uri);
         const of = (kind: string) => resources.filter((r) => r.uri.startsWith(`switchboard://${kind}/`));
-        expect(uris).toEqual(expect.arrayContaining([`switchboard://runs/${run.id}`, `switchboard://plans/${plan.id}`, `switchboard://tasks/${tasks.at(-1).id}`]));
+        expect(uris).toEqual(
+          expect.arrayContaining([
+            `switchboard://runs/${run.id}`,
+            `switchboard://plans/${plan.id}`,
+            `switchboard://tasks/${tasks.at(-1).id}`,
+          ]),
+        );
         for (const kind of ['runs', 'plans', 'tasks', 'artifacts']) expect(of(kind).length, kind).toBeLessThanOrEqual(RECENT_RESOURCES);
         // The newest tasks, newest first: the first of the tasks made above is past the bound.
         expect(of('tasks')).toHaveLength(RECENT_RESOURCES);
-        expect(of('tasks')[0]).toEqual({ uri: `switchboard://tasks/${tasks.at(-1).id}`, name: tasks.at(-1).title, mimeType: 'application/json' });
+        expect(of('tasks')[0]).toEqual({
+          uri: `switchboard://tasks/${tasks.at(-1).id}`,
+          name: tasks.at(-1).title,
+          mimeType: 'application/json',
+        });
         expect(uris).not.toContain(`switchboard://tasks/${tasks[0].id}`);
         // Artifacts: only those the caller may read.
-        expect(of('artifacts').map((r) => r.uri).sort()).toEqual([`switchboard://artifacts/${blob.id}`, `switchboard://artifacts/${text.id}`].sort());
-        expect(of('artifacts')).toContainEqual({ uri: `switchboard://artifacts/${text.id}`, name: 'words.txt', mimeType: 'text/plain', size: 11 });
+        expect(
+          of('artifacts')
+            .map((r) => r.uri)
+            .sort(),
+        ).toEqual([`switchboard://artifacts/${blob.id}`, `switchboard://artifacts/${text.id}`].sort());
+        expect(of('artifacts')).toContainEqual({
+          uri: `switchboard://artifacts/${text.id}`,
+          name: 'words.txt',
+          mimeType: 'text/plain',
+          size: 11,
+        });
 
         for (const [uri, path] of [
           [`switchboard://runs/${run.id}`, `/api/v1/coordination/runs/${run.id}`],
@@ -92,7 +117,11 @@ describeEachDialect('MCP resources', (dialect) => {
         const forbidden = await readFails(client, `switchboard://artifacts/${hidden.id}`);
         expect(forbidden).toMatchObject({ code: -32602, message: expect.stringContaining('forbidden'), data: { code: 'forbidden' } });
         const missing = await readFails(client, 'switchboard://tasks/tsk_nope');
-        expect(missing).toMatchObject({ code: NOT_FOUND[client.revision], message: expect.stringContaining('not_found'), data: { code: 'not_found' } });
+        expect(missing).toMatchObject({
+          code: NOT_FOUND[client.revision],
+          message: expect.stringContaining('not_found'),
+          data: { code: 'not_found' },
+        });
         expect((await readFails(client, 'switchboard://elsewhere/1')).code).toBe(NOT_FOUND[client.revision]);
       } finally {
         await client.close();
@@ -115,9 +144,16 @@ describeEachDialect('MCP resources', (dialect) => {
         const err = await readFails(client, `switchboard://artifacts/${big.id}`);
         expect(err.message).toContain('payload_too_large');
         expect(err.message).toContain(`${MAX_RESOURCE_BYTES + 1} bytes`);
-        const read = (await client.callTool({ name: 'read_artifact', arguments: { artifact_id: big.id } })) as { structuredContent: Record<string, unknown>; content: unknown[] };
+        const read = (await client.callTool({ name: 'read_artifact', arguments: { artifact_id: big.id } })) as {
+          structuredContent: Record<string, unknown>;
+          content: unknown[];
+        };
         expect(read.structuredContent).not.toHaveProperty('text');
-        expect(read.content[1]).toMatchObject({ type: 'resource_link', uri: `switchboard://artifacts/${big.id}`, size: MAX_RESOURCE_BYTES + 1 });
+        expect(read.content[1]).toMatchObject({
+          type: 'resource_link',
+          uri: `switchboard://artifacts/${big.id}`,
+          size: MAX_RESOURCE_BYTES + 1,
+        });
       } finally {
         await client.close();
       }

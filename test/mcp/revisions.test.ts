@@ -1,7 +1,17 @@
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer, type TestServer } from '../helpers/server.js';
-import { callFails, callOk, legacyClient, legacyHttp, modernClient, modernHttp, STATELESS_REVISION, statelessRequest, type AnyClient } from './fixtures.js';
+import {
+  callFails,
+  callOk,
+  legacyClient,
+  legacyHttp,
+  modernClient,
+  modernHttp,
+  STATELESS_REVISION,
+  statelessRequest,
+  type AnyClient,
+} from './fixtures.js';
 
 /**
  * Issue 26: `/core/mcp` serves MCP 2025 (sessions, sdk 1) and 2026-07-28 (stateless, sdk 2) from
@@ -32,7 +42,9 @@ describeEachDialect('MCP revisions', (dialect) => {
       const [legacyTools, modernTools] = [await legacy.listTools(), await modern.listTools()];
       expect(legacyTools.length).toBeGreaterThan(10);
       expect(modernTools).toEqual(legacyTools);
-      expect(modernTools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_task', 'submit_step_input', 'request_step_input']));
+      expect(modernTools.map((tool) => tool.name)).toEqual(
+        expect.arrayContaining(['create_task', 'submit_step_input', 'request_step_input']),
+      );
       expect(modern.getInstructions()).toContain('Switchboard');
       expect(modern.getInstructions()).toBe(legacy.getInstructions());
       await roundTrip(legacy, 'mcp-rev-legacy');
@@ -57,18 +69,45 @@ describeEachDialect('MCP revisions', (dialect) => {
     const post = (headers: Record<string, string>, body: unknown) =>
       fetch(`${server.url}/core/mcp`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`, ...headers },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${key}`,
+          ...headers,
+        },
         body: JSON.stringify(body),
       });
-    const meta = (version: unknown) => ({ 'io.modelcontextprotocol/protocolVersion': version, 'io.modelcontextprotocol/clientInfo': { name: 'x', version: '0' }, 'io.modelcontextprotocol/clientCapabilities': {} });
+    const meta = (version: unknown) => ({
+      'io.modelcontextprotocol/protocolVersion': version,
+      'io.modelcontextprotocol/clientInfo': { name: 'x', version: '0' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    });
     const cases: [Record<string, string>, unknown][] = [
-      [{ 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta('2099-01-01') } }],
+      [
+        { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+        { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta('2099-01-01') } },
+      ],
       [{ 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(STATELESS_REVISION) } }],
-      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(42) } }],
-      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list' }],
-      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/call', 'mcp-name': 'other' }, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_task', arguments: {}, _meta: meta(STATELESS_REVISION) } }],
-      [{ 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/call', 'mcp-name': 'nope' }, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'nope', _meta: meta(STATELESS_REVISION) } }],
-      [{ 'mcp-protocol-version': STATELESS_REVISION }, [{ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(STATELESS_REVISION) } }]],
+      [
+        { 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/list' },
+        { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(42) } },
+      ],
+      [
+        { 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/list' },
+        { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      ],
+      [
+        { 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/call', 'mcp-name': 'other' },
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_task', arguments: {}, _meta: meta(STATELESS_REVISION) } },
+      ],
+      [
+        { 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/call', 'mcp-name': 'nope' },
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'nope', _meta: meta(STATELESS_REVISION) } },
+      ],
+      [
+        { 'mcp-protocol-version': STATELESS_REVISION },
+        [{ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta(STATELESS_REVISION) } }],
+      ],
       [{}, 'just a string'],
     ];
     for (const [headers, body] of cases) {

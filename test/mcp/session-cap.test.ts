@@ -15,7 +15,12 @@ describeEachDialect('MCP sessions per key', (dialect) => {
     const res = await fetch(`${server.url}/core/mcp`, {
       method: 'POST',
       headers: { ...HEADERS, authorization: `Bearer ${key}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+      }),
     });
     await res.arrayBuffer();
     expect(res.status).toBe(200);

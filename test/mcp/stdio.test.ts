@@ -3,14 +3,27 @@ import { StdioClientTransport as ModernStdio } from '@modelcontextprotocol/clien
 import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer, type TestServer } from '../helpers/server.js';
-import { callFails, callOk, decidingAgentKey, legacyClient, modernClient, STATELESS_REVISION, type AnyClient, type User } from './fixtures.js';
+import {
+  callFails,
+  callOk,
+  decidingAgentKey,
+  legacyClient,
+  modernClient,
+  STATELESS_REVISION,
+  type AnyClient,
+  type User,
+} from './fixtures.js';
 
 /**
  * Issue 26: `switchboard mcp` (stdio, proxying to /core/mcp) serves clients of both revisions,
  * the form of a human_input step included. Needs `npm run build`.
  */
 type Connect = (server: TestServer, key: string, user?: User) => Promise<AnyClient>;
-const cli = (server: TestServer, key: string) => ({ command: process.execPath, args: ['dist/cli.js', 'mcp', '--url', server.url, '--key', key], stderr: 'inherit' as const });
+const cli = (server: TestServer, key: string) => ({
+  command: process.execPath,
+  args: ['dist/cli.js', 'mcp', '--url', server.url, '--key', key],
+  stderr: 'inherit' as const,
+});
 const CLIENTS: [string, Connect][] = [
   ['2025 (sdk 1)', (server, key, user) => legacyClient(new LegacyStdio(cli(server, key)), user)],
   ['2026-07-28 (client 2)', (server, key, user) => modernClient(new ModernStdio(cli(server, key)), user)],
@@ -23,7 +36,14 @@ describeEachDialect('MCP over stdio', (dialect) => {
     it(`${revision}: lists and calls the tools, and the user answers a human_input step`, async () => {
       const plan = await server.api.post('/api/v1/coordination/plans', {
         alias: `mcp-stdio-${n}`,
-        steps: [{ id: 'ask', type: 'human_input', prompt: 'Name?', schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } }],
+        steps: [
+          {
+            id: 'ask',
+            type: 'human_input',
+            prompt: 'Name?',
+            schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+          },
+        ],
       });
       expect(plan.status, plan.text).toBe(201);
       const runId = (await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id })).body.data.id as string;

@@ -1,13 +1,39 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { Artifact, ArtifactParams, SnippetBody } from '../../src/artifacts/schemas.js';
-import { ApproveBody, InputBody, PendingApproval, Plan, Run, RunParams, RunStepParams, StartRunBody } from '../../src/coordination/schemas.js';
+import {
+  ApproveBody,
+  InputBody,
+  PendingApproval,
+  Plan,
+  Run,
+  RunParams,
+  RunStepParams,
+  StartRunBody,
+} from '../../src/coordination/schemas.js';
 import { LookupEnvelope, LookupQuery, SearchBody, SearchEnvelope } from '../../src/discovery/schemas.js';
 import { Deleted, PageQuery, withIntegerMaximum } from '../../src/http/schemas.js';
 import { buildTools, type ToolServices } from '../../src/mcp/tools/index.js';
 import { AcknowledgeBody, Acknowledged, Received, ReceiveQuery, SendBody, Sent } from '../../src/messaging/schemas.js';
-import { CreateRoutineBody, Execution, ListRoutinesQuery, Routine, RoutineParams, TriggerBody, UpdateRoutineBody } from '../../src/routines/schemas.js';
-import { AddCommentBody, Comment, CreateTaskBody, ListTasksQuery, Project, Task, TaskParams, UpdateTaskBody } from '../../src/tasks/schemas.js';
+import {
+  CreateRoutineBody,
+  Execution,
+  ListRoutinesQuery,
+  Routine,
+  RoutineParams,
+  TriggerBody,
+  UpdateRoutineBody,
+} from '../../src/routines/schemas.js';
+import {
+  AddCommentBody,
+  Comment,
+  CreateTaskBody,
+  ListTasksQuery,
+  Project,
+  Task,
+  TaskParams,
+  UpdateTaskBody,
+} from '../../src/tasks/schemas.js';
 
 /** How a tool's output schema is made from a route's response schema. */
 type Output =
@@ -38,9 +64,14 @@ const SOURCES: Record<string, { input: TObject[]; output: Output }> = {
   acknowledge_message: { input: [AcknowledgeBody.anyOf[0]], output: { data: Acknowledged } },
   find_agents: {
     input: [LookupQuery],
-    output: { fields: { agents: lookup.data.properties.agents, strategy: lookup.meta.properties.strategy, total: lookup.meta.properties.total } },
+    output: {
+      fields: { agents: lookup.data.properties.agents, strategy: lookup.meta.properties.strategy, total: lookup.meta.properties.total },
+    },
   },
-  search_capabilities: { input: [SearchBody], output: { fields: { results: search.data.properties.results, ranker: search.meta.properties.ranker } } },
+  search_capabilities: {
+    input: [SearchBody],
+    output: { fields: { results: search.data.properties.results, ranker: search.meta.properties.ranker } },
+  },
   list_plans: { input: [PageQuery], output: { page: Plan } },
   start_run: { input: [StartRunBody], output: { data: Run } },
   get_run: { input: [RunParams], output: { data: Run } },
@@ -55,7 +86,11 @@ const SOURCES: Record<string, { input: TObject[]; output: Output }> = {
 function withoutDescriptions(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(withoutDescriptions);
   if (typeof schema !== 'object' || schema === null) return schema;
-  return Object.fromEntries(Object.entries(schema).filter(([key]) => key !== 'description').map(([key, value]) => [key, withoutDescriptions(value)]));
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([key]) => key !== 'description')
+      .map(([key, value]) => [key, withoutDescriptions(value)]),
+  );
 }
 
 // The services are not called while the tools are built: only their schemas are looked at here.

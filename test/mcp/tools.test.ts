@@ -25,13 +25,30 @@ describeEachDialect('MCP tools', (dialect) => {
       for (const tool of tools) {
         expect(tool.title, tool.name).toBeTruthy();
         expect(tool.description, tool.name).toBeTruthy();
-        expect(Object.keys(tool.annotations ?? {}).sort(), tool.name).toEqual(['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint']);
+        expect(Object.keys(tool.annotations ?? {}).sort(), tool.name).toEqual([
+          'destructiveHint',
+          'idempotentHint',
+          'openWorldHint',
+          'readOnlyHint',
+        ]);
         expect(tool.inputSchema).toMatchObject({ type: 'object', additionalProperties: false });
         expect(tool.outputSchema?.type, tool.name).toBe('object');
         expect(Object.keys(tool.outputSchema?.properties ?? {}).length, tool.name).toBeGreaterThan(0);
       }
       const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name);
-      expect(readOnly.sort()).toEqual(['find_agents', 'get_routine', 'get_run', 'get_task', 'list_pending_approvals', 'list_plans', 'list_projects', 'list_routines', 'list_tasks', 'read_artifact', 'search_capabilities']);
+      expect(readOnly.sort()).toEqual([
+        'find_agents',
+        'get_routine',
+        'get_run',
+        'get_task',
+        'list_pending_approvals',
+        'list_plans',
+        'list_projects',
+        'list_routines',
+        'list_tasks',
+        'read_artifact',
+        'search_capabilities',
+      ]);
       expect(client.getInstructions()).toContain('Switchboard');
     } finally {
       await client.close();
@@ -41,19 +58,29 @@ describeEachDialect('MCP tools', (dialect) => {
   it('narrows the tools to the groups of ?tools= on both revisions, and refuses an unknown group (400 invalid_request)', async () => {
     const key = await agentKey(server, 'tools-narrow');
     for (const [revision, connect] of HTTP_CLIENTS) {
-      for (const [query, groups] of [['?tools=routines', ['routines']], ['?tools=messaging,coordination', ['messaging', 'coordination']]] as const) {
+      for (const [query, groups] of [
+        ['?tools=routines', ['routines']],
+        ['?tools=messaging,coordination', ['messaging', 'coordination']],
+      ] as const) {
         const client = await connect(server, key, query);
         try {
           const names = (await client.listTools()).map((tool) => tool.name).sort();
           expect(names, `${revision} ${query}`).toEqual(groups.flatMap((group) => GROUPS[group]!).sort());
           // A tool outside the groups is no tool of this client: a protocol error, not a tool error.
-          await expect(client.callTool({ name: 'create_task', arguments: { title: 'not offered' } })).rejects.toThrow("Unknown tool 'create_task'");
+          await expect(client.callTool({ name: 'create_task', arguments: { title: 'not offered' } })).rejects.toThrow(
+            "Unknown tool 'create_task'",
+          );
         } finally {
           await client.close();
         }
       }
     }
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } };
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+    };
     const refusals = [
       await fetch(`${server.url}/core/mcp?tools=routines,bogus`, {
         method: 'POST',
@@ -74,11 +101,18 @@ describeEachDialect('MCP tools', (dialect) => {
     const sender = await mcpClient(server, await agentKey(server, 'tools-sender'));
     const receiver = await mcpClient(server, await agentKey(server, 'tools-receiver'));
     try {
-      const sent = (await callOk(sender, 'send_message', { destination: 'tools-receiver', event_name: 'work.do', payload: { n: 1 } })).structuredContent;
+      const sent = (await callOk(sender, 'send_message', { destination: 'tools-receiver', event_name: 'work.do', payload: { n: 1 } }))
+        .structuredContent;
       expect(sent).toMatchObject({ message_id: expect.any(String), status: 'sent' });
       const received = (await callOk(receiver, 'receive_messages', { max: 10 })).structuredContent;
       expect(received.messages).toEqual([
-        expect.objectContaining({ message_id: sent.message_id, source: 'tools-sender', destination: 'tools-receiver', event_name: 'work.do', payload: { n: 1 } }),
+        expect.objectContaining({
+          message_id: sent.message_id,
+          source: 'tools-sender',
+          destination: 'tools-receiver',
+          event_name: 'work.do',
+          payload: { n: 1 },
+        }),
       ]);
       expect((await callOk(receiver, 'acknowledge_message', { message_id: sent.message_id, output: 'done' })).structuredContent).toEqual({
         acknowledged: [sent.message_id],
@@ -114,7 +148,10 @@ describeEachDialect('MCP tools', (dialect) => {
         code: 'invalid_request',
         details: [{ field: 'strategy', message: expect.stringMatching(/^must be one of: .*least_loaded/) }],
       });
-      expect(await callFails(client, 'start_run', {})).toMatchObject({ code: 'invalid_request', details: [{ field: 'plan_id', message: 'is required' }] });
+      expect(await callFails(client, 'start_run', {})).toMatchObject({
+        code: 'invalid_request',
+        details: [{ field: 'plan_id', message: 'is required' }],
+      });
       expect(await callFails(client, 'get_run', { run_id: 'run_nope' })).toMatchObject({ code: 'not_found' });
     } finally {
       await client.close();
@@ -132,11 +169,21 @@ describeEachDialect('MCP tools', (dialect) => {
     expect((await worker.post('/api/v1/discovery/heartbeat', { load: 0.2 })).status).toBe(200);
     const client = await mcpClient(server, await agentKey(server, 'tools-finder'));
     try {
-      const found = (await callOk(client, 'find_agents', { capability: 'text.*', group: 'tools-linguists', strategy: 'least_loaded' })).structuredContent;
-      expect(found).toMatchObject({ strategy: 'least_loaded', total: 1, agents: [expect.objectContaining({ agent_id: 'tools-translator', capability: 'text.translate-mcp', health: 'healthy' })] });
-      const searched = (await callOk(client, 'search_capabilities', { query: 'translate a document into another language' })).structuredContent;
+      const found = (await callOk(client, 'find_agents', { capability: 'text.*', group: 'tools-linguists', strategy: 'least_loaded' }))
+        .structuredContent;
+      expect(found).toMatchObject({
+        strategy: 'least_loaded',
+        total: 1,
+        agents: [expect.objectContaining({ agent_id: 'tools-translator', capability: 'text.translate-mcp', health: 'healthy' })],
+      });
+      const searched = (await callOk(client, 'search_capabilities', { query: 'translate a document into another language' }))
+        .structuredContent;
       expect(searched.ranker).toMatch(/^lexical/);
-      expect(searched.results).toEqual(expect.arrayContaining([expect.objectContaining({ capability: expect.objectContaining({ name: 'text.translate-mcp', agent_id: 'tools-translator' }) })]));
+      expect(searched.results).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ capability: expect.objectContaining({ name: 'text.translate-mcp', agent_id: 'tools-translator' }) }),
+        ]),
+      );
     } finally {
       await client.close();
     }
@@ -152,7 +199,9 @@ describeEachDialect('MCP tools', (dialect) => {
     const client = await mcpClient(server, await agentKey(server, 'tools-runner'));
     try {
       const plans = (await callOk(client, 'list_plans', { limit: 500 })).structuredContent;
-      expect(plans.items).toEqual(expect.arrayContaining([expect.objectContaining({ id: plan.body.data.id, alias: `tools-gated-${dialect}` })]));
+      expect(plans.items).toEqual(
+        expect.arrayContaining([expect.objectContaining({ id: plan.body.data.id, alias: `tools-gated-${dialect}` })]),
+      );
       const run = (await callOk(client, 'start_run', { plan_id: `tools-gated-${dialect}`, input: { version: '2.0' } })).structuredContent;
       expect(run).toMatchObject({ plan_id: plan.body.data.id, created_by: 'tools-runner', input: { version: '2.0' } });
       expect((await callOk(client, 'get_run', { run_id: run.id })).structuredContent).toMatchObject({
@@ -162,7 +211,10 @@ describeEachDialect('MCP tools', (dialect) => {
       });
       const pending = (await callOk(client, 'list_pending_approvals', { limit: 500 })).structuredContent.items as { run_id: string }[];
       expect(pending.filter((p) => p.run_id === run.id)).toEqual([expect.objectContaining({ step_id: 'gate', prompt: 'Ship 2.0?' })]);
-      expect((await callOk(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true })).structuredContent).toMatchObject({ id: run.id, status: 'completed' });
+      expect((await callOk(client, 'approve_step', { run_id: run.id, step_id: 'gate', approved: true })).structuredContent).toMatchObject({
+        id: run.id,
+        status: 'completed',
+      });
       expect((await callOk(client, 'get_run', { run_id: run.id })).structuredContent).toMatchObject({ status: 'completed' });
     } finally {
       await client.close();
@@ -173,7 +225,8 @@ describeEachDialect('MCP tools', (dialect) => {
     const owner = await mcpClient(server, await agentKey(server, 'tools-owner'));
     const other = await mcpClient(server, await agentKey(server, 'tools-meddler'));
     try {
-      const routine = (await callOk(owner, 'create_routine', { name: 'owned', trigger_type: 'webhook', target_agent: 'tools-owner' })).structuredContent;
+      const routine = (await callOk(owner, 'create_routine', { name: 'owned', trigger_type: 'webhook', target_agent: 'tools-owner' }))
+        .structuredContent;
       const task = (await callOk(owner, 'create_task', { title: 'owned' })).structuredContent;
       for (const [tool, args] of [
         ['update_routine', { id: routine.id, enabled: false }],
@@ -181,9 +234,14 @@ describeEachDialect('MCP tools', (dialect) => {
         ['update_task', { id: task.id, title: 'taken' }],
         ['delete_task', { id: task.id }],
       ] as const) {
-        expect(await callFails(other, tool, args), tool).toMatchObject({ code: 'forbidden', message: expect.stringContaining("was created by 'tools-owner'") });
+        expect(await callFails(other, tool, args), tool).toMatchObject({
+          code: 'forbidden',
+          message: expect.stringContaining("was created by 'tools-owner'"),
+        });
       }
-      expect((await callOk(owner, 'update_routine', { id: routine.id, enabled: false })).structuredContent).toMatchObject({ enabled: false });
+      expect((await callOk(owner, 'update_routine', { id: routine.id, enabled: false })).structuredContent).toMatchObject({
+        enabled: false,
+      });
       await callOk(owner, 'delete_routine', { id: routine.id });
       await callOk(owner, 'delete_task', { id: task.id });
     } finally {
@@ -200,7 +258,13 @@ describeEachDialect('MCP tools', (dialect) => {
       const read = await callOk(client, 'read_artifact', { artifact_id: artifact.id });
       const uri = `switchboard://artifacts/${artifact.id}`;
       expect(read.structuredContent).toMatchObject({ id: artifact.id, text: '{"text":"hello"}', resource_uri: uri });
-      expect(read.content[1]).toEqual({ type: 'resource_link', uri, name: 'notes.json', mimeType: 'application/json', size: artifact.size_bytes });
+      expect(read.content[1]).toEqual({
+        type: 'resource_link',
+        uri,
+        name: 'notes.json',
+        mimeType: 'application/json',
+        size: artifact.size_bytes,
+      });
       const resource = await client.readResource({ uri });
       expect(resource.contents).toEqual([{ uri, mimeType: 'application/json', text: '{"text":"hello"}' }]);
 

@@ -43,7 +43,9 @@ function connect(httpUrl: string, path: string, headers: Record<string, string>)
     frames.push(JSON.parse(String(data)) as Frame);
     for (const waiter of waiters) waiter();
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   const conn: Conn = {
     socket,
     frames,
@@ -122,9 +124,30 @@ describeEachDialect('the agent channel', (dialect) => {
       conn.write({ credit: 10 });
       const id = await sendHttp('push-1', { n: 1 });
       const [message] = [(await conn.frame((f) => 'message' in f)).message];
-      expect(message).toMatchObject({ message_id: id, source: expect.any(String), destination: 'push-1', event_name: 'work', payload: { n: 1 }, status: 'delivered', retry_count: 0 });
+      expect(message).toMatchObject({
+        message_id: id,
+        source: expect.any(String),
+        destination: 'push-1',
+        event_name: 'work',
+        payload: { n: 1 },
+        status: 'delivered',
+        retry_count: 0,
+      });
       expect(Object.keys(message).sort()).toEqual(
-        ['delivery_semantic', 'destination', 'event_name', 'message_id', 'payload', 'redriven_from', 'retry_count', 'source', 'status', 'thread_id', 'timestamp', 'traceparent'].sort(),
+        [
+          'delivery_semantic',
+          'destination',
+          'event_name',
+          'message_id',
+          'payload',
+          'redriven_from',
+          'retry_count',
+          'source',
+          'status',
+          'thread_id',
+          'timestamp',
+          'traceparent',
+        ].sort(),
       );
       const leased = (await server.api.get(`${M}/inboxes/push-1/messages?state=leased`)).body.data;
       expect(leased.map((m: any) => m.message_id)).toEqual([id]);
@@ -165,7 +188,10 @@ describeEachDialect('the agent channel', (dialect) => {
     try {
       conn.write({ credit: 3 });
       await waitFor(() => conn.messages().length === 3);
-      const extended = await conn.request('extend', ids.slice(0, 2).map((message_id) => ({ message_id, visibility_timeout: 120 })));
+      const extended = await conn.request(
+        'extend',
+        ids.slice(0, 2).map((message_id) => ({ message_id, visibility_timeout: 120 })),
+      );
       expect(extended.ok.extended.map((e: any) => e.message_id)).toEqual(ids.slice(0, 2));
       expect(extended.ok.failed).toEqual([]);
       const acked = await conn.request('ack', [ids[0], { message_id: ids[1], output: { done: true } }]);
@@ -179,7 +205,10 @@ describeEachDialect('the agent channel', (dialect) => {
         { message_id: ids[0], error: expect.objectContaining({ code: 'conflict' }) },
         { message_id: 'msg_unknown', error: expect.objectContaining({ code: 'not_found' }) },
       ]);
-      expect((await conn.request('ack', [ids[0], { message_id: ids[0] }])).error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('repeat') });
+      expect((await conn.request('ack', [ids[0], { message_id: ids[0] }])).error).toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringContaining('repeat'),
+      });
       const dead = (await server.api.get(`${M}/dead-letters?agent_id=settle-1`)).body.data;
       expect(dead.map((d: any) => [d.message_id, d.reason])).toEqual([[ids[2], 'no good']]);
       expect(await inbox('settle-1')).toMatchObject({ pending: 0, leased: 0, dead_letters: 1 });
@@ -215,7 +244,12 @@ describeEachDialect('the agent channel', (dialect) => {
       expect(second.ok.message_id).toBe(first.ok.message_id);
       const pushed = (await target.frame((f) => f.message?.message_id === first.ok.message_id)).message;
       expect(pushed).toMatchObject({ source: 'sender-1', event_name: 'hello' });
-      const batch = await conn.request('send_batch', { messages: [{ destination: 'target-1', event_name: 'b', payload: 1 }, { destination: 'target-1', event_name: 'b', payload: 2 }] });
+      const batch = await conn.request('send_batch', {
+        messages: [
+          { destination: 'target-1', event_name: 'b', payload: 1 },
+          { destination: 'target-1', event_name: 'b', payload: 2 },
+        ],
+      });
       expect(batch.ok.messages).toHaveLength(2);
       const subscribed = await target.request('subscribe', { agent_id: 'target-1', topic: 'news.*' });
       expect(subscribed.ok).toMatchObject({ agent_id: 'target-1', topic: 'news.*' });
@@ -254,7 +288,9 @@ describeEachDialect('the agent channel', (dialect) => {
     const admin = await connect(server.url, `${CHANNEL}?agent_id=admin-for-1`, bearer(server.adminKey));
     try {
       const sent = await admin.request('send', { destination: 'somebody', event_name: 'x' });
-      const [message] = (await server.api.get(`${M}/inboxes/somebody/messages`)).body.data.filter((m: any) => m.message_id === sent.ok.message_id);
+      const [message] = (await server.api.get(`${M}/inboxes/somebody/messages`)).body.data.filter(
+        (m: any) => m.message_id === sent.ok.message_id,
+      );
       expect(message.source).toBe('admin-for-1');
     } finally {
       admin.socket.close();
@@ -308,7 +344,10 @@ describeEachDialect('the agent channel', (dialect) => {
       const parse = await conn.frame((f) => 'error' in f);
       expect(parse).toEqual({ error: expect.objectContaining({ code: 'invalid_request', message: expect.stringContaining('not JSON') }) });
       conn.write({ id: 7, bogus: true });
-      expect((await conn.frame((f) => f.id === 7)).error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('must have one of') });
+      expect((await conn.frame((f) => f.id === 7)).error).toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringContaining('must have one of'),
+      });
       const badField = await conn.request('send', { destination: 'x' });
       expect(badField.error.code).toBe('invalid_request');
       expect(badField.error.details).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'send.event_name' })]));
@@ -321,7 +360,9 @@ describeEachDialect('the agent channel', (dialect) => {
       conn.write({ credit: 0 });
       conn.write([1, 2]);
       conn.write(Buffer.from('{"credit":1}'));
-      conn.write(('[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'));
+      conn.write(
+        '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+      );
       // Too big to be read: answered without its id.
       const big = { destination: 'x', event_name: 'e', payload: 'y'.repeat(MAX_FRAME) };
       conn.write({ id: 98, send: big });
@@ -344,7 +385,9 @@ describeEachDialect('the agent channel', (dialect) => {
   });
 
   it('counts request frames against the rate limit; outlives the request timeout; closes with 1001 at shutdown', async () => {
-    const limited = await startServer(dialect, { env: { SWITCHBOARD_RATE_LIMIT: '5', SWITCHBOARD_RATE_WINDOW_S: '3600', SWITCHBOARD_REQUEST_TIMEOUT_S: '1' } });
+    const limited = await startServer(dialect, {
+      env: { SWITCHBOARD_RATE_LIMIT: '5', SWITCHBOARD_RATE_WINDOW_S: '3600', SWITCHBOARD_REQUEST_TIMEOUT_S: '1' },
+    });
     try {
       const key = (await limited.api.post('/api/v1/auth/keys', { agent_id: 'limited-1', role: 'agent' })).body.data.key as string;
       // The upgrade is one request of the five.
@@ -352,7 +395,13 @@ describeEachDialect('the agent channel', (dialect) => {
       try {
         // The 1 s request timeout cuts a request opened after the channel whose body never comes:
         // once it has, the channel has outlived the timeout too (an upgraded connection is no request).
-        const stalled = startPartialRequest(`${limited.url}${M}/send`, 'POST', { authorization: `Bearer ${limited.adminKey}`, 'content-type': 'application/json' }, 64, Buffer.from('{'));
+        const stalled = startPartialRequest(
+          `${limited.url}${M}/send`,
+          'POST',
+          { authorization: `Bearer ${limited.adminKey}`, 'content-type': 'application/json' },
+          64,
+          Buffer.from('{'),
+        );
         expect((await within(stalled.answer, 10_000, 'the stalled request to time out')).status).toBe(408);
         stalled.request.destroy();
         const answers: Frame[] = [];
@@ -374,28 +423,32 @@ describeEachDialect('the agent channel across nodes', (dialect) => {
   const database = useTestDatabase(dialect);
   const cluster = dialect === 'postgres';
 
-  it.skipIf(!cluster)('delivers a message sent on node A to a channel on node B, woken by the notifier', async () => {
-    const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
-    const a = await startServer(dialect, { database: database(), adminKey });
-    const b = await startServer(dialect, { database: database(), adminKey });
-    try {
-      const key = (await a.api.post('/api/v1/auth/keys', { agent_id: 'remote-1', role: 'agent' })).body.data.key as string;
-      const conn = await connect(b.url, CHANNEL, { authorization: `Bearer ${key}` });
+  it.skipIf(!cluster)(
+    'delivers a message sent on node A to a channel on node B, woken by the notifier',
+    async () => {
+      const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
+      const a = await startServer(dialect, { database: database(), adminKey });
+      const b = await startServer(dialect, { database: database(), adminKey });
       try {
-        conn.write({ credit: 5 });
-        // The push loop is waiting on B once a request frame sent after the credit is answered.
-        await conn.request('heartbeat', {});
-        for (let i = 0; i < 3; i++) {
-          const sent = await a.api.post(`${M}/send`, { destination: 'remote-1', event_name: 'far', payload: { i } });
-          // Within frame()'s 10 s: woken, not found by the push loop's 30 s wait running out.
-          await conn.frame((f) => f.message?.message_id === sent.body.data.message_id);
+        const key = (await a.api.post('/api/v1/auth/keys', { agent_id: 'remote-1', role: 'agent' })).body.data.key as string;
+        const conn = await connect(b.url, CHANNEL, { authorization: `Bearer ${key}` });
+        try {
+          conn.write({ credit: 5 });
+          // The push loop is waiting on B once a request frame sent after the credit is answered.
+          await conn.request('heartbeat', {});
+          for (let i = 0; i < 3; i++) {
+            const sent = await a.api.post(`${M}/send`, { destination: 'remote-1', event_name: 'far', payload: { i } });
+            // Within frame()'s 10 s: woken, not found by the push loop's 30 s wait running out.
+            await conn.frame((f) => f.message?.message_id === sent.body.data.message_id);
+          }
+        } finally {
+          conn.socket.close();
         }
       } finally {
-        conn.socket.close();
+        await b.close();
+        await a.close();
       }
-    } finally {
-      await b.close();
-      await a.close();
-    }
-  }, 30_000);
+    },
+    30_000,
+  );
 });

@@ -24,7 +24,14 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     }
     const messages = await receive(bob, 'bob', 0, 10);
     expect(messages.map((m) => m.message_id)).toEqual(sent);
-    expect(messages[0]).toMatchObject({ source: 'alice', destination: 'bob', event_name: 'greet', payload: { i: 0 }, retry_count: 0, thread_id: null });
+    expect(messages[0]).toMatchObject({
+      source: 'alice',
+      destination: 'bob',
+      event_name: 'greet',
+      payload: { i: 0 },
+      retry_count: 0,
+      thread_id: null,
+    });
     const ack = await bob.post(`${M}/acknowledge`, { message_ids: sent });
     expect(ack.status).toBe(200);
     expect(ack.body.data.acknowledged).toEqual(sent);
@@ -137,7 +144,8 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
   it('rejects with backoff, dead-letters past max_deliveries with every attempt, and redrives', async () => {
     const producer = await server.agent('dl-producer');
     const worker = await server.agent('dl-worker');
-    const sent = (await producer.post(`${M}/send`, { destination: 'dl-worker', event_name: 'flaky', max_deliveries: 3 })).body.data.message_id;
+    const sent = (await producer.post(`${M}/send`, { destination: 'dl-worker', event_name: 'flaky', max_deliveries: 3 })).body.data
+      .message_id;
     for (let attempt = 0; attempt < 3; attempt++) {
       const message = await receiveOne(worker, 'dl-worker', 10);
       expect(message).toMatchObject({ message_id: sent, retry_count: attempt });
@@ -149,7 +157,14 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     expect(dead.body.meta.total).toBe(1);
     expect(dead.body.data[0]).toMatchObject({ message_id: sent, status: 'dead' });
     expect(dead.body.data[0].reason).toContain('boom 2');
-    expect(dead.body.data[0].attempts.map((a: { attempt: number; outcome: string; reason: string; receiver: string }) => [a.attempt, a.outcome, a.reason, a.receiver])).toEqual([
+    expect(
+      dead.body.data[0].attempts.map((a: { attempt: number; outcome: string; reason: string; receiver: string }) => [
+        a.attempt,
+        a.outcome,
+        a.reason,
+        a.receiver,
+      ]),
+    ).toEqual([
       [1, 'rejected', 'boom 0', 'dl-worker'],
       [2, 'rejected', 'boom 1', 'dl-worker'],
       [3, 'rejected', 'boom 2', 'dl-worker'],
@@ -166,7 +181,8 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
   it('dead-letters a message whose last lease runs out unacked (the reaper)', async () => {
     const producer = await server.agent('lx-producer');
     const worker = await server.agent('lx-worker');
-    const sent = (await producer.post(`${M}/send`, { destination: 'lx-worker', event_name: 'slow', max_deliveries: 1 })).body.data.message_id;
+    const sent = (await producer.post(`${M}/send`, { destination: 'lx-worker', event_name: 'slow', max_deliveries: 1 })).body.data
+      .message_id;
     const res = await worker.get(`${M}/receive?agent_id=lx-worker&visibility_timeout=1`);
     expect(res.body.data.messages.map((m: { message_id: string }) => m.message_id)).toEqual([sent]);
     const dead = await waitFor(async () => (await worker.get(`${M}/dead-letters?agent_id=lx-worker`)).body.data[0], 5000, 50);
@@ -200,7 +216,9 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     expect(second.status).toBe(200);
     expect(second.headers.get('idempotent-replayed')).toBe('true');
     expect(second.body.data.message_id).toBe(first.body.data.message_id);
-    const concurrent = await Promise.all(Array.from({ length: 5 }, () => sender.post(`${M}/send`, { ...body, idempotency_key: 'order-18' })));
+    const concurrent = await Promise.all(
+      Array.from({ length: 5 }, () => sender.post(`${M}/send`, { ...body, idempotency_key: 'order-18' })),
+    );
     expect(new Set(concurrent.map((r) => r.body.data.message_id)).size).toBe(1);
     const target = await server.agent('idem-target');
     expect(await receive(target, 'idem-target', 0, 100)).toHaveLength(2);
@@ -209,7 +227,8 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
   it('honours delay_seconds, waking a waiting long poll when the message comes due', async () => {
     const sender = await server.agent('delay-sender');
     const target = await server.agent('delay-target');
-    const delayed = (await sender.post(`${M}/send`, { destination: 'delay-target', event_name: 'later', delay_seconds: 1 })).body.data.message_id;
+    const delayed = (await sender.post(`${M}/send`, { destination: 'delay-target', event_name: 'later', delay_seconds: 1 })).body.data
+      .message_id;
     expect(await receive(target, 'delay-target', 0)).toEqual([]);
     const started = Date.now();
     const message = await receiveOne(target, 'delay-target', 5);
@@ -280,7 +299,9 @@ describeEachDialect('messaging: leases on the server clock', (dialect) => {
   it('settles at-most-once messages on delivery: nothing comes back when the lease would have ended', async () => {
     const sender = await server.agent('amo-sender');
     const target = await server.agent('amo-target');
-    const once = (await sender.post(`${M}/send`, { destination: 'amo-target', event_name: 'fire-and-forget', delivery_semantic: 'at_most_once' })).body.data.message_id;
+    const once = (
+      await sender.post(`${M}/send`, { destination: 'amo-target', event_name: 'fire-and-forget', delivery_semantic: 'at_most_once' })
+    ).body.data.message_id;
     expect(await leaseForOneSecond(target, 'amo-target')).toEqual([once]);
     clock.advance(1000);
     expect(await receive(target, 'amo-target', 0)).toEqual([]);
@@ -306,7 +327,12 @@ describeEachDialect('messaging: sessions, threads, topics', (dialect) => {
     const a = await server.agent('turn-a');
     const b = await server.agent('turn-b');
     const c = await server.agent('turn-c');
-    const thread = await a.post(`${M}/threads`, { session_id: session.id, name: 'round', mode: 'turn', participants: ['turn-a', 'turn-b'] });
+    const thread = await a.post(`${M}/threads`, {
+      session_id: session.id,
+      name: 'round',
+      mode: 'turn',
+      participants: ['turn-a', 'turn-b'],
+    });
     expect(thread.status).toBe(201);
     expect(thread.body.data).toMatchObject({ mode: 'turn', participants: ['turn-a', 'turn-b'], next_speaker: 'turn-a' });
     const id = thread.body.data.id;
@@ -327,7 +353,11 @@ describeEachDialect('messaging: sessions, threads, topics', (dialect) => {
 
     const wild = await a.post(`${M}/threads`, { session_id: session.id, name: 'free', mode: 'wild', participants: ['turn-a', 'turn-b'] });
     for (const sender of [a, a, b]) {
-      const res = await sender.post(`${M}/send`, { destination: sender === a ? 'turn-b' : 'turn-a', event_name: 'chat', thread_id: wild.body.data.id });
+      const res = await sender.post(`${M}/send`, {
+        destination: sender === a ? 'turn-b' : 'turn-a',
+        event_name: 'chat',
+        thread_id: wild.body.data.id,
+      });
       expect(res.status).toBe(201);
     }
     expect((await a.post(`${M}/threads`, { session_id: 'ses_missing', name: 'x', participants: ['turn-a'] })).status).toBe(404);

@@ -74,7 +74,11 @@ function decoded(raw: string): string {
 describeEachDialect('notification channels', (dialect) => {
   // Backoff runs on this clock; it starts now, so signatures stay fresh.
   const clock = new FakeClock(Date.now());
-  const env: Record<string, string> = { SWITCHBOARD_WEBHOOK_POLL_MS: '20', SWITCHBOARD_WEBHOOK_TIMEOUT_MS: '5000', SWITCHBOARD_SMTP_FROM: 'Alerts <alerts@switchboard.test>' };
+  const env: Record<string, string> = {
+    SWITCHBOARD_WEBHOOK_POLL_MS: '20',
+    SWITCHBOARD_WEBHOOK_TIMEOUT_MS: '5000',
+    SWITCHBOARD_SMTP_FROM: 'Alerts <alerts@switchboard.test>',
+  };
   let smtpRefusals = new Set<number>();
   let smtp: Awaited<ReturnType<typeof startSmtp>>;
   beforeAll(async () => {
@@ -116,7 +120,11 @@ describeEachDialect('notification channels', (dialect) => {
     expect(hook).toMatchObject({ type: 'webhook', name: 'ops hook', config: { url: 'https://example.com/notify' }, created_by: 'admin' });
     expect(hook.id).toMatch(/^ntc_/);
     expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    const slack = await create({ type: 'slack', name: 'ops slack', config: { webhook_url: 'https://hooks.slack.com/services/T0/B0/very-secret-token' } });
+    const slack = await create({
+      type: 'slack',
+      name: 'ops slack',
+      config: { webhook_url: 'https://hooks.slack.com/services/T0/B0/very-secret-token' },
+    });
     // The incoming-webhook URL is the credential: only its origin is ever shown, and no signing secret.
     expect(slack.config).toEqual({ webhook_url: 'https://hooks.slack.com/…' });
     expect(slack).not.toHaveProperty('secret');
@@ -155,7 +163,11 @@ describeEachDialect('notification channels', (dialect) => {
     expect(audit.status, audit.text).toBe(200);
     const actions = audit.body.data.map((e: { action: string; resource: { id: string } }) => `${e.action} ${e.resource.id}`);
     expect(actions).toEqual(
-      expect.arrayContaining([`notification_channel.create ${hook.id}`, `notification_channel.update ${hook.id}`, `notification_channel.delete ${mail.id}`]),
+      expect.arrayContaining([
+        `notification_channel.create ${hook.id}`,
+        `notification_channel.update ${hook.id}`,
+        `notification_channel.delete ${mail.id}`,
+      ]),
     );
   });
 
@@ -225,7 +237,10 @@ describeEachDialect('notification channels', (dialect) => {
     const failed = await delivery(server, channel.id, sent.delivery_id!, (d) => d.attempts === 1 && d.latency_ms !== null);
     expect(failed).toMatchObject({ status: 'pending', last_status_code: 503, event_type: 'notification', event_id: sent.notification_id });
     clock.set(Date.parse(failed.next_attempt_at));
-    expect(await delivery(server, channel.id, sent.delivery_id!, (d) => d.status === 'delivered')).toMatchObject({ attempts: 2, last_status_code: 200 });
+    expect(await delivery(server, channel.id, sent.delivery_id!, (d) => d.status === 'delivered')).toMatchObject({
+      attempts: 2,
+      last_status_code: 200,
+    });
 
     const [first, second] = await target.until(2);
     expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
@@ -235,9 +250,16 @@ describeEachDialect('notification channels', (dialect) => {
       id: sent.notification_id,
       type: 'notification',
       channel_id: channel.id,
-      data: { title: 'Test notification', severity: 'info', link: `${server.url}/console`, fields: [{ name: 'Channel', value: `hook (${channel.id})` }] },
+      data: {
+        title: 'Test notification',
+        severity: 'info',
+        link: `${server.url}/console`,
+        fields: [{ name: 'Channel', value: `hook (${channel.id})` }],
+      },
     });
-    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(second!.body, second!.headers as Record<string, string>)).toThrow();
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(second!.body, second!.headers as Record<string, string>),
+    ).toThrow();
     const attempts = await server.api.get(`/api/v1/webhooks/${channel.id}/deliveries/${sent.delivery_id}/attempts`);
     expect(attempts.body.data.map((a: { status_code: number }) => a.status_code)).toEqual([503, 200]);
   });
@@ -259,7 +281,9 @@ describeEachDialect('notification channels', (dialect) => {
     expect(message.text).toBe('[info] Test notification');
     expect(message.blocks.map((b: { type: string }) => b.type)).toEqual(['header', 'section', 'section', 'actions', 'context']);
     expect(message.blocks[0].text.text).toContain('Test notification');
-    expect(message.blocks[3].elements).toEqual([expect.objectContaining({ type: 'button', text: { type: 'plain_text', text: 'Open' }, url: `${server.url}/console` })]);
+    expect(message.blocks[3].elements).toEqual([
+      expect.objectContaining({ type: 'button', text: { type: 'plain_text', text: 'Open' }, url: `${server.url}/console` }),
+    ]);
 
     // The rendering of a human step (what approval notifications send), against the same schema.
     const approval = JSON.parse(
@@ -369,11 +393,19 @@ describeEachDialect('notification channels', (dialect) => {
     expect(created.secret).toMatch(/^whsec_/);
     expect((await client.notifications.listChannels()).map((c) => c.id)).toEqual([created.id]);
     expect(await client.notifications.getChannel({ path: { id: created.id } })).toMatchObject({ name: 'sdk', type: 'webhook' });
-    expect(await client.notifications.updateChannel({ path: { id: created.id }, body: { name: 'renamed' } })).toMatchObject({ name: 'renamed' });
+    expect(await client.notifications.updateChannel({ path: { id: created.id }, body: { name: 'renamed' } })).toMatchObject({
+      name: 'renamed',
+    });
     const sent = await client.notifications.testChannel({ path: { id: created.id } });
     const [request] = await target.until(1);
-    expect(verifyWebhook(created.secret!, request!.headers, request!.body)).toMatchObject({ id: sent.notification_id, type: 'notification' });
-    await waitFor(async () => (await client.webhooks.deliveries({ path: { id: created.id }, query: { status: 'delivered' } })).length === 1, 10_000);
+    expect(verifyWebhook(created.secret!, request!.headers, request!.body)).toMatchObject({
+      id: sent.notification_id,
+      type: 'notification',
+    });
+    await waitFor(
+      async () => (await client.webhooks.deliveries({ path: { id: created.id }, query: { status: 'delivered' } })).length === 1,
+      10_000,
+    );
     expect(await client.notifications.deleteChannel({ path: { id: created.id } })).toEqual({ id: created.id, deleted: true });
   });
 });

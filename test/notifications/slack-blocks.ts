@@ -32,7 +32,12 @@ const button = {
 };
 const block = {
   oneOf: [
-    { type: 'object', required: ['type', 'text'], additionalProperties: false, properties: { type: { const: 'header' }, text: plainText(150), block_id: { type: 'string' } } },
+    {
+      type: 'object',
+      required: ['type', 'text'],
+      additionalProperties: false,
+      properties: { type: { const: 'header' }, text: plainText(150), block_id: { type: 'string' } },
+    },
     {
       type: 'object',
       required: ['type'],
@@ -49,13 +54,21 @@ const block = {
       type: 'object',
       required: ['type', 'elements'],
       additionalProperties: false,
-      properties: { type: { const: 'context' }, elements: { type: 'array', minItems: 1, maxItems: 10, items: { oneOf: [mrkdwn(3000), plainText(3000)] } }, block_id: { type: 'string' } },
+      properties: {
+        type: { const: 'context' },
+        elements: { type: 'array', minItems: 1, maxItems: 10, items: { oneOf: [mrkdwn(3000), plainText(3000)] } },
+        block_id: { type: 'string' },
+      },
     },
     {
       type: 'object',
       required: ['type', 'elements'],
       additionalProperties: false,
-      properties: { type: { const: 'actions' }, elements: { type: 'array', minItems: 1, maxItems: 25, items: button }, block_id: { type: 'string' } },
+      properties: {
+        type: { const: 'actions' },
+        elements: { type: 'array', minItems: 1, maxItems: 25, items: button },
+        block_id: { type: 'string' },
+      },
     },
   ],
 };

@@ -35,13 +35,15 @@ describeEachDialect('traces', (dialect) => {
       transport: 'poll',
       logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     });
-    worker.on('*', (message) => trace.getTracer('agent').startActiveSpan('agent work', (span) => {
-      try {
-        return handle(message as never);
-      } finally {
-        span.end();
-      }
-    }));
+    worker.on('*', (message) =>
+      trace.getTracer('agent').startActiveSpan('agent work', (span) => {
+        try {
+          return handle(message as never);
+        } finally {
+          span.end();
+        }
+      }),
+    );
     await worker.start();
     stops.push(() => worker.stop());
   }
@@ -71,7 +73,10 @@ describeEachDialect('traces', (dialect) => {
     const started = await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: {} });
     expect(started.status).toBe(201);
     const runId = started.body.data.id as string;
-    await waitFor(async () => (await server.api.get(`/api/v1/coordination/runs/${runId}`)).body.data.status === 'completed' || undefined, 15_000);
+    await waitFor(
+      async () => (await server.api.get(`/api/v1/coordination/runs/${runId}`)).body.data.status === 'completed' || undefined,
+      15_000,
+    );
     // The last ack's request span ends after its answer is sent.
     await waitFor(() => byName(exporter.getFinishedSpans(), 'POST /api/v1/messaging/acknowledge').length === 2 || undefined);
     const spans = exporter.getFinishedSpans();
@@ -113,7 +118,9 @@ describeEachDialect('traces', (dialect) => {
 
     // The first invocation starts in the run's span; the retried one in the run timer's
     // (resume_workflow, parented to the run's stored context); the second step after the first's ack.
-    const [firstTry, retry, second] = [...invocations].sort((a, b) => (a.startTime[0] - b.startTime[0]) * 1e9 + (a.startTime[1] - b.startTime[1]));
+    const [firstTry, retry, second] = [...invocations].sort(
+      (a, b) => (a.startTime[0] - b.startTime[0]) * 1e9 + (a.startTime[1] - b.startTime[1]),
+    );
     expect(parentOf(firstTry!)).toBe(idOf(workflow!));
     const [resume] = inTrace.filter((s) => s.name.startsWith('resume_workflow '));
     expect(resume).toBeDefined();
@@ -132,7 +139,11 @@ describeEachDialect('traces', (dialect) => {
   it('honours a traceparent header on send and hands the send’s context to the receiver', async () => {
     const receiver = await server.agent(`plain-${dialect}`);
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-    const sent = await server.api.post('/api/v1/messaging/send', { destination: `plain-${dialect}`, event_name: 'hello', payload: {} }, { headers: { traceparent } });
+    const sent = await server.api.post(
+      '/api/v1/messaging/send',
+      { destination: `plain-${dialect}`, event_name: 'hello', payload: {} },
+      { headers: { traceparent } },
+    );
     expect(sent.status).toBe(201);
     const received = await receiver.get(`/api/v1/messaging/receive?agent_id=plain-${dialect}&timeout=1`);
     const [message] = received.body.data.messages;
@@ -157,7 +168,9 @@ describeEachDialect('traces', (dialect) => {
     expect(parentOf(sends[0]!)).toBe(idOf(request));
     const context = `00-${sends[0]!.spanContext().traceId}-${idOf(sends[0]!)}-01`;
     const received = await Promise.all(
-      receivers.map(async (receiver, i) => (await receiver.get(`/api/v1/messaging/receive?agent_id=${[a, b][i]}&max=10&timeout=1`)).body.data.messages),
+      receivers.map(
+        async (receiver, i) => (await receiver.get(`/api/v1/messaging/receive?agent_id=${[a, b][i]}&max=10&timeout=1`)).body.data.messages,
+      ),
     );
     expect(received.flat().map((m: { traceparent: string }) => m.traceparent)).toEqual([context, context, context]);
   });
@@ -165,11 +178,19 @@ describeEachDialect('traces', (dialect) => {
   it('traces routine fires, webhook deliveries, and a redriven dead letter in its first trace', async () => {
     const target = `fired-${dialect}`;
     const receiver = await server.agent(target);
-    const routine = await server.api.post('/core/api/v1/routines', { name: `traced ${dialect}`, trigger_type: 'cron', cron_expression: '* * * * * *', target_agent: target });
+    const routine = await server.api.post('/core/api/v1/routines', {
+      name: `traced ${dialect}`,
+      trigger_type: 'cron',
+      cron_expression: '* * * * * *',
+      target_agent: target,
+    });
     expect(routine.status).toBe(201);
     const webhook = await server.api.post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', types: ['routine.execution.*'] });
     expect(webhook.status).toBe(201);
-    const received = await waitFor(async () => (await receiver.get(`/api/v1/messaging/receive?agent_id=${target}&timeout=2`)).body.data.messages[0], 10_000);
+    const received = await waitFor(
+      async () => (await receiver.get(`/api/v1/messaging/receive?agent_id=${target}&timeout=2`)).body.data.messages[0],
+      10_000,
+    );
     await server.api.patch(`/core/api/v1/routines/${routine.body.data.id}`, { enabled: false });
     const fire = await waitFor(() => exporter.getFinishedSpans().find((s) => s.name === `fire_routine ${routine.body.data.id}`), 5_000);
     const send = exporter.getFinishedSpans().find((s) => s.name === `send ${target}` && messageOf(s) === received.message_id)!;
@@ -177,11 +198,19 @@ describeEachDialect('traces', (dialect) => {
     expect(received.traceparent).toBe(`00-${send.spanContext().traceId}-${idOf(send)}-01`);
 
     // Rejected for good, redriven: the copy goes on in the dead letter's trace.
-    expect((await receiver.post('/api/v1/messaging/reject', { message_id: received.message_id, reason: 'no', requeue: false })).status).toBe(200);
+    expect(
+      (await receiver.post('/api/v1/messaging/reject', { message_id: received.message_id, reason: 'no', requeue: false })).status,
+    ).toBe(200);
     await waitFor(() => exporter.getFinishedSpans().some((s) => s.name.startsWith('deliver_webhook ')) || undefined, 15_000);
     const redriven = await server.api.post(`/api/v1/messaging/dead-letters/${received.message_id}/redrive`, {});
     expect(redriven.status, redriven.text).toBe(201);
-    const again = await waitFor(async () => (await receiver.get(`/api/v1/messaging/receive?agent_id=${target}&timeout=2`)).body.data.messages.find((m: { redriven_from?: string }) => m.redriven_from === received.message_id), 10_000);
+    const again = await waitFor(
+      async () =>
+        (await receiver.get(`/api/v1/messaging/receive?agent_id=${target}&timeout=2`)).body.data.messages.find(
+          (m: { redriven_from?: string }) => m.redriven_from === received.message_id,
+        ),
+      10_000,
+    );
     expect(again.traceparent.split('-')[1]).toBe(send.spanContext().traceId);
     const delivery = exporter.getFinishedSpans().find((s) => s.name === `deliver_webhook ${webhook.body.data.id}`);
     expect(delivery).toBeDefined();

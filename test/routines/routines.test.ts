@@ -121,7 +121,9 @@ describeEachDialect('routines', (dialect) => {
     const running = await server.api.get(`/core/api/v1/routines/executions/${triggered.body.data.id}`);
     expect(running.body.data.status).toBe('running');
     await acknowledge(agent, message.message_id, 'all done');
-    await waitFor(async () => (await server.api.get(`/core/api/v1/routines/executions/${triggered.body.data.id}`)).body.data.status === 'success');
+    await waitFor(
+      async () => (await server.api.get(`/core/api/v1/routines/executions/${triggered.body.data.id}`)).body.data.status === 'success',
+    );
     const done = await server.api.get(`/core/api/v1/routines/executions/${triggered.body.data.id}`);
     expect(done.body.data.output).toBe('all done');
     // No body at all: the routine's payload.
@@ -137,7 +139,9 @@ describeEachDialect('routines', (dialect) => {
     const triggered = await server.api.post(`${R}/${created.body.data.id}/trigger`, {});
     const message = await receiveOne(agent, 'grumpy');
     await reject(agent, message.message_id, 'cannot parse input', false);
-    await waitFor(async () => (await server.api.get(`/core/api/v1/routines/executions/${triggered.body.data.id}`)).body.data.status === 'failed');
+    await waitFor(
+      async () => (await server.api.get(`/core/api/v1/routines/executions/${triggered.body.data.id}`)).body.data.status === 'failed',
+    );
     const failed = await server.api.get(`/core/api/v1/routines/executions/${triggered.body.data.id}`);
     expect(failed.body.data.output).toContain('cannot parse input');
     const list = await server.api.get(`${R}/${created.body.data.id}/executions?status=failed`);
@@ -148,7 +152,9 @@ describeEachDialect('routines', (dialect) => {
     expect(await failing()).toContain(created.body.data.id);
     await server.api.post(`${R}/${created.body.data.id}/trigger`, {});
     expect(await failing()).not.toContain(created.body.data.id);
-    expect((await server.api.get(`${R}?last_status=pending&limit=500`)).body.data.map((r: { id: string }) => r.id)).toContain(created.body.data.id);
+    expect((await server.api.get(`${R}?last_status=pending&limit=500`)).body.data.map((r: { id: string }) => r.id)).toContain(
+      created.body.data.id,
+    );
   });
 
   it('fails an execution that outlives timeout_seconds', async () => {
@@ -261,7 +267,6 @@ describeEachDialect('routines', (dialect) => {
     expect(executions.map((e) => e.scheduled_for).sort()).toEqual([...slots].sort());
   });
 });
-
 
 describeEachDialect('routines across restarts', (dialect) => {
   it.each(['latest', 'all', 'none'] as const)('catches up missed slots with catch_up=%s', async (policy) => {

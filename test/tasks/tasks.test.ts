@@ -2,7 +2,16 @@ import { expect, it } from 'vitest';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
 import { FakeClock } from '../helpers/clock.js';
-import { activityOf, addDependency, CORE, createProject, createTask, expectConsistentDependencies, getTask, patchTask } from './fixtures.js';
+import {
+  activityOf,
+  addDependency,
+  CORE,
+  createProject,
+  createTask,
+  expectConsistentDependencies,
+  getTask,
+  patchTask,
+} from './fixtures.js';
 
 describeEachDialect('projects', (dialect) => {
   const server = useServer(dialect);

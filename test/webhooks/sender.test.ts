@@ -21,10 +21,21 @@ describe('webhook sender: the address connected to', () => {
     try {
       const sender = new WebhookSender({ timeoutMs: 2000, guard });
       const result = await sender.send(
-        { url: receiver.url, secret: `whsec_${Buffer.from('k'.repeat(24)).toString('base64')}`, eventId: 'evt_1', payload: '{}', timestamp: Date.now() },
+        {
+          url: receiver.url,
+          secret: `whsec_${Buffer.from('k'.repeat(24)).toString('base64')}`,
+          eventId: 'evt_1',
+          payload: '{}',
+          timestamp: Date.now(),
+        },
         new AbortController().signal,
       );
-      expect(result).toMatchObject({ delivered: false, statusCode: null, responseBody: null, error: '127.0.0.1 connected to 127.0.0.1, refused' });
+      expect(result).toMatchObject({
+        delivered: false,
+        statusCode: null,
+        responseBody: null,
+        error: '127.0.0.1 connected to 127.0.0.1, refused',
+      });
       expect(checked).toEqual(['127.0.0.1']);
       expect(receiver.received).toEqual([]);
     } finally {

@@ -62,12 +62,19 @@ describeEachDialect('outbound webhooks', (dialect) => {
 
   afterEach(async () => {
     // Every test's webhooks go, so later events do not reach its closed receivers.
-    for (const webhook of (await server.api.get('/api/v1/webhooks?limit=500')).body.data) await server.api.delete(`/api/v1/webhooks/${webhook.id}`);
+    for (const webhook of (await server.api.get('/api/v1/webhooks?limit=500')).body.data)
+      await server.api.delete(`/api/v1/webhooks/${webhook.id}`);
   });
 
   it('creates, lists, gets, updates and deletes webhooks; the secret is shown only on create', async () => {
     const created = await hooks.create({ url: 'https://example.com/hook', types: ['run.*', 'task.>'], description: 'ops' });
-    expect(created).toMatchObject({ url: 'https://example.com/hook', types: ['run.*', 'task.>'], description: 'ops', enabled: true, failing_since: null });
+    expect(created).toMatchObject({
+      url: 'https://example.com/hook',
+      types: ['run.*', 'task.>'],
+      description: 'ops',
+      enabled: true,
+      failing_since: null,
+    });
     expect(created.id).toMatch(/^whk_/);
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(created.secret.slice(6), 'base64')).toHaveLength(32);
@@ -79,7 +86,11 @@ describeEachDialect('outbound webhooks', (dialect) => {
     expect(listed.body.meta).toMatchObject({ total: 1, limit: 1, offset: 0 });
     expect(listed.body.data[0].secret).toBeUndefined();
 
-    const patched = await server.api.patch(`/api/v1/webhooks/${created.id}`, { url: 'http://example.com/other', types: ['task.created'], description: null });
+    const patched = await server.api.patch(`/api/v1/webhooks/${created.id}`, {
+      url: 'http://example.com/other',
+      types: ['task.created'],
+      description: null,
+    });
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body.data).toMatchObject({ url: 'http://example.com/other', types: ['task.created'], description: null, enabled: true });
 
@@ -161,7 +172,9 @@ describeEachDialect('outbound webhooks', (dialect) => {
     // The official verifier, and the SDK's helper over it.
     expect(new Webhook(onCreated.secret).verify(request!.body, request!.headers as Record<string, string>)).toEqual(events[0]);
     expect(verifyWebhook(onCreated.secret, request!.headers, request!.body)).toEqual(events[0]);
-    expect(verifyWebhook(onCreated.secret, new Headers(request!.headers as Record<string, string>), Buffer.from(request!.body))).toEqual(events[0]);
+    expect(verifyWebhook(onCreated.secret, new Headers(request!.headers as Record<string, string>), Buffer.from(request!.body))).toEqual(
+      events[0],
+    );
     expect(() => verifyWebhook(onUpdated.secret, request!.headers, request!.body)).toThrow(/signature/i);
     expect(() => verifyWebhook(onCreated.secret, request!.headers, request!.body.replace('hooked', 'forged'))).toThrow(/signature/i);
 
@@ -255,7 +268,13 @@ describeEachDialect('outbound webhooks', (dialect) => {
     expect(queued.body.data).toMatchObject({ event_type: 'webhook.test', status: 'pending', attempts: 0 });
     const [request] = await target.until(1);
     const event = verifyWebhook(hook.secret, request!.headers, request!.body);
-    expect(event).toMatchObject({ id: queued.body.data.event_id, type: 'webhook.test', subject: hook.id, actor: 'admin', data: { webhook_id: hook.id } });
+    expect(event).toMatchObject({
+      id: queued.body.data.event_id,
+      type: 'webhook.test',
+      subject: hook.id,
+      actor: 'admin',
+      data: { webhook_id: hook.id },
+    });
 
     const failed = await hooks.delivery(hook.id, (d) => d.attempts === 1 && d.last_status_code === 500);
     healthy = true;
@@ -298,10 +317,16 @@ describeEachDialect('outbound webhooks', (dialect) => {
     const queued = await client.webhooks.test({ path: { id: created.id } });
     const [request] = await target.until(1);
     expect(verifyWebhook(created.secret, request!.headers, request!.body)).toMatchObject({ id: queued.event_id, type: 'webhook.test' });
-    const failed = await waitFor(async () => (await client.webhooks.deliveries({ path: { id: created.id } })).find((d) => d.latency_ms !== null), 10_000);
+    const failed = await waitFor(
+      async () => (await client.webhooks.deliveries({ path: { id: created.id } })).find((d) => d.latency_ms !== null),
+      10_000,
+    );
     expect(failed).toMatchObject({ status: 'pending', last_status_code: 500 });
     await client.webhooks.retry({ path: { id: created.id, delivery_id: failed.id } });
-    await waitFor(async () => (await client.webhooks.deliveries({ path: { id: created.id }, query: { status: 'delivered' } })).length === 1, 10_000);
+    await waitFor(
+      async () => (await client.webhooks.deliveries({ path: { id: created.id }, query: { status: 'delivered' } })).length === 1,
+      10_000,
+    );
     expect(await client.webhooks.delete({ path: { id: created.id } })).toEqual({ id: created.id, deleted: true });
   });
 
@@ -406,7 +431,9 @@ describeEachDialect('outbound webhooks: the receiver guard, on by default', (dia
       await hooks.task('internal');
       const refused = await hooks.delivery(id, (d) => d.latency_ms !== null);
       expect(refused).toMatchObject({ last_status_code: null, response_body: null });
-      expect(refused.error).toMatch(/^localhost resolved to (127\.0\.0\.1 is in 127\.0\.0\.0\/8 \(loopback\)|::1 is in ::1\/128 \(loopback\)): not a public address, and SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS does not name it$/);
+      expect(refused.error).toMatch(
+        /^localhost resolved to (127\.0\.0\.1 is in 127\.0\.0\.0\/8 \(loopback\)|::1 is in ::1\/128 \(loopback\)): not a public address, and SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS does not name it$/,
+      );
       expect(receiver.received).toHaveLength(0);
       await server.api.delete(`/api/v1/webhooks/${id}`);
     } finally {
@@ -417,7 +444,9 @@ describeEachDialect('outbound webhooks: the receiver guard, on by default', (dia
 
 describeEachDialect('outbound webhooks: internal receivers on the allow list', (dialect) => {
   // The guard named explicitly: before the allow list, turning it on refused every internal receiver.
-  const server = useServer(dialect, { env: { ...ENV, SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'true', SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '192.0.2.1,127.0.0.0/8' } });
+  const server = useServer(dialect, {
+    env: { ...ENV, SWITCHBOARD_WEBHOOK_DENY_PRIVATE: 'true', SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS: '192.0.2.1,127.0.0.0/8' },
+  });
   const hooks = webhooksOf(server);
 
   it('delivers to an address in an allowed range', async () => {
@@ -425,7 +454,11 @@ describeEachDialect('outbound webhooks: internal receivers on the allow list', (
     try {
       const { id } = await hooks.create({ url: receiver.url, types: ['task.created'] });
       await hooks.task('allowed');
-      expect(await hooks.delivery(id, (d) => d.status !== 'pending')).toMatchObject({ status: 'delivered', last_status_code: 204, error: null });
+      expect(await hooks.delivery(id, (d) => d.status !== 'pending')).toMatchObject({
+        status: 'delivered',
+        last_status_code: 204,
+        error: null,
+      });
       expect(receiver.received).toHaveLength(1);
     } finally {
       await receiver.close();

@@ -60,7 +60,16 @@ describe('LoopWorker status', () => {
       if (pass <= 2) throw new Error(`boom ${pass}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     });
-    expect(worker.status()).toEqual({ name: 'flaky', runs: 0, failures: 0, consecutiveFailures: 0, lastRun: null, runningSince: null, lastError: null, busySeconds: 0 });
+    expect(worker.status()).toEqual({
+      name: 'flaky',
+      runs: 0,
+      failures: 0,
+      consecutiveFailures: 0,
+      lastRun: null,
+      runningSince: null,
+      lastError: null,
+      busySeconds: 0,
+    });
     const before = Date.now();
     worker.start();
     try {

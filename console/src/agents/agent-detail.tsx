@@ -30,7 +30,12 @@ const CAPABILITY_LIMIT = 100;
 // inbox's pending and leased lists are as fresh as the last refresh, dead letters are live.
 const AGENT_EVENTS = ['agent.*', 'message.*'];
 /** A delivery attempt's outcome in the console's tones (the health badges' colours); an open one plain. */
-const OUTCOME_BADGE: Record<string, string> = { acked: 'health-healthy', rejected: 'health-unhealthy', dead: 'health-unhealthy', expired: 'health-degraded' };
+const OUTCOME_BADGE: Record<string, string> = {
+  acked: 'health-healthy',
+  rejected: 'health-unhealthy',
+  dead: 'health-unhealthy',
+  expired: 'health-degraded',
+};
 
 /** One agent: health, capabilities, groups and its inbox (pending, leased, dead letters to redrive). */
 export function AgentDetailView({ agentId }: { agentId: string }) {
@@ -88,7 +93,9 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
               <th scope="row">
                 <code>{capability.capability}</code>
               </th>
-              <td>{typeof capability.metadata.description === 'string' ? capability.metadata.description : <span className="muted">—</span>}</td>
+              <td>
+                {typeof capability.metadata.description === 'string' ? capability.metadata.description : <span className="muted">—</span>}
+              </td>
               <td>
                 <Chips items={capability.groups} />
               </td>
@@ -119,7 +126,11 @@ function Inbox({ agentId }: { agentId: string }) {
     <>
       <div className="inbox-heading">
         <h2>Inbox</h2>
-        <button type="button" className="secondary" onClick={() => void queryClient.invalidateQueries({ queryKey: queryKeys.agents.inbox(agentId) })}>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => void queryClient.invalidateQueries({ queryKey: queryKeys.agents.inbox(agentId) })}
+        >
           Refresh inbox
         </button>
       </div>
@@ -130,7 +141,11 @@ function Inbox({ agentId }: { agentId: string }) {
           <Fact label="Leased">{counts.leased}</Fact>
           <Fact label="Dead letters">{counts.dead_letters}</Fact>
           <Fact label="Oldest pending">
-            {counts.oldest_pending_at === null ? <span className="muted">—</span> : <time dateTime={counts.oldest_pending_at}>{relativeTime(counts.oldest_pending_at, summary.dataUpdatedAt)}</time>}
+            {counts.oldest_pending_at === null ? (
+              <span className="muted">—</span>
+            ) : (
+              <time dateTime={counts.oldest_pending_at}>{relativeTime(counts.oldest_pending_at, summary.dataUpdatedAt)}</time>
+            )}
           </Fact>
         </dl>
       )}
@@ -143,7 +158,10 @@ function Inbox({ agentId }: { agentId: string }) {
 
 const MESSAGE_LISTS = {
   pending: { title: 'Pending', empty: 'Nothing waits in this inbox: messages sent to the agent show here until it receives them.' },
-  leased: { title: 'Leased', empty: 'No message is leased: a message received and not yet acknowledged or rejected shows here until its lease runs out.' },
+  leased: {
+    title: 'Leased',
+    empty: 'No message is leased: a message received and not yet acknowledged or rejected shows here until its lease runs out.',
+  },
 } as const;
 
 function MessageList({ agentId, state }: { agentId: string; state: 'pending' | 'leased' }) {
@@ -151,7 +169,8 @@ function MessageList({ agentId, state }: { agentId: string; state: 'pending' | '
   const paging = usePageParam(state, PAGE_SIZE);
   const messages = useQuery({
     queryKey: queryKeys.agents.inboxMessages(agentId, state, paging.offset),
-    queryFn: () => client.messaging.listInboxMessages.page({ path: { agent_id: agentId }, query: { state, limit: PAGE_SIZE, offset: paging.offset } }),
+    queryFn: () =>
+      client.messaging.listInboxMessages.page({ path: { agent_id: agentId }, query: { state, limit: PAGE_SIZE, offset: paging.offset } }),
     placeholderData: keepPreviousData,
   });
   const total = messages.data?.total ?? 0;
@@ -167,7 +186,17 @@ function MessageList({ agentId, state }: { agentId: string; state: 'pending' | '
       ) : (
         messages.data && (
           <>
-            <Table columns={['Message', 'Event', 'From', 'Sent', state === 'leased' ? 'Lease expires' : 'Visible', 'Deliveries', ...(state === 'leased' ? ['Leased to'] : [])]}>
+            <Table
+              columns={[
+                'Message',
+                'Event',
+                'From',
+                'Sent',
+                state === 'leased' ? 'Lease expires' : 'Visible',
+                'Deliveries',
+                ...(state === 'leased' ? ['Leased to'] : []),
+              ]}
+            >
               {messages.data.items.map((message) => (
                 <MessageRow key={message.message_id} message={message} now={messages.dataUpdatedAt} leased={state === 'leased'} />
               ))}
@@ -262,24 +291,32 @@ function DeadLetters({ agentId }: { agentId: string }) {
         letters.data && (
           <>
             {mayRedrive && (
-            <div className="bulk-actions">
-              <label className="toggle">
-                <input
-                  type="checkbox"
-                  checked={allSelected}
-                  onChange={(event) => setSelected(event.target.checked ? new Set(items.map((letter) => letter.message_id)) : new Set())}
-                />
-                Select all on this page
-              </label>
-              <button type="button" disabled={selected.size === 0 || redrive.isPending} onClick={() => redrive.mutate([...selected])}>
-                Redrive selected ({selected.size})
-              </button>
-            </div>
+              <div className="bulk-actions">
+                <label className="toggle">
+                  <input
+                    type="checkbox"
+                    checked={allSelected}
+                    onChange={(event) => setSelected(event.target.checked ? new Set(items.map((letter) => letter.message_id)) : new Set())}
+                  />
+                  Select all on this page
+                </label>
+                <button type="button" disabled={selected.size === 0 || redrive.isPending} onClick={() => redrive.mutate([...selected])}>
+                  Redrive selected ({selected.size})
+                </button>
+              </div>
             )}
             <Table
               columns={
                 mayRedrive
-                  ? [{ label: 'Select', visuallyHidden: true }, 'Message', 'Event', 'Reason', 'Dead since', 'Attempts', { label: 'Actions', visuallyHidden: true }]
+                  ? [
+                      { label: 'Select', visuallyHidden: true },
+                      'Message',
+                      'Event',
+                      'Reason',
+                      'Dead since',
+                      'Attempts',
+                      { label: 'Actions', visuallyHidden: true },
+                    ]
                   : ['Message', 'Event', 'Reason', 'Dead since', 'Attempts']
               }
             >
@@ -318,7 +355,12 @@ function DeadLetterRow({ letter, now, selected, busy, onSelect, onRedrive }: Dea
     <tr data-message={letter.message_id}>
       {onRedrive && (
         <td>
-          <input type="checkbox" aria-label={`Select ${letter.message_id}`} checked={selected} onChange={(event) => onSelect(event.target.checked)} />
+          <input
+            type="checkbox"
+            aria-label={`Select ${letter.message_id}`}
+            checked={selected}
+            onChange={(event) => onSelect(event.target.checked)}
+          />
         </td>
       )}
       <th scope="row">
@@ -333,7 +375,8 @@ function DeadLetterRow({ letter, now, selected, busy, onSelect, onRedrive }: Dea
         <ol className="attempts" aria-label={`Attempts of ${letter.message_id}`}>
           {letter.attempts.map((attempt) => (
             <li key={attempt.attempt}>
-              <span className={`badge ${OUTCOME_BADGE[attempt.outcome ?? ''] ?? ''}`}>{attempt.outcome ?? 'open'}</span> <code>{attempt.receiver}</code>{' '}
+              <span className={`badge ${OUTCOME_BADGE[attempt.outcome ?? ''] ?? ''}`}>{attempt.outcome ?? 'open'}</span>{' '}
+              <code>{attempt.receiver}</code>{' '}
               <time dateTime={attempt.delivered_at} title={`delivered ${attempt.delivered_at}, ended ${attempt.ended_at ?? 'not yet'}`}>
                 {relativeTime(attempt.delivered_at, now)}
               </time>

@@ -47,7 +47,11 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   return (
     <section>
       <h1>Agents</h1>
-      <AgentFilters key={JSON.stringify(filters)} search={search} onApply={(next) => void navigate({ search: { ...next, page: undefined } })} />
+      <AgentFilters
+        key={JSON.stringify(filters)}
+        search={search}
+        onApply={(next) => void navigate({ search: { ...next, page: undefined } })}
+      />
       <ErrorNotice error={agents.error} />
       {agents.isPending ? (
         <p className="muted">Loading…</p>

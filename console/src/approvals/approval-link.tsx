@@ -30,7 +30,11 @@ export function ApprovalLinkPage({ token }: { token: string }) {
   // A browser signed in as someone else must not decide as the link's person unawares.
   const session = useQuery({
     queryKey: queryKeys.approvalLinkViewer,
-    queryFn: () => anonymous.auth.currentSession().then((current) => current.principal, () => null),
+    queryFn: () =>
+      anonymous.auth.currentSession().then(
+        (current) => current.principal,
+        () => null,
+      ),
     enabled: forUser,
     staleTime: Infinity,
   });
@@ -58,8 +62,8 @@ export function ApprovalLinkPage({ token }: { token: string }) {
             <p className="muted">This link shows the step but decides nothing by itself: a person who may decide signs in to do so.</p>
           ) : (
             <p className="muted">
-              This link decides as <strong>{nameOf(step.approver)}</strong>. It can be used
-              once, until <time dateTime={step.expires_at}>{new Date(step.expires_at).toLocaleString()}</time>.
+              This link decides as <strong>{nameOf(step.approver)}</strong>. It can be used once, until{' '}
+              <time dateTime={step.expires_at}>{new Date(step.expires_at).toLocaleString()}</time>.
             </p>
           )}
           <StepContext step={step} outputs={step.outputs} open />
@@ -71,8 +75,8 @@ export function ApprovalLinkPage({ token }: { token: string }) {
             </p>
           ) : otherPerson ? (
             <p className="notice" role="status">
-              You are signed in as <strong>{signedInAs}</strong>, but this link decides as <strong>{nameOf(step.approver)}</strong>: it is not
-              yours to use. <a href="/console/approvals">Decide in the console as yourself</a> if the step names you.
+              You are signed in as <strong>{signedInAs}</strong>, but this link decides as <strong>{nameOf(step.approver)}</strong>: it is
+              not yours to use. <a href="/console/approvals">Decide in the console as yourself</a> if the step names you.
             </p>
           ) : decide.data ? (
             <Decided decision={decide.data} by={nameOf(step.approver)} input={step.type === 'human_input'} />

@@ -59,7 +59,12 @@ export function ApprovalsView({ search }: { search: ApprovalsSearch }) {
   const others = all.filter((step) => !namesMe(step.approvers, whoami));
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, others.length);
   const card = (approval: PendingApproval) => (
-    <ApprovalCard key={`${approval.run_id}/${approval.step_id}`} approval={approval} now={approvals.dataUpdatedAt} onAnswered={setAnswered} />
+    <ApprovalCard
+      key={`${approval.run_id}/${approval.step_id}`}
+      approval={approval}
+      now={approvals.dataUpdatedAt}
+      onAnswered={setAnswered}
+    />
   );
 
   return (
@@ -83,7 +88,10 @@ export function ApprovalsView({ search }: { search: ApprovalsSearch }) {
               Waiting for you <span className="muted">({mine.length})</span>
             </h2>
             {mine.length === 0 ? (
-              <p className="muted">No waiting step names you ({whoami.kind === 'user' ? `user:${whoami.username}` : (whoami.agent_id ?? 'this key')}) or your role (role:{whoami.role}).</p>
+              <p className="muted">
+                No waiting step names you ({whoami.kind === 'user' ? `user:${whoami.username}` : (whoami.agent_id ?? 'this key')}) or your
+                role (role:{whoami.role}).
+              </p>
             ) : (
               <ol className="approvals">{mine.map(card)}</ol>
             )}
@@ -117,12 +125,17 @@ function ApprovalCard({ approval, now, onAnswered }: ApprovalCardProps) {
     queryKey: queryKeys.approvals.run(approval.run_id),
     queryFn: () => client.coordination.getRun({ path: { run_id: approval.run_id } }),
   });
-  const outputs = run.data && Object.fromEntries(run.data.steps.filter((step) => step.status === 'completed').map((step) => [step.id, step.output]));
+  const outputs =
+    run.data && Object.fromEntries(run.data.steps.filter((step) => step.status === 'completed').map((step) => [step.id, step.output]));
   const answer = useMutation({
     mutationFn: (body: { approved: boolean; comment?: string } | { data: Record<string, unknown> }) =>
       'data' in body ? client.coordination.provideInput({ path, body }) : client.coordination.approveStep({ path, body }),
     onSuccess: (_run, body) => {
-      onAnswered({ runId: approval.run_id, stepId: approval.step_id, outcome: 'data' in body ? 'Submitted' : body.approved ? 'Approved' : 'Rejected' });
+      onAnswered({
+        runId: approval.run_id,
+        stepId: approval.step_id,
+        outcome: 'data' in body ? 'Submitted' : body.approved ? 'Approved' : 'Rejected',
+      });
       return queryClient.invalidateQueries({ queryKey: queryKeys.approvals.all });
     },
   });

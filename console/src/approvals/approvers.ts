@@ -8,7 +8,10 @@ type WhoAmI = Pick<Result<'auth.whoami'>, 'kind' | 'role' | 'username' | 'agent_
  * under "Waiting for you".
  */
 export function namesMe(approvers: readonly string[], me: WhoAmI): boolean {
-  return namesMyAgent(approvers, me) || approvers.some((entry) => entry === `role:${me.role}` || (me.kind === 'user' && entry === `user:${me.username}`));
+  return (
+    namesMyAgent(approvers, me) ||
+    approvers.some((entry) => entry === `role:${me.role}` || (me.kind === 'user' && entry === `user:${me.username}`))
+  );
 }
 
 /** The step names the agent this principal acts as (`agent:<id>`, or a bare id: `user:`/`role:` are no agent ids). */

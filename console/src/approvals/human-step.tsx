@@ -85,7 +85,16 @@ export interface Answering {
 /** How a person answers the step: approve or reject with a comment, or the data its schema asks for. */
 export function AnswerForm({ step, answering }: { step: HumanStep; answering: Answering }) {
   if (step.type === 'human_input') {
-    return <JsonForm schema={step.schema} fieldPrefix="data" error={answering.error} pending={answering.pending} submitLabel="Submit" onSubmit={answering.onInput} />;
+    return (
+      <JsonForm
+        schema={step.schema}
+        fieldPrefix="data"
+        error={answering.error}
+        pending={answering.pending}
+        submitLabel="Submit"
+        onSubmit={answering.onInput}
+      />
+    );
   }
   return <DecisionForm answering={answering} />;
 }

@@ -23,7 +23,10 @@ interface FieldProblem {
 }
 
 const isFieldProblem = (value: unknown): value is FieldProblem =>
-  typeof value === 'object' && value !== null && typeof (value as FieldProblem).field === 'string' && typeof (value as FieldProblem).message === 'string';
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as FieldProblem).field === 'string' &&
+  typeof (value as FieldProblem).message === 'string';
 
 /**
  * A field path of the API (`data.items.0.name`, `steps[0].depends_on`) as its segments; each

@@ -49,7 +49,10 @@ export function JsonForm(props: JsonFormProps) {
 type FormBodyProps = JsonFormProps & { errors: ErrorTree | undefined };
 
 const SchemaForm = lazy(async () => {
-  const [{ default: Form }, { schemaMatcher }] = await Promise.all([import('@rjsf/core/lib/components/Form.js'), import('./schema-matcher.js')]);
+  const [{ default: Form }, { schemaMatcher }] = await Promise.all([
+    import('@rjsf/core/lib/components/Form.js'),
+    import('./schema-matcher.js'),
+  ]);
   function SchemaForm({ schema, errors, pending, submitLabel, onSubmit, initial }: FormBodyProps & { schema: JsonSchema }) {
     const [value, setValue] = useState<JsonObject>(initial ?? {});
     // Each form's field ids apart from any other's on the page (rjsf names them root_<field>).

@@ -4,8 +4,7 @@
  */
 
 export type LinkRefusal =
-  | { kind: 'decided'; by: string; at: string }
-  | { kind: 'expired' | 'cancelled' | 'superseded' | 'closed' | 'not_found'; message: string };
+  { kind: 'decided'; by: string; at: string } | { kind: 'expired' | 'cancelled' | 'superseded' | 'closed' | 'not_found'; message: string };
 
 interface ApiAnswer {
   status: number;
@@ -15,7 +14,9 @@ interface ApiAnswer {
 
 const decision = (details: unknown): { decided_by: string; decided_at: string } | undefined => {
   const d = details as { decided_by?: unknown; decided_at?: unknown } | null | undefined;
-  return typeof d?.decided_by === 'string' && typeof d.decided_at === 'string' ? { decided_by: d.decided_by, decided_at: d.decided_at } : undefined;
+  return typeof d?.decided_by === 'string' && typeof d.decided_at === 'string'
+    ? { decided_by: d.decided_by, decided_at: d.decided_at }
+    : undefined;
 };
 
 /**

@@ -106,7 +106,10 @@ export function ArtifactDetailView({ artifactId, search }: { artifactId: string;
       {shown && <VersionPanel key={shown.version} artifact={current} version={shown} />}
       {search.version !== undefined && versions.isSuccess && !shown && (
         <p className="notice">
-          Version {search.version} does not exist (any more). <Link to="/artifacts/$artifactId" params={{ artifactId }}>Show the current one</Link>
+          Version {search.version} does not exist (any more).{' '}
+          <Link to="/artifacts/$artifactId" params={{ artifactId }}>
+            Show the current one
+          </Link>
         </p>
       )}
     </section>
@@ -327,14 +330,16 @@ function VersionPreview({ artifactId, version, preview }: { artifactId: string; 
   if (preview.kind === 'too-large') {
     return (
       <p className="muted">
-        No preview: this version is {formatBytes(version.size_bytes)}, over the preview limit of {formatBytes(preview.limit)}. Download it to open it.
+        No preview: this version is {formatBytes(version.size_bytes)}, over the preview limit of {formatBytes(preview.limit)}. Download it
+        to open it.
       </p>
     );
   }
   if (content.error) return <ErrorNotice error={content.error} />;
   if (preview.kind === 'image') {
     const image = content.data?.image;
-    if (brokenImage || image === null) return <p className="muted">The browser cannot show this {version.content_type} image: download it to open it.</p>;
+    if (brokenImage || image === null)
+      return <p className="muted">The browser cannot show this {version.content_type} image: download it to open it.</p>;
     return image ? (
       <BlobImage image={image} alt={`Version ${version.version} of the artifact`} onError={() => setBrokenImage(true)} />
     ) : (

@@ -20,7 +20,16 @@ export function mediaType(contentType: string): string {
   return (contentType.split(';')[0] ?? '').trim().toLowerCase();
 }
 
-const TEXT_TYPES = new Set(['application/xml', 'application/javascript', 'application/x-ndjson', 'application/yaml', 'application/x-yaml', 'application/toml', 'application/sql', 'application/csv']);
+const TEXT_TYPES = new Set([
+  'application/xml',
+  'application/javascript',
+  'application/x-ndjson',
+  'application/yaml',
+  'application/x-yaml',
+  'application/toml',
+  'application/sql',
+  'application/csv',
+]);
 
 /**
  * Image formats that carry no script, shown from an object URL of their own type. Any other image

@@ -44,18 +44,22 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
     <section>
       <h1>Artifacts</h1>
       {can('artifacts:write') && (
-      <FileUpload
-        title="Upload an artifact"
-        action="Upload"
-        upload={(form) => client.artifacts.upload({ body: form })}
-        onDone={(artifact) => {
-          void queryClient.invalidateQueries({ queryKey: queryKeys.artifacts.all });
-          void navigate({ to: '/artifacts/$artifactId', params: { artifactId: artifact.id } });
-        }}
-        withName
-      />
+        <FileUpload
+          title="Upload an artifact"
+          action="Upload"
+          upload={(form) => client.artifacts.upload({ body: form })}
+          onDone={(artifact) => {
+            void queryClient.invalidateQueries({ queryKey: queryKeys.artifacts.all });
+            void navigate({ to: '/artifacts/$artifactId', params: { artifactId: artifact.id } });
+          }}
+          withName
+        />
       )}
-      <ArtifactFilters key={JSON.stringify(filters)} search={search} onApply={(next) => void navigate({ search: { ...next, page: undefined } })} />
+      <ArtifactFilters
+        key={JSON.stringify(filters)}
+        search={search}
+        onApply={(next) => void navigate({ search: { ...next, page: undefined } })}
+      />
       <ErrorNotice error={artifacts.error} />
       {artifacts.isPending ? (
         <p className="muted">Loading…</p>
@@ -68,8 +72,8 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
         ) : (
           <div className="notice empty">
             <p>
-              <strong>No artifacts yet.</strong> Upload a file above, or have an agent store one with <code>POST /api/v1/artifacts</code> (the SDK's{' '}
-              <code>artifacts.upload</code>).
+              <strong>No artifacts yet.</strong> Upload a file above, or have an agent store one with <code>POST /api/v1/artifacts</code>{' '}
+              (the SDK's <code>artifacts.upload</code>).
             </p>
           </div>
         )
@@ -113,7 +117,13 @@ function ArtifactFilters({ search, onApply }: { search: ArtifactsSearch; onApply
   return (
     <FilterForm label="Filter artifacts" onApply={() => onApply({ type: filterText(type), metadata: filterText(metadata) })}>
       <TextFilter label="Content type" value={type} onChange={setType} placeholder="image/*" />
-      <TextFilter label="Metadata contains" value={metadata} onChange={setMetadata} placeholder='{"project": "alpha"}' className="metadata-filter" />
+      <TextFilter
+        label="Metadata contains"
+        value={metadata}
+        onChange={setMetadata}
+        placeholder='{"project": "alpha"}'
+        className="metadata-filter"
+      />
     </FilterForm>
   );
 }

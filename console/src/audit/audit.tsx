@@ -85,7 +85,9 @@ function AuditLog({ search }: { search: AuditSearch }) {
       ) : (
         <>
           <Table columns={['Time', 'Actor', 'Action', 'Resource', 'Outcome']}>
-            {entries.data?.items.map((entry) => <AuditRow key={entry.id} entry={entry} />)}
+            {entries.data?.items.map((entry) => (
+              <AuditRow key={entry.id} entry={entry} />
+            ))}
           </Table>
           <Pager span={span} total={total} noun="entries" onPage={(page) => void navigate({ search: { ...search, page } })} />
         </>
@@ -137,7 +139,8 @@ function ChainVerdict({ verification }: { verification: Result<'audit.verify'> }
         <strong>
           The chain breaks at entry <code>{broken}</code>
         </strong>
-        : its fields no longer hash to its hash, or it does not follow the entry before it (edited, deleted or inserted outside Switchboard).
+        : its fields no longer hash to its hash, or it does not follow the entry before it (edited, deleted or inserted outside
+        Switchboard).
       </p>
       <p className="muted">
         {checked} {checked === 1 ? 'entry holds' : 'entries hold'} before it{from}.
@@ -154,7 +157,13 @@ function AuditFilters({ search, onApply }: { search: AuditSearch; onApply(next: 
   const [outcome, setOutcome] = useState<AuditOutcome | ''>(search.outcome ?? '');
   const [at, setAt] = useState(draftOf(search));
   const apply = () =>
-    onApply({ actor: filterText(actor), action: filterText(action), resource: filterText(resource), outcome: outcome || undefined, ...windowOf(at) });
+    onApply({
+      actor: filterText(actor),
+      action: filterText(action),
+      resource: filterText(resource),
+      outcome: outcome || undefined,
+      ...windowOf(at),
+    });
   return (
     <FilterForm label="Filter audit entries" onApply={apply}>
       <TextFilter label="Actor" value={actor} onChange={setActor} placeholder="user:ada, an agent id, admin" />

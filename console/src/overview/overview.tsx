@@ -74,7 +74,14 @@ function AgentHealth() {
   return (
     <Panel title="Agents" link={<Link to="/agents">All agents</Link>}>
       <ErrorNotice error={agents.error} />
-      <Figures loading={agents.isPending} figures={HEALTHS.map((health) => ({ label: health, value: list.filter((a) => a.health === health).length, tone: `health-${health}` }))} />
+      <Figures
+        loading={agents.isPending}
+        figures={HEALTHS.map((health) => ({
+          label: health,
+          value: list.filter((a) => a.health === health).length,
+          tone: `health-${health}`,
+        }))}
+      />
       {agents.isSuccess && list.length === 0 && <p className="muted">No agents yet: one appears once it registers a capability.</p>}
     </Panel>
   );
@@ -91,7 +98,10 @@ function Messaging() {
   });
   const items = inboxes.data?.items ?? [];
   const sum = (pick: (inbox: (typeof items)[number]) => number) => items.reduce((total, inbox) => total + pick(inbox), 0);
-  const deepest = [...items].sort((a, b) => b.pending - a.pending).filter((inbox) => inbox.pending > 0).slice(0, DEEPEST_SHOWN);
+  const deepest = [...items]
+    .sort((a, b) => b.pending - a.pending)
+    .filter((inbox) => inbox.pending > 0)
+    .slice(0, DEEPEST_SHOWN);
   const dead = sum((inbox) => inbox.dead_letters);
   return (
     <Panel title="Inboxes" link={<Link to="/agents">Agents</Link>}>
@@ -110,7 +120,9 @@ function Messaging() {
           {deepest.map((inbox) => (
             <li key={inbox.agent_id}>
               <code>{inbox.agent_id}</code> {inbox.pending} pending
-              {inbox.oldest_pending_at && <span className="muted">, oldest {relativeTime(inbox.oldest_pending_at, inboxes.dataUpdatedAt)}</span>}
+              {inbox.oldest_pending_at && (
+                <span className="muted">, oldest {relativeTime(inbox.oldest_pending_at, inboxes.dataUpdatedAt)}</span>
+              )}
             </li>
           ))}
         </ul>
@@ -127,7 +139,8 @@ function RecentRuns() {
     queries: RUN_STATUSES.map((status) => ({
       queryKey: queryKeys.runs.lastDay(status),
       // The window ends now whenever the count is asked again (an event, a visit).
-      queryFn: () => client.coordination.listRuns.page({ query: { status, started_after: new Date(Date.now() - DAY_MS).toISOString(), limit: 1 } }),
+      queryFn: () =>
+        client.coordination.listRuns.page({ query: { status, started_after: new Date(Date.now() - DAY_MS).toISOString(), limit: 1 } }),
     })),
   });
   return (

@@ -26,7 +26,12 @@ function StepNodeView({ data }: NodeProps<StepNode>) {
 }
 
 const NODE_TYPES = { step: StepNodeView };
-const EDGE_LABELS: Record<PlanEdge['kind'], string | undefined> = { depends_on: undefined, then: 'then', else: 'else', parallel: 'parallel' };
+const EDGE_LABELS: Record<PlanEdge['kind'], string | undefined> = {
+  depends_on: undefined,
+  then: 'then',
+  else: 'else',
+  parallel: 'parallel',
+};
 // The graph's height follows the plan's, within what a page can spare.
 const MIN_HEIGHT = 140;
 const MAX_HEIGHT = 520;
@@ -34,7 +39,9 @@ const MAX_HEIGHT = 520;
 /** What a screen reader says on a node: its step, type and status, and what it follows. */
 function nodeLabel(data: StepNodeData, incoming: PlanEdge[]): string {
   const after = incoming.map((edge) => (edge.kind === 'depends_on' ? edge.source : `${edge.source} (${edge.kind})`));
-  return [`Step ${data.id}, ${data.type}`, data.status, after.length > 0 ? `after ${after.join(', ')}` : undefined].filter(Boolean).join('; ');
+  return [`Step ${data.id}, ${data.type}`, data.status, after.length > 0 ? `after ${after.join(', ')}` : undefined]
+    .filter(Boolean)
+    .join('; ');
 }
 
 export default function PlanGraphCanvas({ steps, statuses, label }: PlanGraphProps) {
@@ -50,7 +57,10 @@ export default function PlanGraphCanvas({ steps, statuses, label }: PlanGraphPro
         width: NODE_WIDTH,
         height: NODE_HEIGHT,
         className: `plan-node status-${data.status ?? 'none'}`,
-        ariaLabel: nodeLabel(data, layout.edges.filter((edge) => edge.target === step.id)),
+        ariaLabel: nodeLabel(
+          data,
+          layout.edges.filter((edge) => edge.target === step.id),
+        ),
         draggable: false,
         connectable: false,
       };

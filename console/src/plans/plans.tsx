@@ -144,7 +144,8 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
         <>
           {plan.description && <p>{plan.description}</p>}
           <p className="muted">
-            Version {plan.version}, saved by {plan.created_by} <time dateTime={plan.updated_at}>{new Date(plan.updated_at).toLocaleString()}</time>
+            Version {plan.version}, saved by {plan.created_by}{' '}
+            <time dateTime={plan.updated_at}>{new Date(plan.updated_at).toLocaleString()}</time>
             {wanted !== undefined && ' — an earlier version: new runs use the current one.'}
           </p>
           <PlanGraph steps={plan.steps} label={`Steps of plan ${plan.alias}, version ${plan.version}`} />

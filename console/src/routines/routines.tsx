@@ -30,7 +30,12 @@ export interface RoutineSearch {
 const PAGE_SIZE = 25;
 const ROUTINE_EVENTS = ['routine.>'];
 /** An execution's status in the console's tones (the health badges' colours). */
-const EXECUTION_BADGE: Record<string, string> = { success: 'health-healthy', failed: 'health-unhealthy', pending: 'health-degraded', running: 'health-degraded' };
+const EXECUTION_BADGE: Record<string, string> = {
+  success: 'health-healthy',
+  failed: 'health-unhealthy',
+  pending: 'health-degraded',
+  running: 'health-degraded',
+};
 
 /** Every change to routines and their executions refreshes every routines query. */
 function useLiveRoutines() {
@@ -68,7 +73,9 @@ export function RoutinesView({ search }: { search: RoutinesSearch }) {
           State
           <select
             value={search.state ?? ''}
-            onChange={(event) => void navigate({ search: { ...search, state: (event.target.value || undefined) as RoutinesSearch['state'], page: undefined } })}
+            onChange={(event) =>
+              void navigate({ search: { ...search, state: (event.target.value || undefined) as RoutinesSearch['state'], page: undefined } })
+            }
           >
             <option value="">any</option>
             <option value="enabled">enabled</option>
@@ -79,7 +86,11 @@ export function RoutinesView({ search }: { search: RoutinesSearch }) {
           Trigger
           <select
             value={search.trigger ?? ''}
-            onChange={(event) => void navigate({ search: { ...search, trigger: (event.target.value || undefined) as RoutinesSearch['trigger'], page: undefined } })}
+            onChange={(event) =>
+              void navigate({
+                search: { ...search, trigger: (event.target.value || undefined) as RoutinesSearch['trigger'], page: undefined },
+              })
+            }
           >
             <option value="">any</option>
             <option value="cron">cron</option>
@@ -162,7 +173,9 @@ function When({ iso, now, timezone }: { iso: string | null; now: number; timezon
 }
 
 function State({ routine }: { routine: Routine }) {
-  return <span className={`badge ${routine.enabled ? 'health-healthy' : 'health-degraded'}`}>{routine.enabled ? 'enabled' : 'paused'}</span>;
+  return (
+    <span className={`badge ${routine.enabled ? 'health-healthy' : 'health-degraded'}`}>{routine.enabled ? 'enabled' : 'paused'}</span>
+  );
 }
 
 /** Pause or resume (PATCH enabled) and trigger now (an execution at once, whatever the schedule). */
@@ -319,7 +332,9 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
       {executions.isPending ? (
         <p className="muted">Loading…</p>
       ) : total === 0 && !executions.isError ? (
-        <p className="notice empty">No executions yet. Use “Trigger now” to run it at once{routine.trigger_type === 'cron' ? ', or wait for its next fire' : ''}.</p>
+        <p className="notice empty">
+          No executions yet. Use “Trigger now” to run it at once{routine.trigger_type === 'cron' ? ', or wait for its next fire' : ''}.
+        </p>
       ) : (
         <>
           <Table columns={['Execution', 'Status', 'Trigger', 'Started', 'Completed', 'Output']}>
@@ -339,7 +354,11 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
                   <When iso={execution.completed_at} now={executions.dataUpdatedAt} timezone={routine.timezone} />
                 </td>
                 <td className="output">
-                  {execution.output === null ? <span className="muted">—</span> : <JsonView value={parseOutput(execution.output)} label={`Output of ${execution.id}`} />}
+                  {execution.output === null ? (
+                    <span className="muted">—</span>
+                  ) : (
+                    <JsonView value={parseOutput(execution.output)} label={`Output of ${execution.id}`} />
+                  )}
                 </td>
               </tr>
             ))}

@@ -52,7 +52,10 @@ function RunDetail({ run, now, search }: { run: Run; now: number; search: RunSea
     queryFn: () => client.coordination.getPlanVersion({ path: { plan_id: run.plan_id, version: run.plan_version } }),
     staleTime: Infinity,
   });
-  const statuses = useMemo(() => Object.fromEntries(run.steps.map((step) => [step.id, step.status])) as Record<string, StepStatus>, [run.steps]);
+  const statuses = useMemo(
+    () => Object.fromEntries(run.steps.map((step) => [step.id, step.status])) as Record<string, StepStatus>,
+    [run.steps],
+  );
   const took = elapsed(run.started_at, run.completed_at, now);
   const alias = plan.data?.alias;
 
@@ -150,7 +153,19 @@ function RunActions({ run }: { run: Run }) {
   return null;
 }
 
-function ReasonedAction({ run, action, label, confirm, danger = false }: { run: Run; action: 'cancel' | 'redrive'; label: string; confirm: string; danger?: boolean }) {
+function ReasonedAction({
+  run,
+  action,
+  label,
+  confirm,
+  danger = false,
+}: {
+  run: Run;
+  action: 'cancel' | 'redrive';
+  label: string;
+  confirm: string;
+  danger?: boolean;
+}) {
   const { client } = useSession();
   const queryClient = useQueryClient();
   const id = useId();
@@ -299,7 +314,13 @@ function RunEvents({ runId, search }: { runId: string; search: RunSearch }) {
             <td>{event.seq}</td>
             <th scope="row">{event.type}</th>
             <td>{event.step_id ? <code>{event.step_id}</code> : <span className="muted">—</span>}</td>
-            <td className="event-detail">{Object.keys(event.detail).length > 0 ? <JsonView value={event.detail} label={`Detail of event ${event.seq}`} /> : <span className="muted">—</span>}</td>
+            <td className="event-detail">
+              {Object.keys(event.detail).length > 0 ? (
+                <JsonView value={event.detail} label={`Detail of event ${event.seq}`} />
+              ) : (
+                <span className="muted">—</span>
+              )}
+            </td>
             <td>
               <time dateTime={event.at}>{new Date(event.at).toLocaleTimeString()}</time>
             </td>

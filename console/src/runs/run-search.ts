@@ -37,7 +37,14 @@ export function parseRunsSearch(search: Record<string, unknown>): RunsSearch {
 /** GET /coordination/runs's query for these filters, `now` (ms, the time of the request) anchoring a relative window. */
 export function runsQuery(search: RunsSearch, now = Date.now()) {
   const { after, before } = windowBounds(search, now);
-  return { plan_id: search.plan, status: search.status, tag: search.tag, metadata: search.metadata, started_after: after, started_before: before };
+  return {
+    plan_id: search.plan,
+    status: search.status,
+    tag: search.tag,
+    metadata: search.metadata,
+    started_after: after,
+    started_before: before,
+  };
 }
 
 /** A `key=value` filter (spaces around the key trimmed), or undefined for anything else. */

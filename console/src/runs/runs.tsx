@@ -42,7 +42,15 @@ export function RunsView({ search }: { search: RunsSearch }) {
   const navigate = useNavigate({ from: '/runs' });
   const [starting, setStarting] = useState(false);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
-  const filters = { plan: search.plan, status: search.status, tag: search.tag, metadata: search.metadata, within: search.within, from: search.from, to: search.to };
+  const filters = {
+    plan: search.plan,
+    status: search.status,
+    tag: search.tag,
+    metadata: search.metadata,
+    within: search.within,
+    from: search.from,
+    to: search.to,
+  };
   useLiveRefresh({ queryKey: queryKeys.runs.all, events: RUN_EVENTS });
   const runs = useQuery({
     queryKey: queryKeys.runs.list({ ...filters, offset }),
@@ -67,7 +75,12 @@ export function RunsView({ search }: { search: RunsSearch }) {
         )}
       </div>
       {starting && can('runs:write') && <StartRunPicker plans={plans.data ?? []} />}
-      <RunFilters key={JSON.stringify(filters)} search={search} plans={plans.data ?? []} onApply={(next) => void navigate({ search: next })} />
+      <RunFilters
+        key={JSON.stringify(filters)}
+        search={search}
+        plans={plans.data ?? []}
+        onApply={(next) => void navigate({ search: next })}
+      />
       <ErrorNotice error={runs.error} />
       {runs.isPending ? (
         <p className="muted">Loading…</p>
@@ -80,8 +93,8 @@ export function RunsView({ search }: { search: RunsSearch }) {
         ) : (
           <div className="notice empty">
             <p>
-              <strong>No runs yet.</strong> Start one with <em>Start a run</em> above, from a plan under <Link to="/plans">Plans</Link>,
-              or with <code>POST /api/v1/coordination/runs</code>.
+              <strong>No runs yet.</strong> Start one with <em>Start a run</em> above, from a plan under <Link to="/plans">Plans</Link>, or
+              with <code>POST /api/v1/coordination/runs</code>.
             </p>
           </div>
         )
@@ -114,7 +127,9 @@ function RunRow({ run, alias, now }: { run: Run; alias: string | undefined; now:
         </Link>{' '}
         <span className="muted">v{run.plan_version}</span>
         {run.tags.length > 0 && <Chips label="Tags" items={run.tags} />}
-        {Object.keys(run.metadata).length > 0 && <Chips label="Metadata" items={Object.entries(run.metadata).map(([key, value]) => `${key}=${value}`)} />}
+        {Object.keys(run.metadata).length > 0 && (
+          <Chips label="Metadata" items={Object.entries(run.metadata).map(([key, value]) => `${key}=${value}`)} />
+        )}
       </td>
       <td>
         <StatusBadge status={run.status} />
@@ -180,10 +195,22 @@ function RunFilters({ search, plans, onApply }: { search: RunsSearch; plans: Pla
   const [metadata, setMetadata] = useState(search.metadata ?? '');
   const [started, setStarted] = useState(draftOf(search));
   const apply = () =>
-    onApply({ plan: filterText(plan), status: status || undefined, tag: filterText(tag), metadata: metadataFilter(metadata), ...windowOf(started) });
+    onApply({
+      plan: filterText(plan),
+      status: status || undefined,
+      tag: filterText(tag),
+      metadata: metadataFilter(metadata),
+      ...windowOf(started),
+    });
   return (
     <FilterForm label="Filter runs" onApply={apply}>
-      <TextFilter label="Plan" value={plan} onChange={setPlan} placeholder="alias or id" suggestions={plans.map((candidate) => candidate.alias)} />
+      <TextFilter
+        label="Plan"
+        value={plan}
+        onChange={setPlan}
+        placeholder="alias or id"
+        suggestions={plans.map((candidate) => candidate.alias)}
+      />
       <TextFilter label="Tag" value={tag} onChange={setTag} placeholder="e.g. customer:acme" />
       <TextFilter label="Metadata" value={metadata} onChange={setMetadata} placeholder="key=value" />
       <ChoiceFilter label="Status" value={status} onChange={setStatus} choices={RUN_STATUSES} any="Any status" />

@@ -35,7 +35,12 @@ const LIFETIMES = [
 export function ApiKeysView({ search }: { search: KeysSearch }) {
   const navigate = useNavigate({ from: '/settings/keys' });
   return (
-    <KeysPage title="API keys" search={search} onSearch={(next) => void navigate({ search: next })} form={(onCreated) => <AdminKeyForm onCreated={onCreated} />} />
+    <KeysPage
+      title="API keys"
+      search={search}
+      onSearch={(next) => void navigate({ search: next })}
+      form={(onCreated) => <AdminKeyForm onCreated={onCreated} />}
+    />
   );
 }
 
@@ -71,7 +76,10 @@ function KeysPage({ title, userId, search, onSearch, form }: KeysPageProps) {
   useLiveRefresh({ queryKey: queryKeys.keys.all, events: KEY_EVENTS });
   const keys = useQuery({
     queryKey: queryKeys.keys.list({ offset, revoked: search.revoked ?? false, userId }),
-    queryFn: () => client.auth.listKeys.page({ query: { limit: PAGE_SIZE, offset, include_revoked: search.revoked ?? false, ...(userId ? { user_id: userId } : {}) } }),
+    queryFn: () =>
+      client.auth.listKeys.page({
+        query: { limit: PAGE_SIZE, offset, include_revoked: search.revoked ?? false, ...(userId ? { user_id: userId } : {}) },
+      }),
     placeholderData: keepPreviousData,
   });
 
@@ -86,7 +94,11 @@ function KeysPage({ title, userId, search, onSearch, form }: KeysPageProps) {
       })}
       {created && <CreatedKey created={created} onDone={() => setCreated(null)} />}
       <label className="toggle">
-        <input type="checkbox" checked={search.revoked ?? false} onChange={(event) => onSearch({ revoked: event.target.checked || undefined })} />
+        <input
+          type="checkbox"
+          checked={search.revoked ?? false}
+          onChange={(event) => onSearch({ revoked: event.target.checked || undefined })}
+        />
         Show revoked keys
       </label>
       <ErrorNotice error={keys.error} />
@@ -97,7 +109,9 @@ function KeysPage({ title, userId, search, onSearch, form }: KeysPageProps) {
       ) : (
         <>
           <Table columns={['Name', 'Role', 'Acts as', 'Scopes', 'Expires', 'Key', 'Created', { label: 'Actions', visuallyHidden: true }]}>
-            {keys.data?.items.map((key) => <KeyRow key={key.id} apiKey={key} current={key.id === whoami.key_id} />)}
+            {keys.data?.items.map((key) => (
+              <KeyRow key={key.id} apiKey={key} current={key.id === whoami.key_id} />
+            ))}
           </Table>
           <Pager span={span} total={total} noun="keys" onPage={(page) => onSearch({ ...search, page })} />
         </>
@@ -115,7 +129,13 @@ function KeyRow({ apiKey, current }: { apiKey: Item<'auth.listKeys'>; current: b
     mutationFn: () => client.auth.revokeKey({ path: { key_id: apiKey.id } }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: queryKeys.keys.all }),
   });
-  const actsAs = apiKey.agent_id ? <code>agent {apiKey.agent_id}</code> : apiKey.user_id ? <code>{apiKey.user_id}</code> : <span className="muted">—</span>;
+  const actsAs = apiKey.agent_id ? (
+    <code>agent {apiKey.agent_id}</code>
+  ) : apiKey.user_id ? (
+    <code>{apiKey.user_id}</code>
+  ) : (
+    <span className="muted">—</span>
+  );
   return (
     <tr data-key={apiKey.id}>
       <th scope="row">{apiKey.name ?? <span className="muted">unnamed</span>}</th>
@@ -133,7 +153,13 @@ function KeyRow({ apiKey, current }: { apiKey: Item<'auth.listKeys'>; current: b
         ) : current ? (
           <span className="muted">this session</span>
         ) : (
-          <ConfirmButton label="Revoke" confirm="Confirm revoke" pending={revoke.isPending} error={revoke.error} onConfirm={() => revoke.mutate()} />
+          <ConfirmButton
+            label="Revoke"
+            confirm="Confirm revoke"
+            pending={revoke.isPending}
+            error={revoke.error}
+            onConfirm={() => revoke.mutate()}
+          />
         )}
       </td>
     </tr>
@@ -179,7 +205,11 @@ function AdminKeyForm({ onCreated }: { onCreated(key: Result<'auth.createKey'>):
     setAgentId('');
   });
   const submit = () =>
-    create.mutate({ role, ...(name.trim() ? { name: name.trim() } : {}), ...(role === 'agent' && agentId.trim() ? { agent_id: agentId.trim() } : {}) });
+    create.mutate({
+      role,
+      ...(name.trim() ? { name: name.trim() } : {}),
+      ...(role === 'agent' && agentId.trim() ? { agent_id: agentId.trim() } : {}),
+    });
   return (
     <KeyForm pending={create.isPending} error={create.error} onSubmit={submit}>
       <label>

@@ -40,7 +40,12 @@ interface WebhookTypes {
 }
 
 /** Whether a recent event of the webhook's types (from the live stream) has no delivery in the log yet. */
-export function awaitsDelivery(events: readonly SeenEvent[], webhook: WebhookTypes, deliveries: readonly DeliveryTiming[], now: number): boolean {
+export function awaitsDelivery(
+  events: readonly SeenEvent[],
+  webhook: WebhookTypes,
+  deliveries: readonly DeliveryTiming[],
+  now: number,
+): boolean {
   if (!webhook.enabled) return false;
   const shown = new Set(deliveries.map((delivery) => delivery.event_id));
   const since = Math.max(Date.parse(webhook.created_at), now - AWAIT_DELIVERY_MS);

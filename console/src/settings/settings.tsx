@@ -6,8 +6,18 @@ import './settings.css';
 const TABS = [
   { to: '/settings/keys', label: 'API keys', needs: 'the keys:admin permission', allowed: (session: Session) => session.can('keys:admin') },
   { to: '/settings/users', label: 'Users', needs: 'the users:admin permission', allowed: (session: Session) => session.can('users:admin') },
-  { to: '/settings/webhooks', label: 'Webhooks', needs: 'the webhooks:admin permission', allowed: (session: Session) => session.can('webhooks:admin') },
-  { to: '/settings/my-keys', label: 'Your keys', needs: "a person's sign-in", allowed: (session: Session) => session.whoami.kind === 'user' },
+  {
+    to: '/settings/webhooks',
+    label: 'Webhooks',
+    needs: 'the webhooks:admin permission',
+    allowed: (session: Session) => session.can('webhooks:admin'),
+  },
+  {
+    to: '/settings/my-keys',
+    label: 'Your keys',
+    needs: "a person's sign-in",
+    allowed: (session: Session) => session.whoami.kind === 'user',
+  },
 ] as const;
 
 /** Settings: the tabs this principal may use above the chosen one; `/settings` opens the first. */

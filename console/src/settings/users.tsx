@@ -27,7 +27,9 @@ const USER_ROLES: readonly UserRole[] = ['viewer', 'approver', 'operator', 'admi
  */
 function oneTimePassword(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(18));
-  return btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_');
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_');
 }
 
 /** Settings → Users (users:admin): people with their role; create (the password shown once), change role, disable. */
@@ -56,9 +58,7 @@ export function UsersView({ search }: { search: UsersSearch }) {
       {created && (
         <div className="notice success" role="status">
           <p>
-            <strong>
-              User {created.user.username} created. Hand them this password now: it is not shown again.
-            </strong>
+            <strong>User {created.user.username} created. Hand them this password now: it is not shown again.</strong>
           </p>
           <CopyField value={created.password} label="One-time password" testId="one-time-password">
             <button type="button" onClick={() => setCreated(null)}>
@@ -73,7 +73,9 @@ export function UsersView({ search }: { search: UsersSearch }) {
       ) : (
         <>
           <Table columns={['Username', 'Name', 'Role', 'State', { label: 'Actions', visuallyHidden: true }]}>
-            {users.data?.items.map((user) => <UserRow key={user.id} user={user} />)}
+            {users.data?.items.map((user) => (
+              <UserRow key={user.id} user={user} />
+            ))}
           </Table>
           <Pager span={span} total={total} noun="users" onPage={(page) => void navigate({ search: { page } })} />
         </>
@@ -111,7 +113,9 @@ function UserRow({ user }: { user: User }) {
           ))}
         </select>
       </td>
-      <td>{user.disabled ? <span className="badge health-unhealthy">disabled</span> : <span className="badge health-healthy">active</span>}</td>
+      <td>
+        {user.disabled ? <span className="badge health-unhealthy">disabled</span> : <span className="badge health-healthy">active</span>}
+      </td>
       <td className="actions">
         {self ? (
           <span className="muted">you</span>
@@ -120,7 +124,13 @@ function UserRow({ user }: { user: User }) {
             Enable
           </button>
         ) : (
-          <ConfirmButton label="Disable" confirm="Confirm disable" pending={update.isPending} error={null} onConfirm={() => update.mutate({ disabled: true })} />
+          <ConfirmButton
+            label="Disable"
+            confirm="Confirm disable"
+            pending={update.isPending}
+            error={null}
+            onConfirm={() => update.mutate({ disabled: true })}
+          />
         )}
         <ErrorNotice error={update.error} />
       </td>
@@ -135,7 +145,10 @@ function CreateUserForm({ onCreated }: { onCreated(user: Result<'auth.createUser
   const [displayName, setDisplayName] = useState('');
   const [role, setRole] = useState<UserRole>('viewer');
   const create = useMutation({
-    mutationFn: async (body: Body<'auth.createUser'> & { password: string }) => ({ user: await client.auth.createUser({ body }), password: body.password }),
+    mutationFn: async (body: Body<'auth.createUser'> & { password: string }) => ({
+      user: await client.auth.createUser({ body }),
+      password: body.password,
+    }),
     onSuccess: ({ user, password }) => {
       setUsername('');
       setDisplayName('');
@@ -144,7 +157,12 @@ function CreateUserForm({ onCreated }: { onCreated(user: Result<'auth.createUser
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate({ username: username.trim(), role, password: oneTimePassword(), ...(displayName.trim() ? { display_name: displayName.trim() } : {}) });
+    create.mutate({
+      username: username.trim(),
+      role,
+      password: oneTimePassword(),
+      ...(displayName.trim() ? { display_name: displayName.trim() } : {}),
+    });
   };
   return (
     <form className="card create-key" onSubmit={submit} aria-labelledby={`${id}-title`}>
@@ -152,7 +170,14 @@ function CreateUserForm({ onCreated }: { onCreated(user: Result<'auth.createUser
       <div className="fields">
         <label>
           Username
-          <input value={username} onChange={(event) => setUsername(event.target.value)} placeholder="ada" autoCapitalize="none" spellCheck={false} required />
+          <input
+            value={username}
+            onChange={(event) => setUsername(event.target.value)}
+            placeholder="ada"
+            autoCapitalize="none"
+            spellCheck={false}
+            required
+          />
         </label>
         <label>
           Display name

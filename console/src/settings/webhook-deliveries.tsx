@@ -26,7 +26,11 @@ export interface DeliveriesSearch {
 type Delivery = Item<'webhooks.deliveries'>;
 
 const PAGE_SIZE = 25;
-const STATUS_BADGE: Record<DeliveryStatus, string> = { pending: 'health-degraded', delivered: 'health-healthy', failed: 'health-unhealthy' };
+const STATUS_BADGE: Record<DeliveryStatus, string> = {
+  pending: 'health-degraded',
+  delivered: 'health-healthy',
+  failed: 'health-unhealthy',
+};
 
 /** One webhook and its delivery log: every attempt's status code, error and next retry. */
 export function WebhookDeliveriesView({ webhookId, search }: { webhookId: string; search: DeliveriesSearch }) {
@@ -43,7 +47,11 @@ export function WebhookDeliveriesView({ webhookId, search }: { webhookId: string
   const feed = useEventFeed(FEED_SIZE);
   const deliveries = useQuery({
     queryKey: queryKeys.webhooks.deliveriesPage(webhookId, { offset, status: search.status }),
-    queryFn: () => client.webhooks.deliveries.page({ path: { id: webhookId }, query: { limit: PAGE_SIZE, offset, ...(search.status ? { status: search.status } : {}) } }),
+    queryFn: () =>
+      client.webhooks.deliveries.page({
+        path: { id: webhookId },
+        query: { limit: PAGE_SIZE, offset, ...(search.status ? { status: search.status } : {}) },
+      }),
     placeholderData: keepPreviousData,
     // Deliveries append no event: see delivery-refresh.ts.
     refetchInterval: (query) => {
@@ -112,9 +120,27 @@ export function WebhookDeliveriesView({ webhookId, search }: { webhookId: string
         </p>
       ) : (
         <>
-          <Table columns={['Event', 'Status', 'Attempts', 'HTTP status', 'Latency', 'Error', 'Last attempt', 'Next retry', { label: 'Actions', visuallyHidden: true }]}>
+          <Table
+            columns={[
+              'Event',
+              'Status',
+              'Attempts',
+              'HTTP status',
+              'Latency',
+              'Error',
+              'Last attempt',
+              'Next retry',
+              { label: 'Actions', visuallyHidden: true },
+            ]}
+          >
             {deliveries.data?.items.map((delivery) => (
-              <DeliveryRow key={delivery.id} webhookId={webhookId} delivery={delivery} enabled={webhook.data?.enabled ?? false} now={deliveries.dataUpdatedAt} />
+              <DeliveryRow
+                key={delivery.id}
+                webhookId={webhookId}
+                delivery={delivery}
+                enabled={webhook.data?.enabled ?? false}
+                now={deliveries.dataUpdatedAt}
+              />
             ))}
           </Table>
           <Pager span={span} total={total} noun="deliveries" onPage={(page) => void navigate({ search: { ...search, page } })} />

@@ -50,8 +50,8 @@ export function WebhooksView({ search }: { search: WebhooksSearch }) {
       {created && (
         <div className="notice success" role="status">
           <p>
-            <strong>Webhook created. Copy its signing secret now: it is not shown again.</strong> Verify each delivery's signature with it (Standard
-            Webhooks; the SDK's <code>verifyWebhook</code>).
+            <strong>Webhook created. Copy its signing secret now: it is not shown again.</strong> Verify each delivery's signature with it
+            (Standard Webhooks; the SDK's <code>verifyWebhook</code>).
           </p>
           <CopyField value={created.secret} label="Signing secret" testId="webhook-secret">
             <button type="button" onClick={() => setCreated(null)}>
@@ -70,7 +70,9 @@ export function WebhooksView({ search }: { search: WebhooksSearch }) {
       ) : (
         <>
           <Table columns={['URL', 'Event types', 'State', 'Created', { label: 'Actions', visuallyHidden: true }]}>
-            {webhooks.data?.items.map((webhook) => <WebhookRow key={webhook.id} webhook={webhook} now={webhooks.dataUpdatedAt} />)}
+            {webhooks.data?.items.map((webhook) => (
+              <WebhookRow key={webhook.id} webhook={webhook} now={webhooks.dataUpdatedAt} />
+            ))}
           </Table>
           <Pager span={span} total={total} noun="webhooks" onPage={(page) => void navigate({ search: { page } })} />
         </>
@@ -114,7 +116,13 @@ function WebhookRow({ webhook, now }: { webhook: Webhook; now: number }) {
           Deliveries
         </Link>
         <EnableToggle webhook={webhook} />
-        <ConfirmButton label="Delete" confirm="Confirm delete" pending={remove.isPending} error={remove.error} onConfirm={() => remove.mutate()} />
+        <ConfirmButton
+          label="Delete"
+          confirm="Confirm delete"
+          pending={remove.isPending}
+          error={remove.error}
+          onConfirm={() => remove.mutate()}
+        />
       </td>
     </tr>
   );
@@ -189,11 +197,23 @@ function CreateWebhookForm({ onCreated }: { onCreated(webhook: Result<'webhooks.
       <div className="fields">
         <label className="wide">
           URL
-          <input type="url" value={url} onChange={(event) => setUrl(event.target.value)} placeholder="https://example.com/switchboard" required />
+          <input
+            type="url"
+            value={url}
+            onChange={(event) => setUrl(event.target.value)}
+            placeholder="https://example.com/switchboard"
+            required
+          />
         </label>
         <label className="wide">
           Event types
-          <input value={types} onChange={(event) => setTypes(event.target.value)} placeholder="run.completed, run.failed, task.>" required aria-describedby={`${id}-types`} />
+          <input
+            value={types}
+            onChange={(event) => setTypes(event.target.value)}
+            placeholder="run.completed, run.failed, task.>"
+            required
+            aria-describedby={`${id}-types`}
+          />
         </label>
         <label className="wide">
           Description

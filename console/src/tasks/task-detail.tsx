@@ -86,7 +86,8 @@ function Dependencies({ taskId }: { taskId: string }) {
       <ErrorNotice error={dependencies.error} />
       {dependencies.data?.length === 0 ? (
         <p className="muted">
-          No dependencies. Add one with <code>POST /core/api/v1/tasks/{taskId}/dependencies</code>: the task stays blocked until those it depends on are done.
+          No dependencies. Add one with <code>POST /core/api/v1/tasks/{taskId}/dependencies</code>: the task stays blocked until those it
+          depends on are done.
         </p>
       ) : (
         <ul className="dependencies">
@@ -127,7 +128,8 @@ function Comments({ taskId }: { taskId: string }) {
         {comments.data?.items.map((comment) => (
           <li key={comment.id} data-comment={comment.id}>
             <p className="muted">
-              <strong>{comment.author}</strong> <time dateTime={comment.created_at}>{relativeTime(comment.created_at, comments.dataUpdatedAt)}</time>
+              <strong>{comment.author}</strong>{' '}
+              <time dateTime={comment.created_at}>{relativeTime(comment.created_at, comments.dataUpdatedAt)}</time>
             </p>
             <p className="comment-content">{comment.content}</p>
           </li>

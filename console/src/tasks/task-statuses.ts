@@ -22,4 +22,3 @@ export function parseStatuses(value: unknown): string[] | undefined {
   const statuses = [...new Set(items.map((item) => String(item).trim()))].filter((s) => STATUS_PATTERN.test(s) && !builtIn.includes(s));
   return statuses.length > 0 ? statuses : undefined;
 }
-

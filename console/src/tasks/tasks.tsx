@@ -51,8 +51,8 @@ export function ProjectsView({ search }: { search: ProjectsSearch }) {
             <strong>No projects yet.</strong> Tasks are grouped in projects, each with a board by status.
           </p>
           <p>
-            Create one with <code>POST /core/api/v1/projects</code> (or the SDK's <code>client.projects.create()</code>), then add tasks with{' '}
-            <code>POST /core/api/v1/tasks</code> and its <code>project_id</code>.
+            Create one with <code>POST /core/api/v1/projects</code> (or the SDK's <code>client.projects.create()</code>), then add tasks
+            with <code>POST /core/api/v1/tasks</code> and its <code>project_id</code>.
           </p>
         </div>
       ) : (
@@ -72,7 +72,12 @@ export function ProjectsView({ search }: { search: ProjectsSearch }) {
               </tr>
             ))}
           </Table>
-          <Pager span={pageWindow(search.page ?? 1, PAGE_SIZE, total)} total={total} noun="projects" onPage={(page) => void navigate({ search: { page } })} />
+          <Pager
+            span={pageWindow(search.page ?? 1, PAGE_SIZE, total)}
+            total={total}
+            noun="projects"
+            onPage={(page) => void navigate({ search: { page } })}
+          />
         </>
       )}
     </section>
@@ -84,7 +89,10 @@ export function BoardView({ projectId, search }: { projectId: string; search: Bo
   const { client } = useSession();
   const navigate = useNavigate({ from: '/tasks/projects/$projectId' });
   useLiveRefresh({ queryKey: queryKeys.tasks.all, events: TASK_EVENTS });
-  const project = useQuery({ queryKey: queryKeys.tasks.project(projectId), queryFn: () => client.projects.get({ path: { id: projectId } }) });
+  const project = useQuery({
+    queryKey: queryKeys.tasks.project(projectId),
+    queryFn: () => client.projects.get({ path: { id: projectId } }),
+  });
   const statuses = [...BOARD_STATUSES, ...(search.statuses ?? [])];
   return (
     <section>
@@ -108,7 +116,8 @@ function BoardColumn({ projectId, status }: { projectId: string; status: string 
   const { client } = useSession();
   const tasks = useInfiniteQuery({
     queryKey: queryKeys.tasks.board(projectId, status),
-    queryFn: ({ pageParam }) => client.tasks.list.page({ query: { project_id: projectId, status, limit: COLUMN_PAGE_SIZE, offset: pageParam } }),
+    queryFn: ({ pageParam }) =>
+      client.tasks.list.page({ query: { project_id: projectId, status, limit: COLUMN_PAGE_SIZE, offset: pageParam } }),
     initialPageParam: 0,
     getNextPageParam: (last) => (last.offset + last.items.length < last.total ? last.offset + last.items.length : undefined),
   });

@@ -19,7 +19,12 @@ export interface TriggersSearch {
 const PAGE_SIZE = 25;
 /** A fire starts a run: the run events refresh the list (last fired, next slot). */
 const TRIGGER_EVENTS = ['run.started'];
-const FIRE_BADGE: Record<string, string> = { started: 'health-healthy', skipped: 'health-degraded', filtered: 'health-degraded', failed: 'health-unhealthy' };
+const FIRE_BADGE: Record<string, string> = {
+  started: 'health-healthy',
+  skipped: 'health-degraded',
+  filtered: 'health-degraded',
+  failed: 'health-unhealthy',
+};
 
 /** What sets a trigger off, in one line: its schedule, its topic or its hook path. */
 function Source({ trigger }: { trigger: Trigger }) {
@@ -51,13 +56,15 @@ export function TriggersView({ search }: { search: TriggersSearch }) {
       ) : total === 0 && !triggers.isError ? (
         <div className="notice empty">
           <p>
-            <strong>No triggers yet.</strong> A trigger starts runs of a plan on a cron schedule, on every event of a topic, or when
-            its hook is called (<code>POST /api/v1/coordination/triggers</code>).
+            <strong>No triggers yet.</strong> A trigger starts runs of a plan on a cron schedule, on every event of a topic, or when its
+            hook is called (<code>POST /api/v1/coordination/triggers</code>).
           </p>
         </div>
       ) : (
         <>
-          <Table columns={['Trigger', 'Plan', 'Type', 'On', 'Next fire', 'Last fired', 'State', { label: 'Actions', visuallyHidden: true }]}>
+          <Table
+            columns={['Trigger', 'Plan', 'Type', 'On', 'Next fire', 'Last fired', 'State', { label: 'Actions', visuallyHidden: true }]}
+          >
             {triggers.data?.items.map((trigger) => (
               <TriggerRow key={trigger.id} trigger={trigger} now={triggers.dataUpdatedAt} />
             ))}
@@ -94,7 +101,9 @@ function TriggerRow({ trigger, now }: { trigger: Trigger; now: number }) {
       <td>{trigger.next_fire_at ? relativeTime(trigger.next_fire_at, now) : <span className="muted">—</span>}</td>
       <td>{trigger.last_fired_at ? relativeTime(trigger.last_fired_at, now) : <span className="muted">never</span>}</td>
       <td>
-        <span className={`badge ${trigger.enabled ? 'health-healthy' : 'health-degraded'}`}>{trigger.enabled ? 'enabled' : 'disabled'}</span>
+        <span className={`badge ${trigger.enabled ? 'health-healthy' : 'health-degraded'}`}>
+          {trigger.enabled ? 'enabled' : 'disabled'}
+        </span>
       </td>
       <td className="actions">
         {can('plans:write') && (

@@ -13,6 +13,10 @@ export * as accessGroupSchemas from './schemas.js';
  * is shared with a group. Built before the domains that read them (artifacts, events).
  */
 export function createAccessGroups(deps: { database: DatabaseHandle; clock: Clock; audit: AuditTrail }) {
-  const service = new AccessGroupsService({ store: new AccessGroupsStore(deps.database.db, deps.database.caps), clock: deps.clock, audit: deps.audit });
+  const service = new AccessGroupsService({
+    store: new AccessGroupsStore(deps.database.db, deps.database.caps),
+    clock: deps.clock,
+    audit: deps.audit,
+  });
   return { service, routes: accessGroupRoutes(service) };
 }

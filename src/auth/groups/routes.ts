@@ -15,7 +15,8 @@ export function accessGroupRoutes(service: AccessGroupsService): FastifyPluginAs
         config: { permission: 'keys:admin' },
         schema: {
           tags,
-          summary: 'Grant an agent membership of a group (keys:admin; 201 when new, 200 when it was a member): it then reads what is shared with the group',
+          summary:
+            'Grant an agent membership of a group (keys:admin; 201 when new, 200 when it was a member): it then reads what is shared with the group',
           params: MemberParams,
           response: { 200: DataEnvelope(Membership), 201: DataEnvelope(Membership) },
         },
@@ -28,7 +29,15 @@ export function accessGroupRoutes(service: AccessGroupsService): FastifyPluginAs
 
     app.delete(
       '/auth/groups/:group/members/:agent_id',
-      { config: { permission: 'keys:admin' }, schema: { tags, summary: 'Remove an agent from a group (keys:admin; 404 when it is not a member)', params: MemberParams, response: { 200: DataEnvelope(MembershipRemoved) } } },
+      {
+        config: { permission: 'keys:admin' },
+        schema: {
+          tags,
+          summary: 'Remove an agent from a group (keys:admin; 404 when it is not a member)',
+          params: MemberParams,
+          response: { 200: DataEnvelope(MembershipRemoved) },
+        },
+      },
       async (request, reply) => {
         const { group, agent_id } = request.params;
         await service.revoke(group, agent_id);
@@ -38,7 +47,15 @@ export function accessGroupRoutes(service: AccessGroupsService): FastifyPluginAs
 
     app.get(
       '/auth/groups',
-      { config: { permission: 'keys:admin' }, schema: { tags, summary: 'List the groups with granted members, and their members (keys:admin)', querystring: PageQuery, response: { 200: ListEnvelope(AccessGroup) } } },
+      {
+        config: { permission: 'keys:admin' },
+        schema: {
+          tags,
+          summary: 'List the groups with granted members, and their members (keys:admin)',
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(AccessGroup) },
+        },
+      },
       async (request, reply) => {
         const window = page(request.query);
         return list(reply, await service.listGroups(window), window);
@@ -49,7 +66,13 @@ export function accessGroupRoutes(service: AccessGroupsService): FastifyPluginAs
       '/auth/groups/:group/members',
       {
         config: { permission: 'keys:admin' },
-        schema: { tags, summary: "List a group's granted members (keys:admin)", params: GroupParams, querystring: PageQuery, response: { 200: ListEnvelope(Membership) } },
+        schema: {
+          tags,
+          summary: "List a group's granted members (keys:admin)",
+          params: GroupParams,
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(Membership) },
+        },
       },
       async (request, reply) => {
         const window = page(request.query);

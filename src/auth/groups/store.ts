@@ -20,18 +20,32 @@ export class AccessGroupsStore extends Store {
   }
 
   async find(tx: Tx, group: string, agentId: string): Promise<MemberRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('group_members').selectAll().where('group_name', '=', group).where('agent_id', '=', agentId).executeTakeFirst();
+    return dbOf(tx, this.db)
+      .selectFrom('group_members')
+      .selectAll()
+      .where('group_name', '=', group)
+      .where('agent_id', '=', agentId)
+      .executeTakeFirst();
   }
 
   /** Removes the membership; false when there was none. */
   async revoke(tx: Tx, group: string, agentId: string): Promise<boolean> {
-    const result = await dbOf(tx, this.db).deleteFrom('group_members').where('group_name', '=', group).where('agent_id', '=', agentId).executeTakeFirst();
+    const result = await dbOf(tx, this.db)
+      .deleteFrom('group_members')
+      .where('group_name', '=', group)
+      .where('agent_id', '=', agentId)
+      .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
 
   /** The groups the agent was granted, by name (the primary key's second column has its own index). */
   async groupsOf(tx: Tx, agentId: string): Promise<string[]> {
-    const rows = await dbOf(tx, this.db).selectFrom('group_members').select('group_name').where('agent_id', '=', agentId).orderBy('group_name').execute();
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('group_members')
+      .select('group_name')
+      .where('agent_id', '=', agentId)
+      .orderBy('group_name')
+      .execute();
     return rows.map((r) => r.group_name);
   }
 

@@ -45,7 +45,8 @@ export const agent: StepKind = {
   repeatable: true,
 
   checkFields(step, { at, problem }) {
-    if ((step.agent === undefined) === (step.capability === undefined)) problem(`${at}.agent`, 'an agent step names exactly one of agent or capability');
+    if ((step.agent === undefined) === (step.capability === undefined))
+      problem(`${at}.agent`, 'an agent step names exactly one of agent or capability');
     if (step.strategy !== undefined && step.capability === undefined) problem(`${at}.strategy`, 'is only used with capability');
   },
 

@@ -34,7 +34,11 @@ export const humanInput: StepKind = {
   },
 
   withDefaults(step, alias) {
-    return { ...step, prompt: step.prompt ?? `Provide the input of step ${step.id} of plan ${alias}`, schema: step.schema ?? { type: 'object' } };
+    return {
+      ...step,
+      prompt: step.prompt ?? `Provide the input of step ${step.id} of plan ${alias}`,
+      schema: step.schema ?? { type: 'object' },
+    };
   },
 
   async start(_tx, ctx, step, def, scope) {

@@ -15,7 +15,13 @@ export interface AskedInput {
  * A human step starts waiting: its input is what the person is asked, and its wait gets an id,
  * so that a link to an earlier wait (before a redrive) decides nothing.
  */
-export function startWaiting(ctx: RunContext, step: StepState, type: HumanDecision['type'], input: AskedInput, timeout: number | null): void {
+export function startWaiting(
+  ctx: RunContext,
+  step: StepState,
+  type: HumanDecision['type'],
+  input: AskedInput,
+  timeout: number | null,
+): void {
   changeStep(step, { status: 'waiting', input: JSON.stringify(input), wake_at: timeout });
   setStepDetail(step, { ...stepDetail(step), wait_id: randomBytes(9).toString('base64url') });
   record(ctx, 'step.waiting', step.row.step_id, { type });

@@ -55,8 +55,7 @@ export interface StepPorts {
 
 /** A person's (or a named agent's) decision of a human step, by the kind it is for. */
 export type HumanDecision =
-  | { type: 'human_approval'; approved: boolean; comment: string | null }
-  | { type: 'human_input'; data: Record<string, unknown> };
+  { type: 'human_approval'; approved: boolean; comment: string | null } | { type: 'human_input'; data: Record<string, unknown> };
 
 /** What a waiting human step asks, as its events, messages and link page show it. */
 export interface Asked {

@@ -46,7 +46,8 @@ export const parallel: StepKind = {
     if (step.for_each === undefined) return;
     if (step.step === undefined) problem(`${at}.step`, 'is required with for_each');
     else checkRepeated(step.step, `${at}.step`);
-    if (typeof step.for_each !== 'string' && !Array.isArray(step.for_each)) problem(`${at}.for_each`, 'is an array or a template that yields one');
+    if (typeof step.for_each !== 'string' && !Array.isArray(step.for_each))
+      problem(`${at}.for_each`, 'is an array or a template that yields one');
   },
 
   checkReferences(step, { at, problem, ids, groupOf }) {

@@ -44,7 +44,16 @@ export const subPlan: StepKind = {
     }
     const child = await ports.startChild(
       tx,
-      { planId: plan.id, planAlias: plan.alias, planVersion: plan.version, definition: plan.definition, definitionText: plan.text, input, event: ctx.event ?? undefined, createdBy: ctx.run.created_by },
+      {
+        planId: plan.id,
+        planAlias: plan.alias,
+        planVersion: plan.version,
+        definition: plan.definition,
+        definitionText: plan.text,
+        input,
+        event: ctx.event ?? undefined,
+        createdBy: ctx.run.created_by,
+      },
       { run: ctx.run, stepId: step.row.step_id },
     );
     changeStep(step, { child_run_id: child.id });

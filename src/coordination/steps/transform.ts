@@ -7,7 +7,8 @@ export const transform: StepKind = {
   repeatable: true,
 
   checkFields(step, { at, problem }) {
-    if ((step.expression === undefined) === (step.output === undefined)) problem(`${at}.expression`, 'a transform has either expression or output');
+    if ((step.expression === undefined) === (step.output === undefined))
+      problem(`${at}.expression`, 'a transform has either expression or output');
   },
 
   async start(_tx, ctx, step, def, scope, ports) {

@@ -24,11 +24,7 @@ export async function up(db: Kysely<unknown>, _caps: DialectCapabilities): Promi
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
   // The scheduler's question: which enabled cron routines are due, earliest first.
-  await db.schema
-    .createIndex('routines_due')
-    .on('routines')
-    .columns(['enabled', 'trigger_type', 'next_run_at'])
-    .execute();
+  await db.schema.createIndex('routines_due').on('routines').columns(['enabled', 'trigger_type', 'next_run_at']).execute();
 
   await db.schema
     .createTable('routine_executions')

@@ -54,7 +54,8 @@ export function errorAudit(audit: RequestAudit): ErrorAudit {
   return (request, status) => {
     if (status === 401 || status === 403) {
       const url = request.routeOptions.url;
-      const operation = (url !== undefined && operationName(request.method, url)) || `${request.method} ${url ?? request.url.split('?')[0]}`;
+      const operation =
+        (url !== undefined && operationName(request.method, url)) || `${request.method} ${url ?? request.url.split('?')[0]}`;
       audit.denied(scopeOf(request), operation, request.url.split('?')[0]!, status);
       return;
     }

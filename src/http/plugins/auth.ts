@@ -180,7 +180,9 @@ export function installAuth(app: FastifyInstance, auth: AuthService, sessions: S
       // came from the console's page, which alone can read the CSRF token.
       const checked = (principal: Principal) => {
         if (!SAFE_METHODS.has(request.method) && !sessions.csrfMatches(token, header(request, 'x-csrf-token'))) {
-          throw new Forbidden("Missing or wrong X-CSRF-Token: a request with the session cookie that changes state must send the session's CSRF token");
+          throw new Forbidden(
+            "Missing or wrong X-CSRF-Token: a request with the session cookie that changes state must send the session's CSRF token",
+          );
         }
         request.sessionToken = token;
         return admit(request, reply, principal);
@@ -199,7 +201,11 @@ export function installAuth(app: FastifyInstance, auth: AuthService, sessions: S
     } catch (err) {
       return refuse(request, reply, err, done);
     }
-    if (pending) pending.then(() => done(), (err: unknown) => refuse(request, reply, err, done));
+    if (pending)
+      pending.then(
+        () => done(),
+        (err: unknown) => refuse(request, reply, err, done),
+      );
     else done();
   });
 
@@ -218,6 +224,9 @@ export function installAuth(app: FastifyInstance, auth: AuthService, sessions: S
   app.addHook('preValidation', (request, reply, done) => {
     const pending = request.signedBy;
     if (!pending) return done();
-    verifySignature(request, reply, pending).then(() => done(), (err: unknown) => refuse(request, reply, err, done));
+    verifySignature(request, reply, pending).then(
+      () => done(),
+      (err: unknown) => refuse(request, reply, err, done),
+    );
   });
 }

@@ -29,7 +29,9 @@ function metric(name: string, help: string, type: 'counter' | 'gauge' | 'histogr
 
 /** SQLite's physical commits and the writes they carried (group commit, db/sqlite-driver.ts). */
 export function installWriteMetrics(registry: Registry, stats: () => { commits: number; writes: number }): void {
-  registry.registerMetric(metric('switchboard_sqlite_commits_total', 'SQLite transactions committed', 'counter', () => [{ labels: {}, value: stats().commits }]));
+  registry.registerMetric(
+    metric('switchboard_sqlite_commits_total', 'SQLite transactions committed', 'counter', () => [{ labels: {}, value: stats().commits }]),
+  );
   registry.registerMetric(
     metric('switchboard_sqlite_writes_total', 'Writes (transactions and lone statements) carried by those commits', 'counter', () => [
       { labels: {}, value: stats().writes },
@@ -54,7 +56,9 @@ export function installWorkerMetrics(registry: Registry, workers: WorkerReport):
   );
   registry.registerMetric(
     metric('switchboard_worker_last_run_duration_seconds', "How long a worker's last finished pass took", 'gauge', () =>
-      workers.statuses().flatMap((status) => (status.lastRun ? [{ labels: { worker: status.name }, value: status.lastRun.durationMs / 1000 }] : [])),
+      workers
+        .statuses()
+        .flatMap((status) => (status.lastRun ? [{ labels: { worker: status.name }, value: status.lastRun.durationMs / 1000 }] : [])),
     ),
   );
 }
@@ -71,7 +75,12 @@ class HttpRequestMetrics {
     const key = `${method} ${status} ${route}`;
     let series = this.series.get(key);
     if (!series) {
-      series = { labels: { method, route, status: String(status) }, perBucket: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
+      series = {
+        labels: { method, route, status: String(status) },
+        perBucket: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0),
+        sum: 0,
+        count: 0,
+      };
       this.series.set(key, series);
     }
     let bucket = 0;
@@ -89,7 +98,9 @@ class HttpRequestMetrics {
       metric('switchboard_http_requests_total', 'HTTP requests by route and status', 'counter', () =>
         all().map((s) => ({ labels: s.labels, value: s.count })),
       ),
-      metric(latency, 'HTTP request latency by route and status', 'histogram', () => all().flatMap((s) => this.histogramSamples(latency, s))),
+      metric(latency, 'HTTP request latency by route and status', 'histogram', () =>
+        all().flatMap((s) => this.histogramSamples(latency, s)),
+      ),
     ];
   }
 

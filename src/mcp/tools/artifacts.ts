@@ -9,8 +9,12 @@ export const INLINE_TEXT_BYTES = 64 * 1024;
 const ReadArtifactOutput = Type.Composite([
   Artifact,
   Type.Object({
-    text: Type.Optional(Type.String({ description: `The content, when it is text (text/*, JSON, XML) of at most ${INLINE_TEXT_BYTES} bytes` })),
-    resource_uri: Type.String({ description: 'The artifact as an MCP resource: resources/read returns its content (text, or base64 for binary)' }),
+    text: Type.Optional(
+      Type.String({ description: `The content, when it is text (text/*, JSON, XML) of at most ${INLINE_TEXT_BYTES} bytes` }),
+    ),
+    resource_uri: Type.String({
+      description: 'The artifact as an MCP resource: resources/read returns its content (text, or base64 for binary)',
+    }),
   }),
 ]);
 
@@ -21,7 +25,8 @@ export function artifactTools({ artifacts }: ToolServices): GroupTool[] {
       name: 'create_snippet',
       permission: 'artifacts:write',
       title: 'Store a snippet',
-      description: 'Store a JSON value (a string of text, an object…) as a new artifact owned by the caller (application/json); returns its metadata, whose id read_artifact takes.',
+      description:
+        'Store a JSON value (a string of text, an object…) as a new artifact owned by the caller (application/json); returns its metadata, whose id read_artifact takes.',
       input: toolInput(SnippetBody),
       output: Artifact,
       annotations: CREATE,

@@ -14,7 +14,8 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       name: 'list_plans',
       permission: 'plans:read',
       title: 'List plans',
-      description: 'List the plans (their current versions) with their steps, oldest first; paged with limit/offset. Start one with start_run.',
+      description:
+        'List the plans (their current versions) with their steps, oldest first; paged with limit/offset. Start one with start_run.',
       input: toolInput(PageQuery),
       output: pagedOutput(Plan),
       annotations: READ,
@@ -24,7 +25,8 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       name: 'start_run',
       permission: 'runs:write',
       title: 'Start a run of a plan',
-      description: "Start a run of a plan (by id or alias) with an input object the steps' templates read; returns the run with its steps. Follow it with get_run.",
+      description:
+        "Start a run of a plan (by id or alias) with an input object the steps' templates read; returns the run with its steps. Follow it with get_run.",
       input: toolInput(StartRunBody, { input: 'The run input, read by the steps as {{input.<field>}}' }),
       output: Run,
       annotations: DISPATCH,
@@ -56,7 +58,8 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       permission: 'approvals:decide',
       orNamedApprover: true,
       title: 'Approve or reject a step',
-      description: 'Decide a waiting human_approval step: approved=true completes it and the run goes on, false rejects it and fails the run. Returns the run.',
+      description:
+        'Decide a waiting human_approval step: approved=true completes it and the run goes on, false rejects it and fails the run. Returns the run.',
       input: toolInput(Type.Composite([RunStepParams, ApproveBody]), STEP_IDS),
       output: Run,
       annotations: DECIDE,
@@ -66,11 +69,13 @@ export function coordinationTools({ coordination }: ToolServices): GroupTool[] {
       name: 'submit_step_input',
       permission: 'approvals:decide',
       title: 'Answer a human_input step',
-      description: "Answer a waiting human_input step with data matching the step's JSON Schema (see list_pending_approvals). Returns the run.",
+      description:
+        "Answer a waiting human_input step with data matching the step's JSON Schema (see list_pending_approvals). Returns the run.",
       input: toolInput(Type.Composite([RunStepParams, InputBody]), STEP_IDS),
       output: Run,
       annotations: DECIDE,
-      run: ({ run_id, step_id, data, reason }, principal) => coordination.decisions.submitInput(run_id, step_id, data, callerOf(principal), reason),
+      run: ({ run_id, step_id, data, reason }, principal) =>
+        coordination.decisions.submitInput(run_id, step_id, data, callerOf(principal), reason),
     }),
   ];
 }

@@ -83,7 +83,9 @@ export interface ToolDefinition<I extends TObject, O extends TObject> {
 
 // Arguments arrive as JSON, like HTTP bodies: validated the same way (no coercion, finite
 // numbers, unknown fields rejected by the schemas themselves, defaults applied).
-const ajv = addFormats.default(new Ajv.default({ removeAdditional: false, useDefaults: true, allErrors: true, strict: false, strictNumbers: true }));
+const ajv = addFormats.default(
+  new Ajv.default({ removeAdditional: false, useDefaults: true, allErrors: true, strict: false, strictNumbers: true }),
+);
 
 /** Descriptions for the arguments whose route schemas carry none (path and query parameters). */
 const ARGUMENT_DESCRIPTIONS: Record<string, string> = {
@@ -142,4 +144,3 @@ export function define<I extends TObject, O extends TObject>(definition: ToolDef
     links: (output) => definition.links?.(output as Static<O>) ?? [],
   };
 }
-

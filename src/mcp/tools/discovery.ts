@@ -27,7 +27,10 @@ export function discoveryTools({ discovery }: ToolServices): GroupTool[] {
       permission: 'discovery:read',
       title: 'Search capabilities',
       description: 'Find capabilities by a natural-language description of the work, best first, with a similarity score from 0 to 1.',
-      input: toolInput(SearchBody, { top_k: 'Most results to return (1 to 100); default 10', min_score: 'Only results at least this similar (0 to 1); default 0' }),
+      input: toolInput(SearchBody, {
+        top_k: 'Most results to return (1 to 100); default 10',
+        min_score: 'Only results at least this similar (0 to 1); default 0',
+      }),
       output: dataWithMeta(SearchEnvelope, ['ranker']),
       annotations: READ,
       run: (body) => discovery.searchCapabilities(body),

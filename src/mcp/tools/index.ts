@@ -44,7 +44,10 @@ export function buildTools(services: ToolServices, groups: readonly ToolGroup[] 
  */
 export function parseToolGroups(value: string | string[] | undefined): readonly ToolGroup[] {
   if (value === undefined) return TOOL_GROUPS;
-  const names = [value].flat().flatMap((list) => list.split(',')).map((name) => name.trim());
+  const names = [value]
+    .flat()
+    .flatMap((list) => list.split(','))
+    .map((name) => name.trim());
   const unknown = names.filter((name) => !(TOOL_GROUPS as readonly string[]).includes(name));
   if (unknown.length > 0 || names.length === 0) {
     throw InvalidRequest.field('tools', `unknown tool group '${unknown.join(', ')}'; the groups are: ${TOOL_GROUPS.join(', ')}`);
@@ -84,7 +87,10 @@ function errorResult(code: string, message: string, details?: unknown): ToolResu
 export async function callTool(tool: Tool, args: unknown, principal: Principal, logger: Logger, signal?: AbortSignal): Promise<ToolResult> {
   try {
     const structuredContent = await tool.call(args, principal, signal);
-    return { content: [{ type: 'text', text: JSON.stringify(structuredContent, null, 2) }, ...tool.links(structuredContent)], structuredContent };
+    return {
+      content: [{ type: 'text', text: JSON.stringify(structuredContent, null, 2) }, ...tool.links(structuredContent)],
+      structuredContent,
+    };
   } catch (err) {
     if (err instanceof AppError) {
       // The refusal travels inside a 200, where the HTTP layer's audit of 401/403 does not see it.

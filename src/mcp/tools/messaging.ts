@@ -43,7 +43,8 @@ export function messagingTools({ inbox }: ToolServices): GroupTool[] {
       name: 'acknowledge_message',
       permission: 'messaging:write',
       title: 'Acknowledge a message',
-      description: 'Acknowledge a received message: the work is done and it is not redelivered. output (any JSON) is kept for the producer, e.g. a routine execution or a plan step.',
+      description:
+        'Acknowledge a received message: the work is done and it is not redelivered. output (any JSON) is kept for the producer, e.g. a routine execution or a plan step.',
       input: toolInput(AcknowledgeBody.anyOf[0]),
       output: Acknowledged,
       annotations: UPDATE,

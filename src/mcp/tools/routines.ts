@@ -1,6 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { Deleted, page } from '../../http/schemas.js';
-import { CreateRoutineBody, Execution, ListRoutinesQuery, Routine, RoutineParams, TriggerBody, UpdateRoutineBody } from '../../routines/schemas.js';
+import {
+  CreateRoutineBody,
+  Execution,
+  ListRoutinesQuery,
+  Routine,
+  RoutineParams,
+  TriggerBody,
+  UpdateRoutineBody,
+} from '../../routines/schemas.js';
 import { CREATE, define, DELETE, DISPATCH, pagedOutput, READ, toolInput, UPDATE, type GroupTool, type ToolServices } from './define.js';
 
 const ROUTINE_ID = { id: 'Routine id (rtn_…)' };
@@ -65,7 +73,8 @@ export function routineTools({ routines }: ToolServices): GroupTool[] {
       name: 'trigger_routine',
       permission: 'routines:write',
       title: 'Run a routine now',
-      description: "Run a routine now, regardless of its schedule; returns the execution. payload replaces the routine's payload for this run.",
+      description:
+        "Run a routine now, regardless of its schedule; returns the execution. payload replaces the routine's payload for this run.",
       input: toolInput(Type.Composite([RoutineParams, TriggerBody.anyOf[0]]), ROUTINE_ID),
       output: Execution,
       annotations: DISPATCH,
