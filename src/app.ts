@@ -5,7 +5,7 @@ import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuditDomain } from './audit/index.js';
-import { createAuthDomain, createAuthWorkers } from './auth/index.js';
+import { createAuthDomain, createAuthWorkers, httpAuthentication } from './auth/index.js';
 import { createAccessGroups } from './auth/groups/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
@@ -31,7 +31,7 @@ import { PostgresNotifier } from './db/postgres-notifier.js';
 import type { Notifier } from './kernel/notifier.js';
 import { OpenConnections } from './kernel/open-connections.js';
 import { openNotifier } from './db/notifiers.js';
-import type { Platform } from './kernel/platform.js';
+import type { Platform } from './platform.js';
 import { FixedWindowRateLimiter } from './kernel/rate-limiter.js';
 import { ExpressionPool } from './kernel/expression-pool.js';
 import { mcpRoutes } from './mcp/server.js';
@@ -201,8 +201,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const http = await buildHttpServer({
     config,
     logger,
-    auth: auth.service,
-    sessions: auth.sessions,
+    authenticator: httpAuthentication(auth.service, auth.sessions),
     limiter,
     anonymousLimiter: new FixedWindowRateLimiter(config.rateLimitAnonymous, config.rateWindowSeconds, () => clock.now()),
     metrics,

@@ -1,4 +1,4 @@
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { AgentDirectory, Inbox } from '../kernel/ports.js';
 import { a2aRoutes } from './routes.js';
 import { A2aService, type AgentCapabilities, type AgentSkillSource } from './service.js';

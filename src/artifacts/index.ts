@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { DatabaseHandle } from '../db/database.js';
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { AgentGroups, EventLog, NodeRegistry } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { FsBlobStore, type BlobStore } from './blob-store.js';

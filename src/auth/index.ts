@@ -22,6 +22,7 @@ export { AuthService, type PendingSignature, type SignatureHeaders } from './ser
 export { SessionService } from './sessions.js';
 export { UsersService } from './users.js';
 export { EMPTY_BODY_SHA256, signingString } from './signing.js';
+export { httpAuthentication } from './http-authentication.js';
 
 /**
  * The auth domain: keys and signatures (AuthService), people (UsersService) and the console's

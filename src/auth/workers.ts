@@ -1,4 +1,4 @@
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import type { Worker } from '../workers/worker.js';
 import { CredentialWatch } from './credential-watch.js';

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import { autocommit } from '../db/tx.js';
 import type { Clock } from '../kernel/clock.js';
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import { FixedWindowRateLimiter, type RateLimiter } from '../kernel/rate-limiter.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import type { WorkerReport } from '../workers/workers.js';

@@ -1,5 +1,5 @@
 import { autocommit } from '../db/tx.js';
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';

@@ -1,4 +1,4 @@
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { DeliveryStats, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { OpenAiEmbedder, type Embedder } from './embeddings.js';

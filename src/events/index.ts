@@ -1,7 +1,7 @@
 import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { AgentGroups, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { EventAppender } from './appender.js';

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { ActorOf } from './plugins/audit.js';
 
 /** A request that took this long is logged at info even when it succeeded. */
 const SLOW_MS = 1000;
@@ -10,7 +11,7 @@ const SLOW_MS = 1000;
  * and signatures travel. Refused, failed and slow requests at `info`, the rest at `debug`: a line
  * for every request cost 8–15% of the authenticated read's req/s (bench/RESULTS.md, foundation).
  */
-export function installAccessLog(app: FastifyInstance, logger: Logger): void {
+export function installAccessLog(app: FastifyInstance, logger: Logger, actorOf: ActorOf): void {
   app.addHook('onResponse', (request, reply, done) => {
     const level = reply.statusCode >= 400 || reply.elapsedTime >= SLOW_MS ? 'info' : 'debug';
     if (logger.isLevelEnabled(level)) {
@@ -21,7 +22,7 @@ export function installAccessLog(app: FastifyInstance, logger: Logger): void {
           route: request.routeOptions.url ?? 'unmatched',
           status: reply.statusCode,
           ms: Math.round(reply.elapsedTime * 100) / 100,
-          principal: request.principal?.actor ?? null,
+          principal: actorOf(request).id,
           // The client's address, or the one a trusted proxy forwarded (SWITCHBOARD_TRUSTED_PROXIES).
           ip: request.ip,
         },

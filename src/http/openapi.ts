@@ -1,5 +1,4 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Requirement } from '../auth/index.js';
 import { OPERATIONS } from '../kernel/operations.js';
 import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
 import { ErrorEnvelope, mapSubschemas } from './schemas.js';
@@ -31,7 +30,7 @@ declare module 'fastify' {
 export interface DocumentedRoute {
   method: string;
   url: string;
-  permission: Requirement | null;
+  permission: string | null;
   conflict: string | null;
   forbidden: string | null;
 }
@@ -47,7 +46,7 @@ type ResponseObject = { content?: Content } & Record<string, unknown>;
 interface Operation {
   operationId?: string;
   /** The permission the caller needs (`authenticated`: any credentials); absent on public operations. */
-  'x-permission'?: Requirement;
+  'x-permission'?: string;
   parameters?: Parameter[];
   requestBody?: { content?: Content };
   security?: unknown[];
@@ -115,7 +114,7 @@ function errorResponse(status: number, description: string, headers?: Record<str
 }
 
 /** Why an operation answers 403: the permission its route declares, or on a public one what its URL carries. */
-function forbiddenBecause(permission: Requirement | null, declared: string | null): string {
+function forbiddenBecause(permission: string | null, declared: string | null): string {
   const elsewhere = 'acts as another agent, or touches an object it may not read or change';
   if (declared !== null) return declared;
   if (permission === null) return 'The URL signature is invalid or has expired';

@@ -13,7 +13,6 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { AuthService, Requirement, SessionService } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import type { StorageFullness } from '../db/faults.js';
@@ -25,7 +24,7 @@ import { answerClientError, answerFrameworkError, installErrorHandling } from '.
 import { installUnstorableRefusal, MAX_JSON_DEPTH, nestsDeeperThan, tooDeepError } from './input-guards.js';
 import { describeOperations, type DocumentedRoute } from './openapi.js';
 import { errorAudit, installAuditScope, type RequestAudit } from './plugins/audit.js';
-import { installAuth } from './plugins/auth.js';
+import type { Authenticator } from './authenticator.js';
 import { SESSION_COOKIE } from './session-cookie.js';
 import { compileSerializer } from './serialization.js';
 import { installMetrics } from './plugins/metrics.js';
@@ -56,9 +55,8 @@ export interface RouteGroup {
 export interface HttpServerOptions {
   config: Config;
   logger: Logger;
-  auth: AuthService;
-  /** The console's sessions: the cookie authenticates like a key. */
-  sessions: SessionService;
+  /** Who calls (keys, signatures, the console's session cookie) and what each route lets them do. */
+  authenticator: Authenticator;
   limiter: RateLimiter;
   /** Budgets per client address of requests without a principal. */
   anonymousLimiter: RateLimiter;
@@ -183,9 +181,9 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     if (storage.full && reply.statusCode < 300 && request.method !== 'GET' && request.method !== 'HEAD') storage.markRoom();
     done(null, payload);
   });
-  installErrorHandling(app, storage, errorAudit(options.audit));
+  installErrorHandling(app, storage, errorAudit(options.audit, options.authenticator.actorOf));
   installMetrics(app, options.metrics);
-  installAccessLog(app, options.logger);
+  installAccessLog(app, options.logger, options.authenticator.actorOf);
   // WebSocket routes (the agent channel): a frame past twice the body limit ends the connection
   // with 1009, which ws sends itself (so the error is only logged); under it, the route answers
   // an oversized frame with an error frame. Before authentication: its hook marks upgrade requests,
@@ -194,21 +192,21 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     options: { maxPayload: 2 * options.config.maxJsonBodyBytes },
     errorHandler: (err, _socket, request) => request.log.debug({ err }, 'websocket error'),
   });
-  installAuth(app, options.auth, options.sessions, {
+  options.authenticator.install(app, {
     principals: options.limiter,
     anonymous: options.anonymousLimiter,
     bodyBytes: options.config.maxJsonBodyBytes,
     unauthenticatedBodyBytes: options.config.unauthenticatedBodyBytes,
   });
   installUnstorableRefusal(app);
-  installAuditScope(app, options.audit);
+  installAuditScope(app, options.audit, options.authenticator.actorOf);
 
   // Every route, for the OpenAPI completeness test and operators' introspection.
   const routes: RouteEntry[] = [];
   app.decorate('routeTable', routes);
   // Each route's options, read once every plugin's onRoute hook has run (the console's and the
   // docs' mark theirs public after this one).
-  const declared: { entry: RouteEntry; options: { config?: { public?: boolean; permission?: Requirement } } }[] = [];
+  const declared: { entry: RouteEntry; options: { config?: { public?: boolean; permission?: string } } }[] = [];
   app.addHook('onRoute', (route) => {
     if (route.schema) route.schema = withBoundedRequestIntegers(route.schema);
     // Public routes (webhooks, upload URLs, signed downloads) say so in the document: no credentials.

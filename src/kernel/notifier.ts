@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Tx } from '../db/tx.js';
+import type { Tx } from './tx.js';
 
 /**
  * Wake-ups between parts of the platform (a message arrived, a run advanced, an event was

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx.js';
+import type { Tx } from './tx.js';
 import type { AuditActor } from './request-scope.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { DeliveryTargets, Inbox } from '../kernel/ports.js';
 import { notificationsRoutes } from './routes.js';
 import { NotificationsService } from './service.js';

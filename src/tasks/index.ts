@@ -1,4 +1,4 @@
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { EventLog, Inbox } from '../kernel/ports.js';
 import { tasksRoutes } from './routes.js';
 import { TasksService } from './service.js';

@@ -1,5 +1,5 @@
 import { EVENTS_APPENDED } from '../events/index.js';
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ReceiverGuard } from './addresses.js';

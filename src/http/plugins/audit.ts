@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { auditActorOf } from '../../auth/index.js';
-import { runInScope, type RequestScope } from '../../kernel/request-scope.js';
+import { runInScope, type AuditActor, type RequestScope } from '../../kernel/request-scope.js';
 import type { ErrorAudit } from '../error-handler.js';
 import { operationName } from '../openapi.js';
 
@@ -17,11 +16,14 @@ export interface RequestAudit {
   failed(scope: RequestScope, status: number): Promise<void>;
 }
 
-function scopeOf(request: FastifyRequest): RequestScope {
+/** Who a request is (the authenticator's answer). */
+export type ActorOf = (request: FastifyRequest) => AuditActor;
+
+function scopeOf(request: FastifyRequest, actorOf: ActorOf): RequestScope {
   const userAgent = request.headers['user-agent'];
   return (
     request.auditScope ?? {
-      actor: auditActorOf(request.principal),
+      actor: actorOf(request),
       requestId: request.id,
       ip: request.ip,
       userAgent: userAgent ?? null,
@@ -36,10 +38,13 @@ function scopeOf(request: FastifyRequest): RequestScope {
  * HTTP. Set in preHandler, after the body was read and the signature verified: a handler's
  * own asynchronous work inherits it from there.
  */
-export function installAuditScope(app: FastifyInstance, audit: RequestAudit): void {
+export function installAuditScope(app: FastifyInstance, audit: RequestAudit, actorOf: ActorOf): void {
   app.addHook('preHandler', (request, _reply, done) => {
     const path = request.url.split('?')[0]!;
-    const scope: RequestScope = { ...scopeOf(request), denied: (operation, status) => audit.denied(scope, operation, path, status) };
+    const scope: RequestScope = {
+      ...scopeOf(request, actorOf),
+      denied: (operation, status) => audit.denied(scope, operation, path, status),
+    };
     request.auditScope = scope;
     runInScope(scope, done);
   });
@@ -50,13 +55,13 @@ export function installAuditScope(app: FastifyInstance, audit: RequestAudit): vo
  * as the SDK names it), coalesced by the audit log; any other error after the handler recorded
  * changes makes those that rolled back failed entries.
  */
-export function errorAudit(audit: RequestAudit): ErrorAudit {
+export function errorAudit(audit: RequestAudit, actorOf: ActorOf): ErrorAudit {
   return (request, status) => {
     if (status === 401 || status === 403) {
       const url = request.routeOptions.url;
       const operation =
         (url !== undefined && operationName(request.method, url)) || `${request.method} ${url ?? request.url.split('?')[0]}`;
-      audit.denied(scopeOf(request), operation, request.url.split('?')[0]!, status);
+      audit.denied(scopeOf(request, actorOf), operation, request.url.split('?')[0]!, status);
       return;
     }
     const scope = request.auditScope;

@@ -1,11 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { AuthService, PendingSignature, Principal, Requirement, SessionService } from '../../auth/index.js';
-import { authorizeDeclared, EMPTY_BODY_SHA256 } from '../../auth/index.js';
-import { Forbidden, RateLimited, ServiceUnavailable, Unauthorized } from '../../kernel/errors.js';
-import { sha256Hex } from '../../kernel/sha256.js';
-import type { RateLimitDecision, RateLimiter } from '../../kernel/rate-limiter.js';
-import { pathWithQuery } from '../reply.js';
-import { sessionCookie } from '../session-cookie.js';
+import type { Authenticator, AuthLimits } from '../http/authenticator.js';
+import { pathWithQuery } from '../http/reply.js';
+import { sessionCookie } from '../http/session-cookie.js';
+import { Forbidden, RateLimited, ServiceUnavailable, Unauthorized } from '../kernel/errors.js';
+import type { RateLimitDecision, RateLimiter } from '../kernel/rate-limiter.js';
+import { sha256Hex } from '../kernel/sha256.js';
+import type { Requirement } from './permissions.js';
+import { auditActorOf, authorizeDeclared, type Principal } from './principal.js';
+import type { AuthService, PendingSignature } from './service.js';
+import type { SessionService } from './sessions.js';
+import { EMPTY_BODY_SHA256 } from './signing.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -46,17 +50,6 @@ declare module 'fastify' {
 /** Methods that change nothing: a request with the session cookie needs no CSRF token for them. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-export interface AuthLimits {
-  /** Budgets of authenticated principals. */
-  principals: RateLimiter;
-  /** Budgets of requests without a principal (public routes, refused credentials), per client address. */
-  anonymous: RateLimiter;
-  /** The most bytes one request body may have (Fastify's body limit). */
-  bodyBytes: number;
-  /** The most bytes the bodies of signed requests awaiting verification may hold together. */
-  unauthenticatedBodyBytes: number;
-}
-
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
@@ -72,7 +65,14 @@ function header(request: FastifyRequest, name: string): string | undefined {
  * principal (a public route, or refused credentials) spends its client address's anonymous
  * budget, so every answer carries the budget headers.
  */
-export function installAuth(app: FastifyInstance, auth: AuthService, sessions: SessionService, limits: AuthLimits): void {
+export function httpAuthentication(auth: AuthService, sessions: SessionService): Authenticator {
+  return {
+    install: (app, limits) => installAuth(app, auth, sessions, limits),
+    actorOf: (request) => auditActorOf(request.principal),
+  };
+}
+
+function installAuth(app: FastifyInstance, auth: AuthService, sessions: SessionService, limits: AuthLimits): void {
   app.decorateRequest('principal', null as unknown as Principal);
 
   function spend(limiter: RateLimiter, bucket: string, reply: FastifyReply): void | Promise<void> {

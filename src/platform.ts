@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import type { DatabaseHandle } from '../db/database.js';
-import type { Clock } from './clock.js';
-import type { Expressions } from './expression-pool.js';
-import type { DomainMetrics } from './metrics.js';
-import type { Notifier } from './notifier.js';
-import type { OpenConnections } from './open-connections.js';
-import type { AuditTrail } from './ports.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { Config } from './config.js';
+import type { DatabaseHandle } from './db/database.js';
+import type { Clock } from './kernel/clock.js';
+import type { Expressions } from './kernel/expression-pool.js';
+import type { DomainMetrics } from './kernel/metrics.js';
+import type { Notifier } from './kernel/notifier.js';
+import type { OpenConnections } from './kernel/open-connections.js';
+import type { AuditTrail } from './kernel/ports.js';
+import type { RateLimiter } from './kernel/rate-limiter.js';
 
 /** What every domain may be built from (services take plain dependency objects). */
 export interface Platform {
