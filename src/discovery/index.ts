@@ -7,7 +7,7 @@ import { DISCOVERY_CHANGED, DiscoveryService } from './service.js';
 import { DiscoveryStore } from './store.js';
 
 export { DiscoveryService } from './service.js';
-export type { AgentEntry, Capability, GroupMember, HealthRecord } from './service.js';
+export type { AgentEntry, Capability, GroupMember, HealthRecord } from './views.js';
 export { OpenAiEmbedder, embeddingsUrl, type Embedder } from './embeddings.js';
 export { STRATEGIES, DEFAULT_STRATEGY, healthOf, type Health, type Strategy } from './routing.js';
 

@@ -10,66 +10,26 @@ import { SYSTEM_ACTOR, type AgentDirectory, type AuditTrail, type DeliveryStats,
 import type { Embedder } from './embeddings.js';
 import { CapabilitySearch, type SearchInput } from './capability-search.js';
 import type { SearchHit } from './search.js';
-import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Health, type Strategy } from './routing.js';
+import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Strategy } from './routing.js';
 import type { GroupCount } from './groups-store.js';
-import type { HeartbeatRow } from './heartbeats-store.js';
-import type { CandidateRow, CapabilityFilter, CapabilityRow, DiscoveryStore } from './store.js';
+import type { CandidateRow, DiscoveryStore } from './store.js';
+import {
+  capabilityFilter,
+  healthView,
+  parseObject,
+  toCapability,
+  type AgentEntry,
+  type Capability,
+  type GroupMember,
+  type HealthRecord,
+  type LookupInput,
+  type Metadata,
+} from './views.js';
 
 /** Published after capabilities change; every node then brings its search index up to date. */
 export const DISCOVERY_CHANGED = 'discovery:changed';
 
 const MAX_METADATA_BYTES = 64 * 1024;
-
-export interface Capability {
-  id: string;
-  agent_id: string;
-  capability: string;
-  metadata: Record<string, unknown>;
-  groups: string[];
-  created_at: string;
-  updated_at: string;
-}
-
-export interface HealthRecord {
-  agent_id: string;
-  status: Health;
-  load: number | null;
-  last_heartbeat: string | null;
-  uptime_seconds: number;
-  ttl_seconds: number;
-  metadata: Record<string, unknown>;
-}
-
-export interface AgentEntry {
-  agent_id: string;
-  capability: string;
-  capability_id: string;
-  metadata: Record<string, unknown>;
-  groups: string[];
-  load: number | null;
-  health: Health;
-  last_heartbeat: string | null;
-  latency_ms?: number | null;
-  trust_score?: number | null;
-  score_source?: 'measured' | 'metadata' | 'none';
-}
-
-export interface GroupMember {
-  agent_id: string;
-  capabilities: string[];
-  health: Health;
-  load: number | null;
-  last_heartbeat: string | null;
-}
-
-export interface LookupInput {
-  capability?: string;
-  strategy?: string;
-  group?: string;
-  limit?: number;
-  offset?: number;
-  include_unhealthy?: boolean;
-}
 
 export interface DiscoveryDeps {
   store: DiscoveryStore;
@@ -86,31 +46,6 @@ export interface DiscoveryDeps {
   embedder?: Embedder | null;
   /** Uniform in [0, 1), for the random and weighted strategies. */
   random?: () => number;
-}
-
-type Metadata = Record<string, unknown>;
-
-function parseObject(text: string): Metadata {
-  return JSON.parse(text) as Metadata;
-}
-
-function toCapability(row: CapabilityRow): Capability {
-  return {
-    id: row.id,
-    agent_id: row.agent_id,
-    capability: row.capability,
-    metadata: parseObject(row.metadata),
-    groups: JSON.parse(row.groups) as string[],
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
-}
-
-/** `text.*` → prefix `text.`; `*` → everything; otherwise an exact name. */
-export function capabilityFilter(capability: string | undefined): Pick<CapabilityFilter, 'exact' | 'prefix'> {
-  if (capability === undefined || capability === '*') return {};
-  if (capability.endsWith('.*')) return { prefix: capability.slice(0, -1) };
-  return { exact: capability };
 }
 
 const finite = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
@@ -309,27 +244,13 @@ export class DiscoveryService implements AgentDirectory {
       },
       { ttlMs: this.ttlMs, keepMetadata: input.metadata === undefined },
     );
-    return this.toHealth(agentId, row, now);
+    return healthView(agentId, row, now, this.ttlMs);
   }
 
   async health(agentId: string): Promise<HealthRecord> {
     const row = await this.store.heartbeats.findHeartbeat(autocommit, agentId);
     if (!row && !(await this.store.hasCapabilities(autocommit, agentId))) throw new NotFound('Agent', agentId);
-    return this.toHealth(agentId, row, this.clock.now());
-  }
-
-  private toHealth(agentId: string, row: HeartbeatRow | undefined, now: number): HealthRecord {
-    const status = healthOf(row?.last_heartbeat_at ?? null, row?.load ?? null, now, this.ttlMs);
-    const alive = status === 'healthy' || status === 'degraded';
-    return {
-      agent_id: agentId,
-      status,
-      load: row?.load ?? null,
-      last_heartbeat: iso(row?.last_heartbeat_at ?? null),
-      uptime_seconds: alive && row ? Math.max(0, Math.floor((now - row.started_at) / 1000)) : 0,
-      ttl_seconds: this.ttlMs / 1000,
-      metadata: row ? parseObject(row.metadata) : {},
-    };
+    return healthView(agentId, row, this.clock.now(), this.ttlMs);
   }
 
   // ---- lookup ----

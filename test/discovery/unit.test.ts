@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { healthOf, route, STRATEGIES, type Candidate, type Health } from '../../src/discovery/routing.js';
 import { CapabilityIndex } from '../../src/discovery/search.js';
-import { capabilityFilter } from '../../src/discovery/service.js';
+import { capabilityFilter } from '../../src/discovery/views.js';
 import { queryTokens, stemWord, terms, words } from '../../src/discovery/text.js';
 
 const health = fc.constantFrom<Health>('healthy', 'degraded', 'unhealthy', 'unknown');
