@@ -2,6 +2,7 @@ import type { Platform } from '../platform.js';
 import type { AgentDirectory, Inbox } from '../kernel/ports.js';
 import { a2aRoutes } from './routes.js';
 import { A2aService, type AgentCapabilities, type AgentSkillSource } from './service.js';
+import type { Clock } from '../kernel/clock.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { A2aStore } from './store.js';
 
@@ -15,25 +16,43 @@ export type A2aDiscovery = AgentDirectory & {
 
 /** A page of registrations read at a time. */
 const PAGE = 500;
+/**
+ * How long the server card's skill list is reused: the card is public, and building it reads
+ * every registration, so anonymous callers must not be able to make the server do that per request.
+ */
+const OFFERED_TTL_MS = 30_000;
 
 /** Discovery's registrations as cards need them: one agent's (at most 100), and every capability's name, first description first. */
-function capabilitiesOn(discovery: A2aDiscovery): AgentCapabilities {
+function capabilitiesOn(discovery: A2aDiscovery, clock: Clock): AgentCapabilities {
+  let latest: { at: number; limit: number; offered: Promise<{ capability: string; description: string | null }[]> } | null = null;
+  async function readOffered(limit: number) {
+    const offered = new Map<string, string | null>();
+    for (let offset = 0; offered.size < limit; offset += PAGE) {
+      const page = await discovery.listCapabilities({}, { limit: PAGE, offset });
+      for (const { capability, metadata } of page.items) {
+        const description = typeof metadata.description === 'string' ? metadata.description : null;
+        const known = offered.has(capability);
+        if (known ? offered.get(capability) === null : offered.size < limit) offered.set(capability, description);
+      }
+      if (offset + PAGE >= page.total) break;
+    }
+    return [...offered]
+      .map(([capability, description]) => ({ capability, description }))
+      .sort((a, b) => a.capability.localeCompare(b.capability));
+  }
   return {
     capabilitiesOf: async (agentId) => (await discovery.listCapabilities({ agent_id: agentId }, { limit: 100, offset: 0 })).items,
-    async offered(limit) {
-      const offered = new Map<string, string | null>();
-      for (let offset = 0; offered.size < limit; offset += PAGE) {
-        const page = await discovery.listCapabilities({}, { limit: PAGE, offset });
-        for (const { capability, metadata } of page.items) {
-          const description = typeof metadata.description === 'string' ? metadata.description : null;
-          const known = offered.has(capability);
-          if (known ? offered.get(capability) === null : offered.size < limit) offered.set(capability, description);
-        }
-        if (offset + PAGE >= page.total) break;
+    offered(limit) {
+      const now = clock.now();
+      if (!latest || latest.limit !== limit || now - latest.at >= OFFERED_TTL_MS) {
+        const read = readOffered(limit);
+        latest = { at: now, limit, offered: read };
+        // A failed read is not reused.
+        read.catch(() => {
+          if (latest?.offered === read) latest = null;
+        });
       }
-      return [...offered]
-        .map(([capability, description]) => ({ capability, description }))
-        .sort((a, b) => a.capability.localeCompare(b.capability));
+      return latest.offered;
     },
   };
 }
@@ -43,7 +62,7 @@ export function createA2aDomain(deps: { platform: Platform; inbox: Inbox; discov
   const service = new A2aService({
     store: new A2aStore(platform.database.db, platform.database.caps),
     inbox: deps.inbox,
-    agents: capabilitiesOn(deps.discovery),
+    agents: capabilitiesOn(deps.discovery, platform.clock),
     directory: deps.discovery,
     clock: platform.clock,
     notifier: platform.notifier,
