@@ -3,6 +3,7 @@ import { Link, useNavigate } from '@tanstack/react-router';
 import { useId, useRef, useState, type FormEvent } from 'react';
 import type { Result } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { filterText, FilterForm, TextFilter } from '../filter-fields.js';
 import { formatBytes, pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
@@ -60,52 +61,45 @@ export function ArtifactsView({ search }: { search: ArtifactsSearch }) {
         search={search}
         onApply={(next) => void navigate({ search: { ...next, page: undefined } })}
       />
-      <ErrorNotice error={artifacts.error} />
-      {artifacts.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : total === 0 && !artifacts.isError ? (
-        filtered ? (
-          <div className="notice empty">
-            <p>No artifact matches these filters.</p>
-            <Link to="/artifacts">Show every artifact</Link>
-          </div>
-        ) : (
-          <div className="notice empty">
+      <ListBody
+        query={artifacts}
+        total={total}
+        unmatched={filtered ? { noun: 'artifact', to: '/artifacts' } : null}
+        empty={
+          <>
             <p>
               <strong>No artifacts yet.</strong> Upload a file above, or have an agent store one with <code>POST /api/v1/artifacts</code>{' '}
               (the SDK's <code>artifacts.upload</code>).
             </p>
-          </div>
-        )
-      ) : (
-        <>
-          <Table columns={['Name', 'Type', 'Size', 'Version', 'Owner', 'Updated']}>
-            {artifacts.data?.items.map((artifact) => (
-              <tr key={artifact.id} data-artifact={artifact.id}>
-                <th scope="row">
-                  <Link to="/artifacts/$artifactId" params={{ artifactId: artifact.id }}>
-                    {artifact.name}
-                  </Link>
-                </th>
-                <td>
-                  <code>{artifact.content_type}</code>
-                </td>
-                <td>{formatBytes(artifact.size_bytes)}</td>
-                <td>v{artifact.version}</td>
-                <td>
-                  <code>{artifact.owner}</code>
-                </td>
-                <td>
-                  <time dateTime={artifact.updated_at} title={artifact.updated_at}>
-                    {relativeTime(artifact.updated_at, artifacts.dataUpdatedAt)}
-                  </time>
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager span={span} total={total} noun="artifacts" onPage={(page) => void navigate({ search: { ...search, page } })} />
-        </>
-      )}
+          </>
+        }
+      >
+        <Table columns={['Name', 'Type', 'Size', 'Version', 'Owner', 'Updated']}>
+          {artifacts.data?.items.map((artifact) => (
+            <tr key={artifact.id} data-artifact={artifact.id}>
+              <th scope="row">
+                <Link to="/artifacts/$artifactId" params={{ artifactId: artifact.id }}>
+                  {artifact.name}
+                </Link>
+              </th>
+              <td>
+                <code>{artifact.content_type}</code>
+              </td>
+              <td>{formatBytes(artifact.size_bytes)}</td>
+              <td>v{artifact.version}</td>
+              <td>
+                <code>{artifact.owner}</code>
+              </td>
+              <td>
+                <time dateTime={artifact.updated_at} title={artifact.updated_at}>
+                  {relativeTime(artifact.updated_at, artifacts.dataUpdatedAt)}
+                </time>
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager span={span} total={total} noun="artifacts" onPage={(page) => void navigate({ search: { ...search, page } })} />
+      </ListBody>
     </section>
   );
 }

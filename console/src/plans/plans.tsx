@@ -1,6 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { JsonView } from '../json-view.js';
 import { useLiveRefresh } from '../live.js';
@@ -42,47 +43,46 @@ export function PlansView({ search }: { search: PlansSearch }) {
   return (
     <section>
       <h1>Plans</h1>
-      <ErrorNotice error={plans.error} />
-      {plans.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : total === 0 && !plans.isError ? (
-        <div className="notice empty">
-          <p>
-            <strong>No plans yet.</strong> A plan is a set of typed steps (agent, human approval, condition…) a run follows.
-          </p>
-          <ol>
-            <li>
-              Draft one from a goal with <code>POST /api/v1/coordination/plans/generate</code>, or write its steps yourself.
-            </li>
-            <li>
-              Save it with <code>POST /api/v1/coordination/plans</code> (an alias and its steps); it then appears here, ready to run.
-            </li>
-          </ol>
-        </div>
-      ) : (
-        <>
-          <Table columns={['Plan', 'Description', 'Steps', 'Version', 'Updated']}>
-            {plans.data?.items.map((plan) => (
-              <tr key={plan.id} data-plan={plan.alias}>
-                <th scope="row">
-                  <Link to="/plans/$planId" params={{ planId: plan.id }}>
-                    {plan.alias}
-                  </Link>
-                </th>
-                <td>{plan.description ?? <span className="muted">—</span>}</td>
-                <td>{plan.steps.length}</td>
-                <td>{plan.version}</td>
-                <td>
-                  <time dateTime={plan.updated_at} title={plan.updated_at}>
-                    {relativeTime(plan.updated_at, plans.dataUpdatedAt)}
-                  </time>
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager span={span} total={total} noun="plans" onPage={(page) => void navigate({ search: { page } })} />
-        </>
-      )}
+      <ListBody
+        query={plans}
+        total={total}
+        empty={
+          <>
+            <p>
+              <strong>No plans yet.</strong> A plan is a set of typed steps (agent, human approval, condition…) a run follows.
+            </p>
+            <ol>
+              <li>
+                Draft one from a goal with <code>POST /api/v1/coordination/plans/generate</code>, or write its steps yourself.
+              </li>
+              <li>
+                Save it with <code>POST /api/v1/coordination/plans</code> (an alias and its steps); it then appears here, ready to run.
+              </li>
+            </ol>
+          </>
+        }
+      >
+        <Table columns={['Plan', 'Description', 'Steps', 'Version', 'Updated']}>
+          {plans.data?.items.map((plan) => (
+            <tr key={plan.id} data-plan={plan.alias}>
+              <th scope="row">
+                <Link to="/plans/$planId" params={{ planId: plan.id }}>
+                  {plan.alias}
+                </Link>
+              </th>
+              <td>{plan.description ?? <span className="muted">—</span>}</td>
+              <td>{plan.steps.length}</td>
+              <td>{plan.version}</td>
+              <td>
+                <time dateTime={plan.updated_at} title={plan.updated_at}>
+                  {relativeTime(plan.updated_at, plans.dataUpdatedAt)}
+                </time>
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager span={span} total={total} noun="plans" onPage={(page) => void navigate({ search: { page } })} />
+      </ListBody>
     </section>
   );
 }

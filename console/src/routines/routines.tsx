@@ -4,6 +4,7 @@ import { useState } from 'react';
 import type { Item, Result } from '../../../src/client/browser.js';
 import { formatInZone } from './cron-preview.js';
 import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { JsonView } from '../json-view.js';
 import { useLiveRefresh } from '../live.js';
@@ -98,57 +99,50 @@ export function RoutinesView({ search }: { search: RoutinesSearch }) {
           </select>
         </label>
       </form>
-      <ErrorNotice error={routines.error} />
-      {routines.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : total === 0 && !routines.isError ? (
-        filtered ? (
-          <div className="notice empty">
-            <p>No routine matches these filters.</p>
-            <Link to="/routines">Show every routine</Link>
-          </div>
-        ) : (
-          <div className="notice empty">
+      <ListBody
+        query={routines}
+        total={total}
+        unmatched={filtered ? { noun: 'routine', to: '/routines' } : null}
+        empty={
+          <>
             <p>
               <strong>No routines yet.</strong> A routine sends its agent a message on a cron schedule or when its webhook is called.
             </p>
             {can('routines:write') && <Link to="/routines/new">Create the first routine</Link>}
-          </div>
-        )
-      ) : (
-        <>
-          <Table columns={['Routine', 'Trigger', 'Agent', 'Next fire', 'Last run', 'State', { label: 'Actions', visuallyHidden: true }]}>
-            {routines.data?.items.map((routine) => (
-              <tr key={routine.id} data-routine={routine.id}>
-                <th scope="row">
-                  <Link to="/routines/$routineId" params={{ routineId: routine.id }}>
-                    {routine.name}
-                  </Link>
-                </th>
-                <td>
-                  <Schedule routine={routine} />
-                </td>
-                <td>
-                  <code>{routine.target_agent}</code>
-                </td>
-                <td>
-                  <When iso={routine.next_run_at} now={routines.dataUpdatedAt} timezone={routine.timezone} />
-                </td>
-                <td>
-                  <When iso={routine.last_run_at} now={routines.dataUpdatedAt} timezone={routine.timezone} />
-                </td>
-                <td>
-                  <State routine={routine} />
-                </td>
-                <td className="actions">
-                  <RoutineActions routine={routine} />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager span={span} total={total} noun="routines" onPage={(page) => void navigate({ search: { ...search, page } })} />
-        </>
-      )}
+          </>
+        }
+      >
+        <Table columns={['Routine', 'Trigger', 'Agent', 'Next fire', 'Last run', 'State', { label: 'Actions', visuallyHidden: true }]}>
+          {routines.data?.items.map((routine) => (
+            <tr key={routine.id} data-routine={routine.id}>
+              <th scope="row">
+                <Link to="/routines/$routineId" params={{ routineId: routine.id }}>
+                  {routine.name}
+                </Link>
+              </th>
+              <td>
+                <Schedule routine={routine} />
+              </td>
+              <td>
+                <code>{routine.target_agent}</code>
+              </td>
+              <td>
+                <When iso={routine.next_run_at} now={routines.dataUpdatedAt} timezone={routine.timezone} />
+              </td>
+              <td>
+                <When iso={routine.last_run_at} now={routines.dataUpdatedAt} timezone={routine.timezone} />
+              </td>
+              <td>
+                <State routine={routine} />
+              </td>
+              <td className="actions">
+                <RoutineActions routine={routine} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager span={span} total={total} noun="routines" onPage={(page) => void navigate({ search: { ...search, page } })} />
+      </ListBody>
     </section>
   );
 }

@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
 import type { Item } from '../../../src/client/browser.js';
-import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { elapsed, formatDuration, pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
@@ -81,33 +81,26 @@ export function RunsView({ search }: { search: RunsSearch }) {
         plans={plans.data ?? []}
         onApply={(next) => void navigate({ search: next })}
       />
-      <ErrorNotice error={runs.error} />
-      {runs.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : total === 0 && !runs.isError ? (
-        filtered ? (
-          <div className="notice empty">
-            <p>No run matches these filters.</p>
-            <Link to="/runs">Show every run</Link>
-          </div>
-        ) : (
-          <div className="notice empty">
+      <ListBody
+        query={runs}
+        total={total}
+        unmatched={filtered ? { noun: 'run', to: '/runs' } : null}
+        empty={
+          <>
             <p>
               <strong>No runs yet.</strong> Start one with <em>Start a run</em> above, from a plan under <Link to="/plans">Plans</Link>, or
               with <code>POST /api/v1/coordination/runs</code>.
             </p>
-          </div>
-        )
-      ) : (
-        <>
-          <Table columns={['Run', 'Plan', 'Status', 'Current step', 'Started', 'Duration', 'Started by']}>
-            {runs.data?.items.map((run) => (
-              <RunRow key={run.id} run={run} alias={aliases.get(run.plan_id)} now={runs.dataUpdatedAt} />
-            ))}
-          </Table>
-          <Pager span={span} total={total} noun="runs" onPage={(page) => void navigate({ search: { ...search, page } })} />
-        </>
-      )}
+          </>
+        }
+      >
+        <Table columns={['Run', 'Plan', 'Status', 'Current step', 'Started', 'Duration', 'Started by']}>
+          {runs.data?.items.map((run) => (
+            <RunRow key={run.id} run={run} alias={aliases.get(run.plan_id)} now={runs.dataUpdatedAt} />
+          ))}
+        </Table>
+        <Pager span={span} total={total} noun="runs" onPage={(page) => void navigate({ search: { ...search, page } })} />
+      </ListBody>
     </section>
   );
 }

@@ -3,6 +3,7 @@ import { Link, useNavigate } from '@tanstack/react-router';
 import { useState } from 'react';
 import type { Item } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
@@ -50,28 +51,25 @@ export function TriggersView({ search }: { search: TriggersSearch }) {
   return (
     <section>
       <h1>Triggers</h1>
-      <ErrorNotice error={triggers.error} />
-      {triggers.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : total === 0 && !triggers.isError ? (
-        <div className="notice empty">
-          <p>
-            <strong>No triggers yet.</strong> A trigger starts runs of a plan on a cron schedule, on every event of a topic, or when its
-            hook is called (<code>POST /api/v1/coordination/triggers</code>).
-          </p>
-        </div>
-      ) : (
-        <>
-          <Table
-            columns={['Trigger', 'Plan', 'Type', 'On', 'Next fire', 'Last fired', 'State', { label: 'Actions', visuallyHidden: true }]}
-          >
-            {triggers.data?.items.map((trigger) => (
-              <TriggerRow key={trigger.id} trigger={trigger} now={triggers.dataUpdatedAt} />
-            ))}
-          </Table>
-          <Pager span={span} total={total} noun="triggers" onPage={(page) => void navigate({ search: { page } })} />
-        </>
-      )}
+      <ListBody
+        query={triggers}
+        total={total}
+        empty={
+          <>
+            <p>
+              <strong>No triggers yet.</strong> A trigger starts runs of a plan on a cron schedule, on every event of a topic, or when its
+              hook is called (<code>POST /api/v1/coordination/triggers</code>).
+            </p>
+          </>
+        }
+      >
+        <Table columns={['Trigger', 'Plan', 'Type', 'On', 'Next fire', 'Last fired', 'State', { label: 'Actions', visuallyHidden: true }]}>
+          {triggers.data?.items.map((trigger) => (
+            <TriggerRow key={trigger.id} trigger={trigger} now={triggers.dataUpdatedAt} />
+          ))}
+        </Table>
+        <Pager span={span} total={total} noun="triggers" onPage={(page) => void navigate({ search: { page } })} />
+      </ListBody>
     </section>
   );
 }
