@@ -4,7 +4,7 @@ import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'clients/typescript/dist/**', 'node_modules/**', 'data/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -41,9 +41,36 @@ export default tseslint.config(
               message: 'SQL and dialect details belong in db/ and store.ts.',
             },
             {
+              group: ['**/clients/**'],
+              message:
+                'The server takes the client package\'s sources through #client/* (package.json "imports"), which resolves to its build at run time.',
+            },
+            {
               group: ['**/db/tx.js'],
               allowImportNames: ['Tx', 'Transactor', 'autocommit'],
               message: 'Outside db/ and store.ts a Tx is only passed on (txOf, dbOf and the like are for stores).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The client package (clients/typescript) is installed on its own: it imports its own files
+    // and its few dependencies, never the server (the server imports it, through #client/*).
+    files: ['clients/typescript/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../*', '#*'],
+              message: 'The client package imports only its own files (./…) and its dependencies, nothing of the server.',
+            },
+            {
+              group: ['@sinclair/typebox', 'fastify', 'kysely'],
+              message: 'The client package does not depend on the server or its libraries.',
             },
           ],
         },

@@ -1,6 +1,14 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/** #client/* is the client package's sources, as tsconfig.json's paths have it (Node, after a build, reads its dist). */
+const clientSources = {
+  find: /^#client\/(.*)\.js$/,
+  replacement: fileURLToPath(new URL('./clients/typescript/src/$1.ts', import.meta.url)),
+};
+
 export default defineConfig({
+  resolve: { alias: [clientSources] },
   test: {
     include: ['test/**/*.test.ts'],
     // After each file: nothing it opened (servers, pools, databases, workers, timers) is still open.

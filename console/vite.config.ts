@@ -11,6 +11,10 @@ export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: '/console/',
   plugins: [react()],
+  // The SDK's sources (the client package), as the server's tsconfig paths resolve #client/*.
+  resolve: {
+    alias: [{ find: /^#client\/(.*)\.js$/, replacement: fileURLToPath(new URL('../clients/typescript/src/$1.ts', import.meta.url)) }],
+  },
   build: {
     outDir: fileURLToPath(new URL('../dist/console', import.meta.url)),
     emptyOutDir: true,

@@ -1,28 +1,5 @@
-/** The Switchboard SDK (`switchboard/client`) for Node: the API client, with Ed25519 signing, and the agent worker. */
-export { Switchboard, ed25519Signer, type SwitchboardOptions } from './signing.js';
-export {
-  SwitchboardError,
-  retryAfterMs,
-  type ArtifactStreams,
-  type ClientOptions,
-  type EventStreams,
-  type RequestSigner,
-  type RetryEvent,
-  type StreamEventsInput,
-} from './client.js';
-export { verifyWebhook, WebhookVerificationError, type WebhookHeaders } from './webhooks.js';
-export { Channel, ChannelClosedError, type ChannelOptions, type ChannelSocket } from './channel.js';
-export {
-  createAgent,
-  PermanentError,
-  type Agent,
-  type AgentLogger,
-  type AgentOptions,
-  type ApprovalDecision,
-  type ApprovalHandler,
-  type ApprovalRequest,
-  type Handler,
-} from './agent.js';
-export { topicMatches } from '../kernel/topics.js';
-export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from '../kernel/operations.js';
-export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';
+/**
+ * `switchboard/client`: the TypeScript client package (clients/typescript, `@switchboard/client`)
+ * re-exported by the server package, for Node (with signing and the agent worker).
+ */
+export * from '#client/index.js';

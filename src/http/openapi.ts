@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { OPERATIONS } from '../kernel/operations.js';
+import { OPERATIONS } from '#client/operations.js';
 import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
 import { ErrorEnvelope, mapSubschemas } from './schemas.js';
 

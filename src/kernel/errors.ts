@@ -2,27 +2,9 @@
  * Typed domain errors. Services throw these; the HTTP layer maps them to the error
  * envelope in one place (http/error-handler.ts) using the registry below.
  */
-export const ERROR_STATUS = {
-  invalid_request: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  request_timeout: 408,
-  conflict: 409,
-  precondition_failed: 412,
-  payload_too_large: 413,
-  uri_too_long: 414,
-  unsupported_media_type: 415,
-  range_not_satisfiable: 416,
-  rate_limited: 429,
-  header_fields_too_large: 431,
-  internal_error: 500,
-  service_unavailable: 503,
-  insufficient_storage: 507,
-} as const;
+import { ERROR_STATUS, type ErrorCode } from '#client/error-codes.js';
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
+export { ERROR_STATUS, type ErrorCode };
 
 export interface FieldProblem {
   field: string;

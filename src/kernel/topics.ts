@@ -1,3 +1,5 @@
+export { topicMatches } from '#client/topics.js';
+
 /**
  * NATS-style subjects: dot-separated tokens; in a subscription `*` matches exactly one token
  * and a final `>` matches one or more tokens. Published topics are always literal.
@@ -20,16 +22,4 @@ export function topicProblem(topic: string, allowWildcards: boolean): string | n
 
 export function hasWildcard(pattern: string): boolean {
   return pattern.split('.').some((t) => t === '*' || t === '>');
-}
-
-export function topicMatches(pattern: string, topic: string): boolean {
-  const p = pattern.split('.');
-  const t = topic.split('.');
-  for (let i = 0; i < p.length; i++) {
-    const token = p[i];
-    if (token === '>') return t.length > i;
-    if (i >= t.length) return false;
-    if (token !== '*' && token !== t[i]) return false;
-  }
-  return p.length === t.length;
 }

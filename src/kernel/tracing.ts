@@ -4,28 +4,17 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
-  TraceFlags,
   type Attributes,
   type Context,
   type Link,
   type Span,
-  type Tracer,
 } from '@opentelemetry/api';
+import { contextOf, failed, TRACEPARENT, traceparentOf, tracer } from '#client/tracing.js';
 
-/**
- * Spans through `@opentelemetry/api` only. Without a tracer provider (OTEL_* unset:
- * tracing.ts never loads the SDK) every call here is the API's no-op: a span that records
- * nothing, and a context that carries only what it was given.
- */
-export function tracer(): Tracer {
-  // Asked each time, not kept: a provider registered later (a second app in one process, after
-  // the first unregistered its own) would never reach a tracer taken from the one before.
-  return trace.getTracer('switchboard');
-}
+export { contextOf, failed, traceparentOf, tracer };
 
 export { SpanKind, SpanStatusCode, type Context, type Span };
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const INVALID_TRACE = '0'.repeat(32);
 const INVALID_SPAN = '0'.repeat(16);
 
@@ -37,28 +26,9 @@ export function validTraceparent(value: unknown): string | null {
   return match[0];
 }
 
-/** The `traceparent` of the span active in `ctx` (default: the current one), or null without one. */
-export function traceparentOf(ctx: Context = context.active()): string | null {
-  const span = trace.getSpanContext(ctx);
-  if (!span || !trace.isSpanContextValid(span)) return null;
-  return `00-${span.traceId}-${span.spanId}-${(span.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? '01' : '00'}`;
-}
-
 /** The traceparent of `span`, or null (a span of the no-op API without a parent has none). */
 export function traceparentOfSpan(span: Span): string | null {
   return traceparentOf(trace.setSpan(ROOT_CONTEXT, span));
-}
-
-/** A context whose parent is the (remote) span of `traceparent`; the root context without one. */
-export function contextOf(traceparent: string | null | undefined): Context {
-  const match = traceparent ? TRACEPARENT.exec(traceparent) : null;
-  if (!match) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: match[1]!,
-    spanId: match[2]!,
-    traceFlags: Number.parseInt(match[3]!, 16),
-    isRemote: true,
-  });
 }
 
 /** A link to the span of `traceparent` (a batch's members, the request that settled a message). */
@@ -98,13 +68,6 @@ export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) =
       span.end();
     }
   });
-}
-
-/** Marks `span` failed with `err` (its message and, for an Error, the exception event). */
-export function failed(span: Span, err: unknown): void {
-  if (!span.isRecording()) return;
-  if (err instanceof Error) span.recordException(err);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
 /** Whether a span is active (a traced request): false always without a tracer provider. */

@@ -1,3 +1,4 @@
+import { MAX_CREDIT } from '#client/limits.js';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { AgentId, JsonObject } from '../http/schemas.js';
 import { ExtendBody, ReceiveQuery, RejectBody, SendBatchBody, SendBody, SubscribeBody } from './schemas.js';
@@ -8,8 +9,7 @@ import { ExtendBody, ReceiveQuery, RejectBody, SendBatchBody, SendBody, Subscrib
  * window and is not answered. Each request's body is the body of the HTTP route it stands for.
  */
 
-/** Most messages one channel may hold unacknowledged credit for. */
-export const MAX_CREDIT = 1000;
+export { MAX_CREDIT } from '#client/limits.js';
 /** Most acks, rejects or extends in one frame (as many as one HTTP acknowledge takes). */
 export const MAX_SETTLE_BATCH = 500;
 

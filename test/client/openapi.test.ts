@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { inlineSchemaRefs } from '../../scripts/inline-schema-refs.js';
-import { BYTE_ANSWERS } from '../../src/client/operations.js';
+import { BYTE_ANSWERS } from '#client/operations.js';
 import { OPERATIONS, PAGED, PUBLIC, type OperationKey } from '../../src/client/index.js';
-import { SCHEMAS, type OperationSchema } from '../../src/client/schemas.js';
+import { SCHEMAS, type OperationSchema } from '../../src/http/operation-schemas.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 

@@ -1,7 +1,7 @@
-import { context, trace } from '@opentelemetry/api';
-import { contextOf, failed, SpanKind, traceparentOf, tracer } from '../kernel/tracing.js';
-import { MAX_CREDIT } from '../messaging/channel-schemas.js';
-import { topicMatches } from '../kernel/topics.js';
+import { context, SpanKind, trace } from '@opentelemetry/api';
+import { contextOf, failed, traceparentOf, tracer } from './tracing.js';
+import { MAX_CREDIT } from './limits.js';
+import { topicMatches } from './topics.js';
 import type { Channel } from './channel.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';

@@ -8,11 +8,11 @@ export const PUBLIC = 'public';
  * lists, which also get an `.all()` async iterator, or PUBLIC). A paginated list whose items sit
  * under a key of its data (`data.agents` of a lookup) names that key after PAGED.
  *
- * The API's contract as plain data, like the error codes of errors.ts: the server's OpenAPI
+ * The API's contract as plain data, like the error codes of error-codes.ts: the server's OpenAPI
  * document takes its operation ids from it (http/openapi.ts) and the SDK builds its methods
- * from it (client/client.ts). It lives in the kernel, which imports nothing, so neither side
- * imports the other. test/client/openapi.test.ts compares it both ways with the served OpenAPI
- * document (operations, methods, paths, pagination, and the shapes in client/schemas.ts), so
+ * from it (client.ts). It lives in the client package, which imports nothing of the server, and
+ * the server reads it from here. test/client/openapi.test.ts compares it both ways with the served OpenAPI
+ * document (operations, methods, paths, pagination, and the shapes in src/http/operation-schemas.ts), so
  * the SDK cannot drift from the server.
  */
 export const OPERATIONS = {
@@ -206,3 +206,12 @@ export type OperationSpec =
 export type Domain = keyof typeof OPERATIONS;
 /** `domain.name`, e.g. `messaging.send`. */
 export type OperationKey = { [D in Domain]: `${D}.${keyof (typeof OPERATIONS)[D] & string}` }[Domain];
+
+/**
+ * The SDK's own note on the operation table (above): the operations that answer
+ * with bytes, not an envelope. The client resolves them to their `Response` whatever its
+ * Content-Type (the download of a JSON artifact is application/json too, and read as an
+ * envelope it was `undefined`). They are the ones the shapes (shapes.ts) give no `data`;
+ * test/client/openapi.test.ts checks that the two agree.
+ */
+export const BYTE_ANSWERS: ReadonlySet<string> = new Set(['artifacts.download', 'artifacts.downloadSigned', 'events.openStream']);

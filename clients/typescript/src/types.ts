@@ -1,16 +1,12 @@
-import type { Static, TSchema } from '@sinclair/typebox';
-import type * as Events from '../events/schemas.js';
-import type * as Messaging from '../messaging/schemas.js';
-import type { OPERATIONS, Domain, HttpMethod, OperationKey, PAGED } from '../kernel/operations.js';
-import type { SCHEMAS } from './schemas.js';
+import type { OPERATIONS, Domain, HttpMethod, OperationKey, PAGED } from './operations.js';
+import type { Shapes as Schemas } from './shapes.js';
 
 /*
- * Every operation's request and result types, from the server's own TypeBox schemas listed in
- * schemas.ts (type-only imports: nothing of the server is loaded at run time), so a wrong field
- * fails to compile, and the schemas themselves are checked against the OpenAPI document.
+ * Every operation's request and result types, from the shapes generated out of the server's own
+ * TypeBox schemas (shapes.ts), so a wrong field fails to compile, and the schemas themselves are
+ * checked against the OpenAPI document.
  */
 
-type Schemas = typeof SCHEMAS;
 type Spec<K extends OperationKey> = K extends `${infer D extends Domain}.${infer N}`
   ? N extends keyof (typeof OPERATIONS)[D]
     ? (typeof OPERATIONS)[D][N]
@@ -19,11 +15,11 @@ type Spec<K extends OperationKey> = K extends `${infer D extends Domain}.${infer
 type PathParams<P extends string> = P extends `${string}{${infer Name}}${infer Rest}` ? Name | PathParams<Rest> : never;
 
 /** The JSON request body of an operation (`never` when it takes none). */
-export type Body<K extends OperationKey> = Schemas[K] extends { body: infer B extends TSchema } ? Static<B> : never;
+export type Body<K extends OperationKey> = Schemas[K] extends { body: infer B } ? B : never;
 /** The query parameters of an operation (`never` when it has none). */
-export type Query<K extends OperationKey> = Schemas[K] extends { query: infer Q extends TSchema } ? Static<Q> : never;
+export type Query<K extends OperationKey> = Schemas[K] extends { query: infer Q } ? Q : never;
 /** What a call resolves to: the envelope's `data`, or the `Response` of a download (to stream). */
-export type Result<K extends OperationKey> = Schemas[K] extends { data: infer D extends TSchema } ? Static<D> : Response;
+export type Result<K extends OperationKey> = Schemas[K] extends { data: infer D } ? D : Response;
 /** One element of a paginated list (of its data, or of the list under the key its spec names). */
 export type Item<K extends OperationKey> =
   Spec<K> extends readonly [HttpMethod, string, typeof PAGED, infer Key extends keyof Result<K>]
@@ -52,19 +48,19 @@ type PathInput<K extends OperationKey> = [PathParams<Spec<K>[1]>] extends [never
   ? { path?: undefined }
   : { path: Record<PathParams<Spec<K>[1]>, string | number> };
 
-type QueryInput<K extends OperationKey> = Schemas[K] extends { query: infer Q extends TSchema }
-  ? object extends Static<Q>
-    ? { query?: Static<Q> }
-    : { query: Static<Q> }
+type QueryInput<K extends OperationKey> = Schemas[K] extends { query: infer Q }
+  ? object extends Q
+    ? { query?: Q }
+    : { query: Q }
   : // Hooks take any query (it becomes event.query); other operations take none.
     K extends `coordination.hook${string}`
     ? { query?: Record<string, string | number | boolean | undefined> }
     : { query?: undefined };
 
-type BodyInput<K extends OperationKey> = Schemas[K] extends { body: infer B extends TSchema }
+type BodyInput<K extends OperationKey> = Schemas[K] extends { body: infer B }
   ? Schemas[K] extends { optionalBody: true }
-    ? { body?: Static<B> }
-    : { body: Static<B> }
+    ? { body?: B }
+    : { body: B }
   : Schemas[K] extends { content: 'multipart' }
     ? { /** A form with the part `file` and optional `name`, `content_type`, `metadata`. */ body: FormData }
     : Schemas[K] extends { content: 'raw' }
@@ -93,6 +89,4 @@ export type Operation<K extends OperationKey> = ((...input: Args<K>) => Promise<
 
 export type DomainClient<D extends Domain> = { [N in keyof (typeof OPERATIONS)[D] & string]: Operation<`${D}.${N}` & OperationKey> };
 
-export type Message = Static<typeof Messaging.Message>;
-/** One event of the log. */
-export type Event = Static<typeof Events.Event>;
+export type { Event, Message } from './shapes.js';

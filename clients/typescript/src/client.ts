@@ -1,6 +1,5 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec } from '../kernel/operations.js';
-import { BYTE_ANSWERS } from './operations.js';
+import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec, BYTE_ANSWERS } from './operations.js';
 import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
 import { SwitchboardError } from './errors.js';
 import { EMPTY_SHA256, encodeBody } from './request-body.js';

@@ -13,7 +13,7 @@ import * as Notifications from '../notifications/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
 import * as Webhooks from '../webhooks/schemas.js';
-import type { OperationKey } from '../kernel/operations.js';
+import type { OperationKey } from '#client/operations.js';
 
 /**
  * The shapes of every operation, by the server's own TypeBox schemas: `body` (JSON request

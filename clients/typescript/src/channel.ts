@@ -1,6 +1,5 @@
-import type { Static } from '@sinclair/typebox';
-import type * as Frames from '../messaging/channel-schemas.js';
-import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
+import { ERROR_STATUS, type ErrorCode } from './error-codes.js';
+import type { FrameError, FrameKind, ItemFailure } from './shapes.js';
 import { SwitchboardError } from './errors.js';
 import type { Body, Message, Result } from './types.js';
 
@@ -41,8 +40,6 @@ export class ChannelClosedError extends Error {
 type RejectItem = Body<'messaging.reject'>;
 type RejectResult = Result<'messaging.reject'>;
 type ExtendResult = Result<'messaging.extend'>;
-type FrameError = Static<typeof Frames.FrameError>;
-type ItemFailure = Static<typeof Frames.ItemFailure>;
 type Acked = { acknowledged: string[]; failed: ItemFailure[] };
 type Rejected = { rejected: RejectResult[]; failed: ItemFailure[] };
 type Extended = { extended: ExtendResult[]; failed: ItemFailure[] };
@@ -176,7 +173,7 @@ export class Channel {
     else answer.resolve(frame.ok);
   }
 
-  async #request(kind: Frames.FrameKind, body: unknown): Promise<unknown> {
+  async #request(kind: FrameKind, body: unknown): Promise<unknown> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.#once(kind, body);
@@ -189,7 +186,7 @@ export class Channel {
     }
   }
 
-  #once(kind: Frames.FrameKind, body: unknown): Promise<unknown> {
+  #once(kind: FrameKind, body: unknown): Promise<unknown> {
     if (this.#closedWith) return Promise.reject(this.#closedWith);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
