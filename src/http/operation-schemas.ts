@@ -21,8 +21,8 @@ import type { OperationKey } from '#client/operations.js';
  * Operations without `data` answer with bytes (the client returns the `Response`); `upload`
  * takes a multipart form, `raw` takes bytes.
  *
- * The client imports this module for its types only (`import type`): nothing of the server is
- * loaded at run time. test/client/openapi.test.ts compares each entry with the served OpenAPI
+ * The client package never imports it: scripts/generate-client-types.ts writes its types out
+ * as plain TypeScript (clients/typescript/src/shapes.ts). test/client/openapi.test.ts compares each entry with the served OpenAPI
  * document, so a type here cannot disagree with what the server validates and answers.
  */
 export interface OperationSchema {

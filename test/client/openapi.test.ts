@@ -7,7 +7,7 @@ import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 
 /*
- * The SDK is a table of operations (operations.ts) and their schemas (schemas.ts, the source of
+ * The SDK is a table of operations (operations.ts) and their schemas (http/operation-schemas.ts, the source of
  * its types). Both are compared here with the OpenAPI document the server serves: any operation,
  * method, path, pagination, request body, query parameter or result that differs is listed.
  */
@@ -145,7 +145,7 @@ function schemaDifferences(key: string, sdk: OperationSchema, doc: DocOperation)
 
   const data = jsonResponse(doc)?.properties?.data;
   if ((sdk.data === undefined) !== BYTE_ANSWERS.has(key))
-    problems.push(`${key}: BYTE_ANSWERS and schemas.ts disagree on whether it answers bytes`);
+    problems.push(`${key}: BYTE_ANSWERS and operation-schemas.ts disagree on whether it answers bytes`);
   if (sdk.data === undefined) {
     if (data !== undefined) problems.push(`${key}: the document answers JSON data, the SDK expects bytes`);
   } else if (data === undefined) {
