@@ -86,6 +86,14 @@ describe('the client package', () => {
     }
   });
 
+  it('gives browsers (the `browser` condition) the entry without Node built-ins or the agent worker', async () => {
+    const probe = "const m = await import('@switchboard/client'); console.log(typeof m.Switchboard, typeof m.createAgent);";
+    const browser = await run(process.execPath, ['--conditions=browser', '--input-type=module', '-e', probe], { cwd: project });
+    expect(browser.stdout.trim()).toBe('function undefined');
+    const node = await run(process.execPath, ['--input-type=module', '-e', probe], { cwd: project });
+    expect(node.stdout.trim()).toBe('function function');
+  });
+
   it('type-checks a program against the packed types, and rejects a wrong field', () => {
     const file = path.join(project, 'program.ts');
     fs.writeFileSync(
