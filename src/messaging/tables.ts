@@ -28,6 +28,14 @@ export interface MessagesTable {
   redriven_from: string | null;
   /** W3C trace context of the send, handed to the receiver. */
   traceparent: string | null;
+  /** 0–9, higher first. */
+  priority: number;
+  /** Messages of one key for one inbox are delivered one at a time, in send order. */
+  ordering_key: string | null;
+  /** Among equal priorities, receivers take keys in turn. */
+  fairness_key: string | null;
+  /** The message's place among its fairness key's pending messages (1, 2, …); 0 without a key. */
+  fair_rank: number;
   created_at: number;
 }
 
