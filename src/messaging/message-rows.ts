@@ -1,12 +1,6 @@
-import type { Selectable } from 'kysely';
-import type { MessagesTable, MessageDeliveriesTable, SessionsTable, ThreadsTable, SubscriptionsTable } from './tables.js';
+import type { DeliveryRow, NewMessageRow } from './tables.js';
 
-export type MessageRow = Selectable<MessagesTable>;
-export type NewMessageRow = Omit<MessageRow, 'seq'>;
-export type DeliveryRow = Selectable<MessageDeliveriesTable>;
-export type SessionRow = Selectable<SessionsTable>;
-export type ThreadRow = Selectable<ThreadsTable>;
-export type SubscriptionRow = Selectable<SubscriptionsTable>;
+export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './tables.js';
 
 /** A message's priority when its sender gives none (0–9, higher first). */
 export const DEFAULT_PRIORITY = 4;

@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 
 export type MessageState = 'pending' | 'acked' | 'delivered' | 'dead' | 'redriven' | 'cancelled';
 
@@ -85,3 +85,10 @@ export interface MessagingTables {
   messaging_threads: ThreadsTable;
   messaging_subscriptions: SubscriptionsTable;
 }
+
+export type MessageRow = Selectable<MessagesTable>;
+export type NewMessageRow = Omit<MessageRow, 'seq'>;
+export type DeliveryRow = Selectable<MessageDeliveriesTable>;
+export type SessionRow = Selectable<SessionsTable>;
+export type ThreadRow = Selectable<ThreadsTable>;
+export type SubscriptionRow = Selectable<SubscriptionsTable>;
