@@ -29,6 +29,12 @@ export interface OutgoingMessage {
   idempotency_key?: string;
   delay_seconds?: number;
   max_deliveries?: number;
+  /** 0–9, higher first; default 4. */
+  priority?: number;
+  /** Messages of one key for one destination are delivered one at a time, in send order. */
+  ordering_key?: string;
+  /** Among equal priorities, receivers take keys in turn. */
+  fairness_key?: string;
   origin?: MessageOrigin;
   /**
    * W3C trace context the send continues (a plan step's `invoke_agent` span, a routine fire):

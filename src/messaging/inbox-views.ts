@@ -42,6 +42,8 @@ export interface InboxMessage extends Message {
   max_deliveries: number;
   lease_expires_at: string | null;
   leased_to: string | null;
+  /** ordering_key: an earlier (or leased) message of its ordering key is not settled yet. */
+  blocked_by: 'ordering_key' | null;
 }
 
 /** Per agent: measured latency (median delivery→ack) and success ratio. */
@@ -118,6 +120,7 @@ export class InboxViews {
         max_deliveries: row.max_deliveries,
         lease_expires_at: leased ? iso(row.visible_at) : null,
         leased_to: leased ? row.receiver : null,
+        blocked_by: row.held ? ('ordering_key' as const) : null,
       })),
     };
   }

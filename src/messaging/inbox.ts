@@ -25,7 +25,8 @@ import { InboxWakeups } from './inbox-wakeups.js';
 import { Leases, type Rejected, type Rejection } from './leases.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
 import { OutcomeDispatch } from './outcomes.js';
-import { newMessageRow, type MessagingStore, type NewMessageRow } from './store.js';
+import { DEFAULT_PRIORITY, newMessageRow, type NewMessageRow } from './message-rows.js';
+import type { MessagingStore } from './store.js';
 import type { ThreadsService } from './threads.js';
 import type { InboxViewsStore } from './views-store.js';
 
@@ -177,6 +178,7 @@ export class InboxService implements Inbox, DeliveryStats {
     const trace = this.deps.tracing.sending(messages);
     try {
       const rows = messages.map((message) => this.newRow(message, now, trace, redrivenFrom));
+      await this.store.rankByFairness(tx, rows);
       await this.store.insertMessages(tx, rows);
       return rows;
     } finally {
@@ -199,6 +201,9 @@ export class InboxService implements Inbox, DeliveryStats {
       idempotency_key: message.idempotency_key ?? null,
       visible_at: now + (message.delay_seconds ?? 0) * 1000,
       max_deliveries: message.max_deliveries ?? DEFAULT_MAX_DELIVERIES,
+      priority: message.priority ?? DEFAULT_PRIORITY,
+      ordering_key: message.ordering_key ?? null,
+      fairness_key: message.fairness_key ?? null,
       origin_kind: message.origin?.kind ?? null,
       origin_ref: message.origin?.ref ?? null,
       redriven_from: redrivenFrom,
@@ -230,6 +235,9 @@ export class InboxService implements Inbox, DeliveryStats {
         thread_id: dead.thread_id ?? undefined,
         delivery_semantic: dead.delivery_semantic,
         max_deliveries: dead.max_deliveries,
+        priority: dead.priority,
+        ordering_key: dead.ordering_key ?? undefined,
+        fairness_key: dead.fairness_key ?? undefined,
       };
       const [copy] = await this.insert(tx, [again], now, dead.id);
       await this.store.settle(tx, [dead.id], { state: 'redriven' });

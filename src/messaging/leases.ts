@@ -106,6 +106,7 @@ export class Leases {
       'acked',
       rows.map((row) => row.event_name),
     );
+    this.released(rows);
     return { acknowledged: ids };
   }
 
@@ -116,7 +117,8 @@ export class Leases {
    */
   async reject(caller: Caller, input: Rejection): Promise<Rejected> {
     const now = this.deps.clock.now();
-    return this.store.inTransaction(async (tx) => {
+    let deadLettered: MessageRow | undefined;
+    const rejected = await this.store.inTransaction(async (tx) => {
       const [row] = await this.settleable(tx, caller, [input.message_id]);
       const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
       return this.deps.tracing.settling([row!], requeue ? 'reject' : 'dead_letter', async () => {
@@ -124,6 +126,7 @@ export class Leases {
         if (!requeue) {
           const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
           await this.deadLetter(tx, row!, reason, now, caller.actor);
+          deadLettered = row;
           return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
         }
         const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
@@ -133,6 +136,17 @@ export class Leases {
         return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
       });
     });
+    if (deadLettered) this.released([deadLettered]);
+    return rejected;
+  }
+
+  /**
+   * Messages settled for good: the next message of each one's ordering key may be received now,
+   * so the long polls of their inboxes (on every node) look again.
+   */
+  private released(rows: Pick<MessageRow, 'destination' | 'ordering_key'>[]): void {
+    const inboxes = rows.filter((row) => row.ordering_key !== null).map((row) => row.destination);
+    if (inboxes.length > 0) this.deps.wakeups.committed(inboxes);
   }
 
   private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number, actor: string): Promise<void> {
@@ -169,9 +183,11 @@ export class Leases {
   async reap(since: number, expiredSince = since): Promise<number> {
     const now = this.deps.clock.now();
     let reaped = 0;
+    const dead: MessageRow[] = [];
     for (let batch = REAP_BATCH; batch === REAP_BATCH;) {
       batch = await this.store.inTransaction(async (tx) => {
         const exhausted = await this.store.claimExhausted(tx, expiredSince, now, REAP_BATCH);
+        dead.push(...exhausted.filter((row) => row.ordering_key !== null));
         for (const row of exhausted) {
           await this.deps.tracing.settling([row], 'dead_letter', async () => {
             await this.store.endAttempts(tx, [row], 'expired', 'visibility timeout expired', now);
@@ -182,6 +198,7 @@ export class Leases {
       });
       reaped += batch;
     }
+    this.released(dead);
     this.deps.wakeups.committed(await this.store.destinationsBecomingVisible(autocommit, since, now));
     return reaped;
   }

@@ -27,6 +27,9 @@ export interface Message {
   redriven_from: string | null;
   /** W3C trace context of the send: a receiver's work continues that trace. */
   traceparent: string | null;
+  priority: number;
+  ordering_key: string | null;
+  fairness_key: string | null;
 }
 
 export function toMessage(row: MessageRow): Message {
@@ -43,6 +46,9 @@ export function toMessage(row: MessageRow): Message {
     status: row.state === 'pending' ? (row.deliveries > 0 ? 'delivered' : 'sent') : row.state,
     redriven_from: row.redriven_from,
     traceparent: row.traceparent,
+    priority: row.priority,
+    ordering_key: row.ordering_key,
+    fairness_key: row.fairness_key,
   };
 }
 

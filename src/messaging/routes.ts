@@ -344,8 +344,10 @@ export function messagingRoutes(
           response: { 201: DataEnvelope(Published) },
         },
       },
-      async (request, reply) =>
-        created(reply, await subscriptions.publish(callerOf(request.principal), request.body.topic, request.body.payload ?? {})),
+      async (request, reply) => {
+        const { topic, payload, ...flow } = request.body;
+        return created(reply, await subscriptions.publish(callerOf(request.principal), topic, payload ?? {}, flow));
+      },
     );
 
     app.post(

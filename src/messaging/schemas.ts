@@ -7,7 +7,25 @@ const DeliverySemantic = Type.Union([Type.Literal('at_least_once'), Type.Literal
 });
 const Topic = Type.String({ minLength: 1, maxLength: 255, description: "Dot-separated topic, e.g. 'orders.created'" });
 
+const FlowKey = (description: string) => Type.String({ minLength: 1, maxLength: 255, description });
+
+/** How a message takes its turn in its inbox: sends, batches, publishes and channel frames take them alike. */
+const FlowFields = {
+  priority: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 9, description: 'Higher is received first; FIFO within a priority. Default 4' }),
+  ),
+  ordering_key: Type.Optional(
+    FlowKey(
+      'Messages of one key for one destination are delivered one at a time, in send order: the next becomes receivable when the one before is acknowledged, dead-lettered or its lease runs out (then it is delivered again)',
+    ),
+  ),
+  fairness_key: Type.Optional(
+    FlowKey("Among messages of equal priority, receivers get keys in turn, so one key's backlog cannot starve the others"),
+  ),
+};
+
 const SendFields = {
+  ...FlowFields,
   destination: Type.Intersect([AgentId], { description: 'Receiving agent' }),
   event_name: EventName,
   payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })),
@@ -56,6 +74,9 @@ export const Message = Type.Object(
     delivery_semantic: DeliverySemantic,
     status: Type.String({ description: 'sent, delivered (leased), acked, dead, redriven or cancelled' }),
     redriven_from: Type.Union([Type.String(), Type.Null()], { description: 'The dead letter this message was redriven from' }),
+    priority: Type.Integer({ description: '0–9, higher first' }),
+    ordering_key: Type.Union([Type.String(), Type.Null()]),
+    fairness_key: Type.Union([Type.String(), Type.Null()]),
     traceparent: Type.Optional(
       Type.Union([Type.String(), Type.Null()], {
         description: 'W3C trace context of the send: a receiver continues the trace from it (the platform parents an ack or reject to it)',
@@ -191,6 +212,9 @@ export const InboxMessage = Type.Composite(
       max_deliveries: Type.Integer(),
       lease_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'Leased messages: when the lease runs out' }),
       leased_to: Type.Union([Type.String(), Type.Null()], { description: 'Leased messages: the receiver' }),
+      blocked_by: Type.Union([Type.Literal('ordering_key'), Type.Null()], {
+        description: 'ordering_key: a message of its ordering key sent before it, or leased now, is not settled yet',
+      }),
     }),
   ],
   { title: 'InboxMessage' },
@@ -254,7 +278,7 @@ export const Subscription = Type.Object(
 );
 
 export const PublishBody = Type.Object(
-  { topic: Topic, payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })) },
+  { topic: Topic, payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })), ...FlowFields },
   { additionalProperties: false },
 );
 

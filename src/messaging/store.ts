@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import { sql } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
@@ -6,15 +6,18 @@ import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { atomically, dbOf, txOf, type Tx } from '../db/tx.js';
 import { Store } from '../db/store.js';
+import { heldByOrderingKey, inDequeueOrder, rankByFairness } from './flow-store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { MessagesTable, MessageDeliveriesTable, SessionsTable, ThreadsTable, SubscriptionsTable } from './tables.js';
+import {
+  DELIVERY_TEMPLATE,
+  MESSAGE_TEMPLATE,
+  type DeliveryRow,
+  type MessageRow,
+  type NewMessageRow,
+  type SubscriptionRow,
+} from './message-rows.js';
 
-export type MessageRow = Selectable<MessagesTable>;
-export type NewMessageRow = Omit<MessageRow, 'seq'>;
-export type DeliveryRow = Selectable<MessageDeliveriesTable>;
-export type SessionRow = Selectable<SessionsTable>;
-export type ThreadRow = Selectable<ThreadsTable>;
-export type SubscriptionRow = Selectable<SubscriptionsTable>;
+export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './message-rows.js';
 
 /**
  * `visible_at` as an expression no index covers. Without statistics and with bound values,
@@ -68,60 +71,6 @@ function idsByAttempt(rows: AttemptOf[]): Map<number, string[]> {
   return groups;
 }
 
-/**
- * A new message with every column null: the template of the cached INSERT (typed as a full
- * record, so a column added to the table cannot be left out).
- */
-const MESSAGE_TEMPLATE: Record<keyof NewMessageRow, null> = {
-  id: null,
-  source: null,
-  destination: null,
-  event_name: null,
-  payload: null,
-  thread_id: null,
-  delivery_semantic: null,
-  idempotency_key: null,
-  state: null,
-  visible_at: null,
-  retry_count: null,
-  deliveries: null,
-  max_deliveries: null,
-  delivered_at: null,
-  receiver: null,
-  acked_at: null,
-  output: null,
-  dead_reason: null,
-  dead_at: null,
-  origin_kind: null,
-  origin_ref: null,
-  redriven_from: null,
-  traceparent: null,
-  created_at: null,
-};
-
-/** What a sender sets of a new message: every column without a default, and any other it chooses. */
-export type MessageFields = Pick<
-  NewMessageRow,
-  'id' | 'source' | 'destination' | 'event_name' | 'payload' | 'delivery_semantic' | 'visible_at' | 'max_deliveries' | 'created_at'
-> &
-  Partial<NewMessageRow>;
-
-/** A new message: pending and never delivered, null in every column its sender leaves out. */
-export function newMessageRow(fields: MessageFields): NewMessageRow {
-  return { ...MESSAGE_TEMPLATE, state: 'pending', retry_count: 0, deliveries: 0, ...fields };
-}
-
-const DELIVERY_TEMPLATE: Record<keyof DeliveryRow, null> = {
-  message_id: null,
-  attempt: null,
-  receiver: null,
-  destination: null,
-  delivered_at: null,
-  outcome: null,
-  reason: null,
-  ended_at: null,
-};
-
 export class MessagingStore extends Store {
   /** Columnar: a burst of 10,000 routine fires puts 10,000 messages in one insert per batch. */
   private readonly messageBatchInsert: BulkInsert<'messages', keyof NewMessageRow>;
@@ -147,6 +96,11 @@ export class MessagingStore extends Store {
     const db = dbOf(tx, this.db);
     if (rows.length !== 1) await this.messageBatchInsert.run(db, rows);
     else await db.executeQuery(this.statements.compiled('insert-message', rows[0]!, (v) => this.db.insertInto('messages').values(v)));
+  }
+
+  /** Sets the fairness rank of each new message with a fairness key (flow-store.ts). */
+  async rankByFairness(tx: Tx, rows: NewMessageRow[]): Promise<void> {
+    await rankByFairness(this.db, tx, rows);
   }
 
   isUniqueViolation(err: unknown): boolean {
@@ -176,8 +130,10 @@ export class MessagingStore extends Store {
   }
 
   /**
-   * Leases up to `lease.max` visible messages of its destination, oldest first:
-   * `UPDATE … WHERE seq IN (SELECT … ORDER BY seq LIMIT n [FOR UPDATE SKIP LOCKED]) RETURNING`,
+   * Leases up to `lease.max` visible messages of its destination, highest priority first, then
+   * lowest fairness rank, then oldest, skipping messages held by their ordering key:
+   * `UPDATE … WHERE seq IN (SELECT … ORDER BY priority DESC, fair_rank, seq LIMIT n [FOR UPDATE
+   * SKIP LOCKED]) RETURNING`,
    * records the delivery attempts and ends earlier attempts whose lease expired. On PostgreSQL
    * concurrent receivers skip each other's rows; on SQLite the writer lock serializes them.
    * At-most-once messages are settled as `delivered` on the spot. `followUp` records what the
@@ -204,7 +160,7 @@ export class MessagingStore extends Store {
   private async claimStatementEach(trx: Db, values: LeaseValues): Promise<MessageRow[]> {
     const rows = (await trx.executeQuery(this.statements.compiled('lease', values, (v) => this.lease(v)))).rows;
     if (rows.length === 0) return rows;
-    rows.sort((a, b) => a.seq - b.seq);
+    rows.sort(inDequeueOrder);
     const { receiver, destination, now } = values;
     await this.deliveryInsert.run(
       trx,
@@ -270,6 +226,8 @@ export class MessagingStore extends Store {
       )
       .selectFrom('claimed')
       .selectAll()
+      .orderBy('priority', 'desc')
+      .orderBy('fair_rank')
       .orderBy('seq');
   }
 
@@ -293,6 +251,9 @@ export class MessagingStore extends Store {
             .where('state', '=', v.pending)
             .where(unindexedVisibleAt, '<=', v.now)
             .whereRef('deliveries', '<', 'max_deliveries')
+            .where((eb) => eb.or([eb('ordering_key', 'is', null), eb.not(heldByOrderingKey(v.now))]))
+            .orderBy('priority', 'desc')
+            .orderBy('fair_rank')
             .orderBy('seq')
             .limit(v.max),
         ),

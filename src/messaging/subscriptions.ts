@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { PublishedEvent, PublishListener } from '../kernel/ports.js';
+import type { OutgoingMessage, PublishedEvent, PublishListener } from '../kernel/ports.js';
 import type { InboxService } from './inbox.js';
 import { checkReceiver, type Caller } from './messages.js';
 import type { MessagingStore, SubscriptionRow } from './store.js';
@@ -71,7 +71,12 @@ export class SubscriptionsService {
   }
 
   /** One message per matching subscriber, in one transaction; then the publish listeners. */
-  async publish(caller: Caller, topic: string, payload: unknown): Promise<{ topic: string; count: number; message_ids: string[] }> {
+  async publish(
+    caller: Caller,
+    topic: string,
+    payload: unknown,
+    flow: Pick<OutgoingMessage, 'priority' | 'ordering_key' | 'fairness_key'> = {},
+  ): Promise<{ topic: string; count: number; message_ids: string[] }> {
     const problem = topicProblem(topic, false);
     if (problem) throw InvalidRequest.field('topic', problem);
     const now = this.deps.clock.now();
@@ -82,7 +87,7 @@ export class SubscriptionsService {
     const candidates = await this.store.candidateSubscriptions(autocommit, topic);
     const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
     const sent = await this.deps.inbox.send({
-      messages: subscribers.map((destination) => ({ source, destination, event_name: topic, payload })),
+      messages: subscribers.map((destination) => ({ ...flow, source, destination, event_name: topic, payload })),
     });
     const ids = sent.messages.map((message) => message.message_id);
     const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };

@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 
 export type MessageState = 'pending' | 'acked' | 'delivered' | 'dead' | 'redriven' | 'cancelled';
 
@@ -28,6 +28,14 @@ export interface MessagesTable {
   redriven_from: string | null;
   /** W3C trace context of the send, handed to the receiver. */
   traceparent: string | null;
+  /** 0–9, higher first. */
+  priority: number;
+  /** Messages of one key for one inbox are delivered one at a time, in send order. */
+  ordering_key: string | null;
+  /** Among equal priorities, receivers take keys in turn. */
+  fairness_key: string | null;
+  /** The message's place among its fairness key's pending messages (1, 2, …); 0 without a key. */
+  fair_rank: number;
   created_at: number;
 }
 
@@ -77,3 +85,10 @@ export interface MessagingTables {
   messaging_threads: ThreadsTable;
   messaging_subscriptions: SubscriptionsTable;
 }
+
+export type MessageRow = Selectable<MessagesTable>;
+export type NewMessageRow = Omit<MessageRow, 'seq'>;
+export type DeliveryRow = Selectable<MessageDeliveriesTable>;
+export type SessionRow = Selectable<SessionsTable>;
+export type ThreadRow = Selectable<ThreadsTable>;
+export type SubscriptionRow = Selectable<SubscriptionsTable>;

@@ -4,7 +4,11 @@ import type { Database } from '../db/schema.js';
 import { Store } from '../db/store.js';
 import { dbOf, type Tx } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+import { heldByOrderingKey } from './flow-store.js';
 import { unindexedVisibleAt, type DeliveryRow, type MessageRow } from './store.js';
+
+/** A message with whether a message of its ordering key sent before it, or leased now, is unsettled. */
+export type HeldMessageRow = MessageRow & { held: boolean };
 
 /**
  * A message leased to a receiver now: received, its lease running, its attempt not yet ended
@@ -95,16 +99,24 @@ export class InboxViewsStore extends Store {
     };
   }
 
-  /** A page of the messages of `destination` that wait (pending) or are leased now, in inbox order. */
-  async inboxMessages(tx: Tx, destination: string, leased: boolean, now: number, window: Page): Promise<Paged<MessageRow>> {
+  /**
+   * A page of the messages of `destination` that wait (pending) or are leased now, in the order
+   * receives take them, each with whether its ordering key holds it back.
+   */
+  async inboxMessages(tx: Tx, destination: string, leased: boolean, now: number, window: Page): Promise<Paged<HeldMessageRow>> {
     const query = dbOf(tx, this.db)
       .selectFrom('messages')
       .selectAll()
+      .select(heldByOrderingKey(now).as('held'))
       .where('destination', '=', destination)
       .where('state', '=', 'pending')
       .where((eb) => (leased ? leasedAt(eb, now) : eb.not(leasedAt(eb, now))))
+      .orderBy('priority', 'desc')
+      .orderBy('fair_rank')
       .orderBy('seq');
-    return paginate(query, window);
+    const page = await paginate(query, window);
+    // SQLite answers a boolean as 0 or 1.
+    return { total: page.total, items: page.items.map((row) => ({ ...row, held: Boolean(row.held) })) };
   }
 
   async attemptsOf(tx: Tx, ids: string[]): Promise<DeliveryRow[]> {

@@ -194,6 +194,7 @@ function MessageList({ agentId, state }: { agentId: string; state: 'pending' | '
                 'Sent',
                 state === 'leased' ? 'Lease expires' : 'Visible',
                 'Deliveries',
+                'Priority',
                 ...(state === 'leased' ? ['Leased to'] : []),
               ]}
             >
@@ -230,6 +231,29 @@ function MessageRow({ message, now, leased }: { message: InboxMessage; now: numb
       </td>
       <td>
         {message.deliveries} of {message.max_deliveries}
+      </td>
+      <td data-flow>
+        {message.priority}
+        {message.ordering_key !== null && (
+          <>
+            {' · order '}
+            <code>{message.ordering_key}</code>
+          </>
+        )}
+        {message.fairness_key !== null && (
+          <>
+            {' · fair '}
+            <code>{message.fairness_key}</code>
+          </>
+        )}
+        {message.blocked_by === 'ordering_key' && (
+          <>
+            {' '}
+            <span className="badge" title="A message of its ordering key sent before it, or leased now, is not settled yet">
+              held by its ordering key
+            </span>
+          </>
+        )}
       </td>
       {leased && (
         <td>

@@ -433,6 +433,9 @@ class _MessagingSendBodyRequired(TypedDict):
 class MessagingSendBody(_MessagingSendBodyRequired, total=False):
     """The JSON body of messaging.send."""
 
+    priority: int
+    ordering_key: str
+    fairness_key: str
     payload: Any
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     delay_seconds: int
@@ -449,6 +452,9 @@ class _MessagingSendArgsRequired(TypedDict):
 class MessagingSendArgs(_MessagingSendArgsRequired, total=False):
     """The keyword arguments of messaging.send."""
 
+    priority: int
+    ordering_key: str
+    fairness_key: str
     payload: Any
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     delay_seconds: int
@@ -593,6 +599,9 @@ class _MessagingListDeadLettersItemRequired(TypedDict):
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     status: str
     redriven_from: str | None
+    priority: int
+    ordering_key: str | None
+    fairness_key: str | None
     reason: str | None
     dead_at: str | None
     attempts: list[dict[str, Any]]
@@ -648,11 +657,15 @@ class _MessagingListInboxMessagesItemRequired(TypedDict):
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     status: str
     redriven_from: str | None
+    priority: int
+    ordering_key: str | None
+    fairness_key: str | None
     visible_at: str
     deliveries: int
     max_deliveries: int
     lease_expires_at: str | None
     leased_to: str | None
+    blocked_by: Literal["ordering_key"] | None
 
 
 class MessagingListInboxMessagesItem(_MessagingListInboxMessagesItemRequired, total=False):
@@ -689,6 +702,9 @@ class _MessagingRedriveDeadLetterDataRequired(TypedDict):
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     status: str
     redriven_from: str | None
+    priority: int
+    ordering_key: str | None
+    fairness_key: str | None
 
 
 class MessagingRedriveDeadLetterData(_MessagingRedriveDeadLetterDataRequired, total=False):
@@ -839,6 +855,9 @@ class _MessagingListThreadMessagesItemRequired(TypedDict):
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     status: str
     redriven_from: str | None
+    priority: int
+    ordering_key: str | None
+    fairness_key: str | None
 
 
 class MessagingListThreadMessagesItem(_MessagingListThreadMessagesItemRequired, total=False):
@@ -855,6 +874,9 @@ class MessagingPublishBody(_MessagingPublishBodyRequired, total=False):
     """The JSON body of messaging.publish."""
 
     payload: Any
+    priority: int
+    ordering_key: str
+    fairness_key: str
 
 
 class _MessagingPublishArgsRequired(TypedDict):
@@ -865,6 +887,9 @@ class MessagingPublishArgs(_MessagingPublishArgsRequired, total=False):
     """The keyword arguments of messaging.publish."""
 
     payload: Any
+    priority: int
+    ordering_key: str
+    fairness_key: str
 
 
 class MessagingPublishData(TypedDict):
@@ -4016,7 +4041,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("destination", "event_name", "payload", "delivery_semantic", "delay_seconds", "max_deliveries", "thread_id", "idempotency_key",),
+            body_fields=("priority", "ordering_key", "fairness_key", "destination", "event_name", "payload", "delivery_semantic", "delay_seconds", "max_deliveries", "thread_id", "idempotency_key",),
             paged=False,
             items_key=None,
             public=False,
@@ -4224,7 +4249,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("topic", "payload",),
+            body_fields=("topic", "payload", "priority", "ordering_key", "fairness_key",),
             paged=False,
             items_key=None,
             public=False,
