@@ -375,6 +375,9 @@ export interface Shapes {
       delivery_semantic?: 'at_least_once' | 'at_most_once' | undefined;
       delay_seconds?: number | undefined;
       max_deliveries?: number | undefined;
+      priority?: number | undefined;
+      ordering_key?: string | undefined;
+      fairness_key?: string | undefined;
       destination: string;
       event_name: string;
     };
@@ -387,6 +390,9 @@ export interface Shapes {
         delivery_semantic?: 'at_least_once' | 'at_most_once' | undefined;
         delay_seconds?: number | undefined;
         max_deliveries?: number | undefined;
+        priority?: number | undefined;
+        ordering_key?: string | undefined;
+        fairness_key?: string | undefined;
         destination: string;
         event_name: string;
       }[];
@@ -408,6 +414,9 @@ export interface Shapes {
         event_name: string;
         payload: unknown;
         delivery_semantic: 'at_least_once' | 'at_most_once';
+        priority: number;
+        ordering_key: string | null;
+        fairness_key: string | null;
         message_id: string;
         status: string;
         timestamp: string;
@@ -441,6 +450,9 @@ export interface Shapes {
       event_name: string;
       payload: unknown;
       delivery_semantic: 'at_least_once' | 'at_most_once';
+      priority: number;
+      ordering_key: string | null;
+      fairness_key: string | null;
       message_id: string;
       status: string;
       timestamp: string;
@@ -460,6 +472,9 @@ export interface Shapes {
       event_name: string;
       payload: unknown;
       delivery_semantic: 'at_least_once' | 'at_most_once';
+      priority: number;
+      ordering_key: string | null;
+      fairness_key: string | null;
       message_id: string;
       status: string;
       timestamp: string;
@@ -491,6 +506,9 @@ export interface Shapes {
       payload: unknown;
       delivery_semantic: 'at_least_once' | 'at_most_once';
       max_deliveries: number;
+      priority: number;
+      ordering_key: string | null;
+      fairness_key: string | null;
       message_id: string;
       status: string;
       timestamp: string;
@@ -500,6 +518,7 @@ export interface Shapes {
       visible_at: string;
       lease_expires_at: string | null;
       leased_to: string | null;
+      blocked_by: 'ordering_key' | null;
     }[];
   };
   'messaging.createSession': {
@@ -547,6 +566,9 @@ export interface Shapes {
       event_name: string;
       payload: unknown;
       delivery_semantic: 'at_least_once' | 'at_most_once';
+      priority: number;
+      ordering_key: string | null;
+      fairness_key: string | null;
       message_id: string;
       status: string;
       timestamp: string;
@@ -555,7 +577,16 @@ export interface Shapes {
       redriven_from: string | null;
     }[];
   };
-  'messaging.publish': { body: { payload?: unknown; topic: string }; data: { message_ids: string[]; topic: string; count: number } };
+  'messaging.publish': {
+    body: {
+      payload?: unknown;
+      priority?: number | undefined;
+      ordering_key?: string | undefined;
+      fairness_key?: string | undefined;
+      topic: string;
+    };
+    data: { message_ids: string[]; topic: string; count: number };
+  };
   'messaging.subscribe': {
     body: { agent_id: string; topic: string };
     data: { id: string; agent_id: string; created_at: string; topic: string };
@@ -899,10 +930,10 @@ export interface Shapes {
     query: {
       limit?: number | undefined;
       offset?: number | undefined;
+      priority?: 'none' | 'low' | 'medium' | 'high' | 'urgent' | undefined;
       status?: string | undefined;
       project_id?: string | undefined;
       assigned_to?: string | undefined;
-      priority?: 'none' | 'low' | 'medium' | 'high' | 'urgent' | undefined;
       blocked?: boolean | undefined;
     };
     data: {
@@ -911,11 +942,11 @@ export interface Shapes {
       title: string;
       created_at: string;
       updated_at: string;
+      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       status: string;
       created_by: string;
       project_id: string | null;
       assigned_to: string | null;
-      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       blocked: boolean;
       depends_on: string[];
     }[];
@@ -923,10 +954,10 @@ export interface Shapes {
   'tasks.create': {
     body: {
       description?: string | undefined;
+      priority?: 'none' | 'low' | 'medium' | 'high' | 'urgent' | undefined;
       status?: string | undefined;
       project_id?: string | undefined;
       assigned_to?: string | undefined;
-      priority?: 'none' | 'low' | 'medium' | 'high' | 'urgent' | undefined;
       depends_on?: string[] | undefined;
       title: string;
     };
@@ -936,11 +967,11 @@ export interface Shapes {
       title: string;
       created_at: string;
       updated_at: string;
+      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       status: string;
       created_by: string;
       project_id: string | null;
       assigned_to: string | null;
-      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       blocked: boolean;
       depends_on: string[];
     };
@@ -952,11 +983,11 @@ export interface Shapes {
       title: string;
       created_at: string;
       updated_at: string;
+      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       status: string;
       created_by: string;
       project_id: string | null;
       assigned_to: string | null;
-      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       blocked: boolean;
       depends_on: string[];
     };
@@ -965,10 +996,10 @@ export interface Shapes {
     body: {
       description?: string | null | undefined;
       title?: string | undefined;
+      priority?: 'none' | 'low' | 'medium' | 'high' | 'urgent' | undefined;
       status?: string | undefined;
       project_id?: string | null | undefined;
       assigned_to?: string | null | undefined;
-      priority?: 'none' | 'low' | 'medium' | 'high' | 'urgent' | undefined;
     };
     data: {
       description: string | null;
@@ -976,11 +1007,11 @@ export interface Shapes {
       title: string;
       created_at: string;
       updated_at: string;
+      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       status: string;
       created_by: string;
       project_id: string | null;
       assigned_to: string | null;
-      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       blocked: boolean;
       depends_on: string[];
     };
@@ -994,11 +1025,11 @@ export interface Shapes {
       title: string;
       created_at: string;
       updated_at: string;
+      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       status: string;
       created_by: string;
       project_id: string | null;
       assigned_to: string | null;
-      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       blocked: boolean;
       depends_on: string[];
     };
@@ -1011,11 +1042,11 @@ export interface Shapes {
       title: string;
       created_at: string;
       updated_at: string;
+      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       status: string;
       created_by: string;
       project_id: string | null;
       assigned_to: string | null;
-      priority: 'none' | 'low' | 'medium' | 'high' | 'urgent';
       blocked: boolean;
       depends_on: string[];
     };
@@ -2406,6 +2437,9 @@ export type Message = {
   event_name: string;
   payload: unknown;
   delivery_semantic: 'at_least_once' | 'at_most_once';
+  priority: number;
+  ordering_key: string | null;
+  fairness_key: string | null;
   message_id: string;
   status: string;
   timestamp: string;
