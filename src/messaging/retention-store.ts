@@ -12,7 +12,13 @@ export class MessageRetentionStore extends Store {
    * first, with their delivery attempts; answers how many of each. A message ends after it is
    * sent, so the range on (state, created_at) holds every one of them.
    */
-  async deleteEnded(tx: Tx, state: MessageState, ended: EndColumn, before: number, limit: number): Promise<{ messages: number; attempts: number }> {
+  async deleteEnded(
+    tx: Tx,
+    state: MessageState,
+    ended: EndColumn,
+    before: number,
+    limit: number,
+  ): Promise<{ messages: number; attempts: number }> {
     return atomically(tx, this.db, async (trx) => {
       const ids = (
         await trx
