@@ -2,6 +2,7 @@ import { atomically, dbOf, type Tx } from '../db/tx.js';
 import { CoordinationStore } from './coordination-store.js';
 import type { RunStatus } from './tables.js';
 
+const DAY_MS = 86_400_000;
 const FINISHED: RunStatus[] = ['completed', 'failed', 'cancelled'];
 /** The tables that hold a run's parts, by its id. */
 const PARTS = ['run_steps', 'run_events', 'run_tags', 'run_metadata'] as const;
@@ -9,20 +10,40 @@ const PARTS = ['run_steps', 'run_events', 'run_tags', 'run_metadata'] as const;
 /** Retention of runs and trigger fires (the SQL that deletes them). */
 export class RunRetentionStore extends CoordinationStore {
   /**
-   * Deletes up to `limit` top-level runs that finished before `before`, each with its child runs
-   * (at any depth) and their steps, timelines, tags and metadata; a tree with a child still
-   * unfinished stays whole. Answers the rows deleted by table, and how many top-level runs it looked at.
+   * Deletes up to `limit` top-level runs that finished more than their retention ago at `now`
+   * (their plan's `retention_days`, else `defaultDays`), each with its child runs (at any depth)
+   * and their steps, timelines, tags and metadata; a tree with a child still unfinished stays
+   * whole. Answers the rows deleted by table, and how many top-level runs it looked at.
    */
-  async deleteFinishedBefore(tx: Tx, before: number, limit: number): Promise<{ seen: number; deleted: Record<string, number> }> {
+  async deleteFinished(
+    tx: Tx,
+    now: number,
+    defaultDays: number,
+    limit: number,
+  ): Promise<{ seen: number; deleted: Record<string, number> }> {
     return atomically(tx, this.db, async (trx) => {
-      const roots = await trx
+      // One index range per retention: the server's, then each one plans set (few distinct values).
+      const overrides = await trx
         .selectFrom('runs')
-        .select(['id', 'status'])
+        .select('retention_days')
+        .distinct()
         .where('parent_run_id', 'is', null)
-        .where('completed_at', '<', before)
-        .orderBy('completed_at')
-        .limit(limit)
+        .where('retention_days', 'is not', null)
         .execute();
+      const roots: { id: string; status: RunStatus }[] = [];
+      for (const days of [null, ...overrides.map((row) => row.retention_days)]) {
+        if (roots.length >= limit) break;
+        const rows = await trx
+          .selectFrom('runs')
+          .select(['id', 'status'])
+          .where('parent_run_id', 'is', null)
+          .where('retention_days', days === null ? 'is' : '=', days)
+          .where('completed_at', '<', now - (days ?? defaultDays) * DAY_MS)
+          .orderBy('completed_at')
+          .limit(limit - roots.length)
+          .execute();
+        roots.push(...rows);
+      }
       const deleted: Record<string, number> = { runs: 0 };
       // The root of every run of the batch, level by level down the trees.
       const rootOf = new Map<string, string>();

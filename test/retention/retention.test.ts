@@ -95,12 +95,23 @@ describeEachDialect('retention', (dialect) => {
         alias: `rt-gate-${dialect}`,
         steps: [{ id: 'gate', type: 'human_approval', prompt: 'go?' }],
       });
+      const long = await server.api.post(P, {
+        alias: `rt-long-${dialect}`,
+        retention_days: 40,
+        steps: [{ id: 'only', type: 'transform', output: {} }],
+      });
+      expect(long.body.data.retention_days).toBe(40);
+      expect(quick.body.data.retention_days).toBeNull();
+      const kept = (await server.api.post(R, { plan_id: long.body.data.id, input: {} })).body.data.id as string;
       const finished: string[] = [];
       for (let i = 0; i < 3; i++) finished.push((await server.api.post(R, { plan_id: quick.body.data.id, input: {} })).body.data.id);
       const waiting = (await server.api.post(R, { plan_id: gate.body.data.id, input: {} })).body.data.id as string;
       await waitFor(async () => {
         const statuses = await Promise.all([...finished, waiting].map(async (id) => (await server.api.get(`${R}/${id}`)).body.data.status));
-        return statuses.join() === 'completed,completed,completed,waiting' ? true : null;
+        return statuses.join() === 'completed,completed,completed,waiting' &&
+          (await server.api.get(`${R}/${kept}`)).body.data.status === 'completed'
+          ? true
+          : null;
       });
 
       // Day 8: the finished messages go (two at a time), the dead letter and the runs stay.
@@ -131,6 +142,7 @@ describeEachDialect('retention', (dialect) => {
       await drain(server);
       const left = await runs(server, [...finished, waiting]);
       expect(left.kept).toEqual([waiting]);
+      expect((await runs(server, [kept])).kept).toEqual([kept]);
       expect([...left.steps]).toEqual([waiting]);
       expect([...left.events]).toEqual([waiting]);
       expect(await states(server, [dead, pending, leased, fresh])).toMatchObject({
@@ -143,10 +155,15 @@ describeEachDialect('retention', (dialect) => {
       clock.advance(10 * DAY_MS);
       await drain(server);
       expect(await states(server, [dead, pending])).toEqual({ [dead]: undefined, [pending]: 'pending' });
-      expect((await runs(server, [waiting])).kept).toEqual([waiting]);
+      expect((await runs(server, [kept, waiting])).kept).toEqual([kept, waiting].sort());
       const after = (await server.api.get('/metrics')).text;
       expect(sample(after, 'switchboard_retention_deleted_total{table="messages"}')).toBe(8);
       expect(sample(after, 'switchboard_retention_deleted_total{table="runs"}')).toBe(3);
+
+      // Day 41: the run of the plan that keeps its runs 40 days goes.
+      clock.advance(10 * DAY_MS);
+      await drain(server);
+      expect((await runs(server, [kept, waiting])).kept).toEqual([waiting]);
     } finally {
       await server.close();
     }
