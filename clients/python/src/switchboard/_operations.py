@@ -2062,6 +2062,7 @@ class CoordinationListPlansItem(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2078,6 +2079,7 @@ class CoordinationCreatePlanBody(_CoordinationCreatePlanBodyRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class _CoordinationCreatePlanArgsRequired(TypedDict):
@@ -2090,6 +2092,7 @@ class CoordinationCreatePlanArgs(_CoordinationCreatePlanArgsRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class CoordinationCreatePlanData(TypedDict):
@@ -2100,6 +2103,7 @@ class CoordinationCreatePlanData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2120,6 +2124,7 @@ class CoordinationGetPlanData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2136,6 +2141,7 @@ class CoordinationUpdatePlanBody(_CoordinationUpdatePlanBodyRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class _CoordinationUpdatePlanArgsRequired(TypedDict):
@@ -2149,6 +2155,7 @@ class CoordinationUpdatePlanArgs(_CoordinationUpdatePlanArgsRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class CoordinationUpdatePlanData(TypedDict):
@@ -2159,6 +2166,7 @@ class CoordinationUpdatePlanData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2193,6 +2201,7 @@ class CoordinationGetPlanVersionData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -4871,7 +4880,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output",),
+            body_fields=("alias", "description", "steps", "output", "retention_days",),
             paged=False,
             items_key=None,
             public=False,
@@ -4897,7 +4906,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=("plan_id",),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output",),
+            body_fields=("alias", "description", "steps", "output", "retention_days",),
             paged=False,
             items_key=None,
             public=False,
