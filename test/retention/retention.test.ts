@@ -169,6 +169,36 @@ describeEachDialect('retention', (dialect) => {
     }
   });
 
+  it('deletes finished routine executions past the run retention; an unfinished one stays', async () => {
+    const clock = new FakeClock(Date.now());
+    const server = await startServer(dialect, { database: database(), clock, env: { SWITCHBOARD_RUN_RETENTION_DAYS: '20' } });
+    try {
+      const E = '/core/api/v1/routines/executions';
+      const agent = await server.agent('rt-routine');
+      const created = await server.api.post('/core/api/v1/routines', {
+        name: 'rt yearly',
+        trigger_type: 'cron',
+        cron_expression: '0 0 1 1 *',
+        target_agent: 'rt-routine',
+      });
+      const trigger = async () =>
+        (await server.api.post(`/core/api/v1/routines/${created.body.data.id}/trigger`, {})).body.data.id as string;
+      const done = await trigger();
+      await acknowledge(agent, (await receiveOne(agent, 'rt-routine')).message_id);
+      await waitFor(async () => ((await server.api.get(`${E}/${done}`)).body.data.status === 'success' ? true : null));
+      // Nobody receives this one: it stays pending until its deadline, and nothing deletes it before it ends.
+      clock.advance(21 * DAY_MS);
+      const open = await trigger();
+      await drain(server);
+      expect((await server.api.get(`${E}/${done}`)).status).toBe(404);
+      expect((await server.api.get(`${E}/${open}`)).body.data.status).toBe('pending');
+      const metrics = (await server.api.get('/metrics')).text;
+      expect(sample(metrics, 'switchboard_retention_deleted_total{table="routine_executions"}')).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('runs on one node at a time: another node skips its passes while the lease holds', async () => {
     const clock = new FakeClock(Date.now());
     const a = await startServer(dialect, { database: database(), clock });
