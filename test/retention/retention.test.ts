@@ -51,6 +51,7 @@ describeEachDialect('retention', (dialect) => {
     };
   }
 
+  // Forty days of traffic in a few steps: a busy machine needs more than the default 30 s.
   it('deletes finished messages, dead letters and finished runs past their settings, in batches; never what is unfinished', async () => {
     const clock = new FakeClock(Date.now());
     const env = {
@@ -167,7 +168,7 @@ describeEachDialect('retention', (dialect) => {
     } finally {
       await server.close();
     }
-  });
+  }, 90_000);
 
   it('deletes finished routine executions past the run retention; an unfinished one stays', async () => {
     const clock = new FakeClock(Date.now());
