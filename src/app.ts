@@ -5,7 +5,7 @@ import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuditDomain } from './audit/index.js';
-import { createAuthDomain, createAuthWorkers, httpAuthentication } from './auth/index.js';
+import { authRetention, createAuthDomain, createAuthWorkers, httpAuthentication } from './auth/index.js';
 import { createAccessGroups } from './auth/groups/index.js';
 import { createClusterDomain, createPrincipalRateLimiter } from './cluster/index.js';
 import { APPROVAL_LINK_SETTING, createCoordinationDomain } from './coordination/index.js';
@@ -13,6 +13,7 @@ import { createDiscoveryDomain } from './discovery/index.js';
 import { createEventsDomain } from './events/index.js';
 import { createMessagingDomain } from './messaging/index.js';
 import { createNotificationsDomain } from './notifications/index.js';
+import { createRetention, type RetentionService } from './retention/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
 import { createWebhooksDomain } from './webhooks/index.js';
@@ -56,6 +57,8 @@ export interface AppOptions {
 export interface App {
   readonly platform: Platform;
   readonly http: HttpServer;
+  /** The retention worker's service (a test runs a pass directly). */
+  readonly retention: RetentionService;
   /** Starts listening, then the workers; resolves with the base URL. */
   listen(): Promise<string>;
   /** Stops accepting, drains in-flight requests, stops the workers, closes the database. */
@@ -172,6 +175,19 @@ export async function createApp(options: AppOptions): Promise<App> {
     nodes: cluster.service,
   });
 
+  // One worker deletes what every domain lets go of (the audit log keeps its own retention).
+  const retention = createRetention({
+    platform,
+    rules: [
+      ...authRetention(auth),
+      ...messaging.retention,
+      ...coordination.retention,
+      ...routines.retention,
+      ...events.retention,
+      ...webhooks.retention,
+    ],
+  });
+
   // Workers start after the server listens, in this order, and stop in reverse.
   workers.add(
     postponed.worker,
@@ -182,8 +198,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...routines.workers,
     ...coordination.workers,
     ...artifacts.workers,
-    ...events.workers,
     ...webhooks.workers,
+    ...retention.workers,
     ...audit.workers,
   );
 
@@ -252,6 +268,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   return {
     platform,
     http,
+    retention: retention.service,
     async listen() {
       await http.listen({ host: config.host, port: config.port });
       const address = http.server.address() as AddressInfo;

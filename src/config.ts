@@ -46,6 +46,14 @@ export interface Config {
   readonly sqliteSynchronous: 'normal' | 'full';
   /** Events older than this are deleted by the retention sweep. */
   readonly eventRetentionDays: number;
+  /** Finished messages (acknowledged, delivered at most once, cancelled) are deleted this long after they were sent. */
+  readonly messageRetentionDays: number;
+  /** Dead letters (and redriven ones) are deleted this long after they died. */
+  readonly deadLetterRetentionDays: number;
+  /** Finished runs (with steps and timelines), routine executions and fires are deleted this long after they ended; a plan may say otherwise. */
+  readonly runRetentionDays: number;
+  /** Rows one retention statement deletes at most. */
+  readonly retentionBatchSize: number;
   /** Audit log entries older than this are trimmed from the oldest end (the chain keeps its anchor). */
   readonly auditRetentionDays: number;
   /** Denials of one principal (or client address) and operation within this window become one audit entry with a count. */
@@ -323,6 +331,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     sqliteGroupCommit: oneOf(env, 'SWITCHBOARD_SQLITE_GROUP_COMMIT', ['on', 'off'], 'on') === 'on',
     sqliteSynchronous: oneOf(env, 'SWITCHBOARD_SQLITE_SYNCHRONOUS', ['normal', 'full'], 'normal'),
     eventRetentionDays: int(env, 'SWITCHBOARD_EVENT_RETENTION_DAYS', 30, 1, 36_500),
+    messageRetentionDays: int(env, 'SWITCHBOARD_MESSAGE_RETENTION_DAYS', 7, 1, 36_500),
+    deadLetterRetentionDays: int(env, 'SWITCHBOARD_DEAD_LETTER_RETENTION_DAYS', 30, 1, 36_500),
+    runRetentionDays: int(env, 'SWITCHBOARD_RUN_RETENTION_DAYS', 30, 1, 36_500),
+    retentionBatchSize: int(env, 'SWITCHBOARD_RETENTION_BATCH_SIZE', 1000, 1, 10_000),
     auditRetentionDays: int(env, 'SWITCHBOARD_AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     auditDenialWindowMs: int(env, 'SWITCHBOARD_AUDIT_DENIAL_WINDOW_MS', 60_000, 10, 3_600_000),
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),

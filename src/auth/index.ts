@@ -16,7 +16,7 @@ import { UsersService } from './users.js';
 export type { Principal } from './principal.js';
 export { actingAgent, assertActsAs, auditActorOf, authorizeDeclared, actsForPlatform, credentialOf, type Declared } from './principal.js';
 export { assertMayChange, type Changer } from './ownership.js';
-export { createAuthWorkers } from './workers.js';
+export { authRetention, createAuthWorkers } from './workers.js';
 export { isPermission, PERMISSIONS, ROLE_NAMES, ROLES, type Permission, type Requirement, type Role } from './permissions.js';
 export { AuthService, type PendingSignature, type SignatureHeaders } from './service.js';
 export { SessionService } from './sessions.js';

@@ -298,7 +298,8 @@ export class AuthService {
   }
 
   /** Drops remembered signatures once they are too old to be replayed anyway. */
-  async sweepSignatures(): Promise<number> {
-    return this.store.forgetSignaturesBefore(autocommit, this.clock.now());
+  /** Retention: deletes up to `limit` remembered signatures past their replay window at `now`. */
+  async forgetExpiredSignatures(now: number, limit: number): Promise<number> {
+    return this.store.forgetSignaturesBefore(autocommit, now, limit);
   }
 }

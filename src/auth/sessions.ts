@@ -58,7 +58,7 @@ function sessionOf(principal: Principal): NonNullable<Principal['session']> {
  * the session token in an HttpOnly cookie (routes), only its hash stored. Sessions slide: each
  * use moves the expiry to now + TTL, written only once it moved by a minute (a tenth of the TTL
  * when that is shorter), so a busy console writes once a minute, not per request. Expired rows
- * are refused at once and deleted by the auth sweeper (`sweep`, every minute).
+ * are refused at once and deleted by the retention worker (`deleteExpired`).
  *
  * Wrong passwords are throttled per username and client address (rows in `sign_in_failures`,
  * shared by every node): the sixth within 15 minutes answers 429 with Retry-After. An unknown
@@ -244,10 +244,13 @@ export class SessionService {
     return { id: session.id };
   }
 
-  /** Deletes expired sessions and throttling rows past their window. */
-  async sweep(): Promise<void> {
-    const now = this.deps.clock.now();
-    await this.deps.store.deleteSessionsExpiredBy(autocommit, now);
-    await this.deps.store.forgetSignInFailuresBefore(autocommit, now - SIGN_IN_FAILURE_WINDOW_MS);
+  /**
+   * Retention: deletes up to `limit` sessions expired at `now`, and the throttling rows past
+   * their window (few: sign-in attempts are throttled); answers how many of each.
+   */
+  async deleteExpired(now: number, limit: number): Promise<{ sessions: number; failures: number }> {
+    const sessions = await this.deps.store.deleteSessionsExpiredBy(autocommit, now, limit);
+    const failures = await this.deps.store.forgetSignInFailuresBefore(autocommit, now - SIGN_IN_FAILURE_WINDOW_MS);
+    return { sessions, failures };
   }
 }

@@ -176,8 +176,11 @@ export class AuthStore extends Store {
     return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
   }
 
-  async forgetSignaturesBefore(tx: Tx, at: number): Promise<number> {
-    const result = await dbOf(tx, this.db).deleteFrom('signature_nonces').where('expires_at', '<', at).executeTakeFirst();
+  /** Deletes up to `limit` remembered signatures whose replay window ended before `at`. */
+  async forgetSignaturesBefore(tx: Tx, at: number, limit: number): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const old = db.selectFrom('signature_nonces').select('signature_hash').where('expires_at', '<', at).orderBy('expires_at').limit(limit);
+    const result = await db.deleteFrom('signature_nonces').where('signature_hash', 'in', old).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
@@ -281,8 +284,11 @@ export class AuthStore extends Store {
     return (await scoped.returning('id').execute()).map((row) => row.id);
   }
 
-  async deleteSessionsExpiredBy(tx: Tx, at: number): Promise<number> {
-    const result = await dbOf(tx, this.db).deleteFrom('auth_sessions').where('expires_at', '<=', at).executeTakeFirst();
+  /** Deletes up to `limit` sessions expired by `at`. */
+  async deleteSessionsExpiredBy(tx: Tx, at: number, limit: number): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const old = db.selectFrom('auth_sessions').select('id').where('expires_at', '<=', at).orderBy('expires_at').limit(limit);
+    const result = await db.deleteFrom('auth_sessions').where('id', 'in', old).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 

@@ -1,16 +1,13 @@
 import type { Platform } from '../platform.js';
-import { LoopWorker } from '../workers/loop-worker.js';
+import type { RetentionRule } from '../kernel/ports.js';
 import type { Worker } from '../workers/worker.js';
 import { CredentialWatch } from './credential-watch.js';
 import type { AuthService } from './service.js';
 import type { SessionService } from './sessions.js';
 
-/** How often remembered signatures and ended sessions are deleted. */
-const SWEEP_INTERVAL_MS = 60_000;
-
 /**
  * The auth domain's background work on a server (the CLI builds the domain without it): the
- * credential watch, and the sweeps of signatures past their replay window and of ended sessions.
+ * credential watch.
  */
 export function createAuthWorkers(auth: { service: AuthService; sessions: SessionService }, platform: Platform): Worker[] {
   const { logger } = platform;
@@ -22,13 +19,25 @@ export function createAuthWorkers(auth: { service: AuthService; sessions: Sessio
       dataVersion: platform.database.dataVersion,
       logger,
     }),
-    // The sweep answers how many it deleted, which is no delay.
-    new LoopWorker({
-      name: 'signature-sweeper',
-      intervalMs: SWEEP_INTERVAL_MS,
-      run: () => auth.service.sweepSignatures().then(() => undefined),
-      logger,
-    }),
-    new LoopWorker({ name: 'session-sweeper', intervalMs: SWEEP_INTERVAL_MS, run: () => auth.sessions.sweep(), logger }),
+  ];
+}
+
+/** What auth lets go of: signatures past their replay window, expired sessions, sign-in failures past their window. */
+export function authRetention(auth: { service: AuthService; sessions: SessionService }): RetentionRule[] {
+  return [
+    {
+      name: 'signature-nonces',
+      async deleteExpired(now, limit) {
+        const nonces = await auth.service.forgetExpiredSignatures(now, limit);
+        return { deleted: { signature_nonces: nonces }, more: nonces === limit };
+      },
+    },
+    {
+      name: 'sessions',
+      async deleteExpired(now, limit) {
+        const ended = await auth.sessions.deleteExpired(now, limit);
+        return { deleted: { auth_sessions: ended.sessions, sign_in_failures: ended.failures }, more: ended.sessions === limit };
+      },
+    },
   ];
 }

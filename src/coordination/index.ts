@@ -10,6 +10,8 @@ import { HumanDecisionService } from './human-decisions.js';
 import { PlanService } from './plan-service.js';
 import { PlanStore } from './plan-store.js';
 import { coordinationRoutes, type CoordinationServices } from './routes.js';
+import { runRetention } from './retention.js';
+import { RunRetentionStore } from './retention-store.js';
 import { RunService } from './run-service.js';
 import { RunStore } from './run-store.js';
 import { Planner } from './planner.js';
@@ -114,5 +116,12 @@ export function createCoordinationDomain(deps: {
       return sleep;
     },
   });
-  return { service: services, triggers, outcomeHandler, routes: coordinationRoutes(services, triggers, planner), workers: [timer] };
+  return {
+    service: services,
+    triggers,
+    outcomeHandler,
+    routes: coordinationRoutes(services, triggers, planner),
+    workers: [timer],
+    retention: runRetention(new RunRetentionStore(db, caps), platform.config.runRetentionDays),
+  };
 }

@@ -39,6 +39,8 @@ export interface PlanDefinition {
   description?: string;
   steps: StepDefinition[];
   output?: Record<string, unknown>;
+  /** Days its finished runs are kept, instead of the server's setting. */
+  retention_days?: number;
 }
 
 /**

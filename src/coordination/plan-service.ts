@@ -19,6 +19,7 @@ export interface Plan {
   description: string | null;
   steps: StepDefinition[];
   output: Record<string, unknown> | null;
+  retention_days: number | null;
   version: number;
   created_by: string;
   created_at: string;
@@ -30,6 +31,7 @@ export interface PlanInput {
   description?: string;
   steps: StepDefinition[];
   output?: Record<string, unknown>;
+  retention_days?: number;
 }
 
 /** `created_by` is the plan's creator, who owns every version (auth/ownership.ts), not the version's author. */
@@ -41,6 +43,7 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version
     description: definition.description ?? null,
     steps: definition.steps,
     output: definition.output ?? null,
+    retention_days: definition.retention_days ?? null,
     version: version.version,
     created_by: plan.created_by,
     created_at: iso(plan.created_at),
@@ -57,6 +60,7 @@ export class PlanService {
       ...(input.description !== undefined && { description: input.description }),
       steps: withStepDefaults(input.steps, input.alias),
       ...(input.output !== undefined && { output: input.output }),
+      ...(input.retention_days !== undefined && { retention_days: input.retention_days }),
     };
     const problems = validatePlan(definition);
     for (const [i, step] of input.steps.entries()) {

@@ -96,6 +96,7 @@ export class RunContexts {
       completed_at: null,
       updated_at: now,
       traceparent,
+      retention_days: spec.definition.retention_days ?? null,
     };
     const rows = spec.definition.steps.map((def, position): RunStepRow => ({
       run_id: run.id,

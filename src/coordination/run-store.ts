@@ -69,6 +69,7 @@ const RUN_TEMPLATE: Record<keyof RunRow, null> = {
   completed_at: null,
   updated_at: null,
   traceparent: null,
+  retention_days: null,
 };
 const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
   run_id: null,

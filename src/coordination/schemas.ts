@@ -114,6 +114,12 @@ export const Step = Type.Object(
   { title: 'PlanStep', additionalProperties: false },
 );
 
+const RetentionDays = Type.Integer({
+  minimum: 1,
+  maximum: 36_500,
+  description:
+    'Days a finished run of this plan is kept (default: SWITCHBOARD_RUN_RETENTION_DAYS); runs keep the value of the version they started with',
+});
 const Alias = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', description: 'Unique plan alias' });
 
 export const PlanBody = Type.Object(
@@ -126,6 +132,7 @@ export const PlanBody = Type.Object(
         description: 'Template object for the run output (default: outputs of the steps nothing depends on, by id)',
       }),
     ),
+    retention_days: Type.Optional(RetentionDays),
   },
   { additionalProperties: false },
 );
@@ -138,6 +145,7 @@ export const Plan = Type.Object(
     description: Type.Union([Type.String(), Type.Null()]),
     steps: Type.Array(Step),
     output: Type.Union([JsonObject, Type.Null()]),
+    retention_days: Type.Union([RetentionDays, Type.Null()]),
     version: Type.Integer({ description: '1 on create, +1 on every update' }),
     created_by: Type.String(),
     created_at: Timestamp,

@@ -45,6 +45,8 @@ export interface RunsTable {
   updated_at: number;
   /** W3C trace context of the run's `invoke_workflow` span: timers and dead letters continue it. */
   traceparent: string | null;
+  /** Days the run is kept once finished, from its plan version; null: the server's setting. */
+  retention_days: number | null;
 }
 
 export interface RunStepsTable {

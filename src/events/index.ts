@@ -2,8 +2,7 @@ import type { DatabaseHandle } from '../db/database.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Platform } from '../platform.js';
-import type { AgentGroups, EventLog } from '../kernel/ports.js';
-import { LoopWorker } from '../workers/loop-worker.js';
+import type { AgentGroups, EventLog, RetentionRule } from '../kernel/ports.js';
 import { EventAppender } from './appender.js';
 import { eventsRoutes } from './routes.js';
 import { EventsService } from './service.js';
@@ -17,12 +16,10 @@ export type { Event } from './schemas.js';
 /** The log when a benchmark turns it off (SWITCHBOARD_BENCH_EVENT_LOG=off). */
 const UNLOGGED: EventLog = { append: async () => undefined };
 
-/** How often the retention sweep runs. */
-const SWEEP_INTERVAL_MS = 60 * 60_000;
-
 /**
  * The event log: the EventLog every domain appends to in its own
- * transactions, its list and live stream, and the retention sweep.
+ * transactions, its list and live stream, and its retention rule (events older than
+ * SWITCHBOARD_EVENT_RETENTION_DAYS, oldest first).
  */
 export function createEventsDomain(deps: { platform: Platform; groups: AgentGroups }) {
   const { platform } = deps;
@@ -40,15 +37,13 @@ export function createEventsDomain(deps: { platform: Platform; groups: AgentGrou
     streamsPerPrincipal: config.eventStreamsPerPrincipal,
     keepAliveMs: config.eventKeepAliveMs,
   });
-  const sweeper = new LoopWorker({
-    name: 'event-retention',
-    intervalMs: SWEEP_INTERVAL_MS,
-    logger: platform.logger,
-    run: async () => {
-      const removed = await service.sweep();
-      if (removed > 0) platform.logger.info({ removed }, 'removed expired events');
+  const retention: RetentionRule = {
+    name: 'events',
+    async deleteExpired(now, limit) {
+      const batch = await service.deleteExpired(now, limit);
+      return { deleted: { events: batch.deleted }, more: batch.more };
     },
-  });
+  };
   return {
     log,
     service,
@@ -57,7 +52,7 @@ export function createEventsDomain(deps: { platform: Platform; groups: AgentGrou
       connections: platform.connections,
       stalledClientMs: config.stalledClientMs,
     }),
-    workers: [sweeper],
+    retention: [retention],
   };
 }
 

@@ -12,8 +12,6 @@ import type { EventFilter, EventRow, EventsStore } from './store.js';
 
 /** Events a stream reads from the log at once. */
 const STREAM_BATCH = 500;
-/** Events the retention sweep looks at (and deletes) per statement. */
-const SWEEP_BATCH = 1000;
 const DAY_MS = 86_400_000;
 
 export interface EventsDeps {
@@ -189,19 +187,19 @@ export class EventsService {
     return rows.map((row) => ({ seq: Number(row.seq), event: toEvent(row) }));
   }
 
-  /** Deletes the events older than the retention period, oldest first; returns how many. */
-  async sweep(): Promise<number> {
-    const cutoff = this.deps.clock.now() - this.deps.retentionDays * DAY_MS;
-    let removed = 0;
-    for (;;) {
-      const oldest = await this.deps.store.oldest(autocommit, SWEEP_BATCH);
-      // Only a prefix of the log goes, so a reader's cursor never skips over a hole it made.
-      const expired = oldest.findIndex((event) => event.created_at >= cutoff);
-      const through = expired === -1 ? oldest.length - 1 : expired - 1;
-      if (through < 0) return removed;
-      removed += await this.deps.store.deleteThrough(autocommit, oldest[through]!.seq);
-      if (expired !== -1 || oldest.length < SWEEP_BATCH) return removed;
-    }
+  /**
+   * Retention: deletes up to `limit` events older than the retention period at `now`, oldest
+   * first; answers how many, and whether the batch was full (more may be due).
+   */
+  async deleteExpired(now: number, limit: number): Promise<{ deleted: number; more: boolean }> {
+    const cutoff = now - this.deps.retentionDays * DAY_MS;
+    const oldest = await this.deps.store.oldest(autocommit, limit);
+    // Only a prefix of the log goes, so a reader's cursor never skips over a hole it made.
+    const expired = oldest.findIndex((event) => event.created_at >= cutoff);
+    const through = expired === -1 ? oldest.length - 1 : expired - 1;
+    if (through < 0) return { deleted: 0, more: false };
+    const deleted = await this.deps.store.deleteThrough(autocommit, oldest[through]!.seq);
+    return { deleted, more: expired === -1 && oldest.length === limit };
   }
 
   private async filterFor(principal: Principal, query: EventQuery, after: string | undefined, afterField = 'after'): Promise<EventFilter> {

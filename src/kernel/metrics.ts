@@ -39,6 +39,7 @@ export class DomainMetrics {
   private readonly fireLag: Histogram;
   private readonly webhooks: Counter<'outcome'>;
   private readonly notifications: Counter<'channel_type' | 'outcome'>;
+  private readonly retention: Counter<'table'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -91,6 +92,12 @@ export class DomainMetrics {
       name: 'switchboard_notifications_total',
       help: 'Notification attempts by channel type and outcome: delivered, failed (retried), gave_up (after 24 h); an agent channel counts delivered when the message is in the inbox',
       labelNames: ['channel_type', 'outcome'],
+      registers,
+    });
+    this.retention = new Counter({
+      name: 'switchboard_retention_deleted_total',
+      help: 'Rows the retention worker deleted, by table',
+      labelNames: ['table'],
       registers,
     });
   }
@@ -169,6 +176,10 @@ export class DomainMetrics {
 
   notification(channelType: string, outcome: WebhookOutcome): void {
     this.notifications.inc({ channel_type: channelType, outcome });
+  }
+
+  retentionDeleted(table: string, rows: number): void {
+    this.retention.inc({ table }, rows);
   }
 
   /** `plan` of `plan.step.execute`; past MAX_EVENT_CLASSES distinct classes, `other`. */

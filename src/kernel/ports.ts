@@ -340,3 +340,19 @@ export interface DeliveryTargets {
   /** Queues one delivery of `payload` (the body sent) to target `id`; returns the delivery id. */
   enqueue(tx: Tx, id: string, message: { id: string; type: string; payload: string }): Promise<string>;
 }
+
+/** What one retention batch of a rule did: the rows it deleted by table, and whether its batch was full (more may be due). */
+export interface RetentionBatch {
+  readonly deleted: Readonly<Record<string, number>>;
+  readonly more: boolean;
+}
+
+/**
+ * One kind of row a domain lets go of: deletes at most `limit` of them whose keep time ended
+ * before `now` (the domain knows its settings), with what belongs to them, in one short
+ * transaction. The retention worker runs each domain's rules a batch at a time.
+ */
+export interface RetentionRule {
+  readonly name: string;
+  deleteExpired(now: number, limit: number): Promise<RetentionBatch>;
+}

@@ -4,6 +4,8 @@ import { LoopWorker } from '../workers/loop-worker.js';
 import { channelRoutes } from './channel-routes.js';
 import { InboxService } from './inbox.js';
 import { InboxSpans } from './inbox-tracing.js';
+import { messageRetention } from './retention.js';
+import { MessageRetentionStore } from './retention-store.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
 import { SubscriptionsService } from './subscriptions.js';
@@ -79,5 +81,11 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
     routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown),
     channelRoutes: channel,
     workers: [reaper],
+    retention: [
+      messageRetention(new MessageRetentionStore(platform.database.db, platform.database.caps), {
+        messageDays: platform.config.messageRetentionDays,
+        deadLetterDays: platform.config.deadLetterRetentionDays,
+      }),
+    ],
   };
 }

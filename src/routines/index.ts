@@ -4,6 +4,8 @@ import { LoopWorker } from '../workers/loop-worker.js';
 import { routinesRoutes } from './routes.js';
 import { ROUTINES_CHANGED, RoutinesService } from './service.js';
 import { RoutinesStore } from './store.js';
+import { autocommit } from '../db/tx.js';
+import type { RetentionRule } from '../kernel/ports.js';
 
 export { RoutinesService } from './service.js';
 export type { Execution, Routine } from './schemas.js';
@@ -11,11 +13,13 @@ export * as routineSchemas from './schemas.js';
 
 /** The scheduler sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;
+const DAY_MS = 86_400_000;
 
 export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox; events: EventLog }) {
   const { platform } = deps;
+  const store = new RoutinesStore(platform.database.db, platform.database.caps);
   const service = new RoutinesService({
-    store: new RoutinesStore(platform.database.db, platform.database.caps),
+    store,
     clock: platform.clock,
     notifier: platform.notifier,
     inbox: deps.inbox,
@@ -48,5 +52,23 @@ export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox; e
       return next === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, next - platform.clock.now()));
     },
   });
-  return { service, outcomeHandler, routes: routinesRoutes(service), workers: [scheduler] };
+  // Finished executions and fires are kept as long as finished runs; an unfinished execution has no end.
+  const keepMs = platform.config.runRetentionDays * DAY_MS;
+  const retention: RetentionRule[] = [
+    {
+      name: 'routine-executions',
+      async deleteExpired(now, limit) {
+        const executions = await store.deleteExecutionsEndedBefore(autocommit, now - keepMs, limit);
+        return { deleted: { routine_executions: executions }, more: executions === limit };
+      },
+    },
+    {
+      name: 'routine-fires',
+      async deleteExpired(now, limit) {
+        const fires = await store.deleteFiresBefore(autocommit, now - keepMs, limit);
+        return { deleted: { routine_fires: fires }, more: fires === limit };
+      },
+    },
+  ];
+  return { service, outcomeHandler, routes: routinesRoutes(service), workers: [scheduler], retention };
 }

@@ -289,4 +289,26 @@ export class RoutinesStore extends Store {
       .executeTakeFirst();
     return nextDue(row);
   }
+
+  /** Deletes up to `limit` finished executions that ended before `before`; answers how many. */
+  async deleteExecutionsEndedBefore(tx: Tx, before: number, limit: number): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const old = db
+      .selectFrom('routine_executions')
+      .select('id')
+      .where('completed_at', '<', before)
+      .where('status', 'not in', UNFINISHED)
+      .orderBy('completed_at')
+      .limit(limit);
+    const result = await db.deleteFrom('routine_executions').where('id', 'in', old).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /** Deletes up to `limit` fires recorded before `before`; answers how many. */
+  async deleteFiresBefore(tx: Tx, before: number, limit: number): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const old = db.selectFrom('routine_fires').select('id').where('created_at', '<', before).orderBy('created_at').limit(limit);
+    const result = await db.deleteFrom('routine_fires').where('id', 'in', old).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
 }

@@ -1,6 +1,6 @@
 import { EVENTS_APPENDED } from '../events/index.js';
 import type { Platform } from '../platform.js';
-import type { EventLog } from '../kernel/ports.js';
+import type { EventLog, RetentionRule } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ReceiverGuard } from './addresses.js';
 import { DeliveryWorker } from './delivery-worker.js';
@@ -13,9 +13,6 @@ import { WebhooksStore } from './store.js';
 export { WebhooksService } from './service.js';
 export type { MailPayload } from './mailer.js';
 export * as webhookSchemas from './schemas.js';
-
-/** How often settled deliveries past the retention period are deleted. */
-const SWEEP_INTERVAL_MS = 60 * 60_000;
 
 /**
  * Outbound webhooks: CRUD and the delivery log, a fan-out worker that
@@ -57,14 +54,13 @@ export function createWebhooksDomain(deps: { platform: Platform; events: EventLo
     logger: platform.logger,
     pollMs: config.webhookPollMs,
   });
-  const sweeper = new LoopWorker({
-    name: 'webhook-delivery-retention',
-    intervalMs: SWEEP_INTERVAL_MS,
-    logger: platform.logger,
-    run: async () => {
-      const removed = await service.sweep();
-      if (removed > 0) platform.logger.info({ removed }, 'removed expired webhook deliveries');
+  // Settled deliveries are kept as long as the events they carry.
+  const retention: RetentionRule = {
+    name: 'webhook-deliveries',
+    async deleteExpired(now, limit) {
+      const batch = await service.deleteExpired(now, limit);
+      return { deleted: { webhook_deliveries: batch.deleted }, more: batch.more };
     },
-  });
-  return { service, routes: webhooksRoutes(service), workers: [fanOut, delivery, sweeper] };
+  };
+  return { service, routes: webhooksRoutes(service), workers: [fanOut, delivery], retention: [retention] };
 }

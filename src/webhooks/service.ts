@@ -41,8 +41,6 @@ const FIRST_RETRY_MS = 10_000;
 const MAX_RETRY_MS = 3_600_000;
 /** A claimed delivery is not due again before its attempt's timeout plus this, so no one else takes it meanwhile. */
 const LEASE_MARGIN_MS = 30_000;
-/** Settled deliveries the sweep deletes per statement. */
-const SWEEP_BATCH = 1000;
 const DAY_MS = 86_400_000;
 
 /** A claimed delivery with where it goes. */
@@ -386,15 +384,10 @@ export class WebhooksService {
     );
   }
 
-  /** Deletes the settled deliveries older than the event retention period; returns how many. */
-  async sweep(): Promise<number> {
-    const cutoff = this.deps.clock.now() - this.deps.retentionDays * DAY_MS;
-    let removed = 0;
-    for (;;) {
-      const deleted = await this.deps.store.deleteSettledBefore(autocommit, cutoff, SWEEP_BATCH);
-      removed += deleted;
-      if (deleted < SWEEP_BATCH) return removed;
-    }
+  /** Retention: deletes up to `limit` settled deliveries (with their attempts) older than the event retention period at `now`. */
+  async deleteExpired(now: number, limit: number): Promise<{ deleted: number; more: boolean }> {
+    const deleted = await this.deps.store.deleteSettledBefore(autocommit, now - this.deps.retentionDays * DAY_MS, limit);
+    return { deleted, more: deleted === limit };
   }
 
   /** When the earliest pending delivery is due; null when none is. */

@@ -2087,6 +2087,7 @@ class CoordinationListPlansItem(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2103,6 +2104,7 @@ class CoordinationCreatePlanBody(_CoordinationCreatePlanBodyRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class _CoordinationCreatePlanArgsRequired(TypedDict):
@@ -2115,6 +2117,7 @@ class CoordinationCreatePlanArgs(_CoordinationCreatePlanArgsRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class CoordinationCreatePlanData(TypedDict):
@@ -2125,6 +2128,7 @@ class CoordinationCreatePlanData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2145,6 +2149,7 @@ class CoordinationGetPlanData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2161,6 +2166,7 @@ class CoordinationUpdatePlanBody(_CoordinationUpdatePlanBodyRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class _CoordinationUpdatePlanArgsRequired(TypedDict):
@@ -2174,6 +2180,7 @@ class CoordinationUpdatePlanArgs(_CoordinationUpdatePlanArgsRequired, total=Fals
 
     description: str
     output: dict[str, Any]
+    retention_days: int
 
 
 class CoordinationUpdatePlanData(TypedDict):
@@ -2184,6 +2191,7 @@ class CoordinationUpdatePlanData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -2218,6 +2226,7 @@ class CoordinationGetPlanVersionData(TypedDict):
     description: str | None
     steps: list[dict[str, Any]]
     output: dict[str, Any] | None
+    retention_days: int | None
     version: int
     created_by: str
     created_at: str
@@ -4896,7 +4905,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output",),
+            body_fields=("alias", "description", "steps", "output", "retention_days",),
             paged=False,
             items_key=None,
             public=False,
@@ -4922,7 +4931,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=("plan_id",),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output",),
+            body_fields=("alias", "description", "steps", "output", "retention_days",),
             paged=False,
             items_key=None,
             public=False,

@@ -1,0 +1,37 @@
+import { autocommit } from '../db/tx.js';
+import type { RetentionRule } from '../kernel/ports.js';
+import type { EndColumn, MessageRetentionStore } from './retention-store.js';
+import type { MessageState } from './tables.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * What messaging lets go of, and when: finished messages `messageDays` after they ended
+ * (acknowledged, delivered at most once, cancelled before any delivery), dead letters and the
+ * dead letters already redriven `deadLetterDays` after they died; each with its delivery
+ * attempts and its idempotency key. Pending and leased messages are never finished.
+ */
+export function messageRetention(store: MessageRetentionStore, days: { messageDays: number; deadLetterDays: number }): RetentionRule {
+  const finished: [MessageState, EndColumn, number][] = [
+    ['acked', 'acked_at', days.messageDays],
+    ['delivered', 'delivered_at', days.messageDays],
+    ['cancelled', 'created_at', days.messageDays],
+    ['dead', 'dead_at', days.deadLetterDays],
+    ['redriven', 'dead_at', days.deadLetterDays],
+  ];
+  return {
+    name: 'messages',
+    async deleteExpired(now, limit) {
+      let messages = 0;
+      let attempts = 0;
+      let more = false;
+      for (const [state, ended, keepDays] of finished) {
+        const batch = await store.deleteEnded(autocommit, state, ended, now - keepDays * DAY_MS, limit);
+        messages += batch.messages;
+        attempts += batch.attempts;
+        more ||= batch.messages === limit;
+      }
+      return { deleted: { messages, message_deliveries: attempts }, more };
+    },
+  };
+}
