@@ -1159,6 +1159,7 @@ export interface Shapes {
     body: {
       description?: string | undefined;
       output?: { [x: string]: unknown } | undefined;
+      retention_days?: number | undefined;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1273,6 +1274,7 @@ export interface Shapes {
         type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
       }[];
       alias: string;
+      retention_days: number | null;
       version: number;
     };
   };
@@ -1338,6 +1340,7 @@ export interface Shapes {
         type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
       }[];
       alias: string;
+      retention_days: number | null;
       version: number;
     }[];
   };
@@ -1402,6 +1405,7 @@ export interface Shapes {
         type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
       }[];
       alias: string;
+      retention_days: number | null;
       version: number;
     };
   };
@@ -1409,6 +1413,7 @@ export interface Shapes {
     body: {
       description?: string | undefined;
       output?: { [x: string]: unknown } | undefined;
+      retention_days?: number | undefined;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1523,6 +1528,7 @@ export interface Shapes {
         type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
       }[];
       alias: string;
+      retention_days: number | null;
       version: number;
     };
   };
@@ -1588,6 +1594,7 @@ export interface Shapes {
         type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
       }[];
       alias: string;
+      retention_days: number | null;
       version: number;
     };
   };
