@@ -1432,7 +1432,7 @@ class RoutinesTriggerData(TypedDict):
     payload: Any
     scheduled_for: str | None
     message_id: str | None
-    output: str | None
+    output: Any
     created_at: str
     started_at: str | None
     completed_at: str | None
@@ -1530,7 +1530,7 @@ class RoutinesListExecutionsItem(TypedDict):
     payload: Any
     scheduled_for: str | None
     message_id: str | None
-    output: str | None
+    output: Any
     created_at: str
     started_at: str | None
     completed_at: str | None
@@ -1552,7 +1552,7 @@ class RoutinesGetExecutionData(TypedDict):
     payload: Any
     scheduled_for: str | None
     message_id: str | None
-    output: str | None
+    output: Any
     created_at: str
     started_at: str | None
     completed_at: str | None
