@@ -145,7 +145,8 @@ describe('switchboard --help', () => {
   it('takes -h for --help, at the top and for a command', async () => {
     expect((await run(process.execPath, [CLI, '-h'])).stdout).toBe((await run(process.execPath, [CLI, '--help'])).stdout);
     expect((await run(process.execPath, [CLI, 'keys', '-h'])).stdout).toBe((await run(process.execPath, [CLI, 'keys', '--help'])).stdout);
-  });
+    // Four CLI processes.
+  }, 60_000);
 
   it.each([['--version'], ['-v']])('prints the package version for %s', async (flag) => {
     const { version } = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string };
