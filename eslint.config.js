@@ -89,7 +89,7 @@ export default tseslint.config(
     rules: { ...reactHooks.configs.flat['recommended-latest'].rules, 'react-hooks/exhaustive-deps': 'error' },
   },
   {
-    files: ['src/cli.ts', 'bench/**', 'examples/**'],
+    files: ['src/cli.ts', 'src/cli/**', 'bench/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },
   // Layout is Prettier's (npm run format); ESLint keeps to correctness.

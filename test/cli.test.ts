@@ -142,9 +142,58 @@ describe('switchboard --help', () => {
     expect(stdout).toMatch(/^Usage:/);
   });
 
+  it('takes -h for --help, at the top and for a command', async () => {
+    expect((await run(process.execPath, [CLI, '-h'])).stdout).toBe((await run(process.execPath, [CLI, '--help'])).stdout);
+    expect((await run(process.execPath, [CLI, 'keys', '-h'])).stdout).toBe((await run(process.execPath, [CLI, 'keys', '--help'])).stdout);
+    // Four CLI processes.
+  }, 60_000);
+
+  it.each([['--version'], ['-v']])('prints the package version for %s', async (flag) => {
+    const { version } = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string };
+    expect((await run(process.execPath, [CLI, flag])).stdout).toBe(`${version}\n`);
+  });
+
   it('rejects unknown commands with exit code 2', async () => {
     await expect(run(process.execPath, [CLI, 'frobnicate'])).rejects.toMatchObject({ code: 2 });
   });
+});
+
+describe('switchboard serve on a SQLite data directory', () => {
+  it('refuses a second server on it, and starts again once the first was killed (SIGKILL)', async () => {
+    const database = await createTestDatabase('sqlite');
+    try {
+      const first = await launch(process.execPath, [CLI, 'serve', '--port', '0'], env(database));
+      try {
+        const refused = await run(process.execPath, [CLI, 'serve', '--port', '0'], { env: env(database), timeout: 15_000 }).then(
+          () => null,
+          (err: { code: number; stderr: string }) => err,
+        );
+        expect(refused?.code).toBe(1);
+        expect(refused?.stderr).toContain(
+          `switchboard: another Switchboard server (pid ${first.child.pid}) is serving from the data directory ${database.dataDir}`,
+        );
+        // The first one was not disturbed.
+        expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+        first.child.kill('SIGKILL');
+        expect(await within(first.ended, 'the first server to die')).toBe('SIGKILL');
+      } finally {
+        first.end();
+      }
+      // Its lock died with it.
+      const second = await launch(process.execPath, [CLI, 'serve', '--port', '0'], env(database));
+      try {
+        expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
+        second.child.kill('SIGTERM');
+        expect(await within(second.ended, 'the second server to exit')).toBe(0);
+      } finally {
+        second.end();
+      }
+      expect(fs.existsSync(path.join(database.dataDir, 'switchboard.pid'))).toBe(false);
+    } finally {
+      await database.drop();
+    }
+    // Three servers started, one after another.
+  }, 120_000);
 });
 
 describeEachDialect('switchboard CLI', (dialect) => {

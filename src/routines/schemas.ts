@@ -95,7 +95,10 @@ export const Execution = Type.Object(
     payload: Type.Unknown({ description: 'The payload the agent received' }),
     scheduled_for: Type.Union([Timestamp, Type.Null()], { description: 'The cron slot (cron executions)' }),
     message_id: Type.Union([Type.String(), Type.Null()]),
-    output: Type.Union([Type.String(), Type.Null()], { description: "The agent's acknowledge output, or why it failed" }),
+    output: Type.Unknown({
+      description:
+        "The agent's acknowledge output as it sent it (any JSON: an object stays an object), or why it failed (a string); null until it finishes",
+    }),
     created_at: Timestamp,
     started_at: NullableTimestamp,
     completed_at: NullableTimestamp,

@@ -12,7 +12,7 @@ import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type Inbox, type MessageO
 import { autocommit, type Tx } from '../db/tx.js';
 import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
-import { executionFinished, outputText, toExecution, toFire, toRoutine } from './views.js';
+import { executionFinished, outputJson, toExecution, toFire, toRoutine } from './views.js';
 import type { ExecutionRow, FireRow, RoutineFilter, RoutineRow, RoutinesStore } from './store.js';
 import type { ExecutionStatus, ExecutionTrigger } from './tables.js';
 
@@ -359,10 +359,10 @@ export class RoutinesService {
     const execution = await this.store.findExecution(tx, id);
     if (!execution) return;
     const succeeded = outcome.status === 'acknowledged';
-    const output = succeeded ? outputText(outcome.output) : (outcome.reason ?? 'dead-lettered');
+    const output = succeeded ? (outcome.output ?? null) : (outcome.reason ?? 'dead-lettered');
     const finished = await this.store.transitionExecution(tx, id, ['pending', 'running'], {
       status: succeeded ? 'success' : 'failed',
-      output,
+      output: outputJson(output),
       started_at: execution.started_at ?? now,
       completed_at: now,
     });
@@ -475,7 +475,11 @@ export class RoutinesService {
         const seconds = routine?.timeout_seconds ?? Math.round((execution.deadline_at - execution.created_at) / 1000);
         const output = `timed out after ${seconds} s without an acknowledgement`;
         if (
-          await this.store.transitionExecution(tx, execution.id, ['pending', 'running'], { status: 'failed', output, completed_at: now })
+          await this.store.transitionExecution(tx, execution.id, ['pending', 'running'], {
+            status: 'failed',
+            output: outputJson(output),
+            completed_at: now,
+          })
         ) {
           events.push(executionFinished(execution, false, output, SYSTEM_ACTOR));
         }

@@ -34,7 +34,7 @@ export function toRoutine(row: RoutineRow): Routine {
 export function executionFinished(
   execution: Pick<ExecutionRow, 'id' | 'routine_id' | 'trigger'>,
   succeeded: boolean,
-  output: string | null,
+  output: unknown,
   actor: string,
 ): NewEvent {
   return {
@@ -60,7 +60,7 @@ export function toExecution(row: ExecutionRow): Execution {
     payload: JSON.parse(row.payload) as unknown,
     scheduled_for: iso(row.scheduled_for),
     message_id: row.message_id,
-    output: row.output,
+    output: row.output === null ? null : (JSON.parse(row.output) as unknown),
     created_at: iso(row.created_at),
     started_at: iso(row.started_at),
     completed_at: iso(row.completed_at),
@@ -79,8 +79,7 @@ export function toFire(row: FireRow): Fire {
   };
 }
 
-/** An acknowledgement's output as the execution's text output: a string as it is, other JSON as its text. */
-export function outputText(output: unknown): string | null {
-  if (output === undefined || output === null) return null;
-  return typeof output === 'string' ? output : JSON.stringify(output);
+/** An execution's output (the agent's acknowledge output, or why it failed) as its column's JSON text. */
+export function outputJson(output: unknown): string | null {
+  return output === undefined || output === null ? null : JSON.stringify(output);
 }

@@ -52,7 +52,7 @@ describeEachDialect('createAgent and the examples', (dialect) => {
           const current = await client.routines.getExecution({ path: { id } });
           return current.status === 'success' ? current : undefined;
         }, 10_000);
-        expect(JSON.parse(execution.output!)).toEqual({ summary: 'Switchboard routes work to agents.', words: 9 });
+        expect(execution.output).toEqual({ summary: 'Switchboard routes work to agents.', words: 9 });
       }
     } finally {
       await example.stop();
@@ -217,7 +217,7 @@ describeEachDialect('createAgent and the examples', (dialect) => {
         const current = await admin().routines.getExecution({ path: { id: execution.id } });
         return current.status === 'success' ? current : undefined;
       }, 10_000);
-      expect(JSON.parse(done.output!)).toEqual({ finished: true });
+      expect(done.output).toEqual({ finished: true });
       expect(seen.map((m) => m.retry_count)).toEqual([0]);
     } finally {
       release.open();

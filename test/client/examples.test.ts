@@ -71,7 +71,7 @@ describe('the examples run with one command', () => {
         const current = await admin().routines.getExecution({ path: { id: execution.id } });
         return current.status === 'success' ? current : undefined;
       }, 20_000);
-      expect(JSON.parse(done.output!)).toMatchObject({ summary: 'Switchboard routes work to agents.' });
+      expect(done.output).toMatchObject({ summary: 'Switchboard routes work to agents.' });
     } finally {
       expect(await example.interrupt()).toBe(0);
     }

@@ -57,4 +57,35 @@ describeEachDialect('migrations', (dialect) => {
       await second.close();
     }
   });
+
+  it('turn the text outputs of routine executions into JSON strings (0040), leaving none unread', async () => {
+    const handle = open();
+    try {
+      await migrateToLatest(handle);
+      const row = { routine_id: 'rtn_m', status: 'success', trigger: 'manual', payload: '{}', deadline_at: 1, created_at: 1 } as const;
+      await handle.db
+        .insertInto('routine_executions')
+        .values([
+          { ...row, id: 'exe_text', output: 'all done' },
+          { ...row, id: 'exe_json_text', output: '{"summary":"ok"}' },
+          { ...row, id: 'exe_none', output: null },
+        ])
+        .execute();
+      // As a database of before the migration kept them: text. Running it again converts them.
+      await migrations['0040-routine-output-json']!.up(handle.db as never, handle.caps);
+      const rows = await handle.db
+        .selectFrom('routine_executions')
+        .select(['id', 'output'])
+        .where('routine_id', '=', 'rtn_m')
+        .orderBy('id')
+        .execute();
+      expect(rows.map((r) => [r.id, r.output === null ? null : JSON.parse(r.output)])).toEqual([
+        ['exe_json_text', '{"summary":"ok"}'],
+        ['exe_none', null],
+        ['exe_text', 'all done'],
+      ]);
+    } finally {
+      await handle.close();
+    }
+  });
 });

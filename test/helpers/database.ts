@@ -23,6 +23,9 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** The PostgreSQL the suites use when SWITCHBOARD_TEST_DATABASE_URL is unset and it answers (test/helpers/global-setup.ts). */
+export const LOCAL_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
 export function postgresTestUrl(): string | undefined {
   const url = process.env.SWITCHBOARD_TEST_DATABASE_URL;
   return url && url.trim() !== '' ? url.trim() : undefined;

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { databaseOptions, openDatabase } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { postgresTestUrl } from './database.js';
+import { LOCAL_POSTGRES_URL, postgresTestUrl } from './database.js';
 
 /**
  * Before the suite: one migrated PostgreSQL database that the test servers' databases are copied
@@ -13,7 +13,7 @@ import { postgresTestUrl } from './database.js';
  * suite makes well over a hundred). Dropped after the suite.
  */
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
-  const baseUrl = postgresTestUrl();
+  const baseUrl = await choosePostgres();
   if (!baseUrl) return undefined;
   const name = `sbtest_template_${process.pid}`;
   await adminQuery(baseUrl, `CREATE DATABASE ${name}`);
@@ -40,4 +40,42 @@ async function adminQuery(baseUrl: string, statement: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * The PostgreSQL of the PostgreSQL runs: SWITCHBOARD_TEST_DATABASE_URL, else the local one when
+ * it answers (the test processes inherit the choice). Without one, a single loud line says how
+ * many suites skip their PostgreSQL run and why, instead of hundreds of silent skips.
+ */
+async function choosePostgres(): Promise<string | undefined> {
+  const configured = process.env.SWITCHBOARD_TEST_DATABASE_URL;
+  if (configured !== undefined) {
+    if (postgresTestUrl()) return postgresTestUrl();
+    warnSkipped('SWITCHBOARD_TEST_DATABASE_URL is empty');
+    return undefined;
+  }
+  const client = new pg.Client({ connectionString: LOCAL_POSTGRES_URL, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    process.env.SWITCHBOARD_TEST_DATABASE_URL = LOCAL_POSTGRES_URL;
+    return LOCAL_POSTGRES_URL;
+  } catch (err) {
+    warnSkipped(`SWITCHBOARD_TEST_DATABASE_URL is unset and ${LOCAL_POSTGRES_URL} does not answer (${(err as Error).message})`);
+    return undefined;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function warnSkipped(why: string): void {
+  if (process.env.CI) throw new Error(`CI is set but ${why}: the PostgreSQL runs would be skipped`);
+  const testDir = path.resolve(import.meta.dirname, '..');
+  const suites = fs
+    .readdirSync(testDir, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.test.ts') && fs.readFileSync(path.join(testDir, file), 'utf8').includes('describeEachDialect('));
+  console.warn(
+    `\n*** PostgreSQL SKIPPED: ${suites.length} test files run on SQLite only, because ${why}. ` +
+      'Set SWITCHBOARD_TEST_DATABASE_URL=postgres://USER@HOST:PORT/DB (a database the user may CREATE DATABASE from) to include them. ***\n',
+  );
 }

@@ -4,7 +4,6 @@ and a server restart in the middle."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -66,7 +65,7 @@ def test_success_acknowledges_with_the_return_value(admin: Switchboard, worker: 
     agent.start()
     triggered = admin.routines.trigger(id=routine["id"])
     done = execution(admin, routine["id"], "success")
-    assert json.loads(done["output"]) == {"execution": triggered["id"]}
+    assert done["output"] == {"execution": triggered["id"]}
     health = wait_for(lambda: (h := admin.discovery.agent_health(agent_id=agent.agent_id))["last_heartbeat"] and h)
     assert health["status"] == "healthy"
 

@@ -351,7 +351,7 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
                   {execution.output === null ? (
                     <span className="muted">—</span>
                   ) : (
-                    <JsonView value={parseOutput(execution.output)} label={`Output of ${execution.id}`} />
+                    <JsonView value={execution.output} label={`Output of ${execution.id}`} />
                   )}
                 </td>
               </tr>
@@ -362,13 +362,4 @@ function Executions({ routine, search }: { routine: Routine; search: RoutineSear
       )}
     </section>
   );
-}
-
-/** An execution's output is text: the agent's acknowledgement output as JSON, or why it failed. */
-function parseOutput(output: string): unknown {
-  try {
-    return JSON.parse(output);
-  } catch {
-    return output;
-  }
 }

@@ -35,6 +35,7 @@ import * as notificationChannels from './0034-notification-channels.js';
 import * as runMetadata from './0035-run-metadata.js';
 import * as retention from './0038-retention.js';
 import * as messageFlow from './0039-message-flow.js';
+import * as routineOutputJson from './0040-routine-output-json.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -80,4 +81,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0035-run-metadata': runMetadata,
   '0038-retention': retention,
   '0039-message-flow': messageFlow,
+  '0040-routine-output-json': routineOutputJson,
 };

@@ -1457,7 +1457,7 @@ class RoutinesTriggerData(TypedDict):
     payload: Any
     scheduled_for: str | None
     message_id: str | None
-    output: str | None
+    output: Any
     created_at: str
     started_at: str | None
     completed_at: str | None
@@ -1555,7 +1555,7 @@ class RoutinesListExecutionsItem(TypedDict):
     payload: Any
     scheduled_for: str | None
     message_id: str | None
-    output: str | None
+    output: Any
     created_at: str
     started_at: str | None
     completed_at: str | None
@@ -1577,7 +1577,7 @@ class RoutinesGetExecutionData(TypedDict):
     payload: Any
     scheduled_for: str | None
     message_id: str | None
-    output: str | None
+    output: Any
     created_at: str
     started_at: str | None
     completed_at: str | None
