@@ -855,7 +855,7 @@ export interface Shapes {
       payload: unknown;
       message_id: string | null;
       status: 'pending' | 'running' | 'success' | 'failed';
-      output: string | null;
+      output: unknown;
       routine_id: string;
       scheduled_for: string | null;
       started_at: string | null;
@@ -887,7 +887,7 @@ export interface Shapes {
       payload: unknown;
       message_id: string | null;
       status: 'pending' | 'running' | 'success' | 'failed';
-      output: string | null;
+      output: unknown;
       routine_id: string;
       scheduled_for: string | null;
       started_at: string | null;
@@ -902,7 +902,7 @@ export interface Shapes {
       payload: unknown;
       message_id: string | null;
       status: 'pending' | 'running' | 'success' | 'failed';
-      output: string | null;
+      output: unknown;
       routine_id: string;
       scheduled_for: string | null;
       started_at: string | null;
