@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../db/tx.js';
-import { iso, type Clock } from '../kernel/clock.js';
+import type { Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import type { Expressions } from '../kernel/expression-pool.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
@@ -11,7 +11,9 @@ import { topicMatches } from '../kernel/topics.js';
 import type { StepTemplate } from './plan-definition.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
 import type { Decider } from './approvers.js';
+import { waitingHumanStep } from './human-step.js';
 import { RunContexts } from './run-contexts.js';
+import { activeMembers, readiness } from './step-readiness.js';
 import {
   changeStep,
   definition,
@@ -21,19 +23,18 @@ import {
   NOT_STARTED,
   record,
   RUN_FINISHED,
+  runOutput,
   skipStep,
   stepDetail,
-  stepOutput,
-  templateScope,
   type RunContext,
   type StartRun,
   type StepState,
 } from './run-state.js';
 import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
 import type { PlanStore } from './plan-store.js';
-import type { RunRow, RunStepRow, RunStore } from './run-store.js';
+import type { RunRow, RunStepRow } from './run-list-store.js';
+import type { RunStore } from './run-store.js';
 import type { RunStatus } from './tables.js';
-import { render } from './templates.js';
 
 /** Wakes every node's run timer when a run gets an earlier timer. */
 export const COORDINATION_CHANGED = 'coordination:changed';
@@ -171,45 +172,13 @@ export class RunEngine {
   }
 
   /**
-   * The waiting human step a decision is for. Through an approval link (`claim`), the link's
-   * wait of the step must be the one waiting, and the link must not have expired.
-   */
-  private humanStep(
-    ctx: RunContext,
-    stepId: string,
-    type: HumanDecision['type'] | null,
-    claim?: ApprovalClaim,
-  ): { step: StepState; def: StepTemplate } {
-    const step = ctx.steps.get(stepId);
-    if (!step) throw new NotFound('Step', stepId);
-    const def = definition(ctx, step);
-    if (type !== null && def.type !== type) throw new Conflict(`Step '${stepId}' is a ${def.type} step, not ${type}`);
-    if (step.row.status !== 'waiting') {
-      const decided = kindOf(def).decidedBy?.(step);
-      if (decided)
-        throw new Conflict(`Step '${stepId}' was already decided by ${decided.by} at ${decided.at}`, {
-          decided_by: decided.by,
-          decided_at: decided.at,
-        });
-      if (ctx.run.status === 'cancelled') throw new Conflict(`Run '${ctx.run.id}' was cancelled: ${ctx.run.error ?? 'no reason given'}`);
-      throw new Conflict(`Step '${stepId}' is ${step.row.status}, not waiting`);
-    }
-    if (claim) {
-      if (claim.waitId !== stepDetail(step).wait_id)
-        throw new Conflict(`This link is for an earlier wait of step '${stepId}'; the step asks again with a new link`);
-      if (claim.expiresAt <= ctx.now) throw new Conflict(`This link expired at ${iso(claim.expiresAt)}`);
-    }
-    return { step, def };
-  }
-
-  /**
    * What an approval link shows (GET never decides): the run and the waiting step it is for,
    * checked as a decision through it would be.
    */
   async linkedStep(runId: string, stepId: string, claim?: ApprovalClaim): Promise<{ ctx: RunContext; step: StepState; def: StepTemplate }> {
     const ctx = await this.contexts.load(autocommit, runId, { lock: false });
     if (!ctx) throw new NotFound('Run', runId);
-    return { ctx, ...this.humanStep(ctx, stepId, null, claim) };
+    return { ctx, ...waitingHumanStep(ctx, stepId, null, claim) };
   }
 
   /**
@@ -227,7 +196,7 @@ export class RunEngine {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = reason ?? null;
-    const { step, def } = this.humanStep(ctx, stepId, decision.type, claim);
+    const { step, def } = waitingHumanStep(ctx, stepId, decision.type, claim);
     kindOf(def).decide!(ctx, step, def, decision, by);
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
@@ -340,7 +309,7 @@ export class RunEngine {
     if (RUN_FINISHED.has(ctx.run.status)) return;
     for (let moved = true; moved && !ctx.failed;) {
       moved = false;
-      const active = this.activeMembers(ctx);
+      const active = activeMembers(ctx);
       for (const step of [...ctx.steps.values()]) {
         if (ctx.failed) break;
         const { status, wake_at } = step.row;
@@ -348,11 +317,11 @@ export class RunEngine {
           await this.onTimer(tx, ctx, step);
           moved = true;
         } else if (status === 'pending') {
-          const readiness = this.readiness(ctx, step, active);
-          if (readiness === 'skip') {
+          const ready = readiness(ctx, step, active);
+          if (ready === 'skip') {
             skipStep(ctx, step, 'every step it depends on was skipped');
             moved = true;
-          } else if (readiness === 'start') {
+          } else if (ready === 'start') {
             await startStep(tx, ctx, step, this.ports);
             const group = step.row.parent_step_id;
             if (group !== null && IN_FLIGHT.has(step.row.status)) active.set(group, (active.get(group) ?? 0) + 1);
@@ -364,42 +333,6 @@ export class RunEngine {
       }
     }
     await this.settleRun(tx, ctx);
-  }
-
-  /** In-flight for_each items per group step (max_concurrency). */
-  private activeMembers(ctx: RunContext): Map<string, number> {
-    const active = new Map<string, number>();
-    for (const s of ctx.steps.values()) {
-      const group = s.row.parent_step_id;
-      if (group !== null && IN_FLIGHT.has(s.row.status)) active.set(group, (active.get(group) ?? 0) + 1);
-    }
-    return active;
-  }
-
-  private readiness(ctx: RunContext, step: StepState, active: Map<string, number>): 'start' | 'skip' | 'wait' {
-    if (step.row.wake_at !== null && step.row.wake_at > ctx.now) return 'wait';
-    const status = (id: string) => ctx.steps.get(id)!.row.status;
-    if (step.row.parent_step_id !== null) {
-      const parent = ctx.steps.get(step.row.parent_step_id)!;
-      if (parent.row.status !== 'running') return 'wait';
-      const groupDef = ctx.plan.steps.get(parent.row.step_id)!.def;
-      const limit = kindOf(groupDef).memberLimit?.(groupDef) ?? Infinity;
-      return (active.get(parent.row.step_id) ?? 0) < limit ? 'start' : 'wait';
-    }
-    const compiled = ctx.plan.steps.get(step.row.step_id)!;
-    if (compiled.group !== null) {
-      const group = status(compiled.group);
-      if (group === 'skipped') return 'skip';
-      if (group !== 'running') return 'wait';
-    }
-    if (compiled.deps.length === 0) return 'start';
-    let skipped = 0;
-    for (const dep of compiled.deps) {
-      const s = status(dep);
-      if (s === 'skipped') skipped++;
-      else if (s !== 'completed') return 'wait';
-    }
-    return skipped === compiled.deps.length ? 'skip' : 'start';
   }
 
   /** A running step that reflects its members (a group) completes or fails with them; true when it moved. */
@@ -440,7 +373,7 @@ export class RunEngine {
     }
     const open = [...ctx.steps.values()].filter((s) => !FINISHED.has(s.row.status));
     if (open.length === 0) {
-      finishRun(ctx, 'completed', this.runOutput(ctx), null);
+      finishRun(ctx, 'completed', runOutput(ctx), null);
       return;
     }
     // Waiting: nothing moves until a person, a timer or an event does (groups only reflect their members).
@@ -453,16 +386,6 @@ export class RunEngine {
     let wakeAt: number | null = null;
     for (const s of open) if (s.row.wake_at !== null && (wakeAt === null || s.row.wake_at < wakeAt)) wakeAt = s.row.wake_at;
     Object.assign(ctx.run, { status, wake_at: wakeAt });
-  }
-
-  private runOutput(ctx: RunContext): unknown {
-    if (ctx.plan.output !== undefined) return render(ctx.plan.output, templateScope(ctx, null));
-    const output: Record<string, unknown> = {};
-    for (const id of ctx.plan.sinks) {
-      const step = ctx.steps.get(id)!;
-      if (step.row.status === 'completed') output[id] = stepOutput(step);
-    }
-    return output;
   }
 
   // ── Saving ──────────────────────────────────────────────────────────────────────────

@@ -10,7 +10,8 @@ import type { Caller } from './caller.js';
 import type { RunEngine } from './engine.js';
 import { linkClaim } from './run-events.js';
 import { runView, type Run } from './run-service.js';
-import type { PendingHumanStepRow, RunStore } from './run-store.js';
+import type { PendingHumanStepRow } from './run-list-store.js';
+import type { RunStore } from './run-store.js';
 import type { ApprovalLink, LinkDecision, LinkedStep, PendingApproval } from './schemas.js';
 import { kindOf, type HumanDecision } from './steps/index.js';
 

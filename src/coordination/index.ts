@@ -16,6 +16,7 @@ import { RunService } from './run-service.js';
 import { RunStore } from './run-store.js';
 import { Planner } from './planner.js';
 import { TriggerStore } from './trigger-store.js';
+import { TriggerFiring } from './trigger-firing.js';
 import { TriggersService } from './triggers.js';
 
 export { callerOf } from './caller.js';
@@ -70,15 +71,8 @@ export function createCoordinationDomain(deps: {
     runs: coordination,
     decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people }),
   };
-  const triggers = new TriggersService({
-    triggers: triggerStore,
-    plans,
-    engine,
-    clock,
-    notifier,
-    expressions: platform.expressions,
-    audit,
-  });
+  const firing = new TriggerFiring({ triggers: triggerStore, plans, engine, clock, expressions: platform.expressions, audit });
+  const triggers = new TriggersService({ triggers: triggerStore, plans, clock, notifier, audit, firing });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
     directory: deps.directory,
@@ -89,7 +83,7 @@ export function createCoordinationDomain(deps: {
   /** Hears of `plan_step` messages (kernel/ports.ts `OutcomeHandlers`): agents' acknowledgements and dead letters move runs. */
   const outcomeHandler: OutcomeHandler = { delivered: false, handle: (tx, outcomes) => engine.onOutcomes(tx, outcomes) };
   deps.onPublish(async (event) => {
-    await triggers.onEvent(event);
+    await firing.onEvent(event);
     await coordination.handleEvent(event);
   });
 
@@ -100,16 +94,16 @@ export function createCoordinationDomain(deps: {
     name: 'run-timer',
     intervalMs: MAX_SLEEP_MS,
     logger: platform.logger,
-    wakeOn: { notifier: platform.notifier, channel: COORDINATION_CHANGED, onNotice: () => triggers.invalidate() },
+    wakeOn: { notifier: platform.notifier, channel: COORDINATION_CHANGED, onNotice: () => firing.invalidate() },
     run: async () => {
       timerPlannedAt = 0;
-      await triggers.fireDue();
+      await firing.fireDue();
       await coordination.wakeDue();
       if (platform.clock.now() - lastPrune >= MAX_SLEEP_MS) {
         lastPrune = platform.clock.now();
-        await triggers.pruneFires();
+        await firing.pruneFires();
       }
-      const times = [await coordination.nextWakeAt(), await triggers.nextScheduleAt()].filter((t): t is number => t !== null);
+      const times = [await coordination.nextWakeAt(), await firing.nextScheduleAt()].filter((t): t is number => t !== null);
       const now = platform.clock.now();
       const sleep = times.length === 0 ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, Math.min(...times) - now));
       timerPlannedAt = now + sleep;
@@ -120,7 +114,7 @@ export function createCoordinationDomain(deps: {
     service: services,
     triggers,
     outcomeHandler,
-    routes: coordinationRoutes(services, triggers, planner),
+    routes: coordinationRoutes(services, { triggers, firing }, planner),
     workers: [timer],
     retention: runRetention(new RunRetentionStore(db, caps), platform.config.runRetentionDays),
   };

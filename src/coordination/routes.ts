@@ -5,42 +5,40 @@ import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from
 import { InvalidRequest } from '../kernel/errors.js';
 import type { StepDefinition } from './plan-definition.js';
 import type { Planner } from './planner.js';
+import { GenerateBody, GeneratedPlan, Plan, PlanBody, PlanParams, VersionParams } from './plan-schemas.js';
 import {
   ApprovalLink,
   ApprovalLinkParams,
   ApproveBody,
   CreateLinkBody,
-  CreateTriggerBody,
-  Fire,
-  GenerateBody,
-  GeneratedPlan,
-  HookParams,
-  HookStarted,
-  ListTriggersQuery,
-  Trigger,
-  TriggerParams,
-  UpdateTriggerBody,
   InputBody,
   LinkDecision,
   LinkDecisionBody,
   LinkedStep,
   ListRunsQuery,
   PendingApproval,
-  Plan,
-  PlanBody,
-  PlanParams,
   Run,
   RunEvent,
   RunParams,
   RunStepParams,
   StartRunBody,
-  VersionParams,
 } from './schemas.js';
+import {
+  CreateTriggerBody,
+  Fire,
+  HookParams,
+  HookStarted,
+  ListTriggersQuery,
+  Trigger,
+  TriggerParams,
+  UpdateTriggerBody,
+} from './trigger-schemas.js';
 import { callerOf } from './caller.js';
 import type { HumanDecisionService } from './human-decisions.js';
 import type { PlanInput, PlanService } from './plan-service.js';
 import type { RunService } from './run-service.js';
 import { WEBHOOK_METHODS, type TriggerConfig } from './trigger-config.js';
+import type { TriggerFiring } from './trigger-firing.js';
 import type { TriggersService } from './triggers.js';
 
 /** Coordination's services, as the routes and the MCP tools call them. */
@@ -62,7 +60,7 @@ const planInput = (body: PlanBody): PlanInput => ({ ...body, steps: body.steps a
 
 export function coordinationRoutes(
   { plans, runs, decisions }: CoordinationServices,
-  triggers: TriggersService,
+  { triggers, firing }: { triggers: TriggersService; firing: TriggerFiring },
   planner: Planner,
 ): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -485,7 +483,7 @@ export function coordinationRoutes(
       handler: async (request, reply) =>
         accepted(
           reply,
-          await triggers.invokeWebhook(request.method, request.params['*'], request.body, request.query as Record<string, unknown>),
+          await firing.invokeWebhook(request.method, request.params['*'], request.body, request.query as Record<string, unknown>),
         ),
     });
   };

@@ -11,7 +11,8 @@ import type { CompiledPlan, PlanDefinition } from './plan-definition.js';
 import type { ApprovalLinks } from './approval-links.js';
 import { approverMessagesOf, asksForHumans, countTransitions, logEventsOf } from './run-events.js';
 import { NOT_STARTED, record, RUN_FINISHED, type RunContext, type StartRun, type StepState } from './run-state.js';
-import type { NewRunEvent, RunRow, RunStepRow, RunStore } from './run-store.js';
+import type { NewRunEvent, RunRow, RunStepRow } from './run-list-store.js';
+import type { RunStore } from './run-store.js';
 
 /** Runs whose steps a node keeps after saving them (most transitions touch a recently saved run). */
 const STEP_CACHE_RUNS = 2000;

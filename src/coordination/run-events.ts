@@ -11,7 +11,7 @@ import { parseNullableJson } from '../kernel/json.js';
 import { APPROVAL_LINK_TTL_MS, type ApprovalClaim } from './approval-links.js';
 import { PLATFORM_SENDER, stepDetail, stepOutput, type RunContext, type StepState } from './run-state.js';
 import { kindOfStep, type Asked } from './steps/index.js';
-import type { NewRunEvent } from './run-store.js';
+import type { NewRunEvent } from './run-list-store.js';
 
 /** Makes the approval link of a claim (approval-links.ts). */
 export type Linker = (claim: ApprovalClaim) => string;

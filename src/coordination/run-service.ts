@@ -11,7 +11,8 @@ import type { RunEngine } from './engine.js';
 import type { PlanDefinition } from './plan-definition.js';
 import type { PlanStore } from './plan-store.js';
 import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
-import type { RunEventRow, RunLabels, RunRow, RunStepRow, RunStore } from './run-store.js';
+import type { RunEventRow, RunLabels, RunRow, RunStepRow } from './run-list-store.js';
+import type { RunStore } from './run-store.js';
 import type { RunStatus, StepStatus } from './tables.js';
 
 /** GET /coordination/runs's filters (times as ISO 8601). */

@@ -6,9 +6,9 @@
 import { parseNullableJson } from '../kernel/json.js';
 import type { OutgoingMessage } from '../kernel/ports.js';
 import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan-definition.js';
-import type { NewRunEvent, RunRow, RunStepRow } from './run-store.js';
+import type { NewRunEvent, RunRow, RunStepRow } from './run-list-store.js';
 import type { RunStatus, StepStatus } from './tables.js';
-import type { TemplateScope } from './templates.js';
+import { render, type TemplateScope } from './templates.js';
 
 /** The sender of the messages and decisions the platform makes itself. */
 export const PLATFORM_SENDER = 'switchboard';
@@ -191,4 +191,15 @@ export function skipStep(ctx: RunContext, step: StepState, reason: string): void
 export function finishRun(ctx: RunContext, status: RunStatus, output: unknown, error: string | null): void {
   Object.assign(ctx.run, { status, output: output === null ? null : JSON.stringify(output), error, completed_at: ctx.now, wake_at: null });
   record(ctx, `run.${status}`, null, error ? { error } : {});
+}
+
+/** The output of a run whose steps all finished: the plan's output template, or its sinks' outputs by id. */
+export function runOutput(ctx: RunContext): unknown {
+  if (ctx.plan.output !== undefined) return render(ctx.plan.output, templateScope(ctx, null));
+  const output: Record<string, unknown> = {};
+  for (const id of ctx.plan.sinks) {
+    const step = ctx.steps.get(id)!;
+    if (step.row.status === 'completed') output[id] = stepOutput(step);
+  }
+  return output;
 }

@@ -1,48 +1,12 @@
-import { sql, type Insertable, type InsertQueryBuilder, type QueryCreator, type Selectable } from 'kysely';
+import { sql, type InsertQueryBuilder, type QueryCreator } from 'kysely';
 import type { Db } from '../db/database.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Database } from '../db/schema.js';
 import { BulkInsert } from '../db/bulk-insert.js';
-import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { atomically, dbOf, type Tx } from '../db/tx.js';
-import type { Page, Paged } from '../kernel/pagination.js';
-import { CoordinationStore } from './coordination-store.js';
-import type { RunStatus, RunsTable, RunStepsTable, RunEventsTable } from './tables.js';
+import { ACTIVE, RunListStore, type NewRunEvent, type RunLabels, type RunRow, type RunStepRow } from './run-list-store.js';
 
-/** Which runs a list shows: times in ms, `startedAfter` inclusive and `startedBefore` exclusive. */
-export interface RunFilter {
-  planId?: string;
-  status?: RunStatus;
-  startedAfter?: number;
-  startedBefore?: number;
-  tag?: string;
-  /** A key and the value it must have in the run's metadata. */
-  metadata?: { key: string; value: string };
-}
-
-/** What a run is found by besides its plan, status and times. */
-export interface RunLabels {
-  tags: string[];
-  metadata: Record<string, string>;
-}
-
-/** A waiting human step, as the approvals inbox lists it. */
-export interface PendingHumanStepRow {
-  run_id: string;
-  step_id: string;
-  input: string | null;
-  detail: string;
-  started_at: number | null;
-  wake_at: number | null;
-  plan_id: string;
-  run_input: string;
-}
-export type RunRow = Selectable<RunsTable>;
-export type RunStepRow = Selectable<RunStepsTable>;
-export type RunEventRow = Selectable<RunEventsTable>;
-export type NewRunEvent = Omit<Insertable<RunEventsTable>, 'seq'>;
-const ACTIVE: RunStatus[] = ['running', 'waiting'];
 type RunStateColumn = 'status' | 'output' | 'error' | 'revisions' | 'wake_at' | 'revision' | 'completed_at' | 'updated_at';
 
 // Every column of the rows inserted on hot paths (a run started, its steps and timeline),
@@ -158,10 +122,11 @@ const STEP_STATE_COLUMNS = [
 ] as const;
 
 /**
- * Runs with their steps, timeline events, tags and metadata (the only SQL of the runs, run_steps,
- * run_events, run_tags and run_metadata tables): what the engine loads and saves, and what callers list.
+ * Runs with their steps, timeline events, tags and metadata (with RunListStore, the only SQL of the
+ * runs, run_steps, run_events, run_tags and run_metadata tables): what the engine loads and saves.
+ * What callers list is RunListStore (run-list-store.ts).
  */
-export class RunStore extends CoordinationStore {
+export class RunStore extends RunListStore {
   /** Statements run on every transition or start, compiled once per shape. */
   private readonly statements: Statements;
   private readonly runInsert: BulkInsert<'runs', keyof RunRow>;
@@ -253,30 +218,6 @@ export class RunStore extends CoordinationStore {
         .execute();
   }
 
-  /** The tags (in name order) and metadata of several runs, by run, in two queries. */
-  async labelsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, RunLabels>> {
-    const byRun = new Map<string, RunLabels>(runIds.map((id) => [id, { tags: [], metadata: {} }]));
-    if (runIds.length === 0) return byRun;
-    const db = dbOf(tx, this.db);
-    const tags = await db
-      .selectFrom('run_tags')
-      .select(['run_id', 'tag'])
-      .where('run_id', 'in', runIds)
-      .orderBy('run_id')
-      .orderBy('tag')
-      .execute();
-    for (const row of tags) byRun.get(row.run_id)!.tags.push(row.tag);
-    const metadata = await db
-      .selectFrom('run_metadata')
-      .select(['run_id', 'key', 'value'])
-      .where('run_id', 'in', runIds)
-      .orderBy('run_id')
-      .orderBy('key')
-      .execute();
-    for (const row of metadata) byRun.get(row.run_id)!.metadata[row.key] = row.value;
-    return byRun;
-  }
-
   /** The steps of several runs in one query (a page of runs), grouped by run. */
   async stepsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, RunStepRow[]>> {
     const byRun = new Map<string, RunStepRow[]>(runIds.map((id) => [id, []]));
@@ -291,44 +232,6 @@ export class RunStore extends CoordinationStore {
       .execute();
     for (const row of rows) byRun.get(row.run_id)!.push(row);
     return byRun;
-  }
-
-  async listRuns(tx: Tx, filter: RunFilter, window: Page): Promise<Paged<RunRow>> {
-    let query = dbOf(tx, this.db).selectFrom('runs').selectAll().orderBy('id', 'desc');
-    if (filter.planId !== undefined) query = query.where('plan_id', '=', filter.planId);
-    if (filter.status !== undefined) query = query.where('status', '=', filter.status);
-    if (filter.startedAfter !== undefined) query = query.where('started_at', '>=', filter.startedAfter);
-    if (filter.startedBefore !== undefined) query = query.where('started_at', '<', filter.startedBefore);
-    if (filter.tag !== undefined) {
-      const tag = filter.tag;
-      query = query.where('id', 'in', (eb) => eb.selectFrom('run_tags').select('run_id').where('tag', '=', tag));
-    }
-    if (filter.metadata !== undefined) {
-      const { key, value } = filter.metadata;
-      query = query.where('id', 'in', (eb) =>
-        eb.selectFrom('run_metadata').select('run_id').where('key', '=', key).where('value', '=', value),
-      );
-    }
-    return paginate(query, window);
-  }
-
-  /**
-   * The human steps waiting for a person (only human steps wait; a wait step runs), oldest
-   * first, with their run's plan and input.
-   */
-  async listWaitingHumanSteps(tx: Tx, window: Page, of: { runId?: string; stepId?: string } = {}): Promise<Paged<PendingHumanStepRow>> {
-    let query = dbOf(tx, this.db)
-      .selectFrom('run_steps as s')
-      .innerJoin('runs as r', 'r.id', 's.run_id')
-      .select(['s.run_id', 's.step_id', 's.input', 's.detail', 's.started_at', 's.wake_at', 'r.plan_id', 'r.input as run_input'])
-      .where('r.status', 'in', ACTIVE)
-      .where('s.status', '=', 'waiting')
-      .orderBy('s.started_at')
-      .orderBy('s.run_id')
-      .orderBy('s.step_id');
-    if (of.runId !== undefined) query = query.where('s.run_id', '=', of.runId);
-    if (of.stepId !== undefined) query = query.where('s.step_id', '=', of.stepId);
-    return paginate(query, window);
   }
 
   /**
@@ -456,30 +359,6 @@ export class RunStore extends CoordinationStore {
     );
     // wait_topic >= '' holds no NULL.
     return (await dbOf(tx, this.db).executeQuery(query)).rows as { run_id: string; step_id: string; wait_topic: string }[];
-  }
-
-  async listEvents(tx: Tx, runId: string, window: Page): Promise<Paged<RunEventRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('seq'), window);
-  }
-
-  /** Durations (ms) of the latest completed agent steps of each capability, up to `sample` each. */
-  async stepDurations(tx: Tx, capabilities: string[], sample = 50): Promise<Map<string, number[]>> {
-    const durations = new Map<string, number[]>(capabilities.map((c) => [c, []]));
-    if (capabilities.length === 0) return durations;
-    const rows = await dbOf(tx, this.db)
-      .selectFrom('run_steps')
-      .select(['capability', 'started_at', 'completed_at'])
-      .where('capability', 'in', capabilities)
-      .where('status', '=', 'completed')
-      .orderBy('completed_at', 'desc')
-      .limit(sample * capabilities.length)
-      .execute();
-    for (const row of rows) {
-      const list = durations.get(row.capability!)!;
-      if (list.length < sample && row.started_at !== null && row.completed_at !== null)
-        list.push(Number(row.completed_at) - Number(row.started_at));
-    }
-    return durations;
   }
 }
 

@@ -5,6 +5,8 @@ import * as Auth from '../auth/schemas.js';
 import * as AccessGroups from '../auth/groups/schemas.js';
 import * as Cluster from '../cluster/schemas.js';
 import * as Coordination from '../coordination/schemas.js';
+import * as Plans from '../coordination/plan-schemas.js';
+import * as Triggers from '../coordination/trigger-schemas.js';
 import * as Discovery from '../discovery/schemas.js';
 import * as Events from '../events/schemas.js';
 import { DeletedResource as Deleted, PageQuery, ReasonBody, withIntegerMaximum } from '../http/schemas.js';
@@ -136,13 +138,13 @@ export const SCHEMAS = asValidated({
   'tasks.addComment': { body: Tasks.AddCommentBody, data: Tasks.Comment },
   'tasks.listActivity': { query: PageQuery, data: list(Tasks.Activity) },
 
-  'coordination.generatePlan': { body: Coordination.GenerateBody, data: Coordination.GeneratedPlan },
-  'coordination.createPlan': { body: Coordination.PlanBody, data: Coordination.Plan },
-  'coordination.listPlans': { query: PageQuery, data: list(Coordination.Plan) },
-  'coordination.getPlan': { data: Coordination.Plan },
-  'coordination.updatePlan': { body: Coordination.PlanBody, data: Coordination.Plan },
+  'coordination.generatePlan': { body: Plans.GenerateBody, data: Plans.GeneratedPlan },
+  'coordination.createPlan': { body: Plans.PlanBody, data: Plans.Plan },
+  'coordination.listPlans': { query: PageQuery, data: list(Plans.Plan) },
+  'coordination.getPlan': { data: Plans.Plan },
+  'coordination.updatePlan': { body: Plans.PlanBody, data: Plans.Plan },
   'coordination.deletePlan': { data: Deleted },
-  'coordination.getPlanVersion': { data: Coordination.Plan },
+  'coordination.getPlanVersion': { data: Plans.Plan },
   'coordination.startRun': { body: Coordination.StartRunBody, data: Coordination.Run },
   'coordination.listRuns': { query: Coordination.ListRunsQuery, data: list(Coordination.Run) },
   'coordination.getRun': { data: Coordination.Run },
@@ -155,17 +157,17 @@ export const SCHEMAS = asValidated({
   'coordination.listPendingApprovals': { query: PageQuery, data: list(Coordination.PendingApproval) },
   'coordination.getApprovalLink': { data: Coordination.LinkedStep },
   'coordination.decideByLink': { body: Coordination.LinkDecisionBody, data: Coordination.LinkDecision },
-  'coordination.createTrigger': { body: Coordination.CreateTriggerBody, data: Coordination.Trigger },
-  'coordination.listTriggers': { query: Coordination.ListTriggersQuery, data: list(Coordination.Trigger) },
-  'coordination.getTrigger': { data: Coordination.Trigger },
-  'coordination.updateTrigger': { body: Coordination.UpdateTriggerBody, data: Coordination.Trigger },
+  'coordination.createTrigger': { body: Triggers.CreateTriggerBody, data: Triggers.Trigger },
+  'coordination.listTriggers': { query: Triggers.ListTriggersQuery, data: list(Triggers.Trigger) },
+  'coordination.getTrigger': { data: Triggers.Trigger },
+  'coordination.updateTrigger': { body: Triggers.UpdateTriggerBody, data: Triggers.Trigger },
   'coordination.deleteTrigger': { data: Deleted },
-  'coordination.listTriggerFires': { query: PageQuery, data: list(Coordination.Fire) },
-  'coordination.hookGet': { data: Coordination.HookStarted },
-  'coordination.hookPost': { content: 'any', data: Coordination.HookStarted },
-  'coordination.hookPut': { content: 'any', data: Coordination.HookStarted },
-  'coordination.hookPatch': { content: 'any', data: Coordination.HookStarted },
-  'coordination.hookDelete': { content: 'any', data: Coordination.HookStarted },
+  'coordination.listTriggerFires': { query: PageQuery, data: list(Triggers.Fire) },
+  'coordination.hookGet': { data: Triggers.HookStarted },
+  'coordination.hookPost': { content: 'any', data: Triggers.HookStarted },
+  'coordination.hookPut': { content: 'any', data: Triggers.HookStarted },
+  'coordination.hookPatch': { content: 'any', data: Triggers.HookStarted },
+  'coordination.hookDelete': { content: 'any', data: Triggers.HookStarted },
 
   'artifacts.upload': { content: 'multipart', data: Artifacts.Artifact },
   'artifacts.list': { query: Artifacts.ListQuery, data: list(Artifacts.Artifact) },

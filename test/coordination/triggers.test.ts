@@ -2,9 +2,8 @@ import { expect, it } from 'vitest';
 import type { RunEngine } from '../../src/coordination/engine.js';
 import { PlanStore } from '../../src/coordination/plan-store.js';
 import { TriggerStore } from '../../src/coordination/trigger-store.js';
-import { TriggersService } from '../../src/coordination/triggers.js';
+import { TriggerFiring } from '../../src/coordination/trigger-firing.js';
 import { autocommit } from '../../src/db/tx.js';
-import { InProcessNotifier } from '../../src/kernel/notifier.js';
 import { acknowledge, receive, type InboxMessage } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createTestDatabase } from '../helpers/database.js';
@@ -258,12 +257,11 @@ describeEachDialect('coordination triggers', (dialect) => {
         return specs.map((_, i) => ({ id: `run_fake_${batches}_${i}` }));
       },
     } as unknown as RunEngine;
-    const triggers = new TriggersService({
+    const triggers = new TriggerFiring({
       triggers: new TriggerStore(db, caps),
       plans: new PlanStore(db, caps),
       engine,
       clock: new FakeClock(Date.now()),
-      notifier: new InProcessNotifier(),
       expressions: server.app.platform.expressions,
       audit: server.app.platform.audit,
     });

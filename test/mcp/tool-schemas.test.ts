@@ -1,16 +1,8 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { Artifact, ArtifactParams, SnippetBody } from '../../src/artifacts/schemas.js';
-import {
-  ApproveBody,
-  InputBody,
-  PendingApproval,
-  Plan,
-  Run,
-  RunParams,
-  RunStepParams,
-  StartRunBody,
-} from '../../src/coordination/schemas.js';
+import { ApproveBody, InputBody, PendingApproval, Run, RunParams, RunStepParams, StartRunBody } from '../../src/coordination/schemas.js';
+import { Plan } from '../../src/coordination/plan-schemas.js';
 import { LookupEnvelope, LookupQuery, SearchBody, SearchEnvelope } from '../../src/discovery/schemas.js';
 import { Deleted, PageQuery, withIntegerMaximum } from '../../src/http/schemas.js';
 import { buildTools, type ToolServices } from '../../src/mcp/tools/index.js';

@@ -5,7 +5,7 @@ import type { Decider } from '../approvers.js';
 import type { CompiledStep, StepDefinition, StepTemplate } from '../plan-definition.js';
 import type { RunContext, StartRun, StepState } from '../run-state.js';
 import type { PlanStore } from '../plan-store.js';
-import type { RunRow } from '../run-store.js';
+import type { RunRow } from '../run-list-store.js';
 import type { TemplateScope } from '../templates.js';
 
 /** A step cannot proceed with the run's data (an expression, a template value): the step fails, not the request. */

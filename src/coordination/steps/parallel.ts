@@ -1,6 +1,6 @@
 import { completeStep, failStep, FINISHED, NOT_STARTED, record, stepOutput, type RunContext, type StepState } from '../run-state.js';
 import type { StepTemplate } from '../plan-definition.js';
-import type { RunStepRow } from '../run-store.js';
+import type { RunStepRow } from '../run-list-store.js';
 import { render, type TemplateScope } from '../templates.js';
 import { StepError, type StepKind } from './kind.js';
 

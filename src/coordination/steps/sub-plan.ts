@@ -1,6 +1,6 @@
 import { parseNullableJson } from '../../kernel/json.js';
 import { changeStep, completeStep, failStep, record, type RunContext, type StepState } from '../run-state.js';
-import type { RunRow } from '../run-store.js';
+import type { RunRow } from '../run-list-store.js';
 import { render } from '../templates.js';
 import { requireField, type StepKind } from './kind.js';
 

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf } from '../../coordination/index.js';
-import { ApproveBody, InputBody, PendingApproval, Plan, Run, RunParams, RunStepParams, StartRunBody } from '../../coordination/schemas.js';
+import { Plan } from '../../coordination/plan-schemas.js';
+import { ApproveBody, InputBody, PendingApproval, Run, RunParams, RunStepParams, StartRunBody } from '../../coordination/schemas.js';
 import { page, PageQuery } from '../../http/schemas.js';
 import { DECIDE, define, DISPATCH, pagedOutput, READ, toolInput, type GroupTool, type ToolServices } from './define.js';
 
