@@ -1,8 +1,7 @@
-import { SpanKind, traceparentOfSpan, tracer } from '../kernel/tracing.js';
 import { assertMayChange, type Principal } from '../auth/index.js';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../kernel/clock.js';
-import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
@@ -10,7 +9,8 @@ import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../db/tx.js';
-import { cronProblem, decideSlots, isValidTimeZone, Schedule } from '../kernel/cron.js';
+import { decideSlots, Schedule } from '../kernel/cron.js';
+import { fireSpan, nextRunAt, validateSchedule } from './schedule.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
 import { executionFinished, outputJson, toExecution, toFire, toRoutine } from './views.js';
 import type { ExecutionRow, FireRow, RoutineFilter, RoutineRow, RoutinesStore } from './store.js';
@@ -60,23 +60,6 @@ export class RoutinesService {
     return `${this.deps.publicUrl()}/core/api/v1/routines/webhook/${token}`;
   }
 
-  /** Checks the schedule fields of a routine as it will be after a change. */
-  private validate(routine: Pick<RoutineRow, 'trigger_type' | 'cron_expression' | 'timezone'>): void {
-    if (!isValidTimeZone(routine.timezone)) throw InvalidRequest.field('timezone', `'${routine.timezone}' is not an IANA time zone`);
-    if (routine.trigger_type === 'cron') {
-      if (routine.cron_expression === null) throw InvalidRequest.field('cron_expression', 'is required when trigger_type is cron');
-      const problem = cronProblem(routine.cron_expression, routine.timezone);
-      if (problem) throw InvalidRequest.field('cron_expression', problem);
-    } else if (routine.cron_expression !== null) {
-      throw InvalidRequest.field('cron_expression', 'is only allowed when trigger_type is cron');
-    }
-  }
-
-  private nextRun(row: Pick<RoutineRow, 'trigger_type' | 'cron_expression' | 'timezone' | 'enabled'>, after: number): number | null {
-    if (row.trigger_type !== 'cron' || row.enabled !== 1) return null;
-    return Schedule.of(row.cron_expression!, row.timezone).next(after);
-  }
-
   private async changed(): Promise<void> {
     await this.deps.notifier.notify(ROUTINES_CHANGED);
   }
@@ -104,8 +87,8 @@ export class RoutinesService {
       created_at: now,
       updated_at: now,
     };
-    this.validate(row);
-    row.next_run_at = this.nextRun(row, now);
+    validateSchedule(row);
+    row.next_run_at = nextRunAt(row, now);
     await this.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'routine.create', resource: { type: 'routine', id: row.id } });
       await this.store.insertRoutine(tx, row);
@@ -164,7 +147,7 @@ export class RoutinesService {
       };
       // Switching away from cron drops the expression (unless the patch sets one, which validate rejects).
       if (patch.trigger_type === 'webhook' && patch.cron_expression === undefined) next.cron_expression = null;
-      this.validate(next);
+      validateSchedule(next);
       if (next.trigger_type === 'webhook' && next.webhook_token_hash === null) {
         token = newSecret();
         next.webhook_token_hash = sha256Hex(token);
@@ -176,7 +159,7 @@ export class RoutinesService {
         next.cron_expression !== current.cron_expression ||
         next.timezone !== current.timezone ||
         next.trigger_type !== current.trigger_type;
-      if (scheduleChanged) next.next_run_at = this.nextRun(next, now);
+      if (scheduleChanged) next.next_run_at = nextRunAt(next, now);
       const { id: _id, ...changes } = next;
       await this.store.updateRoutine(tx, id, changes);
       if (next.enabled !== current.enabled) {
@@ -496,14 +479,4 @@ export class RoutinesService {
     const times = [due, deadline].filter((t): t is number => t !== null);
     return times.length === 0 ? null : Math.min(...times);
   }
-}
-
-/** A routine fire's span (`fire_routine {routine}`), ended at once; returns its traceparent. */
-function fireSpan(routineId: string, executionId: string, trigger: ExecutionTrigger): string | null {
-  const span = tracer().startSpan(`fire_routine ${routineId}`, {
-    kind: SpanKind.PRODUCER,
-    attributes: { 'switchboard.routine.id': routineId, 'switchboard.execution.id': executionId, 'switchboard.routine.trigger': trigger },
-  });
-  span.end();
-  return traceparentOfSpan(span);
 }
