@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
+import { createAlertsDomain } from './alerts/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuditDomain } from './audit/index.js';
 import { createAuthDomain, createAuthWorkers } from './auth/index.js';
@@ -164,6 +165,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const cluster = createClusterDomain({ platform, version: VERSION, workers });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
+  const alerts = createAlertsDomain({ platform, channels: notifications.service, events: events.log, nodes: cluster.service });
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
@@ -184,6 +186,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...artifacts.workers,
     ...events.workers,
     ...webhooks.workers,
+    ...alerts.workers,
     ...audit.workers,
   );
 
@@ -195,7 +198,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     discovery: discovery.service,
     artifacts: artifacts.service,
   };
-  domainMetrics.observe(metrics, { inboxes: () => messaging.inbox.depths(), agentsByHealth: () => discovery.service.countByHealth() });
+  domainMetrics.observe(metrics, {
+    inboxes: () => messaging.inbox.depths(),
+    agentsByHealth: () => discovery.service.countByHealth(),
+    alertsFiring: () => alerts.service.firingCounts(),
+  });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   installWorkerMetrics(metrics, workers);
   const http = await buildHttpServer({
@@ -243,6 +250,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: events.routes },
       { prefix: '/api/v1', plugin: webhooks.routes },
       { prefix: '/api/v1', plugin: notifications.routes },
+      { prefix: '/api/v1', plugin: alerts.routes },
       { prefix: '/api/v1', plugin: cluster.routes },
       { prefix: '/api/v1', plugin: audit.routes },
       { prefix: '', plugin: a2a.routes },

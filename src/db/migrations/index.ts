@@ -33,6 +33,7 @@ import * as webhookDeliveryAttempts from './0032-webhook-delivery-attempts.js';
 import * as runTags from './0033-run-tags.js';
 import * as notificationChannels from './0034-notification-channels.js';
 import * as runMetadata from './0035-run-metadata.js';
+import * as alerts from './0036-alerts.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -76,4 +77,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0033-run-tags': runTags,
   '0034-notification-channels': notificationChannels,
   '0035-run-metadata': runMetadata,
+  '0036-alerts': alerts,
 };
