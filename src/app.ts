@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
 import { createA2aDomain } from './a2a/index.js';
+import { createAlertsDomain } from './alerts/index.js';
 import { createArtifactsDomain } from './artifacts/index.js';
 import { createAuditDomain } from './audit/index.js';
 import { authRetention, createAuthDomain, createAuthWorkers, httpAuthentication } from './auth/index.js';
@@ -167,6 +168,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const cluster = createClusterDomain({ platform, version: VERSION, workers });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
+  const alerts = createAlertsDomain({ platform, channels: notifications.service, events: events.log, nodes: cluster.service });
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),
@@ -199,6 +201,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...coordination.workers,
     ...artifacts.workers,
     ...webhooks.workers,
+    ...alerts.workers,
     ...retention.workers,
     ...audit.workers,
   );
@@ -211,7 +214,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     discovery: discovery.service,
     artifacts: artifacts.service,
   };
-  domainMetrics.observe(metrics, { inboxes: () => messaging.inbox.depths(), agentsByHealth: () => discovery.service.countByHealth() });
+  domainMetrics.observe(metrics, {
+    inboxes: () => messaging.inbox.depths(),
+    agentsByHealth: () => discovery.service.countByHealth(),
+    alertsFiring: () => alerts.service.firingCounts(),
+  });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   installWorkerMetrics(metrics, workers);
   const http = await buildHttpServer({
@@ -258,6 +265,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: events.routes },
       { prefix: '/api/v1', plugin: webhooks.routes },
       { prefix: '/api/v1', plugin: notifications.routes },
+      { prefix: '/api/v1', plugin: alerts.routes },
       { prefix: '/api/v1', plugin: cluster.routes },
       { prefix: '/api/v1', plugin: audit.routes },
       { prefix: '', plugin: a2a.routes },

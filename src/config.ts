@@ -107,6 +107,8 @@ export interface Config {
   readonly pgPrepare: boolean;
   /** The webhook workers look for new events and due retries at least this often (notifications wake them sooner). */
   readonly webhookPollMs: number;
+  /** How often the alert rules are evaluated (SWITCHBOARD_ALERT_INTERVAL_MS): a condition fires within about this long. */
+  readonly alertIntervalMs: number;
   /** Where email notification channels send (smtp:// or smtps://, credentials in the URL); null: email channels are refused. */
   readonly smtpUrl: string | null;
   /** The From of notification emails. */
@@ -352,6 +354,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookAllowedHosts: networkList(env, 'SWITCHBOARD_WEBHOOK_ALLOWED_HOSTS', true),
     webhookTimeoutMs: int(env, 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS', 10_000, 10, 600_000),
     webhookPollMs: int(env, 'SWITCHBOARD_WEBHOOK_POLL_MS', 5_000, 10, 3_600_000),
+    alertIntervalMs: int(env, 'SWITCHBOARD_ALERT_INTERVAL_MS', 5_000, 10, 600_000),
     smtpUrl,
     smtpFrom: str(env, 'SWITCHBOARD_SMTP_FROM') ?? 'Switchboard <switchboard@localhost>',
     tracing: tracingConfig(env),

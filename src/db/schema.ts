@@ -1,4 +1,5 @@
 import type { A2aTables } from '../a2a/tables.js';
+import type { AlertsTables } from '../alerts/tables.js';
 import type { ArtifactsTables } from '../artifacts/tables.js';
 import type { AuditTables } from '../audit/tables.js';
 import type { AuthTables } from '../auth/tables.js';
@@ -21,6 +22,7 @@ import type { WebhooksTables } from '../webhooks/tables.js';
 export interface Database
   extends
     A2aTables,
+    AlertsTables,
     AccessGroupsTables,
     ArtifactsTables,
     AuditTables,

@@ -12,6 +12,7 @@ import * as Events from '../events/schemas.js';
 import { DeletedResource as Deleted, PageQuery, ReasonBody, withIntegerMaximum } from '../http/schemas.js';
 import * as Messaging from '../messaging/schemas.js';
 import * as Notifications from '../notifications/schemas.js';
+import * as Alerts from '../alerts/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
 import * as Webhooks from '../webhooks/schemas.js';
@@ -206,6 +207,14 @@ export const SCHEMAS = asValidated({
   'notifications.updateChannel': { body: Notifications.UpdateChannelBody, data: Notifications.Channel },
   'notifications.deleteChannel': { data: Deleted },
   'notifications.testChannel': { data: Notifications.NotificationSent },
+  'alerts.createRule': { body: Alerts.CreateRuleBody, data: Alerts.Rule },
+  'alerts.listRules': { query: Alerts.ListRulesQuery, data: list(Alerts.Rule) },
+  'alerts.getRule': { data: Alerts.Rule },
+  'alerts.updateRule': { body: Alerts.UpdateRuleBody, data: Alerts.Rule },
+  'alerts.deleteRule': { data: Deleted },
+  'alerts.list': { query: Alerts.ListAlertsQuery, data: list(Alerts.Alert) },
+  'alerts.get': { data: Alerts.Alert },
+  'alerts.acknowledge': { data: Alerts.Alert },
 
   'cluster.listNodes': { query: Cluster.ListNodesQuery, data: list(Cluster.ClusterNode) },
 

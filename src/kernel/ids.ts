@@ -46,7 +46,9 @@ export type IdPrefix =
   | 'sess'
   | 'aud'
   | 'ntc'
-  | 'ntf';
+  | 'ntf'
+  | 'alr'
+  | 'alt';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

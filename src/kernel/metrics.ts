@@ -2,6 +2,8 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** Distinct event name classes counted by name; the rest count as `other` (bounded label sets). */
 const MAX_EVENT_CLASSES = 50;
+/** Rules whose firing alerts get their own series; the rest are summed under rule="other" by severity. */
+export const TOP_ALERT_RULES = 50;
 /** Agents whose inbox gets its own series; the rest are summed under `other`. */
 export const TOP_INBOXES = 20;
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -22,6 +24,8 @@ export interface MetricSources {
   /** The deepest inboxes first, at least TOP_INBOXES + 1 of them when there are that many. */
   inboxes(): Promise<InboxDepth[]>;
   agentsByHealth(): Promise<Record<string, number>>;
+  /** Firing alerts by rule id and severity (at most one per rule). */
+  alertsFiring(): Promise<{ rule_id: string; severity: string; n: number }[]>;
 }
 
 /**
@@ -138,6 +142,23 @@ export class DomainMetrics {
       registers,
       async collect() {
         for (const [health, count] of Object.entries(await sources.agentsByHealth())) this.set({ health }, count);
+      },
+    });
+    new Gauge({
+      name: 'switchboard_alerts_firing',
+      help: `Firing alerts by rule id and severity (${TOP_ALERT_RULES} rules, the rest as rule="other")`,
+      labelNames: ['rule', 'severity'],
+      registers,
+      async collect() {
+        this.reset();
+        const firing = (await sources.alertsFiring()).sort((a, b) => a.rule_id.localeCompare(b.rule_id));
+        const series = new Map<string, { rule: string; severity: string; n: number }>();
+        firing.forEach(({ rule_id, severity, n }, i) => {
+          const rule = i < TOP_ALERT_RULES ? rule_id : 'other';
+          const key = `${rule}\u0000${severity}`;
+          series.set(key, { rule, severity, n: (series.get(key)?.n ?? 0) + n });
+        });
+        for (const { rule, severity, n } of series.values()) this.set({ rule, severity }, n);
       },
     });
   }

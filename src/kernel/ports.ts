@@ -213,6 +213,8 @@ export const EVENT_TYPES = [
   'key.created',
   'key.revoked',
   'webhook.disabled',
+  'alert.fired',
+  'alert.resolved',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -311,6 +313,8 @@ export interface NotificationChannels {
    * the caller's writes; an agent's message is sent in it). An unknown channel id is a 404.
    */
   notify(tx: Tx, channelIds: readonly string[], notification: Notification): Promise<NotificationSent[]>;
+  /** Those of `channelIds` that name no channel (deleted, or never made). */
+  missing(tx: Tx, channelIds: readonly string[]): Promise<string[]>;
 }
 
 /** A notification channel's destination, as webhooks deliver to it. */

@@ -227,6 +227,11 @@ export class NotificationsService implements NotificationChannels {
     return sent;
   }
 
+  async missing(tx: Tx, channelIds: readonly string[]): Promise<string[]> {
+    const channels = await this.deps.store.findChannels(tx, [...new Set(channelIds)]);
+    return channelIds.filter((id) => !channels.has(id));
+  }
+
   private async find(tx: Tx, id: string): Promise<ChannelRow> {
     const row = await this.deps.store.findChannel(tx, id);
     if (!row) throw new NotFound('Notification channel', id);

@@ -166,6 +166,7 @@ export class Switchboard {
   readonly events: DomainClient<'events'> & EventStreams;
   readonly webhooks: DomainClient<'webhooks'>;
   readonly notifications: DomainClient<'notifications'>;
+  readonly alerts: DomainClient<'alerts'>;
   readonly cluster: DomainClient<'cluster'>;
   readonly audit: DomainClient<'audit'>;
   /** The agent this client signs as, when it signs. */
@@ -228,6 +229,7 @@ export class Switchboard {
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
     this.notifications = this.#domain('notifications');
+    this.alerts = this.#domain('alerts');
     this.cluster = this.#domain('cluster');
     this.audit = this.#domain('audit');
   }

@@ -189,6 +189,16 @@ export const OPERATIONS = {
     deleteChannel: ['DELETE', '/api/v1/notifications/channels/{id}'],
     testChannel: ['POST', '/api/v1/notifications/channels/{id}/test'],
   },
+  alerts: {
+    createRule: ['POST', '/api/v1/alerts/rules'],
+    listRules: ['GET', '/api/v1/alerts/rules', PAGED],
+    getRule: ['GET', '/api/v1/alerts/rules/{id}'],
+    updateRule: ['PATCH', '/api/v1/alerts/rules/{id}'],
+    deleteRule: ['DELETE', '/api/v1/alerts/rules/{id}'],
+    list: ['GET', '/api/v1/alerts', PAGED],
+    get: ['GET', '/api/v1/alerts/{id}'],
+    acknowledge: ['POST', '/api/v1/alerts/{id}/acknowledge'],
+  },
   cluster: {
     listNodes: ['GET', '/api/v1/cluster/nodes', PAGED],
   },

@@ -33,6 +33,7 @@ import * as webhookDeliveryAttempts from './0032-webhook-delivery-attempts.js';
 import * as runTags from './0033-run-tags.js';
 import * as notificationChannels from './0034-notification-channels.js';
 import * as runMetadata from './0035-run-metadata.js';
+import * as alerts from './0036-alerts.js';
 import * as retention from './0038-retention.js';
 import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
@@ -79,6 +80,7 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0033-run-tags': runTags,
   '0034-notification-channels': notificationChannels,
   '0035-run-metadata': runMetadata,
+  '0036-alerts': alerts,
   '0038-retention': retention,
   '0039-message-flow': messageFlow,
   '0040-routine-output-json': routineOutputJson,

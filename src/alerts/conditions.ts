@@ -1,0 +1,167 @@
+import { autocommit } from '../db/tx.js';
+import { EVENT_TYPES } from '../kernel/ports.js';
+import type { Condition, ConditionType } from './schemas.js';
+import type { EventCountFilter, SignalsStore } from './signals-store.js';
+
+/** What a holding condition measured: the alert's value, and what it is about. */
+export interface Measure {
+  value: number;
+  detail: string | null;
+}
+
+export interface RuleCondition {
+  id: string;
+  condition: Condition;
+}
+
+/** How many of the matched things (agents, steps) an alert's detail names. */
+const DETAIL_NAMES = 5;
+/** Log positions remembered: one per SAMPLE_EVERY_MS, the oldest dropped past this many. */
+const MAX_SAMPLES = 20_000;
+const SAMPLE_EVERY_MS = 5_000;
+
+/** The concrete event types an `event_type` pattern matches (`run.*`, `*`, an exact type); null for every type. */
+export function expandEventType(pattern: string): string[] | null {
+  if (pattern === '*') return null;
+  if (pattern.endsWith('.*')) {
+    const prefix = pattern.slice(0, -1);
+    return EVENT_TYPES.filter((type) => type.startsWith(prefix));
+  }
+  return EVENT_TYPES.filter((type) => type === pattern);
+}
+
+function named(things: readonly string[]): string | null {
+  if (things.length === 0) return null;
+  const shown = things.slice(0, DETAIL_NAMES).join(', ');
+  return things.length > DETAIL_NAMES ? `${shown} and ${things.length - DETAIL_NAMES} more` : shown;
+}
+
+type Of<T extends ConditionType> = Extract<Condition, { type: T }>;
+
+/**
+ * Measures every rule's condition with one grouped read per condition type. The event log is
+ * read from a remembered position taken before each window's start (its last `seq` at earlier
+ * passes), so a window costs the events in it, not the log's history.
+ */
+export class ConditionReader {
+  private readonly samples: { at: number; seq: number }[] = [];
+
+  constructor(
+    private readonly store: SignalsStore,
+    private readonly healthTtlMs: number,
+  ) {}
+
+  /** The rules whose condition holds at `now`, with what it measured. */
+  async measure(rules: readonly RuleCondition[], now: number): Promise<Map<string, Measure>> {
+    const byType = new Map<ConditionType, RuleCondition[]>();
+    for (const rule of rules) byType.set(rule.condition.type, [...(byType.get(rule.condition.type) ?? []), rule]);
+    const held = new Map<string, Measure>();
+    const hold = (id: string, measure: Measure | null) => {
+      if (measure !== null) held.set(id, measure);
+    };
+    const of = <T extends ConditionType>(type: T) => (byType.get(type) ?? []) as (RuleCondition & { condition: Of<T> })[];
+
+    const counted = of('event_count');
+    if (counted.length > 0) {
+      const filters = counted.map(({ condition: c }): EventCountFilter => ({
+        types: expandEventType(c.event_type),
+        since: now - c.window_s * 1000,
+        ...(c.subject !== undefined && { subject: c.subject }),
+        ...(c.plan_id !== undefined && { plan_id: c.plan_id }),
+      }));
+      const counts = await this.store.countEvents(autocommit, filters, this.positionBefore(Math.min(...filters.map((f) => f.since))));
+      counted.forEach((rule, i) => hold(rule.id, counts[i]! >= rule.condition.threshold ? { value: counts[i]!, detail: null } : null));
+    }
+    await this.sample(now);
+
+    const depth = of('inbox_depth');
+    const age = of('inbox_age');
+    if (depth.length + age.length > 0) {
+      const inboxes = await this.store.inboxes(autocommit, now);
+      for (const rule of depth) {
+        const worst = inboxes
+          .filter((i) => rule.condition.agent_id === undefined || i.agent_id === rule.condition.agent_id)
+          .reduce<(typeof inboxes)[number] | null>((a, b) => (a === null || b.depth > a.depth ? b : a), null);
+        hold(rule.id, worst && worst.depth >= rule.condition.threshold ? { value: worst.depth, detail: worst.agent_id } : null);
+      }
+      for (const rule of age) {
+        const worst = inboxes
+          .filter((i) => rule.condition.agent_id === undefined || i.agent_id === rule.condition.agent_id)
+          .reduce<(typeof inboxes)[number] | null>((a, b) => (a === null || b.oldest_at < a.oldest_at ? b : a), null);
+        const seconds = worst ? Math.floor((now - worst.oldest_at) / 1000) : 0;
+        hold(rule.id, worst && seconds >= rule.condition.older_than_s ? { value: seconds, detail: worst.agent_id } : null);
+      }
+    }
+
+    const dead = of('dead_letters');
+    if (dead.length > 0) {
+      const kept = await this.store.deadLetters(autocommit);
+      for (const rule of dead) {
+        const mine = kept.filter((k) => rule.condition.agent_id === undefined || k.agent_id === rule.condition.agent_id);
+        const total = mine.reduce((sum, k) => sum + k.count, 0);
+        hold(rule.id, total >= rule.condition.threshold ? { value: total, detail: named(mine.map((k) => k.agent_id)) } : null);
+      }
+    }
+
+    const unhealthy = of('agent_unhealthy');
+    if (unhealthy.length > 0) {
+      const unhealthySince = (rule: (typeof unhealthy)[number]) => now - this.healthTtlMs - rule.condition.for_s * 1000;
+      const capabilities = [...new Set(unhealthy.flatMap((r) => (r.condition.capability === undefined ? [] : [r.condition.capability])))];
+      const silent = await this.store.silentAgents(autocommit, Math.max(...unhealthy.map(unhealthySince)), capabilities);
+      for (const rule of unhealthy) {
+        const { agent_id, capability } = rule.condition;
+        const agents = silent
+          .filter((a) => a.last_heartbeat_at <= unhealthySince(rule))
+          .filter((a) => agent_id === undefined || a.agent_id === agent_id)
+          .filter((a) => capability === undefined || a.capabilities.includes(capability))
+          .map((a) => a.agent_id);
+        hold(rule.id, agents.length > 0 ? { value: agents.length, detail: named(agents) } : null);
+      }
+    }
+
+    const waiting = of('approval_waiting');
+    if (waiting.length > 0) {
+      const before = (rule: (typeof waiting)[number]) => now - rule.condition.older_than_s * 1000;
+      const steps = await this.store.waitingHumanSteps(autocommit, Math.max(...waiting.map(before)));
+      for (const rule of waiting) {
+        const mine = steps.filter(
+          (s) => s.started_at <= before(rule) && (rule.condition.plan_id === undefined || s.plan_id === rule.condition.plan_id),
+        );
+        hold(rule.id, mine.length > 0 ? { value: mine.length, detail: named(mine.map((s) => `${s.run_id}/${s.step_id}`)) } : null);
+      }
+    }
+
+    const failing = of('routine_failures');
+    if (failing.length > 0) {
+      const streaks = await this.store.failureStreaks(autocommit);
+      for (const rule of failing) {
+        const worst = streaks
+          .filter((s) => rule.condition.routine_id === undefined || s.routine_id === rule.condition.routine_id)
+          .reduce<(typeof streaks)[number] | null>((a, b) => (a === null || b.failures > a.failures ? b : a), null);
+        hold(rule.id, worst && worst.failures >= rule.condition.threshold ? { value: worst.failures, detail: worst.routine_id } : null);
+      }
+    }
+    return held;
+  }
+
+  /**
+   * A log position at or before every event created at `since` or later: the last remembered
+   * one taken before `since` (each event at or before it was created before it was taken);
+   * 0 (the whole log) when there is none.
+   */
+  private positionBefore(since: number): number {
+    let seq = 0;
+    for (const sample of this.samples) {
+      if (sample.at >= since) break;
+      seq = sample.seq;
+    }
+    return seq;
+  }
+
+  private async sample(now: number): Promise<void> {
+    const last = this.samples.at(-1);
+    if (last !== undefined && now - last.at < SAMPLE_EVERY_MS) return;
+    this.samples.push({ at: now, seq: await this.store.lastEventSeq(autocommit) });
+    if (this.samples.length > MAX_SAMPLES) this.samples.shift();
+  }
+}

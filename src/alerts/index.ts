@@ -1,0 +1,41 @@
+import type { Platform } from '../kernel/platform.js';
+import type { EventLog, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
+import { LoopWorker } from '../workers/loop-worker.js';
+import { ConditionReader } from './conditions.js';
+import { AlertEvaluator } from './evaluator.js';
+import { alertsRoutes } from './routes.js';
+import { AlertsService } from './service.js';
+import { SignalsStore } from './signals-store.js';
+import { AlertsStore } from './store.js';
+
+export { AlertsService } from './service.js';
+export * as alertSchemas from './schemas.js';
+
+/**
+ * Alert rules over what happens (a closed set of conditions), evaluated by the
+ * `alert-evaluator` worker on the cluster's leader; each firing and resolution is told once to
+ * the rule's notification channels and logged as `alert.fired` / `alert.resolved`.
+ */
+export function createAlertsDomain(deps: { platform: Platform; channels: NotificationChannels; events: EventLog; nodes: NodeRegistry }) {
+  const { platform } = deps;
+  const { db, caps } = platform.database;
+  const store = new AlertsStore(db, caps);
+  const service = new AlertsService({ store, clock: platform.clock, audit: platform.audit, channels: deps.channels });
+  const evaluator = new AlertEvaluator({
+    store,
+    reader: new ConditionReader(new SignalsStore(db, caps), platform.config.healthTtlSeconds * 1000),
+    clock: platform.clock,
+    channels: deps.channels,
+    events: deps.events,
+    nodes: deps.nodes,
+    publicUrl: platform.publicUrl,
+    logger: platform.logger,
+  });
+  const worker = new LoopWorker({
+    name: 'alert-evaluator',
+    intervalMs: platform.config.alertIntervalMs,
+    logger: platform.logger,
+    run: () => evaluator.pass(),
+  });
+  return { service, routes: alertsRoutes(service), workers: [worker] };
+}
