@@ -1,4 +1,4 @@
-import type { Platform } from '../kernel/platform.js';
+import type { Platform } from '../platform.js';
 import type { EventLog, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ConditionReader } from './conditions.js';

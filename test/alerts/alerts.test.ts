@@ -257,7 +257,7 @@ describeEachDialect('alerts', (dialect) => {
       ['get', A],
       ['post', `${A}/alt_x/acknowledge`],
     ] as const) {
-      const res = await agent[method](path, method === 'get' || method === 'delete' ? undefined : { name: 'x' });
+      const res = method === 'get' || method === 'delete' ? await agent[method](path) : await agent[method](path, { name: 'x' });
       expect(res.status, `${method} ${path}`).toBe(403);
     }
     const viewer = await server.api.post('/api/v1/auth/keys', { name: 'viewer', role: 'viewer' });

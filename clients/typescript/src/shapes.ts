@@ -2375,6 +2375,223 @@ export interface Shapes {
   'notifications.testChannel': {
     data: { message_id: string | null; channel_id: string; notification_id: string; delivery_id: string | null };
   };
+  'alerts.createRule': {
+    body: {
+      enabled?: boolean | undefined;
+      severity?: 'info' | 'warning' | 'critical' | undefined;
+      repeat_interval_s?: number | undefined;
+      silenced_until?: string | null | undefined;
+      name: string;
+      condition:
+        | {
+            plan_id?: string | undefined;
+            subject?: string | undefined;
+            type: 'event_count';
+            event_type: string;
+            window_s: number;
+            threshold: number;
+          }
+        | { agent_id?: string | undefined; type: 'inbox_depth'; threshold: number }
+        | { agent_id?: string | undefined; type: 'inbox_age'; older_than_s: number }
+        | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
+        | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
+        | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+      channels: string[];
+    };
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      created_by: string;
+      enabled: boolean;
+      condition:
+        | {
+            plan_id?: string | undefined;
+            subject?: string | undefined;
+            type: 'event_count';
+            event_type: string;
+            window_s: number;
+            threshold: number;
+          }
+        | { agent_id?: string | undefined; type: 'inbox_depth'; threshold: number }
+        | { agent_id?: string | undefined; type: 'inbox_age'; older_than_s: number }
+        | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
+        | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
+        | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+      severity: 'info' | 'warning' | 'critical';
+      channels: string[];
+      repeat_interval_s: number;
+      silenced_until: string | null;
+    };
+  };
+  'alerts.listRules': {
+    query: { limit?: number | undefined; offset?: number | undefined };
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      created_by: string;
+      enabled: boolean;
+      condition:
+        | {
+            plan_id?: string | undefined;
+            subject?: string | undefined;
+            type: 'event_count';
+            event_type: string;
+            window_s: number;
+            threshold: number;
+          }
+        | { agent_id?: string | undefined; type: 'inbox_depth'; threshold: number }
+        | { agent_id?: string | undefined; type: 'inbox_age'; older_than_s: number }
+        | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
+        | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
+        | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+      severity: 'info' | 'warning' | 'critical';
+      channels: string[];
+      repeat_interval_s: number;
+      silenced_until: string | null;
+    }[];
+  };
+  'alerts.getRule': {
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      created_by: string;
+      enabled: boolean;
+      condition:
+        | {
+            plan_id?: string | undefined;
+            subject?: string | undefined;
+            type: 'event_count';
+            event_type: string;
+            window_s: number;
+            threshold: number;
+          }
+        | { agent_id?: string | undefined; type: 'inbox_depth'; threshold: number }
+        | { agent_id?: string | undefined; type: 'inbox_age'; older_than_s: number }
+        | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
+        | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
+        | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+      severity: 'info' | 'warning' | 'critical';
+      channels: string[];
+      repeat_interval_s: number;
+      silenced_until: string | null;
+    };
+  };
+  'alerts.updateRule': {
+    body: {
+      name?: string | undefined;
+      enabled?: boolean | undefined;
+      condition?:
+        | {
+            plan_id?: string | undefined;
+            subject?: string | undefined;
+            type: 'event_count';
+            event_type: string;
+            window_s: number;
+            threshold: number;
+          }
+        | { agent_id?: string | undefined; type: 'inbox_depth'; threshold: number }
+        | { agent_id?: string | undefined; type: 'inbox_age'; older_than_s: number }
+        | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
+        | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
+        | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | undefined;
+      severity?: 'info' | 'warning' | 'critical' | undefined;
+      channels?: string[] | undefined;
+      repeat_interval_s?: number | undefined;
+      silenced_until?: string | null | undefined;
+    };
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      created_by: string;
+      enabled: boolean;
+      condition:
+        | {
+            plan_id?: string | undefined;
+            subject?: string | undefined;
+            type: 'event_count';
+            event_type: string;
+            window_s: number;
+            threshold: number;
+          }
+        | { agent_id?: string | undefined; type: 'inbox_depth'; threshold: number }
+        | { agent_id?: string | undefined; type: 'inbox_age'; older_than_s: number }
+        | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
+        | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
+        | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+      severity: 'info' | 'warning' | 'critical';
+      channels: string[];
+      repeat_interval_s: number;
+      silenced_until: string | null;
+    };
+  };
+  'alerts.deleteRule': { data: { id: string; deleted: true } };
+  'alerts.list': {
+    query: {
+      limit?: number | undefined;
+      offset?: number | undefined;
+      state?: 'firing' | 'resolved' | undefined;
+      rule_id?: string | undefined;
+      since?: string | undefined;
+    };
+    data: {
+      id: string;
+      state: 'firing' | 'resolved';
+      detail: string | null;
+      severity: 'info' | 'warning' | 'critical';
+      rule_id: string;
+      since: string;
+      rule_name: string;
+      value: number;
+      resolved_at: string | null;
+      acknowledged_at: string | null;
+      acknowledged_by: string | null;
+    }[];
+  };
+  'alerts.get': {
+    data: {
+      id: string;
+      state: 'firing' | 'resolved';
+      detail: string | null;
+      severity: 'info' | 'warning' | 'critical';
+      rule_id: string;
+      since: string;
+      rule_name: string;
+      value: number;
+      resolved_at: string | null;
+      acknowledged_at: string | null;
+      acknowledged_by: string | null;
+    };
+  };
+  'alerts.acknowledge': {
+    data: {
+      id: string;
+      state: 'firing' | 'resolved';
+      detail: string | null;
+      severity: 'info' | 'warning' | 'critical';
+      rule_id: string;
+      since: string;
+      rule_name: string;
+      value: number;
+      resolved_at: string | null;
+      acknowledged_at: string | null;
+      acknowledged_by: string | null;
+    };
+  };
   'cluster.listNodes': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {

@@ -3695,6 +3695,230 @@ class NotificationsTestChannelData(TypedDict):
     message_id: str | None
 
 
+class AlertsListRulesArgs(TypedDict, total=False):
+    """The keyword arguments of alerts.list_rules."""
+
+    limit: int
+    offset: int
+
+
+class AlertsListRulesItem(TypedDict):
+    """One item of alerts.list_rules."""
+
+    id: str
+    name: str
+    condition: dict[str, Any]
+    severity: Literal["info", "warning", "critical"]
+    channels: list[str]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class _AlertsCreateRuleBodyRequired(TypedDict):
+    name: str
+    condition: dict[str, Any]
+    channels: list[str]
+
+
+class AlertsCreateRuleBody(_AlertsCreateRuleBodyRequired, total=False):
+    """The JSON body of alerts.create_rule."""
+
+    severity: Literal["info", "warning", "critical"]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+
+
+class _AlertsCreateRuleArgsRequired(TypedDict):
+    name: str
+    condition: dict[str, Any]
+    channels: list[str]
+
+
+class AlertsCreateRuleArgs(_AlertsCreateRuleArgsRequired, total=False):
+    """The keyword arguments of alerts.create_rule."""
+
+    severity: Literal["info", "warning", "critical"]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+
+
+class AlertsCreateRuleData(TypedDict):
+    """What alerts.create_rule returns."""
+
+    id: str
+    name: str
+    condition: dict[str, Any]
+    severity: Literal["info", "warning", "critical"]
+    channels: list[str]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class AlertsGetRuleArgs(TypedDict):
+    """The keyword arguments of alerts.get_rule."""
+
+    id: str | int
+
+
+class AlertsGetRuleData(TypedDict):
+    """What alerts.get_rule returns."""
+
+    id: str
+    name: str
+    condition: dict[str, Any]
+    severity: Literal["info", "warning", "critical"]
+    channels: list[str]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class AlertsUpdateRuleBody(TypedDict, total=False):
+    """The JSON body of alerts.update_rule."""
+
+    name: str
+    condition: dict[str, Any]
+    severity: Literal["info", "warning", "critical"]
+    channels: list[str]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+
+
+class _AlertsUpdateRuleArgsRequired(TypedDict):
+    id: str | int
+
+
+class AlertsUpdateRuleArgs(_AlertsUpdateRuleArgsRequired, total=False):
+    """The keyword arguments of alerts.update_rule."""
+
+    name: str
+    condition: dict[str, Any]
+    severity: Literal["info", "warning", "critical"]
+    channels: list[str]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+
+
+class AlertsUpdateRuleData(TypedDict):
+    """What alerts.update_rule returns."""
+
+    id: str
+    name: str
+    condition: dict[str, Any]
+    severity: Literal["info", "warning", "critical"]
+    channels: list[str]
+    repeat_interval_s: int
+    enabled: bool
+    silenced_until: str | None
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class AlertsDeleteRuleArgs(TypedDict):
+    """The keyword arguments of alerts.delete_rule."""
+
+    id: str | int
+
+
+class AlertsDeleteRuleData(TypedDict):
+    """What alerts.delete_rule returns."""
+
+    id: str
+    deleted: Literal[True]
+
+
+class AlertsListArgs(TypedDict, total=False):
+    """The keyword arguments of alerts.list."""
+
+    limit: int
+    offset: int
+    state: Literal["firing", "resolved"]
+    rule_id: str
+    since: str
+
+
+class AlertsListItem(TypedDict):
+    """One item of alerts.list."""
+
+    id: str
+    rule_id: str
+    rule_name: str
+    state: Literal["firing", "resolved"]
+    severity: Literal["info", "warning", "critical"]
+    value: float
+    detail: str | None
+    since: str
+    resolved_at: str | None
+    acknowledged_at: str | None
+    acknowledged_by: str | None
+
+
+class AlertsGetArgs(TypedDict):
+    """The keyword arguments of alerts.get."""
+
+    id: str | int
+
+
+class AlertsGetData(TypedDict):
+    """What alerts.get returns."""
+
+    id: str
+    rule_id: str
+    rule_name: str
+    state: Literal["firing", "resolved"]
+    severity: Literal["info", "warning", "critical"]
+    value: float
+    detail: str | None
+    since: str
+    resolved_at: str | None
+    acknowledged_at: str | None
+    acknowledged_by: str | None
+
+
+class _AlertsAcknowledgeArgsRequired(TypedDict):
+    id: str | int
+
+
+class AlertsAcknowledgeArgs(_AlertsAcknowledgeArgsRequired, total=False):
+    """The keyword arguments of alerts.acknowledge."""
+
+    content: Content
+    json: Any
+    content_type: str
+
+
+class AlertsAcknowledgeData(TypedDict):
+    """What alerts.acknowledge returns."""
+
+    id: str
+    rule_id: str
+    rule_name: str
+    state: Literal["firing", "resolved"]
+    severity: Literal["info", "warning", "critical"]
+    value: float
+    detail: str | None
+    since: str
+    resolved_at: str | None
+    acknowledged_at: str | None
+    acknowledged_by: str | None
+
+
 class ClusterListNodesArgs(TypedDict, total=False):
     """The keyword arguments of cluster.list_nodes."""
 
@@ -5726,6 +5950,112 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             streamed=False,
         ),
     },
+    "alerts": {
+        "list_rules": Operation(
+            operation_id="alerts_listRules",
+            method="GET",
+            path="/api/v1/alerts/rules",
+            path_params=(),
+            query_params=("limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "create_rule": Operation(
+            operation_id="alerts_createRule",
+            method="POST",
+            path="/api/v1/alerts/rules",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("name", "condition", "severity", "channels", "repeat_interval_s", "enabled", "silenced_until",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "get_rule": Operation(
+            operation_id="alerts_getRule",
+            method="GET",
+            path="/api/v1/alerts/rules/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "update_rule": Operation(
+            operation_id="alerts_updateRule",
+            method="PATCH",
+            path="/api/v1/alerts/rules/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="json",
+            body_fields=("name", "condition", "severity", "channels", "repeat_interval_s", "enabled", "silenced_until",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "delete_rule": Operation(
+            operation_id="alerts_deleteRule",
+            method="DELETE",
+            path="/api/v1/alerts/rules/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "list": Operation(
+            operation_id="alerts_list",
+            method="GET",
+            path="/api/v1/alerts",
+            path_params=(),
+            query_params=("limit", "offset", "state", "rule_id", "since",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "get": Operation(
+            operation_id="alerts_get",
+            method="GET",
+            path="/api/v1/alerts/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "acknowledge": Operation(
+            operation_id="alerts_acknowledge",
+            method="POST",
+            path="/api/v1/alerts/{id}/acknowledge",
+            path_params=("id",),
+            query_params=(),
+            body="raw",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+    },
     "cluster": {
         "list_nodes": Operation(
             operation_id="cluster_listNodes",
@@ -6412,6 +6742,42 @@ class NotificationsOperations(Domain):
         return self._call("test_channel", arguments)  # type: ignore[no-any-return]
 
 
+class AlertsOperations(Domain):
+    """The alerts operations."""
+
+    def list_rules(self, **arguments: Unpack[AlertsListRulesArgs]) -> Paged[AlertsListRulesItem]:
+        """List alert rules, oldest first (admin) (GET /api/v1/alerts/rules)."""
+        return self._call("list_rules", arguments)  # type: ignore[no-any-return]
+
+    def create_rule(self, **arguments: Unpack[AlertsCreateRuleArgs]) -> AlertsCreateRuleData:
+        """Create an alert rule (admin) (POST /api/v1/alerts/rules)."""
+        return self._call("create_rule", arguments)  # type: ignore[no-any-return]
+
+    def get_rule(self, **arguments: Unpack[AlertsGetRuleArgs]) -> AlertsGetRuleData:
+        """Get an alert rule (admin) (GET /api/v1/alerts/rules/{id})."""
+        return self._call("get_rule", arguments)  # type: ignore[no-any-return]
+
+    def update_rule(self, **arguments: Unpack[AlertsUpdateRuleArgs]) -> AlertsUpdateRuleData:
+        """Change an alert rule (admin): its condition, channels, repeat interval, enabled, or a silence until a time (PATCH /api/v1/alerts/rules/{id})."""
+        return self._call("update_rule", arguments)  # type: ignore[no-any-return]
+
+    def delete_rule(self, **arguments: Unpack[AlertsDeleteRuleArgs]) -> AlertsDeleteRuleData:
+        """Delete an alert rule and its alerts (admin) (DELETE /api/v1/alerts/rules/{id})."""
+        return self._call("delete_rule", arguments)  # type: ignore[no-any-return]
+
+    def list(self, **arguments: Unpack[AlertsListArgs]) -> Paged[AlertsListItem]:
+        """List alerts, newest first (not for agent keys) (GET /api/v1/alerts)."""
+        return self._call("list", arguments)  # type: ignore[no-any-return]
+
+    def get(self, **arguments: Unpack[AlertsGetArgs]) -> AlertsGetData:
+        """Get an alert (not for agent keys) (GET /api/v1/alerts/{id})."""
+        return self._call("get", arguments)  # type: ignore[no-any-return]
+
+    def acknowledge(self, **arguments: Unpack[AlertsAcknowledgeArgs]) -> AlertsAcknowledgeData:
+        """Acknowledge a firing alert (admin): no more repeats; its resolution is still told (POST /api/v1/alerts/{id}/acknowledge)."""
+        return self._call("acknowledge", arguments)  # type: ignore[no-any-return]
+
+
 class ClusterOperations(Domain):
     """The cluster operations."""
 
@@ -6446,6 +6812,7 @@ class ClientDomains:
     events: EventsOperations
     webhooks: WebhooksOperations
     notifications: NotificationsOperations
+    alerts: AlertsOperations
     cluster: ClusterOperations
     audit: AuditOperations
 
@@ -6462,6 +6829,7 @@ DOMAINS: dict[str, type[Domain]] = {
     "events": EventsOperations,
     "webhooks": WebhooksOperations,
     "notifications": NotificationsOperations,
+    "alerts": AlertsOperations,
     "cluster": ClusterOperations,
     "audit": AuditOperations,
 }
