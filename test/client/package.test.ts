@@ -180,7 +180,7 @@ describeEachDialect('the client package, installed in a project of its own', (di
       sent: true,
       payload: { n: 1 },
       missing: [404, 'not_found'],
-      domains: 13,
+      domains: 14,
       matches: true,
     });
   }, 60_000);

@@ -29,6 +29,7 @@ const WORKERS = [
   'artifact-orphan-blob-sweeper',
   'webhook-fan-out',
   'webhook-delivery',
+  'alert-evaluator',
   'retention',
   'audit-denials',
   'audit-retention',
