@@ -253,7 +253,7 @@ describeEachDialect('createAgent and the examples', (dialect) => {
     for (const message of seen) {
       expect(await admin().routines.getExecution({ path: { id: executionOf(message) } })).toMatchObject({
         status: 'success',
-        output: JSON.stringify({ execution: executionOf(message) }),
+        output: { execution: executionOf(message) },
       });
     }
 
