@@ -19,8 +19,8 @@ export default tseslint.config(
   },
   {
     // Kysely stays in db/ and the stores (house style: services never see it). Elsewhere a
-    // transaction is an opaque Tx that is only passed on: from db/tx.js a service takes the type,
-    // `autocommit` and `Transactor`, never the helpers that turn a Tx back into a Kysely handle.
+    // transaction is an opaque Tx (kernel/tx.js) that is only passed on: db/tx.js, the helpers
+    // that turn a Tx back into a Kysely handle, is for stores.
     // `Db`, the schema and the SQL helpers (dialect capabilities included) are for stores only;
     // tables.ts declares columns with Kysely's types.
     files: ['src/**/*.ts'],
@@ -30,11 +30,11 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['kysely'], message: 'Kysely belongs in db/ and store.ts; pass a Tx (db/tx.js) instead.' },
+            { group: ['kysely'], message: 'Kysely belongs in db/ and store.ts; pass a Tx (kernel/tx.js) instead.' },
             {
               group: ['**/db/database.js'],
               importNames: ['Db'],
-              message: 'A Kysely handle belongs in db/ and store.ts; pass a Tx (db/tx.js) instead.',
+              message: 'A Kysely handle belongs in db/ and store.ts; pass a Tx (kernel/tx.js) instead.',
             },
             {
               group: ['**/db/schema.js', '**/db/capabilities.js', '**/db/paginate.js', '**/db/statements.js', '**/db/bulk-insert.js'],
@@ -47,8 +47,7 @@ export default tseslint.config(
             },
             {
               group: ['**/db/tx.js'],
-              allowImportNames: ['Tx', 'Transactor', 'autocommit'],
-              message: 'Outside db/ and store.ts a Tx is only passed on (txOf, dbOf and the like are for stores).',
+              message: 'Outside db/ and store.ts a Tx (kernel/tx.js) is only passed on: dbOf, atomically and the like are for stores.',
             },
           ],
         },

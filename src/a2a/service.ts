@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, NotFound } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';

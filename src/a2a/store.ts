@@ -1,4 +1,5 @@
-import { dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { A2aTaskState, A2aTasksTable } from './tables.js';
 

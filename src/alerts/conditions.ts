@@ -1,4 +1,4 @@
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { EVENT_TYPES } from '../kernel/ports.js';
 import type { Condition, ConditionType } from './schemas.js';
 import type { EventCountFilter, SignalsStore } from './signals-store.js';

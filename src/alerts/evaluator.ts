@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
 import { SYSTEM_ACTOR, type EventLog, type NodeRegistry, type NotificationChannels, type NotificationSeverity } from '../kernel/ports.js';

@@ -1,5 +1,5 @@
 import { actsForPlatform, type Principal } from '../auth/index.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { Forbidden, NotFound } from '../kernel/errors.js';
 import type { AgentGroups, AuditTrail } from '../kernel/ports.js';

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import type { AuditTrail, EventLog, NewEvent } from '../kernel/ports.js';
 import { toArtifact } from './artifact-rows.js';
 import type { ArtifactRow, ArtifactsStore } from './store.js';

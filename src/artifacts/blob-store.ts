@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform, Writable, finished, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import { PayloadTooLarge } from '../kernel/errors.js';
 import { sha256Hex } from '../kernel/sha256.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { Conflict } from '../kernel/errors.js';
 import type { NodeRegistry } from '../kernel/ports.js';
 import { holdInline, Meter, meterInto, type BlobStore, type ByteRange, type StagedBlob } from './blob-store.js';

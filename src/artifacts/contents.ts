@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BlobStore, StagedBlob } from './blob-store.js';
 import type { ArtifactsStore } from './store.js';
 

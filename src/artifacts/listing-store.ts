@@ -1,7 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql, type Expression, type ExpressionBuilder, type Selectable, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import { paginate } from '../db/paginate.js';
-import { dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { Database } from '../db/schema.js';
 import type { Page, Paged } from '../kernel/pagination.js';

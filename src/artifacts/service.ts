@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { actingAgent, actsForPlatform, type Principal } from '../auth/index.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound, PreconditionFailed } from '../kernel/errors.js';
 import type { Page, Paged } from '../kernel/pagination.js';

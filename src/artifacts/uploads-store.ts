@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
-import { dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { ArtifactUploadsTable } from './tables.js';
 

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { actsForPlatform, type Principal } from '../auth/index.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, NotFound, PayloadTooLarge } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';

@@ -2,7 +2,8 @@ import type { Insertable, Selectable } from 'kysely';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { Store } from '../db/store.js';
-import { atCommit, atomically, autocommit, dbOf, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
+import { atCommit, atomically, dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditAnchorTable, AuditLogTable } from './tables.js';
 

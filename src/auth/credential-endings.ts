@@ -1,4 +1,4 @@
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { AuthStore } from './store.js';

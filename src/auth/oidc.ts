@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
 import type { OidcConfig } from '../config.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { randomBytes } from 'node:crypto';
 import { Conflict, InvalidRequest, ServiceUnavailable, Unauthorized } from '../kernel/errors.js';
 import { PERMISSION_NAMES } from './permissions.js';

@@ -1,4 +1,4 @@
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound, Unauthorized } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Unauthorized } from '../kernel/errors.js';
 import { newSecret } from '../kernel/ids.js';

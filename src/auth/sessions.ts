@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { AppError, InvalidRequest, RateLimited, Unauthorized } from '../kernel/errors.js';
 import { currentScope } from '../kernel/request-scope.js';

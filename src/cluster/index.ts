@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Platform } from '../platform.js';
 import { FixedWindowRateLimiter, type RateLimiter } from '../kernel/rate-limiter.js';

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';

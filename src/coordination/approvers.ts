@@ -26,20 +26,22 @@ export interface People {
   findByName(username: string): Promise<{ id: string; username: string; role: Role; disabled: boolean } | null>;
 }
 
+/**
+ * A decider from who they are: `mayDecide` when they hold approvals:decide; an admin overrides a
+ * step's approvers. The one place a Decider is built (callers' and approval links' users alike).
+ */
+export function deciderOf(who: Pick<Decider, 'kind' | 'id' | 'actor' | 'agentId' | 'role'>, mayDecide: boolean): Decider {
+  return { ...who, mayDecide, overrides: who.role === 'admin' };
+}
+
 /** A user as a decider, with their role's permissions (what a session of theirs would hold). */
 export async function personDecider(people: People, username: string): Promise<Decider | null> {
   const user = await people.findByName(username);
   if (!user || user.disabled) return null;
-  const role = user.role;
-  return {
-    kind: 'user',
-    id: user.id,
-    actor: `${USER}${user.username}`,
-    agentId: null,
-    role,
-    mayDecide: ROLES[role].includes('approvals:decide'),
-    overrides: role === 'admin',
-  };
+  return deciderOf(
+    { kind: 'user', id: user.id, actor: `${USER}${user.username}`, agentId: null, role: user.role },
+    ROLES[user.role].includes('approvals:decide'),
+  );
 }
 
 /** The username a `user:<username>` entry names, else null. */

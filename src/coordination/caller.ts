@@ -1,6 +1,6 @@
 import type { Changer } from '../auth/ownership.js';
 import type { Principal } from '../auth/principal.js';
-import type { Decider } from './approvers.js';
+import { deciderOf, type Decider } from './approvers.js';
 
 /** Who calls: plans and runs are shared; changing them is for their creator and the platform (auth/ownership.ts). */
 export interface Caller extends Changer {
@@ -13,13 +13,14 @@ export const callerOf = (principal: Principal): Caller => ({
   actor: principal.actor,
   kind: principal.kind,
   agentId: principal.agentId,
-  decider: {
-    kind: principal.kind,
-    id: principal.user?.id ?? (principal.kind === 'key' ? principal.keyId! : (principal.agentId ?? principal.actor)),
-    actor: principal.actor,
-    agentId: principal.agentId,
-    role: principal.role,
-    mayDecide: principal.permissions.has('approvals:decide'),
-    overrides: principal.role === 'admin',
-  },
+  decider: deciderOf(
+    {
+      kind: principal.kind,
+      id: principal.user?.id ?? (principal.kind === 'key' ? principal.keyId! : (principal.agentId ?? principal.actor)),
+      actor: principal.actor,
+      agentId: principal.agentId,
+      role: principal.role,
+    },
+    principal.permissions.has('approvals:decide'),
+  ),
 });

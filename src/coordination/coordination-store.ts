@@ -1,7 +1,8 @@
 import type { SelectQueryBuilder } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { Store } from '../db/store.js';
-import { inTransaction, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { inTransaction } from '../db/tx.js';
 
 /**
  * What coordination's stores (plans, runs, triggers) share: transactions that run again after a

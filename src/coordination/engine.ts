@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import type { Expressions } from '../kernel/expression-pool.js';

@@ -1,7 +1,7 @@
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden } from '../kernel/errors.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { parseNullableJson } from '../kernel/json.js';
 import type { AuditTrail } from '../kernel/ports.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';

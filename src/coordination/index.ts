@@ -1,4 +1,4 @@
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import type { Platform } from '../platform.js';
 import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';

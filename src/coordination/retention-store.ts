@@ -1,4 +1,5 @@
-import { atomically, dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { atomically, dbOf } from '../db/tx.js';
 import { CoordinationStore } from './coordination-store.js';
 import type { RunStatus } from './tables.js';
 

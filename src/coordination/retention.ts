@@ -1,4 +1,4 @@
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import type { RetentionRule } from '../kernel/ports.js';
 import type { RunRetentionStore } from './retention-store.js';
 

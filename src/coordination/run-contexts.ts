@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';

@@ -1,6 +1,7 @@
 import type { Insertable, Selectable } from 'kysely';
 import { paginate } from '../db/paginate.js';
-import { dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { CoordinationStore } from './coordination-store.js';
 import type { RunStatus, RunsTable, RunStepsTable, RunEventsTable } from './tables.js';

@@ -4,7 +4,8 @@ import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Database } from '../db/schema.js';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { Statements } from '../db/statements.js';
-import { atomically, dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { atomically, dbOf } from '../db/tx.js';
 import { ACTIVE, RunListStore, type NewRunEvent, type RunLabels, type RunRow, type RunStepRow } from './run-list-store.js';
 
 type RunStateColumn = 'status' | 'output' | 'error' | 'revisions' | 'wake_at' | 'revision' | 'completed_at' | 'updated_at';

@@ -1,4 +1,4 @@
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, MethodNotAllowed, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { Notifier } from '../kernel/notifier.js';
 import { NodeListeners } from './node-listeners.js';
 import type { Db } from './database.js';
-import { openTransaction, type Tx } from './tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { openTransaction } from './tx.js';
 
 /** How often every node reads new notices (SWITCHBOARD_PG_LISTEN=off: no LISTEN/NOTIFY). */
 export const POLL_MS = 250;

@@ -3,7 +3,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Notifier } from '../kernel/notifier.js';
 import { NodeListeners } from './node-listeners.js';
-import { openTransaction, type Tx } from './tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { openTransaction } from './tx.js';
 
 const PG_CHANNEL = 'switchboard';
 // NOTIFY payloads are capped at 8000 bytes by PostgreSQL; ours carry ids, not documents.

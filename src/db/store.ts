@@ -1,6 +1,7 @@
 import type { DialectCapabilities } from './capabilities.js';
 import type { Db } from './database.js';
-import { inTransaction, type Transactor, type Tx } from './tx.js';
+import type { Transactor, Tx } from '../kernel/tx.js';
+import { inTransaction } from './tx.js';
 
 /**
  * What every domain's store starts from: the database handle and its dialect's capabilities,

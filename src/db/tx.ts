@@ -1,9 +1,6 @@
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Db } from './database.js';
 
-// Services take these from here or from kernel/tx.js: the helpers below are for stores and db/.
-export { autocommit, type Transactor, type Tx } from '../kernel/tx.js';
-
 /** For stores and db/: wraps a Kysely transaction (or handle) to hand to services. */
 export function txOf(trx: Db): Tx {
   return trx as unknown as Tx;

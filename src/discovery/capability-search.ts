@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Embedder } from './embeddings.js';

@@ -2,7 +2,8 @@ import { type AliasableExpression, type ExpressionBuilder, type Selectable, type
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
-import { dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { DiscoveryCapabilitiesTable } from './tables.js';

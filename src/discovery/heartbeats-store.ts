@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import { atomically, dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { atomically, dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import { Statements } from '../db/statements.js';
 import type { DiscoveryHeartbeatsTable } from './tables.js';

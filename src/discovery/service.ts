@@ -1,4 +1,4 @@
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Logger } from 'pino';
 import { assertActsAs, type Principal } from '../auth/index.js';
 import { iso, type Clock } from '../kernel/clock.js';

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { EventLog, NewEvent } from '../kernel/ports.js';

@@ -1,5 +1,5 @@
 import { actsForPlatform, type Principal } from '../auth/index.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { AppError, InvalidRequest } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { dbOf } from '../db/tx.js';
 import type { MessageRow, NewMessageRow } from './message-rows.js';
 
 /**

@@ -1,4 +1,4 @@
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import type { InboxDepth } from '../kernel/metrics.js';
 import type { Page, Paged } from '../kernel/pagination.js';

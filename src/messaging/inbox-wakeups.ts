@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import type { Notifier } from '../kernel/notifier.js';
 
 /** One notifier channel for every inbox; the payload names the inboxes. */

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import type { MessageOutcome, OriginKind, OutcomeHandler, OutcomeHandlers } from '../kernel/ports.js';
 import type { MessageRow } from './store.js';
 

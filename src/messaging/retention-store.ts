@@ -1,4 +1,5 @@
-import { atomically, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { atomically } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { MessageState } from './tables.js';
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';

@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import type { Principal } from '../auth/index.js';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';

@@ -4,7 +4,7 @@ import { LoopWorker } from '../workers/loop-worker.js';
 import { routinesRoutes } from './routes.js';
 import { ROUTINES_CHANGED, RoutinesService } from './service.js';
 import { RoutinesStore } from './store.js';
-import { autocommit } from '../db/tx.js';
+import { autocommit } from '../kernel/tx.js';
 import type { RetentionRule } from '../kernel/ports.js';
 
 export { RoutinesService } from './service.js';

@@ -8,7 +8,7 @@ import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { decideSlots, Schedule } from '../kernel/cron.js';
 import { fireSpan, nextRunAt, validateSchedule } from './schedule.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';

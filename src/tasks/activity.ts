@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';

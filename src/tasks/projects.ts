@@ -1,5 +1,5 @@
 import { assertMayChange, type Principal } from '../auth/index.js';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';

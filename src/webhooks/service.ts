@@ -1,7 +1,7 @@
 import { inSpan, SpanKind, SpanStatusCode } from '../kernel/tracing.js';
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
-import { autocommit, type Tx } from '../db/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { eventTypesMatching, type Event } from '../events/index.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';

@@ -1,7 +1,8 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { nextDue } from '../db/capabilities.js';
 import { paginate } from '../db/paginate.js';
-import { atomically, dbOf, type Tx } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import { atomically, dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { DeliveryAttemptsTable, DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from './tables.js';

@@ -3,7 +3,7 @@ import type { RunEngine } from '../../src/coordination/engine.js';
 import { PlanStore } from '../../src/coordination/plan-store.js';
 import { TriggerStore } from '../../src/coordination/trigger-store.js';
 import { TriggerFiring } from '../../src/coordination/trigger-firing.js';
-import { autocommit } from '../../src/db/tx.js';
+import { autocommit } from '../../src/kernel/tx.js';
 import { acknowledge, receive, type InboxMessage } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
 import { createTestDatabase } from '../helpers/database.js';

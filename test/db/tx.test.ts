@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AuthStore } from '../../src/auth/store.js';
 import { openDatabase, type DatabaseHandle, type Db } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { atomically, autocommit, type Tx } from '../../src/db/tx.js';
+import { atomically } from '../../src/db/tx.js';
+import { autocommit, type Tx } from '../../src/kernel/tx.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 

@@ -8,7 +8,7 @@ import type { Platform } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { autocommit } from '../../src/db/tx.js';
+import { autocommit } from '../../src/kernel/tx.js';
 import { createDiscoveryDomain, type DiscoveryService } from '../../src/discovery/index.js';
 import { createEventLog } from '../../src/events/index.js';
 import { InvalidRequest } from '../../src/kernel/errors.js';

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Tx } from '../../src/db/tx.js';
+import type { Tx } from '../../src/kernel/tx.js';
 import { InProcessNotifier, type Notifier } from '../../src/kernel/notifier.js';
 import { InboxWakeups, type Waiter } from '../../src/messaging/inbox-wakeups.js';
 

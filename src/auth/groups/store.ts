@@ -1,7 +1,8 @@
 import type { Selectable } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { Store } from '../../db/store.js';
-import { dbOf, type Tx } from '../../db/tx.js';
+import type { Tx } from '../../kernel/tx.js';
+import { dbOf } from '../../db/tx.js';
 import type { Page, Paged } from '../../kernel/pagination.js';
 import type { GroupMembersTable } from './tables.js';
 

@@ -1,4 +1,4 @@
-import type { Tx } from '../../db/tx.js';
+import type { Tx } from '../../kernel/tx.js';
 import { iso } from '../../kernel/clock.js';
 import { parseNullableJson } from '../../kernel/json.js';
 import { SpanKind, traceparentOfSpan, tracer } from '../../kernel/tracing.js';

@@ -1,4 +1,4 @@
-import type { Tx } from '../../db/tx.js';
+import type { Tx } from '../../kernel/tx.js';
 import type { StepTemplate, StepType } from '../plan-definition.js';
 import { changeStep, definition, failStep, record, templateScope, type RunContext, type StepState } from '../run-state.js';
 import { TemplateError } from '../templates.js';

@@ -1,4 +1,4 @@
-import type { Tx } from '../../db/tx.js';
+import type { Tx } from '../../kernel/tx.js';
 import { ExpressionError, type Expressions } from '../../kernel/expression-pool.js';
 import type { AgentDirectory, MessageOutcome, PublishedEvent } from '../../kernel/ports.js';
 import type { Decider } from '../approvers.js';
