@@ -41,6 +41,9 @@ def ctx(admin: Switchboard, agent_client: Callable[[str], Switchboard]) -> Simpl
     x.thread = admin.messaging.create_thread(session_id=x.session["id"], name="t", participants=[x.agent_id, unique("ops-peer")])
     x.webhook = admin.webhooks.create(url="http://127.0.0.1:9/hook", types=["run.*"])
     x.channel = admin.notifications.create_channel(type="agent", name=unique("channel"), config={"agent_id": x.agent_id})
+    x.rule = admin.alerts.create_rule(
+        name=unique("rule"), channels=[x.channel["id"]], condition={"type": "dead_letters", "agent_id": x.agent_id, "threshold": 1000}
+    )
     return x
 
 
@@ -251,6 +254,22 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "notifications.update_channel": (lambda c, x: c.notifications.update_channel(id=x.channel["id"], name="renamed"), None),
     "notifications.delete_channel": (lambda c, x: c.notifications.delete_channel(id=c.notifications.create_channel(type="agent", name="gone", config={"agent_id": x.agent_id})["id"]), None),
     "notifications.test_channel": (lambda c, x: c.notifications.test_channel(id=x.channel["id"]), None),
+    "alerts.list_rules": (lambda c, x: c.alerts.list_rules(), None),
+    "alerts.create_rule": (
+        lambda c, x: c.alerts.create_rule(name=unique("rule"), channels=[x.channel["id"]], condition={"type": "inbox_depth", "threshold": 100000}),
+        None,
+    ),
+    "alerts.get_rule": (lambda c, x: c.alerts.get_rule(id=x.rule["id"]), None),
+    "alerts.update_rule": (lambda c, x: c.alerts.update_rule(id=x.rule["id"], severity="critical"), None),
+    "alerts.delete_rule": (
+        lambda c, x: c.alerts.delete_rule(
+            id=c.alerts.create_rule(name="gone", channels=[x.channel["id"]], condition={"type": "dead_letters", "threshold": 100000})["id"]
+        ),
+        None,
+    ),
+    "alerts.list": (lambda c, x: c.alerts.list(state="firing"), None),
+    "alerts.get": (lambda c, x: c.alerts.get(id="alt_missing"), NotFound),
+    "alerts.acknowledge": (lambda c, x: c.alerts.acknowledge(id="alt_missing"), NotFound),
     "cluster.list_nodes": (lambda c, x: c.cluster.list_nodes(), None),
     "audit.list": (lambda c, x: c.audit.list(action="webhook.create", limit=5), None),
     "audit.verify": (lambda c, x: c.audit.verify(), None),
