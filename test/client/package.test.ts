@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../../clients/typescript/src/operations.js';
 import { CLIENT_SHAPES_FILE, renderClientShapes } from '../../scripts/generate-client-types.js';
 import type { Dialect } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -180,7 +181,8 @@ describeEachDialect('the client package, installed in a project of its own', (di
       sent: true,
       payload: { n: 1 },
       missing: [404, 'not_found'],
-      domains: 14,
+      // The packed table is the sources' table: every domain, not a count to update per new one.
+      domains: Object.keys(OPERATIONS).length,
       matches: true,
     });
   }, 60_000);
