@@ -25,6 +25,11 @@ const NAMED: [string, string, string][] = [
   ['FrameKind', 'Frames.FrameKind', 'The requests an agent channel takes.'],
   ['FrameError', 'Static<typeof Frames.FrameError>', "A channel frame's error."],
   ['ItemFailure', 'Static<typeof Frames.ItemFailure>', 'One item of a batch the channel could not settle.'],
+  [
+    'UsageReport',
+    'Static<typeof Usage.UsageReport>',
+    'What work consumed (tokens of one model, its cost), reported with an acknowledgement.',
+  ],
 ];
 
 /** The whole of shapes.ts, Prettier-formatted. */
@@ -54,6 +59,7 @@ export async function renderClientShapes(): Promise<string> {
       "import type * as Events from '../events/schemas.js';",
       "import type * as Messaging from '../messaging/schemas.js';",
       "import type * as Frames from '../messaging/channel-schemas.js';",
+      "import type * as Usage from '../usage/schemas.js';",
       'type S = typeof SCHEMAS;',
       ...aliases,
     ].join('\n'),

@@ -17,6 +17,7 @@ import { createNotificationsDomain } from './notifications/index.js';
 import { createRetention, type RetentionService } from './retention/index.js';
 import { createRoutinesDomain } from './routines/index.js';
 import { createTasksDomain } from './tasks/index.js';
+import { createUsageDomain } from './usage/index.js';
 import { createWebhooksDomain } from './webhooks/index.js';
 import type { Config } from './config.js';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -165,6 +166,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     plan_step: coordination.outcomeHandler,
     a2a_task: a2a.outcomeHandler,
   });
+  const usage = createUsageDomain(platform);
+  messaging.inbox.recordUsageWith(usage.service);
   const cluster = createClusterDomain({ platform, version: VERSION, workers });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
@@ -268,6 +271,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: alerts.routes },
       { prefix: '/api/v1', plugin: cluster.routes },
       { prefix: '/api/v1', plugin: audit.routes },
+      { prefix: '/api/v1', plugin: usage.routes },
       { prefix: '', plugin: a2a.routes },
     ],
   });

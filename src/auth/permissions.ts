@@ -29,6 +29,8 @@ export const PERMISSIONS = {
   'audit:read': 'Read the audit log',
   'cluster:read': 'Read the cluster’s nodes',
   'metrics:read': 'Read the Prometheus metrics',
+  'usage:read': 'Read usage totals (tokens and cost by agent, plan, run, model, day)',
+  'usage:write': 'Record usage (an agent only its own)',
 } as const;
 
 export type Permission = keyof typeof PERMISSIONS;
@@ -65,6 +67,7 @@ export const ROLES: Record<Role, readonly Permission[]> = {
     'artifacts:read',
     'artifacts:write',
     'events:read',
+    'usage:write',
   ],
 };
 

@@ -20,6 +20,7 @@ import { TriggerFiring } from './trigger-firing.js';
 import { TriggersService } from './triggers.js';
 
 export { callerOf } from './caller.js';
+export { parseAttemptRef } from './steps/index.js';
 export type { Plan } from './plan-service.js';
 export type { Run, RunEvent } from './run-service.js';
 export type { CoordinationServices } from './routes.js';

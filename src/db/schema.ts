@@ -13,6 +13,7 @@ import type { NotificationsTables } from '../notifications/tables.js';
 import type { RetentionTables } from '../retention/tables.js';
 import type { RoutinesTables } from '../routines/tables.js';
 import type { TasksTables } from '../tasks/tables.js';
+import type { UsageTables } from '../usage/tables.js';
 import type { WebhooksTables } from '../webhooks/tables.js';
 
 /**
@@ -36,4 +37,5 @@ export interface Database
     RetentionTables,
     RoutinesTables,
     TasksTables,
+    UsageTables,
     WebhooksTables {}

@@ -15,6 +15,7 @@ import * as Notifications from '../notifications/schemas.js';
 import * as Alerts from '../alerts/schemas.js';
 import * as Routines from '../routines/schemas.js';
 import * as Tasks from '../tasks/schemas.js';
+import * as Usage from '../usage/schemas.js';
 import * as Webhooks from '../webhooks/schemas.js';
 import type { OperationKey } from '#client/operations.js';
 
@@ -215,6 +216,8 @@ export const SCHEMAS = asValidated({
   'alerts.list': { query: Alerts.ListAlertsQuery, data: list(Alerts.Alert) },
   'alerts.get': { data: Alerts.Alert },
   'alerts.acknowledge': { data: Alerts.Alert },
+  'usage.record': { body: Usage.RecordUsageBody, data: Usage.UsageRecord },
+  'usage.totals': { query: Usage.UsageQuery, data: Usage.UsageTotals },
 
   'cluster.listNodes': { query: Cluster.ListNodesQuery, data: list(Cluster.ClusterNode) },
 

@@ -48,7 +48,9 @@ export type IdPrefix =
   | 'ntc'
   | 'ntf'
   | 'alr'
-  | 'alt';
+  | 'alt'
+  | 'usg'
+  | 'bdg';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

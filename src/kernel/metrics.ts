@@ -6,6 +6,9 @@ const MAX_EVENT_CLASSES = 50;
 export const TOP_ALERT_RULES = 50;
 /** Agents whose inbox gets its own series; the rest are summed under `other`. */
 export const TOP_INBOXES = 20;
+/** Agents and models whose usage gets its own series (the first seen by this node); the rest count as `other`. */
+const MAX_USAGE_AGENTS = 50;
+const MAX_USAGE_MODELS = 20;
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 
 export type SettleOutcome = 'acked' | 'rejected' | 'dead_lettered';
@@ -44,6 +47,10 @@ export class DomainMetrics {
   private readonly webhooks: Counter<'outcome'>;
   private readonly notifications: Counter<'channel_type' | 'outcome'>;
   private readonly retention: Counter<'table'>;
+  private readonly usageTokens: Counter<'agent' | 'model' | 'kind'>;
+  private readonly usageCost: Counter<'agent' | 'model'>;
+  private readonly usageAgents = new Set<string>();
+  private readonly usageModels = new Set<string>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -102,6 +109,18 @@ export class DomainMetrics {
       name: 'switchboard_retention_deleted_total',
       help: 'Rows the retention worker deleted, by table',
       labelNames: ['table'],
+      registers,
+    });
+    this.usageTokens = new Counter({
+      name: 'switchboard_usage_tokens_total',
+      help: `Tokens agents reported, by agent, model and kind (input, output); ${MAX_USAGE_AGENTS} agents and ${MAX_USAGE_MODELS} models, the rest as "other"`,
+      labelNames: ['agent', 'model', 'kind'],
+      registers,
+    });
+    this.usageCost = new Counter({
+      name: 'switchboard_usage_cost_usd_total',
+      help: `Cost agents reported in US dollars, by agent and model; ${MAX_USAGE_AGENTS} agents and ${MAX_USAGE_MODELS} models, the rest as "other"`,
+      labelNames: ['agent', 'model'],
       registers,
     });
   }
@@ -204,6 +223,16 @@ export class DomainMetrics {
   }
 
   /** `plan` of `plan.step.execute`; past MAX_EVENT_CLASSES distinct classes, `other`. */
+  usageRecorded(usage: { agent_id: string; model: string; input_tokens: number; output_tokens: number; cost_usd?: number }): void {
+    const labels = {
+      agent: bounded(this.usageAgents, MAX_USAGE_AGENTS, usage.agent_id),
+      model: bounded(this.usageModels, MAX_USAGE_MODELS, usage.model),
+    };
+    this.usageTokens.inc({ ...labels, kind: 'input' }, usage.input_tokens);
+    this.usageTokens.inc({ ...labels, kind: 'output' }, usage.output_tokens);
+    this.usageCost.inc(labels, usage.cost_usd ?? 0);
+  }
+
   private classOf(eventName: string): string {
     const dot = eventName.indexOf('.');
     const first = dot === -1 ? eventName : eventName.slice(0, dot);
@@ -212,6 +241,14 @@ export class DomainMetrics {
     this.classes.add(first);
     return first;
   }
+}
+
+/** `value` when `seen` has it or has room for it (then it is added), else `other`. */
+function bounded(seen: Set<string>, max: number, value: string): string {
+  if (seen.has(value)) return value;
+  if (seen.size >= max) return 'other';
+  seen.add(value);
+  return value;
 }
 
 /** The first TOP_INBOXES inboxes by agent, and the rest folded into `other` with `fold`. */

@@ -123,6 +123,32 @@ export interface OutcomeHandlers {
 
 export type OriginKind = keyof OutcomeHandlers;
 
+/** What one model call (or a handler's several) consumed, as an agent reports it. */
+export interface UsageReport {
+  model: string;
+  provider?: string;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens?: number;
+  cost_usd?: number;
+}
+
+/** An acknowledged message that carried usage: whose it is and what work it was part of. */
+export interface UsageSource {
+  message_id: string;
+  agent_id: string;
+  origin: MessageOrigin | null;
+}
+
+/**
+ * Implemented by usage: records usage reported with an acknowledgement in the acknowledge's
+ * transaction (`record`), and counts it in the metrics once that transaction committed (`committed`).
+ */
+export interface UsageRecorder {
+  record(tx: Tx, source: UsageSource, usage: UsageReport): Promise<void>;
+  committed(source: UsageSource, usage: UsageReport): void;
+}
+
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {
   topic: string;

@@ -1,6 +1,7 @@
 import { MAX_CREDIT } from '#client/limits.js';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { AgentId, JsonObject } from '../http/schemas.js';
+import { UsageReport } from '../usage/index.js';
 import { ExtendBody, ReceiveQuery, RejectBody, SendBatchBody, SendBody, SubscribeBody } from './schemas.js';
 
 /**
@@ -27,7 +28,11 @@ export const ChannelSendBody = Type.Composite([SendBody, Type.Object({ source: T
 export const AckItem = Type.Union([
   MessageId,
   Type.Object(
-    { message_id: MessageId, output: Type.Optional(Type.Unknown({ description: 'Result of the work, kept for the producer' })) },
+    {
+      message_id: MessageId,
+      output: Type.Optional(Type.Unknown({ description: 'Result of the work, kept for the producer' })),
+      usage: Type.Optional(UsageReport),
+    },
     { additionalProperties: false },
   ),
 ]);

@@ -1,10 +1,13 @@
 import type { Logger } from 'pino';
 import { AppError, Forbidden, InvalidRequest } from '../kernel/errors.js';
-import type { AgentHeartbeats, SentMessage } from '../kernel/ports.js';
+import type { AgentHeartbeats, SentMessage, UsageReport } from '../kernel/ports.js';
 import { MAX_CREDIT, type ChannelRequest, type ItemFailure } from './channel-schemas.js';
 import { MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
 import type { Caller, Message } from './messages.js';
 import type { SubscriptionsService } from './subscriptions.js';
+
+/** An ack frame's item that carries more than its id. */
+type AckWith = { message_id: string; output?: unknown; usage?: UsageReport };
 
 export interface ChannelDeps {
   inbox: InboxService;
@@ -148,13 +151,12 @@ export class AgentChannel {
 
   /**
    * Acknowledges the plain ids in one transaction (as one HTTP acknowledge would); when that
-   * is refused, each on its own, to tell which failed. Ids with an output go each on its own.
+   * is refused, each on its own, to tell which failed. Ids with an output or usage go each on its own.
    */
-  private async acknowledge(items: Array<string | { message_id: string; output?: unknown }>) {
+  private async acknowledge(items: Array<string | AckWith>) {
     const plain = items.filter((item): item is string => typeof item === 'string');
-    const withOutput = items.filter((item): item is { message_id: string; output?: unknown } => typeof item !== 'string');
-    const ackOne = (item: { message_id: string; output?: unknown }) =>
-      this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output);
+    const withOutput = items.filter((item): item is AckWith => typeof item !== 'string');
+    const ackOne = (item: AckWith) => this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output, item.usage);
     let singles = withOutput;
     if (plain.length > 0) {
       try {

@@ -16,6 +16,8 @@ import type {
   SendRequest,
   SendResult,
   SentMessage,
+  UsageRecorder,
+  UsageReport,
 } from '../kernel/ports.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { hasActiveSpan, validTraceparent } from '../kernel/tracing.js';
@@ -314,8 +316,13 @@ export class InboxService implements Inbox, DeliveryStats {
     this.outcomes.routeTo(handlers);
   }
 
-  acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
-    return this.leases.acknowledge(caller, ids, output);
+  /** Where the usage acknowledgements carry is recorded. */
+  recordUsageWith(recorder: UsageRecorder): void {
+    this.leases.recordUsageWith(recorder);
+  }
+
+  acknowledge(caller: Caller, ids: string[], output?: unknown, usage?: UsageReport): Promise<{ acknowledged: string[] }> {
+    return this.leases.acknowledge(caller, ids, output, usage);
   }
 
   reject(caller: Caller, input: Rejection): Promise<Rejected> {

@@ -2,7 +2,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import { SYSTEM_ACTOR, type EventLog } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type EventLog, type OriginKind, type UsageRecorder, type UsageReport } from '../kernel/ports.js';
 import { spanClock, type InboxTracing } from './inbox-tracing.js';
 import type { InboxWakeups } from './inbox-wakeups.js';
 import { toMessage, type Caller, type Message } from './messages.js';
@@ -26,6 +26,11 @@ export interface Rejected {
   retry_at: string | null;
 }
 
+function usageSource(row: MessageRow) {
+  const origin = row.origin_kind === null || row.origin_ref === null ? null : { kind: row.origin_kind as OriginKind, ref: row.origin_ref };
+  return { message_id: row.id, agent_id: row.destination, origin };
+}
+
 /**
  * A message's life after its send: leased by a receive, then settled — acknowledged,
  * rejected (back to the inbox after a backoff) or dead-lettered, by its receiver or by the
@@ -33,6 +38,8 @@ export interface Rejected {
  * (OutcomeDispatch) in the same transaction.
  */
 export class Leases {
+  private usage: UsageRecorder | null = null;
+
   constructor(
     private readonly deps: {
       store: MessagingStore;
@@ -47,6 +54,11 @@ export class Leases {
 
   private get store() {
     return this.deps.store;
+  }
+
+  /** Where the usage an acknowledgement carries is recorded (app.ts: the usage domain). */
+  recordUsageWith(recorder: UsageRecorder): void {
+    this.usage = recorder;
   }
 
   /** Leases up to `max` visible messages of `agentId` to `receiver` (one look of a receive). */
@@ -80,8 +92,12 @@ export class Leases {
     });
   }
 
-  async acknowledge(caller: Caller, ids: string[], output?: unknown): Promise<{ acknowledged: string[] }> {
+  /** `usage` (with a single id): what the work consumed, recorded in the acknowledge's transaction. */
+  async acknowledge(caller: Caller, ids: string[], output?: unknown, usage?: UsageReport): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
+    const recorder = usage === undefined ? null : this.usage;
+    if (usage !== undefined && (recorder === null || ids.length !== 1))
+      throw InvalidRequest.field('usage', 'is recorded with one message only');
     const now = this.deps.clock.now();
     const startTime = spanClock();
     const rows = await this.store.inTransaction(async (tx) => {
@@ -99,9 +115,11 @@ export class Leases {
         throw new Conflict(`Message '${refused}' cannot be acknowledged now`);
       }
       const rows = ids.map((id) => byId.get(id)!);
+      if (recorder !== null) await recorder.record(tx, usageSource(rows[0]!), usage!);
       await this.deps.tracing.settling(rows, 'ack', () => this.deps.outcomes.emit(tx, rows, { status: 'acknowledged', output }), startTime);
       return rows;
     });
+    if (recorder !== null) recorder.committed(usageSource(rows[0]!), usage!);
     this.deps.metrics.messagesSettled(
       'acked',
       rows.map((row) => row.event_name),

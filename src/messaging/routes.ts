@@ -147,7 +147,7 @@ export function messagingRoutes(
         config: { permission: 'messaging:write', conflict: 'A message is settled already or has not been received' },
         schema: {
           tags,
-          summary: 'Acknowledge received messages (done); output is kept for the producer',
+          summary: 'Acknowledge received messages (done); output is kept for the producer, usage (one message) recorded',
           body: AcknowledgeBody,
           response: { 200: DataEnvelope(Acknowledged) },
         },
@@ -158,7 +158,7 @@ export function messagingRoutes(
         const result =
           'message_ids' in body
             ? await inbox.acknowledge(caller, body.message_ids)
-            : await inbox.acknowledge(caller, [body.message_id], body.output);
+            : await inbox.acknowledge(caller, [body.message_id], body.output, body.usage);
         return ok(reply, result);
       },
     );

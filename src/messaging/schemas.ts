@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { AgentId, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { UsageReport } from '../usage/index.js';
 
 const EventName = Type.String({ minLength: 1, maxLength: 255, description: 'Name of the message event, e.g. task.review' });
 const DeliverySemantic = Type.Union([Type.Literal('at_least_once'), Type.Literal('at_most_once')], {
@@ -105,6 +106,7 @@ export const AcknowledgeBody = Type.Union([
     {
       message_id: Type.String({ minLength: 1, maxLength: 100 }),
       output: Type.Optional(Type.Unknown({ description: 'Result of the work, kept for the producer (routine execution, plan step)' })),
+      usage: Type.Optional(UsageReport),
     },
     { additionalProperties: false },
   ),

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import ServerProcess, unique, wait_for
 
-from switchboard import Agent, PermanentError, Switchboard, current_traceparent
+from switchboard import Agent, PermanentError, Switchboard, current_traceparent, with_usage
 from switchboard.agent import topic_matches
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -68,6 +68,23 @@ def test_success_acknowledges_with_the_return_value(admin: Switchboard, worker: 
     assert done["output"] == {"execution": triggered["id"]}
     health = wait_for(lambda: (h := admin.discovery.agent_health(agent_id=agent.agent_id))["last_heartbeat"] and h)
     assert health["status"] == "healthy"
+
+
+def test_with_usage_records_what_the_handler_reports(admin: Switchboard, worker: Callable[..., tuple[Agent, dict[str, Any]]]) -> None:
+    agent, routine = worker()
+
+    @agent.on("routine.execute")
+    def handle(message: dict[str, Any]) -> Any:
+        return with_usage({"done": True}, {"model": "py-model", "input_tokens": 11, "output_tokens": 4, "cost_usd": 0.5})
+
+    agent.start()
+    admin.routines.trigger(id=routine["id"])
+    done = execution(admin, routine["id"], "success")
+    assert done["output"] == {"done": True}
+    totals = admin.usage.totals(group_by="model", agent_id=agent.agent_id)
+    assert totals["rows"] == [
+        {"key": "py-model", "count": 1, "input_tokens": 11, "output_tokens": 4, "cached_tokens": 0, "cost_usd": 0.5}
+    ]
 
 
 def test_permanent_error_dead_letters_and_transient_error_redelivers(

@@ -5,6 +5,7 @@ import { topicMatches } from './topics.js';
 import type { Channel } from './channel.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';
+import type { UsageReport } from './shapes.js';
 import type { Body, Message } from './types.js';
 
 /** Thrown by a handler when retrying cannot help: the message is dead-lettered at once. */
@@ -12,8 +13,24 @@ export class PermanentError extends Error {
   override name = 'PermanentError';
 }
 
-/** Handles one message; what it returns (or resolves to) is the acknowledgement's `output`. */
+/**
+ * Handles one message; what it returns (or resolves to) is the acknowledgement's `output`, or
+ * `withUsage(output, usage)` to report what the work consumed with it.
+ */
 export type Handler = (message: Message) => unknown;
+
+/** A handler's output and the usage (model, tokens, cost) the acknowledgement records with it. */
+export class WithUsage {
+  constructor(
+    readonly output: unknown,
+    readonly usage: UsageReport,
+  ) {}
+}
+
+/** What a handler returns to acknowledge with `output` and record `usage` (a plain object would be taken for the output). */
+export function withUsage(output: unknown, usage: UsageReport): WithUsage {
+  return new WithUsage(output, usage);
+}
 
 /** What an `approval.requested` message asks of an agent named among a human step's approvers. */
 export interface ApprovalRequest {
@@ -229,14 +246,12 @@ export function createAgent(options: AgentOptions): Agent {
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
-      const output = await context.with(spanContext, () => handler(message));
+      const result = await context.with(spanContext, () => handler(message));
+      const { output, usage } = result instanceof WithUsage ? result : { output: result, usage: undefined };
       // Over the channel when it is open (batched with the tick's others), else over HTTP: a
       // message that came on a channel since closed is settled all the same.
-      await (open()?.acknowledge(message.message_id, output) ??
-        client.messaging.acknowledge({
-          body: output === undefined ? { message_id: message.message_id } : { message_id: message.message_id, output },
-          headers,
-        }));
+      await (open()?.acknowledge(message.message_id, output, usage) ??
+        client.messaging.acknowledge({ body: { message_id: message.message_id, output, usage }, headers }));
     } catch (error) {
       failed(span, error);
       const reason = (error instanceof Error ? error.message : String(error)) || 'handler failed';

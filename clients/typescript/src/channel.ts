@@ -1,5 +1,5 @@
 import { ERROR_STATUS, type ErrorCode } from './error-codes.js';
-import type { FrameError, FrameKind, ItemFailure } from './shapes.js';
+import type { FrameError, FrameKind, ItemFailure, UsageReport } from './shapes.js';
 import { SwitchboardError } from './errors.js';
 import type { Body, Message, Result } from './types.js';
 
@@ -74,7 +74,7 @@ export class Channel {
   readonly #listeners = new Set<(message: Message) => void>();
   #unconfirmed = 0;
   readonly #sendSlots: Array<() => void> = [];
-  #acks: Pending<string | { message_id: string; output?: unknown }, void>[] = [];
+  #acks: Pending<string | { message_id: string; output?: unknown; usage?: UsageReport }, void>[] = [];
   #rejects: Pending<RejectItem, RejectResult>[] = [];
   #extends: Pending<{ message_id: string; visibility_timeout: number }, ExtendResult>[] = [];
   #flushScheduled = false;
@@ -136,9 +136,12 @@ export class Channel {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Acknowledges a pushed (or received) message; batched with the others of this tick into one frame. */
-  acknowledge(messageId: string, output?: unknown): Promise<void> {
-    return this.#batched(this.#acks, output === undefined ? messageId : { message_id: messageId, output });
+  /**
+   * Acknowledges a pushed (or received) message, with what the work consumed (`usage`) when
+   * given; batched with the others of this tick into one frame.
+   */
+  acknowledge(messageId: string, output?: unknown, usage?: UsageReport): Promise<void> {
+    return this.#batched(this.#acks, output === undefined && usage === undefined ? messageId : { message_id: messageId, output, usage });
   }
 
   reject(item: RejectItem): Promise<RejectResult> {

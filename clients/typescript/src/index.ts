@@ -15,6 +15,8 @@ export { Channel, ChannelClosedError, type ChannelOptions, type ChannelSocket } 
 export {
   createAgent,
   PermanentError,
+  withUsage,
+  WithUsage,
   type Agent,
   type AgentLogger,
   type AgentOptions,
@@ -25,4 +27,4 @@ export {
 } from './agent.js';
 export { topicMatches } from './topics.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
-export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result } from './types.js';
+export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result, UsageReport } from './types.js';

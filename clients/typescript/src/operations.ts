@@ -206,6 +206,10 @@ export const OPERATIONS = {
     list: ['GET', '/api/v1/audit', PAGED],
     verify: ['GET', '/api/v1/audit/verify'],
   },
+  usage: {
+    record: ['POST', '/api/v1/usage'],
+    totals: ['GET', '/api/v1/usage'],
+  },
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

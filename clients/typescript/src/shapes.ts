@@ -29,6 +29,8 @@ export interface Shapes {
         | 'audit:read'
         | 'cluster:read'
         | 'metrics:read'
+        | 'usage:read'
+        | 'usage:write'
       )[];
       kind: 'admin' | 'agent' | 'user' | 'key';
       id: string;
@@ -66,7 +68,9 @@ export interface Shapes {
         | 'users:admin'
         | 'audit:read'
         | 'cluster:read'
-        | 'metrics:read';
+        | 'metrics:read'
+        | 'usage:read'
+        | 'usage:write';
       roles: ('admin' | 'agent' | 'operator' | 'approver' | 'viewer')[];
     }[];
   };
@@ -102,6 +106,8 @@ export interface Shapes {
             | 'audit:read'
             | 'cluster:read'
             | 'metrics:read'
+            | 'usage:read'
+            | 'usage:write'
           )[]
         | undefined;
     };
@@ -137,6 +143,8 @@ export interface Shapes {
             | 'audit:read'
             | 'cluster:read'
             | 'metrics:read'
+            | 'usage:read'
+            | 'usage:write'
           )[]
         | null;
       prefix: string;
@@ -179,6 +187,8 @@ export interface Shapes {
             | 'audit:read'
             | 'cluster:read'
             | 'metrics:read'
+            | 'usage:read'
+            | 'usage:write'
           )[]
         | null;
       prefix: string;
@@ -311,6 +321,8 @@ export interface Shapes {
           | 'audit:read'
           | 'cluster:read'
           | 'metrics:read'
+          | 'usage:read'
+          | 'usage:write'
         )[];
         kind: 'admin' | 'agent' | 'user' | 'key';
         id: string;
@@ -352,6 +364,8 @@ export interface Shapes {
           | 'audit:read'
           | 'cluster:read'
           | 'metrics:read'
+          | 'usage:read'
+          | 'usage:write'
         )[];
         kind: 'admin' | 'agent' | 'user' | 'key';
         id: string;
@@ -426,7 +440,25 @@ export interface Shapes {
       }[];
     };
   };
-  'messaging.acknowledge': { body: { output?: unknown; message_id: string } | { message_ids: string[] }; data: { acknowledged: string[] } };
+  'messaging.acknowledge': {
+    body:
+      | {
+          usage?:
+            | {
+                provider?: string | undefined;
+                cached_tokens?: number | undefined;
+                cost_usd?: number | undefined;
+                model: string;
+                input_tokens: number;
+                output_tokens: number;
+              }
+            | undefined;
+          output?: unknown;
+          message_id: string;
+        }
+      | { message_ids: string[] };
+    data: { acknowledged: string[] };
+  };
   'messaging.reject': {
     body: { delay_seconds?: number | undefined; requeue?: boolean | undefined; reason: string; message_id: string };
     data: { message_id: string; status: 'requeued' | 'dead_lettered'; retry_at: string | null };
@@ -2592,6 +2624,51 @@ export interface Shapes {
       acknowledged_by: string | null;
     };
   };
+  'usage.record': {
+    body: {
+      provider?: string | undefined;
+      cached_tokens?: number | undefined;
+      cost_usd?: number | undefined;
+      step_id?: string | undefined;
+      run_id?: string | undefined;
+      agent_id: string;
+      model: string;
+      input_tokens: number;
+      output_tokens: number;
+    };
+    data: {
+      id: string;
+      agent_id: string;
+      message_id: string | null;
+      model: string;
+      provider: string | null;
+      input_tokens: number;
+      output_tokens: number;
+      cached_tokens: number;
+      cost_usd: number;
+      capability: string | null;
+      plan_id: string | null;
+      step_id: string | null;
+      run_id: string | null;
+      recorded_at: string;
+    };
+  };
+  'usage.totals': {
+    query: {
+      agent_id?: string | undefined;
+      limit?: number | undefined;
+      model?: string | undefined;
+      plan_id?: string | undefined;
+      run_id?: string | undefined;
+      after?: string | undefined;
+      before?: string | undefined;
+      group_by: 'agent' | 'model' | 'capability' | 'plan' | 'run' | 'day';
+    };
+    data: {
+      group_by: string;
+      rows: { key: string | null; input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number }[];
+    };
+  };
   'cluster.listNodes': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {
@@ -2624,8 +2701,8 @@ export interface Shapes {
       outcome?: 'failed' | 'allowed' | 'denied' | undefined;
       action?: string | undefined;
       after?: string | undefined;
-      resource_id?: string | undefined;
       before?: string | undefined;
+      resource_id?: string | undefined;
     };
     data: {
       id: string;
@@ -2687,3 +2764,12 @@ export type FrameKind = 'send' | 'reject' | 'extend' | 'subscribe' | 'heartbeat'
 export type FrameError = { details?: unknown; message: string; code: string };
 /** One item of a batch the channel could not settle. */
 export type ItemFailure = { message_id: string; error: { details?: unknown; message: string; code: string } };
+/** What work consumed (tokens of one model, its cost), reported with an acknowledgement. */
+export type UsageReport = {
+  provider?: string | undefined;
+  cached_tokens?: number | undefined;
+  cost_usd?: number | undefined;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+};

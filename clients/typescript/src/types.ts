@@ -89,4 +89,4 @@ export type Operation<K extends OperationKey> = ((...input: Args<K>) => Promise<
 
 export type DomainClient<D extends Domain> = { [N in keyof (typeof OPERATIONS)[D] & string]: Operation<`${D}.${N}` & OperationKey> };
 
-export type { Event, Message } from './shapes.js';
+export type { Event, Message, UsageReport } from './shapes.js';

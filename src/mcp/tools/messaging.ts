@@ -44,11 +44,11 @@ export function messagingTools({ inbox }: ToolServices): GroupTool[] {
       permission: 'messaging:write',
       title: 'Acknowledge a message',
       description:
-        'Acknowledge a received message: the work is done and it is not redelivered. output (any JSON) is kept for the producer, e.g. a routine execution or a plan step.',
+        'Acknowledge a received message: the work is done and it is not redelivered. output (any JSON) is kept for the producer, e.g. a routine execution or a plan step; usage (model, tokens, cost) is recorded with it.',
       input: toolInput(AcknowledgeBody.anyOf[0]),
       output: Acknowledged,
       annotations: UPDATE,
-      run: ({ message_id, output }, principal) => inbox.acknowledge(callerOf(principal), [message_id], output),
+      run: ({ message_id, output, usage }, principal) => inbox.acknowledge(callerOf(principal), [message_id], output, usage),
     }),
   ];
 }

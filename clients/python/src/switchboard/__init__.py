@@ -28,7 +28,7 @@ from ._errors import (
 )
 from ._operations import OPERATIONS
 from ._signing import Ed25519Signer, generate_keypair
-from .agent import Agent, PermanentError, current_traceparent
+from .agent import Agent, PermanentError, WithUsage, current_traceparent, with_usage
 
 __version__ = "0.1.0"
 
@@ -60,6 +60,8 @@ __all__ = [
     "SwitchboardError",
     "Unauthorized",
     "UnsupportedMediaType",
+    "WithUsage",
     "current_traceparent",
     "generate_keypair",
+    "with_usage",
 ]

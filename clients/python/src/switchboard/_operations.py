@@ -30,7 +30,7 @@ class AuthWhoamiData(TypedDict):
     kind: Literal["admin", "agent", "user", "key"]
     id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
-    permissions: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
+    permissions: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
     agent_id: str | None
     username: str | None
     key_id: str | None
@@ -45,7 +45,7 @@ class AuthPermissionsArgs(TypedDict, total=False):
 class AuthPermissionsElement(TypedDict):
     """One element of what auth.permissions returns."""
 
-    name: Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]
+    name: Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]
     description: str
     roles: list[Literal["admin", "operator", "approver", "viewer", "agent"]]
 
@@ -67,7 +67,7 @@ class AuthListKeysItem(TypedDict):
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
     agent_id: str | None
     user_id: str | None
-    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]] | None
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]] | None
     prefix: str
     created_at: str
     revoked_at: str | None
@@ -81,7 +81,7 @@ class AuthCreateKeyBody(TypedDict, total=False):
     agent_id: str
     user_id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
-    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
     expires_at: str
     name: str
 
@@ -92,7 +92,7 @@ class AuthCreateKeyArgs(TypedDict, total=False):
     agent_id: str
     user_id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
-    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read"]]
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
     expires_at: str
     name: str
 
@@ -509,6 +509,7 @@ class MessagingAcknowledgeBody(TypedDict, total=False):
 
     message_id: str
     output: Any
+    usage: dict[str, Any]
     message_ids: list[str]
 
 
@@ -517,6 +518,7 @@ class MessagingAcknowledgeArgs(TypedDict, total=False):
 
     message_id: str
     output: Any
+    usage: dict[str, Any]
     message_ids: list[str]
 
 
@@ -3989,6 +3991,82 @@ class AuditVerifyData(_AuditVerifyDataRequired, total=False):
     first_broken: str
 
 
+class _UsageTotalsArgsRequired(TypedDict):
+    group_by: Literal["agent", "capability", "plan", "run", "model", "day"]
+
+
+class UsageTotalsArgs(_UsageTotalsArgsRequired, total=False):
+    """The keyword arguments of usage.totals."""
+
+    agent_id: str
+    plan_id: str
+    run_id: str
+    model: str
+    after: str
+    before: str
+    limit: int
+
+
+class UsageTotalsData(TypedDict):
+    """What usage.totals returns."""
+
+    group_by: str
+    rows: list[dict[str, Any]]
+
+
+class _UsageRecordBodyRequired(TypedDict):
+    model: str
+    input_tokens: int
+    output_tokens: int
+    agent_id: str
+
+
+class UsageRecordBody(_UsageRecordBodyRequired, total=False):
+    """The JSON body of usage.record."""
+
+    provider: str
+    cached_tokens: int
+    cost_usd: float
+    run_id: str
+    step_id: str
+
+
+class _UsageRecordArgsRequired(TypedDict):
+    model: str
+    input_tokens: int
+    output_tokens: int
+    agent_id: str
+
+
+class UsageRecordArgs(_UsageRecordArgsRequired, total=False):
+    """The keyword arguments of usage.record."""
+
+    provider: str
+    cached_tokens: int
+    cost_usd: float
+    run_id: str
+    step_id: str
+
+
+class UsageRecordData(TypedDict):
+    """What usage.record returns."""
+
+    id: str
+    agent_id: str
+    model: str
+    provider: str | None
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost_usd: float
+    message_id: str | None
+    run_id: str | None
+    step_id: str | None
+    plan_id: str | None
+    capability: str | None
+    recorded_at: str
+
+
 # The operation table: domain → method name → how to call it.
 OPERATIONS: dict[str, dict[str, Operation]] = {
     "auth": {
@@ -4313,7 +4391,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("message_id", "output", "message_ids",),
+            body_fields=("message_id", "output", "usage", "message_ids",),
             paged=False,
             items_key=None,
             public=False,
@@ -6099,6 +6177,34 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             streamed=False,
         ),
     },
+    "usage": {
+        "totals": Operation(
+            operation_id="usage_totals",
+            method="GET",
+            path="/api/v1/usage",
+            path_params=(),
+            query_params=("group_by", "agent_id", "plan_id", "run_id", "model", "after", "before", "limit",),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "record": Operation(
+            operation_id="usage_record",
+            method="POST",
+            path="/api/v1/usage",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("model", "provider", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "agent_id", "run_id", "step_id",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+    },
 }
 
 
@@ -6206,7 +6312,7 @@ class MessagingOperations(Domain):
         return self._call("receive", arguments)  # type: ignore[no-any-return]
 
     def acknowledge(self, **arguments: Unpack[MessagingAcknowledgeArgs]) -> MessagingAcknowledgeData:
-        """Acknowledge received messages (done); output is kept for the producer (POST /api/v1/messaging/acknowledge)."""
+        """Acknowledge received messages (done); output is kept for the producer, usage (one message) recorded (POST /api/v1/messaging/acknowledge)."""
         return self._call("acknowledge", arguments)  # type: ignore[no-any-return]
 
     def reject(self, **arguments: Unpack[MessagingRejectArgs]) -> MessagingRejectData:
@@ -6798,6 +6904,18 @@ class AuditOperations(Domain):
         return self._call("verify", arguments)  # type: ignore[no-any-return]
 
 
+class UsageOperations(Domain):
+    """The usage operations."""
+
+    def totals(self, **arguments: Unpack[UsageTotalsArgs]) -> UsageTotalsData:
+        """Usage totals by agent, capability, plan, run, model or day, the costliest first (GET /api/v1/usage)."""
+        return self._call("totals", arguments)  # type: ignore[no-any-return]
+
+    def record(self, **arguments: Unpack[UsageRecordArgs]) -> UsageRecordData:
+        """Record usage outside an acknowledgement (an agent key records its own) (POST /api/v1/usage)."""
+        return self._call("record", arguments)  # type: ignore[no-any-return]
+
+
 class ClientDomains:
     """The domains of the client, one attribute each."""
 
@@ -6815,6 +6933,7 @@ class ClientDomains:
     alerts: AlertsOperations
     cluster: ClusterOperations
     audit: AuditOperations
+    usage: UsageOperations
 
 
 DOMAINS: dict[str, type[Domain]] = {
@@ -6832,4 +6951,5 @@ DOMAINS: dict[str, type[Domain]] = {
     "alerts": AlertsOperations,
     "cluster": ClusterOperations,
     "audit": AuditOperations,
+    "usage": UsageOperations,
 }

@@ -39,6 +39,21 @@ class PermanentError(Exception):
     """Raised by a handler when retrying cannot help: the message is dead-lettered at once."""
 
 
+class WithUsage:
+    """A handler's output and the usage (model, tokens, cost) its acknowledgement records."""
+
+    def __init__(self, output: Any, usage: dict[str, Any]) -> None:
+        self.output = output
+        self.usage = usage
+
+
+def with_usage(output: Any, usage: dict[str, Any]) -> WithUsage:
+    """What a handler returns to acknowledge with ``output`` and record ``usage``
+    (``{"model", "input_tokens", "output_tokens", "cached_tokens"?, "cost_usd"?, "provider"?}``);
+    a plain dict would be taken for the output."""
+    return WithUsage(output, usage)
+
+
 def topic_matches(pattern: str, name: str) -> bool:
     """Subscription syntax: `*` matches one dot-separated token, a final `>` one or more."""
     want, have = pattern.split("."), name.split(".")
@@ -97,7 +112,8 @@ class Agent:
 
         agent.run()  # or agent.start() ... agent.stop()
 
-    A handler's return value is the acknowledgement's output; ``PermanentError`` rejects the
+    A handler's return value is the acknowledgement's output (``with_usage(output, usage)`` also
+    records what the work consumed); ``PermanentError`` rejects the
     message for good (dead letter); any other exception rejects it for redelivery. ``async def``
     handlers run on one event loop thread. The lease of a message is extended while its handler
     runs; heartbeats report the load. ``stop()`` lets in-flight handlers finish.
@@ -318,6 +334,9 @@ class Agent:
                     raise PermanentError(f"agent {self.agent_id} has no handler for '{message.get('event_name')}'")
                 output = self._invoke(handler, message)
                 arguments: dict[str, Any] = {"message_id": message_id}
+                if isinstance(output, WithUsage):
+                    arguments["usage"] = output.usage
+                    output = output.output
                 if output is not None:
                     json.dumps(output)  # an output that is no JSON fails the handler, not the acknowledgement
                     arguments["output"] = output

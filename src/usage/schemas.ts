@@ -1,0 +1,100 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { AgentId, Timestamp } from '../http/schemas.js';
+
+/**
+ * The usage domain's schemas, written once: they validate requests (the acknowledge's `usage`
+ * too), type the service and the SDKs, and document the OpenAPI.
+ */
+
+/** Most tokens one report may carry per kind: far above any model's context, below float precision. */
+export const MAX_TOKENS = 1_000_000_000;
+/** Most one report may cost. */
+export const MAX_COST_USD = 1_000_000;
+
+const Tokens = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_TOKENS, description });
+const Name = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });
+const Id = (description: string) => Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.:-]+$', description });
+
+export const UsageReport = Type.Object(
+  {
+    model: Name('The model called (`gpt-4.1`, `claude-sonnet-4`…)'),
+    provider: Type.Optional(Name('Who served it (`openai`, `anthropic`…)')),
+    input_tokens: Tokens('Prompt tokens'),
+    output_tokens: Tokens('Completion tokens'),
+    cached_tokens: Type.Optional(Tokens('Prompt tokens served from a cache (part of input_tokens)')),
+    cost_usd: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_COST_USD, description: 'What the call cost, in US dollars' })),
+  },
+  { additionalProperties: false, title: 'UsageReport', description: 'What the work consumed: tokens of one model, and what it cost' },
+);
+export type UsageReport = Static<typeof UsageReport>;
+
+export const RecordUsageBody = Type.Composite(
+  [
+    UsageReport,
+    Type.Object({
+      agent_id: AgentId,
+      run_id: Type.Optional(Id('The run the usage belongs to')),
+      step_id: Type.Optional(Id('The step of that run (needs run_id)')),
+    }),
+  ],
+  { additionalProperties: false },
+);
+export type RecordUsageBody = Static<typeof RecordUsageBody>;
+
+export const UsageRecord = Type.Object(
+  {
+    id: Type.String(),
+    agent_id: Type.String(),
+    model: Type.String(),
+    provider: Type.Union([Type.String(), Type.Null()]),
+    input_tokens: Type.Integer(),
+    output_tokens: Type.Integer(),
+    cached_tokens: Type.Integer(),
+    cost_usd: Type.Number(),
+    message_id: Type.Union([Type.String(), Type.Null()]),
+    run_id: Type.Union([Type.String(), Type.Null()]),
+    step_id: Type.Union([Type.String(), Type.Null()]),
+    plan_id: Type.Union([Type.String(), Type.Null()]),
+    capability: Type.Union([Type.String(), Type.Null()]),
+    recorded_at: Timestamp,
+  },
+  { title: 'UsageRecord' },
+);
+export type UsageRecord = Static<typeof UsageRecord>;
+
+export const GROUPINGS = ['agent', 'capability', 'plan', 'run', 'model', 'day'] as const;
+export type Grouping = (typeof GROUPINGS)[number];
+
+export const UsageQuery = Type.Object(
+  {
+    group_by: Type.Union(
+      GROUPINGS.map((name) => Type.Literal(name)),
+      { description: 'What the rows total by; `day` is the UTC day (YYYY-MM-DD)' },
+    ),
+    agent_id: Type.Optional(AgentId),
+    plan_id: Type.Optional(Id('Only usage of runs of this plan')),
+    run_id: Type.Optional(Id('Only usage of this run')),
+    model: Type.Optional(Name('Only usage of this model')),
+    after: Type.Optional(Type.String({ format: 'date-time', description: 'From this time (rounded down to its hour)' })),
+    before: Type.Optional(Type.String({ format: 'date-time', description: 'Until this time (exclusive; rounded up to an hour)' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Most rows, the costliest first' })),
+  },
+  { additionalProperties: false },
+);
+export type UsageQuery = Static<typeof UsageQuery>;
+
+export const UsageTotal = Type.Object(
+  {
+    key: Type.Union([Type.String(), Type.Null()], { description: 'The group (agent id, model, day…); null: usage outside any' }),
+    count: Type.Integer({ description: 'Reports summed' }),
+    input_tokens: Type.Integer(),
+    output_tokens: Type.Integer(),
+    cached_tokens: Type.Integer(),
+    cost_usd: Type.Number(),
+  },
+  { title: 'UsageTotal' },
+);
+export type UsageTotal = Static<typeof UsageTotal>;
+
+export const UsageTotals = Type.Object({ group_by: Type.String(), rows: Type.Array(UsageTotal) }, { title: 'UsageTotals' });
+export type UsageTotals = Static<typeof UsageTotals>;

@@ -1,0 +1,114 @@
+import type { Principal } from '../auth/index.js';
+import { parseAttemptRef } from '../coordination/index.js';
+import { iso, type Clock } from '../kernel/clock.js';
+import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { DomainMetrics } from '../kernel/metrics.js';
+import type { UsageRecorder, UsageReport, UsageSource } from '../kernel/ports.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
+import type { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';
+import { HOUR_MS, type UsageRow, type UsageStore } from './store.js';
+
+export interface UsageDeps {
+  store: UsageStore;
+  clock: Clock;
+  metrics: DomainMetrics;
+}
+
+/** The work a report belongs to, when it belongs to a run. */
+interface Link {
+  message_id: string | null;
+  run_id: string | null;
+  step_id: string | null;
+}
+
+function toRecord(row: UsageRow): UsageRecord {
+  return { ...row, recorded_at: iso(row.recorded_at) };
+}
+
+/** A time filter as an hour start: `after` rounded down, `before` up (the rollup's grain). */
+function hourOf(field: string, value: string | undefined, up: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw InvalidRequest.field(field, 'must be an ISO 8601 time');
+  const start = ms - (ms % HOUR_MS);
+  return up && start !== ms ? start + HOUR_MS : start;
+}
+
+/**
+ * Usage: what agents report their work consumed (tokens, cost), with an acknowledgement or on its
+ * own, linked to the run and step of the message when it had one, and its totals.
+ */
+export class UsageService implements UsageRecorder {
+  constructor(private readonly deps: UsageDeps) {}
+
+  /** Usage port: the acknowledged message's usage, in the acknowledge's transaction. */
+  async record(tx: Tx, source: UsageSource, usage: UsageReport): Promise<void> {
+    const plan = source.origin?.kind === 'plan_step' ? parseAttemptRef(source.origin.ref) : null;
+    await this.insert(tx, source.agent_id, usage, {
+      message_id: source.message_id,
+      run_id: plan?.runId ?? null,
+      step_id: plan?.stepId ?? null,
+    });
+  }
+
+  committed(source: UsageSource, usage: UsageReport): void {
+    this.deps.metrics.usageRecorded({ agent_id: source.agent_id, ...usage });
+  }
+
+  /** Usage outside an acknowledgement; an agent records only its own. */
+  async recordOwn(principal: Principal, body: RecordUsageBody): Promise<UsageRecord> {
+    const { agent_id, run_id, step_id, ...usage } = body;
+    if (principal.role === 'agent' && principal.agentId !== agent_id) {
+      throw new Forbidden(`An agent records its own usage: agent_id must be '${principal.agentId}', not '${agent_id}'`);
+    }
+    if (step_id !== undefined && run_id === undefined) throw InvalidRequest.field('step_id', 'needs run_id');
+    const row = await this.deps.store.inTransaction((tx) =>
+      this.insert(tx, agent_id, usage, { message_id: null, run_id: run_id ?? null, step_id: step_id ?? null }, true),
+    );
+    this.deps.metrics.usageRecorded(row);
+    return toRecord(row);
+  }
+
+  async totals(query: UsageQuery): Promise<UsageTotals> {
+    const filter = {
+      agentId: query.agent_id,
+      planId: query.plan_id,
+      runId: query.run_id,
+      model: query.model,
+      from: hourOf('after', query.after, false),
+      until: hourOf('before', query.before, true),
+    };
+    const rows = await this.deps.store.totals(autocommit, query.group_by, filter, query.limit ?? 100);
+    return {
+      group_by: query.group_by,
+      rows: rows.map(({ key, ...sums }) => ({
+        // '' stands for "none" in the rollup's key; a day is its date.
+        key: key === '' ? null : query.group_by === 'day' ? new Date(Number(key)).toISOString().slice(0, 10) : String(key),
+        ...sums,
+      })),
+    };
+  }
+
+  /** `requireRun`: a run named but not found is a 404 (a report on its own), not a record without its plan (a step's run deleted since). */
+  private async insert(tx: Tx, agentId: string, usage: UsageReport, link: Link, requireRun = false): Promise<UsageRow> {
+    const context = link.run_id === null ? undefined : await this.deps.store.runContext(tx, link.run_id, link.step_id);
+    if (requireRun && link.run_id !== null && context === undefined) throw new NotFound('Run', link.run_id);
+    const row: UsageRow = {
+      id: newId('usg', this.deps.clock.now()),
+      agent_id: agentId,
+      model: usage.model,
+      provider: usage.provider ?? null,
+      input_tokens: usage.input_tokens,
+      output_tokens: usage.output_tokens,
+      cached_tokens: usage.cached_tokens ?? 0,
+      cost_usd: usage.cost_usd ?? 0,
+      ...link,
+      plan_id: context?.plan_id ?? null,
+      capability: context?.capability ?? null,
+      recorded_at: this.deps.clock.now(),
+    };
+    await this.deps.store.insert(tx, row);
+    return row;
+  }
+}

@@ -1,0 +1,121 @@
+import { sql, type Selectable } from 'kysely';
+import { Store } from '../db/store.js';
+import { dbOf } from '../db/tx.js';
+import type { Tx } from '../kernel/tx.js';
+import type { Grouping } from './schemas.js';
+import type { UsageRecordsTable } from './tables.js';
+
+export type UsageRow = Selectable<UsageRecordsTable>;
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+/** What a total is grouped by, as a column of the rollup (`day`: its hour, rounded down to the day). */
+const GROUP_COLUMNS = {
+  agent: sql<string>`agent_id`,
+  capability: sql<string>`capability`,
+  plan: sql<string>`plan_id`,
+  run: sql<string>`run_id`,
+  model: sql<string>`model`,
+  day: sql<string>`hour - (hour % ${sql.lit(DAY_MS)})`,
+} satisfies Record<Grouping, unknown>;
+
+export interface TotalsFilter {
+  agentId?: string;
+  planId?: string;
+  runId?: string;
+  model?: string;
+  /** Hour starts, in ms. */
+  from?: number;
+  until?: number;
+}
+
+export interface TotalRow {
+  key: string | number;
+  count: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number;
+}
+
+/** Usage records and their hourly rollup: the only SQL of usage. */
+export class UsageStore extends Store {
+  /** The plan of a run and the capability of its step (either may be unknown: undefined). */
+  async runContext(tx: Tx, runId: string, stepId: string | null): Promise<{ plan_id: string; capability: string | null } | undefined> {
+    // Reads coordination's tables by key: usage is linked to a run without coordination knowing of it.
+    return dbOf(tx, this.db)
+      .selectFrom('runs as r')
+      .leftJoin('run_steps as s', (join) => join.onRef('s.run_id', '=', 'r.id').on('s.step_id', '=', stepId ?? ''))
+      .select(['r.plan_id', 's.capability'])
+      .where('r.id', '=', runId)
+      .executeTakeFirst();
+  }
+
+  /** Inserts the record and adds it to its hour's row of the rollup. */
+  async insert(tx: Tx, row: UsageRow): Promise<void> {
+    const db = dbOf(tx, this.db);
+    await db.insertInto('usage_records').values(row).execute();
+    await db
+      .insertInto('usage_hourly')
+      .values({
+        hour: row.recorded_at - (row.recorded_at % HOUR_MS),
+        agent_id: row.agent_id,
+        model: row.model,
+        capability: row.capability ?? '',
+        plan_id: row.plan_id ?? '',
+        run_id: row.run_id ?? '',
+        count: 1,
+        input_tokens: row.input_tokens,
+        output_tokens: row.output_tokens,
+        cached_tokens: row.cached_tokens,
+        cost_usd: row.cost_usd,
+      })
+      .onConflict((oc) =>
+        oc.columns(['hour', 'agent_id', 'model', 'capability', 'plan_id', 'run_id']).doUpdateSet((eb) => ({
+          count: eb('usage_hourly.count', '+', eb.ref('excluded.count')),
+          input_tokens: eb('usage_hourly.input_tokens', '+', eb.ref('excluded.input_tokens')),
+          output_tokens: eb('usage_hourly.output_tokens', '+', eb.ref('excluded.output_tokens')),
+          cached_tokens: eb('usage_hourly.cached_tokens', '+', eb.ref('excluded.cached_tokens')),
+          cost_usd: eb('usage_hourly.cost_usd', '+', eb.ref('excluded.cost_usd')),
+        })),
+      )
+      .execute();
+  }
+
+  /** Totals from the rollup by `group`, the costliest first. */
+  async totals(tx: Tx, group: Grouping, filter: TotalsFilter, limit: number): Promise<TotalRow[]> {
+    const key = GROUP_COLUMNS[group];
+    let query = dbOf(tx, this.db)
+      .selectFrom('usage_hourly')
+      .select((eb) => [
+        key.as('key'),
+        eb.fn.sum<number>('count').as('count'),
+        eb.fn.sum<number>('input_tokens').as('input_tokens'),
+        eb.fn.sum<number>('output_tokens').as('output_tokens'),
+        eb.fn.sum<number>('cached_tokens').as('cached_tokens'),
+        eb.fn.sum<number>('cost_usd').as('cost_usd'),
+      ])
+      .groupBy(key)
+      .orderBy(sql`6`, 'desc')
+      .orderBy(key)
+      .limit(limit);
+    if (filter.agentId !== undefined) query = query.where('agent_id', '=', filter.agentId);
+    if (filter.planId !== undefined) query = query.where('plan_id', '=', filter.planId);
+    if (filter.runId !== undefined) query = query.where('run_id', '=', filter.runId);
+    if (filter.model !== undefined) query = query.where('model', '=', filter.model);
+    if (filter.from !== undefined) query = query.where('hour', '>=', filter.from);
+    if (filter.until !== undefined) query = query.where('hour', '<', filter.until);
+    const rows = await query.execute();
+    return rows.map((row) => ({
+      key: row.key,
+      count: Number(row.count),
+      input_tokens: Number(row.input_tokens),
+      output_tokens: Number(row.output_tokens),
+      cached_tokens: Number(row.cached_tokens),
+      cost_usd: Number(row.cost_usd),
+    }));
+  }
+}
+
+export { HOUR_MS };

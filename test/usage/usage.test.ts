@@ -1,0 +1,144 @@
+import { afterEach, expect, it } from 'vitest';
+import { createAgent, Switchboard, withUsage } from '../../src/client/index.js';
+import { acknowledge, receiveOne } from '../helpers/agent.js';
+import type { Api } from '../helpers/api.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+
+const U = '/api/v1/usage';
+const P = '/api/v1/coordination/plans';
+const R = '/api/v1/coordination/runs';
+
+const report = (model: string, input: number, output: number, cost: number) => ({
+  model,
+  provider: 'test',
+  input_tokens: input,
+  output_tokens: output,
+  cost_usd: cost,
+});
+
+describeEachDialect('usage', (dialect) => {
+  const server = useServer(dialect);
+  const stops: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    await Promise.all(stops.splice(0).map((stop) => stop()));
+  });
+  let seq = 0;
+  const unique = (name: string) => `${name}-${dialect}-${++seq}`;
+
+  async function totals(query: string) {
+    const res = await server.api.get(`${U}?${query}`);
+    expect(res.status, res.text).toBe(200);
+    return res.body.data.rows as { key: string | null; count: number; input_tokens: number; output_tokens: number; cost_usd: number }[];
+  }
+
+  /** A run of a one-step plan whose step goes to the agent with `capability`. */
+  async function runFor(agent: Api, agentId: string) {
+    const capability = unique('summarize');
+    await agent.post('/api/v1/discovery/capabilities', { agent_id: agentId, capability });
+    await agent.post('/api/v1/discovery/heartbeat', { agent_id: agentId });
+    const plan = await server.api.post(P, { alias: unique('plan'), steps: [{ id: 'sum', type: 'agent', capability, input: {} }] });
+    expect(plan.status, plan.text).toBe(201);
+    const run = await server.api.post(R, { plan_id: plan.body.data.id, input: {} });
+    expect(run.status, run.text).toBe(201);
+    return { runId: run.body.data.id as string, planId: plan.body.data.id as string, capability };
+  }
+
+  it('records usage with an HTTP acknowledge, linked to the run, step, plan and capability, and totals it', async () => {
+    const agentId = unique('worker');
+    const agent = await server.agent(agentId);
+    const { runId, planId, capability } = await runFor(agent, agentId);
+    const message = await receiveOne(agent, agentId);
+    const ack = await agent.post('/api/v1/messaging/acknowledge', {
+      message_id: message.message_id,
+      output: { ok: true },
+      usage: { ...report('model-a', 100, 20, 0.5), cached_tokens: 10 },
+    });
+    expect(ack.status, ack.text).toBe(200);
+    await waitFor(async () => (await server.api.get(`${R}/${runId}`)).body.data.status === 'completed', 15_000);
+
+    const one = { count: 1, input_tokens: 100, output_tokens: 20, cached_tokens: 10, cost_usd: 0.5 };
+    expect(await totals(`group_by=run&run_id=${runId}`)).toEqual([{ key: runId, ...one }]);
+    expect(await totals(`group_by=plan&plan_id=${planId}`)).toEqual([{ key: planId, ...one }]);
+    expect(await totals(`group_by=capability&agent_id=${agentId}`)).toEqual([{ key: capability, ...one }]);
+    expect(await totals(`group_by=model&agent_id=${agentId}`)).toEqual([{ key: 'model-a', ...one }]);
+    expect(await totals(`group_by=agent&agent_id=${agentId}`)).toEqual([{ key: agentId, ...one }]);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(await totals(`group_by=day&agent_id=${agentId}`)).toEqual([{ key: today, ...one }]);
+    // The rollup is by hour: a window that ends before this hour holds nothing.
+    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    expect(await totals(`group_by=agent&agent_id=${agentId}&before=${hourAgo}`)).toEqual([]);
+    expect(await totals(`group_by=agent&agent_id=${agentId}&after=${hourAgo}`)).toHaveLength(1);
+  });
+
+  it('validates the usage of an acknowledge and leaves the message unsettled when it is refused', async () => {
+    const agentId = unique('validating');
+    const agent = await server.agent(agentId);
+    await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: {} });
+    const message = await receiveOne(agent, agentId);
+    for (const usage of [
+      { ...report('m', -1, 0, 0) },
+      { ...report('m', 1, 0, 0), cost_usd: -0.1 },
+      { ...report('m', 2_000_000_000, 0, 0) },
+      { input_tokens: 1, output_tokens: 1 },
+      { ...report('m', 1, 1, 0), extra: 1 },
+    ]) {
+      const res = await agent.post('/api/v1/messaging/acknowledge', { message_id: message.message_id, usage });
+      expect(res.status, res.text).toBe(400);
+    }
+    const res = await agent.post('/api/v1/messaging/acknowledge', { message_ids: [message.message_id], usage: report('m', 1, 1, 0) });
+    expect(res.status, res.text).toBe(400);
+    await acknowledge(agent, message.message_id);
+    expect(await totals(`group_by=agent&agent_id=${agentId}`)).toEqual([]);
+  });
+
+  it.each(['channel', 'poll'] as const)('records what an SDK agent worker handler reports with withUsage (%s)', async (transport) => {
+    const agentId = unique(`sdk-${transport}`);
+    const agent = await server.agent(agentId);
+    const client = new Switchboard({ url: agent.baseUrl, apiKey: agent.key! });
+    const worker = createAgent({ client, agentId, transport, concurrency: 1, heartbeatIntervalMs: 0, pollTimeoutSeconds: 1 });
+    worker.on('*', () => withUsage({ done: true }, report('model-sdk', 7, 3, 0.25)));
+    const started = worker.start();
+    stops.push(async () => {
+      await started;
+      await worker.stop();
+    });
+    const sent = await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: {} });
+    expect(sent.status, sent.text).toBe(201);
+    const rows = await waitFor(async () => {
+      const found = await totals(`group_by=model&agent_id=${agentId}`);
+      return found.length > 0 ? found : null;
+    }, 10_000);
+    expect(rows).toEqual([{ key: 'model-sdk', count: 1, input_tokens: 7, output_tokens: 3, cached_tokens: 0, cost_usd: 0.25 }]);
+  });
+
+  it('records usage on its own: an agent only as itself, a run it names must exist', async () => {
+    const agentId = unique('own');
+    const agent = await server.agent(agentId);
+    const mine = await agent.post(U, { agent_id: agentId, ...report('model-b', 5, 6, 0.01) });
+    expect(mine.status, mine.text).toBe(201);
+    expect(mine.body.data).toMatchObject({ agent_id: agentId, model: 'model-b', input_tokens: 5, run_id: null, message_id: null });
+    const other = await agent.post(U, { agent_id: unique('someone-else'), ...report('model-b', 1, 1, 0) });
+    expect(other.status, other.text).toBe(403);
+    const noRun = await agent.post(U, { agent_id: agentId, run_id: 'run_missing', ...report('model-b', 1, 1, 0) });
+    expect(noRun.status, noRun.text).toBe(404);
+    const stepAlone = await agent.post(U, { agent_id: agentId, step_id: 'sum', ...report('model-b', 1, 1, 0) });
+    expect(stepAlone.status, stepAlone.text).toBe(400);
+    // An admin records any agent's, here against a run; agents cannot read the totals.
+    const { runId } = await runFor(agent, agentId);
+    const admin = await server.api.post(U, { agent_id: agentId, run_id: runId, step_id: 'sum', ...report('model-b', 10, 0, 1) });
+    expect(admin.status, admin.text).toBe(201);
+    expect(admin.body.data).toMatchObject({ run_id: runId, step_id: 'sum' });
+    expect((await agent.get(`${U}?group_by=agent`)).status).toBe(403);
+    expect(await totals(`group_by=model&agent_id=${agentId}`)).toEqual([
+      { key: 'model-b', count: 2, input_tokens: 15, output_tokens: 6, cached_tokens: 0, cost_usd: 1.01 },
+    ]);
+    const bad = await server.api.get(`${U}?group_by=colour`);
+    expect(bad.status).toBe(400);
+
+    const metrics = (await server.api.get('/metrics')).text;
+    expect(metrics).toContain(`switchboard_usage_tokens_total{agent="${agentId}",model="model-b",kind="input"} 15`);
+    expect(metrics).toMatch(new RegExp(`switchboard_usage_cost_usd_total\\{agent="${agentId}",model="model-b"\\} 1\\.01`));
+  });
+});
