@@ -166,8 +166,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     plan_step: coordination.outcomeHandler,
     a2a_task: a2a.outcomeHandler,
   });
-  const usage = createUsageDomain(platform);
+  const usage = createUsageDomain({ platform, events: events.log, inboxes: messaging.inbox });
   messaging.inbox.recordUsageWith(usage.service);
+  messaging.inbox.holdPausedWith(usage.budgets);
+  discovery.service.skipPausedWith(usage.budgets);
   const cluster = createClusterDomain({ platform, version: VERSION, workers });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
@@ -272,6 +274,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       { prefix: '/api/v1', plugin: cluster.routes },
       { prefix: '/api/v1', plugin: audit.routes },
       { prefix: '/api/v1', plugin: usage.routes },
+      { prefix: '/api/v1', plugin: usage.budgetRoutes },
       { prefix: '', plugin: a2a.routes },
     ],
   });

@@ -24,6 +24,7 @@ export const PERMISSIONS = {
   'artifacts:write': 'Upload, change, share and delete artifacts',
   'events:read': 'Read the event log and its streams',
   'webhooks:admin': 'Manage webhook subscriptions and their deliveries',
+  'budgets:admin': 'Manage usage budgets, and resume the agents they paused',
   'keys:admin': 'Create, list and revoke API keys; manage any agent’s signing keys',
   'users:admin': 'Manage users',
   'audit:read': 'Read the audit log',

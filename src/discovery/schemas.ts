@@ -127,6 +127,7 @@ export const LookupQuery = Type.Object({
     }),
   ),
   include_unhealthy: Type.Optional(Type.Boolean({ default: false })),
+  include_paused: Type.Optional(Type.Boolean({ default: false, description: 'Also agents a budget paused' })),
 });
 export type LookupQuery = Static<typeof LookupQuery>;
 

@@ -6,7 +6,15 @@ import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { SYSTEM_ACTOR, type AgentDirectory, type AuditTrail, type DeliveryStats, type EventLog, type NewEvent } from '../kernel/ports.js';
+import {
+  SYSTEM_ACTOR,
+  type AgentDirectory,
+  type AgentPauses,
+  type AuditTrail,
+  type DeliveryStats,
+  type EventLog,
+  type NewEvent,
+} from '../kernel/ports.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilitySearch, type SearchInput } from './capability-search.js';
 import type { SearchHit } from './search.js';
@@ -69,6 +77,7 @@ export class DiscoveryService implements AgentDirectory {
   private readonly audit: AuditTrail;
 
   private readonly capabilitySearch: CapabilitySearch;
+  private pauses: AgentPauses | null = null;
 
   constructor(deps: DiscoveryDeps) {
     this.store = deps.store;
@@ -255,6 +264,11 @@ export class DiscoveryService implements AgentDirectory {
 
   // ---- lookup ----
 
+  /** Who says which agents a budget paused: lookups leave them out unless asked not to. */
+  skipPausedWith(pauses: AgentPauses): void {
+    this.pauses = pauses;
+  }
+
   /** Agents with a capability, one entry each, ordered by the strategy (the HTTP lookup). */
   async lookupAgents(input: LookupInput): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
     return this.lookupIn(autocommit, input);
@@ -286,9 +300,12 @@ export class DiscoveryService implements AgentDirectory {
       last_heartbeat: iso(row.last_heartbeat_at),
     });
 
+    const paused = this.pauses === null || input.include_paused ? new Set<string>() : await this.pauses.paused(tx);
+
     // An exact name has one row per agent, and these two orders need nothing but the row, so
-    // the database sorts and cuts (same order as routing.ts; see DiscoveryStore.rankedCandidates).
-    if (filter.exact !== undefined && (strategy === 'first_available' || strategy === 'least_loaded')) {
+    // the database sorts and cuts (same order as routing.ts; see DiscoveryStore.rankedCandidates);
+    // paused agents (rare) are left out of the rows, so those lookups take the general path.
+    if (filter.exact !== undefined && paused.size === 0 && (strategy === 'first_available' || strategy === 'least_loaded')) {
       // The tiers of rankedCandidates have no offset of their own: a page reads the agents before
       // it too (offset + limit rows, never more than the in-memory order below reads for any page).
       const { rows, total } = await this.store.rankedCandidates(
@@ -308,7 +325,7 @@ export class DiscoveryService implements AgentDirectory {
     const rows = await this.store.candidates(tx, filter, freshSince);
     // One entry per agent: its first-registered matching capability (rows come in that order).
     const byAgent = new Map<string, CandidateRow>();
-    for (const row of rows) if (!byAgent.has(row.agent_id)) byAgent.set(row.agent_id, row);
+    for (const row of rows) if (!byAgent.has(row.agent_id) && !paused.has(row.agent_id)) byAgent.set(row.agent_id, row);
     const picked = [...byAgent.values()];
     const metadata = new Map(picked.map((row) => [row.id, parseObject(row.metadata)]));
     const scores = await this.routingScores(tx, strategy, picked, metadata);

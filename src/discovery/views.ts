@@ -53,6 +53,8 @@ export interface LookupInput {
   limit?: number;
   offset?: number;
   include_unhealthy?: boolean;
+  /** Also agents a budget paused (left out otherwise). */
+  include_paused?: boolean;
 }
 
 export type Metadata = Record<string, unknown>;

@@ -218,6 +218,12 @@ export const SCHEMAS = asValidated({
   'alerts.acknowledge': { data: Alerts.Alert },
   'usage.record': { body: Usage.RecordUsageBody, data: Usage.UsageRecord },
   'usage.totals': { query: Usage.UsageQuery, data: Usage.UsageTotals },
+  'budgets.create': { body: Usage.CreateBudgetBody, data: Usage.Budget },
+  'budgets.list': { query: PageQuery, data: list(Usage.Budget) },
+  'budgets.get': { data: Usage.Budget },
+  'budgets.update': { body: Usage.UpdateBudgetBody, data: Usage.Budget },
+  'budgets.delete': { data: Deleted },
+  'budgets.resume': { data: Usage.Budget },
 
   'cluster.listNodes': { query: Cluster.ListNodesQuery, data: list(Cluster.ClusterNode) },
 

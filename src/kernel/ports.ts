@@ -149,6 +149,20 @@ export interface UsageRecorder {
   committed(source: UsageSource, usage: UsageReport): void;
 }
 
+/**
+ * Implemented by usage (budgets): the agents a budget pauses now. Messaging holds their inboxes
+ * (nothing is delivered), discovery leaves them out of lookups.
+ */
+export interface AgentPauses {
+  /** Of `agentIds` (all when absent), the paused ones. */
+  paused(tx: Tx, agentIds?: readonly string[]): Promise<Set<string>>;
+}
+
+/** Implemented by messaging: wakes the receivers waiting on these inboxes (on every node), e.g. once an agent resumes. */
+export interface InboxWaker {
+  wake(agentIds: readonly string[]): void;
+}
+
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {
   topic: string;
@@ -241,6 +255,9 @@ export const EVENT_TYPES = [
   'webhook.disabled',
   'alert.fired',
   'alert.resolved',
+  'budget.warning',
+  'budget.exceeded',
+  'budget.resumed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

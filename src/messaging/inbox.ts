@@ -7,10 +7,12 @@ import type { DomainMetrics, InboxDepth } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type {
+  AgentPauses,
   AuditTrail,
   DeliveryStats,
   EventLog,
   Inbox,
+  InboxWaker,
   OutcomeHandlers,
   OutgoingMessage,
   SendRequest,
@@ -82,11 +84,12 @@ function fromCaller({ from, messages, batch, traceparent }: CallerSendRequest): 
  * (numbers, dead letters, delivery stats); tracing wraps them at the seams of InboxTracing.
  * Sessions and threads are `ThreadsService` (threads.ts), topics `SubscriptionsService`.
  */
-export class InboxService implements Inbox, DeliveryStats {
+export class InboxService implements Inbox, DeliveryStats, InboxWaker {
   private readonly wakeups: InboxWakeups;
   private readonly outcomes = new OutcomeDispatch();
   private readonly leases: Leases;
   private readonly views: InboxViews;
+  private pauses: AgentPauses | null = null;
 
   constructor(
     private readonly deps: {
@@ -279,12 +282,15 @@ export class InboxService implements Inbox, DeliveryStats {
         // A client gone while its poll waited for a turn gets nothing leased to it.
         if (signal.aborted) return [];
         this.wakeups.rearm(waiter);
-        const messages = await this.leases.claim(agentId, caller.actor, options.max, options.visibilitySeconds);
+        // A paused agent is leased nothing: its messages wait, so none of them dead-letters, until
+        // it resumes (a wake-up) or the poll ends.
+        const paused = this.pauses !== null && (await this.pauses.paused(autocommit, [agentId])).size > 0;
+        const messages = paused ? [] : await this.leases.claim(agentId, caller.actor, options.max, options.visibilitySeconds);
         full = messages.length === options.max;
         const now = this.deps.clock.now();
         if (messages.length > 0 || now >= deadline || signal.aborted) return messages;
         if (waiter.notified) continue;
-        const nextVisible = await this.store.nextVisibleAt(autocommit, agentId, now);
+        const nextVisible = paused ? null : await this.store.nextVisibleAt(autocommit, agentId, now);
         const until = Math.min(deadline, nextVisible ?? deadline);
         await new Promise<void>((resolve) => {
           let settled = false;
@@ -319,6 +325,16 @@ export class InboxService implements Inbox, DeliveryStats {
   /** Where the usage acknowledgements carry is recorded. */
   recordUsageWith(recorder: UsageRecorder): void {
     this.leases.recordUsageWith(recorder);
+  }
+
+  /** Who says which agents are paused: their inboxes hold their messages until they resume. */
+  holdPausedWith(pauses: AgentPauses): void {
+    this.pauses = pauses;
+  }
+
+  /** InboxWaker port: the receivers of these inboxes look again (an agent resumed). */
+  wake(agentIds: readonly string[]): void {
+    this.wakeups.committed(agentIds);
   }
 
   acknowledge(caller: Caller, ids: string[], output?: unknown, usage?: UsageReport): Promise<{ acknowledged: string[] }> {

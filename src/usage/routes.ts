@@ -1,7 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { created, ok } from '../http/reply.js';
-import { DataEnvelope } from '../http/schemas.js';
-import { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';
+import { created, deleted, list, ok } from '../http/reply.js';
+import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
+import type { BudgetsService } from './budgets.js';
+import {
+  Budget,
+  BudgetParams,
+  CreateBudgetBody,
+  RecordUsageBody,
+  UpdateBudgetBody,
+  UsageQuery,
+  UsageRecord,
+  UsageTotals,
+} from './schemas.js';
 import type { UsageService } from './service.js';
 
 const tags = ['usage'];
@@ -34,6 +44,94 @@ export function usageRoutes(service: UsageService): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => ok(reply, await service.totals(request.query)),
+    );
+  };
+}
+
+const budgetTags = ['budgets'];
+const admin = { permission: 'budgets:admin' } as const;
+
+export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      '/budgets',
+      {
+        config: admin,
+        schema: { tags: budgetTags, summary: 'Create a budget (admin)', body: CreateBudgetBody, response: { 201: DataEnvelope(Budget) } },
+      },
+      async (request, reply) => created(reply, await service.create(request.body, request.principal.actor)),
+    );
+
+    app.get(
+      '/budgets',
+      {
+        config: admin,
+        schema: {
+          tags: budgetTags,
+          summary: 'List budgets with their current period, oldest first (admin)',
+          querystring: PageQuery,
+          response: { 200: ListEnvelope(Budget) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await service.list(window), window);
+      },
+    );
+
+    app.get(
+      '/budgets/:id',
+      {
+        config: admin,
+        schema: { tags: budgetTags, summary: 'Get a budget (admin)', params: BudgetParams, response: { 200: DataEnvelope(Budget) } },
+      },
+      async (request, reply) => ok(reply, await service.get(request.params.id)),
+    );
+
+    app.patch(
+      '/budgets/:id',
+      {
+        config: admin,
+        schema: {
+          tags: budgetTags,
+          summary: 'Change a budget (admin): a limit raised above what the period spent resumes its agent',
+          params: BudgetParams,
+          body: UpdateBudgetBody,
+          response: { 200: DataEnvelope(Budget) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.update(request.params.id, request.body, request.principal.actor)),
+    );
+
+    app.delete(
+      '/budgets/:id',
+      {
+        config: admin,
+        schema: {
+          tags: budgetTags,
+          summary: 'Delete a budget (admin); its agent resumes',
+          params: BudgetParams,
+          response: { 200: Deleted },
+        },
+      },
+      async (request, reply) => {
+        await service.remove(request.params.id);
+        return deleted(reply, request.params.id);
+      },
+    );
+
+    app.post(
+      '/budgets/:id/resume',
+      {
+        config: admin,
+        schema: {
+          tags: budgetTags,
+          summary: 'Resume the agent a budget paused, for the rest of the period (admin)',
+          params: BudgetParams,
+          response: { 200: DataEnvelope(Budget) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.resume(request.params.id, request.principal.actor)),
     );
   };
 }

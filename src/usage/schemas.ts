@@ -98,3 +98,75 @@ export type UsageTotal = Static<typeof UsageTotal>;
 
 export const UsageTotals = Type.Object({ group_by: Type.String(), rows: Type.Array(UsageTotal) }, { title: 'UsageTotals' });
 export type UsageTotals = Static<typeof UsageTotals>;
+
+const Limits = Type.Object(
+  {
+    cost_usd: Type.Optional(
+      Type.Number({ exclusiveMinimum: 0, maximum: 1e9, description: 'Most the scope may spend per period, in US dollars' }),
+    ),
+    tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e15, description: 'Most tokens (input + output) per period' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+const WarnAt = Type.Number({
+  exclusiveMinimum: 0,
+  exclusiveMaximum: 1,
+  description: 'Fraction of a limit whose crossing appends budget.warning',
+});
+const Action = Type.Union([Type.Literal('warn'), Type.Literal('pause')], {
+  description: "What crossing a limit does besides budget.exceeded: 'pause' holds the agent's inbox and hides it from discovery",
+});
+
+export const CreateBudgetBody = Type.Object(
+  {
+    name: Type.Optional(Name('A label')),
+    agent_id: Type.Optional(AgentId),
+    capability: Type.Optional(Name('Usage of steps for this capability')),
+    plan_id: Type.Optional(Id('Usage of runs of this plan')),
+    period: Type.Union([Type.Literal('day'), Type.Literal('week'), Type.Literal('month'), Type.Literal('total')]),
+    time_zone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, default: 'UTC', description: 'IANA zone the periods start in' })),
+    limits: Limits,
+    warn_at: Type.Optional(WarnAt),
+    action: Action,
+  },
+  { additionalProperties: false, description: 'A budget: one scope (agent_id, capability or plan_id; none: everything)' },
+);
+export type CreateBudgetBody = Static<typeof CreateBudgetBody>;
+
+export const UpdateBudgetBody = Type.Object(
+  {
+    name: Type.Optional(Name('A label')),
+    limits: Type.Optional(Limits),
+    warn_at: Type.Optional(Type.Union([WarnAt, Type.Null()])),
+    action: Type.Optional(Action),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateBudgetBody = Static<typeof UpdateBudgetBody>;
+
+export const BudgetParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const Budget = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    scope: Type.Object({
+      kind: Type.Union([Type.Literal('agent'), Type.Literal('capability'), Type.Literal('plan'), Type.Literal('global')]),
+      value: Type.Union([Type.String(), Type.Null()]),
+    }),
+    period: Type.String(),
+    time_zone: Type.String(),
+    limits: Type.Object({ cost_usd: Type.Union([Type.Number(), Type.Null()]), tokens: Type.Union([Type.Integer(), Type.Null()]) }),
+    warn_at: Type.Union([Type.Number(), Type.Null()]),
+    action: Type.String(),
+    period_start: Timestamp,
+    period_end: Type.Union([Timestamp, Type.Null()], { description: 'null for a total budget' }),
+    spent: Type.Object({ cost_usd: Type.Number(), tokens: Type.Integer() }, { description: 'In the current period' }),
+    state: Type.Union([Type.Literal('ok'), Type.Literal('warning'), Type.Literal('exceeded'), Type.Literal('paused')]),
+    created_by: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Budget' },
+);
+export type Budget = Static<typeof Budget>;

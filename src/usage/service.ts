@@ -6,6 +6,7 @@ import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { UsageRecorder, UsageReport, UsageSource } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
+import type { BudgetsService } from './budgets.js';
 import type { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';
 import { HOUR_MS, type UsageRow, type UsageStore } from './store.js';
 
@@ -13,6 +14,7 @@ export interface UsageDeps {
   store: UsageStore;
   clock: Clock;
   metrics: DomainMetrics;
+  budgets: BudgetsService;
 }
 
 /** The work a report belongs to, when it belongs to a run. */
@@ -109,6 +111,7 @@ export class UsageService implements UsageRecorder {
       recorded_at: this.deps.clock.now(),
     };
     await this.deps.store.insert(tx, row);
+    await this.deps.budgets.consume(tx, row, { cost_usd: row.cost_usd, tokens: row.input_tokens + row.output_tokens });
     return row;
   }
 }

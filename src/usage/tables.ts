@@ -37,4 +37,33 @@ export interface UsageHourlyTable {
 export interface UsageTables {
   usage_records: UsageRecordsTable;
   usage_hourly: UsageHourlyTable;
+  budgets: BudgetsTable;
+}
+
+/**
+ * A budget over a scope's usage in a period, with what it consumed in its current period
+ * (`period_start`) and whether that period warned, exceeded, and pauses its agent until `paused_until`.
+ */
+export interface BudgetsTable {
+  id: string;
+  name: string;
+  /** 'agent', 'capability', 'plan' or 'global' ('' as scope_value). */
+  scope_kind: string;
+  scope_value: string;
+  period: string;
+  time_zone: string;
+  limit_cost_usd: number | null;
+  limit_tokens: number | null;
+  warn_at: number | null;
+  action: string;
+  period_start: number;
+  spent_cost_usd: number;
+  spent_tokens: number;
+  warned: number;
+  exceeded: number;
+  /** The end of the period it was exceeded in (pause), until a resume; null: not paused. */
+  paused_until: number | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
 }

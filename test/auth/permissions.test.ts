@@ -40,7 +40,9 @@ describeEachDialect('access control', (dialect) => {
     const res = await agent.get('/api/v1/auth/permissions');
     expect(res.status).toBe(200);
     const byName = new Map<string, { roles: string[] }>(res.body.data.map((p: { name: string; roles: string[] }) => [p.name, p]));
-    expect(byName.size).toBe(23);
+    expect(byName.size).toBe(26);
+    expect(byName.get('budgets:admin')!.roles).toEqual(['admin', 'operator']);
+    expect(byName.get('usage:write')!.roles).toEqual(['admin', 'operator', 'agent']);
     expect(byName.get('approvals:decide')!.roles).toEqual(['admin', 'operator', 'approver']);
     expect(byName.get('keys:admin')!.roles).toEqual(['admin']);
     expect(byName.get('runs:read')!.roles).toEqual(['admin', 'operator', 'approver', 'viewer', 'agent']);

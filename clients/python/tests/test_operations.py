@@ -273,6 +273,14 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "cluster.list_nodes": (lambda c, x: c.cluster.list_nodes(), None),
     "audit.list": (lambda c, x: c.audit.list(action="webhook.create", limit=5), None),
     "audit.verify": (lambda c, x: c.audit.verify(), None),
+    "usage.record": (lambda c, x: c.usage.record(agent_id=unique("spender"), model="m", input_tokens=1, output_tokens=2), None),
+    "usage.totals": (lambda c, x: c.usage.totals(group_by="model"), None),
+    "budgets.create": (lambda c, x: c.budgets.create(period="day", limits={"cost_usd": 5}, action="warn"), None),
+    "budgets.list": (lambda c, x: c.budgets.list(), None),
+    "budgets.get": (lambda c, x: c.budgets.get(id="bdg_missing"), NotFound),
+    "budgets.update": (lambda c, x: c.budgets.update(id="bdg_missing", warn_at=0.5), NotFound),
+    "budgets.delete": (lambda c, x: c.budgets.delete(id="bdg_missing"), NotFound),
+    "budgets.resume": (lambda c, x: c.budgets.resume(id="bdg_missing"), NotFound),
 }
 
 KEYS = [f"{domain}.{name}" for domain, operations in OPERATIONS.items() for name in operations]

@@ -210,6 +210,14 @@ export const OPERATIONS = {
     record: ['POST', '/api/v1/usage'],
     totals: ['GET', '/api/v1/usage'],
   },
+  budgets: {
+    create: ['POST', '/api/v1/budgets'],
+    list: ['GET', '/api/v1/budgets', PAGED],
+    get: ['GET', '/api/v1/budgets/{id}'],
+    update: ['PATCH', '/api/v1/budgets/{id}'],
+    delete: ['DELETE', '/api/v1/budgets/{id}'],
+    resume: ['POST', '/api/v1/budgets/{id}/resume'],
+  },
 } as const satisfies Record<string, Record<string, OperationSpec>>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

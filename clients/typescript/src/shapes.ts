@@ -24,6 +24,7 @@ export interface Shapes {
         | 'artifacts:write'
         | 'events:read'
         | 'webhooks:admin'
+        | 'budgets:admin'
         | 'keys:admin'
         | 'users:admin'
         | 'audit:read'
@@ -64,6 +65,7 @@ export interface Shapes {
         | 'artifacts:write'
         | 'events:read'
         | 'webhooks:admin'
+        | 'budgets:admin'
         | 'keys:admin'
         | 'users:admin'
         | 'audit:read'
@@ -101,6 +103,7 @@ export interface Shapes {
             | 'artifacts:write'
             | 'events:read'
             | 'webhooks:admin'
+            | 'budgets:admin'
             | 'keys:admin'
             | 'users:admin'
             | 'audit:read'
@@ -138,6 +141,7 @@ export interface Shapes {
             | 'artifacts:write'
             | 'events:read'
             | 'webhooks:admin'
+            | 'budgets:admin'
             | 'keys:admin'
             | 'users:admin'
             | 'audit:read'
@@ -182,6 +186,7 @@ export interface Shapes {
             | 'artifacts:write'
             | 'events:read'
             | 'webhooks:admin'
+            | 'budgets:admin'
             | 'keys:admin'
             | 'users:admin'
             | 'audit:read'
@@ -316,6 +321,7 @@ export interface Shapes {
           | 'artifacts:write'
           | 'events:read'
           | 'webhooks:admin'
+          | 'budgets:admin'
           | 'keys:admin'
           | 'users:admin'
           | 'audit:read'
@@ -359,6 +365,7 @@ export interface Shapes {
           | 'artifacts:write'
           | 'events:read'
           | 'webhooks:admin'
+          | 'budgets:admin'
           | 'keys:admin'
           | 'users:admin'
           | 'audit:read'
@@ -694,6 +701,7 @@ export interface Shapes {
       capability?: string | undefined;
       strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
       include_unhealthy?: boolean | undefined;
+      include_paused?: boolean | undefined;
     };
     data: {
       agents: {
@@ -2667,6 +2675,120 @@ export interface Shapes {
     data: {
       group_by: string;
       rows: { key: string | null; input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number }[];
+    };
+  };
+  'budgets.create': {
+    body: {
+      agent_id?: string | undefined;
+      name?: string | undefined;
+      capability?: string | undefined;
+      plan_id?: string | undefined;
+      time_zone?: string | undefined;
+      warn_at?: number | undefined;
+      action: 'warn' | 'pause';
+      period: 'total' | 'day' | 'week' | 'month';
+      limits: { cost_usd?: number | undefined; tokens?: number | undefined };
+    };
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      created_by: string;
+      action: string;
+      period: string;
+      time_zone: string;
+      limits: { cost_usd: number | null; tokens: number | null };
+      warn_at: number | null;
+      scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null };
+      period_start: string;
+      period_end: string | null;
+      spent: { cost_usd: number; tokens: number };
+    };
+  };
+  'budgets.list': {
+    query: { limit?: number | undefined; offset?: number | undefined };
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      created_by: string;
+      action: string;
+      period: string;
+      time_zone: string;
+      limits: { cost_usd: number | null; tokens: number | null };
+      warn_at: number | null;
+      scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null };
+      period_start: string;
+      period_end: string | null;
+      spent: { cost_usd: number; tokens: number };
+    }[];
+  };
+  'budgets.get': {
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      created_by: string;
+      action: string;
+      period: string;
+      time_zone: string;
+      limits: { cost_usd: number | null; tokens: number | null };
+      warn_at: number | null;
+      scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null };
+      period_start: string;
+      period_end: string | null;
+      spent: { cost_usd: number; tokens: number };
+    };
+  };
+  'budgets.update': {
+    body: {
+      name?: string | undefined;
+      action?: 'warn' | 'pause' | undefined;
+      limits?: { cost_usd?: number | undefined; tokens?: number | undefined } | undefined;
+      warn_at?: number | null | undefined;
+    };
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      created_by: string;
+      action: string;
+      period: string;
+      time_zone: string;
+      limits: { cost_usd: number | null; tokens: number | null };
+      warn_at: number | null;
+      scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null };
+      period_start: string;
+      period_end: string | null;
+      spent: { cost_usd: number; tokens: number };
+    };
+  };
+  'budgets.delete': { data: { id: string; deleted: true } };
+  'budgets.resume': {
+    data: {
+      id: string;
+      name: string;
+      created_at: string;
+      updated_at: string;
+      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      created_by: string;
+      action: string;
+      period: string;
+      time_zone: string;
+      limits: { cost_usd: number | null; tokens: number | null };
+      warn_at: number | null;
+      scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null };
+      period_start: string;
+      period_end: string | null;
+      spent: { cost_usd: number; tokens: number };
     };
   };
   'cluster.listNodes': {

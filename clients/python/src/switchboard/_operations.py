@@ -30,7 +30,7 @@ class AuthWhoamiData(TypedDict):
     kind: Literal["admin", "agent", "user", "key"]
     id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
-    permissions: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
+    permissions: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "budgets:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
     agent_id: str | None
     username: str | None
     key_id: str | None
@@ -45,7 +45,7 @@ class AuthPermissionsArgs(TypedDict, total=False):
 class AuthPermissionsElement(TypedDict):
     """One element of what auth.permissions returns."""
 
-    name: Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]
+    name: Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "budgets:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]
     description: str
     roles: list[Literal["admin", "operator", "approver", "viewer", "agent"]]
 
@@ -67,7 +67,7 @@ class AuthListKeysItem(TypedDict):
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
     agent_id: str | None
     user_id: str | None
-    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]] | None
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "budgets:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]] | None
     prefix: str
     created_at: str
     revoked_at: str | None
@@ -81,7 +81,7 @@ class AuthCreateKeyBody(TypedDict, total=False):
     agent_id: str
     user_id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
-    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "budgets:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
     expires_at: str
     name: str
 
@@ -92,7 +92,7 @@ class AuthCreateKeyArgs(TypedDict, total=False):
     agent_id: str
     user_id: str
     role: Literal["admin", "operator", "approver", "viewer", "agent"]
-    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
+    scopes: list[Literal["routines:read", "routines:write", "tasks:read", "tasks:write", "discovery:read", "discovery:write", "messaging:read", "messaging:write", "messaging:admin", "plans:read", "plans:write", "runs:read", "runs:write", "approvals:decide", "artifacts:read", "artifacts:write", "events:read", "webhooks:admin", "budgets:admin", "keys:admin", "users:admin", "audit:read", "cluster:read", "metrics:read", "usage:read", "usage:write"]]
     expires_at: str
     name: str
 
@@ -1081,6 +1081,7 @@ class DiscoveryFindAgentsArgs(TypedDict, total=False):
     limit: int
     offset: int
     include_unhealthy: bool
+    include_paused: bool
 
 
 class _DiscoveryFindAgentsItemRequired(TypedDict):
@@ -4067,6 +4068,200 @@ class UsageRecordData(TypedDict):
     recorded_at: str
 
 
+class BudgetsListArgs(TypedDict, total=False):
+    """The keyword arguments of budgets.list."""
+
+    limit: int
+    offset: int
+
+
+class BudgetsListItem(TypedDict):
+    """One item of budgets.list."""
+
+    id: str
+    name: str
+    scope: dict[str, Any]
+    period: str
+    time_zone: str
+    limits: dict[str, Any]
+    warn_at: float | None
+    action: str
+    period_start: str
+    period_end: str | None
+    spent: dict[str, Any]
+    state: Literal["ok", "warning", "exceeded", "paused"]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class _BudgetsCreateBodyRequired(TypedDict):
+    period: Literal["day", "week", "month", "total"]
+    limits: dict[str, Any]
+    action: Literal["warn", "pause"]
+
+
+class BudgetsCreateBody(_BudgetsCreateBodyRequired, total=False):
+    """The JSON body of budgets.create."""
+
+    name: str
+    agent_id: str
+    capability: str
+    plan_id: str
+    time_zone: str
+    warn_at: float
+
+
+class _BudgetsCreateArgsRequired(TypedDict):
+    period: Literal["day", "week", "month", "total"]
+    limits: dict[str, Any]
+    action: Literal["warn", "pause"]
+
+
+class BudgetsCreateArgs(_BudgetsCreateArgsRequired, total=False):
+    """The keyword arguments of budgets.create."""
+
+    name: str
+    agent_id: str
+    capability: str
+    plan_id: str
+    time_zone: str
+    warn_at: float
+
+
+class BudgetsCreateData(TypedDict):
+    """What budgets.create returns."""
+
+    id: str
+    name: str
+    scope: dict[str, Any]
+    period: str
+    time_zone: str
+    limits: dict[str, Any]
+    warn_at: float | None
+    action: str
+    period_start: str
+    period_end: str | None
+    spent: dict[str, Any]
+    state: Literal["ok", "warning", "exceeded", "paused"]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class BudgetsGetArgs(TypedDict):
+    """The keyword arguments of budgets.get."""
+
+    id: str | int
+
+
+class BudgetsGetData(TypedDict):
+    """What budgets.get returns."""
+
+    id: str
+    name: str
+    scope: dict[str, Any]
+    period: str
+    time_zone: str
+    limits: dict[str, Any]
+    warn_at: float | None
+    action: str
+    period_start: str
+    period_end: str | None
+    spent: dict[str, Any]
+    state: Literal["ok", "warning", "exceeded", "paused"]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class BudgetsUpdateBody(TypedDict, total=False):
+    """The JSON body of budgets.update."""
+
+    name: str
+    limits: dict[str, Any]
+    warn_at: float | None
+    action: Literal["warn", "pause"]
+
+
+class _BudgetsUpdateArgsRequired(TypedDict):
+    id: str | int
+
+
+class BudgetsUpdateArgs(_BudgetsUpdateArgsRequired, total=False):
+    """The keyword arguments of budgets.update."""
+
+    name: str
+    limits: dict[str, Any]
+    warn_at: float | None
+    action: Literal["warn", "pause"]
+
+
+class BudgetsUpdateData(TypedDict):
+    """What budgets.update returns."""
+
+    id: str
+    name: str
+    scope: dict[str, Any]
+    period: str
+    time_zone: str
+    limits: dict[str, Any]
+    warn_at: float | None
+    action: str
+    period_start: str
+    period_end: str | None
+    spent: dict[str, Any]
+    state: Literal["ok", "warning", "exceeded", "paused"]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class BudgetsDeleteArgs(TypedDict):
+    """The keyword arguments of budgets.delete."""
+
+    id: str | int
+
+
+class BudgetsDeleteData(TypedDict):
+    """What budgets.delete returns."""
+
+    id: str
+    deleted: Literal[True]
+
+
+class _BudgetsResumeArgsRequired(TypedDict):
+    id: str | int
+
+
+class BudgetsResumeArgs(_BudgetsResumeArgsRequired, total=False):
+    """The keyword arguments of budgets.resume."""
+
+    content: Content
+    json: Any
+    content_type: str
+
+
+class BudgetsResumeData(TypedDict):
+    """What budgets.resume returns."""
+
+    id: str
+    name: str
+    scope: dict[str, Any]
+    period: str
+    time_zone: str
+    limits: dict[str, Any]
+    warn_at: float | None
+    action: str
+    period_start: str
+    period_end: str | None
+    spent: dict[str, Any]
+    state: Literal["ok", "warning", "exceeded", "paused"]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
 # The operation table: domain → method name → how to call it.
 OPERATIONS: dict[str, dict[str, Operation]] = {
     "auth": {
@@ -4690,7 +4885,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/discovery/agents",
             path_params=(),
-            query_params=("capability", "strategy", "group", "limit", "offset", "include_unhealthy",),
+            query_params=("capability", "strategy", "group", "limit", "offset", "include_unhealthy", "include_paused",),
             body="none",
             body_fields=(),
             paged=True,
@@ -6205,6 +6400,86 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             streamed=False,
         ),
     },
+    "budgets": {
+        "list": Operation(
+            operation_id="budgets_list",
+            method="GET",
+            path="/api/v1/budgets",
+            path_params=(),
+            query_params=("limit", "offset",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "create": Operation(
+            operation_id="budgets_create",
+            method="POST",
+            path="/api/v1/budgets",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("name", "agent_id", "capability", "plan_id", "period", "time_zone", "limits", "warn_at", "action",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "get": Operation(
+            operation_id="budgets_get",
+            method="GET",
+            path="/api/v1/budgets/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "update": Operation(
+            operation_id="budgets_update",
+            method="PATCH",
+            path="/api/v1/budgets/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="json",
+            body_fields=("name", "limits", "warn_at", "action",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "delete": Operation(
+            operation_id="budgets_delete",
+            method="DELETE",
+            path="/api/v1/budgets/{id}",
+            path_params=("id",),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "resume": Operation(
+            operation_id="budgets_resume",
+            method="POST",
+            path="/api/v1/budgets/{id}/resume",
+            path_params=("id",),
+            query_params=(),
+            body="raw",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+    },
 }
 
 
@@ -6916,6 +7191,34 @@ class UsageOperations(Domain):
         return self._call("record", arguments)  # type: ignore[no-any-return]
 
 
+class BudgetsOperations(Domain):
+    """The budgets operations."""
+
+    def list(self, **arguments: Unpack[BudgetsListArgs]) -> Paged[BudgetsListItem]:
+        """List budgets with their current period, oldest first (admin) (GET /api/v1/budgets)."""
+        return self._call("list", arguments)  # type: ignore[no-any-return]
+
+    def create(self, **arguments: Unpack[BudgetsCreateArgs]) -> BudgetsCreateData:
+        """Create a budget (admin) (POST /api/v1/budgets)."""
+        return self._call("create", arguments)  # type: ignore[no-any-return]
+
+    def get(self, **arguments: Unpack[BudgetsGetArgs]) -> BudgetsGetData:
+        """Get a budget (admin) (GET /api/v1/budgets/{id})."""
+        return self._call("get", arguments)  # type: ignore[no-any-return]
+
+    def update(self, **arguments: Unpack[BudgetsUpdateArgs]) -> BudgetsUpdateData:
+        """Change a budget (admin): a limit raised above what the period spent resumes its agent (PATCH /api/v1/budgets/{id})."""
+        return self._call("update", arguments)  # type: ignore[no-any-return]
+
+    def delete(self, **arguments: Unpack[BudgetsDeleteArgs]) -> BudgetsDeleteData:
+        """Delete a budget (admin); its agent resumes (DELETE /api/v1/budgets/{id})."""
+        return self._call("delete", arguments)  # type: ignore[no-any-return]
+
+    def resume(self, **arguments: Unpack[BudgetsResumeArgs]) -> BudgetsResumeData:
+        """Resume the agent a budget paused, for the rest of the period (admin) (POST /api/v1/budgets/{id}/resume)."""
+        return self._call("resume", arguments)  # type: ignore[no-any-return]
+
+
 class ClientDomains:
     """The domains of the client, one attribute each."""
 
@@ -6934,6 +7237,7 @@ class ClientDomains:
     cluster: ClusterOperations
     audit: AuditOperations
     usage: UsageOperations
+    budgets: BudgetsOperations
 
 
 DOMAINS: dict[str, type[Domain]] = {
@@ -6952,4 +7256,5 @@ DOMAINS: dict[str, type[Domain]] = {
     "cluster": ClusterOperations,
     "audit": AuditOperations,
     "usage": UsageOperations,
+    "budgets": BudgetsOperations,
 }

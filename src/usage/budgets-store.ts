@@ -1,0 +1,80 @@
+import type { Selectable, Updateable } from 'kysely';
+import { paginate } from '../db/paginate.js';
+import { Store } from '../db/store.js';
+import { dbOf } from '../db/tx.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import type { Tx } from '../kernel/tx.js';
+import type { BudgetsTable } from './tables.js';
+
+export type BudgetRow = Selectable<BudgetsTable>;
+
+/** The scopes a usage record counts against. */
+export interface ScopeKeys {
+  agent_id: string;
+  capability: string | null;
+  plan_id: string | null;
+}
+
+/** Budgets: their definitions and their current period's consumption. */
+export class BudgetsStore extends Store {
+  async insert(tx: Tx, row: BudgetRow): Promise<void> {
+    await dbOf(tx, this.db).insertInto('budgets').values(row).execute();
+  }
+
+  async find(tx: Tx, id: string): Promise<BudgetRow | undefined> {
+    return dbOf(tx, this.db).selectFrom('budgets').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** The budget, its row locked until `tx` ends (PostgreSQL), so its consumption moves one writer at a time. */
+  async lock(tx: Tx, id: string): Promise<BudgetRow | undefined> {
+    return this.caps.lock(dbOf(tx, this.db).selectFrom('budgets').selectAll().where('id', '=', id)).executeTakeFirst();
+  }
+
+  async count(tx: Tx): Promise<number> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('budgets')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  async list(tx: Tx, window: Page): Promise<Paged<BudgetRow>> {
+    return paginate(dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id'), window);
+  }
+
+  /** Every budget a record of these keys counts against, locked (in id order, so concurrent acks do not deadlock). */
+  async lockMatching(tx: Tx, keys: ScopeKeys): Promise<BudgetRow[]> {
+    const query = dbOf(tx, this.db)
+      .selectFrom('budgets')
+      .selectAll()
+      .where((eb) =>
+        eb.or([
+          eb('scope_kind', '=', 'global'),
+          eb.and([eb('scope_kind', '=', 'agent'), eb('scope_value', '=', keys.agent_id)]),
+          ...(keys.capability === null ? [] : [eb.and([eb('scope_kind', '=', 'capability'), eb('scope_value', '=', keys.capability)])]),
+          ...(keys.plan_id === null ? [] : [eb.and([eb('scope_kind', '=', 'plan'), eb('scope_value', '=', keys.plan_id)])]),
+        ]),
+      )
+      .orderBy('id');
+    return this.caps.lock(query).execute();
+  }
+
+  async update(tx: Tx, id: string, changes: Updateable<BudgetsTable>): Promise<void> {
+    await dbOf(tx, this.db).updateTable('budgets').set(changes).where('id', '=', id).execute();
+  }
+
+  async delete(tx: Tx, id: string): Promise<BudgetRow | undefined> {
+    return dbOf(tx, this.db).deleteFrom('budgets').where('id', '=', id).returningAll().executeTakeFirst();
+  }
+
+  /** The agents (of `agentIds`, or all) an agent budget pauses at `now`. */
+  async pausedAgents(tx: Tx, now: number, agentIds?: readonly string[]): Promise<Set<string>> {
+    let query = dbOf(tx, this.db)
+      .selectFrom('budgets')
+      .select('scope_value')
+      .where('scope_kind', '=', 'agent')
+      .where('paused_until', '>', now);
+    if (agentIds !== undefined) query = query.where(this.caps.inTextList('scope_value', agentIds));
+    return new Set((await query.execute()).map((row) => row.scope_value));
+  }
+}

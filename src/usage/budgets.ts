@@ -1,0 +1,255 @@
+import { iso, type Clock } from '../kernel/clock.js';
+import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
+import { newId } from '../kernel/ids.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import { SYSTEM_ACTOR, type AgentPauses, type AuditTrail, type EventLog, type InboxWaker } from '../kernel/ports.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
+import type { BudgetRow, BudgetsStore, ScopeKeys } from './budgets-store.js';
+import { isTimeZone, NEVER, periodAt, type Period } from './periods.js';
+import type { Budget, CreateBudgetBody, UpdateBudgetBody } from './schemas.js';
+
+/** Budgets at most: each ack with usage looks up the ones it counts against. */
+export const MAX_BUDGETS = 10_000;
+
+export interface BudgetsDeps {
+  store: BudgetsStore;
+  clock: Clock;
+  events: EventLog;
+  audit: AuditTrail;
+  inboxes: InboxWaker;
+}
+
+/** What one usage record adds to a budget. */
+export interface Spend {
+  cost_usd: number;
+  tokens: number;
+}
+
+/** The larger of the budget's two consumptions, as a fraction of its limit (0 without limits). */
+function ratioOf(row: Pick<BudgetRow, 'limit_cost_usd' | 'limit_tokens'>, spent: Spend): number {
+  const cost = row.limit_cost_usd === null ? 0 : spent.cost_usd / row.limit_cost_usd;
+  const tokens = row.limit_tokens === null ? 0 : spent.tokens / row.limit_tokens;
+  return Math.max(cost, tokens);
+}
+
+/**
+ * The row as of `now`: a budget whose period ended counts from zero in the new one, and a pause
+ * ends with the period it was exceeded in.
+ */
+function current(row: BudgetRow, now: number): BudgetRow {
+  const { start } = periodAt(row.period as Period, row.time_zone, now);
+  if (row.period_start === start) return row;
+  return { ...row, period_start: start, spent_cost_usd: 0, spent_tokens: 0, warned: 0, exceeded: 0, paused_until: null };
+}
+
+function toBudget(stored: BudgetRow, now: number): Budget {
+  const row = current(stored, now);
+  const { end } = periodAt(row.period as Period, row.time_zone, now);
+  const paused = row.paused_until !== null && row.paused_until > now;
+  return {
+    id: row.id,
+    name: row.name,
+    scope: { kind: row.scope_kind as Budget['scope']['kind'], value: row.scope_kind === 'global' ? null : row.scope_value },
+    period: row.period,
+    time_zone: row.time_zone,
+    limits: { cost_usd: row.limit_cost_usd, tokens: row.limit_tokens },
+    warn_at: row.warn_at,
+    action: row.action,
+    period_start: iso(row.period_start),
+    period_end: end === NEVER ? null : iso(end),
+    spent: { cost_usd: row.spent_cost_usd, tokens: row.spent_tokens },
+    state: paused ? 'paused' : row.exceeded ? 'exceeded' : row.warned ? 'warning' : 'ok',
+    created_by: row.created_by,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function scopeOf(body: CreateBudgetBody): { scope_kind: string; scope_value: string } {
+  const named = (['agent_id', 'capability', 'plan_id'] as const).filter((field) => body[field] !== undefined);
+  if (named.length > 1) throw InvalidRequest.field(named[1]!, `a budget has one scope: name one of agent_id, capability or plan_id`);
+  if (body.agent_id !== undefined) return { scope_kind: 'agent', scope_value: body.agent_id };
+  if (body.capability !== undefined) return { scope_kind: 'capability', scope_value: body.capability };
+  if (body.plan_id !== undefined) return { scope_kind: 'plan', scope_value: body.plan_id };
+  return { scope_kind: 'global', scope_value: '' };
+}
+
+/**
+ * Budgets over usage: each record counts against the budgets of its agent, capability, plan and
+ * the global ones, in the record's transaction. Crossing `warn_at` appends `budget.warning`,
+ * crossing a limit `budget.exceeded`, and with action `pause` (agent budgets) pauses the agent
+ * until the period ends, the limit is raised above what it spent, or a resume.
+ */
+export class BudgetsService implements AgentPauses {
+  constructor(private readonly deps: BudgetsDeps) {}
+
+  async create(body: CreateBudgetBody, creator: string): Promise<Budget> {
+    const scope = scopeOf(body);
+    if (body.action === 'pause' && scope.scope_kind !== 'agent') {
+      throw InvalidRequest.field('action', "'pause' needs an agent_id budget; capability, plan and global budgets warn");
+    }
+    const timeZone = body.time_zone ?? 'UTC';
+    if (!isTimeZone(timeZone)) throw InvalidRequest.field('time_zone', `'${timeZone}' is not an IANA time zone (e.g. Europe/Paris)`);
+    const now = this.deps.clock.now();
+    const row: BudgetRow = {
+      id: newId('bdg', now),
+      name: body.name ?? `${body.period} budget`,
+      ...scope,
+      period: body.period,
+      time_zone: timeZone,
+      limit_cost_usd: body.limits.cost_usd ?? null,
+      limit_tokens: body.limits.tokens ?? null,
+      warn_at: body.warn_at ?? null,
+      action: body.action,
+      period_start: periodAt(body.period, timeZone, now).start,
+      spent_cost_usd: 0,
+      spent_tokens: 0,
+      warned: 0,
+      exceeded: 0,
+      paused_until: null,
+      created_by: creator,
+      created_at: now,
+      updated_at: now,
+    };
+    return this.deps.store.inTransaction(async (tx) => {
+      if ((await this.deps.store.count(tx)) >= MAX_BUDGETS)
+        throw new Conflict(`There are ${MAX_BUDGETS} budgets already: delete some first`);
+      await this.deps.audit.record(tx, { action: 'budget.create', resource: { type: 'budget', id: row.id } });
+      await this.deps.store.insert(tx, row);
+      return toBudget(row, now);
+    });
+  }
+
+  async list(window: Page): Promise<Paged<Budget>> {
+    const now = this.deps.clock.now();
+    const page = await this.deps.store.list(autocommit, window);
+    return { items: page.items.map((row) => toBudget(row, now)), total: page.total };
+  }
+
+  async get(id: string): Promise<Budget> {
+    const row = await this.deps.store.find(autocommit, id);
+    if (!row) throw new NotFound('Budget', id);
+    return toBudget(row, this.deps.clock.now());
+  }
+
+  /** A changed limit re-judges the period's consumption: under the new limit, the budget (and its agent) resumes. */
+  async update(id: string, body: UpdateBudgetBody, actor: string): Promise<Budget> {
+    if (body.action === 'pause') await this.pausable(id);
+    const { budget, resumed } = await this.deps.store.inTransaction(async (tx) => {
+      const now = this.deps.clock.now();
+      const row = await this.locked(tx, id, now);
+      const next: BudgetRow = { ...row, updated_at: now };
+      if (body.name !== undefined) next.name = body.name;
+      if (body.limits !== undefined) {
+        next.limit_cost_usd = body.limits.cost_usd ?? null;
+        next.limit_tokens = body.limits.tokens ?? null;
+      }
+      if (body.warn_at !== undefined) next.warn_at = body.warn_at;
+      if (body.action !== undefined) next.action = body.action;
+      const ratio = ratioOf(next, { cost_usd: next.spent_cost_usd, tokens: next.spent_tokens });
+      if (ratio < 1) Object.assign(next, { exceeded: 0, paused_until: null });
+      if (next.warn_at === null || ratio < next.warn_at) next.warned = 0;
+      if (next.action === 'warn') next.paused_until = null;
+      await this.deps.audit.record(tx, { action: 'budget.update', resource: { type: 'budget', id } });
+      await this.deps.store.update(tx, id, next);
+      const resumed = await this.resumedIn(tx, row, next, now, actor);
+      return { budget: toBudget(next, now), resumed };
+    });
+    if (resumed) this.deps.inboxes.wake([resumed]);
+    return budget;
+  }
+
+  async remove(id: string): Promise<void> {
+    const removed = await this.deps.store.inTransaction(async (tx) => {
+      await this.deps.audit.record(tx, { action: 'budget.delete', resource: { type: 'budget', id } });
+      const row = await this.deps.store.delete(tx, id);
+      if (!row) throw new NotFound('Budget', id);
+      return row;
+    });
+    if (removed.paused_until !== null) this.deps.inboxes.wake([removed.scope_value]);
+  }
+
+  /** Ends the pause for the rest of the period (the budget stays exceeded and does not pause again in it). */
+  async resume(id: string, actor: string): Promise<Budget> {
+    const { budget, resumed } = await this.deps.store.inTransaction(async (tx) => {
+      const now = this.deps.clock.now();
+      const row = await this.locked(tx, id, now);
+      const next: BudgetRow = { ...row, paused_until: null, updated_at: now };
+      await this.deps.audit.record(tx, { action: 'budget.resume', resource: { type: 'budget', id } });
+      await this.deps.store.update(tx, id, next);
+      const resumed = await this.resumedIn(tx, row, next, now, actor);
+      return { budget: toBudget(next, now), resumed };
+    });
+    if (resumed) this.deps.inboxes.wake([resumed]);
+    return budget;
+  }
+
+  /** Counts a usage record against its budgets, in the record's transaction. */
+  async consume(tx: Tx, keys: ScopeKeys, spend: Spend): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const stored of await this.deps.store.lockMatching(tx, keys)) {
+      const row = current(stored, now);
+      const spent = { cost_usd: row.spent_cost_usd + spend.cost_usd, tokens: row.spent_tokens + spend.tokens };
+      const next: BudgetRow = { ...row, spent_cost_usd: spent.cost_usd, spent_tokens: spent.tokens };
+      const ratio = ratioOf(row, spent);
+      const crossed =
+        !row.exceeded && ratio >= 1
+          ? 'budget.exceeded'
+          : !row.warned && row.warn_at !== null && ratio >= row.warn_at
+            ? 'budget.warning'
+            : null;
+      if (crossed !== null) next.warned = 1;
+      if (crossed === 'budget.exceeded') {
+        next.exceeded = 1;
+        if (row.action === 'pause') next.paused_until = periodAt(row.period as Period, row.time_zone, now).end;
+      }
+      await this.deps.store.update(tx, row.id, next);
+      if (crossed !== null) {
+        await this.deps.events.append(tx, {
+          type: crossed,
+          subject: row.id,
+          actor: SYSTEM_ACTOR,
+          data: { budget: toBudget(next, now), paused: next.paused_until !== null },
+          readers: this.readersOf(row),
+        });
+      }
+    }
+  }
+
+  /** AgentPauses port. */
+  paused(tx: Tx, agentIds?: readonly string[]): Promise<Set<string>> {
+    return this.deps.store.pausedAgents(tx, this.deps.clock.now(), agentIds);
+  }
+
+  private async locked(tx: Tx, id: string, now: number): Promise<BudgetRow> {
+    const row = await this.deps.store.lock(tx, id);
+    if (!row) throw new NotFound('Budget', id);
+    return current(row, now);
+  }
+
+  private async pausable(id: string): Promise<void> {
+    const row = await this.deps.store.find(autocommit, id);
+    if (row && row.scope_kind !== 'agent') {
+      throw InvalidRequest.field('action', "'pause' needs an agent_id budget; capability, plan and global budgets warn");
+    }
+  }
+
+  /** Appends budget.resumed when the change ended a pause; returns the agent it resumed. */
+  private async resumedIn(tx: Tx, before: BudgetRow, after: BudgetRow, now: number, actor: string): Promise<string | null> {
+    const was = before.paused_until !== null && before.paused_until > now;
+    if (!was || after.paused_until !== null) return null;
+    await this.deps.events.append(tx, {
+      type: 'budget.resumed',
+      subject: after.id,
+      actor,
+      data: { budget: toBudget(after, now) },
+      readers: this.readersOf(after),
+    });
+    return after.scope_value;
+  }
+
+  /** An agent budget's events are its agent's (and admins'); the others admins' only. */
+  private readersOf(row: BudgetRow) {
+    return { agents: row.scope_kind === 'agent' ? [row.scope_value] : [] };
+  }
+}
