@@ -3,7 +3,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { NotFound } from '../kernel/errors.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
+import type { AuditTrail, PublishedEvent, RunUsage, UsageSum } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { topicMatches } from '../kernel/topics.js';
 import type { Caller } from './caller.js';
@@ -44,6 +44,8 @@ export interface RunStep {
   input: unknown;
   output: unknown;
   error: string | null;
+  /** What agents reported for it (the answer of one run's GET). */
+  usage?: UsageSum;
 }
 
 export interface Run {
@@ -64,6 +66,7 @@ export interface Run {
   created_by: string;
   started_at: string;
   completed_at: string | null;
+  usage?: UsageSum;
 }
 
 export interface RunEvent {
@@ -137,6 +140,7 @@ export async function runView(store: RunStore, tx: Tx, runId: string): Promise<R
 export class RunService {
   /** The read of waiting steps that the events of this turn of the event loop share. */
   private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
+  private usage: RunUsage | null = null;
 
   constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; clock: Clock; audit: AuditTrail }) {}
 
@@ -169,8 +173,18 @@ export class RunService {
     });
   }
 
-  getRun(runId: string): Promise<Run> {
-    return runView(this.store, autocommit, runId);
+  /** Where a run's answer takes its usage from (app.ts: the usage domain). */
+  reportUsageWith(usage: RunUsage): void {
+    this.usage = usage;
+  }
+
+  /** The run, with the usage reported for it and each of its steps. */
+  async getRun(runId: string): Promise<Run> {
+    const run = await runView(this.store, autocommit, runId);
+    if (this.usage === null) return run;
+    const { total, steps } = await this.usage.ofRun(autocommit, runId);
+    const none = { count: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, cost_usd: 0 };
+    return { ...run, usage: total, steps: run.steps.map((step) => ({ ...step, usage: steps.get(step.id) ?? none })) };
   }
 
   async listRuns(filter: RunListQuery, window: Page): Promise<Paged<Run>> {

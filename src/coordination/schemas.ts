@@ -46,6 +46,17 @@ export const StartRunBody = Type.Object(
 );
 export type StartRunBody = Static<typeof StartRunBody>;
 
+const UsageSum = Type.Object(
+  {
+    count: Type.Integer(),
+    input_tokens: Type.Integer(),
+    output_tokens: Type.Integer(),
+    cached_tokens: Type.Integer(),
+    cost_usd: Type.Number(),
+  },
+  { title: 'UsageSum', description: 'The usage agents reported for it (GET of one run only)' },
+);
+
 export const RunStep = Type.Object(
   {
     id: Type.String({ description: 'Step id; a for_each item is <step>[<index>]' }),
@@ -59,6 +70,7 @@ export const RunStep = Type.Object(
     input: Type.Unknown({ description: 'The resolved input (templates applied)' }),
     output: Type.Unknown(),
     error: Type.Union([Type.String(), Type.Null()]),
+    usage: Type.Optional(UsageSum),
   },
   { title: 'RunStep' },
 );
@@ -89,6 +101,7 @@ export const Run = Type.Object(
     created_by: Type.String(),
     started_at: Timestamp,
     completed_at: NullableTimestamp,
+    usage: Type.Optional(UsageSum),
   },
   { title: 'Run' },
 );

@@ -163,6 +163,20 @@ export interface InboxWaker {
   wake(agentIds: readonly string[]): void;
 }
 
+/** Usage summed: how many reports, their tokens and cost. */
+export interface UsageSum {
+  count: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number;
+}
+
+/** Implemented by usage: a run's usage, in all and by step id, for the run's answer (coordination). */
+export interface RunUsage {
+  ofRun(tx: Tx, runId: string): Promise<{ total: UsageSum; steps: Map<string, UsageSum> }>;
+}
+
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {
   topic: string;

@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import type { UsageRecorder, UsageReport, UsageSource } from '../kernel/ports.js';
+import type { RunUsage, UsageRecorder, UsageReport, UsageSource, UsageSum } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetsService } from './budgets.js';
 import type { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';
@@ -41,7 +41,7 @@ function hourOf(field: string, value: string | undefined, up: boolean): number |
  * Usage: what agents report their work consumed (tokens, cost), with an acknowledgement or on its
  * own, linked to the run and step of the message when it had one, and its totals.
  */
-export class UsageService implements UsageRecorder {
+export class UsageService implements UsageRecorder, RunUsage {
   constructor(private readonly deps: UsageDeps) {}
 
   /** Usage port: the acknowledged message's usage, in the acknowledge's transaction. */
@@ -70,6 +70,17 @@ export class UsageService implements UsageRecorder {
     );
     this.deps.metrics.usageRecorded(row);
     return toRecord(row);
+  }
+
+  /** RunUsage port: the run's usage, in all and by step. */
+  async ofRun(tx: Tx, runId: string): Promise<{ total: UsageSum; steps: Map<string, UsageSum> }> {
+    const total: UsageSum = { count: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, cost_usd: 0 };
+    const steps = new Map<string, UsageSum>();
+    for (const { key, ...sum } of await this.deps.store.byStepOfRun(tx, runId)) {
+      for (const field of Object.keys(total) as (keyof UsageSum)[]) total[field] += sum[field];
+      if (key !== '') steps.set(key, sum);
+    }
+    return { total, steps };
   }
 
   async totals(query: UsageQuery): Promise<UsageTotals> {

@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import { Store } from '../db/store.js';
 import { dbOf } from '../db/tx.js';
+import type { UsageSum } from '../kernel/ports.js';
 import type { Tx } from '../kernel/tx.js';
 import type { Grouping } from './schemas.js';
 import type { UsageRecordsTable } from './tables.js';
@@ -30,13 +31,19 @@ export interface TotalsFilter {
   until?: number;
 }
 
-export interface TotalRow {
+export interface TotalRow extends UsageSum {
   key: string | number;
-  count: number;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  cost_usd: number;
+}
+
+/** The sums of a grouped row as numbers (PostgreSQL answers numeric sums as text or float). */
+function sums(row: Record<keyof UsageSum, unknown>): UsageSum {
+  return {
+    count: Number(row.count),
+    input_tokens: Number(row.input_tokens),
+    output_tokens: Number(row.output_tokens),
+    cached_tokens: Number(row.cached_tokens),
+    cost_usd: Number(row.cost_usd),
+  };
 }
 
 /** Usage records and their hourly rollup: the only SQL of usage. */
@@ -83,6 +90,24 @@ export class UsageStore extends Store {
       .execute();
   }
 
+  /** A run's records summed by step ('' for none), on the (run_id, step_id) index. */
+  async byStepOfRun(tx: Tx, runId: string): Promise<(TotalRow & { key: string })[]> {
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('usage_records')
+      .where('run_id', '=', runId)
+      .select((eb) => [
+        eb.fn.coalesce('step_id', sql.lit('')).as('key'),
+        eb.fn.countAll<number>().as('count'),
+        eb.fn.sum<number>('input_tokens').as('input_tokens'),
+        eb.fn.sum<number>('output_tokens').as('output_tokens'),
+        eb.fn.sum<number>('cached_tokens').as('cached_tokens'),
+        eb.fn.sum<number>('cost_usd').as('cost_usd'),
+      ])
+      .groupBy('step_id')
+      .execute();
+    return rows.map((row) => ({ ...sums(row), key: String(row.key) }));
+  }
+
   /** Totals from the rollup by `group`, the costliest first. */
   async totals(tx: Tx, group: Grouping, filter: TotalsFilter, limit: number): Promise<TotalRow[]> {
     const key = GROUP_COLUMNS[group];
@@ -107,14 +132,7 @@ export class UsageStore extends Store {
     if (filter.from !== undefined) query = query.where('hour', '>=', filter.from);
     if (filter.until !== undefined) query = query.where('hour', '<', filter.until);
     const rows = await query.execute();
-    return rows.map((row) => ({
-      key: row.key,
-      count: Number(row.count),
-      input_tokens: Number(row.input_tokens),
-      output_tokens: Number(row.output_tokens),
-      cached_tokens: Number(row.cached_tokens),
-      cost_usd: Number(row.cost_usd),
-    }));
+    return rows.map((row) => ({ ...sums(row), key: row.key }));
   }
 }
 

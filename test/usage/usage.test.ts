@@ -56,9 +56,14 @@ describeEachDialect('usage', (dialect) => {
       usage: { ...report('model-a', 100, 20, 0.5), cached_tokens: 10 },
     });
     expect(ack.status, ack.text).toBe(200);
-    await waitFor(async () => (await server.api.get(`${R}/${runId}`)).body.data.status === 'completed', 15_000);
+    const run = await waitFor(async () => {
+      const found = (await server.api.get(`${R}/${runId}`)).body.data;
+      return found.status === 'completed' ? found : null;
+    }, 15_000);
 
     const one = { count: 1, input_tokens: 100, output_tokens: 20, cached_tokens: 10, cost_usd: 0.5 };
+    expect(run.usage).toEqual(one);
+    expect(run.steps[0].usage).toEqual(one);
     expect(await totals(`group_by=run&run_id=${runId}`)).toEqual([{ key: runId, ...one }]);
     expect(await totals(`group_by=plan&plan_id=${planId}`)).toEqual([{ key: planId, ...one }]);
     expect(await totals(`group_by=capability&agent_id=${agentId}`)).toEqual([{ key: capability, ...one }]);

@@ -1647,6 +1647,7 @@ export interface Shapes {
       plan_id: string;
     };
     data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
       status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
@@ -1656,6 +1657,7 @@ export interface Shapes {
       started_at: string;
       completed_at: string | null;
       steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1690,6 +1692,7 @@ export interface Shapes {
       tag?: string | undefined;
     };
     data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
       status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
@@ -1699,6 +1702,7 @@ export interface Shapes {
       started_at: string;
       completed_at: string | null;
       steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1723,6 +1727,7 @@ export interface Shapes {
   };
   'coordination.getRun': {
     data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
       status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
@@ -1732,6 +1737,7 @@ export interface Shapes {
       started_at: string;
       completed_at: string | null;
       steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1761,6 +1767,7 @@ export interface Shapes {
   'coordination.cancelRun': {
     body: { reason?: string | undefined } | null;
     data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
       status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
@@ -1770,6 +1777,7 @@ export interface Shapes {
       started_at: string;
       completed_at: string | null;
       steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1796,6 +1804,7 @@ export interface Shapes {
   'coordination.redriveRun': {
     body: { reason?: string | undefined } | null;
     data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
       status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
@@ -1805,6 +1814,7 @@ export interface Shapes {
       started_at: string;
       completed_at: string | null;
       steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1831,6 +1841,7 @@ export interface Shapes {
   'coordination.approveStep': {
     body: { reason?: string | undefined; comment?: string | undefined; approved: boolean };
     data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
       status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
@@ -1840,6 +1851,7 @@ export interface Shapes {
       started_at: string;
       completed_at: string | null;
       steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1865,6 +1877,7 @@ export interface Shapes {
   'coordination.provideInput': {
     body: { reason?: string | undefined; data: { [x: string]: unknown } };
     data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
       status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
@@ -1874,6 +1887,7 @@ export interface Shapes {
       started_at: string;
       completed_at: string | null;
       steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
         agent: string | null;
         id: string;
         status: string;

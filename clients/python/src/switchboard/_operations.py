@@ -2249,9 +2249,7 @@ class CoordinationListRunsArgs(TypedDict, total=False):
     metadata: str
 
 
-class CoordinationListRunsItem(TypedDict):
-    """One item of coordination.list_runs."""
-
+class _CoordinationListRunsItemRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
@@ -2269,6 +2267,12 @@ class CoordinationListRunsItem(TypedDict):
     created_by: str
     started_at: str
     completed_at: str | None
+
+
+class CoordinationListRunsItem(_CoordinationListRunsItemRequired, total=False):
+    """One item of coordination.list_runs."""
+
+    usage: dict[str, Any]
 
 
 class _CoordinationStartRunBodyRequired(TypedDict):
@@ -2297,9 +2301,7 @@ class CoordinationStartRunArgs(_CoordinationStartRunArgsRequired, total=False):
     metadata: dict[str, str]
 
 
-class CoordinationStartRunData(TypedDict):
-    """What coordination.start_run returns."""
-
+class _CoordinationStartRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
@@ -2317,6 +2319,12 @@ class CoordinationStartRunData(TypedDict):
     created_by: str
     started_at: str
     completed_at: str | None
+
+
+class CoordinationStartRunData(_CoordinationStartRunDataRequired, total=False):
+    """What coordination.start_run returns."""
+
+    usage: dict[str, Any]
 
 
 class CoordinationGetRunArgs(TypedDict):
@@ -2325,9 +2333,7 @@ class CoordinationGetRunArgs(TypedDict):
     run_id: str | int
 
 
-class CoordinationGetRunData(TypedDict):
-    """What coordination.get_run returns."""
-
+class _CoordinationGetRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
@@ -2345,6 +2351,12 @@ class CoordinationGetRunData(TypedDict):
     created_by: str
     started_at: str
     completed_at: str | None
+
+
+class CoordinationGetRunData(_CoordinationGetRunDataRequired, total=False):
+    """What coordination.get_run returns."""
+
+    usage: dict[str, Any]
 
 
 class _CoordinationListRunEventsArgsRequired(TypedDict):
@@ -2384,9 +2396,7 @@ class CoordinationCancelRunArgs(_CoordinationCancelRunArgsRequired, total=False)
     reason: str
 
 
-class CoordinationCancelRunData(TypedDict):
-    """What coordination.cancel_run returns."""
-
+class _CoordinationCancelRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
@@ -2404,6 +2414,12 @@ class CoordinationCancelRunData(TypedDict):
     created_by: str
     started_at: str
     completed_at: str | None
+
+
+class CoordinationCancelRunData(_CoordinationCancelRunDataRequired, total=False):
+    """What coordination.cancel_run returns."""
+
+    usage: dict[str, Any]
 
 
 class CoordinationRedriveRunBody(TypedDict, total=False):
@@ -2422,9 +2438,7 @@ class CoordinationRedriveRunArgs(_CoordinationRedriveRunArgsRequired, total=Fals
     reason: str
 
 
-class CoordinationRedriveRunData(TypedDict):
-    """What coordination.redrive_run returns."""
-
+class _CoordinationRedriveRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
@@ -2442,6 +2456,12 @@ class CoordinationRedriveRunData(TypedDict):
     created_by: str
     started_at: str
     completed_at: str | None
+
+
+class CoordinationRedriveRunData(_CoordinationRedriveRunDataRequired, total=False):
+    """What coordination.redrive_run returns."""
+
+    usage: dict[str, Any]
 
 
 class _CoordinationApproveStepBodyRequired(TypedDict):
@@ -2468,9 +2488,7 @@ class CoordinationApproveStepArgs(_CoordinationApproveStepArgsRequired, total=Fa
     reason: str
 
 
-class CoordinationApproveStepData(TypedDict):
-    """What coordination.approve_step returns."""
-
+class _CoordinationApproveStepDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
@@ -2488,6 +2506,12 @@ class CoordinationApproveStepData(TypedDict):
     created_by: str
     started_at: str
     completed_at: str | None
+
+
+class CoordinationApproveStepData(_CoordinationApproveStepDataRequired, total=False):
+    """What coordination.approve_step returns."""
+
+    usage: dict[str, Any]
 
 
 class _CoordinationProvideInputBodyRequired(TypedDict):
@@ -2512,9 +2536,7 @@ class CoordinationProvideInputArgs(_CoordinationProvideInputArgsRequired, total=
     reason: str
 
 
-class CoordinationProvideInputData(TypedDict):
-    """What coordination.provide_input returns."""
-
+class _CoordinationProvideInputDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
@@ -2532,6 +2554,12 @@ class CoordinationProvideInputData(TypedDict):
     created_by: str
     started_at: str
     completed_at: str | None
+
+
+class CoordinationProvideInputData(_CoordinationProvideInputDataRequired, total=False):
+    """What coordination.provide_input returns."""
+
+    usage: dict[str, Any]
 
 
 class CoordinationCreateApprovalLinkBody(TypedDict):
