@@ -46,11 +46,11 @@ export class UsageService implements UsageRecorder, RunUsage {
 
   /** Usage port: the acknowledged message's usage, in the acknowledge's transaction. */
   async record(tx: Tx, source: UsageSource, usage: UsageReport): Promise<void> {
-    const plan = source.origin?.kind === 'plan_step' ? parseAttemptRef(source.origin.ref) : null;
+    const step = source.origin?.kind === 'plan_step' ? parseAttemptRef(source.origin.ref) : null;
     await this.insert(tx, source.agent_id, usage, {
       message_id: source.message_id,
-      run_id: plan?.runId ?? null,
-      step_id: plan?.stepId ?? null,
+      run_id: step?.runId ?? null,
+      step_id: step?.stepId ?? null,
     });
   }
 

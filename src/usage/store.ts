@@ -8,7 +8,8 @@ import type { UsageRecordsTable } from './tables.js';
 
 export type UsageRow = Selectable<UsageRecordsTable>;
 
-const HOUR_MS = 3_600_000;
+/** The rollup's grain. */
+export const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
 /** What a total is grouped by, as a column of the rollup (`day`: its hour, rounded down to the day). */
@@ -135,5 +136,3 @@ export class UsageStore extends Store {
     return rows.map((row) => ({ ...sums(row), key: row.key }));
   }
 }
-
-export { HOUR_MS };

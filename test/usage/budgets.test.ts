@@ -1,9 +1,9 @@
 import { expect, it } from 'vitest';
 import { receive } from '../helpers/agent.js';
-import type { Api } from '../helpers/api.js';
+import { Api } from '../helpers/api.js';
 import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer } from '../helpers/server.js';
+import { startServer, useServer } from '../helpers/server.js';
 
 const B = '/api/v1/budgets';
 const U = '/api/v1/usage';
@@ -146,6 +146,22 @@ describeEachDialect('budgets', (dialect) => {
     expect((await receive(agent, agentId, 5)).map((m) => m.message_id)).toEqual([messageId]);
     await spend(agent, agentId, 0.25);
     expect((await budget(b.id)).spent).toEqual({ cost_usd: 0.25, tokens: 20 });
+  });
+
+  it('a pause made on one node holds the inbox for a receiver on another, and its resume wakes it', async () => {
+    const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock });
+    try {
+      const { agentId, agent, budget: b } = await pausable('clustered');
+      const there = new Api(second.url, agent.key);
+      await spend(agent, agentId, 5);
+      const messageId = await send(agentId);
+      expect(await receive(there, agentId, 0)).toEqual([]);
+      const waiting = receive(there, agentId, 10);
+      expect((await server.api.post(`${B}/${b.id}/resume`)).status).toBe(200);
+      expect((await waiting).map((m) => m.message_id)).toEqual([messageId]);
+    } finally {
+      await second.close();
+    }
   });
 
   it('counts usage against capability, plan and global budgets, which warn', async () => {
