@@ -4,10 +4,10 @@
  * and 4 consumers (receive max=100, batch ack), single sends and send-batch; (c) send → waiting
  * long-poll latency on SQLite and PostgreSQL; (d) receive+ack rate with 100,000 pending vs 1,000;
  * (e) the end-to-end loop of (b) on PostgreSQL next to pg-boss and a raw SKIP LOCKED loop.
+ * Tracing's cost on the loop of (b) is its own suite, bench/tracing.ts.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { createTestDatabase, postgresTestUrl } from '../test/helpers/database.js';
 import { PG_BOSS_VERSION, pgBossQueue, skipLockedQueue, type QueueClient } from './baselines/pg-queues.js';
@@ -51,7 +51,7 @@ async function agentKey(server: SwitchboardProcess, agentId: string): Promise<st
 }
 
 /** Switchboard's HTTP API as a QueueClient: one agent key per destination, long-poll receive. */
-function switchboardQueue(server: SwitchboardProcess, name: string): QueueClient {
+export function switchboardQueue(server: SwitchboardProcess, name: string): QueueClient {
   const keys = new Map<string, string>();
   let producerKey: string | undefined;
   const keyOf = (destination: string) => keys.get(destination)!;
@@ -89,7 +89,7 @@ function switchboardQueue(server: SwitchboardProcess, name: string): QueueClient
  * consumers, one per destination, receiving max=100 and acking each batch at once, for
  * `seconds`; returns the messages acked per second.
  */
-async function endToEnd(queue: QueueClient, seconds: number, batch: number): Promise<number> {
+export async function endToEnd(queue: QueueClient, seconds: number, batch: number): Promise<number> {
   const run = randomUUID().slice(0, 8);
   const destinations = [0, 1, 2, 3].map((i) => `e2e-${batch}-${run}-${i}`);
   for (const destination of destinations) await queue.prepare(destination);
@@ -191,8 +191,8 @@ async function backlogRate(server: SwitchboardProcess, pending: number, drain: n
   return done / ((performance.now() - started) / 1000);
 }
 
-const E2E_SECONDS = 6;
-const SEND_BATCH = 500;
+export const E2E_SECONDS = 6;
+export const SEND_BATCH = 500;
 
 export default async function messaging(): Promise<void> {
   const loadBefore = os.loadavg()[0]!;
@@ -242,10 +242,6 @@ export default async function messaging(): Promise<void> {
       `- send-batch of ${SEND_BATCH}: **${fmt(sqliteE2e.batched)} msg/s** (target ≥ 20,000)`,
       '',
     );
-
-    // (f) tracing off vs on (issue 25): the same loop against a second server that exports every
-    // span over OTLP/HTTP to a collector stub on 127.0.0.1 that reads and drops them.
-    lines.push(...(await tracingCost()));
 
     // (c) wake-up latency, SQLite
     const sqliteLatency = await wakeLatency(server, 300);
@@ -337,102 +333,5 @@ async function queueComparison(server: SwitchboardProcess): Promise<string[]> {
   } finally {
     for (const queue of queues) await queue.close();
     await database.drop();
-  }
-}
-
-/** An OTLP/HTTP collector on 127.0.0.1 that reads every export and drops it; counts the bytes. */
-async function collectorStub(): Promise<{ url: string; bytes: () => number; close: () => Promise<void> }> {
-  let bytes = 0;
-  const server = http.createServer((req, res) => {
-    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    bytes: () => bytes,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-/** A tracing setting of (f): the environment of its server, and what the table calls it. */
-const TRACING_SETTINGS = [
-  { name: 'off (OTEL_* unset)', env: (_collector: string): Record<string, string> => ({}) },
-  { name: 'on, every trace sampled (the OTel default)', env: (collector: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: collector }) },
-  {
-    name: 'on, 1 trace in 10 (`parentbased_traceidratio`, 0.1)',
-    env: (collector: string) => ({
-      OTEL_EXPORTER_OTLP_ENDPOINT: collector,
-      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-      OTEL_TRACES_SAMPLER_ARG: '0.1',
-    }),
-  },
-];
-
-/**
- * (f) The end-to-end loop of (b) against servers with tracing off and on, interleaved: msg/s and
- * the server's CPU per message (the 2 cores are shared with the bench client, so msg/s moves).
- */
-async function tracingCost(): Promise<string[]> {
-  const collector = await collectorStub();
-  const servers: SwitchboardProcess[] = [];
-  try {
-    for (const setting of TRACING_SETTINGS) {
-      servers.push(
-        await startSwitchboard({ dialect: 'sqlite', env: { OTEL_SERVICE_NAME: 'switchboard-bench', ...setting.env(collector.url) } }),
-      );
-    }
-    const queues = servers.map((server, i) => switchboardQueue(server, String(i)));
-    const samples = servers.map(() => ({
-      single: [] as number[],
-      batched: [] as number[],
-      singleCpu: [] as number[],
-      batchedCpu: [] as number[],
-    }));
-    const measure = async (i: number, batch: number, seconds: number) => {
-      const before = servers[i]!.cpuMs();
-      const rate = await endToEnd(queues[i]!, seconds, batch);
-      return { rate, cpuUs: ((servers[i]!.cpuMs() - before) * 1000) / Math.max(1, rate * seconds) };
-    };
-    for (let i = 0; i < servers.length; i++) {
-      await measure(i, 1, 1);
-      await measure(i, SEND_BATCH, 1);
-    }
-    for (let round = 0; round < 2; round++) {
-      for (let i = 0; i < servers.length; i++) {
-        const single = await measure(i, 1, E2E_SECONDS);
-        const batched = await measure(i, SEND_BATCH, E2E_SECONDS);
-        samples[i]!.single.push(single.rate);
-        samples[i]!.singleCpu.push(single.cpuUs);
-        samples[i]!.batched.push(batched.rate);
-        samples[i]!.batchedCpu.push(batched.cpuUs);
-      }
-    }
-    const rows = samples.map((s) => ({
-      single: median(s.single),
-      batched: median(s.batched),
-      singleCpu: median(s.singleCpu),
-      batchedCpu: median(s.batchedCpu),
-    }));
-    const off = rows[0]!;
-    const change = (value: number, base: number) =>
-      value === base ? '' : ` (${value > base ? '+' : ''}${fmt((value / base - 1) * 100, 1)}%)`;
-    return [
-      `### (f) tracing off vs on: the loop of (b), SQLite, 2 interleaved rounds of ${E2E_SECONDS} s, medians (OTLP/HTTP protobuf to a stub collector on 127.0.0.1 that drops spans; ${fmt(collector.bytes() / 1024 ** 2, 1)} MiB exported)`,
-      '',
-      `| tracing | single sends msg/s | server CPU µs/msg | send-batch of ${SEND_BATCH} msg/s | server CPU µs/msg |`,
-      '|---|---:|---:|---:|---:|',
-      ...rows.map(
-        (row, i) =>
-          `| ${TRACING_SETTINGS[i]!.name} | ${fmt(row.single)}${change(row.single, off.single)} | ${fmt(row.singleCpu)}${change(row.singleCpu, off.singleCpu)} | ${fmt(row.batched)}${change(row.batched, off.batched)} | ${fmt(row.batchedCpu, 1)}${change(row.batchedCpu, off.batchedCpu)} |`,
-      ),
-      '',
-      'Target: on ≤ 15% below off; off within noise of (b).',
-      '',
-    ];
-  } finally {
-    for (const server of servers) await server.stop();
-    await collector.close();
   }
 }
