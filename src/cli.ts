@@ -6,18 +6,18 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { createApp } from './app.js';
-import { audit, blobs, groups, keys, migrate, users } from './cli/commands.js';
 import { fail, HELP } from './cli/help.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DataDirInUse, lockDataDir, type DataDirLock } from './db/data-dir-lock.js';
-import { serveStdio } from './mcp/stdio.js';
 
 /**
  * A signal this soon after the first is the same stop delivered twice, not an operator's second
  * one: a terminal's Ctrl-C reaches the whole process group, and `npm start` forwards it again.
  */
 const REPEATED_SIGNAL_MS = 1_000;
+
+// The server, the MCP bridge and the offline commands are imported when their command runs: `--version`,
+// `--help` and a mistyped command answer without loading the whole app.
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -35,8 +35,11 @@ function lockForServe(config: Config): DataDirLock | undefined {
 
 async function serve(config: Config): Promise<void> {
   const lock = lockForServe(config);
+  const { createApp } = await import('./app.js');
   const app = await createApp({ config });
-  await app.listen();
+  // The handlers are in place before the URL is logged: a supervisor that stops the server as soon
+  // as it is up still gets a drain, not the default death by signal.
+  const listening = app.listen();
   let stoppingSince: number | undefined;
   const stop = (signal: NodeJS.Signals) => {
     const { logger } = app.platform;
@@ -47,19 +50,23 @@ async function serve(config: Config): Promise<void> {
     }
     stoppingSince = Date.now();
     logger.info({ signal }, 'shutting down (a second signal exits at once)');
-    app.close().then(
-      () => {
-        lock?.release();
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    listening
+      .catch(() => {})
+      .then(() => app.close())
+      .then(
+        () => {
+          lock?.release();
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  await listening;
 }
 async function main(argv: string[]): Promise<void> {
   const command = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'serve';
@@ -84,6 +91,7 @@ async function main(argv: string[]): Promise<void> {
     const url = values.url ?? process.env.SWITCHBOARD_URL;
     const key = values.key ?? process.env.SWITCHBOARD_API_KEY;
     if (!url || !key) fail('mcp needs --url URL and --key KEY');
+    const { serveStdio } = await import('./mcp/stdio.js');
     return serveStdio(url, key);
   }
   let config: Config;
@@ -106,9 +114,9 @@ async function main(argv: string[]): Promise<void> {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
+  if (command === 'serve') return serve(config);
+  const { audit, blobs, groups, keys, migrate, users } = await import('./cli/commands.js');
   switch (command) {
-    case 'serve':
-      return serve(config);
     case 'migrate':
       return migrate(config);
     case 'keys':
