@@ -32,6 +32,7 @@ import {
 } from './run-state.js';
 import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
 import type { PlanStore } from './plan-store.js';
+import type { StepWorkStore } from './step-work-store.js';
 import type { RunRow, RunStepRow } from './run-list-store.js';
 import type { RunStore } from './run-store.js';
 import type { RunStatus } from './tables.js';
@@ -43,6 +44,7 @@ export interface EngineDeps {
   store: RunStore;
   /** The plans sub_plan steps start. */
   plans: PlanStore;
+  checkpoints: StepWorkStore;
   inbox: Inbox;
   directory: AgentDirectory;
   clock: Clock;
@@ -84,6 +86,7 @@ export class RunEngine {
       directory: deps.directory,
       expressions: deps.expressions,
       plans: deps.plans,
+      checkpoints: deps.checkpoints,
       cancelMessage: async (tx, ctx, step, reason) => {
         // A message this transition has yet to send goes out first, so it is withdrawn like any other.
         if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(tx, ctx.outbox);

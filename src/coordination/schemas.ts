@@ -46,6 +46,20 @@ export const StartRunBody = Type.Object(
 );
 export type StartRunBody = Static<typeof StartRunBody>;
 
+export const Checkpoint = Type.Object(
+  {
+    state: Type.Unknown({ description: 'What the agent saved (any JSON, at most 1 MiB)' }),
+    saved_at: Timestamp,
+    attempt: Type.Integer({ description: 'The attempt that saved it' }),
+  },
+  { title: 'StepCheckpoint' },
+);
+
+export const CheckpointBody = Type.Object(
+  { state: Type.Unknown({ description: 'Any JSON, at most 1 MiB' }) },
+  { additionalProperties: false },
+);
+
 export const RunStep = Type.Object(
   {
     id: Type.String({ description: 'Step id; a for_each item is <step>[<index>]' }),
@@ -59,6 +73,7 @@ export const RunStep = Type.Object(
     input: Type.Unknown({ description: 'The resolved input (templates applied)' }),
     output: Type.Unknown(),
     error: Type.Union([Type.String(), Type.Null()]),
+    checkpoint: Type.Union([Checkpoint, Type.Null()], { description: 'agent steps: the latest progress its agent saved' }),
   },
   { title: 'RunStep' },
 );

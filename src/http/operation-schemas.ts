@@ -155,6 +155,7 @@ export const SCHEMAS = asValidated({
   'coordination.approveStep': { body: Coordination.ApproveBody, data: Coordination.Run },
   'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
   'coordination.createApprovalLink': { body: Coordination.CreateLinkBody, data: Coordination.ApprovalLink },
+  'coordination.saveCheckpoint': { body: Coordination.CheckpointBody, data: Coordination.Checkpoint },
   'coordination.listPendingApprovals': { query: PageQuery, data: list(Coordination.PendingApproval) },
   'coordination.getApprovalLink': { data: Coordination.LinkedStep },
   'coordination.decideByLink': { body: Coordination.LinkDecisionBody, data: Coordination.LinkDecision },

@@ -73,6 +73,8 @@ export interface Inbox {
   send(request: SendRequest): Promise<SendResult>;
   /** Withdraws a message that has not been acknowledged yet (a cancelled step); no-op otherwise. */
   cancel(tx: Tx, messageId: string, reason: string): Promise<void>;
+  /** Sets one field of a message not yet acknowledged (what its redelivery carries); no-op otherwise. */
+  setPayloadField(tx: Tx, messageId: string, field: string, value: unknown): Promise<void>;
 }
 
 /**

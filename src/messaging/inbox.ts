@@ -216,6 +216,10 @@ export class InboxService implements Inbox, DeliveryStats {
     await this.store.cancelPending(tx, messageId);
   }
 
+  async setPayloadField(tx: Tx, messageId: string, field: string, value: unknown): Promise<void> {
+    await this.store.setPendingPayloadField(tx, messageId, field, value);
+  }
+
   /** Puts a dead letter back in the inbox as a new message (retry_count 0) linked to it. */
   async redrive(caller: Caller, messageId: string, reason?: string): Promise<Message> {
     const now = this.deps.clock.now();

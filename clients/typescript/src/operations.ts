@@ -129,6 +129,7 @@ export const OPERATIONS = {
     approveStep: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/approve'],
     provideInput: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/input'],
     createApprovalLink: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/links'],
+    saveCheckpoint: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint'],
     listPendingApprovals: ['GET', '/api/v1/coordination/approvals', PAGED],
     getApprovalLink: ['GET', '/api/v1/coordination/approvals/{token}', PUBLIC],
     decideByLink: ['POST', '/api/v1/coordination/approvals/{token}', PUBLIC],

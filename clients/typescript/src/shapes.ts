@@ -1627,6 +1627,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1670,6 +1671,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1703,6 +1705,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1741,6 +1744,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1776,6 +1780,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1811,6 +1816,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1845,6 +1851,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1860,6 +1867,7 @@ export interface Shapes {
     body: { approver: string };
     data: { approver: string; expires_at: string; step_id: string; run_id: string; approve_url: string };
   };
+  'coordination.saveCheckpoint': { body: { state: unknown }; data: { attempt: number; state: unknown; saved_at: string } };
   'coordination.listPendingApprovals': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {

@@ -2886,6 +2886,28 @@ class CoordinationHookDeleteData(TypedDict):
     run_id: str
 
 
+class CoordinationSaveCheckpointBody(TypedDict):
+    """The JSON body of coordination.save_checkpoint."""
+
+    state: Any
+
+
+class CoordinationSaveCheckpointArgs(TypedDict):
+    """The keyword arguments of coordination.save_checkpoint."""
+
+    run_id: str | int
+    step_id: str | int
+    state: Any
+
+
+class CoordinationSaveCheckpointData(TypedDict):
+    """What coordination.save_checkpoint returns."""
+
+    state: Any
+    saved_at: str
+    attempt: int
+
+
 class _ArtifactsPutUploadArgsRequired(TypedDict):
     upload_id: str | int
     expires: int
@@ -5486,6 +5508,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "save_checkpoint": Operation(
+            operation_id="coordination_saveCheckpoint",
+            method="POST",
+            path="/api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint",
+            path_params=("run_id", "step_id",),
+            query_params=(),
+            body="json",
+            body_fields=("state",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
     },
     "artifacts": {
         "put_upload": Operation(
@@ -6584,6 +6619,10 @@ class CoordinationOperations(Domain):
     def hook_delete(self, **arguments: Unpack[CoordinationHookDeleteArgs]) -> CoordinationHookDeleteData:
         """Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method) (DELETE /api/v1/coordination/hooks/{path})."""
         return self._call("hook_delete", arguments)  # type: ignore[no-any-return]
+
+    def save_checkpoint(self, **arguments: Unpack[CoordinationSaveCheckpointArgs]) -> CoordinationSaveCheckpointData:
+        """Save the progress of a step this agent is executing (JSON, at most 1 MiB): the step's redelivered or retried message carries the latest (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint)."""
+        return self._call("save_checkpoint", arguments)  # type: ignore[no-any-return]
 
 
 class ArtifactsOperations(Domain):
