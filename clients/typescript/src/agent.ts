@@ -5,6 +5,7 @@ import { topicMatches } from './topics.js';
 import type { Channel } from './channel.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';
+import { handling, type HandledMessage, type HandlerContext } from './step-context.js';
 import type { Body, Message } from './types.js';
 
 /** Thrown by a handler when retrying cannot help: the message is dead-lettered at once. */
@@ -12,8 +13,11 @@ export class PermanentError extends Error {
   override name = 'PermanentError';
 }
 
-/** Handles one message; what it returns (or resolves to) is the acknowledgement's `output`. */
-export type Handler = (message: Message) => unknown;
+/**
+ * Handles one message; what it returns (or resolves to) is the acknowledgement's `output`. A plan
+ * step's message carries the step's latest `checkpoint`; `ctx.checkpoint(state)` saves a new one.
+ */
+export type Handler = (message: HandledMessage, ctx: HandlerContext) => unknown;
 
 /** What an `approval.requested` message asks of an agent named among a human step's approvers. */
 export interface ApprovalRequest {
@@ -229,7 +233,8 @@ export function createAgent(options: AgentOptions): Agent {
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
-      const output = await context.with(spanContext, () => handler(message));
+      const handled = handling(client, message);
+      const output = await context.with(spanContext, () => handler(handled.message, handled.ctx));
       // Over the channel when it is open (batched with the tick's others), else over HTTP: a
       // message that came on a channel since closed is settled all the same.
       await (open()?.acknowledge(message.message_id, output) ??
