@@ -16,6 +16,7 @@ import { RunRetentionStore } from './retention-store.js';
 import { RunService } from './run-service.js';
 import { RunStore } from './run-store.js';
 import { CheckpointService } from './checkpoints.js';
+import { StepLogService } from './step-logs.js';
 import { stepWorkRoutes } from './step-routes.js';
 import { StepWorkStore } from './step-work-store.js';
 import { Planner } from './planner.js';
@@ -122,7 +123,12 @@ export function createCoordinationDomain(deps: {
     outcomeHandler,
     routes: (async (app) => {
       await app.register(coordinationRoutes(services, { triggers, firing }, planner));
-      await app.register(stepWorkRoutes({ checkpoints: new CheckpointService({ store: stepWork, inbox: deps.inbox, clock }) }));
+      await app.register(
+        stepWorkRoutes({
+          checkpoints: new CheckpointService({ store: stepWork, inbox: deps.inbox, clock }),
+          logs: new StepLogService({ store: stepWork, events: deps.events, clock }),
+        }),
+      );
     }) satisfies FastifyPluginAsyncTypebox,
     workers: [timer],
     retention: runRetention(new RunRetentionStore(db, caps), platform.config.runRetentionDays),

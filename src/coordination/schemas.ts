@@ -60,6 +60,29 @@ export const CheckpointBody = Type.Object(
   { additionalProperties: false },
 );
 
+const LogLevel = (description?: string) =>
+  Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')], { description });
+
+export const StepLogBody = Type.Object(
+  {
+    message: Type.String({ minLength: 1, maxLength: 4000 }),
+    level: Type.Optional(LogLevel('Default info')),
+  },
+  { additionalProperties: false },
+);
+
+export const StepLogLine = Type.Object(
+  {
+    seq: Type.Integer({ description: "Its place among all steps' lines" }),
+    step_id: Type.String(),
+    attempt: Type.Integer({ description: 'The attempt that wrote it' }),
+    level: LogLevel(),
+    message: Type.String(),
+    at: Timestamp,
+  },
+  { title: 'StepLogLine' },
+);
+
 export const RunStep = Type.Object(
   {
     id: Type.String({ description: 'Step id; a for_each item is <step>[<index>]' }),
@@ -110,6 +133,11 @@ export const Run = Type.Object(
 
 export const RunParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 200 }) });
 export const RunStepParams = Type.Object({ run_id: RunParams.properties.run_id, step_id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const RunLogsQuery = Type.Composite([
+  PageQuery,
+  Type.Object({ step_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Only this step's lines" })) }),
+]);
 
 export const ListRunsQuery = Type.Composite([
   PageQuery,

@@ -1,16 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ok } from '../http/reply.js';
-import { DataEnvelope } from '../http/schemas.js';
+import { created, list, ok } from '../http/reply.js';
+import { DataEnvelope, ListEnvelope, page } from '../http/schemas.js';
 import { callerOf } from './caller.js';
 import { MAX_CHECKPOINT_BYTES, type CheckpointService } from './checkpoints.js';
-import { Checkpoint, CheckpointBody, RunStepParams } from './schemas.js';
+import type { StepLogService } from './step-logs.js';
+import { Checkpoint, CheckpointBody, RunLogsQuery, RunParams, RunStepParams, StepLogBody, StepLogLine } from './schemas.js';
 
 const tags = ['coordination'];
 /** Room for the envelope around the largest state. */
 const CHECKPOINT_BODY_BYTES = MAX_CHECKPOINT_BYTES + 1024;
 
-/** What the agent executing a step writes to it while it works: checkpoints. */
-export function stepWorkRoutes({ checkpoints }: { checkpoints: CheckpointService }): FastifyPluginAsyncTypebox {
+/** What the agent executing a step writes to it while it works (checkpoints, log lines), and reading its log. */
+export function stepWorkRoutes({ checkpoints, logs }: { checkpoints: CheckpointService; logs: StepLogService }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/coordination/runs/:run_id/steps/:step_id/checkpoint',
@@ -29,6 +30,43 @@ export function stepWorkRoutes({ checkpoints }: { checkpoints: CheckpointService
       async (request, reply) => {
         const { run_id, step_id } = request.params;
         return ok(reply, await checkpoints.save(callerOf(request.principal), run_id, step_id, request.body.state));
+      },
+    );
+
+    app.post(
+      '/coordination/runs/:run_id/steps/:step_id/logs',
+      {
+        config: { permission: 'messaging:write', conflict: 'The step is not running, or its log is full (1,000 lines)' },
+        schema: {
+          tags,
+          summary: 'Append a line to the log of a step this agent is executing (kept with the run; a run.step.log event)',
+          params: RunStepParams,
+          body: StepLogBody,
+          response: { 201: DataEnvelope(StepLogLine) },
+        },
+      },
+      async (request, reply) => {
+        const { run_id, step_id } = request.params;
+        const { message, level } = request.body;
+        return created(reply, await logs.append(callerOf(request.principal), run_id, step_id, message, level));
+      },
+    );
+
+    app.get(
+      '/coordination/runs/:run_id/logs',
+      {
+        config: { permission: 'runs:read' },
+        schema: {
+          tags,
+          summary: "The log lines its agents wrote to a run's steps, oldest first",
+          params: RunParams,
+          querystring: RunLogsQuery,
+          response: { 200: ListEnvelope(StepLogLine) },
+        },
+      },
+      async (request, reply) => {
+        const window = page(request.query);
+        return list(reply, await logs.list(request.params.run_id, request.query.step_id, window), window);
       },
     );
   };

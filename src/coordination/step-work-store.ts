@@ -1,5 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Tx } from '../kernel/tx.js';
+import type { Page, Paged } from '../kernel/pagination.js';
+import { paginate } from '../db/paginate.js';
 import { dbOf } from '../db/tx.js';
 import { CoordinationStore } from './coordination-store.js';
 import type { RunStepCheckpointsTable, RunStepLogsTable } from './tables.js';
@@ -22,6 +24,10 @@ export class StepWorkStore extends CoordinationStore {
       .executeTakeFirst();
   }
 
+  async runExists(tx: Tx, runId: string): Promise<boolean> {
+    return (await dbOf(tx, this.db).selectFrom('runs').select('id').where('id', '=', runId).executeTakeFirst()) !== undefined;
+  }
+
   async saveCheckpoint(tx: Tx, row: CheckpointRow): Promise<void> {
     await dbOf(tx, this.db)
       .insertInto('run_step_checkpoints')
@@ -37,5 +43,28 @@ export class StepWorkStore extends CoordinationStore {
       .where('run_id', '=', runId)
       .where('step_id', '=', stepId)
       .executeTakeFirst();
+  }
+
+  /** How many lines the step's log holds. */
+  async logLength(tx: Tx, runId: string, stepId: string): Promise<number> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('run_step_logs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('run_id', '=', runId)
+      .where('step_id', '=', stepId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async appendLog(tx: Tx, row: Omit<StepLogRow, 'seq'>): Promise<StepLogRow> {
+    const { seq } = await dbOf(tx, this.db).insertInto('run_step_logs').values(row).returning('seq').executeTakeFirstOrThrow();
+    return { ...row, seq: Number(seq) };
+  }
+
+  /** A run's log lines (of one step, or of all), oldest first. */
+  async logsOf(tx: Tx, runId: string, stepId: string | undefined, window: Page): Promise<Paged<StepLogRow>> {
+    let query = dbOf(tx, this.db).selectFrom('run_step_logs').where('run_id', '=', runId);
+    if (stepId !== undefined) query = query.where('step_id', '=', stepId);
+    return paginate(query.selectAll().orderBy('seq'), window);
   }
 }

@@ -156,6 +156,8 @@ export const SCHEMAS = asValidated({
   'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
   'coordination.createApprovalLink': { body: Coordination.CreateLinkBody, data: Coordination.ApprovalLink },
   'coordination.saveCheckpoint': { body: Coordination.CheckpointBody, data: Coordination.Checkpoint },
+  'coordination.appendStepLog': { body: Coordination.StepLogBody, data: Coordination.StepLogLine },
+  'coordination.listRunLogs': { query: Coordination.RunLogsQuery, data: list(Coordination.StepLogLine) },
   'coordination.listPendingApprovals': { query: PageQuery, data: list(Coordination.PendingApproval) },
   'coordination.getApprovalLink': { data: Coordination.LinkedStep },
   'coordination.decideByLink': { body: Coordination.LinkDecisionBody, data: Coordination.LinkDecision },

@@ -189,6 +189,8 @@ export const EVENT_TYPES = [
   'run.redriven',
   'run.step.completed',
   'run.step.failed',
+  // A line the agent executing a step appended to its log.
+  'run.step.log',
   'approval.requested',
   'approval.decided',
   'input.requested',

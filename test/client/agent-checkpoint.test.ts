@@ -48,6 +48,8 @@ describeEachDialect('an SDK agent killed mid-step', (dialect) => {
       expect(done.steps[0].checkpoint).toMatchObject({ state: { done: 40 }, attempt: 1 });
       const timeline = (await server.api.get(`${R}/${run.id}/events`)).body.data as { type: string }[];
       expect(timeline.filter((e) => e.type === 'step.started')).toHaveLength(1);
+      const logs = (await server.api.get(`${R}/${run.id}/logs`)).body.data as { message: string }[];
+      expect(logs.map((l) => l.message)).toEqual(['starting from 0', `starting from ${done.output.count.resumed_from}`]);
     } finally {
       second.child.kill('SIGKILL');
       await second.exited;

@@ -130,6 +130,8 @@ export const OPERATIONS = {
     provideInput: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/input'],
     createApprovalLink: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/links'],
     saveCheckpoint: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint'],
+    appendStepLog: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/logs'],
+    listRunLogs: ['GET', '/api/v1/coordination/runs/{run_id}/logs', PAGED],
     listPendingApprovals: ['GET', '/api/v1/coordination/approvals', PAGED],
     getApprovalLink: ['GET', '/api/v1/coordination/approvals/{token}', PUBLIC],
     decideByLink: ['POST', '/api/v1/coordination/approvals/{token}', PUBLIC],

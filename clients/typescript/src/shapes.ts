@@ -1868,6 +1868,14 @@ export interface Shapes {
     data: { approver: string; expires_at: string; step_id: string; run_id: string; approve_url: string };
   };
   'coordination.saveCheckpoint': { body: { state: unknown }; data: { attempt: number; state: unknown; saved_at: string } };
+  'coordination.appendStepLog': {
+    body: { level?: 'error' | 'debug' | 'info' | 'warn' | undefined; message: string };
+    data: { at: string; attempt: number; seq: number; step_id: string; message: string; level: 'error' | 'debug' | 'info' | 'warn' };
+  };
+  'coordination.listRunLogs': {
+    query: { limit?: number | undefined; offset?: number | undefined; step_id?: string | undefined };
+    data: { at: string; attempt: number; seq: number; step_id: string; message: string; level: 'error' | 'debug' | 'info' | 'warn' }[];
+  };
   'coordination.listPendingApprovals': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {

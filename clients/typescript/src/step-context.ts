@@ -1,5 +1,5 @@
 import type { Switchboard } from './client.js';
-import type { Message, Result } from './types.js';
+import type { Body, Message, Result } from './types.js';
 
 /** The event name of a plan step's message. */
 const PLAN_STEP_EVENT = 'plan.step.execute';
@@ -10,10 +10,12 @@ export type Checkpoint = Result<'coordination.saveCheckpoint'>;
 /** A message as a handler gets it: a plan step's carries the step's latest checkpoint, if one was saved. */
 export type HandledMessage = Message & { checkpoint?: Checkpoint };
 
-/** What a handler may do while it works on a plan step's message. */
+/** What a handler may do while it works on a plan step's message (either call throws for another message). */
 export interface HandlerContext {
   /** Saves the step's progress (JSON, at most 1 MiB): a redelivery or the next attempt of the step carries the latest. */
   checkpoint(state: unknown): Promise<Checkpoint>;
+  /** Appends a line to the step's log (at most 4,000 characters; 1,000 lines a step), kept with the run. */
+  log(message: string, level?: Body<'coordination.appendStepLog'>['level']): Promise<void>;
 }
 
 /** The step a message is for, when it is a plan step's. */
@@ -28,7 +30,7 @@ function stepOf(message: Message): { run_id: string; step_id: string } | undefin
 export function handling(client: Switchboard, message: Message): { message: HandledMessage; ctx: HandlerContext } {
   const step = stepOf(message);
   const path = () => {
-    if (!step) throw new Error(`message ${message.message_id} (${message.event_name}) is no plan step's: it has no checkpoint`);
+    if (!step) throw new Error(`message ${message.message_id} (${message.event_name}) is no plan step's`);
     return step;
   };
   const checkpoint = (message.payload as { checkpoint?: Checkpoint } | null)?.checkpoint;
@@ -36,6 +38,9 @@ export function handling(client: Switchboard, message: Message): { message: Hand
     message: step && checkpoint ? { ...message, checkpoint } : message,
     ctx: {
       checkpoint: (state) => client.coordination.saveCheckpoint({ path: path(), body: { state } }),
+      log: async (message, level) => {
+        await client.coordination.appendStepLog({ path: path(), body: level ? { message, level } : { message } });
+      },
     },
   };
 }

@@ -2908,6 +2908,62 @@ class CoordinationSaveCheckpointData(TypedDict):
     attempt: int
 
 
+class _CoordinationAppendStepLogBodyRequired(TypedDict):
+    message: str
+
+
+class CoordinationAppendStepLogBody(_CoordinationAppendStepLogBodyRequired, total=False):
+    """The JSON body of coordination.append_step_log."""
+
+    level: Literal["debug", "info", "warn", "error"]
+
+
+class _CoordinationAppendStepLogArgsRequired(TypedDict):
+    run_id: str | int
+    step_id: str | int
+    message: str
+
+
+class CoordinationAppendStepLogArgs(_CoordinationAppendStepLogArgsRequired, total=False):
+    """The keyword arguments of coordination.append_step_log."""
+
+    level: Literal["debug", "info", "warn", "error"]
+
+
+class CoordinationAppendStepLogData(TypedDict):
+    """What coordination.append_step_log returns."""
+
+    seq: int
+    step_id: str
+    attempt: int
+    level: Literal["debug", "info", "warn", "error"]
+    message: str
+    at: str
+
+
+class _CoordinationListRunLogsArgsRequired(TypedDict):
+    run_id: str | int
+
+
+class CoordinationListRunLogsArgs(_CoordinationListRunLogsArgsRequired, total=False):
+    """The keyword arguments of coordination.list_run_logs."""
+
+    limit: int
+    offset: int
+    step_id: str
+
+
+class CoordinationListRunLogsItem(TypedDict):
+    """One item of coordination.list_run_logs."""
+
+    seq: int
+    step_id: str
+    attempt: int
+    level: Literal["debug", "info", "warn", "error"]
+    message: str
+    at: str
+
+
 class _ArtifactsPutUploadArgsRequired(TypedDict):
     upload_id: str | int
     expires: int
@@ -5521,6 +5577,32 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "append_step_log": Operation(
+            operation_id="coordination_appendStepLog",
+            method="POST",
+            path="/api/v1/coordination/runs/{run_id}/steps/{step_id}/logs",
+            path_params=("run_id", "step_id",),
+            query_params=(),
+            body="json",
+            body_fields=("message", "level",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "list_run_logs": Operation(
+            operation_id="coordination_listRunLogs",
+            method="GET",
+            path="/api/v1/coordination/runs/{run_id}/logs",
+            path_params=("run_id",),
+            query_params=("limit", "offset", "step_id",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
     },
     "artifacts": {
         "put_upload": Operation(
@@ -6623,6 +6705,14 @@ class CoordinationOperations(Domain):
     def save_checkpoint(self, **arguments: Unpack[CoordinationSaveCheckpointArgs]) -> CoordinationSaveCheckpointData:
         """Save the progress of a step this agent is executing (JSON, at most 1 MiB): the step's redelivered or retried message carries the latest (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint)."""
         return self._call("save_checkpoint", arguments)  # type: ignore[no-any-return]
+
+    def append_step_log(self, **arguments: Unpack[CoordinationAppendStepLogArgs]) -> CoordinationAppendStepLogData:
+        """Append a line to the log of a step this agent is executing (kept with the run; a run.step.log event) (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/logs)."""
+        return self._call("append_step_log", arguments)  # type: ignore[no-any-return]
+
+    def list_run_logs(self, **arguments: Unpack[CoordinationListRunLogsArgs]) -> Paged[CoordinationListRunLogsItem]:
+        """The log lines its agents wrote to a run's steps, oldest first (GET /api/v1/coordination/runs/{run_id}/logs)."""
+        return self._call("list_run_logs", arguments)  # type: ignore[no-any-return]
 
 
 class ArtifactsOperations(Domain):
