@@ -238,7 +238,13 @@ export class RunEngine {
 
   /** Restarts a failed run from its failed and cancelled steps; completed ones keep their output. */
   /** `by`: who asks (its actor, and the agent or actor recorded on the timeline); `reason` goes to the event log. */
-  async redrive(tx: Tx, runId: string, by: { actor: string; name: string; reason?: string }): Promise<void> {
+  /** `resume`: a failed step whose redriven message goes on in its attempt, rather than starting again. */
+  async redrive(
+    tx: Tx,
+    runId: string,
+    by: { actor: string; name: string; reason?: string },
+    resume?: { stepId: string; messageId: string },
+  ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = by.reason ?? null;
@@ -247,6 +253,10 @@ export class RunEngine {
     for (const step of ctx.steps.values()) {
       if (step.row.status !== 'failed' && step.row.status !== 'cancelled') continue;
       restarted.push(step.row.step_id);
+      if (step.row.step_id === resume?.stepId) {
+        kindOfStep(ctx, step).resume!(ctx, step, resume.messageId);
+        continue;
+      }
       const { tried } = stepDetail(step);
       changeStep(step, {
         ...NOT_STARTED,

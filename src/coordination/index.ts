@@ -16,6 +16,7 @@ import { RunRetentionStore } from './retention-store.js';
 import { RunService } from './run-service.js';
 import { RunStore } from './run-store.js';
 import { CheckpointService } from './checkpoints.js';
+import { continueFromLetter } from './letter-redrive.js';
 import { StepLogService } from './step-logs.js';
 import { stepWorkRoutes } from './step-routes.js';
 import { StepWorkStore } from './step-work-store.js';
@@ -88,7 +89,11 @@ export function createCoordinationDomain(deps: {
     logger: platform.logger,
   });
   /** Hears of `plan_step` messages (kernel/ports.ts `OutcomeHandlers`): agents' acknowledgements and dead letters move runs. */
-  const outcomeHandler: OutcomeHandler = { delivered: false, handle: (tx, outcomes) => engine.onOutcomes(tx, outcomes) };
+  const outcomeHandler: OutcomeHandler = {
+    delivered: false,
+    handle: (tx, outcomes) => engine.onOutcomes(tx, outcomes),
+    redriven: (tx, letter) => continueFromLetter(tx, { store: stepWork, engine }, letter),
+  };
   deps.onPublish(async (event) => {
     await firing.onEvent(event);
     await coordination.handleEvent(event);

@@ -11,17 +11,21 @@ export type StepLogRow = Selectable<RunStepLogsTable>;
 
 /** What agents keep of their work on a step: its latest checkpoint and its log lines (the SQL). */
 export class StepWorkStore extends CoordinationStore {
-  /** The step's agent, attempt, status and message, with its run locked (PostgreSQL): no transition moves it meanwhile. */
+  /**
+   * The step's agent, attempt, status and message, and its run's status, with the run locked
+   * (PostgreSQL): no transition moves it meanwhile.
+   */
   async lockedStep(tx: Tx, runId: string, stepId: string) {
     const db = dbOf(tx, this.db);
-    const run = await this.caps.lock(db.selectFrom('runs').select('id').where('id', '=', runId)).executeTakeFirst();
+    const run = await this.caps.lock(db.selectFrom('runs').select('status').where('id', '=', runId)).executeTakeFirst();
     if (!run) return undefined;
-    return db
+    const step = await db
       .selectFrom('run_steps')
       .select(['agent_id', 'attempt', 'status', 'message_id'])
       .where('run_id', '=', runId)
       .where('step_id', '=', stepId)
       .executeTakeFirst();
+    return step && { ...step, run_status: run.status };
   }
 
   async runExists(tx: Tx, runId: string): Promise<boolean> {

@@ -107,6 +107,21 @@ export interface OutcomeHandler {
    */
   readonly delivered: boolean;
   handle(tx: Tx, outcomes: MessageOutcome[]): Promise<void>;
+  /**
+   * A dead letter of this origin was redriven as `redriven_as` (which keeps the origin, so its
+   * outcome comes back here), in the redrive's transaction: the producer may take the copy on
+   * where the letter left off, or refuse the redrive by throwing.
+   */
+  redriven?(tx: Tx, letter: RedrivenLetter): Promise<void>;
+}
+
+/** A dead letter with an origin, redriven as a new message. */
+export interface RedrivenLetter {
+  message_id: string;
+  origin: MessageOrigin;
+  redriven_as: string;
+  /** Who asked. */
+  actor: string;
 }
 
 /**

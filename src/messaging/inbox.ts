@@ -242,8 +242,11 @@ export class InboxService implements Inbox, DeliveryStats {
         priority: dead.priority,
         ordering_key: dead.ordering_key ?? undefined,
         fairness_key: dead.fairness_key ?? undefined,
+        // A producer that listens for redrives hears of the copy's outcome too.
+        origin: this.outcomes.keptOrigin(dead),
       };
       const [copy] = await this.insert(tx, [again], now, dead.id);
+      await this.outcomes.redriven(tx, dead, copy!.id, caller.actor);
       await this.store.settle(tx, [dead.id], { state: 'redriven' });
       await this.deps.events.append(tx, {
         type: 'message.redriven',

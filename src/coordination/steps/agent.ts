@@ -115,6 +115,18 @@ export const agent: StepKind = {
     await ports.cancelMessage(tx, ctx, step, reason);
   },
 
+  resume(ctx, step, messageId) {
+    const def = definition(ctx, step);
+    changeStep(step, {
+      status: 'running',
+      message_id: messageId,
+      error: null,
+      output: null,
+      completed_at: null,
+      wake_at: ctx.now + (def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S) * 1000,
+    });
+  },
+
   async onOutcome(tx, ctx, step, outcome, attempt, ports) {
     // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
     if (step.row.status !== 'running' || String(step.row.attempt) !== attempt || step.row.message_id !== outcome.message_id) return false;

@@ -105,6 +105,8 @@ export interface StepKind {
   readonly waitsOutside?: boolean;
   /** The outcome of the message of one of its attempts (`attempt` as its origin names it); true when it moved. */
   onOutcome?(tx: Tx, ctx: RunContext, step: StepState, outcome: MessageOutcome, attempt: string, ports: StepPorts): Promise<boolean>;
+  /** A failed step whose dead letter was redriven as `messageId`: it runs again in the same attempt, awaiting that message. */
+  resume?(ctx: RunContext, step: StepState, messageId: string): void;
   /** A published event on a topic it waits for; true when it moved. */
   onEvent?(ctx: RunContext, step: StepState, event: PublishedEvent): boolean;
   /** Its child run finished; true when it moved. */

@@ -6347,7 +6347,7 @@ class MessagingOperations(Domain):
         return self._call("list_inbox_messages", arguments)  # type: ignore[no-any-return]
 
     def redrive_dead_letter(self, **arguments: Unpack[MessagingRedriveDeadLetterArgs]) -> MessagingRedriveDeadLetterData:
-        """Put a dead letter back in the inbox as a new message linked to it (POST /api/v1/messaging/dead-letters/{message_id}/redrive)."""
+        """Put a dead letter back in the inbox as a new message linked to it; a plan step's letter that failed its run continues the run (POST /api/v1/messaging/dead-letters/{message_id}/redrive)."""
         return self._call("redrive_dead_letter", arguments)  # type: ignore[no-any-return]
 
     def list_sessions(self, **arguments: Unpack[MessagingListSessionsArgs]) -> Paged[MessagingListSessionsItem]:
