@@ -32,6 +32,7 @@ import {
 } from './run-state.js';
 import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
 import type { PlanStore } from './plan-store.js';
+import type { StepWorkStore } from './step-work-store.js';
 import type { RunRow, RunStepRow } from './run-list-store.js';
 import type { RunStore } from './run-store.js';
 import type { RunStatus } from './tables.js';
@@ -43,6 +44,7 @@ export interface EngineDeps {
   store: RunStore;
   /** The plans sub_plan steps start. */
   plans: PlanStore;
+  checkpoints: StepWorkStore;
   inbox: Inbox;
   directory: AgentDirectory;
   clock: Clock;
@@ -84,6 +86,7 @@ export class RunEngine {
       directory: deps.directory,
       expressions: deps.expressions,
       plans: deps.plans,
+      checkpoints: deps.checkpoints,
       cancelMessage: async (tx, ctx, step, reason) => {
         // A message this transition has yet to send goes out first, so it is withdrawn like any other.
         if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(tx, ctx.outbox);
@@ -235,7 +238,13 @@ export class RunEngine {
 
   /** Restarts a failed run from its failed and cancelled steps; completed ones keep their output. */
   /** `by`: who asks (its actor, and the agent or actor recorded on the timeline); `reason` goes to the event log. */
-  async redrive(tx: Tx, runId: string, by: { actor: string; name: string; reason?: string }): Promise<void> {
+  /** `resume`: a failed step whose redriven message goes on in its attempt, rather than starting again. */
+  async redrive(
+    tx: Tx,
+    runId: string,
+    by: { actor: string; name: string; reason?: string },
+    resume?: { stepId: string; messageId: string },
+  ): Promise<void> {
     const ctx = await this.mustLoad(tx, runId);
     ctx.actor = by.actor;
     ctx.reason = by.reason ?? null;
@@ -244,6 +253,10 @@ export class RunEngine {
     for (const step of ctx.steps.values()) {
       if (step.row.status !== 'failed' && step.row.status !== 'cancelled') continue;
       restarted.push(step.row.step_id);
+      if (step.row.step_id === resume?.stepId) {
+        kindOfStep(ctx, step).resume!(ctx, step, resume.messageId);
+        continue;
+      }
       const { tried } = stepDetail(step);
       changeStep(step, {
         ...NOT_STARTED,

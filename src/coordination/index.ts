@@ -1,3 +1,4 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { autocommit } from '../kernel/tx.js';
 import type { Platform } from '../platform.js';
 import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
@@ -14,6 +15,11 @@ import { runRetention } from './retention.js';
 import { RunRetentionStore } from './retention-store.js';
 import { RunService } from './run-service.js';
 import { RunStore } from './run-store.js';
+import { CheckpointService } from './checkpoints.js';
+import { continueFromLetter } from './letter-redrive.js';
+import { StepLogService } from './step-logs.js';
+import { stepWorkRoutes } from './step-routes.js';
+import { StepWorkStore } from './step-work-store.js';
 import { Planner } from './planner.js';
 import { TriggerStore } from './trigger-store.js';
 import { TriggerFiring } from './trigger-firing.js';
@@ -49,11 +55,13 @@ export function createCoordinationDomain(deps: {
   const { platform } = deps;
   const { db, caps } = platform.database;
   const [plans, store, triggerStore] = [new PlanStore(db, caps), new RunStore(db, caps), new TriggerStore(db, caps)];
+  const stepWork = new StepWorkStore(db, caps);
   const links = new ApprovalLinks(new HmacSigner(() => Promise.resolve(deps.approvalLinkKey)), platform.publicUrl);
   let timerPlannedAt = 0;
   const engine = new RunEngine({
     store,
     plans,
+    checkpoints: stepWork,
     inbox: deps.inbox,
     directory: deps.directory,
     events: deps.events,
@@ -82,7 +90,11 @@ export function createCoordinationDomain(deps: {
     logger: platform.logger,
   });
   /** Hears of `plan_step` messages (kernel/ports.ts `OutcomeHandlers`): agents' acknowledgements and dead letters move runs. */
-  const outcomeHandler: OutcomeHandler = { delivered: false, handle: (tx, outcomes) => engine.onOutcomes(tx, outcomes) };
+  const outcomeHandler: OutcomeHandler = {
+    delivered: false,
+    handle: (tx, outcomes) => engine.onOutcomes(tx, outcomes),
+    redriven: (tx, letter) => continueFromLetter(tx, { store: stepWork, engine }, letter),
+  };
   deps.onPublish(async (event) => {
     await firing.onEvent(event);
     await coordination.handleEvent(event);
@@ -115,7 +127,15 @@ export function createCoordinationDomain(deps: {
     service: services,
     triggers,
     outcomeHandler,
-    routes: coordinationRoutes(services, { triggers, firing }, planner),
+    routes: (async (app) => {
+      await app.register(coordinationRoutes(services, { triggers, firing }, planner));
+      await app.register(
+        stepWorkRoutes({
+          checkpoints: new CheckpointService({ store: stepWork, inbox: deps.inbox, clock }),
+          logs: new StepLogService({ store: stepWork, events: deps.events, clock }),
+        }),
+      );
+    }) satisfies FastifyPluginAsyncTypebox,
     workers: [timer],
     retention: runRetention(new RunRetentionStore(db, caps), platform.config.runRetentionDays),
   };

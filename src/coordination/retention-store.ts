@@ -6,7 +6,7 @@ import type { RunStatus } from './tables.js';
 const DAY_MS = 86_400_000;
 const FINISHED: RunStatus[] = ['completed', 'failed', 'cancelled'];
 /** The tables that hold a run's parts, by its id. */
-const PARTS = ['run_steps', 'run_events', 'run_tags', 'run_metadata'] as const;
+const PARTS = ['run_steps', 'run_events', 'run_tags', 'run_metadata', 'run_step_checkpoints', 'run_step_logs'] as const;
 
 /** Retention of runs and trigger fires (the SQL that deletes them). */
 export class RunRetentionStore extends CoordinationStore {

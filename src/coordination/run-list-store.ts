@@ -4,6 +4,7 @@ import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { CoordinationStore } from './coordination-store.js';
+import type { CheckpointRow } from './step-work-store.js';
 import type { RunStatus, RunsTable, RunStepsTable, RunEventsTable } from './tables.js';
 
 /** Which runs a list shows: times in ms, `startedAfter` inclusive and `startedBefore` exclusive. */
@@ -68,6 +69,15 @@ export abstract class RunListStore extends CoordinationStore {
       .orderBy('key')
       .execute();
     for (const row of metadata) byRun.get(row.run_id)!.metadata[row.key] = row.value;
+    return byRun;
+  }
+
+  /** The latest checkpoint of each step of several runs that has one, by run and step. */
+  async checkpointsOfRuns(tx: Tx, runIds: string[]): Promise<Map<string, Map<string, CheckpointRow>>> {
+    const byRun = new Map<string, Map<string, CheckpointRow>>(runIds.map((id) => [id, new Map()]));
+    if (runIds.length === 0) return byRun;
+    const rows = await dbOf(tx, this.db).selectFrom('run_step_checkpoints').selectAll().where('run_id', 'in', runIds).execute();
+    for (const row of rows) byRun.get(row.run_id)!.set(row.step_id, row);
     return byRun;
   }
 

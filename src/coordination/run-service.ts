@@ -7,6 +7,8 @@ import type { AuditTrail, PublishedEvent, RunUsage, UsageSum } from '../kernel/p
 import { parseNullableJson } from '../kernel/json.js';
 import { topicMatches } from '../kernel/topics.js';
 import type { Caller } from './caller.js';
+import { toCheckpoint, type Checkpoint } from './checkpoints.js';
+import type { CheckpointRow } from './step-work-store.js';
 import type { RunEngine } from './engine.js';
 import type { PlanDefinition } from './plan-definition.js';
 import type { PlanStore } from './plan-store.js';
@@ -46,6 +48,8 @@ export interface RunStep {
   error: string | null;
   /** What agents reported for it (the answer of one run's GET). */
   usage?: UsageSum;
+  /** The latest progress its agent saved. */
+  checkpoint: Checkpoint | null;
 }
 
 export interface Run {
@@ -77,7 +81,7 @@ export interface RunEvent {
   at: string;
 }
 
-function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels): Run {
+function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, checkpoints: Map<string, CheckpointRow> = new Map()): Run {
   const definition = JSON.parse(run.definition) as PlanDefinition;
   const types = new Map(definition.steps.map((s) => [s.id, s]));
   const typeOf = (row: RunStepRow) => {
@@ -111,6 +115,7 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels):
       input: parseNullableJson(s.input),
       output: parseNullableJson(s.output),
       error: s.error,
+      checkpoint: checkpoints.has(s.step_id) ? toCheckpoint(checkpoints.get(s.step_id)!) : null,
     })),
     created_by: run.created_by,
     started_at: iso(run.started_at),
@@ -132,8 +137,8 @@ function toEvent(row: RunEventRow): RunEvent {
 export async function runView(store: RunStore, tx: Tx, runId: string): Promise<Run> {
   const run = await store.findRun(tx, runId);
   if (!run) throw new NotFound('Run', runId);
-  const labels = await store.labelsOfRuns(tx, [runId]);
-  return toRun(run, await store.runSteps(tx, runId), labels.get(runId)!);
+  const [labels, checkpoints] = [await store.labelsOfRuns(tx, [runId]), await store.checkpointsOfRuns(tx, [runId])];
+  return toRun(run, await store.runSteps(tx, runId), labels.get(runId)!, checkpoints.get(runId));
 }
 
 /** Runs as callers see them: started, listed, cancelled and redriven; the engine moves them. */
@@ -204,8 +209,12 @@ export class RunService {
       window,
     );
     const ids = page.items.map((run) => run.id);
-    const [steps, labels] = [await this.store.stepsOfRuns(autocommit, ids), await this.store.labelsOfRuns(autocommit, ids)];
-    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, labels.get(run.id)!));
+    const [steps, labels, checkpoints] = [
+      await this.store.stepsOfRuns(autocommit, ids),
+      await this.store.labelsOfRuns(autocommit, ids),
+      await this.store.checkpointsOfRuns(autocommit, ids),
+    ];
+    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, labels.get(run.id)!, checkpoints.get(run.id)));
     return { items, total: page.total };
   }
 

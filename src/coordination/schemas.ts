@@ -57,6 +57,43 @@ const UsageSum = Type.Object(
   { title: 'UsageSum', description: 'The usage agents reported for it (GET of one run only)' },
 );
 
+export const Checkpoint = Type.Object(
+  {
+    state: Type.Unknown({ description: 'What the agent saved (any JSON, at most 1 MiB)' }),
+    saved_at: Timestamp,
+    attempt: Type.Integer({ description: 'The attempt that saved it' }),
+  },
+  { title: 'StepCheckpoint' },
+);
+
+export const CheckpointBody = Type.Object(
+  { state: Type.Unknown({ description: 'Any JSON, at most 1 MiB' }) },
+  { additionalProperties: false },
+);
+
+const LogLevel = (description?: string) =>
+  Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')], { description });
+
+export const StepLogBody = Type.Object(
+  {
+    message: Type.String({ minLength: 1, maxLength: 4000 }),
+    level: Type.Optional(LogLevel('Default info')),
+  },
+  { additionalProperties: false },
+);
+
+export const StepLogLine = Type.Object(
+  {
+    seq: Type.Integer({ description: "Its place among all steps' lines" }),
+    step_id: Type.String(),
+    attempt: Type.Integer({ description: 'The attempt that wrote it' }),
+    level: LogLevel(),
+    message: Type.String(),
+    at: Timestamp,
+  },
+  { title: 'StepLogLine' },
+);
+
 export const RunStep = Type.Object(
   {
     id: Type.String({ description: 'Step id; a for_each item is <step>[<index>]' }),
@@ -71,6 +108,7 @@ export const RunStep = Type.Object(
     output: Type.Unknown(),
     error: Type.Union([Type.String(), Type.Null()]),
     usage: Type.Optional(UsageSum),
+    checkpoint: Type.Union([Checkpoint, Type.Null()], { description: 'agent steps: the latest progress its agent saved' }),
   },
   { title: 'RunStep' },
 );
@@ -108,6 +146,11 @@ export const Run = Type.Object(
 
 export const RunParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 200 }) });
 export const RunStepParams = Type.Object({ run_id: RunParams.properties.run_id, step_id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const RunLogsQuery = Type.Composite([
+  PageQuery,
+  Type.Object({ step_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Only this step's lines" })) }),
+]);
 
 export const ListRunsQuery = Type.Composite([
   PageQuery,

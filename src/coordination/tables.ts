@@ -81,6 +81,27 @@ export interface RunEventsTable {
   created_at: number;
 }
 
+/** The latest checkpoint the agent executing a step saved. */
+export interface RunStepCheckpointsTable {
+  run_id: string;
+  step_id: string;
+  /** JSON. */
+  state: string;
+  attempt: number;
+  saved_at: number;
+}
+
+/** A line the agent executing a step appended to its log. */
+export interface RunStepLogsTable {
+  seq: Generated<number>;
+  run_id: string;
+  step_id: string;
+  attempt: number;
+  level: string;
+  line: string;
+  created_at: number;
+}
+
 export type TriggerType = 'schedule' | 'event' | 'webhook';
 
 export interface PlanTriggersTable {
@@ -133,6 +154,8 @@ export interface CoordinationTables {
   run_tags: RunTagsTable;
   run_metadata: RunMetadataTable;
   run_events: RunEventsTable;
+  run_step_checkpoints: RunStepCheckpointsTable;
+  run_step_logs: RunStepLogsTable;
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;
 }

@@ -73,6 +73,8 @@ export interface Inbox {
   send(request: SendRequest): Promise<SendResult>;
   /** Withdraws a message that has not been acknowledged yet (a cancelled step); no-op otherwise. */
   cancel(tx: Tx, messageId: string, reason: string): Promise<void>;
+  /** Sets one field of a message not yet acknowledged (what its redelivery carries); no-op otherwise. */
+  setPayloadField(tx: Tx, messageId: string, field: string, value: unknown): Promise<void>;
 }
 
 /**
@@ -105,6 +107,21 @@ export interface OutcomeHandler {
    */
   readonly delivered: boolean;
   handle(tx: Tx, outcomes: MessageOutcome[]): Promise<void>;
+  /**
+   * A dead letter of this origin was redriven as `redriven_as` (which keeps the origin, so its
+   * outcome comes back here), in the redrive's transaction: the producer may take the copy on
+   * where the letter left off, or refuse the redrive by throwing.
+   */
+  redriven?(tx: Tx, letter: RedrivenLetter): Promise<void>;
+}
+
+/** A dead letter with an origin, redriven as a new message. */
+export interface RedrivenLetter {
+  message_id: string;
+  origin: MessageOrigin;
+  redriven_as: string;
+  /** Who asked. */
+  actor: string;
 }
 
 /**
@@ -241,6 +258,8 @@ export const EVENT_TYPES = [
   'run.redriven',
   'run.step.completed',
   'run.step.failed',
+  // A line the agent executing a step appended to its log.
+  'run.step.log',
   'approval.requested',
   'approval.decided',
   'input.requested',

@@ -221,6 +221,10 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker {
     await this.store.cancelPending(tx, messageId);
   }
 
+  async setPayloadField(tx: Tx, messageId: string, field: string, value: unknown): Promise<void> {
+    await this.store.setPendingPayloadField(tx, messageId, field, value);
+  }
+
   /** Puts a dead letter back in the inbox as a new message (retry_count 0) linked to it. */
   async redrive(caller: Caller, messageId: string, reason?: string): Promise<Message> {
     const now = this.deps.clock.now();
@@ -243,8 +247,11 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker {
         priority: dead.priority,
         ordering_key: dead.ordering_key ?? undefined,
         fairness_key: dead.fairness_key ?? undefined,
+        // A producer that listens for redrives hears of the copy's outcome too.
+        origin: this.outcomes.keptOrigin(dead),
       };
       const [copy] = await this.insert(tx, [again], now, dead.id);
+      await this.outcomes.redriven(tx, dead, copy!.id, caller.actor);
       await this.store.settle(tx, [dead.id], { state: 'redriven' });
       await this.deps.events.append(tx, {
         type: 'message.redriven',

@@ -1,5 +1,5 @@
 import type { Tx } from '../kernel/tx.js';
-import type { MessageOutcome, OriginKind, OutcomeHandler, OutcomeHandlers } from '../kernel/ports.js';
+import type { MessageOrigin, MessageOutcome, OriginKind, OutcomeHandler, OutcomeHandlers } from '../kernel/ports.js';
 import type { MessageRow } from './store.js';
 
 /**
@@ -19,6 +19,20 @@ export class OutcomeDispatch {
     if (row.origin_kind === null || row.origin_ref === null) return false;
     const handler = this.handlers.get(row.origin_kind);
     return handler !== undefined && (status !== 'delivered' || handler.delivered);
+  }
+
+  /** Tells the producer of a dead letter that listens for redrives that it became `copyId`; true when one listens. */
+  async redriven(tx: Tx, dead: MessageRow, copyId: string, actor: string): Promise<boolean> {
+    const origin = this.keptOrigin(dead);
+    if (!origin) return false;
+    await this.handlers.get(origin.kind)!.redriven!(tx, { message_id: dead.id, origin, redriven_as: copyId, actor });
+    return true;
+  }
+
+  /** The origin a redriven copy of `row` keeps: its producer's, when that listens for redrives. */
+  keptOrigin(row: MessageRow): MessageOrigin | undefined {
+    if (row.origin_kind === null || row.origin_ref === null || !this.handlers.get(row.origin_kind)?.redriven) return undefined;
+    return { kind: row.origin_kind as OriginKind, ref: row.origin_ref };
   }
 
   /** One call per origin kind. */

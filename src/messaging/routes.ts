@@ -254,10 +254,14 @@ export function messagingRoutes(
     app.post(
       '/messaging/dead-letters/:message_id/redrive',
       {
-        config: { permission: 'messaging:write', conflict: 'The message is not dead-lettered' },
+        config: {
+          permission: 'messaging:write',
+          conflict: "The message is not dead-lettered, or it is a plan step's whose run was cancelled",
+        },
         schema: {
           tags,
-          summary: 'Put a dead letter back in the inbox as a new message linked to it',
+          summary:
+            "Put a dead letter back in the inbox as a new message linked to it; a plan step's letter that failed its run continues the run",
           params: MessageParams,
           body: Type.Optional(ReasonBody),
           response: { 201: DataEnvelope(Message) },

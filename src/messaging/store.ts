@@ -354,6 +354,20 @@ export class MessagingStore extends Store {
     });
   }
 
+  /** Sets one field of a pending message's payload: what its next delivery carries. No-op once it is settled. */
+  async setPendingPayloadField(tx: Tx, id: string, field: string, value: unknown): Promise<void> {
+    await atomically(tx, this.db, async (trx) => {
+      const row = await this.caps.lock(trx.selectFrom('messages').select(['payload', 'state']).where('id', '=', id)).executeTakeFirst();
+      if (!row || row.state !== 'pending') return;
+      const payload = { ...(JSON.parse(row.payload) as Record<string, unknown>), [field]: value };
+      await trx
+        .updateTable('messages')
+        .set({ payload: JSON.stringify(payload) })
+        .where('id', '=', id)
+        .execute();
+    });
+  }
+
   /** Ends the current delivery attempt of each message: one statement per attempt number. */
   async endAttempts(tx: Tx, rows: AttemptOf[], outcome: DeliveryRow['outcome'], reason: string | null, now: number): Promise<void> {
     const db = dbOf(tx, this.db);

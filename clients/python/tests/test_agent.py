@@ -220,3 +220,31 @@ def test_the_worker_reconnects_after_a_server_restart(own_server: ServerProcess,
         assert not [r for r in caplog.records if "failed:" in r.getMessage()], "no handler failed"
     finally:
         agent.stop()
+
+
+def test_a_plan_step_resumes_from_its_checkpoint(admin: Switchboard, agent_client: Callable[[str], Switchboard]) -> None:
+    agent_id = unique("counter")
+    agent = Agent(agent_client(agent_id), agent_id, poll_timeout=1, heartbeat_interval=0)
+    plan = admin.coordination.create_plan(alias=unique("plan"), steps=[{"id": "count", "type": "agent", "agent": agent_id}])
+    seen: list[Any] = []
+
+    @agent.on("plan.step.execute")
+    def count(message: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        seen.append(message.get("checkpoint"))
+        ctx.log(f"delivery {len(seen)}")
+        if "checkpoint" not in message:
+            assert ctx.checkpoint({"done": 2})["attempt"] == 1
+            raise RuntimeError("interrupted")  # redelivered: the same message, now with the checkpoint
+        return {"resumed_from": message["checkpoint"]["state"]["done"]}
+
+    agent.start()
+    try:
+        run = admin.coordination.start_run(plan_id=plan["id"], input={})
+        done = wait_for(lambda: (r := admin.coordination.get_run(run_id=run["id"]))["status"] == "completed" and r)
+        assert done["output"] == {"count": {"resumed_from": 2}}
+        assert done["steps"][0]["checkpoint"]["state"] == {"done": 2}
+        assert seen[0] is None and seen[1]["state"] == {"done": 2}
+        logs = admin.coordination.list_run_logs(run_id=run["id"]).page().items
+        assert [line["message"] for line in logs] == ["delivery 1", "delivery 2"]
+    finally:
+        agent.stop()

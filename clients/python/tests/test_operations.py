@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import unique
 
-from switchboard import OPERATIONS, Conflict, InvalidRequest, MethodNotAllowed, NotFound, Paged, StreamedResponse, Switchboard, SwitchboardError, Unauthorized
+from switchboard import OPERATIONS, Conflict, Forbidden, InvalidRequest, MethodNotAllowed, NotFound, Paged, StreamedResponse, Switchboard, SwitchboardError, Unauthorized
 
 Row = Callable[[Switchboard, SimpleNamespace], Any]
 
@@ -205,6 +205,10 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "coordination.approve_step": (lambda c, x: c.coordination.approve_step(run_id=c.coordination.start_run(plan_id=x.plan["id"])["id"], step_id="review", approved=True), None),
     "coordination.provide_input": (lambda c, x: c.coordination.provide_input(run_id=_input_run(c, x), step_id="ask", data={"why": "because"}), None),
     "coordination.create_approval_link": (lambda c, x: c.coordination.create_approval_link(run_id=c.coordination.start_run(plan_id=x.plan["id"])["id"], step_id="review", approver="user:nobody-here"), Conflict),
+    # Only the agent executing the step writes to it: the admin is refused.
+    "coordination.save_checkpoint": (lambda c, x: c.coordination.save_checkpoint(run_id=x.run["id"], step_id=x.run["steps"][0]["id"], state={"a": 1}), Forbidden),
+    "coordination.append_step_log": (lambda c, x: c.coordination.append_step_log(run_id=x.run["id"], step_id=x.run["steps"][0]["id"], message="table"), Forbidden),
+    "coordination.list_run_logs": (lambda c, x: c.coordination.list_run_logs(run_id=x.run["id"]), None),
     "coordination.list_pending_approvals": (lambda c, x: c.coordination.list_pending_approvals(), None),
     "coordination.get_approval_link": (lambda c, x: c.coordination.get_approval_link(token="missing.token"), NotFound),
     "coordination.decide_by_link": (lambda c, x: c.coordination.decide_by_link(token="missing.token", approved=True), NotFound),

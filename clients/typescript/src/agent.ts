@@ -6,6 +6,7 @@ import type { Channel } from './channel.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';
 import type { UsageReport } from './shapes.js';
+import { handling, type HandledMessage, type HandlerContext } from './step-context.js';
 import type { Body, Message } from './types.js';
 
 /** Thrown by a handler when retrying cannot help: the message is dead-lettered at once. */
@@ -15,9 +16,10 @@ export class PermanentError extends Error {
 
 /**
  * Handles one message; what it returns (or resolves to) is the acknowledgement's `output`, or
- * `withUsage(output, usage)` to report what the work consumed with it.
+ * `withUsage(output, usage)` to report what the work consumed with it. A plan step's message
+ * carries the step's latest `checkpoint`; `ctx.checkpoint(state)` saves a new one.
  */
-export type Handler = (message: Message) => unknown;
+export type Handler = (message: HandledMessage, ctx: HandlerContext) => unknown;
 
 /** A handler's output and the usage (model, tokens, cost) the acknowledgement records with it. */
 export class WithUsage {
@@ -246,7 +248,8 @@ export function createAgent(options: AgentOptions): Agent {
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
-      const result = await context.with(spanContext, () => handler(message));
+      const handled = handling(client, message);
+      const result = await context.with(spanContext, () => handler(handled.message, handled.ctx));
       const { output, usage } = result instanceof WithUsage ? result : { output: result, usage: undefined };
       // Over the channel when it is open (batched with the tick's others), else over HTTP: a
       // message that came on a channel since closed is settled all the same.

@@ -25,6 +25,7 @@ export {
   type ApprovalRequest,
   type Handler,
 } from './agent.js';
+export type { Checkpoint, HandledMessage, HandlerContext } from './step-context.js';
 export { topicMatches } from './topics.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
 export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result, UsageReport } from './types.js';

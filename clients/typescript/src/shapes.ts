@@ -1669,6 +1669,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1714,6 +1715,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1749,6 +1751,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1789,6 +1792,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1826,6 +1830,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1863,6 +1868,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1899,6 +1905,7 @@ export interface Shapes {
         input: unknown;
         error: string | null;
         child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1913,6 +1920,15 @@ export interface Shapes {
   'coordination.createApprovalLink': {
     body: { approver: string };
     data: { approver: string; expires_at: string; step_id: string; run_id: string; approve_url: string };
+  };
+  'coordination.saveCheckpoint': { body: { state: unknown }; data: { attempt: number; state: unknown; saved_at: string } };
+  'coordination.appendStepLog': {
+    body: { level?: 'error' | 'debug' | 'info' | 'warn' | undefined; message: string };
+    data: { at: string; attempt: number; seq: number; step_id: string; message: string; level: 'error' | 'debug' | 'info' | 'warn' };
+  };
+  'coordination.listRunLogs': {
+    query: { limit?: number | undefined; offset?: number | undefined; step_id?: string | undefined };
+    data: { at: string; attempt: number; seq: number; step_id: string; message: string; level: 'error' | 'debug' | 'info' | 'warn' }[];
   };
   'coordination.listPendingApprovals': {
     query: { limit?: number | undefined; offset?: number | undefined };

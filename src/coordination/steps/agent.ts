@@ -17,6 +17,7 @@ import {
   type RunContext,
   type StepState,
 } from '../run-state.js';
+import { CHECKPOINT_FIELD, toCheckpoint } from '../checkpoints.js';
 import { render } from '../templates.js';
 import type { StepKind, StepPorts } from './kind.js';
 
@@ -64,6 +65,9 @@ export const agent: StepKind = {
       await failAttempt(tx, ctx, step, `no healthy agent offers capability '${def.capability}'`, ports);
       return;
     }
+    // A later attempt resumes from the checkpoint an earlier one saved.
+    const saved = step.row.attempt > 1 ? await ports.checkpoints.checkpointOf(tx, ctx.run.id, step.row.step_id) : undefined;
+    const checkpoint = saved ? { [CHECKPOINT_FIELD]: toCheckpoint(saved) } : {};
     // The agent's invocation (OTel GenAI conventions): the step message's send is its child, so
     // the agent's work, its acknowledgement and the steps that follows stay in the run's trace.
     const invocation = tracer().startSpan(`invoke_agent ${agentId}`, {
@@ -85,7 +89,7 @@ export const agent: StepKind = {
         source: PLATFORM_SENDER,
         destination: agentId,
         event_name: PLAN_STEP_EVENT,
-        payload: { run_id: ctx.run.id, step_id: step.row.step_id, plan_id: ctx.run.plan_id, input },
+        payload: { run_id: ctx.run.id, step_id: step.row.step_id, plan_id: ctx.run.plan_id, input, ...checkpoint },
         // Its acknowledgement or dead letter comes back to the `plan_step` outcome handler.
         origin: { kind: 'plan_step', ref: attemptRef(ctx.run.id, step.row.step_id, step.row.attempt) },
       },
@@ -109,6 +113,18 @@ export const agent: StepKind = {
 
   async withdraw(tx, ctx, step, reason, ports) {
     await ports.cancelMessage(tx, ctx, step, reason);
+  },
+
+  resume(ctx, step, messageId) {
+    const def = definition(ctx, step);
+    changeStep(step, {
+      status: 'running',
+      message_id: messageId,
+      error: null,
+      output: null,
+      completed_at: null,
+      wake_at: ctx.now + (def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S) * 1000,
+    });
   },
 
   async onOutcome(tx, ctx, step, outcome, attempt, ports) {

@@ -4,6 +4,7 @@ import type { AgentDirectory, MessageOutcome, PublishedEvent } from '../../kerne
 import type { Decider } from '../approvers.js';
 import type { CompiledStep, StepDefinition, StepTemplate } from '../plan-definition.js';
 import type { RunContext, StartRun, StepState } from '../run-state.js';
+import type { StepWorkStore } from '../step-work-store.js';
 import type { PlanStore } from '../plan-store.js';
 import type { RunRow } from '../run-list-store.js';
 import type { TemplateScope } from '../templates.js';
@@ -45,6 +46,8 @@ export interface StepPorts {
   expressions: Expressions;
   /** The newest version of a plan (the one a sub_plan's child run pins). */
   plans: Pick<PlanStore, 'currentPlan'>;
+  /** A step's latest checkpoint, which the message of its next attempt carries. */
+  checkpoints: Pick<StepWorkStore, 'checkpointOf'>;
   /** Withdraws a step's unacknowledged message (sent first when the transition has yet to send it). */
   cancelMessage(tx: Tx, ctx: RunContext, step: StepState, reason: string): Promise<void>;
   /** Starts a sub_plan step's child run in the same transaction. */
@@ -102,6 +105,8 @@ export interface StepKind {
   readonly waitsOutside?: boolean;
   /** The outcome of the message of one of its attempts (`attempt` as its origin names it); true when it moved. */
   onOutcome?(tx: Tx, ctx: RunContext, step: StepState, outcome: MessageOutcome, attempt: string, ports: StepPorts): Promise<boolean>;
+  /** A failed step whose dead letter was redriven as `messageId`: it runs again in the same attempt, awaiting that message. */
+  resume?(ctx: RunContext, step: StepState, messageId: string): void;
   /** A published event on a topic it waits for; true when it moved. */
   onEvent?(ctx: RunContext, step: StepState, event: PublishedEvent): boolean;
   /** Its child run finished; true when it moved. */

@@ -39,6 +39,7 @@ import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
 import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
+import * as stepCheckpoints from './0048-step-checkpoints.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -88,4 +89,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0040-routine-output-json': routineOutputJson,
   '0046-usage': usage,
   '0047-budgets': budgets,
+  '0048-step-checkpoints': stepCheckpoints,
 };

@@ -28,6 +28,7 @@ from ._errors import (
 )
 from ._operations import OPERATIONS
 from ._signing import Ed25519Signer, generate_keypair
+from ._step import StepContext
 from .agent import Agent, PermanentError, WithUsage, current_traceparent, with_usage
 
 __version__ = "0.1.0"
@@ -55,6 +56,7 @@ __all__ = [
     "RateLimited",
     "RequestTimeout",
     "ServiceUnavailable",
+    "StepContext",
     "StreamedResponse",
     "Switchboard",
     "SwitchboardError",

@@ -2917,6 +2917,84 @@ class CoordinationHookDeleteData(TypedDict):
     run_id: str
 
 
+class CoordinationSaveCheckpointBody(TypedDict):
+    """The JSON body of coordination.save_checkpoint."""
+
+    state: Any
+
+
+class CoordinationSaveCheckpointArgs(TypedDict):
+    """The keyword arguments of coordination.save_checkpoint."""
+
+    run_id: str | int
+    step_id: str | int
+    state: Any
+
+
+class CoordinationSaveCheckpointData(TypedDict):
+    """What coordination.save_checkpoint returns."""
+
+    state: Any
+    saved_at: str
+    attempt: int
+
+
+class _CoordinationAppendStepLogBodyRequired(TypedDict):
+    message: str
+
+
+class CoordinationAppendStepLogBody(_CoordinationAppendStepLogBodyRequired, total=False):
+    """The JSON body of coordination.append_step_log."""
+
+    level: Literal["debug", "info", "warn", "error"]
+
+
+class _CoordinationAppendStepLogArgsRequired(TypedDict):
+    run_id: str | int
+    step_id: str | int
+    message: str
+
+
+class CoordinationAppendStepLogArgs(_CoordinationAppendStepLogArgsRequired, total=False):
+    """The keyword arguments of coordination.append_step_log."""
+
+    level: Literal["debug", "info", "warn", "error"]
+
+
+class CoordinationAppendStepLogData(TypedDict):
+    """What coordination.append_step_log returns."""
+
+    seq: int
+    step_id: str
+    attempt: int
+    level: Literal["debug", "info", "warn", "error"]
+    message: str
+    at: str
+
+
+class _CoordinationListRunLogsArgsRequired(TypedDict):
+    run_id: str | int
+
+
+class CoordinationListRunLogsArgs(_CoordinationListRunLogsArgsRequired, total=False):
+    """The keyword arguments of coordination.list_run_logs."""
+
+    limit: int
+    offset: int
+    step_id: str
+
+
+class CoordinationListRunLogsItem(TypedDict):
+    """One item of coordination.list_run_logs."""
+
+    seq: int
+    step_id: str
+    attempt: int
+    level: Literal["debug", "info", "warn", "error"]
+    message: str
+    at: str
+
+
 class _ArtifactsPutUploadArgsRequired(TypedDict):
     upload_id: str | int
     expires: int
@@ -5787,6 +5865,45 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "save_checkpoint": Operation(
+            operation_id="coordination_saveCheckpoint",
+            method="POST",
+            path="/api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint",
+            path_params=("run_id", "step_id",),
+            query_params=(),
+            body="json",
+            body_fields=("state",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "append_step_log": Operation(
+            operation_id="coordination_appendStepLog",
+            method="POST",
+            path="/api/v1/coordination/runs/{run_id}/steps/{step_id}/logs",
+            path_params=("run_id", "step_id",),
+            query_params=(),
+            body="json",
+            body_fields=("message", "level",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "list_run_logs": Operation(
+            operation_id="coordination_listRunLogs",
+            method="GET",
+            path="/api/v1/coordination/runs/{run_id}/logs",
+            path_params=("run_id",),
+            query_params=("limit", "offset", "step_id",),
+            body="none",
+            body_fields=(),
+            paged=True,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
     },
     "artifacts": {
         "put_upload": Operation(
@@ -6639,7 +6756,7 @@ class MessagingOperations(Domain):
         return self._call("list_inbox_messages", arguments)  # type: ignore[no-any-return]
 
     def redrive_dead_letter(self, **arguments: Unpack[MessagingRedriveDeadLetterArgs]) -> MessagingRedriveDeadLetterData:
-        """Put a dead letter back in the inbox as a new message linked to it (POST /api/v1/messaging/dead-letters/{message_id}/redrive)."""
+        """Put a dead letter back in the inbox as a new message linked to it; a plan step's letter that failed its run continues the run (POST /api/v1/messaging/dead-letters/{message_id}/redrive)."""
         return self._call("redrive_dead_letter", arguments)  # type: ignore[no-any-return]
 
     def list_sessions(self, **arguments: Unpack[MessagingListSessionsArgs]) -> Paged[MessagingListSessionsItem]:
@@ -6993,6 +7110,18 @@ class CoordinationOperations(Domain):
     def hook_delete(self, **arguments: Unpack[CoordinationHookDeleteArgs]) -> CoordinationHookDeleteData:
         """Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method) (DELETE /api/v1/coordination/hooks/{path})."""
         return self._call("hook_delete", arguments)  # type: ignore[no-any-return]
+
+    def save_checkpoint(self, **arguments: Unpack[CoordinationSaveCheckpointArgs]) -> CoordinationSaveCheckpointData:
+        """Save the progress of a step this agent is executing (JSON, at most 1 MiB): the step's redelivered or retried message carries the latest (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint)."""
+        return self._call("save_checkpoint", arguments)  # type: ignore[no-any-return]
+
+    def append_step_log(self, **arguments: Unpack[CoordinationAppendStepLogArgs]) -> CoordinationAppendStepLogData:
+        """Append a line to the log of a step this agent is executing (kept with the run; a run.step.log event) (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/logs)."""
+        return self._call("append_step_log", arguments)  # type: ignore[no-any-return]
+
+    def list_run_logs(self, **arguments: Unpack[CoordinationListRunLogsArgs]) -> Paged[CoordinationListRunLogsItem]:
+        """The log lines its agents wrote to a run's steps, oldest first (GET /api/v1/coordination/runs/{run_id}/logs)."""
+        return self._call("list_run_logs", arguments)  # type: ignore[no-any-return]
 
 
 class ArtifactsOperations(Domain):

@@ -19,9 +19,11 @@ from typing import Any, TypeVar, Union
 
 from ._client import Switchboard
 from ._errors import ConnectionFailed, NotFound, ServiceUnavailable, SwitchboardError
+from ._step import StepContext, handled, takes_context
 
 Message = dict[str, Any]
-Handler = Callable[[Message], Any]
+# ``handler(message)``, or ``handler(message, ctx)`` for a plan step's checkpoints (StepContext).
+Handler = Callable[..., Any]
 H = TypeVar("H", bound=Handler)
 
 logger = logging.getLogger("switchboard.agent")
@@ -332,7 +334,7 @@ class Agent:
                 handler = self._route(message.get("event_name", ""))
                 if handler is None:
                     raise PermanentError(f"agent {self.agent_id} has no handler for '{message.get('event_name')}'")
-                output = self._invoke(handler, message)
+                output = self._invoke(handler, handled(message), StepContext(client, message))
                 arguments: dict[str, Any] = {"message_id": message_id}
                 if isinstance(output, WithUsage):
                     arguments["usage"] = output.usage
@@ -389,8 +391,8 @@ class Agent:
                 self.log.warning("agent %s: could not settle a message: %s", self.agent_id, error)
                 return
 
-    def _invoke(self, handler: Handler, message: Message) -> Any:
-        result = handler(message)
+    def _invoke(self, handler: Handler, message: Message, ctx: StepContext) -> Any:
+        result = handler(message, ctx) if takes_context(handler) else handler(message)
         if inspect.isawaitable(result):
             if self._loop is None:
                 raise RuntimeError("an async handler was registered after start()")
