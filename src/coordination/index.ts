@@ -3,6 +3,7 @@ import type { Platform } from '../platform.js';
 import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
+import { DISCOVERY_CHANGED } from '../discovery/service.js';
 import { ApprovalLinks } from './approval-links.js';
 import type { People } from './approvers.js';
 import { COORDINATION_CHANGED, RunEngine } from './engine.js';
@@ -14,6 +15,7 @@ import { runRetention } from './retention.js';
 import { RunRetentionStore } from './retention-store.js';
 import { RunService } from './run-service.js';
 import { RunStore } from './run-store.js';
+import { RunLimitsStore } from './run-limits-store.js';
 import { Planner } from './planner.js';
 import { TriggerStore } from './trigger-store.js';
 import { TriggerFiring } from './trigger-firing.js';
@@ -52,6 +54,7 @@ export function createCoordinationDomain(deps: {
   let timerPlannedAt = 0;
   const engine = new RunEngine({
     store,
+    limits: new RunLimitsStore(db, caps),
     plans,
     inbox: deps.inbox,
     directory: deps.directory,
@@ -90,13 +93,24 @@ export function createCoordinationDomain(deps: {
   // Step timeouts, retry backoff, waits, approval deadlines and schedule triggers: one pass
   // handles what is due, then sleeps until the next due time (or a nudge from any node).
   let lastPrune = 0;
+  let agentsChanged = false;
   const timer = new LoopWorker({
     name: 'run-timer',
     intervalMs: MAX_SLEEP_MS,
     logger: platform.logger,
     wakeOn: { notifier: platform.notifier, channel: COORDINATION_CHANGED, onNotice: () => firing.invalidate() },
+    // An agent that registers releases the steps waiting for its capability.
+    listen: (nudge) =>
+      platform.notifier.listen(DISCOVERY_CHANGED, () => {
+        agentsChanged = true;
+        nudge();
+      }),
     run: async () => {
       timerPlannedAt = 0;
+      if (agentsChanged) {
+        agentsChanged = false;
+        await coordination.agentsChanged();
+      }
       await firing.fireDue();
       await coordination.wakeDue();
       if (platform.clock.now() - lastPrune >= MAX_SLEEP_MS) {

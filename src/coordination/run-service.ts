@@ -10,10 +10,10 @@ import type { Caller } from './caller.js';
 import type { RunEngine } from './engine.js';
 import type { PlanDefinition } from './plan-definition.js';
 import type { PlanStore } from './plan-store.js';
-import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
+import { RUN_FINISHED, type Adaptive, type Revision, type StepDetail } from './run-state.js';
 import type { RunEventRow, RunLabels, RunRow, RunStepRow } from './run-list-store.js';
 import type { RunStore } from './run-store.js';
-import type { RunStatus, StepStatus } from './tables.js';
+import type { RunBlockedBy, RunStatus, StepStatus } from './tables.js';
 
 /** GET /coordination/runs's filters (times as ISO 8601). */
 export interface RunListQuery {
@@ -44,6 +44,7 @@ export interface RunStep {
   input: unknown;
   output: unknown;
   error: string | null;
+  blocked_by: 'no_agent' | null;
 }
 
 export interface Run {
@@ -51,6 +52,8 @@ export interface Run {
   plan_id: string;
   plan_version: number;
   status: RunStatus;
+  blocked_by: RunBlockedBy | 'no_agent' | null;
+  priority: number;
   current_step: string | null;
   input: Record<string, unknown>;
   output: unknown;
@@ -82,11 +85,28 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels):
     return types.get(row.step_id)?.type ?? 'agent';
   };
   const current = RUN_FINISHED.has(run.status) ? undefined : steps.find((s) => s.status === 'running' || s.status === 'waiting');
+  const blocked = (s: RunStepRow) => (s.status === 'waiting' && (JSON.parse(s.detail) as StepDetail).blocked_by) || null;
+  const runSteps = steps.map((s) => ({
+    id: s.step_id,
+    type: typeOf(s),
+    status: s.status,
+    attempt: s.attempt,
+    agent: s.agent_id,
+    child_run_id: s.child_run_id,
+    started_at: iso(s.started_at),
+    completed_at: iso(s.completed_at),
+    input: parseNullableJson(s.input),
+    output: parseNullableJson(s.output),
+    error: s.error,
+    blocked_by: blocked(s),
+  }));
   return {
     id: run.id,
     plan_id: run.plan_id,
     plan_version: run.plan_version,
     status: run.status,
+    blocked_by: run.blocked_by ?? (runSteps.some((s) => s.blocked_by === 'no_agent') ? 'no_agent' : null),
+    priority: run.priority,
     current_step: current?.step_id ?? null,
     input: JSON.parse(run.input) as Record<string, unknown>,
     output: parseNullableJson(run.output),
@@ -96,19 +116,7 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels):
     parent_run_id: run.parent_run_id,
     tags,
     metadata,
-    steps: steps.map((s) => ({
-      id: s.step_id,
-      type: typeOf(s),
-      status: s.status,
-      attempt: s.attempt,
-      agent: s.agent_id,
-      child_run_id: s.child_run_id,
-      started_at: iso(s.started_at),
-      completed_at: iso(s.completed_at),
-      input: parseNullableJson(s.input),
-      output: parseNullableJson(s.output),
-      error: s.error,
-    })),
+    steps: runSteps,
     created_by: run.created_by,
     started_at: iso(run.started_at),
     completed_at: iso(run.completed_at),
@@ -145,7 +153,14 @@ export class RunService {
   }
 
   async startRun(
-    input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive; tags?: string[]; metadata?: Record<string, string> },
+    input: {
+      plan_id: string;
+      input?: Record<string, unknown>;
+      adaptive?: Adaptive;
+      tags?: string[];
+      metadata?: Record<string, string>;
+      priority?: number;
+    },
     caller: Caller,
   ): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
@@ -159,6 +174,7 @@ export class RunService {
         definitionText: plan.text,
         input: input.input ?? {},
         adaptive: input.adaptive,
+        priority: input.priority,
         createdBy: caller.agentId ?? caller.actor,
       });
       const labels = { tags: [...new Set(input.tags ?? [])].sort(), metadata: input.metadata ?? {} };
@@ -246,6 +262,11 @@ export class RunService {
       return this.store.eventWaiters(autocommit);
     });
     return this.waiterRead;
+  }
+
+  /** Steps waiting for an agent look again (discovery changed). */
+  async agentsChanged(): Promise<void> {
+    await this.store.inTransaction((tx) => this.deps.engine.onAgentsChanged(tx));
   }
 
   /** Advances runs whose timers are due; returns how many it advanced. */

@@ -59,7 +59,20 @@ describeEachDialect('coordination engine', (dialect) => {
     ]);
     for (const s of run.steps) {
       expect(Object.keys(s).sort()).toEqual(
-        ['agent', 'attempt', 'child_run_id', 'completed_at', 'error', 'id', 'input', 'output', 'started_at', 'status', 'type'].sort(),
+        [
+          'agent',
+          'attempt',
+          'blocked_by',
+          'child_run_id',
+          'completed_at',
+          'error',
+          'id',
+          'input',
+          'output',
+          'started_at',
+          'status',
+          'type',
+        ].sort(),
       );
     }
     expect(step(run, 'left')).toMatchObject({

@@ -1158,8 +1158,12 @@ export interface Shapes {
   'coordination.createPlan': {
     body: {
       description?: string | undefined;
+      priority?: number | undefined;
       output?: { [x: string]: unknown } | undefined;
       retention_days?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1215,6 +1219,10 @@ export interface Shapes {
       alias: string;
     };
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1281,6 +1289,10 @@ export interface Shapes {
   'coordination.listPlans': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1346,6 +1358,10 @@ export interface Shapes {
   };
   'coordination.getPlan': {
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1412,8 +1428,12 @@ export interface Shapes {
   'coordination.updatePlan': {
     body: {
       description?: string | undefined;
+      priority?: number | undefined;
       output?: { [x: string]: unknown } | undefined;
       retention_days?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1469,6 +1489,10 @@ export interface Shapes {
       alias: string;
     };
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1535,6 +1559,10 @@ export interface Shapes {
   'coordination.deletePlan': { data: { id: string; deleted: true } };
   'coordination.getPlanVersion': {
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1600,6 +1628,7 @@ export interface Shapes {
   };
   'coordination.startRun': {
     body: {
+      priority?: number | undefined;
       metadata?: { [x: string]: string } | undefined;
       tags?: string[] | undefined;
       input?: { [x: string]: unknown } | undefined;
@@ -1608,8 +1637,10 @@ export interface Shapes {
     };
     data: {
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1621,6 +1652,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1642,7 +1674,7 @@ export interface Shapes {
     query: {
       limit?: number | undefined;
       offset?: number | undefined;
-      status?: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled' | undefined;
+      status?: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled' | undefined;
       metadata?: string | undefined;
       plan_id?: string | undefined;
       started_after?: string | undefined;
@@ -1651,8 +1683,10 @@ export interface Shapes {
     };
     data: {
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1664,6 +1698,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1684,8 +1719,10 @@ export interface Shapes {
   'coordination.getRun': {
     data: {
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1697,6 +1734,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1722,8 +1760,10 @@ export interface Shapes {
     body: { reason?: string | undefined } | null;
     data: {
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1735,6 +1775,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1757,8 +1798,10 @@ export interface Shapes {
     body: { reason?: string | undefined } | null;
     data: {
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1770,6 +1813,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1792,8 +1836,10 @@ export interface Shapes {
     body: { reason?: string | undefined; comment?: string | undefined; approved: boolean };
     data: {
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1805,6 +1851,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1826,8 +1873,10 @@ export interface Shapes {
     body: { reason?: string | undefined; data: { [x: string]: unknown } };
     data: {
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1839,6 +1888,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;

@@ -2079,9 +2079,7 @@ class CoordinationListPlansArgs(TypedDict, total=False):
     offset: int
 
 
-class CoordinationListPlansItem(TypedDict):
-    """One item of coordination.list_plans."""
-
+class _CoordinationListPlansItemRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2092,6 +2090,14 @@ class CoordinationListPlansItem(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationListPlansItem(_CoordinationListPlansItemRequired, total=False):
+    """One item of coordination.list_plans."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationCreatePlanBodyRequired(TypedDict):
@@ -2105,6 +2111,9 @@ class CoordinationCreatePlanBody(_CoordinationCreatePlanBodyRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationCreatePlanArgsRequired(TypedDict):
@@ -2118,11 +2127,12 @@ class CoordinationCreatePlanArgs(_CoordinationCreatePlanArgsRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
-class CoordinationCreatePlanData(TypedDict):
-    """What coordination.create_plan returns."""
-
+class _CoordinationCreatePlanDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2133,6 +2143,14 @@ class CoordinationCreatePlanData(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationCreatePlanData(_CoordinationCreatePlanDataRequired, total=False):
+    """What coordination.create_plan returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class CoordinationGetPlanArgs(TypedDict):
@@ -2141,9 +2159,7 @@ class CoordinationGetPlanArgs(TypedDict):
     plan_id: str | int
 
 
-class CoordinationGetPlanData(TypedDict):
-    """What coordination.get_plan returns."""
-
+class _CoordinationGetPlanDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2154,6 +2170,14 @@ class CoordinationGetPlanData(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationGetPlanData(_CoordinationGetPlanDataRequired, total=False):
+    """What coordination.get_plan returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationUpdatePlanBodyRequired(TypedDict):
@@ -2167,6 +2191,9 @@ class CoordinationUpdatePlanBody(_CoordinationUpdatePlanBodyRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationUpdatePlanArgsRequired(TypedDict):
@@ -2181,11 +2208,12 @@ class CoordinationUpdatePlanArgs(_CoordinationUpdatePlanArgsRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
-class CoordinationUpdatePlanData(TypedDict):
-    """What coordination.update_plan returns."""
-
+class _CoordinationUpdatePlanDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2196,6 +2224,14 @@ class CoordinationUpdatePlanData(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationUpdatePlanData(_CoordinationUpdatePlanDataRequired, total=False):
+    """What coordination.update_plan returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class CoordinationDeletePlanArgs(TypedDict):
@@ -2218,9 +2254,7 @@ class CoordinationGetPlanVersionArgs(TypedDict):
     version: str | int
 
 
-class CoordinationGetPlanVersionData(TypedDict):
-    """What coordination.get_plan_version returns."""
-
+class _CoordinationGetPlanVersionDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2233,13 +2267,21 @@ class CoordinationGetPlanVersionData(TypedDict):
     updated_at: str
 
 
+class CoordinationGetPlanVersionData(_CoordinationGetPlanVersionDataRequired, total=False):
+    """What coordination.get_plan_version returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
+
+
 class CoordinationListRunsArgs(TypedDict, total=False):
     """The keyword arguments of coordination.list_runs."""
 
     limit: int
     offset: int
     plan_id: str
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
     started_after: str
     started_before: str
     tag: str
@@ -2252,7 +2294,9 @@ class CoordinationListRunsItem(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2279,6 +2323,7 @@ class CoordinationStartRunBody(_CoordinationStartRunBodyRequired, total=False):
     adaptive: dict[str, Any]
     tags: list[str]
     metadata: dict[str, str]
+    priority: int
 
 
 class _CoordinationStartRunArgsRequired(TypedDict):
@@ -2292,6 +2337,7 @@ class CoordinationStartRunArgs(_CoordinationStartRunArgsRequired, total=False):
     adaptive: dict[str, Any]
     tags: list[str]
     metadata: dict[str, str]
+    priority: int
 
 
 class CoordinationStartRunData(TypedDict):
@@ -2300,7 +2346,9 @@ class CoordinationStartRunData(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2328,7 +2376,9 @@ class CoordinationGetRunData(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2387,7 +2437,9 @@ class CoordinationCancelRunData(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2425,7 +2477,9 @@ class CoordinationRedriveRunData(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2471,7 +2525,9 @@ class CoordinationApproveStepData(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2515,7 +2571,9 @@ class CoordinationProvideInputData(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -5129,7 +5187,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output", "retention_days",),
+            body_fields=("alias", "description", "steps", "output", "retention_days", "concurrency", "rate_limit", "priority",),
             paged=False,
             items_key=None,
             public=False,
@@ -5155,7 +5213,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=("plan_id",),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output", "retention_days",),
+            body_fields=("alias", "description", "steps", "output", "retention_days", "concurrency", "rate_limit", "priority",),
             paged=False,
             items_key=None,
             public=False,
@@ -5207,7 +5265,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("plan_id", "input", "adaptive", "tags", "metadata",),
+            body_fields=("plan_id", "input", "adaptive", "tags", "metadata", "priority",),
             paged=False,
             items_key=None,
             public=False,
