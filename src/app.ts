@@ -218,6 +218,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     inboxes: () => messaging.inbox.depths(),
     agentsByHealth: () => discovery.service.countByHealth(),
     alertsFiring: () => alerts.service.firingCounts(),
+    runsBlocked: () => coordination.service.runs.blockedCounts(),
   });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   installWorkerMetrics(metrics, workers);

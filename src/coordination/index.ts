@@ -52,9 +52,10 @@ export function createCoordinationDomain(deps: {
   const [plans, store, triggerStore] = [new PlanStore(db, caps), new RunStore(db, caps), new TriggerStore(db, caps)];
   const links = new ApprovalLinks(new HmacSigner(() => Promise.resolve(deps.approvalLinkKey)), platform.publicUrl);
   let timerPlannedAt = 0;
+  const limits = new RunLimitsStore(db, caps);
   const engine = new RunEngine({
     store,
-    limits: new RunLimitsStore(db, caps),
+    limits,
     plans,
     inbox: deps.inbox,
     directory: deps.directory,
@@ -68,7 +69,7 @@ export function createCoordinationDomain(deps: {
     timerPlannedAt: () => timerPlannedAt,
   });
   const { clock, notifier, audit } = platform;
-  const coordination = new RunService({ runs: store, plans, engine, clock, audit });
+  const coordination = new RunService({ runs: store, limits, plans, engine, clock, audit });
   const services: CoordinationServices = {
     plans: new PlanService({ plans, clock, notifier, audit }),
     runs: coordination,

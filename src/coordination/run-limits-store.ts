@@ -58,14 +58,26 @@ export class RunLimitsStore extends CoordinationStore {
     return row?.id;
   }
 
-  /** Queued runs by why they wait (the queued runs gauge). */
-  async countQueued(tx: Tx): Promise<{ blocked_by: string | null; count: number }[]> {
-    const rows = await dbOf(tx, this.db)
+  /**
+   * Runs held back, by why: queued by a limit (concurrency, rate_limit), or with an agent step
+   * waiting for an agent (no_agent; the only waiting steps with a capability).
+   */
+  async countBlocked(tx: Tx): Promise<Record<string, number>> {
+    const db = dbOf(tx, this.db);
+    const queued = await db
       .selectFrom('runs')
       .select((eb) => ['blocked_by', eb.fn.countAll<number | string>().as('count')])
       .where('status', '=', 'queued')
       .groupBy('blocked_by')
       .execute();
-    return rows.map((row) => ({ blocked_by: row.blocked_by, count: Number(row.count) }));
+    const noAgent = await db
+      .selectFrom('run_steps')
+      .select((eb) => eb.fn.count<number | string>('run_id').distinct().as('count'))
+      .where('status', '=', 'waiting')
+      .where('capability', 'is not', null)
+      .executeTakeFirst();
+    const counts: Record<string, number> = { concurrency: 0, rate_limit: 0, no_agent: Number(noAgent?.count ?? 0) };
+    for (const row of queued) if (row.blocked_by !== null) counts[row.blocked_by] = Number(row.count);
+    return counts;
   }
 }

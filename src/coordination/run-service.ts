@@ -12,6 +12,7 @@ import type { PlanDefinition } from './plan-definition.js';
 import type { PlanStore } from './plan-store.js';
 import { RUN_FINISHED, type Adaptive, type Revision, type StepDetail } from './run-state.js';
 import type { RunEventRow, RunLabels, RunRow, RunStepRow } from './run-list-store.js';
+import type { RunLimitsStore } from './run-limits-store.js';
 import type { RunStore } from './run-store.js';
 import type { RunBlockedBy, RunStatus, StepStatus } from './tables.js';
 
@@ -146,7 +147,9 @@ export class RunService {
   /** The read of waiting steps that the events of this turn of the event loop share. */
   private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
 
-  constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; clock: Clock; audit: AuditTrail }) {}
+  constructor(
+    private readonly deps: { runs: RunStore; limits: RunLimitsStore; plans: PlanStore; engine: RunEngine; clock: Clock; audit: AuditTrail },
+  ) {}
 
   private get store() {
     return this.deps.runs;
@@ -282,6 +285,11 @@ export class RunService {
       advanced += count;
       if (count < batch) return advanced;
     }
+  }
+
+  /** Runs held back by why (the blocked runs gauge). */
+  blockedCounts(): Promise<Record<string, number>> {
+    return this.deps.limits.countBlocked(autocommit);
   }
 
   nextWakeAt(): Promise<number | null> {

@@ -4,6 +4,12 @@ import { describeEachDialect } from '../helpers/dialects.js';
 import { waitFor } from '../helpers/wait.js';
 import { R, useCoordination } from './fixture.js';
 
+/** The value of the blocked runs gauge for one reason. */
+function blockedGauge(metrics: string, blockedBy: string): number {
+  const line = metrics.split('\n').find((l) => l.startsWith(`switchboard_runs_blocked{blocked_by="${blockedBy}"}`));
+  return Number(line?.split(' ')[1]);
+}
+
 /** Flow control of runs: plans' concurrency and rate limits, priority, and steps waiting for an agent. */
 describeEachDialect('coordination run limits', (dialect) => {
   const { server, loops, unique, plan, start, getRun, finished } = useCoordination(dialect);
@@ -22,6 +28,7 @@ describeEachDialect('coordination run limits', (dialect) => {
     expect(run.steps[0]).toMatchObject({ id: 'work', status: 'waiting', blocked_by: 'no_agent', agent: null });
     const waiting = await server.api.get(`${R}?status=waiting&plan_id=${id}`);
     expect(waiting.body.data.map((r: any) => r.id)).toEqual([run.id]);
+    expect(blockedGauge((await server.api.get('/metrics')).text, 'no_agent')).toBeGreaterThanOrEqual(1);
 
     const worker = unique('late-worker');
     const client = await server.agent(worker);
@@ -59,6 +66,7 @@ describeEachDialect('coordination run limits', (dialect) => {
     expect(d.priority).toBe(9);
     const queued = await server.api.get(`${R}?status=queued&plan_id=${id}`);
     expect(queued.body.data.map((r: any) => r.id).sort()).toEqual([b.id, d.id].sort());
+    expect(blockedGauge((await server.api.get('/metrics')).text, 'concurrency')).toBeGreaterThanOrEqual(2);
 
     const order: string[] = [];
     for (let i = 0; i < 4; i++) {
