@@ -18,7 +18,7 @@ import { RunStore } from './run-store.js';
 import { RunLimitsStore } from './run-limits-store.js';
 import { Planner } from './planner.js';
 import { TriggerStore } from './trigger-store.js';
-import { TriggerFiring } from './trigger-firing.js';
+import { DEBOUNCE_BEGUN, TriggerFiring } from './trigger-firing.js';
 import { TriggersService } from './triggers.js';
 
 export { callerOf } from './caller.js';
@@ -75,7 +75,7 @@ export function createCoordinationDomain(deps: {
     runs: coordination,
     decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people }),
   };
-  const firing = new TriggerFiring({ triggers: triggerStore, plans, engine, clock, expressions: platform.expressions, audit });
+  const firing = new TriggerFiring({ triggers: triggerStore, plans, engine, clock, expressions: platform.expressions, audit, notifier });
   const triggers = new TriggersService({ triggers: triggerStore, plans, clock, notifier, audit, firing });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
@@ -101,11 +101,16 @@ export function createCoordinationDomain(deps: {
     logger: platform.logger,
     wakeOn: { notifier: platform.notifier, channel: COORDINATION_CHANGED, onNotice: () => firing.invalidate() },
     // An agent that registers releases the steps waiting for its capability.
-    listen: (nudge) =>
-      platform.notifier.listen(DISCOVERY_CHANGED, () => {
-        agentsChanged = true;
-        nudge();
-      }),
+    listen: (nudge) => {
+      const unlisten = [
+        platform.notifier.listen(DISCOVERY_CHANGED, () => {
+          agentsChanged = true;
+          nudge();
+        }),
+        platform.notifier.listen(DEBOUNCE_BEGUN, nudge),
+      ];
+      return () => unlisten.forEach((stop) => stop());
+    },
     run: async () => {
       timerPlannedAt = 0;
       if (agentsChanged) {
@@ -113,12 +118,13 @@ export function createCoordinationDomain(deps: {
         await coordination.agentsChanged();
       }
       await firing.fireDue();
+      await firing.fireDebounced();
       await coordination.wakeDue();
       if (platform.clock.now() - lastPrune >= MAX_SLEEP_MS) {
         lastPrune = platform.clock.now();
         await firing.pruneFires();
       }
-      const times = [await coordination.nextWakeAt(), await firing.nextScheduleAt()].filter((t): t is number => t !== null);
+      const times = [await coordination.nextWakeAt(), await firing.nextFireAt()].filter((t): t is number => t !== null);
       const now = platform.clock.now();
       const sleep = times.length === 0 ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, Math.min(...times) - now));
       timerPlannedAt = now + sleep;

@@ -123,6 +123,19 @@ export interface TriggerFiresTable {
   created_at: number;
 }
 
+/** A burst of a debounced trigger's events under way (one per trigger and debounce key). */
+export interface TriggerDebouncesTable {
+  trigger_id: string;
+  debounce_key: string;
+  /** JSON: the last event's data, the run's `event`. */
+  event: string;
+  first_at: number;
+  /** When the run starts: `seconds` after the last event, at the deadline at most. */
+  fire_at: number;
+  /** The first event plus `max_wait_s` (null: none). */
+  deadline: number | null;
+}
+
 /** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 /** One tag a run was started with. */
 export interface RunTagsTable {
@@ -147,4 +160,5 @@ export interface CoordinationTables {
   run_events: RunEventsTable;
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;
+  trigger_debounces: TriggerDebouncesTable;
 }

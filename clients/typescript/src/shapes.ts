@@ -1957,6 +1957,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
     };
     data: {
@@ -1975,6 +1976,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -1999,6 +2001,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2022,6 +2025,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2040,6 +2044,7 @@ export interface Shapes {
             timezone?: string | undefined;
             path?: string | undefined;
             method?: string | undefined;
+            debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
           }
         | undefined;
       input_mapping?: { [x: string]: unknown } | null | undefined;
@@ -2060,6 +2065,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2079,11 +2085,11 @@ export interface Shapes {
       trigger_id: string;
     }[];
   };
-  'coordination.hookGet': { data: { run_id: string } };
-  'coordination.hookPost': { data: { run_id: string }; content: 'any' };
-  'coordination.hookPut': { data: { run_id: string }; content: 'any' };
-  'coordination.hookPatch': { data: { run_id: string }; content: 'any' };
-  'coordination.hookDelete': { data: { run_id: string }; content: 'any' };
+  'coordination.hookGet': { data: { run_id: string | null } };
+  'coordination.hookPost': { data: { run_id: string | null }; content: 'any' };
+  'coordination.hookPut': { data: { run_id: string | null }; content: 'any' };
+  'coordination.hookPatch': { data: { run_id: string | null }; content: 'any' };
+  'coordination.hookDelete': { data: { run_id: string | null }; content: 'any' };
   'artifacts.upload': {
     data: {
       id: string;

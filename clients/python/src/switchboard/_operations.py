@@ -2868,7 +2868,7 @@ class CoordinationHookGetArgs(_CoordinationHookGetArgsRequired, total=False):
 class CoordinationHookGetData(TypedDict):
     """What coordination.hook_get returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookPostArgsRequired(TypedDict):
@@ -2887,7 +2887,7 @@ class CoordinationHookPostArgs(_CoordinationHookPostArgsRequired, total=False):
 class CoordinationHookPostData(TypedDict):
     """What coordination.hook_post returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookPutArgsRequired(TypedDict):
@@ -2906,7 +2906,7 @@ class CoordinationHookPutArgs(_CoordinationHookPutArgsRequired, total=False):
 class CoordinationHookPutData(TypedDict):
     """What coordination.hook_put returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookPatchArgsRequired(TypedDict):
@@ -2925,7 +2925,7 @@ class CoordinationHookPatchArgs(_CoordinationHookPatchArgsRequired, total=False)
 class CoordinationHookPatchData(TypedDict):
     """What coordination.hook_patch returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookDeleteArgsRequired(TypedDict):
@@ -2941,7 +2941,7 @@ class CoordinationHookDeleteArgs(_CoordinationHookDeleteArgsRequired, total=Fals
 class CoordinationHookDeleteData(TypedDict):
     """What coordination.hook_delete returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _ArtifactsPutUploadArgsRequired(TypedDict):
