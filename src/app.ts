@@ -160,6 +160,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     version: VERSION,
   });
   // Who hears of what happened to the messages they sent, by their origin kind.
+  messaging.inbox.limitAgentsBy(discovery.service);
   messaging.inbox.routeOutcomesTo({
     routine_execution: routines.outcomeHandler,
     plan_step: coordination.outcomeHandler,

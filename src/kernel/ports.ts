@@ -123,6 +123,11 @@ export interface OutcomeHandlers {
 
 export type OriginKind = keyof OutcomeHandlers;
 
+/** Implemented by discovery: the most messages an agent may hold leased at once (null: no limit). */
+export interface AgentLimits {
+  concurrencyOf(agentId: string): Promise<number | null>;
+}
+
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {
   topic: string;

@@ -12,6 +12,7 @@ import type {
   EventLog,
   Inbox,
   OutcomeHandlers,
+  AgentLimits,
   OutgoingMessage,
   SendRequest,
   SendResult,
@@ -310,6 +311,11 @@ export class InboxService implements Inbox, DeliveryStats {
   }
 
   /** Each settled message's producer hears of it through the handler of its origin kind. */
+  /** Where agents' concurrency limits come from (discovery, wired after both exist). */
+  limitAgentsBy(limits: AgentLimits): void {
+    this.leases.limitAgentsBy(limits);
+  }
+
   routeOutcomesTo(handlers: OutcomeHandlers): void {
     this.outcomes.routeTo(handlers);
   }

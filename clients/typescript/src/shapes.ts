@@ -611,6 +611,7 @@ export interface Shapes {
           }
         | undefined;
       groups?: string[] | undefined;
+      max_concurrency?: number | undefined;
       capability: string;
     };
     data: {
@@ -621,6 +622,7 @@ export interface Shapes {
       metadata: { [x: string]: unknown };
       capability: string;
       groups: string[];
+      max_concurrency: number | null;
     };
   };
   'discovery.listCapabilities': {
@@ -639,6 +641,7 @@ export interface Shapes {
       metadata: { [x: string]: unknown };
       capability: string;
       groups: string[];
+      max_concurrency: number | null;
     }[];
   };
   'discovery.getCapability': {
@@ -650,6 +653,7 @@ export interface Shapes {
       metadata: { [x: string]: unknown };
       capability: string;
       groups: string[];
+      max_concurrency: number | null;
     };
   };
   'discovery.removeCapability': { data: { id: string; deleted: true } };
@@ -1103,6 +1107,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1113,6 +1118,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1125,7 +1131,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1142,7 +1147,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1169,6 +1173,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1179,6 +1184,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1191,7 +1197,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1208,7 +1213,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1234,6 +1238,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1244,6 +1249,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1256,7 +1262,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1273,7 +1278,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1304,6 +1308,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1314,6 +1319,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1326,7 +1332,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1343,7 +1348,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1373,6 +1377,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1383,6 +1388,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1395,7 +1401,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1412,7 +1417,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1439,6 +1443,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1449,6 +1454,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1461,7 +1467,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1478,7 +1483,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1504,6 +1508,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1514,6 +1519,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1526,7 +1532,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1543,7 +1548,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1574,6 +1578,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1584,6 +1589,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1596,7 +1602,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1613,7 +1618,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;

@@ -37,7 +37,7 @@ import * as alerts from './0036-alerts.js';
 import * as retention from './0038-retention.js';
 import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
-import * as runLimits from './0041-run-limits.js';
+import * as flowLimits from './0041-flow-limits.js';
 import * as triggerDebounce from './0042-trigger-debounce.js';
 
 export interface SwitchboardMigration {
@@ -86,6 +86,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0038-retention': retention,
   '0039-message-flow': messageFlow,
   '0040-routine-output-json': routineOutputJson,
-  '0041-run-limits': runLimits,
+  '0041-flow-limits': flowLimits,
   '0042-trigger-debounce': triggerDebounce,
 };

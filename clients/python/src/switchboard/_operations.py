@@ -985,6 +985,7 @@ class DiscoveryListCapabilitiesItem(TypedDict):
     capability: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int | None
     created_at: str
     updated_at: str
 
@@ -999,6 +1000,7 @@ class DiscoveryRegisterCapabilityBody(_DiscoveryRegisterCapabilityBodyRequired, 
     agent_id: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int
 
 
 class _DiscoveryRegisterCapabilityArgsRequired(TypedDict):
@@ -1011,6 +1013,7 @@ class DiscoveryRegisterCapabilityArgs(_DiscoveryRegisterCapabilityArgsRequired, 
     agent_id: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int
 
 
 class DiscoveryRegisterCapabilityData(TypedDict):
@@ -1021,6 +1024,7 @@ class DiscoveryRegisterCapabilityData(TypedDict):
     capability: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int | None
     created_at: str
     updated_at: str
 
@@ -1039,6 +1043,7 @@ class DiscoveryGetCapabilityData(TypedDict):
     capability: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int | None
     created_at: str
     updated_at: str
 
@@ -4620,7 +4625,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("agent_id", "capability", "metadata", "groups",),
+            body_fields=("agent_id", "capability", "metadata", "groups", "max_concurrency",),
             paged=False,
             items_key=None,
             public=False,
