@@ -269,7 +269,8 @@ export class RunEngine {
     }
     Object.assign(ctx.run, { status: 'running', error: null, output: null, completed_at: null });
     record(ctx, 'run.redriven', null, { by: by.name, steps: restarted });
-    await this.advance(tx, ctx);
+    // Back under its plan's limits, as a start is.
+    if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
   }
 

@@ -97,6 +97,31 @@ describeEachDialect('coordination run limits', (dialect) => {
     expect(await statusOf(second.id)).toBe('cancelled');
   });
 
+  it("a redriven run is under its plan's limits again: queued while the slot is taken", async () => {
+    const worker = unique('flaky');
+    const client = await server.agent(worker);
+    const id = await plan({ concurrency: { limit: 1 }, steps: [{ id: 'work', type: 'agent', agent: worker }] });
+    const first = await start(id);
+    const failing = await receiveOne(client, worker);
+    expect((await client.post('/api/v1/messaging/reject', { message_id: failing.message_id, reason: 'no', requeue: false })).status).toBe(
+      200,
+    );
+    await finished(first.id, 'failed');
+    const second = await start(id);
+    expect(second.status).toBe('running');
+    const redriven = await server.api.post(`${R}/${first.id}/redrive`, {});
+    expect(redriven.status, redriven.text).toBe(200);
+    expect(redriven.body.data).toMatchObject({ status: 'queued', blocked_by: 'concurrency' });
+    const message = await receiveOne(client, worker);
+    expect(message.payload.run_id).toBe(second.id);
+    await acknowledge(client, message.message_id, {});
+    await finished(second.id);
+    const again = await receiveOne(client, worker);
+    expect(again.payload.run_id).toBe(first.id);
+    await acknowledge(client, again.message_id, {});
+    await finished(first.id);
+  });
+
   it('concurrency cancel_new cancels a start over the limit; cancel_oldest cancels the oldest active run', async () => {
     const worker = unique('held');
     const newest = await plan({ concurrency: { limit: 1, on_limit: 'cancel_new' }, steps: [{ id: 'w', type: 'agent', agent: worker }] });
