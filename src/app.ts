@@ -161,6 +161,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     version: VERSION,
   });
   // Who hears of what happened to the messages they sent, by their origin kind.
+  messaging.inbox.limitAgentsBy(discovery.service);
   messaging.inbox.routeOutcomesTo({
     routine_execution: routines.outcomeHandler,
     plan_step: coordination.outcomeHandler,
@@ -224,6 +225,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     inboxes: () => messaging.inbox.depths(),
     agentsByHealth: () => discovery.service.countByHealth(),
     alertsFiring: () => alerts.service.firingCounts(),
+    runsBlocked: () => coordination.service.runs.blockedCounts(),
   });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   installWorkerMetrics(metrics, workers);

@@ -13,6 +13,8 @@ import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
 import type { Decider } from './approvers.js';
 import { waitingHumanStep } from './human-step.js';
 import { RunContexts } from './run-contexts.js';
+import { RunLimits } from './run-limits.js';
+import type { RunLimitsStore } from './run-limits-store.js';
 import { activeMembers, readiness } from './step-readiness.js';
 import {
   changeStep,
@@ -42,6 +44,8 @@ export const COORDINATION_CHANGED = 'coordination:changed';
 
 export interface EngineDeps {
   store: RunStore;
+  /** Plans' run limits (concurrency, rate). */
+  limits: RunLimitsStore;
   /** The plans sub_plan steps start. */
   plans: PlanStore;
   checkpoints: StepWorkStore;
@@ -72,8 +76,10 @@ export class RunEngine {
   private readonly contexts: RunContexts;
   /** What step kinds reach outside the run: the directory, expressions, plans, messages and child runs. */
   private readonly ports: StepPorts;
+  private readonly limits: RunLimits;
 
   constructor(private readonly deps: EngineDeps) {
+    this.limits = new RunLimits({ store: deps.limits, cancel: (tx, runId, reason) => this.cancel(tx, runId, reason) });
     this.contexts = new RunContexts({
       store: deps.store,
       inbox: deps.inbox,
@@ -110,7 +116,8 @@ export class RunEngine {
   async start(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunRow> {
     return inWorkflowSpan(spec, async (traceparent) => {
       const ctx = this.contexts.create(spec, parent, traceparent);
-      await this.advance(tx, ctx);
+      this.limits.label(ctx, spec.priority, spec.definition.priority);
+      if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);
       await this.save(tx, [ctx]);
       return ctx.run;
     });
@@ -123,8 +130,15 @@ export class RunEngine {
   async startMany(tx: Tx, specs: StartRun[]): Promise<RunRow[]> {
     const contexts: RunContext[] = [];
     for (const spec of specs) {
+      // A limit counts saved runs: a limited plan's run is saved before the next starts.
+      if (spec.definition.concurrency || spec.definition.rate_limit) {
+        await this.start(tx, spec);
+        continue;
+      }
       await inWorkflowSpan(spec, async (traceparent) => {
         const ctx = this.contexts.create(spec, undefined, traceparent);
+        this.limits.label(ctx, spec.priority, spec.definition.priority);
+        await this.limits.admit(tx, ctx);
         await this.advance(tx, ctx);
         contexts.push(ctx);
       });
@@ -160,12 +174,15 @@ export class RunEngine {
     await inSpan(
       `resume_workflow ${run.plan_id}`,
       { parent: contextOf(run.traceparent), attributes: { 'gen_ai.operation.name': 'invoke_workflow', 'switchboard.run.id': run.id } },
-      async () => {
-        const ctx = await this.contexts.fromRow(tx, run);
-        await this.advance(tx, ctx);
-        await this.save(tx, [ctx]);
-      },
+      async () => this.resume(tx, await this.contexts.fromRow(tx, run)),
     );
+  }
+
+  /** Advances a loaded run; a queued one first tries its plan's limits again. */
+  private async resume(tx: Tx, ctx: RunContext): Promise<void> {
+    if (ctx.run.status === 'queued') await this.limits.admit(tx, ctx);
+    await this.advance(tx, ctx);
+    await this.save(tx, [ctx]);
   }
 
   private async mustLoad(tx: Tx, runId: string): Promise<RunContext> {
@@ -265,7 +282,8 @@ export class RunEngine {
     }
     Object.assign(ctx.run, { status: 'running', error: null, output: null, completed_at: null });
     record(ctx, 'run.redriven', null, { by: by.name, steps: restarted });
-    await this.advance(tx, ctx);
+    // Back under its plan's limits, as a start is.
+    if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
   }
 
@@ -282,6 +300,23 @@ export class RunEngine {
           if (step && kindOfStep(ctx, step).onEvent?.(ctx, step, event)) changed = true;
         }
         return changed;
+      });
+    }
+    await this.signal(tx, byRun);
+  }
+
+  /**
+   * Discovery changed (an agent registered a capability): steps waiting for an agent look again
+   * now rather than at their next recheck.
+   */
+  async onAgentsChanged(tx: Tx): Promise<void> {
+    const byRun = new Map<string, Signal[]>();
+    for (const { run_id, step_id } of await this.deps.store.agentWaiters(tx)) {
+      signalTo(byRun, run_id, async (ctx) => {
+        const step = ctx.steps.get(step_id);
+        if (step?.row.status !== 'waiting' || step.row.wake_at === null) return false;
+        changeStep(step, { wake_at: ctx.now });
+        return true;
       });
     }
     await this.signal(tx, byRun);
@@ -319,7 +354,7 @@ export class RunEngine {
 
   /** Fires due timers, starts ready steps and settles groups until nothing moves; then the run status. */
   private async advance(tx: Tx, ctx: RunContext): Promise<void> {
-    if (RUN_FINISHED.has(ctx.run.status)) return;
+    if (RUN_FINISHED.has(ctx.run.status) || ctx.run.status === 'queued') return;
     for (let moved = true; moved && !ctx.failed;) {
       moved = false;
       const active = activeMembers(ctx);
@@ -430,8 +465,13 @@ export class RunEngine {
       ) {
         wakeTimers = true;
       }
-      if (RUN_FINISHED.has(run.status) && !RUN_FINISHED.has(ctx.initialStatus) && run.parent_run_id && !ctx.parentInMemory) {
-        await this.childFinished(tx, run);
+      const ended = RUN_FINISHED.has(run.status) && !RUN_FINISHED.has(ctx.initialStatus);
+      if (ended && run.parent_run_id && !ctx.parentInMemory) await this.childFinished(tx, run);
+      // A run that held a slot of its plan's concurrency frees it for the next queued run.
+      if (ended && run.concurrency_key !== null && run.admitted_at !== null) {
+        const next = await this.limits.nextQueued(tx, run.plan_id, run.concurrency_key);
+        const queued = next === undefined ? null : await this.contexts.load(tx, next);
+        if (queued?.run.status === 'queued') await this.resume(tx, queued);
       }
     }
     if (wakeTimers) await this.deps.notifier.notifyIn(tx, COORDINATION_CHANGED);

@@ -4,6 +4,7 @@ import type { Platform } from '../platform.js';
 import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
+import { DISCOVERY_CHANGED } from '../discovery/service.js';
 import { ApprovalLinks } from './approval-links.js';
 import type { People } from './approvers.js';
 import { COORDINATION_CHANGED, RunEngine } from './engine.js';
@@ -20,9 +21,10 @@ import { continueFromLetter } from './letter-redrive.js';
 import { StepLogService } from './step-logs.js';
 import { stepWorkRoutes } from './step-routes.js';
 import { StepWorkStore } from './step-work-store.js';
+import { RunLimitsStore } from './run-limits-store.js';
 import { Planner } from './planner.js';
 import { TriggerStore } from './trigger-store.js';
-import { TriggerFiring } from './trigger-firing.js';
+import { DEBOUNCE_BEGUN, TriggerFiring } from './trigger-firing.js';
 import { TriggersService } from './triggers.js';
 
 export { callerOf } from './caller.js';
@@ -58,8 +60,10 @@ export function createCoordinationDomain(deps: {
   const stepWork = new StepWorkStore(db, caps);
   const links = new ApprovalLinks(new HmacSigner(() => Promise.resolve(deps.approvalLinkKey)), platform.publicUrl);
   let timerPlannedAt = 0;
+  const limits = new RunLimitsStore(db, caps);
   const engine = new RunEngine({
     store,
+    limits,
     plans,
     checkpoints: stepWork,
     inbox: deps.inbox,
@@ -74,13 +78,13 @@ export function createCoordinationDomain(deps: {
     timerPlannedAt: () => timerPlannedAt,
   });
   const { clock, notifier, audit } = platform;
-  const coordination = new RunService({ runs: store, plans, engine, clock, audit });
+  const coordination = new RunService({ runs: store, limits, plans, engine, clock, audit });
   const services: CoordinationServices = {
     plans: new PlanService({ plans, clock, notifier, audit }),
     runs: coordination,
     decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people }),
   };
-  const firing = new TriggerFiring({ triggers: triggerStore, plans, engine, clock, expressions: platform.expressions, audit });
+  const firing = new TriggerFiring({ triggers: triggerStore, plans, engine, clock, expressions: platform.expressions, audit, notifier });
   const triggers = new TriggersService({ triggers: triggerStore, plans, clock, notifier, audit, firing });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({
@@ -103,20 +107,37 @@ export function createCoordinationDomain(deps: {
   // Step timeouts, retry backoff, waits, approval deadlines and schedule triggers: one pass
   // handles what is due, then sleeps until the next due time (or a nudge from any node).
   let lastPrune = 0;
+  let agentsChanged = false;
   const timer = new LoopWorker({
     name: 'run-timer',
     intervalMs: MAX_SLEEP_MS,
     logger: platform.logger,
     wakeOn: { notifier: platform.notifier, channel: COORDINATION_CHANGED, onNotice: () => firing.invalidate() },
+    // An agent that registers releases the steps waiting for its capability.
+    listen: (nudge) => {
+      const unlisten = [
+        platform.notifier.listen(DISCOVERY_CHANGED, () => {
+          agentsChanged = true;
+          nudge();
+        }),
+        platform.notifier.listen(DEBOUNCE_BEGUN, nudge),
+      ];
+      return () => unlisten.forEach((stop) => stop());
+    },
     run: async () => {
       timerPlannedAt = 0;
+      if (agentsChanged) {
+        agentsChanged = false;
+        await coordination.agentsChanged();
+      }
       await firing.fireDue();
+      await firing.fireDebounced();
       await coordination.wakeDue();
       if (platform.clock.now() - lastPrune >= MAX_SLEEP_MS) {
         lastPrune = platform.clock.now();
         await firing.pruneFires();
       }
-      const times = [await coordination.nextWakeAt(), await firing.nextScheduleAt()].filter((t): t is number => t !== null);
+      const times = [await coordination.nextWakeAt(), await firing.nextFireAt()].filter((t): t is number => t !== null);
       const now = platform.clock.now();
       const sleep = times.length === 0 ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, Math.min(...times) - now));
       timerPlannedAt = now + sleep;

@@ -41,6 +41,25 @@ export interface PlanDefinition {
   output?: Record<string, unknown>;
   /** Days its finished runs are kept, instead of the server's setting. */
   retention_days?: number;
+  concurrency?: ConcurrencyLimit;
+  rate_limit?: RateLimit;
+  /** Its runs' priority (0–9, higher first out of the queue) unless a start says otherwise. */
+  priority?: number;
+}
+
+/** At most `limit` active runs of the plan (per value of `key`, a template over the input). */
+export interface ConcurrencyLimit {
+  limit: number;
+  key?: string;
+  /** What a start over the limit does: queue it (default), cancel it, or cancel the oldest active run. */
+  on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest';
+}
+
+/** At most `limit` runs of the plan start (leave the queue) per `period_s` seconds (per value of `key`). */
+export interface RateLimit {
+  limit: number;
+  period_s: number;
+  key?: string;
 }
 
 /**
@@ -68,6 +87,8 @@ export interface CompiledPlan {
   /** Steps nothing depends on and no group contains: the default run output. */
   sinks: string[];
   output: Record<string, unknown> | undefined;
+  concurrency: ConcurrencyLimit | undefined;
+  rateLimit: RateLimit | undefined;
 }
 
 export const asList = (value: string | string[] | undefined): string[] =>

@@ -121,6 +121,39 @@ const RetentionDays = Type.Integer({
   description:
     'Days a finished run of this plan is kept (default: SWITCHBOARD_RUN_RETENTION_DAYS); runs keep the value of the version they started with',
 });
+export const RunPriority = Type.Integer({ minimum: 0, maximum: 9, description: '0–9, higher first out of the queue (default 4)' });
+const LimitKey = Type.String({
+  minLength: 1,
+  maxLength: 500,
+  description: "A template over the run's input ({{input.customer}}): the limit counts each value apart",
+});
+const ConcurrencyLimit = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 10_000, description: 'Active (running or waiting) runs of the plan at most' }),
+    key: Type.Optional(LimitKey),
+    on_limit: Type.Optional(
+      Type.Union([Type.Literal('queue'), Type.Literal('cancel_new'), Type.Literal('cancel_oldest')], {
+        description:
+          'A start over the limit: queue it until a slot frees (default), cancel it, or cancel the oldest active run and start it',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'Runs over the limit are queued (status queued, blocked_by concurrency)' },
+);
+const RateLimit = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100_000, description: 'Runs that start per period at most' }),
+    period_s: Type.Integer({ minimum: 1, maximum: 86_400 }),
+    key: Type.Optional(LimitKey),
+  },
+  { additionalProperties: false, description: 'Runs over the rate are queued (blocked_by rate_limit) until the window lets them start' },
+);
+const Limits = {
+  concurrency: Type.Optional(ConcurrencyLimit),
+  rate_limit: Type.Optional(RateLimit),
+  priority: Type.Optional(RunPriority),
+};
+
 const Alias = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', description: 'Unique plan alias' });
 
 export const PlanBody = Type.Object(
@@ -134,6 +167,7 @@ export const PlanBody = Type.Object(
       }),
     ),
     retention_days: Type.Optional(RetentionDays),
+    ...Limits,
   },
   { additionalProperties: false },
 );
@@ -147,6 +181,7 @@ export const Plan = Type.Object(
     steps: Type.Array(Step),
     output: Type.Union([JsonObject, Type.Null()]),
     retention_days: Type.Union([RetentionDays, Type.Null()]),
+    ...Limits,
     version: Type.Integer({ description: '1 on create, +1 on every update' }),
     created_by: Type.String(),
     created_at: Timestamp,

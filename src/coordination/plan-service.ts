@@ -8,7 +8,7 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail } from '../kernel/ports.js';
 import type { Caller } from './caller.js';
 import { COORDINATION_CHANGED } from './engine.js';
-import type { PlanDefinition, StepDefinition } from './plan-definition.js';
+import type { ConcurrencyLimit, PlanDefinition, RateLimit, StepDefinition } from './plan-definition.js';
 import type { PlanRow, PlanStore, PlanVersionRow } from './plan-store.js';
 import { validatePlan, withStepDefaults } from './plan.js';
 import { kindOf } from './steps/index.js';
@@ -20,6 +20,9 @@ export interface Plan {
   steps: StepDefinition[];
   output: Record<string, unknown> | null;
   retention_days: number | null;
+  concurrency?: ConcurrencyLimit;
+  rate_limit?: RateLimit;
+  priority?: number;
   version: number;
   created_by: string;
   created_at: string;
@@ -32,6 +35,18 @@ export interface PlanInput {
   steps: StepDefinition[];
   output?: Record<string, unknown>;
   retention_days?: number;
+  concurrency?: ConcurrencyLimit;
+  rate_limit?: RateLimit;
+  priority?: number;
+}
+
+/** The run limits a plan declares (those it leaves out stay out). */
+function limitsOf({ concurrency, rate_limit, priority }: Pick<PlanDefinition, 'concurrency' | 'rate_limit' | 'priority'>) {
+  return {
+    ...(concurrency !== undefined && { concurrency }),
+    ...(rate_limit !== undefined && { rate_limit }),
+    ...(priority !== undefined && { priority }),
+  };
 }
 
 /** `created_by` is the plan's creator, who owns every version (auth/ownership.ts), not the version's author. */
@@ -44,6 +59,7 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version
     steps: definition.steps,
     output: definition.output ?? null,
     retention_days: definition.retention_days ?? null,
+    ...limitsOf(definition),
     version: version.version,
     created_by: plan.created_by,
     created_at: iso(plan.created_at),
@@ -61,6 +77,7 @@ export class PlanService {
       steps: withStepDefaults(input.steps, input.alias),
       ...(input.output !== undefined && { output: input.output }),
       ...(input.retention_days !== undefined && { retention_days: input.retention_days }),
+      ...limitsOf(input),
     };
     const problems = validatePlan(definition);
     for (const [i, step] of input.steps.entries()) {

@@ -28,7 +28,14 @@ export function compilePlan(plan: PlanDefinition): CompiledPlan {
   }
   const grouped = new Set([...steps.values()].filter((s) => s.group).map((s) => s.def.id));
   const order = plan.steps.map((s) => s.id);
-  return { steps, order, sinks: order.filter((id) => !needed.has(id) && !grouped.has(id)), output: plan.output };
+  return {
+    steps,
+    order,
+    sinks: order.filter((id) => !needed.has(id) && !grouped.has(id)),
+    output: plan.output,
+    concurrency: plan.concurrency,
+    rateLimit: plan.rate_limit,
+  };
 }
 
 /**

@@ -98,6 +98,12 @@ export class RunContexts {
       updated_at: now,
       traceparent,
       retention_days: spec.definition.retention_days ?? null,
+      // Set by the plan's limits (run-limits.ts) before the run is saved.
+      priority: 0,
+      concurrency_key: null,
+      rate_key: null,
+      blocked_by: null,
+      admitted_at: null,
     };
     const rows = spec.definition.steps.map((def, position): RunStepRow => ({
       run_id: run.id,

@@ -99,7 +99,11 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
   const step = stepId === null ? undefined : ctx.steps.get(stepId);
   switch (entry.type) {
     case 'run.started':
-      return { type: 'run.started', data: { ...base, status: 'running', parent_run_id: run.parent_run_id } };
+      return {
+        type: 'run.started',
+        // A run its plan's limits hold starts queued.
+        data: { ...base, status: run.status === 'queued' ? 'queued' : 'running', parent_run_id: run.parent_run_id },
+      };
     case 'run.waiting':
       return { type: 'run.waiting', data: { ...base, status: 'waiting' } };
     case 'run.redriven':

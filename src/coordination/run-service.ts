@@ -12,10 +12,11 @@ import type { CheckpointRow } from './step-work-store.js';
 import type { RunEngine } from './engine.js';
 import type { PlanDefinition } from './plan-definition.js';
 import type { PlanStore } from './plan-store.js';
-import { RUN_FINISHED, type Adaptive, type Revision } from './run-state.js';
+import { RUN_FINISHED, type Adaptive, type Revision, type StepDetail } from './run-state.js';
 import type { RunEventRow, RunLabels, RunRow, RunStepRow } from './run-list-store.js';
+import type { RunLimitsStore } from './run-limits-store.js';
 import type { RunStore } from './run-store.js';
-import type { RunStatus, StepStatus } from './tables.js';
+import type { RunBlockedBy, RunStatus, StepStatus } from './tables.js';
 
 /** GET /coordination/runs's filters (times as ISO 8601). */
 export interface RunListQuery {
@@ -50,6 +51,7 @@ export interface RunStep {
   usage?: UsageSum;
   /** The latest progress its agent saved. */
   checkpoint: Checkpoint | null;
+  blocked_by: 'no_agent' | null;
 }
 
 export interface Run {
@@ -57,6 +59,8 @@ export interface Run {
   plan_id: string;
   plan_version: number;
   status: RunStatus;
+  blocked_by: RunBlockedBy | 'no_agent' | null;
+  priority: number;
   current_step: string | null;
   input: Record<string, unknown>;
   output: unknown;
@@ -89,11 +93,29 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, 
     return types.get(row.step_id)?.type ?? 'agent';
   };
   const current = RUN_FINISHED.has(run.status) ? undefined : steps.find((s) => s.status === 'running' || s.status === 'waiting');
+  const blocked = (s: RunStepRow) => (s.status === 'waiting' && (JSON.parse(s.detail) as StepDetail).blocked_by) || null;
+  const runSteps = steps.map((s) => ({
+    id: s.step_id,
+    type: typeOf(s),
+    status: s.status,
+    attempt: s.attempt,
+    agent: s.agent_id,
+    child_run_id: s.child_run_id,
+    started_at: iso(s.started_at),
+    completed_at: iso(s.completed_at),
+    input: parseNullableJson(s.input),
+    output: parseNullableJson(s.output),
+    error: s.error,
+    blocked_by: blocked(s),
+    checkpoint: checkpoints.has(s.step_id) ? toCheckpoint(checkpoints.get(s.step_id)!) : null,
+  }));
   return {
     id: run.id,
     plan_id: run.plan_id,
     plan_version: run.plan_version,
     status: run.status,
+    blocked_by: run.blocked_by ?? (runSteps.some((s) => s.blocked_by === 'no_agent') ? 'no_agent' : null),
+    priority: run.priority,
     current_step: current?.step_id ?? null,
     input: JSON.parse(run.input) as Record<string, unknown>,
     output: parseNullableJson(run.output),
@@ -103,20 +125,7 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, 
     parent_run_id: run.parent_run_id,
     tags,
     metadata,
-    steps: steps.map((s) => ({
-      id: s.step_id,
-      type: typeOf(s),
-      status: s.status,
-      attempt: s.attempt,
-      agent: s.agent_id,
-      child_run_id: s.child_run_id,
-      started_at: iso(s.started_at),
-      completed_at: iso(s.completed_at),
-      input: parseNullableJson(s.input),
-      output: parseNullableJson(s.output),
-      error: s.error,
-      checkpoint: checkpoints.has(s.step_id) ? toCheckpoint(checkpoints.get(s.step_id)!) : null,
-    })),
+    steps: runSteps,
     created_by: run.created_by,
     started_at: iso(run.started_at),
     completed_at: iso(run.completed_at),
@@ -147,14 +156,23 @@ export class RunService {
   private waiterRead: Promise<{ run_id: string; step_id: string; wait_topic: string }[]> | null = null;
   private usage: RunUsage | null = null;
 
-  constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; clock: Clock; audit: AuditTrail }) {}
+  constructor(
+    private readonly deps: { runs: RunStore; limits: RunLimitsStore; plans: PlanStore; engine: RunEngine; clock: Clock; audit: AuditTrail },
+  ) {}
 
   private get store() {
     return this.deps.runs;
   }
 
   async startRun(
-    input: { plan_id: string; input?: Record<string, unknown>; adaptive?: Adaptive; tags?: string[]; metadata?: Record<string, string> },
+    input: {
+      plan_id: string;
+      input?: Record<string, unknown>;
+      adaptive?: Adaptive;
+      tags?: string[];
+      metadata?: Record<string, string>;
+      priority?: number;
+    },
     caller: Caller,
   ): Promise<Run> {
     return this.store.inTransaction(async (tx) => {
@@ -168,6 +186,7 @@ export class RunService {
         definitionText: plan.text,
         input: input.input ?? {},
         adaptive: input.adaptive,
+        priority: input.priority,
         createdBy: caller.agentId ?? caller.actor,
       });
       const labels = { tags: [...new Set(input.tags ?? [])].sort(), metadata: input.metadata ?? {} };
@@ -271,6 +290,11 @@ export class RunService {
     return this.waiterRead;
   }
 
+  /** Steps waiting for an agent look again (discovery changed). */
+  async agentsChanged(): Promise<void> {
+    await this.store.inTransaction((tx) => this.deps.engine.onAgentsChanged(tx));
+  }
+
   /** Advances runs whose timers are due; returns how many it advanced. */
   async wakeDue(batch = 100): Promise<number> {
     let advanced = 0;
@@ -284,6 +308,11 @@ export class RunService {
       advanced += count;
       if (count < batch) return advanced;
     }
+  }
+
+  /** Runs held back by why (the blocked runs gauge). */
+  blockedCounts(): Promise<Record<string, number>> {
+    return this.deps.limits.countBlocked(autocommit);
   }
 
   nextWakeAt(): Promise<number | null> {

@@ -41,6 +41,8 @@ export interface StartRun {
   event?: unknown;
   adaptive?: Adaptive;
   createdBy: string;
+  /** 0–9: overrides the plan's priority. */
+  priority?: number;
 }
 
 /** What a step remembers between transitions (JSON in run_steps.detail). */
@@ -57,6 +59,8 @@ export interface StepDetail {
   wait_id?: string;
   /** human_input: who submitted the data (a decided approval says so in its output). */
   submitted_by?: string;
+  /** agent: why the step waits rather than runs (no healthy agent has its capability). */
+  blocked_by?: 'no_agent';
 }
 
 export interface StepState {
@@ -189,7 +193,14 @@ export function skipStep(ctx: RunContext, step: StepState, reason: string): void
 }
 
 export function finishRun(ctx: RunContext, status: RunStatus, output: unknown, error: string | null): void {
-  Object.assign(ctx.run, { status, output: output === null ? null : JSON.stringify(output), error, completed_at: ctx.now, wake_at: null });
+  Object.assign(ctx.run, {
+    status,
+    output: output === null ? null : JSON.stringify(output),
+    error,
+    completed_at: ctx.now,
+    wake_at: null,
+    blocked_by: null,
+  });
   record(ctx, `run.${status}`, null, error ? { error } : {});
 }
 

@@ -8,7 +8,8 @@ import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf } from '../db/tx.js';
 import { ACTIVE, RunListStore, type NewRunEvent, type RunLabels, type RunRow, type RunStepRow } from './run-list-store.js';
 
-type RunStateColumn = 'status' | 'output' | 'error' | 'revisions' | 'wake_at' | 'revision' | 'completed_at' | 'updated_at';
+type RunStateColumn =
+  'status' | 'blocked_by' | 'admitted_at' | 'output' | 'error' | 'revisions' | 'wake_at' | 'revision' | 'completed_at' | 'updated_at';
 
 // Every column of the rows inserted on hot paths (a run started, its steps and timeline),
 // each null: typed as full records, so a column added to a table cannot be left out.
@@ -35,6 +36,11 @@ const RUN_TEMPLATE: Record<keyof RunRow, null> = {
   updated_at: null,
   traceparent: null,
   retention_days: null,
+  priority: null,
+  concurrency_key: null,
+  rate_key: null,
+  blocked_by: null,
+  admitted_at: null,
 };
 const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
   run_id: null,
@@ -83,6 +89,8 @@ export interface NewRuns {
  */
 const RUN_STATE_TEMPLATE: Record<RunStateColumn, null> = {
   status: null,
+  blocked_by: null,
+  admitted_at: null,
   output: null,
   error: null,
   revisions: null,
@@ -96,6 +104,8 @@ const RUN_STATE_COLUMNS = Object.keys(RUN_STATE_TEMPLATE) as RunStateColumn[];
 const RUN_STATE_TYPES: Record<RunStateColumn | 'id', 'text' | 'bigint'> = {
   id: 'text',
   status: 'text',
+  blocked_by: 'text',
+  admitted_at: 'bigint',
   output: 'text',
   error: 'text',
   revisions: 'text',
@@ -328,7 +338,7 @@ export class RunStore extends RunListStore {
       .selectFrom('runs')
       .selectAll()
       .where('wake_at', '<=', now)
-      .where('status', 'in', ACTIVE)
+      .where('status', 'in', [...ACTIVE, 'queued'])
       .orderBy('wake_at')
       .limit(limit);
     return this.caps.claim(query).execute();
@@ -342,6 +352,16 @@ export class RunStore extends RunListStore {
       .where('wake_at', 'is not', null)
       .executeTakeFirst();
     return nextDue(row);
+  }
+
+  /** Agent steps waiting for an agent with their capability (the only waiting steps with a capability). */
+  async agentWaiters(tx: Tx): Promise<{ run_id: string; step_id: string }[]> {
+    return dbOf(tx, this.db)
+      .selectFrom('run_steps')
+      .select(['run_id', 'step_id'])
+      .where('status', '=', 'waiting')
+      .where('capability', 'is not', null)
+      .execute();
   }
 
   /**

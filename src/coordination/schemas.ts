@@ -1,13 +1,30 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 import { USERNAME_PATTERN } from '../auth/schemas.js';
+import { RunPriority } from './plan-schemas.js';
 
 /** Runs, their events, and the decisions of human steps (approvals inbox, approval links); plans are plan-schemas.ts. */
 
 export const RunStatus = Type.Union(
-  [Type.Literal('running'), Type.Literal('waiting'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('cancelled')],
-  { description: 'waiting: blocked on a person, a timer or an event' },
+  [
+    Type.Literal('queued'),
+    Type.Literal('running'),
+    Type.Literal('waiting'),
+    Type.Literal('completed'),
+    Type.Literal('failed'),
+    Type.Literal('cancelled'),
+  ],
+  {
+    description:
+      "queued: held by its plan's concurrency or rate limit (blocked_by says which); waiting: blocked on a person, a timer, an event or an agent",
+  },
 );
+export const StepBlockedBy = Type.Union([Type.Literal('no_agent'), Type.Null()], {
+  description: 'no_agent: a capability step waiting (status waiting) for a healthy agent with the capability, until its timeout',
+});
+export const RunBlockedBy = Type.Union([Type.Literal('concurrency'), Type.Literal('rate_limit'), Type.Literal('no_agent'), Type.Null()], {
+  description: "Why the run waits: its plan's concurrency or rate limit (queued), or a step waiting for an agent",
+});
 export const StepStatus = Type.Union(
   ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'].map((s) => Type.Literal(s)),
   { description: 'waiting: a human step awaiting its decision or data' },
@@ -41,6 +58,7 @@ export const StartRunBody = Type.Object(
     adaptive: Type.Optional(Adaptive),
     tags: Type.Optional(Type.Array(RunTag, { maxItems: 20, description: 'Tags to find the run by (GET /runs?tag=); at most 20' })),
     metadata: Type.Optional(RunMetadata),
+    priority: Type.Optional(RunPriority),
   },
   { additionalProperties: false },
 );
@@ -109,6 +127,7 @@ export const RunStep = Type.Object(
     error: Type.Union([Type.String(), Type.Null()]),
     usage: Type.Optional(UsageSum),
     checkpoint: Type.Union([Checkpoint, Type.Null()], { description: 'agent steps: the latest progress its agent saved' }),
+    blocked_by: StepBlockedBy,
   },
   { title: 'RunStep' },
 );
@@ -124,6 +143,8 @@ export const Run = Type.Object(
     plan_id: Type.String(),
     plan_version: Type.Integer(),
     status: RunStatus,
+    blocked_by: RunBlockedBy,
+    priority: RunPriority,
     current_step: Type.Union([Type.String(), Type.Null()], {
       description: 'The first step (in plan order) in progress; null when finished',
     }),

@@ -1,6 +1,6 @@
 import type { Generated } from 'kysely';
 
-export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 export type StepStatus = 'pending' | 'running' | 'waiting' | 'completed' | 'failed' | 'skipped' | 'cancelled';
 
 export interface PlansTable {
@@ -47,7 +47,19 @@ export interface RunsTable {
   traceparent: string | null;
   /** Days the run is kept once finished, from its plan version; null: the server's setting. */
   retention_days: number | null;
+  /** 0–9, higher first: which queued run of a plan starts next. */
+  priority: number;
+  /** The value of the plan's concurrency key for this run ('' without a key); null: no limit. */
+  concurrency_key: string | null;
+  /** The value of the plan's rate limit key for this run ('' without a key); null: no limit. */
+  rate_key: string | null;
+  /** Why a queued run waits: concurrency or rate_limit. */
+  blocked_by: RunBlockedBy | null;
+  /** When the run left the queue (or started at once): what a rate limit counts. */
+  admitted_at: number | null;
 }
+
+export type RunBlockedBy = 'concurrency' | 'rate_limit';
 
 export interface RunStepsTable {
   run_id: string;
@@ -132,6 +144,19 @@ export interface TriggerFiresTable {
   created_at: number;
 }
 
+/** A burst of a debounced trigger's events under way (one per trigger and debounce key). */
+export interface TriggerDebouncesTable {
+  trigger_id: string;
+  debounce_key: string;
+  /** JSON: the last event's data, the run's `event`. */
+  event: string;
+  first_at: number;
+  /** When the run starts: `seconds` after the last event, at the deadline at most. */
+  fire_at: number;
+  /** The first event plus `max_wait_s` (null: none). */
+  deadline: number | null;
+}
+
 /** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 /** One tag a run was started with. */
 export interface RunTagsTable {
@@ -158,4 +183,5 @@ export interface CoordinationTables {
   run_step_logs: RunStepLogsTable;
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;
+  trigger_debounces: TriggerDebouncesTable;
 }

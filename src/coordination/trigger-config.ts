@@ -29,6 +29,15 @@ export interface TriggerConfig {
   filter?: string;
   path?: string;
   method?: WebhookMethod;
+  debounce?: Debounce;
+}
+
+/** A burst of matching events starts one run, `seconds` after the last (`max_wait_s` after the first at most), with the last one's input. */
+export interface Debounce {
+  seconds: number;
+  /** A template over `event` (`{{event.customer}}`): each value debounces apart. */
+  key?: string;
+  max_wait_s?: number;
 }
 
 export interface TriggerInput {
@@ -54,8 +63,8 @@ function problems(type: TriggerType, config: TriggerConfig, mapping: Record<stri
   const problem = (field: string, message: string) => found.push({ field, message });
   const allowed: Record<TriggerType, (keyof TriggerConfig)[]> = {
     schedule: ['cron', 'timezone'],
-    event: ['topic', 'filter'],
-    webhook: ['path', 'method'],
+    event: ['topic', 'filter', 'debounce'],
+    webhook: ['path', 'method', 'debounce'],
   };
   for (const key of Object.keys(config) as (keyof TriggerConfig)[]) {
     if (!allowed[type].includes(key)) problem(`config.${key}`, `is not used by ${type} triggers (they take ${allowed[type].join(', ')})`);
@@ -86,13 +95,17 @@ function problems(type: TriggerType, config: TriggerConfig, mapping: Record<stri
       problem('config.path', "is segments of letters, digits and '._~-' separated by '/', e.g. 'github/push' or '/github/push'");
     }
   }
+  /** Templates of a trigger read only the event. */
+  const eventOnly = (field: string, value: unknown, what: string) => {
+    for (const reference of collectReferences(value)) {
+      if (typeof reference === 'string') problem(field, reference);
+      else if (reference.root !== 'event') problem(field, `'{{${reference.expression}}}': ${what} reads only event.*`);
+    }
+  };
+  if (config.debounce?.key !== undefined) eventOnly('config.debounce.key', config.debounce.key, 'a debounce key');
   if (mapping) {
     if (type === 'schedule') problem('input_mapping', 'schedule triggers have no event; use input');
-    for (const reference of collectReferences(mapping)) {
-      if (typeof reference === 'string') problem('input_mapping', reference);
-      else if (reference.root !== 'event')
-        problem('input_mapping', `'{{${reference.expression}}}': a trigger's mapping reads only event.*`);
-    }
+    eventOnly('input_mapping', mapping, "a trigger's mapping");
   }
   return found;
 }

@@ -3,13 +3,14 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, MethodNotAllowed, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
+import type { Notifier } from '../kernel/notifier.js';
 import { topicMatches } from '../kernel/topics.js';
 import { decideSlots, Schedule } from '../kernel/cron.js';
 import type { RunEngine } from './engine.js';
 import type { CurrentPlan, PlanStore } from './plan-store.js';
 import type { StartRun } from './run-state.js';
-import { webhookKey, type TriggerConfig } from './trigger-config.js';
-import type { FireRow, TriggerRow, TriggerStore } from './trigger-store.js';
+import { webhookKey, type Debounce, type TriggerConfig } from './trigger-config.js';
+import type { DebounceRow, FireRow, TriggerRow, TriggerStore } from './trigger-store.js';
 import type { FireOutcome } from './tables.js';
 import { render } from './templates.js';
 import { isJsonObject } from '../kernel/json.js';
@@ -19,6 +20,7 @@ import { ExpressionError, type Expressions } from '../kernel/expression-pool.js'
 /** An enabled event trigger as kept between publishes: its row with what each event needs made once. */
 interface EventTrigger {
   row: TriggerRow;
+  debounce: Debounce | null;
   /** The filter's JSONata expression (one that does not compile fails the fire, as on evaluation). */
   filter: string | null;
   input: Record<string, unknown>;
@@ -34,6 +36,8 @@ interface EventWork {
 }
 
 const SCHEDULE_BATCH = 100;
+/** Wakes the run timer of every node when a debounced trigger's burst begins (its run is due later). */
+export const DEBOUNCE_BEGUN = 'coordination:debounce';
 /** Event triggers are re-read at least this often even without a change notification. */
 const EVENT_TRIGGERS_TTL_MS = 5000;
 /** Published topics whose matching triggers are kept (per reading of the triggers). */
@@ -42,9 +46,10 @@ const MATCHED_TOPICS = 1000;
 const EVENT_BATCH = 100;
 
 function toEventTrigger(row: TriggerRow): EventTrigger {
-  const { filter } = JSON.parse(row.config) as TriggerConfig;
+  const { filter, debounce } = JSON.parse(row.config) as TriggerConfig;
   return {
     row,
+    debounce: debounce ?? null,
     filter: filter ?? null,
     input: JSON.parse(row.input) as Record<string, unknown>,
     mapping: row.input_mapping === null ? null : (JSON.parse(row.input_mapping) as unknown),
@@ -101,6 +106,7 @@ export class TriggerFiring {
       clock: Clock;
       expressions: Expressions;
       audit: AuditTrail;
+      notifier: Notifier;
     },
   ) {}
 
@@ -194,8 +200,52 @@ export class TriggerFiring {
     }
   }
 
-  nextScheduleAt(): Promise<number | null> {
-    return this.store.nextScheduleAt(autocommit);
+  /** When the timer looks next for triggers: a schedule slot or a debounced burst's end. */
+  async nextFireAt(): Promise<number | null> {
+    const times = [await this.store.nextScheduleAt(autocommit), await this.store.nextDebounceAt(autocommit)];
+    return times.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
+  }
+
+  /** An event of a debounced trigger joins the burst of its key (or begins one: the timers are told). */
+  private async debounce(tx: Tx, trigger: TriggerRow, debounce: Debounce, event: Record<string, unknown>, now: number): Promise<void> {
+    const key = debounce.key === undefined ? '' : String(render(debounce.key, { input: {}, steps: {}, event }) ?? '');
+    const deadline = debounce.max_wait_s === undefined ? null : now + debounce.max_wait_s * 1000;
+    const fireAt = Math.min(now + debounce.seconds * 1000, deadline ?? Infinity);
+    const row: DebounceRow = {
+      trigger_id: trigger.id,
+      debounce_key: key,
+      event: JSON.stringify(event),
+      first_at: now,
+      fire_at: fireAt,
+      deadline,
+    };
+    if (await this.store.debounce(tx, row)) await this.deps.notifier.notifyIn(tx, DEBOUNCE_BEGUN);
+  }
+
+  /** Starts the runs of debounced bursts that are due (each with its last event), recorded in the ledger. */
+  async fireDebounced(): Promise<number> {
+    let started = 0;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const { taken, count } = await this.store.inTransaction(async (tx) => {
+        const due = await this.store.takeDueDebounces(tx, now, SCHEDULE_BATCH);
+        let count = 0;
+        for (const burst of due) {
+          const trigger = await this.store.findTrigger(tx, burst.trigger_id);
+          if (!trigger || trigger.enabled !== 1) continue;
+          const outcome = await this.startRun(tx, trigger, JSON.parse(burst.event) as Record<string, unknown>);
+          if ('runId' in outcome) count++;
+          const fire =
+            'runId' in outcome
+              ? this.fire(trigger, now, 'started', { run_id: outcome.runId })
+              : this.fire(trigger, now, 'failed', { reason: outcome.failed });
+          await this.store.insertEventFires(tx, [fire]);
+        }
+        return { taken: due.length, count };
+      });
+      started += count;
+      if (taken < SCHEDULE_BATCH) return started;
+    }
   }
 
   pruneFires(): Promise<void> {
@@ -299,6 +349,10 @@ export class TriggerFiring {
           fires.push(this.fire(row, work.now, 'failed', { reason: `plan '${row.plan_id}' no longer exists` }));
           continue;
         }
+        if (trigger.debounce) {
+          await this.debounce(tx, row, trigger.debounce, work.data, work.now);
+          continue;
+        }
         const fire = this.fire(row, work.now, 'started');
         fires.push(fire);
         startedFires.push(fire);
@@ -313,7 +367,7 @@ export class TriggerFiring {
   }
 
   /** `{method} /coordination/hooks/{path}`: the request body and query become `event.*`. */
-  async invokeWebhook(method: string, path: string, body: unknown, query: Record<string, unknown>): Promise<{ run_id: string }> {
+  async invokeWebhook(method: string, path: string, body: unknown, query: Record<string, unknown>): Promise<{ run_id: string | null }> {
     const trigger = await this.store.findTriggerByPath(autocommit, webhookKey(path));
     if (!trigger || trigger.type !== 'webhook') throw new NotFound('Webhook', path);
     const expected = (JSON.parse(trigger.config) as TriggerConfig).method ?? 'POST';
@@ -321,8 +375,13 @@ export class TriggerFiring {
     if (trigger.enabled !== 1) throw new Conflict(`The trigger of webhook '${path}' is disabled`);
     const now = this.deps.clock.now();
     const event: Record<string, unknown> = { ...query, ...(isJsonObject(body) ? body : body === undefined ? {} : { body }) };
+    const { debounce } = JSON.parse(trigger.config) as TriggerConfig;
     return this.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'trigger.fire', resource: { type: 'trigger', id: trigger.id } });
+      if (debounce) {
+        await this.debounce(tx, trigger, debounce, event, now);
+        return { run_id: null };
+      }
       const outcome = await this.startRun(tx, trigger, event);
       if ('failed' in outcome) throw new Conflict(outcome.failed);
       await this.store.insertEventFires(tx, [this.fire(trigger, now, 'started', { run_id: outcome.runId })]);

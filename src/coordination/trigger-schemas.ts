@@ -35,6 +35,23 @@ export const TriggerConfig = Type.Object(
         { description: 'webhook: HTTP method (default POST)' },
       ),
     ),
+    debounce: Type.Optional(
+      Type.Object(
+        {
+          seconds: Type.Integer({ minimum: 1, maximum: 86_400, description: 'The run starts after this long without another event' }),
+          key: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 500, description: 'A template over {{event.*}}: each value debounces apart' }),
+          ),
+          max_wait_s: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: 86_400, description: "At most this long after a burst's first event" }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description: "event and webhook: a burst of matching events starts one run, with the last event's input",
+        },
+      ),
+    ),
   },
   { title: 'TriggerConfig', additionalProperties: false },
 );
@@ -108,4 +125,11 @@ export const Fire = Type.Object(
 export const HookParams = Type.Object({
   '*': Type.String({ minLength: 1, maxLength: 200, description: "A webhook trigger's config.path, slashes included (e.g. github/push)" }),
 });
-export const HookStarted = Type.Object({ run_id: Type.String() }, { title: 'HookStarted' });
+export const HookStarted = Type.Object(
+  {
+    run_id: Type.Union([Type.String(), Type.Null()], {
+      description: "null: the trigger debounces; its run starts when the burst of calls ends, with the last call's input",
+    }),
+  },
+  { title: 'HookStarted' },
+);

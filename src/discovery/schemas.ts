@@ -42,12 +42,20 @@ export const CapabilityMetadata = Type.Object(
   { additionalProperties: true, description: 'Free-form JSON object' },
 );
 
+const MaxConcurrency = Type.Integer({
+  minimum: 1,
+  maximum: 10_000,
+  description:
+    "The agent holds at most this many messages leased at once, across all its receivers and channels (the smallest of its capabilities' applies)",
+});
+
 export const RegisterBody = Type.Object(
   {
     agent_id: Type.Optional(AgentId),
     capability: CapabilityName,
     metadata: Type.Optional(CapabilityMetadata),
     groups: Type.Optional(Type.Array(GroupName, { maxItems: 50, uniqueItems: true })),
+    max_concurrency: Type.Optional(MaxConcurrency),
   },
   { additionalProperties: false },
 );
@@ -60,6 +68,7 @@ export const Capability = Type.Object(
     capability: Type.String(),
     metadata: JsonObject,
     groups: Type.Array(Type.String()),
+    max_concurrency: Type.Union([MaxConcurrency, Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

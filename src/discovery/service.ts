@@ -10,11 +10,13 @@ import {
   SYSTEM_ACTOR,
   type AgentDirectory,
   type AgentPauses,
+  type AgentLimits,
   type AuditTrail,
   type DeliveryStats,
   type EventLog,
   type NewEvent,
 } from '../kernel/ports.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilitySearch, type SearchInput } from './capability-search.js';
 import type { SearchHit } from './search.js';
@@ -38,6 +40,8 @@ import {
 export const DISCOVERY_CHANGED = 'discovery:changed';
 
 const MAX_METADATA_BYTES = 64 * 1024;
+/** How long an agent's concurrency limit is trusted before it is read again (a change applies within it). */
+const LIMIT_TTL_MS = 1000;
 
 export interface DiscoveryDeps {
   store: DiscoveryStore;
@@ -65,7 +69,7 @@ const finite = (value: unknown): number | null => (typeof value === 'number' && 
  * and find agents only; what a share with a group opens is decided by the memberships an
  * admin grants (auth/groups).
  */
-export class DiscoveryService implements AgentDirectory {
+export class DiscoveryService implements AgentDirectory, AgentLimits {
   private readonly store: DiscoveryStore;
   private readonly clock: Clock;
   private readonly notifier: Notifier;
@@ -78,6 +82,8 @@ export class DiscoveryService implements AgentDirectory {
 
   private readonly capabilitySearch: CapabilitySearch;
   private pauses: AgentPauses | null = null;
+  /** Agents' concurrency limits as read lately (every receive asks). */
+  private readonly limits = new BoundedMap<string, { limit: number | null; at: number }>(10_000);
 
   constructor(deps: DiscoveryDeps) {
     this.store = deps.store;
@@ -99,13 +105,23 @@ export class DiscoveryService implements AgentDirectory {
 
   // ---- capabilities ----
 
+  /** The most messages `agentId` may hold leased at once: its capabilities' smallest max_concurrency, read at most once a second. */
+  async concurrencyOf(agentId: string): Promise<number | null> {
+    const now = this.clock.now();
+    const known = this.limits.get(agentId);
+    if (known && now - known.at < LIMIT_TTL_MS) return known.limit;
+    const limit = await this.store.concurrencyOf(autocommit, agentId);
+    this.limits.set(agentId, { limit, at: now });
+    return limit;
+  }
+
   /**
    * Registers the agent's capability, or updates it when the agent already has one of that
    * name; an agent's first capability registers the agent (agent.registered, by `actor`).
    */
   async register(
     agentId: string,
-    input: { capability: string; metadata?: Metadata; groups?: string[] },
+    input: { capability: string; metadata?: Metadata; groups?: string[]; max_concurrency?: number },
     actor: string,
   ): Promise<{ capability: Capability; created: boolean }> {
     const metadata = JSON.stringify(input.metadata ?? {});
@@ -119,7 +135,16 @@ export class DiscoveryService implements AgentDirectory {
       const known = await this.store.hasCapabilities(tx, agentId);
       const stored = await this.store.upsertCapability(
         tx,
-        { id, agent_id: agentId, capability: input.capability, metadata, groups: JSON.stringify(groups), created_at: now, updated_at: now },
+        {
+          id,
+          agent_id: agentId,
+          capability: input.capability,
+          metadata,
+          groups: JSON.stringify(groups),
+          max_concurrency: input.max_concurrency ?? null,
+          created_at: now,
+          updated_at: now,
+        },
         groups,
       );
       await this.audit.record(tx, { action: 'capability.register', resource: { type: 'capability', id: stored.id } });

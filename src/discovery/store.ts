@@ -65,6 +65,7 @@ export class DiscoveryStore extends Store {
           oc.columns(['agent_id', 'capability']).doUpdateSet({
             metadata: row.metadata,
             groups: row.groups,
+            max_concurrency: row.max_concurrency,
             updated_at: row.updated_at,
           }),
         )
@@ -122,6 +123,16 @@ export class DiscoveryStore extends Store {
   /** Advances a round-robin cursor; returns how many times it had been used before. */
   async nextCursor(tx: Tx, key: string): Promise<number> {
     return (await this.advance(dbOf(tx, this.db), `rr:${key}`)) - 1;
+  }
+
+  /** The smallest max_concurrency of the agent's capabilities (null: none declares one). */
+  async concurrencyOf(tx: Tx, agentId: string): Promise<number | null> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('discovery_capabilities')
+      .select((eb) => eb.fn.min('max_concurrency').as('limit'))
+      .where('agent_id', '=', agentId)
+      .executeTakeFirst();
+    return row?.limit === null || row?.limit === undefined ? null : Number(row.limit);
   }
 
   async findCapability(tx: Tx, id: string): Promise<CapabilityRow | undefined> {
@@ -365,6 +376,7 @@ export class DiscoveryStore extends Store {
         'discovery_capabilities.capability',
         'discovery_capabilities.metadata',
         'discovery_capabilities.groups',
+        'discovery_capabilities.max_concurrency',
         'discovery_capabilities.created_at',
         'discovery_capabilities.updated_at',
       ])
@@ -383,6 +395,7 @@ export class DiscoveryStore extends Store {
               capability: r.capability!,
               metadata: r.metadata!,
               groups: r.groups!,
+              max_concurrency: r.max_concurrency,
               created_at: r.created_at!,
               updated_at: r.updated_at!,
             },

@@ -6,6 +6,8 @@ export interface DiscoveryCapabilitiesTable {
   metadata: string;
   /** JSON array of group names */
   groups: string;
+  /** Messages the agent may hold leased at once (null: no limit). */
+  max_concurrency: number | null;
   created_at: number;
   updated_at: number;
 }

@@ -10,6 +10,7 @@ export interface Capability {
   capability: string;
   metadata: Record<string, unknown>;
   groups: string[];
+  max_concurrency: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -70,6 +71,7 @@ export function toCapability(row: CapabilityRow): Capability {
     capability: row.capability,
     metadata: parseObject(row.metadata),
     groups: JSON.parse(row.groups) as string[],
+    max_concurrency: row.max_concurrency,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };

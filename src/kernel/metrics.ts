@@ -29,6 +29,8 @@ export interface MetricSources {
   agentsByHealth(): Promise<Record<string, number>>;
   /** Firing alerts by rule id and severity (at most one per rule). */
   alertsFiring(): Promise<{ rule_id: string; severity: string; n: number }[]>;
+  /** Runs held back by why: queued by a concurrency or rate limit, or waiting for an agent (no_agent). */
+  runsBlocked(): Promise<Record<string, number>>;
 }
 
 /**
@@ -161,6 +163,15 @@ export class DomainMetrics {
       registers,
       async collect() {
         for (const [health, count] of Object.entries(await sources.agentsByHealth())) this.set({ health }, count);
+      },
+    });
+    new Gauge({
+      name: 'switchboard_runs_blocked',
+      help: "Runs held back: queued by their plan's concurrency or rate limit, or waiting for an agent with a step's capability",
+      labelNames: ['blocked_by'],
+      registers,
+      async collect() {
+        for (const [blockedBy, count] of Object.entries(await sources.runsBlocked())) this.set({ blocked_by: blockedBy }, count);
       },
     });
     new Gauge({

@@ -194,6 +194,11 @@ export interface RunUsage {
   ofRun(tx: Tx, runId: string): Promise<{ total: UsageSum; steps: Map<string, UsageSum> }>;
 }
 
+/** Implemented by discovery: the most messages an agent may hold leased at once (null: no limit). */
+export interface AgentLimits {
+  concurrencyOf(agentId: string): Promise<number | null>;
+}
+
 /** A published event (messaging `publish`), for coordination triggers and waits. */
 export interface PublishedEvent {
   topic: string;

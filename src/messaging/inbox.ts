@@ -14,6 +14,7 @@ import type {
   Inbox,
   InboxWaker,
   OutcomeHandlers,
+  AgentLimits,
   OutgoingMessage,
   SendRequest,
   SendResult,
@@ -325,6 +326,11 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker {
   }
 
   /** Each settled message's producer hears of it through the handler of its origin kind. */
+  /** Where agents' concurrency limits come from (discovery, wired after both exist). */
+  limitAgentsBy(limits: AgentLimits): void {
+    this.leases.limitAgentsBy(limits);
+  }
+
   routeOutcomesTo(handlers: OutcomeHandlers): void {
     this.outcomes.routeTo(handlers);
   }

@@ -2,7 +2,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import { SYSTEM_ACTOR, type EventLog, type OriginKind, type UsageRecorder, type UsageReport } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AgentLimits, type EventLog, type OriginKind, type UsageRecorder, type UsageReport } from '../kernel/ports.js';
 import { spanClock, type InboxTracing } from './inbox-tracing.js';
 import type { InboxWakeups } from './inbox-wakeups.js';
 import { toMessage, type Caller, type Message } from './messages.js';
@@ -52,6 +52,11 @@ export class Leases {
     },
   ) {}
 
+  /** How many messages agents may hold leased at once (discovery's capabilities say). */
+  private limits: AgentLimits | null = null;
+  /** Agents found limited: a settlement of theirs makes room, so their long polls look again. */
+  private readonly limited = new Set<string>();
+
   private get store() {
     return this.deps.store;
   }
@@ -61,16 +66,28 @@ export class Leases {
     this.usage = recorder;
   }
 
+  /** Who says how many messages an agent may hold leased at once (app.ts: discovery's capabilities). */
+  limitAgentsBy(limits: AgentLimits): void {
+    this.limits = limits;
+  }
+
   /** Leases up to `max` visible messages of `agentId` to `receiver` (one look of a receive). */
   async claim(agentId: string, receiver: string, max: number, visibilitySeconds: number): Promise<Message[]> {
     const { outcomes } = this.deps;
     const lease = { destination: agentId, receiver, max, now: this.deps.clock.now(), leaseMs: visibilitySeconds * 1000 };
     const startTime = spanClock();
     // Producers that follow deliveries hear of them in the claim's transaction.
-    const rows = await this.store.claim(lease, {
-      wants: (claimed) => claimed.some((row) => outcomes.hears(row, 'delivered')),
-      record: (tx, claimed) => outcomes.emit(tx, claimed, { status: 'delivered' }),
-    });
+    const limit = this.limits === null ? null : await this.limits.concurrencyOf(agentId);
+    if (limit === null) this.limited.delete(agentId);
+    else this.limited.add(agentId);
+    const rows = await this.store.claim(
+      lease,
+      {
+        wants: (claimed) => claimed.some((row) => outcomes.hears(row, 'delivered')),
+        record: (tx, claimed) => outcomes.emit(tx, claimed, { status: 'delivered' }),
+      },
+      limit,
+    );
     this.deps.tracing.received(agentId, rows, startTime);
     for (const row of rows) if (row.deliveries === 1) this.deps.metrics.messageQueued(row.origin_kind, (lease.now - row.created_at) / 1000);
     return rows.map(toMessage);
@@ -135,16 +152,17 @@ export class Leases {
    */
   async reject(caller: Caller, input: Rejection): Promise<Rejected> {
     const now = this.deps.clock.now();
-    let deadLettered: MessageRow | undefined;
+    // Its lease ends either way (room for a limited agent); a dead letter also releases its ordering key.
+    let ended: MessageRow | undefined;
     const rejected = await this.store.inTransaction(async (tx) => {
       const [row] = await this.settleable(tx, caller, [input.message_id]);
+      ended = row;
       const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
       return this.deps.tracing.settling([row!], requeue ? 'reject' : 'dead_letter', async () => {
         await this.store.endAttempts(tx, [row!], 'rejected', input.reason, now);
         if (!requeue) {
           const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
           await this.deadLetter(tx, row!, reason, now, caller.actor);
-          deadLettered = row;
           return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
         }
         const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
@@ -154,16 +172,16 @@ export class Leases {
         return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
       });
     });
-    if (deadLettered) this.released([deadLettered]);
+    if (ended) this.released([ended]);
     return rejected;
   }
 
   /**
-   * Messages settled for good: the next message of each one's ordering key may be received now,
-   * so the long polls of their inboxes (on every node) look again.
+   * Messages settled for good: the next message of each one's ordering key, or of a limited
+   * agent, may be received now, so the long polls of their inboxes (on every node) look again.
    */
   private released(rows: Pick<MessageRow, 'destination' | 'ordering_key'>[]): void {
-    const inboxes = rows.filter((row) => row.ordering_key !== null).map((row) => row.destination);
+    const inboxes = rows.filter((row) => row.ordering_key !== null || this.limited.has(row.destination)).map((row) => row.destination);
     if (inboxes.length > 0) this.deps.wakeups.committed(inboxes);
   }
 

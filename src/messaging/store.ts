@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
 import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
@@ -29,6 +30,25 @@ export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRo
  * picks that index anyway.
  */
 export const unindexedVisibleAt = sql<number>`+${sql.ref('visible_at')}`;
+
+/**
+ * A message leased to a receiver now: received, its lease running, its attempt not yet ended
+ * (a rejected message backing off is pending again, with its lease time as its retry time).
+ */
+export function leasedAt(eb: ExpressionBuilder<Database, 'messages'>, now: number) {
+  return eb.and([
+    eb('messages.state', '=', 'pending'),
+    eb(unindexedVisibleAt, '>', now),
+    eb.exists(
+      eb
+        .selectFrom('message_deliveries')
+        .select('message_deliveries.attempt')
+        .whereRef('message_deliveries.message_id', '=', 'messages.id')
+        .whereRef('message_deliveries.attempt', '=', 'messages.deliveries')
+        .where('message_deliveries.outcome', 'is', null),
+    ),
+  ]);
+}
 
 /** How an attempt ends when its lease ran out and the message was delivered again. */
 const EXPIRED_ATTEMPT = (now: number) => ({ outcome: 'expired' as const, reason: 'visibility timeout expired', ended_at: now });
@@ -141,7 +161,8 @@ export class MessagingStore extends Store {
    * caller must (producers that follow deliveries) in the same transaction. It takes no `tx`:
    * how the claim commits is its own choice (on PostgreSQL, one statement outside any transaction).
    */
-  async claim(lease: Lease, followUp: ClaimFollowUp): Promise<MessageRow[]> {
+  async claim(lease: Lease, followUp: ClaimFollowUp, limit: number | null = null): Promise<MessageRow[]> {
+    if (limit !== null) return this.claimWithin(lease, followUp, limit);
     const values = leaseValues(lease);
     if (this.caps.writableCte) {
       // One statement, atomic on its own: no BEGIN and COMMIT round trips around it. Producers
@@ -157,7 +178,29 @@ export class MessagingStore extends Store {
     });
   }
 
-  /** SQLite: the lease, the new attempts and the ends of the expired ones, one by one. */
+  /**
+   * A claim for an agent that holds at most `limit` messages leased at once: its claims take
+   * turns (a lock named for the inbox; SQLite has one writer), each leasing what room is left.
+   */
+  private claimWithin(lease: Lease, followUp: ClaimFollowUp, limit: number): Promise<MessageRow[]> {
+    return this.inTransaction(async (tx) => {
+      const trx = dbOf(tx, this.db);
+      await this.caps.transactionLock(trx, `inbox:${lease.destination}`);
+      const held = await trx
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('destination', '=', lease.destination)
+        .where((eb) => leasedAt(eb, lease.now))
+        .executeTakeFirstOrThrow();
+      const room = Math.min(lease.max, limit - Number(held.n));
+      if (room <= 0) return [];
+      const rows = await this.claimStatementEach(trx, leaseValues({ ...lease, max: room }));
+      if (followUp.wants(rows)) await followUp.record(tx, rows);
+      return rows;
+    });
+  }
+
+  /** SQLite (and a limited agent's claim): the lease, the new attempts and the ends of the expired ones, one by one. */
   private async claimStatementEach(trx: Db, values: LeaseValues): Promise<MessageRow[]> {
     const rows = (await trx.executeQuery(this.statements.compiled('lease', values, (v) => this.lease(v)))).rows;
     if (rows.length === 0) return rows;

@@ -6,29 +6,10 @@ import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { heldByOrderingKey } from './flow-store.js';
-import { unindexedVisibleAt, type DeliveryRow, type MessageRow } from './store.js';
+import { leasedAt, type DeliveryRow, type MessageRow } from './store.js';
 
 /** A message with whether a message of its ordering key sent before it, or leased now, is unsettled. */
 export type HeldMessageRow = MessageRow & { held: boolean };
-
-/**
- * A message leased to a receiver now: received, its lease running, its attempt not yet ended
- * (a rejected message backing off is pending again, with its lease time as its retry time).
- */
-function leasedAt(eb: ExpressionBuilder<Database, 'messages'>, now: number) {
-  return eb.and([
-    eb('messages.state', '=', 'pending'),
-    eb(unindexedVisibleAt, '>', now),
-    eb.exists(
-      eb
-        .selectFrom('message_deliveries')
-        .select('message_deliveries.attempt')
-        .whereRef('message_deliveries.message_id', '=', 'messages.id')
-        .whereRef('message_deliveries.attempt', '=', 'messages.deliveries')
-        .where('message_deliveries.outcome', 'is', null),
-    ),
-  ]);
-}
 
 /** One agent's inbox in numbers: what waits, what is leased, what is dead. */
 export interface InboxCounts {

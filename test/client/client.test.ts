@@ -190,7 +190,7 @@ describeEachDialect('SDK client', (dialect) => {
       body: { repository: 'switchboard' },
     });
     const run = await waitFor(async () => {
-      const current = await signing.coordination.getRun({ path: { run_id: started.run_id } });
+      const current = await signing.coordination.getRun({ path: { run_id: started.run_id! } });
       return current.status === 'completed' ? current : undefined;
     }, 10_000);
     expect(run.input).toEqual({ repo: 'switchboard', ref: 'main' });

@@ -63,6 +63,7 @@ describeEachDialect('coordination engine', (dialect) => {
           'agent',
           'attempt',
           'checkpoint',
+          'blocked_by',
           'child_run_id',
           'completed_at',
           'error',

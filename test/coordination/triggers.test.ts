@@ -264,6 +264,7 @@ describeEachDialect('coordination triggers', (dialect) => {
       clock: new FakeClock(Date.now()),
       expressions: server.app.platform.expressions,
       audit: server.app.platform.audit,
+      notifier: server.app.platform.notifier,
     });
     const event = (id: string, on = topic) => ({ topic: on, payload: { id }, published_at: new Date().toISOString(), publisher: 'test' });
     // Triggers read (an event nothing matches), so the three below are handled in the same turn.

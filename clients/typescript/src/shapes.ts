@@ -650,6 +650,7 @@ export interface Shapes {
           }
         | undefined;
       groups?: string[] | undefined;
+      max_concurrency?: number | undefined;
       capability: string;
     };
     data: {
@@ -660,6 +661,7 @@ export interface Shapes {
       metadata: { [x: string]: unknown };
       capability: string;
       groups: string[];
+      max_concurrency: number | null;
     };
   };
   'discovery.listCapabilities': {
@@ -678,6 +680,7 @@ export interface Shapes {
       metadata: { [x: string]: unknown };
       capability: string;
       groups: string[];
+      max_concurrency: number | null;
     }[];
   };
   'discovery.getCapability': {
@@ -689,6 +692,7 @@ export interface Shapes {
       metadata: { [x: string]: unknown };
       capability: string;
       groups: string[];
+      max_concurrency: number | null;
     };
   };
   'discovery.removeCapability': { data: { id: string; deleted: true } };
@@ -1143,6 +1147,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1153,6 +1158,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1165,7 +1171,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1182,7 +1187,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1198,13 +1202,18 @@ export interface Shapes {
   'coordination.createPlan': {
     body: {
       description?: string | undefined;
+      priority?: number | undefined;
       output?: { [x: string]: unknown } | undefined;
       retention_days?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1215,6 +1224,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1227,7 +1237,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1244,7 +1253,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1255,6 +1263,10 @@ export interface Shapes {
       alias: string;
     };
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1266,6 +1278,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1276,6 +1289,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1288,7 +1302,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1305,7 +1318,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1321,6 +1333,10 @@ export interface Shapes {
   'coordination.listPlans': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1332,6 +1348,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1342,6 +1359,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1354,7 +1372,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1371,7 +1388,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1386,6 +1402,10 @@ export interface Shapes {
   };
   'coordination.getPlan': {
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1397,6 +1417,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1407,6 +1428,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1419,7 +1441,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1436,7 +1457,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1452,13 +1472,18 @@ export interface Shapes {
   'coordination.updatePlan': {
     body: {
       description?: string | undefined;
+      priority?: number | undefined;
       output?: { [x: string]: unknown } | undefined;
       retention_days?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1469,6 +1494,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1481,7 +1507,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1498,7 +1523,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1509,6 +1533,10 @@ export interface Shapes {
       alias: string;
     };
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1520,6 +1548,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1530,6 +1559,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1542,7 +1572,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1559,7 +1588,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1575,6 +1603,10 @@ export interface Shapes {
   'coordination.deletePlan': { data: { id: string; deleted: true } };
   'coordination.getPlanVersion': {
     data: {
+      priority?: number | undefined;
+      concurrency?:
+        { key?: string | undefined; on_limit?: 'queue' | 'cancel_new' | 'cancel_oldest' | undefined; limit: number } | undefined;
+      rate_limit?: { key?: string | undefined; limit: number; period_s: number } | undefined;
       description: string | null;
       id: string;
       created_at: string;
@@ -1586,6 +1618,7 @@ export interface Shapes {
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
+        max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
@@ -1596,6 +1629,7 @@ export interface Shapes {
               agent?: string | undefined;
               output?: unknown;
               capability?: string | undefined;
+              max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
@@ -1608,7 +1642,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              max_concurrency?: number | undefined;
               seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1625,7 +1658,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        max_concurrency?: number | undefined;
         seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
@@ -1640,6 +1672,7 @@ export interface Shapes {
   };
   'coordination.startRun': {
     body: {
+      priority?: number | undefined;
       metadata?: { [x: string]: string } | undefined;
       tags?: string[] | undefined;
       input?: { [x: string]: unknown } | undefined;
@@ -1649,8 +1682,10 @@ export interface Shapes {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1663,6 +1698,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1685,7 +1721,7 @@ export interface Shapes {
     query: {
       limit?: number | undefined;
       offset?: number | undefined;
-      status?: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled' | undefined;
+      status?: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled' | undefined;
       metadata?: string | undefined;
       plan_id?: string | undefined;
       started_after?: string | undefined;
@@ -1695,8 +1731,10 @@ export interface Shapes {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1709,6 +1747,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1731,8 +1770,10 @@ export interface Shapes {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1745,6 +1786,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1772,8 +1814,10 @@ export interface Shapes {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1786,6 +1830,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1810,8 +1855,10 @@ export interface Shapes {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1824,6 +1871,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1848,8 +1896,10 @@ export interface Shapes {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1862,6 +1912,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1885,8 +1936,10 @@ export interface Shapes {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
       id: string;
-      status: 'running' | 'failed' | 'waiting' | 'completed' | 'cancelled';
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1899,6 +1952,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
+        blocked_by: 'no_agent' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1977,6 +2031,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
     };
     data: {
@@ -1995,6 +2050,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2019,6 +2075,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2042,6 +2099,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2060,6 +2118,7 @@ export interface Shapes {
             timezone?: string | undefined;
             path?: string | undefined;
             method?: string | undefined;
+            debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
           }
         | undefined;
       input_mapping?: { [x: string]: unknown } | null | undefined;
@@ -2080,6 +2139,7 @@ export interface Shapes {
         timezone?: string | undefined;
         path?: string | undefined;
         method?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2099,11 +2159,11 @@ export interface Shapes {
       trigger_id: string;
     }[];
   };
-  'coordination.hookGet': { data: { run_id: string } };
-  'coordination.hookPost': { data: { run_id: string }; content: 'any' };
-  'coordination.hookPut': { data: { run_id: string }; content: 'any' };
-  'coordination.hookPatch': { data: { run_id: string }; content: 'any' };
-  'coordination.hookDelete': { data: { run_id: string }; content: 'any' };
+  'coordination.hookGet': { data: { run_id: string | null } };
+  'coordination.hookPost': { data: { run_id: string | null }; content: 'any' };
+  'coordination.hookPut': { data: { run_id: string | null }; content: 'any' };
+  'coordination.hookPatch': { data: { run_id: string | null }; content: 'any' };
+  'coordination.hookDelete': { data: { run_id: string | null }; content: 'any' };
   'artifacts.upload': {
     data: {
       id: string;

@@ -69,6 +69,7 @@ function RunDetail({ run, now, search }: { run: Run; now: number; search: RunSea
           Run <code>{run.id}</code>
         </h1>
         <StatusBadge status={run.status} />
+        {run.blocked_by && <span className="muted">blocked by {run.blocked_by.replace('_', ' ')}</span>}
       </div>
       <dl className="facts">
         <div>
@@ -241,6 +242,7 @@ function TimelineStep({ step, now, place }: { step: RunStep; now: number; place(
         </strong>
         <span className="muted">{step.type}</span>
         <StatusBadge status={step.status} />
+        {step.blocked_by === 'no_agent' && <span className="muted">no healthy agent has the capability yet</span>}
         {step.agent && (
           <span className="muted">
             agent <code>{step.agent}</code>

@@ -26,6 +26,8 @@ export const PLAN_STEP_EVENT = 'plan.step.execute';
 export const DEFAULT_STEP_TIMEOUT_S = 3600;
 const MAX_BACKOFF_S = 3600;
 const DEFAULT_MAX_REVISIONS = 3;
+/** How often a step waiting for an agent looks again without being told of a change. */
+const NO_AGENT_RECHECK_MS = 5000;
 
 /** The origin ref of an attempt's message, `run|step|attempt`: its outcome comes back to this attempt only. */
 export const attemptRef = (runId: string, stepId: string, attempt: number) => `${runId}|${stepId}|${attempt}`;
@@ -52,60 +54,22 @@ export const agent: StepKind = {
   },
 
   async start(tx, ctx, step, def, scope, ports) {
-    const detail = { ...stepDetail(step) };
     const input = (render(def.input ?? {}, scope) ?? {}) as Record<string, unknown>;
-    let agentId = detail.route_to ?? def.agent ?? null;
-    if (agentId === null) {
-      const [first] = await ports.directory.lookup(tx, { capability: def.capability!, strategy: def.strategy, limit: 1 });
-      agentId = first?.agent_id ?? null;
-    }
-    changeStep(step, { input: JSON.stringify(input) });
+    changeStep(step, { input: JSON.stringify(input), capability: def.capability ?? null });
+    const agentId = stepDetail(step).route_to ?? def.agent ?? (await findAgent(tx, def, ports));
     record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, agent: agentId });
     if (agentId === null) {
-      await failAttempt(tx, ctx, step, `no healthy agent offers capability '${def.capability}'`, ports);
+      waitForAgent(ctx, step, def);
       return;
     }
-    // A later attempt resumes from the checkpoint an earlier one saved.
-    const saved = step.row.attempt > 1 ? await ports.checkpoints.checkpointOf(tx, ctx.run.id, step.row.step_id) : undefined;
-    const checkpoint = saved ? { [CHECKPOINT_FIELD]: toCheckpoint(saved) } : {};
-    // The agent's invocation (OTel GenAI conventions): the step message's send is its child, so
-    // the agent's work, its acknowledgement and the steps that follows stay in the run's trace.
-    const invocation = tracer().startSpan(`invoke_agent ${agentId}`, {
-      kind: SpanKind.CLIENT,
-      attributes: {
-        'gen_ai.operation.name': 'invoke_agent',
-        'gen_ai.agent.name': agentId,
-        'switchboard.run.id': ctx.run.id,
-        'switchboard.step.id': step.row.step_id,
-        'switchboard.step.attempt': step.row.attempt,
-      },
-    });
-    invocation.end();
-    // Sent when the transition is saved (with the other messages it sends), which sets message_id.
-    ctx.outbox.push({
-      step,
-      message: {
-        traceparent: traceparentOfSpan(invocation),
-        source: PLATFORM_SENDER,
-        destination: agentId,
-        event_name: PLAN_STEP_EVENT,
-        payload: { run_id: ctx.run.id, step_id: step.row.step_id, plan_id: ctx.run.plan_id, input, ...checkpoint },
-        // Its acknowledgement or dead letter comes back to the `plan_step` outcome handler.
-        origin: { kind: 'plan_step', ref: attemptRef(ctx.run.id, step.row.step_id, step.row.attempt) },
-      },
-    });
-    detail.tried = [...new Set([...(detail.tried ?? []), agentId])];
-    delete detail.route_to;
-    setStepDetail(step, detail);
-    changeStep(step, {
-      agent_id: agentId,
-      capability: def.capability ?? null,
-      message_id: null,
-      wake_at: ctx.now + (def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S) * 1000,
-    });
+    await dispatch(tx, ctx, step, def, agentId, ports);
   },
 
   async onTimer(tx, ctx, step, def, ports) {
+    if (step.row.status === 'waiting') {
+      await recheckAgents(tx, ctx, step, def, ports);
+      return;
+    }
     await ports.cancelMessage(tx, ctx, step, 'step timed out');
     const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
     await failAttempt(tx, ctx, step, `timed out after ${seconds} s without an acknowledgement`, ports);
@@ -135,6 +99,92 @@ export const agent: StepKind = {
     return true;
   },
 };
+
+/** The first healthy agent with the step's capability (null: none now). */
+async function findAgent(tx: Tx, def: StepTemplate, ports: StepPorts): Promise<string | null> {
+  const [first] = await ports.directory.lookup(tx, { capability: def.capability!, strategy: def.strategy, limit: 1 });
+  return first?.agent_id ?? null;
+}
+
+/** When the step gives up on its attempt: its timeout from the attempt's start. */
+const deadlineOf = (step: StepState, def: StepTemplate) => step.row.started_at! + (def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S) * 1000;
+
+/**
+ * No healthy agent has the capability (workers redeploying): the step waits for one, looking
+ * again when discovery changes (the engine's `onAgentsChanged`) and every few seconds (health
+ * comes back with heartbeats, which announce nothing), until its timeout.
+ */
+function waitForAgent(ctx: RunContext, step: StepState, def: StepTemplate): void {
+  const blocked = stepDetail(step).blocked_by === 'no_agent';
+  setStepDetail(step, { ...stepDetail(step), blocked_by: 'no_agent' });
+  changeStep(step, {
+    status: 'waiting',
+    agent_id: null,
+    message_id: null,
+    wake_at: Math.min(ctx.now + NO_AGENT_RECHECK_MS, deadlineOf(step, def)),
+  });
+  if (!blocked) record(ctx, 'step.blocked', step.row.step_id, { blocked_by: 'no_agent', capability: def.capability });
+}
+
+async function recheckAgents(tx: Tx, ctx: RunContext, step: StepState, def: StepTemplate, ports: StepPorts): Promise<void> {
+  const agentId = await findAgent(tx, def, ports);
+  if (agentId !== null) {
+    const { blocked_by: _, ...detail } = stepDetail(step);
+    setStepDetail(step, detail);
+    record(ctx, 'step.unblocked', step.row.step_id, { agent: agentId });
+    await dispatch(tx, ctx, step, def, agentId, ports);
+  } else if (ctx.now >= deadlineOf(step, def)) {
+    const { blocked_by: _, ...detail } = stepDetail(step);
+    setStepDetail(step, detail);
+    changeStep(step, { status: 'running' });
+    const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
+    await failAttempt(tx, ctx, step, `no healthy agent offered capability '${def.capability}' within ${seconds} s`, ports);
+  } else {
+    waitForAgent(ctx, step, def);
+  }
+}
+
+/** Sends the attempt's message to `agentId` (when the transition is saved); the step runs until its timeout. */
+async function dispatch(tx: Tx, ctx: RunContext, step: StepState, def: StepTemplate, agentId: string, ports: StepPorts): Promise<void> {
+  // A later attempt resumes from the checkpoint an earlier one saved.
+  const saved = step.row.attempt > 1 ? await ports.checkpoints.checkpointOf(tx, ctx.run.id, step.row.step_id) : undefined;
+  const checkpoint = saved ? { [CHECKPOINT_FIELD]: toCheckpoint(saved) } : {};
+  // The agent's invocation (OTel GenAI conventions): the step message's send is its child, so
+  // the agent's work, its acknowledgement and the steps that follows stay in the run's trace.
+  const invocation = tracer().startSpan(`invoke_agent ${agentId}`, {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': agentId,
+      'switchboard.run.id': ctx.run.id,
+      'switchboard.step.id': step.row.step_id,
+      'switchboard.step.attempt': step.row.attempt,
+    },
+  });
+  invocation.end();
+  // Sent when the transition is saved (with the other messages it sends), which sets message_id.
+  ctx.outbox.push({
+    step,
+    message: {
+      traceparent: traceparentOfSpan(invocation),
+      source: PLATFORM_SENDER,
+      destination: agentId,
+      event_name: PLAN_STEP_EVENT,
+      payload: {
+        run_id: ctx.run.id,
+        step_id: step.row.step_id,
+        plan_id: ctx.run.plan_id,
+        input: JSON.parse(step.row.input ?? '{}'),
+        ...checkpoint,
+      },
+      // Its acknowledgement or dead letter comes back to the `plan_step` outcome handler.
+      origin: { kind: 'plan_step', ref: attemptRef(ctx.run.id, step.row.step_id, step.row.attempt) },
+    },
+  });
+  const { route_to: _, ...detail } = stepDetail(step);
+  setStepDetail(step, { ...detail, tried: [...new Set([...(detail.tried ?? []), agentId])] });
+  changeStep(step, { status: 'running', agent_id: agentId, message_id: null, wake_at: deadlineOf(step, def) });
+}
 
 /**
  * An agent attempt failed: retry after backoff while attempts remain, then (adaptive runs)

@@ -37,6 +37,8 @@ import * as alerts from './0036-alerts.js';
 import * as retention from './0038-retention.js';
 import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
+import * as flowLimits from './0041-flow-limits.js';
+import * as triggerDebounce from './0042-trigger-debounce.js';
 import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
 import * as stepCheckpoints from './0048-step-checkpoints.js';
@@ -87,6 +89,8 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0038-retention': retention,
   '0039-message-flow': messageFlow,
   '0040-routine-output-json': routineOutputJson,
+  '0041-flow-limits': flowLimits,
+  '0042-trigger-debounce': triggerDebounce,
   '0046-usage': usage,
   '0047-budgets': budgets,
   '0048-step-checkpoints': stepCheckpoints,

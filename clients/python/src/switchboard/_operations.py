@@ -987,6 +987,7 @@ class DiscoveryListCapabilitiesItem(TypedDict):
     capability: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int | None
     created_at: str
     updated_at: str
 
@@ -1001,6 +1002,7 @@ class DiscoveryRegisterCapabilityBody(_DiscoveryRegisterCapabilityBodyRequired, 
     agent_id: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int
 
 
 class _DiscoveryRegisterCapabilityArgsRequired(TypedDict):
@@ -1013,6 +1015,7 @@ class DiscoveryRegisterCapabilityArgs(_DiscoveryRegisterCapabilityArgsRequired, 
     agent_id: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int
 
 
 class DiscoveryRegisterCapabilityData(TypedDict):
@@ -1023,6 +1026,7 @@ class DiscoveryRegisterCapabilityData(TypedDict):
     capability: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int | None
     created_at: str
     updated_at: str
 
@@ -1041,6 +1045,7 @@ class DiscoveryGetCapabilityData(TypedDict):
     capability: str
     metadata: dict[str, Any]
     groups: list[str]
+    max_concurrency: int | None
     created_at: str
     updated_at: str
 
@@ -2082,9 +2087,7 @@ class CoordinationListPlansArgs(TypedDict, total=False):
     offset: int
 
 
-class CoordinationListPlansItem(TypedDict):
-    """One item of coordination.list_plans."""
-
+class _CoordinationListPlansItemRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2095,6 +2098,14 @@ class CoordinationListPlansItem(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationListPlansItem(_CoordinationListPlansItemRequired, total=False):
+    """One item of coordination.list_plans."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationCreatePlanBodyRequired(TypedDict):
@@ -2108,6 +2119,9 @@ class CoordinationCreatePlanBody(_CoordinationCreatePlanBodyRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationCreatePlanArgsRequired(TypedDict):
@@ -2121,11 +2135,12 @@ class CoordinationCreatePlanArgs(_CoordinationCreatePlanArgsRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
-class CoordinationCreatePlanData(TypedDict):
-    """What coordination.create_plan returns."""
-
+class _CoordinationCreatePlanDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2136,6 +2151,14 @@ class CoordinationCreatePlanData(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationCreatePlanData(_CoordinationCreatePlanDataRequired, total=False):
+    """What coordination.create_plan returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class CoordinationGetPlanArgs(TypedDict):
@@ -2144,9 +2167,7 @@ class CoordinationGetPlanArgs(TypedDict):
     plan_id: str | int
 
 
-class CoordinationGetPlanData(TypedDict):
-    """What coordination.get_plan returns."""
-
+class _CoordinationGetPlanDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2157,6 +2178,14 @@ class CoordinationGetPlanData(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationGetPlanData(_CoordinationGetPlanDataRequired, total=False):
+    """What coordination.get_plan returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationUpdatePlanBodyRequired(TypedDict):
@@ -2170,6 +2199,9 @@ class CoordinationUpdatePlanBody(_CoordinationUpdatePlanBodyRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class _CoordinationUpdatePlanArgsRequired(TypedDict):
@@ -2184,11 +2216,12 @@ class CoordinationUpdatePlanArgs(_CoordinationUpdatePlanArgsRequired, total=Fals
     description: str
     output: dict[str, Any]
     retention_days: int
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
-class CoordinationUpdatePlanData(TypedDict):
-    """What coordination.update_plan returns."""
-
+class _CoordinationUpdatePlanDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2199,6 +2232,14 @@ class CoordinationUpdatePlanData(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class CoordinationUpdatePlanData(_CoordinationUpdatePlanDataRequired, total=False):
+    """What coordination.update_plan returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
 
 
 class CoordinationDeletePlanArgs(TypedDict):
@@ -2221,9 +2262,7 @@ class CoordinationGetPlanVersionArgs(TypedDict):
     version: str | int
 
 
-class CoordinationGetPlanVersionData(TypedDict):
-    """What coordination.get_plan_version returns."""
-
+class _CoordinationGetPlanVersionDataRequired(TypedDict):
     id: str
     alias: str
     description: str | None
@@ -2236,13 +2275,21 @@ class CoordinationGetPlanVersionData(TypedDict):
     updated_at: str
 
 
+class CoordinationGetPlanVersionData(_CoordinationGetPlanVersionDataRequired, total=False):
+    """What coordination.get_plan_version returns."""
+
+    concurrency: dict[str, Any]
+    rate_limit: dict[str, Any]
+    priority: int
+
+
 class CoordinationListRunsArgs(TypedDict, total=False):
     """The keyword arguments of coordination.list_runs."""
 
     limit: int
     offset: int
     plan_id: str
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
     started_after: str
     started_before: str
     tag: str
@@ -2253,7 +2300,9 @@ class _CoordinationListRunsItemRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2286,6 +2335,7 @@ class CoordinationStartRunBody(_CoordinationStartRunBodyRequired, total=False):
     adaptive: dict[str, Any]
     tags: list[str]
     metadata: dict[str, str]
+    priority: int
 
 
 class _CoordinationStartRunArgsRequired(TypedDict):
@@ -2299,13 +2349,16 @@ class CoordinationStartRunArgs(_CoordinationStartRunArgsRequired, total=False):
     adaptive: dict[str, Any]
     tags: list[str]
     metadata: dict[str, str]
+    priority: int
 
 
 class _CoordinationStartRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2337,7 +2390,9 @@ class _CoordinationGetRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2400,7 +2455,9 @@ class _CoordinationCancelRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2442,7 +2499,9 @@ class _CoordinationRedriveRunDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2492,7 +2551,9 @@ class _CoordinationApproveStepDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2540,7 +2601,9 @@ class _CoordinationProvideInputDataRequired(TypedDict):
     id: str
     plan_id: str
     plan_version: int
-    status: Literal["running", "waiting", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    priority: int
     current_step: str | None
     input: dict[str, Any]
     output: Any
@@ -2841,7 +2904,7 @@ class CoordinationHookGetArgs(_CoordinationHookGetArgsRequired, total=False):
 class CoordinationHookGetData(TypedDict):
     """What coordination.hook_get returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookPostArgsRequired(TypedDict):
@@ -2860,7 +2923,7 @@ class CoordinationHookPostArgs(_CoordinationHookPostArgsRequired, total=False):
 class CoordinationHookPostData(TypedDict):
     """What coordination.hook_post returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookPutArgsRequired(TypedDict):
@@ -2879,7 +2942,7 @@ class CoordinationHookPutArgs(_CoordinationHookPutArgsRequired, total=False):
 class CoordinationHookPutData(TypedDict):
     """What coordination.hook_put returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookPatchArgsRequired(TypedDict):
@@ -2898,7 +2961,7 @@ class CoordinationHookPatchArgs(_CoordinationHookPatchArgsRequired, total=False)
 class CoordinationHookPatchData(TypedDict):
     """What coordination.hook_patch returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class _CoordinationHookDeleteArgsRequired(TypedDict):
@@ -2914,7 +2977,7 @@ class CoordinationHookDeleteArgs(_CoordinationHookDeleteArgsRequired, total=Fals
 class CoordinationHookDeleteData(TypedDict):
     """What coordination.hook_delete returns."""
 
-    run_id: str
+    run_id: str | None
 
 
 class CoordinationSaveCheckpointBody(TypedDict):
@@ -4941,7 +5004,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("agent_id", "capability", "metadata", "groups",),
+            body_fields=("agent_id", "capability", "metadata", "groups", "max_concurrency",),
             paged=False,
             items_key=None,
             public=False,
@@ -5508,7 +5571,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output", "retention_days",),
+            body_fields=("alias", "description", "steps", "output", "retention_days", "concurrency", "rate_limit", "priority",),
             paged=False,
             items_key=None,
             public=False,
@@ -5534,7 +5597,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=("plan_id",),
             query_params=(),
             body="json",
-            body_fields=("alias", "description", "steps", "output", "retention_days",),
+            body_fields=("alias", "description", "steps", "output", "retention_days", "concurrency", "rate_limit", "priority",),
             paged=False,
             items_key=None,
             public=False,
@@ -5586,7 +5649,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("plan_id", "input", "adaptive", "tags", "metadata",),
+            body_fields=("plan_id", "input", "adaptive", "tags", "metadata", "priority",),
             paged=False,
             items_key=None,
             public=False,
