@@ -111,7 +111,16 @@ export interface TriggerFiresTable {
   created_at: number;
 }
 
-/** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
+/** A reminder or an escalation of a human step's wait, due at `due_at`. */
+export interface ApprovalTimersTable {
+  id: string;
+  run_id: string;
+  step_id: string;
+  wait_id: string;
+  kind: 'remind' | 'escalate';
+  due_at: number;
+}
+
 /** One tag a run was started with. */
 export interface RunTagsTable {
   tag: string;
@@ -125,6 +134,7 @@ export interface RunMetadataTable {
   value: string;
 }
 
+/** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 export interface CoordinationTables {
   plans: PlansTable;
   plan_versions: PlanVersionsTable;
@@ -135,4 +145,5 @@ export interface CoordinationTables {
   run_events: RunEventsTable;
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;
+  approval_timers: ApprovalTimersTable;
 }

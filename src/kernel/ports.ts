@@ -189,6 +189,8 @@ export const EVENT_TYPES = [
   'run.step.failed',
   'approval.requested',
   'approval.decided',
+  'approval.reminded',
+  'approval.escalated',
   'input.requested',
   'input.submitted',
   'routine.execution.succeeded',
