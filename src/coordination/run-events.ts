@@ -25,9 +25,9 @@ interface HumanAsk {
   approvers: string[];
 }
 
-/** Whether a transition's timeline has a human step waiting (its events need approval links). */
+/** Whether a transition's timeline asks people for a human step (its events, notifications and messages need approval links). */
 export function asksForHumans(ctx: RunContext): boolean {
-  return ctx.events.some((entry) => entry.type === 'step.waiting' || entry.type === 'step.escalated');
+  return ctx.events.some((entry) => entry.type === 'step.waiting' || entry.type === 'step.reminded' || entry.type === 'step.escalated');
 }
 
 /** The log events of a transition's timeline entries, in order (subject: the run). */

@@ -72,7 +72,9 @@ describeEachDialect('coordination: human steps notify, remind and escalate', (di
     await advance(server, clock, 59_000);
     await advance(server, clock, 2_000);
     await waitFor(async () => (await titles(server, watch)).length === 2, 10_000);
-    expect((await titles(server, watch))[1]).toBe(`Reminder: Approval needed: step gate of run ${runId}`);
+    const reminder = (await inboxOf(server, watch))[1]!.payload;
+    expect(reminder.title).toBe(`Reminder: Approval needed: step gate of run ${runId}`);
+    expect(reminder.human_step?.approve_url).toMatch(/\/console\/approve\//);
     expect(await eventsOf(runId, 'approval.reminded')).toHaveLength(1);
 
     await advance(server, clock, 60_000);
@@ -80,6 +82,7 @@ describeEachDialect('coordination: human steps notify, remind and escalate', (di
     expect(await titles(server, boss)).toEqual([`Escalated: Approval needed: step gate of run ${runId}`]);
     const [asked] = await inboxOf(server, escalee);
     expect(asked).toMatchObject({ event_name: 'approval.requested', payload: { run_id: runId, step_id: 'gate', escalated: true } });
+    expect(asked!.payload.approve_url).toMatch(/\/console\/approve\//);
     expect((await eventsOf(runId, 'approval.escalated'))[0]!.data).toMatchObject({ added_approvers: [`agent:${escalee}`] });
     // Reminded once, escalated once: later passes tell nothing more.
     await advance(server, clock, 600_000);
