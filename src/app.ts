@@ -175,6 +175,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const cluster = createClusterDomain({ platform, version: VERSION, workers });
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
+  coordination.bindChannels(notifications.service);
   const alerts = createAlertsDomain({ platform, channels: notifications.service, events: events.log, nodes: cluster.service });
   const artifacts = createArtifactsDomain({
     platform,

@@ -10,6 +10,7 @@ import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type Mess
 import { topicMatches } from '../kernel/topics.js';
 import type { StepTemplate } from './plan-definition.js';
 import type { ApprovalClaim, ApprovalLinks } from './approval-links.js';
+import type { ApprovalNotices } from './approval-notices.js';
 import type { Decider } from './approvers.js';
 import { waitingHumanStep } from './human-step.js';
 import { RunContexts } from './run-contexts.js';
@@ -63,6 +64,8 @@ export interface EngineDeps {
   expressions: Expressions;
   /** When this node's timer worker looks next (0 while it is running a pass). */
   timerPlannedAt: () => number;
+  /** What human steps tell their notification channels. */
+  notices: ApprovalNotices;
 }
 
 /**
@@ -87,6 +90,7 @@ export class RunEngine {
       events: deps.events,
       links: deps.links,
       metrics: deps.metrics,
+      notices: deps.notices,
     });
     this.ports = {
       directory: deps.directory,
@@ -220,6 +224,25 @@ export class RunEngine {
     kindOf(def).decide!(ctx, step, def, decision, by);
     await this.advance(tx, ctx);
     await this.save(tx, [ctx]);
+  }
+
+  /**
+   * A timer of a human step's wait (a reminder, an escalation), taken by `claim` with the run
+   * locked (a decision locks the run, then drops the step's timers: the same order): `change`
+   * moves the step when the timer was this transaction's to take and that wait still waits.
+   */
+  async onWaitTimer(
+    tx: Tx,
+    at: { runId: string; stepId: string; waitId: string; claim: () => Promise<boolean> },
+    change: (ctx: RunContext, step: StepState, def: StepTemplate) => void,
+  ): Promise<boolean> {
+    const ctx = await this.contexts.load(tx, at.runId);
+    if (!(await at.claim())) return false;
+    const step = ctx?.steps.get(at.stepId);
+    if (!ctx || !step || step.row.status !== 'waiting' || stepDetail(step).wait_id !== at.waitId) return false;
+    change(ctx, step, definition(ctx, step));
+    await this.save(tx, [ctx]);
+    return true;
   }
 
   /**

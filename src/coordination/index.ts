@@ -6,6 +6,9 @@ import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { DISCOVERY_CHANGED } from '../discovery/service.js';
 import { ApprovalLinks } from './approval-links.js';
+import { ApprovalNotices, LateBoundChannels, type ApprovalChannels } from './approval-notices.js';
+import { ApprovalTimerStore } from './approval-timer-store.js';
+import { ApprovalTimers } from './approval-timers.js';
 import type { People } from './approvers.js';
 import { COORDINATION_CHANGED, RunEngine } from './engine.js';
 import { HumanDecisionService } from './human-decisions.js';
@@ -33,6 +36,7 @@ export type { Plan } from './plan-service.js';
 export type { Run, RunEvent } from './run-service.js';
 export type { CoordinationServices } from './routes.js';
 export type { HumanDecisionService } from './human-decisions.js';
+export type { ApprovalChannels } from './approval-notices.js';
 
 /** The setting whose secret signs approval links. */
 export const APPROVAL_LINK_SETTING = 'approval_link_key';
@@ -61,6 +65,19 @@ export function createCoordinationDomain(deps: {
   const links = new ApprovalLinks(new HmacSigner(() => Promise.resolve(deps.approvalLinkKey)), platform.publicUrl);
   let timerPlannedAt = 0;
   const limits = new RunLimitsStore(db, caps);
+  const channels = new LateBoundChannels();
+  const timerStore = new ApprovalTimerStore(db, caps);
+  const notices = new ApprovalNotices({
+    timers: timerStore,
+    channels,
+    inbox: deps.inbox,
+    publicUrl: platform.publicUrl,
+    logger: platform.logger,
+    // As the engine does for runs' timers: only a timer before the worker's next look (or during a pass) wakes it.
+    wakeTimer: async (tx, dueAt) => {
+      if (timerPlannedAt === 0 || dueAt < timerPlannedAt) await platform.notifier.notifyIn(tx, COORDINATION_CHANGED);
+    },
+  });
   const engine = new RunEngine({
     store,
     limits,
@@ -76,7 +93,9 @@ export function createCoordinationDomain(deps: {
     metrics: platform.metrics,
     expressions: platform.expressions,
     timerPlannedAt: () => timerPlannedAt,
+    notices,
   });
+  const approvalTimers = new ApprovalTimers({ store: timerStore, engine, clock: platform.clock });
   const { clock, notifier, audit } = platform;
   const coordination = new RunService({ runs: store, limits, plans, engine, clock, audit });
   const services: CoordinationServices = {
@@ -133,11 +152,15 @@ export function createCoordinationDomain(deps: {
       await firing.fireDue();
       await firing.fireDebounced();
       await coordination.wakeDue();
+      const more = await approvalTimers.fireDue();
       if (platform.clock.now() - lastPrune >= MAX_SLEEP_MS) {
         lastPrune = platform.clock.now();
         await firing.pruneFires();
       }
-      const times = [await coordination.nextWakeAt(), await firing.nextFireAt()].filter((t): t is number => t !== null);
+      if (more) return 0;
+      const times = [await coordination.nextWakeAt(), await firing.nextFireAt(), await approvalTimers.nextDueAt()].filter(
+        (t): t is number => t !== null,
+      );
       const now = platform.clock.now();
       const sleep = times.length === 0 ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, Math.min(...times) - now));
       timerPlannedAt = now + sleep;
@@ -158,6 +181,8 @@ export function createCoordinationDomain(deps: {
       );
     }) satisfies FastifyPluginAsyncTypebox,
     workers: [timer],
+    /** Binds the notification channels human steps tell (notifications is built after coordination). */
+    bindChannels: (implementation: ApprovalChannels) => channels.bind(implementation),
     retention: runRetention(new RunRetentionStore(db, caps), platform.config.runRetentionDays),
   };
 }

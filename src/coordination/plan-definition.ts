@@ -15,6 +15,10 @@ export interface StepTemplate {
   prompt?: string;
   approvers?: string[];
   on_timeout?: 'fail' | 'approve' | 'reject';
+  notify?: string[];
+  remind_after_s?: number;
+  escalate_after_s?: number;
+  escalate_to?: string[];
   schema?: Record<string, unknown>;
   expression?: string;
   then?: string | string[];

@@ -8,6 +8,7 @@ import { STEP_TYPES } from './plan-definition.js';
 const StepId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Step id: letters, digits, _ and -, unique in the plan' });
 const StepIds = Type.Array(StepId, { maxItems: 200 });
 const Template = (description: string) => Type.Unknown({ description });
+const ChannelId = Type.String({ pattern: '^ntc_[A-Za-z0-9_-]{1,60}$', description: 'A notification channel id (ntc_…)' });
 const Seconds = (description: string) => Type.Integer({ minimum: 1, maximum: 30 * 86_400, description });
 
 /** The fields every step type may use; which ones a type requires is checked when the plan is saved. */
@@ -62,6 +63,24 @@ const stepFields = {
   on_timeout: Type.Optional(
     Type.Union([Type.Literal('fail'), Type.Literal('approve'), Type.Literal('reject')], {
       description: 'human_approval: what timeout_seconds does (default fail)',
+    }),
+  ),
+  notify: Type.Optional(
+    Type.Array(ChannelId, {
+      maxItems: 20,
+      description:
+        'human_approval, human_input: notification channels told when the step starts waiting (with its approval link), reminded, and decided (by whom)',
+    }),
+  ),
+  remind_after_s: Type.Optional(
+    Seconds('human_approval, human_input: tell the notify channels once more if still undecided after this long'),
+  ),
+  escalate_after_s: Type.Optional(Seconds('human_approval, human_input: escalate to escalate_to if still undecided after this long')),
+  escalate_to: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+      maxItems: 20,
+      description:
+        "human_approval, human_input: on escalation, notification channels (ntc_…) told, and approvers ('user:', 'role:', 'agent:' entries; human_approval only) added to a step that names approvers",
     }),
   ),
   schema: Type.Optional(

@@ -9,6 +9,7 @@ import { parseNullableJson } from '../kernel/json.js';
 import { compilePlan } from './plan.js';
 import type { CompiledPlan, PlanDefinition } from './plan-definition.js';
 import type { ApprovalLinks } from './approval-links.js';
+import type { ApprovalNotices } from './approval-notices.js';
 import { approverMessagesOf, asksForHumans, countTransitions, logEventsOf } from './run-events.js';
 import { NOT_STARTED, record, RUN_FINISHED, type RunContext, type StartRun, type StepState } from './run-state.js';
 import type { NewRunEvent, RunRow, RunStepRow } from './run-list-store.js';
@@ -38,7 +39,16 @@ export class RunContexts {
   private revisions = 0;
 
   constructor(
-    private readonly deps: { store: RunStore; inbox: Inbox; clock: Clock; events: EventLog; links: ApprovalLinks; metrics: DomainMetrics },
+    private readonly deps: {
+      store: RunStore;
+      inbox: Inbox;
+      clock: Clock;
+      events: EventLog;
+      links: ApprovalLinks;
+      metrics: DomainMetrics;
+      /** What human steps tell their notification channels. */
+      notices: ApprovalNotices;
+    },
   ) {}
 
   private get store() {
@@ -206,6 +216,7 @@ export class RunContexts {
       const messages = contexts.flatMap((ctx) => approverMessagesOf(ctx, link));
       if (messages.length > 0) await this.deps.inbox.send({ tx, messages });
     }
+    await this.deps.notices.saved(tx, contexts, link);
     await this.deps.events.append(tx, ...contexts.flatMap((ctx) => logEventsOf(ctx, link)));
     countTransitions(this.deps.metrics, contexts);
     for (const ctx of contexts) this.remember(ctx);

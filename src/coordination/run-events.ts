@@ -25,9 +25,9 @@ interface HumanAsk {
   approvers: string[];
 }
 
-/** Whether a transition's timeline has a human step waiting (its events need approval links). */
+/** Whether a transition's timeline asks people for a human step (its events, notifications and messages need approval links). */
 export function asksForHumans(ctx: RunContext): boolean {
-  return ctx.events.some((entry) => entry.type === 'step.waiting');
+  return ctx.events.some((entry) => entry.type === 'step.waiting' || entry.type === 'step.reminded' || entry.type === 'step.escalated');
 }
 
 /** The log events of a transition's timeline entries, in order (subject: the run). */
@@ -91,7 +91,13 @@ function humanAsk(ctx: RunContext, entry: NewRunEvent): HumanAsk | null {
   return { type: event, data, claim, approvers: approvers ?? [] };
 }
 
-function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' | 'data'> | null {
+/** Who reads what a waiting step asks: when it names approvers, of the agents only those named. */
+function askReaders(step: StepState | undefined): Pick<NewEvent, 'readers'> {
+  const approvers = (step && (parseNullableJson(step.row.input) as { approvers?: string[] } | null)?.approvers) ?? [];
+  return approvers.length > 0 ? { readers: { agents: approverAgents(approvers) } } : {};
+}
+
+function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' | 'data' | 'readers'> | null {
   const { run } = ctx;
   const detail = JSON.parse(entry.detail) as Record<string, unknown>;
   const base = { run_id: run.id, plan_id: run.plan_id, plan_version: run.plan_version };
@@ -131,6 +137,14 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
           decided_by: detail.decided_by,
           comment: detail.comment,
         },
+      };
+    case 'step.reminded':
+      return { type: 'approval.reminded', data: { ...base, step_id: stepId }, ...askReaders(step) };
+    case 'step.escalated':
+      return {
+        type: 'approval.escalated',
+        data: { ...base, step_id: stepId, added_approvers: detail.added_approvers },
+        ...askReaders(step),
       };
     case 'step.input_received':
       return { type: 'input.submitted', data: { ...base, step_id: stepId, submitted_by: detail.by, data: step ? stepOutput(step) : null } };

@@ -157,6 +157,16 @@ export interface TriggerDebouncesTable {
   deadline: number | null;
 }
 
+/** A reminder or an escalation of a human step's wait, due at `due_at`. */
+export interface ApprovalTimersTable {
+  id: string;
+  run_id: string;
+  step_id: string;
+  wait_id: string;
+  kind: 'remind' | 'escalate';
+  due_at: number;
+}
+
 /** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 /** One tag a run was started with. */
 export interface RunTagsTable {
@@ -171,6 +181,7 @@ export interface RunMetadataTable {
   value: string;
 }
 
+/** The coordination tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 export interface CoordinationTables {
   plans: PlansTable;
   plan_versions: PlanVersionsTable;
@@ -184,4 +195,5 @@ export interface CoordinationTables {
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;
   trigger_debounces: TriggerDebouncesTable;
+  approval_timers: ApprovalTimersTable;
 }

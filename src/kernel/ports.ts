@@ -267,6 +267,8 @@ export const EVENT_TYPES = [
   'run.step.log',
   'approval.requested',
   'approval.decided',
+  'approval.reminded',
+  'approval.escalated',
   'input.requested',
   'input.submitted',
   'routine.execution.succeeded',

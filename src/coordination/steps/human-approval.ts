@@ -3,7 +3,7 @@ import { Forbidden } from '../../kernel/errors.js';
 import { decisionRefusal, type Decider } from '../approvers.js';
 import { completeStep, failStep, PLATFORM_SENDER, record, stepOutput, type RunContext, type StepState } from '../run-state.js';
 import { render } from '../templates.js';
-import { askedInput, decisionOf, startWaiting } from './human.js';
+import { askedInput, checkNoticeFields, decisionOf, startWaiting } from './human.js';
 import type { StepKind } from './kind.js';
 
 /** Who decides a human_approval on its timeout (on_timeout: approve or reject). */
@@ -33,7 +33,9 @@ function decide(ctx: RunContext, step: StepState, approved: boolean, comment: st
 export const humanApproval: StepKind = {
   repeatable: false,
 
-  checkFields() {},
+  checkFields(step, check) {
+    checkNoticeFields(step, check, true);
+  },
 
   withDefaults(step, alias) {
     return { ...step, prompt: step.prompt ?? `Approve step ${step.id} of plan ${alias}?` };
@@ -56,9 +58,10 @@ export const humanApproval: StepKind = {
     return { event: 'approval.requested', prompt: asked.prompt ?? null, approvers: asked.approvers ?? [] };
   },
 
-  decide(ctx, step, def, decision, by) {
+  decide(ctx, step, _def, decision, by) {
     const { approved, comment } = decisionOf(decision, 'human_approval');
-    const refusal = decisionRefusal(def.approvers ?? [], by);
+    // The approvers it asked when it started waiting, with those an escalation added.
+    const refusal = decisionRefusal(askedInput(step).approvers ?? [], by);
     if (refusal !== null) throw new Forbidden(`${refusal} (step '${step.row.step_id}')`);
     decide(ctx, step, approved, comment, by);
   },

@@ -6,7 +6,7 @@ import { ajvFieldProblems } from '../../kernel/validation-problems.js';
 import { decisionRefusal } from '../approvers.js';
 import { completeStep, record, setStepDetail, stepDetail } from '../run-state.js';
 import { render } from '../templates.js';
-import { askedInput, decisionOf, startWaiting } from './human.js';
+import { askedInput, checkNoticeFields, decisionOf, startWaiting } from './human.js';
 import type { StepKind } from './kind.js';
 
 const schemaChecker = new Ajv.default({ strict: false, allErrors: true });
@@ -24,7 +24,9 @@ function inputValidator(schema: Record<string, unknown>): ValidateFunction {
 export const humanInput: StepKind = {
   repeatable: false,
 
-  checkFields(step, { at, problem }) {
+  checkFields(step, check) {
+    const { at, problem } = check;
+    checkNoticeFields(step, check, false);
     if (step.schema === undefined) return;
     try {
       inputValidator(step.schema);

@@ -39,6 +39,7 @@ import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
 import * as flowLimits from './0041-flow-limits.js';
 import * as triggerDebounce from './0042-trigger-debounce.js';
+import * as approvalTimers from './0045-approval-timers.js';
 import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
 import * as stepCheckpoints from './0048-step-checkpoints.js';
@@ -91,6 +92,7 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0040-routine-output-json': routineOutputJson,
   '0041-flow-limits': flowLimits,
   '0042-trigger-debounce': triggerDebounce,
+  '0045-approval-timers': approvalTimers,
   '0046-usage': usage,
   '0047-budgets': budgets,
   '0048-step-checkpoints': stepCheckpoints,
