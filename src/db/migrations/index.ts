@@ -37,6 +37,7 @@ import * as alerts from './0036-alerts.js';
 import * as retention from './0038-retention.js';
 import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
+import * as autovacuum from './0043-autovacuum.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -84,4 +85,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0038-retention': retention,
   '0039-message-flow': messageFlow,
   '0040-routine-output-json': routineOutputJson,
+  '0043-autovacuum': autovacuum,
 };
