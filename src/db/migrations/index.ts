@@ -38,6 +38,7 @@ import * as retention from './0038-retention.js';
 import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
 import * as autovacuum from './0043-autovacuum.js';
+import * as inboxCounters from './0044-inbox-counters.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -86,4 +87,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0039-message-flow': messageFlow,
   '0040-routine-output-json': routineOutputJson,
   '0043-autovacuum': autovacuum,
+  '0044-inbox-counters': inboxCounters,
 };
