@@ -56,11 +56,12 @@ export class InboxViewsStore extends Store {
    * the split of a page's pending messages into leased and waiting, and the oldest waiting, walk
    * only the pending messages of the page's inboxes, on messages_inbox.
    */
-  async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page): Promise<Paged<InboxCounts>> {
+  async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page, deepestFirst = false): Promise<Paged<InboxCounts>> {
     const db = dbOf(tx, this.db);
     let counters = db.selectFrom('inbox_counters').where((eb) => eb.or([eb('pending', '>', 0), eb('dead', '>', 0)]));
     if (destination !== undefined) counters = counters.where('destination', '=', destination);
-    const page = await paginate(counters.selectAll().orderBy('destination'), window, async () => {
+    const ordered = deepestFirst ? counters.selectAll().orderBy('pending', 'desc') : counters.selectAll();
+    const page = await paginate(ordered.orderBy('destination'), window, async () => {
       const row = await counters.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirst();
       return Number(row?.n ?? 0);
     });
