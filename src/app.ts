@@ -24,6 +24,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTracing, type Tracing } from './tracing.js';
 import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { tablesWithoutAutovacuum } from './db/autovacuum.js';
 import { StorageFullness } from './db/faults.js';
 import { PostponedWrites } from './db/postponed-writes.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
@@ -244,6 +245,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       notices: () => notifier.transport,
       postponedWrites: () => postponed.names,
       failingWorkers: () => workers.failing(),
+      tablesWithoutAutovacuum: () => tablesWithoutAutovacuum(database),
     },
     storage,
     audit: audit.service,

@@ -1,7 +1,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type DatabaseConnection, type Driver, type QueryResult } from 'kysely';
 import { BoundedMap } from '../kernel/bounded-map.js';
-import { startCheckpointer, type Checkpointer } from './checkpointer.js';
+import { startCheckpointer, WAL_LIMIT_BYTES, type Checkpointer } from './checkpointer.js';
 
 /** `PRAGMA synchronous` in WAL mode: `normal` syncs at checkpoints only, `full` at every commit too. */
 export type SqliteSynchronous = 'normal' | 'full';
@@ -56,7 +56,12 @@ export class SqliteConnection {
     sqlite.pragma('busy_timeout = 0');
     this.statements = new StatementCache(sqlite);
     this.dataVersion = oncePerTurn(sqlite.prepare('PRAGMA data_version').pluck());
-    sqlite.pragma('wal_autocheckpoint = 0');
+    // A backstop only: should writes outrun the worker (a checkpoint never completes while a
+    // writer keeps appending), the commit that takes the WAL past half its bound checkpoints,
+    // and journal_size_limit cuts the file back when the WAL restarts.
+    const pageSize = Number(sqlite.pragma('page_size', { simple: true }));
+    sqlite.pragma(`wal_autocheckpoint = ${Math.floor(WAL_LIMIT_BYTES / 2 / pageSize)}`);
+    sqlite.pragma(`journal_size_limit = ${WAL_LIMIT_BYTES}`);
     this.checkpointer = startCheckpointer(file, () => {
       if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
     });

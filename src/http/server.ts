@@ -90,6 +90,8 @@ export interface Readiness {
   postponedWrites(): string[];
   /** The workers whose last passes all failed, by name (workers/workers.ts). */
   failingWorkers(): string[];
+  /** The hot tables autovacuum skips (db/autovacuum.ts); null where there is no autovacuum (SQLite). */
+  tablesWithoutAutovacuum(): Promise<string[] | null>;
 }
 
 /**
@@ -288,7 +290,11 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
   await serveConsole(app, options.config.consoleDir);
   app.get('/healthz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { config: { public: true, rateLimit: false }, schema: { hide: true } }, async (_request, reply) => {
-    const [database, blobs] = await Promise.all([answers(options.readiness.database), answers(options.readiness.blobs)]);
+    const [database, blobs, unvacuumed] = await Promise.all([
+      answers(options.readiness.database),
+      answers(options.readiness.blobs),
+      options.readiness.tablesWithoutAutovacuum().catch(() => null),
+    ]);
     // A lost LISTEN connection leaves the node serving (it reconnects and rescans), and so does a
     // worker that keeps failing (the requests it does not serve are no reason to send them elsewhere):
     // both are shown, not fatal. Only names: the errors are on the admin's GET /api/v1/cluster/nodes.
@@ -298,14 +304,19 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
       listen: options.readiness.notices(),
       blobs: storage.full ? 'full' : blobs,
       workers: failingWorkers.length > 0 ? 'failing' : 'up',
+      // Shown, never unready either: tables bloat over days, not within a request.
+      ...(unvacuumed === null ? {} : { autovacuum: unvacuumed.length > 0 ? 'off' : 'on' }),
     };
-    const failing = failingWorkers.length > 0 ? { failing_workers: failingWorkers } : {};
-    if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks, ...failing });
+    const details = {
+      ...(failingWorkers.length > 0 ? { failing_workers: failingWorkers } : {}),
+      ...(unvacuumed !== null && unvacuumed.length > 0 ? { autovacuum_off: unvacuumed } : {}),
+    };
+    if (database === 'down' || blobs === 'down') return reply.code(503).send({ status: 'unavailable', checks, ...details });
     if (storage.full)
       return reply
         .code(507)
-        .send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks, ...failing });
-    return { status: 'ready', checks, ...failing };
+        .send({ status: 'insufficient_storage', reason: fullStorageReason(options.readiness.postponedWrites()), checks, ...details });
+    return { status: 'ready', checks, ...details };
   });
   app.get('/metrics', { config: { permission: 'metrics:read' }, schema: { hide: true } }, async (_request, reply) => {
     return reply.type(options.metrics.contentType).send(await options.metrics.metrics());

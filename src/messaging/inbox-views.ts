@@ -97,7 +97,7 @@ export class InboxViews {
   /** Every inbox holding messages, deepest first (the inbox gauges of /metrics; at most MAX_METRIC_INBOXES). */
   async depths(): Promise<InboxDepth[]> {
     const now = this.deps.clock.now();
-    const page = await this.store.inboxCounts(autocommit, undefined, now, { limit: MAX_METRIC_INBOXES, offset: 0 });
+    const page = await this.store.inboxCounts(autocommit, undefined, now, { limit: MAX_METRIC_INBOXES, offset: 0 }, true);
     return page.items
       .map((counts) => {
         const { agent_id, pending, oldest_pending_age_seconds } = summary(counts, now);

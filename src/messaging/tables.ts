@@ -77,6 +77,13 @@ export interface SubscriptionsTable {
   created_at: number;
 }
 
+/** Each inbox's messages pending (leased ones among them) and dead, kept by triggers on messages (migration 0044). */
+export interface InboxCountersTable {
+  destination: string;
+  pending: number;
+  dead: number;
+}
+
 /** The messaging tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 export interface MessagingTables {
   messages: MessagesTable;
@@ -84,6 +91,7 @@ export interface MessagingTables {
   messaging_sessions: SessionsTable;
   messaging_threads: ThreadsTable;
   messaging_subscriptions: SubscriptionsTable;
+  inbox_counters: InboxCountersTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

@@ -39,6 +39,8 @@ import * as messageFlow from './0039-message-flow.js';
 import * as routineOutputJson from './0040-routine-output-json.js';
 import * as flowLimits from './0041-flow-limits.js';
 import * as triggerDebounce from './0042-trigger-debounce.js';
+import * as autovacuum from './0043-autovacuum.js';
+import * as inboxCounters from './0044-inbox-counters.js';
 import * as approvalTimers from './0045-approval-timers.js';
 import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
@@ -92,6 +94,8 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0040-routine-output-json': routineOutputJson,
   '0041-flow-limits': flowLimits,
   '0042-trigger-debounce': triggerDebounce,
+  '0043-autovacuum': autovacuum,
+  '0044-inbox-counters': inboxCounters,
   '0045-approval-timers': approvalTimers,
   '0046-usage': usage,
   '0047-budgets': budgets,
