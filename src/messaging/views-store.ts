@@ -1,6 +1,5 @@
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { paginate } from '../db/paginate.js';
-import type { Database } from '../db/schema.js';
 import { Store } from '../db/store.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
