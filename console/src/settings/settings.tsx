@@ -13,6 +13,18 @@ const TABS = [
     allowed: (session: Session) => session.can('webhooks:admin'),
   },
   {
+    to: '/settings/notification-channels',
+    label: 'Notification channels',
+    needs: 'the webhooks:admin permission',
+    allowed: (session: Session) => session.can('webhooks:admin'),
+  },
+  {
+    to: '/settings/alert-rules',
+    label: 'Alert rules',
+    needs: 'the webhooks:admin permission',
+    allowed: (session: Session) => session.can('webhooks:admin'),
+  },
+  {
     to: '/settings/my-keys',
     label: 'Your keys',
     needs: "a person's sign-in",
