@@ -103,4 +103,20 @@ describeEachDialect('the console: alerts and notifications', (dialect) => {
     await ruleRow.getByRole('button', { name: 'Confirm delete' }).click();
     await page.getByText('No alert rules yet.').waitFor({ timeout: WAIT_MS });
   });
+
+  it('the channels, rules and alerts pages at 390 px: no serious axe finding, nothing wider than the screen', async () => {
+    const page = await browser.open({ width: 390, height: 844 });
+    await signIn(page, server, '/console/settings/alert-rules');
+    await page.getByRole('heading', { name: 'Alert rules', exact: true }).waitFor({ timeout: WAIT_MS });
+    for (const [path, heading] of [
+      ['/console/settings/alert-rules', 'Alert rules'],
+      ['/console/settings/notification-channels', 'Notification channels'],
+      ['/console/alerts', 'Alerts'],
+    ] as const) {
+      await page.goto(server.url + path);
+      await page.getByRole('heading', { name: heading, exact: true }).waitFor({ timeout: WAIT_MS });
+      await expectNoSerious(page, path);
+      expect(await page.evaluate<number>('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(390);
+    }
+  });
 });
