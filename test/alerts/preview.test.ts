@@ -70,7 +70,12 @@ describeEachDialect('alert rule preview', (dialect) => {
     const answer = await preview(condition);
     expect(answer).toMatchObject({ holds: true, value: 3, detail: 'preview-busy', covers: 'now', history: null });
     expect(answer.summary).toMatch(/3 messages waiting in the inbox of preview-busy/);
-    expect(await preview({ type: 'routine_failures', threshold: 1 })).toMatchObject({ holds: false, value: 0, covers: 'now' });
+    expect(await preview({ type: 'routine_failures', threshold: 1 })).toMatchObject({
+      holds: false,
+      value: 0,
+      covers: 'now',
+      summary: 'No routine is failing (threshold 1)',
+    });
   });
 
   it('validation and permissions: the rules’ conditions, webhooks:admin', async () => {
