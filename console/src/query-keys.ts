@@ -131,4 +131,11 @@ export const queryKeys = {
     attempts: (deliveryId: string, count: number) => ['webhooks', 'attempts', deliveryId, count] as const,
   },
   audit: resource('audit'),
+  notificationChannels: resource('notification-channels'),
+  alertRules: resource('alert-rules'),
+  alerts: {
+    ...resource('alerts'),
+    /** The firing alerts (the overview's panel). */
+    firing: () => ['alerts', 'firing'] as const,
+  },
 };

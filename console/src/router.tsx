@@ -27,6 +27,9 @@ import { RunsView, type RunsSearch } from './runs/runs.js';
 import { parseRunsSearch } from './runs/run-search.js';
 import { parseAuditSearch } from './audit/audit-search.js';
 import { AuditView, type AuditSearch } from './audit/audit.js';
+import { ALERT_STATES, AlertsView, type AlertsSearch } from './alerts/alerts.js';
+import { ChannelsView } from './alerts/channels.js';
+import { RulesView } from './alerts/rules.js';
 
 const rootRoute = createRootRoute({
   component: function Root() {
@@ -245,6 +248,18 @@ const auditRoute = createRoute({
   },
 });
 
+const alertsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'alerts',
+  validateSearch: (search: Record<string, unknown>): AlertsSearch => ({
+    page: optionalPage(search.page),
+    state: ALERT_STATES.find((state) => state === search.state),
+  }),
+  component: function Alerts() {
+    return <AlertsView search={alertsRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -306,6 +321,9 @@ const webhookRoute = createRoute({
   },
 });
 
+const channelsRoute = createRoute({ getParentRoute: () => settingsRoute, path: 'notification-channels', component: ChannelsView });
+const rulesRoute = createRoute({ getParentRoute: () => settingsRoute, path: 'alert-rules', component: RulesView });
+
 const routeTree = rootRoute.addChildren([
   overviewRoute,
   approvalsRoute,
@@ -327,7 +345,8 @@ const routeTree = rootRoute.addChildren([
   artifactsRoute,
   artifactRoute,
   auditRoute,
-  settingsRoute.addChildren([keysRoute, ownKeysRoute, usersRoute, webhooksRoute, webhookRoute]),
+  alertsRoute,
+  settingsRoute.addChildren([keysRoute, ownKeysRoute, usersRoute, webhooksRoute, webhookRoute, channelsRoute, rulesRoute]),
 ]);
 
 export const router = createRouter({ routeTree, basepath: '/console' });

@@ -3,10 +3,22 @@ import { EVENT_TYPES } from '../kernel/ports.js';
 import type { Condition, ConditionType } from './schemas.js';
 import type { EventCountFilter, SignalsStore } from './signals-store.js';
 
-/** What a holding condition measured: the alert's value, and what it is about. */
+/** What a condition measured: the alert's value, and what it is about. */
 export interface Measure {
   value: number;
   detail: string | null;
+}
+
+/** A measure and whether the condition holds with it. */
+export interface Reading extends Measure {
+  holds: boolean;
+}
+
+/** An event_count window's reading: its end, its count, whether it reached the threshold. */
+export interface WindowReading {
+  at: number;
+  value: number;
+  holds: boolean;
 }
 
 export interface RuleCondition {
@@ -38,6 +50,16 @@ function named(things: readonly string[]): string | null {
 
 type Of<T extends ConditionType> = Extract<Condition, { type: T }>;
 
+/** The events an event_count condition counts in its window ending at `at` (or now). */
+function eventCountFilter(c: Of<'event_count'>, at: number): EventCountFilter {
+  return {
+    types: expandEventType(c.event_type),
+    since: at - c.window_s * 1000,
+    ...(c.subject !== undefined && { subject: c.subject }),
+    ...(c.plan_id !== undefined && { plan_id: c.plan_id }),
+  };
+}
+
 /**
  * Measures every rule's condition with one grouped read per condition type. The event log is
  * read from a remembered position taken before each window's start (its last `seq` at earlier
@@ -53,24 +75,35 @@ export class ConditionReader {
 
   /** The rules whose condition holds at `now`, with what it measured. */
   async measure(rules: readonly RuleCondition[], now: number): Promise<Map<string, Measure>> {
+    const held = new Map<string, Measure>();
+    for (const [id, { holds, value, detail }] of await this.read(rules, now)) if (holds) held.set(id, { value, detail });
+    return held;
+  }
+
+  /**
+   * An event_count condition's readings for `count` windows ending every `everyMs` up to `now`,
+   * oldest first: one statement, from a remembered position before the first window's start.
+   */
+  async windows(condition: Of<'event_count'>, now: number, count: number, everyMs: number): Promise<WindowReading[]> {
+    const ends = Array.from({ length: count }, (_, i) => now - (count - 1 - i) * everyMs);
+    const filters = ends.map((at) => ({ ...eventCountFilter(condition, at), until: at }));
+    const counts = await this.store.countEvents(autocommit, filters, this.positionBefore(filters[0]!.since));
+    return ends.map((at, i) => ({ at, value: counts[i]!, holds: counts[i]! >= condition.threshold }));
+  }
+
+  /** Every rule's reading at `now`, holding or not (a condition with nothing to measure reads 0). */
+  async read(rules: readonly RuleCondition[], now: number): Promise<Map<string, Reading>> {
     const byType = new Map<ConditionType, RuleCondition[]>();
     for (const rule of rules) byType.set(rule.condition.type, [...(byType.get(rule.condition.type) ?? []), rule]);
-    const held = new Map<string, Measure>();
-    const hold = (id: string, measure: Measure | null) => {
-      if (measure !== null) held.set(id, measure);
-    };
+    const held = new Map<string, Reading>();
+    const hold = (id: string, holds: boolean, value: number, detail: string | null) => held.set(id, { holds, value, detail });
     const of = <T extends ConditionType>(type: T) => (byType.get(type) ?? []) as (RuleCondition & { condition: Of<T> })[];
 
     const counted = of('event_count');
     if (counted.length > 0) {
-      const filters = counted.map(({ condition: c }): EventCountFilter => ({
-        types: expandEventType(c.event_type),
-        since: now - c.window_s * 1000,
-        ...(c.subject !== undefined && { subject: c.subject }),
-        ...(c.plan_id !== undefined && { plan_id: c.plan_id }),
-      }));
+      const filters = counted.map(({ condition }) => eventCountFilter(condition, now));
       const counts = await this.store.countEvents(autocommit, filters, this.positionBefore(Math.min(...filters.map((f) => f.since))));
-      counted.forEach((rule, i) => hold(rule.id, counts[i]! >= rule.condition.threshold ? { value: counts[i]!, detail: null } : null));
+      counted.forEach((rule, i) => hold(rule.id, counts[i]! >= rule.condition.threshold, counts[i]!, null));
     }
     await this.sample(now);
 
@@ -82,14 +115,14 @@ export class ConditionReader {
         const worst = inboxes
           .filter((i) => rule.condition.agent_id === undefined || i.agent_id === rule.condition.agent_id)
           .reduce<(typeof inboxes)[number] | null>((a, b) => (a === null || b.depth > a.depth ? b : a), null);
-        hold(rule.id, worst && worst.depth >= rule.condition.threshold ? { value: worst.depth, detail: worst.agent_id } : null);
+        hold(rule.id, worst !== null && worst.depth >= rule.condition.threshold, worst?.depth ?? 0, worst?.agent_id ?? null);
       }
       for (const rule of age) {
         const worst = inboxes
           .filter((i) => rule.condition.agent_id === undefined || i.agent_id === rule.condition.agent_id)
           .reduce<(typeof inboxes)[number] | null>((a, b) => (a === null || b.oldest_at < a.oldest_at ? b : a), null);
         const seconds = worst ? Math.floor((now - worst.oldest_at) / 1000) : 0;
-        hold(rule.id, worst && seconds >= rule.condition.older_than_s ? { value: seconds, detail: worst.agent_id } : null);
+        hold(rule.id, worst !== null && seconds >= rule.condition.older_than_s, seconds, worst?.agent_id ?? null);
       }
     }
 
@@ -99,7 +132,7 @@ export class ConditionReader {
       for (const rule of dead) {
         const mine = kept.filter((k) => rule.condition.agent_id === undefined || k.agent_id === rule.condition.agent_id);
         const total = mine.reduce((sum, k) => sum + k.count, 0);
-        hold(rule.id, total >= rule.condition.threshold ? { value: total, detail: named(mine.map((k) => k.agent_id)) } : null);
+        hold(rule.id, total >= rule.condition.threshold, total, named(mine.map((k) => k.agent_id)));
       }
     }
 
@@ -115,7 +148,7 @@ export class ConditionReader {
           .filter((a) => agent_id === undefined || a.agent_id === agent_id)
           .filter((a) => capability === undefined || a.capabilities.includes(capability))
           .map((a) => a.agent_id);
-        hold(rule.id, agents.length > 0 ? { value: agents.length, detail: named(agents) } : null);
+        hold(rule.id, agents.length > 0, agents.length, named(agents));
       }
     }
 
@@ -127,7 +160,7 @@ export class ConditionReader {
         const mine = steps.filter(
           (s) => s.started_at <= before(rule) && (rule.condition.plan_id === undefined || s.plan_id === rule.condition.plan_id),
         );
-        hold(rule.id, mine.length > 0 ? { value: mine.length, detail: named(mine.map((s) => `${s.run_id}/${s.step_id}`)) } : null);
+        hold(rule.id, mine.length > 0, mine.length, named(mine.map((s) => `${s.run_id}/${s.step_id}`)));
       }
     }
 
@@ -138,7 +171,7 @@ export class ConditionReader {
         const worst = streaks
           .filter((s) => rule.condition.routine_id === undefined || s.routine_id === rule.condition.routine_id)
           .reduce<(typeof streaks)[number] | null>((a, b) => (a === null || b.failures > a.failures ? b : a), null);
-        hold(rule.id, worst && worst.failures >= rule.condition.threshold ? { value: worst.failures, detail: worst.routine_id } : null);
+        hold(rule.id, worst !== null && worst.failures >= rule.condition.threshold, worst?.failures ?? 0, worst?.routine_id ?? null);
       }
     }
     return held;

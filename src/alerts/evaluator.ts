@@ -47,7 +47,9 @@ export function describe(condition: Condition, measure: Pick<Measure, 'value' | 
     case 'approval_waiting':
       return `${value} human step(s) waiting for over ${condition.older_than_s} s${about}`;
     case 'routine_failures':
-      return `Routine ${detail ?? ''} failed ${value} times in a row (threshold ${condition.threshold})`;
+      return detail === null
+        ? `No routine is failing (threshold ${condition.threshold})`
+        : `Routine ${detail} failed ${value} times in a row (threshold ${condition.threshold})`;
   }
 }
 

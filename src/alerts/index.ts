@@ -20,10 +20,11 @@ export function createAlertsDomain(deps: { platform: Platform; channels: Notific
   const { platform } = deps;
   const { db, caps } = platform.database;
   const store = new AlertsStore(db, caps);
-  const service = new AlertsService({ store, clock: platform.clock, audit: platform.audit, channels: deps.channels });
+  const reader = new ConditionReader(new SignalsStore(db, caps), platform.config.healthTtlSeconds * 1000);
+  const service = new AlertsService({ store, clock: platform.clock, audit: platform.audit, channels: deps.channels, reader });
   const evaluator = new AlertEvaluator({
     store,
-    reader: new ConditionReader(new SignalsStore(db, caps), platform.config.healthTtlSeconds * 1000),
+    reader,
     clock: platform.clock,
     channels: deps.channels,
     events: deps.events,

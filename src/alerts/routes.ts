@@ -1,7 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
-import { Alert, CreateRuleBody, ListAlertsQuery, ListRulesQuery, Rule, RuleParams, UpdateRuleBody } from './schemas.js';
+import {
+  Alert,
+  CreateRuleBody,
+  ListAlertsQuery,
+  ListRulesQuery,
+  Preview,
+  PreviewBody,
+  Rule,
+  RuleParams,
+  UpdateRuleBody,
+} from './schemas.js';
 import type { AlertsService } from './service.js';
 
 const tags = ['alerts'];
@@ -34,6 +44,20 @@ export function alertsRoutes(service: AlertsService): FastifyPluginAsyncTypebox 
         const window = page(request.query);
         return list(reply, await service.listRules(window), window);
       },
+    );
+
+    app.post(
+      '/alerts/rules/preview',
+      {
+        config: admin,
+        schema: {
+          tags,
+          summary: 'Preview a condition (admin): what it measures now and, for event_count, what it would have matched over the last hour',
+          body: PreviewBody,
+          response: { 200: DataEnvelope(Preview) },
+        },
+      },
+      async (request, reply) => ok(reply, await service.preview(request.body.condition)),
     );
 
     app.get(

@@ -209,3 +209,38 @@ export type ListAlertsQuery = Static<typeof ListAlertsQuery>;
 
 export const RuleParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 export const ListRulesQuery = PageQuery;
+
+export const PreviewBody = Type.Object({ condition: Condition }, { additionalProperties: false });
+export type PreviewBody = Static<typeof PreviewBody>;
+
+export const Preview = Type.Object(
+  {
+    holds: Type.Boolean({ description: 'Whether the condition holds now: a rule on it would fire' }),
+    value: Type.Number({ description: 'What it measures now (a count, or seconds); 0 when there is nothing to measure' }),
+    detail: Type.Union([Type.String(), Type.Null()], { description: 'What it is about (an agent, routine, steps…), when known' }),
+    summary: Type.String({ description: 'The measure in words, as a notification would say it' }),
+    measured_at: Timestamp,
+    covers: Type.Union([Type.Literal('last_hour'), Type.Literal('now')], {
+      description:
+        '`last_hour` (event_count, whose windows can be counted again from the event log) or `now` (the other types keep no history: their current measure only)',
+    }),
+    history: Type.Union(
+      [
+        Type.Array(
+          Type.Object({
+            at: Timestamp,
+            value: Type.Integer({ description: 'Matching events in the window ending at `at`' }),
+            holds: Type.Boolean(),
+          }),
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          'event_count: 12 windows ending every 5 minutes over the last hour, oldest first (the last ends now); null for the other types',
+      },
+    ),
+  },
+  { title: 'AlertRulePreview' },
+);
+export type Preview = Static<typeof Preview>;

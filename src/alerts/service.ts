@@ -5,18 +5,23 @@ import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail, NotificationChannels } from '../kernel/ports.js';
-import { expandEventType } from './conditions.js';
-import type { Alert, Condition, CreateRuleBody, ListAlertsQuery, Rule, UpdateRuleBody } from './schemas.js';
+import { expandEventType, type ConditionReader } from './conditions.js';
+import { describe } from './evaluator.js';
+import type { Alert, Condition, CreateRuleBody, ListAlertsQuery, Preview, Rule, UpdateRuleBody } from './schemas.js';
 import type { AlertWithRule, AlertsStore, RuleRow } from './store.js';
 
 /** Rules at most: each is evaluated every pass. */
 export const MAX_RULES = 10_000;
+/** A preview's event_count history: this many windows, one ending every PREVIEW_EVERY_MS, over the last hour. */
+const PREVIEW_WINDOWS = 12;
+const PREVIEW_EVERY_MS = 300_000;
 
 export interface AlertsDeps {
   store: AlertsStore;
   clock: Clock;
   audit: AuditTrail;
   channels: NotificationChannels;
+  reader: ConditionReader;
 }
 
 export function toRule(row: RuleRow): Rule {
@@ -95,6 +100,24 @@ export class AlertsService {
       await this.deps.store.insertRule(tx, row);
       return toRule(row);
     });
+  }
+
+  /** What a condition measures now and, for event_count, what it would have matched over the last hour. */
+  async preview(condition: Condition): Promise<Preview> {
+    checkCondition(condition);
+    const now = this.deps.clock.now();
+    const reading = (await this.deps.reader.read([{ id: 'preview', condition }], now)).get('preview')!;
+    const history =
+      condition.type === 'event_count'
+        ? (await this.deps.reader.windows(condition, now, PREVIEW_WINDOWS, PREVIEW_EVERY_MS)).map((w) => ({ ...w, at: iso(w.at) }))
+        : null;
+    return {
+      ...reading,
+      summary: describe(condition, reading),
+      measured_at: iso(now),
+      covers: history === null ? 'now' : 'last_hour',
+      history,
+    };
   }
 
   async listRules(window: Page): Promise<Paged<Rule>> {

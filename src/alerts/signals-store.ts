@@ -14,6 +14,8 @@ export interface EventCountFilter {
   /** Concrete event types (a pattern expanded against the closed list); null: every type. */
   types: readonly string[] | null;
   since: number;
+  /** The window's end (inclusive); none: now. */
+  until?: number;
   subject?: string;
   plan_id?: string;
 }
@@ -54,6 +56,7 @@ export class SignalsStore extends Store {
 
   private matches(filter: EventCountFilter): RawBuilder<SqlBool> {
     const parts: RawBuilder<unknown>[] = [sql`created_at >= ${filter.since}`];
+    if (filter.until !== undefined) parts.push(sql`created_at <= ${filter.until}`);
     if (filter.types !== null) parts.push(this.caps.inTextList('type', filter.types));
     if (filter.subject !== undefined) parts.push(sql`subject = ${filter.subject}`);
     // Run events carry their plan in `data`, written by JSON.stringify: no spaces.

@@ -216,6 +216,7 @@ export const SCHEMAS = asValidated({
   'alerts.getRule': { data: Alerts.Rule },
   'alerts.updateRule': { body: Alerts.UpdateRuleBody, data: Alerts.Rule },
   'alerts.deleteRule': { data: Deleted },
+  'alerts.previewRule': { body: Alerts.PreviewBody, data: Alerts.Preview },
   'alerts.list': { query: Alerts.ListAlertsQuery, data: list(Alerts.Alert) },
   'alerts.get': { data: Alerts.Alert },
   'alerts.acknowledge': { data: Alerts.Alert },

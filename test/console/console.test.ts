@@ -25,6 +25,7 @@ describeEachDialect('the console in a browser', (dialect) => {
       'Routines',
       'Tasks',
       'Artifacts',
+      'Alerts',
       'Audit log',
       'Settings',
     ]) {

@@ -125,8 +125,13 @@ describeEachDialect('the console: people and roles', (dialect) => {
     const page = await browser.open();
     await signIn(page, server, '/console/settings/my-keys', operator);
     await page.getByRole('heading', { name: 'Your keys' }).waitFor({ timeout: WAIT_MS });
-    // An operator manages webhooks and their own keys, not others' keys or users.
-    expect(await page.getByRole('navigation', { name: 'Settings' }).getByRole('link').allTextContents()).toEqual(['Webhooks', 'Your keys']);
+    // An operator manages webhooks, notification channels, alert rules and their own keys, not others' keys or users.
+    expect(await page.getByRole('navigation', { name: 'Settings' }).getByRole('link').allTextContents()).toEqual([
+      'Webhooks',
+      'Notification channels',
+      'Alert rules',
+      'Your keys',
+    ]);
     await page.getByLabel('Name').fill('read-only laptop');
     await page.getByRole('checkbox', { name: 'runs:read' }).check();
     await page.getByLabel('Expires after').selectOption({ label: '90 days' });

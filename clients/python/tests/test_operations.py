@@ -271,6 +271,7 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
         ),
         None,
     ),
+    "alerts.preview_rule": (lambda c, x: c.alerts.preview_rule(condition={"type": "event_count", "event_type": "run.*", "window_s": 600, "threshold": 1}), None),
     "alerts.list": (lambda c, x: c.alerts.list(state="firing"), None),
     "alerts.get": (lambda c, x: c.alerts.get(id="alt_missing"), NotFound),
     "alerts.acknowledge": (lambda c, x: c.alerts.acknowledge(id="alt_missing"), NotFound),

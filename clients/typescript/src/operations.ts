@@ -198,6 +198,7 @@ export const OPERATIONS = {
     getRule: ['GET', '/api/v1/alerts/rules/{id}'],
     updateRule: ['PATCH', '/api/v1/alerts/rules/{id}'],
     deleteRule: ['DELETE', '/api/v1/alerts/rules/{id}'],
+    previewRule: ['POST', '/api/v1/alerts/rules/preview'],
     list: ['GET', '/api/v1/alerts', PAGED],
     get: ['GET', '/api/v1/alerts/{id}'],
     acknowledge: ['POST', '/api/v1/alerts/{id}/acknowledge'],

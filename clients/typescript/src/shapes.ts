@@ -2734,6 +2734,34 @@ export interface Shapes {
     };
   };
   'alerts.deleteRule': { data: { id: string; deleted: true } };
+  'alerts.previewRule': {
+    body: {
+      condition:
+        | {
+            plan_id?: string | undefined;
+            subject?: string | undefined;
+            type: 'event_count';
+            event_type: string;
+            window_s: number;
+            threshold: number;
+          }
+        | { agent_id?: string | undefined; type: 'inbox_depth'; threshold: number }
+        | { agent_id?: string | undefined; type: 'inbox_age'; older_than_s: number }
+        | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
+        | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
+        | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+    };
+    data: {
+      detail: string | null;
+      holds: boolean;
+      value: number;
+      summary: string;
+      measured_at: string;
+      covers: 'last_hour' | 'now';
+      history: { at: string; holds: boolean; value: number }[] | null;
+    };
+  };
   'alerts.list': {
     query: {
       limit?: number | undefined;
@@ -2747,10 +2775,10 @@ export interface Shapes {
       state: 'firing' | 'resolved';
       detail: string | null;
       severity: 'info' | 'warning' | 'critical';
+      value: number;
       rule_id: string;
       since: string;
       rule_name: string;
-      value: number;
       resolved_at: string | null;
       acknowledged_at: string | null;
       acknowledged_by: string | null;
@@ -2762,10 +2790,10 @@ export interface Shapes {
       state: 'firing' | 'resolved';
       detail: string | null;
       severity: 'info' | 'warning' | 'critical';
+      value: number;
       rule_id: string;
       since: string;
       rule_name: string;
-      value: number;
       resolved_at: string | null;
       acknowledged_at: string | null;
       acknowledged_by: string | null;
@@ -2777,10 +2805,10 @@ export interface Shapes {
       state: 'firing' | 'resolved';
       detail: string | null;
       severity: 'info' | 'warning' | 'critical';
+      value: number;
       rule_id: string;
       since: string;
       rule_name: string;
-      value: number;
       resolved_at: string | null;
       acknowledged_at: string | null;
       acknowledged_by: string | null;

@@ -9,6 +9,7 @@ import { ResourceLink } from '../resource-link.js';
 import { useSession } from '../session.js';
 import { RUN_STATUSES } from '../runs/status.js';
 import { queryKeys } from '../query-keys.js';
+import { ALERT_EVENTS } from '../alerts/alerts.js';
 import './overview.css';
 
 const HEALTHS = ['healthy', 'degraded', 'unhealthy'] as const;
@@ -20,13 +21,16 @@ const FAILING_SHOWN = 10;
 const INBOXES_COUNTED = 100;
 const DEEPEST_SHOWN = 5;
 const FEED_SHOWN = 25;
+const FIRING_SHOWN = 10;
 
 /** The state of the whole system at a glance, live: agents, messaging, runs, routines, events. */
 export function OverviewView() {
+  const { can } = useSession();
   return (
     <section>
       <h1>Overview</h1>
       <div className="overview">
+        {can('events:read') && <FiringAlerts />}
         <AgentHealth />
         <Messaging />
         <RecentRuns />
@@ -182,6 +186,42 @@ function FailingRoutines() {
             ))}
           </ul>
           {total > FAILING_SHOWN && <p className="muted">and {total - FAILING_SHOWN} more.</p>}
+        </>
+      )}
+    </Panel>
+  );
+}
+
+function FiringAlerts() {
+  const { client } = useSession();
+  useLiveRefresh({ queryKey: queryKeys.alerts.all, events: ALERT_EVENTS });
+  const firing = useQuery({
+    queryKey: queryKeys.alerts.firing(),
+    queryFn: () => client.alerts.list.page({ query: { state: 'firing', limit: FIRING_SHOWN } }),
+  });
+  const total = firing.data?.total ?? 0;
+  return (
+    <Panel title="Firing alerts" link={<Link to="/alerts">All alerts</Link>}>
+      <ErrorNotice error={firing.error} />
+      {firing.isPending ? (
+        <p className="muted">Loading…</p>
+      ) : total === 0 ? (
+        <p className="muted">None: no alert rule's condition holds.</p>
+      ) : (
+        <>
+          <ul className="failing" aria-label="Firing alerts">
+            {firing.data?.items.map((alert) => (
+              <li key={alert.id} data-alert={alert.id}>
+                <span className={`badge severity-${alert.severity}`}>{alert.severity}</span> <strong>{alert.rule_name}</strong>{' '}
+                <span className="muted">
+                  value {alert.value}
+                  {alert.detail ? ` (${alert.detail})` : ''}, since {relativeTime(alert.since, firing.dataUpdatedAt)}
+                  {alert.acknowledged_by ? `, acknowledged by ${alert.acknowledged_by}` : ''}
+                </span>
+              </li>
+            ))}
+          </ul>
+          {total > FIRING_SHOWN && <p className="muted">and {total - FIRING_SHOWN} more.</p>}
         </>
       )}
     </Panel>

@@ -13,6 +13,18 @@ const TABS = [
     allowed: (session: Session) => session.can('webhooks:admin'),
   },
   {
+    to: '/settings/notification-channels',
+    label: 'Notification channels',
+    needs: 'the webhooks:admin permission',
+    allowed: (session: Session) => session.can('webhooks:admin'),
+  },
+  {
+    to: '/settings/alert-rules',
+    label: 'Alert rules',
+    needs: 'the webhooks:admin permission',
+    allowed: (session: Session) => session.can('webhooks:admin'),
+  },
+  {
     to: '/settings/my-keys',
     label: 'Your keys',
     needs: "a person's sign-in",
@@ -39,7 +51,9 @@ export function SettingsLayout() {
       </section>
     );
   }
-  if (!current) return <Navigate to={tabs[0]!.to} replace />;
+  // Only `/settings` itself opens the first tab: while the router leaves settings for another
+  // view, this layout still renders once with that view's path, which must not bring it back.
+  if (!current) return /\/settings\/?$/.test(pathname) ? <Navigate to={tabs[0]!.to} replace /> : null;
   return (
     <>
       <nav className="tabs" aria-label="Settings">

@@ -3936,6 +3936,30 @@ class AlertsCreateRuleData(TypedDict):
     updated_at: str
 
 
+class AlertsPreviewRuleBody(TypedDict):
+    """The JSON body of alerts.preview_rule."""
+
+    condition: dict[str, Any]
+
+
+class AlertsPreviewRuleArgs(TypedDict):
+    """The keyword arguments of alerts.preview_rule."""
+
+    condition: dict[str, Any]
+
+
+class AlertsPreviewRuleData(TypedDict):
+    """What alerts.preview_rule returns."""
+
+    holds: bool
+    value: float
+    detail: str | None
+    summary: str
+    measured_at: str
+    covers: Literal["last_hour", "now"]
+    history: list[dict[str, Any]] | None
+
+
 class AlertsGetRuleArgs(TypedDict):
     """The keyword arguments of alerts.get_rule."""
 
@@ -6458,6 +6482,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "preview_rule": Operation(
+            operation_id="alerts_previewRule",
+            method="POST",
+            path="/api/v1/alerts/rules/preview",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("condition",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
         "get_rule": Operation(
             operation_id="alerts_getRule",
             method="GET",
@@ -7353,6 +7390,10 @@ class AlertsOperations(Domain):
     def create_rule(self, **arguments: Unpack[AlertsCreateRuleArgs]) -> AlertsCreateRuleData:
         """Create an alert rule (admin) (POST /api/v1/alerts/rules)."""
         return self._call("create_rule", arguments)  # type: ignore[no-any-return]
+
+    def preview_rule(self, **arguments: Unpack[AlertsPreviewRuleArgs]) -> AlertsPreviewRuleData:
+        """Preview a condition (admin): what it measures now and, for event_count, what it would have matched over the last hour (POST /api/v1/alerts/rules/preview)."""
+        return self._call("preview_rule", arguments)  # type: ignore[no-any-return]
 
     def get_rule(self, **arguments: Unpack[AlertsGetRuleArgs]) -> AlertsGetRuleData:
         """Get an alert rule (admin) (GET /api/v1/alerts/rules/{id})."""
