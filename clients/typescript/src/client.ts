@@ -169,6 +169,8 @@ export class Switchboard {
   readonly alerts: DomainClient<'alerts'>;
   readonly cluster: DomainClient<'cluster'>;
   readonly audit: DomainClient<'audit'>;
+  readonly usage: DomainClient<'usage'>;
+  readonly budgets: DomainClient<'budgets'>;
   /** The agent this client signs as, when it signs. */
   readonly agentId: string | undefined;
   /** The server's base URL. */
@@ -232,6 +234,8 @@ export class Switchboard {
     this.alerts = this.#domain('alerts');
     this.cluster = this.#domain('cluster');
     this.audit = this.#domain('audit');
+    this.usage = this.#domain('usage');
+    this.budgets = this.#domain('budgets');
   }
 
   async *#follow(events: DomainClient<'events'>, { signal, onOpen, onDrop, ...query }: StreamEventsInput): AsyncIterable<Event> {
