@@ -2,6 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useNavigate } from '@tanstack/react-router';
 import type { Item } from '../../../src/client/browser.js';
 import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
@@ -55,22 +56,15 @@ export function AlertsView({ search }: { search: AlertsSearch }) {
           </select>
         </label>
       </div>
-      <ErrorNotice error={alerts.error} />
-      {alerts.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : total === 0 && !alerts.isError ? (
-        <p className="notice empty">No alerts{search.state ? ` ${search.state}` : ''}. Alert rules are under Settings.</p>
-      ) : (
-        <>
-          <AlertsTable alerts={alerts.data?.items ?? []} now={alerts.dataUpdatedAt} />
-          <Pager
-            span={pageWindow(search.page ?? 1, PAGE_SIZE, total)}
-            total={total}
-            noun="alerts"
-            onPage={(page) => void navigate({ search: { ...search, page } })}
-          />
-        </>
-      )}
+      <ListBody query={alerts} total={total} empty={`No alerts${search.state ? ` ${search.state}` : ''}. Alert rules are under Settings.`}>
+        <AlertsTable alerts={alerts.data?.items ?? []} now={alerts.dataUpdatedAt} />
+        <Pager
+          span={pageWindow(search.page ?? 1, PAGE_SIZE, total)}
+          total={total}
+          noun="alerts"
+          onPage={(page) => void navigate({ search: { ...search, page } })}
+        />
+      </ListBody>
     </section>
   );
 }

@@ -2,9 +2,10 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import type { Body, Item, Result } from '../../../src/client/browser.js';
 import { ConfirmButton } from '../confirm-button.js';
-import { CopyField } from '../copy-field.js';
+import { SigningSecretNotice } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
 import { relativeTime } from '../format.js';
+import { ListBody } from '../list-body.js';
 import { queryKeys } from '../query-keys.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
@@ -69,33 +70,26 @@ export function ChannelsView() {
         }}
       />
       {created?.secret && (
-        <div className="notice success" role="status">
-          <p>
-            <strong>Channel created. Copy its signing secret now: it is not shown again.</strong> Verify each notification's signature with
-            it (Standard Webhooks).
-          </p>
-          <CopyField value={created.secret} label="Signing secret" testId="channel-secret">
-            <button type="button" onClick={() => setCreated(null)}>
-              Done
-            </button>
-          </CopyField>
-        </div>
+        <SigningSecretNotice
+          created="Channel"
+          signs="notification's signature with it (Standard Webhooks)."
+          secret={created.secret}
+          testId="channel-secret"
+          onDone={() => setCreated(null)}
+        />
       )}
-      <ErrorNotice error={channels.error} />
-      {channels.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : items.length === 0 && !channels.isError ? (
-        <p className="notice empty">No channels yet. Create one above: alert rules tell their channels when an alert fires and resolves.</p>
-      ) : (
-        <>
-          <Table columns={['Name', 'Type', 'Reaches', 'Created', { label: 'Actions', visuallyHidden: true }]}>
-            {items.map((channel) => (
-              <ChannelRow key={channel.id} channel={channel} now={channels.dataUpdatedAt} />
-            ))}
-          </Table>
-          {(channels.data?.total ?? 0) > CHANNELS_SHOWN && <p className="muted">The first {CHANNELS_SHOWN} channels are shown.</p>}
-        </>
-      )}
+      <ListBody
+        query={channels}
+        total={items.length}
+        empty="No channels yet. Create one above: alert rules tell their channels when an alert fires and resolves."
+      >
+        <Table columns={['Name', 'Type', 'Reaches', 'Created', { label: 'Actions', visuallyHidden: true }]}>
+          {items.map((channel) => (
+            <ChannelRow key={channel.id} channel={channel} now={channels.dataUpdatedAt} />
+          ))}
+        </Table>
+        {(channels.data?.total ?? 0) > CHANNELS_SHOWN && <p className="muted">The first {CHANNELS_SHOWN} channels are shown.</p>}
+      </ListBody>
     </section>
   );
 }

@@ -3,6 +3,7 @@ import { useId, useState, type FormEvent } from 'react';
 import type { Body, Item, Result } from '../../../src/client/browser.js';
 import { ConfirmButton } from '../confirm-button.js';
 import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { relativeTime } from '../format.js';
 import { queryKeys } from '../query-keys.js';
 import { useSession } from '../session.js';
@@ -29,21 +30,14 @@ export function RulesView() {
     <section>
       <h1>Alert rules</h1>
       <CreateRuleForm />
-      <ErrorNotice error={rules.error} />
-      {rules.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : items.length === 0 && !rules.isError ? (
-        <p className="notice empty">No alert rules yet. Create one above: its alerts fire while its condition holds.</p>
-      ) : (
-        <>
-          <Table columns={['Name', 'Condition', 'Severity', 'State', { label: 'Actions', visuallyHidden: true }]}>
-            {items.map((rule) => (
-              <RuleRow key={rule.id} rule={rule} now={rules.dataUpdatedAt} />
-            ))}
-          </Table>
-          {(rules.data?.total ?? 0) > RULES_SHOWN && <p className="muted">The first {RULES_SHOWN} rules are shown.</p>}
-        </>
-      )}
+      <ListBody query={rules} total={items.length} empty="No alert rules yet. Create one above: its alerts fire while its condition holds.">
+        <Table columns={['Name', 'Condition', 'Severity', 'State', { label: 'Actions', visuallyHidden: true }]}>
+          {items.map((rule) => (
+            <RuleRow key={rule.id} rule={rule} now={rules.dataUpdatedAt} />
+          ))}
+        </Table>
+        {(rules.data?.total ?? 0) > RULES_SHOWN && <p className="muted">The first {RULES_SHOWN} rules are shown.</p>}
+      </ListBody>
     </section>
   );
 }

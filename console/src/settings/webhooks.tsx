@@ -3,8 +3,9 @@ import { Link, useNavigate } from '@tanstack/react-router';
 import { useId, useState, type FormEvent } from 'react';
 import type { Body, Item, Result } from '../../../src/client/browser.js';
 import { ConfirmButton } from '../confirm-button.js';
-import { CopyField } from '../copy-field.js';
+import { SigningSecretNotice } from '../copy-field.js';
 import { ErrorNotice } from '../errors.js';
+import { ListBody } from '../list-body.js';
 import { pageWindow, relativeTime } from '../format.js';
 import { useLiveRefresh } from '../live.js';
 import { Pager } from '../pager.js';
@@ -48,35 +49,30 @@ export function WebhooksView({ search }: { search: WebhooksSearch }) {
         }}
       />
       {created && (
-        <div className="notice success" role="status">
-          <p>
-            <strong>Webhook created. Copy its signing secret now: it is not shown again.</strong> Verify each delivery's signature with it
-            (Standard Webhooks; the SDK's <code>verifyWebhook</code>).
-          </p>
-          <CopyField value={created.secret} label="Signing secret" testId="webhook-secret">
-            <button type="button" onClick={() => setCreated(null)}>
-              Done
-            </button>
-          </CopyField>
-        </div>
+        <SigningSecretNotice
+          created="Webhook"
+          signs={
+            <>
+              delivery's signature with it (Standard Webhooks; the SDK's <code>verifyWebhook</code>).
+            </>
+          }
+          secret={created.secret}
+          testId="webhook-secret"
+          onDone={() => setCreated(null)}
+        />
       )}
-      <ErrorNotice error={webhooks.error} />
-      {webhooks.isPending ? (
-        <p className="muted">Loading…</p>
-      ) : total === 0 && !webhooks.isError ? (
-        <p className="notice empty">
-          No webhooks yet. Create one above to have Switchboard POST events (a run completed, a message dead-lettered…) to your own URL.
-        </p>
-      ) : (
-        <>
-          <Table columns={['URL', 'Event types', 'State', 'Created', { label: 'Actions', visuallyHidden: true }]}>
-            {webhooks.data?.items.map((webhook) => (
-              <WebhookRow key={webhook.id} webhook={webhook} now={webhooks.dataUpdatedAt} />
-            ))}
-          </Table>
-          <Pager span={span} total={total} noun="webhooks" onPage={(page) => void navigate({ search: { page } })} />
-        </>
-      )}
+      <ListBody
+        query={webhooks}
+        total={total}
+        empty="No webhooks yet. Create one above to have Switchboard POST events (a run completed, a message dead-lettered…) to your own URL."
+      >
+        <Table columns={['URL', 'Event types', 'State', 'Created', { label: 'Actions', visuallyHidden: true }]}>
+          {webhooks.data?.items.map((webhook) => (
+            <WebhookRow key={webhook.id} webhook={webhook} now={webhooks.dataUpdatedAt} />
+          ))}
+        </Table>
+        <Pager span={span} total={total} noun="webhooks" onPage={(page) => void navigate({ search: { page } })} />
+      </ListBody>
     </section>
   );
 }
