@@ -68,13 +68,16 @@ export class BudgetsStore extends Store {
   }
 
   /** The agents (of `agentIds`, or all) an agent budget pauses at `now`. */
-  async pausedAgents(tx: Tx, now: number, agentIds?: readonly string[]): Promise<Set<string>> {
-    let query = dbOf(tx, this.db)
+  /** The agents a budget pauses past `now`, each with the end of its longest pause. */
+  async pausedAgents(tx: Tx, now: number): Promise<Map<string, number>> {
+    const rows = await dbOf(tx, this.db)
       .selectFrom('budgets')
-      .select('scope_value')
+      .select(['scope_value', 'paused_until'])
       .where('scope_kind', '=', 'agent')
-      .where('paused_until', '>', now);
-    if (agentIds !== undefined) query = query.where(this.caps.inTextList('scope_value', agentIds));
-    return new Set((await query.execute()).map((row) => row.scope_value));
+      .where('paused_until', '>', now)
+      .execute();
+    const until = new Map<string, number>();
+    for (const row of rows) until.set(row.scope_value, Math.max(until.get(row.scope_value) ?? 0, Number(row.paused_until)));
+    return until;
   }
 }

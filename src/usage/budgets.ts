@@ -2,6 +2,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+import type { Notifier } from '../kernel/notifier.js';
 import { SYSTEM_ACTOR, type AgentPauses, type AuditTrail, type EventLog, type InboxWaker } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetRow, BudgetsStore, ScopeKeys } from './budgets-store.js';
@@ -17,6 +18,19 @@ export interface BudgetsDeps {
   events: EventLog;
   audit: AuditTrail;
   inboxes: InboxWaker;
+  notifier: Notifier;
+  /** The SQLite file's data version (another process wrote to it); null on PostgreSQL. */
+  dataVersion: (() => number) | null;
+}
+
+/** Told in the transaction that pauses or resumes an agent: every node reads the paused agents again. */
+const PAUSES_CHANGED = 'budgets:pauses';
+
+/** The paused agents as last read, and the notifier epoch and data version they were read under. */
+interface PausedSnapshot {
+  until: Map<string, number>;
+  epoch: number | null;
+  dataVersion: number;
 }
 
 /** What one usage record adds to a budget. */
@@ -81,7 +95,19 @@ function scopeOf(body: CreateBudgetBody): { scope_kind: string; scope_value: str
  * until the period ends, the limit is raised above what it spent, or a resume.
  */
 export class BudgetsService implements AgentPauses {
-  constructor(private readonly deps: BudgetsDeps) {}
+  /**
+   * Every receive and every discovery lookup asks who is paused: they read this instead of the
+   * database. It holds until a pause or resume is told (here or on another node, PAUSES_CHANGED),
+   * notices may have been lost (another notifier epoch) or another process wrote the SQLite file;
+   * a pause's end in time needs no notice (each entry keeps its end).
+   */
+  private snapshot: PausedSnapshot | null = null;
+  /** Pauses and resumes heard of: a read that one overtook is not kept. */
+  private changes = 0;
+
+  constructor(private readonly deps: BudgetsDeps) {
+    deps.notifier.listen(PAUSES_CHANGED, () => this.forgetPauses());
+  }
 
   async create(body: CreateBudgetBody, creator: string): Promise<Budget> {
     const scope = scopeOf(body);
@@ -151,7 +177,7 @@ export class BudgetsService implements AgentPauses {
       if (next.warn_at === null || ratio < next.warn_at) next.warned = 0;
       if (next.action === 'warn') next.paused_until = null;
       await this.deps.audit.record(tx, { action: 'budget.update', resource: { type: 'budget', id } });
-      await this.deps.store.update(tx, id, next);
+      await this.save(tx, row, next);
       const resumed = await this.resumedIn(tx, row, next, now, actor);
       return { budget: toBudget(next, now), resumed };
     });
@@ -164,6 +190,7 @@ export class BudgetsService implements AgentPauses {
       await this.deps.audit.record(tx, { action: 'budget.delete', resource: { type: 'budget', id } });
       const row = await this.deps.store.delete(tx, id);
       if (!row) throw new NotFound('Budget', id);
+      if (row.paused_until !== null) await this.pausesChanged(tx);
       return row;
     });
     if (removed.paused_until !== null) this.deps.inboxes.wake([removed.scope_value]);
@@ -176,7 +203,7 @@ export class BudgetsService implements AgentPauses {
       const row = await this.locked(tx, id, now);
       const next: BudgetRow = { ...row, paused_until: null, updated_at: now };
       await this.deps.audit.record(tx, { action: 'budget.resume', resource: { type: 'budget', id } });
-      await this.deps.store.update(tx, id, next);
+      await this.save(tx, row, next);
       const resumed = await this.resumedIn(tx, row, next, now, actor);
       return { budget: toBudget(next, now), resumed };
     });
@@ -203,7 +230,7 @@ export class BudgetsService implements AgentPauses {
         next.exceeded = 1;
         if (row.action === 'pause') next.paused_until = periodAt(row.period as Period, row.time_zone, now).end;
       }
-      await this.deps.store.update(tx, row.id, next);
+      await this.save(tx, stored, next);
       if (crossed !== null) {
         await this.deps.events.append(tx, {
           type: crossed,
@@ -216,9 +243,42 @@ export class BudgetsService implements AgentPauses {
     }
   }
 
-  /** AgentPauses port. */
-  paused(tx: Tx, agentIds?: readonly string[]): Promise<Set<string>> {
-    return this.deps.store.pausedAgents(tx, this.deps.clock.now(), agentIds);
+  /** AgentPauses port: from the snapshot, or (inside a transaction) from the database. */
+  async paused(tx: Tx, agentIds?: readonly string[]): Promise<Set<string>> {
+    const now = this.deps.clock.now();
+    const until = tx === autocommit ? await this.pausedNow(now) : await this.deps.store.pausedAgents(tx, now);
+    const paused = new Set<string>();
+    for (const agentId of agentIds ?? until.keys()) if ((until.get(agentId) ?? 0) > now) paused.add(agentId);
+    return paused;
+  }
+
+  private async pausedNow(now: number): Promise<Map<string, number>> {
+    const { notifier, dataVersion } = this.deps;
+    const held = this.snapshot;
+    if (held && held.epoch === notifier.epoch && held.dataVersion === (dataVersion?.() ?? 0)) return held.until;
+    // Stamped before the read: a change told in between only costs another read.
+    const stamp = { epoch: notifier.epoch, dataVersion: dataVersion?.() ?? 0 };
+    const changes = this.changes;
+    const until = await this.deps.store.pausedAgents(autocommit, now);
+    // Kept only where notices can arrive, and unless one arrived during the read.
+    if (stamp.epoch !== null && changes === this.changes) this.snapshot = { until, ...stamp };
+    return until;
+  }
+
+  /** Saves the budget's new state, telling every node when it paused or resumed its agent. */
+  private async save(tx: Tx, before: BudgetRow, next: BudgetRow): Promise<void> {
+    await this.deps.store.update(tx, next.id, next);
+    if (before.paused_until !== next.paused_until) await this.pausesChanged(tx);
+  }
+
+  private async pausesChanged(tx: Tx): Promise<void> {
+    this.forgetPauses();
+    await this.deps.notifier.notifyIn(tx, PAUSES_CHANGED);
+  }
+
+  private forgetPauses(): void {
+    this.changes += 1;
+    this.snapshot = null;
   }
 
   private async locked(tx: Tx, id: string, now: number): Promise<BudgetRow> {

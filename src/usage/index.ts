@@ -22,6 +22,8 @@ export function createUsageDomain(deps: { platform: Platform; events: EventLog; 
     events: deps.events,
     audit: platform.audit,
     inboxes: deps.inboxes,
+    notifier: platform.notifier,
+    dataVersion: platform.database.dataVersion,
   });
   const service = new UsageService({ store: new UsageStore(db, caps), clock: platform.clock, metrics: platform.metrics, budgets });
   return { service, budgets, routes: usageRoutes(service), budgetRoutes: budgetRoutes(budgets) };

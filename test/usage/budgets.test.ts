@@ -4,6 +4,7 @@ import { Api } from '../helpers/api.js';
 import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { startServer, useServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 const B = '/api/v1/budgets';
 const U = '/api/v1/usage';
@@ -148,21 +149,40 @@ describeEachDialect('budgets', (dialect) => {
     expect((await budget(b.id)).spent).toEqual({ cost_usd: 0.25, tokens: 20 });
   });
 
-  it('a pause made on one node holds the inbox for a receiver on another, and its resume wakes it', async () => {
-    const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock });
-    try {
-      const { agentId, agent, budget: b } = await pausable('clustered');
-      const there = new Api(second.url, agent.key);
-      await spend(agent, agentId, 5);
-      const messageId = await send(agentId);
-      expect(await receive(there, agentId, 0)).toEqual([]);
-      const waiting = receive(there, agentId, 10);
-      expect((await server.api.post(`${B}/${b.id}/resume`)).status).toBe(200);
-      expect((await waiting).map((m) => m.message_id)).toEqual([messageId]);
-    } finally {
-      await second.close();
-    }
-  });
+  // Nodes share a database on PostgreSQL only: one SQLite data directory serves one process.
+  it.skipIf(dialect !== 'postgres')(
+    'a pause made on one node holds the inbox for a receiver on another, and its resume wakes it',
+    async () => {
+      const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock });
+      try {
+        const { agentId, agent, capability, budget: b } = await pausable('clustered');
+        const there = new Api(second.url, agent.key);
+        const lookup = async () =>
+          ((await second.api.get(`/api/v1/discovery/agents?capability=${capability}`)).body.data.agents as { agent_id: string }[]).map(
+            (a) => a.agent_id,
+          );
+        // The second node has read (and keeps) who is paused: nobody yet.
+        expect(await receive(there, agentId, 0)).toEqual([]);
+        expect(await lookup()).toEqual([agentId]);
+        await spend(agent, agentId, 5);
+        // The pause made on the first node reaches the second's lookups and receives.
+        await waitFor(async () => (await lookup()).length === 0);
+        const messageId = await send(agentId);
+        expect(await receive(there, agentId, 0)).toEqual([]);
+        const arrived = second.requestArrival('GET', '/api/v1/messaging/receive');
+        const waiting = receive(there, agentId, 10);
+        // Resumed once the receive waits: only the resume's notice can end its wait early.
+        await arrived;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const resumedAt = Date.now();
+        expect((await server.api.post(`${B}/${b.id}/resume`)).status).toBe(200);
+        expect((await waiting).map((m) => m.message_id)).toEqual([messageId]);
+        expect(Date.now() - resumedAt).toBeLessThan(5_000);
+      } finally {
+        await second.close();
+      }
+    },
+  );
 
   it('counts usage against capability, plan and global budgets, which warn', async () => {
     const agentId = unique('counted');
