@@ -30,8 +30,4 @@ export abstract class CoordinationStore extends Store {
   ): SelectQueryBuilder<Database, TB, O> {
     return options.lock === true ? this.caps.lock(query) : query;
   }
-
-  isUniqueViolation(err: unknown): boolean {
-    return this.caps.isUniqueViolation(err);
-  }
 }

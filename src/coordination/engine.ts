@@ -5,7 +5,6 @@ import { Conflict, NotFound } from '../kernel/errors.js';
 import type { Expressions } from '../kernel/expression-pool.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
-import { contextOf, inSpan, traceparentOfSpan } from '../kernel/tracing.js';
 import { SYSTEM_ACTOR, type AgentDirectory, type EventLog, type Inbox, type MessageOutcome, type PublishedEvent } from '../kernel/ports.js';
 import { topicMatches } from '../kernel/topics.js';
 import type { StepTemplate } from './plan-definition.js';
@@ -29,10 +28,13 @@ import {
   runOutput,
   skipStep,
   stepDetail,
+  signalTo,
   type RunContext,
+  type Signal,
   type StartRun,
   type StepState,
 } from './run-state.js';
+import { inResumeSpan, inWorkflowSpan } from './workflow-spans.js';
 import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
 import type { PlanStore } from './plan-store.js';
 import type { StepWorkStore } from './step-work-store.js';
@@ -83,15 +85,7 @@ export class RunEngine {
 
   constructor(private readonly deps: EngineDeps) {
     this.limits = new RunLimits({ store: deps.limits, cancel: (tx, runId, reason) => this.cancel(tx, runId, reason) });
-    this.contexts = new RunContexts({
-      store: deps.store,
-      inbox: deps.inbox,
-      clock: deps.clock,
-      events: deps.events,
-      links: deps.links,
-      metrics: deps.metrics,
-      notices: deps.notices,
-    });
+    this.contexts = new RunContexts(deps);
     this.ports = {
       directory: deps.directory,
       expressions: deps.expressions,
@@ -174,12 +168,7 @@ export class RunEngine {
 
   /** Advances a run whose timer is due (the worker claimed it). */
   async wake(tx: Tx, run: RunRow): Promise<void> {
-    // In the run's trace: a step retried after its backoff, or timed out, stays in it.
-    await inSpan(
-      `resume_workflow ${run.plan_id}`,
-      { parent: contextOf(run.traceparent), attributes: { 'gen_ai.operation.name': 'invoke_workflow', 'switchboard.run.id': run.id } },
-      async () => this.resume(tx, await this.contexts.fromRow(tx, run)),
-    );
+    await inResumeSpan(run, async () => this.resume(tx, await this.contexts.fromRow(tx, run)));
   }
 
   /** Advances a loaded run; a queued one first tries its plan's limits again. */
@@ -276,9 +265,12 @@ export class RunEngine {
     return ctx.run;
   }
 
-  /** Restarts a failed run from its failed and cancelled steps; completed ones keep their output. */
-  /** `by`: who asks (its actor, and the agent or actor recorded on the timeline); `reason` goes to the event log. */
-  /** `resume`: a failed step whose redriven message goes on in its attempt, rather than starting again. */
+  /**
+   * Restarts a failed run from its failed and cancelled steps; completed ones keep their output.
+   * `by`: who asks (its actor, and the agent or actor recorded on the timeline); `reason` goes to
+   * the event log. `resume`: a failed step whose redriven message goes on in its attempt, rather
+   * than starting again.
+   */
   async redrive(
     tx: Tx,
     runId: string,
@@ -499,33 +491,4 @@ export class RunEngine {
     }
     if (wakeTimers) await this.deps.notifier.notifyIn(tx, COORDINATION_CHANGED);
   }
-}
-
-/** Something outside told to a run in memory: it changes the run and says whether it did. */
-type Signal = (ctx: RunContext) => Promise<boolean>;
-
-function signalTo(byRun: Map<string, Signal[]>, runId: string, signal: Signal): void {
-  let list = byRun.get(runId);
-  if (!list) byRun.set(runId, (list = []));
-  list.push(signal);
-}
-
-/**
- * A run's start in an `invoke_workflow {plan}` span (OTel GenAI conventions), a child of the
- * active span (the request, the trigger's fire); its context is stored with the run.
- */
-function inWorkflowSpan<T>(spec: StartRun, fn: (traceparent: string | null) => Promise<T>): Promise<T> {
-  const name = spec.planAlias ?? spec.planId;
-  return inSpan(
-    `invoke_workflow ${name}`,
-    {
-      attributes: {
-        'gen_ai.operation.name': 'invoke_workflow',
-        'gen_ai.agent.name': name,
-        'switchboard.plan.id': spec.planId,
-        'switchboard.plan.version': spec.planVersion,
-      },
-    },
-    (span) => fn(traceparentOfSpan(span)),
-  );
 }

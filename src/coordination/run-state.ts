@@ -214,3 +214,13 @@ export function runOutput(ctx: RunContext): unknown {
   }
   return output;
 }
+
+/** Something outside told to a run in memory: it changes the run and says whether it did. */
+export type Signal = (ctx: RunContext) => Promise<boolean>;
+
+/** Adds `signal` to what `runId` is told. */
+export function signalTo(byRun: Map<string, Signal[]>, runId: string, signal: Signal): void {
+  let list = byRun.get(runId);
+  if (!list) byRun.set(runId, (list = []));
+  list.push(signal);
+}

@@ -16,4 +16,9 @@ export abstract class Store implements Transactor {
   inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     return inTransaction(this.db, work);
   }
+
+  /** Whether `err` is this dialect's unique violation (an insert that raced another). */
+  isUniqueViolation(err: unknown): boolean {
+    return this.caps.isUniqueViolation(err);
+  }
 }

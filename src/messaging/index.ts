@@ -8,6 +8,7 @@ import { messageRetention } from './retention.js';
 import { MessageRetentionStore } from './retention-store.js';
 import { messagingRoutes } from './routes.js';
 import { MessagingStore } from './store.js';
+import { SubscriptionsStore } from './subscriptions-store.js';
 import { SubscriptionsService } from './subscriptions.js';
 import { ThreadsService } from './threads.js';
 import { ThreadsStore } from './threads-store.js';
@@ -43,7 +44,12 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
     tracing: new InboxSpans(),
     audit: platform.audit,
   });
-  const subscriptions = new SubscriptionsService({ store, inbox, clock, logger });
+  const subscriptions = new SubscriptionsService({
+    store: new SubscriptionsStore(platform.database.db, platform.database.caps),
+    inbox,
+    clock,
+    logger,
+  });
   let since = platform.clock.now();
   // Each pass looks only at leases that ran out since the previous one; the first pass (leases
   // that ran out while the server was down) and one a minute look at every expired lease, for

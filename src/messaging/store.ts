@@ -3,21 +3,12 @@ import { BulkInsert } from '../db/bulk-insert.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf, txOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import { heldByOrderingKey, inDequeueOrder, rankByFairness } from './flow-store.js';
-import type { Page, Paged } from '../kernel/pagination.js';
-import {
-  DELIVERY_TEMPLATE,
-  MESSAGE_TEMPLATE,
-  type DeliveryRow,
-  type MessageRow,
-  type NewMessageRow,
-  type SubscriptionRow,
-} from './message-rows.js';
+import { DELIVERY_TEMPLATE, MESSAGE_TEMPLATE, type DeliveryRow, type MessageRow, type NewMessageRow } from './message-rows.js';
 
 export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './message-rows.js';
 
@@ -96,7 +87,7 @@ export class MessagingStore extends Store {
   /** Columnar: a burst of 10,000 routine fires puts 10,000 messages in one insert per batch. */
   private readonly messageBatchInsert: BulkInsert<'messages', keyof NewMessageRow>;
   private readonly deliveryInsert: BulkInsert<'message_deliveries', keyof DeliveryRow>;
-  /** The insert of one message, the claim, next-visible and subscription lookups: asked by every send, receive and publish. */
+  /** The insert of one message, the claim and next-visible: asked by every send and receive. */
   private readonly statements: Statements;
 
   constructor(db: Db, caps: DialectCapabilities) {
@@ -122,10 +113,6 @@ export class MessagingStore extends Store {
   /** Sets the fairness rank of each new message with a fairness key (flow-store.ts). */
   async rankByFairness(tx: Tx, rows: NewMessageRow[]): Promise<void> {
     await rankByFairness(this.db, tx, rows);
-  }
-
-  isUniqueViolation(err: unknown): boolean {
-    return this.caps.isUniqueViolation(err);
   }
 
   async findMessage(tx: Tx, id: string): Promise<MessageRow | undefined> {
@@ -464,45 +451,5 @@ export class MessagingStore extends Store {
       .limit(10_000)
       .execute();
     return rows.map((r) => r.destination);
-  }
-
-  async insertSubscription(tx: Tx, row: SubscriptionRow): Promise<void> {
-    await dbOf(tx, this.db).insertInto('messaging_subscriptions').values(row).execute();
-  }
-
-  async findSubscription(tx: Tx, id: string): Promise<SubscriptionRow | undefined> {
-    return dbOf(tx, this.db).selectFrom('messaging_subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
-  }
-
-  async findSubscriptionFor(tx: Tx, agentId: string, topic: string): Promise<SubscriptionRow | undefined> {
-    return dbOf(tx, this.db)
-      .selectFrom('messaging_subscriptions')
-      .selectAll()
-      .where('agent_id', '=', agentId)
-      .where('topic', '=', topic)
-      .executeTakeFirst();
-  }
-
-  async listSubscriptions(tx: Tx, agentId: string | undefined, window: Page): Promise<Paged<SubscriptionRow>> {
-    let query = dbOf(tx, this.db).selectFrom('messaging_subscriptions').selectAll().orderBy('id');
-    if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
-    return paginate(query, window);
-  }
-
-  async deleteSubscription(tx: Tx, id: string): Promise<void> {
-    await dbOf(tx, this.db).deleteFrom('messaging_subscriptions').where('id', '=', id).execute();
-  }
-
-  /** Subscriptions that may match `topic`: the exact ones and every wildcard pattern. */
-  async candidateSubscriptions(tx: Tx, topic: string): Promise<SubscriptionRow[]> {
-    // Asked on every publish: compiled once (building the query cost more than running it).
-    const query = this.statements.compiled('candidates', { topic, wildcard: 1 }, (v) =>
-      this.db
-        .selectFrom('messaging_subscriptions')
-        .selectAll()
-        .where((eb) => eb.or([eb('topic', '=', v.topic), eb('wildcard', '=', v.wildcard)]))
-        .orderBy('id'),
-    );
-    return (await dbOf(tx, this.db).executeQuery(query)).rows;
   }
 }

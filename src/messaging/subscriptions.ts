@@ -7,7 +7,8 @@ import type { Page, Paged } from '../kernel/pagination.js';
 import type { OutgoingMessage, PublishedEvent, PublishListener } from '../kernel/ports.js';
 import type { InboxService } from './inbox.js';
 import { checkReceiver, type Caller } from './messages.js';
-import type { MessagingStore, SubscriptionRow } from './store.js';
+import type { SubscriptionRow } from './store.js';
+import type { SubscriptionsStore } from './subscriptions-store.js';
 import { hasWildcard, topicMatches, topicProblem } from '../kernel/topics.js';
 
 export interface Subscription {
@@ -28,7 +29,7 @@ function toSubscription(row: SubscriptionRow): Subscription {
 export class SubscriptionsService {
   private readonly publishListeners: PublishListener[] = [];
 
-  constructor(private readonly deps: { store: MessagingStore; inbox: InboxService; clock: Clock; logger: Logger }) {}
+  constructor(private readonly deps: { store: SubscriptionsStore; inbox: InboxService; clock: Clock; logger: Logger }) {}
 
   private get store() {
     return this.deps.store;
