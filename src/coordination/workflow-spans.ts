@@ -11,12 +11,12 @@ export function inWorkflowSpan<T>(spec: StartRun, fn: (traceparent: string | nul
   return inSpan(
     `invoke_workflow ${name}`,
     {
-      attributes: {
+      attributes: () => ({
         'gen_ai.operation.name': 'invoke_workflow',
         'gen_ai.agent.name': name,
         'switchboard.plan.id': spec.planId,
         'switchboard.plan.version': spec.planVersion,
-      },
+      }),
     },
     (span) => fn(traceparentOfSpan(span)),
   );
@@ -26,7 +26,10 @@ export function inWorkflowSpan<T>(spec: StartRun, fn: (traceparent: string | nul
 export function inResumeSpan<T>(run: RunRow, fn: () => Promise<T>): Promise<T> {
   return inSpan(
     `resume_workflow ${run.plan_id}`,
-    { parent: contextOf(run.traceparent), attributes: { 'gen_ai.operation.name': 'invoke_workflow', 'switchboard.run.id': run.id } },
+    {
+      parent: contextOf(run.traceparent),
+      attributes: () => ({ 'gen_ai.operation.name': 'invoke_workflow', 'switchboard.run.id': run.id }),
+    },
     fn,
   );
 }

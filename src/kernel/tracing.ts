@@ -39,12 +39,32 @@ export function linkTo(traceparent: string | null | undefined): Link[] {
 
 export interface SpanOptions {
   kind?: SpanKind;
-  attributes?: Attributes;
-  links?: Link[];
+  /** Built only when the span records. */
+  attributes?: () => Attributes;
+  /** Built only when the span records. */
+  links?: () => Link[];
   /** The parent; default the active context. */
   parent?: Context;
   /** When the work began, if before the span could be named (default now). */
   startTime?: number;
+}
+
+/**
+ * Starts a span whose attributes and links are built and set only once it is known to record:
+ * the samplers the server offers (ratio, parent-based) read neither, and attributes given at the
+ * start are checked three times by the SDK, sampled or not.
+ */
+export function startSpan(name: string, options: SpanOptions): Span {
+  const span = tracer().startSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime },
+    options.parent ?? context.active(),
+  );
+  if (span.isRecording()) {
+    if (options.attributes) span.setAttributes(options.attributes());
+    if (options.links) span.addLinks(options.links());
+  }
+  return span;
 }
 
 /**
@@ -53,11 +73,7 @@ export interface SpanOptions {
  */
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
-  const span = tracer().startSpan(
-    name,
-    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, links: options.links, startTime: options.startTime },
-    parent,
-  );
+  const span = startSpan(name, { ...options, parent });
   return context.with(trace.setSpan(parent, span), async () => {
     try {
       return await fn(span);

@@ -1,6 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { OutgoingMessage } from '../kernel/ports.js';
-import { contextOf, inSpan, linkTo, SpanKind, traceparentOf, traceparentOfSpan, tracer, type Span } from '../kernel/tracing.js';
+import { contextOf, inSpan, linkTo, SpanKind, startSpan, traceparentOf, traceparentOfSpan, type Span } from '../kernel/tracing.js';
 import type { MessageRow } from './store.js';
 
 /** What the OTel messaging conventions put on every span of an inbox. */
@@ -49,20 +49,18 @@ export class InboxSpans implements InboxTracing {
   /** Only claims that lease something get a span (a long poll's empty looks are not worth one each), linked to each message's send. */
   received(destination: string, rows: readonly MessageRow[], startTime: number): void {
     if (rows.length === 0) return;
-    tracer()
-      .startSpan(`receive ${destination}`, {
-        kind: SpanKind.CONSUMER,
-        startTime,
-        links: rows.flatMap((row) => linkTo(row.traceparent)),
-        attributes: {
-          'messaging.system': MESSAGING_SYSTEM,
-          'messaging.operation.name': 'receive',
-          'messaging.operation.type': 'receive',
-          'messaging.destination.name': destination,
-          'messaging.batch.message_count': rows.length,
-        },
-      })
-      .end();
+    startSpan(`receive ${destination}`, {
+      kind: SpanKind.CONSUMER,
+      startTime,
+      links: () => rows.flatMap((row) => linkTo(row.traceparent)),
+      attributes: () => ({
+        'messaging.system': MESSAGING_SYSTEM,
+        'messaging.operation.name': 'receive',
+        'messaging.operation.type': 'receive',
+        'messaging.destination.name': destination,
+        'messaging.batch.message_count': rows.length,
+      }),
+    }).end();
   }
 
   /**
@@ -83,8 +81,8 @@ export class InboxSpans implements InboxTracing {
         kind: SpanKind.CLIENT,
         startTime,
         parent: one?.traceparent ? contextOf(one.traceparent) : undefined,
-        links: one ? linkTo(traceparentOf()) : rows.flatMap((row) => linkTo(row.traceparent)),
-        attributes: {
+        links: () => (one ? linkTo(traceparentOf()) : rows.flatMap((row) => linkTo(row.traceparent))),
+        attributes: () => ({
           'messaging.system': MESSAGING_SYSTEM,
           'messaging.operation.name': operation,
           'messaging.operation.type': 'settle',
@@ -92,7 +90,7 @@ export class InboxSpans implements InboxTracing {
           ...(one
             ? { 'messaging.message.id': one.id, 'messaging.message.delivery_count': one.deliveries }
             : { 'messaging.batch.message_count': rows.length }),
-        },
+        }),
       },
       settle,
     );
@@ -115,11 +113,11 @@ class SendSpans implements SendTrace {
     if (message.traceparent || this.messages.length === 1) {
       const span = this.start(
         message.destination,
-        {
+        () => ({
           'messaging.message.id': id,
           'messaging.message.conversation_id': message.thread_id,
           'switchboard.message.event_name': message.event_name,
-        },
+        }),
         message.traceparent,
       );
       return traceparentOfSpan(span) ?? message.traceparent ?? null;
@@ -127,7 +125,7 @@ class SendSpans implements SendTrace {
     if (this.shared === undefined) {
       const untraced = this.messages.filter((m) => !m.traceparent);
       const destination = untraced.every((m) => m.destination === untraced[0]!.destination) ? untraced[0]!.destination : undefined;
-      this.shared = traceparentOfSpan(this.start(destination, { 'messaging.batch.message_count': untraced.length }));
+      this.shared = traceparentOfSpan(this.start(destination, () => ({ 'messaging.batch.message_count': untraced.length })));
     }
     return this.shared;
   }
@@ -137,21 +135,18 @@ class SendSpans implements SendTrace {
   }
 
   /** A span named `send {destination}`, or `send` for a batch to several destinations. */
-  private start(destination: string | undefined, attributes: Attributes, traceparent?: string | null): Span {
-    const span = tracer().startSpan(
-      destination === undefined ? 'send' : `send ${destination}`,
-      {
-        kind: SpanKind.PRODUCER,
-        attributes: {
-          'messaging.system': MESSAGING_SYSTEM,
-          'messaging.operation.name': 'send',
-          'messaging.operation.type': 'send',
-          ...(destination === undefined ? {} : { 'messaging.destination.name': destination }),
-          ...attributes,
-        },
-      },
-      traceparent ? contextOf(traceparent) : undefined,
-    );
+  private start(destination: string | undefined, attributes: () => Attributes, traceparent?: string | null): Span {
+    const span = startSpan(destination === undefined ? 'send' : `send ${destination}`, {
+      kind: SpanKind.PRODUCER,
+      parent: traceparent ? contextOf(traceparent) : undefined,
+      attributes: () => ({
+        'messaging.system': MESSAGING_SYSTEM,
+        'messaging.operation.name': 'send',
+        'messaging.operation.type': 'send',
+        ...(destination === undefined ? {} : { 'messaging.destination.name': destination }),
+        ...attributes(),
+      }),
+    });
     this.spans.push(span);
     return span;
   }

@@ -1,6 +1,6 @@
 import { cronProblem, isValidTimeZone, Schedule } from '../kernel/cron.js';
 import { InvalidRequest } from '../kernel/errors.js';
-import { SpanKind, traceparentOfSpan, tracer } from '../kernel/tracing.js';
+import { SpanKind, startSpan, traceparentOfSpan } from '../kernel/tracing.js';
 import type { RoutineRow } from './store.js';
 import type { ExecutionTrigger } from './tables.js';
 
@@ -27,9 +27,13 @@ export function nextRunAt(
 
 /** A routine fire's span (`fire_routine {routine}`), ended at once; returns its traceparent. */
 export function fireSpan(routineId: string, executionId: string, trigger: ExecutionTrigger): string | null {
-  const span = tracer().startSpan(`fire_routine ${routineId}`, {
+  const span = startSpan(`fire_routine ${routineId}`, {
     kind: SpanKind.PRODUCER,
-    attributes: { 'switchboard.routine.id': routineId, 'switchboard.execution.id': executionId, 'switchboard.routine.trigger': trigger },
+    attributes: () => ({
+      'switchboard.routine.id': routineId,
+      'switchboard.execution.id': executionId,
+      'switchboard.routine.trigger': trigger,
+    }),
   });
   span.end();
   return traceparentOfSpan(span);

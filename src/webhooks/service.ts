@@ -357,13 +357,13 @@ export class WebhooksService {
       `deliver_webhook ${delivery.webhook_id}`,
       {
         kind: SpanKind.CLIENT,
-        attributes: {
+        attributes: () => ({
           ...(mail ? {} : { 'http.request.method': 'POST', 'server.address': new URL(delivery.url).hostname }),
           'switchboard.webhook.id': delivery.webhook_id,
           'switchboard.webhook.delivery.id': delivery.id,
           'switchboard.webhook.delivery.attempt': delivery.attempts,
           'switchboard.event.id': delivery.event_id,
-        },
+        }),
       },
       async (span) => {
         const message = {

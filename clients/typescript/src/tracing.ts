@@ -1,4 +1,15 @@
-import { ROOT_CONTEXT, SpanStatusCode, context, trace, TraceFlags, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  ProxyTracerProvider,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  context,
+  trace,
+  TraceFlags,
+  type Context,
+  type Span,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
 
 /** A W3C `traceparent` header value: version 00, trace id, parent span id, flags. */
 export const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
@@ -9,10 +20,15 @@ export const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
  * it was given.
  */
 export function tracer(): Tracer {
-  // Asked each time, not kept: a provider registered later (a second app in one process, after
-  // the first unregistered its own) would never reach a tracer taken from the one before.
-  return trace.getTracer('switchboard');
+  // Kept per registered provider, not for good: a provider registered later (a second app in one
+  // process, after the first unregistered its own) gets a tracer of its own.
+  const global = trace.getTracerProvider();
+  const provider = global instanceof ProxyTracerProvider ? global.getDelegate() : global;
+  if (current?.provider !== provider) current = { provider, tracer: provider.getTracer('switchboard') };
+  return current.tracer;
 }
+
+let current: { provider: TracerProvider; tracer: Tracer } | undefined;
 
 /** The `traceparent` of the span active in `ctx` (default: the current one), or null without one. */
 export function traceparentOf(ctx: Context = context.active()): string | null {

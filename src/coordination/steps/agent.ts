@@ -1,7 +1,7 @@
 import type { Tx } from '../../kernel/tx.js';
 import { iso } from '../../kernel/clock.js';
 import { parseNullableJson } from '../../kernel/json.js';
-import { SpanKind, traceparentOfSpan, tracer } from '../../kernel/tracing.js';
+import { SpanKind, startSpan, traceparentOfSpan } from '../../kernel/tracing.js';
 import type { StepTemplate } from '../plan-definition.js';
 import {
   changeStep,
@@ -151,15 +151,15 @@ async function dispatch(tx: Tx, ctx: RunContext, step: StepState, def: StepTempl
   const checkpoint = saved ? { [CHECKPOINT_FIELD]: toCheckpoint(saved) } : {};
   // The agent's invocation (OTel GenAI conventions): the step message's send is its child, so
   // the agent's work, its acknowledgement and the steps that follows stay in the run's trace.
-  const invocation = tracer().startSpan(`invoke_agent ${agentId}`, {
+  const invocation = startSpan(`invoke_agent ${agentId}`, {
     kind: SpanKind.CLIENT,
-    attributes: {
+    attributes: () => ({
       'gen_ai.operation.name': 'invoke_agent',
       'gen_ai.agent.name': agentId,
       'switchboard.run.id': ctx.run.id,
       'switchboard.step.id': step.row.step_id,
       'switchboard.step.attempt': step.row.attempt,
-    },
+    }),
   });
   invocation.end();
   // Sent when the transition is saved (with the other messages it sends), which sets message_id.
