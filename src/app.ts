@@ -189,6 +189,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // One worker deletes what every domain lets go of (the audit log keeps its own retention).
   const retention = createRetention({
     platform,
+    nodes: cluster.service,
     rules: [
       ...authRetention(auth),
       ...messaging.retention,

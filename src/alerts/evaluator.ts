@@ -57,13 +57,13 @@ export function describe(condition: Condition, measure: Pick<Measure, 'value' | 
  * One evaluation pass: measures every enabled rule (one grouped read per condition type), and
  * only when an alert must fire, resolve or repeat opens a transaction, which re-reads the firing
  * alerts under a lock, so two nodes overlapping while leadership moves tell each transition once.
- * Passes run on the cluster's leader: the live node with the smallest id.
+ * Passes run on the cluster's leader (NodeRegistry.leads).
  */
 export class AlertEvaluator {
   constructor(private readonly deps: EvaluatorDeps) {}
 
   async pass(): Promise<void> {
-    if (!(await this.leads())) return;
+    if (!(await this.deps.nodes.leads())) return;
     const { store } = this.deps;
     const now = this.deps.clock.now();
     const rules = await store.enabledRules(autocommit);
@@ -164,11 +164,5 @@ export class AlertEvaluator {
       // Alerts tell of every agent's inboxes and health: admins' (and webhooks').
       readers: { agents: [] },
     });
-  }
-
-  private async leads(): Promise<boolean> {
-    const live = await this.deps.nodes.liveNodeIds();
-    const self = this.deps.nodes.nodeId;
-    return live.every((id) => id >= self);
   }
 }

@@ -80,6 +80,11 @@ export class ClusterService implements NodeRegistry {
     return this.deps.store.liveNodeIds(autocommit, this.deps.clock.now() - DOWN_AFTER_MS);
   }
 
+  async leads(): Promise<boolean> {
+    const live = await this.liveNodeIds();
+    return live.every((id) => id >= this.nodeId);
+  }
+
   async list(window: Page): Promise<Paged<ClusterNode>> {
     const page = await this.deps.store.listNodes(autocommit, window);
     const now = this.deps.clock.now();

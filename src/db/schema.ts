@@ -10,7 +10,6 @@ import type { DiscoveryTables } from '../discovery/tables.js';
 import type { EventsTables } from '../events/tables.js';
 import type { MessagingTables } from '../messaging/tables.js';
 import type { NotificationsTables } from '../notifications/tables.js';
-import type { RetentionTables } from '../retention/tables.js';
 import type { RoutinesTables } from '../routines/tables.js';
 import type { TasksTables } from '../tasks/tables.js';
 import type { UsageTables } from '../usage/tables.js';
@@ -34,7 +33,6 @@ export interface Database
     EventsTables,
     MessagingTables,
     NotificationsTables,
-    RetentionTables,
     RoutinesTables,
     TasksTables,
     UsageTables,

@@ -339,6 +339,12 @@ export interface NodeRegistry {
   readonly nodeId: string;
   /** The nodes whose heartbeat is fresh and that have not stopped (a node not listed is down or gone). */
   liveNodeIds(): Promise<string[]>;
+  /**
+   * Whether this node leads: the live node with the smallest id, where the jobs that run on one
+   * node at a time run. A stopping node hands over at once, a dead one when it is down; nodes
+   * may both lead for a moment while that news travels, so those jobs must bear an overlap.
+   */
+  leads(): Promise<boolean>;
 }
 
 /** A change to the control plane, as a service records it. */

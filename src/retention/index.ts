@@ -1,29 +1,25 @@
 import type { Platform } from '../platform.js';
-import type { RetentionRule } from '../kernel/ports.js';
+import type { NodeRegistry, RetentionRule } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { RetentionService } from './service.js';
-import { RetentionStore } from './store.js';
 
 export { RetentionService, type RetentionPass } from './service.js';
 
 /** How often the worker looks for expired rows once none are left. */
 const PASS_INTERVAL_MS = 10 * 60_000;
-/** How long a node holds the lease after its last pass (another takes over once it lapses). */
-const LEASE_MS = 5 * 60_000;
 
 /**
- * The retention worker: one node at a time deletes the expired rows of every domain's rules,
+ * The retention worker: the cluster's leader deletes the expired rows of every domain's rules,
  * a batch per rule per pass, passes back to back while any rule has more, then every ten minutes.
  */
-export function createRetention(deps: { platform: Platform; rules: readonly RetentionRule[] }) {
+export function createRetention(deps: { platform: Platform; nodes: NodeRegistry; rules: readonly RetentionRule[] }) {
   const { platform } = deps;
   const service = new RetentionService({
-    store: new RetentionStore(platform.database.db, platform.database.caps),
+    nodes: deps.nodes,
     clock: platform.clock,
     metrics: platform.metrics,
     rules: deps.rules,
     batchSize: platform.config.retentionBatchSize,
-    leaseMs: LEASE_MS,
   });
   const loop = new LoopWorker({
     name: 'retention',
@@ -37,14 +33,5 @@ export function createRetention(deps: { platform: Platform; rules: readonly Rete
       return pass.more ? 0 : undefined;
     },
   });
-  const worker = {
-    name: loop.name,
-    start: () => loop.start(),
-    status: () => loop.status(),
-    async stop() {
-      await loop.stop();
-      await service.release().catch((err: unknown) => platform.logger.warn({ err }, 'could not release the retention lease'));
-    },
-  };
-  return { service, workers: [worker] };
+  return { service, workers: [loop] };
 }

@@ -279,8 +279,12 @@ describeEachDialect('Artifacts: chunked store leftovers and migration', (dialect
     try {
       const { db, caps } = server.app.platform.database;
       const chunks = new BlobChunksStore(db, caps);
-      const dying = new ChunkedBlobStore(chunks, null, { nodeId: 'node_dying', liveNodeIds: async () => [] });
-      const other = new ChunkedBlobStore(chunks, null, { nodeId: 'node_other', liveNodeIds: async () => ['node_other'] });
+      const dying = new ChunkedBlobStore(chunks, null, { nodeId: 'node_dying', liveNodeIds: async () => [], leads: async () => false });
+      const other = new ChunkedBlobStore(chunks, null, {
+        nodeId: 'node_other',
+        liveNodeIds: async () => ['node_other'],
+        leads: async () => true,
+      });
       // Up for the server's own sweeper (its registry row is fresh), down for `other`'s.
       const now = Date.now();
       await db

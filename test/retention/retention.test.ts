@@ -200,18 +200,18 @@ describeEachDialect('retention', (dialect) => {
     }
   });
 
-  it('runs on one node at a time: another node skips its passes while the lease holds', async () => {
+  it('runs on one node at a time: another node skips its passes while the leader is up', async () => {
     const clock = new FakeClock(Date.now());
     const a = await startServer(dialect, { database: database(), clock });
     const b = await startServer(dialect, { database: database(), clock, adminKey: a.adminKey });
     try {
-      // Whichever node the start-up passes left holding the lease, the other is refused.
+      // The node with the smaller id leads; the other skips.
       const [passA, passB] = [await a.app.retention.pass(), await b.app.retention.pass()];
       expect([passA, passB].filter((pass) => pass === null)).toHaveLength(1);
       const [holder, other] = passA === null ? [b, a] : [a, b];
       expect(await holder.app.retention.pass()).not.toBeNull();
       expect(await other.app.retention.pass()).toBeNull();
-      // A holder that stops hands the lease over at once.
+      // A leader that stops hands over at once.
       await holder.close();
       expect(await other.app.retention.pass()).not.toBeNull();
     } finally {

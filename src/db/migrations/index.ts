@@ -45,6 +45,7 @@ import * as approvalTimers from './0045-approval-timers.js';
 import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
 import * as stepCheckpoints from './0048-step-checkpoints.js';
+import * as dropWorkerLeases from './0056-drop-worker-leases.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -100,4 +101,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0046-usage': usage,
   '0047-budgets': budgets,
   '0048-step-checkpoints': stepCheckpoints,
+  '0056-drop-worker-leases': dropWorkerLeases,
 };
