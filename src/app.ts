@@ -197,6 +197,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       ...routines.retention,
       ...events.retention,
       ...webhooks.retention,
+      ...usage.retention,
     ],
   });
 

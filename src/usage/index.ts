@@ -3,6 +3,7 @@ import type { Platform } from '../platform.js';
 import { BudgetsService } from './budgets.js';
 import { BudgetsStore } from './budgets-store.js';
 import { budgetRoutes, usageRoutes } from './routes.js';
+import { usageRollupMerge } from './retention.js';
 import { UsageService } from './service.js';
 import { UsageStore } from './store.js';
 
@@ -25,6 +26,7 @@ export function createUsageDomain(deps: { platform: Platform; events: EventLog; 
     notifier: platform.notifier,
     dataVersion: platform.database.dataVersion,
   });
-  const service = new UsageService({ store: new UsageStore(db, caps), clock: platform.clock, metrics: platform.metrics, budgets });
-  return { service, budgets, routes: usageRoutes(service), budgetRoutes: budgetRoutes(budgets) };
+  const store = new UsageStore(db, caps);
+  const service = new UsageService({ store, clock: platform.clock, metrics: platform.metrics, budgets });
+  return { service, budgets, routes: usageRoutes(service), budgetRoutes: budgetRoutes(budgets), retention: [usageRollupMerge(store)] };
 }

@@ -11,8 +11,12 @@ export type UsageRow = Selectable<UsageRecordsTable>;
 /** The rollup's grain. */
 export const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
+/** The rollup's key. */
+const ROLLUP_KEY = ['hour', 'agent_id', 'model', 'capability', 'plan_id'] as const;
+/** Rows per INSERT when a day is merged (well under either backend's bound on parameters). */
+const MERGE_CHUNK = 500;
 
-/** What a total is grouped by, as a column of the rollup (`day`: its hour, rounded down to the day). */
+/** What a total is grouped by, as a column of the rollup or of the records shaped as it (`day`: its hour, rounded down to the day). */
 const GROUP_COLUMNS = {
   agent: sql<string>`agent_id`,
   capability: sql<string>`capability`,
@@ -72,7 +76,6 @@ export class UsageStore extends Store {
         model: row.model,
         capability: row.capability ?? '',
         plan_id: row.plan_id ?? '',
-        run_id: row.run_id ?? '',
         count: 1,
         input_tokens: row.input_tokens,
         output_tokens: row.output_tokens,
@@ -80,7 +83,7 @@ export class UsageStore extends Store {
         cost_usd: row.cost_usd,
       })
       .onConflict((oc) =>
-        oc.columns(['hour', 'agent_id', 'model', 'capability', 'plan_id', 'run_id']).doUpdateSet((eb) => ({
+        oc.columns(ROLLUP_KEY).doUpdateSet((eb) => ({
           count: eb('usage_hourly.count', '+', eb.ref('excluded.count')),
           input_tokens: eb('usage_hourly.input_tokens', '+', eb.ref('excluded.input_tokens')),
           output_tokens: eb('usage_hourly.output_tokens', '+', eb.ref('excluded.output_tokens')),
@@ -109,11 +112,45 @@ export class UsageStore extends Store {
     return rows.map((row) => ({ ...sums(row), key: String(row.key) }));
   }
 
-  /** Totals from the rollup by `group`, the costliest first. */
+  /**
+   * Totals by `group`, the costliest first: from the rollup, or, by run or for one run (the
+   * rollup has no run), from the records on their run or plan index.
+   */
   async totals(tx: Tx, group: Grouping, filter: TotalsFilter, limit: number): Promise<TotalRow[]> {
+    const db = dbOf(tx, this.db);
+    const byRun = group === 'run' || filter.runId !== undefined;
+    let records = db
+      .selectFrom('usage_records')
+      .select((eb) => [
+        sql<number>`recorded_at - (recorded_at % ${sql.lit(HOUR_MS)})`.as('hour'),
+        'agent_id',
+        'model',
+        eb.fn.coalesce('capability', sql.lit('')).as('capability'),
+        eb.fn.coalesce('plan_id', sql.lit('')).as('plan_id'),
+        eb.fn.coalesce('run_id', sql.lit('')).as('run_id'),
+        sql.lit(1).as('count'),
+        'input_tokens',
+        'output_tokens',
+        'cached_tokens',
+        'cost_usd',
+      ]);
+    let rollup = db.selectFrom('usage_hourly').selectAll().select(sql.lit('').as('run_id'));
+    // Each filter on the table's own column, so that its index serves it.
+    if (filter.agentId !== undefined)
+      [records, rollup] = [records.where('agent_id', '=', filter.agentId), rollup.where('agent_id', '=', filter.agentId)];
+    if (filter.planId !== undefined)
+      [records, rollup] = [records.where('plan_id', '=', filter.planId), rollup.where('plan_id', '=', filter.planId)];
+    if (filter.runId !== undefined) records = records.where('run_id', '=', filter.runId);
+    if (filter.model !== undefined)
+      [records, rollup] = [records.where('model', '=', filter.model), rollup.where('model', '=', filter.model)];
+    if (filter.from !== undefined)
+      [records, rollup] = [records.where('recorded_at', '>=', filter.from), rollup.where('hour', '>=', filter.from)];
+    if (filter.until !== undefined)
+      [records, rollup] = [records.where('recorded_at', '<', filter.until), rollup.where('hour', '<', filter.until)];
     const key = GROUP_COLUMNS[group];
-    let query = dbOf(tx, this.db)
-      .selectFrom('usage_hourly')
+    const rows = await db
+      // The two have the same columns (the rollup's run is ''): the cast only unites their builders' types.
+      .selectFrom((byRun ? records : (rollup as unknown as typeof records)).as('usage'))
       .select((eb) => [
         key.as('key'),
         eb.fn.sum<number>('count').as('count'),
@@ -125,14 +162,53 @@ export class UsageStore extends Store {
       .groupBy(key)
       .orderBy(sql`6`, 'desc')
       .orderBy(key)
-      .limit(limit);
-    if (filter.agentId !== undefined) query = query.where('agent_id', '=', filter.agentId);
-    if (filter.planId !== undefined) query = query.where('plan_id', '=', filter.planId);
-    if (filter.runId !== undefined) query = query.where('run_id', '=', filter.runId);
-    if (filter.model !== undefined) query = query.where('model', '=', filter.model);
-    if (filter.from !== undefined) query = query.where('hour', '>=', filter.from);
-    if (filter.until !== undefined) query = query.where('hour', '<', filter.until);
-    const rows = await query.execute();
+      .limit(limit)
+      .execute();
     return rows.map((row) => ({ ...sums(row), key: row.key }));
+  }
+
+  /** The start of the oldest day before `before` whose rollup rows are not yet merged into one per key, or null. */
+  async oldestUnmergedDay(tx: Tx, before: number): Promise<number | null> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('usage_hourly')
+      .select((eb) => eb.fn.min('hour').as('hour'))
+      .where('hour', '<', before)
+      .where(sql<boolean>`hour % ${sql.lit(DAY_MS)} <> 0`)
+      .executeTakeFirst();
+    return row?.hour == null ? null : Number(row.hour) - (Number(row.hour) % DAY_MS);
+  }
+
+  /** Merges the rollup rows of the day starting at `day` into one row per key at its start; returns how many rows went. */
+  async mergeDay(tx: Tx, day: number): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const merged = await db
+      .selectFrom('usage_hourly')
+      .select((eb) => [
+        'agent_id',
+        'model',
+        'capability',
+        'plan_id',
+        eb.fn.sum<number>('count').as('count'),
+        eb.fn.sum<number>('input_tokens').as('input_tokens'),
+        eb.fn.sum<number>('output_tokens').as('output_tokens'),
+        eb.fn.sum<number>('cached_tokens').as('cached_tokens'),
+        eb.fn.sum<number>('cost_usd').as('cost_usd'),
+      ])
+      .where('hour', '>=', day)
+      .where('hour', '<', day + DAY_MS)
+      .groupBy(ROLLUP_KEY.slice(1) as ['agent_id', 'model', 'capability', 'plan_id'])
+      .execute();
+    const removed = await db
+      .deleteFrom('usage_hourly')
+      .where('hour', '>=', day)
+      .where('hour', '<', day + DAY_MS)
+      .executeTakeFirst();
+    for (let i = 0; i < merged.length; i += MERGE_CHUNK) {
+      await db
+        .insertInto('usage_hourly')
+        .values(merged.slice(i, i + MERGE_CHUNK).map((row) => ({ ...row, ...sums(row), hour: day })))
+        .execute();
+    }
+    return Number(removed.numDeletedRows) - merged.length;
   }
 }

@@ -18,7 +18,9 @@ export interface UsageRecordsTable {
 
 /**
  * The records summed per hour and key, kept with each record's insert: totals read these rows,
- * never the records. A key part that is absent is '' (so that the key can be unique).
+ * not the records. Days past are merged into one row per day (`hour` its start), so the rows
+ * grow with time and keys, not with records. A key part that is absent is '' (so that the key
+ * can be unique).
  */
 export interface UsageHourlyTable {
   hour: number;
@@ -26,7 +28,6 @@ export interface UsageHourlyTable {
   model: string;
   capability: string;
   plan_id: string;
-  run_id: string;
   count: number;
   input_tokens: number;
   output_tokens: number;

@@ -2,8 +2,10 @@ import { afterEach, expect, it } from 'vitest';
 import { createAgent, Switchboard, withUsage } from '../../src/client/index.js';
 import { acknowledge, receiveOne } from '../helpers/agent.js';
 import type { Api } from '../helpers/api.js';
+import { FakeClock } from '../helpers/clock.js';
+import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-import { useServer } from '../helpers/server.js';
+import { startServer, useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 const U = '/api/v1/usage';
@@ -145,5 +147,61 @@ describeEachDialect('usage', (dialect) => {
     const metrics = (await server.api.get('/metrics')).text;
     expect(metrics).toContain(`switchboard_usage_tokens_total{agent="${agentId}",model="model-b",kind="input"} 15`);
     expect(metrics).toMatch(new RegExp(`switchboard_usage_cost_usd_total\\{agent="${agentId}",model="model-b"\\} 1\\.01`));
+  });
+});
+
+describeEachDialect('usage rollup', (dialect) => {
+  const database = useTestDatabase(dialect);
+
+  it('merges the hours of days before yesterday into a row per day, with every total unchanged', async () => {
+    const HOUR = 3_600_000;
+    const DAY = 24 * HOUR;
+    const start = Math.floor(Date.now() / DAY) * DAY - 10 * DAY;
+    const clock = new FakeClock(start + HOUR);
+    const server = await startServer(dialect, { database: database(), clock });
+    try {
+      const totals = async (query: string) => {
+        const res = await server.api.get(`${U}?${query}`);
+        expect(res.status, res.text).toBe(200);
+        return res.body.data.rows as unknown[];
+      };
+      // Two days of usage, three hours each, by two agents and two models.
+      for (const day of [0, 1])
+        for (const hour of [1, 5, 23]) {
+          clock.set(start + day * DAY + hour * HOUR + 60_000);
+          for (const [agent, model] of [
+            ['merge-a', 'model-x'],
+            ['merge-b', 'model-y'],
+            ['merge-a', 'model-y'],
+          ] as const)
+            expect((await server.api.post(U, { agent_id: agent, ...report(model, hour, day, 0.25) })).status).toBe(201);
+        }
+      const queries = [
+        'group_by=day',
+        'group_by=agent',
+        'group_by=model&agent_id=merge-a',
+        `group_by=day&after=${new Date(start).toISOString()}`,
+      ];
+      const before = await Promise.all(queries.map(totals));
+      const hourly = () => server.app.platform.database.db.selectFrom('usage_hourly').select('hour').execute();
+      expect(await hourly()).toHaveLength(18);
+
+      // On day 2, day 0 is before yesterday: merged; day 1 is not yet.
+      clock.set(start + 2 * DAY + HOUR);
+      await server.app.retention.pass();
+      expect((await hourly()).map((row) => Number(row.hour)).filter((hour) => hour < start + DAY)).toEqual([start, start, start]);
+      expect(await hourly()).toHaveLength(12);
+      clock.set(start + 3 * DAY + HOUR);
+      await server.app.retention.pass();
+      expect(await hourly()).toHaveLength(6);
+      expect(await Promise.all(queries.map(totals))).toEqual(before);
+      // Nothing left to merge: a pass leaves the rows as they are.
+      await server.app.retention.pass();
+      expect(await hourly()).toHaveLength(6);
+      const metrics = (await server.api.get('/metrics')).text;
+      expect(metrics).toContain('switchboard_retention_deleted_total{table="usage_hourly"} 12');
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -46,6 +46,7 @@ import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
 import * as stepCheckpoints from './0048-step-checkpoints.js';
 import * as dropWorkerLeases from './0056-drop-worker-leases.js';
+import * as usageRollupGrain from './0057-usage-rollup-grain.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -102,4 +103,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0047-budgets': budgets,
   '0048-step-checkpoints': stepCheckpoints,
   '0056-drop-worker-leases': dropWorkerLeases,
+  '0057-usage-rollup-grain': usageRollupGrain,
 };
