@@ -112,37 +112,37 @@ export class RunEngine {
 
   /** Creates a run and starts its first steps; returns the saved run row. */
   async start(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunRow> {
-    return inWorkflowSpan(spec, async (traceparent) => {
-      const ctx = this.contexts.create(spec, parent, traceparent);
-      this.limits.label(ctx, spec.priority, spec.definition.priority);
-      if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);
-      await this.save(tx, [ctx]);
-      return ctx.run;
-    });
+    const ctx = await this.begin(tx, spec, parent);
+    await this.save(tx, [ctx]);
+    return ctx.run;
   }
 
   /**
    * Creates several runs and starts their first steps (triggered runs of one batch of events):
-   * each run advances as `start` would, then they are inserted together. Returns their rows.
+   * each run begins as `start`'s would, then they are inserted together. Returns their rows, in order.
    */
   async startMany(tx: Tx, specs: StartRun[]): Promise<RunRow[]> {
-    const contexts: RunContext[] = [];
+    const batch: RunContext[] = [];
+    const runs: RunRow[] = [];
     for (const spec of specs) {
-      // A limit counts saved runs: a limited plan's run is saved before the next starts.
-      if (spec.definition.concurrency || spec.definition.rate_limit) {
-        await this.start(tx, spec);
-        continue;
-      }
-      await inWorkflowSpan(spec, async (traceparent) => {
-        const ctx = this.contexts.create(spec, undefined, traceparent);
-        this.limits.label(ctx, spec.priority, spec.definition.priority);
-        await this.limits.admit(tx, ctx);
-        await this.advance(tx, ctx);
-        contexts.push(ctx);
-      });
+      const ctx = await this.begin(tx, spec);
+      // A limit counts saved runs: a limited plan's run is saved before the next one is admitted.
+      if (spec.definition.concurrency || spec.definition.rate_limit) await this.save(tx, [ctx]);
+      else batch.push(ctx);
+      runs.push(ctx.run);
     }
-    await this.save(tx, contexts);
-    return contexts.map((ctx) => ctx.run);
+    await this.save(tx, batch);
+    return runs;
+  }
+
+  /** A new run, admitted (or queued, or cancelled) by its plan's limits, and advanced when admitted; not yet saved. */
+  private begin(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunContext> {
+    return inWorkflowSpan(spec, async (traceparent) => {
+      const ctx = this.contexts.create(spec, parent, traceparent);
+      this.limits.label(ctx, spec.priority, spec.definition.priority);
+      if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);
+      return ctx;
+    });
   }
 
   /**
