@@ -179,6 +179,24 @@ export async function fanOut(server: SwitchboardProcess) {
 }
 
 /**
+ * A table row comparing fan-out figures without and with something (per round, then medians): steps/s and its cost
+ * (1 − with ÷ without), server CPU per step and its cost (with ÷ without − 1).
+ */
+export function fanOutCostRow(storage: string, without: FanOutFigure[], withIt: FanOutFigure[]): string {
+  const median = (figures: FanOutFigure[], field: 'stepsPerSecond' | 'cpuPerStepMs') =>
+    percentile(
+      figures.map((f) => f[field]),
+      50,
+    );
+  const rounds = (figures: FanOutFigure[]) => figures.map((f) => fmt(f.stepsPerSecond)).join(', ');
+  const [steps, stepsWith] = [median(without, 'stepsPerSecond'), median(withIt, 'stepsPerSecond')];
+  const [cpu, cpuWith] = [median(without, 'cpuPerStepMs'), median(withIt, 'cpuPerStepMs')];
+  return `| ${storage} | ${rounds(without)} | ${rounds(withIt)} | ${fmt(steps)} / ${fmt(stepsWith)} (**${fmt((1 - stepsWith / steps) * 100, 1)}%**) | ${fmt(cpu, 3)} / ${fmt(cpuWith, 3)} (**${fmt((cpuWith / cpu - 1) * 100, 1)}%**) |`;
+}
+
+export type FanOutFigure = Awaited<ReturnType<typeof fanOut>>;
+
+/**
  * (c) An event trigger on `bench.orders.*` starts a one-step plan (its agent step's message is
  * sent; no agent consumes it). The publish request returns once the triggered runs are
  * committed, so its latency is publish → run started: first one publish at a time, then

@@ -8,8 +8,8 @@
  */
 import os from 'node:os';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { fanOut } from './coordination.js';
-import { fmt, machine, percentile, record, startSwitchboard, type SwitchboardProcess } from './lib.js';
+import { fanOut, fanOutCostRow, type FanOutFigure } from './coordination.js';
+import { fmt, machine, record, startSwitchboard, type SwitchboardProcess } from './lib.js';
 
 /** Fan-out runs per mode and dialect, alternating off and on: the machine is shared, one pair proves little. */
 const ROUNDS = 3;
@@ -81,7 +81,7 @@ export default async function events(): Promise<void> {
   const rows: string[] = [];
   const streamRows: string[] = [];
   for (const dialect of ['sqlite', 'postgres'] as const) {
-    const figures: Record<'on' | 'off', Awaited<ReturnType<typeof fanOut>>[]> = { on: [], off: [] };
+    const figures: Record<'on' | 'off', FanOutFigure[]> = { on: [], off: [] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const log of ['off', 'on'] as const) {
         const server = await startSwitchboard({ dialect, env: { SWITCHBOARD_BENCH_EVENT_LOG: log } });
@@ -102,17 +102,7 @@ export default async function events(): Promise<void> {
         }
       }
     }
-    const median = (log: 'on' | 'off', field: 'stepsPerSecond' | 'cpuPerStepMs') =>
-      percentile(
-        figures[log].map((f) => f[field]),
-        50,
-      );
-    const rounds = (log: 'on' | 'off') => figures[log].map((f) => fmt(f.stepsPerSecond)).join(', ');
-    const cost = (1 - median('on', 'stepsPerSecond') / median('off', 'stepsPerSecond')) * 100;
-    const cpuCost = (median('on', 'cpuPerStepMs') / median('off', 'cpuPerStepMs') - 1) * 100;
-    rows.push(
-      `| ${dialect} | ${rounds('off')} | ${rounds('on')} | ${fmt(median('off', 'stepsPerSecond'))} / ${fmt(median('on', 'stepsPerSecond'))} (**${fmt(cost, 1)}%**) | ${fmt(median('off', 'cpuPerStepMs'), 3)} / ${fmt(median('on', 'cpuPerStepMs'), 3)} (**${fmt(cpuCost, 1)}%**) |`,
-    );
+    rows.push(fanOutCostRow(dialect, figures.off, figures.on));
   }
   record(
     'events',

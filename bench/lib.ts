@@ -296,3 +296,14 @@ export function record(name: string, markdown: string): void {
 export function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
+
+/** POSTs `body` to `path` as the server's admin; throws unless the answer is 201. */
+export async function adminPost(server: SwitchboardProcess, path: string, body: unknown): Promise<{ data: { id: string } }> {
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { data: { id: string } };
+}

@@ -6,23 +6,24 @@
  */
 import os from 'node:os';
 import type autocannon from 'autocannon';
-import { compare, fmt, load, machine, percentile, record, startBaseline, startSwitchboard, type SwitchboardProcess } from './lib.js';
+import {
+  compare,
+  fmt,
+  load,
+  machine,
+  percentile,
+  record,
+  startBaseline,
+  startSwitchboard,
+  type SwitchboardProcess,
+  adminPost as post,
+} from './lib.js';
 
 const PROJECTS = 100;
 const TASKS = 100_000;
 const STATUSES = ['todo', 'in_progress', 'done'];
 const PRIORITIES = ['none', 'low', 'medium', 'high', 'urgent'];
 const CORE = '/core/api/v1';
-
-async function post(server: SwitchboardProcess, path: string, body: unknown): Promise<{ data: { id: string } }> {
-  const res = await fetch(`${server.url}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${server.adminKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as { data: { id: string } };
-}
 
 /** Creates the projects and tasks through the API with `workers` concurrent clients; returns ids and the create rate. */
 async function seed(

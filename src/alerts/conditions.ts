@@ -1,6 +1,7 @@
 import { autocommit } from '../kernel/tx.js';
 import { EVENT_TYPES } from '../kernel/ports.js';
 import type { Condition, ConditionType } from './schemas.js';
+import { EventCounts, type CountedWindow } from './event-counts.js';
 import type { EventCountFilter, SignalsStore } from './signals-store.js';
 
 /** What a condition measured: the alert's value, and what it is about. */
@@ -50,14 +51,18 @@ function named(things: readonly string[]): string | null {
 
 type Of<T extends ConditionType> = Extract<Condition, { type: T }>;
 
-/** The events an event_count condition counts in its window ending at `at` (or now). */
-function eventCountFilter(c: Of<'event_count'>, at: number): EventCountFilter {
+/** The events an event_count condition counts, wherever its window is. */
+function countedEvents(c: Of<'event_count'>): CountedWindow['filter'] {
   return {
     types: expandEventType(c.event_type),
-    since: at - c.window_s * 1000,
     ...(c.subject !== undefined && { subject: c.subject }),
     ...(c.plan_id !== undefined && { plan_id: c.plan_id }),
   };
+}
+
+/** The events an event_count condition counts in its window ending at `at`. */
+function eventCountFilter(c: Of<'event_count'>, at: number): EventCountFilter {
+  return { ...countedEvents(c), since: at - c.window_s * 1000 };
 }
 
 /**
@@ -67,16 +72,20 @@ function eventCountFilter(c: Of<'event_count'>, at: number): EventCountFilter {
  */
 export class ConditionReader {
   private readonly samples: { at: number; seq: number }[] = [];
+  /** The evaluator's event_count counts, kept between its passes. */
+  private readonly counts: EventCounts;
 
   constructor(
     private readonly store: SignalsStore,
     private readonly healthTtlMs: number,
-  ) {}
+  ) {
+    this.counts = new EventCounts(store, (since) => this.positionBefore(since));
+  }
 
-  /** The rules whose condition holds at `now`, with what it measured. */
+  /** The rules whose condition holds at `now`, with what it measured: the evaluator's pass, whose event counts are kept for the next. */
   async measure(rules: readonly RuleCondition[], now: number): Promise<Map<string, Measure>> {
     const held = new Map<string, Measure>();
-    for (const [id, { holds, value, detail }] of await this.read(rules, now)) if (holds) held.set(id, { value, detail });
+    for (const [id, { holds, value, detail }] of await this.read(rules, now, true)) if (holds) held.set(id, { value, detail });
     return held;
   }
 
@@ -91,8 +100,8 @@ export class ConditionReader {
     return ends.map((at, i) => ({ at, value: counts[i]!, holds: counts[i]! >= condition.threshold }));
   }
 
-  /** Every rule's reading at `now`, holding or not (a condition with nothing to measure reads 0). */
-  async read(rules: readonly RuleCondition[], now: number): Promise<Map<string, Reading>> {
+  /** Every rule's reading at `now`, holding or not (a condition with nothing to measure reads 0); `kept`: the evaluator's pass. */
+  async read(rules: readonly RuleCondition[], now: number, kept = false): Promise<Map<string, Reading>> {
     const byType = new Map<ConditionType, RuleCondition[]>();
     for (const rule of rules) byType.set(rule.condition.type, [...(byType.get(rule.condition.type) ?? []), rule]);
     const held = new Map<string, Reading>();
@@ -100,7 +109,11 @@ export class ConditionReader {
     const of = <T extends ConditionType>(type: T) => (byType.get(type) ?? []) as (RuleCondition & { condition: Of<T> })[];
 
     const counted = of('event_count');
-    if (counted.length > 0) {
+    if (counted.length > 0 && kept) {
+      const windows = counted.map(({ id, condition }) => ({ id, filter: countedEvents(condition), windowMs: condition.window_s * 1000 }));
+      const counts = await this.counts.count(windows, now);
+      for (const rule of counted) hold(rule.id, counts.get(rule.id)! >= rule.condition.threshold, counts.get(rule.id)!, null);
+    } else if (counted.length > 0) {
       const filters = counted.map(({ condition }) => eventCountFilter(condition, now));
       const counts = await this.store.countEvents(autocommit, filters, this.positionBefore(Math.min(...filters.map((f) => f.since))));
       counted.forEach((rule, i) => hold(rule.id, counts[i]! >= rule.condition.threshold, counts[i]!, null));

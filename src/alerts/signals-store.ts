@@ -20,6 +20,14 @@ export interface EventCountFilter {
   plan_id?: string;
 }
 
+/** An event as the incremental counts read it: what a filter matches on, and its plan when asked for. */
+export interface CountedEvent {
+  type: string;
+  subject: string | null;
+  created_at: number;
+  plan_id: string | null;
+}
+
 /** event_count rules counted by one statement at most (one column each). */
 const COUNTS_PER_STATEMENT = 100;
 
@@ -38,13 +46,14 @@ export class SignalsStore extends Store {
    * (a position before every window's start) per COUNTS_PER_STATEMENT filters, each filter a
    * conditional sum, on the (type, seq) index when every filter names types.
    */
-  async countEvents(tx: Tx, filters: readonly EventCountFilter[], afterSeq: number): Promise<number[]> {
+  async countEvents(tx: Tx, filters: readonly EventCountFilter[], afterSeq: number, upToSeq?: number): Promise<number[]> {
     const counts: number[] = [];
     for (let start = 0; start < filters.length; start += COUNTS_PER_STATEMENT) {
       const chunk = filters.slice(start, start + COUNTS_PER_STATEMENT);
       const since = Math.min(...chunk.map((f) => f.since));
       const types = chunk.some((f) => f.types === null) ? null : [...new Set(chunk.flatMap((f) => f.types!))];
       let query = dbOf(tx, this.db).selectFrom('events').where('seq', '>', afterSeq).where('created_at', '>=', since);
+      if (upToSeq !== undefined) query = query.where('seq', '<=', upToSeq);
       if (types !== null) query = query.where(this.caps.inTextList('type', types));
       const row = (await query
         .select(chunk.map((filter, i) => sql<number | string>`sum(case when ${this.matches(filter)} then 1 else 0 end)`.as(`c${i}`)))
@@ -52,6 +61,34 @@ export class SignalsStore extends Store {
       chunk.forEach((_, i) => counts.push(Number(row?.[`c${i}`] ?? 0)));
     }
     return counts;
+  }
+
+  /**
+   * The events after `afterSeq` up to `upToSeq` created in [since, until), at most `limit`, with
+   * the plan of their data when `withPlan` (run events carry it): on the primary key's range.
+   */
+  async eventsBetween(
+    tx: Tx,
+    range: { afterSeq: number; upToSeq: number; since: number; until?: number },
+    withPlan: boolean,
+    limit: number,
+  ): Promise<CountedEvent[]> {
+    let query = dbOf(tx, this.db)
+      .selectFrom('events')
+      .select(['type', 'subject', 'created_at'])
+      .select(withPlan ? this.planOfData().as('plan_id') : sql<null>`null`.as('plan_id'))
+      .where('seq', '>', range.afterSeq)
+      .where('seq', '<=', range.upToSeq)
+      .where('created_at', '>=', range.since);
+    if (range.until !== undefined) query = query.where('created_at', '<', range.until);
+    const rows = await query.limit(limit).execute();
+    return rows.map((row) => ({ ...row, created_at: Number(row.created_at) }));
+  }
+
+  private planOfData(): RawBuilder<string | null> {
+    return this.caps.kind === 'postgres'
+      ? sql<string | null>`(data::json ->> 'plan_id')`
+      : sql<string | null>`json_extract(data, '$.plan_id')`;
   }
 
   private matches(filter: EventCountFilter): RawBuilder<SqlBool> {
