@@ -179,7 +179,10 @@ function BudgetForm({ budget, onDone }: { budget: Budget | null; onDone(): void 
   const [cost, setCost] = useState(budget?.limits.cost_usd?.toString() ?? '');
   const [tokens, setTokens] = useState(budget?.limits.tokens?.toString() ?? '');
   const [warnAt, setWarnAt] = useState(budget?.warn_at?.toString() ?? '');
-  const [action, setAction] = useState<Action>(budget?.action === 'warn' ? 'warn' : 'pause');
+  const [chosen, setAction] = useState<Action>(budget?.action === 'warn' ? 'warn' : 'pause');
+  // Only an agent can be paused: a budget on anything else warns.
+  const pausable = scope === 'agent';
+  const action = pausable ? chosen : 'warn';
   const save = useMutation({
     mutationFn: () => {
       const limits = limitsOf(cost, tokens);
@@ -263,7 +266,7 @@ function BudgetForm({ budget, onDone }: { budget: Budget | null; onDone(): void 
         <label>
           On crossing
           <select value={action} onChange={(event) => setAction(event.target.value === 'warn' ? 'warn' : 'pause')}>
-            <option value="pause">pause</option>
+            {pausable && <option value="pause">pause</option>}
             <option value="warn">warn</option>
           </select>
         </label>
