@@ -81,6 +81,17 @@ describeEachDialect('the console: usage, budgets, run cost, checkpoints and logs
     await agentRow.getByRole('link', { name: agentId }).click();
     await page.getByRole('heading', { name: `${agentId} paused` }).waitFor({ timeout: WAIT_MS });
 
+    // Its inbox holds what is sent to it: flagged among the deepest inboxes on the overview.
+    const sent = await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: {} });
+    expect(sent.status, sent.text).toBe(201);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
+    await page
+      .getByRole('list', { name: 'Deepest inboxes' })
+      .getByRole('listitem')
+      .filter({ hasText: agentId })
+      .getByText('paused', { exact: true })
+      .waitFor({ timeout: WAIT_MS });
+
     // Resumed from the budgets page: the badge goes.
     await page.goto(`${server.url}/console/settings/budgets`);
     await row.getByRole('button', { name: 'Resume' }).click();
