@@ -17,6 +17,7 @@ const NAV: ReadonlyArray<{ to: LinkProps['to'] & string; label: string; needs?: 
   { to: '/routines', label: 'Routines' },
   { to: '/tasks', label: 'Tasks' },
   { to: '/artifacts', label: 'Artifacts' },
+  { to: '/usage', label: 'Usage', needs: 'usage:read' },
   { to: '/alerts', label: 'Alerts', needs: 'events:read' },
   { to: '/audit', label: 'Audit log', needs: 'audit:read' },
   { to: '/settings', label: 'Settings' },

@@ -63,6 +63,8 @@ export const queryKeys = {
     /** How many runs of the last 24 h have this status (the overview's counts). */
     lastDay: (status: string) => ['runs', 'last-24h', status] as const,
     events: (runId: string, offset: number) => [...runs.detail(runId), 'events', offset] as const,
+    /** The log lines of a run's step. */
+    stepLogs: (runId: string, stepId: string) => [...runs.detail(runId), 'logs', stepId] as const,
   },
   /** No event says a plan changed: nothing invalidates the plans. */
   plans: {
@@ -133,6 +135,16 @@ export const queryKeys = {
   audit: resource('audit'),
   notificationChannels: resource('notification-channels'),
   alertRules: resource('alert-rules'),
+  /** Usage totals, by what they are grouped by and filtered on. */
+  usage: {
+    all: ['usage'] as const,
+    totals: (params: object) => ['usage', 'totals', params] as const,
+  },
+  /** `paused`: the budgets that hold an agent (its badge wherever it appears). */
+  budgets: {
+    ...resource('budgets'),
+    paused: () => ['budgets', 'paused'] as const,
+  },
   alerts: {
     ...resource('alerts'),
     /** The firing alerts (the overview's panel). */

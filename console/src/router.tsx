@@ -30,6 +30,8 @@ import { AuditView, type AuditSearch } from './audit/audit.js';
 import { ALERT_STATES, AlertsView, type AlertsSearch } from './alerts/alerts.js';
 import { ChannelsView } from './alerts/channels.js';
 import { RulesView } from './alerts/rules.js';
+import { BudgetsView } from './usage/budgets.js';
+import { USAGE_DAYS, USAGE_GROUPS, UsageView, type UsageSearch } from './usage/usage.js';
 
 const rootRoute = createRootRoute({
   component: function Root() {
@@ -260,6 +262,18 @@ const alertsRoute = createRoute({
   },
 });
 
+const usageRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'usage',
+  validateSearch: (search: Record<string, unknown>): UsageSearch => ({
+    group: USAGE_GROUPS.find((group) => group === search.group),
+    days: USAGE_DAYS.find((days) => days === Number(search.days)),
+  }),
+  component: function Usage() {
+    return <UsageView search={usageRoute.useSearch()} />;
+  },
+});
+
 const settingsRoute = createRoute({
   getParentRoute: () => rootRoute,
   path: 'settings',
@@ -323,6 +337,7 @@ const webhookRoute = createRoute({
 
 const channelsRoute = createRoute({ getParentRoute: () => settingsRoute, path: 'notification-channels', component: ChannelsView });
 const rulesRoute = createRoute({ getParentRoute: () => settingsRoute, path: 'alert-rules', component: RulesView });
+const budgetsRoute = createRoute({ getParentRoute: () => settingsRoute, path: 'budgets', component: BudgetsView });
 
 const routeTree = rootRoute.addChildren([
   overviewRoute,
@@ -346,7 +361,8 @@ const routeTree = rootRoute.addChildren([
   artifactRoute,
   auditRoute,
   alertsRoute,
-  settingsRoute.addChildren([keysRoute, ownKeysRoute, usersRoute, webhooksRoute, webhookRoute, channelsRoute, rulesRoute]),
+  usageRoute,
+  settingsRoute.addChildren([keysRoute, ownKeysRoute, usersRoute, webhooksRoute, webhookRoute, channelsRoute, rulesRoute, budgetsRoute]),
 ]);
 
 export const router = createRouter({ routeTree, basepath: '/console' });

@@ -12,6 +12,7 @@ import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { Chips } from './agents.js';
 import { queryKeys } from '../query-keys.js';
+import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
 import './agents.css';
 
 /** Pages of the agent's inbox lists, in the URL. */
@@ -54,6 +55,7 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
     enabled: registered,
   });
   const groups = [...new Set(capabilities.data?.items.flatMap((c) => c.groups) ?? [])].sort();
+  const paused = usePausedAgents();
 
   return (
     <section className="agent-detail">
@@ -61,7 +63,7 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
         <Link to="/agents">← Agents</Link>
       </p>
       <h1>
-        <code>{agentId}</code>
+        <code>{agentId}</code> <PausedBadge agentId={agentId} paused={paused} />
       </h1>
       <ErrorNotice error={health.error} />
       {health.data && registered && (

@@ -9,6 +9,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { queryKeys } from '../query-keys.js';
+import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
 
 export interface AgentsSearch {
   page?: number;
@@ -30,12 +31,14 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   // One page of the lookup in its default order (first_available: healthy, then busy, then silent).
   const agents = useQuery({
     queryKey: queryKeys.agents.list({ ...filters, offset }),
-    queryFn: () => client.discovery.findAgents.page({ query: { include_unhealthy: true, limit: PAGE_SIZE, offset, ...filters } }),
+    queryFn: () =>
+      client.discovery.findAgents.page({ query: { include_unhealthy: true, include_paused: true, limit: PAGE_SIZE, offset, ...filters } }),
     placeholderData: keepPreviousData,
   });
   const total = agents.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
   const shown = agents.data?.items ?? [];
+  const paused = usePausedAgents();
   // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
   const capabilities = useQueries({
     queries: shown.map((agent) => ({
@@ -69,7 +72,8 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
                   <th scope="row">
                     <Link to="/agents/$agentId" params={{ agentId: agent.agent_id }}>
                       <code>{agent.agent_id}</code>
-                    </Link>
+                    </Link>{' '}
+                    <PausedBadge agentId={agent.agent_id} paused={paused} />
                   </th>
                   <td>
                     <span className={`badge health-${agent.health}`}>{agent.health}</span>

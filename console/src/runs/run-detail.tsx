@@ -13,6 +13,8 @@ import { StatusBadge } from './status.js';
 import { Table } from '../table.js';
 import { RUN_EVENTS, type Run } from './runs.js';
 import { queryKeys } from '../query-keys.js';
+import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
+import { CostLine, StepCheckpoint, StepLogs } from './step-work.js';
 import './runs.css';
 
 export interface RunSearch {
@@ -93,6 +95,12 @@ function RunDetail({ run, now, search }: { run: Run; now: number; search: RunSea
         <div>
           <dt>{run.completed_at ? 'Took' : 'Running for'}</dt>
           <dd>{took === null ? '—' : formatDuration(took)}</dd>
+        </div>
+        <div>
+          <dt>Cost</dt>
+          <dd>
+            <CostLine usage={run.usage} />
+          </dd>
         </div>
         <div>
           <dt>Current step</dt>
@@ -220,16 +228,36 @@ function ReasonedAction({
 function Timeline({ run, now }: { run: Run; now: number }) {
   const start = Date.parse(run.started_at);
   const span = Math.max(1, (run.completed_at ? Date.parse(run.completed_at) : now) - start);
+  const paused = usePausedAgents();
   return (
     <ol className="timeline">
       {run.steps.map((step) => (
-        <TimelineStep key={step.id} step={step} now={now} place={(at) => Math.min(100, Math.max(0, ((at - start) / span) * 100))} />
+        <TimelineStep
+          key={step.id}
+          runId={run.id}
+          step={step}
+          now={now}
+          paused={paused}
+          place={(at) => Math.min(100, Math.max(0, ((at - start) / span) * 100))}
+        />
       ))}
     </ol>
   );
 }
 
-function TimelineStep({ step, now, place }: { step: RunStep; now: number; place(at: number): number }) {
+function TimelineStep({
+  runId,
+  step,
+  now,
+  paused,
+  place,
+}: {
+  runId: string;
+  step: RunStep;
+  now: number;
+  paused: ReadonlySet<string>;
+  place(at: number): number;
+}) {
   const took = elapsed(step.started_at, step.completed_at, now);
   const left = step.started_at ? place(Date.parse(step.started_at)) : 0;
   const right = step.started_at ? place(step.completed_at ? Date.parse(step.completed_at) : now) : 0;
@@ -245,9 +273,10 @@ function TimelineStep({ step, now, place }: { step: RunStep; now: number; place(
         {step.blocked_by === 'no_agent' && <span className="muted">no healthy agent has the capability yet</span>}
         {step.agent && (
           <span className="muted">
-            agent <code>{step.agent}</code>
+            agent <code>{step.agent}</code> <PausedBadge agentId={step.agent} paused={paused} />
           </span>
         )}
+        {step.usage && step.usage.count > 0 && <CostLine usage={step.usage} />}
         {step.child_run_id && (
           <Link to="/runs/$runId" params={{ runId: step.child_run_id }}>
             child run
@@ -275,6 +304,8 @@ function TimelineStep({ step, now, place }: { step: RunStep; now: number; place(
         {step.attempt} {step.attempt === 1 ? 'attempt' : 'attempts'}
       </p>
       {step.error && <p className="step-error">{step.error}</p>}
+      <StepCheckpoint step={step} />
+      {step.started_at && <StepLogs runId={runId} step={step} />}
       {hasData && (
         <details>
           <summary>Input and output of {step.id}</summary>

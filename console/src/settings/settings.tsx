@@ -25,6 +25,12 @@ const TABS = [
     allowed: (session: Session) => session.can('webhooks:admin'),
   },
   {
+    to: '/settings/budgets',
+    label: 'Budgets',
+    needs: 'the budgets:admin permission',
+    allowed: (session: Session) => session.can('budgets:admin'),
+  },
+  {
     to: '/settings/my-keys',
     label: 'Your keys',
     needs: "a person's sign-in",
