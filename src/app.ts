@@ -177,7 +177,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
   coordination.bindChannels(notifications.service);
-  const alerts = createAlertsDomain({ platform, channels: notifications.service, events: events.log, nodes: cluster.service });
+  const alerts = createAlertsDomain({
+    platform,
+    channels: notifications.service,
+    events: events.log,
+    nodes: cluster.service,
+    budgets: usage.budgets,
+  });
   const artifacts = createArtifactsDomain({
     platform,
     sharedSecret: (name) => auth.service.sharedSecret(name),

@@ -1,5 +1,5 @@
 import { autocommit } from '../kernel/tx.js';
-import { EVENT_TYPES } from '../kernel/ports.js';
+import { EVENT_TYPES, type BudgetReadings } from '../kernel/ports.js';
 import type { Condition, ConditionType } from './schemas.js';
 import { EventCounts, type CountedWindow } from './event-counts.js';
 import type { EventCountFilter, SignalsStore } from './signals-store.js';
@@ -77,6 +77,7 @@ export class ConditionReader {
 
   constructor(
     private readonly store: SignalsStore,
+    private readonly budgets: BudgetReadings,
     private readonly healthTtlMs: number,
   ) {
     this.counts = new EventCounts(store, (since) => this.positionBefore(since));
@@ -174,6 +175,23 @@ export class ConditionReader {
           (s) => s.started_at <= before(rule) && (rule.condition.plan_id === undefined || s.plan_id === rule.condition.plan_id),
         );
         hold(rule.id, mine.length > 0, mine.length, named(mine.map((s) => `${s.run_id}/${s.step_id}`)));
+      }
+    }
+
+    const budgets = of('budget');
+    if (budgets.length > 0) {
+      const readings = await this.budgets.consumption();
+      for (const rule of budgets) {
+        const worst = readings
+          .filter((b) => rule.condition.budget_id === undefined || b.budget_id === rule.condition.budget_id)
+          .reduce<(typeof readings)[number] | null>((a, b) => (a === null || b.fraction > a.fraction ? b : a), null);
+        const fraction = worst?.fraction ?? 0;
+        hold(
+          rule.id,
+          fraction >= (rule.condition.fraction ?? 1),
+          Math.round(fraction * 100),
+          worst ? `${worst.name} (${worst.budget_id})` : null,
+        );
       }
     }
 

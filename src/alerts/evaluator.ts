@@ -50,6 +50,8 @@ export function describe(condition: Condition, measure: Pick<Measure, 'value' | 
       return detail === null
         ? `No routine is failing (threshold ${condition.threshold})`
         : `Routine ${detail} failed ${value} times in a row (threshold ${condition.threshold})`;
+    case 'budget':
+      return `Budget ${detail ?? 'consumption'} at ${value}% of its limit (fires at ${Math.round((condition.fraction ?? 1) * 100)}%)`;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Platform } from '../platform.js';
-import type { EventLog, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
+import type { BudgetReadings, EventLog, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ConditionReader } from './conditions.js';
 import { AlertEvaluator } from './evaluator.js';
@@ -16,11 +16,17 @@ export * as alertSchemas from './schemas.js';
  * `alert-evaluator` worker on the cluster's leader; each firing and resolution is told once to
  * the rule's notification channels and logged as `alert.fired` / `alert.resolved`.
  */
-export function createAlertsDomain(deps: { platform: Platform; channels: NotificationChannels; events: EventLog; nodes: NodeRegistry }) {
+export function createAlertsDomain(deps: {
+  platform: Platform;
+  channels: NotificationChannels;
+  events: EventLog;
+  nodes: NodeRegistry;
+  budgets: BudgetReadings;
+}) {
   const { platform } = deps;
   const { db, caps } = platform.database;
   const store = new AlertsStore(db, caps);
-  const reader = new ConditionReader(new SignalsStore(db, caps), platform.config.healthTtlSeconds * 1000);
+  const reader = new ConditionReader(new SignalsStore(db, caps), deps.budgets, platform.config.healthTtlSeconds * 1000);
   const service = new AlertsService({ store, clock: platform.clock, audit: platform.audit, channels: deps.channels, reader });
   const evaluator = new AlertEvaluator({
     store,

@@ -4,7 +4,7 @@ import { AgentId, NullableTimestamp, PageQuery, Timestamp } from '../http/schema
 /**
  * The alerts domain's schemas, written once: they validate requests, type the service and the
  * SDK, and document the OpenAPI. The conditions are a closed set, each evaluated by one grouped
- * query per pass (store.ts); `budget` belongs to usage accounting and is not one of them yet.
+ * query per pass (signals-store.ts, or the usage domain's budget readings for `budget`).
  */
 
 const DAY_S = 86_400;
@@ -87,6 +87,25 @@ export const RoutineFailuresCondition = Type.Object(
   { additionalProperties: false, description: 'routine_failures: consecutive failed executions of a routine ≥ threshold' },
 );
 
+export const BudgetCondition = Type.Object(
+  {
+    type: Type.Literal('budget'),
+    budget_id: Type.Optional(Id('This budget (bgt_…); any budget when absent')),
+    fraction: Type.Optional(
+      Type.Number({
+        minimum: 0.01,
+        maximum: 10,
+        default: 1,
+        description: 'Fires when consumption reaches this fraction of the limit (1: the limit itself)',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: "budget: a budget's consumption in its current period ≥ fraction of its limit (the larger of cost and tokens)",
+  },
+);
+
 export const Condition = Type.Union(
   [
     EventCountCondition,
@@ -96,6 +115,7 @@ export const Condition = Type.Union(
     AgentUnhealthyCondition,
     ApprovalWaitingCondition,
     RoutineFailuresCondition,
+    BudgetCondition,
   ],
   { description: 'What the rule watches: one of a closed set of conditions, by `type`' },
 );
@@ -109,6 +129,7 @@ export const CONDITION_TYPES: readonly ConditionType[] = [
   'agent_unhealthy',
   'approval_waiting',
   'routine_failures',
+  'budget',
 ];
 
 export const Severity = Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('critical')], {

@@ -334,6 +334,12 @@ export interface EventLog {
   append(tx: Tx, ...events: NewEvent[]): Promise<void>;
 }
 
+/** Implemented by usage: each budget's consumption in its current period (alert rules' `budget` condition). */
+export interface BudgetReadings {
+  /** Every budget with the larger of its cost and token consumption as a fraction of that limit (0 without limits). */
+  consumption(): Promise<{ budget_id: string; name: string; fraction: number }[]>;
+}
+
 /** Implemented by cluster: this node's id in the node registry, and which nodes are up. */
 export interface NodeRegistry {
   readonly nodeId: string;

@@ -38,6 +38,11 @@ export class BudgetsStore extends Store {
     return Number(row?.n ?? 0);
   }
 
+  /** Every budget (at most MAX_BUDGETS). */
+  async all(tx: Tx): Promise<BudgetRow[]> {
+    return dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id').execute();
+  }
+
   async list(tx: Tx, window: Page): Promise<Paged<BudgetRow>> {
     return paginate(dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id'), window);
   }

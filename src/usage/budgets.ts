@@ -3,7 +3,7 @@ import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Notifier } from '../kernel/notifier.js';
-import { SYSTEM_ACTOR, type AgentPauses, type AuditTrail, type EventLog, type InboxWaker } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AgentPauses, type AuditTrail, type BudgetReadings, type EventLog, type InboxWaker } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetRow, BudgetsStore, ScopeKeys } from './budgets-store.js';
 import { isTimeZone, NEVER, periodAt, type Period } from './periods.js';
@@ -94,7 +94,7 @@ function scopeOf(body: CreateBudgetBody): { scope_kind: string; scope_value: str
  * crossing a limit `budget.exceeded`, and with action `pause` (agent budgets) pauses the agent
  * until the period ends, the limit is raised above what it spent, or a resume.
  */
-export class BudgetsService implements AgentPauses {
+export class BudgetsService implements AgentPauses, BudgetReadings {
   /**
    * Every receive and every discovery lookup asks who is paused: they read this instead of the
    * database. It holds until a pause or resume is told (here or on another node, PAUSES_CHANGED),
@@ -143,6 +143,14 @@ export class BudgetsService implements AgentPauses {
       await this.deps.audit.record(tx, { action: 'budget.create', resource: { type: 'budget', id: row.id } });
       await this.deps.store.insert(tx, row);
       return toBudget(row, now);
+    });
+  }
+
+  async consumption(): Promise<{ budget_id: string; name: string; fraction: number }[]> {
+    const now = this.deps.clock.now();
+    return (await this.deps.store.all(autocommit)).map((stored) => {
+      const row = current(stored, now);
+      return { budget_id: row.id, name: row.name, fraction: ratioOf(row, { cost_usd: row.spent_cost_usd, tokens: row.spent_tokens }) };
     });
   }
 

@@ -198,6 +198,33 @@ describeEachDialect('alerts', (dialect) => {
     expect(fired).toMatchObject({ value: 2, detail: routine.id });
   });
 
+  it('budget: consumption at a fraction of the limit in the current period, until the limit is raised', async () => {
+    const agentId = `alert-budget-${dialect}`;
+    const budget = await server.api.post('/api/v1/budgets', {
+      name: 'spend',
+      agent_id: agentId,
+      period: 'total',
+      limits: { cost_usd: 1 },
+      action: 'warn',
+    });
+    expect(budget.status, budget.text).toBe(201);
+    const spend = (cost: number) =>
+      server.api.post('/api/v1/usage', { agent_id: agentId, model: 'm', input_tokens: 1, output_tokens: 1, cost_usd: cost });
+    const fired = await cycle(
+      { type: 'budget', budget_id: budget.body.data.id, fraction: 0.8 },
+      async () => {
+        expect((await spend(0.5)).status).toBe(201);
+        await passes(2);
+        expect((await server.api.get(`${A}?state=firing`)).body.data).toEqual([]);
+        expect((await spend(0.35)).status).toBe(201);
+      },
+      async () => {
+        expect((await server.api.patch(`/api/v1/budgets/${budget.body.data.id}`, { limits: { cost_usd: 2 } })).status).toBe(200);
+      },
+    );
+    expect(fired).toMatchObject({ value: 85, detail: `spend (${budget.body.data.id})` });
+  });
+
   it('repeats while firing every repeat_interval_s until acknowledged; a silence holds notifications back', async () => {
     const to = await channel();
     const worker = await server.agent('alert-repeat');

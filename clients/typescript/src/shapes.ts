@@ -2590,7 +2590,8 @@ export interface Shapes {
         | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
         | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
         | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
-        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | { budget_id?: string | undefined; fraction?: number | undefined; type: 'budget' };
       channels: string[];
     };
     data: {
@@ -2614,7 +2615,8 @@ export interface Shapes {
         | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
         | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
         | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
-        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | { budget_id?: string | undefined; fraction?: number | undefined; type: 'budget' };
       severity: 'info' | 'warning' | 'critical';
       channels: string[];
       repeat_interval_s: number;
@@ -2644,7 +2646,8 @@ export interface Shapes {
         | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
         | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
         | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
-        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | { budget_id?: string | undefined; fraction?: number | undefined; type: 'budget' };
       severity: 'info' | 'warning' | 'critical';
       channels: string[];
       repeat_interval_s: number;
@@ -2673,7 +2676,8 @@ export interface Shapes {
         | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
         | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
         | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
-        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | { budget_id?: string | undefined; fraction?: number | undefined; type: 'budget' };
       severity: 'info' | 'warning' | 'critical';
       channels: string[];
       repeat_interval_s: number;
@@ -2699,6 +2703,7 @@ export interface Shapes {
         | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
         | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
         | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | { budget_id?: string | undefined; fraction?: number | undefined; type: 'budget' }
         | undefined;
       severity?: 'info' | 'warning' | 'critical' | undefined;
       channels?: string[] | undefined;
@@ -2726,7 +2731,8 @@ export interface Shapes {
         | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
         | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
         | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
-        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | { budget_id?: string | undefined; fraction?: number | undefined; type: 'budget' };
       severity: 'info' | 'warning' | 'critical';
       channels: string[];
       repeat_interval_s: number;
@@ -2750,7 +2756,8 @@ export interface Shapes {
         | { agent_id?: string | undefined; type: 'dead_letters'; threshold: number }
         | { agent_id?: string | undefined; capability?: string | undefined; type: 'agent_unhealthy'; for_s: number }
         | { plan_id?: string | undefined; type: 'approval_waiting'; older_than_s: number }
-        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number };
+        | { routine_id?: string | undefined; type: 'routine_failures'; threshold: number }
+        | { budget_id?: string | undefined; fraction?: number | undefined; type: 'budget' };
     };
     data: {
       detail: string | null;

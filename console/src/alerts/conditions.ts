@@ -46,6 +46,13 @@ export const CONDITIONS: Record<ConditionType, { label: string; fields: Field[] 
       { ...threshold, label: 'Failures in a row' },
     ],
   },
+  budget: {
+    label: 'Budget',
+    fields: [
+      { key: 'budget_id', label: 'Budget id (any when empty)', optional: true },
+      { key: 'fraction', label: 'Fraction of the limit (1 = the limit)', number: true, optional: true },
+    ],
+  },
 };
 
 /** The condition the form's values make: empty optional fields left out, numbers as numbers. */
