@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import { CoordinationStore } from './coordination-store.js';
@@ -60,7 +61,7 @@ export class RunLimitsStore extends CoordinationStore {
 
   /**
    * Runs held back, by why: queued by a limit (concurrency, rate_limit), or with an agent step
-   * waiting for an agent (no_agent; the only waiting steps with a capability).
+   * waiting for an agent (no_agent, or budget; the only waiting steps with a capability).
    */
   async countBlocked(tx: Tx): Promise<Record<string, number>> {
     const db = dbOf(tx, this.db);
@@ -70,13 +71,17 @@ export class RunLimitsStore extends CoordinationStore {
       .where('status', '=', 'queued')
       .groupBy('blocked_by')
       .execute();
-    const noAgent = await db
+    // A step waiting for an agent paused by a budget says so in its detail (run-state.ts StepDetail).
+    const reason = sql<string>`case when ${sql.ref('detail')} like '%"blocked_by":"budget"%' then 'budget' else 'no_agent' end`;
+    const waiting = await db
       .selectFrom('run_steps')
-      .select((eb) => eb.fn.count<number | string>('run_id').distinct().as('count'))
+      .select((eb) => [reason.as('reason'), eb.fn.count<number | string>('run_id').distinct().as('count')])
       .where('status', '=', 'waiting')
       .where('capability', 'is not', null)
-      .executeTakeFirst();
-    const counts: Record<string, number> = { concurrency: 0, rate_limit: 0, no_agent: Number(noAgent?.count ?? 0) };
+      .groupBy(reason)
+      .execute();
+    const counts: Record<string, number> = { concurrency: 0, rate_limit: 0, no_agent: 0, budget: 0 };
+    for (const row of waiting) counts[row.reason] = Number(row.count);
     for (const row of queued) if (row.blocked_by !== null) counts[row.blocked_by] = Number(row.count);
     return counts;
   }

@@ -16,7 +16,7 @@ import { RUN_FINISHED, type Adaptive, type Revision, type StepDetail } from './r
 import type { RunEventRow, RunLabels, RunRow, RunStepRow } from './run-list-store.js';
 import type { RunLimitsStore } from './run-limits-store.js';
 import type { RunStore } from './run-store.js';
-import type { RunBlockedBy, RunStatus, StepStatus } from './tables.js';
+import type { RunBlockedBy, RunStatus, StepBlockedBy, StepStatus } from './tables.js';
 
 /** GET /coordination/runs's filters (times as ISO 8601). */
 export interface RunListQuery {
@@ -51,7 +51,7 @@ export interface RunStep {
   usage?: UsageSum;
   /** The latest progress its agent saved. */
   checkpoint: Checkpoint | null;
-  blocked_by: 'no_agent' | null;
+  blocked_by: StepBlockedBy | null;
 }
 
 export interface Run {
@@ -59,7 +59,7 @@ export interface Run {
   plan_id: string;
   plan_version: number;
   status: RunStatus;
-  blocked_by: RunBlockedBy | 'no_agent' | null;
+  blocked_by: RunBlockedBy | StepBlockedBy | null;
   priority: number;
   current_step: string | null;
   input: Record<string, unknown>;
@@ -114,7 +114,7 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, 
     plan_id: run.plan_id,
     plan_version: run.plan_version,
     status: run.status,
-    blocked_by: run.blocked_by ?? (runSteps.some((s) => s.blocked_by === 'no_agent') ? 'no_agent' : null),
+    blocked_by: run.blocked_by ?? runSteps.find((s) => s.blocked_by !== null)?.blocked_by ?? null,
     priority: run.priority,
     current_step: current?.step_id ?? null,
     input: JSON.parse(run.input) as Record<string, unknown>,

@@ -7,7 +7,7 @@ import { parseNullableJson } from '../kernel/json.js';
 import type { OutgoingMessage } from '../kernel/ports.js';
 import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan-definition.js';
 import type { NewRunEvent, RunRow, RunStepRow } from './run-list-store.js';
-import type { RunStatus, StepStatus } from './tables.js';
+import type { RunStatus, StepBlockedBy, StepStatus } from './tables.js';
 import { render, type TemplateScope } from './templates.js';
 
 /** The sender of the messages and decisions the platform makes itself. */
@@ -60,7 +60,7 @@ export interface StepDetail {
   /** human_input: who submitted the data (a decided approval says so in its output). */
   submitted_by?: string;
   /** agent: why the step waits rather than runs (no healthy agent has its capability). */
-  blocked_by?: 'no_agent';
+  blocked_by?: StepBlockedBy;
 }
 
 export interface StepState {

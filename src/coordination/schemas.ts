@@ -19,12 +19,14 @@ export const RunStatus = Type.Union(
       "queued: held by its plan's concurrency or rate limit (blocked_by says which); waiting: blocked on a person, a timer, an event or an agent",
   },
 );
-export const StepBlockedBy = Type.Union([Type.Literal('no_agent'), Type.Null()], {
-  description: 'no_agent: a capability step waiting (status waiting) for a healthy agent with the capability, until its timeout',
+export const StepBlockedBy = Type.Union([Type.Literal('no_agent'), Type.Literal('budget'), Type.Null()], {
+  description:
+    'A capability step waiting (status waiting) until its timeout: no_agent, for a healthy agent with the capability; budget, for one a budget paused to be resumed',
 });
-export const RunBlockedBy = Type.Union([Type.Literal('concurrency'), Type.Literal('rate_limit'), Type.Literal('no_agent'), Type.Null()], {
-  description: "Why the run waits: its plan's concurrency or rate limit (queued), or a step waiting for an agent",
-});
+export const RunBlockedBy = Type.Union(
+  [Type.Literal('concurrency'), Type.Literal('rate_limit'), Type.Literal('no_agent'), Type.Literal('budget'), Type.Null()],
+  { description: "Why the run waits: its plan's concurrency or rate limit (queued), or a step waiting for an agent (no_agent, budget)" },
+);
 export const StepStatus = Type.Union(
   ['pending', 'running', 'waiting', 'completed', 'failed', 'skipped', 'cancelled'].map((s) => Type.Literal(s)),
   { description: 'waiting: a human step awaiting its decision or data' },

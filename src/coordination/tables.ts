@@ -60,6 +60,8 @@ export interface RunsTable {
 }
 
 export type RunBlockedBy = 'concurrency' | 'rate_limit';
+/** Why a capability step waits for an agent: none is healthy, or a budget paused every one. */
+export type StepBlockedBy = 'no_agent' | 'budget';
 
 export interface RunStepsTable {
   run_id: string;

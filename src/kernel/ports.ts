@@ -228,6 +228,8 @@ export interface AgentDirectory {
       group?: string;
       limit?: number;
       include_unhealthy?: boolean;
+      /** Also agents a budget paused (left out otherwise). */
+      include_paused?: boolean;
     },
   ): Promise<{ agent_id: string; capability: string; health: string; load: number | null }[]>;
   search(query: {

@@ -124,6 +124,32 @@ describeEachDialect('budgets', (dialect) => {
     expect((await budget(b.id)).state).toBe('exceeded');
   });
 
+  it('a capability step whose agents a budget paused waits, blocked_by budget, and goes on once it resumes', async () => {
+    const { agentId, agent, capability, budget: b } = await pausable('step');
+    await spend(agent, agentId, 1.5);
+    expect((await budget(b.id)).state).toBe('paused');
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: unique('paused-plan'),
+      steps: [{ id: 'work', type: 'agent', capability, input: {}, timeout_seconds: 600 }],
+    });
+    expect(plan.status, plan.text).toBe(201);
+    const started = await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: {} });
+    expect(started.status, started.text).toBe(201);
+    const run = async () => (await server.api.get(`/api/v1/coordination/runs/${started.body.data.id}`)).body.data;
+    expect(await run()).toMatchObject({ status: 'waiting', blocked_by: 'budget', steps: [{ status: 'waiting', blocked_by: 'budget' }] });
+    const metrics = (await server.api.get('/metrics')).text;
+    expect(metrics).toMatch(/switchboard_runs_blocked\{blocked_by="budget"\} [1-9]/);
+
+    expect((await server.api.post(`${B}/${b.id}/resume`)).status).toBe(200);
+    clock.advance(5_000);
+    const [message] = await waitFor(async () => {
+      const got = await receive(agent, agentId, 0);
+      return got.length > 0 ? got : undefined;
+    }, 10_000);
+    expect(message!.payload).toMatchObject({ run_id: started.body.data.id, step_id: 'work' });
+    expect(await run()).toMatchObject({ status: 'running', blocked_by: null, steps: [{ status: 'running', blocked_by: null }] });
+  });
+
   it('a limit raised above what the period spent resumes the agent', async () => {
     const { agentId, agent, budget: b } = await pausable('raised');
     await spend(agent, agentId, 2);

@@ -1749,7 +1749,7 @@ export interface Shapes {
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
-      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1762,7 +1762,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
-        blocked_by: 'no_agent' | null;
+        blocked_by: 'no_agent' | 'budget' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1798,7 +1798,7 @@ export interface Shapes {
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
-      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1811,7 +1811,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
-        blocked_by: 'no_agent' | null;
+        blocked_by: 'no_agent' | 'budget' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1837,7 +1837,7 @@ export interface Shapes {
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
-      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1850,7 +1850,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
-        blocked_by: 'no_agent' | null;
+        blocked_by: 'no_agent' | 'budget' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1881,7 +1881,7 @@ export interface Shapes {
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
-      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1894,7 +1894,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
-        blocked_by: 'no_agent' | null;
+        blocked_by: 'no_agent' | 'budget' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1922,7 +1922,7 @@ export interface Shapes {
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
-      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1935,7 +1935,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
-        blocked_by: 'no_agent' | null;
+        blocked_by: 'no_agent' | 'budget' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -1963,7 +1963,7 @@ export interface Shapes {
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
-      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -1976,7 +1976,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
-        blocked_by: 'no_agent' | null;
+        blocked_by: 'no_agent' | 'budget' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;
@@ -2003,7 +2003,7 @@ export interface Shapes {
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
       output: unknown;
-      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | null;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
       metadata: { [x: string]: string };
       created_by: string;
       tags: string[];
@@ -2016,7 +2016,7 @@ export interface Shapes {
         status: string;
         output: unknown;
         attempt: number;
-        blocked_by: 'no_agent' | null;
+        blocked_by: 'no_agent' | 'budget' | null;
         started_at: string | null;
         completed_at: string | null;
         type: string;

@@ -271,6 +271,7 @@ function TimelineStep({
         <span className="muted">{step.type}</span>
         <StatusBadge status={step.status} />
         {step.blocked_by === 'no_agent' && <span className="muted">no healthy agent has the capability yet</span>}
+        {step.blocked_by === 'budget' && <span className="muted">its agents are paused by a budget</span>}
         {step.agent && (
           <span className="muted">
             agent <code>{step.agent}</code> <PausedBadge agentId={step.agent} paused={paused} />

@@ -19,6 +19,7 @@ import {
 } from '../run-state.js';
 import { CHECKPOINT_FIELD, toCheckpoint } from '../checkpoints.js';
 import { render } from '../templates.js';
+import type { StepBlockedBy } from '../tables.js';
 import type { StepKind, StepPorts } from './kind.js';
 
 /** The event name of an agent step's message. */
@@ -59,7 +60,7 @@ export const agent: StepKind = {
     const agentId = stepDetail(step).route_to ?? def.agent ?? (await findAgent(tx, def, ports));
     record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, agent: agentId });
     if (agentId === null) {
-      waitForAgent(ctx, step, def);
+      waitForAgent(ctx, step, def, await noAgentBecause(tx, def, ports));
       return;
     }
     await dispatch(tx, ctx, step, def, agentId, ports);
@@ -106,24 +107,31 @@ async function findAgent(tx: Tx, def: StepTemplate, ports: StepPorts): Promise<s
   return first?.agent_id ?? null;
 }
 
+/** Why no agent takes the step: every healthy one is paused by a budget, or there is none. */
+async function noAgentBecause(tx: Tx, def: StepTemplate, ports: StepPorts): Promise<StepBlockedBy> {
+  const paused = await ports.directory.lookup(tx, { capability: def.capability!, limit: 1, include_paused: true });
+  return paused.length > 0 ? 'budget' : 'no_agent';
+}
+
 /** When the step gives up on its attempt: its timeout from the attempt's start. */
 const deadlineOf = (step: StepState, def: StepTemplate) => step.row.started_at! + (def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S) * 1000;
 
 /**
- * No healthy agent has the capability (workers redeploying): the step waits for one, looking
- * again when discovery changes (the engine's `onAgentsChanged`) and every few seconds (health
- * comes back with heartbeats, which announce nothing), until its timeout.
+ * No healthy agent has the capability (workers redeploying), or a budget paused every one: the
+ * step waits for one, looking again when discovery changes (the engine's `onAgentsChanged`) and
+ * every few seconds (health comes back with heartbeats, and a pause ends with its period, which
+ * announce nothing), until its timeout.
  */
-function waitForAgent(ctx: RunContext, step: StepState, def: StepTemplate): void {
-  const blocked = stepDetail(step).blocked_by === 'no_agent';
-  setStepDetail(step, { ...stepDetail(step), blocked_by: 'no_agent' });
+function waitForAgent(ctx: RunContext, step: StepState, def: StepTemplate, reason: StepBlockedBy): void {
+  const blocked = stepDetail(step).blocked_by === reason;
+  setStepDetail(step, { ...stepDetail(step), blocked_by: reason });
   changeStep(step, {
     status: 'waiting',
     agent_id: null,
     message_id: null,
     wake_at: Math.min(ctx.now + NO_AGENT_RECHECK_MS, deadlineOf(step, def)),
   });
-  if (!blocked) record(ctx, 'step.blocked', step.row.step_id, { blocked_by: 'no_agent', capability: def.capability });
+  if (!blocked) record(ctx, 'step.blocked', step.row.step_id, { blocked_by: reason, capability: def.capability });
 }
 
 async function recheckAgents(tx: Tx, ctx: RunContext, step: StepState, def: StepTemplate, ports: StepPorts): Promise<void> {
@@ -140,7 +148,7 @@ async function recheckAgents(tx: Tx, ctx: RunContext, step: StepState, def: Step
     const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
     await failAttempt(tx, ctx, step, `no healthy agent offered capability '${def.capability}' within ${seconds} s`, ports);
   } else {
-    waitForAgent(ctx, step, def);
+    waitForAgent(ctx, step, def, await noAgentBecause(tx, def, ports));
   }
 }
 

@@ -2301,7 +2301,7 @@ class _CoordinationListRunsItemRequired(TypedDict):
     plan_id: str
     plan_version: int
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
-    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
     priority: int
     current_step: str | None
     input: dict[str, Any]
@@ -2357,7 +2357,7 @@ class _CoordinationStartRunDataRequired(TypedDict):
     plan_id: str
     plan_version: int
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
-    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
     priority: int
     current_step: str | None
     input: dict[str, Any]
@@ -2391,7 +2391,7 @@ class _CoordinationGetRunDataRequired(TypedDict):
     plan_id: str
     plan_version: int
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
-    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
     priority: int
     current_step: str | None
     input: dict[str, Any]
@@ -2456,7 +2456,7 @@ class _CoordinationCancelRunDataRequired(TypedDict):
     plan_id: str
     plan_version: int
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
-    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
     priority: int
     current_step: str | None
     input: dict[str, Any]
@@ -2500,7 +2500,7 @@ class _CoordinationRedriveRunDataRequired(TypedDict):
     plan_id: str
     plan_version: int
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
-    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
     priority: int
     current_step: str | None
     input: dict[str, Any]
@@ -2552,7 +2552,7 @@ class _CoordinationApproveStepDataRequired(TypedDict):
     plan_id: str
     plan_version: int
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
-    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
     priority: int
     current_step: str | None
     input: dict[str, Any]
@@ -2602,7 +2602,7 @@ class _CoordinationProvideInputDataRequired(TypedDict):
     plan_id: str
     plan_version: int
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
-    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | None
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
     priority: int
     current_step: str | None
     input: dict[str, Any]
