@@ -277,6 +277,8 @@ export default async function peers(): Promise<void> {
     switchboardHttp('postgres'),
     switchboardChannel('sqlite'),
     switchboardChannel('postgres'),
+    switchboardChannel('sqlite', true),
+    switchboardChannel('postgres', true),
     switchboardAgent('sqlite', 'typescript'),
     switchboardAgent('sqlite', 'python'),
     switchboardAgent('postgres', 'typescript'),

@@ -4,7 +4,8 @@
  * resolving on the server's answer); consumers speak the raw protocol, which is what this
  * measures: `{"credit":n}` grants n more deliveries, `{"message":{…}}` is one, and the ids
  * delivered in one event-loop tick go back in one `{"id":k,"ack":[…]}` with as much new credit.
- * A server without the channel (404 on upgrade) is skipped.
+ * A server without the channel (404 on upgrade) is skipped. `withUsage`: every ack carries a
+ * usage report (a model call's tokens and cost), recorded in the ack's transaction.
  */
 import WebSocket from 'ws';
 import { Switchboard } from '../../src/client/index.js';
@@ -29,10 +30,13 @@ function openSocket(url: string, agentId: string, key: string): Promise<WebSocke
   });
 }
 
-export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
+/** What each ack reports when the system acks with usage. */
+const USAGE = { model: 'bench-model', provider: 'bench', input_tokens: 812, output_tokens: 164, cost_usd: 0.0031 };
+
+export function switchboardChannel(dialect: SwitchboardDialect, withUsage = false): PeerSystem {
   const server = switchboardServer(dialect);
   return {
-    name: `Switchboard, agent channel, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
+    name: `Switchboard, agent channel, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}${withUsage ? ', acks with usage' : ''}`,
     async setup() {
       const reason = await server.start();
       if (reason) return reason;
@@ -56,7 +60,7 @@ export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
         async consume(onMessage) {
           const socket = await openSocket(url, name, consumerKey);
           if (typeof socket === 'number') throw new Error(`channel upgrade refused: HTTP ${socket}`);
-          let acks: string[] = [];
+          let acks: (string | { message_id: string; usage: typeof USAGE })[] = [];
           let nextId = 1;
           let failure: unknown;
           socket.on('error', (error) => (failure ??= error));
@@ -74,7 +78,8 @@ export function switchboardChannel(dialect: SwitchboardDialect): PeerSystem {
             };
             if (frame.message) {
               onMessage(sentAtOf(frame.message.payload.p));
-              if (acks.push(frame.message.message_id) === 1) setImmediate(flush);
+              const id = frame.message.message_id;
+              if (acks.push(withUsage ? { message_id: id, usage: USAGE } : id) === 1) setImmediate(flush);
             } else if (frame.error) {
               failure ??= frame.error;
             } else if (frame.ok?.failed?.length) {

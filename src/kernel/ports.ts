@@ -162,8 +162,15 @@ export interface UsageSource {
  * transaction (`record`), and counts it in the metrics once that transaction committed (`committed`).
  */
 export interface UsageRecorder {
-  record(tx: Tx, source: UsageSource, usage: UsageReport): Promise<void>;
-  committed(source: UsageSource, usage: UsageReport): void;
+  /** The reports of one acknowledgement (a batch's, from the agent channel), together. */
+  record(tx: Tx, reports: readonly SourcedUsage[]): Promise<void>;
+  committed(reports: readonly SourcedUsage[]): void;
+}
+
+/** A usage report and the acknowledged message it came with. */
+export interface SourcedUsage {
+  source: UsageSource;
+  usage: UsageReport;
 }
 
 /**

@@ -150,24 +150,36 @@ export class AgentChannel {
   }
 
   /**
-   * Acknowledges the plain ids in one transaction (as one HTTP acknowledge would); when that
-   * is refused, each on its own, to tell which failed. Ids with an output or usage go each on its own.
+   * Acknowledges the ids without an output (with their usage, if any) in one transaction, as one
+   * HTTP acknowledge would; when that is refused, each on its own, to tell which failed. Ids with
+   * an output go each on its own (an output is one per acknowledgement).
    */
   private async acknowledge(items: Array<string | AckWith>) {
-    const plain = items.filter((item): item is string => typeof item === 'string');
-    const withOutput = items.filter((item): item is AckWith => typeof item !== 'string');
-    const ackOne = (item: AckWith) => this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output, item.usage);
+    const asItem = (item: string | AckWith): AckWith => (typeof item === 'string' ? { message_id: item } : item);
+    const batched = items.map(asItem).filter((item) => item.output === undefined);
+    const withOutput = items.map(asItem).filter((item) => item.output !== undefined);
+    const ackOne = (item: AckWith) =>
+      this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output, item.usage && new Map([[item.message_id, item.usage]]));
     let singles = withOutput;
-    if (plain.length > 0) {
+    if (batched.length > 0) {
+      const usage = new Map(batched.flatMap((item) => (item.usage ? [[item.message_id, item.usage] as const] : [])));
       try {
-        await this.deps.inbox.acknowledge(this.caller, plain);
+        await this.deps.inbox.acknowledge(
+          this.caller,
+          batched.map((item) => item.message_id),
+          undefined,
+          usage,
+        );
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
-        singles = [...plain.map((message_id) => ({ message_id })), ...withOutput];
+        singles = [...batched, ...withOutput];
       }
     }
     const { done, failed } = await this.settleEach(singles, ackOne);
-    const acknowledged = [...(singles === withOutput ? plain : []), ...done.map((result) => result.acknowledged[0]!)];
+    const acknowledged = [
+      ...(singles === withOutput ? batched.map((item) => item.message_id) : []),
+      ...done.map((result) => result.acknowledged[0]!),
+    ];
     return { acknowledged, failed };
   }
 

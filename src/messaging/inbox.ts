@@ -350,7 +350,12 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker {
     this.wakeups.committed(agentIds);
   }
 
-  acknowledge(caller: Caller, ids: string[], output?: unknown, usage?: UsageReport): Promise<{ acknowledged: string[] }> {
+  acknowledge(
+    caller: Caller,
+    ids: string[],
+    output?: unknown,
+    usage?: ReadonlyMap<string, UsageReport>,
+  ): Promise<{ acknowledged: string[] }> {
     return this.leases.acknowledge(caller, ids, output, usage);
   }
 

@@ -109,12 +109,18 @@ export class Leases {
     });
   }
 
-  /** `usage` (with a single id): what the work consumed, recorded in the acknowledge's transaction. */
-  async acknowledge(caller: Caller, ids: string[], output?: unknown, usage?: UsageReport): Promise<{ acknowledged: string[] }> {
+  /** `usage`: what the work of some of the messages consumed (by id), recorded in the acknowledge's transaction. */
+  async acknowledge(
+    caller: Caller,
+    ids: string[],
+    output?: unknown,
+    usage?: ReadonlyMap<string, UsageReport>,
+  ): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
-    const recorder = usage === undefined ? null : this.usage;
-    if (usage !== undefined && (recorder === null || ids.length !== 1))
-      throw InvalidRequest.field('usage', 'is recorded with one message only');
+    const recorder = usage === undefined || usage.size === 0 ? null : this.usage;
+    if (recorder === null && usage !== undefined && usage.size > 0) throw InvalidRequest.field('usage', 'is not recorded by this server');
+    const reports = (rows: MessageRow[]) =>
+      rows.flatMap((row) => (usage?.has(row.id) ? [{ source: usageSource(row), usage: usage.get(row.id)! }] : []));
     const now = this.deps.clock.now();
     const startTime = spanClock();
     const rows = await this.store.inTransaction(async (tx) => {
@@ -132,11 +138,11 @@ export class Leases {
         throw new Conflict(`Message '${refused}' cannot be acknowledged now`);
       }
       const rows = ids.map((id) => byId.get(id)!);
-      if (recorder !== null) await recorder.record(tx, usageSource(rows[0]!), usage!);
+      if (recorder !== null) await recorder.record(tx, reports(rows));
       await this.deps.tracing.settling(rows, 'ack', () => this.deps.outcomes.emit(tx, rows, { status: 'acknowledged', output }), startTime);
       return rows;
     });
-    if (recorder !== null) recorder.committed(usageSource(rows[0]!), usage!);
+    if (recorder !== null) recorder.committed(reports(rows));
     this.deps.metrics.messagesSettled(
       'acked',
       rows.map((row) => row.event_name),

@@ -158,7 +158,7 @@ export function messagingRoutes(
         const result =
           'message_ids' in body
             ? await inbox.acknowledge(caller, body.message_ids)
-            : await inbox.acknowledge(caller, [body.message_id], body.output, body.usage);
+            : await inbox.acknowledge(caller, [body.message_id], body.output, body.usage && new Map([[body.message_id, body.usage]]));
         return ok(reply, result);
       },
     );

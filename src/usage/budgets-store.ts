@@ -47,17 +47,25 @@ export class BudgetsStore extends Store {
     return paginate(dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id'), window);
   }
 
-  /** Every budget a record of these keys counts against, locked (in id order, so concurrent acks do not deadlock). */
-  async lockMatching(tx: Tx, keys: ScopeKeys): Promise<BudgetRow[]> {
+  /** Every budget records of these keys count against, locked (in id order, so concurrent acks do not deadlock). */
+  async lockMatching(tx: Tx, keys: readonly ScopeKeys[]): Promise<BudgetRow[]> {
+    const values = (pick: (k: ScopeKeys) => string | null) => [...new Set(keys.flatMap((k) => pick(k) ?? []))];
+    const [agents, capabilities, plans] = [values((k) => k.agent_id), values((k) => k.capability), values((k) => k.plan_id)];
     const query = dbOf(tx, this.db)
       .selectFrom('budgets')
       .selectAll()
       .where((eb) =>
         eb.or([
           eb('scope_kind', '=', 'global'),
-          eb.and([eb('scope_kind', '=', 'agent'), eb('scope_value', '=', keys.agent_id)]),
-          ...(keys.capability === null ? [] : [eb.and([eb('scope_kind', '=', 'capability'), eb('scope_value', '=', keys.capability)])]),
-          ...(keys.plan_id === null ? [] : [eb.and([eb('scope_kind', '=', 'plan'), eb('scope_value', '=', keys.plan_id)])]),
+          ...(
+            [
+              ['agent', agents],
+              ['capability', capabilities],
+              ['plan', plans],
+            ] as const
+          )
+            .filter(([, list]) => list.length > 0)
+            .map(([kind, list]) => eb.and([eb('scope_kind', '=', kind), eb('scope_value', 'in', list)])),
         ]),
       )
       .orderBy('id');

@@ -39,6 +39,27 @@ export interface Spend {
   tokens: number;
 }
 
+/** What a usage record reports it spent. */
+interface Spent {
+  cost_usd: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** Whether a budget counts a record of these keys. */
+function covers(row: BudgetRow, keys: ScopeKeys): boolean {
+  switch (row.scope_kind) {
+    case 'global':
+      return true;
+    case 'agent':
+      return row.scope_value === keys.agent_id;
+    case 'capability':
+      return row.scope_value === keys.capability;
+    default:
+      return row.scope_value === keys.plan_id;
+  }
+}
+
 /** The larger of the budget's two consumptions, as a fraction of its limit (0 without limits). */
 function ratioOf(row: Pick<BudgetRow, 'limit_cost_usd' | 'limit_tokens'>, spent: Spend): number {
   const cost = row.limit_cost_usd === null ? 0 : spent.cost_usd / row.limit_cost_usd;
@@ -219,35 +240,45 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
     return budget;
   }
 
-  /** Counts a usage record against its budgets, in the record's transaction. */
-  async consume(tx: Tx, keys: ScopeKeys, spend: Spend): Promise<void> {
+  /** Counts usage records against their budgets, in order, in the records' transaction. */
+  async consume(tx: Tx, records: readonly (ScopeKeys & Spent)[]): Promise<void> {
+    if (records.length === 0) return;
     const now = this.deps.clock.now();
-    for (const stored of await this.deps.store.lockMatching(tx, keys)) {
-      const row = current(stored, now);
-      const spent = { cost_usd: row.spent_cost_usd + spend.cost_usd, tokens: row.spent_tokens + spend.tokens };
-      const next: BudgetRow = { ...row, spent_cost_usd: spent.cost_usd, spent_tokens: spent.tokens };
-      const ratio = ratioOf(row, spent);
-      const crossed =
-        !row.exceeded && ratio >= 1
-          ? 'budget.exceeded'
-          : !row.warned && row.warn_at !== null && ratio >= row.warn_at
-            ? 'budget.warning'
-            : null;
-      if (crossed !== null) next.warned = 1;
-      if (crossed === 'budget.exceeded') {
-        next.exceeded = 1;
-        if (row.action === 'pause') next.paused_until = periodAt(row.period as Period, row.time_zone, now).end;
+    const locked = await this.deps.store.lockMatching(tx, records);
+    const rows = new Map(locked.map((stored) => [stored.id, current(stored, now)]));
+    const crossings: { row: BudgetRow; type: 'budget.warning' | 'budget.exceeded' }[] = [];
+    for (const record of records) {
+      const spend = { cost_usd: record.cost_usd, tokens: record.input_tokens + record.output_tokens };
+      for (const stored of locked) {
+        if (!covers(stored, record)) continue;
+        const row = rows.get(stored.id)!;
+        const spent = { cost_usd: row.spent_cost_usd + spend.cost_usd, tokens: row.spent_tokens + spend.tokens };
+        const next: BudgetRow = { ...row, spent_cost_usd: spent.cost_usd, spent_tokens: spent.tokens };
+        const ratio = ratioOf(row, spent);
+        const crossed =
+          !row.exceeded && ratio >= 1
+            ? 'budget.exceeded'
+            : !row.warned && row.warn_at !== null && ratio >= row.warn_at
+              ? 'budget.warning'
+              : null;
+        if (crossed !== null) next.warned = 1;
+        if (crossed === 'budget.exceeded') {
+          next.exceeded = 1;
+          if (row.action === 'pause') next.paused_until = periodAt(row.period as Period, row.time_zone, now).end;
+        }
+        rows.set(stored.id, next);
+        if (crossed !== null) crossings.push({ row: next, type: crossed });
       }
-      await this.save(tx, stored, next);
-      if (crossed !== null) {
-        await this.deps.events.append(tx, {
-          type: crossed,
-          subject: row.id,
-          actor: SYSTEM_ACTOR,
-          data: { budget: toBudget(next, now), paused: next.paused_until !== null },
-          readers: this.readersOf(row),
-        });
-      }
+    }
+    for (const stored of locked) await this.save(tx, stored, rows.get(stored.id)!);
+    for (const { row, type } of crossings) {
+      await this.deps.events.append(tx, {
+        type,
+        subject: row.id,
+        actor: SYSTEM_ACTOR,
+        data: { budget: toBudget(row, now), paused: row.paused_until !== null },
+        readers: this.readersOf(row),
+      });
     }
   }
 

@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import type { RunUsage, UsageRecorder, UsageReport, UsageSource, UsageSum } from '../kernel/ports.js';
+import type { RunUsage, SourcedUsage, UsageRecorder, UsageReport, UsageSum } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetsService } from './budgets.js';
 import type { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';
@@ -22,6 +22,13 @@ interface Link {
   message_id: string | null;
   run_id: string | null;
   step_id: string | null;
+}
+
+/** A report to record: whose, what, and for which work. */
+interface Report {
+  agentId: string;
+  usage: UsageReport;
+  link: Link;
 }
 
 function toRecord(row: UsageRow): UsageRecord {
@@ -44,18 +51,23 @@ function hourOf(field: string, value: string | undefined, up: boolean): number |
 export class UsageService implements UsageRecorder, RunUsage {
   constructor(private readonly deps: UsageDeps) {}
 
-  /** Usage port: the acknowledged message's usage, in the acknowledge's transaction. */
-  async record(tx: Tx, source: UsageSource, usage: UsageReport): Promise<void> {
-    const step = source.origin?.kind === 'plan_step' ? parseAttemptRef(source.origin.ref) : null;
-    await this.insert(tx, source.agent_id, usage, {
-      message_id: source.message_id,
-      run_id: step?.runId ?? null,
-      step_id: step?.stepId ?? null,
-    });
+  /** Usage port: the acknowledged messages' usage, in the acknowledge's transaction. */
+  async record(tx: Tx, reports: readonly SourcedUsage[]): Promise<void> {
+    await this.insert(
+      tx,
+      reports.map(({ source, usage }) => {
+        const step = source.origin?.kind === 'plan_step' ? parseAttemptRef(source.origin.ref) : null;
+        return {
+          agentId: source.agent_id,
+          usage,
+          link: { message_id: source.message_id, run_id: step?.runId ?? null, step_id: step?.stepId ?? null },
+        };
+      }),
+    );
   }
 
-  committed(source: UsageSource, usage: UsageReport): void {
-    this.deps.metrics.usageRecorded({ agent_id: source.agent_id, ...usage });
+  committed(reports: readonly SourcedUsage[]): void {
+    for (const { source, usage } of reports) this.deps.metrics.usageRecorded({ agent_id: source.agent_id, ...usage });
   }
 
   /** Usage outside an acknowledgement; an agent records only its own. */
@@ -65,9 +77,10 @@ export class UsageService implements UsageRecorder, RunUsage {
       throw new Forbidden(`An agent records its own usage: agent_id must be '${principal.agentId}', not '${agent_id}'`);
     }
     if (step_id !== undefined && run_id === undefined) throw InvalidRequest.field('step_id', 'needs run_id');
-    const row = await this.deps.store.inTransaction((tx) =>
-      this.insert(tx, agent_id, usage, { message_id: null, run_id: run_id ?? null, step_id: step_id ?? null }, true),
+    const rows = await this.deps.store.inTransaction((tx) =>
+      this.insert(tx, [{ agentId: agent_id, usage, link: { message_id: null, run_id: run_id ?? null, step_id: step_id ?? null } }], true),
     );
+    const row = rows[0]!;
     this.deps.metrics.usageRecorded(row);
     return toRecord(row);
   }
@@ -104,25 +117,30 @@ export class UsageService implements UsageRecorder, RunUsage {
   }
 
   /** `requireRun`: a run named but not found is a 404 (a report on its own), not a record without its plan (a step's run deleted since). */
-  private async insert(tx: Tx, agentId: string, usage: UsageReport, link: Link, requireRun = false): Promise<UsageRow> {
-    const context = link.run_id === null ? undefined : await this.deps.store.runContext(tx, link.run_id, link.step_id);
-    if (requireRun && link.run_id !== null && context === undefined) throw new NotFound('Run', link.run_id);
-    const row: UsageRow = {
-      id: newId('usg', this.deps.clock.now()),
-      agent_id: agentId,
-      model: usage.model,
-      provider: usage.provider ?? null,
-      input_tokens: usage.input_tokens,
-      output_tokens: usage.output_tokens,
-      cached_tokens: usage.cached_tokens ?? 0,
-      cost_usd: usage.cost_usd ?? 0,
-      ...link,
-      plan_id: context?.plan_id ?? null,
-      capability: context?.capability ?? null,
-      recorded_at: this.deps.clock.now(),
-    };
-    await this.deps.store.insert(tx, row);
-    await this.deps.budgets.consume(tx, row, { cost_usd: row.cost_usd, tokens: row.input_tokens + row.output_tokens });
-    return row;
+  /** The records of `reports`, their rollup and their budgets, in `tx`. */
+  private async insert(tx: Tx, reports: readonly Report[], requireRun = false): Promise<UsageRow[]> {
+    const now = this.deps.clock.now();
+    const rows: UsageRow[] = [];
+    for (const { agentId, usage, link } of reports) {
+      const context = link.run_id === null ? undefined : await this.deps.store.runContext(tx, link.run_id, link.step_id);
+      if (requireRun && link.run_id !== null && context === undefined) throw new NotFound('Run', link.run_id);
+      rows.push({
+        id: newId('usg', now),
+        agent_id: agentId,
+        model: usage.model,
+        provider: usage.provider ?? null,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_tokens: usage.cached_tokens ?? 0,
+        cost_usd: usage.cost_usd ?? 0,
+        ...link,
+        plan_id: context?.plan_id ?? null,
+        capability: context?.capability ?? null,
+        recorded_at: now,
+      });
+    }
+    await this.deps.store.insert(tx, rows);
+    await this.deps.budgets.consume(tx, rows);
+    return rows;
   }
 }

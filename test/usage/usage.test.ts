@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { createAgent, Switchboard, withUsage } from '../../src/client/index.js';
 import { acknowledge, receiveOne } from '../helpers/agent.js';
 import type { Api } from '../helpers/api.js';
@@ -118,6 +119,45 @@ describeEachDialect('usage', (dialect) => {
       return found.length > 0 ? found : null;
     }, 10_000);
     expect(rows).toEqual([{ key: 'model-sdk', count: 1, input_tokens: 7, output_tokens: 3, cached_tokens: 0, cost_usd: 0.25 }]);
+  });
+
+  it('records the usage of a channel ack of several messages together, counted against budgets in order', async () => {
+    const agentId = unique('batch');
+    const agent = await server.agent(agentId);
+    const budget = await server.api.post('/api/v1/budgets', {
+      agent_id: agentId,
+      period: 'total',
+      limits: { cost_usd: 1 },
+      warn_at: 0.5,
+      action: 'warn',
+    });
+    expect(budget.status, budget.text).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: { i } })).status).toBe(
+        201,
+      );
+    const socket = new WebSocket(`${agent.baseUrl.replace(/^http/, 'ws')}/api/v1/messaging/channel?agent_id=${agentId}`, {
+      headers: { authorization: `Bearer ${agent.key}` },
+    });
+    stops.push(async () => socket.close());
+    const frames: any[] = [];
+    socket.on('message', (data) => frames.push(JSON.parse(String(data))));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    socket.send(JSON.stringify({ credit: 3 }));
+    const ids = await waitFor(() => {
+      const got = frames.filter((f) => f.message).map((f) => f.message.message_id as string);
+      return got.length === 3 ? got : null;
+    }, 10_000);
+    socket.send(JSON.stringify({ id: 1, ack: ids.map((message_id) => ({ message_id, usage: report('model-batch', 10, 5, 0.3) })) }));
+    const answer = await waitFor(() => frames.find((f) => f.id === 1), 10_000);
+    expect(answer.ok).toMatchObject({ acknowledged: ids });
+    expect(await totals(`group_by=model&agent_id=${agentId}`)).toEqual([
+      { key: 'model-batch', count: 3, input_tokens: 30, output_tokens: 15, cached_tokens: 0, cost_usd: expect.closeTo(0.9, 9) },
+    ]);
+    const spent = (await server.api.get(`/api/v1/budgets/${budget.body.data.id}`)).body.data;
+    expect(spent).toMatchObject({ state: 'warning', spent: { tokens: 45 } });
+    const warnings = (await server.api.get(`/api/v1/events?type=budget.warning&subject=${budget.body.data.id}`)).body.data;
+    expect(warnings).toHaveLength(1);
   });
 
   it('records usage on its own: an agent only as itself, a run it names must exist', async () => {

@@ -48,7 +48,8 @@ export function messagingTools({ inbox }: ToolServices): GroupTool[] {
       input: toolInput(AcknowledgeBody.anyOf[0]),
       output: Acknowledged,
       annotations: UPDATE,
-      run: ({ message_id, output, usage }, principal) => inbox.acknowledge(callerOf(principal), [message_id], output, usage),
+      run: ({ message_id, output, usage }, principal) =>
+        inbox.acknowledge(callerOf(principal), [message_id], output, usage && new Map([[message_id, usage]])),
     }),
   ];
 }
