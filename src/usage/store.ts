@@ -1,18 +1,16 @@
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { Store } from '../db/store.js';
 import { dbOf } from '../db/tx.js';
 import type { UsageSum } from '../kernel/ports.js';
 import type { Tx } from '../kernel/tx.js';
 import type { Grouping } from './schemas.js';
-import type { UsageHourlyTable, UsageRecordsTable } from './tables.js';
+import type { UsageRecordsTable } from './tables.js';
 
 export type UsageRow = Selectable<UsageRecordsTable>;
 
 /** The rollup's grain. */
 export const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-/** The rollup's key. */
-const ROLLUP_KEY = ['hour', 'agent_id', 'model', 'capability', 'plan_id'] as const;
 /** Rows per INSERT (well under either backend's bound on parameters). */
 const INSERT_CHUNK = 500;
 
@@ -64,51 +62,14 @@ export class UsageStore extends Store {
       .executeTakeFirst();
   }
 
-  /** Inserts the records and adds them to their hours' rows of the rollup (one row per key, summed first). */
+  /** Inserts the records (a trigger adds each to its hour's row of the rollup: migration 0058). */
   async insert(tx: Tx, rows: readonly UsageRow[]): Promise<void> {
-    if (rows.length === 0) return;
     const db = dbOf(tx, this.db);
-    const rollup = new Map<string, Insertable<UsageHourlyTable>>();
-    for (const row of rows) {
-      const key = {
-        hour: row.recorded_at - (row.recorded_at % HOUR_MS),
-        agent_id: row.agent_id,
-        model: row.model,
-        capability: row.capability ?? '',
-        plan_id: row.plan_id ?? '',
-      };
-      const id = JSON.stringify(Object.values(key));
-      const sum = rollup.get(id) ?? { ...key, count: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, cost_usd: 0 };
-      rollup.set(id, {
-        ...sum,
-        count: Number(sum.count) + 1,
-        input_tokens: Number(sum.input_tokens) + row.input_tokens,
-        output_tokens: Number(sum.output_tokens) + row.output_tokens,
-        cached_tokens: Number(sum.cached_tokens) + row.cached_tokens,
-        cost_usd: Number(sum.cost_usd) + row.cost_usd,
-      });
-    }
     for (let i = 0; i < rows.length; i += INSERT_CHUNK)
       await db
         .insertInto('usage_records')
         .values(rows.slice(i, i + INSERT_CHUNK))
         .execute();
-    const sums = [...rollup.values()];
-    for (let i = 0; i < sums.length; i += INSERT_CHUNK) {
-      await db
-        .insertInto('usage_hourly')
-        .values(sums.slice(i, i + INSERT_CHUNK))
-        .onConflict((oc) =>
-          oc.columns(ROLLUP_KEY).doUpdateSet((eb) => ({
-            count: eb('usage_hourly.count', '+', eb.ref('excluded.count')),
-            input_tokens: eb('usage_hourly.input_tokens', '+', eb.ref('excluded.input_tokens')),
-            output_tokens: eb('usage_hourly.output_tokens', '+', eb.ref('excluded.output_tokens')),
-            cached_tokens: eb('usage_hourly.cached_tokens', '+', eb.ref('excluded.cached_tokens')),
-            cost_usd: eb('usage_hourly.cost_usd', '+', eb.ref('excluded.cost_usd')),
-          })),
-        )
-        .execute();
-    }
   }
 
   /** A run's records summed by step ('' for none), on the (run_id, step_id) index. */
@@ -213,7 +174,7 @@ export class UsageStore extends Store {
       ])
       .where('hour', '>=', day)
       .where('hour', '<', day + DAY_MS)
-      .groupBy(ROLLUP_KEY.slice(1) as ['agent_id', 'model', 'capability', 'plan_id'])
+      .groupBy(['agent_id', 'model', 'capability', 'plan_id'])
       .execute();
     const removed = await db
       .deleteFrom('usage_hourly')

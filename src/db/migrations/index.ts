@@ -47,6 +47,7 @@ import * as budgets from './0047-budgets.js';
 import * as stepCheckpoints from './0048-step-checkpoints.js';
 import * as dropWorkerLeases from './0056-drop-worker-leases.js';
 import * as usageRollupGrain from './0057-usage-rollup-grain.js';
+import * as usageRollupTrigger from './0058-usage-rollup-trigger.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -104,4 +105,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0048-step-checkpoints': stepCheckpoints,
   '0056-drop-worker-leases': dropWorkerLeases,
   '0057-usage-rollup-grain': usageRollupGrain,
+  '0058-usage-rollup-trigger': usageRollupTrigger,
 };
