@@ -125,11 +125,12 @@ describeEachDialect('the console: people and roles', (dialect) => {
     const page = await browser.open();
     await signIn(page, server, '/console/settings/my-keys', operator);
     await page.getByRole('heading', { name: 'Your keys' }).waitFor({ timeout: WAIT_MS });
-    // An operator manages webhooks, notification channels, alert rules and their own keys, not others' keys or users.
+    // An operator manages webhooks, notification channels, alert rules, budgets and their own keys, not others' keys or users.
     expect(await page.getByRole('navigation', { name: 'Settings' }).getByRole('link').allTextContents()).toEqual([
       'Webhooks',
       'Notification channels',
       'Alert rules',
+      'Budgets',
       'Your keys',
     ]);
     await page.getByLabel('Name').fill('read-only laptop');

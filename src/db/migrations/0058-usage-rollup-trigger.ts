@@ -10,9 +10,9 @@ import type { DialectCapabilities } from '../capabilities.js';
  */
 export async function up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void> {
   const sums = `count, input_tokens, output_tokens, cached_tokens, cost_usd`;
-  const add = `count = h.count + excluded.count, input_tokens = h.input_tokens + excluded.input_tokens,
-    output_tokens = h.output_tokens + excluded.output_tokens, cached_tokens = h.cached_tokens + excluded.cached_tokens,
-    cost_usd = h.cost_usd + excluded.cost_usd`;
+  // SQLite refuses the table's alias in a trigger's upsert when it re-reads the schema (an ALTER TABLE): columns unqualified there.
+  const add = (table: string) =>
+    ['count', 'input_tokens', 'output_tokens', 'cached_tokens', 'cost_usd'].map((c) => `${c} = ${table}${c} + excluded.${c}`).join(', ');
   if (caps.kind === 'postgres') {
     await sql
       .raw(
@@ -21,7 +21,7 @@ export async function up(db: Kysely<unknown>, caps: DialectCapabilities): Promis
         select recorded_at - (recorded_at % 3600000), agent_id, model, coalesce(capability, ''), coalesce(plan_id, ''),
           count(*), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(cost_usd)
         from added group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
-        on conflict (hour, agent_id, model, capability, plan_id) do update set ${add};
+        on conflict (hour, agent_id, model, capability, plan_id) do update set ${add('h.')};
         return null; end $$`,
       )
       .execute(db);
@@ -36,10 +36,10 @@ export async function up(db: Kysely<unknown>, caps: DialectCapabilities): Promis
   await sql
     .raw(
       `create trigger usage_records_roll_up after insert on usage_records begin
-      insert into usage_hourly as h (hour, agent_id, model, capability, plan_id, ${sums})
+      insert into usage_hourly (hour, agent_id, model, capability, plan_id, ${sums})
       values (new.recorded_at - (new.recorded_at % 3600000), new.agent_id, new.model, coalesce(new.capability, ''), coalesce(new.plan_id, ''),
         1, new.input_tokens, new.output_tokens, new.cached_tokens, new.cost_usd)
-      on conflict (hour, agent_id, model, capability, plan_id) do update set ${add}; end`,
+      on conflict (hour, agent_id, model, capability, plan_id) do update set ${add('')}; end`,
     )
     .execute(db);
 }
