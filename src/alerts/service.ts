@@ -3,7 +3,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail, NotificationChannels } from '../kernel/ports.js';
 import { expandEventType, type ConditionReader } from './conditions.js';
 import { describe } from './evaluator.js';
@@ -122,7 +122,7 @@ export class AlertsService {
 
   async listRules(window: Page): Promise<Paged<Rule>> {
     const page = await this.deps.store.listRules(autocommit, window);
-    return { items: page.items.map(toRule), total: page.total };
+    return mapPage(page, toRule);
   }
 
   async getRule(id: string): Promise<Rule> {
@@ -174,7 +174,7 @@ export class AlertsService {
       },
       window,
     );
-    return { items: page.items.map(toAlert), total: page.total };
+    return mapPage(page, toAlert);
   }
 
   async getAlert(principal: Principal, id: string): Promise<Alert> {

@@ -1,5 +1,4 @@
 import type { Selectable, Updateable } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import { Store } from '../db/store.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -34,7 +33,7 @@ export class AlertsStore extends Store {
   }
 
   async listRules(tx: Tx, window: Page): Promise<Paged<RuleRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('alert_rules').selectAll().orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('alert_rules').selectAll().orderBy('id'), window);
   }
 
   /** The rules evaluated each pass: the enabled ones. */
@@ -100,7 +99,7 @@ export class AlertsStore extends Store {
     if (filter.state !== undefined) query = query.where('a.state', '=', filter.state);
     if (filter.ruleId !== undefined) query = query.where('a.rule_id', '=', filter.ruleId);
     if (filter.since !== undefined) query = query.where('a.fired_at', '>=', filter.since);
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   private withRule(tx: Tx) {

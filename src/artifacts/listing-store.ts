@@ -1,6 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql, type Expression, type ExpressionBuilder, type Selectable, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
@@ -45,9 +44,10 @@ export class ArtifactListingStore extends Store {
       }
     }
     const wanted = filter.metadata;
-    if (wanted === undefined) return paginate(query, window);
+    if (wanted === undefined) return this.paginate(tx, query, window);
     if (this.caps.kind === 'postgres') {
-      return paginate(
+      return this.paginate(
+        tx,
         query.where(sql<SqlBool>`${postgresJsonb(sql.ref('artifacts.metadata'))} @> ${JSON.stringify(wanted)}::jsonb`),
         window,
       );
@@ -63,7 +63,7 @@ export class ArtifactListingStore extends Store {
       .where((eb) => sharedWith(eb, viewer))
       .where('owner', '!=', viewer.agentId ?? '')
       .orderBy('id');
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 }
 

@@ -4,7 +4,7 @@ import { actingAgent, actsForPlatform, type Principal } from '../auth/index.js';
 import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound, PreconditionFailed } from '../kernel/errors.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AgentGroups, AuditTrail, EventLog } from '../kernel/ports.js';
 import { ArtifactAccess } from './access.js';
 import { ArtifactEvents } from './artifact-events.js';
@@ -172,7 +172,7 @@ export class ArtifactsService {
       ? { admin: true, agentId: principal.agentId, groups: [] }
       : { admin: false, agentId: principal.agentId, groups: await this.accessControl.groupsOf(principal.agentId) };
     const page = await this.store.listing.list(autocommit, viewer, filter, window);
-    return { items: page.items.map(toArtifact), total: page.total };
+    return mapPage(page, toArtifact);
   }
 
   /** Artifacts shared with the caller (or, for an admin, with the named agent), not its own. */
@@ -183,7 +183,7 @@ export class ArtifactsService {
       { admin: false, agentId: agent, groups: await this.accessControl.groupsOf(agent) },
       window,
     );
-    return { items: page.items.map(toArtifact), total: page.total };
+    return mapPage(page, toArtifact);
   }
 
   async versions(principal: Principal, id: string): Promise<ArtifactVersion[]> {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PageQuery, Timestamp } from '../http/schemas.js';
+import { CursorPageQuery, Timestamp } from '../http/schemas.js';
 
 /**
  * The audit domain's schemas, written once: they validate
@@ -66,7 +66,7 @@ export const ListAuditQuery = Type.Composite([
     after: Type.Optional(Type.Intersect([Timestamp], { description: 'Only entries at or after this time' })),
     before: Type.Optional(Type.Intersect([Timestamp], { description: 'Only entries before this time' })),
   }),
-  PageQuery,
+  CursorPageQuery,
 ]);
 export type ListAuditQuery = Static<typeof ListAuditQuery>;
 

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditedChange, AuditTrail } from '../kernel/ports.js';
 import { currentScope, type AuditActor, type RequestScope } from '../kernel/request-scope.js';
 import { entryHash, GENESIS_HASH } from './chain.js';
@@ -207,14 +207,14 @@ export class AuditService implements AuditTrail {
     };
   }
 
-  async list(query: Omit<ListAuditQuery, 'limit' | 'offset'>, window: Page): Promise<Paged<AuditEntry>> {
+  async list(query: Omit<ListAuditQuery, 'limit' | 'offset' | 'cursor'>, window: Page): Promise<Paged<AuditEntry>> {
     const { after, before, ...rest } = query;
     const page = await this.deps.store.list(
       autocommit,
       { ...rest, from: after === undefined ? undefined : Date.parse(after), to: before === undefined ? undefined : Date.parse(before) },
       window,
     );
-    return { items: page.items.map(entryOf), total: page.total };
+    return mapPage(page, entryOf);
   }
 
   /**

@@ -1,5 +1,4 @@
 import type { Insertable, Selectable } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { Store } from '../db/store.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
@@ -87,7 +86,7 @@ export class AuditStore extends Store {
     if (filter.outcome !== undefined) query = query.where('outcome', '=', filter.outcome);
     if (filter.from !== undefined) query = query.where('at', '>=', filter.from);
     if (filter.to !== undefined) query = query.where('at', '<', filter.to);
-    return paginate(query.orderBy('seq', 'desc'), window);
+    return this.paginate(tx, query, window, { keyset: [{ column: 'seq', direction: 'desc', type: 'number' }] });
   }
 
   /** Up to `limit` entries after position `afterSeq`, in chain order (verification pages with it). */

@@ -5,7 +5,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId, newSecret } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail, EventLog } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { CredentialEndings } from './credential-endings.js';
@@ -211,7 +211,7 @@ export class ApiKeys {
   async list(window: Page, options: { includeRevoked?: boolean; userId?: string } = {}, caller?: KeyCreator): Promise<Paged<ApiKey>> {
     const userId = caller ? this.ownKeysOnly(caller, options.userId) : (options.userId ?? null);
     const result = await this.store.listKeys(autocommit, window, { includeRevoked: options.includeRevoked ?? false, userId });
-    return { items: result.items.map(toApiKey), total: result.total };
+    return mapPage(result, toApiKey);
   }
 
   /** The user whose keys a caller lists: any (or `requested`) with keys:admin, else their own only (403 for another's). */

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import { paginate, paginateCompiled } from '../db/paginate.js';
+import { paginateCompiled } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -222,7 +222,7 @@ export class AuthStore extends Store {
   }
 
   async listUsers(tx: Tx, window: Page): Promise<Paged<UserRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('users').selectAll().orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('users').selectAll().orderBy('id'), window);
   }
 
   /** Changes the given columns; the row after the change, or undefined when there is no such user. */

@@ -2,7 +2,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail } from '../kernel/ports.js';
 import { hashPassword } from './passwords.js';
 import { missingFrom, ROLES, type Permission, type Role } from './permissions.js';
@@ -129,7 +129,7 @@ export class UsersService {
 
   async list(window: Page): Promise<Paged<User>> {
     const result = await this.deps.store.listUsers(autocommit, window);
-    return { items: result.items.map(toUser), total: result.total };
+    return mapPage(result, toUser);
   }
 
   async get(id: string): Promise<User> {

@@ -91,7 +91,7 @@ export class ClusterService implements NodeRegistry {
     const items = page.items.map((row) => this.toNode(row, now));
     const self = items.find((node) => node.id === this.nodeId);
     if (self) self.workers = this.deps.workers.statuses().map(workerEntry);
-    return { items, total: page.total };
+    return { ...page, items };
   }
 
   private toNode(row: NodeRow, now: number): ClusterNode {

@@ -1,5 +1,4 @@
 import type { Selectable } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import { Store } from '../db/store.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -48,7 +47,7 @@ export class ClusterStore extends Store {
 
   /** Nodes first started first. */
   async listNodes(tx: Tx, window: Page): Promise<Paged<NodeRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('cluster_nodes').selectAll().orderBy('started_at').orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('cluster_nodes').selectAll().orderBy('started_at').orderBy('id'), window);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden } from '../kernel/errors.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import { autocommit } from '../kernel/tx.js';
 import { parseNullableJson } from '../kernel/json.js';
 import type { AuditTrail } from '../kernel/ports.js';
@@ -80,7 +80,7 @@ export class HumanDecisionService {
   /** Every human step waiting for a person, across runs, oldest first (the approvals inbox). */
   async listPendingApprovals(window: Page): Promise<Paged<PendingApproval>> {
     const page = await this.deps.runs.listWaitingHumanSteps(autocommit, window);
-    return { items: page.items.map(toPendingApproval), total: page.total };
+    return mapPage(page, toPendingApproval);
   }
 
   /**

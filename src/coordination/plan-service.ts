@@ -161,7 +161,7 @@ export class PlanService {
         toPlan(plan, (await this.deps.plans.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at),
       ),
     );
-    return { items, total: page.total };
+    return { ...page, items };
   }
 
   /** Replaces a plan: a new version; runs already started keep the version they pinned. */

@@ -1,7 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf } from '../db/tx.js';
@@ -91,7 +90,7 @@ export class PlanStore extends CoordinationStore {
   }
 
   async listPlans(tx: Tx, window: Page): Promise<Paged<PlanRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('plans').selectAll().orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('plans').selectAll().orderBy('id'), window);
   }
 
   async deletePlan(tx: Tx, id: string): Promise<void> {

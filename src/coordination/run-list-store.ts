@@ -1,5 +1,4 @@
 import type { Insertable, Selectable } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -82,7 +81,7 @@ export abstract class RunListStore extends CoordinationStore {
   }
 
   async listRuns(tx: Tx, filter: RunFilter, window: Page): Promise<Paged<RunRow>> {
-    let query = dbOf(tx, this.db).selectFrom('runs').selectAll().orderBy('id', 'desc');
+    let query = dbOf(tx, this.db).selectFrom('runs').selectAll();
     if (filter.planId !== undefined) query = query.where('plan_id', '=', filter.planId);
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
     if (filter.startedAfter !== undefined) query = query.where('started_at', '>=', filter.startedAfter);
@@ -97,7 +96,7 @@ export abstract class RunListStore extends CoordinationStore {
         eb.selectFrom('run_metadata').select('run_id').where('key', '=', key).where('value', '=', value),
       );
     }
-    return paginate(query, window);
+    return this.paginate(tx, query, window, { keyset: [{ column: 'id', direction: 'desc', type: 'string' }] });
   }
 
   /**
@@ -116,11 +115,11 @@ export abstract class RunListStore extends CoordinationStore {
       .orderBy('s.step_id');
     if (of.runId !== undefined) query = query.where('s.run_id', '=', of.runId);
     if (of.stepId !== undefined) query = query.where('s.step_id', '=', of.stepId);
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   async listEvents(tx: Tx, runId: string, window: Page): Promise<Paged<RunEventRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('seq'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('seq'), window);
   }
 
   /** Durations (ms) of the latest completed agent steps of each capability, up to `sample` each. */

@@ -2,7 +2,7 @@ import { assertMayChange } from '../auth/ownership.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { NotFound } from '../kernel/errors.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail, PublishedEvent, RunUsage, UsageSum } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { topicMatches } from '../kernel/topics.js';
@@ -234,7 +234,7 @@ export class RunService {
       await this.store.checkpointsOfRuns(autocommit, ids),
     ];
     const items = page.items.map((run) => toRun(run, steps.get(run.id)!, labels.get(run.id)!, checkpoints.get(run.id)));
-    return { items, total: page.total };
+    return { ...page, items };
   }
 
   /** 404 unknown; 403 unless `caller` started the run (its parent run, for a sub-plan's) or acts for the platform. */
@@ -265,7 +265,7 @@ export class RunService {
   async events(runId: string, window: Page): Promise<Paged<RunEvent>> {
     if (!(await this.store.findRun(autocommit, runId))) throw new NotFound('Run', runId);
     const page = await this.store.listEvents(autocommit, runId, window);
-    return { items: page.items.map(toEvent), total: page.total };
+    return mapPage(page, toEvent);
   }
 
   // Engine plumbing

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
+import { CursorPageQuery, JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 import { USERNAME_PATTERN } from '../auth/schemas.js';
 import { RunPriority } from './plan-schemas.js';
 
@@ -176,7 +176,7 @@ export const RunLogsQuery = Type.Composite([
 ]);
 
 export const ListRunsQuery = Type.Composite([
-  PageQuery,
+  CursorPageQuery,
   Type.Object({
     plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' })),
     status: Type.Optional(RunStatus),

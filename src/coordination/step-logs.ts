@@ -1,6 +1,6 @@
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { EventLog } from '../kernel/ports.js';
 import { autocommit } from '../kernel/tx.js';
 import type { Caller } from './caller.js';
@@ -63,6 +63,6 @@ export class StepLogService {
     const { store } = this.deps;
     const page = await store.logsOf(autocommit, runId, stepId, window);
     if (page.total === 0 && !(await store.runExists(autocommit, runId))) throw new NotFound('Run', runId);
-    return { items: page.items.map(toLine), total: page.total };
+    return mapPage(page, toLine);
   }
 }

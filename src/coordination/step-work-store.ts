@@ -1,7 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Tx } from '../kernel/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
-import { paginate } from '../db/paginate.js';
 import { dbOf } from '../db/tx.js';
 import { CoordinationStore } from './coordination-store.js';
 import type { RunStepCheckpointsTable, RunStepLogsTable } from './tables.js';
@@ -69,6 +68,6 @@ export class StepWorkStore extends CoordinationStore {
   async logsOf(tx: Tx, runId: string, stepId: string | undefined, window: Page): Promise<Paged<StepLogRow>> {
     let query = dbOf(tx, this.db).selectFrom('run_step_logs').where('run_id', '=', runId);
     if (stepId !== undefined) query = query.where('step_id', '=', stepId);
-    return paginate(query.selectAll().orderBy('seq'), window);
+    return this.paginate(tx, query.selectAll().orderBy('seq'), window);
   }
 }

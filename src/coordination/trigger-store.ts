@@ -3,7 +3,6 @@ import type { DialectCapabilities } from '../db/capabilities.js';
 import { nextDue } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
-import { paginate } from '../db/paginate.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -72,10 +71,10 @@ export class TriggerStore extends CoordinationStore {
   async listTriggers(tx: Tx, planId: string | undefined, window: Page): Promise<Paged<TriggerView>> {
     let query = this.triggerView(dbOf(tx, this.db)).orderBy('plan_triggers.id');
     if (planId !== undefined) query = query.where('plan_triggers.plan_id', '=', planId);
-    const page = await paginate(query, window);
+    const page = await this.paginate(tx, query, window);
     return {
+      ...page,
       items: page.items.map((row) => ({ ...row, last_fired_at: row.last_fired_at === null ? null : Number(row.last_fired_at) })),
-      total: page.total,
     };
   }
 
@@ -181,7 +180,8 @@ export class TriggerStore extends CoordinationStore {
   }
 
   async listFires(tx: Tx, triggerId: string, window: Page): Promise<Paged<FireRow>> {
-    return paginate(
+    return this.paginate(
+      tx,
       dbOf(tx, this.db).selectFrom('trigger_fires').selectAll().where('trigger_id', '=', triggerId).orderBy('id', 'desc'),
       window,
     );

@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail } from '../kernel/ports.js';
 import { COORDINATION_CHANGED } from './engine.js';
 import type { PlanStore } from './plan-store.js';
@@ -150,7 +150,7 @@ export class TriggersService {
   async list(planId: string | undefined, window: Page): Promise<Paged<Trigger>> {
     const resolved = planId === undefined ? undefined : ((await this.deps.plans.findPlan(autocommit, planId))?.id ?? planId);
     const page = await this.store.listTriggers(autocommit, resolved, window);
-    return { items: page.items.map(toTrigger), total: page.total };
+    return mapPage(page, toTrigger);
   }
 
   /** The trigger `changer` is about to change: 404 unknown, 403 unless it created it or acts for the platform. */
@@ -205,6 +205,6 @@ export class TriggersService {
   async fires(id: string, window: Page): Promise<Paged<Fire>> {
     await this.row(autocommit, id);
     const page = await this.store.listFires(autocommit, id, window);
-    return { items: page.items.map(toFire), total: page.total };
+    return mapPage(page, toFire);
   }
 }

@@ -52,6 +52,8 @@ export interface DialectCapabilities {
   claim<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /** A query whose rows stay locked to this transaction (`FOR UPDATE`); unchanged on SQLite. */
   lock<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /** How many rows the planner expects `query` to return (PostgreSQL); null where there is no planner estimate (SQLite). */
+  estimatedRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): Promise<number | null>;
 }
 
 /** The time of a `min(…) as next` lookup of due work, or null when nothing is due. */
@@ -82,6 +84,7 @@ export const sqliteCapabilities: DialectCapabilities = {
     sql<SqlBool>`exists (select 1 from json_each(${sql.ref(column)}) where value in (select value from json_each(${JSON.stringify(values)})))`,
   claim: (query) => query,
   lock: (query) => query,
+  estimatedRows: async () => null,
 };
 
 export const postgresCapabilities: DialectCapabilities = {
@@ -100,6 +103,10 @@ export const postgresCapabilities: DialectCapabilities = {
   jsonArrayHoldsAny: (column, values) => sql<SqlBool>`(${sql.ref(column)}::jsonb ?| ${values}::text[])`,
   claim: (query) => query.forUpdate().skipLocked(),
   lock: (query) => query.forUpdate(),
+  estimatedRows: async (query) => {
+    const [row] = await query.explain<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>('json');
+    return row?.['QUERY PLAN'][0].Plan['Plan Rows'] ?? null;
+  },
 };
 
 /** `now` in the stored format, for SQL-side defaults and comparisons in raw fragments. */

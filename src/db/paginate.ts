@@ -1,7 +1,24 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type QueryExecutorProvider, type SelectQueryBuilder } from 'kysely';
+import type { DialectCapabilities } from './capabilities.js';
 import type { Db } from './database.js';
 import type { Statements } from './statements.js';
+import { cursorOf, pastKeys, valuesOf, type Keyset } from './keyset.js';
+import { InvalidRequest } from '../kernel/errors.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+
+/**
+ * Up to how many rows a list's total is counted exactly. Past it the count stops (its cost
+ * stays that of this many rows however long the list grows) and the total is an estimate:
+ * PostgreSQL's planner's, or on SQLite, which has none, the count so far (a lower bound).
+ */
+export const EXACT_TOTAL_BOUND = 10_000;
+
+export interface PageOptions {
+  /** Counts the list (default: the query's rows, up to the bound); a GROUP BY query counts its groups. */
+  count?: () => Promise<number>;
+  /** The list's order, when it pages by keyset cursor too; the query must not order itself. */
+  keyset?: Keyset;
+}
 
 /**
  * One page of a list query and the total, as two queries: the page walks an index in the
@@ -13,22 +30,39 @@ import type { Page, Paged } from '../kernel/pagination.js';
  * one-row `auth/keys?limit=1` page on SQLite, 0.95 against 0.45 ms for a 333-match task page
  * among 100,000 (measured).
  *
- * `query` carries its selection and order. `count` defaults to the same query counting its
- * rows; a GROUP BY query passes one that counts its groups.
+ * With a keyset, the page starts after `window.cursor` (the previous page's last row) and
+ * says where the next one starts: deep pages cost what the first does, where an offset walks
+ * past every row before it.
  */
 export async function paginate<DB, TB extends keyof DB, O>(
+  caps: DialectCapabilities,
+  executor: QueryExecutorProvider,
   query: SelectQueryBuilder<DB, TB, O>,
   window: Page,
-  count: () => Promise<number> = async () => countOf(await countRows(query).executeTakeFirst()),
+  options: PageOptions = {},
 ): Promise<Paged<O>> {
-  return pageOf(
-    await query
-      .limit(window.limit + 1)
-      .offset(window.offset)
-      .execute(),
-    window,
-    count,
-  );
+  const { keyset } = options;
+  let pageQuery = query;
+  if (keyset !== undefined) {
+    for (const { column, direction } of keyset) pageQuery = pageQuery.orderBy(sql.ref(column), direction);
+    if (window.cursor !== undefined) {
+      if (window.offset > 0) throw InvalidRequest.field('offset', 'give either offset or cursor, not both');
+      const values = valuesOf(keyset, window.cursor);
+      pageQuery = pageQuery.where((eb) => pastKeys(eb, keyset, values));
+    }
+  } else if (window.cursor !== undefined) {
+    throw InvalidRequest.field('cursor', 'this list pages by offset only');
+  }
+  const items = await pageQuery
+    .limit(window.limit + 1)
+    .offset(window.offset)
+    .execute();
+  const more = items.length > window.limit;
+  const paged = await pageOf(items, window, options.count ?? (() => boundedCount(caps, executor, query)));
+  if (keyset !== undefined && more) {
+    paged.nextCursor = cursorOf(keyset, paged.items[paged.items.length - 1] as Record<string, unknown>);
+  }
+  return paged;
 }
 
 /**
@@ -49,13 +83,41 @@ export async function paginateCompiled<DB, TB extends keyof DB, O, V extends Rec
   return pageOf((await db.executeQuery(page)).rows, window, async () => countOf((await db.executeQuery(count)).rows[0]));
 }
 
-async function pageOf<O>(items: O[], window: Page, count: () => Promise<number>): Promise<Paged<O>> {
-  // A page without the extra row ends the list; an empty first page is an empty list.
-  if (items.length <= window.limit && (items.length > 0 || window.offset === 0)) {
+/** A total: exact up to the bound, else an estimate no lower than what was counted. */
+export interface Total {
+  total: number;
+  estimated?: true;
+}
+
+async function pageOf<O>(items: O[], window: Page, count: () => Promise<number | Total>): Promise<Paged<O>> {
+  // A page without the extra row ends the list; an empty first page is an empty list. After
+  // a cursor the rows before it are not counted here, so only the count can tell.
+  const first = window.cursor === undefined;
+  if (first && items.length <= window.limit && (items.length > 0 || window.offset === 0)) {
     return { items, total: window.offset + items.length };
   }
   if (items.length > window.limit) items.pop();
-  return { items, total: await count() };
+  const counted = await count();
+  if (typeof counted === 'number') return { items, total: counted };
+  // An estimate below what this page shows to exist would contradict it.
+  const seen = window.offset + items.length + 1;
+  return counted.estimated ? { items, total: Math.max(counted.total, seen), totalEstimated: true } : { items, total: counted.total };
+}
+
+async function boundedCount<DB, TB extends keyof DB, O>(
+  caps: DialectCapabilities,
+  executor: QueryExecutorProvider,
+  query: SelectQueryBuilder<DB, TB, O>,
+): Promise<Total> {
+  const bounded = query
+    .clearSelect()
+    .clearOrderBy()
+    .select(sql.lit(1).as('one'))
+    .limit(EXACT_TOTAL_BOUND + 1);
+  const { rows } = await sql<{ n: number | string }>`select count(*) as n from (${bounded}) as bounded`.execute(executor);
+  const counted = countOf(rows[0]);
+  if (counted <= EXACT_TOTAL_BOUND) return { total: counted };
+  return { total: Math.max(counted, (await caps.estimatedRows(query)) ?? 0), estimated: true };
 }
 
 function countRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>) {

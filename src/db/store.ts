@@ -1,7 +1,10 @@
 import type { DialectCapabilities } from './capabilities.js';
 import type { Db } from './database.js';
 import type { Transactor, Tx } from '../kernel/tx.js';
-import { inTransaction } from './tx.js';
+import type { SelectQueryBuilder } from 'kysely';
+import type { Page, Paged } from '../kernel/pagination.js';
+import { paginate, type PageOptions } from './paginate.js';
+import { dbOf, inTransaction } from './tx.js';
 
 /**
  * What every domain's store starts from: the database handle and its dialect's capabilities,
@@ -15,6 +18,16 @@ export abstract class Store implements Transactor {
 
   inTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     return inTransaction(this.db, work);
+  }
+
+  /** One page of `query` and the list's total, in `tx` (see db/paginate.ts). */
+  protected paginate<DB, TB extends keyof DB, O>(
+    tx: Tx,
+    query: SelectQueryBuilder<DB, TB, O>,
+    window: Page,
+    options?: PageOptions,
+  ): Promise<Paged<O>> {
+    return paginate(this.caps, dbOf(tx, this.db), query, window, options);
   }
 
   /** Whether `err` is this dialect's unique violation (an insert that raced another). */

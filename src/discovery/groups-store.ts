@@ -1,11 +1,9 @@
 import { type AliasableExpression, type ExpressionBuilder, type Selectable, type SelectQueryBuilder } from 'kysely';
-import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { paginate } from '../db/paginate.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { DiscoveryCapabilitiesTable } from './tables.js';
 
 type CapabilityRow = Selectable<DiscoveryCapabilitiesTable>;
@@ -29,9 +27,9 @@ export class GroupsStore extends Store {
       ])
       .groupBy('group_name')
       .orderBy('group_name');
-    const page = await this.pageOfGroups(db, query, window, (eb) => eb.fn.count<number>('group_name').distinct());
+    const page = await this.pageOfGroups(tx, query, window, (eb) => eb.fn.count<number>('group_name').distinct());
     return {
-      total: page.total,
+      ...page,
       items: page.items.map((g) => ({ name: g.name, agent_count: Number(g.agent_count), capability_count: Number(g.capability_count) })),
     };
   }
@@ -45,22 +43,26 @@ export class GroupsStore extends Store {
       .where('group_name', '=', group)
       .groupBy('agent_id')
       .orderBy('agent_id');
-    const page = await this.pageOfGroups(db, query, window, (eb) => eb.fn.count<number>('agent_id').distinct(), group);
-    return { items: page.items.map((r) => r.agent_id), total: page.total };
+    const page = await this.pageOfGroups(tx, query, window, (eb) => eb.fn.count<number>('agent_id').distinct(), group);
+    return mapPage(page, (r) => r.agent_id);
   }
 
   /** paginate() for a GROUP BY query: the total counts `distinct` groups, not rows. */
   private async pageOfGroups<O>(
-    db: Db,
+    tx: Tx,
     query: SelectQueryBuilder<Database, 'discovery_capability_groups', O>,
     window: Page,
     distinct: (eb: ExpressionBuilder<Database, 'discovery_capability_groups'>) => AliasableExpression<number>,
     group?: string,
   ): Promise<Paged<O>> {
-    return paginate(query, window, async () => {
-      let count = db.selectFrom('discovery_capability_groups').select((eb) => distinct(eb).as('n'));
-      if (group !== undefined) count = count.where('group_name', '=', group);
-      return Number((await count.executeTakeFirst())?.n ?? 0);
+    return this.paginate(tx, query, window, {
+      count: async () => {
+        let count = dbOf(tx, this.db)
+          .selectFrom('discovery_capability_groups')
+          .select((eb) => distinct(eb).as('n'));
+        if (group !== undefined) count = count.where('group_name', '=', group);
+        return Number((await count.executeTakeFirst())?.n ?? 0);
+      },
     });
   }
 

@@ -5,7 +5,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import {
   SYSTEM_ACTOR,
   type AgentDirectory,
@@ -168,7 +168,7 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
       { ...capabilityFilter(query.capability), agentId: query.agent_id, group: query.group },
       window,
     );
-    return { items: page.items.map(toCapability), total: page.total };
+    return mapPage(page, toCapability);
   }
 
   async getCapability(id: string): Promise<Capability> {
@@ -433,7 +433,7 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
         last_heartbeat: iso(beat?.last_heartbeat_at ?? null),
       };
     });
-    return { items, total: page.total };
+    return { ...page, items };
   }
 
   // ---- search (CapabilitySearch) ----

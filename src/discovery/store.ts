@@ -2,7 +2,6 @@ import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Sel
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { paginate } from '../db/paginate.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
@@ -145,7 +144,7 @@ export class DiscoveryStore extends Store {
       .selectAll('discovery_capabilities')
       .orderBy('discovery_capabilities.id');
     query = this.applyFilter(query, filter);
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   /**

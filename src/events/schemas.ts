@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { JsonObject, PageQuery, Timestamp } from '../http/schemas.js';
+import { CursorPageQuery, JsonObject, Timestamp } from '../http/schemas.js';
 
 /**
  * The events domain's schemas, written once: they validate requests, type the
@@ -34,7 +34,7 @@ export type Event = Static<typeof Event>;
 
 export const ListEventsQuery = Type.Composite([
   Type.Object({ type: Type.Optional(TypePatterns), subject: Type.Optional(Subject), after: Type.Optional(After) }),
-  PageQuery,
+  CursorPageQuery,
 ]);
 export type ListEventsQuery = Static<typeof ListEventsQuery>;
 

@@ -3,7 +3,7 @@ import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { AppError, InvalidRequest } from '../kernel/errors.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import { EVENT_TYPES, type AgentGroups } from '../kernel/ports.js';
 import { topicMatches, topicProblem } from '../kernel/topics.js';
 import { EVENT_ID_PATTERN, type Event } from './schemas.js';
@@ -84,7 +84,7 @@ export class EventsService {
 
   async list(principal: Principal, query: EventQuery, window: Page): Promise<Paged<Event>> {
     const page = await this.deps.store.list(autocommit, await this.filterFor(principal, query, query.after), window);
-    return { items: page.items.map(toEvent), total: page.total };
+    return mapPage(page, toEvent);
   }
 
   /**

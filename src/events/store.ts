@@ -2,7 +2,6 @@ import { sql, type Insertable, type Selectable, type SqlBool } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import { paginate } from '../db/paginate.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
@@ -60,7 +59,9 @@ export class EventsStore extends Store {
   }
 
   async list(tx: Tx, filter: EventFilter, window: Page): Promise<Paged<EventRow>> {
-    return paginate(this.filtered(tx, filter).selectAll().orderBy('seq'), window);
+    return this.paginate(tx, this.filtered(tx, filter).selectAll(), window, {
+      keyset: [{ column: 'seq', direction: 'asc', type: 'number' }],
+    });
   }
 
   /** Up to `limit` events after `filter.afterSeq`, oldest first. */

@@ -78,7 +78,7 @@ export const SCHEMAS = asValidated({
   'messaging.acknowledge': { body: Messaging.AcknowledgeBody, data: Messaging.Acknowledged },
   'messaging.reject': { body: Messaging.RejectBody, data: Messaging.Rejected },
   'messaging.extend': { body: Messaging.ExtendBody, data: Messaging.LeaseExtended },
-  'messaging.listDeadLetters': { query: Messaging.AgentQuery, data: list(Messaging.DeadLetter) },
+  'messaging.listDeadLetters': { query: Messaging.DeadLettersQuery, data: list(Messaging.DeadLetter) },
   'messaging.redriveDeadLetter': { body: ReasonBody, optionalBody: true, data: Messaging.Message },
   'messaging.listInboxes': { query: Messaging.AgentQuery, data: list(Messaging.Inbox) },
   'messaging.listInboxMessages': { query: Messaging.InboxMessagesQuery, data: list(Messaging.InboxMessage) },

@@ -26,7 +26,14 @@ export function deleted(reply: FastifyReply, id: string) {
 export function list<T>(reply: FastifyReply, result: Paged<T>, window: Page) {
   return reply.code(200).send({
     data: result.items,
-    meta: { request_id: reply.request.id, total: result.total, limit: window.limit, offset: window.offset },
+    meta: {
+      request_id: reply.request.id,
+      total: result.total,
+      limit: window.limit,
+      offset: window.offset,
+      ...(result.totalEstimated === true && { total_estimated: true }),
+      ...(result.nextCursor !== undefined && { next_cursor: result.nextCursor }),
+    },
   });
 }
 

@@ -13,9 +13,18 @@ export const JsonObject = Type.Record(Type.String(), Type.Unknown(), { descripti
 export const Meta = Type.Object({ request_id: Type.String() });
 export const ListMeta = Type.Object({
   request_id: Type.String(),
-  total: Type.Integer(),
+  total: Type.Integer({ description: 'How many items the list holds: exact up to 10,000, past that an estimate (see total_estimated)' }),
   limit: Type.Integer(),
   offset: Type.Integer(),
+  total_estimated: Type.Optional(
+    Type.Literal(true, {
+      description:
+        "Present when total is an estimate: PostgreSQL's planner's, or on SQLite a lower bound (the list holds at least that many)",
+    }),
+  ),
+  next_cursor: Type.Optional(
+    Type.String({ description: 'Lists that page by cursor: pass it as `cursor` for the page after this one; absent on the last page' }),
+  ),
 });
 
 export const DataEnvelope = <T extends TSchema>(data: T) => Type.Object({ data, meta: Meta });
@@ -45,8 +54,26 @@ export const PageQuery = Type.Object({
 });
 export type PageQuery = Static<typeof PageQuery>;
 
-export function page(query: { limit?: number; offset?: number }): Page {
-  return { limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 };
+/** PageQuery for lists that page by keyset cursor as well as by offset. */
+export const CursorPageQuery = Type.Composite([
+  PageQuery,
+  Type.Object({
+    cursor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        pattern: '^[A-Za-z0-9_-]+$',
+        description:
+          'The page after the one whose meta.next_cursor this is (instead of offset): as fast at the millionth row as at the first',
+      }),
+    ),
+  }),
+]);
+
+export function page(query: { limit?: number; offset?: number; cursor?: string }): Page {
+  const window: Page = { limit: query.limit ?? DEFAULT_PAGE_SIZE, offset: query.offset ?? 0 };
+  if (query.cursor !== undefined) window.cursor = query.cursor;
+  return window;
 }
 
 /** Why an operator acted (approve, input, cancel, key revoke, routine pause/trigger): stored on the event it causes. */

@@ -91,7 +91,7 @@ export class InboxViews {
       const empty = { destination: agent, pending: 0, leased: 0, dead: 0, oldest_pending_at: null };
       return { total: 1, items: window.offset === 0 ? [summary(empty, now)] : [] };
     }
-    return { total: page.total, items: page.items.map((counts) => summary(counts, now)) };
+    return { ...page, items: page.items.map((counts) => summary(counts, now)) };
   }
 
   /** Every inbox holding messages, deepest first (the inbox gauges of /metrics; at most MAX_METRIC_INBOXES). */
@@ -112,7 +112,7 @@ export class InboxViews {
     const leased = state === 'leased';
     const page = await this.store.inboxMessages(autocommit, agentId, leased, this.deps.clock.now(), window);
     return {
-      total: page.total,
+      ...page,
       items: page.items.map((row) => ({
         ...toMessage(row),
         visible_at: iso(row.visible_at),
@@ -133,7 +133,7 @@ export class InboxViews {
       page.items.map((r) => r.id),
     );
     return {
-      total: page.total,
+      ...page,
       items: page.items.map((row) => ({
         ...toMessage(row),
         reason: row.dead_reason,

@@ -7,6 +7,7 @@ import {
   AcknowledgeBody,
   Acknowledged,
   AgentQuery,
+  DeadLettersQuery,
   DeadLetter,
   ExtendBody,
   Inbox,
@@ -204,7 +205,7 @@ export function messagingRoutes(
         schema: {
           tags,
           summary: 'Dead-lettered messages with every delivery attempt',
-          querystring: AgentQuery,
+          querystring: DeadLettersQuery,
           response: { 200: ListEnvelope(DeadLetter) },
         },
       },

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AgentId, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { AgentId, CursorPageQuery, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
 import { UsageReport } from '../usage/index.js';
 
 const EventName = Type.String({ minLength: 1, maxLength: 255, description: 'Name of the message event, e.g. task.review' });
@@ -187,6 +187,7 @@ export const DeadLetter = Type.Composite(
 );
 
 export const AgentQuery = Type.Composite([PageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);
+export const DeadLettersQuery = Type.Composite([CursorPageQuery, Type.Object({ agent_id: Type.Optional(AgentId) })]);
 
 export const Inbox = Type.Object(
   {
@@ -203,7 +204,7 @@ export const Inbox = Type.Object(
 export const InboxState = Type.Union([Type.Literal('pending'), Type.Literal('leased')], {
   description: 'pending: waiting to be received (default); leased: received, not yet settled',
 });
-export const InboxMessagesQuery = Type.Composite([PageQuery, Type.Object({ state: Type.Optional(InboxState) })]);
+export const InboxMessagesQuery = Type.Composite([CursorPageQuery, Type.Object({ state: Type.Optional(InboxState) })]);
 
 export const InboxMessage = Type.Composite(
   [

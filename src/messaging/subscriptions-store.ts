@@ -1,4 +1,3 @@
-import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import { Store } from '../db/store.js';
 import { dbOf } from '../db/tx.js';
@@ -38,7 +37,7 @@ export class SubscriptionsStore extends Store {
   async listSubscriptions(tx: Tx, agentId: string | undefined, window: Page): Promise<Paged<SubscriptionRow>> {
     let query = dbOf(tx, this.db).selectFrom('messaging_subscriptions').selectAll().orderBy('id');
     if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   async deleteSubscription(tx: Tx, id: string): Promise<void> {

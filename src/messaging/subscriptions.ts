@@ -3,7 +3,7 @@ import { autocommit } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { OutgoingMessage, PublishedEvent, PublishListener } from '../kernel/ports.js';
 import type { InboxService } from './inbox.js';
 import { checkReceiver, type Caller } from './messages.js';
@@ -61,7 +61,7 @@ export class SubscriptionsService {
     const agent = agentId ?? (caller.admin ? undefined : caller.agentId!);
     if (agent !== undefined) checkReceiver(caller, agent);
     const page = await this.store.listSubscriptions(autocommit, agent, window);
-    return { items: page.items.map(toSubscription), total: page.total };
+    return mapPage(page, toSubscription);
   }
 
   async unsubscribe(caller: Caller, id: string): Promise<void> {

@@ -1,4 +1,3 @@
-import { paginate } from '../db/paginate.js';
 import { Store } from '../db/store.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -9,7 +8,7 @@ import type { MessageRow, SessionRow, ThreadRow } from './store.js';
 export class ThreadsStore extends Store {
   async threadMessages(tx: Tx, threadId: string, window: Page): Promise<Paged<MessageRow>> {
     const query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('thread_id', '=', threadId).orderBy('seq');
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   async insertSession(tx: Tx, row: SessionRow): Promise<void> {
@@ -21,7 +20,7 @@ export class ThreadsStore extends Store {
   }
 
   async listSessions(tx: Tx, window: Page): Promise<Paged<SessionRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('messaging_sessions').selectAll().orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('messaging_sessions').selectAll().orderBy('id'), window);
   }
 
   async insertThread(tx: Tx, row: ThreadRow): Promise<void> {

@@ -2,7 +2,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import { toMessage, type Caller, type Message } from './messages.js';
 import type { SessionRow, ThreadRow } from './store.js';
 import type { ThreadsStore } from './threads-store.js';
@@ -82,7 +82,7 @@ export class ThreadsService {
 
   async listSessions(window: Page): Promise<Paged<Session>> {
     const page = await this.store.listSessions(autocommit, window);
-    return { items: page.items.map(toSession), total: page.total };
+    return mapPage(page, toSession);
   }
 
   async createThread(
@@ -125,7 +125,7 @@ export class ThreadsService {
   async threadMessages(caller: Caller, id: string, window: Page): Promise<Paged<Message>> {
     await this.readableThread(caller, id);
     const page = await this.store.threadMessages(autocommit, id, window);
-    return { items: page.items.map(toMessage), total: page.total };
+    return mapPage(page, toMessage);
   }
 
   /** Thread rules, inside the send's transaction: participants only; in turn mode, round robin in list order. */

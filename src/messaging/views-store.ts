@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import { Store } from '../db/store.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -25,9 +24,15 @@ export interface InboxCounts {
  */
 export class InboxViewsStore extends Store {
   async listDeadLetters(tx: Tx, destination: string | undefined, window: Page): Promise<Paged<MessageRow>> {
-    let query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('state', '=', 'dead').orderBy('seq', 'desc');
+    let query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('state', '=', 'dead');
     if (destination !== undefined) query = query.where('destination', '=', destination);
-    return paginate(query, window);
+    // Newest first in the order of messages_retention (state, created_at), so a page stops after its rows.
+    return this.paginate(tx, query, window, {
+      keyset: [
+        { column: 'created_at', direction: 'desc', type: 'number' },
+        { column: 'seq', direction: 'desc', type: 'number' },
+      ],
+    });
   }
 
   /**
@@ -41,9 +46,11 @@ export class InboxViewsStore extends Store {
     let counters = db.selectFrom('inbox_counters').where((eb) => eb.or([eb('pending', '>', 0), eb('dead', '>', 0)]));
     if (destination !== undefined) counters = counters.where('destination', '=', destination);
     const ordered = deepestFirst ? counters.selectAll().orderBy('pending', 'desc') : counters.selectAll();
-    const page = await paginate(ordered.orderBy('destination'), window, async () => {
-      const row = await counters.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirst();
-      return Number(row?.n ?? 0);
+    const page = await this.paginate(tx, ordered.orderBy('destination'), window, {
+      count: async () => {
+        const row = await counters.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirst();
+        return Number(row?.n ?? 0);
+      },
     });
     const pendingOf = page.items.filter((row) => Number(row.pending) > 0).map((row) => row.destination);
     const held =
@@ -67,7 +74,7 @@ export class InboxViewsStore extends Store {
             .execute();
     const heldBy = new Map(held.map((row) => [row.destination, row]));
     return {
-      total: page.total,
+      ...page,
       items: page.items.map((row) => {
         const leased = Number(heldBy.get(row.destination)?.leased ?? 0);
         const oldest = heldBy.get(row.destination)?.oldest_pending_at ?? null;
@@ -93,13 +100,16 @@ export class InboxViewsStore extends Store {
       .select(heldByOrderingKey(now).as('held'))
       .where('destination', '=', destination)
       .where('state', '=', 'pending')
-      .where((eb) => (leased ? leasedAt(eb, now) : eb.not(leasedAt(eb, now))))
-      .orderBy('priority', 'desc')
-      .orderBy('fair_rank')
-      .orderBy('seq');
-    const page = await paginate(query, window);
+      .where((eb) => (leased ? leasedAt(eb, now) : eb.not(leasedAt(eb, now))));
+    const page = await this.paginate(tx, query, window, {
+      keyset: [
+        { column: 'messages.priority', direction: 'desc', type: 'number' },
+        { column: 'messages.fair_rank', direction: 'asc', type: 'number' },
+        { column: 'messages.seq', direction: 'asc', type: 'number' },
+      ],
+    });
     // SQLite answers a boolean as 0 or 1.
-    return { total: page.total, items: page.items.map((row) => ({ ...row, held: Boolean(row.held) })) };
+    return { ...page, items: page.items.map((row) => ({ ...row, held: Boolean(row.held) })) };
   }
 
   async attemptsOf(tx: Tx, ids: string[]): Promise<DeliveryRow[]> {

@@ -5,7 +5,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail, DeliveryTargets, Inbox, Notification, NotificationChannels, NotificationSent } from '../kernel/ports.js';
 import { emailBody, slackBody, webhookBody } from './render.js';
 import {
@@ -137,7 +137,7 @@ export class NotificationsService implements NotificationChannels {
 
   async list(window: Page): Promise<Paged<Channel>> {
     const page = await this.deps.store.listChannels(autocommit, window);
-    return { items: page.items.map(toChannel), total: page.total };
+    return mapPage(page, toChannel);
   }
 
   async get(id: string): Promise<Channel> {

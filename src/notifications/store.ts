@@ -1,5 +1,4 @@
 import type { Selectable, Updateable } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import { Store } from '../db/store.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -30,7 +29,7 @@ export class NotificationsStore extends Store {
   }
 
   async listChannels(tx: Tx, window: Page): Promise<Paged<ChannelRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('notification_channels').selectAll().orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('notification_channels').selectAll().orderBy('id'), window);
   }
 
   async updateChannel(tx: Tx, id: string, changes: Updateable<NotificationChannelsTable>): Promise<void> {

@@ -6,7 +6,7 @@ import { newId, newSecret } from '../kernel/ids.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type Inbox, type MessageOutcome, type NewEvent } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import { decideSlots, Schedule } from '../kernel/cron.js';
@@ -117,7 +117,7 @@ export class RoutinesService {
 
   async list(filter: RoutineFilter, window: Page): Promise<Paged<Routine>> {
     const result = await this.store.listRoutines(autocommit, filter, window);
-    return { items: result.items.map(toRoutine), total: result.total };
+    return mapPage(result, toRoutine);
   }
 
   /** Changes, pauses or resumes a routine (its creator's, or any for the platform); a pause or resume is an event with the patch's `reason`. */
@@ -309,7 +309,7 @@ export class RoutinesService {
   async listExecutions(routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<Execution>> {
     await this.row(autocommit, routineId);
     const result = await this.store.listExecutions(autocommit, routineId, status, window);
-    return { items: result.items.map(toExecution), total: result.total };
+    return mapPage(result, toExecution);
   }
 
   async getExecution(id: string): Promise<Execution> {
@@ -328,7 +328,7 @@ export class RoutinesService {
   async listFires(routineId: string, window: Page): Promise<Paged<Fire>> {
     await this.row(autocommit, routineId);
     const result = await this.store.listFires(autocommit, routineId, window);
-    return { items: result.items.map(toFire), total: result.total };
+    return mapPage(result, toFire);
   }
 
   /** Messaging calls this inside the transaction that delivers, acknowledges or dead-letters. */

@@ -1,7 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
-import { paginate } from '../db/paginate.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -114,7 +113,7 @@ export class RoutinesStore extends Store {
         ),
       );
     }
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   async updateRoutine(tx: Tx, id: string, changes: Partial<RoutineRow>): Promise<void> {
@@ -234,7 +233,7 @@ export class RoutinesStore extends Store {
   async listExecutions(tx: Tx, routineId: string, status: ExecutionStatus | undefined, window: Page): Promise<Paged<ExecutionRow>> {
     let query = dbOf(tx, this.db).selectFrom('routine_executions').selectAll().where('routine_id', '=', routineId).orderBy('id', 'desc');
     if (status !== undefined) query = query.where('status', '=', status);
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   async listFires(tx: Tx, routineId: string, window: Page): Promise<Paged<FireRow>> {
@@ -243,7 +242,7 @@ export class RoutinesStore extends Store {
       .selectAll()
       .where('routine_id', '=', routineId)
       .orderBy('scheduled_for', 'desc');
-    return paginate(query, window);
+    return this.paginate(tx, query, window);
   }
 
   async deleteExecution(tx: Tx, id: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 import type { Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { Activity, ActivityAction, UpdateTaskBody } from './schemas.js';
 import type { ActivityRow, TaskRow, TasksStore } from './store.js';
 
@@ -71,6 +71,6 @@ export class ActivityLog {
   /** A page of the task's entries (the caller has checked that the task exists). */
   async list(tx: Tx, taskId: string, window: Page): Promise<Paged<Activity>> {
     const page = await this.deps.store.listActivity(tx, taskId, window);
-    return { items: page.items.map(toActivity), total: page.total };
+    return mapPage(page, toActivity);
   }
 }

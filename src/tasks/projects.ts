@@ -3,7 +3,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail } from '../kernel/ports.js';
 import type { Project, ProjectBody } from './schemas.js';
 import type { ProjectRow, TaskScope, TasksStore } from './store.js';
@@ -64,7 +64,7 @@ export class Projects {
 
   async list(window: Page): Promise<Paged<Project>> {
     const page = await this.store.listProjects(autocommit, window);
-    return { items: page.items.map(toProject), total: page.total };
+    return mapPage(page, toProject);
   }
 
   /** PUT: replaces name and description (an absent description clears it). */

@@ -1,5 +1,5 @@
 import { Type, type Static, type TString } from '@sinclair/typebox';
-import { AGENT_ID_PATTERN, PageQuery, Timestamp } from '../http/schemas.js';
+import { AGENT_ID_PATTERN, CursorPageQuery, PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
  * The tasks domain's schemas, written once: they validate HTTP requests, type the
@@ -123,7 +123,7 @@ export const Task = Type.Object(
 export type Task = Static<typeof Task>;
 
 export const ListTasksQuery = Type.Composite([
-  PageQuery,
+  CursorPageQuery,
   Type.Object({
     status: Type.Optional(Status),
     project_id: Type.Optional(ProjectId),
@@ -132,7 +132,7 @@ export const ListTasksQuery = Type.Composite([
     blocked: Type.Optional(Type.Boolean({ description: 'true: only blocked tasks; false: only ready ones' })),
   }),
 ]);
-export type TaskFilter = Omit<Static<typeof ListTasksQuery>, 'limit' | 'offset'>;
+export type TaskFilter = Omit<Static<typeof ListTasksQuery>, 'limit' | 'offset' | 'cursor'>;
 
 export const TaskParams = Type.Object({ id: TaskId });
 

@@ -3,7 +3,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { AuditTrail, EventLog, Inbox, NewEvent } from '../kernel/ports.js';
 import { ActivityLog, diffTask, PATCHABLE, type Change } from './activity.js';
 import { cycleThrough } from './graph.js';
@@ -185,7 +185,7 @@ export class TasksService {
 
   async listTasks(filter: TaskFilter, window: Page): Promise<Paged<Task>> {
     const page = await this.store.listTasks(autocommit, filter, window);
-    return { items: page.items.map(toTask), total: page.total };
+    return mapPage(page, toTask);
   }
 
   async updateTask(id: string, patch: UpdateTaskBody, principal: Principal): Promise<Task> {
@@ -388,7 +388,7 @@ export class TasksService {
   async listComments(taskId: string, window: Page): Promise<Paged<Comment>> {
     await this.requireTask(taskId);
     const page = await this.store.listComments(autocommit, taskId, window);
-    return { items: page.items.map(toComment), total: page.total };
+    return mapPage(page, toComment);
   }
 
   async listActivity(taskId: string, window: Page): Promise<Paged<Activity>> {

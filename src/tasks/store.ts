@@ -2,7 +2,6 @@ import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import { BulkInsert } from '../db/bulk-insert.js';
-import { paginate } from '../db/paginate.js';
 import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -82,7 +81,7 @@ export class TasksStore extends Store {
   }
 
   async listProjects(tx: Tx, window: Page): Promise<Paged<ProjectRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('projects').selectAll().orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('projects').selectAll().orderBy('id'), window);
   }
 
   async updateProject(
@@ -138,7 +137,7 @@ export class TasksStore extends Store {
     if (filter.assigned_to !== undefined) query = query.where('assigned_to', '=', filter.assigned_to);
     if (filter.priority !== undefined) query = query.where('priority', '=', filter.priority);
     if (filter.blocked !== undefined) query = query.where('open_dependencies', filter.blocked ? '>' : '=', 0);
-    return paginate(query.selectAll().orderBy('id'), window);
+    return this.paginate(tx, query.selectAll(), window, { keyset: [{ column: 'id', direction: 'asc', type: 'string' }] });
   }
 
   async updateTask(tx: Tx, id: string, changes: Partial<Omit<TaskRow, 'id'>>): Promise<TaskRow> {
@@ -299,7 +298,7 @@ export class TasksStore extends Store {
   }
 
   async listComments(tx: Tx, taskId: string, window: Page): Promise<Paged<CommentRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('task_comments').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('task_comments').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
   }
 
   async insertActivity(tx: Tx, rows: ActivityRow[]): Promise<void> {
@@ -307,6 +306,6 @@ export class TasksStore extends Store {
   }
 
   async listActivity(tx: Tx, taskId: string, window: Page): Promise<Paged<ActivityRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('task_activity').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('task_activity').selectAll().where('task_id', '=', taskId).orderBy('id'), window);
   }
 }

@@ -1,5 +1,4 @@
 import type { Selectable, Updateable } from 'kysely';
-import { paginate } from '../db/paginate.js';
 import { Store } from '../db/store.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -44,7 +43,7 @@ export class BudgetsStore extends Store {
   }
 
   async list(tx: Tx, window: Page): Promise<Paged<BudgetRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id'), window);
   }
 
   /** Every budget records of these keys count against, locked (in id order, so concurrent acks do not deadlock). */

@@ -1,7 +1,7 @@
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { SYSTEM_ACTOR, type AgentPauses, type AuditTrail, type BudgetReadings, type EventLog, type InboxWaker } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
@@ -178,7 +178,7 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
   async list(window: Page): Promise<Paged<Budget>> {
     const now = this.deps.clock.now();
     const page = await this.deps.store.list(autocommit, window);
-    return { items: page.items.map((row) => toBudget(row, now)), total: page.total };
+    return mapPage(page, (row) => toBudget(row, now));
   }
 
   async get(id: string): Promise<Budget> {

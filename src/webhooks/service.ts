@@ -8,7 +8,7 @@ import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { Page, Paged } from '../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import { SYSTEM_ACTOR, type AuditTrail, type DeliveryTarget, type DeliveryTargets, type EventLog } from '../kernel/ports.js';
 import { topicMatches } from '../kernel/topics.js';
 import type { ReceiverGuard } from './addresses.js';
@@ -168,7 +168,7 @@ export class WebhooksService {
 
   async list(window: Page): Promise<Paged<Webhook>> {
     const page = await this.deps.store.listWebhooks(autocommit, window);
-    return { items: page.items.map(toWebhook), total: page.total };
+    return mapPage(page, toWebhook);
   }
 
   async get(id: string): Promise<Webhook> {
@@ -209,7 +209,7 @@ export class WebhooksService {
   async deliveries(id: string, query: Omit<ListDeliveriesQuery, 'limit' | 'offset'>, window: Page): Promise<Paged<Delivery>> {
     await this.find(autocommit, id);
     const page = await this.deps.store.listDeliveries(autocommit, id, query, window);
-    return { items: page.items.map(toDelivery), total: page.total };
+    return mapPage(page, toDelivery);
   }
 
   /** A delivery's attempts, oldest first: each one's status, latency and error. */
@@ -218,6 +218,7 @@ export class WebhooksService {
     if (!(await this.deps.store.findDelivery(autocommit, id, deliveryId))) throw new NotFound('Delivery', deliveryId);
     const page = await this.deps.store.listAttempts(autocommit, deliveryId, window);
     return {
+      ...page,
       items: page.items.map((row) => ({
         attempt: row.attempt,
         started_at: iso(row.started_at),
@@ -225,7 +226,6 @@ export class WebhooksService {
         latency_ms: row.latency_ms,
         error: row.error,
       })),
-      total: page.total,
     };
   }
 

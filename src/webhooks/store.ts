@@ -1,6 +1,5 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { nextDue } from '../db/capabilities.js';
-import { paginate } from '../db/paginate.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
@@ -55,7 +54,7 @@ export class WebhooksStore extends Store {
   }
 
   async listWebhooks(tx: Tx, window: Page): Promise<Paged<WebhookRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('webhooks').selectAll().where('channel_type', 'is', null).orderBy('id'), window);
+    return this.paginate(tx, dbOf(tx, this.db).selectFrom('webhooks').selectAll().where('channel_type', 'is', null).orderBy('id'), window);
   }
 
   async updateWebhook(tx: Tx, id: string, changes: Updateable<WebhooksTable>): Promise<void> {
@@ -146,7 +145,7 @@ export class WebhooksStore extends Store {
   async listDeliveries(tx: Tx, webhookId: string, filter: { status?: DeliveryStatus }, window: Page): Promise<Paged<DeliveryRow>> {
     let query = dbOf(tx, this.db).selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId);
     if (filter.status !== undefined) query = query.where('status', '=', filter.status);
-    return paginate(query.orderBy('id', 'desc'), window);
+    return this.paginate(tx, query.orderBy('id', 'desc'), window);
   }
 
   /** Makes a pending or failed delivery due at `now`; false when it is delivered (or gone). */
@@ -227,7 +226,8 @@ export class WebhooksStore extends Store {
 
   /** A delivery's attempts, oldest first. */
   async listAttempts(tx: Tx, deliveryId: string, window: Page): Promise<Paged<AttemptRow>> {
-    return paginate(
+    return this.paginate(
+      tx,
       dbOf(tx, this.db).selectFrom('webhook_delivery_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt'),
       window,
     );

@@ -117,6 +117,13 @@ describeEachDialect('SDK client', (dialect) => {
     // One page with the server's total, as a paginated view shows it.
     const page = await client.tasks.list.page({ query: { project_id: project.id, status: 'todo', offset: 1, limit: 2 } });
     expect(page).toEqual({ items: todo.slice(1, 3).map((id) => expect.objectContaining({ id })), total: 3, limit: 2, offset: 1 });
+    // A list that pages by cursor says where the next page starts; `.all()` follows it from there.
+    const head = await client.tasks.list.page({ query: { project_id: project.id, limit: 3 } });
+    expect(head.nextCursor).toEqual(expect.any(String));
+    const after: string[] = [];
+    for await (const task of client.tasks.list.all({ query: { project_id: project.id, cursor: head.nextCursor, limit: 2 } }))
+      after.push(task.id);
+    expect(after).toEqual(tasks.slice(3).map((t) => t.id));
     // Stopping early fetches no further pages (the iterator simply ends).
     for await (const task of client.tasks.list.all({ query: { project_id: project.id, limit: 1 } })) {
       expect(task.id).toBe(tasks[0]!.id);

@@ -1,4 +1,4 @@
-import { CompiledQuery, sql, type KyselyPlugin, type RootOperationNode } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
@@ -6,23 +6,12 @@ import { EventsStore } from '../../src/events/store.js';
 import { autocommit } from '../../src/kernel/tx.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
-
-/** Keeps the last query a store ran, so the test can ask the database for its plan. */
-class LastQuery implements KyselyPlugin {
-  node: RootOperationNode | undefined;
-  transformQuery({ node }: { node: RootOperationNode }): RootOperationNode {
-    this.node = node;
-    return node;
-  }
-  async transformResult<R>({ result }: { result: R }): Promise<R> {
-    return result;
-  }
-}
+import { planOf, QueryRecorder } from '../helpers/query-plans.js';
 
 describeEachDialect('event log: a stream filtered by type reads through the (type, seq) index', (dialect) => {
   let database: TestDatabase;
   let handle: DatabaseHandle;
-  const last = new LastQuery();
+  const last = new QueryRecorder();
   let store: EventsStore;
 
   beforeAll(async () => {
@@ -44,12 +33,7 @@ describeEachDialect('event log: a stream filtered by type reads through the (typ
     await database.drop();
   });
 
-  const planOfLast = async (): Promise<string> => {
-    const compiled = handle.db.getExecutor().compileQuery(last.node!, { queryId: 'plan' });
-    const explain = dialect === 'postgres' ? 'explain (format json) ' : 'explain query plan ';
-    const { rows } = await handle.db.executeQuery(CompiledQuery.raw(explain + compiled.sql, [...compiled.parameters]));
-    return JSON.stringify(rows);
-  };
+  const planOfLast = () => planOf(handle, dialect, last.nodes[last.nodes.length - 1]!);
 
   it.each([
     ['one type, an admin', ['task.created'], undefined],

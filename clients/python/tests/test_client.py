@@ -124,6 +124,20 @@ def test_lists_page_on_demand(scripted: Scripted) -> None:
     assert [r[1] for r in scripted.requests] == ["/core/api/v1/tasks?status=todo&limit=2&offset=0", "/core/api/v1/tasks?status=todo&limit=2&offset=2"]
 
 
+def test_lists_follow_the_next_cursor_and_go_past_an_estimated_total(scripted: Scripted) -> None:
+    scripted.answers = [
+        (200, {"data": [{"id": 1}, {"id": 2}], "meta": {"total": 2, "total_estimated": True, "limit": 2, "offset": 0, "next_cursor": "c2"}}, {}),
+        (200, {"data": [{"id": 3}, {"id": 4}], "meta": {"total": 2, "total_estimated": True, "limit": 2, "offset": 0, "next_cursor": "c4"}}, {}),
+        (200, {"data": [{"id": 5}], "meta": {"total": 2, "total_estimated": True, "limit": 2, "offset": 0}}, {}),
+    ]
+    paged = client(scripted.url).tasks.list(limit=2)
+    assert [t["id"] for t in paged] == [1, 2, 3, 4, 5]
+    assert [r[1] for r in scripted.requests] == ["/core/api/v1/tasks?limit=2&offset=0", "/core/api/v1/tasks?limit=2&cursor=c2", "/core/api/v1/tasks?limit=2&cursor=c4"]
+    scripted.answers = [(200, {"data": [{"id": 1}], "meta": {"total": 20000, "total_estimated": True, "limit": 1, "offset": 0, "next_cursor": "c1"}}, {})]
+    first = client(scripted.url).tasks.list(limit=1).page()
+    assert (first.total, first.total_estimated, first.next_cursor) == (20000, True, "c1")
+
+
 def test_unknown_arguments_fail_before_sending(scripted: Scripted) -> None:
     with pytest.raises(TypeError, match="to_agent"):
         client(scripted.url).messaging.send(destination="a", event_name="e", to_agent="b")  # type: ignore[call-arg]

@@ -80,7 +80,7 @@ type AnyInput = {
 interface Envelope {
   data?: unknown;
   error?: { code: string; message: string; details?: unknown };
-  meta?: { request_id?: string; total?: number; limit?: number; offset?: number };
+  meta?: { request_id?: string; total?: number; limit?: number; offset?: number; total_estimated?: boolean; next_cursor?: string };
 }
 
 /** Extra artifact methods that stream. */
@@ -283,19 +283,32 @@ export class Switchboard {
   async *#pages(spec: OperationSpec, input: AnyInput = {}): AsyncIterable<unknown> {
     const limit = Number(input.query?.limit ?? PAGE_SIZE);
     let offset = Number(input.query?.offset ?? 0);
+    let cursor = input.query?.cursor as string | undefined;
     for (;;) {
-      const { data, meta } = await this.#call(spec, { ...input, query: { ...input.query, limit, offset } });
+      const { offset: _offset, cursor: _cursor, ...query } = input.query ?? {};
+      const window = cursor === undefined ? { offset } : { cursor };
+      const { data, meta } = await this.#call(spec, { ...input, query: { ...query, limit, ...window } });
       const items = itemsOf(spec, data);
       yield* items;
       offset += items.length;
-      if (items.length === 0 || items.length < limit || meta?.total === undefined || offset >= meta.total) return;
+      if (items.length === 0 || items.length < limit) return;
+      // A list that pages by cursor goes on while it gives one; by offset, up to its total (unless estimated).
+      if (meta?.next_cursor !== undefined) cursor = meta.next_cursor;
+      else if (cursor !== undefined || meta?.total === undefined || (meta.total_estimated !== true && offset >= meta.total)) return;
     }
   }
 
   async #page(spec: OperationSpec, input: AnyInput = {}): Promise<Page<unknown>> {
     const { data, meta } = await this.#call(spec, input);
     const items = itemsOf(spec, data);
-    return { items, total: meta?.total ?? items.length, limit: meta?.limit ?? items.length, offset: meta?.offset ?? 0 };
+    return {
+      items,
+      total: meta?.total ?? items.length,
+      limit: meta?.limit ?? items.length,
+      offset: meta?.offset ?? 0,
+      ...(meta?.total_estimated === true && { totalEstimated: true }),
+      ...(meta?.next_cursor !== undefined && { nextCursor: meta.next_cursor }),
+    };
   }
 
   /** One operation; `bytes`: it answers with bytes (BYTE_ANSWERS), resolved to the Response. */

@@ -472,7 +472,7 @@ export interface Shapes {
   };
   'messaging.extend': { body: { message_id: string; visibility_timeout: number }; data: { message_id: string; visible_at: string } };
   'messaging.listDeadLetters': {
-    query: { agent_id?: string | undefined; limit?: number | undefined; offset?: number | undefined };
+    query: { agent_id?: string | undefined; limit?: number | undefined; offset?: number | undefined; cursor?: string | undefined };
     data: {
       traceparent?: string | null | undefined;
       attempts: {
@@ -535,7 +535,12 @@ export interface Shapes {
     }[];
   };
   'messaging.listInboxMessages': {
-    query: { limit?: number | undefined; offset?: number | undefined; state?: 'pending' | 'leased' | undefined };
+    query: {
+      limit?: number | undefined;
+      offset?: number | undefined;
+      cursor?: string | undefined;
+      state?: 'pending' | 'leased' | undefined;
+    };
     data: {
       traceparent?: string | null | undefined;
       deliveries: number;
@@ -976,6 +981,7 @@ export interface Shapes {
       offset?: number | undefined;
       priority?: 'none' | 'low' | 'medium' | 'high' | 'urgent' | undefined;
       status?: string | undefined;
+      cursor?: string | undefined;
       project_id?: string | undefined;
       assigned_to?: string | undefined;
       blocked?: boolean | undefined;
@@ -1786,6 +1792,7 @@ export interface Shapes {
       limit?: number | undefined;
       offset?: number | undefined;
       status?: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled' | undefined;
+      cursor?: string | undefined;
       metadata?: string | undefined;
       plan_id?: string | undefined;
       started_after?: string | undefined;
@@ -2373,6 +2380,7 @@ export interface Shapes {
     query: {
       limit?: number | undefined;
       offset?: number | undefined;
+      cursor?: string | undefined;
       type?: string | undefined;
       subject?: string | undefined;
       after?: string | undefined;
@@ -3009,6 +3017,7 @@ export interface Shapes {
       actor?: string | undefined;
       limit?: number | undefined;
       offset?: number | undefined;
+      cursor?: string | undefined;
       outcome?: 'failed' | 'allowed' | 'denied' | undefined;
       action?: string | undefined;
       after?: string | undefined;

@@ -35,10 +35,14 @@ export type IsPaged<K extends OperationKey> = Spec<K> extends readonly [HttpMeth
 /** One page of a paginated list, with the server's `meta`. */
 export interface Page<T> {
   items: T[];
-  /** Items in the whole list. */
+  /** Items in the whole list (an estimate when `totalEstimated`). */
   total: number;
   limit: number;
   offset: number;
+  /** The list is longer than the server counts exactly: `total` is an estimate. */
+  totalEstimated?: true;
+  /** Lists that page by cursor: pass it as `query.cursor` for the next page; absent on the last. */
+  nextCursor?: string;
 }
 
 /** Bytes sent as they are: the raw PUT of an upload URL, or a hook's body. */

@@ -1,7 +1,7 @@
 import { autocommit } from '../../kernel/tx.js';
 import { iso, type Clock } from '../../kernel/clock.js';
 import { NotFound } from '../../kernel/errors.js';
-import type { Page, Paged } from '../../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../../kernel/pagination.js';
 import type { AgentGroups, AuditTrail } from '../../kernel/ports.js';
 import type { AccessGroup, Membership } from './schemas.js';
 import type { AccessGroupsStore, MemberRow } from './store.js';
@@ -51,7 +51,7 @@ export class AccessGroupsService implements AgentGroups {
     const page = await this.deps.store.listGroups(autocommit, window);
     const members = await this.deps.store.membersOf(autocommit, page.items);
     return {
-      total: page.total,
+      ...page,
       items: page.items.map((group) => ({ group, members: members.filter((m) => m.group_name === group).map((m) => m.agent_id) })),
     };
   }
@@ -60,6 +60,6 @@ export class AccessGroupsService implements AgentGroups {
   async listMembers(group: string, window: Page): Promise<Paged<Membership>> {
     const page = await this.deps.store.listMembers(autocommit, group, window);
     if (page.total === 0) throw new NotFound('Group', group);
-    return { items: page.items.map(toMembership), total: page.total };
+    return mapPage(page, toMembership);
   }
 }

@@ -1,9 +1,8 @@
 import type { Selectable } from 'kysely';
-import { paginate } from '../../db/paginate.js';
 import { Store } from '../../db/store.js';
 import type { Tx } from '../../kernel/tx.js';
 import { dbOf } from '../../db/tx.js';
-import type { Page, Paged } from '../../kernel/pagination.js';
+import { type Page, type Paged, mapPage } from '../../kernel/pagination.js';
 import type { GroupMembersTable } from './tables.js';
 
 export type MemberRow = Selectable<GroupMembersTable>;
@@ -54,14 +53,16 @@ export class AccessGroupsStore extends Store {
   async listGroups(tx: Tx, window: Page): Promise<Paged<string>> {
     const db = dbOf(tx, this.db);
     const query = db.selectFrom('group_members').select('group_name').groupBy('group_name').orderBy('group_name');
-    const page = await paginate(query, window, async () => {
-      const row = await db
-        .selectFrom('group_members')
-        .select((eb) => eb.fn.count<number>('group_name').distinct().as('n'))
-        .executeTakeFirstOrThrow();
-      return Number(row.n);
+    const page = await this.paginate(tx, query, window, {
+      count: async () => {
+        const row = await db
+          .selectFrom('group_members')
+          .select((eb) => eb.fn.count<number>('group_name').distinct().as('n'))
+          .executeTakeFirstOrThrow();
+        return Number(row.n);
+      },
     });
-    return { items: page.items.map((r) => r.group_name), total: page.total };
+    return mapPage(page, (r) => r.group_name);
   }
 
   /** Every membership of these groups, by group and agent. */
@@ -77,6 +78,10 @@ export class AccessGroupsStore extends Store {
   }
 
   async listMembers(tx: Tx, group: string, window: Page): Promise<Paged<MemberRow>> {
-    return paginate(dbOf(tx, this.db).selectFrom('group_members').selectAll().where('group_name', '=', group).orderBy('agent_id'), window);
+    return this.paginate(
+      tx,
+      dbOf(tx, this.db).selectFrom('group_members').selectAll().where('group_name', '=', group).orderBy('agent_id'),
+      window,
+    );
   }
 }

@@ -48,6 +48,7 @@ import * as stepCheckpoints from './0048-step-checkpoints.js';
 import * as dropWorkerLeases from './0056-drop-worker-leases.js';
 import * as usageRollupGrain from './0057-usage-rollup-grain.js';
 import * as usageRollupTrigger from './0058-usage-rollup-trigger.js';
+import * as listFilterIndexes from './0059-list-filter-indexes.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -106,4 +107,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0056-drop-worker-leases': dropWorkerLeases,
   '0057-usage-rollup-grain': usageRollupGrain,
   '0058-usage-rollup-trigger': usageRollupTrigger,
+  '0059-list-filter-indexes': listFilterIndexes,
 };

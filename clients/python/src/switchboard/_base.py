@@ -44,28 +44,40 @@ class Page(Generic[T]):
     total: int
     limit: int
     offset: int
+    #: The total is an estimate (the list is longer than the server counts exactly).
+    total_estimated: bool = False
+    #: Lists that page by cursor: pass it as ``cursor`` for the next page; None on the last page.
+    next_cursor: str | None = None
 
 
 class Paged(Generic[T]):
     """Every item of a list operation, fetched a page at a time as the iteration goes
-    (``limit`` sets the page size, ``offset`` where to start). Iterating twice asks again."""
+    (``limit`` sets the page size, ``offset`` or ``cursor`` where to start). A list that pages by
+    cursor is followed by its ``next_cursor``, so a deep page costs what the first does. Iterating
+    twice asks again."""
 
-    def __init__(self, fetch: Callable[[int, int], Page[T]], limit: int, offset: int) -> None:
+    def __init__(self, fetch: Callable[[int, int, str | None], Page[T]], limit: int, offset: int, cursor: str | None = None) -> None:
         self._fetch = fetch
         self._limit = limit
         self._offset = offset
+        self._cursor = cursor
 
     def page(self) -> Page[T]:
-        """Only the first page (``limit`` items from ``offset``), with the total."""
-        return self._fetch(self._limit, self._offset)
+        """Only the first page (``limit`` items from ``offset`` or ``cursor``), with the total."""
+        return self._fetch(self._limit, self._offset, self._cursor)
 
     def __iter__(self) -> Iterator[T]:
-        offset = self._offset
+        offset, cursor = self._offset, self._cursor
         while True:
-            page = self._fetch(self._limit, offset)
+            page = self._fetch(self._limit, offset, cursor)
             yield from page.items
             offset += len(page.items)
-            if not page.items or len(page.items) < self._limit or offset >= page.total:
+            if not page.items or len(page.items) < self._limit:
+                return
+            # A list that pages by cursor goes on while it gives one; by offset, up to its total (unless estimated).
+            if page.next_cursor is not None:
+                cursor = page.next_cursor
+            elif cursor is not None or (not page.total_estimated and offset >= page.total):
                 return
 
     def to_list(self) -> list[T]:

@@ -349,15 +349,24 @@ class Switchboard(ClientDomains):
         if operation.paged:
             limit = int(query.pop("limit", PAGE_SIZE))
             offset = int(query.pop("offset", 0))
+            cursor = query.pop("cursor", None)
 
-            def fetch(page_limit: int, page_offset: int) -> Page[Any]:
-                envelope = self._request(operation.method, path, {**query, "limit": page_limit, "offset": page_offset}, None, authenticate=not operation.public, idempotent=True, timeout=timeout)
+            def fetch(page_limit: int, page_offset: int, page_cursor: str | None) -> Page[Any]:
+                window: dict[str, Any] = {"limit": page_limit, "offset": page_offset} if page_cursor is None else {"limit": page_limit, "cursor": page_cursor}
+                envelope = self._request(operation.method, path, {**query, **window}, None, authenticate=not operation.public, idempotent=True, timeout=timeout)
                 data = envelope.get("data")
                 items = data.get(operation.items_key, []) if operation.items_key and isinstance(data, dict) else data or []
                 meta = envelope.get("meta") or {}
-                return Page(list(items), int(meta.get("total", len(items))), int(meta.get("limit", page_limit)), int(meta.get("offset", page_offset)))
+                return Page(
+                    list(items),
+                    int(meta.get("total", len(items))),
+                    int(meta.get("limit", page_limit)),
+                    int(meta.get("offset", page_offset)),
+                    bool(meta.get("total_estimated", False)),
+                    meta.get("next_cursor"),
+                )
 
-            return Paged(fetch, limit, offset)
+            return Paged(fetch, limit, offset, cursor)
         envelope = self._request(operation.method, path, query, body, authenticate=not operation.public, idempotent=idempotent, timeout=timeout)
         return envelope.get("data")
 

@@ -586,6 +586,7 @@ class MessagingListDeadLettersArgs(TypedDict, total=False):
 
     limit: int
     offset: int
+    cursor: str
     agent_id: str
 
 
@@ -644,6 +645,7 @@ class MessagingListInboxMessagesArgs(_MessagingListInboxMessagesArgsRequired, to
 
     limit: int
     offset: int
+    cursor: str
     state: Literal["pending", "leased"]
 
 
@@ -1724,6 +1726,7 @@ class TasksListArgs(TypedDict, total=False):
 
     limit: int
     offset: int
+    cursor: str
     status: str
     project_id: str
     assigned_to: str
@@ -2288,6 +2291,7 @@ class CoordinationListRunsArgs(TypedDict, total=False):
 
     limit: int
     offset: int
+    cursor: str
     plan_id: str
     status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
     started_after: str
@@ -3468,6 +3472,7 @@ class EventsListArgs(TypedDict, total=False):
     after: str
     limit: int
     offset: int
+    cursor: str
 
 
 class EventsListItem(TypedDict):
@@ -4149,6 +4154,7 @@ class AuditListArgs(TypedDict, total=False):
     before: str
     limit: int
     offset: int
+    cursor: str
 
 
 class AuditListItem(TypedDict):
@@ -4816,7 +4822,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/messaging/dead-letters",
             path_params=(),
-            query_params=("limit", "offset", "agent_id",),
+            query_params=("limit", "offset", "cursor", "agent_id",),
             body="none",
             body_fields=(),
             paged=True,
@@ -4842,7 +4848,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/messaging/inboxes/{agent_id}/messages",
             path_params=("agent_id",),
-            query_params=("limit", "offset", "state",),
+            query_params=("limit", "offset", "cursor", "state",),
             body="none",
             body_fields=(),
             paged=True,
@@ -5396,7 +5402,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/core/api/v1/tasks",
             path_params=(),
-            query_params=("limit", "offset", "status", "project_id", "assigned_to", "priority", "blocked",),
+            query_params=("limit", "offset", "cursor", "status", "project_id", "assigned_to", "priority", "blocked",),
             body="none",
             body_fields=(),
             paged=True,
@@ -5658,7 +5664,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/coordination/runs",
             path_params=(),
-            query_params=("limit", "offset", "plan_id", "status", "started_after", "started_before", "tag", "metadata",),
+            query_params=("limit", "offset", "cursor", "plan_id", "status", "started_after", "started_before", "tag", "metadata",),
             body="none",
             body_fields=(),
             paged=True,
@@ -6234,7 +6240,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/events",
             path_params=(),
-            query_params=("type", "subject", "after", "limit", "offset",),
+            query_params=("type", "subject", "after", "limit", "offset", "cursor",),
             body="none",
             body_fields=(),
             paged=True,
@@ -6595,7 +6601,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/audit",
             path_params=(),
-            query_params=("actor", "action", "resource_id", "outcome", "after", "before", "limit", "offset",),
+            query_params=("actor", "action", "resource_id", "outcome", "after", "before", "limit", "offset", "cursor",),
             body="none",
             body_fields=(),
             paged=True,
