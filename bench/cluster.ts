@@ -16,30 +16,11 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { compare, fmt, machine, median, record, startSwitchboard } from './lib.js';
-import fs from 'node:fs';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/database.js';
 import { call } from './messaging.js';
-import type { SwitchboardProcess } from './lib.js';
+import { backendCpuMs, type SwitchboardProcess } from './lib.js';
 
 const E2E_SECONDS = 10;
-
-/** CPU ms spent so far by the postgres processes whose command line names `dbName` (its backends). */
-function backendCpuMs(dbName: string): number {
-  const ticks = 100;
-  let total = 0;
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmdline.startsWith('postgres: ') || !cmdline.includes(` ${dbName} `)) continue;
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return total;
-}
 
 /** 4 producers → 4 consumers over `nodes` for `seconds`: messages acked per second and database CPU µs per message. */
 async function endToEnd(

@@ -307,3 +307,21 @@ export async function adminPost(server: SwitchboardProcess, path: string, body: 
   if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as { data: { id: string } };
 }
+
+/** CPU ms spent so far by the postgres processes whose command line names `dbName` (its backends). */
+export function backendCpuMs(dbName: string): number {
+  const ticks = 100;
+  let total = 0;
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.startsWith('postgres: ') || !cmdline.includes(` ${dbName} `)) continue;
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}

@@ -16,7 +16,7 @@ import { compare, fmt, machine, median, percentile, record, startBaseline, start
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response shapes are read ad hoc
-type Json = any;
+export type Json = any;
 
 export function call(url: string, method: string, key: string, body?: unknown): Promise<{ status: number; json: Json }> {
   return new Promise((resolve, reject) => {

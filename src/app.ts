@@ -24,7 +24,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTracing, type Tracing } from './tracing.js';
 import { databaseOptions, openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
-import { tablesWithoutAutovacuum } from './db/autovacuum.js';
+import { tablesWithoutAutovacuum, vacuumWhereAutovacuumWont } from './db/autovacuum.js';
 import { StorageFullness } from './db/faults.js';
 import { PostponedWrites } from './db/postponed-writes.js';
 import { buildHttpServer, type HttpServer } from './http/server.js';
@@ -183,6 +183,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     events: events.log,
     nodes: cluster.service,
     budgets: usage.budgets,
+    inboxes: messaging.inbox,
   });
   const artifacts = createArtifactsDomain({
     platform,
@@ -205,6 +206,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       ...webhooks.retention,
       ...usage.retention,
     ],
+    // PostgreSQL's statistics are the server's concern where autovacuum is off for them.
+    upkeep: () => vacuumWhereAutovacuumWont(platform.database),
   });
 
   // Workers start after the server listens, in this order, and stop in reverse.

@@ -1,5 +1,5 @@
 import { autocommit } from '../kernel/tx.js';
-import { EVENT_TYPES, type BudgetReadings } from '../kernel/ports.js';
+import { EVENT_TYPES, type BudgetReadings, type InboxReadings } from '../kernel/ports.js';
 import type { Condition, ConditionType } from './schemas.js';
 import { EventCounts, type CountedWindow } from './event-counts.js';
 import type { EventCountFilter, SignalsStore } from './signals-store.js';
@@ -77,7 +77,7 @@ export class ConditionReader {
 
   constructor(
     private readonly store: SignalsStore,
-    private readonly budgets: BudgetReadings,
+    private readonly readings: { budgets: BudgetReadings; inboxes: InboxReadings },
     private readonly healthTtlMs: number,
   ) {
     this.counts = new EventCounts(store, (since) => this.positionBefore(since));
@@ -124,7 +124,7 @@ export class ConditionReader {
     const depth = of('inbox_depth');
     const age = of('inbox_age');
     if (depth.length + age.length > 0) {
-      const inboxes = await this.store.inboxes(autocommit, now);
+      const inboxes = await this.readings.inboxes.readyInboxes(now);
       for (const rule of depth) {
         const worst = inboxes
           .filter((i) => rule.condition.agent_id === undefined || i.agent_id === rule.condition.agent_id)
@@ -180,7 +180,7 @@ export class ConditionReader {
 
     const budgets = of('budget');
     if (budgets.length > 0) {
-      const readings = await this.budgets.consumption();
+      const readings = await this.readings.budgets.consumption();
       for (const rule of budgets) {
         const worst = readings
           .filter((b) => rule.condition.budget_id === undefined || b.budget_id === rule.condition.budget_id)

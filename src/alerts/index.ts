@@ -1,5 +1,5 @@
 import type { Platform } from '../platform.js';
-import type { BudgetReadings, EventLog, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
+import type { BudgetReadings, EventLog, InboxReadings, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ConditionReader } from './conditions.js';
 import { AlertEvaluator } from './evaluator.js';
@@ -22,11 +22,12 @@ export function createAlertsDomain(deps: {
   events: EventLog;
   nodes: NodeRegistry;
   budgets: BudgetReadings;
+  inboxes: InboxReadings;
 }) {
   const { platform } = deps;
   const { db, caps } = platform.database;
   const store = new AlertsStore(db, caps);
-  const reader = new ConditionReader(new SignalsStore(db, caps), deps.budgets, platform.config.healthTtlSeconds * 1000);
+  const reader = new ConditionReader(new SignalsStore(db, caps), deps, platform.config.healthTtlSeconds * 1000);
   const service = new AlertsService({ store, clock: platform.clock, audit: platform.audit, channels: deps.channels, reader });
   const evaluator = new AlertEvaluator({
     store,

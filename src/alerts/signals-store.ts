@@ -107,18 +107,6 @@ export class SignalsStore extends Store {
       : sql<SqlBool>`instr(${sql.ref(column)}, ${text}) > 0`;
   }
 
-  /** Per inbox: messages ready for a receive (pending, visible now) and when the oldest was sent. */
-  async inboxes(tx: Tx, now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]> {
-    const rows = await dbOf(tx, this.db)
-      .selectFrom('messages')
-      .where('state', '=', 'pending')
-      .where('visible_at', '<=', now)
-      .select((eb) => ['destination', eb.fn.countAll<number | string>().as('n'), eb.fn.min('created_at').as('oldest')])
-      .groupBy('destination')
-      .execute();
-    return rows.map((row) => ({ agent_id: row.destination, depth: Number(row.n), oldest_at: Number(row.oldest) }));
-  }
-
   /** Per agent: dead letters kept (not redriven). */
   async deadLetters(tx: Tx): Promise<{ agent_id: string; count: number }[]> {
     const rows = await dbOf(tx, this.db)

@@ -343,6 +343,12 @@ export interface EventLog {
   append(tx: Tx, ...events: NewEvent[]): Promise<void>;
 }
 
+/** Implemented by messaging: the inboxes holding messages a receive would take now (alert rules' inbox_depth and inbox_age). */
+export interface InboxReadings {
+  /** Each such inbox: how many of its messages are ready, and when the oldest of them was sent. */
+  readyInboxes(now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]>;
+}
+
 /** Implemented by usage: each budget's consumption in its current period (alert rules' `budget` condition). */
 export interface BudgetReadings {
   /** Every budget with the larger of its cost and token consumption as a fraction of that limit (0 without limits). */

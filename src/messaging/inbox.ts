@@ -12,6 +12,7 @@ import type {
   DeliveryStats,
   EventLog,
   Inbox,
+  InboxReadings,
   InboxWaker,
   OutcomeHandlers,
   AgentLimits,
@@ -85,7 +86,7 @@ function fromCaller({ from, messages, batch, traceparent }: CallerSendRequest): 
  * (numbers, dead letters, delivery stats); tracing wraps them at the seams of InboxTracing.
  * Sessions and threads are `ThreadsService` (threads.ts), topics `SubscriptionsService`.
  */
-export class InboxService implements Inbox, DeliveryStats, InboxWaker {
+export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxReadings {
   private readonly wakeups: InboxWakeups;
   private readonly outcomes = new OutcomeDispatch();
   private readonly leases: Leases;
@@ -379,6 +380,10 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker {
   /** The inbox gauges of /metrics. */
   depths(): Promise<InboxDepth[]> {
     return this.views.depths();
+  }
+
+  readyInboxes(now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]> {
+    return this.deps.viewStore.readyInboxes(autocommit, now);
   }
 
   inboxMessages(caller: Caller, agentId: string, state: 'pending' | 'leased', window: Page): Promise<Paged<InboxMessage>> {

@@ -4,7 +4,7 @@ import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { heldByOrderingKey } from './flow-store.js';
-import { leasedAt, type DeliveryRow, type MessageRow } from './store.js';
+import { leasedAt, unindexedVisibleAt, type DeliveryRow, type MessageRow } from './store.js';
 
 /** A message with whether a message of its ordering key sent before it, or leased now, is unsettled. */
 export type HeldMessageRow = MessageRow & { held: boolean };
@@ -26,7 +26,7 @@ export class InboxViewsStore extends Store {
   async listDeadLetters(tx: Tx, destination: string | undefined, window: Page): Promise<Paged<MessageRow>> {
     let query = dbOf(tx, this.db).selectFrom('messages').selectAll().where('state', '=', 'dead');
     if (destination !== undefined) query = query.where('destination', '=', destination);
-    // Newest first in the order of messages_retention (state, created_at), so a page stops after its rows.
+    // Newest first in the order of messages_retention (state, created_at), or of one inbox messages_inbox_time: a page stops after its rows.
     return this.paginate(tx, query, window, {
       keyset: [
         { column: 'created_at', direction: 'desc', type: 'number' },
@@ -38,8 +38,8 @@ export class InboxViewsStore extends Store {
   /**
    * The inboxes holding messages (pending, leased or dead), by agent id, or the one of
    * `destination`. The list and its total read the counters (a row per agent, kept by triggers);
-   * the split of a page's pending messages into leased and waiting, and the oldest waiting, walk
-   * only the pending messages of the page's inboxes, on messages_inbox.
+   * the leased among a page's pending messages and the oldest waiting are read as in `waiting`,
+   * never by walking an inbox's waiting messages.
    */
   async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page, deepestFirst = false): Promise<Paged<InboxCounts>> {
     const db = dbOf(tx, this.db);
@@ -53,40 +53,98 @@ export class InboxViewsStore extends Store {
       },
     });
     const pendingOf = page.items.filter((row) => Number(row.pending) > 0).map((row) => row.destination);
-    const held =
-      pendingOf.length === 0
-        ? []
-        : await db
-            .selectFrom('messages')
-            .where('messages.destination', 'in', pendingOf)
-            .where('messages.state', '=', 'pending')
-            .select((eb) => {
-              const leased = leasedAt(eb, now);
-              return [
-                'messages.destination',
-                eb.fn.sum<number | string>(eb.case().when(leased).then(1).else(0).end()).as('leased'),
-                eb.fn
-                  .min<number | string | null>(eb.case().when(eb.not(leased)).then(eb.ref('messages.created_at')).end())
-                  .as('oldest_pending_at'),
-              ];
-            })
-            .groupBy('messages.destination')
-            .execute();
-    const heldBy = new Map(held.map((row) => [row.destination, row]));
+    const unseen = await this.invisible(tx, pendingOf, now);
+    const oldest = await this.oldestWaiting(tx, pendingOf, now, 'not_leased');
     return {
       ...page,
       items: page.items.map((row) => {
-        const leased = Number(heldBy.get(row.destination)?.leased ?? 0);
-        const oldest = heldBy.get(row.destination)?.oldest_pending_at ?? null;
+        const leased = unseen.get(row.destination)?.leased ?? 0;
         return {
           destination: row.destination,
           pending: Number(row.pending) - leased,
           leased,
           dead: Number(row.dead),
-          oldest_pending_at: oldest === null ? null : Number(oldest),
+          oldest_pending_at: oldest.get(row.destination) ?? null,
         };
       }),
     };
+  }
+
+  /**
+   * Every inbox with messages a receive would take now: how many (pending less those leased,
+   * delayed or backing off) and when the oldest of them was sent. O(agents + messages in flight).
+   */
+  async readyInboxes(tx: Tx, now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]> {
+    const counters = await dbOf(tx, this.db)
+      .selectFrom('inbox_counters')
+      .select(['destination', 'pending'])
+      .where('pending', '>', 0)
+      .execute();
+    const unseen = await this.invisible(tx, undefined, now);
+    const ready = counters
+      .map((row) => ({ agent_id: row.destination, depth: Number(row.pending) - (unseen.get(row.destination)?.invisible ?? 0) }))
+      .filter((row) => row.depth > 0);
+    const oldest = await this.oldestWaiting(
+      tx,
+      ready.map((row) => row.agent_id),
+      now,
+      'visible',
+    );
+    return ready.map((row) => ({ ...row, oldest_at: oldest.get(row.agent_id) ?? now }));
+  }
+
+  /**
+   * Per inbox (of `destinations`, or all): its pending messages a receive cannot take now
+   * (visible later: leased, delayed or backing off) and how many of them are leased. Reads the
+   * range of messages_expiry (state, visible_at) past `now`: the messages in flight, however many
+   * wait. The destination is matched as an expression so the planner cannot walk an inbox's
+   * waiting messages on messages_inbox instead.
+   */
+  private async invisible(
+    tx: Tx,
+    destinations: string[] | undefined,
+    now: number,
+  ): Promise<Map<string, { invisible: number; leased: number }>> {
+    if (destinations?.length === 0) return new Map();
+    let query = dbOf(tx, this.db)
+      .selectFrom('messages')
+      .where('messages.state', '=', 'pending')
+      .where('messages.visible_at', '>', now)
+      .select((eb) => [
+        'messages.destination',
+        eb.fn.countAll<number | string>().as('invisible'),
+        eb.fn.sum<number | string>(eb.case().when(leasedAt(eb, now)).then(1).else(0).end()).as('leased'),
+      ])
+      .groupBy('messages.destination');
+    if (destinations !== undefined) query = query.where(sql<string>`${sql.ref('messages.destination')} || ''`, 'in', destinations);
+    const rows = await query.execute();
+    return new Map(rows.map((row) => [row.destination, { invisible: Number(row.invisible), leased: Number(row.leased) }]));
+  }
+
+  /**
+   * When the oldest message of each inbox that is not leased (or, `visible`, that a receive
+   * would take now) was sent: the first such row of messages_inbox_time (destination, state,
+   * created_at), a lookup per inbox past only the messages in flight before it.
+   */
+  private async oldestWaiting(tx: Tx, destinations: string[], now: number, which: 'not_leased' | 'visible'): Promise<Map<string, number>> {
+    if (destinations.length === 0) return new Map();
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('inbox_counters')
+      .where('inbox_counters.destination', 'in', destinations)
+      .select((eb) => [
+        'inbox_counters.destination',
+        eb
+          .selectFrom('messages')
+          .select('messages.created_at')
+          .whereRef('messages.destination', '=', 'inbox_counters.destination')
+          .where('messages.state', '=', 'pending')
+          .where((m) => (which === 'visible' ? m(unindexedVisibleAt, '<=', now) : m.not(leasedAt(m, now))))
+          .orderBy('messages.created_at')
+          .limit(1)
+          .as('oldest'),
+      ])
+      .execute();
+    return new Map(rows.filter((row) => row.oldest !== null).map((row) => [row.destination, Number(row.oldest)]));
   }
 
   /**

@@ -12,7 +12,13 @@ const PASS_INTERVAL_MS = 10 * 60_000;
  * The retention worker: the cluster's leader deletes the expired rows of every domain's rules,
  * a batch per rule per pass, passes back to back while any rule has more, then every ten minutes.
  */
-export function createRetention(deps: { platform: Platform; nodes: NodeRegistry; rules: readonly RetentionRule[] }) {
+export function createRetention(deps: {
+  platform: Platform;
+  nodes: NodeRegistry;
+  rules: readonly RetentionRule[];
+  /** Tends the tables once a pass left nothing to delete (returns what it tended). */
+  upkeep: () => Promise<string[]>;
+}) {
   const { platform } = deps;
   const service = new RetentionService({
     nodes: deps.nodes,
@@ -30,7 +36,10 @@ export function createRetention(deps: { platform: Platform; nodes: NodeRegistry;
       if (pass === null) return;
       if (Object.keys(pass.deleted).length > 0) platform.logger.debug({ deleted: pass.deleted }, 'retention deleted expired rows');
       // Back to back (after a turn of the event loop) while a rule's batch came back full.
-      return pass.more ? 0 : undefined;
+      if (pass.more) return 0;
+      const tended = await deps.upkeep();
+      if (tended.length > 0) platform.logger.info({ tables: tended }, 'vacuumed and analyzed tables autovacuum skips');
+      return undefined;
     },
   });
   return { service, workers: [loop] };

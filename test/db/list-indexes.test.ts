@@ -6,6 +6,8 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { EventsStore } from '../../src/events/store.js';
 import { autocommit } from '../../src/kernel/tx.js';
+import { newMessageRow } from '../../src/messaging/message-rows.js';
+import { MessagingStore } from '../../src/messaging/store.js';
 import { InboxViewsStore } from '../../src/messaging/views-store.js';
 import { TasksStore } from '../../src/tasks/store.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -101,7 +103,7 @@ describeEachDialect('list filters read through an index', (dialect) => {
     [
       "an inbox's dead letters",
       () => new InboxViewsStore(db, handle.caps).listDeadLetters(autocommit, 'agent-a', window),
-      ['messages_inbox', 'messages_retention'],
+      ['messages_inbox_time'],
     ],
     [
       "an inbox's waiting messages",
@@ -120,6 +122,35 @@ describeEachDialect('list filters read through an index', (dialect) => {
     else {
       expect(plan).not.toMatch(/SCAN (runs|tasks|events|audit_log|messages)(?! USING)/);
       expect(plan).not.toContain('TEMP B-TREE');
+    }
+  });
+
+  it("reads an inbox's messages in flight on messages_expiry and its oldest waiting on messages_inbox_time, never walking what waits", async () => {
+    // An inbox of 3,000 waiting messages and 5 in flight beside another's 3,000, analyzed: what the planner weighs in a server.
+    const store = new MessagingStore(handle.db, handle.caps);
+    for (let chunk = 0; chunk < 12; chunk++) {
+      // Another inbox's, sent before: walking every pending message in time order would pass them.
+      const destination = chunk < 6 ? 'agent-other' : 'agent-ready';
+      const rows = Array.from({ length: 500 }, (_, i) => {
+        const n = chunk * 500 + i - 3000;
+        return newMessageRow({
+          ...{ id: `msg_ready_${n}`, source: 'admin', destination, event_name: 'e', payload: '{}' },
+          ...{ delivery_semantic: 'at_least_once', visible_at: n < 5 ? 5000 : n, max_deliveries: 5, created_at: n },
+        });
+      });
+      await store.insertMessages(autocommit, rows);
+    }
+    await sql`analyze`.execute(handle.db);
+    queries.nodes = [];
+    await new InboxViewsStore(db, handle.caps).readyInboxes(autocommit, 4000);
+    expect(queries.nodes).toHaveLength(3);
+    const [, inFlight, oldest] = await Promise.all(queries.nodes.map((node) => planOf(handle, dialect, node)));
+    expect(inFlight).toContain('messages_expiry');
+    expect(oldest).toContain('messages_inbox_time');
+    for (const plan of [inFlight!, oldest!]) {
+      if (dialect === 'postgres') expect(plan).not.toContain('Seq Scan on messages');
+      // Grouping the few rows in flight by inbox may sort them; nothing sorts what waits.
+      else expect(plan).not.toMatch(/SCAN messages(?! USING)|TEMP B-TREE FOR ORDER BY/);
     }
   });
 });

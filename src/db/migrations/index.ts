@@ -49,6 +49,7 @@ import * as dropWorkerLeases from './0056-drop-worker-leases.js';
 import * as usageRollupGrain from './0057-usage-rollup-grain.js';
 import * as usageRollupTrigger from './0058-usage-rollup-trigger.js';
 import * as listFilterIndexes from './0059-list-filter-indexes.js';
+import * as messagesInboxTime from './0060-messages-inbox-time.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -108,4 +109,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0057-usage-rollup-grain': usageRollupGrain,
   '0058-usage-rollup-trigger': usageRollupTrigger,
   '0059-list-filter-indexes': listFilterIndexes,
+  '0060-messages-inbox-time': messagesInboxTime,
 };
