@@ -1,8 +1,10 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
+import { vacuumWhereAutovacuumWont } from '../../src/db/autovacuum.js';
 import { HOT_TABLES } from '../../src/db/migrations/0043-autovacuum.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 describeEachDialect('autovacuum of the hot tables', (dialect) => {
   const server = useServer(dialect);
@@ -47,5 +49,29 @@ describeEachDialect('autovacuum of the hot tables', (dialect) => {
       await sql`alter table messages reset (autovacuum_enabled)`.execute(db());
     }
     expect((await ready()).autovacuum_off).toBeUndefined();
+  });
+
+  it("vacuums and analyzes a hot table autovacuum skips once it changed enough, and only then (the leader, after each retention pass)", async () => {
+    await sql`alter table events set (autovacuum_enabled = false)`.execute(db());
+    try {
+      await sql`
+        insert into events (type, subject, actor, data, reason, readers, created_at)
+        select 'task.created', 'tsk_' || i, 'admin', '{}', null, null, ${Date.now()} from generate_series(1, 3000) as n(i)`.execute(db());
+      const stats = async () =>
+        (
+          await sql<{ n_ins_since_vacuum: number; last_vacuum: Date | null; last_analyze: Date | null }>`
+            select n_ins_since_vacuum, last_vacuum, last_analyze from pg_stat_user_tables where relname = 'events'`.execute(db())
+        ).rows[0]!;
+      // The statistics reach pg_stat_user_tables within a second of the commit.
+      await waitFor(async () => Number((await stats()).n_ins_since_vacuum) >= 3000 || undefined, 5000, 100);
+      expect((await stats()).last_vacuum).toBeNull();
+      expect(await vacuumWhereAutovacuumWont(server.app.platform.database)).toContain('events');
+      await waitFor(async () => (await stats()).last_vacuum ?? undefined, 5000, 100);
+      expect((await stats()).last_analyze).not.toBeNull();
+      // Nothing changed since: nothing to do.
+      expect(await vacuumWhereAutovacuumWont(server.app.platform.database)).not.toContain('events');
+    } finally {
+      await sql`alter table events reset (autovacuum_enabled)`.execute(db());
+    }
   });
 });
