@@ -48,6 +48,24 @@ describe('SQLite connection settings', () => {
   });
 });
 
+describeEachDialect('PostgreSQL connection settings', (dialect) => {
+  const database = useTestDatabase(dialect);
+
+  it.skipIf(dialect !== 'postgres')('runs every pooled connection without JIT (its compile time dwarfs our short queries)', async () => {
+    const handle = openDatabase(database().options(3));
+    try {
+      const settings = await Promise.all(
+        [1, 2, 3].map(() =>
+          handle.db.transaction().execute(async (trx) => (await sql<{ jit: string }>`show jit`.execute(trx)).rows[0]!.jit),
+        ),
+      );
+      expect(settings).toEqual(['off', 'off', 'off']);
+    } finally {
+      await handle.close();
+    }
+  });
+});
+
 describeEachDialect('closing a database handle', (dialect) => {
   const database = useTestDatabase(dialect);
 

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { acknowledge, receive, receiveOne } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
@@ -195,6 +196,63 @@ describeEachDialect('retention', (dialect) => {
       expect((await server.api.get(`${E}/${open}`)).body.data.status).toBe('pending');
       const metrics = (await server.api.get('/metrics')).text;
       expect(sample(metrics, 'switchboard_retention_deleted_total{table="routine_executions"}')).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('deletes spent signature nonces, expired sessions, old sign-in failures and trigger and routine fires past the run retention; keeps the live ones', async () => {
+    const clock = new FakeClock(Date.now());
+    const server = await startServer(dialect, { database: database(), clock, env: { SWITCHBOARD_RUN_RETENTION_DAYS: '20' } });
+    try {
+      const db = server.app.platform.database.db;
+      const now = clock.now();
+      const old = now - 21 * DAY_MS;
+      await db
+        .insertInto('signature_nonces')
+        .values([
+          { signature_hash: 'spent', expires_at: now - 1 },
+          { signature_hash: 'live', expires_at: now + 60_000 },
+        ])
+        .execute();
+      await db
+        .insertInto('auth_sessions')
+        .values([
+          { id: 'ses_expired', token_hash: 'h1', user_id: null, key_id: null, created_at: old, expires_at: now - 1 },
+          { id: 'ses_live', token_hash: 'h2', user_id: null, key_id: null, created_at: now, expires_at: now + DAY_MS },
+        ])
+        .execute();
+      await db
+        .insertInto('sign_in_failures')
+        .values([
+          { bucket: 'old', failed_at: now - DAY_MS },
+          { bucket: 'recent', failed_at: now - 1_000 },
+        ])
+        .execute();
+      const fire = (id: string, created_at: number) => ({ id, scheduled_for: created_at, reason: null, created_at });
+      await db
+        .insertInto('trigger_fires')
+        .values([
+          { ...fire('tf_old', old), outcome: 'started', trigger_id: 'trg_x', run_id: null },
+          { ...fire('tf_new', now), outcome: 'started', trigger_id: 'trg_x', run_id: null },
+        ])
+        .execute();
+      await db
+        .insertInto('routine_fires')
+        .values([
+          { ...fire('rf_old', old), outcome: 'fired', routine_id: 'rtn_x', execution_id: null },
+          { ...fire('rf_new', now), outcome: 'fired', routine_id: 'rtn_x', execution_id: null },
+        ])
+        .execute();
+      const { deleted } = await drain(server);
+      expect(deleted).toMatchObject({ signature_nonces: 1, auth_sessions: 1, sign_in_failures: 1, trigger_fires: 1, routine_fires: 1 });
+      const left = async (table: string, column: string) =>
+        (await sql<{ key: string }>`select ${sql.ref(column)} as key from ${sql.table(table)}`.execute(db)).rows.map((row) => row.key);
+      expect(await left('signature_nonces', 'signature_hash')).toEqual(['live']);
+      expect(await left('auth_sessions', 'id')).toEqual(['ses_live']);
+      expect(await left('sign_in_failures', 'bucket')).toEqual(['recent']);
+      expect(await left('trigger_fires', 'id')).toEqual(['tf_new']);
+      expect(await left('routine_fires', 'id')).toEqual(['rf_new']);
     } finally {
       await server.close();
     }
