@@ -18,7 +18,9 @@ import { backendCpuMs, fmt, machine, median, record, startSwitchboard, type Swit
 import type { Json } from './messaging.js';
 
 const SIZES = (process.env.GROWTH_SIZES ?? '10000,100000,1000000').split(',').map(Number);
-const REPEATS = 51;
+const REPEATS = 101;
+/** Calls of each operation before measuring: the server's code warm (each size starts a new server). */
+const WARM_UP = 10;
 const WAL_SENDS = 5_000;
 const AGENT = 'growth-agent';
 
@@ -130,9 +132,9 @@ async function seed(database: TestDatabase, dialect: string, size: number, runId
       idempotency_key: 'NULL',
     });
     const [event] = await sqlc.rows<{ seq: number }>(`SELECT min(seq) AS seq FROM events`);
-    // The log: steps of runs, one task event in a thousand, and one routine pause at its very end.
+    // The log: steps of runs, one task event in a hundred (a full first page at every size), and one routine pause at its very end.
     await clone(sqlc, dialect, 'events', `seq = ${event!.seq}`, size - 1, {
-      type: `CASE WHEN i % 1000 = 0 THEN 'task.created' ELSE 'run.step.completed' END`,
+      type: `CASE WHEN i % 100 = 0 THEN 'task.created' ELSE 'run.step.completed' END`,
       subject: `'run_growth_' || i`,
       created_at: `${now}`,
     });
@@ -162,7 +164,7 @@ async function vacuumedByServer(database: TestDatabase): Promise<void> {
 }
 
 async function measure(server: SwitchboardProcess, dbName: string | null, operation: () => Promise<void>): Promise<Figure> {
-  await operation();
+  for (let i = 0; i < WARM_UP; i++) await operation();
   const times: number[] = [];
   const cpu = server.cpuMs();
   const db = dbName === null ? 0 : backendCpuMs(dbName);
@@ -178,26 +180,35 @@ async function measure(server: SwitchboardProcess, dbName: string | null, operat
   };
 }
 
-/** 1 KB sends, 8 at a time, while the WAL is sampled: its largest size and the disk each message took. */
-async function walDuringSends(server: SwitchboardProcess, dataDir: string): Promise<{ walMaxMb: number; diskPerMessageKb: number }> {
-  const file = `${dataDir}/switchboard.db`;
+/**
+ * 1 KB sends, 8 at a time, to a server of their own while the WAL is sampled: its largest size,
+ * and the disk each message took (the database file's growth between the clean stops before and
+ * after, each of which checkpoints the WAL into it).
+ */
+async function walDuringSends(database: TestDatabase): Promise<{ walMaxMb: number; diskPerMessageKb: number }> {
+  const file = `${database.dataDir}/switchboard.db`;
   const size = (f: string) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
-  const before = size(file) + size(`${file}-wal`);
+  const before = size(file);
+  const server = await startSwitchboard({ database });
   let walMax = 0;
   const sampler = setInterval(() => (walMax = Math.max(walMax, size(`${file}-wal`))), 50);
-  const payload = { text: 'x'.repeat(1024) };
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      while (next < WAL_SENDS) {
-        next += 1;
-        await api(server, 'POST', '/api/v1/messaging/send', { destination: 'growth-wal', event_name: 'growth.wal', payload });
-      }
-    }),
-  );
-  clearInterval(sampler);
-  walMax = Math.max(walMax, size(`${file}-wal`));
-  return { walMaxMb: walMax / 2 ** 20, diskPerMessageKb: (size(file) + size(`${file}-wal`) - before) / WAL_SENDS / 1024 };
+  try {
+    const payload = { text: 'x'.repeat(1024) };
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < WAL_SENDS) {
+          next += 1;
+          await api(server, 'POST', '/api/v1/messaging/send', { destination: 'growth-wal', event_name: 'growth.wal', payload });
+        }
+      }),
+    );
+  } finally {
+    clearInterval(sampler);
+    walMax = Math.max(walMax, size(`${file}-wal`));
+    await server.stop();
+  }
+  return { walMaxMb: walMax / 2 ** 20, diskPerMessageKb: (size(file) - before) / WAL_SENDS / 1024 };
 }
 
 export default async function growth(): Promise<void> {
@@ -253,12 +264,12 @@ export default async function growth(): Promise<void> {
               `${dialect} ${fmt(size)} ${name}: ${fmt(figure.p50, 2)} ms, server ${fmt(figure.serverCpu, 2)} ms, db ${fmt(figure.dbCpu, 2)} ms`,
             );
           }
-          if (dialect === 'sqlite') {
-            const { walMaxMb, diskPerMessageKb } = await walDuringSends(server, database.dataDir);
-            wal.push(`| ${fmt(size)} | ${fmt(walMaxMb, 1)} | ${fmt(diskPerMessageKb, 2)} |`);
-          }
         } finally {
           await server.stop();
+        }
+        if (dialect === 'sqlite') {
+          const { walMaxMb, diskPerMessageKb } = await walDuringSends(database);
+          wal.push(`| ${fmt(size)} | ${fmt(walMaxMb, 1)} | ${fmt(diskPerMessageKb, 2)} |`);
         }
       } finally {
         await database.drop();
@@ -269,7 +280,7 @@ export default async function growth(): Promise<void> {
   const lines = [
     `${machine()}.`,
     '',
-    `### Operations at ${SIZES.map((s) => fmt(s)).join(' → ')} rows (pending messages in one inbox, finished runs, events; ${REPEATS} sequential requests after one warm-up; PostgreSQL with autovacuum off)`,
+    `### Operations at ${SIZES.map((s) => fmt(s)).join(' → ')} rows (pending messages in one inbox, finished runs, events; ${REPEATS} sequential requests after ${WARM_UP} to warm up; PostgreSQL with autovacuum off)`,
     '',
     `| backend | operation | ${SIZES.map((s) => `p50 ms @${fmt(s)}`).join(' | ')} | server + db CPU ms @${fmt(small)} | @${fmt(large)} | CPU ×${fmt(large)}/${fmt(small)} |`,
     `|---|---|${SIZES.map(() => '---:').join('|')}|---:|---:|---:|`,
@@ -287,7 +298,7 @@ export default async function growth(): Promise<void> {
     '',
     'Target: every operation within 2× from the smallest to the largest size.',
     '',
-    `SQLite's WAL during ${fmt(WAL_SENDS)} sends of a 1 KB payload (8 at a time) after the operations, and the disk (database + WAL) each send took:`,
+    `SQLite's WAL during ${fmt(WAL_SENDS)} sends of a 1 KB payload (8 at a time) after the operations, and the disk each took (the database file's growth between clean stops):`,
     '',
     '| rows | largest WAL MB | disk KB per message |',
     '|---:|---:|---:|',

@@ -51,7 +51,7 @@ describeEachDialect('autovacuum of the hot tables', (dialect) => {
     expect((await ready()).autovacuum_off).toBeUndefined();
   });
 
-  it("vacuums and analyzes a hot table autovacuum skips once it changed enough, and only then (the leader, after each retention pass)", async () => {
+  it('vacuums and analyzes a hot table autovacuum skips once it changed enough, and only then (the leader, after each retention pass)', async () => {
     await sql`alter table events set (autovacuum_enabled = false)`.execute(db());
     try {
       await sql`

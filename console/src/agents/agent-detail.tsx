@@ -204,7 +204,13 @@ function MessageList({ agentId, state }: { agentId: string; state: 'pending' | '
                 <MessageRow key={message.message_id} message={message} now={messages.dataUpdatedAt} leased={state === 'leased'} />
               ))}
             </Table>
-            <Pager span={paging.span(total)} total={total} noun="messages" onPage={paging.onPage} />
+            <Pager
+              span={paging.span(total)}
+              total={total}
+              estimated={messages.data?.totalEstimated}
+              noun="messages"
+              onPage={paging.onPage}
+            />
           </>
         )
       )}
@@ -358,7 +364,13 @@ function DeadLetters({ agentId }: { agentId: string }) {
                 />
               ))}
             </Table>
-            <Pager span={paging.span(total)} total={total} noun="dead letters" onPage={paging.onPage} />
+            <Pager
+              span={paging.span(total)}
+              total={total}
+              estimated={letters.data?.totalEstimated}
+              noun="dead letters"
+              onPage={paging.onPage}
+            />
           </>
         )
       )}

@@ -57,7 +57,13 @@ export function DeadLettersView({ search }: { search: DeadLettersSearch }) {
               <LetterRow key={letter.message_id} letter={letter} now={letters.dataUpdatedAt} />
             ))}
           </Table>
-          <Pager span={span} total={total} noun="dead letters" onPage={(page) => void navigate({ search: { page } })} />
+          <Pager
+            span={span}
+            total={total}
+            estimated={letters.data?.totalEstimated}
+            noun="dead letters"
+            onPage={(page) => void navigate({ search: { page } })}
+          />
         </>
       )}
     </section>

@@ -89,7 +89,13 @@ function AuditLog({ search }: { search: AuditSearch }) {
               <AuditRow key={entry.id} entry={entry} />
             ))}
           </Table>
-          <Pager span={span} total={total} noun="entries" onPage={(page) => void navigate({ search: { ...search, page } })} />
+          <Pager
+            span={span}
+            total={total}
+            estimated={entries.data?.totalEstimated}
+            noun="entries"
+            onPage={(page) => void navigate({ search: { ...search, page } })}
+          />
         </>
       )}
     </section>

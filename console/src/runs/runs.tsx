@@ -99,7 +99,13 @@ export function RunsView({ search }: { search: RunsSearch }) {
             <RunRow key={run.id} run={run} alias={aliases.get(run.plan_id)} now={runs.dataUpdatedAt} />
           ))}
         </Table>
-        <Pager span={span} total={total} noun="runs" onPage={(page) => void navigate({ search: { ...search, page } })} />
+        <Pager
+          span={span}
+          total={total}
+          estimated={runs.data?.totalEstimated}
+          noun="runs"
+          onPage={(page) => void navigate({ search: { ...search, page } })}
+        />
       </ListBody>
     </section>
   );
