@@ -9,7 +9,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { queryKeys } from '../query-keys.js';
-import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
+import { PausedBadge } from '../usage/budgets.js';
 
 export interface AgentsSearch {
   page?: number;
@@ -38,7 +38,8 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   const total = agents.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
   const shown = agents.data?.items ?? [];
-  const paused = usePausedAgents();
+  // The lookup says which agents a budget paused (budgets themselves are for budgets:admin).
+  const paused = new Set(shown.filter((agent) => agent.paused).map((agent) => agent.agent_id));
   // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
   const capabilities = useQueries({
     queries: shown.map((agent) => ({
