@@ -9,7 +9,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { queryKeys } from '../query-keys.js';
-import { PausedBadge } from '../usage/budgets.js';
+import { BUDGET_EVENTS, PausedBadge } from '../usage/budgets.js';
 
 export interface AgentsSearch {
   page?: number;
@@ -19,7 +19,8 @@ export interface AgentsSearch {
 }
 
 const PAGE_SIZE = 25;
-const AGENT_EVENTS = ['agent.>'];
+/** Agents coming and going, and budgets pausing or resuming them (the lookup's `paused`). */
+const AGENT_EVENTS = ['agent.>', ...BUDGET_EVENTS];
 
 /** Every agent with its health, load, last heartbeat, capabilities and groups. */
 export function AgentsView({ search }: { search: AgentsSearch }) {
