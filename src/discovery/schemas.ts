@@ -150,6 +150,7 @@ export const AgentEntry = Type.Object(
     load: Type.Union([Type.Number(), Type.Null()]),
     health: HealthStatus,
     last_heartbeat: NullableTimestamp,
+    paused: Type.Boolean({ description: 'A budget paused the agent: its inbox holds its messages (listed only with include_paused)' }),
     latency_ms: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'latency strategy: the figure used' })),
     trust_score: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'trust strategy: the figure used' })),
     score_source: Type.Optional(

@@ -1,4 +1,6 @@
+import type { Static } from '@sinclair/typebox';
 import { iso } from '../kernel/clock.js';
+import type { AgentEntry as AgentEntrySchema } from './schemas.js';
 import { healthOf, type Health } from './routing.js';
 import type { HeartbeatRow } from './heartbeats-store.js';
 import type { CapabilityFilter, CapabilityRow } from './store.js';
@@ -25,19 +27,7 @@ export interface HealthRecord {
   metadata: Record<string, unknown>;
 }
 
-export interface AgentEntry {
-  agent_id: string;
-  capability: string;
-  capability_id: string;
-  metadata: Record<string, unknown>;
-  groups: string[];
-  load: number | null;
-  health: Health;
-  last_heartbeat: string | null;
-  latency_ms?: number | null;
-  trust_score?: number | null;
-  score_source?: 'measured' | 'metadata' | 'none';
-}
+export type AgentEntry = Static<typeof AgentEntrySchema>;
 
 export interface GroupMember {
   agent_id: string;

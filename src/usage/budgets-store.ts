@@ -14,6 +14,14 @@ export interface ScopeKeys {
   plan_id: string | null;
 }
 
+/** The scopes some budget has, by kind. */
+export interface BudgetScopes {
+  global: boolean;
+  agent: Set<string>;
+  capability: Set<string>;
+  plan: Set<string>;
+}
+
 /** Budgets: their definitions and their current period's consumption. */
 export class BudgetsStore extends Store {
   async insert(tx: Tx, row: BudgetRow): Promise<void> {
@@ -44,6 +52,17 @@ export class BudgetsStore extends Store {
 
   async list(tx: Tx, window: Page): Promise<Paged<BudgetRow>> {
     return this.paginate(tx, dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id'), window);
+  }
+
+  /** The scopes budgets have (at most MAX_BUDGETS rows, on the scope index). */
+  async scopes(tx: Tx): Promise<BudgetScopes> {
+    const rows = await dbOf(tx, this.db).selectFrom('budgets').select(['scope_kind', 'scope_value']).distinct().execute();
+    const scopes: BudgetScopes = { global: false, agent: new Set(), capability: new Set(), plan: new Set() };
+    for (const { scope_kind, scope_value } of rows) {
+      if (scope_kind === 'global') scopes.global = true;
+      else scopes[scope_kind as 'agent' | 'capability' | 'plan'].add(scope_value);
+    }
+    return scopes;
   }
 
   /** Every budget records of these keys count against, locked (in id order, so concurrent acks do not deadlock). */
@@ -79,7 +98,6 @@ export class BudgetsStore extends Store {
     return dbOf(tx, this.db).deleteFrom('budgets').where('id', '=', id).returningAll().executeTakeFirst();
   }
 
-  /** The agents (of `agentIds`, or all) an agent budget pauses at `now`. */
   /** The agents a budget pauses past `now`, each with the end of its longest pause. */
   async pausedAgents(tx: Tx, now: number): Promise<Map<string, number>> {
     const rows = await dbOf(tx, this.db)

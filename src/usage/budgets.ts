@@ -5,7 +5,8 @@ import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { SYSTEM_ACTOR, type AgentPauses, type AuditTrail, type BudgetReadings, type EventLog, type InboxWaker } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
-import type { BudgetRow, BudgetsStore, ScopeKeys } from './budgets-store.js';
+import type { BudgetRow, BudgetScopes, BudgetsStore, ScopeKeys } from './budgets-store.js';
+import { NoticedSnapshot } from './noticed-snapshot.js';
 import { isTimeZone, NEVER, periodAt, type Period } from './periods.js';
 import type { Budget, CreateBudgetBody, UpdateBudgetBody } from './schemas.js';
 
@@ -25,13 +26,8 @@ export interface BudgetsDeps {
 
 /** Told in the transaction that pauses or resumes an agent: every node reads the paused agents again. */
 const PAUSES_CHANGED = 'budgets:pauses';
-
-/** The paused agents as last read, and the notifier epoch and data version they were read under. */
-interface PausedSnapshot {
-  until: Map<string, number>;
-  epoch: number | null;
-  dataVersion: number;
-}
+/** Told in the transaction that creates or deletes a budget: every node reads the scopes with budgets again. */
+const SCOPES_CHANGED = 'budgets:scopes';
 
 /** What one usage record adds to a budget. */
 export interface Spend {
@@ -44,6 +40,16 @@ interface Spent {
   cost_usd: number;
   input_tokens: number;
   output_tokens: number;
+}
+
+/** Whether some budget of `scopes` counts a record of these keys. */
+function anyCovers(scopes: BudgetScopes, keys: ScopeKeys): boolean {
+  return (
+    scopes.global ||
+    scopes.agent.has(keys.agent_id) ||
+    (keys.capability !== null && scopes.capability.has(keys.capability)) ||
+    (keys.plan_id !== null && scopes.plan.has(keys.plan_id))
+  );
 }
 
 /** Whether a budget counts a record of these keys. */
@@ -118,16 +124,18 @@ function scopeOf(body: CreateBudgetBody): { scope_kind: string; scope_value: str
 export class BudgetsService implements AgentPauses, BudgetReadings {
   /**
    * Every receive and every discovery lookup asks who is paused: they read this instead of the
-   * database. It holds until a pause or resume is told (here or on another node, PAUSES_CHANGED),
-   * notices may have been lost (another notifier epoch) or another process wrote the SQLite file;
-   * a pause's end in time needs no notice (each entry keeps its end).
+   * database. A pause's end in time needs no notice (each entry keeps its end).
    */
-  private snapshot: PausedSnapshot | null = null;
-  /** Pauses and resumes heard of: a read that one overtook is not kept. */
-  private changes = 0;
+  private readonly pauses: NoticedSnapshot<Map<string, number>>;
+  /**
+   * Every ack with usage asks which budgets it counts against: one whose records match no scope
+   * here (the common case: no budget, or none of theirs) locks and reads no budget.
+   */
+  private readonly scopes: NoticedSnapshot<BudgetScopes>;
 
   constructor(private readonly deps: BudgetsDeps) {
-    deps.notifier.listen(PAUSES_CHANGED, () => this.forgetPauses());
+    this.pauses = new NoticedSnapshot(deps.notifier, PAUSES_CHANGED, deps.dataVersion);
+    this.scopes = new NoticedSnapshot(deps.notifier, SCOPES_CHANGED, deps.dataVersion);
   }
 
   async create(body: CreateBudgetBody, creator: string): Promise<Budget> {
@@ -158,13 +166,17 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
       created_at: now,
       updated_at: now,
     };
-    return this.deps.store.inTransaction(async (tx) => {
+    const budget = await this.deps.store.inTransaction(async (tx) => {
       if ((await this.deps.store.count(tx)) >= MAX_BUDGETS)
         throw new Conflict(`There are ${MAX_BUDGETS} budgets already: delete some first`);
       await this.deps.audit.record(tx, { action: 'budget.create', resource: { type: 'budget', id: row.id } });
       await this.deps.store.insert(tx, row);
+      await this.scopes.changedIn(tx);
       return toBudget(row, now);
     });
+    // An ack that read the scopes while the budget was not committed yet does not keep them.
+    this.scopes.forget();
+    return budget;
   }
 
   async consumption(): Promise<{ budget_id: string; name: string; fraction: number }[]> {
@@ -219,7 +231,8 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
       await this.deps.audit.record(tx, { action: 'budget.delete', resource: { type: 'budget', id } });
       const row = await this.deps.store.delete(tx, id);
       if (!row) throw new NotFound('Budget', id);
-      if (row.paused_until !== null) await this.pausesChanged(tx);
+      await this.scopes.changedIn(tx);
+      if (row.paused_until !== null) await this.pauses.changedIn(tx);
       return row;
     });
     if (removed.paused_until !== null) this.deps.inboxes.wake([removed.scope_value]);
@@ -243,6 +256,9 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
   /** Counts usage records against their budgets, in order, in the records' transaction. */
   async consume(tx: Tx, records: readonly (ScopeKeys & Spent)[]): Promise<void> {
     if (records.length === 0) return;
+    // Read in `tx`: with one SQLite connection, a read outside it would wait for it to end.
+    const scopes = await this.scopes.read(() => this.deps.store.scopes(tx));
+    if (!records.some((record) => anyCovers(scopes, record))) return;
     const now = this.deps.clock.now();
     const locked = await this.deps.store.lockMatching(tx, records);
     const rows = new Map(locked.map((stored) => [stored.id, current(stored, now)]));
@@ -291,33 +307,14 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
     return paused;
   }
 
-  private async pausedNow(now: number): Promise<Map<string, number>> {
-    const { notifier, dataVersion } = this.deps;
-    const held = this.snapshot;
-    if (held && held.epoch === notifier.epoch && held.dataVersion === (dataVersion?.() ?? 0)) return held.until;
-    // Stamped before the read: a change told in between only costs another read.
-    const stamp = { epoch: notifier.epoch, dataVersion: dataVersion?.() ?? 0 };
-    const changes = this.changes;
-    const until = await this.deps.store.pausedAgents(autocommit, now);
-    // Kept only where notices can arrive, and unless one arrived during the read.
-    if (stamp.epoch !== null && changes === this.changes) this.snapshot = { until, ...stamp };
-    return until;
+  private pausedNow(now: number): Promise<Map<string, number>> {
+    return this.pauses.read(() => this.deps.store.pausedAgents(autocommit, now));
   }
 
   /** Saves the budget's new state, telling every node when it paused or resumed its agent. */
   private async save(tx: Tx, before: BudgetRow, next: BudgetRow): Promise<void> {
     await this.deps.store.update(tx, next.id, next);
-    if (before.paused_until !== next.paused_until) await this.pausesChanged(tx);
-  }
-
-  private async pausesChanged(tx: Tx): Promise<void> {
-    this.forgetPauses();
-    await this.deps.notifier.notifyIn(tx, PAUSES_CHANGED);
-  }
-
-  private forgetPauses(): void {
-    this.changes += 1;
-    this.snapshot = null;
+    if (before.paused_until !== next.paused_until) await this.pauses.changedIn(tx);
   }
 
   private async locked(tx: Tx, id: string, now: number): Promise<BudgetRow> {

@@ -48,6 +48,7 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
         load: 0.25,
         health: 'healthy',
         last_heartbeat: new Date(clock.now()).toISOString(),
+        paused: false,
       },
       {
         agent_id: `${ns}-b`,
@@ -58,6 +59,7 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
         load: null,
         health: 'unknown',
         last_heartbeat: null,
+        paused: false,
       },
     ]);
   });

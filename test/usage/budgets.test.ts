@@ -110,6 +110,13 @@ describeEachDialect('budgets', (dialect) => {
     expect(await found(capability)).toEqual([]);
     expect(await found(capability, '&include_paused=true')).toEqual([agentId]);
     expect(await found(capability, '&strategy=round_robin')).toEqual([]);
+    // Who may look agents up (the agent's own key here, no budgets:admin) sees that a budget paused it.
+    const flagged = async (extra = '') =>
+      ((await agent.get(`/api/v1/discovery/agents?capability=${capability}${extra}`)).body.data.agents as { paused: boolean }[]).map(
+        (a) => a.paused,
+      );
+    expect(await flagged('&include_paused=true')).toEqual([true]);
+    expect(await flagged('&include_paused=true&strategy=round_robin')).toEqual([true]);
 
     // A long poll that waits while the agent is paused gets the message once it resumes.
     const waiting = receive(agent, agentId, 10);
@@ -119,6 +126,7 @@ describeEachDialect('budgets', (dialect) => {
     expect((await waiting).map((m) => m.message_id)).toEqual([messageId]);
     expect(await found(capability)).toEqual([agentId]);
     expect(await events('budget.resumed', b.id)).toHaveLength(1);
+    expect(await flagged()).toEqual([false]);
     // Exceeded already this period: more spending does not pause it again.
     await spend(agent, agentId, 1);
     expect((await budget(b.id)).state).toBe('exceeded');
@@ -209,6 +217,33 @@ describeEachDialect('budgets', (dialect) => {
       }
     },
   );
+
+  it.skipIf(dialect !== 'postgres')('a budget made on one node counts the usage recorded on another, which pauses the agent', async () => {
+    const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey, clock });
+    try {
+      const agentId = unique('scoped');
+      const agent = await server.agent(agentId);
+      const there = new Api(second.url, agent.key);
+      // The second node has read (and keeps) which scopes have budgets: none of this agent's yet.
+      await spend(there, agentId, 0.25);
+      const b = await create({ agent_id: agentId, period: 'day', limits: { cost_usd: 1 }, action: 'pause' });
+      // The budget made on the first node reaches the second's records.
+      await waitFor(async () => {
+        await spend(there, agentId, 0.25);
+        return (await budget(b.id)).spent.cost_usd > 0;
+      });
+      await spend(there, agentId, 1);
+      expect((await budget(b.id)).state).toBe('paused');
+      await send(agentId);
+      expect(await receive(there, agentId, 0)).toEqual([]);
+      // A deleted budget no longer counts there: its agent's records go on without it.
+      expect((await server.api.delete(`${B}/${b.id}`)).status).toBe(200);
+      await waitFor(async () => (await receive(there, agentId, 0)).length > 0);
+      await spend(there, agentId, 0.25);
+    } finally {
+      await second.close();
+    }
+  });
 
   it('counts usage against capability, plan and global budgets, which warn', async () => {
     const agentId = unique('counted');

@@ -725,6 +725,7 @@ export interface Shapes {
         load: number | null;
         health: string;
         last_heartbeat: string | null;
+        paused: boolean;
       }[];
     };
   };
@@ -2891,7 +2892,7 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
-      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      state: 'paused' | 'warning' | 'ok' | 'exceeded';
       created_by: string;
       action: string;
       period: string;
@@ -2911,7 +2912,7 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
-      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      state: 'paused' | 'warning' | 'ok' | 'exceeded';
       created_by: string;
       action: string;
       period: string;
@@ -2930,7 +2931,7 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
-      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      state: 'paused' | 'warning' | 'ok' | 'exceeded';
       created_by: string;
       action: string;
       period: string;
@@ -2955,7 +2956,7 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
-      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      state: 'paused' | 'warning' | 'ok' | 'exceeded';
       created_by: string;
       action: string;
       period: string;
@@ -2975,7 +2976,7 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
-      state: 'warning' | 'ok' | 'exceeded' | 'paused';
+      state: 'paused' | 'warning' | 'ok' | 'exceeded';
       created_by: string;
       action: string;
       period: string;

@@ -9,7 +9,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { queryKeys } from '../query-keys.js';
-import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
+import { BUDGET_EVENTS, PausedBadge } from '../usage/budgets.js';
 
 export interface AgentsSearch {
   page?: number;
@@ -19,7 +19,8 @@ export interface AgentsSearch {
 }
 
 const PAGE_SIZE = 25;
-const AGENT_EVENTS = ['agent.>'];
+/** Agents coming and going, and budgets pausing or resuming them (the lookup's `paused`). */
+const AGENT_EVENTS = ['agent.>', ...BUDGET_EVENTS];
 
 /** Every agent with its health, load, last heartbeat, capabilities and groups. */
 export function AgentsView({ search }: { search: AgentsSearch }) {
@@ -38,7 +39,8 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   const total = agents.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
   const shown = agents.data?.items ?? [];
-  const paused = usePausedAgents();
+  // The lookup says which agents a budget paused (budgets themselves are for budgets:admin).
+  const paused = new Set(shown.filter((agent) => agent.paused).map((agent) => agent.agent_id));
   // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
   const capabilities = useQueries({
     queries: shown.map((agent) => ({

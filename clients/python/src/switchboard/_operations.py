@@ -1100,6 +1100,7 @@ class _DiscoveryFindAgentsItemRequired(TypedDict):
     load: float | None
     health: Literal["healthy", "degraded", "unhealthy", "unknown"]
     last_heartbeat: str | None
+    paused: bool
 
 
 class DiscoveryFindAgentsItem(_DiscoveryFindAgentsItemRequired, total=False):
