@@ -86,7 +86,12 @@ export class ConditionReader {
   /** The rules whose condition holds at `now`, with what it measured: the evaluator's pass, whose event counts are kept for the next. */
   async measure(rules: readonly RuleCondition[], now: number): Promise<Map<string, Measure>> {
     const held = new Map<string, Measure>();
-    for (const [id, { holds, value, detail }] of await this.read(rules, now, true)) if (holds) held.set(id, { value, detail });
+    const readings = await this.readWith(rules, now, async (counted) => {
+      const windows = counted.map(({ id, condition }) => ({ id, filter: countedEvents(condition), windowMs: condition.window_s * 1000 }));
+      const counts = await this.counts.count(windows, now);
+      return counted.map((rule) => counts.get(rule.id)!);
+    });
+    for (const [id, { holds, value, detail }] of readings) if (holds) held.set(id, { value, detail });
     return held;
   }
 
@@ -101,8 +106,20 @@ export class ConditionReader {
     return ends.map((at, i) => ({ at, value: counts[i]!, holds: counts[i]! >= condition.threshold }));
   }
 
-  /** Every rule's reading at `now`, holding or not (a condition with nothing to measure reads 0); `kept`: the evaluator's pass. */
-  async read(rules: readonly RuleCondition[], now: number, kept = false): Promise<Map<string, Reading>> {
+  /** Every rule's reading at `now`, holding or not (a condition with nothing to measure reads 0); event counts counted whole. */
+  read(rules: readonly RuleCondition[], now: number): Promise<Map<string, Reading>> {
+    return this.readWith(rules, now, (counted) => {
+      const filters = counted.map(({ condition }) => eventCountFilter(condition, now));
+      return this.store.countEvents(autocommit, filters, this.positionBefore(Math.min(...filters.map((f) => f.since))));
+    });
+  }
+
+  /** The readings, with the event_count conditions' counts (in their order) from `countEvents`. */
+  private async readWith(
+    rules: readonly RuleCondition[],
+    now: number,
+    countEvents: (counted: (RuleCondition & { condition: Of<'event_count'> })[]) => Promise<number[]>,
+  ): Promise<Map<string, Reading>> {
     const byType = new Map<ConditionType, RuleCondition[]>();
     for (const rule of rules) byType.set(rule.condition.type, [...(byType.get(rule.condition.type) ?? []), rule]);
     const held = new Map<string, Reading>();
@@ -110,13 +127,8 @@ export class ConditionReader {
     const of = <T extends ConditionType>(type: T) => (byType.get(type) ?? []) as (RuleCondition & { condition: Of<T> })[];
 
     const counted = of('event_count');
-    if (counted.length > 0 && kept) {
-      const windows = counted.map(({ id, condition }) => ({ id, filter: countedEvents(condition), windowMs: condition.window_s * 1000 }));
-      const counts = await this.counts.count(windows, now);
-      for (const rule of counted) hold(rule.id, counts.get(rule.id)! >= rule.condition.threshold, counts.get(rule.id)!, null);
-    } else if (counted.length > 0) {
-      const filters = counted.map(({ condition }) => eventCountFilter(condition, now));
-      const counts = await this.store.countEvents(autocommit, filters, this.positionBefore(Math.min(...filters.map((f) => f.since))));
+    if (counted.length > 0) {
+      const counts = await countEvents(counted);
       counted.forEach((rule, i) => hold(rule.id, counts[i]! >= rule.condition.threshold, counts[i]!, null));
     }
     await this.sample(now);

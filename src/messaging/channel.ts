@@ -156,8 +156,9 @@ export class AgentChannel {
    */
   private async acknowledge(items: Array<string | AckWith>) {
     const asItem = (item: string | AckWith): AckWith => (typeof item === 'string' ? { message_id: item } : item);
-    const batched = items.map(asItem).filter((item) => item.output === undefined);
-    const withOutput = items.map(asItem).filter((item) => item.output !== undefined);
+    const acks = items.map(asItem);
+    const batched = acks.filter((item) => item.output === undefined);
+    const withOutput = acks.filter((item) => item.output !== undefined);
     const ackOne = (item: AckWith) =>
       this.deps.inbox.acknowledge(this.caller, [item.message_id], item.output, item.usage && new Map([[item.message_id, item.usage]]));
     let singles = withOutput;

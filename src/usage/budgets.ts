@@ -30,7 +30,7 @@ const PAUSES_CHANGED = 'budgets:pauses';
 const SCOPES_CHANGED = 'budgets:scopes';
 
 /** What one usage record adds to a budget. */
-export interface Spend {
+interface Spend {
   cost_usd: number;
   tokens: number;
 }
