@@ -5,7 +5,7 @@
 
 export type Health = 'healthy' | 'degraded' | 'unhealthy' | 'unknown';
 
-export const STRATEGIES = ['round_robin', 'least_loaded', 'random', 'first_available', 'weighted', 'latency', 'trust'] as const;
+export const STRATEGIES = ['round_robin', 'least_loaded', 'random', 'first_available', 'weighted', 'latency', 'trust', 'cost'] as const;
 export type Strategy = (typeof STRATEGIES)[number];
 export const DEFAULT_STRATEGY: Strategy = 'first_available';
 
@@ -27,7 +27,7 @@ export interface Candidate {
   load: number | null;
   /** metadata.weight (default 1). */
   weight: number;
-  /** The latency (ms, lower is better) or trust (0..1, higher is better) used, if any. */
+  /** The latency (ms, lower is better), trust (0..1, higher is better) or cost (USD per call, lower is better) used, if any. */
   score: number | null;
 }
 
@@ -103,6 +103,8 @@ function orderGroup(strategy: Strategy, candidates: Candidate[], context: Routin
       return sortBy(candidates, (c) => c.score);
     case 'trust':
       return sortBy(candidates, (c) => (c.score === null ? null : -c.score));
+    case 'cost':
+      return sortBy(candidates, (c) => c.score);
   }
 }
 

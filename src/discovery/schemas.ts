@@ -38,6 +38,9 @@ export const CapabilityMetadata = Type.Object(
     trust_score: Type.Optional(
       Type.Number({ minimum: 0, maximum: 1, description: 'Claimed trust; used by the trust strategy until measured' }),
     ),
+    cost_usd: Type.Optional(
+      Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Claimed cost per call; used by the cost strategy until measured' }),
+    ),
   },
   { additionalProperties: true, description: 'Free-form JSON object' },
 );
@@ -153,9 +156,15 @@ export const AgentEntry = Type.Object(
     paused: Type.Boolean({ description: 'A budget paused the agent: its inbox holds its messages (listed only with include_paused)' }),
     latency_ms: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'latency strategy: the figure used' })),
     trust_score: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'trust strategy: the figure used' })),
+    cost_usd: Type.Optional(
+      Type.Union([Type.Number(), Type.Null()], {
+        description:
+          "cost strategy: the figure used, the agent's mean cost per call over 7 days (for this capability when it reported usage of its steps)",
+      }),
+    ),
     score_source: Type.Optional(
       Type.Union([Type.Literal('measured'), Type.Literal('metadata'), Type.Literal('none')], {
-        description: 'latency/trust strategies: measured by the platform, claimed in metadata, or neither',
+        description: 'latency/trust/cost strategies: measured by the platform, claimed in metadata, or neither',
       }),
     ),
   },

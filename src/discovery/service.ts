@@ -23,6 +23,7 @@ import type { SearchHit } from './search.js';
 import { DEFAULT_STRATEGY, DEGRADED_LOAD, healthOf, route, STRATEGIES, type Candidate, type Strategy } from './routing.js';
 import type { GroupCount } from './groups-store.js';
 import type { CandidateRow, DiscoveryStore } from './store.js';
+import { finite, isScored, RoutingScores } from './routing-scores.js';
 import {
   capabilityFilter,
   healthView,
@@ -60,7 +61,8 @@ export interface DiscoveryDeps {
   random?: () => number;
 }
 
-const finite = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+/** The answer's field for the figure a scored strategy ordered by. */
+const SCORE_FIELD = { latency: 'latency_ms', trust: 'trust_score', cost: 'cost_usd' } as const;
 
 /**
  * The directory of agents: capabilities, heartbeats and health, lookups by routing strategy,
@@ -75,7 +77,8 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
   private readonly notifier: Notifier;
   private readonly logger: Logger;
   private readonly ttlMs: number;
-  private readonly stats: DeliveryStats | undefined;
+  /** The figures the latency, trust and cost strategies order by. */
+  readonly scores: RoutingScores;
   private readonly random: () => number;
   private readonly events: EventLog;
   private readonly audit: AuditTrail;
@@ -91,7 +94,7 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
     this.notifier = deps.notifier;
     this.logger = deps.logger;
     this.ttlMs = deps.healthTtlSeconds * 1000;
-    this.stats = deps.stats;
+    this.scores = new RoutingScores(deps.stats, deps.logger);
     this.random = deps.random ?? Math.random;
     this.events = deps.events;
     this.audit = deps.audit;
@@ -354,7 +357,7 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
     for (const row of rows) if (!byAgent.has(row.agent_id) && !skipped.has(row.agent_id)) byAgent.set(row.agent_id, row);
     const picked = [...byAgent.values()];
     const metadata = new Map(picked.map((row) => [row.id, parseObject(row.metadata)]));
-    const scores = await this.routingScores(tx, strategy, picked, metadata);
+    const scores = await this.scores.of(tx, strategy, picked, metadata);
     const cursor = strategy === 'round_robin' ? await this.store.nextCursor(tx, `${input.capability ?? '*'}|${input.group ?? ''}`) : 0;
     const candidates: Candidate[] = picked.map((row) => ({
       agent_id: row.agent_id,
@@ -369,45 +372,11 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
       const row = byAgent.get(candidate.agent_id)!;
       const result = entry(row, metadata.get(row.id)!);
       const score = scores.get(row.agent_id);
-      if (strategy === 'latency') Object.assign(result, { latency_ms: score?.value ?? null, score_source: score?.source ?? 'none' });
-      if (strategy === 'trust') Object.assign(result, { trust_score: score?.value ?? null, score_source: score?.source ?? 'none' });
+      if (isScored(strategy))
+        Object.assign(result, { [SCORE_FIELD[strategy]]: score?.value ?? null, score_source: score?.source ?? 'none' });
       return result;
     });
     return { agents, strategy, total: candidates.length };
-  }
-
-  /**
-   * The latency (ms) or trust (0..1) figure of each agent: what messaging measured when it
-   * has history for the agent, else what the agent claims in its metadata.
-   */
-  private async routingScores(
-    tx: Tx,
-    strategy: Strategy,
-    rows: CandidateRow[],
-    metadata: Map<string, Metadata>,
-  ): Promise<Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>> {
-    const scores = new Map<string, { value: number | null; source: 'measured' | 'metadata' | 'none' }>();
-    if (strategy !== 'latency' && strategy !== 'trust') return scores;
-    let measured = new Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>();
-    if (this.stats && rows.length > 0) {
-      try {
-        measured = await this.stats.statsFor(
-          tx,
-          rows.map((r) => r.agent_id),
-        );
-      } catch (err) {
-        this.logger.warn({ err }, 'delivery stats unavailable; routing on claimed metadata');
-      }
-    }
-    for (const row of rows) {
-      const m = measured.get(row.agent_id);
-      const observed = m && m.samples > 0 ? (strategy === 'latency' ? m.latency_ms : m.success_ratio) : null;
-      const claimed = finite(metadata.get(row.id)![strategy === 'latency' ? 'latency_ms' : 'trust_score']);
-      if (observed !== null && observed !== undefined) scores.set(row.agent_id, { value: observed, source: 'measured' });
-      else if (claimed !== null) scores.set(row.agent_id, { value: claimed, source: 'metadata' });
-      else scores.set(row.agent_id, { value: null, source: 'none' });
-    }
-    return scores;
   }
 
   // ---- groups ----

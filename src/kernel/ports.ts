@@ -201,6 +201,19 @@ export interface RunUsage {
   ofRun(tx: Tx, runId: string): Promise<{ total: UsageSum; steps: Map<string, UsageSum> }>;
 }
 
+/** Implemented by usage: what agents' calls cost of late (the `cost` routing strategy). */
+export interface CallCosts {
+  /**
+   * Per agent: its mean cost per call over the last `days`, for `capability` when it reported
+   * usage of steps for it, else over all its usage; absent for an agent that reported none.
+   */
+  meanCosts(
+    tx: Tx,
+    agents: readonly { agent_id: string; capability: string }[],
+    days: number,
+  ): Promise<Map<string, { cost_usd: number; calls: number }>>;
+}
+
 /** Implemented by discovery: the most messages an agent may hold leased at once (null: no limit). */
 export interface AgentLimits {
   concurrencyOf(agentId: string): Promise<number | null>;

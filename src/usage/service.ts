@@ -4,11 +4,11 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import type { RunUsage, SourcedUsage, UsageRecorder, UsageReport, UsageSum } from '../kernel/ports.js';
+import type { CallCosts, RunUsage, SourcedUsage, UsageRecorder, UsageReport, UsageSum } from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetsService } from './budgets.js';
 import type { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';
-import { HOUR_MS, type UsageRow, type UsageStore } from './store.js';
+import { DAY_MS, HOUR_MS, type UsageRow, type UsageStore } from './store.js';
 
 export interface UsageDeps {
   store: UsageStore;
@@ -48,8 +48,23 @@ function hourOf(field: string, value: string | undefined, up: boolean): number |
  * Usage: what agents report their work consumed (tokens, cost), with an acknowledgement or on its
  * own, linked to the run and step of the message when it had one, and its totals.
  */
-export class UsageService implements UsageRecorder, RunUsage {
+export class UsageService implements UsageRecorder, RunUsage, CallCosts {
   constructor(private readonly deps: UsageDeps) {}
+
+  /** CallCosts port, from the hourly rollup (whole hours: a call counts from the start of its hour). */
+  async meanCosts(tx: Tx, agents: readonly { agent_id: string; capability: string }[], days: number) {
+    const since = this.deps.clock.now() - days * DAY_MS;
+    const rows = await this.deps.store.costsSince(tx, [...new Set(agents.map((a) => a.agent_id))], since);
+    const figures = new Map<string, { cost_usd: number; calls: number }>();
+    for (const { agent_id, capability } of agents) {
+      const mine = rows.filter((row) => row.agent_id === agent_id);
+      const ofCapability = mine.filter((row) => row.capability === capability);
+      const counted = ofCapability.length > 0 ? ofCapability : mine;
+      const calls = counted.reduce((n, row) => n + Number(row.calls), 0);
+      if (calls > 0) figures.set(agent_id, { cost_usd: counted.reduce((sum, row) => sum + Number(row.cost_usd), 0) / calls, calls });
+    }
+    return figures;
+  }
 
   /** Usage port: the acknowledged messages' usage, in the acknowledge's transaction. */
   async record(tx: Tx, reports: readonly SourcedUsage[]): Promise<void> {

@@ -10,7 +10,7 @@ export type UsageRow = Selectable<UsageRecordsTable>;
 
 /** The rollup's grain. */
 export const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** Rows per INSERT (well under either backend's bound on parameters). */
 const INSERT_CHUNK = 500;
 
@@ -143,6 +143,18 @@ export class UsageStore extends Store {
       .limit(limit)
       .execute();
     return rows.map((row) => ({ ...sums(row), key: row.key }));
+  }
+
+  /** Per agent and capability ('' for usage outside capability-routed steps): cost and calls since `since`, from the rollup. */
+  async costsSince(tx: Tx, agentIds: readonly string[], since: number) {
+    if (agentIds.length === 0) return [];
+    return dbOf(tx, this.db)
+      .selectFrom('usage_hourly')
+      .select((eb) => ['agent_id', 'capability', eb.fn.sum<number>('cost_usd').as('cost_usd'), eb.fn.sum<number>('count').as('calls')])
+      .where('agent_id', 'in', agentIds)
+      .where('hour', '>=', since)
+      .groupBy(['agent_id', 'capability'])
+      .execute();
   }
 
   /** The start of the oldest day before `before` whose rollup rows are not yet merged into one per key, or null. */

@@ -314,6 +314,56 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     expect(byTrust.body.data.agents.map((x: any) => x.trust_score)).toEqual([1, 1 / 3]);
   });
 
+  it('cost orders by the mean cost per call agents reported (for the capability when a step of it reported), else by their claim', async () => {
+    const ns = namespace();
+    const [a, b, c, d] = await agents(ns, [{}, {}, {}, { metadata: { cost_usd: 0.3 } }]);
+    const spend = async (agentId: string, cost_usd: number) => {
+      const res = await server.api.post('/api/v1/usage', { agent_id: agentId, model: 'm', input_tokens: 10, output_tokens: 5, cost_usd });
+      expect(res.status, res.text).toBe(201);
+    };
+    await spend(a, 0.4);
+    await spend(a, 0.6);
+    await spend(b, 0.1);
+    const byCost = await lookup(server.api, { capability: `${ns}.work`, strategy: 'cost' });
+    expect(byCost.ids).toEqual([b, d, a, c]);
+    expect(byCost.body.meta.strategy).toBe('cost');
+    expect(byCost.body.data.agents.map((x: any) => [x.cost_usd, x.score_source])).toEqual([
+      [0.1, 'measured'],
+      [0.3, 'metadata'],
+      [0.5, 'measured'],
+      [null, 'none'],
+    ]);
+
+    // A step routed by cost goes to b, whose work for this capability turns out dear: b now ranks by that.
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: `${ns}-plan`,
+      steps: [{ id: 'work', type: 'agent', capability: `${ns}.work`, strategy: 'cost' }],
+    });
+    expect(plan.status, plan.text).toBe(201);
+    const run = await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: {} });
+    expect(run.status, run.text).toBe(201);
+    const step = await receiveOne(server.api, b);
+    const acked = await server.api.post('/api/v1/messaging/acknowledge', {
+      message_id: step.message_id,
+      output: {},
+      usage: { model: 'm', input_tokens: 100, output_tokens: 50, cost_usd: 0.9 },
+    });
+    expect(acked.status, acked.text).toBe(200);
+    const after = await lookup(server.api, { capability: `${ns}.work`, strategy: 'cost' });
+    expect(after.ids).toEqual([d, a, b, c]);
+    expect(after.body.data.agents[2].cost_usd).toBeCloseTo(0.9);
+    // Eight days on, nothing measured is recent: claims only.
+    clock.advance(8 * 86_400_000);
+    for (const id of [a, b, c, d]) await heartbeat(server.api, id, 0);
+    const later = await lookup(server.api, { capability: `${ns}.work`, strategy: 'cost' });
+    expect(later.body.data.agents.map((x: any) => [x.agent_id, x.score_source])).toEqual([
+      [d, 'metadata'],
+      [a, 'none'],
+      [b, 'none'],
+      [c, 'none'],
+    ]);
+  });
+
   it('skips unhealthy agents unless include_unhealthy=true, and turns silent agents unhealthy after the TTL', async () => {
     const ns = namespace();
     const [a, b, c] = await agents(ns, [{ load: 0.1 }, { load: 0.2 }, {}]);

@@ -647,6 +647,7 @@ export interface Shapes {
       metadata?:
         | {
             description?: string | undefined;
+            cost_usd?: number | undefined;
             tags?: string[] | undefined;
             examples?: string[] | undefined;
             weight?: number | undefined;
@@ -708,12 +709,13 @@ export interface Shapes {
       offset?: number | undefined;
       group?: string | undefined;
       capability?: string | undefined;
-      strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+      strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
       include_unhealthy?: boolean | undefined;
       include_paused?: boolean | undefined;
     };
     data: {
       agents: {
+        cost_usd?: number | null | undefined;
         latency_ms?: number | null | undefined;
         trust_score?: number | null | undefined;
         score_source?: 'metadata' | 'measured' | 'none' | undefined;
@@ -1155,7 +1157,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1166,7 +1168,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
@@ -1229,7 +1232,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1240,7 +1243,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
@@ -1302,7 +1306,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1313,7 +1317,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
@@ -1380,7 +1385,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1391,7 +1396,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
@@ -1457,7 +1463,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1468,7 +1474,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
@@ -1531,7 +1538,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1542,7 +1549,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
@@ -1604,7 +1612,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1615,7 +1623,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
@@ -1682,7 +1691,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
-        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+        strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
@@ -1693,7 +1702,8 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
-              strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
+              strategy?:
+                'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;

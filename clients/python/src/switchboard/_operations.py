@@ -1083,7 +1083,7 @@ class DiscoveryFindAgentsArgs(TypedDict, total=False):
     """The keyword arguments of discovery.find_agents."""
 
     capability: str
-    strategy: Literal["round_robin", "least_loaded", "random", "first_available", "weighted", "latency", "trust"]
+    strategy: Literal["round_robin", "least_loaded", "random", "first_available", "weighted", "latency", "trust", "cost"]
     group: str
     limit: int
     offset: int
@@ -1108,6 +1108,7 @@ class DiscoveryFindAgentsItem(_DiscoveryFindAgentsItemRequired, total=False):
 
     latency_ms: float | None
     trust_score: float | None
+    cost_usd: float | None
     score_source: Literal["measured", "metadata", "none"]
 
 
