@@ -150,22 +150,18 @@ export class InboxViews {
     return { limit: state.limit, remaining: state.remaining, reset_at: iso(state.resetAt) };
   }
 
-  /** Measured latency (median delivery→ack) and success ratio per agent, from its last 100 deliveries. */
+  /** Measured latency (median delivery→ack) and success ratio per agent, from its last 100 settled deliveries. */
   async statsFor(tx: Tx, agentIds: string[]): Promise<Map<string, AgentDeliveryStats>> {
-    const { latencies, outcomes } = await this.store.deliveryStats(tx, agentIds, 100);
+    const rows = await this.store.deliveryStats(tx, agentIds, 100);
     const result = new Map<string, AgentDeliveryStats>();
     for (const agentId of agentIds) {
-      const samples = latencies
-        .filter((l) => l.destination === agentId)
-        .map((l) => Number(l.latency))
-        .sort((a, b) => a - b);
-      const counts = outcomes.filter((o) => o.destination === agentId);
-      const count = (outcome: string) => Number(counts.find((c) => c.outcome === outcome)?.n ?? 0);
-      const settled = count('acked') + count('rejected') + count('expired') + count('dead');
+      const mine = rows.filter((row) => row.destination === agentId);
+      const acked = mine.filter((row) => row.outcome === 'acked');
+      const samples = acked.map((row) => Number(row.latency)).sort((a, b) => a - b);
       result.set(agentId, {
         latency_ms: samples.length > 0 ? samples[Math.floor(samples.length / 2)]! : null,
-        success_ratio: settled > 0 ? count('acked') / settled : null,
-        samples: settled,
+        success_ratio: mine.length > 0 ? acked.length / mine.length : null,
+        samples: mine.length,
       });
     }
     return result;

@@ -182,24 +182,28 @@ export class InboxViewsStore extends Store {
   }
 
   /** Per agent: recent delivery→ack times and the count of each attempt outcome. */
+  /**
+   * The last `sample` settled deliveries of each agent (outcome, and ms from delivery to its end),
+   * each agent's read backward on message_deliveries_agent (destination, ended_at): a lookup costs
+   * `sample` rows per agent however long its history.
+   */
   async deliveryStats(tx: Tx, agentIds: string[], sample: number) {
-    if (agentIds.length === 0) return { latencies: [], outcomes: [] };
+    if (agentIds.length === 0) return [];
     const db = dbOf(tx, this.db);
-    const latencies = await db
-      .selectFrom('message_deliveries')
-      .select(['destination', sql<number>`ended_at - delivered_at`.as('latency')])
-      .where('destination', 'in', agentIds)
-      .where('outcome', '=', 'acked')
-      .orderBy('ended_at', 'desc')
-      .limit(sample * agentIds.length)
-      .execute();
-    const outcomes = await db
-      .selectFrom('message_deliveries')
-      .select(['destination', 'outcome', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('destination', 'in', agentIds)
-      .where('outcome', 'is not', null)
-      .groupBy(['destination', 'outcome'])
-      .execute();
-    return { latencies, outcomes };
+    const lastOf = (agentId: string) =>
+      db
+        .selectFrom(
+          db
+            .selectFrom('message_deliveries')
+            .select(['destination', 'outcome', sql<number>`ended_at - delivered_at`.as('latency')])
+            .where('destination', '=', agentId)
+            .where('ended_at', 'is not', null)
+            .orderBy('ended_at', 'desc')
+            .limit(sample)
+            .as('last'),
+        )
+        .selectAll();
+    const [first, ...rest] = agentIds.map(lastOf);
+    return rest.reduce((union, next) => union.unionAll(next), first!).execute();
   }
 }

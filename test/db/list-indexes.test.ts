@@ -106,6 +106,11 @@ describeEachDialect('list filters read through an index', (dialect) => {
       ['messages_inbox_time'],
     ],
     [
+      "agents' last deliveries (the latency and trust strategies)",
+      () => new InboxViewsStore(db, handle.caps).deliveryStats(autocommit, ['agent-a', 'agent-b'], 100),
+      ['message_deliveries_agent'],
+    ],
+    [
       "an inbox's waiting messages",
       () => new InboxViewsStore(db, handle.caps).inboxMessages(autocommit, 'agent-a', false, 0, window),
       ['messages_inbox'],
