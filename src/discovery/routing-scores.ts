@@ -16,6 +16,15 @@ type ScoredStrategy = keyof typeof CLAIMED;
 /** How far back the cost strategy looks at what calls cost. */
 const COST_WINDOW_DAYS = 7;
 
+/** What the platform measured of an agent (the lookup's `observed`). */
+export interface Observed {
+  success_ratio: number | null;
+  latency_ms: number | null;
+  deliveries: number;
+  cost_usd: number | null;
+  calls: number;
+}
+
 export const finite = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
 
 export function isScored(strategy: Strategy): strategy is ScoredStrategy {
@@ -52,6 +61,35 @@ export class RoutingScores {
       else scores.set(row.agent_id, { value: null, source: 'none' });
     }
     return scores;
+  }
+
+  /**
+   * Per agent, what the platform measured: success ratio and median latency of its last 100
+   * settled deliveries, mean cost per call over 7 days (of steps for its capability when it
+   * reported them); nulls where nothing was measured or the measure is unavailable.
+   */
+  async observed(tx: Tx, agents: readonly { agent_id: string; capability: string }[]): Promise<Map<string, Observed>> {
+    const ids = agents.map((a) => a.agent_id);
+    const [stats, costs] = await Promise.all([
+      this.stats && ids.length > 0 ? this.stats.statsFor(tx, ids).catch(() => null) : null,
+      this.costs && ids.length > 0 ? this.costs.meanCosts(tx, agents, COST_WINDOW_DAYS).catch(() => null) : null,
+    ]);
+    return new Map(
+      ids.map((id) => {
+        const delivered = stats?.get(id);
+        const spent = costs?.get(id);
+        return [
+          id,
+          {
+            success_ratio: delivered?.success_ratio ?? null,
+            latency_ms: delivered?.latency_ms ?? null,
+            deliveries: delivered?.samples ?? 0,
+            cost_usd: spent?.cost_usd ?? null,
+            calls: spent?.calls ?? 0,
+          },
+        ];
+      }),
+    );
   }
 
   /** The measured figure per agent; none when the measure is unavailable (routing goes on on claims). */

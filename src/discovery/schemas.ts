@@ -162,6 +162,24 @@ export const AgentEntry = Type.Object(
           "cost strategy: the figure used, the agent's mean cost per call over 7 days (for this capability when it reported usage of its steps)",
       }),
     ),
+    observed: Type.Optional(
+      Type.Object(
+        {
+          success_ratio: Type.Union([Type.Number(), Type.Null()], {
+            description: 'Acknowledged ÷ settled, over its last 100 settled deliveries',
+          }),
+          latency_ms: Type.Union([Type.Number(), Type.Null()], {
+            description: 'Median ms from delivery to acknowledgement, over the same',
+          }),
+          deliveries: Type.Integer({ description: 'Settled deliveries those figures are of (≤ 100)' }),
+          cost_usd: Type.Union([Type.Number(), Type.Null()], {
+            description: 'Mean cost per call over 7 days (of steps for this capability when it reported them)',
+          }),
+          calls: Type.Integer({ description: 'Calls with usage that mean is of' }),
+        },
+        { description: 'HTTP lookups: what the platform measured of the agent (nulls: nothing yet)' },
+      ),
+    ),
     score_source: Type.Optional(
       Type.Union([Type.Literal('measured'), Type.Literal('metadata'), Type.Literal('none')], {
         description: 'latency/trust/cost strategies: measured by the platform, claimed in metadata, or neither',

@@ -299,7 +299,10 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
 
   /** Agents with a capability, one entry each, ordered by the strategy (the HTTP lookup). */
   async lookupAgents(input: LookupInput): Promise<{ agents: AgentEntry[]; strategy: Strategy; total: number }> {
-    return this.lookupIn(autocommit, input);
+    const found = await this.lookupIn(autocommit, input);
+    // What the platform saw of each listed agent, for people choosing (routing itself reads only what its strategy needs).
+    const observed = await this.scores.observed(autocommit, found.agents);
+    return { ...found, agents: found.agents.map((agent) => ({ ...agent, observed: observed.get(agent.agent_id)! })) };
   }
 
   /** AgentDirectory port: the lookup's agents, in the caller's transaction (a plan step starting). */

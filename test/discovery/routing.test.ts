@@ -49,6 +49,7 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
         health: 'healthy',
         last_heartbeat: new Date(clock.now()).toISOString(),
         paused: false,
+        observed: { success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: null, calls: 0 },
       },
       {
         agent_id: `${ns}-b`,
@@ -60,6 +61,7 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
         health: 'unknown',
         last_heartbeat: null,
         paused: false,
+        observed: { success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: null, calls: 0 },
       },
     ]);
   });
@@ -352,6 +354,13 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     const after = await lookup(server.api, { capability: `${ns}.work`, strategy: 'cost' });
     expect(after.ids).toEqual([d, a, b, c]);
     expect(after.body.data.agents[2].cost_usd).toBeCloseTo(0.9);
+    // Every HTTP lookup, whatever its strategy, says what the platform saw of each agent.
+    const seen = await lookup(server.api, { capability: `${ns}.work` });
+    const observed = Object.fromEntries(seen.body.data.agents.map((x: any) => [x.agent_id, x.observed]));
+    expect(observed[b]).toMatchObject({ success_ratio: 1, deliveries: 1, calls: 1 });
+    expect(observed[b].cost_usd).toBeCloseTo(0.9);
+    expect(observed[a]).toEqual({ success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: 0.5, calls: 2 });
+    expect(observed[c]).toEqual({ success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: null, calls: 0 });
     // Eight days on, nothing measured is recent: claims only.
     clock.advance(8 * 86_400_000);
     for (const id of [a, b, c, d]) await heartbeat(server.api, id, 0);

@@ -718,6 +718,9 @@ export interface Shapes {
         cost_usd?: number | null | undefined;
         latency_ms?: number | null | undefined;
         trust_score?: number | null | undefined;
+        observed?:
+          | { deliveries: number; cost_usd: number | null; latency_ms: number | null; success_ratio: number | null; calls: number }
+          | undefined;
         score_source?: 'metadata' | 'measured' | 'none' | undefined;
         agent_id: string;
         metadata: { [x: string]: unknown };

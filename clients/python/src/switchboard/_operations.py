@@ -1109,6 +1109,7 @@ class DiscoveryFindAgentsItem(_DiscoveryFindAgentsItemRequired, total=False):
     latency_ms: float | None
     trust_score: float | None
     cost_usd: float | None
+    observed: dict[str, Any]
     score_source: Literal["measured", "metadata", "none"]
 
 
