@@ -795,6 +795,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     }[];
@@ -809,6 +810,7 @@ export interface Shapes {
       catch_up?: 'none' | 'latest' | 'all' | undefined;
       overlap?: 'allow' | 'skip' | undefined;
       timeout_seconds?: number | undefined;
+      debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null | undefined;
       name: string;
       trigger_type: 'webhook' | 'cron';
       target_agent: string;
@@ -831,6 +833,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     };
@@ -854,6 +857,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     };
@@ -872,6 +876,7 @@ export interface Shapes {
       catch_up?: 'none' | 'latest' | 'all' | undefined;
       overlap?: 'allow' | 'skip' | undefined;
       timeout_seconds?: number | undefined;
+      debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null | undefined;
     };
     data: {
       webhook_url?: string | undefined;
@@ -891,6 +896,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     };
@@ -927,7 +933,7 @@ export interface Shapes {
       execution_id: string | null;
     }[];
   };
-  'routines.webhook': { data: { execution_id: string }; content: 'any' };
+  'routines.webhook': { data: { execution_id: string | null }; content: 'any' };
   'routines.listExecutions': {
     query: { limit?: number | undefined; offset?: number | undefined; status?: 'pending' | 'running' | 'success' | 'failed' | undefined };
     data: {
@@ -1157,6 +1163,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1168,6 +1175,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1182,7 +1190,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1202,7 +1209,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1231,6 +1237,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1242,6 +1249,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1256,7 +1264,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1276,7 +1283,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1304,6 +1310,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1315,6 +1322,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1329,7 +1337,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1349,7 +1356,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1382,6 +1388,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1393,6 +1400,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1407,7 +1415,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1427,7 +1434,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1459,6 +1465,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1470,6 +1477,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1484,7 +1492,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1504,7 +1511,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1533,6 +1539,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1544,6 +1551,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1558,7 +1566,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1578,7 +1585,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1606,6 +1612,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1617,6 +1624,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1631,7 +1639,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1651,7 +1658,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1684,6 +1690,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1695,6 +1702,7 @@ export interface Shapes {
               max_concurrency?: number | undefined;
               strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1709,7 +1717,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1729,7 +1736,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -2101,9 +2107,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
     };
     data: {
@@ -2120,9 +2126,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2145,9 +2151,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2169,9 +2175,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2188,9 +2194,9 @@ export interface Shapes {
             topic?: string | undefined;
             cron?: string | undefined;
             timezone?: string | undefined;
+            debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
             path?: string | undefined;
             method?: string | undefined;
-            debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
           }
         | undefined;
       input_mapping?: { [x: string]: unknown } | null | undefined;
@@ -2209,9 +2215,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;

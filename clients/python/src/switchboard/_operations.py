@@ -1250,6 +1250,7 @@ class _RoutinesListItemRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1281,6 +1282,7 @@ class RoutinesCreateBody(_RoutinesCreateBodyRequired, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
 
 
 class _RoutinesCreateArgsRequired(TypedDict):
@@ -1300,6 +1302,7 @@ class RoutinesCreateArgs(_RoutinesCreateArgsRequired, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
 
 
 class _RoutinesCreateDataRequired(TypedDict):
@@ -1315,6 +1318,7 @@ class _RoutinesCreateDataRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1348,6 +1352,7 @@ class _RoutinesGetDataRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1376,6 +1381,7 @@ class RoutinesUpdateBody(TypedDict, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     reason: str
 
 
@@ -1397,6 +1403,7 @@ class RoutinesUpdateArgs(_RoutinesUpdateArgsRequired, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     reason: str
 
 
@@ -1413,6 +1420,7 @@ class _RoutinesUpdateDataRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1541,7 +1549,7 @@ class RoutinesWebhookArgs(_RoutinesWebhookArgsRequired, total=False):
 class RoutinesWebhookData(TypedDict):
     """What routines.webhook returns."""
 
-    execution_id: str
+    execution_id: str | None
 
 
 class _RoutinesListExecutionsArgsRequired(TypedDict):
@@ -5180,7 +5188,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds",),
+            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds", "debounce",),
             paged=False,
             items_key=None,
             public=False,
@@ -5206,7 +5214,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=("id",),
             query_params=(),
             body="json",
-            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds", "reason",),
+            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds", "debounce", "reason",),
             paged=False,
             items_key=None,
             public=False,
