@@ -240,6 +240,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     agentsByHealth: () => discovery.service.countByHealth(),
     alertsFiring: () => alerts.service.firingCounts(),
     runsBlocked: () => coordination.service.runs.blockedCounts(),
+    messagesHeld: () => messaging.inbox.heldByOrderingKey(),
   });
   if (database.writeStats) installWriteMetrics(metrics, database.writeStats);
   installWorkerMetrics(metrics, workers);

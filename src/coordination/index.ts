@@ -28,6 +28,7 @@ import { RunLimitsStore } from './run-limits-store.js';
 import { Planner } from './planner.js';
 import { TriggerStore } from './trigger-store.js';
 import { DEBOUNCE_BEGUN, TriggerFiring } from './trigger-firing.js';
+import { DebounceStore } from '../debounce/store.js';
 import { TriggersService } from './triggers.js';
 
 export { callerOf } from './caller.js';
@@ -103,7 +104,16 @@ export function createCoordinationDomain(deps: {
     runs: coordination,
     decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people }),
   };
-  const firing = new TriggerFiring({ triggers: triggerStore, plans, engine, clock, expressions: platform.expressions, audit, notifier });
+  const firing = new TriggerFiring({
+    triggers: triggerStore,
+    debounces: new DebounceStore(db, caps, 'trigger'),
+    plans,
+    engine,
+    clock,
+    expressions: platform.expressions,
+    audit,
+    notifier,
+  });
   const triggers = new TriggersService({ triggers: triggerStore, plans, clock, notifier, audit, firing });
   const { llmUrl, llmModel, llmApiKey } = platform.config;
   const planner = new Planner({

@@ -43,6 +43,39 @@ export class RunLimitsStore extends CoordinationStore {
     return rows.map((row) => Number(row.admitted_at));
   }
 
+  /**
+   * How many runs queued by the rate limit of `key` go before `run` (higher priority, or equal
+   * and queued first), counted up to `limit`.
+   */
+  async queuedAhead(
+    tx: Tx,
+    planId: string,
+    key: string,
+    run: { id: string; priority: number; started_at: number },
+    limit: number,
+  ): Promise<number> {
+    const rows = await dbOf(tx, this.db)
+      .selectFrom('runs')
+      .select('id')
+      .where('plan_id', '=', planId)
+      .where('status', '=', 'queued')
+      .where('blocked_by', '=', 'rate_limit')
+      .where('rate_key', '=', key)
+      .where('id', '!=', run.id)
+      .where((eb) =>
+        eb.or([
+          eb('priority', '>', run.priority),
+          eb.and([
+            eb('priority', '=', run.priority),
+            eb.or([eb('started_at', '<', run.started_at), eb.and([eb('started_at', '=', run.started_at), eb('id', '<', run.id)])]),
+          ]),
+        ]),
+      )
+      .limit(limit)
+      .execute();
+    return rows.length;
+  }
+
   /** The queued run of a concurrency key that goes next: highest priority, then first queued. */
   async nextQueued(tx: Tx, planId: string, key: string): Promise<string | undefined> {
     const row = await dbOf(tx, this.db)

@@ -72,6 +72,11 @@ export class RunLimits {
       const recent = await store.admittedSince(tx, planId, ctx.run.rate_key!, ctx.now - period, rateLimit.limit);
       // Queued until the oldest start of the window leaves it.
       if (recent.length >= rateLimit.limit) return { kind: 'queue', blockedBy: 'rate_limit', wakeAt: recent[0]! + period };
+      // The free slots go to the queued runs before this one first (they are due: the window let
+      // them through); this one waits for the window after theirs.
+      const free = rateLimit.limit - recent.length;
+      if ((await store.queuedAhead(tx, planId, ctx.run.rate_key!, ctx.run, free)) >= free)
+        return { kind: 'queue', blockedBy: 'rate_limit', wakeAt: (recent[0] ?? ctx.now) + period };
     }
     if (concurrency) {
       const active = await store.activeRuns(tx, planId, ctx.run.concurrency_key!, concurrency.limit);

@@ -146,19 +146,6 @@ export interface TriggerFiresTable {
   created_at: number;
 }
 
-/** A burst of a debounced trigger's events under way (one per trigger and debounce key). */
-export interface TriggerDebouncesTable {
-  trigger_id: string;
-  debounce_key: string;
-  /** JSON: the last event's data, the run's `event`. */
-  event: string;
-  first_at: number;
-  /** When the run starts: `seconds` after the last event, at the deadline at most. */
-  fire_at: number;
-  /** The first event plus `max_wait_s` (null: none). */
-  deadline: number | null;
-}
-
 /** A reminder or an escalation of a human step's wait, due at `due_at`. */
 export interface ApprovalTimersTable {
   id: string;
@@ -196,6 +183,5 @@ export interface CoordinationTables {
   run_step_logs: RunStepLogsTable;
   plan_triggers: PlanTriggersTable;
   trigger_fires: TriggerFiresTable;
-  trigger_debounces: TriggerDebouncesTable;
   approval_timers: ApprovalTimersTable;
 }

@@ -10,6 +10,7 @@ import { topicProblem } from '../kernel/topics.js';
 import type { TriggerType } from './tables.js';
 import { collectReferences } from './templates.js';
 import type { TriggerRow } from './trigger-store.js';
+import type { Debounce } from '../debounce/store.js';
 
 export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type WebhookMethod = (typeof WEBHOOK_METHODS)[number];
@@ -30,14 +31,6 @@ export interface TriggerConfig {
   path?: string;
   method?: WebhookMethod;
   debounce?: Debounce;
-}
-
-/** A burst of matching events starts one run, `seconds` after the last (`max_wait_s` after the first at most), with the last one's input. */
-export interface Debounce {
-  seconds: number;
-  /** A template over `event` (`{{event.customer}}`): each value debounces apart. */
-  key?: string;
-  max_wait_s?: number;
 }
 
 export interface TriggerInput {

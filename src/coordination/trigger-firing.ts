@@ -9,8 +9,9 @@ import { decideSlots, Schedule } from '../kernel/cron.js';
 import type { RunEngine } from './engine.js';
 import type { CurrentPlan, PlanStore } from './plan-store.js';
 import type { StartRun } from './run-state.js';
-import { webhookKey, type Debounce, type TriggerConfig } from './trigger-config.js';
-import type { DebounceRow, FireRow, TriggerRow, TriggerStore } from './trigger-store.js';
+import { webhookKey, type TriggerConfig } from './trigger-config.js';
+import type { FireRow, TriggerRow, TriggerStore } from './trigger-store.js';
+import { burstRow, type Debounce, type DebounceStore } from '../debounce/store.js';
 import type { FireOutcome } from './tables.js';
 import { render } from './templates.js';
 import { isJsonObject } from '../kernel/json.js';
@@ -101,6 +102,7 @@ export class TriggerFiring {
   constructor(
     private readonly deps: {
       triggers: TriggerStore;
+      debounces: DebounceStore;
       plans: PlanStore;
       engine: RunEngine;
       clock: Clock;
@@ -202,24 +204,15 @@ export class TriggerFiring {
 
   /** When the timer looks next for triggers: a schedule slot or a debounced burst's end. */
   async nextFireAt(): Promise<number | null> {
-    const times = [await this.store.nextScheduleAt(autocommit), await this.store.nextDebounceAt(autocommit)];
+    const times = [await this.store.nextScheduleAt(autocommit), await this.deps.debounces.nextAt(autocommit)];
     return times.reduce<number | null>((a, b) => (b === null ? a : a === null ? b : Math.min(a, b)), null);
   }
 
   /** An event of a debounced trigger joins the burst of its key (or begins one: the timers are told). */
   private async debounce(tx: Tx, trigger: TriggerRow, debounce: Debounce, event: Record<string, unknown>, now: number): Promise<void> {
     const key = debounce.key === undefined ? '' : String(render(debounce.key, { input: {}, steps: {}, event }) ?? '');
-    const deadline = debounce.max_wait_s === undefined ? null : now + debounce.max_wait_s * 1000;
-    const fireAt = Math.min(now + debounce.seconds * 1000, deadline ?? Infinity);
-    const row: DebounceRow = {
-      trigger_id: trigger.id,
-      debounce_key: key,
-      event: JSON.stringify(event),
-      first_at: now,
-      fire_at: fireAt,
-      deadline,
-    };
-    if (await this.store.debounce(tx, row)) await this.deps.notifier.notifyIn(tx, DEBOUNCE_BEGUN);
+    const row = burstRow('trigger', trigger.id, debounce, key, event, now);
+    if (await this.deps.debounces.join(tx, row)) await this.deps.notifier.notifyIn(tx, DEBOUNCE_BEGUN);
   }
 
   /** Starts the runs of debounced bursts that are due (each with its last event), recorded in the ledger. */
@@ -228,10 +221,10 @@ export class TriggerFiring {
     for (;;) {
       const now = this.deps.clock.now();
       const { taken, count } = await this.store.inTransaction(async (tx) => {
-        const due = await this.store.takeDueDebounces(tx, now, SCHEDULE_BATCH);
+        const due = await this.deps.debounces.takeDue(tx, now, SCHEDULE_BATCH);
         let count = 0;
         for (const burst of due) {
-          const trigger = await this.store.findTrigger(tx, burst.trigger_id);
+          const trigger = await this.store.findTrigger(tx, burst.owner_id);
           if (!trigger || trigger.enabled !== 1) continue;
           const outcome = await this.startRun(tx, trigger, JSON.parse(burst.event) as Record<string, unknown>);
           if ('runId' in outcome) count++;

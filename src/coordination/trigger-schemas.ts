@@ -1,3 +1,4 @@
+import { DebounceConfig } from '../debounce/schemas.js';
 import { Type } from '@sinclair/typebox';
 import { JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
 
@@ -35,23 +36,7 @@ export const TriggerConfig = Type.Object(
         { description: 'webhook: HTTP method (default POST)' },
       ),
     ),
-    debounce: Type.Optional(
-      Type.Object(
-        {
-          seconds: Type.Integer({ minimum: 1, maximum: 86_400, description: 'The run starts after this long without another event' }),
-          key: Type.Optional(
-            Type.String({ minLength: 1, maxLength: 500, description: 'A template over {{event.*}}: each value debounces apart' }),
-          ),
-          max_wait_s: Type.Optional(
-            Type.Integer({ minimum: 1, maximum: 86_400, description: "At most this long after a burst's first event" }),
-          ),
-        },
-        {
-          additionalProperties: false,
-          description: "event and webhook: a burst of matching events starts one run, with the last event's input",
-        },
-      ),
-    ),
+    debounce: Type.Optional(Type.Intersect([DebounceConfig], { description: 'event and webhook triggers only' })),
   },
   { title: 'TriggerConfig', additionalProperties: false },
 );

@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import { nextDue } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
@@ -7,13 +7,12 @@ import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { CoordinationStore } from './coordination-store.js';
-import type { PlanTriggersTable, TriggerDebouncesTable, TriggerFiresTable } from './tables.js';
+import type { PlanTriggersTable, TriggerFiresTable } from './tables.js';
 
 export type TriggerRow = Selectable<PlanTriggersTable>;
 /** A trigger as read: with the time of its latest started run, from the fire ledger. */
 export type TriggerView = TriggerRow & { last_fired_at: number | null };
 export type FireRow = Selectable<TriggerFiresTable>;
-export type DebounceRow = Selectable<TriggerDebouncesTable>;
 
 /** Fires kept per trigger (older ones are pruned by the timer worker). */
 export const FIRES_KEPT = 100;
@@ -106,51 +105,6 @@ export class TriggerStore extends CoordinationStore {
       .orderBy('next_fire_at')
       .limit(limit);
     return this.caps.claim(query).execute();
-  }
-
-  /**
-   * An event of a debounced trigger: the burst of its key keeps the event and fires `fire_at`
-   * (never past its deadline), or a new burst begins. True when it began (its timer is new).
-   */
-  async debounce(tx: Tx, row: DebounceRow): Promise<boolean> {
-    const saved = await dbOf(tx, this.db)
-      .insertInto('trigger_debounces')
-      .values(row)
-      .onConflict((oc) =>
-        oc.columns(['trigger_id', 'debounce_key']).doUpdateSet((eb) => ({
-          event: eb.ref('excluded.event'),
-          fire_at: sql<number>`case when ${eb.ref('trigger_debounces.deadline')} < ${eb.ref('excluded.fire_at')} then ${eb.ref('trigger_debounces.deadline')} else ${eb.ref('excluded.fire_at')} end`,
-        })),
-      )
-      .returning('first_at')
-      .executeTakeFirstOrThrow();
-    return Number(saved.first_at) === row.first_at;
-  }
-
-  /** Takes up to `limit` bursts due to fire (deleted; on PostgreSQL claimed with SKIP LOCKED). */
-  async takeDueDebounces(tx: Tx, now: number, limit: number): Promise<DebounceRow[]> {
-    const db = dbOf(tx, this.db);
-    const due = await this.caps
-      .claim(db.selectFrom('trigger_debounces').selectAll().where('fire_at', '<=', now).orderBy('fire_at').limit(limit))
-      .execute();
-    for (const row of due) {
-      await db
-        .deleteFrom('trigger_debounces')
-        .where('trigger_id', '=', row.trigger_id)
-        .where('debounce_key', '=', row.debounce_key)
-        .execute();
-    }
-    return due;
-  }
-
-  /** When the next burst fires. */
-  async nextDebounceAt(tx: Tx): Promise<number | null> {
-    return nextDue(
-      await dbOf(tx, this.db)
-        .selectFrom('trigger_debounces')
-        .select((eb) => eb.fn.min('fire_at').as('next'))
-        .executeTakeFirst(),
-    );
   }
 
   async nextScheduleAt(tx: Tx): Promise<number | null> {

@@ -6,6 +6,7 @@ import type { AuthTables } from '../auth/tables.js';
 import type { AccessGroupsTables } from '../auth/groups/tables.js';
 import type { ClusterTables } from '../cluster/tables.js';
 import type { CoordinationTables } from '../coordination/tables.js';
+import type { DebounceTables } from '../debounce/tables.js';
 import type { DiscoveryTables } from '../discovery/tables.js';
 import type { EventsTables } from '../events/tables.js';
 import type { MessagingTables } from '../messaging/tables.js';
@@ -29,6 +30,7 @@ export interface Database
     AuthTables,
     ClusterTables,
     CoordinationTables,
+    DebounceTables,
     DiscoveryTables,
     EventsTables,
     MessagingTables,

@@ -31,6 +31,8 @@ export interface MetricSources {
   alertsFiring(): Promise<{ rule_id: string; severity: string; n: number }[]>;
   /** Runs held back by why: queued by a concurrency or rate limit, or waiting for an agent (no_agent). */
   runsBlocked(): Promise<Record<string, number>>;
+  /** Pending messages waiting behind an earlier unsettled message of their ordering key. */
+  messagesHeld(): Promise<number>;
 }
 
 /**
@@ -172,6 +174,15 @@ export class DomainMetrics {
       registers,
       async collect() {
         for (const [blockedBy, count] of Object.entries(await sources.runsBlocked())) this.set({ blocked_by: blockedBy }, count);
+      },
+    });
+    new Gauge({
+      name: 'switchboard_messages_held',
+      help: 'Pending messages held back by their ordering key (an earlier message of the key and inbox is not settled yet)',
+      labelNames: ['blocked_by'],
+      registers,
+      async collect() {
+        this.set({ blocked_by: 'ordering_key' }, await sources.messagesHeld());
       },
     });
     new Gauge({

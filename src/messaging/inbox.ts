@@ -382,6 +382,11 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
     return this.views.depths();
   }
 
+  /** The held messages gauge of /metrics: pending messages waiting behind an earlier one of their ordering key. */
+  heldByOrderingKey(): Promise<number> {
+    return this.deps.viewStore.countHeldByOrderingKey(autocommit);
+  }
+
   readyInboxes(now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]> {
     return this.deps.viewStore.readyInboxes(autocommit, now);
   }

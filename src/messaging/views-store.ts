@@ -41,6 +41,27 @@ export class InboxViewsStore extends Store {
    * the leased among a page's pending messages and the oldest waiting are read as in `waiting`,
    * never by walking an inbox's waiting messages.
    */
+  /**
+   * Messages held by their ordering key: of each key's pending messages (leased or not) all but
+   * the first wait. A grouped walk of the partial index messages_ordering (keyed messages only),
+   * never of the messages table.
+   */
+  async countHeldByOrderingKey(tx: Tx): Promise<number> {
+    const db = dbOf(tx, this.db);
+    const keys = db
+      .selectFrom('messages')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('ordering_key', 'is not', null)
+      .where('state', '=', 'pending')
+      .groupBy(['destination', 'ordering_key'])
+      .as('keys');
+    const row = await db
+      .selectFrom(keys)
+      .select(sql<number | string | null>`sum(${sql.ref('keys.n')} - 1)`.as('held'))
+      .executeTakeFirst();
+    return Number(row?.held ?? 0);
+  }
+
   async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page, deepestFirst = false): Promise<Paged<InboxCounts>> {
     const db = dbOf(tx, this.db);
     let counters = db.selectFrom('inbox_counters').where((eb) => eb.or([eb('pending', '>', 0), eb('dead', '>', 0)]));

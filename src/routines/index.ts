@@ -4,6 +4,7 @@ import { LoopWorker } from '../workers/loop-worker.js';
 import { routinesRoutes } from './routes.js';
 import { ROUTINES_CHANGED, RoutinesService } from './service.js';
 import { RoutinesStore } from './store.js';
+import { DebounceStore } from '../debounce/store.js';
 import { autocommit } from '../kernel/tx.js';
 import type { RetentionRule } from '../kernel/ports.js';
 
@@ -20,6 +21,7 @@ export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox; e
   const store = new RoutinesStore(platform.database.db, platform.database.caps);
   const service = new RoutinesService({
     store,
+    debounces: new DebounceStore(platform.database.db, platform.database.caps, 'routine'),
     clock: platform.clock,
     notifier: platform.notifier,
     inbox: deps.inbox,
@@ -47,6 +49,7 @@ export function createRoutinesDomain(deps: { platform: Platform; inbox: Inbox; e
     wakeOn: { notifier: platform.notifier, channel: ROUTINES_CHANGED },
     run: async () => {
       await service.fireDue();
+      await service.fireDebounced();
       await service.expireTimedOut();
       const next = await service.nextWakeAt();
       return next === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(0, next - platform.clock.now()));

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { DebounceConfig } from '../debounce/schemas.js';
 import { AgentId, JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 200, description: 'Routine name' });
@@ -26,6 +27,10 @@ const CatchUp = Type.Union([Type.Literal('none'), Type.Literal('latest'), Type.L
 const Overlap = Type.Union([Type.Literal('allow'), Type.Literal('skip')], {
   description: 'skip: a slot is skipped while the previous execution is still pending or running; default allow',
 });
+const RoutineDebounce = Type.Union([DebounceConfig, Type.Null()], {
+  description:
+    "webhook routines: a burst of calls starts one execution, after `seconds` of quiet (or `max_wait_s` at most), with the last call's body; the key reads {{event.*}} (the body). null: every call starts one",
+});
 const TimeoutSeconds = Type.Integer({
   minimum: 1,
   maximum: 7 * 86_400,
@@ -45,6 +50,7 @@ export const CreateRoutineBody = Type.Object(
     catch_up: Type.Optional(CatchUp),
     overlap: Type.Optional(Overlap),
     timeout_seconds: Type.Optional(TimeoutSeconds),
+    debounce: Type.Optional(RoutineDebounce),
   },
   { additionalProperties: false },
 );
@@ -69,6 +75,7 @@ export const Routine = Type.Object(
     catch_up: CatchUp,
     overlap: Overlap,
     timeout_seconds: Type.Integer(),
+    debounce: RoutineDebounce,
     next_run_at: Type.Union([Timestamp, Type.Null()], { description: 'Next cron fire time; null for webhook or paused routines' }),
     last_run_at: NullableTimestamp,
     created_by: Type.String(),
@@ -148,5 +155,12 @@ export const TriggerBody = Type.Union([
 
 export const RoutineParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 export const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) });
-export const WebhookFired = Type.Object({ execution_id: Type.String() }, { title: 'RoutineWebhookFired' });
+export const WebhookFired = Type.Object(
+  {
+    execution_id: Type.Union([Type.String(), Type.Null()], {
+      description: "null: the routine debounces; its execution starts when the burst of calls ends, with the last call's body",
+    }),
+  },
+  { title: 'RoutineWebhookFired' },
+);
 export const WebhookToken = Type.Object({ webhook_url: Type.String(), webhook_token: Type.String() }, { title: 'RoutineWebhookToken' });

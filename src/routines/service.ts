@@ -12,9 +12,11 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { decideSlots, Schedule } from '../kernel/cron.js';
 import { fireSpan, nextRunAt, validateSchedule } from './schedule.js';
 import type { CreateRoutineBody, Execution, Fire, Routine, UpdateRoutineBody } from './schemas.js';
-import { executionFinished, outputJson, toExecution, toFire, toRoutine } from './views.js';
+import { executionFinished, fireRow, outputJson, toExecution, toFire, toRoutine } from './views.js';
 import type { ExecutionRow, FireRow, RoutineFilter, RoutineRow, RoutinesStore } from './store.js';
 import type { ExecutionStatus, ExecutionTrigger } from './tables.js';
+import { burstRow, type Debounce, type DebounceStore } from '../debounce/store.js';
+import { render } from '../coordination/templates.js';
 
 export const ROUTINE_EVENT = 'routine.execute';
 /** Wakes every node's scheduler when routines change (a new earliest due time, a pause). */
@@ -27,6 +29,8 @@ export type WebhookRoutine = RoutineRow;
 
 export interface RoutinesDeps {
   store: RoutinesStore;
+  /** Bursts of debounced webhook calls. */
+  debounces: DebounceStore;
   clock: Clock;
   notifier: Notifier;
   inbox: Inbox;
@@ -80,6 +84,7 @@ export class RoutinesService {
       catch_up: input.catch_up ?? 'latest',
       overlap: input.overlap ?? 'allow',
       timeout_seconds: input.timeout_seconds ?? 3600,
+      debounce: input.debounce ? JSON.stringify(input.debounce) : null,
       webhook_token_hash: token === null ? null : sha256Hex(token),
       next_run_at: null,
       last_run_at: null,
@@ -143,10 +148,12 @@ export class RoutinesService {
         ...(patch.catch_up !== undefined && { catch_up: patch.catch_up }),
         ...(patch.overlap !== undefined && { overlap: patch.overlap }),
         ...(patch.timeout_seconds !== undefined && { timeout_seconds: patch.timeout_seconds }),
+        ...(patch.debounce !== undefined && { debounce: patch.debounce === null ? null : JSON.stringify(patch.debounce) }),
         updated_at: now,
       };
       // Switching away from cron drops the expression (unless the patch sets one, which validate rejects).
       if (patch.trigger_type === 'webhook' && patch.cron_expression === undefined) next.cron_expression = null;
+      if (patch.trigger_type === 'cron' && patch.debounce === undefined) next.debounce = null;
       validateSchedule(next);
       if (next.trigger_type === 'webhook' && next.webhook_token_hash === null) {
         token = newSecret();
@@ -239,14 +246,37 @@ export class RoutinesService {
     return row;
   }
 
-  /** A webhook invocation of the routine `webhookRoutine` found; the body becomes the payload. */
-  async invokeWebhook(routine: WebhookRoutine, body: unknown): Promise<{ execution_id: string }> {
+  /**
+   * A webhook invocation of the routine `webhookRoutine` found; the body becomes the payload. A
+   * debounced routine's call joins the burst of its key instead (execution_id null).
+   */
+  async invokeWebhook(routine: WebhookRoutine, body: unknown): Promise<{ execution_id: string | null }> {
+    const payload = body ?? {};
     const execution = await this.store.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'routine.fire', resource: { type: 'routine', id: routine.id } });
-      return this.startExecution(tx, routine, 'webhook', null, body ?? {});
+      if (routine.debounce === null) return this.startExecution(tx, routine, 'webhook', null, payload);
+      const debounce = JSON.parse(routine.debounce) as Debounce;
+      const key = debounce.key === undefined ? '' : String(render(debounce.key, { input: {}, steps: {}, event: payload }) ?? '');
+      await this.deps.debounces.join(tx, burstRow('routine', routine.id, debounce, key, payload, this.deps.clock.now()));
+      return null;
     });
+    // A new deadline, or a burst's end, the scheduler must watch.
     await this.changed();
-    return { execution_id: execution.id };
+    return { execution_id: execution?.id ?? null };
+  }
+
+  /** Starts the executions of debounced bursts that are due, each with its last call's body. */
+  fireDebounced(): Promise<number> {
+    return this.deps.debounces.fireDue(
+      () => this.deps.clock.now(),
+      this.fireBatchSize,
+      async (tx, burst) => {
+        const routine = await this.store.findRoutine(tx, burst.owner_id);
+        if (!routine || routine.enabled !== 1 || routine.trigger_type !== 'webhook') return false;
+        await this.startExecution(tx, routine, 'webhook', null, JSON.parse(burst.event) as unknown);
+        return true;
+      },
+    );
   }
 
   /** Creates an execution and puts `routine.execute` in the target's inbox, in `tx`. */
@@ -395,15 +425,15 @@ export class RoutinesService {
       let fired = false;
       for (const slot of decision.fire) {
         if (routine.overlap === 'skip' && running) {
-          fires.push(this.fireRow(routine.id, slot, now, 'skipped', 'overlap: the previous execution has not finished'));
+          fires.push(fireRow(routine.id, slot, now, 'skipped', 'overlap: the previous execution has not finished'));
           continue;
         }
-        fires.push(this.fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
+        fires.push(fireRow(routine.id, slot, now, 'fired', null, newId('exe', now)));
         this.deps.metrics.routineFired((now - slot) / 1000);
         running = true;
         fired = true;
       }
-      for (const { slot, reason } of decision.skip) fires.push(this.fireRow(routine.id, slot, now, 'skipped', reason));
+      for (const { slot, reason } of decision.skip) fires.push(fireRow(routine.id, slot, now, 'skipped', reason));
       const lastSlot = slots[slots.length - 1] ?? routine.next_run_at!;
       routine.next_run_at = schedule.next(Math.max(now, lastSlot));
       if (fired) routine.last_run_at = now;
@@ -426,25 +456,6 @@ export class RoutinesService {
         }),
     );
     return { fired: started.length, claimed: due.length };
-  }
-
-  private fireRow(
-    routineId: string,
-    slot: number,
-    now: number,
-    outcome: 'fired' | 'skipped',
-    reason: string | null,
-    executionId: string | null = null,
-  ): FireRow {
-    return {
-      id: newId('fire', now),
-      routine_id: routineId,
-      scheduled_for: slot,
-      outcome,
-      reason,
-      execution_id: executionId,
-      created_at: now,
-    };
   }
 
   /** Fails executions that outlived `timeout_seconds` and withdraws their messages. */
@@ -475,8 +486,9 @@ export class RoutinesService {
 
   /** When the scheduler must look again: the earliest due slot or execution deadline. */
   async nextWakeAt(): Promise<number | null> {
-    const [due, deadline] = await Promise.all([this.store.nextDueAt(autocommit), this.store.nextDeadline(autocommit)]);
-    const times = [due, deadline].filter((t): t is number => t !== null);
+    const times = (
+      await Promise.all([this.store.nextDueAt(autocommit), this.store.nextDeadline(autocommit), this.deps.debounces.nextAt(autocommit)])
+    ).filter((t): t is number => t !== null);
     return times.length === 0 ? null : Math.min(...times);
   }
 }

@@ -16,6 +16,8 @@ export interface RoutinesTable {
   overlap: 'allow' | 'skip';
   timeout_seconds: number;
   webhook_token_hash: string | null;
+  /** JSON `{seconds, key?, max_wait_s?}` of a debounced webhook routine (null: none). */
+  debounce: string | null;
   next_run_at: number | null;
   last_run_at: number | null;
   created_by: string;

@@ -1,3 +1,4 @@
+import { newId } from '../kernel/ids.js';
 import { iso } from '../kernel/clock.js';
 import type { NewEvent } from '../kernel/ports.js';
 import type { Execution, Fire, Routine } from './schemas.js';
@@ -22,6 +23,7 @@ export function toRoutine(row: RoutineRow): Routine {
     catch_up: row.catch_up,
     overlap: row.overlap,
     timeout_seconds: row.timeout_seconds,
+    debounce: row.debounce === null ? null : (JSON.parse(row.debounce) as Routine['debounce']),
     next_run_at: iso(row.next_run_at),
     last_run_at: iso(row.last_run_at),
     created_by: row.created_by,
@@ -82,4 +84,24 @@ export function toFire(row: FireRow): Fire {
 /** An execution's output (the agent's acknowledge output, or why it failed) as its column's JSON text. */
 export function outputJson(output: unknown): string | null {
   return output === undefined || output === null ? null : JSON.stringify(output);
+}
+
+/** A fire ledger row: a cron slot fired (with its execution) or skipped (with why). */
+export function fireRow(
+  routineId: string,
+  slot: number,
+  now: number,
+  outcome: 'fired' | 'skipped',
+  reason: string | null,
+  executionId: string | null = null,
+): FireRow {
+  return {
+    id: newId('fire', now),
+    routine_id: routineId,
+    scheduled_for: slot,
+    outcome,
+    reason,
+    execution_id: executionId,
+    created_at: now,
+  };
 }

@@ -204,7 +204,7 @@ describeEachDialect('SDK client', (dialect) => {
 
     const routine = await admin().routines.create({ body: { name: 'sdk webhook', trigger_type: 'webhook', target_agent: 'sdk-hooks' } });
     const fired = await signing.routines.webhook({ path: { token: routine.webhook_token! }, body: { from: 'webhook' } });
-    expect(await admin().routines.getExecution({ path: { id: fired.execution_id } })).toMatchObject({
+    expect(await admin().routines.getExecution({ path: { id: fired.execution_id! } })).toMatchObject({
       trigger: 'webhook',
       routine_id: routine.id,
     });

@@ -154,6 +154,24 @@ describeEachDialect('coordination run limits', (dialect) => {
     expect(Date.parse(later.completed_at) - Date.parse(runs[0].started_at)).toBeGreaterThanOrEqual(900);
   });
 
+  it('rate_limit: queued runs go through as windows open by priority, then arrival', async () => {
+    const id = await plan({
+      rate_limit: { limit: 1, period_s: 1 },
+      steps: [{ id: 'done', type: 'transform', output: { ok: true } }],
+    });
+    const first = await start(id, {});
+    const queued = [];
+    for (const priority of [1, 9, 5, 9]) queued.push(await start(id, {}, { priority }));
+    expect([first.status, ...queued.map((r) => r.status)]).toEqual(['completed', 'queued', 'queued', 'queued', 'queued']);
+    const done = [];
+    for (const run of queued) done.push(await becomes(run.id, 'completed', 10_000));
+    const order = done
+      .map((run, i) => ({ i, at: Date.parse(run.completed_at) }))
+      .sort((x, y) => x.at - y.at)
+      .map((r) => r.i);
+    expect(order).toEqual([1, 3, 2, 0]);
+  });
+
   it('plans show their limits; bad limits are refused', async () => {
     const limits = {
       concurrency: { limit: 3, key: '{{input.k}}', on_limit: 'queue' },

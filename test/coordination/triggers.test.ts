@@ -3,6 +3,7 @@ import type { RunEngine } from '../../src/coordination/engine.js';
 import { PlanStore } from '../../src/coordination/plan-store.js';
 import { TriggerStore } from '../../src/coordination/trigger-store.js';
 import { TriggerFiring } from '../../src/coordination/trigger-firing.js';
+import { DebounceStore } from '../../src/debounce/store.js';
 import { autocommit } from '../../src/kernel/tx.js';
 import { acknowledge, receive, type InboxMessage } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
@@ -259,6 +260,7 @@ describeEachDialect('coordination triggers', (dialect) => {
     } as unknown as RunEngine;
     const triggers = new TriggerFiring({
       triggers: new TriggerStore(db, caps),
+      debounces: new DebounceStore(db, caps, 'trigger'),
       plans: new PlanStore(db, caps),
       engine,
       clock: new FakeClock(Date.now()),

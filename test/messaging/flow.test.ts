@@ -93,6 +93,30 @@ describeEachDialect('messaging: priority, ordering keys and fairness keys', (dia
     expect(last.map((m) => [m.message_id, m.priority, m.ordering_key])).toEqual([[a3, 9, 'conv-a']]);
   });
 
+  it('counts the messages held by their ordering key in the held messages gauge', async () => {
+    const held = async () => {
+      const line = (await server.api.get('/metrics')).text
+        .split('\n')
+        .find((l) => l.startsWith('switchboard_messages_held{blocked_by="ordering_key"}'));
+      return Number(line?.split(' ')[1]);
+    };
+    const before = await held();
+    const [x1] = [await send('flow-held', 'x1', { ordering_key: 'x' })];
+    await send('flow-held', 'x2', { ordering_key: 'x' });
+    await send('flow-held', 'x3', { ordering_key: 'x' });
+    await send('flow-held', 'y1', { ordering_key: 'y' });
+    await send('flow-held', 'free');
+    expect(await held()).toBe(before + 2);
+    expect(await names('flow-held')).toEqual(['x1', 'y1', 'free']);
+    expect(await held()).toBe(before + 2);
+    await ack([x1!]);
+    expect(await held()).toBe(before + 1);
+    const rest = await events('flow-held');
+    await ack(rest.map((m) => m.message_id));
+    const last = await events('flow-held');
+    await ack(last.map((m) => m.message_id));
+  });
+
   it('releases the next message of a key when the reaper dead-letters an expired last lease', async () => {
     await send('flow-reap', 'r1', { ordering_key: 'k', max_deliveries: 1 });
     await send('flow-reap', 'r2', { ordering_key: 'k' });

@@ -800,6 +800,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     }[];
@@ -814,6 +815,7 @@ export interface Shapes {
       catch_up?: 'none' | 'latest' | 'all' | undefined;
       overlap?: 'allow' | 'skip' | undefined;
       timeout_seconds?: number | undefined;
+      debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null | undefined;
       name: string;
       trigger_type: 'webhook' | 'cron';
       target_agent: string;
@@ -836,6 +838,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     };
@@ -859,6 +862,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     };
@@ -877,6 +881,7 @@ export interface Shapes {
       catch_up?: 'none' | 'latest' | 'all' | undefined;
       overlap?: 'allow' | 'skip' | undefined;
       timeout_seconds?: number | undefined;
+      debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null | undefined;
     };
     data: {
       webhook_url?: string | undefined;
@@ -896,6 +901,7 @@ export interface Shapes {
       catch_up: 'none' | 'latest' | 'all';
       overlap: 'allow' | 'skip';
       timeout_seconds: number;
+      debounce: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | null;
       next_run_at: string | null;
       last_run_at: string | null;
     };
@@ -932,7 +938,7 @@ export interface Shapes {
       execution_id: string | null;
     }[];
   };
-  'routines.webhook': { data: { execution_id: string }; content: 'any' };
+  'routines.webhook': { data: { execution_id: string | null }; content: 'any' };
   'routines.listExecutions': {
     query: { limit?: number | undefined; offset?: number | undefined; status?: 'pending' | 'running' | 'success' | 'failed' | undefined };
     data: {
@@ -1162,6 +1168,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1174,6 +1181,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1188,7 +1196,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1208,7 +1215,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1237,6 +1243,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1249,6 +1256,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1263,7 +1271,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1283,7 +1290,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1311,6 +1317,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1323,6 +1330,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1337,7 +1345,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1357,7 +1364,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1390,6 +1396,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1402,6 +1409,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1416,7 +1424,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1436,7 +1443,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1468,6 +1474,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1480,6 +1487,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1494,7 +1502,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1514,7 +1521,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1543,6 +1549,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1555,6 +1562,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1569,7 +1577,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1589,7 +1596,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1617,6 +1623,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1629,6 +1636,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1643,7 +1651,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1663,7 +1670,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -1696,6 +1702,7 @@ export interface Shapes {
         max_concurrency?: number | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
+        seconds?: number | undefined;
         depends_on?: string[] | undefined;
         steps?: string[] | undefined;
         step?:
@@ -1708,6 +1715,7 @@ export interface Shapes {
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
+              seconds?: number | undefined;
               steps?: string[] | undefined;
               input?: { [x: string]: unknown } | undefined;
               prompt?: string | undefined;
@@ -1722,7 +1730,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              seconds?: number | undefined;
               until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
@@ -1742,7 +1749,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        seconds?: number | undefined;
         until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
@@ -2114,9 +2120,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
     };
     data: {
@@ -2133,9 +2139,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2158,9 +2164,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2182,9 +2188,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;
@@ -2201,9 +2207,9 @@ export interface Shapes {
             topic?: string | undefined;
             cron?: string | undefined;
             timezone?: string | undefined;
+            debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
             path?: string | undefined;
             method?: string | undefined;
-            debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
           }
         | undefined;
       input_mapping?: { [x: string]: unknown } | null | undefined;
@@ -2222,9 +2228,9 @@ export interface Shapes {
         topic?: string | undefined;
         cron?: string | undefined;
         timezone?: string | undefined;
+        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
         path?: string | undefined;
         method?: string | undefined;
-        debounce?: { key?: string | undefined; max_wait_s?: number | undefined; seconds: number } | undefined;
       };
       input_mapping: { [x: string]: unknown } | null;
       next_fire_at: string | null;

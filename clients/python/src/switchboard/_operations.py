@@ -1252,6 +1252,7 @@ class _RoutinesListItemRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1283,6 +1284,7 @@ class RoutinesCreateBody(_RoutinesCreateBodyRequired, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
 
 
 class _RoutinesCreateArgsRequired(TypedDict):
@@ -1302,6 +1304,7 @@ class RoutinesCreateArgs(_RoutinesCreateArgsRequired, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
 
 
 class _RoutinesCreateDataRequired(TypedDict):
@@ -1317,6 +1320,7 @@ class _RoutinesCreateDataRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1350,6 +1354,7 @@ class _RoutinesGetDataRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1378,6 +1383,7 @@ class RoutinesUpdateBody(TypedDict, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     reason: str
 
 
@@ -1399,6 +1405,7 @@ class RoutinesUpdateArgs(_RoutinesUpdateArgsRequired, total=False):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     reason: str
 
 
@@ -1415,6 +1422,7 @@ class _RoutinesUpdateDataRequired(TypedDict):
     catch_up: Literal["none", "latest", "all"]
     overlap: Literal["allow", "skip"]
     timeout_seconds: int
+    debounce: dict[str, Any] | None
     next_run_at: str | None
     last_run_at: str | None
     created_by: str
@@ -1543,7 +1551,7 @@ class RoutinesWebhookArgs(_RoutinesWebhookArgsRequired, total=False):
 class RoutinesWebhookData(TypedDict):
     """What routines.webhook returns."""
 
-    execution_id: str
+    execution_id: str | None
 
 
 class _RoutinesListExecutionsArgsRequired(TypedDict):
@@ -5182,7 +5190,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds",),
+            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds", "debounce",),
             paged=False,
             items_key=None,
             public=False,
@@ -5208,7 +5216,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=("id",),
             query_params=(),
             body="json",
-            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds", "reason",),
+            body_fields=("name", "description", "trigger_type", "cron_expression", "timezone", "target_agent", "payload", "enabled", "catch_up", "overlap", "timeout_seconds", "debounce", "reason",),
             paged=False,
             items_key=None,
             public=False,
