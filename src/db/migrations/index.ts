@@ -45,6 +45,7 @@ import * as approvalTimers from './0045-approval-timers.js';
 import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
 import * as stepCheckpoints from './0048-step-checkpoints.js';
+import * as runReruns from './0049-run-reruns.js';
 import * as dropWorkerLeases from './0056-drop-worker-leases.js';
 import * as usageRollupGrain from './0057-usage-rollup-grain.js';
 import * as usageRollupTrigger from './0058-usage-rollup-trigger.js';
@@ -105,6 +106,7 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0046-usage': usage,
   '0047-budgets': budgets,
   '0048-step-checkpoints': stepCheckpoints,
+  '0049-run-reruns': runReruns,
   '0056-drop-worker-leases': dropWorkerLeases,
   '0057-usage-rollup-grain': usageRollupGrain,
   '0058-usage-rollup-trigger': usageRollupTrigger,
