@@ -130,6 +130,7 @@ export const RunStep = Type.Object(
     usage: Type.Optional(UsageSum),
     checkpoint: Type.Union([Checkpoint, Type.Null()], { description: 'agent steps: the latest progress its agent saved' }),
     blocked_by: StepBlockedBy,
+    reused: Type.Boolean({ description: "A rerun's step that kept the earlier run's outcome rather than running again" }),
   },
   { title: 'RunStep' },
 );
@@ -156,6 +157,7 @@ export const Run = Type.Object(
     adaptive: Type.Union([Adaptive, Type.Null()]),
     revisions: Type.Array(Revision),
     parent_run_id: Type.Union([Type.String(), Type.Null()]),
+    rerun_of: Type.Union([Type.String(), Type.Null()], { description: 'The run this one reran from one of its steps' }),
     steps: Type.Array(RunStep),
     tags: Type.Array(Type.String(), { description: 'The tags the run was started with, in name order' }),
     metadata: Type.Record(Type.String(), Type.String(), { description: 'The metadata the run was started with' }),
@@ -165,6 +167,24 @@ export const Run = Type.Object(
     usage: Type.Optional(UsageSum),
   },
   { title: 'Run' },
+);
+
+export const RerunBody = Type.Object(
+  {
+    from_step: Type.String({ minLength: 1, maxLength: 100, description: 'The step to run again, with every step that follows it' }),
+    input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "The new run's input; the earlier run's when absent" })),
+    step_inputs: Type.Optional(
+      Type.Record(Type.String({ maxLength: 100 }), Type.Record(Type.String(), Type.Unknown()), {
+        description: "Agent steps that run again: the input each is given instead of its template's",
+      }),
+    ),
+    plan_version: Type.Optional(
+      Type.Union([Type.Literal('same'), Type.Literal('latest')], {
+        description: "The earlier run's plan version (default) or the plan's current one",
+      }),
+    ),
+  },
+  { additionalProperties: false },
 );
 
 export const RunParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 200 }) });
