@@ -1776,6 +1776,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1785,6 +1786,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.listRuns': {
@@ -1826,6 +1828,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1835,6 +1838,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     }[];
   };
   'coordination.getRun': {
@@ -1865,6 +1869,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1874,6 +1879,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.listRunEvents': {
@@ -1909,6 +1915,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1918,6 +1925,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
     optionalBody: true;
   };
@@ -1950,6 +1958,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1959,8 +1968,56 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
     optionalBody: true;
+  };
+  'coordination.rerunRun': {
+    body: {
+      input?: { [x: string]: unknown } | undefined;
+      plan_version?: 'latest' | 'same' | undefined;
+      step_inputs?: { [x: string]: { [x: string]: unknown } } | undefined;
+      from_step: string;
+    };
+    data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      id: string;
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
+      output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
+      metadata: { [x: string]: string };
+      created_by: string;
+      tags: string[];
+      started_at: string;
+      completed_at: string | null;
+      steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        agent: string | null;
+        id: string;
+        status: string;
+        output: unknown;
+        attempt: number;
+        blocked_by: 'no_agent' | 'budget' | null;
+        started_at: string | null;
+        completed_at: string | null;
+        type: string;
+        input: unknown;
+        error: string | null;
+        child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
+      }[];
+      input: { [x: string]: unknown };
+      plan_id: string;
+      adaptive: { max_revisions?: number | undefined; enabled: boolean } | null;
+      plan_version: number;
+      current_step: string | null;
+      error: string | null;
+      revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
+      parent_run_id: string | null;
+      rerun_of: string | null;
+    };
   };
   'coordination.approveStep': {
     body: { reason?: string | undefined; comment?: string | undefined; approved: boolean };
@@ -1991,6 +2048,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -2000,6 +2058,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.provideInput': {
@@ -2031,6 +2090,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -2040,6 +2100,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.createApprovalLink': {

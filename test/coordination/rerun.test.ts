@@ -1,0 +1,116 @@
+import { expect, it } from 'vitest';
+import { acknowledge, receive, receiveOne, reject } from '../helpers/agent.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { P, R, useCoordination } from './fixture.js';
+
+type Step = { id: string; status: string; reused: boolean; output: unknown; input: unknown };
+const stepOf = (run: { steps: Step[] }, id: string) => run.steps.find((s) => s.id === id)!;
+
+describeEachDialect('rerunning a run from a step', (dialect) => {
+  const { server, unique, plan, start, getRun, finished } = useCoordination(dialect);
+  const rerun = (runId: string, body: Record<string, unknown>) => server.api.post(`${R}/${runId}/rerun`, body);
+
+  /** fetch → shape → write, one agent; the run fails at `write`. */
+  async function failedThreeStepRun() {
+    const a = unique('worker');
+    const agent = await server.agent(a);
+    const id = await plan({
+      steps: [
+        { id: 'fetch', type: 'agent', agent: a, input: { q: '{{input.q}}' } },
+        { id: 'shape', type: 'agent', agent: a, depends_on: ['fetch'], input: { n: '{{steps.fetch.output.n}}' } },
+        { id: 'write', type: 'agent', agent: a, depends_on: ['shape'], input: { prompt: 'bad', m: '{{steps.shape.output.m}}' } },
+      ],
+    });
+    const run = await start(id, { q: 'x' });
+    await acknowledge(agent, (await receiveOne(agent, a)).message_id, { n: 1 });
+    await acknowledge(agent, (await receiveOne(agent, a)).message_id, { m: 2 });
+    await reject(agent, (await receiveOne(agent, a)).message_id, 'bad prompt', false);
+    await finished(run.id, 'failed');
+    return { a, agent, planId: id, run };
+  }
+
+  it('reuses the steps before from_step (not redelivered) and runs from_step onward with the edited input', async () => {
+    const { a, agent, run } = await failedThreeStepRun();
+    const res = await rerun(run.id, { from_step: 'shape', step_inputs: { write: { prompt: 'good', m: 5 } } });
+    expect(res.status, res.text).toBe(201);
+    const again = res.body.data;
+    expect(again).toMatchObject({ rerun_of: run.id, status: 'running' });
+    expect(again.id).not.toBe(run.id);
+    expect(stepOf(again, 'fetch')).toMatchObject({ status: 'completed', reused: true, output: { n: 1 } });
+    expect(stepOf(again, 'shape').reused).toBe(false);
+
+    // The agent gets shape (with fetch's kept output), then write with the edited input; never fetch.
+    const shape = await receiveOne(agent, a);
+    expect(shape.payload).toMatchObject({ run_id: again.id, step_id: 'shape', input: { n: 1 } });
+    await acknowledge(agent, shape.message_id, { m: 3 });
+    const write = await receiveOne(agent, a);
+    expect(write.payload).toMatchObject({ step_id: 'write', input: { prompt: 'good', m: 5 } });
+    await acknowledge(agent, write.message_id, { ok: true });
+    const done = await finished(again.id);
+    expect(done.output).toEqual({ write: { ok: true } });
+    expect(await receive(agent, a, 0)).toEqual([]);
+    // The earlier run is left as it was; its step letters no longer redrive it.
+    expect((await getRun(run.id)).status).toBe('failed');
+  });
+
+  it('takes a new run input, and follows the latest plan version with plan_version latest', async () => {
+    const { a, agent, planId, run } = await failedThreeStepRun();
+    const definition = (await server.api.get(`${P}/${planId}`)).body.data;
+    const steps = definition.steps.map((s: { id: string }) => (s.id === 'write' ? { ...s, input: { prompt: 'v2' } } : s));
+    expect((await server.api.put(`${P}/${planId}`, { alias: definition.alias, steps })).status).toBeLessThan(300);
+
+    const res = await rerun(run.id, { from_step: 'fetch', input: { q: 'y' }, plan_version: 'latest' });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.plan_version).toBe(definition.version + 1);
+    expect(res.body.data.input).toEqual({ q: 'y' });
+    const fetch = await receiveOne(agent, a);
+    expect(fetch.payload).toMatchObject({ step_id: 'fetch', input: { q: 'y' } });
+    await acknowledge(agent, fetch.message_id, { n: 9 });
+    await acknowledge(agent, (await receiveOne(agent, a)).message_id, { m: 1 });
+    const write = await receiveOne(agent, a);
+    expect(write.payload).toMatchObject({ step_id: 'write', input: { prompt: 'v2' } });
+  });
+
+  it('reruns a condition branch, keeping the condition and the branch not taken', async () => {
+    const a = unique('worker');
+    const agent = await server.agent(a);
+    const id = await plan({
+      steps: [
+        { id: 'check', type: 'condition', expression: 'input.big', then: ['large'], else: ['small'] },
+        { id: 'large', type: 'agent', agent: a },
+        { id: 'small', type: 'agent', agent: a },
+      ],
+    });
+    const run = await start(id, { big: true });
+    await reject(agent, (await receiveOne(agent, a)).message_id, 'nope', false);
+    await finished(run.id, 'failed');
+    const res = await rerun(run.id, { from_step: 'large' });
+    expect(res.status, res.text).toBe(201);
+    expect(stepOf(res.body.data, 'check')).toMatchObject({ status: 'completed', reused: true });
+    expect(stepOf(res.body.data, 'small')).toMatchObject({ status: 'skipped', reused: true });
+    const large = await receiveOne(agent, a);
+    expect(large.payload).toMatchObject({ run_id: res.body.data.id, step_id: 'large' });
+    await acknowledge(agent, large.message_id, { done: 1 });
+    await finished(res.body.data.id);
+  });
+
+  it('answers 404, 409, 400 and 403 as it should, and a rerun run refuses the redrive of its letters', async () => {
+    expect((await rerun('run_nope', { from_step: 'x' })).status).toBe(404);
+    const { a, agent, run } = await failedThreeStepRun();
+    expect((await rerun(run.id, { from_step: 'nope' })).status).toBe(400);
+    expect((await rerun(run.id, { from_step: 'shape', step_inputs: { fetch: {} } })).status).toBe(400);
+    expect((await rerun(run.id, {})).status).toBe(400);
+    const stranger = await server.agent(unique('stranger'));
+    expect((await stranger.post(`${R}/${run.id}/rerun`, { from_step: 'shape' })).status).toBe(403);
+
+    const letters = (await server.api.get(`/api/v1/messaging/dead-letters?agent_id=${a}`)).body.data as { message_id: string }[];
+    const res = await rerun(run.id, { from_step: 'write' });
+    expect(res.status, res.text).toBe(201);
+    // Still running: a run in progress is not rerun.
+    expect((await rerun(res.body.data.id, { from_step: 'write' })).status).toBe(409);
+    const refused = await server.api.post(`/api/v1/messaging/dead-letters/${letters[0]!.message_id}/redrive`, {});
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body.error.message).toContain(run.id);
+    await acknowledge(agent, (await receiveOne(agent, a)).message_id, {});
+  });
+});
