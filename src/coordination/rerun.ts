@@ -8,7 +8,7 @@ import { compilePlan } from './plan.js';
 import type { CompiledPlan, PlanDefinition } from './plan-definition.js';
 import type { PlanStore } from './plan-store.js';
 import type { RunRow, RunStepRow } from './run-list-store.js';
-import { RUN_FINISHED, type RunContext } from './run-state.js';
+import { NOT_STARTED, RUN_FINISHED, type RunContext, type StepState } from './run-state.js';
 import { runView, type Run } from './run-service.js';
 import type { RunStore } from './run-store.js';
 
@@ -25,17 +25,45 @@ export interface RerunRequest {
 /** Step outcomes a rerun keeps rather than running the step again. */
 const REUSABLE = new Set(['completed', 'skipped']);
 
+/** What a rerun runs again: the top-level steps, and the one for_each item it reruns (its group's other items are kept). */
+export interface RerunScope {
+  steps: Set<string>;
+  item: { group: string; id: string } | null;
+}
+
+const ITEM_ID = /^(.+)\[(\d+)\]$/;
+
 /**
- * `from` and every step that follows it: what depends on one of them (depends_on, a condition's
- * branches) and the members of a group among them. Plan order lists a step after its dependencies.
+ * `from` and every step after it: what depends on one of them (depends_on, a condition's
+ * branches), the members of a group among them, and the group `from` runs in (its other
+ * members are kept). `from` may be a for_each item (`<step>[<index>]`): its group runs again.
  */
-export function downstreamOf(plan: CompiledPlan, from: string): Set<string> {
-  const rerun = new Set([from]);
-  for (const id of plan.order) {
-    const step = plan.steps.get(id)!;
-    if (step.deps.some((dep) => rerun.has(dep)) || (step.group !== null && rerun.has(step.group))) rerun.add(id);
+export function rerunScope(plan: CompiledPlan, from: string): RerunScope | null {
+  const item = ITEM_ID.exec(from);
+  const start = item ? item[1]! : from;
+  const compiled = plan.steps.get(start);
+  if (!compiled || (item !== null && compiled.def.for_each === undefined)) return null;
+  const steps = new Set([start]);
+  const home = compiled.group;
+  if (home !== null) steps.add(home);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const id of plan.order) {
+      if (steps.has(id)) continue;
+      const step = plan.steps.get(id)!;
+      const inRerunGroup = step.group !== null && step.group !== home && steps.has(step.group);
+      if (!step.deps.some((dep) => steps.has(dep)) && !inRerunGroup) continue;
+      steps.add(id);
+      grew = true;
+    }
   }
-  return rerun;
+  return { steps, item: item ? { group: start, id: from } : null };
+}
+
+/** The type of the step `id` runs as (a for_each item: its repeated step's). */
+function typeOf(plan: CompiledPlan, scope: RerunScope, id: string): string | undefined {
+  if (scope.item?.id === id) return plan.steps.get(scope.item.group)!.def.step?.type;
+  return scope.steps.has(id) ? plan.steps.get(id)?.def.type : undefined;
 }
 
 /**
@@ -56,18 +84,18 @@ export class RunRerun {
       if (!RUN_FINISHED.has(earlier.status)) throw new Conflict(`Run '${runId}' is ${earlier.status}: only finished runs are rerun`);
       const version = await this.version(tx, earlier, request.plan_version ?? 'same');
       const plan = compilePlan(version.definition);
-      const compiled = plan.steps.get(request.from_step);
-      if (!compiled) throw InvalidRequest.field('from_step', `plan version ${version.number} has no step '${request.from_step}'`);
-      if (compiled.group !== null)
-        throw InvalidRequest.field('from_step', `'${request.from_step}' runs inside '${compiled.group}': rerun from that step`);
-      const rerun = downstreamOf(plan, request.from_step);
+      const scope = rerunScope(plan, request.from_step);
+      if (!scope) throw InvalidRequest.field('from_step', `plan version ${version.number} has no step '${request.from_step}'`);
+      const earlierSteps = await runs.runSteps(tx, runId);
+      const item = scope.item;
+      if (item && !earlierSteps.some((s) => s.step_id === item.id)) {
+        throw InvalidRequest.field('from_step', `run '${runId}' has no for_each item '${item.id}'`);
+      }
       for (const stepId of Object.keys(request.step_inputs ?? {})) {
-        const step = plan.steps.get(stepId);
-        if (!step || !rerun.has(stepId) || step.def.type !== 'agent') {
+        if (typeOf(plan, scope, stepId) !== 'agent') {
           throw InvalidRequest.field(`step_inputs.${stepId}`, `names no agent step that runs again from '${request.from_step}'`);
         }
       }
-      const earlierSteps = await runs.runSteps(tx, runId);
       const row = await engine.start(
         tx,
         {
@@ -81,7 +109,7 @@ export class RunRerun {
           rerunOf: runId,
         },
         undefined,
-        (ctx) => seed(ctx, earlier, earlierSteps, rerun, request),
+        (ctx) => seed(ctx, earlier.id, earlierSteps, scope, request.step_inputs ?? {}),
       );
       const labels = (await runs.labelsOfRuns(tx, [runId])).get(runId)!;
       await runs.insertRunLabels(tx, row.id, labels);
@@ -105,22 +133,44 @@ export class RunRerun {
 
 /**
  * Fills the new run's steps before it starts: a step it does not run again keeps the earlier
- * run's outcome (and its members', for a group) when that run finished it; edited inputs go to theirs.
+ * run's outcome (and its members', for a for_each) when that run finished it; a rerun for_each
+ * item's group keeps its other items; edited inputs go to their steps.
  */
-function seed(ctx: RunContext, earlier: RunRow, earlierSteps: RunStepRow[], rerun: Set<string>, request: RerunRequest): void {
+function seed(
+  ctx: RunContext,
+  earlierId: string,
+  earlierSteps: RunStepRow[],
+  scope: RerunScope,
+  stepInputs: Record<string, Record<string, unknown>>,
+): void {
+  const reused = (row: RunStepRow): StepState => ({
+    row: { ...row, run_id: ctx.run.id, detail: JSON.stringify({ reused_from: earlierId }) },
+    dirty: true,
+  });
+  const fresh = (row: RunStepRow): StepState => {
+    const overrides = stepInputs[row.step_id];
+    return {
+      row: { ...row, ...NOT_STARTED, run_id: ctx.run.id, detail: JSON.stringify(overrides ? { input_override: overrides } : {}) },
+      dirty: true,
+    };
+  };
   const byId = new Map(earlierSteps.map((s) => [s.step_id, s]));
-  for (const state of ctx.steps.values()) {
+  // A snapshot: reused groups add their members as it goes.
+  for (const state of [...ctx.steps.values()]) {
     const id = state.row.step_id;
-    const overrides = request.step_inputs?.[id];
-    if (overrides !== undefined) state.row.detail = JSON.stringify({ input_override: overrides });
     const before = byId.get(id);
-    if (rerun.has(id) || !before || before.parent_step_id !== null || !REUSABLE.has(before.status)) continue;
-    state.row = { ...before, run_id: ctx.run.id, position: state.row.position, detail: JSON.stringify({ reused_from: earlier.id }) };
-    for (const member of earlierSteps.filter((s) => s.parent_step_id === id)) {
-      ctx.steps.set(member.step_id, {
-        row: { ...member, run_id: ctx.run.id, detail: JSON.stringify({ reused_from: earlier.id }) },
-        dirty: false,
-      });
+    if (scope.steps.has(id) || !before || before.parent_step_id !== null || !REUSABLE.has(before.status)) {
+      Object.assign(state, fresh(state.row));
+      continue;
     }
+    Object.assign(state, reused({ ...before, position: state.row.position }));
+    for (const member of earlierSteps) if (member.parent_step_id === id) ctx.steps.set(member.step_id, reused(member));
+  }
+  if (!scope.item) return;
+  // The group's items are kept (its start expands no new ones): the rerun item starts again.
+  for (const member of earlierSteps) {
+    if (member.parent_step_id !== scope.item.group) continue;
+    const again = member.step_id === scope.item.id || !REUSABLE.has(member.status);
+    ctx.steps.set(member.step_id, again ? fresh(member) : reused(member));
   }
 }

@@ -94,6 +94,80 @@ describeEachDialect('rerunning a run from a step', (dialect) => {
     await finished(res.body.data.id);
   });
 
+  it('reruns one parallel branch, keeping the other; and one for_each item, keeping the other items', async () => {
+    const a = unique('worker');
+    const agent = await server.agent(a);
+    const id = await plan({
+      steps: [
+        { id: 'both', type: 'parallel', steps: ['left', 'right'] },
+        { id: 'left', type: 'agent', agent: a, input: { side: 'L' } },
+        { id: 'right', type: 'transform', output: { side: 'R' } },
+        { id: 'map', type: 'parallel', for_each: '{{input.numbers}}', step: { type: 'agent', agent: a, input: { n: '{{item}}' } } },
+        {
+          id: 'after',
+          type: 'transform',
+          output: { left: '{{steps.both.output.left.v}}', map: '{{steps.map.output}}' },
+          depends_on: ['both', 'map'],
+        },
+      ],
+    });
+    const run = await start(id, { numbers: [1, 2] });
+    const answer = async (fail?: string) => {
+      for (let left = 3; left > 0; left--) {
+        const m = await receiveOne(agent, a);
+        const input = m.payload.input as { side?: string; n?: number };
+        if (fail !== undefined && m.payload.step_id === fail) await reject(agent, m.message_id, 'bad', false);
+        else await acknowledge(agent, m.message_id, { v: input.side ?? input.n });
+        if (fail !== undefined && m.payload.step_id === fail) return;
+      }
+    };
+    await answer('map[1]');
+    await finished(run.id, 'failed');
+
+    const item = await rerun(run.id, { from_step: 'map[1]', step_inputs: { 'map[1]': { n: 20 } } });
+    expect(item.status, item.text).toBe(201);
+    const second = item.body.data;
+    expect(stepOf(second, 'map[0]')).toMatchObject({ status: 'completed', reused: true, output: { v: 1 } });
+    expect(stepOf(second, 'map').reused).toBe(false);
+    const only = await receiveOne(agent, a);
+    expect(only.payload).toMatchObject({ run_id: second.id, step_id: 'map[1]', input: { n: 20 } });
+    await acknowledge(agent, only.message_id, { v: 20 });
+    const done = await finished(second.id);
+    expect(stepOf(done, 'after').output).toEqual({ left: 'L', map: [{ v: 1 }, { v: 20 }] });
+
+    const branch = await rerun(done.id, { from_step: 'left', step_inputs: { left: { side: 'L2' } } });
+    expect(branch.status, branch.text).toBe(201);
+    expect(stepOf(branch.body.data, 'right')).toMatchObject({ status: 'completed', reused: true });
+    expect(stepOf(branch.body.data, 'map')).toMatchObject({ status: 'completed', reused: true });
+    const left = await receiveOne(agent, a);
+    expect(left.payload).toMatchObject({ step_id: 'left', input: { side: 'L2' } });
+    await acknowledge(agent, left.message_id, { v: 'L2' });
+    const third = await finished(branch.body.data.id);
+    expect(stepOf(third, 'after').output).toEqual({ left: 'L2', map: [{ v: 1 }, { v: 20 }] });
+    expect(stepOf(third, 'map[1]')).toMatchObject({ status: 'completed', reused: true });
+    expect(await receive(agent, a, 0)).toEqual([]);
+  });
+
+  it('reruns a sub_plan step as a new child run; a sub_plan run itself is rerun through its parent (409)', async () => {
+    const child = await plan({ steps: [{ id: 'shout', type: 'transform', expression: '$uppercase(input.word)' }] });
+    const parent = await plan({
+      steps: [
+        { id: 'pick', type: 'transform', output: '{{input.word}}' },
+        { id: 'nested', type: 'sub_plan', plan_id: child, input: { word: '{{steps.pick.output}}' }, depends_on: ['pick'] },
+      ],
+    });
+    const done = await finished((await start(parent, { word: 'hey' })).id);
+    const childRunId = stepOf(done, 'nested') as unknown as { child_run_id: string };
+    const res = await rerun(done.id, { from_step: 'nested' });
+    expect(res.status, res.text).toBe(201);
+    const again = await finished(res.body.data.id);
+    expect(stepOf(again, 'pick')).toMatchObject({ reused: true, output: 'hey' });
+    const nested = stepOf(again, 'nested') as unknown as { child_run_id: string; output: unknown };
+    expect(nested.output).toEqual({ shout: 'HEY' });
+    expect(nested.child_run_id).not.toBe(childRunId.child_run_id);
+    expect((await rerun(childRunId.child_run_id, { from_step: 'shout' })).status).toBe(409);
+  });
+
   it('answers 404, 409, 400 and 403 as it should, and a rerun run refuses the redrive of its letters', async () => {
     expect((await rerun('run_nope', { from_step: 'x' })).status).toBe(404);
     const { a, agent, run } = await failedThreeStepRun();
