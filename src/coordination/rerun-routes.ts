@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { created } from '../http/reply.js';
+import { created, ok } from '../http/reply.js';
 import { DataEnvelope } from '../http/schemas.js';
 import { callerOf } from './caller.js';
-import type { RunRerun } from './rerun.js';
-import { RerunBody, Run, RunParams } from './schemas.js';
+import { MAX_REPLAY, type RunRerun } from './rerun.js';
+import { RerunBody, ReplayBody, Replayed, Run, RunParams } from './schemas.js';
 
 const tags = ['coordination'];
 
-/** Recovering runs: a finished run rerun from one of its steps. */
+/** Recovering runs: a finished run rerun from one of its steps, and finished runs replayed in bulk. */
 export function rerunRoutes(reruns: RunRerun): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
@@ -23,6 +23,20 @@ export function rerunRoutes(reruns: RunRerun): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => created(reply, await reruns.rerun(request.params.run_id, request.body, callerOf(request.principal))),
+    );
+
+    app.post(
+      '/coordination/runs/replay',
+      {
+        config: { permission: 'runs:write' },
+        schema: {
+          tags,
+          summary: `Replay the finished runs a filter matches (oldest first, at most ${MAX_REPLAY} a call; an agent's own runs only)`,
+          body: ReplayBody,
+          response: { 200: DataEnvelope(Replayed) },
+        },
+      },
+      async (request, reply) => ok(reply, await reruns.replay(request.body, callerOf(request.principal))),
     );
   };
 }

@@ -1,7 +1,8 @@
 import { assertMayChange } from '../auth/ownership.js';
+import { actsForPlatform } from '../auth/principal.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { AuditTrail } from '../kernel/ports.js';
-import type { Tx } from '../kernel/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Caller } from './caller.js';
 import type { RunEngine } from './engine.js';
 import { compilePlan } from './plan.js';
@@ -11,6 +12,18 @@ import type { RunRow, RunStepRow } from './run-list-store.js';
 import { NOT_STARTED, RUN_FINISHED, type RunContext, type StepState } from './run-state.js';
 import { runView, type Run } from './run-service.js';
 import type { RunStore } from './run-store.js';
+
+/** Runs a replay takes at most per call. */
+export const MAX_REPLAY = 10_000;
+/** Runs replayed per transaction. */
+const REPLAY_BATCH = 100;
+
+export interface ReplayRequest {
+  filter: { plan_id?: string; status?: 'completed' | 'failed' | 'cancelled'; after?: string; before?: string; error?: string };
+  /** Where each replay starts (not `from`: the Python client passes body fields as keyword arguments). */
+  replay_from: 'start' | 'failed_step';
+  dry_run?: boolean;
+}
 
 export interface RerunRequest {
   from_step: string;
@@ -60,6 +73,17 @@ export function rerunScope(plan: CompiledPlan, from: string): RerunScope | null 
   return { steps, item: item ? { group: start, id: from } : null };
 }
 
+/**
+ * Where a failed run failed: the failed step that is no group (a for_each item rather than its
+ * group, a parallel member rather than its parallel step); null when no step failed.
+ */
+function failedStep(steps: RunStepRow[], run: RunRow): string | null {
+  const plan = compilePlan(JSON.parse(run.definition) as PlanDefinition);
+  const failed = steps.filter((s) => s.status === 'failed');
+  const leaf = failed.find((s) => s.parent_step_id !== null || plan.steps.get(s.step_id)?.def.type !== 'parallel');
+  return (leaf ?? failed[0])?.step_id ?? null;
+}
+
 /** The type of the step `id` runs as (a for_each item: its repeated step's). */
 function typeOf(plan: CompiledPlan, scope: RerunScope, id: string): string | undefined {
   if (scope.item?.id === id) return plan.steps.get(scope.item.group)!.def.step?.type;
@@ -74,7 +98,7 @@ export class RunRerun {
   constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; audit: AuditTrail }) {}
 
   async rerun(runId: string, request: RerunRequest, caller: Caller): Promise<Run> {
-    const { runs, engine, audit } = this.deps;
+    const { runs, audit } = this.deps;
     return runs.inTransaction(async (tx) => {
       const earlier = await runs.findRun(tx, runId);
       if (!earlier) throw new NotFound('Run', runId);
@@ -82,40 +106,96 @@ export class RunRerun {
       if (earlier.parent_run_id !== null)
         throw new Conflict(`Run '${runId}' is a sub_plan's run: rerun its parent run '${earlier.parent_run_id}'`);
       if (!RUN_FINISHED.has(earlier.status)) throw new Conflict(`Run '${runId}' is ${earlier.status}: only finished runs are rerun`);
-      const version = await this.version(tx, earlier, request.plan_version ?? 'same');
-      const plan = compilePlan(version.definition);
-      const scope = rerunScope(plan, request.from_step);
-      if (!scope) throw InvalidRequest.field('from_step', `plan version ${version.number} has no step '${request.from_step}'`);
-      const earlierSteps = await runs.runSteps(tx, runId);
-      const item = scope.item;
-      if (item && !earlierSteps.some((s) => s.step_id === item.id)) {
-        throw InvalidRequest.field('from_step', `run '${runId}' has no for_each item '${item.id}'`);
-      }
-      for (const stepId of Object.keys(request.step_inputs ?? {})) {
-        if (typeOf(plan, scope, stepId) !== 'agent') {
-          throw InvalidRequest.field(`step_inputs.${stepId}`, `names no agent step that runs again from '${request.from_step}'`);
-        }
-      }
-      const row = await engine.start(
-        tx,
-        {
-          planId: earlier.plan_id,
-          planVersion: version.number,
-          definition: version.definition,
-          definitionText: version.text,
-          input: request.input ?? (JSON.parse(earlier.input) as Record<string, unknown>),
-          priority: earlier.priority,
-          createdBy: caller.agentId ?? caller.actor,
-          rerunOf: runId,
-        },
-        undefined,
-        (ctx) => seed(ctx, earlier.id, earlierSteps, scope, request.step_inputs ?? {}),
-      );
-      const labels = (await runs.labelsOfRuns(tx, [runId])).get(runId)!;
-      await runs.insertRunLabels(tx, row.id, labels);
-      await audit.record(tx, { action: 'run.rerun', resource: { type: 'run', id: row.id } });
-      return runView(runs, tx, row.id);
+      const id = await this.rerunIn(tx, earlier, request, caller);
+      await audit.record(tx, { action: 'run.rerun', resource: { type: 'run', id } });
+      return runView(runs, tx, id);
     });
+  }
+
+  /**
+   * Replays the finished runs `request.filter` matches (at most MAX_REPLAY, oldest first): each
+   * again from its start, or from the step it failed at (runs that failed at none are passed
+   * over). Each run is replayed in a transaction of its batch; the audit log gets one entry.
+   */
+  async replay(request: ReplayRequest, caller: Caller): Promise<{ count: number; run_ids: string[] }> {
+    const { runs, plans, audit } = this.deps;
+    const { filter } = request;
+    const ms = (time: string | undefined) => (time === undefined ? undefined : Date.parse(time));
+    const planId = filter.plan_id === undefined ? undefined : ((await plans.findPlan(autocommit, filter.plan_id))?.id ?? filter.plan_id);
+    const matched = await runs.replayable(
+      autocommit,
+      {
+        planId,
+        status: filter.status,
+        startedAfter: ms(filter.after),
+        startedBefore: ms(filter.before),
+        error: filter.error,
+        createdBy: actsForPlatform(caller) ? undefined : (caller.agentId ?? caller.actor),
+      },
+      MAX_REPLAY,
+    );
+    const replays: { run: RunRow; from: string | null }[] = [];
+    for (const run of matched) {
+      if (request.replay_from === 'start') replays.push({ run, from: null });
+      else {
+        const from = failedStep(await runs.runSteps(autocommit, run.id), run);
+        if (from !== null) replays.push({ run, from });
+      }
+    }
+    if (request.dry_run) return { count: replays.length, run_ids: replays.map((r) => r.run.id) };
+    const ids: string[] = [];
+    for (let at = 0; at < replays.length; at += REPLAY_BATCH) {
+      await runs.inTransaction(async (tx) => {
+        if (at === 0) await audit.record(tx, { action: 'run.replay', resource: { type: 'plan', id: planId ?? '*' } });
+        for (const { run, from } of replays.slice(at, at + REPLAY_BATCH))
+          ids.push(await this.rerunIn(tx, run, { from_step: from }, caller));
+      });
+      // Live work goes first between batches.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return { count: ids.length, run_ids: ids };
+  }
+
+  /** Starts the rerun of `earlier` (from its start when `from_step` is null); returns the new run's id. */
+  private async rerunIn(
+    tx: Tx,
+    earlier: RunRow,
+    request: Omit<RerunRequest, 'from_step'> & { from_step: string | null },
+    caller: Caller,
+  ): Promise<string> {
+    const { runs, engine } = this.deps;
+    const runId = earlier.id;
+    const version = await this.version(tx, earlier, request.plan_version ?? 'same');
+    const plan = compilePlan(version.definition);
+    const scope = request.from_step === null ? { steps: new Set(plan.order), item: null } : rerunScope(plan, request.from_step);
+    if (!scope) throw InvalidRequest.field('from_step', `plan version ${version.number} has no step '${request.from_step}'`);
+    const earlierSteps = await runs.runSteps(tx, runId);
+    const item = scope.item;
+    if (item && !earlierSteps.some((s) => s.step_id === item.id)) {
+      throw InvalidRequest.field('from_step', `run '${runId}' has no for_each item '${item.id}'`);
+    }
+    for (const stepId of Object.keys(request.step_inputs ?? {})) {
+      if (typeOf(plan, scope, stepId) !== 'agent') {
+        throw InvalidRequest.field(`step_inputs.${stepId}`, `names no agent step that runs again from '${request.from_step}'`);
+      }
+    }
+    const row = await engine.start(
+      tx,
+      {
+        planId: earlier.plan_id,
+        planVersion: version.number,
+        definition: version.definition,
+        definitionText: version.text,
+        input: request.input ?? (JSON.parse(earlier.input) as Record<string, unknown>),
+        priority: earlier.priority,
+        createdBy: caller.agentId ?? caller.actor,
+        rerunOf: runId,
+      },
+      undefined,
+      (ctx) => seed(ctx, earlier.id, earlierSteps, scope, request.step_inputs ?? {}),
+    );
+    await runs.insertRunLabels(tx, row.id, (await runs.labelsOfRuns(tx, [runId])).get(runId)!);
+    return row.id;
   }
 
   private async version(

@@ -187,6 +187,37 @@ export const RerunBody = Type.Object(
   { additionalProperties: false },
 );
 
+const Finished = Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('cancelled')]);
+export const ReplayBody = Type.Object(
+  {
+    filter: Type.Object(
+      {
+        plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' })),
+        status: Type.Optional(Finished),
+        after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started at or after this time' })),
+        before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started before this time' })),
+        error: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only runs whose error contains this text' })),
+      },
+      { additionalProperties: false },
+    ),
+    replay_from: Type.Union([Type.Literal('start'), Type.Literal('failed_step')], {
+      description: 'Run each again from its start, or from the step it failed at (runs that failed at none are passed over)',
+    }),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Only count and name the runs it would replay' })),
+  },
+  { additionalProperties: false },
+);
+
+export const Replayed = Type.Object(
+  {
+    count: Type.Integer(),
+    run_ids: Type.Array(Type.String(), {
+      description: 'The new runs (rerun_of the replayed ones); with dry_run, the runs it would replay',
+    }),
+  },
+  { title: 'Replayed' },
+);
+
 export const RunParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 200 }) });
 export const RunStepParams = Type.Object({ run_id: RunParams.properties.run_id, step_id: Type.String({ minLength: 1, maxLength: 100 }) });
 

@@ -187,4 +187,47 @@ describeEachDialect('rerunning a run from a step', (dialect) => {
     expect(refused.body.error.message).toContain(run.id);
     await acknowledge(agent, (await receiveOne(agent, a)).message_id, {});
   });
+
+  it('replays the runs a filter matches, from their start or their failed step, with a dry run first', async () => {
+    const a = unique('worker');
+    const agent = await server.agent(a);
+    const id = await plan({
+      steps: [
+        { id: 'one', type: 'transform', output: '{{input.n}}' },
+        { id: 'two', type: 'agent', agent: a, depends_on: ['one'], input: { n: '{{steps.one.output}}' } },
+      ],
+    });
+    const failedRuns: string[] = [];
+    for (const n of [1, 2]) {
+      const run = await start(id, { n });
+      await reject(agent, (await receiveOne(agent, a)).message_id, n === 1 ? 'quota exceeded' : 'bad prompt', false);
+      await finished(run.id, 'failed');
+      failedRuns.push(run.id);
+    }
+    const replay = (body: Record<string, unknown>) => server.api.post(`${R}/replay`, body);
+    const dry = await replay({ filter: { plan_id: id, status: 'failed', error: 'quota' }, replay_from: 'failed_step', dry_run: true });
+    expect(dry.status, dry.text).toBe(200);
+    expect(dry.body.data).toEqual({ count: 1, run_ids: [failedRuns[0]] });
+    expect(await receive(agent, a, 0)).toEqual([]);
+
+    const real = await replay({ filter: { plan_id: id, status: 'failed' }, replay_from: 'failed_step' });
+    expect(real.body.data.count).toBe(2);
+    const replays = await Promise.all((real.body.data.run_ids as string[]).map(getRun));
+    expect(replays.map((r) => r.rerun_of).sort()).toEqual([...failedRuns].sort());
+    for (const r of replays) expect(stepOf(r, 'one')).toMatchObject({ reused: true });
+    for (const m of await receive(agent, a, 5, 10)) await acknowledge(agent, m.message_id, { ok: true });
+
+    const fromStart = await replay({ filter: { plan_id: id, status: 'completed' }, replay_from: 'start' });
+    expect(fromStart.body.data.count).toBe(2);
+    for (const r of await Promise.all((fromStart.body.data.run_ids as string[]).map(getRun))) expect(stepOf(r, 'one').reused).toBe(false);
+    expect((await replay({ filter: {}, replay_from: 'middle' })).status).toBe(400);
+    // An agent replays only runs it started.
+    const stranger = await server.agent(unique('stranger'));
+    const theirs = await stranger.post(`${R}/replay`, { filter: { plan_id: id }, replay_from: 'start', dry_run: true });
+    expect(theirs.body.data).toEqual({ count: 0, run_ids: [] });
+    const audit = await server.api.get('/api/v1/audit?action=run.replay');
+    expect(audit.status, audit.text).toBe(200);
+    // One entry per replay call (two calls replayed), not one per run.
+    expect((audit.body.data as unknown[]).filter((e) => JSON.stringify(e).includes(id))).toHaveLength(2);
+  });
 });

@@ -2019,6 +2019,20 @@ export interface Shapes {
       rerun_of: string | null;
     };
   };
+  'coordination.replayRuns': {
+    body: {
+      dry_run?: boolean | undefined;
+      filter: {
+        status?: 'failed' | 'completed' | 'cancelled' | undefined;
+        plan_id?: string | undefined;
+        error?: string | undefined;
+        after?: string | undefined;
+        before?: string | undefined;
+      };
+      replay_from: 'start' | 'failed_step';
+    };
+    data: { count: number; run_ids: string[] };
+  };
   'coordination.approveStep': {
     body: { reason?: string | undefined; comment?: string | undefined; approved: boolean };
     data: {
@@ -2443,8 +2457,8 @@ export interface Shapes {
       offset?: number | undefined;
       cursor?: string | undefined;
       type?: string | undefined;
-      subject?: string | undefined;
       after?: string | undefined;
+      subject?: string | undefined;
     };
     data: {
       id: string;
@@ -2456,7 +2470,7 @@ export interface Shapes {
       subject: string;
     }[];
   };
-  'events.openStream': { query: { type?: string | undefined; subject?: string | undefined; after?: string | undefined } };
+  'events.openStream': { query: { type?: string | undefined; after?: string | undefined; subject?: string | undefined } };
   'webhooks.create': {
     body: { description?: string | undefined; url: string; types: string[] };
     data: {
@@ -2925,9 +2939,9 @@ export interface Shapes {
       limit?: number | undefined;
       model?: string | undefined;
       plan_id?: string | undefined;
-      run_id?: string | undefined;
       after?: string | undefined;
       before?: string | undefined;
+      run_id?: string | undefined;
       group_by: 'agent' | 'model' | 'capability' | 'plan' | 'run' | 'day';
     };
     data: {

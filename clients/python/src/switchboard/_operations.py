@@ -3045,6 +3045,35 @@ class CoordinationRerunRunData(_CoordinationRerunRunDataRequired, total=False):
     usage: dict[str, Any]
 
 
+class _CoordinationReplayRunsBodyRequired(TypedDict):
+    filter: dict[str, Any]
+    replay_from: Literal["start", "failed_step"]
+
+
+class CoordinationReplayRunsBody(_CoordinationReplayRunsBodyRequired, total=False):
+    """The JSON body of coordination.replay_runs."""
+
+    dry_run: bool
+
+
+class _CoordinationReplayRunsArgsRequired(TypedDict):
+    filter: dict[str, Any]
+    replay_from: Literal["start", "failed_step"]
+
+
+class CoordinationReplayRunsArgs(_CoordinationReplayRunsArgsRequired, total=False):
+    """The keyword arguments of coordination.replay_runs."""
+
+    dry_run: bool
+
+
+class CoordinationReplayRunsData(TypedDict):
+    """What coordination.replay_runs returns."""
+
+    count: int
+    run_ids: list[str]
+
+
 class CoordinationSaveCheckpointBody(TypedDict):
     """The JSON body of coordination.save_checkpoint."""
 
@@ -6032,6 +6061,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "replay_runs": Operation(
+            operation_id="coordination_replayRuns",
+            method="POST",
+            path="/api/v1/coordination/runs/replay",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("filter", "replay_from", "dry_run",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
         "save_checkpoint": Operation(
             operation_id="coordination_saveCheckpoint",
             method="POST",
@@ -7294,6 +7336,10 @@ class CoordinationOperations(Domain):
     def rerun_run(self, **arguments: Unpack[CoordinationRerunRunArgs]) -> CoordinationRerunRunData:
         """Rerun a finished run from a step, with edited input: a new run (rerun_of) keeps the earlier steps' outputs (POST /api/v1/coordination/runs/{run_id}/rerun)."""
         return self._call("rerun_run", arguments)  # type: ignore[no-any-return]
+
+    def replay_runs(self, **arguments: Unpack[CoordinationReplayRunsArgs]) -> CoordinationReplayRunsData:
+        """Replay the finished runs a filter matches (oldest first, at most 10000 a call; an agent's own runs only) (POST /api/v1/coordination/runs/replay)."""
+        return self._call("replay_runs", arguments)  # type: ignore[no-any-return]
 
     def save_checkpoint(self, **arguments: Unpack[CoordinationSaveCheckpointArgs]) -> CoordinationSaveCheckpointData:
         """Save the progress of a step this agent is executing (JSON, at most 1 MiB): the step's redelivered or retried message carries the latest (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint)."""
