@@ -110,9 +110,9 @@ export class RunEngine {
 
   // ── Entry points (each inside the caller's transaction) ─────────────────────────────
 
-  /** Creates a run and starts its first steps; returns the saved run row. */
-  async start(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunRow> {
-    const ctx = await this.begin(tx, spec, parent);
+  /** Creates a run and starts its first steps; returns the saved run row. `seed` fills steps first (a rerun's reused ones). */
+  async start(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }, seed?: (ctx: RunContext) => void): Promise<RunRow> {
+    const ctx = await this.begin(tx, spec, parent, seed);
     await this.save(tx, [ctx]);
     return ctx.run;
   }
@@ -136,9 +136,10 @@ export class RunEngine {
   }
 
   /** A new run, admitted (or queued, or cancelled) by its plan's limits, and advanced when admitted; not yet saved. */
-  private begin(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }): Promise<RunContext> {
+  private begin(tx: Tx, spec: StartRun, parent?: { run: RunRow; stepId: string }, seed?: (ctx: RunContext) => void): Promise<RunContext> {
     return inWorkflowSpan(spec, async (traceparent) => {
       const ctx = this.contexts.create(spec, parent, traceparent);
+      seed?.(ctx);
       this.limits.label(ctx, spec.priority, spec.definition.priority);
       if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);
       return ctx;

@@ -23,6 +23,8 @@ import { CheckpointService } from './checkpoints.js';
 import { continueFromLetter } from './letter-redrive.js';
 import { StepLogService } from './step-logs.js';
 import { stepWorkRoutes } from './step-routes.js';
+import { RunRerun } from './rerun.js';
+import { rerunRoutes } from './rerun-routes.js';
 import { StepWorkStore } from './step-work-store.js';
 import { RunLimitsStore } from './run-limits-store.js';
 import { Planner } from './planner.js';
@@ -183,6 +185,7 @@ export function createCoordinationDomain(deps: {
     outcomeHandler,
     routes: (async (app) => {
       await app.register(coordinationRoutes(services, { triggers, firing }, planner));
+      await app.register(rerunRoutes(new RunRerun({ runs: store, plans, engine, audit })));
       await app.register(
         stepWorkRoutes({
           checkpoints: new CheckpointService({ store: stepWork, inbox: deps.inbox, clock }),

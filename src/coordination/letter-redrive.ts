@@ -8,7 +8,7 @@ import { parseAttemptRef } from './steps/index.js';
 /**
  * A plan step's dead letter was redriven: when it is what failed its step (and with it the run),
  * the run goes on from there, the step awaiting the redriven message in the same attempt; a
- * cancelled run refuses the redrive. Any other letter (an attempt the step moved past, a run
+ * cancelled or rerun run refuses the redrive (a rerun carries the run on instead). Any other letter (an attempt the step moved past, a run
  * that went on or was deleted) is redriven as a message only: its outcome changes no run.
  */
 export async function continueFromLetter(tx: Tx, deps: { store: StepWorkStore; engine: RunEngine }, letter: RedrivenLetter): Promise<void> {
@@ -17,6 +17,10 @@ export async function continueFromLetter(tx: Tx, deps: { store: StepWorkStore; e
   if (!step) return;
   if (step.run_status === 'cancelled') {
     throw new Conflict(`Run '${runId}' was cancelled: the dead letter of its step '${stepId}' cannot continue it`);
+  }
+  const rerun = await deps.store.rerunOf(tx, runId);
+  if (rerun !== undefined) {
+    throw new Conflict(`Run '${runId}' was rerun as '${rerun}': the dead letter of its step '${stepId}' cannot continue it`);
   }
   const failedHere = step.status === 'failed' && step.message_id === letter.message_id && String(step.attempt) === attempt;
   if (step.run_status !== 'failed' || !failedHere) return;

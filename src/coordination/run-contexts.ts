@@ -114,6 +114,7 @@ export class RunContexts {
       rate_key: null,
       blocked_by: null,
       admitted_at: null,
+      rerun_of: spec.rerunOf ?? null,
     };
     const rows = spec.definition.steps.map((def, position): RunStepRow => ({
       run_id: run.id,

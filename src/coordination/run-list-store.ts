@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -40,6 +40,7 @@ export type RunEventRow = Selectable<RunEventsTable>;
 export type NewRunEvent = Omit<Insertable<RunEventsTable>, 'seq'>;
 /** The statuses of runs still under way. */
 export const ACTIVE: RunStatus[] = ['running', 'waiting'];
+const FINISHED_RUNS: RunStatus[] = ['completed', 'failed', 'cancelled'];
 
 /**
  * The reads of runs that callers list and planners ask (runs by filter, the approvals inbox,
@@ -97,6 +98,27 @@ export abstract class RunListStore extends CoordinationStore {
       );
     }
     return this.paginate(tx, query, window, { keyset: [{ column: 'id', direction: 'desc', type: 'string' }] });
+  }
+
+  /**
+   * Finished top-level runs a bulk replay takes, oldest first, at most `limit`: of `createdBy`
+   * when set, and whose error contains `error` when set.
+   */
+  async replayable(tx: Tx, filter: RunFilter & { error?: string; createdBy?: string }, limit: number): Promise<RunRow[]> {
+    let query = dbOf(tx, this.db)
+      .selectFrom('runs')
+      .selectAll()
+      .where('parent_run_id', 'is', null)
+      .where('status', 'in', filter.status === undefined ? FINISHED_RUNS : [filter.status]);
+    if (filter.planId !== undefined) query = query.where('plan_id', '=', filter.planId);
+    if (filter.startedAfter !== undefined) query = query.where('started_at', '>=', filter.startedAfter);
+    if (filter.startedBefore !== undefined) query = query.where('started_at', '<', filter.startedBefore);
+    if (filter.createdBy !== undefined) query = query.where('created_by', '=', filter.createdBy);
+    if (filter.error !== undefined) {
+      const pattern = `%${filter.error.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      query = query.where(sql<boolean>`error like ${pattern} escape '\\'`);
+    }
+    return query.orderBy('id').limit(limit).execute();
   }
 
   /**

@@ -52,6 +52,7 @@ export interface RunStep {
   /** The latest progress its agent saved. */
   checkpoint: Checkpoint | null;
   blocked_by: StepBlockedBy | null;
+  reused: boolean;
 }
 
 export interface Run {
@@ -68,6 +69,7 @@ export interface Run {
   adaptive: Adaptive | null;
   revisions: Revision[];
   parent_run_id: string | null;
+  rerun_of: string | null;
   steps: RunStep[];
   tags: string[];
   metadata: Record<string, string>;
@@ -107,6 +109,7 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, 
     output: parseNullableJson(s.output),
     error: s.error,
     blocked_by: blocked(s),
+    reused: s.detail.includes('"reused_from"'),
     checkpoint: checkpoints.has(s.step_id) ? toCheckpoint(checkpoints.get(s.step_id)!) : null,
   }));
   return {
@@ -123,6 +126,7 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, 
     adaptive: parseNullableJson(run.adaptive) as Adaptive | null,
     revisions: JSON.parse(run.revisions) as Revision[],
     parent_run_id: run.parent_run_id,
+    rerun_of: run.rerun_of,
     tags,
     metadata,
     steps: runSteps,

@@ -43,6 +43,8 @@ export interface StartRun {
   createdBy: string;
   /** 0–9: overrides the plan's priority. */
   priority?: number;
+  /** The run this one reruns. */
+  rerunOf?: string;
 }
 
 /** What a step remembers between transitions (JSON in run_steps.detail). */
@@ -61,6 +63,10 @@ export interface StepDetail {
   submitted_by?: string;
   /** agent: why the step waits rather than runs (no healthy agent has its capability). */
   blocked_by?: StepBlockedBy;
+  /** A rerun's step: the run whose output it kept (not run again). */
+  reused_from?: string;
+  /** A rerun's agent step: the input it was given instead of its template's. */
+  input_override?: Record<string, unknown>;
 }
 
 export interface StepState {

@@ -41,6 +41,7 @@ const RUN_TEMPLATE: Record<keyof RunRow, null> = {
   rate_key: null,
   blocked_by: null,
   admitted_at: null,
+  rerun_of: null,
 };
 const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
   run_id: null,

@@ -130,6 +130,7 @@ export const RunStep = Type.Object(
     usage: Type.Optional(UsageSum),
     checkpoint: Type.Union([Checkpoint, Type.Null()], { description: 'agent steps: the latest progress its agent saved' }),
     blocked_by: StepBlockedBy,
+    reused: Type.Boolean({ description: "A rerun's step that kept the earlier run's outcome rather than running again" }),
   },
   { title: 'RunStep' },
 );
@@ -156,6 +157,7 @@ export const Run = Type.Object(
     adaptive: Type.Union([Adaptive, Type.Null()]),
     revisions: Type.Array(Revision),
     parent_run_id: Type.Union([Type.String(), Type.Null()]),
+    rerun_of: Type.Union([Type.String(), Type.Null()], { description: 'The run this one reran from one of its steps' }),
     steps: Type.Array(RunStep),
     tags: Type.Array(Type.String(), { description: 'The tags the run was started with, in name order' }),
     metadata: Type.Record(Type.String(), Type.String(), { description: 'The metadata the run was started with' }),
@@ -165,6 +167,55 @@ export const Run = Type.Object(
     usage: Type.Optional(UsageSum),
   },
   { title: 'Run' },
+);
+
+export const RerunBody = Type.Object(
+  {
+    from_step: Type.String({ minLength: 1, maxLength: 100, description: 'The step to run again, with every step that follows it' }),
+    input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "The new run's input; the earlier run's when absent" })),
+    step_inputs: Type.Optional(
+      Type.Record(Type.String({ maxLength: 100 }), Type.Record(Type.String(), Type.Unknown()), {
+        description: "Agent steps that run again: the input each is given instead of its template's",
+      }),
+    ),
+    plan_version: Type.Optional(
+      Type.Union([Type.Literal('same'), Type.Literal('latest')], {
+        description: "The earlier run's plan version (default) or the plan's current one",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Finished = Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('cancelled')]);
+export const ReplayBody = Type.Object(
+  {
+    filter: Type.Object(
+      {
+        plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Plan id or alias' })),
+        status: Type.Optional(Finished),
+        after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started at or after this time' })),
+        before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs started before this time' })),
+        error: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only runs whose error contains this text' })),
+      },
+      { additionalProperties: false },
+    ),
+    replay_from: Type.Union([Type.Literal('start'), Type.Literal('failed_step')], {
+      description: 'Run each again from its start, or from the step it failed at (runs that failed at none are passed over)',
+    }),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Only count and name the runs it would replay' })),
+  },
+  { additionalProperties: false },
+);
+
+export const Replayed = Type.Object(
+  {
+    count: Type.Integer(),
+    run_ids: Type.Array(Type.String(), {
+      description: 'The new runs (rerun_of the replayed ones); with dry_run, the runs it would replay',
+    }),
+  },
+  { title: 'Replayed' },
 );
 
 export const RunParams = Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 200 }) });

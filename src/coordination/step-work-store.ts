@@ -27,6 +27,17 @@ export class StepWorkStore extends CoordinationStore {
     return step && { ...step, run_status: run.status };
   }
 
+  /** The newest run that reran `runId`, if any. */
+  async rerunOf(tx: Tx, runId: string): Promise<string | undefined> {
+    const row = await dbOf(tx, this.db)
+      .selectFrom('runs')
+      .select('id')
+      .where('rerun_of', '=', runId)
+      .orderBy('id', 'desc')
+      .executeTakeFirst();
+    return row?.id;
+  }
+
   async runExists(tx: Tx, runId: string): Promise<boolean> {
     return (await dbOf(tx, this.db).selectFrom('runs').select('id').where('id', '=', runId).executeTakeFirst()) !== undefined;
   }

@@ -57,6 +57,8 @@ export interface RunsTable {
   blocked_by: RunBlockedBy | null;
   /** When the run left the queue (or started at once): what a rate limit counts. */
   admitted_at: number | null;
+  /** The run this one reran (from one of its steps); null for a run started afresh. */
+  rerun_of: string | null;
 }
 
 export type RunBlockedBy = 'concurrency' | 'rate_limit';

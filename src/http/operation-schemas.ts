@@ -153,6 +153,8 @@ export const SCHEMAS = asValidated({
   'coordination.listRunEvents': { query: PageQuery, data: list(Coordination.RunEvent) },
   'coordination.cancelRun': { body: ReasonBody, optionalBody: true, data: Coordination.Run },
   'coordination.redriveRun': { body: ReasonBody, optionalBody: true, data: Coordination.Run },
+  'coordination.rerunRun': { body: Coordination.RerunBody, data: Coordination.Run },
+  'coordination.replayRuns': { body: Coordination.ReplayBody, data: Coordination.Replayed },
   'coordination.approveStep': { body: Coordination.ApproveBody, data: Coordination.Run },
   'coordination.provideInput': { body: Coordination.InputBody, data: Coordination.Run },
   'coordination.createApprovalLink': { body: Coordination.CreateLinkBody, data: Coordination.ApprovalLink },

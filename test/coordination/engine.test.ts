@@ -70,6 +70,7 @@ describeEachDialect('coordination engine', (dialect) => {
           'id',
           'input',
           'output',
+          'reused',
           'started_at',
           'status',
           'type',

@@ -126,6 +126,8 @@ export const OPERATIONS = {
     listRunEvents: ['GET', '/api/v1/coordination/runs/{run_id}/events', PAGED],
     cancelRun: ['POST', '/api/v1/coordination/runs/{run_id}/cancel'],
     redriveRun: ['POST', '/api/v1/coordination/runs/{run_id}/redrive'],
+    rerunRun: ['POST', '/api/v1/coordination/runs/{run_id}/rerun'],
+    replayRuns: ['POST', '/api/v1/coordination/runs/replay'],
     approveStep: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/approve'],
     provideInput: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/input'],
     createApprovalLink: ['POST', '/api/v1/coordination/runs/{run_id}/steps/{step_id}/links'],

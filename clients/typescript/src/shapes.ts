@@ -1796,6 +1796,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1805,6 +1806,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.listRuns': {
@@ -1846,6 +1848,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1855,6 +1858,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     }[];
   };
   'coordination.getRun': {
@@ -1885,6 +1889,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1894,6 +1899,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.listRunEvents': {
@@ -1929,6 +1935,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1938,6 +1945,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
     optionalBody: true;
   };
@@ -1970,6 +1978,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -1979,8 +1988,70 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
     optionalBody: true;
+  };
+  'coordination.rerunRun': {
+    body: {
+      input?: { [x: string]: unknown } | undefined;
+      plan_version?: 'latest' | 'same' | undefined;
+      step_inputs?: { [x: string]: { [x: string]: unknown } } | undefined;
+      from_step: string;
+    };
+    data: {
+      usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      id: string;
+      priority: number;
+      status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
+      output: unknown;
+      blocked_by: 'concurrency' | 'rate_limit' | 'no_agent' | 'budget' | null;
+      metadata: { [x: string]: string };
+      created_by: string;
+      tags: string[];
+      started_at: string;
+      completed_at: string | null;
+      steps: {
+        usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        agent: string | null;
+        id: string;
+        status: string;
+        output: unknown;
+        attempt: number;
+        blocked_by: 'no_agent' | 'budget' | null;
+        started_at: string | null;
+        completed_at: string | null;
+        type: string;
+        input: unknown;
+        error: string | null;
+        child_run_id: string | null;
+        checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
+      }[];
+      input: { [x: string]: unknown };
+      plan_id: string;
+      adaptive: { max_revisions?: number | undefined; enabled: boolean } | null;
+      plan_version: number;
+      current_step: string | null;
+      error: string | null;
+      revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
+      parent_run_id: string | null;
+      rerun_of: string | null;
+    };
+  };
+  'coordination.replayRuns': {
+    body: {
+      dry_run?: boolean | undefined;
+      filter: {
+        status?: 'failed' | 'completed' | 'cancelled' | undefined;
+        plan_id?: string | undefined;
+        error?: string | undefined;
+        after?: string | undefined;
+        before?: string | undefined;
+      };
+      replay_from: 'start' | 'failed_step';
+    };
+    data: { count: number; run_ids: string[] };
   };
   'coordination.approveStep': {
     body: { reason?: string | undefined; comment?: string | undefined; approved: boolean };
@@ -2011,6 +2082,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -2020,6 +2092,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.provideInput': {
@@ -2051,6 +2124,7 @@ export interface Shapes {
         error: string | null;
         child_run_id: string | null;
         checkpoint: { attempt: number; state: unknown; saved_at: string } | null;
+        reused: boolean;
       }[];
       input: { [x: string]: unknown };
       plan_id: string;
@@ -2060,6 +2134,7 @@ export interface Shapes {
       error: string | null;
       revisions: { at: string; reason: string; step: string; change: { [x: string]: unknown } }[];
       parent_run_id: string | null;
+      rerun_of: string | null;
     };
   };
   'coordination.createApprovalLink': {
@@ -2402,8 +2477,8 @@ export interface Shapes {
       offset?: number | undefined;
       cursor?: string | undefined;
       type?: string | undefined;
-      subject?: string | undefined;
       after?: string | undefined;
+      subject?: string | undefined;
     };
     data: {
       id: string;
@@ -2415,7 +2490,7 @@ export interface Shapes {
       subject: string;
     }[];
   };
-  'events.openStream': { query: { type?: string | undefined; subject?: string | undefined; after?: string | undefined } };
+  'events.openStream': { query: { type?: string | undefined; after?: string | undefined; subject?: string | undefined } };
   'webhooks.create': {
     body: { description?: string | undefined; url: string; types: string[] };
     data: {
@@ -2884,9 +2959,9 @@ export interface Shapes {
       limit?: number | undefined;
       model?: string | undefined;
       plan_id?: string | undefined;
-      run_id?: string | undefined;
       after?: string | undefined;
       before?: string | undefined;
+      run_id?: string | undefined;
       group_by: 'agent' | 'model' | 'capability' | 'plan' | 'run' | 'day';
     };
     data: {

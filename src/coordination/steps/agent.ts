@@ -55,7 +55,7 @@ export const agent: StepKind = {
   },
 
   async start(tx, ctx, step, def, scope, ports) {
-    const input = (render(def.input ?? {}, scope) ?? {}) as Record<string, unknown>;
+    const input = stepDetail(step).input_override ?? ((render(def.input ?? {}, scope) ?? {}) as Record<string, unknown>);
     changeStep(step, { input: JSON.stringify(input), capability: def.capability ?? null });
     const agentId = stepDetail(step).route_to ?? def.agent ?? (await findAgent(tx, def, ports));
     record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, agent: agentId });

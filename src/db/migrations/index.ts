@@ -45,6 +45,7 @@ import * as approvalTimers from './0045-approval-timers.js';
 import * as usage from './0046-usage.js';
 import * as budgets from './0047-budgets.js';
 import * as stepCheckpoints from './0048-step-checkpoints.js';
+import * as runReruns from './0049-run-reruns.js';
 import * as routineDebounce from './0052-routine-debounce.js';
 import * as debounces from './0053-debounces.js';
 import * as dropWorkerLeases from './0056-drop-worker-leases.js';
@@ -107,6 +108,7 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0046-usage': usage,
   '0047-budgets': budgets,
   '0048-step-checkpoints': stepCheckpoints,
+  '0049-run-reruns': runReruns,
   '0052-routine-debounce': routineDebounce,
   '0053-debounces': debounces,
   '0056-drop-worker-leases': dropWorkerLeases,

@@ -2325,6 +2325,7 @@ class _CoordinationListRunsItemRequired(TypedDict):
     adaptive: dict[str, Any] | None
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
+    rerun_of: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
     metadata: dict[str, str]
@@ -2381,6 +2382,7 @@ class _CoordinationStartRunDataRequired(TypedDict):
     adaptive: dict[str, Any] | None
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
+    rerun_of: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
     metadata: dict[str, str]
@@ -2415,6 +2417,7 @@ class _CoordinationGetRunDataRequired(TypedDict):
     adaptive: dict[str, Any] | None
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
+    rerun_of: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
     metadata: dict[str, str]
@@ -2480,6 +2483,7 @@ class _CoordinationCancelRunDataRequired(TypedDict):
     adaptive: dict[str, Any] | None
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
+    rerun_of: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
     metadata: dict[str, str]
@@ -2524,6 +2528,7 @@ class _CoordinationRedriveRunDataRequired(TypedDict):
     adaptive: dict[str, Any] | None
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
+    rerun_of: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
     metadata: dict[str, str]
@@ -2576,6 +2581,7 @@ class _CoordinationApproveStepDataRequired(TypedDict):
     adaptive: dict[str, Any] | None
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
+    rerun_of: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
     metadata: dict[str, str]
@@ -2626,6 +2632,7 @@ class _CoordinationProvideInputDataRequired(TypedDict):
     adaptive: dict[str, Any] | None
     revisions: list[dict[str, Any]]
     parent_run_id: str | None
+    rerun_of: str | None
     steps: list[dict[str, Any]]
     tags: list[str]
     metadata: dict[str, str]
@@ -2993,6 +3000,89 @@ class CoordinationHookDeleteData(TypedDict):
     """What coordination.hook_delete returns."""
 
     run_id: str | None
+
+
+class _CoordinationRerunRunBodyRequired(TypedDict):
+    from_step: str
+
+
+class CoordinationRerunRunBody(_CoordinationRerunRunBodyRequired, total=False):
+    """The JSON body of coordination.rerun_run."""
+
+    input: dict[str, Any]
+    step_inputs: dict[str, dict[str, Any]]
+    plan_version: Literal["same", "latest"]
+
+
+class _CoordinationRerunRunArgsRequired(TypedDict):
+    run_id: str | int
+    from_step: str
+
+
+class CoordinationRerunRunArgs(_CoordinationRerunRunArgsRequired, total=False):
+    """The keyword arguments of coordination.rerun_run."""
+
+    input: dict[str, Any]
+    step_inputs: dict[str, dict[str, Any]]
+    plan_version: Literal["same", "latest"]
+
+
+class _CoordinationRerunRunDataRequired(TypedDict):
+    id: str
+    plan_id: str
+    plan_version: int
+    status: Literal["queued", "running", "waiting", "completed", "failed", "cancelled"]
+    blocked_by: Literal["concurrency"] | Literal["rate_limit"] | Literal["no_agent"] | Literal["budget"] | None
+    priority: int
+    current_step: str | None
+    input: dict[str, Any]
+    output: Any
+    error: str | None
+    adaptive: dict[str, Any] | None
+    revisions: list[dict[str, Any]]
+    parent_run_id: str | None
+    rerun_of: str | None
+    steps: list[dict[str, Any]]
+    tags: list[str]
+    metadata: dict[str, str]
+    created_by: str
+    started_at: str
+    completed_at: str | None
+
+
+class CoordinationRerunRunData(_CoordinationRerunRunDataRequired, total=False):
+    """What coordination.rerun_run returns."""
+
+    usage: dict[str, Any]
+
+
+class _CoordinationReplayRunsBodyRequired(TypedDict):
+    filter: dict[str, Any]
+    replay_from: Literal["start", "failed_step"]
+
+
+class CoordinationReplayRunsBody(_CoordinationReplayRunsBodyRequired, total=False):
+    """The JSON body of coordination.replay_runs."""
+
+    dry_run: bool
+
+
+class _CoordinationReplayRunsArgsRequired(TypedDict):
+    filter: dict[str, Any]
+    replay_from: Literal["start", "failed_step"]
+
+
+class CoordinationReplayRunsArgs(_CoordinationReplayRunsArgsRequired, total=False):
+    """The keyword arguments of coordination.replay_runs."""
+
+    dry_run: bool
+
+
+class CoordinationReplayRunsData(TypedDict):
+    """What coordination.replay_runs returns."""
+
+    count: int
+    run_ids: list[str]
 
 
 class CoordinationSaveCheckpointBody(TypedDict):
@@ -5969,6 +6059,32 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "rerun_run": Operation(
+            operation_id="coordination_rerunRun",
+            method="POST",
+            path="/api/v1/coordination/runs/{run_id}/rerun",
+            path_params=("run_id",),
+            query_params=(),
+            body="json",
+            body_fields=("from_step", "input", "step_inputs", "plan_version",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
+        "replay_runs": Operation(
+            operation_id="coordination_replayRuns",
+            method="POST",
+            path="/api/v1/coordination/runs/replay",
+            path_params=(),
+            query_params=(),
+            body="json",
+            body_fields=("filter", "replay_from", "dry_run",),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
         "save_checkpoint": Operation(
             operation_id="coordination_saveCheckpoint",
             method="POST",
@@ -7227,6 +7343,14 @@ class CoordinationOperations(Domain):
     def hook_delete(self, **arguments: Unpack[CoordinationHookDeleteArgs]) -> CoordinationHookDeleteData:
         """Call a webhook trigger: starts a run with the body and query as event.* (404 unknown path, 405 wrong method) (DELETE /api/v1/coordination/hooks/{path})."""
         return self._call("hook_delete", arguments)  # type: ignore[no-any-return]
+
+    def rerun_run(self, **arguments: Unpack[CoordinationRerunRunArgs]) -> CoordinationRerunRunData:
+        """Rerun a finished run from a step, with edited input: a new run (rerun_of) keeps the earlier steps' outputs (POST /api/v1/coordination/runs/{run_id}/rerun)."""
+        return self._call("rerun_run", arguments)  # type: ignore[no-any-return]
+
+    def replay_runs(self, **arguments: Unpack[CoordinationReplayRunsArgs]) -> CoordinationReplayRunsData:
+        """Replay the finished runs a filter matches (oldest first, at most 10000 a call; an agent's own runs only) (POST /api/v1/coordination/runs/replay)."""
+        return self._call("replay_runs", arguments)  # type: ignore[no-any-return]
 
     def save_checkpoint(self, **arguments: Unpack[CoordinationSaveCheckpointArgs]) -> CoordinationSaveCheckpointData:
         """Save the progress of a step this agent is executing (JSON, at most 1 MiB): the step's redelivered or retried message carries the latest (POST /api/v1/coordination/runs/{run_id}/steps/{step_id}/checkpoint)."""
