@@ -62,11 +62,11 @@ describeEachDialect('autovacuum of the hot tables', (dialect) => {
           await sql<{ n_ins_since_vacuum: number; last_vacuum: Date | null; last_analyze: Date | null }>`
             select n_ins_since_vacuum, last_vacuum, last_analyze from pg_stat_user_tables where relname = 'events'`.execute(db())
         ).rows[0]!;
-      // The statistics reach pg_stat_user_tables within a second of the commit.
-      await waitFor(async () => Number((await stats()).n_ins_since_vacuum) >= 3000 || undefined, 5000, 100);
+      // The statistics reach pg_stat_user_tables a second or so after the commit (longer on a busy machine).
+      await waitFor(async () => Number((await stats()).n_ins_since_vacuum) >= 3000 || undefined, 20_000, 100);
       expect((await stats()).last_vacuum).toBeNull();
       expect(await vacuumWhereAutovacuumWont(server.app.platform.database)).toContain('events');
-      await waitFor(async () => (await stats()).last_vacuum ?? undefined, 5000, 100);
+      await waitFor(async () => (await stats()).last_vacuum ?? undefined, 20_000, 100);
       expect((await stats()).last_analyze).not.toBeNull();
       // Nothing changed since: nothing to do.
       expect(await vacuumWhereAutovacuumWont(server.app.platform.database)).not.toContain('events');

@@ -202,6 +202,8 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "coordination.list_run_events": (lambda c, x: c.coordination.list_run_events(run_id=x.run["id"]), None),
     "coordination.cancel_run": (lambda c, x: c.coordination.cancel_run(run_id=c.coordination.start_run(plan_id=x.plan["id"])["id"], reason="table"), None),
     "coordination.redrive_run": (lambda c, x: c.coordination.redrive_run(run_id=x.run["id"]), Conflict),
+    "coordination.rerun_run": (lambda c, x: c.coordination.rerun_run(run_id=x.run["id"], from_step="review"), Conflict),
+    "coordination.replay_runs": (lambda c, x: c.coordination.replay_runs(filter={"plan_id": x.plan["id"]}, replay_from="start", dry_run=True), None),
     "coordination.approve_step": (lambda c, x: c.coordination.approve_step(run_id=c.coordination.start_run(plan_id=x.plan["id"])["id"], step_id="review", approved=True), None),
     "coordination.provide_input": (lambda c, x: c.coordination.provide_input(run_id=_input_run(c, x), step_id="ask", data={"why": "because"}), None),
     "coordination.create_approval_link": (lambda c, x: c.coordination.create_approval_link(run_id=c.coordination.start_run(plan_id=x.plan["id"])["id"], step_id="review", approver="user:nobody-here"), Conflict),
