@@ -94,6 +94,11 @@ export class InboxViews {
     return { ...page, items: page.items.map((counts) => summary(counts, now)) };
   }
 
+  /** Inboxes with messages a receive would take now (the inbox alert conditions). */
+  readyInboxes(now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]> {
+    return this.store.readyInboxes(autocommit, now);
+  }
+
   /** Every inbox holding messages, deepest first (the inbox gauges of /metrics; at most MAX_METRIC_INBOXES). */
   async depths(): Promise<InboxDepth[]> {
     const now = this.deps.clock.now();

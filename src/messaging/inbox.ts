@@ -388,7 +388,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   }
 
   readyInboxes(now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]> {
-    return this.deps.viewStore.readyInboxes(autocommit, now);
+    return this.views.readyInboxes(now);
   }
 
   inboxMessages(caller: Caller, agentId: string, state: 'pending' | 'leased', window: Page): Promise<Paged<InboxMessage>> {
