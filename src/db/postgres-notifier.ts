@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -7,6 +8,10 @@ import type { Tx } from '../kernel/tx.js';
 import { openTransaction } from './tx.js';
 
 const PG_CHANNEL = 'switchboard';
+/** The logical channel on which notifiers say they listen (payload: the notifier's id). */
+const HELLO = 'notifier:hello';
+/** How often a notifier says hello, by default. */
+export const HELLO_MS = 5_000;
 // NOTIFY payloads are capped at 8000 bytes by PostgreSQL; ours carry ids, not documents.
 const MAX_PAYLOAD = 7900;
 
@@ -16,6 +21,13 @@ const MAX_PAYLOAD = 7900;
  * exponential backoff (250 ms → 10 s); while it is down, consumers fall back to their polling,
  * and once it is back every `onResume` handler runs, so waiting long polls and workers look at
  * the database at once instead of waiting for a notice that was sent while nobody listened.
+ *
+ * A node alone on its database hands notices to its own listeners without a NOTIFY (a round
+ * trip per send, and PostgreSQL serializes the commits of transactions that NOTIFY). Alone
+ * means: listening for two hello periods, and no other notifier said hello for three. Each
+ * notifier says hello when it starts listening and every period after, and answers a hello it
+ * did not expect at once, so a node that joins is heard within a round trip. Notices inside a
+ * transaction (`notifyIn`) still go through PostgreSQL, which holds them until the commit.
  */
 export class PostgresNotifier implements Notifier {
   readonly spansNodes = true;
@@ -26,13 +38,43 @@ export class PostgresNotifier implements Notifier {
   private retryDelay = 250;
   private retryTimer: NodeJS.Timeout | null = null;
   private readonly ready: Promise<void>;
+  private readonly id = randomUUID();
+  private listeningSince = Infinity;
+  private peerHeardAt = -Infinity;
+  private readonly peers = new Set<string>();
+  private readonly helloTimer: NodeJS.Timeout;
 
   constructor(
     private readonly connectionString: string,
     private readonly pool: pg.Pool,
     private readonly logger: Logger,
+    private readonly helloMs = HELLO_MS,
   ) {
     this.ready = this.connect();
+    this.listeners.listen(HELLO, (peer) => this.heard(peer));
+    this.helloTimer = setInterval(() => void this.hello(), helloMs);
+    this.helloTimer.unref();
+  }
+
+  /** No other notifier listens on this database: notices need not leave this process. */
+  get alone(): boolean {
+    const now = performance.now();
+    return this.client !== null && now - this.listeningSince >= 2 * this.helloMs && now - this.peerHeardAt > 3 * this.helloMs;
+  }
+
+  private heard(peer: string): void {
+    if (peer === this.id) return;
+    this.peerHeardAt = performance.now();
+    if (this.peers.has(peer)) return;
+    // Every notifier that ever started here; a day of restarts is far below this.
+    if (this.peers.size >= 10_000) this.peers.clear();
+    this.peers.add(peer);
+    void this.hello();
+  }
+
+  private async hello(): Promise<void> {
+    if (this.client === null) return;
+    await this.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, this.body(HELLO, this.id)]).catch(() => undefined);
   }
 
   get epoch(): number | null {
@@ -77,6 +119,8 @@ export class PostgresNotifier implements Notifier {
       this.client = client;
       this.connections++;
       this.retryDelay = 250;
+      this.listeningSince = performance.now();
+      void this.hello();
       if (this.connections > 1) {
         this.logger.info({ connections: this.connections }, 'notifier listening again; rescanning');
         this.listeners.resumed();
@@ -89,7 +133,10 @@ export class PostgresNotifier implements Notifier {
 
   private scheduleReconnect(failed: pg.Client): void {
     if (this.closed || this.retryTimer !== null) return;
-    if (this.client === failed) this.client = null;
+    if (this.client === failed) {
+      this.client = null;
+      this.listeningSince = Infinity;
+    }
     failed.removeAllListeners('end');
     void failed.end().catch(() => undefined);
     const delay = this.retryDelay;
@@ -102,6 +149,8 @@ export class PostgresNotifier implements Notifier {
   }
 
   async notify(channel: string, payload = ''): Promise<void> {
+    // Delivered a turn later, as the round trip did: a listener never runs inside the notifying call.
+    if (this.alone) return void setImmediate(() => this.listeners.deliver(channel, payload));
     await this.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, this.body(channel, payload)]);
   }
 
@@ -127,6 +176,7 @@ export class PostgresNotifier implements Notifier {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.helloTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.ready;
     const client = this.client;

@@ -3,6 +3,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
+import { TurnBatch } from '../kernel/turn-batch.js';
 import type { DomainMetrics, InboxDepth } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
@@ -43,6 +44,8 @@ export const DEFAULT_VISIBILITY_S = 30;
 export const MAX_WAIT_S = 30;
 export const MAX_BATCH = 100;
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+/** Lone sends one INSERT carries at most (one statement of db/bulk-insert.ts). */
+const MAX_LONE_SENDS = 500;
 
 /** What an API caller sends: the port's message without the fields the platform sets. */
 export type SendInput = Omit<OutgoingMessage, 'source' | 'origin' | 'traceparent'>;
@@ -92,6 +95,13 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   private readonly leases: Leases;
   private readonly views: InboxViews;
   private pauses: AgentPauses | null = null;
+  /** The lone sends of a turn: one INSERT, atomic on its own, for all of them. */
+  private readonly loneSends = new TurnBatch<NewMessageRow, void>(async (rows) => {
+    const batch = [...rows];
+    await this.store.rankByFairness(autocommit, batch);
+    await this.store.insertMessages(autocommit, batch);
+    return batch.map(() => undefined);
+  }, MAX_LONE_SENDS);
 
   constructor(
     private readonly deps: {
@@ -126,7 +136,8 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
    * - else one message with a thread or an idempotency key (an API send): its checks and its
    *   insert in a transaction of their own; a replay sends nothing and wakes nobody;
    * - else several messages: in a transaction of their own, all or nothing;
-   * - else one INSERT, atomic on its own (on PostgreSQL, two round trips fewer);
+   * - else one INSERT, atomic on its own (on PostgreSQL, two round trips fewer), shared with the
+   *   other lone sends of the same turn of the event loop (group commit: one statement, one commit);
    * and without the caller's `tx` the inboxes wake as soon as the send has committed.
    */
   async send(request: SendRequest | CallerSendRequest): Promise<SendResult> {
@@ -142,13 +153,25 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
       if (checked.replayed) return { messages: [sent(checked.row.id, iso(checked.row.created_at))], replayed: true };
       rows = [checked.row];
     } else if (one === null) rows = await this.store.inTransaction((own) => this.insert(own, messages, now));
-    else rows = await this.insert(autocommit, messages, now);
+    else rows = [await this.sendAlone(one, now)];
     this.deps.metrics.messagesSent(rows.map((row) => row.event_name));
     const inboxes = rows.map((row) => row.destination);
     if (tx === undefined || tx === autocommit) this.wakeups.committed(inboxes);
     else await this.wakeups.inTransaction(tx, inboxes);
     const timestamp = iso(now);
     return { messages: rows.map((row) => sent(row.id, timestamp)), replayed: false };
+  }
+
+  /** One message with nothing to check: its row joins the other lone sends of this turn in one INSERT. */
+  private async sendAlone(message: OutgoingMessage, now: number): Promise<NewMessageRow> {
+    const trace = this.deps.tracing.sending([message]);
+    try {
+      const row = this.newRow(message, now, trace, null);
+      await this.loneSends.add(row);
+      return row;
+    } finally {
+      trace.end();
+    }
   }
 
   /** A send with an idempotency key or to a thread: its checks and the insert in one transaction. */

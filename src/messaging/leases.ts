@@ -3,6 +3,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
 import { SYSTEM_ACTOR, type AgentLimits, type EventLog, type OriginKind, type UsageRecorder, type UsageReport } from '../kernel/ports.js';
+import { TurnBatch } from '../kernel/turn-batch.js';
 import { spanClock, type InboxTracing } from './inbox-tracing.js';
 import type { InboxWakeups } from './inbox-wakeups.js';
 import { toMessage, type Caller, type Message } from './messages.js';
@@ -31,6 +32,24 @@ function usageSource(row: MessageRow) {
   return { message_id: row.id, agent_id: row.destination, origin };
 }
 
+/** The usage reports of the acknowledged `rows` that `usage` has one for. */
+function usageReports(rows: readonly MessageRow[], usage: ReadonlyMap<string, UsageReport>) {
+  return rows.flatMap((row) => (usage.has(row.id) ? [{ source: usageSource(row), usage: usage.get(row.id)! }] : []));
+}
+
+/** One acknowledge call: `stored` is its output as stored (JSON text), `usage` by message id. */
+interface AckCall {
+  caller: Caller;
+  ids: string[];
+  output: unknown;
+  stored: string | null;
+  usage: ReadonlyMap<string, UsageReport> | null;
+  startTime: number;
+}
+
+/** Acknowledge calls one transaction carries at most. */
+const MAX_ACK_CALLS = 100;
+
 /**
  * A message's life after its send: leased by a receive, then settled — acknowledged,
  * rejected (back to the inbox after a backoff) or dead-lettered, by its receiver or by the
@@ -39,6 +58,11 @@ function usageSource(row: MessageRow) {
  */
 export class Leases {
   private usage: UsageRecorder | null = null;
+  /** The acknowledgements of a turn: one transaction for all of them. */
+  private readonly acks = new TurnBatch<AckCall, MessageRow[]>(
+    (calls) => this.store.inTransaction((tx) => this.acknowledgeIn(tx, calls)),
+    MAX_ACK_CALLS,
+  );
 
   constructor(
     private readonly deps: {
@@ -109,7 +133,11 @@ export class Leases {
     });
   }
 
-  /** `usage`: what the work of some of the messages consumed (by id), recorded in the acknowledge's transaction. */
+  /**
+   * `usage`: what the work of some of the messages consumed (by id), recorded in the
+   * acknowledge's transaction. The acknowledgements of one turn of the event loop share that
+   * transaction (`acks`), each still all or nothing on its own.
+   */
   async acknowledge(
     caller: Caller,
     ids: string[],
@@ -117,38 +145,79 @@ export class Leases {
     usage?: ReadonlyMap<string, UsageReport>,
   ): Promise<{ acknowledged: string[] }> {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
-    const recorder = usage === undefined || usage.size === 0 ? null : this.usage;
-    if (recorder === null && usage !== undefined && usage.size > 0) throw InvalidRequest.field('usage', 'is not recorded by this server');
-    const reports = (rows: MessageRow[]) =>
-      rows.flatMap((row) => (usage?.has(row.id) ? [{ source: usageSource(row), usage: usage.get(row.id)! }] : []));
-    const now = this.deps.clock.now();
-    const startTime = spanClock();
-    const rows = await this.store.inTransaction(async (tx) => {
-      // The update checks what `settleable` checks, so the common case reads nothing first;
-      // an id it left alone is asked about to say why, and the whole batch rolls back.
-      const destination = caller.admin ? null : caller.agentId;
-      const acked =
-        destination === undefined
-          ? []
-          : await this.store.acknowledgeReceived(tx, ids, destination, output === undefined ? null : JSON.stringify(output), now);
-      const byId = new Map(acked.map((row) => [row.id, row]));
-      const refused = ids.find((id) => !byId.has(id));
-      if (refused !== undefined) {
-        await this.settleable(tx, caller, [refused]);
-        throw new Conflict(`Message '${refused}' cannot be acknowledged now`);
-      }
-      const rows = ids.map((id) => byId.get(id)!);
-      if (recorder !== null) await recorder.record(tx, reports(rows));
-      await this.deps.tracing.settling(rows, 'ack', () => this.deps.outcomes.emit(tx, rows, { status: 'acknowledged', output }), startTime);
-      return rows;
-    });
-    if (recorder !== null) recorder.committed(reports(rows));
+    const reported = usage !== undefined && usage.size > 0 ? usage : null;
+    if (reported !== null && this.usage === null) throw InvalidRequest.field('usage', 'is not recorded by this server');
+    const call: AckCall = {
+      caller,
+      ids,
+      output,
+      stored: output === undefined ? null : JSON.stringify(output),
+      usage: reported,
+      startTime: spanClock(),
+    };
+    const rows = await this.acks.add(call);
+    if (reported !== null) this.usage!.committed(usageReports(rows, reported));
     this.deps.metrics.messagesSettled(
       'acked',
       rows.map((row) => row.event_name),
     );
     this.released(rows);
     return { acknowledged: ids };
+  }
+
+  /**
+   * Acknowledges each call's messages in `tx`, its rows in order. Calls to one inbox without an
+   * output share one statement; a call with an id that is not acknowledgeable throws, which
+   * undoes them all (TurnBatch then asks each call again on its own).
+   */
+  private async acknowledgeIn(tx: Tx, calls: readonly AckCall[]): Promise<MessageRow[][]> {
+    const now = this.deps.clock.now();
+    const shared = new Map<string, { calls: AckCall[]; ids: Set<string> }>();
+    const statements: Array<{ calls: AckCall[]; ids: Set<string> }> = [];
+    for (const call of calls) {
+      // An admin's acknowledgements name no inbox (`destination` null): they share with each other.
+      const key = call.stored !== null ? null : call.caller.admin ? '' : `agent:${call.caller.agentId}`;
+      const group = key === null ? undefined : shared.get(key);
+      if (group !== undefined && !call.ids.some((id) => group.ids.has(id))) {
+        group.calls.push(call);
+        for (const id of call.ids) group.ids.add(id);
+        continue;
+      }
+      const own = { calls: [call], ids: new Set(call.ids) };
+      statements.push(own);
+      if (key !== null) shared.set(key, own);
+    }
+    const answers = new Map<AckCall, MessageRow[]>();
+    for (const { calls: sharing, ids } of statements) {
+      const { caller, stored } = sharing[0]!;
+      // The update checks what `settleable` checks, so the common case reads nothing first;
+      // an id it left alone is asked about to say why.
+      const destination = caller.admin ? null : caller.agentId;
+      const acked = destination === undefined ? [] : await this.store.acknowledgeReceived(tx, [...ids], destination, stored, now);
+      const byId = new Map(acked.map((row) => [row.id, row]));
+      for (const call of sharing) {
+        const refused = call.ids.find((id) => !byId.has(id));
+        if (refused !== undefined) {
+          await this.settleable(tx, call.caller, [refused]);
+          throw new Conflict(`Message '${refused}' cannot be acknowledged now`);
+        }
+        answers.set(
+          call,
+          call.ids.map((id) => byId.get(id)!),
+        );
+      }
+    }
+    const rows = calls.flatMap((call) => answers.get(call)!);
+    const reports = calls.flatMap((call) => (call.usage === null ? [] : usageReports(answers.get(call)!, call.usage)));
+    if (reports.length > 0) await this.usage!.record(tx, reports);
+    const outputs = new Map(calls.flatMap((call) => answers.get(call)!.map((row) => [row.id, call.output] as const)));
+    await this.deps.tracing.settling(
+      rows,
+      'ack',
+      () => this.deps.outcomes.emit(tx, rows, (row) => ({ status: 'acknowledged', output: outputs.get(row.id) })),
+      calls[0]!.startTime,
+    );
+    return calls.map((call) => answers.get(call)!);
   }
 
   /**

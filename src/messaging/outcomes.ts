@@ -2,6 +2,9 @@ import type { Tx } from '../kernel/tx.js';
 import type { MessageOrigin, MessageOutcome, OriginKind, OutcomeHandler, OutcomeHandlers } from '../kernel/ports.js';
 import type { MessageRow } from './store.js';
 
+/** What became of a message, as its producer hears it. */
+type Outcome = Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>;
+
 /**
  * Tells each message's producer (its origin) what became of it, through the handler of its
  * origin kind, inside the transaction that leased or settled it.
@@ -35,14 +38,15 @@ export class OutcomeDispatch {
     return { kind: row.origin_kind as OriginKind, ref: row.origin_ref };
   }
 
-  /** One call per origin kind. */
-  async emit(tx: Tx, rows: readonly MessageRow[], outcome: Omit<MessageOutcome, 'message_id' | 'origin' | 'destination'>): Promise<void> {
+  /** One call per origin kind; `outcome` is every row's, or each row's own. */
+  async emit(tx: Tx, rows: readonly MessageRow[], outcome: Outcome | ((row: MessageRow) => Outcome)): Promise<void> {
     const byKind = new Map<OriginKind, MessageOutcome[]>();
     for (const row of rows) {
-      if (!this.hears(row, outcome.status)) continue;
+      const its = typeof outcome === 'function' ? outcome(row) : outcome;
+      if (!this.hears(row, its.status)) continue;
       let batch = byKind.get(row.origin_kind);
       if (!batch) byKind.set(row.origin_kind, (batch = []));
-      batch.push({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...outcome });
+      batch.push({ message_id: row.id, origin: { kind: row.origin_kind, ref: row.origin_ref }, destination: row.destination, ...its });
     }
     for (const [kind, outcomes] of byKind) {
       // Producers lock their own rows (a plan run) in the handler: a global order (by origin) keeps

@@ -1,10 +1,11 @@
 import pg from 'pg';
 import pino from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresNotifier } from '../../src/db/postgres-notifier.js';
 import { InProcessNotifier, type Notifier } from '../../src/kernel/notifier.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, postgresTestUrl, type TestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
+import { waitFor } from '../helpers/wait.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -74,5 +75,65 @@ describeEachDialect('notifier', (dialect) => {
     await n.notify('b', '3');
     await done;
     expect(seen).toEqual(['a:1', 'b:3']);
+  });
+});
+
+describe.runIf(postgresTestUrl())('PostgreSQL notifier alone on its database', () => {
+  let database: TestDatabase;
+  const opened: Array<{ notifier: PostgresNotifier; pool: pg.Pool }> = [];
+  beforeAll(async () => {
+    database = await createTestDatabase('postgres');
+  });
+  afterAll(async () => {
+    for (const { notifier, pool } of opened) {
+      await notifier.close();
+      await pool.end();
+    }
+    await database?.drop();
+  });
+
+  /** A notifier saying hello every 100 ms: alone after 200 ms of listening with nobody else. */
+  async function open(): Promise<PostgresNotifier> {
+    const pool = new pg.Pool({ connectionString: database.databaseUrl!, max: 2 });
+    const notifier = new PostgresNotifier(database.databaseUrl!, pool, logger, 100);
+    opened.push({ notifier, pool });
+    await notifier.whenReady();
+    return notifier;
+  }
+
+  it('hands notices to its own listeners without a NOTIFY, and NOTIFYs again once another node listens', async () => {
+    // A plain LISTEN connection hears what goes through PostgreSQL.
+    const spy = new pg.Client({ connectionString: database.databaseUrl! });
+    await spy.connect();
+    const overPostgres: string[] = [];
+    spy.on('notification', (msg) => {
+      if (!msg.payload?.includes('notifier:hello')) overPostgres.push(msg.payload ?? '');
+    });
+    await spy.query('LISTEN switchboard');
+    try {
+      const first = await open();
+      expect(first.alone).toBe(false);
+      await waitFor(() => first.alone, 5_000, 10);
+      const local = nextMessage(first, 'news');
+      await first.notify('news', 'alone');
+      expect((await local).payload).toBe('alone');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(overPostgres).toEqual([]);
+
+      // A second node says hello as it starts listening: the first hears it and is no longer alone.
+      const second = await open();
+      await waitFor(() => !first.alone, 2_000, 5);
+      const remote = nextMessage(second, 'news');
+      await first.notify('news', 'together');
+      expect((await remote).payload).toBe('together');
+      expect(overPostgres).toHaveLength(1);
+      // The second learns of the first by its answer, at once, not a hello period later.
+      expect(second.alone).toBe(false);
+      await second.close();
+      // Three periods without a hello from the other: alone again.
+      await waitFor(() => first.alone, 5_000, 10);
+    } finally {
+      await spy.end();
+    }
   });
 });
