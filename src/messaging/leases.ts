@@ -47,7 +47,12 @@ interface AckCall {
   startTime: number;
 }
 
-/** Acknowledge calls one transaction carries at most. */
+interface RejectCall {
+  caller: Caller;
+  input: Rejection;
+}
+
+/** Acknowledge (or reject) calls one transaction carries at most. */
 const MAX_ACK_CALLS = 100;
 
 /**
@@ -58,6 +63,16 @@ const MAX_ACK_CALLS = 100;
  */
 export class Leases {
   private usage: UsageRecorder | null = null;
+  /** The rejections of a turn: one transaction for all of them, each rejected in turn. */
+  private readonly rejects = new TurnBatch<RejectCall, { rejected: Rejected; row: MessageRow }>(
+    (calls) =>
+      this.store.inTransaction(async (tx) => {
+        const answers = [];
+        for (const call of calls) answers.push(await this.rejectIn(tx, call));
+        return answers;
+      }),
+    MAX_ACK_CALLS,
+  );
   /** The acknowledgements of a turn: one transaction for all of them. */
   private readonly acks = new TurnBatch<AckCall, MessageRow[]>(
     (calls) => this.store.inTransaction((tx) => this.acknowledgeIn(tx, calls)),
@@ -226,29 +241,31 @@ export class Leases {
    * delivery is left.
    */
   async reject(caller: Caller, input: Rejection): Promise<Rejected> {
-    const now = this.deps.clock.now();
+    const { rejected, row } = await this.rejects.add({ caller, input });
+    this.deps.metrics.messagesSettled(rejected.status === 'requeued' ? 'rejected' : 'dead_lettered', [row.event_name]);
     // Its lease ends either way (room for a limited agent); a dead letter also releases its ordering key.
-    let ended: MessageRow | undefined;
-    const rejected = await this.store.inTransaction(async (tx) => {
-      const [row] = await this.settleable(tx, caller, [input.message_id]);
-      ended = row;
-      const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
-      return this.deps.tracing.settling([row!], requeue ? 'reject' : 'dead_letter', async () => {
-        await this.store.endAttempts(tx, [row!], 'rejected', input.reason, now);
-        if (!requeue) {
-          const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
-          await this.deadLetter(tx, row!, reason, now, caller.actor);
-          return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
-        }
-        const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
-        const retryAt = now + delay * 1000;
-        await this.store.settle(tx, [row!.id], { visible_at: retryAt });
-        this.deps.metrics.messagesSettled('rejected', [row!.event_name]);
-        return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
-      });
-    });
-    if (ended) this.released([ended]);
+    this.released([row]);
     return rejected;
+  }
+
+  /** Rejects one message in `tx` (the rejections of a turn share it: `rejects`). */
+  private async rejectIn(tx: Tx, { caller, input }: RejectCall): Promise<{ rejected: Rejected; row: MessageRow }> {
+    const now = this.deps.clock.now();
+    const [row] = await this.settleable(tx, caller, [input.message_id]);
+    const requeue = input.requeue !== false && row!.deliveries < row!.max_deliveries;
+    const rejected = await this.deps.tracing.settling([row!], requeue ? 'reject' : 'dead_letter', async () => {
+      await this.store.endAttempts(tx, [row!], 'rejected', input.reason, now);
+      if (!requeue) {
+        const reason = input.requeue === false ? input.reason : `${input.reason} (after ${row!.deliveries} deliveries)`;
+        await this.deadLetter(tx, row!, reason, now, caller.actor);
+        return { message_id: row!.id, status: 'dead_lettered' as const, retry_at: null };
+      }
+      const delay = input.delay_seconds ?? Math.min(MAX_BACKOFF_S, 2 ** (row!.deliveries - 1));
+      const retryAt = now + delay * 1000;
+      await this.store.settle(tx, [row!.id], { visible_at: retryAt });
+      return { message_id: row!.id, status: 'requeued' as const, retry_at: iso(retryAt) };
+    });
+    return { rejected, row: row! };
   }
 
   /**
@@ -262,7 +279,6 @@ export class Leases {
 
   private async deadLetter(tx: Tx, row: MessageRow, reason: string, now: number, actor: string): Promise<void> {
     await this.store.settle(tx, [row.id], { state: 'dead', dead_reason: reason, dead_at: now });
-    this.deps.metrics.messagesSettled('dead_lettered', [row.event_name]);
     // Logged before what its producer makes of it (a step failed), in the order they happened.
     await this.deps.events.append(tx, {
       type: 'message.dead_lettered',
@@ -296,19 +312,25 @@ export class Leases {
     let reaped = 0;
     const dead: MessageRow[] = [];
     for (let batch = REAP_BATCH; batch === REAP_BATCH;) {
-      batch = await this.store.inTransaction(async (tx) => {
+      const exhausted = await this.store.inTransaction(async (tx) => {
         const exhausted = await this.store.claimExhausted(tx, expiredSince, now, REAP_BATCH);
-        dead.push(...exhausted.filter((row) => row.ordering_key !== null));
         for (const row of exhausted) {
           await this.deps.tracing.settling([row], 'dead_letter', async () => {
             await this.store.endAttempts(tx, [row], 'expired', 'visibility timeout expired', now);
             await this.deadLetter(tx, row, `visibility timeout expired after ${row.deliveries} deliveries`, now, SYSTEM_ACTOR);
           });
         }
-        return exhausted.length;
+        return exhausted;
       });
+      batch = exhausted.length;
       reaped += batch;
+      dead.push(...exhausted);
     }
+    // Counted once committed: a transaction that fails counts nothing.
+    this.deps.metrics.messagesSettled(
+      'dead_lettered',
+      dead.map((row) => row.event_name),
+    );
     this.released(dead);
     this.deps.wakeups.committed(await this.store.destinationsBecomingVisible(autocommit, since, now));
     return reaped;

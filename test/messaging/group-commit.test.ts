@@ -64,4 +64,31 @@ describeEachDialect('messaging: group commit of sends and acknowledgements', (di
     const answers = await Promise.all([1, 2, 3].map(() => agent.post(`${M}/acknowledge`, { message_ids: [message!.message_id] })));
     expect(answers.map((res) => res.status).sort()).toEqual([200, 409, 409]);
   });
+
+  it('answers each rejection of a burst on its own, requeued, dead-lettered or refused', async () => {
+    const agentId = unique('rejecter');
+    const agent = await server.agent(agentId);
+    await server.api.post(`${M}/send-batch`, {
+      messages: Array.from({ length: 30 }, (_, i) => ({ destination: agentId, event_name: 'job', payload: { i } })),
+    });
+    const got = await agent.get(`${M}/receive?max=30&timeout=0`);
+    const received = (got.body.data.messages as { message_id: string }[]).map((m) => m.message_id);
+    expect(received).toHaveLength(30);
+    const answers = await Promise.all(
+      received.map((id, i) =>
+        agent.post(`${M}/reject`, {
+          message_id: i % 3 === 2 ? `msg_unknown${i}` : id,
+          reason: 'no',
+          requeue: i % 3 === 1 ? false : undefined,
+          delay_seconds: 60,
+        }),
+      ),
+    );
+    expect(answers.map((res) => res.status)).toEqual(received.map((_, i) => (i % 3 === 2 ? 404 : 200)));
+    expect(answers.filter((res) => res.status === 200).map((res) => res.body.data.status)).toEqual(
+      received.flatMap((_, i) => (i % 3 === 0 ? ['requeued'] : i % 3 === 1 ? ['dead_lettered'] : [])),
+    );
+    const dead = await agent.get(`${M}/dead-letters?agent_id=${agentId}&limit=50`);
+    expect((dead.body.data as unknown[]).length).toBe(10);
+  });
 });
