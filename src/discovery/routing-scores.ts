@@ -21,6 +21,8 @@ export interface Observed {
   success_ratio: number | null;
   latency_ms: number | null;
   deliveries: number;
+  /** success_ratio, latency_ms and deliveries are of the looked-up capability (else of all the agent's messages). */
+  of_capability: boolean;
   cost_usd: number | null;
   calls: number;
 }
@@ -65,13 +67,13 @@ export class RoutingScores {
 
   /**
    * Per agent, what the platform measured: success ratio and median latency of its last 100
-   * settled deliveries, mean cost per call over 7 days (of steps for its capability when it
+   * settled deliveries (of the capability when it served it for plan steps), mean cost per call over 7 days (of steps for its capability when it
    * reported them); nulls where nothing was measured or the measure is unavailable.
    */
   async observed(tx: Tx, agents: readonly { agent_id: string; capability: string }[]): Promise<Map<string, Observed>> {
     const ids = agents.map((a) => a.agent_id);
     const [stats, costs] = await Promise.all([
-      this.stats && ids.length > 0 ? this.stats.statsFor(tx, ids).catch(() => null) : null,
+      this.stats && ids.length > 0 ? this.stats.statsFor(tx, agents).catch(() => null) : null,
       this.costs && ids.length > 0 ? this.costs.meanCosts(tx, agents, COST_WINDOW_DAYS).catch(() => null) : null,
     ]);
     return new Map(
@@ -84,6 +86,7 @@ export class RoutingScores {
             success_ratio: delivered?.success_ratio ?? null,
             latency_ms: delivered?.latency_ms ?? null,
             deliveries: delivered?.samples ?? 0,
+            of_capability: delivered?.of_capability ?? false,
             cost_usd: spent?.cost_usd ?? null,
             calls: spent?.calls ?? 0,
           },
@@ -100,10 +103,7 @@ export class RoutingScores {
         const costs = this.costs === null ? new Map() : await this.costs.meanCosts(tx, rows, COST_WINDOW_DAYS);
         for (const [agentId, { cost_usd }] of costs) figures.set(agentId, cost_usd);
       } else if (this.stats) {
-        const stats = await this.stats.statsFor(
-          tx,
-          rows.map((r) => r.agent_id),
-        );
+        const stats = await this.stats.statsFor(tx, rows);
         for (const [agentId, m] of stats) {
           const value = m.samples > 0 ? (strategy === 'latency' ? m.latency_ms : m.success_ratio) : null;
           if (value !== null) figures.set(agentId, value);

@@ -166,12 +166,14 @@ export const AgentEntry = Type.Object(
       Type.Object(
         {
           success_ratio: Type.Union([Type.Number(), Type.Null()], {
-            description: 'Acknowledged ÷ settled, over its last 100 settled deliveries',
+            description:
+              'Acknowledged ÷ settled, over its last 100 settled deliveries of plan steps for this capability when it has some (of_capability), else of all its messages',
           }),
           latency_ms: Type.Union([Type.Number(), Type.Null()], {
             description: 'Median ms from delivery to acknowledgement, over the same',
           }),
           deliveries: Type.Integer({ description: 'Settled deliveries those figures are of (≤ 100)' }),
+          of_capability: Type.Boolean({ description: 'success_ratio, latency_ms and deliveries are of this capability' }),
           cost_usd: Type.Union([Type.Number(), Type.Null()], {
             description: 'Mean cost per call over 7 days (of steps for this capability when it reported them)',
           }),

@@ -36,6 +36,8 @@ export interface OutgoingMessage {
   /** Among equal priorities, receivers take keys in turn. */
   fairness_key?: string;
   origin?: MessageOrigin;
+  /** The capability the message asks of its destination (a capability-routed plan step): routing's figures per capability. */
+  capability?: string;
   /**
    * W3C trace context the send continues (a plan step's `invoke_agent` span, a routine fire):
    * the parent of its `send` span. Default: the active span.
@@ -268,8 +270,19 @@ export interface AgentHeartbeats {
 
 /** Implemented by messaging: what the platform measured about an agent's message handling. */
 export interface DeliveryStats {
-  /** Per agent: median ms from delivery to acknowledgement, and acked / (acked + rejected + dead-lettered). */
-  statsFor(tx: Tx, agentIds: string[]): Promise<Map<string, { latency_ms: number | null; success_ratio: number | null; samples: number }>>;
+  /**
+   * Per agent: median ms from delivery to acknowledgement, and acked / (acked + rejected +
+   * dead-lettered), of its deliveries for `capability` when it has some (`of_capability`), else of all.
+   */
+  statsFor(tx: Tx, agents: readonly { agent_id: string; capability?: string }[]): Promise<Map<string, AgentDeliveryStats>>;
+}
+
+export interface AgentDeliveryStats {
+  latency_ms: number | null;
+  success_ratio: number | null;
+  samples: number;
+  /** The figures are of the capability asked about (else of every delivery of the agent). */
+  of_capability: boolean;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import type { InboxDepth } from '../kernel/metrics.js';
+import type { AgentDeliveryStats } from '../kernel/ports.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
@@ -44,13 +45,6 @@ export interface InboxMessage extends Message {
   leased_to: string | null;
   /** ordering_key: an earlier (or leased) message of its ordering key is not settled yet. */
   blocked_by: 'ordering_key' | null;
-}
-
-/** Per agent: measured latency (median delivery→ack) and success ratio. */
-export interface AgentDeliveryStats {
-  latency_ms: number | null;
-  success_ratio: number | null;
-  samples: number;
 }
 
 function toAttempt(row: DeliveryRow): Attempt {
@@ -155,18 +149,24 @@ export class InboxViews {
     return { limit: state.limit, remaining: state.remaining, reset_at: iso(state.resetAt) };
   }
 
-  /** Measured latency (median delivery→ack) and success ratio per agent, from its last 100 settled deliveries. */
-  async statsFor(tx: Tx, agentIds: string[]): Promise<Map<string, AgentDeliveryStats>> {
-    const rows = await this.store.deliveryStats(tx, agentIds, 100);
+  /**
+   * Measured latency (median delivery→ack) and success ratio per agent, from its last 100
+   * settled deliveries of the capability asked about when it has some, else of all its deliveries.
+   */
+  async statsFor(tx: Tx, agents: readonly { agent_id: string; capability?: string }[]): Promise<Map<string, AgentDeliveryStats>> {
+    const rows = await this.store.deliveryStats(tx, agents, 100);
     const result = new Map<string, AgentDeliveryStats>();
-    for (const agentId of agentIds) {
-      const mine = rows.filter((row) => row.destination === agentId);
+    for (const { agent_id: agentId } of agents) {
+      const ofAgent = rows.filter((row) => row.destination === agentId);
+      const ofCapability = ofAgent.filter((row) => Number(row.of_capability) === 1);
+      const mine = ofCapability.length > 0 ? ofCapability : ofAgent.filter((row) => Number(row.of_capability) === 0);
       const acked = mine.filter((row) => row.outcome === 'acked');
       const samples = acked.map((row) => Number(row.latency)).sort((a, b) => a - b);
       result.set(agentId, {
         latency_ms: samples.length > 0 ? samples[Math.floor(samples.length / 2)]! : null,
         success_ratio: mine.length > 0 ? acked.length / mine.length : null,
         samples: mine.length,
+        of_capability: ofCapability.length > 0,
       });
     }
     return result;

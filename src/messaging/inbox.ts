@@ -234,6 +234,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
       priority: message.priority ?? DEFAULT_PRIORITY,
       ordering_key: message.ordering_key ?? null,
       fairness_key: message.fairness_key ?? null,
+      capability: message.capability ?? null,
       origin_kind: message.origin?.kind ?? null,
       origin_ref: message.origin?.ref ?? null,
       redriven_from: redrivenFrom,
@@ -427,8 +428,8 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   }
 
   /** DeliveryStats port. */
-  statsFor(tx: Tx, agentIds: string[]): ReturnType<InboxViews['statsFor']> {
-    return this.views.statsFor(tx, agentIds);
+  statsFor(tx: Tx, agents: readonly { agent_id: string; capability?: string }[]): ReturnType<InboxViews['statsFor']> {
+    return this.views.statsFor(tx, agents);
   }
 }
 

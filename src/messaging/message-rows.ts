@@ -37,6 +37,7 @@ export const MESSAGE_TEMPLATE: Record<keyof NewMessageRow, null> = {
   ordering_key: null,
   fairness_key: null,
   fair_rank: null,
+  capability: null,
   created_at: null,
 };
 
@@ -61,4 +62,5 @@ export const DELIVERY_TEMPLATE: Record<keyof DeliveryRow, null> = {
   outcome: null,
   reason: null,
   ended_at: null,
+  capability: null,
 };

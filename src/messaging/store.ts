@@ -204,6 +204,7 @@ export class MessagingStore extends Store {
         outcome: null,
         reason: null,
         ended_at: null,
+        capability: r.capability,
       })),
     );
     // Earlier attempts of redelivered messages ended by lease expiry: one statement per
@@ -231,7 +232,7 @@ export class MessagingStore extends Store {
       .with('attempts', (db) =>
         db
           .insertInto('message_deliveries')
-          .columns(['message_id', 'attempt', 'receiver', 'destination', 'delivered_at'])
+          .columns(['message_id', 'attempt', 'receiver', 'destination', 'delivered_at', 'capability'])
           .expression((eb) =>
             eb
               .selectFrom('claimed')
@@ -241,6 +242,7 @@ export class MessagingStore extends Store {
                 sql<string>`cast(${v.receiver} as text)`.as('receiver'),
                 'destination',
                 sql<number>`cast(${v.now} as bigint)`.as('delivered_at'),
+                'capability',
               ]),
           )
           .returning('message_id'),

@@ -36,6 +36,8 @@ export interface MessagesTable {
   fairness_key: string | null;
   /** The message's place among its fairness key's pending messages (1, 2, …); 0 without a key. */
   fair_rank: number;
+  /** The capability the message was sent for (a capability-routed plan step), else null. */
+  capability: string | null;
   created_at: number;
 }
 
@@ -48,6 +50,8 @@ export interface MessageDeliveriesTable {
   outcome: 'acked' | 'rejected' | 'expired' | 'dead' | null;
   reason: string | null;
   ended_at: number | null;
+  /** The message's capability (see MessagesTable). */
+  capability: string | null;
 }
 
 export interface SessionsTable {

@@ -202,29 +202,34 @@ export class InboxViewsStore extends Store {
       .execute();
   }
 
-  /** Per agent: recent delivery→ack times and the count of each attempt outcome. */
   /**
    * The last `sample` settled deliveries of each agent (outcome, and ms from delivery to its end),
-   * each agent's read backward on message_deliveries_agent (destination, ended_at): a lookup costs
-   * `sample` rows per agent however long its history.
+   * and when a capability is given also its last `sample` of that capability (`of_capability`
+   * 1), each read backward on an index (message_deliveries_agent, or _agent_capability): a
+   * lookup costs at most twice `sample` rows per agent however long its history.
    */
-  async deliveryStats(tx: Tx, agentIds: string[], sample: number) {
-    if (agentIds.length === 0) return [];
+  async deliveryStats(tx: Tx, agents: readonly { agent_id: string; capability?: string }[], sample: number) {
+    if (agents.length === 0) return [];
     const db = dbOf(tx, this.db);
-    const lastOf = (agentId: string) =>
-      db
-        .selectFrom(
-          db
-            .selectFrom('message_deliveries')
-            .select(['destination', 'outcome', sql<number>`ended_at - delivered_at`.as('latency')])
-            .where('destination', '=', agentId)
-            .where('ended_at', 'is not', null)
-            .orderBy('ended_at', 'desc')
-            .limit(sample)
-            .as('last'),
-        )
-        .selectAll();
-    const [first, ...rest] = agentIds.map(lastOf);
+    const lastOf = (agentId: string, capability: string | null) => {
+      let last = db
+        .selectFrom('message_deliveries')
+        .select([
+          'destination',
+          'outcome',
+          sql<number>`ended_at - delivered_at`.as('latency'),
+          sql<number>`${capability === null ? 0 : 1}`.as('of_capability'),
+        ])
+        .where('destination', '=', agentId)
+        .where('ended_at', 'is not', null);
+      if (capability !== null) last = last.where('capability', '=', capability);
+      return db.selectFrom(last.orderBy('ended_at', 'desc').limit(sample).as('last')).selectAll();
+    };
+    const [first, ...rest] = agents.flatMap((agent) =>
+      agent.capability === undefined
+        ? [lastOf(agent.agent_id, null)]
+        : [lastOf(agent.agent_id, agent.capability), lastOf(agent.agent_id, null)],
+    );
     return rest.reduce((union, next) => union.unionAll(next), first!).execute();
   }
 }

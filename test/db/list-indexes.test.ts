@@ -107,8 +107,13 @@ describeEachDialect('list filters read through an index', (dialect) => {
     ],
     [
       "agents' last deliveries (the latency and trust strategies)",
-      () => new InboxViewsStore(db, handle.caps).deliveryStats(autocommit, ['agent-a', 'agent-b'], 100),
+      () => new InboxViewsStore(db, handle.caps).deliveryStats(autocommit, [{ agent_id: 'agent-a' }, { agent_id: 'agent-b' }], 100),
       ['message_deliveries_agent'],
+    ],
+    [
+      "an agent's last deliveries of one capability",
+      () => new InboxViewsStore(db, handle.caps).deliveryStats(autocommit, [{ agent_id: 'agent-a', capability: 'summarize' }], 100),
+      ['message_deliveries_agent_capability'],
     ],
     [
       "an inbox's waiting messages",

@@ -49,7 +49,7 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
         health: 'healthy',
         last_heartbeat: new Date(clock.now()).toISOString(),
         paused: false,
-        observed: { success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: null, calls: 0 },
+        observed: { success_ratio: null, latency_ms: null, deliveries: 0, of_capability: false, cost_usd: null, calls: 0 },
       },
       {
         agent_id: `${ns}-b`,
@@ -61,7 +61,7 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
         health: 'unknown',
         last_heartbeat: null,
         paused: false,
-        observed: { success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: null, calls: 0 },
+        observed: { success_ratio: null, latency_ms: null, deliveries: 0, of_capability: false, cost_usd: null, calls: 0 },
       },
     ]);
   });
@@ -316,6 +316,40 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     expect(byTrust.body.data.agents.map((x: any) => x.trust_score)).toEqual([1, 1 / 3]);
   });
 
+  it('latency and trust read an agent per capability: its steps of the looked-up capability, else all its messages', async () => {
+    const ns = namespace();
+    // One agent offers two capabilities: it does `fast` work well and quickly, `slow` work badly.
+    const agent = `${ns}-both`;
+    await register(server.api, agent, `${ns}.fast`);
+    await register(server.api, agent, `${ns}.slow`);
+    await register(server.api, agent, `${ns}.never`);
+    let plans = 0;
+    const step = async (capability: string, holdMs: number, outcome: 'ack' | 'dead') => {
+      const plan = await server.api.post('/api/v1/coordination/plans', {
+        alias: `${ns}-plan-${++plans}`,
+        steps: [{ id: 'work', type: 'agent', capability: `${ns}.${capability}`, retry: { max_attempts: 1 } }],
+      });
+      expect(plan.status, plan.text).toBe(201);
+      const run = await server.api.post('/api/v1/coordination/runs', { plan_id: plan.body.data.id, input: {} });
+      expect(run.status, run.text).toBe(201);
+      const message = await receiveOne(server.api, agent);
+      clock.advance(holdMs);
+      if (outcome === 'ack') await acknowledge(server.api, message.message_id, {});
+      else await reject(server.api, message.message_id, 'cannot do it', false);
+    };
+    await step('fast', 20, 'ack');
+    await step('fast', 40, 'ack');
+    await step('slow', 900, 'ack');
+    await step('slow', 10, 'dead');
+    await step('slow', 10, 'dead');
+    const observedFor = async (capability: string) =>
+      (await lookup(server.api, { capability: `${ns}.${capability}`, strategy: 'trust' })).body.data.agents[0].observed;
+    expect(await observedFor('fast')).toMatchObject({ success_ratio: 1, latency_ms: 40, deliveries: 2, of_capability: true });
+    expect(await observedFor('slow')).toMatchObject({ success_ratio: 1 / 3, latency_ms: 900, deliveries: 3, of_capability: true });
+    // A capability it never served a step of: every message it settled.
+    expect(await observedFor('never')).toMatchObject({ success_ratio: 3 / 5, latency_ms: 40, deliveries: 5, of_capability: false });
+  });
+
   it('cost orders by the mean cost per call agents reported (for the capability when a step of it reported), else by their claim', async () => {
     const ns = namespace();
     const [a, b, c, d] = await agents(ns, [{}, {}, {}, { metadata: { cost_usd: 0.3 } }]);
@@ -357,10 +391,10 @@ describeEachDialect('discovery lookup and routing strategies', (dialect) => {
     // Every HTTP lookup, whatever its strategy, says what the platform saw of each agent.
     const seen = await lookup(server.api, { capability: `${ns}.work` });
     const observed = Object.fromEntries(seen.body.data.agents.map((x: any) => [x.agent_id, x.observed]));
-    expect(observed[b]).toMatchObject({ success_ratio: 1, deliveries: 1, calls: 1 });
+    expect(observed[b]).toMatchObject({ success_ratio: 1, deliveries: 1, of_capability: true, calls: 1 });
     expect(observed[b].cost_usd).toBeCloseTo(0.9);
-    expect(observed[a]).toEqual({ success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: 0.5, calls: 2 });
-    expect(observed[c]).toEqual({ success_ratio: null, latency_ms: null, deliveries: 0, cost_usd: null, calls: 0 });
+    expect(observed[a]).toEqual({ success_ratio: null, latency_ms: null, deliveries: 0, of_capability: false, cost_usd: 0.5, calls: 2 });
+    expect(observed[c]).toEqual({ success_ratio: null, latency_ms: null, deliveries: 0, of_capability: false, cost_usd: null, calls: 0 });
     // Eight days on, nothing measured is recent: claims only.
     clock.advance(8 * 86_400_000);
     for (const id of [a, b, c, d]) await heartbeat(server.api, id, 0);

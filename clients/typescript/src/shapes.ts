@@ -719,7 +719,14 @@ export interface Shapes {
         latency_ms?: number | null | undefined;
         trust_score?: number | null | undefined;
         observed?:
-          | { deliveries: number; cost_usd: number | null; latency_ms: number | null; success_ratio: number | null; calls: number }
+          | {
+              deliveries: number;
+              cost_usd: number | null;
+              latency_ms: number | null;
+              success_ratio: number | null;
+              of_capability: boolean;
+              calls: number;
+            }
           | undefined;
         score_source?: 'metadata' | 'measured' | 'none' | undefined;
         agent_id: string;

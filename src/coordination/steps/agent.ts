@@ -187,6 +187,7 @@ async function dispatch(tx: Tx, ctx: RunContext, step: StepState, def: StepTempl
       },
       // Its acknowledgement or dead letter comes back to the `plan_step` outcome handler.
       origin: { kind: 'plan_step', ref: attemptRef(ctx.run.id, step.row.step_id, step.row.attempt) },
+      capability: def.capability,
     },
   });
   const { route_to: _, ...detail } = stepDetail(step);
