@@ -214,6 +214,9 @@ export const Replayed = Type.Object(
     run_ids: Type.Array(Type.String(), {
       description: 'The new runs (rerun_of the replayed ones); with dry_run, the runs it would replay',
     }),
+    truncated: Type.Boolean({
+      description: 'More runs matched than one call takes: replay again (with after, or once these have run) for the rest',
+    }),
   },
   { title: 'Replayed' },
 );
