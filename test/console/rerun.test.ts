@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { acknowledge, receive, receiveOne, reject } from '../helpers/agent.js';
-import { signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
+import { seriousAxeViolations, signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -58,6 +58,7 @@ describeEachDialect('the console: rerunning and replaying runs', (dialect) => {
     expect(JSON.parse(await dialog.getByLabel('Run input (a JSON object)').inputValue())).toEqual({ topic: 'cats' });
     const stepInput = dialog.getByLabel('Input of work (a JSON object)');
     expect(JSON.parse(await stepInput.inputValue())).toEqual({ topic: 'cats' });
+    expect(await seriousAxeViolations(page)).toEqual([]);
 
     // A JSON mistake is shown before any request; the server's refusal with its message.
     browser.expectConsoleErrors(/status of 400/);
@@ -117,6 +118,7 @@ describeEachDialect('the console: rerunning and replaying runs', (dialect) => {
     await page.getByRole('button', { name: 'Replay…' }).click();
     const panel = page.getByRole('form', { name: 'Replay runs' });
     await panel.getByText(`Runs of plan ${plan.alias}, that failed.`).waitFor({ timeout: WAIT_MS });
+    expect(await seriousAxeViolations(page)).toEqual([]);
 
     // Nothing matches this error: nothing to replay.
     await panel.getByLabel('Error contains (optional)').fill('quota');
