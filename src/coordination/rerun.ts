@@ -25,6 +25,13 @@ export interface ReplayRequest {
   dry_run?: boolean;
 }
 
+export interface Replayed {
+  count: number;
+  run_ids: string[];
+  matched: number;
+  truncated: boolean;
+}
+
 export interface RerunRequest {
   from_step: string;
   /** The new run's input; the earlier run's when absent. */
@@ -119,27 +126,26 @@ export class RunRerun {
    * Replays the finished runs `request.filter` matches (at most maxReplay, oldest first): each
    * again from its start, or from the step it failed at (runs that failed at none are passed
    * over). Each run is replayed in a transaction of its batch; the audit log gets one entry.
-   * `truncated` says more runs matched than one call takes.
+   * `matched` counts the runs the filter matched (with those passed over), `truncated` says they
+   * were more than one call takes.
    */
-  async replay(request: ReplayRequest, caller: Caller): Promise<{ count: number; run_ids: string[]; truncated: boolean }> {
+  async replay(request: ReplayRequest, caller: Caller): Promise<Replayed> {
     const { runs, plans, audit } = this.deps;
     const { filter } = request;
     const ms = (time: string | undefined) => (time === undefined ? undefined : Date.parse(time));
     const planId = filter.plan_id === undefined ? undefined : ((await plans.findPlan(autocommit, filter.plan_id))?.id ?? filter.plan_id);
-    const matched = await runs.replayable(
-      autocommit,
-      {
-        planId,
-        status: filter.status,
-        startedAfter: ms(filter.after),
-        startedBefore: ms(filter.before),
-        error: filter.error,
-        createdBy: actsForPlatform(caller) ? undefined : (caller.agentId ?? caller.actor),
-      },
-      // One more than taken: whether any were left over.
-      this.maxReplay + 1,
-    );
+    const runFilter = {
+      planId,
+      status: filter.status,
+      startedAfter: ms(filter.after),
+      startedBefore: ms(filter.before),
+      error: filter.error,
+      createdBy: actsForPlatform(caller) ? undefined : (caller.agentId ?? caller.actor),
+    };
+    // One more than taken: whether any were left over, and only then a count of them all.
+    const matched = await runs.replayable(autocommit, runFilter, this.maxReplay + 1);
     const truncated = matched.length > this.maxReplay;
+    const total = truncated ? await runs.countReplayable(autocommit, runFilter) : matched.length;
     if (truncated) matched.pop();
     const replays: { run: RunRow; from: string | null }[] = [];
     for (const run of matched) {
@@ -149,7 +155,7 @@ export class RunRerun {
         if (from !== null) replays.push({ run, from });
       }
     }
-    if (request.dry_run) return { count: replays.length, run_ids: replays.map((r) => r.run.id), truncated };
+    if (request.dry_run) return { count: replays.length, run_ids: replays.map((r) => r.run.id), matched: total, truncated };
     const ids: string[] = [];
     for (let at = 0; at < replays.length; at += REPLAY_BATCH) {
       await runs.inTransaction(async (tx) => {
@@ -160,7 +166,7 @@ export class RunRerun {
       // Live work goes first between batches.
       await new Promise((resolve) => setImmediate(resolve));
     }
-    return { count: ids.length, run_ids: ids, truncated };
+    return { count: ids.length, run_ids: ids, matched: total, truncated };
   }
 
   /** Starts the rerun of `earlier` (from its start when `from_step` is null); returns the new run's id. */

@@ -131,7 +131,7 @@ describeEachDialect('the console: rerunning and replaying runs', (dialect) => {
     await panel.getByRole('button', { name: 'Count runs to replay' }).click();
     await panel
       .getByRole('status')
-      .getByText(/^2 runs would be replayed\. More runs matched than one replay takes/)
+      .getByText(/^2 runs would be replayed\. 3 runs matched, more than one replay takes/)
       .waitFor({ timeout: WAIT_MS });
     expect(await receive(agent, worker, 0)).toEqual([]);
     await panel.getByRole('button', { name: 'Replay 2 runs' }).click();

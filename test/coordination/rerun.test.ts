@@ -207,7 +207,7 @@ describeEachDialect('rerunning a run from a step', (dialect) => {
     const replay = (body: Record<string, unknown>) => server.api.post(`${R}/replay`, body);
     const dry = await replay({ filter: { plan_id: id, status: 'failed', error: 'quota' }, replay_from: 'failed_step', dry_run: true });
     expect(dry.status, dry.text).toBe(200);
-    expect(dry.body.data).toEqual({ count: 1, run_ids: [failedRuns[0]], truncated: false });
+    expect(dry.body.data).toEqual({ count: 1, run_ids: [failedRuns[0]], matched: 1, truncated: false });
     expect(await receive(agent, a, 0)).toEqual([]);
 
     const real = await replay({ filter: { plan_id: id, status: 'failed' }, replay_from: 'failed_step' });
@@ -224,7 +224,7 @@ describeEachDialect('rerunning a run from a step', (dialect) => {
     // An agent replays only runs it started.
     const stranger = await server.agent(unique('stranger'));
     const theirs = await stranger.post(`${R}/replay`, { filter: { plan_id: id }, replay_from: 'start', dry_run: true });
-    expect(theirs.body.data).toEqual({ count: 0, run_ids: [], truncated: false });
+    expect(theirs.body.data).toEqual({ count: 0, run_ids: [], matched: 0, truncated: false });
     const audit = await server.api.get('/api/v1/audit?action=run.replay');
     expect(audit.status, audit.text).toBe(200);
     // One entry per replay call (two calls replayed), not one per run.
@@ -248,12 +248,12 @@ describeEachDialect('replaying more runs than one call takes', (dialect) => {
     const { id, runs } = await finishedRuns(3);
     const dry = await replay({ filter: { plan_id: id }, replay_from: 'start', dry_run: true });
     expect(dry.status, dry.text).toBe(200);
-    expect(dry.body.data).toMatchObject({ count: 2, truncated: true });
+    expect(dry.body.data).toMatchObject({ count: 2, matched: 3, truncated: true });
     for (const run of dry.body.data.run_ids) expect(runs).toContain(run);
 
     const real = await replay({ filter: { plan_id: id }, replay_from: 'start' });
     expect(real.status, real.text).toBe(200);
-    expect(real.body.data).toMatchObject({ count: 2, truncated: true });
+    expect(real.body.data).toMatchObject({ count: 2, matched: 3, truncated: true });
     expect(real.body.data.run_ids).toHaveLength(2);
   });
 
@@ -261,7 +261,7 @@ describeEachDialect('replaying more runs than one call takes', (dialect) => {
     const { id, runs } = await finishedRuns(2);
     const dry = await replay({ filter: { plan_id: id }, replay_from: 'start', dry_run: true });
     expect(dry.status, dry.text).toBe(200);
-    expect(dry.body.data.truncated).toBe(false);
+    expect(dry.body.data).toMatchObject({ count: 2, matched: 2, truncated: false });
     expect([...dry.body.data.run_ids].sort()).toEqual([...runs].sort());
   });
 });

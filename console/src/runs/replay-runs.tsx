@@ -11,6 +11,7 @@ interface Preview {
   filter: ReplayFilter & { error?: string };
   from: ReplayFrom;
   count: number;
+  matched: number;
   truncated: boolean;
 }
 
@@ -30,9 +31,9 @@ export function ReplayRuns({ search, onClose }: { search: RunsSearch; onClose():
   const [preview, setPreview] = useState<Preview | null>(null);
   const available = replayFilter(search);
   const count = useMutation({
-    mutationFn: async ({ filter, from }: Omit<Preview, 'count' | 'truncated'>) => {
+    mutationFn: async ({ filter, from }: Omit<Preview, 'count' | 'matched' | 'truncated'>) => {
       const answer = await client.coordination.replayRuns({ body: { filter, replay_from: from, dry_run: true } });
-      return { filter, from, count: answer.count, truncated: answer.truncated };
+      return { filter, from, count: answer.count, matched: answer.matched, truncated: answer.truncated };
     },
     onSuccess: setPreview,
   });
@@ -126,7 +127,8 @@ export function ReplayRuns({ search, onClose }: { search: RunsSearch; onClose():
         <div className="notice" role="status">
           <p>
             {preview.count === 0 ? 'No run to replay.' : `${runsNoun(preview.count)} would be replayed.`}
-            {preview.truncated && ' More runs matched than one replay takes: replay again once these have run for the rest.'}
+            {preview.truncated &&
+              ` ${preview.matched} runs matched, more than one replay takes: replay again once these have run for the rest.`}
           </p>
           {preview.count > 0 && (
             <button type="button" disabled={replay.isPending} onClick={() => replay.mutate(preview)}>

@@ -3083,6 +3083,7 @@ class CoordinationReplayRunsData(TypedDict):
 
     count: int
     run_ids: list[str]
+    matched: int
     truncated: bool
 
 
