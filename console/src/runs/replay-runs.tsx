@@ -60,7 +60,7 @@ export function ReplayRuns({ search, onClose }: { search: RunsSearch; onClose():
     <form className="card replay-panel" onSubmit={submit} aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Replay runs</h2>
       <p className="muted">
-        Runs each finished run the list&apos;s filters match again, as a new run (oldest first, at most 10,000 a replay).
+        Runs again, each as a new run, the finished runs the list&apos;s filters match (oldest first, at most 10,000 a replay).
       </p>
       {'unavailable' in available ? (
         <>
