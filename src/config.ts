@@ -54,6 +54,8 @@ export interface Config {
   readonly runRetentionDays: number;
   /** Rows one retention statement deletes at most. */
   readonly retentionBatchSize: number;
+  /** Runs one bulk replay call takes at most (the rest are reported as truncated). */
+  readonly replayMaxRuns: number;
   /** Audit log entries older than this are trimmed from the oldest end (the chain keeps its anchor). */
   readonly auditRetentionDays: number;
   /** Denials of one principal (or client address) and operation within this window become one audit entry with a count. */
@@ -337,6 +339,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     deadLetterRetentionDays: int(env, 'SWITCHBOARD_DEAD_LETTER_RETENTION_DAYS', 30, 1, 36_500),
     runRetentionDays: int(env, 'SWITCHBOARD_RUN_RETENTION_DAYS', 30, 1, 36_500),
     retentionBatchSize: int(env, 'SWITCHBOARD_RETENTION_BATCH_SIZE', 1000, 1, 10_000),
+    replayMaxRuns: int(env, 'SWITCHBOARD_REPLAY_MAX_RUNS', 10_000, 1, 10_000),
     auditRetentionDays: int(env, 'SWITCHBOARD_AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     auditDenialWindowMs: int(env, 'SWITCHBOARD_AUDIT_DENIAL_WINDOW_MS', 60_000, 10, 3_600_000),
     eventStreamsPerPrincipal: int(env, 'SWITCHBOARD_EVENT_STREAMS_PER_PRINCIPAL', 10, 1, 10_000),

@@ -185,7 +185,8 @@ export function createCoordinationDomain(deps: {
     outcomeHandler,
     routes: (async (app) => {
       await app.register(coordinationRoutes(services, { triggers, firing }, planner));
-      await app.register(rerunRoutes(new RunRerun({ runs: store, plans, engine, audit })));
+      const maxReplay = platform.config.replayMaxRuns;
+      await app.register(rerunRoutes(new RunRerun({ runs: store, plans, engine, audit }, maxReplay), maxReplay));
       await app.register(
         stepWorkRoutes({
           checkpoints: new CheckpointService({ store: stepWork, inbox: deps.inbox, clock }),

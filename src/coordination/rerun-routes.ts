@@ -8,7 +8,7 @@ import { RerunBody, ReplayBody, Replayed, Run, RunParams } from './schemas.js';
 const tags = ['coordination'];
 
 /** Recovering runs: a finished run rerun from one of its steps, and finished runs replayed in bulk. */
-export function rerunRoutes(reruns: RunRerun): FastifyPluginAsyncTypebox {
+export function rerunRoutes(reruns: RunRerun, maxReplay = MAX_REPLAY): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/coordination/runs/:run_id/rerun',
@@ -31,7 +31,7 @@ export function rerunRoutes(reruns: RunRerun): FastifyPluginAsyncTypebox {
         config: { permission: 'runs:write' },
         schema: {
           tags,
-          summary: `Replay the finished runs a filter matches (oldest first, at most ${MAX_REPLAY} a call; an agent's own runs only)`,
+          summary: `Replay the finished runs a filter matches (oldest first, at most ${maxReplay} a call, truncated when more matched; an agent's own runs only)`,
           body: ReplayBody,
           response: { 200: DataEnvelope(Replayed) },
         },

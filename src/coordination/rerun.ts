@@ -13,7 +13,7 @@ import { NOT_STARTED, RUN_FINISHED, type RunContext, type StepState } from './ru
 import { runView, type Run } from './run-service.js';
 import type { RunStore } from './run-store.js';
 
-/** Runs a replay takes at most per call. */
+/** Runs a replay takes at most per call (SWITCHBOARD_REPLAY_MAX_RUNS may lower it). */
 export const MAX_REPLAY = 10_000;
 /** Runs replayed per transaction. */
 const REPLAY_BATCH = 100;
@@ -23,6 +23,13 @@ export interface ReplayRequest {
   /** Where each replay starts (not `from`: the Python client passes body fields as keyword arguments). */
   replay_from: 'start' | 'failed_step';
   dry_run?: boolean;
+}
+
+export interface Replayed {
+  count: number;
+  run_ids: string[];
+  matched: number;
+  truncated: boolean;
 }
 
 export interface RerunRequest {
@@ -95,7 +102,10 @@ function typeOf(plan: CompiledPlan, scope: RerunScope, id: string): string | und
  * steps `from_step` does not lead to, and runs `from_step` and everything after it again.
  */
 export class RunRerun {
-  constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; audit: AuditTrail }) {}
+  constructor(
+    private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; audit: AuditTrail },
+    private readonly maxReplay = MAX_REPLAY,
+  ) {}
 
   async rerun(runId: string, request: RerunRequest, caller: Caller): Promise<Run> {
     const { runs, audit } = this.deps;
@@ -113,27 +123,30 @@ export class RunRerun {
   }
 
   /**
-   * Replays the finished runs `request.filter` matches (at most MAX_REPLAY, oldest first): each
+   * Replays the finished runs `request.filter` matches (at most maxReplay, oldest first): each
    * again from its start, or from the step it failed at (runs that failed at none are passed
    * over). Each run is replayed in a transaction of its batch; the audit log gets one entry.
+   * `matched` counts the runs the filter matched (with those passed over), `truncated` says they
+   * were more than one call takes.
    */
-  async replay(request: ReplayRequest, caller: Caller): Promise<{ count: number; run_ids: string[] }> {
+  async replay(request: ReplayRequest, caller: Caller): Promise<Replayed> {
     const { runs, plans, audit } = this.deps;
     const { filter } = request;
     const ms = (time: string | undefined) => (time === undefined ? undefined : Date.parse(time));
     const planId = filter.plan_id === undefined ? undefined : ((await plans.findPlan(autocommit, filter.plan_id))?.id ?? filter.plan_id);
-    const matched = await runs.replayable(
-      autocommit,
-      {
-        planId,
-        status: filter.status,
-        startedAfter: ms(filter.after),
-        startedBefore: ms(filter.before),
-        error: filter.error,
-        createdBy: actsForPlatform(caller) ? undefined : (caller.agentId ?? caller.actor),
-      },
-      MAX_REPLAY,
-    );
+    const runFilter = {
+      planId,
+      status: filter.status,
+      startedAfter: ms(filter.after),
+      startedBefore: ms(filter.before),
+      error: filter.error,
+      createdBy: actsForPlatform(caller) ? undefined : (caller.agentId ?? caller.actor),
+    };
+    // One more than taken: whether any were left over, and only then a count of them all.
+    const matched = await runs.replayable(autocommit, runFilter, this.maxReplay + 1);
+    const truncated = matched.length > this.maxReplay;
+    const total = truncated ? await runs.countReplayable(autocommit, runFilter) : matched.length;
+    if (truncated) matched.pop();
     const replays: { run: RunRow; from: string | null }[] = [];
     for (const run of matched) {
       if (request.replay_from === 'start') replays.push({ run, from: null });
@@ -142,7 +155,7 @@ export class RunRerun {
         if (from !== null) replays.push({ run, from });
       }
     }
-    if (request.dry_run) return { count: replays.length, run_ids: replays.map((r) => r.run.id) };
+    if (request.dry_run) return { count: replays.length, run_ids: replays.map((r) => r.run.id), matched: total, truncated };
     const ids: string[] = [];
     for (let at = 0; at < replays.length; at += REPLAY_BATCH) {
       await runs.inTransaction(async (tx) => {
@@ -153,7 +166,7 @@ export class RunRerun {
       // Live work goes first between batches.
       await new Promise((resolve) => setImmediate(resolve));
     }
-    return { count: ids.length, run_ids: ids };
+    return { count: ids.length, run_ids: ids, matched: total, truncated };
   }
 
   /** Starts the rerun of `earlier` (from its start when `from_step` is null); returns the new run's id. */

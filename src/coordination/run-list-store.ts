@@ -42,6 +42,9 @@ export type NewRunEvent = Omit<Insertable<RunEventsTable>, 'seq'>;
 export const ACTIVE: RunStatus[] = ['running', 'waiting'];
 const FINISHED_RUNS: RunStatus[] = ['completed', 'failed', 'cancelled'];
 
+/** What a bulk replay filters by. */
+type ReplayFilter = RunFilter & { error?: string; createdBy?: string };
+
 /**
  * The reads of runs that callers list and planners ask (runs by filter, the approvals inbox,
  * timelines, tags and metadata, step durations); RunStore (run-store.ts) adds what the engine
@@ -104,10 +107,21 @@ export abstract class RunListStore extends CoordinationStore {
    * Finished top-level runs a bulk replay takes, oldest first, at most `limit`: of `createdBy`
    * when set, and whose error contains `error` when set.
    */
-  async replayable(tx: Tx, filter: RunFilter & { error?: string; createdBy?: string }, limit: number): Promise<RunRow[]> {
+  async replayable(tx: Tx, filter: ReplayFilter, limit: number): Promise<RunRow[]> {
+    return this.replayQuery(tx, filter).selectAll().orderBy('id').limit(limit).execute();
+  }
+
+  /** How many runs `replayable` would take without its limit. */
+  async countReplayable(tx: Tx, filter: ReplayFilter): Promise<number> {
+    const row = await this.replayQuery(tx, filter)
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  private replayQuery(tx: Tx, filter: ReplayFilter) {
     let query = dbOf(tx, this.db)
       .selectFrom('runs')
-      .selectAll()
       .where('parent_run_id', 'is', null)
       .where('status', 'in', filter.status === undefined ? FINISHED_RUNS : [filter.status]);
     if (filter.planId !== undefined) query = query.where('plan_id', '=', filter.planId);
@@ -118,7 +132,7 @@ export abstract class RunListStore extends CoordinationStore {
       const pattern = `%${filter.error.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       query = query.where(sql<boolean>`error like ${pattern} escape '\\'`);
     }
-    return query.orderBy('id').limit(limit).execute();
+    return query;
   }
 
   /**

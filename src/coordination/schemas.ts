@@ -214,6 +214,12 @@ export const Replayed = Type.Object(
     run_ids: Type.Array(Type.String(), {
       description: 'The new runs (rerun_of the replayed ones); with dry_run, the runs it would replay',
     }),
+    matched: Type.Integer({
+      description: 'The runs the filter matched, those passed over (no failed step) and those left over (truncated) included',
+    }),
+    truncated: Type.Boolean({
+      description: 'More runs matched than one call takes: replay again (with after, or once these have run) for the rest',
+    }),
   },
   { title: 'Replayed' },
 );

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { elapsed, formatDuration } from '../../console/src/format.js';
-import { parseRunsSearch, runsQuery } from '../../console/src/runs/run-search.js';
+import { parseRunsSearch, replayFilter, runsQuery } from '../../console/src/runs/run-search.js';
 
 describe('the runs list filters in the URL', () => {
   const now = Date.parse('2030-01-02T12:00:00.000Z');
@@ -57,6 +57,20 @@ describe('the runs list filters in the URL', () => {
       started_after: '2030-01-01T00:00:00.000Z',
       started_before: '2030-01-02T00:00:00.000Z',
     });
+  });
+
+  it('a replay takes the plan, a finished status and the window fixed at now; it has no tag or metadata filter', () => {
+    expect(replayFilter(parseRunsSearch({ plan: 'p', status: 'failed', within: '1h' }), now)).toEqual({
+      filter: { plan_id: 'p', status: 'failed', after: '2030-01-02T11:00:00.000Z', before: undefined },
+    });
+    expect(replayFilter(parseRunsSearch({ to: '2030-01-02T00:00:00Z' }), now)).toEqual({
+      filter: { plan_id: undefined, status: undefined, after: undefined, before: '2030-01-02T00:00:00.000Z' },
+    });
+    expect(replayFilter(parseRunsSearch({ status: 'running' }), now)).toEqual({
+      unavailable: 'Only finished runs are replayed, not running ones.',
+    });
+    for (const search of [{ tag: 'x' }, { metadata: 'k=v' }])
+      expect(replayFilter(parseRunsSearch(search), now)).toMatchObject({ unavailable: expect.stringMatching(/tag and metadata/) });
   });
 });
 

@@ -1,6 +1,6 @@
 import { afterEach, expect } from 'vitest';
 import type { Dialect } from '../helpers/database.js';
-import { useServer } from '../helpers/server.js';
+import { useServer, type StartOptions } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 export const P = '/api/v1/coordination/plans';
@@ -11,8 +11,8 @@ export const R = '/api/v1/coordination/runs';
  * plans under unique aliases, runs, waiting for a run to finish, and agent loops stopped
  * after each test.
  */
-export function useCoordination(dialect: Dialect) {
-  const server = useServer(dialect);
+export function useCoordination(dialect: Dialect, options: StartOptions = {}) {
+  const server = useServer(dialect, options);
   const loops: { stop(): Promise<void> }[] = [];
   afterEach(async () => {
     await Promise.all(loops.splice(0).map((l) => l.stop()));

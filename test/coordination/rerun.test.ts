@@ -207,7 +207,7 @@ describeEachDialect('rerunning a run from a step', (dialect) => {
     const replay = (body: Record<string, unknown>) => server.api.post(`${R}/replay`, body);
     const dry = await replay({ filter: { plan_id: id, status: 'failed', error: 'quota' }, replay_from: 'failed_step', dry_run: true });
     expect(dry.status, dry.text).toBe(200);
-    expect(dry.body.data).toEqual({ count: 1, run_ids: [failedRuns[0]] });
+    expect(dry.body.data).toEqual({ count: 1, run_ids: [failedRuns[0]], matched: 1, truncated: false });
     expect(await receive(agent, a, 0)).toEqual([]);
 
     const real = await replay({ filter: { plan_id: id, status: 'failed' }, replay_from: 'failed_step' });
@@ -224,10 +224,44 @@ describeEachDialect('rerunning a run from a step', (dialect) => {
     // An agent replays only runs it started.
     const stranger = await server.agent(unique('stranger'));
     const theirs = await stranger.post(`${R}/replay`, { filter: { plan_id: id }, replay_from: 'start', dry_run: true });
-    expect(theirs.body.data).toEqual({ count: 0, run_ids: [] });
+    expect(theirs.body.data).toEqual({ count: 0, run_ids: [], matched: 0, truncated: false });
     const audit = await server.api.get('/api/v1/audit?action=run.replay');
     expect(audit.status, audit.text).toBe(200);
     // One entry per replay call (two calls replayed), not one per run.
     expect((audit.body.data as unknown[]).filter((e) => JSON.stringify(e).includes(id))).toHaveLength(2);
+  });
+});
+
+describeEachDialect('replaying more runs than one call takes', (dialect) => {
+  // The bound lowered from 10,000 so that a handful of runs crosses it.
+  const { server, plan, start, finished } = useCoordination(dialect, { env: { SWITCHBOARD_REPLAY_MAX_RUNS: '2' } });
+  const replay = (body: Record<string, unknown>) => server.api.post(`${R}/replay`, body);
+
+  async function finishedRuns(count: number) {
+    const id = await plan({ steps: [{ id: 'one', type: 'transform', output: '{{input.n}}' }] });
+    const runs: string[] = [];
+    for (let n = 0; n < count; n++) runs.push((await finished((await start(id, { n })).id)).id);
+    return { id, runs };
+  }
+
+  it('takes up to the bound and says the answer is truncated when more matched', async () => {
+    const { id, runs } = await finishedRuns(3);
+    const dry = await replay({ filter: { plan_id: id }, replay_from: 'start', dry_run: true });
+    expect(dry.status, dry.text).toBe(200);
+    expect(dry.body.data).toMatchObject({ count: 2, matched: 3, truncated: true });
+    for (const run of dry.body.data.run_ids) expect(runs).toContain(run);
+
+    const real = await replay({ filter: { plan_id: id }, replay_from: 'start' });
+    expect(real.status, real.text).toBe(200);
+    expect(real.body.data).toMatchObject({ count: 2, matched: 3, truncated: true });
+    expect(real.body.data.run_ids).toHaveLength(2);
+  });
+
+  it('is not truncated when exactly the bound matched', async () => {
+    const { id, runs } = await finishedRuns(2);
+    const dry = await replay({ filter: { plan_id: id }, replay_from: 'start', dry_run: true });
+    expect(dry.status, dry.text).toBe(200);
+    expect(dry.body.data).toMatchObject({ count: 2, matched: 2, truncated: false });
+    expect([...dry.body.data.run_ids].sort()).toEqual([...runs].sort());
   });
 });

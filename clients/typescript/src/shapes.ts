@@ -2058,7 +2058,7 @@ export interface Shapes {
       };
       replay_from: 'start' | 'failed_step';
     };
-    data: { count: number; run_ids: string[] };
+    data: { count: number; run_ids: string[]; matched: number; truncated: boolean };
   };
   'coordination.approveStep': {
     body: { reason?: string | undefined; comment?: string | undefined; approved: boolean };

@@ -15,6 +15,7 @@ import { RUN_EVENTS, type Run } from './runs.js';
 import { queryKeys } from '../query-keys.js';
 import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
 import { CostLine, StepCheckpoint, StepLogs } from './step-work.js';
+import { RerunFromStep, rerunnable } from './rerun-step.js';
 import './runs.css';
 
 export interface RunSearch {
@@ -106,6 +107,16 @@ function RunDetail({ run, now, search }: { run: Run; now: number; search: RunSea
           <dt>Current step</dt>
           <dd>{run.current_step ? <code>{run.current_step}</code> : '—'}</dd>
         </div>
+        {run.rerun_of && (
+          <div>
+            <dt>Rerun of</dt>
+            <dd>
+              <Link to="/runs/$runId" params={{ runId: run.rerun_of }}>
+                <code>{run.rerun_of}</code>
+              </Link>
+            </dd>
+          </div>
+        )}
         {run.parent_run_id && (
           <div>
             <dt>Parent run</dt>
@@ -229,12 +240,15 @@ function Timeline({ run, now }: { run: Run; now: number }) {
   const start = Date.parse(run.started_at);
   const span = Math.max(1, (run.completed_at ? Date.parse(run.completed_at) : now) - start);
   const paused = usePausedAgents();
+  const { can } = useSession();
+  const rerun = can('runs:write') && rerunnable(run) ? run : null;
   return (
     <ol className="timeline">
       {run.steps.map((step) => (
         <TimelineStep
           key={step.id}
           runId={run.id}
+          rerun={rerun}
           step={step}
           now={now}
           paused={paused}
@@ -247,12 +261,15 @@ function Timeline({ run, now }: { run: Run; now: number }) {
 
 function TimelineStep({
   runId,
+  rerun,
   step,
   now,
   paused,
   place,
 }: {
   runId: string;
+  /** The run, when it may be rerun from this step. */
+  rerun: Run | null;
   step: RunStep;
   now: number;
   paused: ReadonlySet<string>;
@@ -283,6 +300,8 @@ function TimelineStep({
             child run
           </Link>
         )}
+        {step.reused && <span className="muted">kept from the earlier run</span>}
+        {rerun && <RerunFromStep run={rerun} step={step} />}
       </div>
       <div className="timeline-bar" aria-hidden="true">
         {step.started_at && <span className={`status-${step.status}`} style={{ left: `${left}%`, width: `max(3px, ${right - left}%)` }} />}

@@ -55,3 +55,31 @@ export function metadataFilter(value: unknown): string | undefined {
   const filter = `${text.slice(0, at).trim()}=${text.slice(at + 1)}`;
   return at > 0 && METADATA_FILTER.test(filter) ? filter : undefined;
 }
+
+/** The statuses a bulk replay takes: finished ones. */
+const REPLAYABLE = ['completed', 'failed', 'cancelled'] as const;
+type Replayable = (typeof REPLAYABLE)[number];
+
+export interface ReplayFilter {
+  plan_id?: string;
+  status?: Replayable;
+  after?: string;
+  before?: string;
+}
+
+/**
+ * POST /coordination/runs/replay's filter for the runs list's filters (a relative window fixed at
+ * `now`), or why they cannot be replayed as filtered: the replay has no tag or metadata filter, and
+ * takes finished runs only.
+ */
+export function replayFilter(search: RunsSearch, now = Date.now()): { filter: ReplayFilter } | { unavailable: string } {
+  if (search.tag !== undefined || search.metadata !== undefined) {
+    return { unavailable: 'A replay filters by plan, status and start time only: clear the tag and metadata filters to replay.' };
+  }
+  const status = REPLAYABLE.find((known) => known === search.status);
+  if (search.status !== undefined && status === undefined) {
+    return { unavailable: `Only finished runs are replayed, not ${search.status} ones.` };
+  }
+  const { after, before } = windowBounds(search, now);
+  return { filter: { plan_id: search.plan, status, after, before } };
+}

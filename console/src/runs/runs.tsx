@@ -14,6 +14,7 @@ import { StatusBadge } from './status.js';
 import { Table } from '../table.js';
 import { draftOf, windowOf } from '../time-window.js';
 import { StartRunForm, type Plan } from './start-run.js';
+import { ReplayRuns } from './replay-runs.js';
 import { queryKeys } from '../query-keys.js';
 import './runs.css';
 
@@ -41,6 +42,7 @@ export function RunsView({ search }: { search: RunsSearch }) {
   const { client, can } = useSession();
   const navigate = useNavigate({ from: '/runs' });
   const [starting, setStarting] = useState(false);
+  const [replaying, setReplaying] = useState(false);
   const offset = ((search.page ?? 1) - 1) * PAGE_SIZE;
   const filters = {
     plan: search.plan,
@@ -73,8 +75,14 @@ export function RunsView({ search }: { search: RunsSearch }) {
             Start a run
           </button>
         )}
+        {can('runs:write') && (
+          <button type="button" className="secondary" aria-expanded={replaying} onClick={() => setReplaying(!replaying)}>
+            Replay…
+          </button>
+        )}
       </div>
       {starting && can('runs:write') && <StartRunPicker plans={plans.data ?? []} />}
+      {replaying && can('runs:write') && <ReplayRuns key={JSON.stringify(filters)} search={search} onClose={() => setReplaying(false)} />}
       <RunFilters
         key={JSON.stringify(filters)}
         search={search}

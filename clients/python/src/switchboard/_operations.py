@@ -3083,6 +3083,8 @@ class CoordinationReplayRunsData(TypedDict):
 
     count: int
     run_ids: list[str]
+    matched: int
+    truncated: bool
 
 
 class CoordinationSaveCheckpointBody(TypedDict):
@@ -7349,7 +7351,7 @@ class CoordinationOperations(Domain):
         return self._call("rerun_run", arguments)  # type: ignore[no-any-return]
 
     def replay_runs(self, **arguments: Unpack[CoordinationReplayRunsArgs]) -> CoordinationReplayRunsData:
-        """Replay the finished runs a filter matches (oldest first, at most 10000 a call; an agent's own runs only) (POST /api/v1/coordination/runs/replay)."""
+        """Replay the finished runs a filter matches (oldest first, at most 10000 a call, truncated when more matched; an agent's own runs only) (POST /api/v1/coordination/runs/replay)."""
         return self._call("replay_runs", arguments)  # type: ignore[no-any-return]
 
     def save_checkpoint(self, **arguments: Unpack[CoordinationSaveCheckpointArgs]) -> CoordinationSaveCheckpointData:
