@@ -172,6 +172,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   messaging.inbox.recordUsageWith(usage.service);
   messaging.inbox.holdPausedWith(usage.budgets);
   discovery.service.skipPausedWith(usage.budgets);
+  coordination.pauseStepsWith(usage.budgets);
   discovery.service.scores.costsFrom(usage.service);
   coordination.service.runs.reportUsageWith(usage.service);
   const cluster = createClusterDomain({ platform, version: VERSION, workers });

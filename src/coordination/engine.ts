@@ -54,6 +54,7 @@ export interface EngineDeps {
   checkpoints: StepWorkStore;
   inbox: Inbox;
   directory: AgentDirectory;
+  pauses: StepPorts['pauses'];
   clock: Clock;
   notifier: Notifier;
   logger: Logger;
@@ -88,6 +89,7 @@ export class RunEngine {
     this.contexts = new RunContexts(deps);
     this.ports = {
       directory: deps.directory,
+      pauses: deps.pauses,
       expressions: deps.expressions,
       plans: deps.plans,
       checkpoints: deps.checkpoints,

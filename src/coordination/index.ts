@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { autocommit } from '../kernel/tx.js';
 import type { Platform } from '../platform.js';
-import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
+import type { AgentDirectory, AgentPauses, EventLog, Inbox, OutcomeHandler, PausedScopes, PublishListener } from '../kernel/ports.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { DISCOVERY_CHANGED } from '../discovery/service.js';
@@ -44,6 +44,8 @@ export type { ApprovalChannels } from './approval-notices.js';
 /** The setting whose secret signs approval links. */
 export const APPROVAL_LINK_SETTING = 'approval_link_key';
 
+const NOTHING_PAUSED: PausedScopes = { none: true, agent: () => false, capability: () => false, plan: () => false };
+
 /** The timer sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;
 
@@ -69,6 +71,8 @@ export function createCoordinationDomain(deps: {
   let timerPlannedAt = 0;
   const limits = new RunLimitsStore(db, caps);
   const channels = new LateBoundChannels();
+  // Budgets (usage) are built after coordination: until bound, nothing is paused.
+  let pauses: AgentPauses | null = null;
   const timerStore = new ApprovalTimerStore(db, caps);
   const notices = new ApprovalNotices({
     timers: timerStore,
@@ -88,6 +92,7 @@ export function createCoordinationDomain(deps: {
     checkpoints: stepWork,
     inbox: deps.inbox,
     directory: deps.directory,
+    pauses: { pauses: (tx) => (pauses === null ? Promise.resolve(NOTHING_PAUSED) : pauses.pauses(tx)) },
     events: deps.events,
     links,
     clock: platform.clock,
@@ -197,6 +202,10 @@ export function createCoordinationDomain(deps: {
     workers: [timer],
     /** Binds the notification channels human steps tell (notifications is built after coordination). */
     bindChannels: (implementation: ApprovalChannels) => channels.bind(implementation),
+    /** Binds what budgets pause: agent steps for a paused agent, capability or plan wait. */
+    pauseStepsWith: (implementation: AgentPauses) => {
+      pauses = implementation;
+    },
     retention: runRetention(new RunRetentionStore(db, caps), platform.config.runRetentionDays),
   };
 }

@@ -320,8 +320,10 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
     const freshSince = input.include_unhealthy ? null : now - this.ttlMs;
     const limit = input.limit ?? 50;
     const offset = input.offset ?? 0;
-    const paused = this.pauses === null ? new Set<string>() : await this.pauses.paused(tx);
-    const skipped = input.include_paused ? new Set<string>() : paused;
+    const pauses = this.pauses === null ? null : await this.pauses.pauses(tx);
+    // A budget pauses the agent, or the capability this row offers (every agent's, for lookups).
+    const paused = (row: CandidateRow) => pauses !== null && (pauses.agent(row.agent_id) || pauses.capability(row.capability));
+    const skipping = !input.include_paused && pauses !== null && !pauses.none;
     const entry = (row: CandidateRow, metadata: Metadata): AgentEntry => ({
       agent_id: row.agent_id,
       capability: row.capability,
@@ -331,13 +333,13 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
       load: row.load,
       health: healthOf(row.last_heartbeat_at, row.load, now, this.ttlMs),
       last_heartbeat: iso(row.last_heartbeat_at),
-      paused: paused.has(row.agent_id),
+      paused: paused(row),
     });
 
     // An exact name has one row per agent, and these two orders need nothing but the row, so
     // the database sorts and cuts (same order as routing.ts; see DiscoveryStore.rankedCandidates);
     // paused agents (rare) are left out of the rows, so those lookups take the general path.
-    if (filter.exact !== undefined && skipped.size === 0 && (strategy === 'first_available' || strategy === 'least_loaded')) {
+    if (filter.exact !== undefined && !skipping && (strategy === 'first_available' || strategy === 'least_loaded')) {
       // The tiers of rankedCandidates have no offset of their own: a page reads the agents before
       // it too (offset + limit rows, never more than the in-memory order below reads for any page).
       const { rows, total } = await this.store.rankedCandidates(
@@ -357,7 +359,7 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
     const rows = await this.store.candidates(tx, filter, freshSince);
     // One entry per agent: its first-registered matching capability (rows come in that order).
     const byAgent = new Map<string, CandidateRow>();
-    for (const row of rows) if (!byAgent.has(row.agent_id) && !skipped.has(row.agent_id)) byAgent.set(row.agent_id, row);
+    for (const row of rows) if (!byAgent.has(row.agent_id) && !(skipping && paused(row))) byAgent.set(row.agent_id, row);
     const picked = [...byAgent.values()];
     const metadata = new Map(picked.map((row) => [row.id, parseObject(row.metadata)]));
     const scores = await this.scores.of(tx, strategy, picked, metadata);

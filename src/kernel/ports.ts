@@ -175,18 +175,28 @@ export interface SourcedUsage {
   usage: UsageReport;
 }
 
+/** What budgets pause now: agents (each, or all with a global budget), capabilities and plans. */
+export interface PausedScopes {
+  /** Nothing is paused (the common case). */
+  readonly none: boolean;
+  agent(agentId: string): boolean;
+  capability(capability: string): boolean;
+  plan(planId: string): boolean;
+}
+
 /**
- * Implemented by usage (budgets): the agents a budget pauses now. Messaging holds their inboxes
- * (nothing is delivered), discovery leaves them out of lookups.
+ * Implemented by usage (budgets). Messaging holds paused agents' inboxes (nothing is delivered),
+ * discovery leaves paused agents and capabilities out of lookups, plan steps wait.
  */
 export interface AgentPauses {
-  /** Of `agentIds` (all when absent), the paused ones. */
-  paused(tx: Tx, agentIds?: readonly string[]): Promise<Set<string>>;
+  pauses(tx: Tx): Promise<PausedScopes>;
 }
 
 /** Implemented by messaging: wakes the receivers waiting on these inboxes (on every node), e.g. once an agent resumes. */
 export interface InboxWaker {
   wake(agentIds: readonly string[]): void;
+  /** Every inbox's (a global pause ended). */
+  wakeAll(): void;
 }
 
 /** Usage summed: how many reports, their tokens and cost. */

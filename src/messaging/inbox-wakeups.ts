@@ -137,6 +137,15 @@ export class InboxWakeups {
     if (!this.flushing && this.outgoing.size > 0) void this.flush();
   }
 
+  /** Every inbox may have messages to deliver now (a pause of every agent ended). */
+  committedAll(): void {
+    for (const inbox of [...this.waiters.keys()]) this.wakeOne(inbox);
+    if (this.notifier.spansNodes)
+      void this.notifier.notify(CHANNEL, JSON.stringify({ n: this.node, i: [], a: 1 })).catch((err: unknown) => {
+        this.logger.warn({ err }, 'could not notify other nodes of inboxes to look at');
+      });
+  }
+
   /**
    * The inboxes get messages in `tx`, a caller's transaction whose commit we do not see:
    * the notifier delivers at commit (PostgreSQL) to every node, this one included.
@@ -189,14 +198,14 @@ export class InboxWakeups {
   }
 
   private received(payload: string): void {
-    let parsed: { n: string; i: string[] };
+    let parsed: { n: string; i: string[]; a?: 1 };
     try {
-      parsed = JSON.parse(payload) as { n: string; i: string[] };
+      parsed = JSON.parse(payload) as { n: string; i: string[]; a?: 1 };
     } catch {
       return;
     }
     // This node's own notifications come back through LISTEN; its waiters were woken already.
     if (parsed.n === this.node) return;
-    for (const inbox of parsed.i) this.wakeOne(inbox);
+    for (const inbox of parsed.a ? [...this.waiters.keys()] : parsed.i) this.wakeOne(inbox);
   }
 }

@@ -317,7 +317,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
         this.wakeups.rearm(waiter);
         // A paused agent is leased nothing: its messages wait, so none of them dead-letters, until
         // it resumes (a wake-up) or the poll ends.
-        const paused = this.pauses !== null && (await this.pauses.paused(autocommit, [agentId])).size > 0;
+        const paused = this.pauses !== null && (await this.pauses.pauses(autocommit)).agent(agentId);
         const messages = paused ? [] : await this.leases.claim(agentId, caller.actor, options.max, options.visibilitySeconds);
         full = messages.length === options.max;
         const now = this.deps.clock.now();
@@ -373,6 +373,10 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   /** InboxWaker port: the receivers of these inboxes look again (an agent resumed). */
   wake(agentIds: readonly string[]): void {
     this.wakeups.committed(agentIds);
+  }
+
+  wakeAll(): void {
+    this.wakeups.committedAll();
   }
 
   acknowledge(

@@ -22,6 +22,9 @@ export interface BudgetScopes {
   plan: Set<string>;
 }
 
+/** Until when budgets pause scopes, by kind and scope value (the global kind's value is ''). */
+export type PausedUntil = Record<'global' | 'agent' | 'capability' | 'plan', Map<string, number>>;
+
 /** Budgets: their definitions and their current period's consumption. */
 export class BudgetsStore extends Store {
   async insert(tx: Tx, row: BudgetRow): Promise<void> {
@@ -98,16 +101,18 @@ export class BudgetsStore extends Store {
     return dbOf(tx, this.db).deleteFrom('budgets').where('id', '=', id).returningAll().executeTakeFirst();
   }
 
-  /** The agents a budget pauses past `now`, each with the end of its longest pause. */
-  async pausedAgents(tx: Tx, now: number): Promise<Map<string, number>> {
+  /** The scopes budgets pause past `now`, by kind, each with the end of its longest pause. */
+  async pausedScopes(tx: Tx, now: number): Promise<PausedUntil> {
     const rows = await dbOf(tx, this.db)
       .selectFrom('budgets')
-      .select(['scope_value', 'paused_until'])
-      .where('scope_kind', '=', 'agent')
+      .select(['scope_kind', 'scope_value', 'paused_until'])
       .where('paused_until', '>', now)
       .execute();
-    const until = new Map<string, number>();
-    for (const row of rows) until.set(row.scope_value, Math.max(until.get(row.scope_value) ?? 0, Number(row.paused_until)));
+    const until: PausedUntil = { global: new Map(), agent: new Map(), capability: new Map(), plan: new Map() };
+    for (const row of rows) {
+      const byValue = until[row.scope_kind as keyof PausedUntil];
+      byValue.set(row.scope_value, Math.max(byValue.get(row.scope_value) ?? 0, Number(row.paused_until)));
+    }
     return until;
   }
 }

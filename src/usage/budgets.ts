@@ -3,9 +3,17 @@ import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { Notifier } from '../kernel/notifier.js';
-import { SYSTEM_ACTOR, type AgentPauses, type AuditTrail, type BudgetReadings, type EventLog, type InboxWaker } from '../kernel/ports.js';
+import {
+  SYSTEM_ACTOR,
+  type AgentPauses,
+  type AuditTrail,
+  type BudgetReadings,
+  type EventLog,
+  type InboxWaker,
+  type PausedScopes,
+} from '../kernel/ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
-import type { BudgetRow, BudgetScopes, BudgetsStore, ScopeKeys } from './budgets-store.js';
+import type { BudgetRow, BudgetScopes, BudgetsStore, PausedUntil, ScopeKeys } from './budgets-store.js';
 import { NoticedSnapshot } from './noticed-snapshot.js';
 import { isTimeZone, NEVER, periodAt, type Period } from './periods.js';
 import type { Budget, CreateBudgetBody, UpdateBudgetBody } from './schemas.js';
@@ -24,7 +32,7 @@ export interface BudgetsDeps {
   dataVersion: (() => number) | null;
 }
 
-/** Told in the transaction that pauses or resumes an agent: every node reads the paused agents again. */
+/** Told in the transaction that pauses or resumes a scope: every node reads the paused scopes again. */
 const PAUSES_CHANGED = 'budgets:pauses';
 /** Told in the transaction that creates or deletes a budget: every node reads the scopes with budgets again. */
 const SCOPES_CHANGED = 'budgets:scopes';
@@ -40,6 +48,18 @@ interface Spent {
   cost_usd: number;
   input_tokens: number;
   output_tokens: number;
+}
+
+/** The scopes paused at `now`: a global pause pauses every agent. */
+function pausedAt(until: PausedUntil, now: number): PausedScopes {
+  const paused = (byValue: Map<string, number>, value: string) => (byValue.get(value) ?? 0) > now;
+  const global = paused(until.global, '');
+  return {
+    none: [until.global, until.agent, until.capability, until.plan].every((byValue) => [...byValue.values()].every((end) => end <= now)),
+    agent: (agentId) => global || paused(until.agent, agentId),
+    capability: (capability) => paused(until.capability, capability),
+    plan: (planId) => paused(until.plan, planId),
+  };
 }
 
 /** Whether some budget of `scopes` counts a record of these keys. */
@@ -118,15 +138,16 @@ function scopeOf(body: CreateBudgetBody): { scope_kind: string; scope_value: str
 /**
  * Budgets over usage: each record counts against the budgets of its agent, capability, plan and
  * the global ones, in the record's transaction. Crossing `warn_at` appends `budget.warning`,
- * crossing a limit `budget.exceeded`, and with action `pause` (agent budgets) pauses the agent
- * until the period ends, the limit is raised above what it spent, or a resume.
+ * crossing a limit `budget.exceeded`, and with action `pause` pauses its scope (an agent, a
+ * capability, a plan, or every agent) until the period ends, the limit is raised above what it
+ * spent, or a resume.
  */
 export class BudgetsService implements AgentPauses, BudgetReadings {
   /**
-   * Every receive and every discovery lookup asks who is paused: they read this instead of the
-   * database. A pause's end in time needs no notice (each entry keeps its end).
+   * Every receive, discovery lookup and agent step asks what is paused: they read this instead
+   * of the database. A pause's end in time needs no notice (each entry keeps its end).
    */
-  private readonly pauses: NoticedSnapshot<Map<string, number>>;
+  private readonly paused: NoticedSnapshot<PausedUntil>;
   /**
    * Every ack with usage asks which budgets it counts against: one whose records match no scope
    * here (the common case: no budget, or none of theirs) locks and reads no budget.
@@ -134,15 +155,12 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
   private readonly scopes: NoticedSnapshot<BudgetScopes>;
 
   constructor(private readonly deps: BudgetsDeps) {
-    this.pauses = new NoticedSnapshot(deps.notifier, PAUSES_CHANGED, deps.dataVersion);
+    this.paused = new NoticedSnapshot(deps.notifier, PAUSES_CHANGED, deps.dataVersion);
     this.scopes = new NoticedSnapshot(deps.notifier, SCOPES_CHANGED, deps.dataVersion);
   }
 
   async create(body: CreateBudgetBody, creator: string): Promise<Budget> {
     const scope = scopeOf(body);
-    if (body.action === 'pause' && scope.scope_kind !== 'agent') {
-      throw InvalidRequest.field('action', "'pause' needs an agent_id budget; capability, plan and global budgets warn");
-    }
     const timeZone = body.time_zone ?? 'UTC';
     if (!isTimeZone(timeZone)) throw InvalidRequest.field('time_zone', `'${timeZone}' is not an IANA time zone (e.g. Europe/Paris)`);
     const now = this.deps.clock.now();
@@ -199,9 +217,8 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
     return toBudget(row, this.deps.clock.now());
   }
 
-  /** A changed limit re-judges the period's consumption: under the new limit, the budget (and its agent) resumes. */
+  /** A changed limit re-judges the period's consumption: under the new limit, the budget (and its scope) resumes. */
   async update(id: string, body: UpdateBudgetBody, actor: string): Promise<Budget> {
-    if (body.action === 'pause') await this.pausable(id);
     const { budget, resumed } = await this.deps.store.inTransaction(async (tx) => {
       const now = this.deps.clock.now();
       const row = await this.locked(tx, id, now);
@@ -222,7 +239,7 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
       const resumed = await this.resumedIn(tx, row, next, now, actor);
       return { budget: toBudget(next, now), resumed };
     });
-    if (resumed) this.deps.inboxes.wake([resumed]);
+    if (resumed) this.wake(resumed);
     return budget;
   }
 
@@ -232,10 +249,10 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
       const row = await this.deps.store.delete(tx, id);
       if (!row) throw new NotFound('Budget', id);
       await this.scopes.changedIn(tx);
-      if (row.paused_until !== null) await this.pauses.changedIn(tx);
+      if (row.paused_until !== null) await this.paused.changedIn(tx);
       return row;
     });
-    if (removed.paused_until !== null) this.deps.inboxes.wake([removed.scope_value]);
+    if (removed.paused_until !== null) this.wake(removed);
   }
 
   /** Ends the pause for the rest of the period (the budget stays exceeded and does not pause again in it). */
@@ -249,7 +266,7 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
       const resumed = await this.resumedIn(tx, row, next, now, actor);
       return { budget: toBudget(next, now), resumed };
     });
-    if (resumed) this.deps.inboxes.wake([resumed]);
+    if (resumed) this.wake(resumed);
     return budget;
   }
 
@@ -298,23 +315,33 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
     }
   }
 
-  /** AgentPauses port: from the snapshot, or (inside a transaction) from the database. */
-  async paused(tx: Tx, agentIds?: readonly string[]): Promise<Set<string>> {
+  /**
+   * AgentPauses port: from the snapshot, or (inside a transaction, which may have written what it
+   * reads) from the database in it, without keeping what it read there.
+   */
+  async pauses(tx: Tx): Promise<PausedScopes> {
     const now = this.deps.clock.now();
-    const until = tx === autocommit ? await this.pausedNow(now) : await this.deps.store.pausedAgents(tx, now);
-    const paused = new Set<string>();
-    for (const agentId of agentIds ?? until.keys()) if ((until.get(agentId) ?? 0) > now) paused.add(agentId);
-    return paused;
+    const until =
+      tx === autocommit
+        ? await this.paused.read(() => this.deps.store.pausedScopes(autocommit, now))
+        : (this.paused.peek() ?? (await this.deps.store.pausedScopes(tx, now)));
+    return pausedAt(until, now);
   }
 
-  private pausedNow(now: number): Promise<Map<string, number>> {
-    return this.pauses.read(() => this.deps.store.pausedAgents(autocommit, now));
+  /**
+   * The receivers of the inboxes a pause held look again. Capability and plan pauses hold no
+   * inbox: their steps wait before they send (step messages name no capability), and look again
+   * on their own.
+   */
+  private wake(row: BudgetRow): void {
+    if (row.scope_kind === 'agent') this.deps.inboxes.wake([row.scope_value]);
+    else if (row.scope_kind === 'global') this.deps.inboxes.wakeAll();
   }
 
-  /** Saves the budget's new state, telling every node when it paused or resumed its agent. */
+  /** Saves the budget's new state, telling every node when it paused or resumed its scope. */
   private async save(tx: Tx, before: BudgetRow, next: BudgetRow): Promise<void> {
     await this.deps.store.update(tx, next.id, next);
-    if (before.paused_until !== next.paused_until) await this.pauses.changedIn(tx);
+    if (before.paused_until !== next.paused_until) await this.paused.changedIn(tx);
   }
 
   private async locked(tx: Tx, id: string, now: number): Promise<BudgetRow> {
@@ -323,15 +350,8 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
     return current(row, now);
   }
 
-  private async pausable(id: string): Promise<void> {
-    const row = await this.deps.store.find(autocommit, id);
-    if (row && row.scope_kind !== 'agent') {
-      throw InvalidRequest.field('action', "'pause' needs an agent_id budget; capability, plan and global budgets warn");
-    }
-  }
-
-  /** Appends budget.resumed when the change ended a pause; returns the agent it resumed. */
-  private async resumedIn(tx: Tx, before: BudgetRow, after: BudgetRow, now: number, actor: string): Promise<string | null> {
+  /** Appends budget.resumed when the change ended a pause; returns the budget that resumed its scope. */
+  private async resumedIn(tx: Tx, before: BudgetRow, after: BudgetRow, now: number, actor: string): Promise<BudgetRow | null> {
     const was = before.paused_until !== null && before.paused_until > now;
     if (!was || after.paused_until !== null) return null;
     await this.deps.events.append(tx, {
@@ -341,7 +361,7 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
       data: { budget: toBudget(after, now) },
       readers: this.readersOf(after),
     });
-    return after.scope_value;
+    return after;
   }
 
   /** An agent budget's events are its agent's (and admins'); the others admins' only. */

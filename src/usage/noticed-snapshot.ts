@@ -26,10 +26,16 @@ export class NoticedSnapshot<T> {
     notifier.listen(channel, () => this.forget());
   }
 
+  /** The value held while it holds (else null): for readers inside a transaction, which may not keep what they read. */
+  peek(): T | null {
+    const held = this.held;
+    return held && held.epoch === this.notifier.epoch && held.dataVersion === (this.dataVersion?.() ?? 0) ? held.value : null;
+  }
+
   /** The value held, or `load`'s (kept unless a change was heard of during the load). */
   async read(load: () => Promise<T>): Promise<T> {
-    const held = this.held;
-    if (held && held.epoch === this.notifier.epoch && held.dataVersion === (this.dataVersion?.() ?? 0)) return held.value;
+    const held = this.peek();
+    if (held !== null) return held;
     // Stamped before the read: a change told in between only costs another read.
     const epoch = this.notifier.epoch;
     const dataVersion = this.dataVersion?.() ?? 0;

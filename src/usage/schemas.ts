@@ -114,7 +114,10 @@ const WarnAt = Type.Number({
   description: 'Fraction of a limit whose crossing appends budget.warning',
 });
 const Action = Type.Union([Type.Literal('warn'), Type.Literal('pause')], {
-  description: "What crossing a limit does besides budget.exceeded: 'pause' holds the agent's inbox and hides it from discovery",
+  description:
+    "What crossing a limit does besides budget.exceeded: 'pause' pauses the scope until the period ends, the limit is raised or a resume. " +
+    'An agent (every agent, for a global budget) has its inbox held and is left out of lookups; a capability is left out of lookups; ' +
+    'plan steps for a paused agent, capability or plan wait (blocked_by budget)',
 });
 
 export const CreateBudgetBody = Type.Object(

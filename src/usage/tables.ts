@@ -43,7 +43,7 @@ export interface UsageTables {
 
 /**
  * A budget over a scope's usage in a period, with what it consumed in its current period
- * (`period_start`) and whether that period warned, exceeded, and pauses its agent until `paused_until`.
+ * (`period_start`) and whether that period warned, exceeded, and pauses its scope until `paused_until`.
  */
 export interface BudgetsTable {
   id: string;

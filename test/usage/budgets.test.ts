@@ -69,7 +69,6 @@ describeEachDialect('budgets', (dialect) => {
       { period: 'day', limits: { cost_usd: -1 }, action: 'warn' },
       { period: 'day', limits: { cost_usd: 1 }, action: 'warn', warn_at: 1.5 },
       { period: 'day', limits: { cost_usd: 1 }, action: 'warn', agent_id: agentId, plan_id: 'p' },
-      { period: 'day', limits: { cost_usd: 1 }, action: 'pause', capability: 'c' },
       { period: 'day', limits: { cost_usd: 1 }, action: 'warn', time_zone: 'Mars/Olympus' },
     ]) {
       const res = await server.api.post(B, bad);

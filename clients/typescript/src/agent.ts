@@ -3,6 +3,7 @@ import { contextOf, failed, traceparentOf, tracer } from './tracing.js';
 import { MAX_CREDIT } from './limits.js';
 import { topicMatches } from './topics.js';
 import type { Channel } from './channel.js';
+import { HandlerUsage, withHandlerUsage } from './gen-ai-usage.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';
 import type { UsageReport } from './shapes.js';
@@ -16,7 +17,8 @@ export class PermanentError extends Error {
 
 /**
  * Handles one message; what it returns (or resolves to) is the acknowledgement's `output`, or
- * `withUsage(output, usage)` to report what the work consumed with it. A plan step's message
+ * `withUsage(output, usage)` to report what the work consumed with it (else what the GenAI spans
+ * it started reported, with `genAiUsageProcessor` on the tracer provider). A plan step's message
  * carries the step's latest `checkpoint`; `ctx.checkpoint(state)` saves a new one.
  */
 export type Handler = (message: HandledMessage, ctx: HandlerContext) => unknown;
@@ -249,8 +251,12 @@ export function createAgent(options: AgentOptions): Agent {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
       const handled = handling(client, message);
-      const result = await context.with(spanContext, () => handler(handled.message, handled.ctx));
-      const { output, usage } = result instanceof WithUsage ? result : { output: result, usage: undefined };
+      // The spans the handler's call starts count their GenAI usage here (genAiUsageProcessor):
+      // what they sum is the acknowledgement's usage when the handler reports none.
+      const spans = new HandlerUsage();
+      const result = await context.with(withHandlerUsage(spanContext, spans), () => handler(handled.message, handled.ctx));
+      const reported = spans.close();
+      const { output, usage } = result instanceof WithUsage ? result : { output: result, usage: reported };
       // Over the channel when it is open (batched with the tick's others), else over HTTP: a
       // message that came on a channel since closed is settled all the same.
       await (open()?.acknowledge(message.message_id, output, usage) ??

@@ -57,13 +57,13 @@ export const agent: StepKind = {
   async start(tx, ctx, step, def, scope, ports) {
     const input = stepDetail(step).input_override ?? ((render(def.input ?? {}, scope) ?? {}) as Record<string, unknown>);
     changeStep(step, { input: JSON.stringify(input), capability: def.capability ?? null });
-    const agentId = stepDetail(step).route_to ?? def.agent ?? (await findAgent(tx, def, ports));
-    record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, agent: agentId });
-    if (agentId === null) {
-      waitForAgent(ctx, step, def, await noAgentBecause(tx, def, ports));
+    const target = await targetOf(tx, ctx, step, def, ports);
+    record(ctx, 'step.started', step.row.step_id, { attempt: step.row.attempt, agent: 'agent' in target ? target.agent : null });
+    if ('blocked_by' in target) {
+      waitForAgent(ctx, step, def, target.blocked_by);
       return;
     }
-    await dispatch(tx, ctx, step, def, agentId, ports);
+    await dispatch(tx, ctx, step, def, target.agent, ports);
   },
 
   async onTimer(tx, ctx, step, def, ports) {
@@ -101,6 +101,32 @@ export const agent: StepKind = {
   },
 };
 
+/**
+ * The agent the attempt goes to now, or why it waits. A budget that pauses the run's plan, the
+ * step's capability or its agent (every agent, for a global one) holds the step before it sends,
+ * where the reason shows on the step: inboxes hold by agent only (a step message names no
+ * capability, and a claim would have to read payloads to find its plan).
+ */
+async function targetOf(
+  tx: Tx,
+  ctx: RunContext,
+  step: StepState,
+  def: StepTemplate,
+  ports: StepPorts,
+): Promise<{ agent: string } | { blocked_by: StepBlockedBy }> {
+  const pauses = await ports.pauses.pauses(tx);
+  const named = stepDetail(step).route_to ?? def.agent ?? null;
+  if (
+    !pauses.none &&
+    (pauses.plan(ctx.run.plan_id) ||
+      (def.capability !== undefined && pauses.capability(def.capability)) ||
+      (named !== null && pauses.agent(named)))
+  )
+    return { blocked_by: 'budget' };
+  const agentId = named ?? (await findAgent(tx, def, ports));
+  return agentId !== null ? { agent: agentId } : { blocked_by: await noAgentBecause(tx, def, ports) };
+}
+
 /** The first healthy agent with the step's capability (null: none now). */
 async function findAgent(tx: Tx, def: StepTemplate, ports: StepPorts): Promise<string | null> {
   const [first] = await ports.directory.lookup(tx, { capability: def.capability!, strategy: def.strategy, limit: 1 });
@@ -135,20 +161,24 @@ function waitForAgent(ctx: RunContext, step: StepState, def: StepTemplate, reaso
 }
 
 async function recheckAgents(tx: Tx, ctx: RunContext, step: StepState, def: StepTemplate, ports: StepPorts): Promise<void> {
-  const agentId = await findAgent(tx, def, ports);
-  if (agentId !== null) {
+  const target = await targetOf(tx, ctx, step, def, ports);
+  if ('agent' in target) {
     const { blocked_by: _, ...detail } = stepDetail(step);
     setStepDetail(step, detail);
-    record(ctx, 'step.unblocked', step.row.step_id, { agent: agentId });
-    await dispatch(tx, ctx, step, def, agentId, ports);
+    record(ctx, 'step.unblocked', step.row.step_id, { agent: target.agent });
+    await dispatch(tx, ctx, step, def, target.agent, ports);
   } else if (ctx.now >= deadlineOf(step, def)) {
     const { blocked_by: _, ...detail } = stepDetail(step);
     setStepDetail(step, detail);
     changeStep(step, { status: 'running' });
     const seconds = def.timeout_seconds ?? DEFAULT_STEP_TIMEOUT_S;
-    await failAttempt(tx, ctx, step, `no healthy agent offered capability '${def.capability}' within ${seconds} s`, ports);
+    const reason =
+      target.blocked_by === 'budget'
+        ? `a budget paused the step's agents, capability or plan for ${seconds} s`
+        : `no healthy agent offered capability '${def.capability}' within ${seconds} s`;
+    await failAttempt(tx, ctx, step, reason, ports);
   } else {
-    waitForAgent(ctx, step, def, await noAgentBecause(tx, def, ports));
+    waitForAgent(ctx, step, def, target.blocked_by);
   }
 }
 

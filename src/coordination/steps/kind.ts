@@ -1,6 +1,6 @@
 import type { Tx } from '../../kernel/tx.js';
 import { ExpressionError, type Expressions } from '../../kernel/expression-pool.js';
-import type { AgentDirectory, MessageOutcome, PublishedEvent } from '../../kernel/ports.js';
+import type { AgentDirectory, AgentPauses, MessageOutcome, PublishedEvent } from '../../kernel/ports.js';
 import type { Decider } from '../approvers.js';
 import type { CompiledStep, StepDefinition, StepTemplate } from '../plan-definition.js';
 import type { RunContext, StartRun, StepState } from '../run-state.js';
@@ -42,6 +42,8 @@ export interface ReferenceCheck {
  */
 export interface StepPorts {
   directory: AgentDirectory;
+  /** What budgets pause: an agent step for a paused agent, capability or plan waits before it sends. */
+  pauses: AgentPauses;
   /** Evaluates conditions' and transforms' expressions (off the event loop, within a budget). */
   expressions: Expressions;
   /** The newest version of a plan (the one a sub_plan's child run pins). */
