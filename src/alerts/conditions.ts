@@ -1,5 +1,6 @@
 import { autocommit } from '../kernel/tx.js';
-import { EVENT_TYPES, type BudgetReadings, type InboxReadings } from '../kernel/ports.js';
+import { EVENT_TYPES, type InboxReadings } from '../kernel/ports.js';
+import { type BudgetReadings } from '../kernel/usage-ports.js';
 import type { Condition, ConditionType } from './schemas.js';
 import { EventCounts, type CountedWindow } from './event-counts.js';
 import type { EventCountFilter, SignalsStore } from './signals-store.js';

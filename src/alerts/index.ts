@@ -1,5 +1,6 @@
 import type { Platform } from '../platform.js';
-import type { BudgetReadings, EventLog, InboxReadings, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
+import type { EventLog, InboxReadings, NodeRegistry, NotificationChannels } from '../kernel/ports.js';
+import type { BudgetReadings } from '../kernel/usage-ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { ConditionReader } from './conditions.js';
 import { AlertEvaluator } from './evaluator.js';

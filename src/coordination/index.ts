@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { autocommit } from '../kernel/tx.js';
 import type { Platform } from '../platform.js';
-import type { AgentDirectory, AgentPauses, EventLog, Inbox, OutcomeHandler, PausedScopes, PublishListener } from '../kernel/ports.js';
+import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
+import type { AgentPauses, PausedScopes } from '../kernel/usage-ports.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { DISCOVERY_CHANGED } from '../discovery/service.js';

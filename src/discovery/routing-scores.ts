@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { CallCosts, DeliveryStats } from '../kernel/ports.js';
+import type { DeliveryStats } from '../kernel/ports.js';
+import type { CallCosts } from '../kernel/usage-ports.js';
 import type { Tx } from '../kernel/tx.js';
 import type { Strategy } from './routing.js';
 import type { CandidateRow } from './store.js';

@@ -9,13 +9,13 @@ import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import {
   SYSTEM_ACTOR,
   type AgentDirectory,
-  type AgentPauses,
   type AgentLimits,
   type AuditTrail,
   type DeliveryStats,
   type EventLog,
   type NewEvent,
 } from '../kernel/ports.js';
+import { type AgentPauses } from '../kernel/usage-ports.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilitySearch, type SearchInput } from './capability-search.js';

@@ -142,88 +142,11 @@ export interface OutcomeHandlers {
 
 export type OriginKind = keyof OutcomeHandlers;
 
-/** What one model call (or a handler's several) consumed, as an agent reports it. */
-export interface UsageReport {
-  model: string;
-  provider?: string;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens?: number;
-  cost_usd?: number;
-}
-
-/** An acknowledged message that carried usage: whose it is and what work it was part of. */
-export interface UsageSource {
-  message_id: string;
-  agent_id: string;
-  origin: MessageOrigin | null;
-}
-
-/**
- * Implemented by usage: records usage reported with an acknowledgement in the acknowledge's
- * transaction (`record`), and counts it in the metrics once that transaction committed (`committed`).
- */
-export interface UsageRecorder {
-  /** The reports of one acknowledgement (a batch's, from the agent channel), together. */
-  record(tx: Tx, reports: readonly SourcedUsage[]): Promise<void>;
-  committed(reports: readonly SourcedUsage[]): void;
-}
-
-/** A usage report and the acknowledged message it came with. */
-export interface SourcedUsage {
-  source: UsageSource;
-  usage: UsageReport;
-}
-
-/** What budgets pause now: agents (each, or all with a global budget), capabilities and plans. */
-export interface PausedScopes {
-  /** Nothing is paused (the common case). */
-  readonly none: boolean;
-  agent(agentId: string): boolean;
-  capability(capability: string): boolean;
-  plan(planId: string): boolean;
-}
-
-/**
- * Implemented by usage (budgets). Messaging holds paused agents' inboxes (nothing is delivered),
- * discovery leaves paused agents and capabilities out of lookups, plan steps wait.
- */
-export interface AgentPauses {
-  pauses(tx: Tx): Promise<PausedScopes>;
-}
-
 /** Implemented by messaging: wakes the receivers waiting on these inboxes (on every node), e.g. once an agent resumes. */
 export interface InboxWaker {
   wake(agentIds: readonly string[]): void;
   /** Every inbox's (a global pause ended). */
   wakeAll(): void;
-}
-
-/** Usage summed: how many reports, their tokens and cost. */
-export interface UsageSum {
-  count: number;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  cost_usd: number;
-}
-
-/** Implemented by usage: a run's usage, in all and by step id, for the run's answer (coordination). */
-export interface RunUsage {
-  ofRun(tx: Tx, runId: string): Promise<{ total: UsageSum; steps: Map<string, UsageSum> }>;
-}
-
-/** Implemented by usage: what agents' calls cost of late (the `cost` routing strategy). */
-export interface CallCosts {
-  /**
-   * Per agent: its mean cost per call over the last `days`, for `capability` when it reported
-   * usage of steps for it, else over all its usage; absent for an agent that reported none.
-   */
-  meanCosts(
-    tx: Tx,
-    agents: readonly { agent_id: string; capability: string }[],
-    days: number,
-  ): Promise<Map<string, { cost_usd: number; calls: number }>>;
 }
 
 /** Implemented by discovery: the most messages an agent may hold leased at once (null: no limit). */
@@ -383,12 +306,6 @@ export interface EventLog {
 export interface InboxReadings {
   /** Each such inbox: how many of its messages are ready, and when the oldest of them was sent. */
   readyInboxes(now: number): Promise<{ agent_id: string; depth: number; oldest_at: number }[]>;
-}
-
-/** Implemented by usage: each budget's consumption in its current period (alert rules' `budget` condition). */
-export interface BudgetReadings {
-  /** Every budget with the larger of its cost and token consumption as a fraction of that limit (0 without limits). */
-  consumption(): Promise<{ budget_id: string; name: string; fraction: number }[]>;
 }
 
 /** Implemented by cluster: this node's id in the node registry, and which nodes are up. */

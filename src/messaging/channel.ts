@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { AppError, Forbidden, InvalidRequest } from '../kernel/errors.js';
-import type { AgentHeartbeats, SentMessage, UsageReport } from '../kernel/ports.js';
+import type { AgentHeartbeats, SentMessage } from '../kernel/ports.js';
+import type { UsageReport } from '../kernel/usage-ports.js';
 import { MAX_CREDIT, type ChannelRequest, type ItemFailure } from './channel-schemas.js';
 import { MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
 import type { Caller, Message } from './messages.js';

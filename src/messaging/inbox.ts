@@ -8,7 +8,6 @@ import type { DomainMetrics, InboxDepth } from '../kernel/metrics.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type {
-  AgentPauses,
   AuditTrail,
   DeliveryStats,
   EventLog,
@@ -21,9 +20,8 @@ import type {
   SendRequest,
   SendResult,
   SentMessage,
-  UsageRecorder,
-  UsageReport,
 } from '../kernel/ports.js';
+import type { AgentPauses, UsageRecorder, UsageReport } from '../kernel/usage-ports.js';
 import type { RateLimiter } from '../kernel/rate-limiter.js';
 import { hasActiveSpan, validTraceparent } from '../kernel/tracing.js';
 import type { InboxTracing, SendTrace } from './inbox-tracing.js';

@@ -3,15 +3,8 @@ import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { Notifier } from '../kernel/notifier.js';
-import {
-  SYSTEM_ACTOR,
-  type AgentPauses,
-  type AuditTrail,
-  type BudgetReadings,
-  type EventLog,
-  type InboxWaker,
-  type PausedScopes,
-} from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type InboxWaker } from '../kernel/ports.js';
+import { type AgentPauses, type BudgetReadings, type PausedScopes } from '../kernel/usage-ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetRow, BudgetScopes, BudgetsStore, PausedUntil, ScopeKeys } from './budgets-store.js';
 import { NoticedSnapshot } from './noticed-snapshot.js';

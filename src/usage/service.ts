@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import type { CallCosts, RunUsage, SourcedUsage, UsageRecorder, UsageReport, UsageSum } from '../kernel/ports.js';
+import type { CallCosts, RunUsage, SourcedUsage, UsageRecorder, UsageReport, UsageSum } from '../kernel/usage-ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetsService } from './budgets.js';
 import type { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';

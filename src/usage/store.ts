@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import { Store } from '../db/store.js';
 import { dbOf } from '../db/tx.js';
-import type { UsageSum } from '../kernel/ports.js';
+import type { UsageSum } from '../kernel/usage-ports.js';
 import type { Tx } from '../kernel/tx.js';
 import type { Grouping } from './schemas.js';
 import type { UsageRecordsTable } from './tables.js';

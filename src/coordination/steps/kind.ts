@@ -1,6 +1,7 @@
 import type { Tx } from '../../kernel/tx.js';
 import { ExpressionError, type Expressions } from '../../kernel/expression-pool.js';
-import type { AgentDirectory, AgentPauses, MessageOutcome, PublishedEvent } from '../../kernel/ports.js';
+import type { AgentDirectory, MessageOutcome, PublishedEvent } from '../../kernel/ports.js';
+import type { AgentPauses } from '../../kernel/usage-ports.js';
 import type { Decider } from '../approvers.js';
 import type { CompiledStep, StepDefinition, StepTemplate } from '../plan-definition.js';
 import type { RunContext, StartRun, StepState } from '../run-state.js';
