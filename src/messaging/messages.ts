@@ -1,6 +1,7 @@
 import { iso } from '../kernel/clock.js';
 import type { Principal } from '../auth/index.js';
 import { Forbidden } from '../kernel/errors.js';
+import type { PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
 import type { MessageRow } from './store.js';
 
 /** The caller of a request, as messaging sees it: who it is and whether it may reach any inbox (`messaging:admin`). */
@@ -18,7 +19,10 @@ export interface Message {
   source: string;
   destination: string;
   event_name: string;
+  /** Null when the payload travels by reference (`payload_ref`). */
   payload: unknown;
+  /** A payload over the inline limit: its artifact (PayloadRefs signs it before anyone reads it). */
+  payload_ref?: PayloadRef | SignedPayloadRef;
   thread_id: string | null;
   timestamp: string;
   retry_count: number;
@@ -39,6 +43,7 @@ export function toMessage(row: MessageRow): Message {
     destination: row.destination,
     event_name: row.event_name,
     payload: JSON.parse(row.payload) as unknown,
+    ...(row.payload_ref === null ? {} : { payload_ref: JSON.parse(row.payload_ref) as PayloadRef }),
     thread_id: row.thread_id,
     timestamp: iso(row.created_at),
     retry_count: row.retry_count,
