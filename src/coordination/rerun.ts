@@ -11,6 +11,7 @@ import type { PlanStore } from './plan-store.js';
 import type { RunRow, RunStepRow } from './run-list-store.js';
 import { NOT_STARTED, RUN_FINISHED, type RunContext, type StepState } from './run-state.js';
 import { runView, type Run } from './run-service.js';
+import type { StepRefs } from './step-refs.js';
 import type { RunStore } from './run-store.js';
 
 /** Runs a replay takes at most per call. */
@@ -95,7 +96,7 @@ function typeOf(plan: CompiledPlan, scope: RerunScope, id: string): string | und
  * steps `from_step` does not lead to, and runs `from_step` and everything after it again.
  */
 export class RunRerun {
-  constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; audit: AuditTrail }) {}
+  constructor(private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; audit: AuditTrail; refs: StepRefs }) {}
 
   async rerun(runId: string, request: RerunRequest, caller: Caller): Promise<Run> {
     const { runs, audit } = this.deps;
@@ -108,7 +109,7 @@ export class RunRerun {
       if (!RUN_FINISHED.has(earlier.status)) throw new Conflict(`Run '${runId}' is ${earlier.status}: only finished runs are rerun`);
       const id = await this.rerunIn(tx, earlier, request, caller);
       await audit.record(tx, { action: 'run.rerun', resource: { type: 'run', id } });
-      return runView(runs, tx, id);
+      return runView(runs, this.deps.refs, tx, id);
     });
   }
 

@@ -131,6 +131,8 @@ export interface MessageOutcome {
   status: 'delivered' | 'acknowledged' | 'dead_lettered';
   /** The acknowledge `output` (any JSON) when acknowledged. */
   output?: unknown;
+  /** The output as an artifact, when it was over the inline limit (`output` still holds it). */
+  output_ref?: PayloadRef;
   /** Why it was dead-lettered (reject reason, `requeue: false`, max deliveries, expiry). */
   reason?: string;
 }

@@ -7,6 +7,7 @@ import { spanClock, type InboxTracing } from './inbox-tracing.js';
 import type { InboxWakeups } from './inbox-wakeups.js';
 import { toMessage, type Caller, type Message } from './messages.js';
 import type { OutcomeDispatch } from './outcomes.js';
+import type { PayloadRefs } from './payload-refs.js';
 import type { MessageRow, MessagingStore } from './store.js';
 
 const MAX_BACKOFF_S = 300;
@@ -49,6 +50,7 @@ export class Leases {
       outcomes: OutcomeDispatch;
       tracing: InboxTracing;
       wakeups: InboxWakeups;
+      payloads: PayloadRefs;
     },
   ) {}
 
@@ -123,14 +125,15 @@ export class Leases {
       rows.flatMap((row) => (usage?.has(row.id) ? [{ source: usageSource(row), usage: usage.get(row.id)! }] : []));
     const now = this.deps.clock.now();
     const startTime = spanClock();
+    // Offloaded before the transaction: an output over the inline limit is kept as an artifact of
+    // the receiver, its reference on the message and in the outcome.
+    const outputRef = output === undefined ? null : await this.deps.payloads.offloadOutput(caller, output, []);
+    const outputText = output === undefined || outputRef !== null ? null : JSON.stringify(output);
     const rows = await this.store.inTransaction(async (tx) => {
       // The update checks what `settleable` checks, so the common case reads nothing first;
       // an id it left alone is asked about to say why, and the whole batch rolls back.
       const destination = caller.admin ? null : caller.agentId;
-      const acked =
-        destination === undefined
-          ? []
-          : await this.store.acknowledgeReceived(tx, ids, destination, output === undefined ? null : JSON.stringify(output), now);
+      const acked = destination === undefined ? [] : await this.store.acknowledgeReceived(tx, ids, destination, outputText, now);
       const byId = new Map(acked.map((row) => [row.id, row]));
       const refused = ids.find((id) => !byId.has(id));
       if (refused !== undefined) {
@@ -138,10 +141,20 @@ export class Leases {
         throw new Conflict(`Message '${refused}' cannot be acknowledged now`);
       }
       const rows = ids.map((id) => byId.get(id)!);
+      if (outputRef !== null) {
+        await this.store.settle(tx, ids, { output_ref: JSON.stringify(outputRef) });
+        await this.deps.payloads.hold(
+          tx,
+          ids.map((id) => ({ ref: outputRef, holder: id })),
+        );
+      }
       if (recorder !== null) await recorder.record(tx, reports(rows));
-      await this.deps.tracing.settling(rows, 'ack', () => this.deps.outcomes.emit(tx, rows, { status: 'acknowledged', output }), startTime);
+      const outcome = { status: 'acknowledged' as const, output, ...(outputRef === null ? {} : { output_ref: outputRef }) };
+      await this.deps.tracing.settling(rows, 'ack', () => this.deps.outcomes.emit(tx, rows, outcome), startTime);
       return rows;
     });
+    // The producers (the messages' senders) read it.
+    if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(rows.map((row) => row.source))]);
     if (recorder !== null) recorder.committed(reports(rows));
     this.deps.metrics.messagesSettled(
       'acked',

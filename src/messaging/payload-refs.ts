@@ -64,6 +64,11 @@ export class PayloadRefs {
     return this.checks.offload(owner, bytes, readers);
   }
 
+  /** Lets `readers` read an artifact `owner` made (an output's producers). */
+  async share(owner: PayloadOwner, ref: PayloadRef, readers: readonly string[]): Promise<void> {
+    if (this.checks !== null && readers.length > 0) await this.checks.adopt(owner, ref.artifact_id, readers);
+  }
+
   /** Records which messages carry which references (they go with the last of them). */
   async hold(tx: Tx, holds: { ref: PayloadRef | { artifact_id: string } | undefined | null; holder: string }[]): Promise<void> {
     const rows = holds.flatMap((h) => (h.ref ? [{ artifact_id: h.ref.artifact_id, holder: h.holder }] : []));

@@ -149,6 +149,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/acknowledge',
       {
+        bodyLimit: payloadBodyBytes,
         config: { permission: 'messaging:write', conflict: 'A message is settled already or has not been received' },
         schema: {
           tags,

@@ -136,6 +136,21 @@ describeEachDialect('messaging: large payloads by reference', (dialect) => {
     expect(unknown.status).toBe(404);
   });
 
+  it('keeps an acknowledgement output over the limit as an artifact the sender may read', async () => {
+    const { a, b, c } = await agents();
+    await a.post(`${M}/send`, { destination: 'cc-b', event_name: 'work', payload: { n: 1 } });
+    const message = await receiveNow(b, 'cc-b');
+    const output = { result: 'w'.repeat(300 * 1024) };
+    const acked = await b.post(`${M}/acknowledge`, { message_id: message.message_id, output });
+    expect(acked.status, acked.text).toBe(200);
+    const shared = (await a.get('/api/v1/artifacts/shared')).body.data as { id: string; size_bytes: number; owner: string }[];
+    const artifact = shared.find((item) => item.size_bytes === JSON.stringify(output).length);
+    expect(artifact?.owner).toBe('cc-b');
+    const download = await a.get(`/api/v1/artifacts/${artifact!.id}/download`);
+    expect(JSON.parse(download.text)).toEqual(output);
+    expect((await c.get(`/api/v1/artifacts/${artifact!.id}`)).status).toBe(403);
+  });
+
   it('deletes the offloaded artifact with its message under retention', async () => {
     const { a, b } = await agents();
     await a.post(`${M}/send`, { destination: 'cc-b', event_name: 'big', payload: big(300 * 1024, 'r') });

@@ -54,6 +54,7 @@ import * as usageRollupTrigger from './0058-usage-rollup-trigger.js';
 import * as listFilterIndexes from './0059-list-filter-indexes.js';
 import * as messagesInboxTime from './0060-messages-inbox-time.js';
 import * as claimChecks from './0061-claim-checks.js';
+import * as stepPayloadRefs from './0062-step-payload-refs.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -118,4 +119,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0059-list-filter-indexes': listFilterIndexes,
   '0060-messages-inbox-time': messagesInboxTime,
   '0061-claim-checks': claimChecks,
+  '0062-step-payload-refs': stepPayloadRefs,
 };
