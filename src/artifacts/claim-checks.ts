@@ -4,6 +4,7 @@ import type { ClaimChecks, PayloadOwner, PayloadRef, SignedPayloadRef } from '..
 import type { ArtifactAccess } from './access.js';
 import type { ArtifactEvents } from './artifact-events.js';
 import { newArtifactRows } from './artifact-rows.js';
+import type { StagedBlob } from './blob-store.js';
 import type { ArtifactContents } from './contents.js';
 import type { HoldsStore } from './holds-store.js';
 import type { SignedUrls } from './signed-urls.js';
@@ -38,30 +39,35 @@ export class ClaimCheckArtifacts implements ClaimChecks {
   }
 
   async offload(owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef> {
-    const { store, contents } = this.deps;
-    const staged = await contents.stage(json);
-    return contents.settle(staged, async () => {
-      const now = this.deps.clock.now();
-      const rows = newArtifactRows(
-        {
-          owner: this.ownerOf(owner),
-          name: 'payload.json',
-          content_type: PAYLOAD_TYPE,
-          metadata: { [CLAIM_CHECK_KEY]: true },
-          sha256: staged.sha256,
-          size_bytes: staged.size,
-        },
-        owner.actor,
-        now,
-      );
-      await store.inTransaction(async (tx) => {
-        await contents.keep(tx, staged);
-        await store.insertArtifact(tx, rows.artifact, rows.version);
-        await this.share(tx, rows.artifact.id, readers, now);
-        await this.deps.events.created(tx, rows.artifact, owner.actor);
-      });
-      return { artifact_id: rows.artifact.id, version: 1, size_bytes: staged.size, sha256: staged.sha256 };
-    });
+    const staged = await this.deps.contents.stage(json);
+    return this.deps.contents.settle(staged, () => this.deps.store.inTransaction((tx) => this.insert(tx, owner, staged, readers)));
+  }
+
+  async offloadIn(tx: Tx, owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef> {
+    const staged = await this.deps.contents.stage(json);
+    // A rollback of `tx` after this leaves a committed blob file unreferenced: the orphan sweep takes it.
+    return this.deps.contents.settle(staged, () => this.insert(tx, owner, staged, readers));
+  }
+
+  private async insert(tx: Tx, owner: PayloadOwner, staged: StagedBlob, readers: readonly string[]): Promise<PayloadRef> {
+    const now = this.deps.clock.now();
+    const rows = newArtifactRows(
+      {
+        owner: this.ownerOf(owner),
+        name: 'payload.json',
+        content_type: PAYLOAD_TYPE,
+        metadata: { [CLAIM_CHECK_KEY]: true },
+        sha256: staged.sha256,
+        size_bytes: staged.size,
+      },
+      owner.actor,
+      now,
+    );
+    await this.deps.contents.keep(tx, staged);
+    await this.deps.store.insertArtifact(tx, rows.artifact, rows.version);
+    await this.share(tx, rows.artifact.id, readers, now);
+    await this.deps.events.created(tx, rows.artifact, owner.actor);
+    return { artifact_id: rows.artifact.id, version: 1, size_bytes: staged.size, sha256: staged.sha256 };
   }
 
   async adopt(owner: PayloadOwner, artifactId: string, readers: readonly string[]): Promise<PayloadRef> {

@@ -82,6 +82,7 @@ export function createCoordinationDomain(deps: {
       if (timerPlannedAt === 0 || dueAt < timerPlannedAt) await platform.notifier.notifyIn(tx, COORDINATION_CHANGED);
     },
   });
+  const refs = new StepRefs(platform.config.inlinePayloadBytes);
   const engine = new RunEngine({
     store,
     limits,
@@ -98,10 +99,10 @@ export function createCoordinationDomain(deps: {
     expressions: platform.expressions,
     timerPlannedAt: () => timerPlannedAt,
     notices,
+    refs,
   });
   const approvalTimers = new ApprovalTimers({ store: timerStore, engine, clock: platform.clock });
   const { clock, notifier, audit } = platform;
-  const refs = new StepRefs();
   const coordination = new RunService({ runs: store, limits, plans, engine, clock, audit, refs });
   const services: CoordinationServices = {
     plans: new PlanService({ plans, clock, notifier, audit }),

@@ -2,6 +2,10 @@ import type { Tx } from '../kernel/tx.js';
 import type { ClaimChecks, MessageOutcome, PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
 import { parseAttemptRef } from './steps/index.js';
 import type { RunStepRow } from './run-list-store.js';
+import { PLATFORM_SENDER, type RunContext } from './run-state.js';
+
+/** Who owns the artifacts of large step inputs: the platform, which sends step messages. */
+const PLATFORM_OWNER = { actor: PLATFORM_SENDER, agentId: null, admin: true };
 
 /** A run's steps' references with fresh signed URLs, by `<run_id>/<step_id>`. */
 export type SignedStepRefs = ReadonlyMap<string, { output_ref?: SignedPayloadRef; input_ref?: SignedPayloadRef }>;
@@ -17,6 +21,8 @@ const keyOf = (row: Pick<RunStepRow, 'run_id' | 'step_id'>) => `${row.run_id}/${
 export class StepRefs {
   private checks: ClaimChecks | null = null;
 
+  constructor(private readonly inlineBytes: number) {}
+
   useClaimChecks(checks: ClaimChecks): void {
     this.checks = checks;
   }
@@ -27,6 +33,29 @@ export class StepRefs {
       o.output_ref === undefined ? [] : [{ artifact_id: o.output_ref.artifact_id, holder: parseAttemptRef(o.origin.ref).runId }],
     );
     if (holds.length > 0 && this.checks !== null) await this.checks.hold(tx, holds);
+  }
+
+  /**
+   * Step messages whose input is over the inline limit carry it as `input_ref` (input null): an
+   * artifact of the platform, readable by the step's agent, held by the run, made in the
+   * transition's transaction.
+   */
+  async offloadInputs(tx: Tx, outbox: RunContext['outbox']): Promise<void> {
+    const checks = this.checks;
+    if (checks === null) return;
+    for (const entry of outbox) {
+      const text = entry.step.row.input;
+      // Bytes are at most 3× the UTF-16 length: most inputs are decided without encoding them.
+      if (text === null || text.length * 3 <= this.inlineBytes) continue;
+      const bytes = Buffer.from(text);
+      const payload = entry.message.payload as Record<string, unknown> | undefined;
+      if (bytes.length <= this.inlineBytes || payload === undefined || !('input' in payload)) continue;
+      const ref = await checks.offloadIn(tx, PLATFORM_OWNER, bytes, [entry.message.destination]);
+      await checks.hold(tx, [{ artifact_id: ref.artifact_id, holder: entry.step.row.run_id }]);
+      entry.message = { ...entry.message, payload: { ...payload, input: null, input_ref: ref } };
+      entry.step.row.input_ref = JSON.stringify(ref);
+      entry.step.dirty = true;
+    }
   }
 
   /** The runs are gone: so are the artifacts only they held. */

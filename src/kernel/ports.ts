@@ -100,6 +100,8 @@ export interface PayloadOwner {
 export interface ClaimChecks {
   /** Stores a payload's JSON text as an artifact of `owner` that `readers` may read. */
   offload(owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef>;
+  /** `offload` inside the caller's transaction (a run's step message, sent with its transition). */
+  offloadIn(tx: Tx, owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef>;
   /** An artifact the sender made itself: 404/403 unless it may read it; then `readers` may too. */
   adopt(owner: PayloadOwner, artifactId: string, readers: readonly string[]): Promise<PayloadRef>;
   /** Records that `holder` (a message or run id) carries the artifact: it stays while any holder does. */

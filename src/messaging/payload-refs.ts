@@ -1,11 +1,14 @@
 import type { Tx } from '../kernel/tx.js';
 import { InvalidRequest } from '../kernel/errors.js';
 import type { ClaimChecks, OutgoingMessage, PayloadOwner, PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
+import { STEP_INPUT_REF } from './messages.js';
 
 /** What a message carries when its payload or output travels by reference. */
 export interface Refs {
+  payload?: unknown;
   payload_ref?: PayloadRef | SignedPayloadRef;
   output_ref?: PayloadRef | SignedPayloadRef;
+  [STEP_INPUT_REF]?: PayloadRef;
 }
 
 /**
@@ -89,8 +92,10 @@ export class PayloadRefs {
       ref === undefined ? undefined : 'version' in ref ? checks.sign(ref) : ref;
     return Promise.all(
       messages.map(async (message) => {
-        if (message.payload_ref === undefined && message.output_ref === undefined) return message;
+        const inputRef = message[STEP_INPUT_REF];
+        if (message.payload_ref === undefined && message.output_ref === undefined && inputRef === undefined) return message;
         const copy = { ...message };
+        if (inputRef !== undefined) copy.payload = { ...(message.payload as object), input_ref: await checks.sign(inputRef) };
         if (message.payload_ref !== undefined) copy.payload_ref = await signed(message.payload_ref);
         if (message.output_ref !== undefined) copy.output_ref = await signed(message.output_ref);
         return copy;

@@ -60,4 +60,35 @@ describeEachDialect('coordination: large step outputs by reference', (dialect) =
     expect((await server.api.get(`${R}/${runId}`)).status).toBe(404);
     expect((await server.api.get(artifact)).status).toBe(404);
   });
+
+  it('a step input over the inline limit reaches the agent as input_ref and shows so in the run', async () => {
+    const agent = await server.agent('cc-reader');
+    const plan = await server.api.post(P, {
+      alias: 'cc-input-plan',
+      steps: [{ id: 'read', type: 'agent', agent: 'cc-reader', input: { doc: '{{input.doc}}', small: 1 } }],
+    });
+    expect(plan.status, plan.text).toBe(201);
+    const doc = 'i'.repeat(300 * 1024);
+    const started = await server.api.post(R, { plan_id: plan.body.data.id, input: { doc } });
+    expect(started.status, started.text).toBe(201);
+    const runId = started.body.data.id as string;
+
+    const [message] = await receive(agent, 'cc-reader', 0, 1);
+    const payload = message!.payload as { run_id: string; input: unknown; input_ref: { url: string; sha256: string; size_bytes: number } };
+    expect(payload.run_id).toBe(runId);
+    expect(payload.input).toBeNull();
+    const text = JSON.stringify({ doc, small: 1 });
+    expect(payload.input_ref).toMatchObject({ size_bytes: text.length, sha256: createHash('sha256').update(text).digest('hex') });
+    const fetched = await fetch(payload.input_ref.url);
+    expect(await fetched.text()).toBe(text);
+
+    const step = (await server.api.get(`${R}/${runId}`)).body.data.steps[0];
+    expect(step.input).toBeNull();
+    expect(step.input_ref.sha256).toBe(payload.input_ref.sha256);
+    await acknowledge(agent, message!.message_id, { ok: true });
+    const done = (await server.api.get(`${R}/${runId}`)).body.data;
+    expect(done.status).toBe('completed');
+    expect(done.steps[0].output).toEqual({ ok: true });
+    expect(done.steps[0].output_ref).toBeUndefined();
+  });
 });
