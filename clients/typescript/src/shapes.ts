@@ -393,6 +393,8 @@ export interface Shapes {
       thread_id?: string | undefined;
       idempotency_key?: string | undefined;
       payload?: unknown;
+      payload_ref?:
+        { url?: string | undefined; size_bytes?: number | undefined; sha256?: string | undefined; artifact_id: string } | undefined;
       delivery_semantic?: 'at_least_once' | 'at_most_once' | undefined;
       delay_seconds?: number | undefined;
       max_deliveries?: number | undefined;
@@ -408,6 +410,8 @@ export interface Shapes {
     body: {
       messages: {
         payload?: unknown;
+        payload_ref?:
+          { url?: string | undefined; size_bytes?: number | undefined; sha256?: string | undefined; artifact_id: string } | undefined;
         delivery_semantic?: 'at_least_once' | 'at_most_once' | undefined;
         delay_seconds?: number | undefined;
         max_deliveries?: number | undefined;
@@ -429,6 +433,7 @@ export interface Shapes {
     };
     data: {
       messages: {
+        payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         traceparent?: string | null | undefined;
         thread_id: string | null;
         destination: string;
@@ -474,6 +479,7 @@ export interface Shapes {
   'messaging.listDeadLetters': {
     query: { agent_id?: string | undefined; limit?: number | undefined; offset?: number | undefined; cursor?: string | undefined };
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       attempts: {
         reason: string | null;
@@ -505,6 +511,7 @@ export interface Shapes {
   'messaging.redriveDeadLetter': {
     body: { reason?: string | undefined } | null;
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       thread_id: string | null;
       destination: string;
@@ -542,6 +549,7 @@ export interface Shapes {
       state?: 'pending' | 'leased' | undefined;
     };
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       deliveries: number;
       thread_id: string | null;
@@ -604,6 +612,7 @@ export interface Shapes {
   'messaging.listThreadMessages': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       thread_id: string | null;
       destination: string;
@@ -1783,6 +1792,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1835,6 +1846,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1876,6 +1889,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1922,6 +1937,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1965,6 +1982,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2013,6 +2032,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2069,6 +2090,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2111,6 +2134,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2336,11 +2361,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
     content: 'multipart';
@@ -2352,11 +2377,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     }[];
   };
@@ -2367,24 +2392,24 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
   };
   'artifacts.createUploadUrl': {
     body: {
-      metadata?: { [x: string]: unknown } | undefined;
       sha256?: string | undefined;
+      metadata?: { [x: string]: unknown } | undefined;
       expires_in?: number | undefined;
       name: string;
-      content_type: string;
       size_bytes: number;
+      content_type: string;
     };
-    data: { expires_at: string; upload_id: string; url: string };
+    data: { expires_at: string; url: string; upload_id: string };
   };
   'artifacts.putUpload': {
     query: { expires: number; signature: string };
@@ -2397,11 +2422,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
   };
@@ -2412,11 +2437,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     }[];
   };
@@ -2426,11 +2451,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
   };
@@ -2440,11 +2465,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
     content: 'multipart';
@@ -2454,11 +2479,11 @@ export interface Shapes {
   'artifacts.downloadSigned': { query: { expires: number; signature: string } };
   'artifacts.createSignedUrl': {
     body: { version?: number | undefined; expires_in: number };
-    data: { expires_at: string; version: number; url: string };
+    data: { expires_at: string; url: string; version: number };
   };
   'artifacts.listVersions': {
     data: {
-      versions: { created_at: string; created_by: string; version: number; content_type: string; size_bytes: number; sha256: string }[];
+      versions: { created_at: string; size_bytes: number; sha256: string; created_by: string; version: number; content_type: string }[];
     };
   };
   'artifacts.deleteVersion': { data: { id: string; deleted: true; version: number; current_version: number } };
@@ -2498,9 +2523,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -2514,9 +2539,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -2528,9 +2553,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -2539,8 +2564,8 @@ export interface Shapes {
   'webhooks.update': {
     body: {
       description?: string | null | undefined;
-      enabled?: boolean | undefined;
       url?: string | undefined;
+      enabled?: boolean | undefined;
       types?: string[] | undefined;
     };
     data: {
@@ -2548,9 +2573,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -3147,6 +3172,7 @@ export interface Shapes {
 
 /** A message as `messaging.receive` delivers it. */
 export type Message = {
+  payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
   traceparent?: string | null | undefined;
   thread_id: string | null;
   destination: string;
