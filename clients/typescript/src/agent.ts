@@ -6,6 +6,7 @@ import type { Channel } from './channel.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';
 import type { UsageReport } from './shapes.js';
+import { hydrate } from './payload-refs.js';
 import { handling, type HandledMessage, type HandlerContext } from './step-context.js';
 import type { Body, Message } from './types.js';
 
@@ -248,7 +249,8 @@ export function createAgent(options: AgentOptions): Agent {
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
-      const handled = handling(client, message);
+      // What travelled by reference is fetched (and checked) before the handler sees the message.
+      const handled = handling(client, await hydrate(message));
       const result = await context.with(spanContext, () => handler(handled.message, handled.ctx));
       const { output, usage } = result instanceof WithUsage ? result : { output: result, usage: undefined };
       // Over the channel when it is open (batched with the tick's others), else over HTTP: a

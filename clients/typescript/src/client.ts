@@ -1,9 +1,10 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { DEFAULT_INLINE_PAYLOAD_BYTES, oversizedJson, sha256Hex } from './payload-refs.js';
 import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec, BYTE_ANSWERS } from './operations.js';
 import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
 import { SwitchboardError } from './errors.js';
 import { EMPTY_SHA256, encodeBody } from './request-body.js';
-import type { Body, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
+import type { Body, CallInput, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
 
 export { SwitchboardError };
 
@@ -47,6 +48,13 @@ export interface ConnectionOptions {
   /** Upper bound of one backoff wait, in ms (not of a server's Retry-After). Default 5000. */
   maxBackoffMs?: number;
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * `messaging.send` and `sendBatch` upload a payload whose JSON text is larger than this
+   * (bytes) as an artifact and send `payload_ref` instead, so the server never takes it in a
+   * JSON body. Default 256 KiB, the server's default `SWITCHBOARD_INLINE_PAYLOAD_BYTES`;
+   * `Infinity` sends every payload inline.
+   */
+  inlinePayloadBytes?: number;
 }
 
 /**
@@ -198,7 +206,6 @@ export class Switchboard {
       this.#session = options.session;
     }
     this.auth = this.#domain('auth');
-    this.messaging = this.#domain('messaging');
     this.discovery = this.#domain('discovery');
     this.routines = this.#domain('routines');
     this.projects = this.#domain('projects');
@@ -227,6 +234,7 @@ export class Switchboard {
       },
     };
     this.artifacts = Object.assign(artifacts, streams);
+    this.messaging = this.#offloading(this.#domain('messaging'), options.inlinePayloadBytes ?? DEFAULT_INLINE_PAYLOAD_BYTES);
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
@@ -236,6 +244,35 @@ export class Switchboard {
     this.audit = this.#domain('audit');
     this.usage = this.#domain('usage');
     this.budgets = this.#domain('budgets');
+  }
+
+  /** The messaging client whose sends upload payloads over `limit` bytes as artifacts and send `payload_ref`. */
+  #offloading(messaging: DomainClient<'messaging'>, limit: number): DomainClient<'messaging'> {
+    const offload = async <P extends { payload?: unknown; payload_ref?: { artifact_id: string } }>(message: P, signal?: AbortSignal) => {
+      const bytes = message.payload_ref === undefined ? oversizedJson(message.payload, limit) : null;
+      if (bytes === null) return message;
+      const artifact = await this.artifacts.uploadStream({
+        name: 'payload.json',
+        content_type: 'application/json',
+        size_bytes: bytes.length,
+        sha256: await sha256Hex(bytes),
+        // Deleted with the message under retention, as the server's own offloads are.
+        metadata: { claim_check: true },
+        body: bytes,
+        ...(signal ? { signal } : {}),
+      });
+      const { payload: _inline, ...rest } = message;
+      return { ...rest, payload_ref: { artifact_id: artifact.id } } as P;
+    };
+    const { send, sendBatch } = messaging;
+    return Object.assign(messaging, {
+      send: async (input: CallInput<'messaging.send'>) => send({ ...input, body: await offload(input.body, input.signal) }),
+      sendBatch: async (input: CallInput<'messaging.sendBatch'>) =>
+        sendBatch({
+          ...input,
+          body: { ...input.body, messages: await Promise.all(input.body.messages.map((m) => offload(m, input.signal))) },
+        }),
+    });
   }
 
   async *#follow(events: DomainClient<'events'>, { signal, onOpen, onDrop, ...query }: StreamEventsInput): AsyncIterable<Event> {
