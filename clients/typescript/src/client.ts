@@ -1,10 +1,10 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { DEFAULT_INLINE_PAYLOAD_BYTES, oversizedJson, sha256Hex } from './payload-refs.js';
+import { DEFAULT_INLINE_PAYLOAD_BYTES, offloading } from './payload-refs.js';
 import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec, BYTE_ANSWERS } from './operations.js';
 import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
 import { SwitchboardError } from './errors.js';
 import { EMPTY_SHA256, encodeBody } from './request-body.js';
-import type { Body, CallInput, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
+import type { Body, DomainClient, Event, Page, Query, RawBody, Result } from './types.js';
 
 export { SwitchboardError };
 
@@ -234,7 +234,7 @@ export class Switchboard {
       },
     };
     this.artifacts = Object.assign(artifacts, streams);
-    this.messaging = this.#offloading(this.#domain('messaging'), options.inlinePayloadBytes ?? DEFAULT_INLINE_PAYLOAD_BYTES);
+    this.messaging = offloading(this.#domain('messaging'), this.artifacts, options.inlinePayloadBytes ?? DEFAULT_INLINE_PAYLOAD_BYTES);
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
@@ -244,35 +244,6 @@ export class Switchboard {
     this.audit = this.#domain('audit');
     this.usage = this.#domain('usage');
     this.budgets = this.#domain('budgets');
-  }
-
-  /** The messaging client whose sends upload payloads over `limit` bytes as artifacts and send `payload_ref`. */
-  #offloading(messaging: DomainClient<'messaging'>, limit: number): DomainClient<'messaging'> {
-    const offload = async <P extends { payload?: unknown; payload_ref?: { artifact_id: string } }>(message: P, signal?: AbortSignal) => {
-      const bytes = message.payload_ref === undefined ? oversizedJson(message.payload, limit) : null;
-      if (bytes === null) return message;
-      const artifact = await this.artifacts.uploadStream({
-        name: 'payload.json',
-        content_type: 'application/json',
-        size_bytes: bytes.length,
-        sha256: await sha256Hex(bytes),
-        // Deleted with the message under retention, as the server's own offloads are.
-        metadata: { claim_check: true },
-        body: bytes,
-        ...(signal ? { signal } : {}),
-      });
-      const { payload: _inline, ...rest } = message;
-      return { ...rest, payload_ref: { artifact_id: artifact.id } } as P;
-    };
-    const { send, sendBatch } = messaging;
-    return Object.assign(messaging, {
-      send: async (input: CallInput<'messaging.send'>) => send({ ...input, body: await offload(input.body, input.signal) }),
-      sendBatch: async (input: CallInput<'messaging.sendBatch'>) =>
-        sendBatch({
-          ...input,
-          body: { ...input.body, messages: await Promise.all(input.body.messages.map((m) => offload(m, input.signal))) },
-        }),
-    });
   }
 
   async *#follow(events: DomainClient<'events'>, { signal, onOpen, onDrop, ...query }: StreamEventsInput): AsyncIterable<Event> {

@@ -1,4 +1,11 @@
-import type { Message } from './types.js';
+import type { Body, CallInput, DomainClient, Message, RawBody } from './types.js';
+
+/** What offloading uploads with (the client's `artifacts.uploadStream`). */
+interface Uploader {
+  uploadStream(
+    input: Omit<Body<'artifacts.createUploadUrl'>, 'expires_in'> & { body: RawBody; signal?: AbortSignal },
+  ): Promise<{ id: string }>;
+}
 
 /** The server's default `SWITCHBOARD_INLINE_PAYLOAD_BYTES`: payloads larger than this travel by reference. */
 export const DEFAULT_INLINE_PAYLOAD_BYTES = 256 * 1024;
@@ -68,4 +75,33 @@ export function oversizedJson(payload: unknown, limit: number): Uint8Array | nul
   if (text.length * 3 <= limit) return null;
   const bytes = new TextEncoder().encode(text);
   return bytes.length > limit ? bytes : null;
+}
+
+/** The messaging client whose sends upload payloads over `limit` bytes as artifacts and send `payload_ref`. */
+export function offloading(messaging: DomainClient<'messaging'>, artifacts: Uploader, limit: number): DomainClient<'messaging'> {
+  const offload = async <P extends { payload?: unknown; payload_ref?: { artifact_id: string } }>(message: P, signal?: AbortSignal) => {
+    const bytes = message.payload_ref === undefined ? oversizedJson(message.payload, limit) : null;
+    if (bytes === null) return message;
+    const artifact = await artifacts.uploadStream({
+      name: 'payload.json',
+      content_type: 'application/json',
+      size_bytes: bytes.length,
+      sha256: await sha256Hex(bytes),
+      // Deleted with the message under retention, as the server's own offloads are.
+      metadata: { claim_check: true },
+      body: bytes,
+      ...(signal ? { signal } : {}),
+    });
+    const { payload: _inline, ...rest } = message;
+    return { ...rest, payload_ref: { artifact_id: artifact.id } } as P;
+  };
+  const { send, sendBatch } = messaging;
+  return Object.assign(messaging, {
+    send: async (input: CallInput<'messaging.send'>) => send({ ...input, body: await offload(input.body, input.signal) }),
+    sendBatch: async (input: CallInput<'messaging.sendBatch'>) =>
+      sendBatch({
+        ...input,
+        body: { ...input.body, messages: await Promise.all(input.body.messages.map((m) => offload(m, input.signal))) },
+      }),
+  });
 }
