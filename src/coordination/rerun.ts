@@ -196,6 +196,8 @@ export class RunRerun {
       (ctx) => seed(ctx, earlier.id, earlierSteps, scope, request.step_inputs ?? {}),
     );
     await runs.insertRunLabels(tx, row.id, (await runs.labelsOfRuns(tx, [runId])).get(runId)!);
+    // Reused steps' references are the new run's too: they outlive the earlier run while it needs them.
+    await this.deps.refs.holdSteps(tx, row.id, await runs.runSteps(tx, row.id));
     return row.id;
   }
 

@@ -35,6 +35,16 @@ export class StepRefs {
     if (holds.length > 0 && this.checks !== null) await this.checks.hold(tx, holds);
   }
 
+  /** The run holds the artifacts its steps' rows name (a rerun's reused steps). */
+  async holdSteps(tx: Tx, runId: string, steps: readonly RunStepRow[]): Promise<void> {
+    const holds = steps.flatMap((row) =>
+      [row.output_ref, row.input_ref].flatMap((ref) =>
+        ref === null ? [] : [{ artifact_id: (JSON.parse(ref) as PayloadRef).artifact_id, holder: runId }],
+      ),
+    );
+    if (holds.length > 0 && this.checks !== null) await this.checks.hold(tx, holds);
+  }
+
   /**
    * Step messages whose input is over the inline limit carry it as `input_ref` (input null): an
    * artifact of the platform, readable by the step's agent, held by the run, made in the

@@ -4,6 +4,7 @@ import { acknowledge, receive } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 const P = '/api/v1/coordination/plans';
 const R = '/api/v1/coordination/runs';
@@ -91,4 +92,42 @@ describeEachDialect('coordination: large step outputs by reference', (dialect) =
     expect(done.steps[0].output).toEqual({ ok: true });
     expect(done.steps[0].output_ref).toBeUndefined();
   });
+
+  it("a rerun that reuses a step keeps its output's artifact after the earlier run is gone", async () => {
+    const agent = await server.agent('cc-rerun');
+    const plan = await server.api.post(P, {
+      alias: 'cc-rerun-plan',
+      steps: [
+        { id: 'work', type: 'agent', agent: 'cc-rerun', input: {} },
+        { id: 'next', type: 'transform', expression: '{"size": steps.work.output.size}', depends_on: ['work'] },
+      ],
+    });
+    const started = await server.api.post(R, { plan_id: plan.body.data.id, input: {} });
+    const [message] = await receive(agent, 'cc-rerun', 0, 1);
+    const output = { size: 7, text: 'r'.repeat(300 * 1024) };
+    await acknowledge(agent, message!.message_id, output);
+    const earlier = (await server.api.get(`${R}/${started.body.data.id}`)).body.data;
+    expect(earlier.status).toBe('completed');
+
+    clock.advance(31 * DAY);
+    const rerun = await server.api.post(`${R}/${earlier.id}/rerun`, { from_step: 'next' });
+    expect(rerun.status, rerun.text).toBe(201);
+    const later = await waitForRun(rerun.body.data.id as string);
+    const work = later.steps.find((s: { id: string }) => s.id === 'work');
+    expect(work.reused).toBe(true);
+    expect(later.steps.find((s: { id: string }) => s.id === 'next').output).toEqual({ size: 7 });
+    while ((await server.app.retention.pass())?.more) {
+      // a full batch: another pass
+    }
+    expect((await server.api.get(`${R}/${earlier.id}`)).status).toBe(404);
+    const fetched = await fetch((await waitForRun(later.id)).steps.find((s: { id: string }) => s.id === 'work').output_ref.url);
+    expect(fetched.status).toBe(200);
+    expect(JSON.parse(await fetched.text())).toEqual(output);
+  });
+
+  const waitForRun = (id: string) =>
+    waitFor(async () => {
+      const run = (await server.api.get(`${R}/${id}`)).body.data;
+      return run.status === 'completed' ? run : undefined;
+    }, 10_000);
 });
