@@ -194,6 +194,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     events: events.log,
     nodes: cluster.service,
   });
+  messaging.useClaimChecks(artifacts.service.claimChecks);
+  coordination.useClaimChecks(artifacts.service.claimChecks);
 
   // One worker deletes what every domain lets go of (the audit log keeps its own retention).
   const retention = createRetention({

@@ -34,6 +34,8 @@ export interface Config {
   /** Artifact contents of at most this many bytes are kept in the database, not as files. */
   readonly artifactInlineBytes: number;
   readonly maxJsonBodyBytes: number;
+  /** Message payloads, ack outputs and step inputs/outputs larger than this travel as an artifact reference. */
+  readonly inlinePayloadBytes: number;
   readonly llmUrl: string | null;
   readonly llmModel: string | null;
   readonly embeddingsModel: string | null;
@@ -326,6 +328,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // Each upload in flight holds up to this much in memory before it spills to a staging file.
     artifactInlineBytes: int(env, 'SWITCHBOARD_ARTIFACT_INLINE_BYTES', 64 * 1024, 0, 16 * 1024 ** 2),
     maxJsonBodyBytes: int(env, 'SWITCHBOARD_MAX_JSON_BYTES', 1024 * 1024, 1024, 1024 ** 3),
+    inlinePayloadBytes: int(env, 'SWITCHBOARD_INLINE_PAYLOAD_BYTES', 256 * 1024, 1024, 1024 ** 3),
     llmUrl: str(env, 'SWITCHBOARD_LLM_URL')?.replace(/\/+$/, '') ?? null,
     llmModel: str(env, 'SWITCHBOARD_LLM_MODEL'),
     embeddingsModel: str(env, 'SWITCHBOARD_EMBEDDINGS_MODEL'),

@@ -48,9 +48,14 @@ export class ArtifactAccess {
    * through their readers (ArtifactEvents.readersOf).
    */
   async readable(principal: Principal, id: string): Promise<ArtifactRow> {
+    return this.readableBy({ admin: actsForPlatform(principal), owner: this.ownerOf(principal), agentId: principal.agentId }, id);
+  }
+
+  /** `readable` for a caller known by what it acts as (a message's sender). */
+  async readableBy(viewer: { admin: boolean; owner: string; agentId: string | null }, id: string): Promise<ArtifactRow> {
     const row = await this.find(id);
-    if (actsForPlatform(principal) || row.owner === this.ownerOf(principal)) return row;
-    const agentId = principal.agentId;
+    if (viewer.admin || row.owner === viewer.owner) return row;
+    const agentId = viewer.agentId;
     if (agentId !== null) {
       const shares = await this.store.listShares(autocommit, id);
       if (shares.some((s) => s.kind === 'agent' && s.principal === agentId)) return row;

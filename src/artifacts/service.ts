@@ -10,6 +10,7 @@ import { ArtifactAccess } from './access.js';
 import { ArtifactEvents } from './artifact-events.js';
 import { newArtifactRows, toArtifact, toVersion, type NewArtifact } from './artifact-rows.js';
 import type { BlobStore, ByteRange, StagedBlob } from './blob-store.js';
+import { ClaimCheckArtifacts } from './claim-checks.js';
 import { ArtifactContents } from './contents.js';
 import { checkContentType, checkName, parseJsonObject, readForm, type IncomingForm } from './forms.js';
 import { entityTags } from './http-conditions.js';
@@ -93,6 +94,8 @@ export class ArtifactsService {
   private readonly events: ArtifactEvents;
   private readonly urls: SignedUrls;
   private readonly uploads: UploadIntents;
+  /** Large payloads by reference (the ClaimChecks port messaging and coordination use). */
+  readonly claimChecks: ClaimCheckArtifacts;
 
   constructor(private readonly deps: ArtifactsDeps) {
     this.accessControl = new ArtifactAccess(deps);
@@ -103,6 +106,15 @@ export class ArtifactsService {
       store: deps.store,
       clock: deps.clock,
       maxUploadBytes: deps.maxUploadBytes,
+      access: this.accessControl,
+      contents: this.contents,
+      events: this.events,
+      urls: this.urls,
+    });
+    this.claimChecks = new ClaimCheckArtifacts({
+      store: deps.store,
+      holds: deps.store.holds,
+      clock: deps.clock,
       access: this.accessControl,
       contents: this.contents,
       events: this.events,

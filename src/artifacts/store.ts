@@ -7,6 +7,7 @@ import { dbOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import { ArtifactListingStore } from './listing-store.js';
 import type { ArtifactsTable, ArtifactVersionsTable, ArtifactSharesTable, ArtifactContentsTable, BlobsTable } from './tables.js';
+import { HoldsStore } from './holds-store.js';
 import { UploadsStore } from './uploads-store.js';
 
 export type ArtifactRow = Selectable<ArtifactsTable>;
@@ -56,11 +57,14 @@ export class ArtifactsStore extends Store {
   readonly listing: ArtifactListingStore;
   /** Upload intents, until confirmed or swept. */
   readonly uploads: UploadsStore;
+  /** Which messages and runs carry which offloaded payloads. */
+  readonly holds: HoldsStore;
 
   constructor(db: Db, caps: DialectCapabilities) {
     super(db, caps);
     this.listing = new ArtifactListingStore(db, caps);
     this.uploads = new UploadsStore(db, caps);
+    this.holds = new HoldsStore(db, caps);
     this.artifactInsert = new BulkInsert(db, 'artifacts', ARTIFACT_TEMPLATE);
     this.versionInsert = new BulkInsert(db, 'artifact_versions', VERSION_TEMPLATE);
     this.contentInsert = new BulkInsert(db, 'artifact_contents', CONTENT_TEMPLATE, {

@@ -80,6 +80,13 @@ export interface BlobStagingTable {
   touched_at: number;
 }
 
+/** Who holds an offloaded payload's artifact (a message or a run id): it goes with its last holder. */
+export interface ArtifactHoldsTable {
+  artifact_id: string;
+  holder: string;
+  created_at: number;
+}
+
 /** The artifacts tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 export interface ArtifactsTables {
   artifacts: ArtifactsTable;
@@ -87,6 +94,7 @@ export interface ArtifactsTables {
   artifact_versions: ArtifactVersionsTable;
   artifact_shares: ArtifactSharesTable;
   artifact_uploads: ArtifactUploadsTable;
+  artifact_holds: ArtifactHoldsTable;
   blobs: BlobsTable;
   blob_chunks: BlobChunksTable;
   blob_staging: BlobStagingTable;

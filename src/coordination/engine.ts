@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { StepRefs } from './step-refs.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
 import { Conflict, NotFound } from '../kernel/errors.js';
@@ -69,6 +70,8 @@ export interface EngineDeps {
   timerPlannedAt: () => number;
   /** What human steps tell their notification channels. */
   notices: ApprovalNotices;
+  /** Large step inputs and outputs by reference. */
+  refs: StepRefs;
 }
 
 /**

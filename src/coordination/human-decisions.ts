@@ -10,6 +10,7 @@ import type { Caller } from './caller.js';
 import type { RunEngine } from './engine.js';
 import { linkClaim } from './run-events.js';
 import { runView, type Run } from './run-service.js';
+import type { StepRefs } from './step-refs.js';
 import type { PendingHumanStepRow } from './run-list-store.js';
 import type { RunStore } from './run-store.js';
 import type { ApprovalLink, LinkDecision, LinkedStep, PendingApproval } from './schemas.js';
@@ -49,7 +50,15 @@ function toPendingApproval(row: PendingHumanStepRow): PendingApproval {
  */
 export class HumanDecisionService {
   constructor(
-    private readonly deps: { runs: RunStore; engine: RunEngine; clock: Clock; links: ApprovalLinks; audit: AuditTrail; people: People },
+    private readonly deps: {
+      runs: RunStore;
+      engine: RunEngine;
+      clock: Clock;
+      links: ApprovalLinks;
+      audit: AuditTrail;
+      people: People;
+      refs: StepRefs;
+    },
   ) {}
 
   async approve(
@@ -65,7 +74,7 @@ export class HumanDecisionService {
       });
       const { approved, comment = null, reason } = decision;
       await this.deps.engine.decide(tx, runId, stepId, { type: 'human_approval', approved, comment }, caller.decider, { reason });
-      return runView(this.deps.runs, tx, runId);
+      return runView(this.deps.runs, this.deps.refs, tx, runId);
     });
   }
 
@@ -73,7 +82,7 @@ export class HumanDecisionService {
     return this.deps.runs.inTransaction(async (tx) => {
       await this.deps.audit.record(tx, { action: 'step.submit_input', resource: { type: 'step', id: `${runId}/${stepId}` } });
       await this.deps.engine.decide(tx, runId, stepId, { type: 'human_input', data }, caller.decider, { reason });
-      return runView(this.deps.runs, tx, runId);
+      return runView(this.deps.runs, this.deps.refs, tx, runId);
     });
   }
 

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { StepRefs } from './step-refs.js';
 import { autocommit } from '../kernel/tx.js';
 import type { Platform } from '../platform.js';
-import type { AgentDirectory, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
+import type { AgentDirectory, ClaimChecks, EventLog, Inbox, OutcomeHandler, PublishListener } from '../kernel/ports.js';
 import type { AgentPauses, PausedScopes } from '../kernel/usage-ports.js';
 import { HmacSigner } from '../kernel/hmac-signer.js';
 import { LoopWorker } from '../workers/loop-worker.js';
@@ -86,6 +87,7 @@ export function createCoordinationDomain(deps: {
       if (timerPlannedAt === 0 || dueAt < timerPlannedAt) await platform.notifier.notifyIn(tx, COORDINATION_CHANGED);
     },
   });
+  const refs = new StepRefs(platform.config.inlinePayloadBytes);
   const engine = new RunEngine({
     store,
     limits,
@@ -103,14 +105,15 @@ export function createCoordinationDomain(deps: {
     expressions: platform.expressions,
     timerPlannedAt: () => timerPlannedAt,
     notices,
+    refs,
   });
   const approvalTimers = new ApprovalTimers({ store: timerStore, engine, clock: platform.clock });
   const { clock, notifier, audit } = platform;
-  const coordination = new RunService({ runs: store, limits, plans, engine, clock, audit });
+  const coordination = new RunService({ runs: store, limits, plans, engine, clock, audit, refs });
   const services: CoordinationServices = {
     plans: new PlanService({ plans, clock, notifier, audit }),
     runs: coordination,
-    decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people }),
+    decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people, refs }),
   };
   const firing = new TriggerFiring({
     triggers: triggerStore,
@@ -133,7 +136,10 @@ export function createCoordinationDomain(deps: {
   /** Hears of `plan_step` messages (kernel/ports.ts `OutcomeHandlers`): agents' acknowledgements and dead letters move runs. */
   const outcomeHandler: OutcomeHandler = {
     delivered: false,
-    handle: (tx, outcomes) => engine.onOutcomes(tx, outcomes),
+    handle: async (tx, outcomes) => {
+      await engine.onOutcomes(tx, outcomes);
+      await refs.holdOutputs(tx, outcomes);
+    },
     redriven: (tx, letter) => continueFromLetter(tx, { store: stepWork, engine }, letter),
   };
   deps.onPublish(async (event) => {
@@ -192,7 +198,7 @@ export function createCoordinationDomain(deps: {
     routes: (async (app) => {
       await app.register(coordinationRoutes(services, { triggers, firing }, planner));
       const maxReplay = platform.config.replayMaxRuns;
-      await app.register(rerunRoutes(new RunRerun({ runs: store, plans, engine, audit }, maxReplay), maxReplay));
+      await app.register(rerunRoutes(new RunRerun({ runs: store, plans, engine, audit, refs }, maxReplay), maxReplay));
       await app.register(
         stepWorkRoutes({
           checkpoints: new CheckpointService({ store: stepWork, inbox: deps.inbox, clock }),
@@ -207,6 +213,8 @@ export function createCoordinationDomain(deps: {
     pauseStepsWith: (implementation: AgentPauses) => {
       pauses = implementation;
     },
-    retention: runRetention(new RunRetentionStore(db, caps), platform.config.runRetentionDays),
+    retention: runRetention(new RunRetentionStore(db, caps), refs, platform.config.runRetentionDays),
+    /** Where large step outputs and inputs go (artifacts, built after coordination). */
+    useClaimChecks: (checks: ClaimChecks) => refs.useClaimChecks(checks),
   };
 }

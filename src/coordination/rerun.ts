@@ -11,6 +11,7 @@ import type { PlanStore } from './plan-store.js';
 import type { RunRow, RunStepRow } from './run-list-store.js';
 import { NOT_STARTED, RUN_FINISHED, type RunContext, type StepState } from './run-state.js';
 import { runView, type Run } from './run-service.js';
+import type { StepRefs } from './step-refs.js';
 import type { RunStore } from './run-store.js';
 
 /** Runs a replay takes at most per call (SWITCHBOARD_REPLAY_MAX_RUNS may lower it). */
@@ -103,7 +104,7 @@ function typeOf(plan: CompiledPlan, scope: RerunScope, id: string): string | und
  */
 export class RunRerun {
   constructor(
-    private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; audit: AuditTrail },
+    private readonly deps: { runs: RunStore; plans: PlanStore; engine: RunEngine; audit: AuditTrail; refs: StepRefs },
     private readonly maxReplay = MAX_REPLAY,
   ) {}
 
@@ -118,7 +119,7 @@ export class RunRerun {
       if (!RUN_FINISHED.has(earlier.status)) throw new Conflict(`Run '${runId}' is ${earlier.status}: only finished runs are rerun`);
       const id = await this.rerunIn(tx, earlier, request, caller);
       await audit.record(tx, { action: 'run.rerun', resource: { type: 'run', id } });
-      return runView(runs, tx, id);
+      return runView(runs, this.deps.refs, tx, id);
     });
   }
 
@@ -208,6 +209,8 @@ export class RunRerun {
       (ctx) => seed(ctx, earlier.id, earlierSteps, scope, request.step_inputs ?? {}),
     );
     await runs.insertRunLabels(tx, row.id, (await runs.labelsOfRuns(tx, [runId])).get(runId)!);
+    // Reused steps' references are the new run's too: they outlive the earlier run while it needs them.
+    await this.deps.refs.holdSteps(tx, row.id, await runs.runSteps(tx, row.id));
     return row.id;
   }
 

@@ -21,7 +21,7 @@ export class RunRetentionStore extends CoordinationStore {
     now: number,
     defaultDays: number,
     limit: number,
-  ): Promise<{ seen: number; deleted: Record<string, number> }> {
+  ): Promise<{ seen: number; deleted: Record<string, number>; runIds: string[] }> {
     return atomically(tx, this.db, async (trx) => {
       // One index range per retention: the server's, then each one plans set (few distinct values).
       const overrides = await trx
@@ -68,14 +68,14 @@ export class RunRetentionStore extends CoordinationStore {
         level = children.map((child) => child.id);
       }
       const ids = [...rootOf].filter(([, root]) => !unfinished.has(root)).map(([id]) => id);
-      if (ids.length === 0) return { seen: roots.length, deleted };
+      if (ids.length === 0) return { seen: roots.length, deleted, runIds: [] };
       for (const table of PARTS) {
         const result = await trx.deleteFrom(table).where(this.caps.inTextList('run_id', ids)).executeTakeFirst();
         deleted[table] = Number(result.numDeletedRows);
       }
       const runs = await trx.deleteFrom('runs').where(this.caps.inTextList('id', ids)).executeTakeFirst();
       deleted.runs = Number(runs.numDeletedRows);
-      return { seen: roots.length, deleted };
+      return { seen: roots.length, deleted, runIds: ids };
     });
   }
 

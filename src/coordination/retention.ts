@@ -1,6 +1,7 @@
 import { autocommit } from '../kernel/tx.js';
 import type { RetentionRule } from '../kernel/ports.js';
 import type { RunRetentionStore } from './retention-store.js';
+import type { StepRefs } from './step-refs.js';
 
 const DAY_MS = 86_400_000;
 
@@ -8,16 +9,18 @@ const DAY_MS = 86_400_000;
  * What coordination lets go of, and when: top-level runs `runDays` (or their plan's
  * `retention_days`) after they finished, with
  * their child runs, steps, timelines (the runs' checkpoints: a run's state is its row and
- * steps), tags and metadata; trigger fires `runDays` after they fired. A run still running or
+ * steps), tags, metadata and the artifacts of their steps' outputs that came by reference; trigger fires `runDays` after they fired. A run still running or
  * waiting has no end, and a finished run whose child is unfinished waits for it.
  */
-export function runRetention(store: RunRetentionStore, runDays: number): RetentionRule[] {
+export function runRetention(store: RunRetentionStore, refs: StepRefs, runDays: number): RetentionRule[] {
   return [
     {
       name: 'runs',
       async deleteExpired(now, limit) {
         const batch = await store.deleteFinished(autocommit, now, runDays, limit);
-        return { deleted: batch.deleted, more: batch.seen === limit };
+        // After the runs' commit: a crash in between leaves artifacts nothing holds, not references to nothing.
+        const artifacts = await refs.release(batch.runIds);
+        return { deleted: { ...batch.deleted, payload_artifacts: artifacts }, more: batch.seen === limit };
       },
     },
     {

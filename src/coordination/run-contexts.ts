@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { StepRefs } from './step-refs.js';
 import type { Tx } from '../kernel/tx.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Clock } from '../kernel/clock.js';
@@ -48,6 +49,8 @@ export class RunContexts {
       metrics: DomainMetrics;
       /** What human steps tell their notification channels. */
       notices: ApprovalNotices;
+      /** Large step inputs by reference. */
+      refs: StepRefs;
     },
   ) {}
 
@@ -227,6 +230,7 @@ export class RunContexts {
   async send(tx: Tx, outbox: RunContext['outbox']): Promise<void> {
     if (outbox.length === 0) return;
     const pending = outbox.splice(0);
+    await this.deps.refs.offloadInputs(tx, pending);
     const { messages: sent } = await this.deps.inbox.send({ tx, messages: pending.map((p) => p.message) });
     pending.forEach(({ step }, i) => (step.row.message_id = sent[i]!.message_id));
   }

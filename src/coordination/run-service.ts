@@ -1,4 +1,5 @@
 import { assertMayChange } from '../auth/ownership.js';
+import { StepRefs, type SignedStepRefs } from './step-refs.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { NotFound } from '../kernel/errors.js';
@@ -88,7 +89,13 @@ export interface RunEvent {
   at: string;
 }
 
-function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, checkpoints: Map<string, CheckpointRow> = new Map()): Run {
+function toRun(
+  run: RunRow,
+  steps: RunStepRow[],
+  { tags, metadata }: RunLabels,
+  checkpoints: Map<string, CheckpointRow> = new Map(),
+  signed: SignedStepRefs = new Map(),
+): Run {
   const definition = JSON.parse(run.definition) as PlanDefinition;
   const types = new Map(definition.steps.map((s) => [s.id, s]));
   const typeOf = (row: RunStepRow) => {
@@ -98,6 +105,7 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, 
   const current = RUN_FINISHED.has(run.status) ? undefined : steps.find((s) => s.status === 'running' || s.status === 'waiting');
   const blocked = (s: RunStepRow) => (s.status === 'waiting' && (JSON.parse(s.detail) as StepDetail).blocked_by) || null;
   const runSteps = steps.map((s) => ({
+    ...StepRefs.refsOf(signed, s),
     id: s.step_id,
     type: typeOf(s),
     status: s.status,
@@ -106,8 +114,9 @@ function toRun(run: RunRow, steps: RunStepRow[], { tags, metadata }: RunLabels, 
     child_run_id: s.child_run_id,
     started_at: iso(s.started_at),
     completed_at: iso(s.completed_at),
-    input: parseNullableJson(s.input),
-    output: parseNullableJson(s.output),
+    // By reference: the value is the artifact's (the row keeps it for the run's templates).
+    input: s.input_ref === null ? parseNullableJson(s.input) : null,
+    output: s.output_ref === null ? parseNullableJson(s.output) : null,
     error: s.error,
     blocked_by: blocked(s),
     reused: s.detail.includes('"reused_from"'),
@@ -148,11 +157,12 @@ function toEvent(row: RunEventRow): RunEvent {
 }
 
 /** A run as callers see it, read in `tx`; 404 when there is none. */
-export async function runView(store: RunStore, tx: Tx, runId: string): Promise<Run> {
+export async function runView(store: RunStore, refs: StepRefs, tx: Tx, runId: string): Promise<Run> {
   const run = await store.findRun(tx, runId);
   if (!run) throw new NotFound('Run', runId);
   const [labels, checkpoints] = [await store.labelsOfRuns(tx, [runId]), await store.checkpointsOfRuns(tx, [runId])];
-  return toRun(run, await store.runSteps(tx, runId), labels.get(runId)!, checkpoints.get(runId));
+  const steps = await store.runSteps(tx, runId);
+  return toRun(run, steps, labels.get(runId)!, checkpoints.get(runId), await refs.sign(steps));
 }
 
 /** Runs as callers see them: started, listed, cancelled and redriven; the engine moves them. */
@@ -162,7 +172,15 @@ export class RunService {
   private usage: RunUsage | null = null;
 
   constructor(
-    private readonly deps: { runs: RunStore; limits: RunLimitsStore; plans: PlanStore; engine: RunEngine; clock: Clock; audit: AuditTrail },
+    private readonly deps: {
+      runs: RunStore;
+      limits: RunLimitsStore;
+      plans: PlanStore;
+      engine: RunEngine;
+      clock: Clock;
+      audit: AuditTrail;
+      refs: StepRefs;
+    },
   ) {}
 
   private get store() {
@@ -198,7 +216,8 @@ export class RunService {
       await this.store.insertRunLabels(tx, run.id, labels);
       await this.deps.audit.record(tx, { action: 'run.start', resource: { type: 'run', id: run.id } });
       // The run as saved, with its steps from memory: no need to read back what was just written.
-      return toRun(run, await this.deps.engine.stepsOf(tx, run), labels);
+      const steps = await this.deps.engine.stepsOf(tx, run);
+      return toRun(run, steps, labels, new Map(), await this.deps.refs.sign(steps));
     });
   }
 
@@ -209,7 +228,7 @@ export class RunService {
 
   /** The run, with the usage reported for it and each of its steps. */
   async getRun(runId: string): Promise<Run> {
-    const run = await runView(this.store, autocommit, runId);
+    const run = await runView(this.store, this.deps.refs, autocommit, runId);
     if (this.usage === null) return run;
     const { total, steps } = await this.usage.ofRun(autocommit, runId);
     const none = { count: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, cost_usd: 0 };
@@ -238,7 +257,8 @@ export class RunService {
       await this.store.labelsOfRuns(autocommit, ids),
       await this.store.checkpointsOfRuns(autocommit, ids),
     ];
-    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, labels.get(run.id)!, checkpoints.get(run.id)));
+    const signed = await this.deps.refs.sign([...steps.values()].flat());
+    const items = page.items.map((run) => toRun(run, steps.get(run.id)!, labels.get(run.id)!, checkpoints.get(run.id), signed));
     return { ...page, items };
   }
 
@@ -254,7 +274,7 @@ export class RunService {
       await this.assertMayChangeRun(tx, runId, caller);
       await this.deps.audit.record(tx, { action: 'run.cancel', resource: { type: 'run', id: runId } });
       await this.deps.engine.cancel(tx, runId, `cancelled by ${caller.agentId ?? caller.actor}`, { by: { actor: caller.actor, reason } });
-      return runView(this.store, tx, runId);
+      return runView(this.store, this.deps.refs, tx, runId);
     });
   }
 
@@ -263,7 +283,7 @@ export class RunService {
       await this.assertMayChangeRun(tx, runId, caller);
       await this.deps.audit.record(tx, { action: 'run.redrive', resource: { type: 'run', id: runId } });
       await this.deps.engine.redrive(tx, runId, { actor: caller.actor, name: caller.agentId ?? caller.actor, reason });
-      return runView(this.store, tx, runId);
+      return runView(this.store, this.deps.refs, tx, runId);
     });
   }
 

@@ -4,7 +4,7 @@
  */
 
 import { parseNullableJson } from '../kernel/json.js';
-import type { OutgoingMessage } from '../kernel/ports.js';
+import type { OutgoingMessage, PayloadRef } from '../kernel/ports.js';
 import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan-definition.js';
 import type { NewRunEvent, RunRow, RunStepRow } from './run-list-store.js';
 import type { RunStatus, StepBlockedBy, StepStatus } from './tables.js';
@@ -112,7 +112,9 @@ export const NOT_STARTED = {
   message_id: null,
   child_run_id: null,
   input: null,
+  input_ref: null,
   output: null,
+  output_ref: null,
   error: null,
   wake_at: null,
   wait_topic: null,
@@ -127,6 +129,9 @@ export function record(ctx: RunContext, type: string, stepId: string | null, det
 
 export function changeStep(step: StepState, changes: Partial<RunStepRow>): void {
   Object.assign(step.row, changes);
+  // A new output or input replaces the reference of the one before.
+  if ('output' in changes && !('output_ref' in changes)) step.row.output_ref = null;
+  if ('input' in changes && !('input_ref' in changes)) step.row.input_ref = null;
   step.dirty = true;
   if ('output' in changes) step.output = undefined;
   if ('detail' in changes) step.detail = undefined;
@@ -167,10 +172,12 @@ export function templateScope(ctx: RunContext, item: string | null): TemplateSco
 
 // ── Step and run outcomes ───────────────────────────────────────────────────────────
 
-export function completeStep(ctx: RunContext, step: StepState, output: unknown): void {
+/** `outputRef`: the output as an artifact (an acknowledgement over the inline limit); the row keeps the value for templates. */
+export function completeStep(ctx: RunContext, step: StepState, output: unknown, outputRef?: PayloadRef): void {
   changeStep(step, {
     status: 'completed',
     output: JSON.stringify(output),
+    output_ref: outputRef === undefined ? null : JSON.stringify(outputRef),
     completed_at: ctx.now,
     wake_at: null,
     wait_topic: null,

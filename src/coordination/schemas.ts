@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { CursorPageQuery, JsonObject, NullableTimestamp, PageQuery, Reason, Timestamp } from '../http/schemas.js';
+import { CursorPageQuery, JsonObject, NullableTimestamp, PageQuery, PayloadRefSchema, Reason, Timestamp } from '../http/schemas.js';
 import { USERNAME_PATTERN } from '../auth/schemas.js';
 import { RunPriority } from './plan-schemas.js';
 
@@ -124,8 +124,10 @@ export const RunStep = Type.Object(
     child_run_id: Type.Union([Type.String(), Type.Null()], { description: 'sub_plan steps: the child run' }),
     started_at: NullableTimestamp,
     completed_at: NullableTimestamp,
-    input: Type.Unknown({ description: 'The resolved input (templates applied)' }),
-    output: Type.Unknown(),
+    input: Type.Unknown({ description: 'The resolved input (templates applied); null when it travels by reference (input_ref)' }),
+    input_ref: Type.Optional(PayloadRefSchema('input')),
+    output: Type.Unknown({ description: 'Null when it travels by reference (output_ref)' }),
+    output_ref: Type.Optional(PayloadRefSchema('output')),
     error: Type.Union([Type.String(), Type.Null()]),
     usage: Type.Optional(UsageSum),
     checkpoint: Type.Union([Checkpoint, Type.Null()], { description: 'agent steps: the latest progress its agent saved' }),

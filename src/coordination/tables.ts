@@ -79,7 +79,11 @@ export interface RunStepsTable {
   message_id: string | null;
   child_run_id: string | null;
   input: string | null;
+  /** JSON PayloadRef when the input is over the inline payload limit (the step message carries it as input_ref). */
+  input_ref: string | null;
   output: string | null;
+  /** JSON PayloadRef when the output came as an artifact (answers show it as output_ref). */
+  output_ref: string | null;
   error: string | null;
   wake_at: number | null;
   wait_topic: string | null;

@@ -45,6 +45,35 @@ export const ErrorEnvelope = Type.Object({
 export const DeletedResource = Type.Object({ id: Type.String(), deleted: Type.Literal(true) }, { title: 'Deleted' });
 export const Deleted = DataEnvelope(DeletedResource);
 
+/** A payload (or output, or input) over SWITCHBOARD_INLINE_PAYLOAD_BYTES, stored as an artifact. */
+export const PayloadRefSchema = (what: string) =>
+  Type.Object(
+    {
+      artifact_id: Type.String({ description: 'The artifact holding the JSON text' }),
+      url: Type.String({ description: `Signed, time-limited GET URL of the ${what}'s JSON text (application/json); needs no API key` }),
+      size_bytes: Type.Integer({ description: 'Bytes of the JSON text' }),
+      sha256: Type.String({ description: 'sha256 of the JSON text, hex' }),
+    },
+    {
+      description: `The ${what} travels by reference: its JSON text is an artifact owned by the sender and readable by the receiver; the ${what} field itself is null`,
+    },
+  );
+
+/** What a sender gives to send an artifact it may read as the payload (instead of `payload`). */
+export const PayloadRefInput = Type.Object(
+  {
+    artifact_id: Type.String({ minLength: 1, maxLength: 200 }),
+    url: Type.Optional(Type.String({ description: 'Ignored: the server signs its own' })),
+    size_bytes: Type.Optional(Type.Integer({ minimum: 0, description: 'Ignored: the server reads the artifact' })),
+    sha256: Type.Optional(Type.String({ description: 'Ignored: the server reads the artifact' })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Send an artifact you own or may read as the payload (its content: the JSON text of the payload, application/json); the receiver may read it. Exclusive with payload',
+  },
+);
+
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
 

@@ -1,5 +1,8 @@
 import type { Tx } from './tx.js';
 import type { AuditActor } from './request-scope.js';
+import type { PayloadRef } from './payload-refs.js';
+
+export type { ClaimChecks, PayloadOwner, PayloadRef, SignedPayloadRef } from './payload-refs.js';
 
 /**
  * Contracts between domains. A domain that needs another's behaviour depends on one of these
@@ -24,6 +27,8 @@ export interface OutgoingMessage {
   event_name: string;
   /** Any JSON value; default {}. */
   payload?: unknown;
+  /** The payload as an artifact (ClaimChecks): then `payload` is absent. */
+  payload_ref?: PayloadRef | { artifact_id: string };
   thread_id?: string;
   delivery_semantic?: 'at_least_once' | 'at_most_once';
   idempotency_key?: string;
@@ -90,6 +95,8 @@ export interface MessageOutcome {
   status: 'delivered' | 'acknowledged' | 'dead_lettered';
   /** The acknowledge `output` (any JSON) when acknowledged. */
   output?: unknown;
+  /** The output as an artifact, when it was over the inline limit (`output` still holds it). */
+  output_ref?: PayloadRef;
   /** Why it was dead-lettered (reject reason, `requeue: false`, max deliveries, expiry). */
   reason?: string;
 }

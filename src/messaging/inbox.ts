@@ -17,6 +17,7 @@ import type {
   OutcomeHandlers,
   AgentLimits,
   OutgoingMessage,
+  PayloadRef,
   SendRequest,
   SendResult,
   SentMessage,
@@ -30,6 +31,7 @@ import { InboxWakeups } from './inbox-wakeups.js';
 import { Leases, type Rejected, type Rejection } from './leases.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
 import { OutcomeDispatch } from './outcomes.js';
+import type { PayloadRefs } from './payload-refs.js';
 import { DEFAULT_PRIORITY, newMessageRow, type NewMessageRow } from './message-rows.js';
 import type { MessagingStore } from './store.js';
 import type { ThreadsService } from './threads.js';
@@ -114,6 +116,8 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
       metrics: DomainMetrics;
       audit: AuditTrail;
       tracing: InboxTracing;
+      /** Large payloads by reference. */
+      payloads: PayloadRefs;
     },
   ) {
     this.wakeups = new InboxWakeups(deps.notifier, deps.logger);
@@ -123,6 +127,10 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
 
   private get store() {
     return this.deps.store;
+  }
+
+  private get payloads(): PayloadRefs {
+    return this.deps.payloads;
   }
 
   /**
@@ -139,8 +147,31 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
    * and without the caller's `tx` the inboxes wake as soon as the send has committed.
    */
   async send(request: SendRequest | CallerSendRequest): Promise<SendResult> {
-    const messages = 'from' in request ? fromCaller(request) : request.messages;
-    if (messages.length === 0) return { messages: [], replayed: false };
+    if ('from' in request) return this.sendAsSender(request.from, fromCaller(request), request);
+    return this.insertAll(request, request.messages);
+  }
+
+  /**
+   * A sender's messages (an API send, a publish): payloads over the inline limit go as artifacts
+   * and references it gave are adopted, each held by the message that carries it (a replay's new
+   * artifact by the first send's message, so it goes with it).
+   */
+  async sendAsSender(
+    sender: Caller,
+    messages: readonly OutgoingMessage[],
+    request: SendRequest | CallerSendRequest = { messages },
+  ): Promise<SendResult> {
+    const prepared = await this.payloads.prepare(sender, messages);
+    const result = await this.insertAll(request, prepared);
+    await this.payloads.hold(
+      autocommit,
+      prepared.map((m, i) => ({ ref: m.payload_ref, holder: result.messages[i]!.message_id })),
+    );
+    return result;
+  }
+
+  /** The insert of a send, in the transaction its kind calls for (see `send`). */
+  private async insertAll(request: SendRequest | CallerSendRequest, messages: readonly OutgoingMessage[]): Promise<SendResult> {
     const now = this.deps.clock.now();
     const { tx } = request;
     const one = messages.length === 1 ? messages[0]! : null;
@@ -223,7 +254,8 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
       source: message.source,
       destination: message.destination,
       event_name: message.event_name,
-      payload: JSON.stringify(message.payload ?? {}),
+      payload: message.payload_ref === undefined ? JSON.stringify(message.payload ?? {}) : 'null',
+      payload_ref: message.payload_ref === undefined ? null : JSON.stringify(message.payload_ref),
       thread_id: message.thread_id ?? null,
       delivery_semantic: message.delivery_semantic ?? 'at_least_once',
       idempotency_key: message.idempotency_key ?? null,
@@ -265,6 +297,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
         destination: dead.destination,
         event_name: dead.event_name,
         payload: JSON.parse(dead.payload),
+        ...(dead.payload_ref === null ? {} : { payload_ref: JSON.parse(dead.payload_ref) as PayloadRef }),
         thread_id: dead.thread_id ?? undefined,
         delivery_semantic: dead.delivery_semantic,
         max_deliveries: dead.max_deliveries,
@@ -275,6 +308,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
         origin: this.outcomes.keptOrigin(dead),
       };
       const [copy] = await this.insert(tx, [again], now, dead.id);
+      await this.payloads.hold(tx, [{ ref: again.payload_ref, holder: copy!.id }]);
       await this.outcomes.redriven(tx, dead, copy!.id, caller.actor);
       await this.store.settle(tx, [dead.id], { state: 'redriven' });
       await this.deps.events.append(tx, {
@@ -288,7 +322,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
       return copy!;
     });
     this.wakeups.committed([row.destination]);
-    return toMessage({ ...row, seq: 0 });
+    return (await this.payloads.sign([toMessage({ ...row, seq: 0 })]))[0]!;
   }
 
   /**
@@ -296,6 +330,15 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
    * `waitSeconds` for a notification (a send, a lease running out) or until `signal` aborts.
    */
   async receive(
+    caller: Caller,
+    agentId: string,
+    options: { waitSeconds: number; max: number; visibilitySeconds: number },
+    signal: AbortSignal,
+  ): Promise<Message[]> {
+    return this.payloads.sign(await this.waitAndClaim(caller, agentId, options, signal));
+  }
+
+  private async waitAndClaim(
     caller: Caller,
     agentId: string,
     options: { waitSeconds: number; max: number; visibilitySeconds: number },
@@ -417,12 +460,14 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
     return this.views.readyInboxes(now);
   }
 
-  inboxMessages(caller: Caller, agentId: string, state: 'pending' | 'leased', window: Page): Promise<Paged<InboxMessage>> {
-    return this.views.inboxMessages(caller, agentId, state, window);
+  async inboxMessages(caller: Caller, agentId: string, state: 'pending' | 'leased', window: Page): Promise<Paged<InboxMessage>> {
+    const page = await this.views.inboxMessages(caller, agentId, state, window);
+    return { ...page, items: await this.payloads.sign(page.items) };
   }
 
-  listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
-    return this.views.listDeadLetters(caller, agentId, window);
+  async listDeadLetters(caller: Caller, agentId: string | undefined, window: Page): Promise<Paged<DeadLetter>> {
+    const page = await this.views.listDeadLetters(caller, agentId, window);
+    return { ...page, items: await this.payloads.sign(page.items) };
   }
 
   rateLimit(caller: Caller, agentId: string): Promise<{ limit: number; remaining: number; reset_at: string }> {

@@ -1,9 +1,10 @@
 import type { Platform } from '../platform.js';
-import type { AgentHeartbeats, EventLog } from '../kernel/ports.js';
+import type { AgentHeartbeats, ClaimChecks, EventLog } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { channelRoutes } from './channel-routes.js';
 import { InboxService } from './inbox.js';
 import { InboxSpans } from './inbox-tracing.js';
+import { PayloadRefs } from './payload-refs.js';
 import { messageRetention } from './retention.js';
 import { MessageRetentionStore } from './retention-store.js';
 import { messagingRoutes } from './routes.js';
@@ -17,6 +18,15 @@ import { InboxViewsStore } from './views-store.js';
 export { DEFAULT_VISIBILITY_S, InboxService, MAX_BATCH, MAX_WAIT_S } from './inbox.js';
 export { callerOf } from './messages.js';
 
+/**
+ * The body limit of the routes that take payloads: the upload limit, as a payload over the
+ * inline limit becomes an artifact; capped at 512 MiB, near V8's longest string (the body is
+ * parsed whole).
+ */
+function payloadBodyBytes(config: Platform['config']): number {
+  return Math.max(config.maxJsonBodyBytes, Math.min(config.maxUploadBytes, 512 * 1024 ** 2));
+}
+
 /** How often the reaper looks for exhausted leases and newly visible delayed messages. */
 const REAPER_INTERVAL_MS = 250;
 const SWEEP_INTERVAL_MS = 60_000;
@@ -29,7 +39,8 @@ const SWEEP_INTERVAL_MS = 60_000;
 export function createMessagingDomain(platform: Platform, events: EventLog) {
   const { clock, logger } = platform;
   const store = new MessagingStore(platform.database.db, platform.database.caps);
-  const threads = new ThreadsService({ store: new ThreadsStore(platform.database.db, platform.database.caps), clock });
+  const payloads = new PayloadRefs(platform.config.inlinePayloadBytes);
+  const threads = new ThreadsService({ store: new ThreadsStore(platform.database.db, platform.database.caps), clock, payloads });
   const viewStore = new InboxViewsStore(platform.database.db, platform.database.caps);
   const inbox = new InboxService({
     store,
@@ -43,6 +54,7 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
     metrics: platform.metrics,
     tracing: new InboxSpans(),
     audit: platform.audit,
+    payloads,
   });
   const subscriptions = new SubscriptionsService({
     store: new SubscriptionsStore(platform.database.db, platform.database.caps),
@@ -84,11 +96,13 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
   return {
     inbox,
     subscriptions,
-    routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown),
+    routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown, payloadBodyBytes(platform.config)),
+    /** Where offloaded payloads go (artifacts, built after messaging). */
+    useClaimChecks: (checks: ClaimChecks) => payloads.useClaimChecks(checks),
     channelRoutes: channel,
     workers: [reaper],
     retention: [
-      messageRetention(new MessageRetentionStore(platform.database.db, platform.database.caps), {
+      messageRetention(new MessageRetentionStore(platform.database.db, platform.database.caps), payloads, {
         messageDays: platform.config.messageRetentionDays,
         deadLetterDays: platform.config.deadLetterRetentionDays,
       }),

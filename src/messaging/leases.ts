@@ -2,13 +2,14 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import { SYSTEM_ACTOR, type AgentLimits, type EventLog, type OriginKind } from '../kernel/ports.js';
+import { SYSTEM_ACTOR, type AgentLimits, type EventLog, type OriginKind, type PayloadRef } from '../kernel/ports.js';
 import { type UsageRecorder, type UsageReport } from '../kernel/usage-ports.js';
 import { TurnBatch } from '../kernel/turn-batch.js';
 import { spanClock, type InboxTracing } from './inbox-tracing.js';
 import type { InboxWakeups } from './inbox-wakeups.js';
 import { toMessage, type Caller, type Message } from './messages.js';
 import type { OutcomeDispatch } from './outcomes.js';
+import type { PayloadRefs } from './payload-refs.js';
 import type { MessageRow, MessagingStore } from './store.js';
 
 const MAX_BACKOFF_S = 300;
@@ -38,11 +39,12 @@ function usageReports(rows: readonly MessageRow[], usage: ReadonlyMap<string, Us
   return rows.flatMap((row) => (usage.has(row.id) ? [{ source: usageSource(row), usage: usage.get(row.id)! }] : []));
 }
 
-/** One acknowledge call: `stored` is its output as stored (JSON text), `usage` by message id. */
+/** One acknowledge call: `stored` is its output as stored (JSON text, null when by reference), `usage` by message id. */
 interface AckCall {
   caller: Caller;
   ids: string[];
   output: unknown;
+  outputRef: PayloadRef | null;
   stored: string | null;
   usage: ReadonlyMap<string, UsageReport> | null;
   startTime: number;
@@ -89,6 +91,7 @@ export class Leases {
       outcomes: OutcomeDispatch;
       tracing: InboxTracing;
       wakeups: InboxWakeups;
+      payloads: PayloadRefs;
     },
   ) {}
 
@@ -163,15 +166,21 @@ export class Leases {
     if (new Set(ids).size !== ids.length) throw InvalidRequest.field('message_ids', 'must not repeat an id');
     const reported = usage !== undefined && usage.size > 0 ? usage : null;
     if (reported !== null && this.usage === null) throw InvalidRequest.field('usage', 'is not recorded by this server');
+    // Offloaded before the transaction: an output over the inline limit is kept as an artifact of
+    // the receiver, its reference on the message and in the outcome.
+    const outputRef = output === undefined ? null : await this.deps.payloads.offloadOutput(caller, output, []);
     const call: AckCall = {
       caller,
       ids,
       output,
-      stored: output === undefined ? null : JSON.stringify(output),
+      outputRef,
+      stored: output === undefined || outputRef !== null ? null : JSON.stringify(output),
       usage: reported,
       startTime: spanClock(),
     };
     const rows = await this.acks.add(call);
+    // The producers (the messages' senders) read it.
+    if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(rows.map((row) => row.source))]);
     if (reported !== null) this.usage!.committed(usageReports(rows, reported));
     this.deps.metrics.messagesSettled(
       'acked',
@@ -192,7 +201,7 @@ export class Leases {
     const statements: Array<{ calls: AckCall[]; ids: Set<string> }> = [];
     for (const call of calls) {
       // An admin's acknowledgements name no inbox (`destination` null): they share with each other.
-      const key = call.stored !== null ? null : call.caller.admin ? '' : `agent:${call.caller.agentId}`;
+      const key = call.stored !== null || call.outputRef !== null ? null : call.caller.admin ? '' : `agent:${call.caller.agentId}`;
       const group = key === null ? undefined : shared.get(key);
       if (group !== undefined && !call.ids.some((id) => group.ids.has(id))) {
         group.calls.push(call);
@@ -223,14 +232,31 @@ export class Leases {
         );
       }
     }
+    for (const call of calls) {
+      if (call.outputRef === null) continue;
+      await this.store.settle(tx, call.ids, { output_ref: JSON.stringify(call.outputRef) });
+      await this.deps.payloads.hold(
+        tx,
+        call.ids.map((id) => ({ ref: call.outputRef!, holder: id })),
+      );
+    }
     const rows = calls.flatMap((call) => answers.get(call)!);
     const reports = calls.flatMap((call) => (call.usage === null ? [] : usageReports(answers.get(call)!, call.usage)));
     if (reports.length > 0) await this.usage!.record(tx, reports);
-    const outputs = new Map(calls.flatMap((call) => answers.get(call)!.map((row) => [row.id, call.output] as const)));
+    const outcomes = new Map(
+      calls.flatMap((call) => {
+        const outcome = {
+          status: 'acknowledged' as const,
+          output: call.output,
+          ...(call.outputRef === null ? {} : { output_ref: call.outputRef }),
+        };
+        return answers.get(call)!.map((row) => [row.id, outcome] as const);
+      }),
+    );
     await this.deps.tracing.settling(
       rows,
       'ack',
-      () => this.deps.outcomes.emit(tx, rows, (row) => ({ status: 'acknowledged', output: outputs.get(row.id) })),
+      () => this.deps.outcomes.emit(tx, rows, (row) => outcomes.get(row.id)!),
       calls[0]!.startTime,
     );
     return calls.map((call) => answers.get(call)!);

@@ -1,6 +1,7 @@
 import { iso } from '../kernel/clock.js';
 import type { Principal } from '../auth/index.js';
 import { Forbidden } from '../kernel/errors.js';
+import type { PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
 import type { MessageRow } from './store.js';
 
 /** The caller of a request, as messaging sees it: who it is and whether it may reach any inbox (`messaging:admin`). */
@@ -18,7 +19,11 @@ export interface Message {
   source: string;
   destination: string;
   event_name: string;
+  /** Null when the payload travels by reference (`payload_ref`). */
   payload: unknown;
+  /** A payload over the inline limit: its artifact (PayloadRefs signs it before anyone reads it). */
+  payload_ref?: PayloadRef | SignedPayloadRef;
+  [STEP_INPUT_REF]?: PayloadRef;
   thread_id: string | null;
   timestamp: string;
   retry_count: number;
@@ -32,13 +37,30 @@ export interface Message {
   fairness_key: string | null;
 }
 
+/**
+ * The stored reference of a step message's `payload.input_ref` (a large step input), set only
+ * on the platform's step messages, so no sender gets a URL signed for a reference it wrote.
+ * A symbol: neither the serializer nor JSON.stringify sends it.
+ */
+export const STEP_INPUT_REF = Symbol('step input ref');
+
+function stepInputRef(row: MessageRow, payload: unknown): PayloadRef | undefined {
+  if (row.origin_kind !== 'plan_step' || payload === null || typeof payload !== 'object') return undefined;
+  const ref = (payload as { input_ref?: PayloadRef }).input_ref;
+  return ref !== undefined && typeof ref === 'object' && 'version' in ref ? ref : undefined;
+}
+
 export function toMessage(row: MessageRow): Message {
+  const payload = JSON.parse(row.payload) as unknown;
+  const inputRef = stepInputRef(row, payload);
   return {
+    ...(inputRef === undefined ? {} : { [STEP_INPUT_REF]: inputRef }),
     message_id: row.id,
     source: row.source,
     destination: row.destination,
     event_name: row.event_name,
-    payload: JSON.parse(row.payload) as unknown,
+    payload,
+    ...(row.payload_ref === null ? {} : { payload_ref: JSON.parse(row.payload_ref) as PayloadRef }),
     thread_id: row.thread_id,
     timestamp: iso(row.created_at),
     retry_count: row.retry_count,

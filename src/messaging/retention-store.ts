@@ -10,7 +10,7 @@ export type EndColumn = 'acked_at' | 'delivered_at' | 'dead_at' | 'created_at';
 export class MessageRetentionStore extends Store {
   /**
    * Deletes up to `limit` messages in `state` that ended (`ended`) before `before`, oldest sent
-   * first, with their delivery attempts; answers how many of each. A message ends after it is
+   * first, with their delivery attempts; answers the messages' ids and how many attempts. A message ends after it is
    * sent, so the range on (state, created_at) holds every one of them.
    */
   async deleteEnded(
@@ -19,7 +19,7 @@ export class MessageRetentionStore extends Store {
     ended: EndColumn,
     before: number,
     limit: number,
-  ): Promise<{ messages: number; attempts: number }> {
+  ): Promise<{ messages: string[]; attempts: number }> {
     return atomically(tx, this.db, async (trx) => {
       const ids = (
         await trx
@@ -32,14 +32,14 @@ export class MessageRetentionStore extends Store {
           .limit(limit)
           .execute()
       ).map((row) => row.id);
-      if (ids.length === 0) return { messages: 0, attempts: 0 };
+      if (ids.length === 0) return { messages: [], attempts: 0 };
       // The state again: a message that changed since the select (a dead letter redriven) stays.
       const gone = (
         await trx.deleteFrom('messages').where(this.caps.inTextList('id', ids)).where('state', '=', state).returning('id').execute()
       ).map((row) => row.id);
-      if (gone.length === 0) return { messages: 0, attempts: 0 };
+      if (gone.length === 0) return { messages: [], attempts: 0 };
       const attempts = await trx.deleteFrom('message_deliveries').where(this.caps.inTextList('message_id', gone)).executeTakeFirst();
-      return { messages: gone.length, attempts: Number(attempts.numDeletedRows) };
+      return { messages: gone, attempts: Number(attempts.numDeletedRows) };
     });
   }
 }

@@ -49,6 +49,8 @@ const tags = ['messaging'];
 export function messagingRoutes(
   { inbox, threads, subscriptions }: { inbox: InboxService; threads: ThreadsService; subscriptions: SubscriptionsService },
   shutdown: AbortSignal,
+  /** The body limit of the routes that take payloads (those over the inline limit become artifacts). */
+  payloadBodyBytes: number,
 ): FastifyPluginAsyncTypebox {
   return async (app) => {
     // One shutdown listener ends every long poll: a listener each cost a walk over all the others
@@ -59,6 +61,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/send',
       {
+        bodyLimit: payloadBodyBytes,
         config: {
           permission: 'messaging:write',
           conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn",
@@ -85,6 +88,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/send-batch',
       {
+        bodyLimit: payloadBodyBytes,
         config: {
           permission: 'messaging:write',
           conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn",
@@ -145,6 +149,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/acknowledge',
       {
+        bodyLimit: payloadBodyBytes,
         config: { permission: 'messaging:write', conflict: 'A message is settled already or has not been received' },
         schema: {
           tags,
@@ -341,6 +346,7 @@ export function messagingRoutes(
     app.post(
       '/messaging/publish',
       {
+        bodyLimit: payloadBodyBytes,
         config: { permission: 'messaging:write' },
         schema: {
           tags,

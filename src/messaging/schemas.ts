@@ -1,5 +1,14 @@
 import { Type } from '@sinclair/typebox';
-import { AgentId, CursorPageQuery, JsonObject, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import {
+  AgentId,
+  CursorPageQuery,
+  JsonObject,
+  NullableTimestamp,
+  PageQuery,
+  PayloadRefInput,
+  PayloadRefSchema,
+  Timestamp,
+} from '../http/schemas.js';
 import { UsageReport } from '../usage/index.js';
 
 const EventName = Type.String({ minLength: 1, maxLength: 255, description: 'Name of the message event, e.g. task.review' });
@@ -29,7 +38,13 @@ const SendFields = {
   ...FlowFields,
   destination: Type.Intersect([AgentId], { description: 'Receiving agent' }),
   event_name: EventName,
-  payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })),
+  payload: Type.Optional(
+    Type.Unknown({
+      description:
+        'Any JSON value; default {}. Over SWITCHBOARD_INLINE_PAYLOAD_BYTES it is stored as an artifact and delivered as payload_ref',
+    }),
+  ),
+  payload_ref: Type.Optional(PayloadRefInput),
   delivery_semantic: Type.Optional(DeliverySemantic),
   delay_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 86_400, description: 'Invisible to receivers for this long' })),
   max_deliveries: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Deliveries before dead-lettering; default 5' })),
@@ -68,7 +83,8 @@ export const Message = Type.Object(
     source: Type.String(),
     destination: Type.String(),
     event_name: Type.String(),
-    payload: Type.Unknown(),
+    payload: Type.Unknown({ description: 'Null when the payload travels by reference (payload_ref)' }),
+    payload_ref: Type.Optional(PayloadRefSchema('payload')),
     thread_id: Type.Union([Type.String(), Type.Null()]),
     timestamp: Timestamp,
     retry_count: Type.Integer({ description: 'Number of prior deliveries' }),
@@ -281,7 +297,15 @@ export const Subscription = Type.Object(
 );
 
 export const PublishBody = Type.Object(
-  { topic: Topic, payload: Type.Optional(Type.Unknown({ description: 'Any JSON value; default {}' })), ...FlowFields },
+  {
+    topic: Topic,
+    payload: Type.Optional(
+      Type.Unknown({
+        description: 'Any JSON value; default {}. Over SWITCHBOARD_INLINE_PAYLOAD_BYTES each subscriber gets it as payload_ref',
+      }),
+    ),
+    ...FlowFields,
+  },
   { additionalProperties: false },
 );
 

@@ -312,7 +312,7 @@ export class MessagingStore extends Store {
   async settle(
     tx: Tx,
     ids: string[],
-    changes: Partial<Pick<MessageRow, 'state' | 'visible_at' | 'acked_at' | 'output' | 'dead_reason' | 'dead_at'>>,
+    changes: Partial<Pick<MessageRow, 'state' | 'visible_at' | 'acked_at' | 'output' | 'output_ref' | 'dead_reason' | 'dead_at'>>,
   ): Promise<void> {
     await dbOf(tx, this.db).updateTable('messages').set(changes).where('id', 'in', ids).execute();
   }

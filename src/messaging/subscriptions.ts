@@ -87,9 +87,10 @@ export class SubscriptionsService {
     // triggers and waits): then nothing is written at all.
     const candidates = await this.store.candidateSubscriptions(autocommit, topic);
     const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
-    const sent = await this.deps.inbox.send({
-      messages: subscribers.map((destination) => ({ ...flow, source, destination, event_name: topic, payload })),
-    });
+    const sent = await this.deps.inbox.sendAsSender(
+      caller,
+      subscribers.map((destination) => ({ ...flow, source, destination, event_name: topic, payload })),
+    );
     const ids = sent.messages.map((message) => message.message_id);
     const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
     for (const listener of this.publishListeners) {

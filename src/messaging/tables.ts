@@ -9,6 +9,8 @@ export interface MessagesTable {
   destination: string;
   event_name: string;
   payload: string;
+  /** JSON PayloadRef when the payload was offloaded to an artifact (then `payload` is null). */
+  payload_ref: string | null;
   thread_id: string | null;
   delivery_semantic: 'at_least_once' | 'at_most_once';
   idempotency_key: string | null;
@@ -21,6 +23,8 @@ export interface MessagesTable {
   receiver: string | null;
   acked_at: number | null;
   output: string | null;
+  /** JSON PayloadRef when the output was offloaded to an artifact. */
+  output_ref: string | null;
   dead_reason: string | null;
   dead_at: number | null;
   origin_kind: string | null;

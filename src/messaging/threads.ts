@@ -3,6 +3,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
+import type { PayloadRefs } from './payload-refs.js';
 import { toMessage, type Caller, type Message } from './messages.js';
 import type { SessionRow, ThreadRow } from './store.js';
 import type { ThreadsStore } from './threads-store.js';
@@ -55,7 +56,7 @@ function toThread(row: ThreadRow): Thread {
  * robin that a send to the thread takes part in (`takeTurn`, called by the inbox).
  */
 export class ThreadsService {
-  constructor(private readonly deps: { store: ThreadsStore; clock: Clock }) {}
+  constructor(private readonly deps: { store: ThreadsStore; clock: Clock; payloads: PayloadRefs }) {}
 
   private get store() {
     return this.deps.store;
@@ -124,8 +125,8 @@ export class ThreadsService {
 
   async threadMessages(caller: Caller, id: string, window: Page): Promise<Paged<Message>> {
     await this.readableThread(caller, id);
-    const page = await this.store.threadMessages(autocommit, id, window);
-    return mapPage(page, toMessage);
+    const page = mapPage(await this.store.threadMessages(autocommit, id, window), toMessage);
+    return { ...page, items: await this.deps.payloads.sign(page.items) };
   }
 
   /** Thread rules, inside the send's transaction: participants only; in turn mode, round robin in list order. */

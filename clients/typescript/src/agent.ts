@@ -7,6 +7,7 @@ import { HandlerUsage, withHandlerUsage } from './gen-ai-usage.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';
 import type { UsageReport } from './shapes.js';
+import { hydrate } from './payload-refs.js';
 import { handling, type HandledMessage, type HandlerContext } from './step-context.js';
 import type { Body, Message } from './types.js';
 
@@ -250,7 +251,8 @@ export function createAgent(options: AgentOptions): Agent {
     try {
       const handler = route(message.event_name);
       if (!handler) throw new PermanentError(`agent ${agentId} has no handler for '${message.event_name}'`);
-      const handled = handling(client, message);
+      // What travelled by reference is fetched (and checked) before the handler sees the message.
+      const handled = handling(client, await hydrate(message));
       // The spans the handler's call starts count their GenAI usage here (genAiUsageProcessor):
       // what they sum is the acknowledgement's usage when the handler reports none.
       const spans = new HandlerUsage();

@@ -1,4 +1,5 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { DEFAULT_INLINE_PAYLOAD_BYTES, offloading } from './payload-refs.js';
 import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec, BYTE_ANSWERS } from './operations.js';
 import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
 import { SwitchboardError } from './errors.js';
@@ -47,6 +48,13 @@ export interface ConnectionOptions {
   /** Upper bound of one backoff wait, in ms (not of a server's Retry-After). Default 5000. */
   maxBackoffMs?: number;
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * `messaging.send` and `sendBatch` upload a payload whose JSON text is larger than this
+   * (bytes) as an artifact and send `payload_ref` instead, so the server never takes it in a
+   * JSON body. Default 256 KiB, the server's default `SWITCHBOARD_INLINE_PAYLOAD_BYTES`;
+   * `Infinity` sends every payload inline.
+   */
+  inlinePayloadBytes?: number;
 }
 
 /**
@@ -198,7 +206,6 @@ export class Switchboard {
       this.#session = options.session;
     }
     this.auth = this.#domain('auth');
-    this.messaging = this.#domain('messaging');
     this.discovery = this.#domain('discovery');
     this.routines = this.#domain('routines');
     this.projects = this.#domain('projects');
@@ -227,6 +234,7 @@ export class Switchboard {
       },
     };
     this.artifacts = Object.assign(artifacts, streams);
+    this.messaging = offloading(this.#domain('messaging'), this.artifacts, options.inlinePayloadBytes ?? DEFAULT_INLINE_PAYLOAD_BYTES);
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');

@@ -393,6 +393,8 @@ export interface Shapes {
       thread_id?: string | undefined;
       idempotency_key?: string | undefined;
       payload?: unknown;
+      payload_ref?:
+        { url?: string | undefined; size_bytes?: number | undefined; sha256?: string | undefined; artifact_id: string } | undefined;
       delivery_semantic?: 'at_least_once' | 'at_most_once' | undefined;
       delay_seconds?: number | undefined;
       max_deliveries?: number | undefined;
@@ -408,6 +410,8 @@ export interface Shapes {
     body: {
       messages: {
         payload?: unknown;
+        payload_ref?:
+          { url?: string | undefined; size_bytes?: number | undefined; sha256?: string | undefined; artifact_id: string } | undefined;
         delivery_semantic?: 'at_least_once' | 'at_most_once' | undefined;
         delay_seconds?: number | undefined;
         max_deliveries?: number | undefined;
@@ -429,6 +433,7 @@ export interface Shapes {
     };
     data: {
       messages: {
+        payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         traceparent?: string | null | undefined;
         thread_id: string | null;
         destination: string;
@@ -474,6 +479,7 @@ export interface Shapes {
   'messaging.listDeadLetters': {
     query: { agent_id?: string | undefined; limit?: number | undefined; offset?: number | undefined; cursor?: string | undefined };
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       attempts: {
         reason: string | null;
@@ -505,6 +511,7 @@ export interface Shapes {
   'messaging.redriveDeadLetter': {
     body: { reason?: string | undefined } | null;
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       thread_id: string | null;
       destination: string;
@@ -542,6 +549,7 @@ export interface Shapes {
       state?: 'pending' | 'leased' | undefined;
     };
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       deliveries: number;
       thread_id: string | null;
@@ -604,6 +612,7 @@ export interface Shapes {
   'messaging.listThreadMessages': {
     query: { limit?: number | undefined; offset?: number | undefined };
     data: {
+      payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       traceparent?: string | null | undefined;
       thread_id: string | null;
       destination: string;
@@ -1790,6 +1799,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1842,6 +1853,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1883,6 +1896,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1929,6 +1944,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1972,6 +1989,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2020,6 +2039,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2076,6 +2097,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2118,6 +2141,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2343,11 +2368,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
     content: 'multipart';
@@ -2359,11 +2384,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     }[];
   };
@@ -2374,24 +2399,24 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
   };
   'artifacts.createUploadUrl': {
     body: {
-      metadata?: { [x: string]: unknown } | undefined;
       sha256?: string | undefined;
+      metadata?: { [x: string]: unknown } | undefined;
       expires_in?: number | undefined;
       name: string;
-      content_type: string;
       size_bytes: number;
+      content_type: string;
     };
-    data: { expires_at: string; upload_id: string; url: string };
+    data: { expires_at: string; url: string; upload_id: string };
   };
   'artifacts.putUpload': {
     query: { expires: number; signature: string };
@@ -2404,11 +2429,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
   };
@@ -2419,11 +2444,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     }[];
   };
@@ -2433,11 +2458,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
   };
@@ -2447,11 +2472,11 @@ export interface Shapes {
       name: string;
       created_at: string;
       updated_at: string;
+      size_bytes: number;
+      sha256: string;
       metadata: { [x: string]: unknown };
       version: number;
       content_type: string;
-      size_bytes: number;
-      sha256: string;
       owner: string;
     };
     content: 'multipart';
@@ -2461,11 +2486,11 @@ export interface Shapes {
   'artifacts.downloadSigned': { query: { expires: number; signature: string } };
   'artifacts.createSignedUrl': {
     body: { version?: number | undefined; expires_in: number };
-    data: { expires_at: string; version: number; url: string };
+    data: { expires_at: string; url: string; version: number };
   };
   'artifacts.listVersions': {
     data: {
-      versions: { created_at: string; created_by: string; version: number; content_type: string; size_bytes: number; sha256: string }[];
+      versions: { created_at: string; size_bytes: number; sha256: string; created_by: string; version: number; content_type: string }[];
     };
   };
   'artifacts.deleteVersion': { data: { id: string; deleted: true; version: number; current_version: number } };
@@ -2505,9 +2530,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -2521,9 +2546,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -2535,9 +2560,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -2546,8 +2571,8 @@ export interface Shapes {
   'webhooks.update': {
     body: {
       description?: string | null | undefined;
-      enabled?: boolean | undefined;
       url?: string | undefined;
+      enabled?: boolean | undefined;
       types?: string[] | undefined;
     };
     data: {
@@ -2555,9 +2580,9 @@ export interface Shapes {
       id: string;
       created_at: string;
       updated_at: string;
+      url: string;
       created_by: string;
       enabled: boolean;
-      url: string;
       types: string[];
       disabled_reason: string | null;
       failing_since: string | null;
@@ -3154,6 +3179,7 @@ export interface Shapes {
 
 /** A message as `messaging.receive` delivers it. */
 export type Message = {
+  payload_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
   traceparent?: string | null | undefined;
   thread_id: string | null;
   destination: string;

@@ -95,7 +95,7 @@ export const agent: StepKind = {
   async onOutcome(tx, ctx, step, outcome, attempt, ports) {
     // An outcome for an attempt the run has moved past (timed out, cancelled) changes nothing.
     if (step.row.status !== 'running' || String(step.row.attempt) !== attempt || step.row.message_id !== outcome.message_id) return false;
-    if (outcome.status === 'acknowledged') completeStep(ctx, step, outcome.output ?? {});
+    if (outcome.status === 'acknowledged') completeStep(ctx, step, outcome.output ?? {}, outcome.output_ref);
     else await failAttempt(tx, ctx, step, outcome.reason ?? 'dead-lettered', ports);
     return true;
   },

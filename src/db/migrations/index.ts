@@ -53,6 +53,8 @@ import * as usageRollupGrain from './0057-usage-rollup-grain.js';
 import * as usageRollupTrigger from './0058-usage-rollup-trigger.js';
 import * as listFilterIndexes from './0059-list-filter-indexes.js';
 import * as messagesInboxTime from './0060-messages-inbox-time.js';
+import * as claimChecks from './0061-claim-checks.js';
+import * as stepPayloadRefs from './0062-step-payload-refs.js';
 import * as deliveryCapability from './0065-delivery-capability.js';
 
 export interface SwitchboardMigration {
@@ -117,5 +119,7 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0058-usage-rollup-trigger': usageRollupTrigger,
   '0059-list-filter-indexes': listFilterIndexes,
   '0060-messages-inbox-time': messagesInboxTime,
+  '0061-claim-checks': claimChecks,
+  '0062-step-payload-refs': stepPayloadRefs,
   '0065-delivery-capability': deliveryCapability,
 };

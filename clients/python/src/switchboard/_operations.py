@@ -437,6 +437,7 @@ class MessagingSendBody(_MessagingSendBodyRequired, total=False):
     ordering_key: str
     fairness_key: str
     payload: Any
+    payload_ref: dict[str, Any]
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     delay_seconds: int
     max_deliveries: int
@@ -456,6 +457,7 @@ class MessagingSendArgs(_MessagingSendArgsRequired, total=False):
     ordering_key: str
     fairness_key: str
     payload: Any
+    payload_ref: dict[str, Any]
     delivery_semantic: Literal["at_least_once", "at_most_once"]
     delay_seconds: int
     max_deliveries: int
@@ -614,6 +616,7 @@ class _MessagingListDeadLettersItemRequired(TypedDict):
 class MessagingListDeadLettersItem(_MessagingListDeadLettersItemRequired, total=False):
     """One item of messaging.list_dead_letters."""
 
+    payload_ref: dict[str, Any]
     traceparent: str | None
 
 
@@ -675,6 +678,7 @@ class _MessagingListInboxMessagesItemRequired(TypedDict):
 class MessagingListInboxMessagesItem(_MessagingListInboxMessagesItemRequired, total=False):
     """One item of messaging.list_inbox_messages."""
 
+    payload_ref: dict[str, Any]
     traceparent: str | None
 
 
@@ -714,6 +718,7 @@ class _MessagingRedriveDeadLetterDataRequired(TypedDict):
 class MessagingRedriveDeadLetterData(_MessagingRedriveDeadLetterDataRequired, total=False):
     """What messaging.redrive_dead_letter returns."""
 
+    payload_ref: dict[str, Any]
     traceparent: str | None
 
 
@@ -867,6 +872,7 @@ class _MessagingListThreadMessagesItemRequired(TypedDict):
 class MessagingListThreadMessagesItem(_MessagingListThreadMessagesItemRequired, total=False):
     """One item of messaging.list_thread_messages."""
 
+    payload_ref: dict[str, Any]
     traceparent: str | None
 
 
@@ -4849,7 +4855,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             path_params=(),
             query_params=(),
             body="json",
-            body_fields=("priority", "ordering_key", "fairness_key", "destination", "event_name", "payload", "delivery_semantic", "delay_seconds", "max_deliveries", "thread_id", "idempotency_key",),
+            body_fields=("priority", "ordering_key", "fairness_key", "destination", "event_name", "payload", "payload_ref", "delivery_semantic", "delay_seconds", "max_deliveries", "thread_id", "idempotency_key",),
             paged=False,
             items_key=None,
             public=False,

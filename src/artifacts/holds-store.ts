@@ -1,0 +1,36 @@
+import type { Tx } from '../kernel/tx.js';
+import { dbOf } from '../db/tx.js';
+import { Store } from '../db/store.js';
+
+/** The SQL of claim-check holds: which message or run carries which offloaded artifact. */
+export class HoldsStore extends Store {
+  async insertHolds(tx: Tx, rows: { artifact_id: string; holder: string; created_at: number }[]): Promise<void> {
+    if (rows.length === 0) return;
+    await dbOf(tx, this.db)
+      .insertInto('artifact_holds')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['artifact_id', 'holder']).doNothing())
+      .execute();
+  }
+
+  /** Drops the holders' holds; answers the artifacts they held that no other holder holds now. */
+  async dropHolders(tx: Tx, holders: readonly string[]): Promise<string[]> {
+    if (holders.length === 0) return [];
+    const db = dbOf(tx, this.db);
+    const held = (
+      await db
+        .deleteFrom('artifact_holds')
+        .where(this.caps.inTextList('holder', [...holders]))
+        .returning('artifact_id')
+        .execute()
+    ).map((row) => row.artifact_id);
+    if (held.length === 0) return [];
+    const ids = [...new Set(held)];
+    const still = new Set(
+      (await db.selectFrom('artifact_holds').select('artifact_id').where(this.caps.inTextList('artifact_id', ids)).execute()).map(
+        (row) => row.artifact_id,
+      ),
+    );
+    return ids.filter((id) => !still.has(id));
+  }
+}

@@ -1,0 +1,94 @@
+import type { Tx } from '../kernel/tx.js';
+import type { ClaimChecks, MessageOutcome, PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
+import { parseAttemptRef } from './steps/index.js';
+import type { RunStepRow } from './run-list-store.js';
+import { PLATFORM_SENDER, type RunContext } from './run-state.js';
+
+/** Who owns the artifacts of large step inputs: the platform, which sends step messages. */
+const PLATFORM_OWNER = { actor: PLATFORM_SENDER, agentId: null, admin: true };
+
+/** A run's steps' references with fresh signed URLs, by `<run_id>/<step_id>`. */
+export type SignedStepRefs = ReadonlyMap<string, { output_ref?: SignedPayloadRef; input_ref?: SignedPayloadRef }>;
+
+const keyOf = (row: Pick<RunStepRow, 'run_id' | 'step_id'>) => `${row.run_id}/${row.step_id}`;
+
+/**
+ * Large step outputs and inputs by reference, as coordination uses them: the run holds the
+ * artifact of an output that came by reference (so it outlives the step's message until the
+ * run goes), and answers carry each reference with a fresh signed URL. The artifacts are the
+ * ClaimChecks port's, bound once artifacts exist.
+ */
+export class StepRefs {
+  private checks: ClaimChecks | null = null;
+
+  constructor(private readonly inlineBytes: number) {}
+
+  useClaimChecks(checks: ClaimChecks): void {
+    this.checks = checks;
+  }
+
+  /** The runs of these acknowledgements hold their outputs' artifacts. */
+  async holdOutputs(tx: Tx, outcomes: readonly MessageOutcome[]): Promise<void> {
+    const holds = outcomes.flatMap((o) =>
+      o.output_ref === undefined ? [] : [{ artifact_id: o.output_ref.artifact_id, holder: parseAttemptRef(o.origin.ref).runId }],
+    );
+    if (holds.length > 0 && this.checks !== null) await this.checks.hold(tx, holds);
+  }
+
+  /** The run holds the artifacts its steps' rows name (a rerun's reused steps). */
+  async holdSteps(tx: Tx, runId: string, steps: readonly RunStepRow[]): Promise<void> {
+    const holds = steps.flatMap((row) =>
+      [row.output_ref, row.input_ref].flatMap((ref) =>
+        ref === null ? [] : [{ artifact_id: (JSON.parse(ref) as PayloadRef).artifact_id, holder: runId }],
+      ),
+    );
+    if (holds.length > 0 && this.checks !== null) await this.checks.hold(tx, holds);
+  }
+
+  /**
+   * Step messages whose input is over the inline limit carry it as `input_ref` (input null): an
+   * artifact of the platform, readable by the step's agent, held by the run, made in the
+   * transition's transaction.
+   */
+  async offloadInputs(tx: Tx, outbox: RunContext['outbox']): Promise<void> {
+    const checks = this.checks;
+    if (checks === null) return;
+    for (const entry of outbox) {
+      const text = entry.step.row.input;
+      // Bytes are at most 3× the UTF-16 length: most inputs are decided without encoding them.
+      if (text === null || text.length * 3 <= this.inlineBytes) continue;
+      const bytes = Buffer.from(text);
+      const payload = entry.message.payload as Record<string, unknown> | undefined;
+      if (bytes.length <= this.inlineBytes || payload === undefined || !('input' in payload)) continue;
+      const ref = await checks.offloadIn(tx, PLATFORM_OWNER, bytes, [entry.message.destination]);
+      await checks.hold(tx, [{ artifact_id: ref.artifact_id, holder: entry.step.row.run_id }]);
+      entry.message = { ...entry.message, payload: { ...payload, input: null, input_ref: ref } };
+      entry.step.row.input_ref = JSON.stringify(ref);
+      entry.step.dirty = true;
+    }
+  }
+
+  /** The runs are gone: so are the artifacts only they held. */
+  async release(runIds: readonly string[]): Promise<number> {
+    if (runIds.length === 0 || this.checks === null) return 0;
+    return this.checks.release(runIds);
+  }
+
+  async sign(steps: readonly RunStepRow[]): Promise<SignedStepRefs> {
+    const signed = new Map<string, { output_ref?: SignedPayloadRef; input_ref?: SignedPayloadRef }>();
+    const checks = this.checks;
+    if (checks === null) return signed;
+    for (const row of steps) {
+      if (row.output_ref === null && row.input_ref === null) continue;
+      const refs: { output_ref?: SignedPayloadRef; input_ref?: SignedPayloadRef } = {};
+      if (row.output_ref !== null) refs.output_ref = await checks.sign(JSON.parse(row.output_ref) as PayloadRef);
+      if (row.input_ref !== null) refs.input_ref = await checks.sign(JSON.parse(row.input_ref) as PayloadRef);
+      signed.set(keyOf(row), refs);
+    }
+    return signed;
+  }
+
+  static refsOf(signed: SignedStepRefs, row: Pick<RunStepRow, 'run_id' | 'step_id'>) {
+    return signed.get(keyOf(row));
+  }
+}

@@ -1,0 +1,105 @@
+import type { Tx } from '../kernel/tx.js';
+import { InvalidRequest } from '../kernel/errors.js';
+import type { ClaimChecks, OutgoingMessage, PayloadOwner, PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
+import { STEP_INPUT_REF } from './messages.js';
+
+/** What a message carries when its payload or output travels by reference. */
+export interface Refs {
+  payload?: unknown;
+  payload_ref?: PayloadRef | SignedPayloadRef;
+  output_ref?: PayloadRef | SignedPayloadRef;
+  [STEP_INPUT_REF]?: PayloadRef;
+}
+
+/**
+ * Large payloads by reference, as messaging uses them: a sender's payload over the inline
+ * limit is offloaded to an artifact before the send, a reference the sender gives is adopted,
+ * and every reference a reader gets carries a fresh signed URL. The artifacts themselves are
+ * the ClaimChecks port's (bound once artifacts exist, as outcome handlers are).
+ */
+export class PayloadRefs {
+  private checks: ClaimChecks | null = null;
+
+  constructor(private readonly inlineBytes: number) {}
+
+  useClaimChecks(checks: ClaimChecks): void {
+    this.checks = checks;
+  }
+
+  /** The JSON text of `value` when it is over the inline limit (to offload), else null. */
+  oversized(value: unknown): Buffer | null {
+    if (this.checks === null) return null;
+    const text = JSON.stringify(value ?? {});
+    // Bytes are at most 3× the UTF-16 length: most values are decided without encoding them.
+    if (text.length * 3 <= this.inlineBytes) return null;
+    const bytes = Buffer.from(text);
+    return bytes.length > this.inlineBytes ? bytes : null;
+  }
+
+  /** A sender's messages with their large payloads offloaded and the references it gave adopted. */
+  async prepare(owner: PayloadOwner, messages: readonly OutgoingMessage[]): Promise<OutgoingMessage[]> {
+    const checks = this.checks;
+    return Promise.all(
+      messages.map(async (message, i): Promise<OutgoingMessage> => {
+        const given = message.payload_ref;
+        if (given !== undefined) {
+          if (message.payload !== undefined) {
+            throw InvalidRequest.field(
+              messages.length > 1 ? `messages.${i}.payload_ref` : 'payload_ref',
+              'and payload are exclusive; send one',
+            );
+          }
+          if (checks === null) throw InvalidRequest.field('payload_ref', 'is not supported by this server');
+          return { ...message, payload_ref: await checks.adopt(owner, given.artifact_id, [message.destination]) };
+        }
+        const bytes = this.oversized(message.payload);
+        if (bytes === null || checks === null) return message;
+        const { payload: _inline, ...rest } = message;
+        return { ...rest, payload_ref: await checks.offload(owner, bytes, [message.destination]) };
+      }),
+    );
+  }
+
+  /** An output over the inline limit, offloaded for the producer of `destination`'s message. */
+  async offloadOutput(owner: PayloadOwner, output: unknown, readers: readonly string[]): Promise<PayloadRef | null> {
+    const bytes = this.oversized(output);
+    if (bytes === null || this.checks === null) return null;
+    return this.checks.offload(owner, bytes, readers);
+  }
+
+  /** Lets `readers` read an artifact `owner` made (an output's producers). */
+  async share(owner: PayloadOwner, ref: PayloadRef, readers: readonly string[]): Promise<void> {
+    if (this.checks !== null && readers.length > 0) await this.checks.adopt(owner, ref.artifact_id, readers);
+  }
+
+  /** Records which messages carry which references (they go with the last of them). */
+  async hold(tx: Tx, holds: { ref: PayloadRef | { artifact_id: string } | undefined | null; holder: string }[]): Promise<void> {
+    const rows = holds.flatMap((h) => (h.ref ? [{ artifact_id: h.ref.artifact_id, holder: h.holder }] : []));
+    if (rows.length > 0 && this.checks !== null) await this.checks.hold(tx, rows);
+  }
+
+  /** The messages are gone: their offloaded artifacts go too, unless another message holds them. */
+  async release(holders: readonly string[]): Promise<number> {
+    if (holders.length === 0 || this.checks === null) return 0;
+    return this.checks.release(holders);
+  }
+
+  /** The messages with a fresh signed URL in each reference. */
+  async sign<T extends Refs>(messages: T[]): Promise<T[]> {
+    const checks = this.checks;
+    if (checks === null) return messages;
+    const signed = async (ref: PayloadRef | SignedPayloadRef | undefined) =>
+      ref === undefined ? undefined : 'version' in ref ? checks.sign(ref) : ref;
+    return Promise.all(
+      messages.map(async (message) => {
+        const inputRef = message[STEP_INPUT_REF];
+        if (message.payload_ref === undefined && message.output_ref === undefined && inputRef === undefined) return message;
+        const copy = { ...message };
+        if (inputRef !== undefined) copy.payload = { ...(message.payload as object), input_ref: await checks.sign(inputRef) };
+        if (message.payload_ref !== undefined) copy.payload_ref = await signed(message.payload_ref);
+        if (message.output_ref !== undefined) copy.output_ref = await signed(message.output_ref);
+        return copy;
+      }),
+    );
+  }
+}
