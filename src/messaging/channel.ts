@@ -3,7 +3,7 @@ import { AppError, Forbidden, InvalidRequest } from '../kernel/errors.js';
 import type { AgentHeartbeats, SentMessage } from '../kernel/ports.js';
 import type { UsageReport } from '../kernel/usage-ports.js';
 import { MAX_CREDIT, type ChannelRequest, type ItemFailure } from './channel-schemas.js';
-import { MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
+import { MAX_BATCH, MAX_WAIT_S, type InboxService, type InboxWatch } from './inbox.js';
 import type { Caller, Message } from './messages.js';
 import type { SubscriptionsService } from './subscriptions.js';
 
@@ -73,7 +73,21 @@ export class AgentChannel {
     this.closed.abort();
   }
 
+  /**
+   * Leases and pushes while the client has credit. One wake-up registration serves the whole
+   * stretch (`watch`): after a claim that drained the inbox the next waits for a wake-up instead
+   * of claiming again, so a message costs one claim, not a claim and an empty one.
+   */
   private async pump(): Promise<void> {
+    const watch = this.deps.inbox.watch(this.caller, this.agentId);
+    try {
+      await this.pumpWith(watch);
+    } finally {
+      this.deps.inbox.unwatch(watch);
+    }
+  }
+
+  private async pumpWith(watch: InboxWatch): Promise<void> {
     const signal = this.closed.signal;
     while (this.credit > 0 && !signal.aborted) {
       const backlog = this.unread();
@@ -90,6 +104,7 @@ export class AgentChannel {
           this.agentId,
           { waitSeconds: MAX_WAIT_S, max: Math.min(this.credit, MAX_BATCH), visibilitySeconds: this.session.visibilitySeconds },
           signal,
+          watch,
         );
       } catch (err) {
         this.deps.logger.warn({ err, agent_id: this.agentId }, 'channel: could not lease messages; retrying');

@@ -80,6 +80,11 @@ export class InboxWakeups {
     this.waiters.get(waiter.inbox)?.unnotified.add(waiter);
   }
 
+  /** A waiter that stays claimed a full batch: the inbox may hold more, so another waiter looks too. */
+  passOn(waiter: Waiter): void {
+    this.wakeOne(waiter.inbox);
+  }
+
   /** Removes a waiter; `more` says its last claim was full, so the inbox may hold more. */
   unregister(waiter: Waiter, more: boolean): void {
     const entry = this.waiters.get(waiter.inbox);

@@ -28,6 +28,9 @@ import { hasActiveSpan, validTraceparent } from '../kernel/tracing.js';
 import type { InboxTracing, SendTrace } from './inbox-tracing.js';
 import { InboxViews, type DeadLetter, type InboxMessage, type InboxSummary } from './inbox-views.js';
 import { InboxWakeups } from './inbox-wakeups.js';
+import { waitAndClaim, type InboxWatch } from './receiving.js';
+
+export type { InboxWatch } from './receiving.js';
 import { Leases, type Rejected, type Rejection } from './leases.js';
 import { checkReceiver, toMessage, type Caller, type Message } from './messages.js';
 import { OutcomeDispatch } from './outcomes.js';
@@ -334,61 +337,26 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
     agentId: string,
     options: { waitSeconds: number; max: number; visibilitySeconds: number },
     signal: AbortSignal,
-  ): Promise<Message[]> {
-    return this.payloads.sign(await this.waitAndClaim(caller, agentId, options, signal));
-  }
-
-  private async waitAndClaim(
-    caller: Caller,
-    agentId: string,
-    options: { waitSeconds: number; max: number; visibilitySeconds: number },
-    signal: AbortSignal,
+    watch?: InboxWatch,
   ): Promise<Message[]> {
     checkReceiver(caller, agentId);
-    const deadline = this.deps.clock.now() + options.waitSeconds * 1000;
-    // Registered before the first look, so a send between the look and the wait is not missed.
-    const waiter = this.wakeups.register(agentId);
-    let full = false;
-    try {
-      for (;;) {
-        const turn = this.wakeups.claimTurn();
-        if (turn) await turn;
-        // A client gone while its poll waited for a turn gets nothing leased to it.
-        if (signal.aborted) return [];
-        this.wakeups.rearm(waiter);
-        // A paused agent is leased nothing: its messages wait, so none of them dead-letters, until
-        // it resumes (a wake-up) or the poll ends.
-        const paused = this.pauses !== null && (await this.pauses.pauses(autocommit)).agent(agentId);
-        const messages = paused ? [] : await this.leases.claim(agentId, caller.actor, options.max, options.visibilitySeconds);
-        full = messages.length === options.max;
-        const now = this.deps.clock.now();
-        if (messages.length > 0 || now >= deadline || signal.aborted) return messages;
-        if (waiter.notified) continue;
-        const nextVisible = paused ? null : await this.store.nextVisibleAt(autocommit, agentId, now);
-        const until = Math.min(deadline, nextVisible ?? deadline);
-        await new Promise<void>((resolve) => {
-          let settled = false;
-          const done = () => {
-            if (settled) return;
-            settled = true;
-            clearTimeout(timer);
-            signal.removeEventListener('abort', done);
-            waiter.wake = null;
-            resolve();
-          };
-          const timer = setTimeout(done, Math.max(0, until - now));
-          signal.addEventListener('abort', done, { once: true });
-          // Woken after the commit of a write group (db/sqlite-driver.ts on SQLite), which holds
-          // every send of its turn: the claim that follows at once takes them all.
-          waiter.wake = done;
-          // The client may have gone, or a send arrived, while nextVisibleAt was awaited: an abort
-          // fired before the listener was added is never heard again.
-          if (waiter.notified || signal.aborted) done();
-        });
-      }
-    } finally {
-      this.wakeups.unregister(waiter, full);
-    }
+    const parts = { wakeups: this.wakeups, leases: this.leases, store: this.store, clock: this.deps.clock, pauses: this.pauses };
+    return this.payloads.sign(await waitAndClaim(parts, caller, agentId, options, signal, watch));
+  }
+
+  /**
+   * A wake-up registration that lasts over several receives of one consumer (the agent
+   * channel's push loop): a send that lands between two receives is not missed, so a receive
+   * after one that drained the inbox waits for a wake-up instead of asking the database again.
+   * End it with `unwatch`.
+   */
+  watch(caller: Caller, agentId: string): InboxWatch {
+    checkReceiver(caller, agentId);
+    return { waiter: this.wakeups.register(agentId), drained: false };
+  }
+
+  unwatch(watch: InboxWatch): void {
+    this.wakeups.unregister(watch.waiter, !watch.drained);
   }
 
   /** Each settled message's producer hears of it through the handler of its origin kind. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
+import { MessagingStore } from '../../src/messaging/store.js';
 import WebSocket from 'ws';
 import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -158,6 +159,30 @@ describeEachDialect('the agent channel', (dialect) => {
       const expires = Date.parse(leased[0].lease_expires_at) - Date.parse(message.timestamp);
       expect(expires).toBeGreaterThan(25_000);
     } finally {
+      conn.socket.close();
+    }
+  });
+
+  it('claims once per message that arrives alone: after a claim that drained the inbox it waits for a wake-up', async () => {
+    const conn = await open('one-claim');
+    const claims = vi.spyOn(MessagingStore.prototype, 'claim');
+    try {
+      conn.write({ credit: 100 });
+      // The push loop's first look finds nothing; then each message is a wake-up and one claim.
+      await waitFor(() => claims.mock.calls.some(([lease]) => lease.destination === 'one-claim'), 5_000, 5);
+      for (let n = 1; n <= 10; n++) {
+        await sendHttp('one-claim', { n });
+        await conn.frame((f) => f.message?.payload?.n === n);
+      }
+      const mine = claims.mock.calls.filter(([lease]) => lease.destination === 'one-claim');
+      // Without the held registration each message cost a claim and an empty one after it (21).
+      expect(mine.length).toBeLessThanOrEqual(12);
+      // And a message sent while the loop was pushing is not missed.
+      await Promise.all([sendHttp('one-claim', { n: 11 }), sendHttp('one-claim', { n: 12 })]);
+      await conn.frame((f) => f.message?.payload?.n === 12);
+      await conn.frame((f) => f.message?.payload?.n === 11);
+    } finally {
+      claims.mockRestore();
       conn.socket.close();
     }
   });
