@@ -12,17 +12,17 @@ import type { MessageRow, NewMessageRow } from './message-rows.js';
 
 /**
  * Whether the message in scope as `messages` waits behind another pending message of its
- * ordering key and inbox: one sent before it (not settled yet, leased or not), or one leased
- * now even if sent after it (sends of a key commit in seq order, `lockOrderingKeys`; this
- * keeps a key to one lease whatever put it out of order). A correlated probe of messages_ordering, evaluated in the claim's own statement, so
- * no per-message round trip: concurrent claims on PostgreSQL all see the earlier message
- * pending and leave the later ones, and SKIP LOCKED keeps two from leasing the same head.
+ * ordering key and inbox sent before it (not settled yet, leased or not). Sends of a key commit
+ * in seq order (`lockOrderingKeys`), so no later message of the key can be leased while an
+ * earlier one is pending, and the earliest pending one is the only one free. A correlated probe
+ * of messages_ordering, one index seek on seq, evaluated in the claim's own statement, so no
+ * per-message round trip: concurrent claims on PostgreSQL all see the earlier message pending
+ * and leave the later ones, and SKIP LOCKED keeps two from leasing the same head.
  */
-export function heldByOrderingKey(now: unknown) {
+export function heldByOrderingKey() {
   return sql<boolean>`exists (select 1 from messages as held
     where held.destination = messages.destination and held.ordering_key = messages.ordering_key
-    and held.state = 'pending' and held.seq <> messages.seq
-    and (held.seq < messages.seq or (held.deliveries > 0 and held.visible_at > ${now})))`;
+    and held.state = 'pending' and held.seq < messages.seq)`;
 }
 
 /**

@@ -289,7 +289,7 @@ export class MessagingStore extends Store {
             .where('state', '=', v.pending)
             .where(unindexedVisibleAt, '<=', v.now)
             .whereRef('deliveries', '<', 'max_deliveries')
-            .where((eb) => eb.or([eb('ordering_key', 'is', null), eb.not(heldByOrderingKey(v.now))]))
+            .where((eb) => eb.or([eb('ordering_key', 'is', null), eb.not(heldByOrderingKey())]))
             .orderBy('priority', 'desc')
             .orderBy('fair_rank')
             .orderBy('seq')
