@@ -11,7 +11,9 @@
  * backends of its database). The variants alternate in BENCH_ORDERING_ROUNDS (3) rounds, the
  * one that goes first swapping each round; medians reported. BENCH_ORDERING_DIALECTS
  * (`sqlite,postgres`) picks the backends; BENCH_ORDERING_ROOT serves another built checkout (a
- * before/after comparison, recorded apart as `ordering-root`).
+ * before/after comparison, recorded apart); BENCH_ORDERING_PHASES (`drain,sends`) picks the
+ * phases; BENCH_ORDERING_CPU_PROF names a directory for the server's V8 CPU profiles (--cpu-prof).
+ * A run of one backend or phase is recorded apart from the full one.
  */
 import os from 'node:os';
 import { postgresTestUrl } from '../test/helpers/database.js';
@@ -39,6 +41,8 @@ type Variant = (typeof VARIANTS)[number];
 interface Measurement {
   rate: number;
   cpuUs: number;
+  /** Messages per receive that returned any (drain). */
+  perReceive?: number;
 }
 
 /** CPU ms of the server and, on PostgreSQL, of its database's backends. */
@@ -81,7 +85,8 @@ async function drain(server: SwitchboardProcess, variant: Variant, destination: 
     expectStatus('send-batch', await call(`${server.url}/api/v1/messaging/send-batch`, 'POST', server.adminKey, { messages }), 201);
   }
   const key = await agentKey(server, destination);
-  return measured(server, async (finish) => {
+  let receives = 0;
+  const result = await measured(server, async (finish) => {
     let done = 0;
     await Promise.all(
       Array.from({ length: RECEIVERS }, async () => {
@@ -91,6 +96,7 @@ async function drain(server: SwitchboardProcess, variant: Variant, destination: 
           expectStatus('receive', res, 200);
           const ids = (res.json.data.messages as { message_id: string }[]).map((m) => m.message_id);
           if (ids.length === 0) continue;
+          receives++;
           expectStatus('acknowledge', await call(`${server.url}/api/v1/messaging/acknowledge`, 'POST', key, { message_ids: ids }), 200);
           done += ids.length;
           if (done >= MESSAGES) finish();
@@ -99,6 +105,7 @@ async function drain(server: SwitchboardProcess, variant: Variant, destination: 
     );
     return done;
   });
+  return { ...result, perReceive: MESSAGES / receives };
 }
 
 /** (b) Single awaited sends from 4 producers for SEND_SECONDS, with nobody receiving. */
@@ -122,7 +129,12 @@ async function sends(server: SwitchboardProcess, variant: Variant, destination: 
 type Results = Map<string, Measurement[]>;
 
 function medianOf(runs: Measurement[]): Measurement {
-  return { rate: median(runs.map((r) => r.rate)), cpuUs: median(runs.map((r) => r.cpuUs)) };
+  const batches = runs.flatMap((r) => (r.perReceive === undefined ? [] : [r.perReceive]));
+  return {
+    rate: median(runs.map((r) => r.rate)),
+    cpuUs: median(runs.map((r) => r.cpuUs)),
+    perReceive: batches.length ? median(batches) : undefined,
+  };
 }
 
 export default async function ordering(): Promise<void> {
@@ -132,19 +144,25 @@ export default async function ordering(): Promise<void> {
     .map((d) => d.trim())
     .filter((d): d is Dialect => d === 'sqlite' || (d === 'postgres' && postgresTestUrl() !== undefined));
   const root = process.env.BENCH_ORDERING_ROOT;
+  const phases = (process.env.BENCH_ORDERING_PHASES ?? 'drain,sends').split(',').map((p) => p.trim());
+  const profiles = process.env.BENCH_ORDERING_CPU_PROF;
+  const nodeArgs = profiles ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [];
   const loadBefore = os.loadavg()[0]!;
   const results: Results = new Map();
   const add = (name: string, m: Measurement) => {
     results.set(name, [...(results.get(name) ?? []), m]);
-    console.log(`${name}: ${fmt(m.rate)} msgs/s, server ${fmt(m.cpuUs, 1)} µs CPU/msg`);
+    const batches = m.perReceive === undefined ? '' : `, ${fmt(m.perReceive, 1)} msgs per receive`;
+    console.log(`${name}: ${fmt(m.rate)} msgs/s, server ${fmt(m.cpuUs, 1)} µs CPU/msg${batches}`);
   };
   for (const dialect of dialects) {
-    const server = await startSwitchboard({ dialect, root });
+    const server = await startSwitchboard({ dialect, root, nodeArgs });
     try {
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
-        for (const variant of order) add(`${dialect} drain ${variant}`, await drain(server, variant, `drain-${variant}-${round}`));
-        for (const variant of order) add(`${dialect} sends ${variant}`, await sends(server, variant, `sends-${variant}-${round}`));
+        if (phases.includes('drain'))
+          for (const variant of order) add(`${dialect} drain ${variant}`, await drain(server, variant, `drain-${variant}-${round}`));
+        if (phases.includes('sends'))
+          for (const variant of order) add(`${dialect} sends ${variant}`, await sends(server, variant, `sends-${variant}-${round}`));
       }
     } finally {
       await server.stop();
@@ -154,10 +172,11 @@ export default async function ordering(): Promise<void> {
     const keyless = medianOf(results.get(`${dialect} ${what} keyless`) ?? []);
     const keyed = medianOf(results.get(`${dialect} ${what} keyed`) ?? []);
     const backend = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
-    return `| ${backend} | ${what} | ${fmt(keyless.rate)} | ${fmt(keyless.cpuUs, 1)} | ${fmt(keyed.rate)} | ${fmt(keyed.cpuUs, 1)} | **${fmt((keyed.rate / keyless.rate) * 100, 1)}%** |`;
+    const per = (m: Measurement) => (m.perReceive === undefined ? '—' : fmt(m.perReceive, 1));
+    return `| ${backend} | ${what} | ${fmt(keyless.rate)} | ${fmt(keyless.cpuUs, 1)} | ${per(keyless)} | ${fmt(keyed.rate)} | ${fmt(keyed.cpuUs, 1)} | ${per(keyed)} | **${fmt((keyed.rate / keyless.rate) * 100, 1)}%** |`;
   };
   const command =
-    `npm run build && ${root ? `BENCH_ORDERING_ROOT=${root} ` : ''}BENCH_ORDERING_DIALECTS=${dialects.join(',')} ` +
+    `npm run build && ${root ? `BENCH_ORDERING_ROOT=${root} ` : ''}BENCH_ORDERING_DIALECTS=${dialects.join(',')} BENCH_ORDERING_PHASES=${phases.join(',')} ` +
     `BENCH_ORDERING_MESSAGES=${MESSAGES} BENCH_ORDERING_KEYS=${KEYS} BENCH_ORDERING_RECEIVERS=${RECEIVERS} ` +
     `BENCH_ORDERING_ROUNDS=${ROUNDS} BENCH_ORDERING_SEND_SECONDS=${SEND_SECONDS} flock /tmp/switchboard-bench.lock npm run bench -- ordering`;
   const lines = [
@@ -169,14 +188,15 @@ export default async function ordering(): Promise<void> {
     `sends: ${PRODUCERS} producers, one awaited POST /send each, ${SEND_SECONDS} s. Server CPU: the server process, plus on PostgreSQL`,
     `the backends of its database. Keyless and keyed alternate in ${ROUNDS} rounds (the first swapping each round); medians. Target: drain ≥ 80%.`,
     '',
-    '| backend | phase | keyless msgs/s | keyless µs CPU/msg | keyed msgs/s | keyed µs CPU/msg | keyed / keyless |',
-    '|---|---|---:|---:|---:|---:|---:|',
-    ...dialects.flatMap((dialect) => [row(dialect, 'drain'), row(dialect, 'sends')]),
+    '| backend | phase | keyless msgs/s | keyless µs CPU/msg | keyless msgs/receive | keyed msgs/s | keyed µs CPU/msg | keyed msgs/receive | keyed / keyless |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...dialects.flatMap((dialect) => (['drain', 'sends'] as const).filter((p) => phases.includes(p)).map((p) => row(dialect, p))),
     '',
     `1-minute load average ${fmt(loadBefore, 2)} at the start, ${fmt(os.loadavg()[0]!, 2)} at the end (the 2 cores are shared with other work).`,
     '',
     'Runs: ' + [...results].map(([name, runs]) => `${name} ${runs.map((r) => fmt(r.rate)).join(' / ')}`).join('; ') + '.',
   ];
-  record(root ? 'ordering-root' : 'ordering', lines.join('\n'));
+  const apart = [root ? 'root' : '', dialects.length === 1 ? dialects[0]! : '', phases.length === 1 ? phases[0]! : ''].filter(Boolean);
+  record(['ordering', ...apart].join('-'), lines.join('\n'));
   console.log(lines.join('\n'));
 }
