@@ -12,6 +12,8 @@
  * Settings: BENCH_PEERS_SECONDS (each W1/W2 measurement, default 5), BENCH_PEERS_ROUNDS (2),
  * BENCH_PEERS_SAMPLES (W3, 300), BENCH_PEERS_WARMUP_SECONDS (one W1 per system first, 1),
  * BENCH_PEERS_SYSTEMS (comma-separated parts of system names to run, default all).
+ * The HTTP rows run twice: plain, and with flow control in use (a priority from 0–9 and an
+ * ordering key of 1,000 per queue on every message), each right after the other in every round.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -274,7 +276,9 @@ export default async function peers(): Promise<void> {
 
   const candidates = [
     switchboardHttp('sqlite'),
+    switchboardHttp('sqlite', true),
     switchboardHttp('postgres'),
+    switchboardHttp('postgres', true),
     switchboardChannel('sqlite'),
     switchboardChannel('postgres'),
     switchboardChannel('sqlite', true),

@@ -7,10 +7,11 @@ import { call } from '../messaging.js';
 import { ok, switchboardServer, type SwitchboardDialect } from './switchboard-server.js';
 import { sentAtOf, type PeerSystem } from './system.js';
 
-export function switchboardHttp(dialect: SwitchboardDialect): PeerSystem {
-  const server = switchboardServer(dialect);
+/** `flow`: with a priority and an ordering key on every message (switchboard-server.ts), beside the row without. */
+export function switchboardHttp(dialect: SwitchboardDialect, flow = false): PeerSystem {
+  const server = switchboardServer(dialect, flow);
   return {
-    name: `Switchboard, HTTP long poll, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
+    name: `Switchboard, HTTP long poll, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}${flow ? ', priority + ordering keys' : ''}`,
     setup: () => server.start(),
     async queue(name) {
       const { url, consumerKey, send } = await server.queueClients(name);

@@ -11,6 +11,9 @@ import { databaseOf, postgresPids, postgresUnavailable, type PeerQueue, type Pro
 
 export type SwitchboardDialect = 'sqlite' | 'postgres';
 
+/** Flow control in use on every message: a priority varying over 0–9 and an ordering key of FLOW_KEYS per queue. */
+export const FLOW_KEYS = 1000;
+
 export interface SwitchboardServer {
   /** Why it cannot start here (PostgreSQL not configured or down), or undefined once it runs. */
   start(): Promise<string | undefined>;
@@ -23,7 +26,8 @@ export interface SwitchboardServer {
   stop(): Promise<void>;
 }
 
-export function switchboardServer(dialect: SwitchboardDialect): SwitchboardServer {
+/** `flow`: the producers' messages carry a priority and an ordering key (the flow control variant of the rows). */
+export function switchboardServer(dialect: SwitchboardDialect, flow = false): SwitchboardServer {
   let server: SwitchboardProcess | undefined;
   return {
     async start() {
@@ -46,8 +50,14 @@ export function switchboardServer(dialect: SwitchboardDialect): SwitchboardServe
     async queueClients(name) {
       const url = this.process.url;
       const producerKey = await this.agentKey(`${name}-producer`);
+      let sent = 0;
       const send: PeerQueue['send'] = async (payloads) => {
-        const messages = payloads.map((p) => ({ destination: name, event_name: 'peers', payload: { p } }));
+        const messages = payloads.map((p) => ({
+          destination: name,
+          event_name: 'peers',
+          payload: { p },
+          ...(flow ? { priority: Math.floor(Math.random() * 10), ordering_key: `key-${sent++ % FLOW_KEYS}` } : {}),
+        }));
         if (messages.length === 1) ok('send', await call(`${url}/api/v1/messaging/send`, 'POST', producerKey, messages[0]));
         else ok('send-batch', await call(`${url}/api/v1/messaging/send-batch`, 'POST', producerKey, { messages }));
       };

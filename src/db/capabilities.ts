@@ -37,6 +37,8 @@ export interface DialectCapabilities {
    * Call it inside the transaction, with the transaction object.
    */
   transactionLock(trx: QueryExecutorProvider, name: string): Promise<void>;
+  /** `transactionLock` of each name in one statement, in the order given (sort them: no deadlock). */
+  transactionLocks(trx: QueryExecutorProvider, names: readonly string[]): Promise<void>;
   /**
    * `column IN (values)` with the whole list as one parameter (an array on PostgreSQL, a JSON
    * text on SQLite): one statement text whatever the count, and no bound-value limit.
@@ -79,6 +81,7 @@ export const sqliteCapabilities: DialectCapabilities = {
   // Writers are serialized (BEGIN IMMEDIATE with a busy timeout): there is no deadlock to lose.
   isTransientConflict: () => false,
   transactionLock: async () => undefined,
+  transactionLocks: async () => undefined,
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`,
   jsonArrayHoldsAny: (column, values) =>
     sql<SqlBool>`exists (select 1 from json_each(${sql.ref(column)}) where value in (select value from json_each(${JSON.stringify(values)})))`,
@@ -98,6 +101,10 @@ export const postgresCapabilities: DialectCapabilities = {
   isTransientConflict: (err) => errorCode(err) === '40P01' || errorCode(err) === '40001',
   transactionLock: async (trx, name) => {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
+  },
+  transactionLocks: async (trx, names) => {
+    // A function scan yields the array's elements in order, and the aggregate locks each in turn.
+    if (names.length > 0) await sql`SELECT count(pg_advisory_xact_lock(hashtext(name))) FROM unnest(${names}::text[]) AS name`.execute(trx);
   },
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} = any(${values}::text[])`,
   jsonArrayHoldsAny: (column, values) => sql<SqlBool>`(${sql.ref(column)}::jsonb ?| ${values}::text[])`,

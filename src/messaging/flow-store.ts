@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
@@ -11,17 +12,39 @@ import type { MessageRow, NewMessageRow } from './message-rows.js';
 
 /**
  * Whether the message in scope as `messages` waits behind another pending message of its
- * ordering key and inbox: one sent before it (not settled yet, leased or not), or one leased
- * now even if sent after it (on PostgreSQL two sends of a key can commit out of sequence
- * order). A correlated probe of messages_ordering, evaluated in the claim's own statement, so
- * no per-message round trip: concurrent claims on PostgreSQL all see the earlier message
- * pending and leave the later ones, and SKIP LOCKED keeps two from leasing the same head.
+ * ordering key and inbox sent before it (not settled yet, leased or not). Sends of a key commit
+ * in seq order (`lockOrderingKeys`), so no later message of the key can be leased while an
+ * earlier one is pending, and the earliest pending one is the only one free. A correlated probe
+ * of messages_ordering, one index seek on seq, evaluated in the claim's own statement, so no
+ * per-message round trip: concurrent claims on PostgreSQL all see the earlier message pending
+ * and leave the later ones, and SKIP LOCKED keeps two from leasing the same head.
  */
-export function heldByOrderingKey(now: unknown) {
+export function heldByOrderingKey() {
   return sql<boolean>`exists (select 1 from messages as held
     where held.destination = messages.destination and held.ordering_key = messages.ordering_key
-    and held.state = 'pending' and held.seq <> messages.seq
-    and (held.seq < messages.seq or (held.deliveries > 0 and held.visible_at > ${now})))`;
+    and held.state = 'pending' and held.seq < messages.seq)`;
+}
+
+/**
+ * Whether new messages must be inserted in a transaction of their own to take their ordering
+ * keys' locks (`lockOrderingKeys`): on PostgreSQL, when one has a key.
+ */
+export function needsOrderingLocks(caps: DialectCapabilities, rows: readonly NewMessageRow[]): boolean {
+  return caps.kind === 'postgres' && rows.some((row) => row.ordering_key !== null);
+}
+
+/**
+ * Serialises the sends of each (destination, ordering key) of `rows` until `trx` commits, taken
+ * before their insert draws their seq: a later send of a key waits for the earlier one's commit,
+ * so its seq is higher and every snapshot that sees it sees the earlier one too. Without it, a
+ * later send committing first was leased ahead of an earlier one still uncommitted, and a
+ * concurrent claim could then lease that earlier one beside it. Sorted: two batches never wait
+ * on each other in a cycle. A no-op on SQLite, whose single writer commits sends in seq order.
+ */
+export async function lockOrderingKeys(caps: DialectCapabilities, trx: Db, rows: readonly NewMessageRow[]): Promise<void> {
+  const names = new Set<string>();
+  for (const row of rows) if (row.ordering_key !== null) names.add(`ordering:${row.destination}:${row.ordering_key}`);
+  if (names.size > 0) await caps.transactionLocks(trx, [...names].sort());
 }
 
 /** Sorts claimed rows as the claim chose them: priority (higher first), fairness rank, arrival. */

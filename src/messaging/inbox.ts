@@ -98,11 +98,10 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   private readonly leases: Leases;
   private readonly views: InboxViews;
   private pauses: AgentPauses | null = null;
-  /** The lone sends of a turn: one INSERT, atomic on its own, for all of them. */
+  /** The lone sends of a turn: one INSERT for all of them (`send` says when it takes a transaction). */
   private readonly loneSends = new TurnBatch<NewMessageRow, void>(async (rows) => {
     const batch = [...rows];
-    await this.store.rankByFairness(autocommit, batch);
-    await this.store.insertMessages(autocommit, batch);
+    await this.store.insertNew(autocommit, batch);
     return batch.map(() => undefined);
   }, MAX_LONE_SENDS);
 
@@ -147,6 +146,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
    * - else several messages: in a transaction of their own, all or nothing;
    * - else one INSERT, atomic on its own (on PostgreSQL, two round trips fewer), shared with the
    *   other lone sends of the same turn of the event loop (group commit: one statement, one commit);
+   *   on PostgreSQL a turn's sends with an ordering key lock their keys first, in a transaction;
    * and without the caller's `tx` the inboxes wake as soon as the send has committed.
    */
   async send(request: SendRequest | CallerSendRequest): Promise<SendResult> {
@@ -240,8 +240,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
     const trace = this.deps.tracing.sending(messages);
     try {
       const rows = messages.map((message) => this.newRow(message, now, trace, redrivenFrom));
-      await this.store.rankByFairness(tx, rows);
-      await this.store.insertMessages(tx, rows);
+      await this.store.insertNew(tx, rows);
       return rows;
     } finally {
       trace.end();

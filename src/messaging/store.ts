@@ -4,10 +4,10 @@ import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { Statements } from '../db/statements.js';
-import type { Tx } from '../kernel/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { atomically, dbOf, txOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
-import { heldByOrderingKey, inDequeueOrder, rankByFairness } from './flow-store.js';
+import { heldByOrderingKey, inDequeueOrder, lockOrderingKeys, needsOrderingLocks, rankByFairness } from './flow-store.js';
 import { DELIVERY_TEMPLATE, MESSAGE_TEMPLATE, type DeliveryRow, type MessageRow, type NewMessageRow } from './message-rows.js';
 
 export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './message-rows.js';
@@ -110,9 +110,16 @@ export class MessagingStore extends Store {
     else await db.executeQuery(this.statements.compiled('insert-message', rows[0]!, (v) => this.db.insertInto('messages').values(v)));
   }
 
-  /** Sets the fairness rank of each new message with a fairness key (flow-store.ts). */
-  async rankByFairness(tx: Tx, rows: NewMessageRow[]): Promise<void> {
+  /**
+   * New messages with their flow control: their ordering keys locked until the commit and their
+   * fairness ranks set (flow-store.ts), then inserted. Under `autocommit` they stay one statement
+   * unless a key must be locked (PostgreSQL), which needs a transaction to hold the lock to.
+   */
+  async insertNew(tx: Tx, rows: NewMessageRow[]): Promise<void> {
+    if (tx === autocommit && needsOrderingLocks(this.caps, rows)) return this.inTransaction((own) => this.insertNew(own, rows));
+    await lockOrderingKeys(this.caps, dbOf(tx, this.db), rows);
     await rankByFairness(this.db, tx, rows);
+    await this.insertMessages(tx, rows);
   }
 
   async findMessage(tx: Tx, id: string): Promise<MessageRow | undefined> {
@@ -284,7 +291,7 @@ export class MessagingStore extends Store {
             .where('state', '=', v.pending)
             .where(unindexedVisibleAt, '<=', v.now)
             .whereRef('deliveries', '<', 'max_deliveries')
-            .where((eb) => eb.or([eb('ordering_key', 'is', null), eb.not(heldByOrderingKey(v.now))]))
+            .where((eb) => eb.or([eb('ordering_key', 'is', null), eb.not(heldByOrderingKey())]))
             .orderBy('priority', 'desc')
             .orderBy('fair_rank')
             .orderBy('seq')

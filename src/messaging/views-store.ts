@@ -176,7 +176,7 @@ export class InboxViewsStore extends Store {
     const query = dbOf(tx, this.db)
       .selectFrom('messages')
       .selectAll()
-      .select(heldByOrderingKey(now).as('held'))
+      .select(heldByOrderingKey().as('held'))
       .where('destination', '=', destination)
       .where('state', '=', 'pending')
       .where((eb) => (leased ? leasedAt(eb, now) : eb.not(leasedAt(eb, now))));

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { expect, it } from 'vitest';
 import { receive } from '../helpers/agent.js';
 import { FakeClock } from '../helpers/clock.js';
@@ -217,4 +218,72 @@ describeEachDialect('messaging: priority, ordering keys and fairness keys', (dia
     await Promise.all(Array.from({ length: 4 }, receiver));
     expect(done).toBe(keys * perKey);
   });
+  it('keeps one key in send order and never overlapping when its sends commit out of order, under concurrent receivers', async () => {
+    // PostgreSQL: every 'slow' insert sleeps in a trigger after its row (and seq) is made and
+    // before its commit, and the next send of its key starts from another connection meanwhile:
+    // the window in which a later send of the key can commit first. SQLite has one writer.
+    const admin = dialect === 'postgres' ? new pg.Client({ connectionString: server.database.databaseUrl! }) : null;
+    await admin?.connect();
+    try {
+      await admin?.query(`create function slow_send() returns trigger language plpgsql as $$
+        begin perform pg_sleep(0.03); return null; end $$;
+        create trigger slow_send after insert on messages for each row when (new.event_name = 'slow') execute function slow_send()`);
+      const iterations = 200;
+      const order = new Map<string, string[]>();
+      const inFlight = new Set<string>();
+      let received = 0;
+      let sending = true;
+      const receiver = async () => {
+        // A key each: the rate limit counts per key.
+        const worker = await server.agent('flow-commit-race');
+        while (sending || received < iterations * 2) {
+          const res = await worker.get(`${M}/receive?agent_id=flow-commit-race&max=5&timeout=0`);
+          expect(res.status, res.text).toBe(200);
+          const got = res.body.data.messages as { message_id: string; event_name: string; ordering_key: string }[];
+          for (const m of got) {
+            expect(inFlight.has(m.ordering_key), `${m.ordering_key} overlaps`).toBe(false);
+            inFlight.add(m.ordering_key);
+            order.set(m.ordering_key, [...(order.get(m.ordering_key) ?? []), m.event_name]);
+          }
+          if (got.length === 0) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            continue;
+          }
+          // A key leaves before its ack is sent: a receive overlapping its lease is caught.
+          for (const m of got) inFlight.delete(m.ordering_key);
+          expect((await worker.post(`${M}/acknowledge`, { message_ids: got.map((m) => m.message_id) })).status).toBe(200);
+          received += got.length;
+        }
+      };
+      // Until the earlier send sleeps before its commit (or has committed: the window was missed).
+      const sleeping = async (sent: Promise<unknown>) => {
+        let done = false;
+        void sent.finally(() => (done = true));
+        while (!done) {
+          const { rows } = await admin!.query(
+            "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event = 'PgSleep'",
+          );
+          if (rows[0].n > 0) return;
+        }
+      };
+      const sender = async () => {
+        for (let i = 0; i < iterations; i++) {
+          const key = `key-${i}`;
+          const arrival = server.requestArrival('POST', `${M}/send`);
+          const slow = server.api.post(`${M}/send`, { destination: 'flow-commit-race', event_name: 'slow', ordering_key: key });
+          // The later send starts once the earlier one has its row and waits to commit.
+          await arrival;
+          if (admin) await sleeping(slow);
+          else await new Promise((resolve) => setTimeout(resolve, 5));
+          const fast = server.api.post(`${M}/send`, { destination: 'flow-commit-race', event_name: 'fast', ordering_key: key });
+          for (const res of await Promise.all([slow, fast])) expect(res.status, res.text).toBe(201);
+        }
+        sending = false;
+      };
+      await Promise.all([sender(), receiver(), receiver(), receiver()]);
+      for (let i = 0; i < iterations; i++) expect(order.get(`key-${i}`), `key-${i}`).toEqual(['slow', 'fast']);
+    } finally {
+      await admin?.end();
+    }
+  }, 120_000);
 });
