@@ -25,6 +25,19 @@ def json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def recorded(client: Switchboard) -> list[tuple[str, dict[str, Any]]]:
+    """The operations the client calls from now on, with their arguments (the calls still go out)."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    invoke = client._invoke
+
+    def record(operation: Any, arguments: dict[str, Any]) -> Any:
+        calls.append((operation.operation_id, dict(arguments)))
+        return invoke(operation, arguments)
+
+    client._invoke = record  # type: ignore[method-assign]
+    return calls
+
+
 def receive_all(client: Switchboard, agent_id: str, count: int) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
 
@@ -99,6 +112,52 @@ def test_small_payloads_are_untouched() -> None:
     assert oversized_json({"doc": "x" * (300 * KIB)}, None) is None
 
 
+def test_send_uploads_a_large_payload_and_sends_its_payload_ref() -> None:
+    # No server: the operations answer as the server would, and what is sent is recorded.
+    client = Switchboard("http://127.0.0.1:9")
+    calls: list[tuple[str, dict[str, Any]]] = []
+    answers = {
+        "artifacts_createUploadUrl": {"upload_id": "up_1", "url": "http://127.0.0.1:9/api/v1/artifacts/uploads/up_1?expires=1&signature=s"},
+        "artifacts_putUpload": {},
+        "artifacts_confirmUpload": {"id": "art_1"},
+        "messaging_send": {"message_id": "msg_1"},
+        "messaging_sendBatch": {"messages": []},
+    }
+
+    def answer(operation: Any, arguments: dict[str, Any]) -> Any:
+        calls.append((operation.operation_id, dict(arguments)))
+        return answers[operation.operation_id]
+
+    client._invoke = answer  # type: ignore[method-assign]
+    payload = {"doc": "x" * (300 * KIB)}
+    client.messaging.send(destination="b", event_name="doc", payload=payload, idempotency_key="k")
+    assert [name for name, _ in calls] == ["artifacts_createUploadUrl", "artifacts_putUpload", "artifacts_confirmUpload", "messaging_send"]
+    data = json_bytes(payload)
+    assert calls[0][1] == {
+        "name": "payload.json",
+        "content_type": "application/json",
+        "size_bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "metadata": {"claim_check": True},
+    }
+    assert calls[1][1]["content"] == data
+    assert calls[3][1] == {"destination": "b", "event_name": "doc", "payload_ref": {"artifact_id": "art_1"}, "idempotency_key": "k"}
+
+    calls.clear()
+    client.messaging.send(destination="b", event_name="small", payload={"n": 1})
+    client.messaging.send(destination="b", event_name="ref", payload_ref={"artifact_id": "art_mine"})
+    client.with_options(headers={"x": "1"}).messaging.send_batch(messages=[{"destination": "b", "event_name": "big", "payload": payload}, {"destination": "b", "event_name": "small"}])
+    assert [name for name, _ in calls] == ["messaging_send", "messaging_send", "artifacts_createUploadUrl", "artifacts_putUpload", "artifacts_confirmUpload", "messaging_sendBatch"]
+    assert calls[0][1]["payload"] == {"n": 1} and calls[1][1] == {"destination": "b", "event_name": "ref", "payload_ref": {"artifact_id": "art_mine"}}
+    assert calls[5][1]["messages"] == [{"destination": "b", "event_name": "big", "payload_ref": {"artifact_id": "art_1"}}, {"destination": "b", "event_name": "small"}]
+
+    calls.clear()
+    never = Switchboard("http://127.0.0.1:9", inline_payload_bytes=None)
+    never._invoke = answer  # type: ignore[method-assign]
+    never.messaging.send(destination="b", event_name="doc", payload=payload)
+    assert [name for name, _ in calls] == ["messaging_send"] and calls[0][1]["payload"] == payload
+
+
 def test_a_300_kib_payload_round_trips_by_reference(admin: Switchboard, agent_client: Callable[[str], Switchboard]) -> None:
     sender_id, receiver_id = unique("cc-sender"), unique("cc-receiver")
     sender, receiver = agent_client(sender_id), agent_client(receiver_id)
@@ -106,13 +165,18 @@ def test_a_300_kib_payload_round_trips_by_reference(admin: Switchboard, agent_cl
     data = json_bytes(payload)
     assert len(data) > 300 * KIB
 
+    calls = recorded(sender)
     sender.messaging.send(destination=receiver_id, event_name="doc", payload=payload)
     sender.messaging.send(destination=receiver_id, event_name="small", payload={"n": 2})
+    sends = [arguments for name, arguments in calls if name == "messaging_send"]
+    assert "payload" not in sends[0] and sends[0]["payload_ref"]["artifact_id"]
+    assert sends[1]["payload"] == {"n": 2} and "payload_ref" not in sends[1]
     big, small = sorted(receive_all(receiver, receiver_id, 2), key=lambda m: m["event_name"])
     assert big["payload"] is None
     ref = big["payload_ref"]
+    assert ref["artifact_id"] == sends[0]["payload_ref"]["artifact_id"]
     assert ref["size_bytes"] == len(data) and ref["sha256"] == hashlib.sha256(data).hexdigest()
-    # The client offloaded it: the artifact is the sender's, marked so retention deletes it with the message.
+    # The artifact the client uploaded is the sender's, marked so retention deletes it with the message.
     artifact = sender.artifacts.get(artifact_id=ref["artifact_id"])
     assert artifact["owner"] == sender_id and artifact["metadata"] == {"claim_check": True}
     assert artifact["content_type"].startswith("application/json")
