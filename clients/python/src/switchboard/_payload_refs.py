@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 DEFAULT_INLINE_PAYLOAD_BYTES = 256 * 1024
 
 _CHUNK = 64 * 1024
+# The URL is the server's, reached as the client reaches it: directly, whatever proxy the environment names.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 M = TypeVar("M", bound=dict[str, Any])
 
@@ -51,7 +53,7 @@ def fetch_payload_ref(ref: PayloadRef | dict[str, Any], *, timeout: float = 30.0
     request = urllib.request.Request(ref["url"], headers={"Accept": "application/json", "User-Agent": "switchboard-python"})
     digest, chunks, size = hashlib.sha256(), [], 0
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the server's own signed URL
+        with _OPENER.open(request, timeout=timeout) as response:
             while chunk := response.read(_CHUNK):
                 size += len(chunk)
                 # Read no further than the reference says there is: a wrong size fails early.
