@@ -27,6 +27,7 @@ from ._errors import (
     UnsupportedMediaType,
 )
 from ._operations import OPERATIONS
+from ._payload_refs import DEFAULT_INLINE_PAYLOAD_BYTES, Messaging, PayloadRef, PayloadRefMismatchError, fetch_payload_ref, hydrate
 from ._signing import Ed25519Signer, generate_keypair
 from ._step import StepContext
 from .agent import Agent, PermanentError, WithUsage, current_traceparent, with_usage
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "Artifacts",
+    "DEFAULT_INLINE_PAYLOAD_BYTES",
     "Conflict",
     "ConnectionFailed",
     "Ed25519Signer",
@@ -43,12 +45,15 @@ __all__ = [
     "InsufficientStorage",
     "InternalError",
     "InvalidRequest",
+    "Messaging",
     "MethodNotAllowed",
     "NotFound",
     "OPERATIONS",
     "Operation",
     "Page",
     "Paged",
+    "PayloadRef",
+    "PayloadRefMismatchError",
     "PayloadTooLarge",
     "PermanentError",
     "PreconditionFailed",
@@ -64,6 +69,8 @@ __all__ = [
     "UnsupportedMediaType",
     "WithUsage",
     "current_traceparent",
+    "fetch_payload_ref",
     "generate_keypair",
+    "hydrate",
     "with_usage",
 ]

@@ -24,6 +24,7 @@ from typing import IO, Any, BinaryIO, Callable
 from ._base import Domain, Operation, Page, Paged, StreamedResponse
 from ._errors import ConnectionFailed, SwitchboardError, error_for
 from ._operations import DOMAINS, OPERATIONS, ArtifactsConfirmUploadData, ArtifactsOperations, ClientDomains
+from ._payload_refs import DEFAULT_INLINE_PAYLOAD_BYTES, Messaging
 from ._signing import EMPTY_SHA256, Ed25519Signer
 
 logger = logging.getLogger("switchboard")
@@ -243,9 +244,14 @@ class Switchboard(ClientDomains):
     method per operation, named after its operationId in snake case; path, query and body fields are
     keyword arguments; a method returns the answer's ``data``, a list operation a ``Paged`` iterable.
     Errors raise a ``SwitchboardError`` subclass (``NotFound``, ``RateLimited``…).
+
+    ``messaging.send`` and ``send_batch`` upload a payload whose JSON is over
+    ``inline_payload_bytes`` (default 256 KiB; None: never) as an artifact and send its
+    ``payload_ref``; ``hydrate(message)`` fetches what a received message carries by reference.
     """
 
     artifacts: Artifacts  # type: ignore[assignment]
+    messaging: Messaging  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -258,6 +264,7 @@ class Switchboard(ClientDomains):
         retries: int = 3,
         max_backoff: float = 5.0,
         headers: dict[str, str] | None = None,
+        inline_payload_bytes: float | None = DEFAULT_INLINE_PAYLOAD_BYTES,
     ) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -276,11 +283,13 @@ class Switchboard(ClientDomains):
         self.retries = retries
         self.max_backoff = max_backoff
         self._headers = dict(headers or {})
+        self.inline_payload_bytes = inline_payload_bytes
         self._bind()
 
     def _bind(self) -> None:
+        own: dict[str, type[Domain]] = {"artifacts": Artifacts, "messaging": Messaging}
         for name, cls in DOMAINS.items():
-            setattr(self, name, (Artifacts if name == "artifacts" else cls)(self, name, OPERATIONS[name]))
+            setattr(self, name, own.get(name, cls)(self, name, OPERATIONS[name]))
 
     def with_options(self, *, headers: dict[str, str] | None = None, timeout: float | None = None, retries: int | None = None) -> Switchboard:
         """A copy that sends these extra headers (If-Match, Range…) or uses another timeout or retry

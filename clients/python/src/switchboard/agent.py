@@ -19,6 +19,7 @@ from typing import Any, TypeVar, Union
 
 from ._client import Switchboard
 from ._errors import ConnectionFailed, NotFound, ServiceUnavailable, SwitchboardError
+from ._payload_refs import hydrate
 from ._step import StepContext, handled, takes_context
 
 Message = dict[str, Any]
@@ -114,7 +115,9 @@ class Agent:
 
         agent.run()  # or agent.start() ... agent.stop()
 
-    A handler's return value is the acknowledgement's output (``with_usage(output, usage)`` also
+    A handler gets the message hydrated: a payload (or a plan step's input) that travelled by
+    reference is fetched and checked first (``hydrate``), and a mismatch rejects the message for
+    redelivery. A handler's return value is the acknowledgement's output (``with_usage(output, usage)`` also
     records what the work consumed); ``PermanentError`` rejects the
     message for good (dead letter); any other exception rejects it for redelivery. ``async def``
     handlers run on one event loop thread. The lease of a message is extended while its handler
@@ -334,6 +337,8 @@ class Agent:
                 handler = self._route(message.get("event_name", ""))
                 if handler is None:
                     raise PermanentError(f"agent {self.agent_id} has no handler for '{message.get('event_name')}'")
+                # What travelled by reference is fetched (and checked) before the handler sees the message.
+                message = hydrate(message, timeout=self.client.timeout)
                 output = self._invoke(handler, handled(message), StepContext(client, message))
                 arguments: dict[str, Any] = {"message_id": message_id}
                 if isinstance(output, WithUsage):
