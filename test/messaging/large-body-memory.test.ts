@@ -9,6 +9,13 @@ import { watchRss } from '../helpers/process-memory.js';
 const M = '/api/v1/messaging';
 const PAYLOAD_MB = 20;
 const SENDS = 5;
+/**
+ * Measured on Node 24 (2 cores), growth of the server's RSS over the five sends: 180 MB (SQLite)
+ * and 200 MB (PostgreSQL) when the body was parsed whole; streamed, 48-64 MB and 79-96 MB, about
+ * what a plain multipart upload of the same bytes costs (67 and 76 MB): the rest is the blob
+ * store's own (PostgreSQL writes 1 MiB chunk rows) and garbage not yet collected.
+ */
+const MAX_GROWTH_MB = 130;
 
 /** A 20 MB payload of many rows (many tokens, multi-byte text), as JSON text. */
 function payloadText(): string {
@@ -29,7 +36,7 @@ describeEachDialect('messaging: large bodies streamed to storage', (dialect) => 
   const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
 
   it.runIf(process.platform === 'linux')(
-    `keeps RSS growth under 40 MB while ${SENDS} ${PAYLOAD_MB} MB payloads are sent one after another`,
+    `keeps RSS growth under ${MAX_GROWTH_MB} MB while ${SENDS} ${PAYLOAD_MB} MB payloads are sent one after another`,
     { timeout: 240_000 },
     async () => {
       const server = await spawnServer(database(), adminKey);
@@ -68,7 +75,7 @@ describeEachDialect('messaging: large bodies streamed to storage', (dialect) => 
           m.payload_ref ? [m.payload_ref.sha256] : [],
         );
         expect(refs.sort()).toEqual([...sha256s].sort());
-        expect(growthMb, figures).toBeLessThan(40);
+        expect(growthMb, figures).toBeLessThan(MAX_GROWTH_MB);
       } finally {
         rss?.stop();
         server.child.kill('SIGTERM');
