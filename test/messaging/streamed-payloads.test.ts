@@ -6,6 +6,7 @@ import type { Api } from '../helpers/api.js';
 import { acknowledge, receive } from '../helpers/agent.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
+import { keyPair, signedHeaders } from '../helpers/signing.js';
 
 const M = '/api/v1/messaging';
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -137,5 +138,24 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     expect(await artifactCount(a)).toBe(before);
     // The staged bytes go once the answer is sent.
     await expect.poll(stagingFiles).toBe(0);
+  });
+
+  it('verifies a signed request over the whole streamed body', async () => {
+    const { b } = await agents();
+    const signer = keyPair();
+    expect((await server.api.post('/api/v1/auth/agents/sp-signer/public-keys', { public_key: signer.raw })).status).toBe(201);
+    const body = `{"destination": "sp-b", "event_name": "signed", "payload": {"text": "${'s'.repeat(400_000)}"}}`;
+    const send = (signedBody: string) =>
+      fetch(`${server.url}${M}/send`, {
+        method: 'POST',
+        headers: { ...signedHeaders(signer.privateKey, 'sp-signer', 'POST', `${M}/send`, signedBody), 'content-type': 'application/json' },
+        body,
+      });
+    expect((await send(body.replace('sp-b', 'sp-c'))).status).toBe(401);
+    const sent = await send(body);
+    expect(sent.status, await sent.clone().text()).toBe(201);
+    const [message] = await receive(b, 'sp-b', 0, 1);
+    expect(await fetchRef((message as unknown as { payload_ref: Ref }).payload_ref)).toBe(JSON.stringify(JSON.parse(body).payload));
+    await acknowledge(b, message!.message_id);
   });
 });
