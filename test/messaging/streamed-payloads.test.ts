@@ -114,6 +114,11 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     const payload = `{"text": "${'y'.repeat(2 * 1024 ** 2)}"}`;
     const bodies: [string, string, string][] = [
       ['send', 'cut short', `{"destination": "sp-b", "event_name": "x", "payload": ${payload.slice(0, -10)}`],
+      [
+        'send',
+        'nesting too deep',
+        `{"destination": "sp-b", "event_name": "x", "payload": [${payload}, ${'['.repeat(70)}${']'.repeat(70)}]}`,
+      ],
       ['send', 'garbage after', `{"destination": "sp-b", "event_name": "x", "payload": ${payload}} trailing`],
       ['send', 'a bad escape', `{"destination": "sp-b", "event_name": "x", "payload": ${payload.slice(0, -2)}\\q"}}`],
       ['send', 'a field of the wrong type', `{"destination": 5, "event_name": "x", "payload": ${payload}}`],
