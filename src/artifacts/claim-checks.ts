@@ -1,6 +1,7 @@
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { Clock } from '../kernel/clock.js';
-import type { ClaimChecks, PayloadOwner, PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
+import type { Readable } from 'node:stream';
+import type { ClaimChecks, PayloadOwner, PayloadRef, SignedPayloadRef, StagedJson } from '../kernel/ports.js';
 import type { ArtifactAccess } from './access.js';
 import type { ArtifactEvents } from './artifact-events.js';
 import { newArtifactRows } from './artifact-rows.js';
@@ -38,9 +39,14 @@ export class ClaimCheckArtifacts implements ClaimChecks {
     return owner.agentId ?? owner.actor;
   }
 
-  async offload(owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef> {
-    const staged = await this.deps.contents.stage(json);
+  async offload(owner: PayloadOwner, json: Buffer | StagedJson, readers: readonly string[]): Promise<PayloadRef> {
+    // Staged JSON comes only from `stage` below: it is a StagedBlob.
+    const staged = Buffer.isBuffer(json) ? await this.deps.contents.stage(json) : (json as StagedBlob);
     return this.deps.contents.settle(staged, () => this.deps.store.inTransaction((tx) => this.insert(tx, owner, staged, readers)));
+  }
+
+  stage(source: Readable): Promise<StagedJson> {
+    return this.deps.contents.stage(source);
   }
 
   async offloadIn(tx: Tx, owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef> {

@@ -17,6 +17,8 @@ declare module 'fastify' {
     principal: Principal;
     /** The raw JSON body, kept for request signatures. */
     rawBody?: Buffer;
+    /** The raw body's sha256 when it was streamed (then rawBody is only part of it). */
+    bodySha256?: string;
     /** Signature headers that passed the checks before the body; verified once the body has been read. */
     signedBy?: PendingSignature;
     /** The session token of the cookie that authenticated the request. */
@@ -211,7 +213,8 @@ function installAuth(app: FastifyInstance, auth: AuthService, sessions: SessionS
 
   async function verifySignature(request: FastifyRequest, reply: FastifyReply, pending: PendingSignature) {
     const declared = request.routeOptions.config.verifiesBodyHash ? header(request, 'x-content-sha256') : undefined;
-    const bodySha256 = request.rawBody ? sha256Hex(request.rawBody) : (declared?.toLowerCase() ?? EMPTY_BODY_SHA256);
+    const bodySha256 =
+      request.bodySha256 ?? (request.rawBody ? sha256Hex(request.rawBody) : (declared?.toLowerCase() ?? EMPTY_BODY_SHA256));
     try {
       const principal = await auth.verifySignature(pending, { method: request.method, pathWithQuery: pathWithQuery(request), bodySha256 });
       await admit(request, reply, principal);

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Tx } from './tx.js';
 
 /** A payload stored as an artifact: which one, and what its bytes are. */
@@ -23,6 +24,26 @@ export interface PayloadOwner {
   admin: boolean;
 }
 
+/** JSON text streamed to storage and not kept yet: `ClaimChecks.offload` keeps it, else `discard` drops it. */
+export interface StagedJson {
+  readonly sha256: string;
+  readonly size: number;
+  discard(): Promise<void>;
+}
+
+/**
+ * A JSON value that arrived too large to be parsed into memory: its compact JSON text (as
+ * JSON.stringify writes it), streamed to storage as the request body came in.
+ */
+export class StagedPayload {
+  constructor(readonly json: StagedJson) {}
+
+  /** It stands for a value that is not in memory: serializing it would lose the payload. */
+  toJSON(): never {
+    throw new Error('a staged payload has no value in memory');
+  }
+}
+
 /**
  * Implemented by artifacts: large payloads by reference (claim checks). A payload stored here
  * is an artifact owned by its sender, shared with its receivers, held by the messages or runs
@@ -30,7 +51,9 @@ export interface PayloadOwner {
  */
 export interface ClaimChecks {
   /** Stores a payload's JSON text as an artifact of `owner` that `readers` may read. */
-  offload(owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef>;
+  offload(owner: PayloadOwner, json: Buffer | StagedJson, readers: readonly string[]): Promise<PayloadRef>;
+  /** Streams JSON text to storage (bounded by the upload limit) for a later `offload`. */
+  stage(source: Readable): Promise<StagedJson>;
   /** `offload` inside the caller's transaction (a run's step message, sent with its transition). */
   offloadIn(tx: Tx, owner: PayloadOwner, json: Buffer, readers: readonly string[]): Promise<PayloadRef>;
   /** An artifact the sender made itself: 404/403 unless it may read it; then `readers` may too. */

@@ -2,7 +2,8 @@ import type { Tx } from './tx.js';
 import type { AuditActor } from './request-scope.js';
 import type { PayloadRef } from './payload-refs.js';
 
-export type { ClaimChecks, PayloadOwner, PayloadRef, SignedPayloadRef } from './payload-refs.js';
+export type { ClaimChecks, PayloadOwner, PayloadRef, SignedPayloadRef, StagedJson } from './payload-refs.js';
+export { StagedPayload } from './payload-refs.js';
 
 /**
  * Contracts between domains. A domain that needs another's behaviour depends on one of these

@@ -96,7 +96,7 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
   return {
     inbox,
     subscriptions,
-    routes: messagingRoutes({ inbox, threads, subscriptions }, platform.shutdown, payloadBodyBytes(platform.config)),
+    routes: messagingRoutes({ inbox, threads, subscriptions, payloads }, platform.shutdown, payloadBodyBytes(platform.config)),
     /** Where offloaded payloads go (artifacts, built after messaging). */
     useClaimChecks: (checks: ClaimChecks) => payloads.useClaimChecks(checks),
     channelRoutes: channel,

@@ -1,6 +1,8 @@
 import type { Tx } from '../kernel/tx.js';
 import { InvalidRequest } from '../kernel/errors.js';
-import type { ClaimChecks, OutgoingMessage, PayloadOwner, PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
+import type { Readable } from 'node:stream';
+import type { ClaimChecks, OutgoingMessage, PayloadOwner, PayloadRef, SignedPayloadRef, StagedJson } from '../kernel/ports.js';
+import { StagedPayload } from '../kernel/ports.js';
 import { STEP_INPUT_REF } from './messages.js';
 
 /** What a message carries when its payload or output travels by reference. */
@@ -26,6 +28,17 @@ export class PayloadRefs {
     this.checks = checks;
   }
 
+  /** The inline limit: JSON text over it travels by reference. */
+  get inlineLimit(): number {
+    return this.inlineBytes;
+  }
+
+  /** Streams a payload's JSON text to storage (null while no artifacts are bound: then nothing is streamed). */
+  get stager(): ((source: Readable) => Promise<StagedJson>) | null {
+    const checks = this.checks;
+    return checks === null ? null : (source) => checks.stage(source);
+  }
+
   /** The JSON text of `value` when it is over the inline limit (to offload), else null. */
   oversized(value: unknown): Buffer | null {
     if (this.checks === null) return null;
@@ -39,6 +52,8 @@ export class PayloadRefs {
   /** A sender's messages with their large payloads offloaded and the references it gave adopted. */
   async prepare(owner: PayloadOwner, messages: readonly OutgoingMessage[]): Promise<OutgoingMessage[]> {
     const checks = this.checks;
+    // A staged payload sent to several destinations becomes one artifact that all of them may read.
+    const offloaded = new Map<StagedPayload, Promise<PayloadRef>>();
     return Promise.all(
       messages.map(async (message, i): Promise<OutgoingMessage> => {
         const given = message.payload_ref;
@@ -51,6 +66,16 @@ export class PayloadRefs {
           }
           if (checks === null) throw InvalidRequest.field('payload_ref', 'is not supported by this server');
           return { ...message, payload_ref: await checks.adopt(owner, given.artifact_id, [message.destination]) };
+        }
+        if (message.payload instanceof StagedPayload && checks !== null) {
+          const { payload: staged, ...rest } = message;
+          const first = offloaded.get(staged);
+          if (first === undefined) {
+            const ref = checks.offload(owner, staged.json, [message.destination]);
+            offloaded.set(staged, ref);
+            return { ...rest, payload_ref: await ref };
+          }
+          return { ...rest, payload_ref: await checks.adopt(owner, (await first).artifact_id, [message.destination]) };
         }
         const bytes = this.oversized(message.payload);
         if (bytes === null || checks === null) return message;

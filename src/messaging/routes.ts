@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { actingAgent } from '../auth/index.js';
 import { created, deleted, list, ok } from '../http/reply.js';
+import { streamedJsonBody, type OffloadPath } from '../http/json-offload.js';
 import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery, ReasonBody } from '../http/schemas.js';
 import {
   AcknowledgeBody,
@@ -41,13 +42,19 @@ import {
 } from './schemas.js';
 import { DEFAULT_VISIBILITY_S, MAX_BATCH, MAX_WAIT_S, type InboxService } from './inbox.js';
 import { callerOf } from './messages.js';
+import type { PayloadRefs } from './payload-refs.js';
 import type { SubscriptionsService } from './subscriptions.js';
 import type { ThreadsService } from './threads.js';
 
 const tags = ['messaging'];
 
 export function messagingRoutes(
-  { inbox, threads, subscriptions }: { inbox: InboxService; threads: ThreadsService; subscriptions: SubscriptionsService },
+  {
+    inbox,
+    threads,
+    subscriptions,
+    payloads,
+  }: { inbox: InboxService; threads: ThreadsService; subscriptions: SubscriptionsService; payloads: PayloadRefs },
   shutdown: AbortSignal,
   /** The body limit of the routes that take payloads (those over the inline limit become artifacts). */
   payloadBodyBytes: number,
@@ -56,12 +63,17 @@ export function messagingRoutes(
     // One shutdown listener ends every long poll: a listener each cost a walk over all the others
     // on every add and remove (an AbortSignal's list), quadratic with 2,000 polls opening.
     const longPolls = new Set<() => void>();
+    // A send's large payloads go to storage as their bodies arrive, never parsed into memory whole.
+    const streamed = (paths: OffloadPath[]) => streamedJsonBody({ paths, inlineBytes: payloads.inlineLimit, stage: () => payloads.stager });
+    const streamedSend = streamed([['payload']]);
+    const streamedBatch = streamed([['messages', 'payload']]);
     shutdown.addEventListener('abort', () => longPolls.forEach((abort) => abort()), { once: true });
 
     app.post(
       '/messaging/send',
       {
         bodyLimit: payloadBodyBytes,
+        ...streamedSend,
         config: {
           permission: 'messaging:write',
           conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn",
@@ -89,6 +101,7 @@ export function messagingRoutes(
       '/messaging/send-batch',
       {
         bodyLimit: payloadBodyBytes,
+        ...streamedBatch,
         config: {
           permission: 'messaging:write',
           conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn",

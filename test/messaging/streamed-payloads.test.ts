@@ -1,0 +1,166 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import type { Api } from '../helpers/api.js';
+import { acknowledge, receive } from '../helpers/agent.js';
+import { describeEachDialect } from '../helpers/dialects.js';
+import { useServer } from '../helpers/server.js';
+import { keyPair, signedHeaders } from '../helpers/signing.js';
+
+const M = '/api/v1/messaging';
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+interface Ref {
+  artifact_id: string;
+  url: string;
+  size_bytes: number;
+  sha256: string;
+}
+
+/**
+ * A payload's JSON text as a client may write it: spaces and new lines, escapes (a surrogate
+ * pair among them), raw multi-byte characters and numbers JSON.stringify writes otherwise.
+ */
+function looseJson(rows: number): string {
+  const row = (i: number) =>
+    `{ "i" : ${i}.0, "e": 1e2, "z": -0, "esc": "\\u00e9\\ud83d\\ude00\\n\\"q\\" \\/", "raw": "${'é😀'.repeat(40)}${'x'.repeat(300)}",\n  "list": [ true , false, null, [ ] , { } ] }`;
+  return `{\n "rows" : [\n${Array.from({ length: rows }, (_, i) => row(i)).join(' ,\n')} ] }`;
+}
+
+describeEachDialect('messaging: large payloads streamed from the request body', (dialect) => {
+  const server = useServer(dialect);
+
+  const agents = async () => ({ a: await server.agent('sp-a'), b: await server.agent('sp-b') });
+
+  const postRaw = (api: Api, route: string, body: string) =>
+    api.request('POST', `${M}/${route}`, { raw: true, body, headers: { 'content-type': 'application/json' } });
+
+  const fetchRef = async (ref: Ref) => {
+    const res = await fetch(ref.url);
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+
+  const artifactCount = async (api: Api) => (await api.get('/api/v1/artifacts')).body.meta.total as number;
+
+  /** Staging files left on disk (SQLite's blob store; PostgreSQL stages chunks in the database). */
+  const stagingFiles = () => {
+    const dir = path.join(server.database.dataDir, 'blobs', 'tmp');
+    return fs.existsSync(dir) ? fs.readdirSync(dir).length : 0;
+  };
+
+  it('stores a 20 MB payload sent as loose JSON text as JSON.stringify writes it, byte for byte', async () => {
+    const { a, b } = await agents();
+    const text = looseJson(34_000);
+    expect(Buffer.byteLength(text)).toBeGreaterThan(20 * 1024 ** 2);
+    const sent = await postRaw(a, 'send', `{ "destination": "sp-b", "payload": ${text}, "event_name": "loose" }`);
+    expect(sent.status, sent.text.slice(0, 300)).toBe(201);
+    const [message] = await receive(b, 'sp-b', 0, 1);
+    const ref = (message as unknown as { payload: unknown; payload_ref: Ref }).payload_ref;
+    expect(message!.payload).toBeNull();
+    const expected = JSON.stringify(JSON.parse(text));
+    expect(ref).toMatchObject({ size_bytes: Buffer.byteLength(expected), sha256: sha256(expected) });
+    const fetched = await fetchRef(ref);
+    expect(fetched === expected).toBe(true);
+    await acknowledge(b, message!.message_id);
+  });
+
+  it('streams each large payload of a batch to its own reference and keeps the small ones inline', async () => {
+    const { a, b } = await agents();
+    const large = (seed: number) => `{"seed": ${seed}, "text": "${'ü'.repeat(200_000)}"}`;
+    const body = `{"messages": [
+      {"destination": "sp-b", "event_name": "one", "payload": ${large(1)}},
+      {"destination": "sp-b", "event_name": "two", "payload": {"small": [1, 2.50, "é"]}},
+      {"destination": "sp-b", "event_name": "three", "payload": ${large(3)}}
+    ]}`;
+    const sent = await postRaw(a, 'send-batch', body);
+    expect(sent.status, sent.text.slice(0, 300)).toBe(201);
+    const messages = (await receive(b, 'sp-b', 0, 3)) as unknown as {
+      event_name: string;
+      payload: unknown;
+      payload_ref?: Ref;
+      message_id: string;
+    }[];
+    const byName = new Map(messages.map((m) => [m.event_name, m]));
+    expect(byName.get('two')).toMatchObject({ payload: { small: [1, 2.5, 'é'] } });
+    expect(byName.get('two')!.payload_ref).toBeUndefined();
+    for (const [name, seed] of [
+      ['one', 1],
+      ['three', 3],
+    ] as const) {
+      const ref = byName.get(name)!.payload_ref!;
+      expect(await fetchRef(ref)).toBe(JSON.stringify(JSON.parse(large(seed))));
+    }
+    for (const m of messages) await acknowledge(b, m.message_id);
+  });
+
+  it('keeps inline a payload whose body is over the limit only by its spacing', async () => {
+    const { a, b } = await agents();
+    const payload = { words: Array.from({ length: 2000 }, (_, i) => `w${i}`) };
+    const spaced = `{"words": [${payload.words.map((w) => JSON.stringify(w)).join(`,${' '.repeat(200)}`)}]}`;
+    expect(Buffer.byteLength(spaced)).toBeGreaterThan(256 * 1024);
+    const sent = await postRaw(a, 'send', `{"destination": "sp-b", "event_name": "spaced", "payload": ${spaced}}`);
+    expect(sent.status, sent.text.slice(0, 300)).toBe(201);
+    const [message] = await receive(b, 'sp-b', 0, 1);
+    expect(message!.payload).toEqual(payload);
+    expect((message as unknown as { payload_ref?: Ref }).payload_ref).toBeUndefined();
+    await acknowledge(b, message!.message_id);
+  });
+
+  it('answers 400 to large malformed or invalid bodies and keeps nothing of them', async () => {
+    const { a } = await agents();
+    const before = await artifactCount(a);
+    const payload = `{"text": "${'y'.repeat(2 * 1024 ** 2)}"}`;
+    const bodies: [string, string, string][] = [
+      ['send', 'cut short', `{"destination": "sp-b", "event_name": "x", "payload": ${payload.slice(0, -10)}`],
+      [
+        'send',
+        'nesting too deep',
+        `{"destination": "sp-b", "event_name": "x", "payload": [${payload}, ${'['.repeat(70)}${']'.repeat(70)}]}`,
+      ],
+      ['send', 'garbage after', `{"destination": "sp-b", "event_name": "x", "payload": ${payload}} trailing`],
+      ['send', 'a bad escape', `{"destination": "sp-b", "event_name": "x", "payload": ${payload.slice(0, -2)}\\q"}}`],
+      ['send', 'a field of the wrong type', `{"destination": 5, "event_name": "x", "payload": ${payload}}`],
+      ['send', 'an unknown field', `{"destination": "sp-b", "event_name": "x", "payload": ${payload}, "nope": 1}`],
+      ['send', 'payload twice', `{"destination": "sp-b", "event_name": "x", "payload": ${payload}, "payload": 1}`],
+      [
+        'send',
+        'payload and payload_ref',
+        `{"destination": "sp-b", "event_name": "x", "payload": ${payload}, "payload_ref": {"artifact_id": "art_x"}}`,
+      ],
+      [
+        'send-batch',
+        'one bad message',
+        `{"messages": [{"destination": "sp-b", "event_name": "x", "payload": ${payload}}, {"destination": "sp-b"}]}`,
+      ],
+    ];
+    for (const [route, what, body] of bodies) {
+      const res = await postRaw(a, route, body);
+      expect(res.status, `${what}: ${res.text.slice(0, 300)}`).toBe(400);
+      expect(res.body.error.code, what).toBe('invalid_request');
+    }
+    expect(await artifactCount(a)).toBe(before);
+    // The staged bytes go once the answer is sent.
+    await expect.poll(stagingFiles).toBe(0);
+  });
+
+  it('verifies a signed request over the whole streamed body', async () => {
+    const { b } = await agents();
+    const signer = keyPair();
+    expect((await server.api.post('/api/v1/auth/agents/sp-signer/public-keys', { public_key: signer.raw })).status).toBe(201);
+    const body = `{"destination": "sp-b", "event_name": "signed", "payload": {"text": "${'s'.repeat(400_000)}"}}`;
+    const send = (signedBody: string) =>
+      fetch(`${server.url}${M}/send`, {
+        method: 'POST',
+        headers: { ...signedHeaders(signer.privateKey, 'sp-signer', 'POST', `${M}/send`, signedBody), 'content-type': 'application/json' },
+        body,
+      });
+    expect((await send(body.replace('sp-b', 'sp-c'))).status).toBe(401);
+    const sent = await send(body);
+    expect(sent.status, await sent.clone().text()).toBe(201);
+    const [message] = await receive(b, 'sp-b', 0, 1);
+    expect(await fetchRef((message as unknown as { payload_ref: Ref }).payload_ref)).toBe(JSON.stringify(JSON.parse(body).payload));
+    await acknowledge(b, message!.message_id);
+  });
+});
