@@ -392,7 +392,8 @@ Memory: ${memory.join('; ')}.
 Load average (1/5/15 min) before: ${loadBefore.map((l) => fmt(l, 2)).join(' / ')}, after: ${loadAfter.map((l) => fmt(l, 2)).join(' / ')} (2 shared cores, other work running).
 
 Where the time goes (measured 2026-11-29 on this machine, load average 6–12, so the MB/s of one run moves a lot:
-five full runs gave SQLite (b)/(a) between 17% and 71%; the CPU columns move less). The messaging part of a claim
+six full runs gave SQLite (b)/(a) 71%, 33%, 39%, 17%, 22% and 37%, PostgreSQL 68%, 77%, 52%, 72% and 56%;
+the CPU columns move less). The messaging part of a claim
 check costs the server next to nothing: in a CPU profile of the server's main thread (\`CLAIM_BENCH_ONLY=sdk
 CLAIM_BENCH_CPU_PROF=DIR\`) the send that adopts the reference, the receive that signs its URL and the confirm take
 under 5 ms per round trip together; the rest is the artifact transfer itself (sha256 of the upload ~30 ms, file
@@ -403,11 +404,11 @@ figures are one cost. What (b) adds is on the client: the SDK serializes the pay
 ~50 ms), hashes it (~22 ms, WebCrypto), and \`hydrate\` hashes it again (~22 ms), decodes (~9 ms) and parses it
 (JSON.parse, ~32 ms): ~135 ms of client CPU that (a) does not do; and both go through fetch, which costs the client
 about twice node:http's CPU for the same transfer ((a') against (a)). On SQLite, where a plain round trip takes
-~200 ms, the client's ~300 ms more CPU on 2 busy cores misses 50%; on PostgreSQL the bytes go through the database
+~200 ms, ~200–300 ms more CPU per round trip (mostly the client's) on 2 busy cores misses 50%; on PostgreSQL the bytes go through the database
 (1 MiB chunk rows, ~600–800 ms of server CPU per round trip in every variant), which hides it. (c) spends its extra
 server CPU on the JSON body: in a profile of (c) alone, parsing the 20 MB body takes ~140 ms per round trip and
 serializing it again to store its text (the offload's JSON.stringify) ~65 ms, and the server's RSS rises by
-60–110 MiB in each round trip (the parsed body), where (b)'s rises by a few MiB on SQLite, as (a)'s does (on
+60–130 MiB in each round trip (the parsed body), where (b)'s rises by a few MiB on SQLite, as (a)'s does (on
 PostgreSQL every variant's rises by 0–80 MiB from run to run: the chunk rows): the SDK's path keeps the server's
 memory flat, a raw JSON body of that size does not.
 `;
