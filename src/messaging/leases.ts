@@ -55,6 +55,10 @@ interface RejectCall {
   input: Rejection;
 }
 
+/** The inbox a caller settles messages of: its own, or any for an admin (''). */
+const inboxOf = (caller: Caller): string => (caller.admin ? '' : (caller.agentId ?? ''));
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Acknowledge (or reject) calls one transaction carries at most. */
 const MAX_ACK_CALLS = 100;
 
@@ -70,8 +74,10 @@ export class Leases {
   private readonly rejects = new TurnBatch<RejectCall, { rejected: Rejected; row: MessageRow }>(
     (calls) =>
       this.store.inTransaction(async (tx) => {
-        const answers = [];
-        for (const call of calls) answers.push(await this.rejectIn(tx, call));
+        // In inbox order, as acknowledgements are (acknowledgeIn), answered in the calls' order.
+        const byInbox = [...calls.keys()].sort((a, b) => compareText(inboxOf(calls[a]!.caller), inboxOf(calls[b]!.caller)));
+        const answers = new Array<{ rejected: Rejected; row: MessageRow }>(calls.length);
+        for (const i of byInbox) answers[i] = await this.rejectIn(tx, calls[i]!);
         return answers;
       }),
     MAX_ACK_CALLS,
@@ -201,7 +207,7 @@ export class Leases {
     const statements: Array<{ calls: AckCall[]; ids: Set<string> }> = [];
     for (const call of calls) {
       // An admin's acknowledgements name no inbox (`destination` null): they share with each other.
-      const key = call.stored !== null || call.outputRef !== null ? null : call.caller.admin ? '' : `agent:${call.caller.agentId}`;
+      const key = call.stored !== null || call.outputRef !== null ? null : inboxOf(call.caller);
       const group = key === null ? undefined : shared.get(key);
       if (group !== undefined && !call.ids.some((id) => group.ids.has(id))) {
         group.calls.push(call);
@@ -212,6 +218,9 @@ export class Leases {
       statements.push(own);
       if (key !== null) shared.set(key, own);
     }
+    // Inboxes in one order in every transaction: each statement moves its inbox's counter row
+    // (inbox_counters), and two batches taking them in opposite orders deadlocked on PostgreSQL.
+    statements.sort((a, b) => compareText(inboxOf(a.calls[0]!.caller), inboxOf(b.calls[0]!.caller)));
     const answers = new Map<AckCall, MessageRow[]>();
     for (const { calls: sharing, ids } of statements) {
       const { caller, stored } = sharing[0]!;

@@ -1,4 +1,5 @@
 import { afterEach, expect, it, vi } from 'vitest';
+import { Leases } from '../../src/messaging/leases.js';
 import { MessagingStore } from '../../src/messaging/store.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
@@ -90,5 +91,28 @@ describeEachDialect('messaging: group commit of sends and acknowledgements', (di
     );
     const dead = await agent.get(`${M}/dead-letters?agent_id=${agentId}&limit=50`);
     expect((dead.body.data as unknown[]).length).toBe(10);
+  });
+
+  it('settles bursts that span several inboxes without a batch failing (inboxes taken in one order)', async () => {
+    const agents = await Promise.all([1, 2, 3, 4].map(async (n) => ({ id: unique(`span-${n}`), n })));
+    const clients = await Promise.all(agents.map((a) => server.agent(a.id)));
+    const held: Array<{ client: (typeof clients)[number]; id: string }> = [];
+    for (const [i, agent] of agents.entries()) {
+      await server.api.post(`${M}/send-batch`, {
+        messages: Array.from({ length: 40 }, () => ({ destination: agent.id, event_name: 'job' })),
+      });
+      const got = await clients[i]!.get(`${M}/receive?max=40&timeout=0`);
+      for (const m of got.body.data.messages as { message_id: string }[]) held.push({ client: clients[i]!, id: m.message_id });
+    }
+    // Interleaved: consecutive calls come from different inboxes, in varying order.
+    const order = held.map((_, i) => held[(i % 4) * 40 + Math.floor(i / 4)]!).reverse();
+    const batches = vi.spyOn(Leases.prototype as unknown as { acknowledgeIn: () => Promise<unknown> }, 'acknowledgeIn');
+    const answers = await Promise.all(order.map(({ client, id }) => client.post(`${M}/acknowledge`, { message_ids: [id] })));
+    expect(answers.map((res) => res.status)).toEqual(order.map(() => 200));
+    const outcomes = await Promise.allSettled(batches.mock.results.map((r) => r.value as Promise<unknown>));
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+    expect(Math.max(...batches.mock.calls.map((call) => (call as unknown[])[1] as unknown[]).map((calls) => calls.length))).toBeGreaterThan(
+      1,
+    );
   });
 });
