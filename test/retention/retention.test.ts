@@ -244,8 +244,8 @@ describeEachDialect('retention', (dialect) => {
           { ...fire('rf_new', now), outcome: 'fired', routine_id: 'rtn_x', execution_id: null },
         ])
         .execute();
-      const { deleted } = await drain(server);
-      expect(deleted).toMatchObject({ signature_nonces: 1, auth_sessions: 1, sign_in_failures: 1, trigger_fires: 1, routine_fires: 1 });
+      // The server's own retention worker may take them first: what is left is what this checks.
+      await drain(server);
       const left = async (table: string, column: string) =>
         (await sql<{ key: string }>`select ${sql.ref(column)} as key from ${sql.table(table)}`.execute(db)).rows.map((row) => row.key);
       expect(await left('signature_nonces', 'signature_hash')).toEqual(['live']);
