@@ -5,8 +5,8 @@
  *     BENCH_ORDERING_RECEIVERS (8) concurrent receivers (receive max=100, one ack per batch), so
  *     keys held by another receiver's lease are skipped all the time; target ≥ 80% of keyless;
  * (b) sends: 4 producers, one awaited POST /send each, for BENCH_ORDERING_SEND_SECONDS (5), with
- *     an ordering key per message from the same keys or none (on PostgreSQL a keyed send locks
- *     its key in a transaction).
+ *     an ordering key per message from the same keys or none (on PostgreSQL a keyed send's insert
+ *     locks its key first, in the same statement).
  * Per measurement msgs/s and server CPU per message (the server process, plus on PostgreSQL the
  * backends of its database). The variants alternate in BENCH_ORDERING_ROUNDS (3) rounds, the
  * one that goes first swapping each round; medians reported. BENCH_ORDERING_DIALECTS
