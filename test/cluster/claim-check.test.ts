@@ -81,5 +81,6 @@ describeEachDialect('cluster: large payloads by reference', (dialect) => {
         fs.rmSync(dataDir, { recursive: true, force: true });
       }
     },
+    90_000,
   );
 });
