@@ -145,7 +145,8 @@ export class ClaimCheckArtifacts implements ClaimChecks {
   private async dropUnheld(id: string): Promise<number> {
     const { store, holds } = this.deps;
     return store.inTransaction(async (tx) => {
-      if (!(await holds.takeOffload(tx, id)) || (await holds.isHeld(tx, id)) || !(await store.lockArtifact(tx, id))) return 0;
+      // The artifact's lock first, as `release` takes it: a deleted artifact took its offload row with it.
+      if (!(await store.lockArtifact(tx, id)) || !(await holds.takeOffload(tx, id)) || (await holds.isHeld(tx, id))) return 0;
       await this.deleteArtifact(tx, id);
       return 1;
     });
