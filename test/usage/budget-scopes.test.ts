@@ -157,6 +157,37 @@ describeEachDialect('budgets over capabilities, plans and everything', (dialect)
     expect(held!.payload).toMatchObject({ run_id: second, step_id: 'work' });
   });
 
+  it('lists only the budgets pausing their scope with state=paused, until a resume or the period ends', async () => {
+    const capability = unique('cap');
+    const { agentId, agent } = await worker('listed-agent', [capability]);
+    const planId = await plan(capability);
+    const pausing = await create({ plan_id: planId, period: 'day', limits: { cost_usd: 1 }, action: 'pause' });
+    const warning = await create({ plan_id: planId, period: 'day', limits: { cost_usd: 1 }, action: 'warn' });
+    const runId = await start(planId);
+    await collect(agent, agentId, 1);
+    const pausedIds = async () => {
+      const res = await server.api.get(`${B}?state=paused&limit=100`);
+      expect(res.status, res.text).toBe(200);
+      return (res.body.data as { id: string; state: string; scope: unknown }[]).filter((b) => [pausing.id, warning.id].includes(b.id));
+    };
+    expect(await pausedIds()).toEqual([]);
+    await spend(agent, agentId, 2, runId);
+    expect(await state(warning.id)).toBe('exceeded');
+    expect(await pausedIds()).toMatchObject([{ id: pausing.id, state: 'paused', scope: { kind: 'plan', value: planId } }]);
+    expect((await server.api.get(`${B}?state=exceeded`)).status).toBe(400);
+
+    expect((await server.api.post(`${B}/${pausing.id}/resume`)).status).toBe(200);
+    expect(await pausedIds()).toEqual([]);
+    // Paused again in a new period, then that period ends: its pause with it.
+    clock.advance(DAY_MS);
+    const next = await start(planId);
+    await collect(agent, agentId, 1);
+    await spend(agent, agentId, 2, next);
+    expect(await pausedIds()).toMatchObject([{ id: pausing.id }]);
+    clock.advance(DAY_MS);
+    expect(await pausedIds()).toEqual([]);
+  });
+
   it('a global budget pauses every agent: inboxes hold, lookups skip; a new period resumes them and delivers what was held', async () => {
     const capability = unique('cap');
     const { agentId, agent } = await worker('global-agent', [capability]);
