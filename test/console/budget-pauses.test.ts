@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { expect, it } from 'vitest';
-import { receiveOne } from '../helpers/agent.js';
+import { receiveOne, reportUsage } from '../helpers/agent.js';
 import type { Api } from '../helpers/api.js';
 import { seriousAxeViolations, signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -50,16 +50,7 @@ describeEachDialect('the console: what budgets pause', (dialect) => {
   async function spendInRun(agent: Api, agentId: string, planId: string, cost: number) {
     const runId = await start(planId);
     await receiveOne(agent, agentId);
-    const res = await agent.post('/api/v1/usage', {
-      agent_id: agentId,
-      model: 'm',
-      input_tokens: 1,
-      output_tokens: 1,
-      cost_usd: cost,
-      run_id: runId,
-      step_id: 'work',
-    });
-    expect(res.status, res.text).toBe(201);
+    await reportUsage(agent, agentId, cost, { run_id: runId, step_id: 'work' });
   }
 
   it('flags a paused plan on the plans list, its page and its waiting runs, links its budget, and resumes it', async () => {
@@ -121,8 +112,7 @@ describeEachDialect('the console: what budgets pause', (dialect) => {
     const { agentId, agent } = await setUp();
     const b = await budget({ name: unique('everything cap'), limits: { tokens: 1 } });
     try {
-      const res = await agent.post('/api/v1/usage', { agent_id: agentId, model: 'm', input_tokens: 1, output_tokens: 1 });
-      expect(res.status, res.text).toBe(201);
+      await reportUsage(agent, agentId, 0);
       expect(await state(b.id)).toBe('paused');
 
       const page = await browser.open();

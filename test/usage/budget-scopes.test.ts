@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { receive, type InboxMessage } from '../helpers/agent.js';
+import { receive, reportUsage, type InboxMessage } from '../helpers/agent.js';
 import { Api } from '../helpers/api.js';
 import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -55,17 +55,8 @@ describeEachDialect('budgets over capabilities, plans and everything', (dialect)
   const blocked = { status: 'waiting', blocked_by: 'budget', steps: [{ status: 'waiting', blocked_by: 'budget' }] };
 
   /** Usage of a run's step (its plan and capability count it), or of the agent alone. */
-  async function spend(agent: Api, agentId: string, cost: number, runId?: string) {
-    const res = await agent.post('/api/v1/usage', {
-      agent_id: agentId,
-      model: 'm',
-      input_tokens: 1,
-      output_tokens: 1,
-      cost_usd: cost,
-      ...(runId === undefined ? {} : { run_id: runId, step_id: 'work' }),
-    });
-    expect(res.status, res.text).toBe(201);
-  }
+  const spend = (agent: Api, agentId: string, cost: number, runId?: string) =>
+    reportUsage(agent, agentId, cost, runId === undefined ? undefined : { run_id: runId, step_id: 'work' });
 
   const found = async (capability: string, extra = '') =>
     ((await server.api.get(`/api/v1/discovery/agents?capability=${capability}${extra}`)).body.data.agents as { agent_id: string }[]).map(
