@@ -4381,6 +4381,7 @@ class BudgetsListArgs(TypedDict, total=False):
 
     limit: int
     offset: int
+    state: Literal["paused"]
 
 
 class BudgetsListItem(TypedDict):
@@ -6792,7 +6793,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/budgets",
             path_params=(),
-            query_params=("limit", "offset",),
+            query_params=("limit", "offset", "state",),
             body="none",
             body_fields=(),
             paged=True,
@@ -7605,7 +7606,7 @@ class BudgetsOperations(Domain):
     """The budgets operations."""
 
     def list(self, **arguments: Unpack[BudgetsListArgs]) -> Paged[BudgetsListItem]:
-        """List budgets with their current period, oldest first (admin) (GET /api/v1/budgets)."""
+        """List budgets with their current period, oldest first (admin); state=paused: only those pausing their scope (GET /api/v1/budgets)."""
         return self._call("list", arguments)  # type: ignore[no-any-return]
 
     def create(self, **arguments: Unpack[BudgetsCreateArgs]) -> BudgetsCreateData:
