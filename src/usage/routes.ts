@@ -95,7 +95,7 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         config: admin,
         schema: {
           tags: budgetTags,
-          summary: 'Change a budget (admin): a limit raised above what the period spent resumes its agent',
+          summary: 'Change a budget (admin): a limit raised above what the period spent resumes what it paused',
           params: BudgetParams,
           body: UpdateBudgetBody,
           response: { 200: DataEnvelope(Budget) },
@@ -110,7 +110,7 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         config: admin,
         schema: {
           tags: budgetTags,
-          summary: 'Delete a budget (admin); its agent resumes',
+          summary: 'Delete a budget (admin); what it paused resumes',
           params: BudgetParams,
           response: { 200: Deleted },
         },
@@ -127,7 +127,7 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         config: admin,
         schema: {
           tags: budgetTags,
-          summary: 'Resume the agent a budget paused, for the rest of the period (admin)',
+          summary: 'Resume what a budget paused (its agent, capability, plan or everything), for the rest of the period (admin)',
           params: BudgetParams,
           response: { 200: DataEnvelope(Budget) },
         },

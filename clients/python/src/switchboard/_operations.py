@@ -7618,15 +7618,15 @@ class BudgetsOperations(Domain):
         return self._call("get", arguments)  # type: ignore[no-any-return]
 
     def update(self, **arguments: Unpack[BudgetsUpdateArgs]) -> BudgetsUpdateData:
-        """Change a budget (admin): a limit raised above what the period spent resumes its agent (PATCH /api/v1/budgets/{id})."""
+        """Change a budget (admin): a limit raised above what the period spent resumes what it paused (PATCH /api/v1/budgets/{id})."""
         return self._call("update", arguments)  # type: ignore[no-any-return]
 
     def delete(self, **arguments: Unpack[BudgetsDeleteArgs]) -> BudgetsDeleteData:
-        """Delete a budget (admin); its agent resumes (DELETE /api/v1/budgets/{id})."""
+        """Delete a budget (admin); what it paused resumes (DELETE /api/v1/budgets/{id})."""
         return self._call("delete", arguments)  # type: ignore[no-any-return]
 
     def resume(self, **arguments: Unpack[BudgetsResumeArgs]) -> BudgetsResumeData:
-        """Resume the agent a budget paused, for the rest of the period (admin) (POST /api/v1/budgets/{id}/resume)."""
+        """Resume what a budget paused (its agent, capability, plan or everything), for the rest of the period (admin) (POST /api/v1/budgets/{id}/resume)."""
         return self._call("resume", arguments)  # type: ignore[no-any-return]
 
 
