@@ -68,6 +68,12 @@ export class StepRefs {
     }
   }
 
+  /** A step output kept only as its reference (run_steps.output_ref), read back from its artifact. */
+  async readOutput(tx: Tx, ref: string): Promise<unknown> {
+    if (this.checks === null) throw new Error('a step output is stored by reference, but no artifacts are bound');
+    return JSON.parse((await this.checks.read(tx, JSON.parse(ref) as PayloadRef)).toString('utf8')) as unknown;
+  }
+
   /** The runs are gone: so are the artifacts only they held. */
   async release(runIds: readonly string[]): Promise<number> {
     if (runIds.length === 0 || this.checks === null) return 0;
