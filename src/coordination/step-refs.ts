@@ -45,26 +45,51 @@ export class StepRefs {
     if (holds.length > 0 && this.checks !== null) await this.checks.hold(tx, holds);
   }
 
-  /**
-   * Step messages whose input is over the inline limit carry it as `input_ref` (input null): an
-   * artifact of the platform, readable by the step's agent, held by the run, made in the
-   * transition's transaction.
-   */
+  /** A value's JSON text as bytes when it is over the inline limit, else null. */
+  private overLimit(text: string | null): Buffer | null {
+    // Bytes are at most 3× the UTF-16 length: most values are decided without encoding them.
+    if (text === null || text.length * 3 <= this.inlineBytes) return null;
+    const bytes = Buffer.from(text);
+    return bytes.length > this.inlineBytes ? bytes : null;
+  }
+
+  /** An artifact of the platform that `readers` may read, held by the run, made in the transition's transaction. */
+  private async offload(tx: Tx, checks: ClaimChecks, bytes: Buffer, readers: readonly string[], runId: string): Promise<PayloadRef> {
+    const ref = await checks.offloadIn(tx, PLATFORM_OWNER, bytes, readers);
+    await checks.hold(tx, [{ artifact_id: ref.artifact_id, holder: runId }]);
+    return ref;
+  }
+
+  /** Step messages whose input is over the inline limit carry it as `input_ref` (input null), readable by the step's agent. */
   async offloadInputs(tx: Tx, outbox: RunContext['outbox']): Promise<void> {
     const checks = this.checks;
     if (checks === null) return;
     for (const entry of outbox) {
-      const text = entry.step.row.input;
-      // Bytes are at most 3× the UTF-16 length: most inputs are decided without encoding them.
-      if (text === null || text.length * 3 <= this.inlineBytes) continue;
-      const bytes = Buffer.from(text);
+      const bytes = this.overLimit(entry.step.row.input);
       const payload = entry.message.payload as Record<string, unknown> | undefined;
-      if (bytes.length <= this.inlineBytes || payload === undefined || !('input' in payload)) continue;
-      const ref = await checks.offloadIn(tx, PLATFORM_OWNER, bytes, [entry.message.destination]);
-      await checks.hold(tx, [{ artifact_id: ref.artifact_id, holder: entry.step.row.run_id }]);
+      if (bytes === null || payload === undefined || !('input' in payload)) continue;
+      const ref = await this.offload(tx, checks, bytes, [entry.message.destination], entry.step.row.run_id);
       entry.message = { ...entry.message, payload: { ...payload, input: null, input_ref: ref } };
       entry.step.row.input_ref = JSON.stringify(ref);
       entry.step.dirty = true;
+    }
+  }
+
+  /**
+   * Step outputs the platform made over the inline limit (a group's, a transform's, a sub-plan's,
+   * a person's input) are kept by reference too, as acknowledged ones are: no run row holds a
+   * large value. The value stays in memory for the rest of the transition.
+   */
+  async offloadOutputs(tx: Tx, contexts: readonly RunContext[]): Promise<void> {
+    const checks = this.checks;
+    if (checks === null) return;
+    for (const ctx of contexts) {
+      for (const step of ctx.steps.values()) {
+        const bytes = step.dirty ? this.overLimit(step.row.output) : null;
+        if (bytes === null) continue;
+        step.row.output_ref = JSON.stringify(await this.offload(tx, checks, bytes, [], step.row.run_id));
+        step.row.output = null;
+      }
     }
   }
 

@@ -131,7 +131,7 @@ describeEachDialect('coordination: step outputs kept only by reference', (dialec
     expect(await storedOutput(laterId, 'work')).toEqual({ output: null, output_ref: expect.stringContaining('"artifact_id"') });
   });
 
-  it("a for_each group's output gathers its items' outputs kept by reference", async () => {
+  it("a for_each group's output gathers its items' outputs kept by reference, and is kept by reference itself; so is a transform's", async () => {
     const a = unique('ref-item');
     const agent = await server.agent(a);
     const id = await plan({
@@ -143,15 +143,23 @@ describeEachDialect('coordination: step outputs kept only by reference', (dialec
           max_concurrency: 1,
           step: { type: 'agent', agent: a, input: { n: '{{item}}' } },
         },
+        { id: 'copy', type: 'transform', output: { all: '{{steps.each.output}}' }, depends_on: ['each'] },
+        { id: 'gate', type: 'human_approval', prompt: 'go on?', depends_on: ['copy'] },
+        { id: 'last', type: 'transform', expression: 'steps.copy.output.all[1].size', depends_on: ['gate'] },
       ],
     });
     const run = await start(id, { sizes: [1, 2] });
     // One at a time: the first item's output is read back from its artifact when the second completes the group.
     await acknowledge(agent, (await receiveOne(agent, a)).message_id, big(1));
     await acknowledge(agent, (await receiveOne(agent, a)).message_id, big(2));
+    await finished(run.id, 'waiting');
+    expect((await server.api.post(`${R}/${run.id}/steps/gate/approve`, { approved: true })).status).toBe(200);
     const done = await finished(run.id);
-    expect(stepOf(done, 'each').output).toEqual([big(1), big(2)]);
-    expect((await storedOutput(run.id, 'each[0]')).output).toBeNull();
-    expect(await getRun(run.id)).toMatchObject({ output: { each: [big(1), big(2)] } });
+    expect(stepOf(done, 'last').output).toBe(2);
+    for (const stepId of ['each[0]', 'each[1]', 'each', 'copy']) expect((await storedOutput(run.id, stepId)).output).toBeNull();
+    const each = stepOf(done, 'each') as Step & { output_ref: { url: string } };
+    expect(each.output).toBeNull();
+    expect(await (await fetch(each.output_ref.url)).json()).toEqual([big(1), big(2)]);
+    expect(await getRun(run.id)).toMatchObject({ output: { last: 2 } });
   });
 });
