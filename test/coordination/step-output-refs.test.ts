@@ -88,6 +88,25 @@ describeEachDialect('coordination: step outputs kept only by reference', (dialec
     expect(completed?.data).toMatchObject({ output: null, output_ref: { artifact_id: stepOf(done, 'work').output_ref!.artifact_id } });
   });
 
+  it("a sub_plan step takes its child run's output by reference, and a later step reads it", async () => {
+    const a = unique('ref-child');
+    const agent = await server.agent(a);
+    const child = await plan({ steps: [{ id: 'work', type: 'agent', agent: a, input: {} }] });
+    const id = await plan({
+      steps: [
+        { id: 'sub', type: 'sub_plan', plan_id: child },
+        { id: 'gate', type: 'human_approval', prompt: 'go on?', depends_on: ['sub'] },
+        { id: 'read', type: 'transform', output: { size: '{{steps.sub.output.work.size}}' }, depends_on: ['gate'] },
+      ],
+    });
+    const run = await start(id);
+    await acknowledge(agent, (await receiveOne(agent, a)).message_id, big(3));
+    await finished(run.id, 'waiting');
+    expect((await storedOutput(run.id, 'sub')).output).toBeNull();
+    expect((await server.api.post(`${R}/${run.id}/steps/gate/approve`, { approved: true })).status).toBe(200);
+    expect(stepOf(await finished(run.id), 'read').output).toEqual({ size: 3 });
+  });
+
   it('an expression that reaches step outputs other than by name ($lookup) still reads them', async () => {
     const a = unique('ref-lookup');
     const agent = await server.agent(a);
