@@ -124,6 +124,18 @@ describeEachDialect('coordination: step outputs kept only by reference', (dialec
     expect(stepOf(await finished(run.id), 'pick').output).toBe('second');
   });
 
+  it('a step that needs an output whose artifact its agent deleted fails, naming it', async () => {
+    const { id, worker, workerApi } = await refPlan();
+    const run = await start(id);
+    await acknowledge(workerApi, (await receiveOne(workerApi, worker)).message_id, big(500));
+    const waiting = await finished(run.id, 'waiting');
+    const artifactId = stepOf(waiting, 'work').output_ref!.artifact_id;
+    expect((await workerApi.delete(`/api/v1/artifacts/${artifactId}`)).status).toBe(200);
+    expect((await server.api.post(`${R}/${run.id}/steps/gate/approve`, { approved: true })).status).toBe(200);
+    const failed = await finished(run.id, 'failed');
+    expect(failed.error).toContain(`the output of step 'work' is gone`);
+  });
+
   it('a rerun that reuses the step reads its output from the same artifact', async () => {
     const { id, worker, user, workerApi, userApi } = await refPlan();
     const run = await start(id);

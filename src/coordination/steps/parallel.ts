@@ -84,11 +84,18 @@ export const parallel: StepKind = {
       return true;
     }
     if (!members.every((m) => FINISHED.has(m.row.status))) return false;
-    await readOutputs(
-      tx,
-      members.filter((m) => m.row.status === 'completed'),
-      ports.readOutput,
-    );
+    try {
+      await readOutputs(
+        tx,
+        members.filter((m) => m.row.status === 'completed'),
+        ports.readOutput,
+      );
+    } catch (err) {
+      // A member's output whose artifact is gone fails the group, as a member that failed would.
+      if (!(err instanceof StepError)) throw err;
+      failStep(ctx, group, err.message);
+      return true;
+    }
     const output =
       def.for_each !== undefined
         ? members.sort((a, b) => a.row.item_index - b.row.item_index).map((m) => stepOutput(m))
