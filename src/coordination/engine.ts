@@ -300,7 +300,7 @@ export class RunEngine {
         detail: JSON.stringify(tried ? { tried } : {}),
       });
     }
-    Object.assign(ctx.run, { status: 'running', error: null, output: null, completed_at: null });
+    Object.assign(ctx.run, { status: 'running', error: null, output: null, output_ref: null, completed_at: null });
     record(ctx, 'run.redriven', null, { by: by.name, steps: restarted });
     // Back under its plan's limits, as a start is.
     if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);

@@ -118,6 +118,7 @@ export class RunContexts {
       blocked_by: null,
       admitted_at: null,
       rerun_of: spec.rerunOf ?? null,
+      output_ref: null,
     };
     const rows = spec.definition.steps.map((def, position): RunStepRow => ({
       run_id: run.id,

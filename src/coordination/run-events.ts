@@ -103,6 +103,12 @@ function outputOf(step: StepState | undefined): { output: unknown; output_ref?: 
   return { output: step ? stepOutput(step) : null };
 }
 
+/** A completed run's output for its event: the reference alone when it is kept by reference. */
+function runOutputOf(run: RunContext['run']): { output: unknown; output_ref?: PayloadRef } {
+  if (run.output_ref !== null) return { output: null, output_ref: JSON.parse(run.output_ref) as PayloadRef };
+  return { output: parseNullableJson(run.output) };
+}
+
 function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' | 'data' | 'readers'> | null {
   const { run } = ctx;
   const detail = JSON.parse(entry.detail) as Record<string, unknown>;
@@ -121,7 +127,7 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
     case 'run.redriven':
       return { type: 'run.redriven', data: { ...base, status: 'running', steps: detail.steps } };
     case 'run.completed':
-      return { type: 'run.completed', data: { ...base, status: 'completed', output: parseNullableJson(run.output) } };
+      return { type: 'run.completed', data: { ...base, status: 'completed', ...runOutputOf(run) } };
     case 'run.failed':
     case 'run.cancelled':
       return { type: entry.type, data: { ...base, status: entry.type.slice('run.'.length), error: run.error } };

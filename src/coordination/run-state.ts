@@ -230,6 +230,7 @@ export function finishRun(ctx: RunContext, status: RunStatus, output: unknown, e
   Object.assign(ctx.run, {
     status,
     output: output === null ? null : JSON.stringify(output),
+    output_ref: null,
     error,
     completed_at: ctx.now,
     wake_at: null,

@@ -1,13 +1,13 @@
 import type { Tx } from '../kernel/tx.js';
 import type { ClaimChecks, MessageOutcome, PayloadRef, SignedPayloadRef } from '../kernel/ports.js';
 import { parseAttemptRef } from './steps/index.js';
-import type { RunStepRow } from './run-list-store.js';
+import type { RunRow, RunStepRow } from './run-list-store.js';
 import { PLATFORM_SENDER, type RunContext } from './run-state.js';
 
 /** Who owns the artifacts of large step inputs: the platform, which sends step messages. */
 const PLATFORM_OWNER = { actor: PLATFORM_SENDER, agentId: null, admin: true };
 
-/** A run's steps' references with fresh signed URLs, by `<run_id>/<step_id>`. */
+/** Steps' references with fresh signed URLs, by `<run_id>/<step_id>`, and runs' output references, by run id. */
 export type SignedStepRefs = ReadonlyMap<string, { output_ref?: SignedPayloadRef; input_ref?: SignedPayloadRef }>;
 
 const keyOf = (row: Pick<RunStepRow, 'run_id' | 'step_id'>) => `${row.run_id}/${row.step_id}`;
@@ -77,20 +77,32 @@ export class StepRefs {
 
   /**
    * Step outputs the platform made over the inline limit (a group's, a transform's, a sub-plan's,
-   * a person's input) are kept by reference too, as acknowledged ones are: no run row holds a
-   * large value. The value stays in memory for the rest of the transition.
+   * a person's input), and runs' outputs, are kept by reference too, as acknowledged ones are:
+   * no run or step row holds a large value. A step's value stays in memory for the rest of the
+   * transition.
    */
   async offloadOutputs(tx: Tx, contexts: readonly RunContext[]): Promise<void> {
     const checks = this.checks;
     if (checks === null) return;
+    const holds: { artifact_id: string; holder: string }[] = [];
     for (const ctx of contexts) {
       for (const step of ctx.steps.values()) {
-        const bytes = step.dirty ? this.overLimit(step.row.output) : null;
+        if (!step.dirty) continue;
+        // A sub_plan step takes its child run's output by reference: the parent run holds it too.
+        if (step.row.child_run_id !== null && step.row.output_ref !== null) {
+          holds.push({ artifact_id: (JSON.parse(step.row.output_ref) as PayloadRef).artifact_id, holder: step.row.run_id });
+        }
+        const bytes = this.overLimit(step.row.output);
         if (bytes === null) continue;
         step.row.output_ref = JSON.stringify(await this.offload(tx, checks, bytes, [], step.row.run_id));
         step.row.output = null;
       }
+      const bytes = this.overLimit(ctx.run.output);
+      if (bytes === null) continue;
+      ctx.run.output_ref = JSON.stringify(await this.offload(tx, checks, bytes, [], ctx.run.id));
+      ctx.run.output = null;
     }
+    if (holds.length > 0) await checks.hold(tx, holds);
   }
 
   /** A step output kept only as its reference (run_steps.output_ref), read back from its artifact. */
@@ -105,10 +117,14 @@ export class StepRefs {
     return this.checks.release(runIds);
   }
 
-  async sign(steps: readonly RunStepRow[]): Promise<SignedStepRefs> {
+  /** The references of these steps and runs (`runs`: their outputs), signed. */
+  async sign(steps: readonly RunStepRow[], runs: readonly RunRow[] = []): Promise<SignedStepRefs> {
     const signed = new Map<string, { output_ref?: SignedPayloadRef; input_ref?: SignedPayloadRef }>();
     const checks = this.checks;
     if (checks === null) return signed;
+    for (const run of runs) {
+      if (run.output_ref !== null) signed.set(run.id, { output_ref: await checks.sign(JSON.parse(run.output_ref) as PayloadRef) });
+    }
     for (const row of steps) {
       if (row.output_ref === null && row.input_ref === null) continue;
       const refs: { output_ref?: SignedPayloadRef; input_ref?: SignedPayloadRef } = {};

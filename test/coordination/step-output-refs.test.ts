@@ -3,7 +3,14 @@ import { acknowledge, receiveOne } from '../helpers/agent.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { R, useCoordination } from './fixture.js';
 
-type Step = { id: string; status: string; reused?: boolean; output: unknown; output_ref?: { artifact_id: string; size_bytes: number } };
+type Step = {
+  id: string;
+  status: string;
+  reused?: boolean;
+  output: unknown;
+  output_ref?: { artifact_id: string; size_bytes: number };
+  child_run_id?: string;
+};
 const stepOf = (run: { steps: Step[] }, id: string) => run.steps.find((s) => s.id === id)!;
 
 /** Over the 1 KiB inline limit below: it comes by reference. */
@@ -88,7 +95,7 @@ describeEachDialect('coordination: step outputs kept only by reference', (dialec
     expect(completed?.data).toMatchObject({ output: null, output_ref: { artifact_id: stepOf(done, 'work').output_ref!.artifact_id } });
   });
 
-  it("a sub_plan step takes its child run's output by reference, and a later step reads it", async () => {
+  it("a run's large output is kept by reference; a sub_plan step takes its child run's by the same reference, and a later step reads it", async () => {
     const a = unique('ref-child');
     const agent = await server.agent(a);
     const child = await plan({ steps: [{ id: 'work', type: 'agent', agent: a, input: {} }] });
@@ -101,7 +108,21 @@ describeEachDialect('coordination: step outputs kept only by reference', (dialec
     });
     const run = await start(id);
     await acknowledge(agent, (await receiveOne(agent, a)).message_id, big(3));
-    await finished(run.id, 'waiting');
+    const waiting = await finished(run.id, 'waiting');
+    const childRun = await getRun(stepOf(waiting, 'sub').child_run_id!);
+    expect(childRun).toMatchObject({
+      status: 'completed',
+      output: null,
+      output_ref: { size_bytes: JSON.stringify({ work: big(3) }).length },
+    });
+    expect(await (await fetch(childRun.output_ref.url)).json()).toEqual({ work: big(3) });
+    const stored = await server.app.platform.database.db
+      .selectFrom('runs')
+      .select(['output', 'output_ref'])
+      .where('id', '=', childRun.id)
+      .executeTakeFirstOrThrow();
+    expect(stored.output).toBeNull();
+    expect(stepOf(waiting, 'sub').output_ref!.artifact_id).toBe(childRun.output_ref.artifact_id);
     expect((await storedOutput(run.id, 'sub')).output).toBeNull();
     expect((await server.api.post(`${R}/${run.id}/steps/gate/approve`, { approved: true })).status).toBe(200);
     expect(stepOf(await finished(run.id), 'read').output).toEqual({ size: 3 });
