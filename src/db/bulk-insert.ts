@@ -45,7 +45,7 @@ export class BulkInsert<T extends Table, K extends string> {
   private readonly statements: Statements;
   private readonly columns: K[];
   private readonly chunkRows: number;
-  private readonly dialect: DialectCapabilities['kind'] | null;
+  private readonly caps: DialectCapabilities | null;
   private readonly clauses: (insert: InsertQueryBuilder<Database, T, InsertResult>) => Writer<unknown>;
 
   constructor(
@@ -57,14 +57,18 @@ export class BulkInsert<T extends Table, K extends string> {
     this.statements = new Statements(db, { size: MAX_TEXTS });
     this.columns = Object.keys(template) as K[];
     this.chunkRows = Math.max(1, Math.min(MAX_CHUNK_ROWS, Math.floor(MAX_BOUND_VALUES / this.columns.length)));
-    this.dialect = options.columnar?.kind ?? null;
+    this.caps = options.columnar ?? null;
     this.clauses = options.clauses ?? ((insert) => insert);
   }
 
-  /** Inserts `rows` in `trx` (in chunks under the bound-value limit); returns what RETURNING gave. */
-  async run<Returned = unknown>(trx: Db, rows: readonly BulkRow<K>[]): Promise<Returned[]> {
+  /**
+   * Inserts `rows` in `trx` (in chunks under the bound-value limit); returns what RETURNING gave.
+   * `locks` (columnar on PostgreSQL): transaction locks the statement takes before it inserts a
+   * row (`DialectCapabilities.takesTransactionLocks`), a row or more.
+   */
+  async run<Returned = unknown>(trx: Db, rows: readonly BulkRow<K>[], locks: readonly string[] = []): Promise<Returned[]> {
     const returned: Returned[] = [];
-    for (const query of this.queries(rows)) {
+    for (const query of this.queries(rows, locks)) {
       for (const row of (await trx.executeQuery<Returned>(query)).rows) returned.push(row);
     }
     return returned;
@@ -77,11 +81,12 @@ export class BulkInsert<T extends Table, K extends string> {
     return inserted;
   }
 
-  private *queries(rows: readonly BulkRow<K>[]) {
-    if (this.dialect !== null && rows.length > 1) {
-      yield this.columnar(rows);
+  private *queries(rows: readonly BulkRow<K>[], locks: readonly string[] = []) {
+    if (this.caps !== null && (rows.length > 1 || locks.length > 0)) {
+      yield this.columnar(this.caps, rows, locks);
       return;
     }
+    if (locks.length > 0) throw new Error('BulkInsert: locks need a columnar insert');
     for (let i = 0; i < rows.length; i += this.chunkRows) {
       const chunk = rows.length <= this.chunkRows ? rows : rows.slice(i, i + this.chunkRows);
       yield this.statements.listed(
@@ -98,7 +103,7 @@ export class BulkInsert<T extends Table, K extends string> {
    * with the SQL type its values travel as (`unnest` needs it): an array parameter of its own
    * on PostgreSQL, a field of the rows' JSON text on SQLite.
    */
-  private columnar(rows: readonly BulkRow<K>[]) {
+  private columnar(caps: DialectCapabilities, rows: readonly BulkRow<K>[], locks: readonly string[]) {
     const shapes: (string | null)[] = this.columns.map((column) => columnShape(rows, column));
     // Something must vary, or the SELECT would yield one row: the first column (an id) does.
     if (!shapes.some((shape) => shape !== null)) shapes[0] = columnType(rows, this.columns[0]!);
@@ -106,22 +111,24 @@ export class BulkInsert<T extends Table, K extends string> {
     const varying: K[] = [];
     this.columns.forEach((column, i) => {
       if (shapes[i] === null) values[`c${i}`] = rows[0]![column];
-      else if (this.dialect === 'postgres') values[`c${i}`] = rows.map((row) => row[column]);
+      else if (caps.kind === 'postgres') values[`c${i}`] = rows.map((row) => row[column]);
       else varying.push(column);
     });
-    if (this.dialect === 'sqlite') {
+    if (locks.length > 0) values.locks = locks;
+    if (caps.kind === 'sqlite') {
       const json = new Array<unknown[]>(rows.length);
       for (let r = 0; r < rows.length; r++) json[r] = varying.map((column) => rows[r]![column]);
       values.rows = JSON.stringify(json);
     }
-    return this.statements.compiled(`c:${shapes.map((shape) => shape ?? '=').join(',')}`, values, (v) => this.columnarInsert(v, shapes));
+    const shape = `${locks.length > 0 ? 'locked:' : ''}c:${shapes.map((s) => s ?? '=').join(',')}`;
+    return this.statements.compiled(shape, values, (v) => this.columnarInsert(caps, v, shapes));
   }
 
   /** `INSERT … SELECT` over the columns' arrays (`unnest`) or the JSON rows (`json_each`). */
-  private columnarInsert(v: Record<string, unknown>, shapes: (string | null)[]) {
+  private columnarInsert(caps: DialectCapabilities, v: Record<string, unknown>, shapes: (string | null)[]) {
     const exprs: RawBuilder<unknown>[] = [];
     let source;
-    if (this.dialect === 'postgres') {
+    if (caps.kind === 'postgres') {
       const varying = shapes.flatMap((shape, i) => (shape === null ? [] : [i]));
       const arrays = varying.map((i) => sql`${v[`c${i}`]}::${sql.raw(shapes[i]!)}[]`);
       source = sql`unnest(${sql.join(arrays)})`.as(sql`u(${sql.join(varying.map((i) => sql.raw(`c${i}`)))})`);
@@ -135,7 +142,7 @@ export class BulkInsert<T extends Table, K extends string> {
       .selectFrom(source as never)
       .select(exprs.map((expr, i) => expr.as(`c${i}`)))
       // `where true`: SQLite would read a following ON CONFLICT as a join constraint.
-      .where(sql<boolean>`true`);
+      .where(v.locks === undefined ? sql<boolean>`true` : caps.takesTransactionLocks(v.locks));
     return this.clauses(
       this.db
         .insertInto(this.table)

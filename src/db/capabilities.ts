@@ -37,8 +37,12 @@ export interface DialectCapabilities {
    * Call it inside the transaction, with the transaction object.
    */
   transactionLock(trx: QueryExecutorProvider, name: string): Promise<void>;
-  /** `transactionLock` of each name in one statement, in the order given (sort them: no deadlock). */
-  transactionLocks(trx: QueryExecutorProvider, names: readonly string[]): Promise<void>;
+  /**
+   * A condition, always true, that takes `transactionLock` of each name (a text array value) in
+   * the order given when the statement first evaluates it, before the statement produces a
+   * row: the lock and the write in one statement. Sort the names: no deadlock. PostgreSQL only.
+   */
+  takesTransactionLocks(names: unknown): RawBuilder<SqlBool>;
   /**
    * `column IN (values)` with the whole list as one parameter (an array on PostgreSQL, a JSON
    * text on SQLite): one statement text whatever the count, and no bound-value limit.
@@ -81,7 +85,9 @@ export const sqliteCapabilities: DialectCapabilities = {
   // Writers are serialized (BEGIN IMMEDIATE with a busy timeout): there is no deadlock to lose.
   isTransientConflict: () => false,
   transactionLock: async () => undefined,
-  transactionLocks: async () => undefined,
+  takesTransactionLocks: () => {
+    throw new Error('SQLite takes no transaction locks: its writers are serialized');
+  },
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`,
   jsonArrayHoldsAny: (column, values) =>
     sql<SqlBool>`exists (select 1 from json_each(${sql.ref(column)}) where value in (select value from json_each(${JSON.stringify(values)})))`,
@@ -102,10 +108,10 @@ export const postgresCapabilities: DialectCapabilities = {
   transactionLock: async (trx, name) => {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
   },
-  transactionLocks: async (trx, names) => {
-    // A function scan yields the array's elements in order, and the aggregate locks each in turn.
-    if (names.length > 0) await sql`SELECT count(pg_advisory_xact_lock(hashtext(name))) FROM unnest(${names}::text[]) AS name`.execute(trx);
-  },
+  // An uncorrelated subquery: evaluated once, before the first row (a one-time filter). A
+  // function scan yields the array's elements in order, and the aggregate locks each in turn.
+  takesTransactionLocks: (names) =>
+    sql<SqlBool>`(SELECT count(pg_advisory_xact_lock(hashtext(name))) FROM unnest(${names}::text[]) AS name) >= 0`,
   inTextList: (column, values) => sql<SqlBool>`${sql.ref(column)} = any(${values}::text[])`,
   jsonArrayHoldsAny: (column, values) => sql<SqlBool>`(${sql.ref(column)}::jsonb ?| ${values}::text[])`,
   claim: (query) => query.forUpdate().skipLocked(),

@@ -13,7 +13,7 @@ import type { MessageRow, NewMessageRow } from './message-rows.js';
 /**
  * Whether the message in scope as `messages` waits behind another pending message of its
  * ordering key and inbox sent before it (not settled yet, leased or not). Sends of a key commit
- * in seq order (`lockOrderingKeys`), so no later message of the key can be leased while an
+ * in seq order (`orderingLocks`), so no later message of the key can be leased while an
  * earlier one is pending, and the earliest pending one is the only one free. A correlated probe
  * of messages_ordering, one index seek on seq, evaluated in the claim's own statement, so no
  * per-message round trip: concurrent claims on PostgreSQL all see the earlier message pending
@@ -26,25 +26,19 @@ export function heldByOrderingKey() {
 }
 
 /**
- * Whether new messages must be inserted in a transaction of their own to take their ordering
- * keys' locks (`lockOrderingKeys`): on PostgreSQL, when one has a key.
+ * The transaction locks new messages' insert takes before it draws their seq (BulkInsert's
+ * `locks`): one per (destination, ordering key) of `rows`, sorted so two inserts never wait on
+ * each other in a cycle. A later send of a key waits for the earlier one's commit, so its seq
+ * is higher and every snapshot that sees it sees the earlier one too. Without it, a later send
+ * committing first was leased ahead of an earlier one still uncommitted, and a concurrent claim
+ * could then lease that earlier one beside it. None on SQLite, whose single writer commits
+ * sends in seq order.
  */
-export function needsOrderingLocks(caps: DialectCapabilities, rows: readonly NewMessageRow[]): boolean {
-  return caps.kind === 'postgres' && rows.some((row) => row.ordering_key !== null);
-}
-
-/**
- * Serialises the sends of each (destination, ordering key) of `rows` until `trx` commits, taken
- * before their insert draws their seq: a later send of a key waits for the earlier one's commit,
- * so its seq is higher and every snapshot that sees it sees the earlier one too. Without it, a
- * later send committing first was leased ahead of an earlier one still uncommitted, and a
- * concurrent claim could then lease that earlier one beside it. Sorted: two batches never wait
- * on each other in a cycle. A no-op on SQLite, whose single writer commits sends in seq order.
- */
-export async function lockOrderingKeys(caps: DialectCapabilities, trx: Db, rows: readonly NewMessageRow[]): Promise<void> {
+export function orderingLocks(caps: DialectCapabilities, rows: readonly NewMessageRow[]): string[] {
+  if (caps.kind !== 'postgres') return [];
   const names = new Set<string>();
   for (const row of rows) if (row.ordering_key !== null) names.add(`ordering:${row.destination}:${row.ordering_key}`);
-  if (names.size > 0) await caps.transactionLocks(trx, [...names].sort());
+  return [...names].sort();
 }
 
 /** Sorts claimed rows as the claim chose them: priority (higher first), fairness rank, arrival. */

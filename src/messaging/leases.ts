@@ -173,7 +173,7 @@ export class Leases {
     const reported = usage !== undefined && usage.size > 0 ? usage : null;
     if (reported !== null && this.usage === null) throw InvalidRequest.field('usage', 'is not recorded by this server');
     // Offloaded before the transaction: an output over the inline limit is kept as an artifact of
-    // the receiver, its reference on the message and in the outcome.
+    // the receiver, its reference on the message and in the outcome (deleted if the ack fails).
     const outputRef = output === undefined ? null : await this.deps.payloads.offloadOutput(caller, output, []);
     const call: AckCall = {
       caller,
@@ -184,7 +184,10 @@ export class Leases {
       usage: reported,
       startTime: spanClock(),
     };
-    const rows = await this.acks.add(call);
+    const rows = await this.acks.add(call).catch(async (err: unknown) => {
+      if (outputRef !== null) await this.deps.payloads.discardOutput(outputRef);
+      throw err;
+    });
     // The producers (the messages' senders) read it.
     if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(rows.map((row) => row.source))]);
     if (reported !== null) this.usage!.committed(usageReports(rows, reported));

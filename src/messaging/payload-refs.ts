@@ -49,12 +49,15 @@ export class PayloadRefs {
     return bytes.length > this.inlineBytes ? bytes : null;
   }
 
-  /** A sender's messages with their large payloads offloaded and the references it gave adopted. */
+  /**
+   * A sender's messages with their large payloads offloaded and the references it gave adopted.
+   * When one of them fails, what the others offloaded is discarded.
+   */
   async prepare(owner: PayloadOwner, messages: readonly OutgoingMessage[]): Promise<OutgoingMessage[]> {
     const checks = this.checks;
     // A staged payload sent to several destinations becomes one artifact that all of them may read.
     const offloaded = new Map<StagedPayload, Promise<PayloadRef>>();
-    return Promise.all(
+    const settled = await Promise.allSettled(
       messages.map(async (message, i): Promise<OutgoingMessage> => {
         const given = message.payload_ref;
         if (given !== undefined) {
@@ -83,6 +86,33 @@ export class PayloadRefs {
         return { ...rest, payload_ref: await checks.offload(owner, bytes, [message.destination]) };
       }),
     );
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed === undefined) return settled.map((result) => (result as PromiseFulfilledResult<OutgoingMessage>).value);
+    await this.discard(
+      messages,
+      settled.map((result) => (result.status === 'fulfilled' ? result.value : undefined)),
+    );
+    throw failed.reason;
+  }
+
+  /**
+   * The send of `prepared` failed (or was a replay): the artifacts `prepare` offloaded for it are
+   * deleted, not those the sender gave. Best effort: retention deletes what nothing holds later.
+   */
+  async discard(given: readonly OutgoingMessage[], prepared: readonly (OutgoingMessage | undefined)[]): Promise<void> {
+    const ids = prepared.flatMap((message, i) =>
+      message?.payload_ref !== undefined && given[i]!.payload_ref === undefined ? [message.payload_ref.artifact_id] : [],
+    );
+    await this.discardIds(ids);
+  }
+
+  /** An output offloaded for an acknowledgement that failed. */
+  async discardOutput(ref: PayloadRef): Promise<void> {
+    await this.discardIds([ref.artifact_id]);
+  }
+
+  private async discardIds(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0 && this.checks !== null) await this.checks.discard(ids).catch(() => 0);
   }
 
   /** An output over the inline limit, offloaded for the producer of `destination`'s message. */

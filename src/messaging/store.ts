@@ -4,10 +4,10 @@ import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { Statements } from '../db/statements.js';
-import { autocommit, type Tx } from '../kernel/tx.js';
+import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf, txOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
-import { heldByOrderingKey, inDequeueOrder, lockOrderingKeys, needsOrderingLocks, rankByFairness } from './flow-store.js';
+import { heldByOrderingKey, inDequeueOrder, orderingLocks, rankByFairness } from './flow-store.js';
 import { DELIVERY_TEMPLATE, MESSAGE_TEMPLATE, type DeliveryRow, type MessageRow, type NewMessageRow } from './message-rows.js';
 
 export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './message-rows.js';
@@ -104,22 +104,20 @@ export class MessagingStore extends Store {
    * unnest($1::text[], …)`, or from one JSON text of the rows on SQLite, `INSERT INTO messages
    * (…) SELECT … FROM json_each(?)`, a column every message shares bound once (db/bulk-insert.ts).
    */
-  async insertMessages(tx: Tx, rows: readonly NewMessageRow[]): Promise<void> {
+  async insertMessages(tx: Tx, rows: readonly NewMessageRow[], locks: readonly string[] = []): Promise<void> {
     const db = dbOf(tx, this.db);
-    if (rows.length !== 1) await this.messageBatchInsert.run(db, rows);
+    if (rows.length !== 1 || locks.length > 0) await this.messageBatchInsert.run(db, rows, locks);
     else await db.executeQuery(this.statements.compiled('insert-message', rows[0]!, (v) => this.db.insertInto('messages').values(v)));
   }
 
   /**
-   * New messages with their flow control: their ordering keys locked until the commit and their
-   * fairness ranks set (flow-store.ts), then inserted. Under `autocommit` they stay one statement
-   * unless a key must be locked (PostgreSQL), which needs a transaction to hold the lock to.
+   * New messages with their flow control: their fairness ranks set, then inserted by one
+   * statement that first locks their ordering keys until its transaction commits (flow-store.ts;
+   * under `autocommit`, the statement's own).
    */
   async insertNew(tx: Tx, rows: NewMessageRow[]): Promise<void> {
-    if (tx === autocommit && needsOrderingLocks(this.caps, rows)) return this.inTransaction((own) => this.insertNew(own, rows));
-    await lockOrderingKeys(this.caps, dbOf(tx, this.db), rows);
     await rankByFairness(this.db, tx, rows);
-    await this.insertMessages(tx, rows);
+    await this.insertMessages(tx, rows, orderingLocks(this.caps, rows));
   }
 
   async findMessage(tx: Tx, id: string): Promise<MessageRow | undefined> {
