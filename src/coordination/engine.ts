@@ -26,7 +26,6 @@ import {
   NOT_STARTED,
   record,
   RUN_FINISHED,
-  runOutput,
   skipStep,
   stepDetail,
   signalTo,
@@ -35,6 +34,7 @@ import {
   type StartRun,
   type StepState,
 } from './run-state.js';
+import { runOutput } from './step-outputs.js';
 import { inResumeSpan, inWorkflowSpan } from './workflow-spans.js';
 import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
 import type { PlanStore } from './plan-store.js';
@@ -96,15 +96,14 @@ export class RunEngine {
       expressions: deps.expressions,
       plans: deps.plans,
       checkpoints: deps.checkpoints,
+      readOutput: (tx, ref) => deps.refs.readOutput(tx, ref),
       cancelMessage: async (tx, ctx, step, reason) => {
         // A message this transition has yet to send goes out first, so it is withdrawn like any other.
         if (ctx.outbox.some((p) => p.step === step)) await this.contexts.send(tx, ctx.outbox);
         if (step.row.message_id !== null) await this.deps.inbox.cancel(tx, step.row.message_id, reason);
       },
       startChild: (tx, spec, parent) => this.start(tx, spec, parent),
-      cancelChild: async (tx, runId, reason) => {
-        await this.cancel(tx, runId, reason, { fromParent: true });
-      },
+      cancelChild: (tx, runId, reason) => this.cancel(tx, runId, reason, { fromParent: true }).then(() => undefined),
     };
   }
 
@@ -301,7 +300,7 @@ export class RunEngine {
         detail: JSON.stringify(tried ? { tried } : {}),
       });
     }
-    Object.assign(ctx.run, { status: 'running', error: null, output: null, completed_at: null });
+    Object.assign(ctx.run, { status: 'running', error: null, output: null, output_ref: null, completed_at: null });
     record(ctx, 'run.redriven', null, { by: by.name, steps: restarted });
     // Back under its plan's limits, as a start is.
     if (await this.limits.admit(tx, ctx)) await this.advance(tx, ctx);
@@ -397,7 +396,7 @@ export class RunEngine {
             moved = true;
           }
         } else if (status === 'running') {
-          moved = this.settle(ctx, step) || moved;
+          moved = (await this.settle(tx, ctx, step)) || moved;
         }
       }
     }
@@ -405,9 +404,9 @@ export class RunEngine {
   }
 
   /** A running step that reflects its members (a group) completes or fails with them; true when it moved. */
-  private settle(ctx: RunContext, step: StepState): boolean {
+  private async settle(tx: Tx, ctx: RunContext, step: StepState): Promise<boolean> {
     const def = definition(ctx, step);
-    return kindOf(def).settle?.(ctx, step, def) ?? false;
+    return (await kindOf(def).settle?.(tx, ctx, step, def, this.ports)) ?? false;
   }
 
   private async onTimer(tx: Tx, ctx: RunContext, step: StepState): Promise<void> {
@@ -430,7 +429,7 @@ export class RunEngine {
     const failed = ctx.failed;
     if (failed) {
       // A group whose member failed fails with it (rather than showing as cancelled).
-      for (const step of ctx.steps.values()) if (step.row.status === 'running') this.settle(ctx, step);
+      for (const step of ctx.steps.values()) if (step.row.status === 'running') await this.settle(tx, ctx, step);
       for (const step of ctx.steps.values()) {
         if (!IN_FLIGHT.has(step.row.status)) continue;
         await this.withdraw(tx, ctx, step, 'run failed');
@@ -442,7 +441,7 @@ export class RunEngine {
     }
     const open = [...ctx.steps.values()].filter((s) => !FINISHED.has(s.row.status));
     if (open.length === 0) {
-      finishRun(ctx, 'completed', runOutput(ctx), null);
+      finishRun(ctx, 'completed', await runOutput(tx, ctx, this.ports.readOutput), null);
       return;
     }
     // Waiting: nothing moves until a person, a timer or an event does (groups only reflect their members).

@@ -49,7 +49,7 @@ export class RunContexts {
       metrics: DomainMetrics;
       /** What human steps tell their notification channels. */
       notices: ApprovalNotices;
-      /** Large step inputs by reference. */
+      /** Large step inputs and outputs by reference. */
       refs: StepRefs;
     },
   ) {}
@@ -118,6 +118,7 @@ export class RunContexts {
       blocked_by: null,
       admitted_at: null,
       rerun_of: spec.rerunOf ?? null,
+      output_ref: null,
     };
     const rows = spec.definition.steps.map((def, position): RunStepRow => ({
       run_id: run.id,
@@ -190,6 +191,7 @@ export class RunContexts {
    */
   async save(tx: Tx, contexts: RunContext[]): Promise<void> {
     await this.send(tx, outboxes(contexts));
+    await this.deps.refs.offloadOutputs(tx, contexts);
     const created = contexts.filter((ctx) => ctx.isNew);
     const moved = contexts.filter((ctx) => !ctx.isNew);
     if (created.length > 0) {

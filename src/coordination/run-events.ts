@@ -6,7 +6,7 @@
 import { approverAgent, approverAgents } from './approvers.js';
 import { iso } from '../kernel/clock.js';
 import type { DomainMetrics, FinishedRunStatus } from '../kernel/metrics.js';
-import type { NewEvent, OutgoingMessage } from '../kernel/ports.js';
+import type { NewEvent, OutgoingMessage, PayloadRef } from '../kernel/ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { APPROVAL_LINK_TTL_MS, type ApprovalClaim } from './approval-links.js';
 import { PLATFORM_SENDER, stepDetail, stepOutput, type RunContext, type StepState } from './run-state.js';
@@ -97,6 +97,18 @@ function askReaders(step: StepState | undefined): Pick<NewEvent, 'readers'> {
   return approvers.length > 0 ? { readers: { agents: approverAgents(approvers) } } : {};
 }
 
+/** A completed step's output for its event: the reference alone when it came by reference (the log keeps no copy). */
+function outputOf(step: StepState | undefined): { output: unknown; output_ref?: PayloadRef } {
+  if (step?.row.output_ref) return { output: null, output_ref: JSON.parse(step.row.output_ref) as PayloadRef };
+  return { output: step ? stepOutput(step) : null };
+}
+
+/** A completed run's output for its event: the reference alone when it is kept by reference. */
+function runOutputOf(run: RunContext['run']): { output: unknown; output_ref?: PayloadRef } {
+  if (run.output_ref !== null) return { output: null, output_ref: JSON.parse(run.output_ref) as PayloadRef };
+  return { output: parseNullableJson(run.output) };
+}
+
 function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' | 'data' | 'readers'> | null {
   const { run } = ctx;
   const detail = JSON.parse(entry.detail) as Record<string, unknown>;
@@ -115,14 +127,14 @@ function logEventOf(ctx: RunContext, entry: NewRunEvent): Pick<NewEvent, 'type' 
     case 'run.redriven':
       return { type: 'run.redriven', data: { ...base, status: 'running', steps: detail.steps } };
     case 'run.completed':
-      return { type: 'run.completed', data: { ...base, status: 'completed', output: parseNullableJson(run.output) } };
+      return { type: 'run.completed', data: { ...base, status: 'completed', ...runOutputOf(run) } };
     case 'run.failed':
     case 'run.cancelled':
       return { type: entry.type, data: { ...base, status: entry.type.slice('run.'.length), error: run.error } };
     case 'step.completed':
       return {
         type: 'run.step.completed',
-        data: { ...base, step_id: stepId, attempt: detail.attempt, output: step ? stepOutput(step) : null },
+        data: { ...base, step_id: stepId, attempt: detail.attempt, ...outputOf(step) },
       };
     case 'step.failed':
       return { type: 'run.step.failed', data: { ...base, step_id: stepId, attempt: detail.attempt, error: detail.error } };

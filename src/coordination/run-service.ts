@@ -4,7 +4,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { NotFound } from '../kernel/errors.js';
 import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
-import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
+import type { AuditTrail, PublishedEvent, SignedPayloadRef } from '../kernel/ports.js';
 import type { RunUsage, UsageSum } from '../kernel/usage-ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { topicMatches } from '../kernel/topics.js';
@@ -66,7 +66,9 @@ export interface Run {
   priority: number;
   current_step: string | null;
   input: Record<string, unknown>;
+  /** Null when it is kept by reference (output_ref). */
   output: unknown;
+  output_ref?: SignedPayloadRef;
   error: string | null;
   adaptive: Adaptive | null;
   revisions: Revision[];
@@ -114,7 +116,7 @@ function toRun(
     child_run_id: s.child_run_id,
     started_at: iso(s.started_at),
     completed_at: iso(s.completed_at),
-    // By reference: the value is the artifact's (the row keeps it for the run's templates).
+    // By reference: the value is the artifact's alone (step-outputs.ts reads it back when needed).
     input: s.input_ref === null ? parseNullableJson(s.input) : null,
     output: s.output_ref === null ? parseNullableJson(s.output) : null,
     error: s.error,
@@ -132,6 +134,7 @@ function toRun(
     current_step: current?.step_id ?? null,
     input: JSON.parse(run.input) as Record<string, unknown>,
     output: parseNullableJson(run.output),
+    ...signed.get(run.id),
     error: run.error,
     adaptive: parseNullableJson(run.adaptive) as Adaptive | null,
     revisions: JSON.parse(run.revisions) as Revision[],
@@ -162,7 +165,7 @@ export async function runView(store: RunStore, refs: StepRefs, tx: Tx, runId: st
   if (!run) throw new NotFound('Run', runId);
   const [labels, checkpoints] = [await store.labelsOfRuns(tx, [runId]), await store.checkpointsOfRuns(tx, [runId])];
   const steps = await store.runSteps(tx, runId);
-  return toRun(run, steps, labels.get(runId)!, checkpoints.get(runId), await refs.sign(steps));
+  return toRun(run, steps, labels.get(runId)!, checkpoints.get(runId), await refs.sign(steps, [run]));
 }
 
 /** Runs as callers see them: started, listed, cancelled and redriven; the engine moves them. */
@@ -217,7 +220,7 @@ export class RunService {
       await this.deps.audit.record(tx, { action: 'run.start', resource: { type: 'run', id: run.id } });
       // The run as saved, with its steps from memory: no need to read back what was just written.
       const steps = await this.deps.engine.stepsOf(tx, run);
-      return toRun(run, steps, labels, new Map(), await this.deps.refs.sign(steps));
+      return toRun(run, steps, labels, new Map(), await this.deps.refs.sign(steps, [run]));
     });
   }
 
@@ -257,7 +260,7 @@ export class RunService {
       await this.store.labelsOfRuns(autocommit, ids),
       await this.store.checkpointsOfRuns(autocommit, ids),
     ];
-    const signed = await this.deps.refs.sign([...steps.values()].flat());
+    const signed = await this.deps.refs.sign([...steps.values()].flat(), page.items);
     const items = page.items.map((run) => toRun(run, steps.get(run.id)!, labels.get(run.id)!, checkpoints.get(run.id), signed));
     return { ...page, items };
   }

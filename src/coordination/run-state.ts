@@ -8,7 +8,7 @@ import type { OutgoingMessage, PayloadRef } from '../kernel/ports.js';
 import type { CompiledPlan, PlanDefinition, StepTemplate } from './plan-definition.js';
 import type { NewRunEvent, RunRow, RunStepRow } from './run-list-store.js';
 import type { RunStatus, StepBlockedBy, StepStatus } from './tables.js';
-import { render, type TemplateScope } from './templates.js';
+import { TemplateError, type TemplateScope } from './templates.js';
 
 /** The sender of the messages and decisions the platform makes itself. */
 export const PLATFORM_SENDER = 'switchboard';
@@ -137,8 +137,11 @@ export function changeStep(step: StepState, changes: Partial<RunStepRow>): void 
   if ('detail' in changes) step.detail = undefined;
 }
 
+/** A step's output; one kept by reference must have been read back first (step-outputs.ts). */
 export function stepOutput(step: StepState): unknown {
-  if (step.output === undefined) step.output = parseNullableJson(step.row.output);
+  if (step.output !== undefined) return step.output;
+  if (step.row.output_ref !== null) throw new Error(`the output of step '${step.row.step_id}' was not read back from its reference`);
+  step.output = parseNullableJson(step.row.output);
   return step.output;
 }
 
@@ -157,12 +160,27 @@ export function definition(ctx: RunContext, step: StepState): StepTemplate {
   return ctx.plan.steps.get(step.row.step_id)!.def;
 }
 
+/**
+ * An output kept by reference that the step's templates and expression do not name, so it was
+ * not read back: hidden from expressions (their input is serialized without it), and a template
+ * that reaches it anyway fails rather than reading null.
+ */
+function unreadOutput(steps: TemplateScope['steps'], id: string): void {
+  Object.defineProperty(steps, id, {
+    enumerable: false,
+    get: () => {
+      throw new TemplateError(`the output of step '${id}' was not read back from its reference`);
+    },
+  });
+}
+
 /** What templates and expressions of a step see: the run's input and event, finished steps' outputs, its item. */
 export function templateScope(ctx: RunContext, item: string | null): TemplateScope {
   const steps: Record<string, { output: unknown }> = {};
   for (const s of ctx.steps.values()) {
     if (s.row.parent_step_id !== null) continue;
-    if (s.row.status === 'completed') steps[s.row.step_id] = { output: stepOutput(s) };
+    if (s.row.status === 'completed' && s.output === undefined && s.row.output_ref !== null) unreadOutput(steps, s.row.step_id);
+    else if (s.row.status === 'completed') steps[s.row.step_id] = { output: stepOutput(s) };
     else if (s.row.status === 'skipped') steps[s.row.step_id] = { output: null };
   }
   const scope: TemplateScope = { input: ctx.input, steps, event: ctx.event ?? {} };
@@ -172,11 +190,14 @@ export function templateScope(ctx: RunContext, item: string | null): TemplateSco
 
 // ── Step and run outcomes ───────────────────────────────────────────────────────────
 
-/** `outputRef`: the output as an artifact (an acknowledgement over the inline limit); the row keeps the value for templates. */
+/**
+ * `outputRef`: the output as an artifact (an acknowledgement over the inline limit). The row
+ * then keeps only the reference; the value stays in memory for the rest of this transition.
+ */
 export function completeStep(ctx: RunContext, step: StepState, output: unknown, outputRef?: PayloadRef): void {
   changeStep(step, {
     status: 'completed',
-    output: JSON.stringify(output),
+    output: outputRef === undefined ? JSON.stringify(output) : null,
     output_ref: outputRef === undefined ? null : JSON.stringify(outputRef),
     completed_at: ctx.now,
     wake_at: null,
@@ -209,23 +230,13 @@ export function finishRun(ctx: RunContext, status: RunStatus, output: unknown, e
   Object.assign(ctx.run, {
     status,
     output: output === null ? null : JSON.stringify(output),
+    output_ref: null,
     error,
     completed_at: ctx.now,
     wake_at: null,
     blocked_by: null,
   });
   record(ctx, `run.${status}`, null, error ? { error } : {});
-}
-
-/** The output of a run whose steps all finished: the plan's output template, or its sinks' outputs by id. */
-export function runOutput(ctx: RunContext): unknown {
-  if (ctx.plan.output !== undefined) return render(ctx.plan.output, templateScope(ctx, null));
-  const output: Record<string, unknown> = {};
-  for (const id of ctx.plan.sinks) {
-    const step = ctx.steps.get(id)!;
-    if (step.row.status === 'completed') output[id] = stepOutput(step);
-  }
-  return output;
 }
 
 /** Something outside told to a run in memory: it changes the run and says whether it did. */

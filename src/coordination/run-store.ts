@@ -9,7 +9,17 @@ import { atomically, dbOf } from '../db/tx.js';
 import { ACTIVE, RunListStore, type NewRunEvent, type RunLabels, type RunRow, type RunStepRow } from './run-list-store.js';
 
 type RunStateColumn =
-  'status' | 'blocked_by' | 'admitted_at' | 'output' | 'error' | 'revisions' | 'wake_at' | 'revision' | 'completed_at' | 'updated_at';
+  | 'status'
+  | 'blocked_by'
+  | 'admitted_at'
+  | 'output'
+  | 'output_ref'
+  | 'error'
+  | 'revisions'
+  | 'wake_at'
+  | 'revision'
+  | 'completed_at'
+  | 'updated_at';
 
 // Every column of the rows inserted on hot paths (a run started, its steps and timeline),
 // each null: typed as full records, so a column added to a table cannot be left out.
@@ -42,6 +52,7 @@ const RUN_TEMPLATE: Record<keyof RunRow, null> = {
   blocked_by: null,
   admitted_at: null,
   rerun_of: null,
+  output_ref: null,
 };
 const STEP_TEMPLATE: Record<keyof RunStepRow, null> = {
   run_id: null,
@@ -95,6 +106,7 @@ const RUN_STATE_TEMPLATE: Record<RunStateColumn, null> = {
   blocked_by: null,
   admitted_at: null,
   output: null,
+  output_ref: null,
   error: null,
   revisions: null,
   wake_at: null,
@@ -110,6 +122,7 @@ const RUN_STATE_TYPES: Record<RunStateColumn | 'id', 'text' | 'bigint'> = {
   blocked_by: 'text',
   admitted_at: 'bigint',
   output: 'text',
+  output_ref: 'text',
   error: 'text',
   revisions: 'text',
   wake_at: 'bigint',

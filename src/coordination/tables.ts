@@ -59,6 +59,8 @@ export interface RunsTable {
   admitted_at: number | null;
   /** The run this one reran (from one of its steps); null for a run started afresh. */
   rerun_of: string | null;
+  /** JSON PayloadRef when the output is an artifact (over the inline limit); output is then null. */
+  output_ref: string | null;
 }
 
 export type RunBlockedBy = 'concurrency' | 'rate_limit';

@@ -60,3 +60,39 @@ export function expressionProblem(text: string): string | null {
     return `builds the range [${range[0]}..${range[1]}]; a range with constant ends holds at most ${MAX_CONSTANT_RANGE.toLocaleString('en-US')} numbers`;
   return null;
 }
+
+/** How an expression may read its input's `root` field: the names below it, or 'all' of it. */
+export type FieldsRead = ReadonlySet<string> | 'all';
+
+/**
+ * The fields below `root` (a field of the expression's input) that an expression may read, found
+ * in its AST: `root.name…` at the start of a path names one. Anything that may reach `root`
+ * otherwise ($, $$, %, a wildcard or descendant starting a path, $eval, `root` alone or followed
+ * by something other than a name) makes it 'all'; so does an expression that does not parse.
+ */
+export function fieldsReadBelow(text: string, root: string): FieldsRead {
+  let ast: unknown;
+  try {
+    ast = jsonata(text).ast();
+  } catch {
+    return 'all';
+  }
+  const names = new Set<string>();
+  const visit = (node: unknown): boolean => {
+    if (Array.isArray(node)) return node.every(visit);
+    if (node === null || typeof node !== 'object') return true;
+    const { type, value, steps } = node as { type?: string; value?: unknown; steps?: { type?: string; value?: unknown }[] };
+    if (type === 'variable' && (value === '' || value === '$' || value === 'eval')) return false;
+    if (type === 'parent') return false;
+    if (type === 'path' && steps !== undefined) {
+      const [head, next] = steps;
+      if (head?.type === 'wildcard' || head?.type === 'descendant') return false;
+      if (head?.type === 'name' && head.value === root) {
+        if (next?.type !== 'name' || typeof next.value !== 'string') return false;
+        names.add(next.value);
+      }
+    }
+    return Object.values(node).every(visit);
+  };
+  return visit(ast) ? names : 'all';
+}

@@ -1787,6 +1787,7 @@ export interface Shapes {
     };
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -1799,8 +1800,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1841,6 +1842,7 @@ export interface Shapes {
     };
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -1853,8 +1855,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1884,6 +1886,7 @@ export interface Shapes {
   'coordination.getRun': {
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -1896,8 +1899,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1932,6 +1935,7 @@ export interface Shapes {
     body: { reason?: string | undefined } | null;
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -1944,8 +1948,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -1977,6 +1981,7 @@ export interface Shapes {
     body: { reason?: string | undefined } | null;
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -1989,8 +1994,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2027,6 +2032,7 @@ export interface Shapes {
     };
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -2039,8 +2045,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2085,6 +2091,7 @@ export interface Shapes {
     body: { reason?: string | undefined; comment?: string | undefined; approved: boolean };
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -2097,8 +2104,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;
@@ -2129,6 +2136,7 @@ export interface Shapes {
     body: { reason?: string | undefined; data: { [x: string]: unknown } };
     data: {
       usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
+      output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
       id: string;
       priority: number;
       status: 'running' | 'failed' | 'queued' | 'waiting' | 'completed' | 'cancelled';
@@ -2141,8 +2149,8 @@ export interface Shapes {
       completed_at: string | null;
       steps: {
         usage?: { input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number; count: number } | undefined;
-        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         output_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
+        input_ref?: { artifact_id: string; url: string; size_bytes: number; sha256: string } | undefined;
         agent: string | null;
         id: string;
         status: string;

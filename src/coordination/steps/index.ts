@@ -1,6 +1,7 @@
 import type { Tx } from '../../kernel/tx.js';
 import type { StepTemplate, StepType } from '../plan-definition.js';
 import { changeStep, definition, failStep, record, templateScope, type RunContext, type StepState } from '../run-state.js';
+import { readOutputsFor } from '../step-outputs.js';
 import { TemplateError } from '../templates.js';
 import { agent } from './agent.js';
 import { condition } from './condition.js';
@@ -44,6 +45,7 @@ export async function startStep(tx: Tx, ctx: RunContext, step: StepState, ports:
   changeStep(step, { status: 'running', attempt: step.row.attempt + 1, started_at: ctx.now, wake_at: null, error: null });
   const eventsBefore = ctx.events.length;
   try {
+    await readOutputsFor(tx, ctx, def, ports.readOutput);
     await STEP_KINDS[def.type].start(tx, ctx, step, def, templateScope(ctx, step.row.item), ports);
   } catch (err) {
     // Expressions and templates fail on the run's data, not on the server: the step fails.

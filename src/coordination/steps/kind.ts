@@ -51,6 +51,8 @@ export interface StepPorts {
   plans: Pick<PlanStore, 'currentPlan'>;
   /** A step's latest checkpoint, which the message of its next attempt carries. */
   checkpoints: Pick<StepWorkStore, 'checkpointOf'>;
+  /** A step output kept by reference (its run_steps.output_ref), read back from its artifact. */
+  readOutput(tx: Tx, ref: string): Promise<unknown>;
   /** Withdraws a step's unacknowledged message (sent first when the transition has yet to send it). */
   cancelMessage(tx: Tx, ctx: RunContext, step: StepState, reason: string): Promise<void>;
   /** Starts a sub_plan step's child run in the same transaction. */
@@ -103,7 +105,7 @@ export interface StepKind {
   /** Stops what a running step has in flight outside the run (its message, its child run). */
   withdraw?(tx: Tx, ctx: RunContext, step: StepState, reason: string, ports: StepPorts): Promise<void>;
   /** A running group: completes or fails with its members; true when it moved. Such a step only reflects its members. */
-  settle?(ctx: RunContext, step: StepState, def: StepTemplate): boolean;
+  settle?(tx: Tx, ctx: RunContext, step: StepState, def: StepTemplate, ports: StepPorts): Promise<boolean>;
   /** While running it waits on the world outside the run (a time, an event), as a waiting human step does. */
   readonly waitsOutside?: boolean;
   /** The outcome of the message of one of its attempts (`attempt` as its origin names it); true when it moved. */

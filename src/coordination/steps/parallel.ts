@@ -1,6 +1,7 @@
 import { completeStep, failStep, FINISHED, NOT_STARTED, record, stepOutput, type RunContext, type StepState } from '../run-state.js';
 import type { StepTemplate } from '../plan-definition.js';
 import type { RunStepRow } from '../run-list-store.js';
+import { readOutputs } from '../step-outputs.js';
 import { render, type TemplateScope } from '../templates.js';
 import { StepError, type StepKind } from './kind.js';
 
@@ -72,7 +73,7 @@ export const parallel: StepKind = {
     if (def.for_each !== undefined) expand(ctx, step, def, scope);
   },
 
-  settle(ctx, group, def) {
+  async settle(tx, ctx, group, def, ports) {
     const members =
       def.for_each !== undefined
         ? [...ctx.steps.values()].filter((s) => s.row.parent_step_id === group.row.step_id)
@@ -83,6 +84,18 @@ export const parallel: StepKind = {
       return true;
     }
     if (!members.every((m) => FINISHED.has(m.row.status))) return false;
+    try {
+      await readOutputs(
+        tx,
+        members.filter((m) => m.row.status === 'completed'),
+        ports.readOutput,
+      );
+    } catch (err) {
+      // A member's output whose artifact is gone fails the group, as a member that failed would.
+      if (!(err instanceof StepError)) throw err;
+      failStep(ctx, group, err.message);
+      return true;
+    }
     const output =
       def.for_each !== undefined
         ? members.sort((a, b) => a.row.item_index - b.row.item_index).map((m) => stepOutput(m))

@@ -1,4 +1,5 @@
 import { parseNullableJson } from '../../kernel/json.js';
+import type { PayloadRef } from '../../kernel/ports.js';
 import { changeStep, completeStep, failStep, record, type RunContext, type StepState } from '../run-state.js';
 import type { RunRow } from '../run-list-store.js';
 import { render } from '../templates.js';
@@ -9,7 +10,10 @@ const MAX_DEPTH = 10;
 
 /** The step takes its child run's outcome (nothing while the child is still going). */
 function takeChildOutcome(ctx: RunContext, step: StepState, child: RunRow): void {
-  if (child.status === 'completed') completeStep(ctx, step, parseNullableJson(child.output) ?? {});
+  // A child's output kept by reference is the step's by the same reference (read back when needed).
+  if (child.status === 'completed' && child.output_ref !== null)
+    completeStep(ctx, step, undefined, JSON.parse(child.output_ref) as PayloadRef);
+  else if (child.status === 'completed') completeStep(ctx, step, parseNullableJson(child.output) ?? {});
   else if (child.status === 'failed') failStep(ctx, step, `sub-plan run ${child.id} failed: ${child.error ?? 'unknown error'}`);
   else if (child.status === 'cancelled') failStep(ctx, step, `sub-plan run ${child.id} was cancelled`);
 }

@@ -57,6 +57,7 @@ import * as claimChecks from './0061-claim-checks.js';
 import * as stepPayloadRefs from './0062-step-payload-refs.js';
 import * as deliveryCapability from './0065-delivery-capability.js';
 import * as artifactOffloads from './0066-artifact-offloads.js';
+import * as runOutputRef from './0067-run-output-ref.js';
 import * as usagePlanCovering from './0068-usage-plan-covering.js';
 
 export interface SwitchboardMigration {
@@ -125,5 +126,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0062-step-payload-refs': stepPayloadRefs,
   '0065-delivery-capability': deliveryCapability,
   '0066-artifact-offloads': artifactOffloads,
+  '0067-run-output-ref': runOutputRef,
   '0068-usage-plan-covering': usagePlanCovering,
 };

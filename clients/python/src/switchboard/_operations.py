@@ -2343,6 +2343,7 @@ class _CoordinationListRunsItemRequired(TypedDict):
 class CoordinationListRunsItem(_CoordinationListRunsItemRequired, total=False):
     """One item of coordination.list_runs."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
@@ -2400,6 +2401,7 @@ class _CoordinationStartRunDataRequired(TypedDict):
 class CoordinationStartRunData(_CoordinationStartRunDataRequired, total=False):
     """What coordination.start_run returns."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
@@ -2435,6 +2437,7 @@ class _CoordinationGetRunDataRequired(TypedDict):
 class CoordinationGetRunData(_CoordinationGetRunDataRequired, total=False):
     """What coordination.get_run returns."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
@@ -2501,6 +2504,7 @@ class _CoordinationCancelRunDataRequired(TypedDict):
 class CoordinationCancelRunData(_CoordinationCancelRunDataRequired, total=False):
     """What coordination.cancel_run returns."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
@@ -2546,6 +2550,7 @@ class _CoordinationRedriveRunDataRequired(TypedDict):
 class CoordinationRedriveRunData(_CoordinationRedriveRunDataRequired, total=False):
     """What coordination.redrive_run returns."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
@@ -2599,6 +2604,7 @@ class _CoordinationApproveStepDataRequired(TypedDict):
 class CoordinationApproveStepData(_CoordinationApproveStepDataRequired, total=False):
     """What coordination.approve_step returns."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
@@ -2650,6 +2656,7 @@ class _CoordinationProvideInputDataRequired(TypedDict):
 class CoordinationProvideInputData(_CoordinationProvideInputDataRequired, total=False):
     """What coordination.provide_input returns."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
@@ -3059,6 +3066,7 @@ class _CoordinationRerunRunDataRequired(TypedDict):
 class CoordinationRerunRunData(_CoordinationRerunRunDataRequired, total=False):
     """What coordination.rerun_run returns."""
 
+    output_ref: dict[str, Any]
     usage: dict[str, Any]
 
 
