@@ -34,7 +34,7 @@ import {
   type StartRun,
   type StepState,
 } from './run-state.js';
-import { runOutput } from './step-outputs.js';
+import { runEnd } from './step-outputs.js';
 import { inResumeSpan, inWorkflowSpan } from './workflow-spans.js';
 import { kindOf, kindOfStep, parseAttemptRef, startStep, type HumanDecision, type StepPorts } from './steps/index.js';
 import type { PlanStore } from './plan-store.js';
@@ -441,7 +441,8 @@ export class RunEngine {
     }
     const open = [...ctx.steps.values()].filter((s) => !FINISHED.has(s.row.status));
     if (open.length === 0) {
-      finishRun(ctx, 'completed', await runOutput(tx, ctx, this.ports.readOutput), null);
+      const end = await runEnd(tx, ctx, this.ports.readOutput);
+      finishRun(ctx, end.status, end.output, end.error);
       return;
     }
     // Waiting: nothing moves until a person, a timer or an event does (groups only reflect their members).

@@ -60,8 +60,22 @@ export async function readOutputsFor(tx: Tx, ctx: RunContext, def: StepTemplate,
   await readOutputs(tx, named(ctx, outputsReadBy(def, def.expression)), read);
 }
 
+/** How a run whose steps all finished ends: completed with its output, or failed when an output its output reads is gone. */
+export async function runEnd(
+  tx: Tx,
+  ctx: RunContext,
+  read: StepPorts['readOutput'],
+): Promise<{ status: 'completed' | 'failed'; output: unknown; error: string | null }> {
+  try {
+    return { status: 'completed', output: await runOutput(tx, ctx, read), error: null };
+  } catch (err) {
+    if (!(err instanceof StepError)) throw err;
+    return { status: 'failed', output: null, error: err.message };
+  }
+}
+
 /** The output of a run whose steps all finished: the plan's output template, or its sinks' outputs by id. */
-export async function runOutput(tx: Tx, ctx: RunContext, read: StepPorts['readOutput']): Promise<unknown> {
+async function runOutput(tx: Tx, ctx: RunContext, read: StepPorts['readOutput']): Promise<unknown> {
   const template = ctx.plan.output;
   if (template !== undefined) {
     await readOutputs(tx, named(ctx, outputsReadBy(template)), read);

@@ -157,6 +157,25 @@ describeEachDialect('coordination: step outputs kept only by reference', (dialec
     expect(failed.error).toContain(`the output of step 'work' is gone`);
   });
 
+  it('a run whose output reads an output whose artifact its agent deleted fails, naming it', async () => {
+    const worker = unique('ref-gone-worker');
+    const id = await plan({
+      steps: [
+        { id: 'work', type: 'agent', agent: worker, input: {} },
+        { id: 'gate', type: 'human_approval', prompt: 'go on?', depends_on: ['work'] },
+      ],
+      output: { size: '{{steps.work.output.size}}' },
+    });
+    const workerApi = await server.agent(worker);
+    const run = await start(id);
+    await acknowledge(workerApi, (await receiveOne(workerApi, worker)).message_id, big(500));
+    const waiting = await finished(run.id, 'waiting');
+    expect((await workerApi.delete(`/api/v1/artifacts/${stepOf(waiting, 'work').output_ref!.artifact_id}`)).status).toBe(200);
+    expect((await server.api.post(`${R}/${run.id}/steps/gate/approve`, { approved: true })).status).toBe(200);
+    const failed = await finished(run.id, 'failed');
+    expect(failed.error).toContain(`the output of step 'work' is gone`);
+  });
+
   it('a rerun that reuses the step reads its output from the same artifact', async () => {
     const { id, worker, user, workerApi, userApi } = await refPlan();
     const run = await start(id);
