@@ -1,4 +1,5 @@
 import { autocommit, type Tx } from '../kernel/tx.js';
+import { NotFound } from '../kernel/errors.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Readable } from 'node:stream';
 import type { ClaimChecks, PayloadOwner, PayloadRef, SignedPayloadRef, StagedJson } from '../kernel/ports.js';
@@ -118,6 +119,12 @@ export class ClaimCheckArtifacts implements ClaimChecks {
       });
     }
     return deleted;
+  }
+
+  async read(tx: Tx, ref: PayloadRef): Promise<Buffer> {
+    const version = await this.deps.store.findVersionContent(tx, ref.artifact_id, ref.version);
+    if (!version) throw new NotFound(`Version ${ref.version} of artifact`, ref.artifact_id);
+    return version.bytes ?? this.deps.contents.bytesOf(version.sha256);
   }
 
   async sign(ref: PayloadRef): Promise<SignedPayloadRef> {

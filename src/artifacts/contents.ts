@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import type { Logger } from 'pino';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BlobStore, StagedBlob } from './blob-store.js';
@@ -96,6 +97,11 @@ export class ArtifactContents {
         .catch((cleanupErr: unknown) => this.deps.logger.error({ err: cleanupErr, blob: staged.key }, 'could not discard staged bytes'));
       throw err;
     }
+  }
+
+  /** The bytes of a content kept in the blob store, read whole. */
+  async bytesOf(sha256: string): Promise<Buffer> {
+    return buffer(await this.deps.blobs.get(sha256));
   }
 
   /** Removes the staging files a crash left behind. */

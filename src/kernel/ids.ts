@@ -50,7 +50,9 @@ export type IdPrefix =
   | 'alr'
   | 'alt'
   | 'usg'
-  | 'bdg';
+  | 'bdg'
+  /** A publish holding its streamed payload's artifact while its listeners run. */
+  | 'pub';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -64,4 +64,6 @@ export interface ClaimChecks {
   release(holders: readonly string[]): Promise<number>;
   /** The reference with a fresh signed URL. */
   sign(ref: PayloadRef): Promise<SignedPayloadRef>;
+  /** The payload's JSON text (a run reading a step output it holds). */
+  read(tx: Tx, ref: PayloadRef): Promise<Buffer>;
 }
