@@ -35,16 +35,16 @@ function payloadText(): string {
 interface Case {
   route: 'send' | 'publish' | 'acknowledge';
   status: number;
-  /** Readies the agents; returns the body of the i-th request around a payload's JSON text. */
-  prepare(sender: Api, receiver: Api): Promise<(i: number, text: string) => string>;
+  /** Readies the agents (`to`: the receiver's id); returns the body of the i-th request around a payload's JSON text. */
+  prepare(sender: Api, receiver: Api, to: string): Promise<(i: number, text: string) => string>;
   /** Who posts the bodies. */
   poster: 'sender' | 'receiver';
   /** The sha256s of the references the bodies became. */
-  refs(sender: Api, receiver: Api): Promise<string[]>;
+  refs(sender: Api, receiver: Api, to: string): Promise<string[]>;
 }
 
-const receivedRefs = async (_sender: Api, receiver: Api) => {
-  const received = await receiver.get(`${M}/receive?agent_id=mem-b&max=10`);
+const receivedRefs = async (_sender: Api, receiver: Api, to: string) => {
+  const received = await receiver.get(`${M}/receive?agent_id=${to}&max=10`);
   return (received.body.data.messages as { payload_ref?: { sha256: string } }[]).flatMap((m) =>
     m.payload_ref ? [m.payload_ref.sha256] : [],
   );
@@ -55,15 +55,15 @@ const CASES: Case[] = [
     route: 'send',
     status: 201,
     poster: 'sender',
-    prepare: async () => (_i, text) => `{"destination":"mem-b","event_name":"big","payload":${text}}`,
+    prepare: async (_sender, _receiver, to) => (_i, text) => `{"destination":"${to}","event_name":"big","payload":${text}}`,
     refs: receivedRefs,
   },
   {
     route: 'publish',
     status: 201,
     poster: 'sender',
-    prepare: async (_sender, receiver) => {
-      expect((await receiver.post(`${M}/subscribe`, { agent_id: 'mem-b', topic: 'mem.big' })).status).toBe(201);
+    prepare: async (_sender, receiver, to) => {
+      expect((await receiver.post(`${M}/subscribe`, { agent_id: to, topic: 'mem.big' })).status).toBe(201);
       return (_i, text) => `{"topic":"mem.big","payload":${text}}`;
     },
     refs: receivedRefs,
@@ -72,14 +72,15 @@ const CASES: Case[] = [
     route: 'acknowledge',
     status: 200,
     poster: 'receiver',
-    prepare: async (sender, receiver) => {
+    prepare: async (sender, receiver, to) => {
       for (let i = 0; i < SENDS; i++)
-        expect((await sender.post(`${M}/send`, { destination: 'mem-b', event_name: 'work', payload: { i } })).status).toBe(201);
-      const received = await receiver.get(`${M}/receive?agent_id=mem-b&max=10`);
-      const ids = (received.body.data.messages as { message_id: string; event_name: string }[])
-        .filter((m) => m.event_name === 'work')
-        .map((m) => m.message_id);
-      expect(ids).toHaveLength(SENDS);
+        expect((await sender.post(`${M}/send`, { destination: to, event_name: 'work', payload: { i } })).status).toBe(201);
+      const ids: string[] = [];
+      while (ids.length < SENDS) {
+        const received = await receiver.get(`${M}/receive?agent_id=${to}&max=10&timeout=1`);
+        for (const m of received.body.data.messages as { message_id: string; event_name: string }[])
+          if (m.event_name === 'work') ids.push(m.message_id);
+      }
       return (i, text) => `{"message_id":"${ids[i]}","output":${text}}`;
     },
     refs: async (sender) =>
@@ -105,12 +106,14 @@ describeEachDialect('messaging: large bodies streamed to storage', (dialect) => 
             expect(res.status, res.text).toBe(201);
             return admin.withKey(res.body.data.key as string);
           };
-          const sender = await keyFor('mem-a');
-          const receiver = await keyFor('mem-b');
+          // Agents of their own: the database outlives each test, and what a test leaves in an inbox is delivered again.
+          const to = `mem-b-${c.route}`;
+          const sender = await keyFor(`mem-a-${c.route}`);
+          const receiver = await keyFor(to);
           const payload = payloadText();
           // One small send first: what the first request of a process allocates is not the payload's.
-          expect((await sender.post(`${M}/send`, { destination: 'mem-b', event_name: 'warm', payload: { n: 1 } })).status).toBe(201);
-          const bodyOf = await c.prepare(sender, receiver);
+          expect((await sender.post(`${M}/send`, { destination: 'mem-warm', event_name: 'warm', payload: { n: 1 } })).status).toBe(201);
+          const bodyOf = await c.prepare(sender, receiver, to);
           const poster = c.poster === 'sender' ? sender : receiver;
 
           rss = watchRss(server.child.pid!);
@@ -128,7 +131,7 @@ describeEachDialect('messaging: large bodies streamed to storage', (dialect) => 
           }
           const { growthMb, figures } = rss.stop();
 
-          expect((await c.refs(sender, receiver)).filter((sha) => sha256s.includes(sha)).sort()).toEqual([...sha256s].sort());
+          expect((await c.refs(sender, receiver, to)).filter((sha) => sha256s.includes(sha)).sort()).toEqual([...sha256s].sort());
           expect(growthMb, figures).toBeLessThan(MAX_GROWTH_MB);
         } finally {
           rss?.stop();
