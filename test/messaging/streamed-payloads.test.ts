@@ -140,12 +140,30 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     expect(run.input).toEqual({ seed: 7 });
   });
 
-  it('keeps no artifact of a streamed publish nobody subscribes to', async () => {
+  it('keeps no artifact of a streamed publish nobody subscribes to, after a trigger read its value', async () => {
     const { a } = await agents();
+    const topic = `sp.nobody.${dialect}`;
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: `sp-nobody-${dialect}`,
+      steps: [{ id: 'echo', type: 'transform', output: { n: '{{input.n}}' } }],
+    });
+    expect(plan.status, plan.text).toBe(201);
+    const trigger = await server.api.post('/api/v1/coordination/triggers', {
+      plan_id: plan.body.data.id,
+      type: 'event',
+      config: { topic, filter: '$length(event.text) = 400000' },
+      input_mapping: { n: '{{event.n}}' },
+    });
+    expect(trigger.status, trigger.text).toBe(201);
     const before = await artifactCount(server.api);
-    const published = await postRaw(a, 'publish', `{"topic": "sp.nobody.${dialect}", "payload": {"text": "${'n'.repeat(400_000)}"}}`);
+    const published = await postRaw(a, 'publish', `{"topic": "${topic}", "payload": {"n": 3, "text": "${'n'.repeat(400_000)}"}}`);
     expect(published.status, published.text.slice(0, 300)).toBe(201);
     expect(published.body.data.count).toBe(0);
+    const run = await waitFor(async () => {
+      const runs = (await server.api.get(`/api/v1/coordination/runs?plan_id=${plan.body.data.id}`)).body.data as any[];
+      return runs.find((r) => r.status === 'completed');
+    }, 10_000);
+    expect(run.input).toEqual({ n: 3 });
     expect(await artifactCount(server.api)).toBe(before);
     await expect.poll(stagingFiles).toBe(0);
   });
