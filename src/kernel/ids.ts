@@ -51,8 +51,8 @@ export type IdPrefix =
   | 'alt'
   | 'usg'
   | 'bdg'
-  /** A publish holding its streamed payload's artifact while its listeners run. */
-  | 'pub';
+  /** A request holding the artifact of a payload it offloaded while it runs (payload-refs.ts). */
+  | 'hld';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

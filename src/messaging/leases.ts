@@ -175,18 +175,21 @@ export class Leases {
     // Offloaded before the transaction: an output over the inline limit is kept as an artifact of
     // the receiver, its reference on the message and in the outcome.
     const outputRef = output === undefined ? null : await this.deps.payloads.offload(caller, output, []);
-    const call: AckCall = {
-      caller,
-      ids,
-      output: output instanceof StagedPayload ? await this.producersCopy(ids, outputRef!) : output,
-      outputRef,
-      stored: output === undefined || outputRef !== null ? null : JSON.stringify(output),
-      usage: reported,
-      startTime: spanClock(),
-    };
-    const rows = await this.acks.add(call);
-    // The producers (the messages' senders) read it.
-    if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(rows.map((row) => row.source))]);
+    // Held until the messages hold it: an acknowledgement refused (404, 409) keeps nothing of its output.
+    const rows = await this.deps.payloads.heldWhile(outputRef, async () => {
+      const acked = await this.acks.add({
+        caller,
+        ids,
+        output: output instanceof StagedPayload ? await this.producersCopy(ids, outputRef!) : output,
+        outputRef,
+        stored: output === undefined || outputRef !== null ? null : JSON.stringify(output),
+        usage: reported,
+        startTime: spanClock(),
+      });
+      // The producers (the messages' senders) read it.
+      if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(acked.map((row) => row.source))]);
+      return acked;
+    });
     if (reported !== null) this.usage!.committed(usageReports(rows, reported));
     this.deps.metrics.messagesSettled(
       'acked',

@@ -3,6 +3,7 @@ import { InvalidRequest } from '../kernel/errors.js';
 import type { Readable } from 'node:stream';
 import type { ClaimChecks, OutgoingMessage, PayloadOwner, PayloadRef, SignedPayloadRef, StagedJson } from '../kernel/ports.js';
 import { StagedPayload } from '../kernel/ports.js';
+import { newId } from '../kernel/ids.js';
 import { STEP_INPUT_REF } from './messages.js';
 
 /** What a message carries when its payload or output travels by reference. */
@@ -91,6 +92,22 @@ export class PayloadRefs {
     if (value instanceof StagedPayload) return this.checks.offload(owner, value.json, readers);
     const bytes = this.oversized(value);
     return bytes === null ? null : this.checks.offload(owner, bytes, readers);
+  }
+
+  /**
+   * Runs `work` with `ref` held on its own: when the work fails, or nothing it did holds the
+   * payload (a publish nobody subscribes to), the artifact goes when it ends.
+   */
+  async heldWhile<T>(ref: PayloadRef | null, work: () => Promise<T>): Promise<T> {
+    const checks = this.checks;
+    if (ref === null || checks === null) return work();
+    const holder = newId('hld');
+    await checks.hold(autocommit, [{ artifact_id: ref.artifact_id, holder }]);
+    try {
+      return await work();
+    } finally {
+      await checks.release([holder]);
+    }
   }
 
   /** The value of an offloaded payload, read back whole (for those that keep it as a value). */

@@ -93,9 +93,7 @@ export class SubscriptionsService {
     // A payload streamed to storage is kept once, held by the publish until its listeners are
     // done: subscribers get it by reference, a listener that asks reads it back.
     const ref = payload instanceof StagedPayload ? await this.deps.payloads.offload(caller, payload, subscribers) : null;
-    const holder = ref === null ? null : newId('pub', now);
-    if (holder !== null) await this.deps.payloads.hold(autocommit, [{ ref, holder }]);
-    try {
+    return this.deps.payloads.heldWhile(ref, async () => {
       const sent = await this.deps.inbox.sendAsSender(
         caller,
         subscribers.map((destination) => ({
@@ -126,8 +124,6 @@ export class SubscriptionsService {
       }
       const ids = sent.messages.map((message) => message.message_id);
       return { topic, count: ids.length, message_ids: ids };
-    } finally {
-      if (holder !== null) await this.deps.payloads.release([holder]);
-    }
+    });
   }
 }

@@ -182,6 +182,14 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     expect(artifact?.owner).toBe('sp-b');
     const download = await a.get(`/api/v1/artifacts/${artifact!.id}/download`);
     expect(download.text === expected).toBe(true);
+
+    // Refused after its output went to storage: nothing of it is kept.
+    const before = await artifactCount(server.api);
+    const again = await postRaw(b, 'acknowledge', `{"message_id": "${message!.message_id}", "output": ${looseJson(601)}}`);
+    expect(again.status, again.text.slice(0, 300)).toBe(409);
+    const unknown = await postRaw(b, 'acknowledge', `{"message_id": "msg_unknown", "output": ${looseJson(602)}}`);
+    expect(unknown.status, unknown.text.slice(0, 300)).toBe(404);
+    expect(await artifactCount(server.api)).toBe(before);
   });
 
   it('keeps inline a payload whose body is over the limit only by its spacing', async () => {
