@@ -43,6 +43,30 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     return res.text();
   };
 
+  /**
+   * A plan started by an event trigger on `topic` whose filter must pass, its input `{n}` from
+   * the event; resolves with the completed run of it once one is.
+   */
+  const triggeredRun = async (topic: string, filter: string) => {
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: `sp-${topic.replaceAll('.', '-')}`,
+      steps: [{ id: 'echo', type: 'transform', output: { n: '{{input.n}}' } }],
+    });
+    expect(plan.status, plan.text).toBe(201);
+    const trigger = await server.api.post('/api/v1/coordination/triggers', {
+      plan_id: plan.body.data.id,
+      type: 'event',
+      config: { topic, filter },
+      input_mapping: { n: '{{event.n}}' },
+    });
+    expect(trigger.status, trigger.text).toBe(201);
+    return () =>
+      waitFor(async () => {
+        const runs = (await server.api.get(`/api/v1/coordination/runs?plan_id=${plan.body.data.id}`)).body.data as any[];
+        return runs.find((r) => r.status === 'completed');
+      }, 10_000);
+  };
+
   const artifactCount = async (api: Api) => (await api.get('/api/v1/artifacts')).body.meta.total as number;
 
   /** Staging files left on disk (SQLite's blob store; PostgreSQL stages chunks in the database). */
@@ -105,19 +129,8 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
       [c, 'sp-c'],
     ] as const)
       expect((await agent.post(`${M}/subscribe`, { agent_id: id, topic })).status).toBe(201);
-    const plan = await server.api.post('/api/v1/coordination/plans', {
-      alias: `sp-publish-${dialect}`,
-      steps: [{ id: 'echo', type: 'transform', output: { seed: '{{input.seed}}' } }],
-    });
-    expect(plan.status, plan.text).toBe(201);
-    const trigger = await server.api.post('/api/v1/coordination/triggers', {
-      plan_id: plan.body.data.id,
-      type: 'event',
-      config: { topic, filter: 'event.seed = 7 and $length(event.text) = 200000' },
-      input_mapping: { seed: '{{event.seed}}' },
-    });
-    expect(trigger.status, trigger.text).toBe(201);
-    const text = `{ "seed": 7, "text": "${'ü'.repeat(200_000)}" }`;
+    const completed = await triggeredRun(topic, 'event.n = 7 and $length(event.text) = 200000');
+    const text = `{ "n": 7, "text": "${'ü'.repeat(200_000)}" }`;
     const published = await postRaw(a, 'publish', `{"topic": "${topic}", "payload": ${text}}`);
     expect(published.status, published.text.slice(0, 300)).toBe(201);
     expect(published.body.data.count).toBe(2);
@@ -133,37 +146,18 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     }
     expect(refs[1]!.artifact_id).toBe(refs[0]!.artifact_id);
     expect(await fetchRef(refs[1]!)).toBe(JSON.stringify(JSON.parse(text)));
-    const run = await waitFor(async () => {
-      const runs = (await server.api.get(`/api/v1/coordination/runs?plan_id=${plan.body.data.id}`)).body.data as any[];
-      return runs.find((r) => r.status === 'completed');
-    }, 10_000);
-    expect(run.input).toEqual({ seed: 7 });
+    expect((await completed()).input).toEqual({ n: 7 });
   });
 
   it('keeps no artifact of a streamed publish nobody subscribes to, after a trigger read its value', async () => {
     const { a } = await agents();
     const topic = `sp.nobody.${dialect}`;
-    const plan = await server.api.post('/api/v1/coordination/plans', {
-      alias: `sp-nobody-${dialect}`,
-      steps: [{ id: 'echo', type: 'transform', output: { n: '{{input.n}}' } }],
-    });
-    expect(plan.status, plan.text).toBe(201);
-    const trigger = await server.api.post('/api/v1/coordination/triggers', {
-      plan_id: plan.body.data.id,
-      type: 'event',
-      config: { topic, filter: '$length(event.text) = 400000' },
-      input_mapping: { n: '{{event.n}}' },
-    });
-    expect(trigger.status, trigger.text).toBe(201);
+    const completed = await triggeredRun(topic, '$length(event.text) = 400000');
     const before = await artifactCount(server.api);
     const published = await postRaw(a, 'publish', `{"topic": "${topic}", "payload": {"n": 3, "text": "${'n'.repeat(400_000)}"}}`);
     expect(published.status, published.text.slice(0, 300)).toBe(201);
     expect(published.body.data.count).toBe(0);
-    const run = await waitFor(async () => {
-      const runs = (await server.api.get(`/api/v1/coordination/runs?plan_id=${plan.body.data.id}`)).body.data as any[];
-      return runs.find((r) => r.status === 'completed');
-    }, 10_000);
-    expect(run.input).toEqual({ n: 3 });
+    expect((await completed()).input).toEqual({ n: 3 });
     expect(await artifactCount(server.api)).toBe(before);
     await expect.poll(stagingFiles).toBe(0);
   });
