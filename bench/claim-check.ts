@@ -400,11 +400,24 @@ under 5 ms per round trip together; the rest is the artifact transfer itself (sh
 reads, socket writes), the same functions as in a profile of (a). Read per thread from /proc/<pid>/task, most of
 the server's CPU in (a), (a') and (b) is V8's helper threads collecting the 20 MB of buffers (~140–180 ms against
 ~70–110 ms on the main thread), and it varies between runs by as much as the three differ, so their server CPU
-figures are one cost. What (b) adds is on the client: the SDK serializes the payload (JSON.stringify of 20 MB,
-~50 ms), hashes it (~22 ms, WebCrypto), and \`hydrate\` hashes it again (~22 ms), decodes (~9 ms) and parses it
-(JSON.parse, ~32 ms): ~135 ms of client CPU that (a) does not do; and both go through fetch, which costs the client
-about twice node:http's CPU for the same transfer ((a') against (a)). On SQLite, where a plain round trip takes
-~200 ms, ~200–300 ms more CPU per round trip (mostly the client's) on 2 busy cores misses 50%; on PostgreSQL the bytes go through the database
+figures are one cost. What (b) adds is on the client. The SDK serializes the payload once (JSON.stringify of 20 MB,
+~40–75 ms, its text the upload's bytes) and \`hydrate\` parses it once (JSON.parse, ~15–25 ms, after a ~5–20 ms
+decode): that much is the price of a JSON value. Around it the SDK used to spend as much again, and now does not:
+its sha256 of the upload was WebCrypto's, which copies the 20 MB first (~30 ms; node:crypto in the Node client,
+~12 ms); fetch was given the bytes wrapped in a Blob, read back in small chunks (~35 ms more than node:http; the
+Node client now gives them as a stream of 1 MiB chunks, made for each attempt, at node:http's cost); and
+\`hydrate\` took the body with arrayBuffer() (undici gathers it, then copies it whole), then hashed it in a second
+pass (WebCrypto, another copy): now it reads the body chunk by chunk into one buffer of the reference's size,
+hashing each chunk as it comes, and refuses bytes that run over the size at once. In client CPU per round trip
+(\`process.cpuUsage\`, three runs alternating before and after the change on 2026-11-29, load average 11–27,
+medians and ranges): SQLite (a) 54 (48–69) / (b) 415 (394–459) ms before, (a) 69 (61–78) / (b) 295 (257–381) ms
+after; PostgreSQL (a) 91 (89–124) / (b) 443 (412–519) before, (a) 97 (81–107) / (b) 392 (330–408) after: what (b)
+costs the client beyond (a) fell from ~360 to ~225 ms on SQLite. In a CPU profile of the bench's process
+(\`node --cpu-prof\`, \`CLAIM_BENCH_ONLY=plain,sdk\`) the samples in \`hydrate\` fell by 48%, in the upload's hash
+by 74%, the Blob's copies went, and the garbage collector's samples fell by a third. The MB/s ratio moved less than
+the load did (SQLite (b)/(a) 27%, 21%, 22% before, 24%, 39%, 28% after; PostgreSQL 59%, 75%, 67% before, 70%, 76%,
+62% after): on SQLite, where a plain round trip takes ~150–300 ms, the ~225 ms of JSON and fetch CPU left on 2
+cores shared with 10–25 runnable threads still misses 50%; on PostgreSQL the bytes go through the database
 (1 MiB chunk rows, ~600–800 ms of server CPU per round trip in every variant), which hides it. (c) spends its extra
 server CPU on the JSON body: in a profile of (c) alone, parsing the 20 MB body takes ~140 ms per round trip and
 serializing it again to store its text (the offload's JSON.stringify) ~65 ms, and the server's RSS rises by

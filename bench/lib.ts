@@ -126,6 +126,12 @@ export function sqliteSettings(env: NodeJS.ProcessEnv): Record<string, string> {
   );
 }
 
+/** With BENCH_CPU_PROF=DIR every server a bench starts writes its V8 CPU profile there when it exits. */
+function profilingFlags(): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+}
+
 /**
  * Starts `node dist/cli.js serve`, with the serving flags, on a fresh database of the given dialect;
  * `root` names another built checkout to serve from (a before/after comparison).
@@ -136,24 +142,28 @@ export async function startSwitchboard(
   const root = options.root ?? ROOT;
   const database = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const adminKey = `sk_bench_${randomBytes(16).toString('hex')}`;
-  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...(options.nodeArgs ?? []), path.join(root, 'dist', 'cli.js'), 'serve'], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: {
-      PATH: process.env.PATH,
-      SWITCHBOARD_HOST: '127.0.0.1',
-      SWITCHBOARD_PORT: '0',
-      SWITCHBOARD_ADMIN_KEY: adminKey,
-      SWITCHBOARD_LOG_LEVEL: 'info',
-      // A budget far above any bench's rate keeps the limiter on the hot path without throttling.
-      SWITCHBOARD_RATE_LIMIT: '1000000000',
-      // The bench's own SWITCHBOARD_SQLITE_* (group commit, synchronous) reach the server.
-      ...sqliteSettings(process.env),
-      SWITCHBOARD_DATA_DIR: database.dataDir,
-      ...database.env,
-      ...options.env,
+  const child = spawn(
+    process.execPath,
+    [...SERVING_NODE_FLAGS, ...profilingFlags(), ...(options.nodeArgs ?? []), path.join(root, 'dist', 'cli.js'), 'serve'],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        PATH: process.env.PATH,
+        SWITCHBOARD_HOST: '127.0.0.1',
+        SWITCHBOARD_PORT: '0',
+        SWITCHBOARD_ADMIN_KEY: adminKey,
+        SWITCHBOARD_LOG_LEVEL: 'info',
+        // A budget far above any bench's rate keeps the limiter on the hot path without throttling.
+        SWITCHBOARD_RATE_LIMIT: '1000000000',
+        // The bench's own SWITCHBOARD_SQLITE_* (group commit, synchronous) reach the server.
+        ...sqliteSettings(process.env),
+        SWITCHBOARD_DATA_DIR: database.dataDir,
+        ...database.env,
+        ...options.env,
+      },
     },
-  });
+  );
   // A server that logs below info does not announce its URL: it is found at the port it was given.
   const port = options.env?.SWITCHBOARD_PORT;
   const url = port ? await waitForHealth(child, `http://127.0.0.1:${port}`) : await waitForUrl(child, 'switchboard');

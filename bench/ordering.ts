@@ -12,7 +12,7 @@
  * one that goes first swapping each round; medians reported. BENCH_ORDERING_DIALECTS
  * (`sqlite,postgres`) picks the backends; BENCH_ORDERING_ROOT serves another built checkout (a
  * before/after comparison, recorded apart); BENCH_ORDERING_PHASES (`drain,sends`) picks the
- * phases; BENCH_ORDERING_CPU_PROF names a directory for the server's V8 CPU profiles (--cpu-prof).
+ * phases; BENCH_CPU_PROF names a directory for the server's V8 CPU profiles (bench/lib.ts).
  * A run of one backend or phase is recorded apart from the full one.
  */
 import os from 'node:os';
@@ -145,8 +145,6 @@ export default async function ordering(): Promise<void> {
     .filter((d): d is Dialect => d === 'sqlite' || (d === 'postgres' && postgresTestUrl() !== undefined));
   const root = process.env.BENCH_ORDERING_ROOT;
   const phases = (process.env.BENCH_ORDERING_PHASES ?? 'drain,sends').split(',').map((p) => p.trim());
-  const profiles = process.env.BENCH_ORDERING_CPU_PROF;
-  const nodeArgs = profiles ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [];
   const loadBefore = os.loadavg()[0]!;
   const results: Results = new Map();
   const add = (name: string, m: Measurement) => {
@@ -155,7 +153,7 @@ export default async function ordering(): Promise<void> {
     console.log(`${name}: ${fmt(m.rate)} msgs/s, server ${fmt(m.cpuUs, 1)} µs CPU/msg${batches}`);
   };
   for (const dialect of dialects) {
-    const server = await startSwitchboard({ dialect, root, nodeArgs });
+    const server = await startSwitchboard({ dialect, root });
     try {
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();

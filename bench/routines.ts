@@ -139,14 +139,13 @@ async function idle(server: SwitchboardProcess) {
 
 /**
  * While iterating: ROUTINES_BENCH_ONLY=a runs part (a) alone and records nothing;
- * ROUTINES_BENCH_DIALECTS=sqlite|postgres narrows it; ROUTINES_BENCH_CPU_PROF=DIR writes the
- * server's CPU profile there. The recorded run is the full suite with none of them set.
+ * ROUTINES_BENCH_DIALECTS=sqlite|postgres narrows it; BENCH_CPU_PROF=DIR writes the
+ * server's CPU profile there (bench/lib.ts). The recorded run is the full suite with none of them set.
  */
 async function sameSecondOnly(): Promise<void> {
   const dialects = (process.env.ROUTINES_BENCH_DIALECTS ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
-  const profile = process.env.ROUTINES_BENCH_CPU_PROF;
   for (const dialect of dialects) {
-    const server = await startSwitchboard({ dialect, nodeArgs: profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [] });
+    const server = await startSwitchboard({ dialect });
     try {
       console.log(dialect, await sameSecond(server));
     } finally {

@@ -209,6 +209,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       ...events.retention,
       ...webhooks.retention,
       ...usage.retention,
+      ...artifacts.retention,
     ],
     // PostgreSQL's statistics are the server's concern where autovacuum is off for them.
     upkeep: () => vacuumWhereAutovacuumWont(platform.database),

@@ -75,7 +75,9 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     // One span per request: a span per hook (auth, rate limit, metrics …) tripled the spans for nothing an operator reads.
     instrumentHooks: false,
     instrumentHandler: false,
-    requestHook: (span, request) => span.updateName(`${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`),
+    requestHook: (span, request) => {
+      if (span.isRecording()) span.updateName(`${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`);
+    },
   });
   fastify.setTracerProvider(provider);
 

@@ -4,6 +4,7 @@ import { ErrorNotice } from './errors.js';
 import { useLiveStatus, type LiveState } from './live.js';
 import type { Permission } from './permission.js';
 import { useSession } from './session.js';
+import { GlobalPauseBanner } from './usage/pauses.js';
 
 /** The views, each shown to the principals it serves (`needs`: a permission beyond reading what every role reads). */
 const NAV: ReadonlyArray<{ to: LinkProps['to'] & string; label: string; needs?: Permission }> = [
@@ -69,6 +70,7 @@ export function Layout() {
             The server cannot be reached: what is shown may be out of date. Reconnecting…; the views reload by themselves once it is back.
           </p>
         )}
+        <GlobalPauseBanner />
         <Outlet />
       </main>
     </div>

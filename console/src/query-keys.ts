@@ -140,7 +140,7 @@ export const queryKeys = {
     all: ['usage'] as const,
     totals: (params: object) => ['usage', 'totals', params] as const,
   },
-  /** `paused`: the budgets that hold an agent (its badge wherever it appears). */
+  /** `paused`: the budgets pausing their scope now (the paused badges wherever those appear). */
   budgets: {
     ...resource('budgets'),
     paused: () => ['budgets', 'paused'] as const,

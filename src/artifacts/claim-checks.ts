@@ -17,6 +17,11 @@ export const CLAIM_CHECK_KEY = 'claim_check';
 const PAYLOAD_TYPE = 'application/json';
 /** A reference's URL lives long enough for a receiver's lease and some retries. */
 const URL_TTL_S = 3600;
+/**
+ * How long an offloaded artifact may wait for its message (or run) before retention deletes it
+ * as an orphan: far longer than a send takes between its offload and its commit.
+ */
+export const OFFLOAD_GRACE_MS = 3600_000;
 
 /**
  * Large payloads by reference: a payload's JSON text kept as an artifact of its sender,
@@ -72,6 +77,7 @@ export class ClaimCheckArtifacts implements ClaimChecks {
     );
     await this.deps.contents.keep(tx, staged);
     await this.deps.store.insertArtifact(tx, rows.artifact, rows.version);
+    await this.deps.holds.insertOffload(tx, { artifact_id: rows.artifact.id, created_at: now });
     await this.share(tx, rows.artifact.id, readers, now);
     await this.deps.events.created(tx, rows.artifact, owner.actor);
     return { artifact_id: rows.artifact.id, version: 1, size_bytes: staged.size, sha256: staged.sha256 };
@@ -104,17 +110,14 @@ export class ClaimCheckArtifacts implements ClaimChecks {
    * check (the SDKs mark theirs); any other outlives its messages.
    */
   async release(holders: readonly string[]): Promise<number> {
-    const { store, holds, contents } = this.deps;
+    const { store, holds } = this.deps;
     const orphans = await holds.dropHolders(autocommit, holders);
     let deleted = 0;
     for (const id of orphans) {
       deleted += await store.inTransaction(async (tx) => {
         const artifact = await store.lockArtifact(tx, id);
         if (!artifact || (JSON.parse(artifact.metadata) as Record<string, unknown>)[CLAIM_CHECK_KEY] !== true) return 0;
-        const blobs = (await store.listVersions(tx, id)).map((v) => v.sha256);
-        await store.deleteArtifact(tx, id);
-        await store.lockBlobs(tx, blobs);
-        await contents.dropUnreferenced(tx, blobs);
+        await this.deleteArtifact(tx, id);
         return 1;
       });
     }
@@ -125,6 +128,44 @@ export class ClaimCheckArtifacts implements ClaimChecks {
     const version = await this.deps.store.findVersionContent(tx, ref.artifact_id, ref.version);
     if (!version) throw new NotFound(`Version ${ref.version} of artifact`, ref.artifact_id);
     return version.bytes ?? this.deps.contents.bytesOf(version.sha256);
+  }
+
+  async discard(artifactIds: readonly string[]): Promise<number> {
+    let deleted = 0;
+    for (const id of new Set(artifactIds)) deleted += await this.dropUnheld(id);
+    return deleted;
+  }
+
+  /**
+   * Retention of offloads: each made over the grace period ago is deleted if nothing holds it
+   * (its send failed and was not discarded, or the server stopped in between), else forgotten
+   * (its holders' release deletes it).
+   */
+  async sweepUnheld(now: number, limit: number): Promise<{ deleted: number; more: boolean }> {
+    const ids = await this.deps.holds.offloadsBefore(autocommit, now - OFFLOAD_GRACE_MS, limit);
+    let deleted = 0;
+    for (const id of ids) deleted += await this.dropUnheld(id);
+    return { deleted, more: ids.length === limit };
+  }
+
+  /** Deletes the artifact if the server offloaded it and nothing holds it; only an offload is ever deleted. */
+  private async dropUnheld(id: string): Promise<number> {
+    const { store, holds } = this.deps;
+    return store.inTransaction(async (tx) => {
+      // The artifact's lock first, as `release` takes it: a deleted artifact took its offload row with it.
+      if (!(await store.lockArtifact(tx, id)) || !(await holds.takeOffload(tx, id)) || (await holds.isHeld(tx, id))) return 0;
+      await this.deleteArtifact(tx, id);
+      return 1;
+    });
+  }
+
+  /** Deletes a locked artifact with its blobs no other artifact uses. */
+  private async deleteArtifact(tx: Tx, id: string): Promise<void> {
+    const { store, contents } = this.deps;
+    const blobs = (await store.listVersions(tx, id)).map((v) => v.sha256);
+    await store.deleteArtifact(tx, id);
+    await store.lockBlobs(tx, blobs);
+    await contents.dropUnreferenced(tx, blobs);
   }
 
   async sign(ref: PayloadRef): Promise<SignedPayloadRef> {

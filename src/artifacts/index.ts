@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Platform } from '../platform.js';
-import type { AgentGroups, EventLog, NodeRegistry } from '../kernel/ports.js';
+import type { AgentGroups, EventLog, NodeRegistry, RetentionRule } from '../kernel/ports.js';
 import { LoopWorker } from '../workers/loop-worker.js';
 import { FsBlobStore, type BlobStore } from './blob-store.js';
 import { ChunkedBlobStore } from './chunked-blob-store.js';
@@ -102,5 +102,18 @@ export function createArtifactsDomain(deps: {
       await service.sweepOrphanBlobs(signal);
     },
   });
-  return { service, blobs, routes: artifactsRoutes(service, platform.config.maxUploadBytes), workers: [sweeper, orphanSweeper] };
+  const offloads: RetentionRule = {
+    name: 'payload offloads',
+    async deleteExpired(now, limit) {
+      const { deleted, more } = await service.claimChecks.sweepUnheld(now, limit);
+      return { deleted: { payload_artifacts: deleted }, more };
+    },
+  };
+  return {
+    service,
+    blobs,
+    routes: artifactsRoutes(service, platform.config.maxUploadBytes),
+    workers: [sweeper, orphanSweeper],
+    retention: [offloads],
+  };
 }

@@ -87,6 +87,12 @@ export interface ArtifactHoldsTable {
   created_at: number;
 }
 
+/** An artifact the server made by offloading a payload, until retention has seen it held (or deleted it). */
+export interface ArtifactOffloadsTable {
+  artifact_id: string;
+  created_at: number;
+}
+
 /** The artifacts tables as Kysely sees them; db/schema.ts joins every domain's into one Database. */
 export interface ArtifactsTables {
   artifacts: ArtifactsTable;
@@ -95,6 +101,7 @@ export interface ArtifactsTables {
   artifact_shares: ArtifactSharesTable;
   artifact_uploads: ArtifactUploadsTable;
   artifact_holds: ArtifactHoldsTable;
+  artifact_offloads: ArtifactOffloadsTable;
   blobs: BlobsTable;
   blob_chunks: BlobChunksTable;
   blob_staging: BlobStagingTable;

@@ -4,14 +4,7 @@ import type { Db } from './database.js';
 import type { Statements } from './statements.js';
 import { cursorOf, pastKeys, valuesOf, type Keyset } from './keyset.js';
 import { InvalidRequest } from '../kernel/errors.js';
-import type { Page, Paged } from '../kernel/pagination.js';
-
-/**
- * Up to how many rows a list's total is counted exactly. Past it the count stops (its cost
- * stays that of this many rows however long the list grows) and the total is an estimate:
- * PostgreSQL's planner's, or on SQLite, which has none, the count so far (a lower bound).
- */
-export const EXACT_TOTAL_BOUND = 10_000;
+import { EXACT_TOTAL_BOUND, type Page, type Paged } from '../kernel/pagination.js';
 
 export interface PageOptions {
   /** Counts the list (default: the query's rows, up to the bound); a GROUP BY query counts its groups. */

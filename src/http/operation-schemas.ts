@@ -225,7 +225,7 @@ export const SCHEMAS = asValidated({
   'usage.record': { body: Usage.RecordUsageBody, data: Usage.UsageRecord },
   'usage.totals': { query: Usage.UsageQuery, data: Usage.UsageTotals },
   'budgets.create': { body: Usage.CreateBudgetBody, data: Usage.Budget },
-  'budgets.list': { query: PageQuery, data: list(Usage.Budget) },
+  'budgets.list': { query: Usage.BudgetListQuery, data: list(Usage.Budget) },
   'budgets.get': { data: Usage.Budget },
   'budgets.update': { body: Usage.UpdateBudgetBody, data: Usage.Budget },
   'budgets.delete': { data: Deleted },

@@ -2,7 +2,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import { Type } from '@sinclair/typebox';
 import { AGENT_ID_PATTERN } from '../kernel/agent-ids.js';
 import { ERROR_STATUS, type ErrorCode } from '../kernel/errors.js';
-import type { Page } from '../kernel/pagination.js';
+import { EXACT_TOTAL_BOUND, type Page } from '../kernel/pagination.js';
 
 /** Shared TypeBox pieces: the response envelope and common parameters. */
 
@@ -13,7 +13,9 @@ export const JsonObject = Type.Record(Type.String(), Type.Unknown(), { descripti
 export const Meta = Type.Object({ request_id: Type.String() });
 export const ListMeta = Type.Object({
   request_id: Type.String(),
-  total: Type.Integer({ description: 'How many items the list holds: exact up to 10,000, past that an estimate (see total_estimated)' }),
+  total: Type.Integer({
+    description: `How many items the list holds: exact up to ${EXACT_TOTAL_BOUND.toLocaleString('en-US')}, past that an estimate (see total_estimated)`,
+  }),
   limit: Type.Integer(),
   offset: Type.Integer(),
   total_estimated: Type.Optional(

@@ -50,9 +50,7 @@ export type IdPrefix =
   | 'alr'
   | 'alt'
   | 'usg'
-  | 'bdg'
-  /** A request holding the artifact of a payload it offloaded while it runs (payload-refs.ts). */
-  | 'hld';
+  | 'bdg';
 
 // Crockford base32 in lower case: sortable as text, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -1,3 +1,10 @@
+/**
+ * Up to how many rows a list's total is counted exactly. Past it the count stops (its cost
+ * stays that of this many rows however long the list grows) and the total is an estimate:
+ * PostgreSQL's planner's, or on SQLite, which has none, the count so far (a lower bound).
+ */
+export const EXACT_TOTAL_BOUND = 10_000;
+
 /** A window into a list (limit/offset, or limit after a keyset cursor) and one page of results. */
 export interface Page {
   limit: number;

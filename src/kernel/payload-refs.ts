@@ -62,6 +62,8 @@ export interface ClaimChecks {
   hold(tx: Tx, holds: readonly { artifact_id: string; holder: string }[]): Promise<void>;
   /** The holders are gone: their claim-check artifacts that nothing else holds are deleted. */
   release(holders: readonly string[]): Promise<number>;
+  /** The sends of these offloaded artifacts failed: those nothing holds are deleted (never an artifact a sender made). */
+  discard(artifactIds: readonly string[]): Promise<number>;
   /** The reference with a fresh signed URL. */
   sign(ref: PayloadRef): Promise<SignedPayloadRef>;
   /** The payload's JSON text (a run reading a step output it holds). */

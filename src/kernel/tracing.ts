@@ -4,6 +4,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Link,
@@ -31,6 +32,19 @@ export function traceparentOfSpan(span: Span): string | null {
   return traceparentOf(trace.setSpan(ROOT_CONTEXT, span));
 }
 
+/**
+ * The span of `parent` when it is one this server did not sample. No sampler the server offers
+ * records a child of it (a parent-based one follows it, a ratio decides again on the same trace
+ * id, always_off drops everything), so that span stands in for the child: the SDK's span start
+ * (new ids, attribute checks, the sampler, its span metrics) is skipped on the unsampled path.
+ */
+function unsampledLocalParent(parent: Context): Span | undefined {
+  const span = trace.getSpan(parent);
+  if (!span || span.isRecording()) return undefined;
+  const { isRemote, traceFlags } = span.spanContext();
+  return !isRemote && (traceFlags & TraceFlags.SAMPLED) === 0 ? span : undefined;
+}
+
 /** A link to the span of `traceparent` (a batch's members, the request that settled a message). */
 export function linkTo(traceparent: string | null | undefined): Link[] {
   const span = trace.getSpanContext(contextOf(traceparent));
@@ -55,11 +69,10 @@ export interface SpanOptions {
  * start are checked three times by the SDK, sampled or not.
  */
 export function startSpan(name: string, options: SpanOptions): Span {
-  const span = tracer().startSpan(
-    name,
-    { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime },
-    options.parent ?? context.active(),
-  );
+  const parent = options.parent ?? context.active();
+  const unsampled = unsampledLocalParent(parent);
+  if (unsampled) return unsampled;
+  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime }, parent);
   if (span.isRecording()) {
     if (options.attributes) span.setAttributes(options.attributes());
     if (options.links) span.addLinks(options.links());
@@ -74,6 +87,8 @@ export function startSpan(name: string, options: SpanOptions): Span {
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
   const span = startSpan(name, { ...options, parent });
+  // The active span stood in for an unsampled child: the context `fn` runs in is already the right one.
+  if (!options.parent && span === trace.getSpan(parent)) return fn(span);
   return context.with(trace.setSpan(parent, span), async () => {
     try {
       return await fn(span);

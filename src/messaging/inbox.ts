@@ -47,6 +47,12 @@ export const DEFAULT_VISIBILITY_S = 30;
 export const MAX_WAIT_S = 30;
 export const MAX_BATCH = 100;
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+/** A lone send's row, with the reference its message holds (a sender's). */
+interface LoneSend {
+  row: NewMessageRow;
+  hold: OutgoingMessage['payload_ref'];
+}
+
 /** Lone sends one INSERT carries at most (one statement of db/bulk-insert.ts). */
 const MAX_LONE_SENDS = 500;
 
@@ -98,11 +104,20 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   private readonly leases: Leases;
   private readonly views: InboxViews;
   private pauses: AgentPauses | null = null;
-  /** The lone sends of a turn: one INSERT for all of them (`send` says when it takes a transaction). */
-  private readonly loneSends = new TurnBatch<NewMessageRow, void>(async (rows) => {
-    const batch = [...rows];
-    await this.store.insertNew(autocommit, batch);
-    return batch.map(() => undefined);
+  /**
+   * The lone sends of a turn: one INSERT for all of them (`send` says when it takes a
+   * transaction), in one transaction with the holds of their offloaded payloads if any has one.
+   */
+  private readonly loneSends = new TurnBatch<LoneSend, void>(async (sends) => {
+    const rows = sends.map((send) => send.row);
+    const holds = sends.flatMap((send) => (send.hold === undefined ? [] : [{ ref: send.hold, holder: send.row.id }]));
+    if (holds.length === 0) await this.store.insertNew(autocommit, rows);
+    else
+      await this.store.inTransaction(async (tx) => {
+        await this.store.insertNew(tx, rows);
+        await this.payloads.hold(tx, holds);
+      });
+    return sends.map(() => undefined);
   }, MAX_LONE_SENDS);
 
   constructor(
@@ -151,13 +166,13 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
    */
   async send(request: SendRequest | CallerSendRequest): Promise<SendResult> {
     if ('from' in request) return this.sendAsSender(request.from, fromCaller(request), request);
-    return this.insertAll(request, request.messages);
+    return this.insertAll(request, request.messages, false);
   }
 
   /**
    * A sender's messages (an API send, a publish): payloads over the inline limit go as artifacts
-   * and references it gave are adopted, each held by the message that carries it (a replay's new
-   * artifact by the first send's message, so it goes with it).
+   * and references it gave are adopted, each held by the message that carries it from the
+   * transaction that inserts it. What a failed send or a replay offloaded is deleted at once.
    */
   async sendAsSender(
     sender: Caller,
@@ -165,27 +180,31 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
     request: SendRequest | CallerSendRequest = { messages },
   ): Promise<SendResult> {
     const prepared = await this.payloads.prepare(sender, messages);
-    const result = await this.insertAll(request, prepared);
-    await this.payloads.hold(
-      autocommit,
-      prepared.map((m, i) => ({ ref: m.payload_ref, holder: result.messages[i]!.message_id })),
-    );
+    const result = await this.insertAll(request, prepared, true).catch(async (err: unknown) => {
+      await this.payloads.discard(messages, prepared);
+      throw err;
+    });
+    if (result.replayed) await this.payloads.discard(messages, prepared);
     return result;
   }
 
-  /** The insert of a send, in the transaction its kind calls for (see `send`). */
-  private async insertAll(request: SendRequest | CallerSendRequest, messages: readonly OutgoingMessage[]): Promise<SendResult> {
+  /** The insert of a send, in the transaction its kind calls for (see `send`), with the holds of its references if `held`. */
+  private async insertAll(
+    request: SendRequest | CallerSendRequest,
+    messages: readonly OutgoingMessage[],
+    held: boolean,
+  ): Promise<SendResult> {
     const now = this.deps.clock.now();
     const { tx } = request;
     const one = messages.length === 1 ? messages[0]! : null;
     let rows: NewMessageRow[];
-    if (tx !== undefined) rows = await this.insert(tx, messages, now);
+    if (tx !== undefined) rows = await this.insert(tx, messages, now, held);
     else if (one !== null && (one.idempotency_key !== undefined || one.thread_id !== undefined)) {
-      const checked = await this.sendChecked(one, now);
+      const checked = await this.sendChecked(one, now, held);
       if (checked.replayed) return { messages: [sent(checked.row.id, iso(checked.row.created_at))], replayed: true };
       rows = [checked.row];
-    } else if (one === null) rows = await this.store.inTransaction((own) => this.insert(own, messages, now));
-    else rows = [await this.sendAlone(one, now)];
+    } else if (one === null) rows = await this.store.inTransaction((own) => this.insert(own, messages, now, held));
+    else rows = [await this.sendAlone(one, now, held)];
     this.deps.metrics.messagesSent(rows.map((row) => row.event_name));
     const inboxes = rows.map((row) => row.destination);
     if (tx === undefined || tx === autocommit) this.wakeups.committed(inboxes);
@@ -195,11 +214,11 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   }
 
   /** One message with nothing to check: its row joins the other lone sends of this turn in one INSERT. */
-  private async sendAlone(message: OutgoingMessage, now: number): Promise<NewMessageRow> {
+  private async sendAlone(message: OutgoingMessage, now: number, held: boolean): Promise<NewMessageRow> {
     const trace = this.deps.tracing.sending([message]);
     try {
       const row = this.newRow(message, now, trace, null);
-      await this.loneSends.add(row);
+      await this.loneSends.add({ row, hold: held ? message.payload_ref : undefined });
       return row;
     } finally {
       trace.end();
@@ -207,7 +226,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
   }
 
   /** A send with an idempotency key or to a thread: its checks and the insert in one transaction. */
-  private async sendChecked(message: OutgoingMessage, now: number): Promise<{ row: NewMessageRow; replayed: boolean }> {
+  private async sendChecked(message: OutgoingMessage, now: number, held: boolean): Promise<{ row: NewMessageRow; replayed: boolean }> {
     const { source, idempotency_key: key } = message;
     return this.store
       .inTransaction(async (tx) => {
@@ -217,7 +236,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
           if (existing) await this.store.clearIdempotencyKey(tx, existing.id);
         }
         if (message.thread_id !== undefined) await this.deps.threads.takeTurn(tx, message.thread_id, source, message.destination);
-        const [row] = await this.insert(tx, [message], now);
+        const [row] = await this.insert(tx, [message], now, held);
         return { row: row!, replayed: false };
       })
       .catch(async (err: unknown) => {
@@ -230,17 +249,26 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
       });
   }
 
-  /** Inserts the messages' rows in `tx`, each with the context of its send span (InboxTracing). */
+  /**
+   * Inserts the messages' rows in `tx`, each with the context of its send span (InboxTracing),
+   * and if `held` the holds of the references they carry.
+   */
   private async insert(
     tx: Tx,
     messages: readonly OutgoingMessage[],
     now: number,
+    held: boolean,
     redrivenFrom: string | null = null,
   ): Promise<NewMessageRow[]> {
     const trace = this.deps.tracing.sending(messages);
     try {
       const rows = messages.map((message) => this.newRow(message, now, trace, redrivenFrom));
       await this.store.insertNew(tx, rows);
+      if (held)
+        await this.payloads.hold(
+          tx,
+          messages.map((message, i) => ({ ref: message.payload_ref, holder: rows[i]!.id })),
+        );
       return rows;
     } finally {
       trace.end();
@@ -309,8 +337,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
         // A producer that listens for redrives hears of the copy's outcome too.
         origin: this.outcomes.keptOrigin(dead),
       };
-      const [copy] = await this.insert(tx, [again], now, dead.id);
-      await this.payloads.hold(tx, [{ ref: again.payload_ref, holder: copy!.id }]);
+      const [copy] = await this.insert(tx, [again], now, true, dead.id);
       await this.outcomes.redriven(tx, dead, copy!.id, caller.actor);
       await this.store.settle(tx, [dead.id], { state: 'redriven' });
       await this.deps.events.append(tx, {

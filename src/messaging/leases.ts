@@ -173,11 +173,10 @@ export class Leases {
     const reported = usage !== undefined && usage.size > 0 ? usage : null;
     if (reported !== null && this.usage === null) throw InvalidRequest.field('usage', 'is not recorded by this server');
     // Offloaded before the transaction: an output over the inline limit is kept as an artifact of
-    // the receiver, its reference on the message and in the outcome.
+    // the receiver, its reference on the message and in the outcome (deleted if the ack fails).
     const outputRef = output === undefined ? null : await this.deps.payloads.offload(caller, output, []);
-    // Held until the messages hold it: an acknowledgement refused (404, 409) keeps nothing of its output.
-    const rows = await this.deps.payloads.heldWhile(outputRef, async () => {
-      const acked = await this.acks.add({
+    const ack = async () =>
+      this.acks.add({
         caller,
         ids,
         output: output instanceof StagedPayload ? await this.producersCopy(ids, outputRef!) : output,
@@ -186,10 +185,12 @@ export class Leases {
         usage: reported,
         startTime: spanClock(),
       });
-      // The producers (the messages' senders) read it.
-      if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(acked.map((row) => row.source))]);
-      return acked;
+    const rows = await ack().catch(async (err: unknown) => {
+      if (outputRef !== null) await this.deps.payloads.discardUnheld(outputRef);
+      throw err;
     });
+    // The producers (the messages' senders) read it.
+    if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(rows.map((row) => row.source))]);
     if (reported !== null) this.usage!.committed(usageReports(rows, reported));
     this.deps.metrics.messagesSettled(
       'acked',

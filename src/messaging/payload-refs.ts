@@ -3,7 +3,6 @@ import { InvalidRequest } from '../kernel/errors.js';
 import type { Readable } from 'node:stream';
 import type { ClaimChecks, OutgoingMessage, PayloadOwner, PayloadRef, SignedPayloadRef, StagedJson } from '../kernel/ports.js';
 import { StagedPayload } from '../kernel/ports.js';
-import { newId } from '../kernel/ids.js';
 import { STEP_INPUT_REF } from './messages.js';
 
 /** What a message carries when its payload or output travels by reference. */
@@ -50,12 +49,15 @@ export class PayloadRefs {
     return bytes.length > this.inlineBytes ? bytes : null;
   }
 
-  /** A sender's messages with their large payloads offloaded and the references it gave adopted. */
+  /**
+   * A sender's messages with their large payloads offloaded and the references it gave adopted.
+   * When one of them fails, what the others offloaded is discarded.
+   */
   async prepare(owner: PayloadOwner, messages: readonly OutgoingMessage[]): Promise<OutgoingMessage[]> {
     const checks = this.checks;
     // A staged payload sent to several destinations becomes one artifact that all of them may read.
     const offloaded = new Map<StagedPayload, Promise<PayloadRef>>();
-    return Promise.all(
+    const settled = await Promise.allSettled(
       messages.map(async (message, i): Promise<OutgoingMessage> => {
         const given = message.payload_ref;
         if (given !== undefined) {
@@ -84,6 +86,33 @@ export class PayloadRefs {
         return { ...rest, payload_ref: await checks.offload(owner, bytes, [message.destination]) };
       }),
     );
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed === undefined) return settled.map((result) => (result as PromiseFulfilledResult<OutgoingMessage>).value);
+    await this.discard(
+      messages,
+      settled.map((result) => (result.status === 'fulfilled' ? result.value : undefined)),
+    );
+    throw failed.reason;
+  }
+
+  /**
+   * The send of `prepared` failed (or was a replay): the artifacts `prepare` offloaded for it are
+   * deleted, not those the sender gave. Best effort: retention deletes what nothing holds later.
+   */
+  async discard(given: readonly OutgoingMessage[], prepared: readonly (OutgoingMessage | undefined)[]): Promise<void> {
+    const ids = prepared.flatMap((message, i) =>
+      message?.payload_ref !== undefined && given[i]!.payload_ref === undefined ? [message.payload_ref.artifact_id] : [],
+    );
+    await this.discardIds(ids);
+  }
+
+  /** An offload whose request failed, or that nothing took (a publish nobody subscribes to): deleted unless a message holds it. */
+  async discardUnheld(ref: PayloadRef): Promise<void> {
+    await this.discardIds([ref.artifact_id]);
+  }
+
+  private async discardIds(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0 && this.checks !== null) await this.checks.discard(ids).catch(() => 0);
   }
 
   /** A value over the inline limit (an acknowledgement's output, a published payload), or one streamed to storage, kept as an artifact `readers` may read. */
@@ -92,22 +121,6 @@ export class PayloadRefs {
     if (value instanceof StagedPayload) return this.checks.offload(owner, value.json, readers);
     const bytes = this.oversized(value);
     return bytes === null ? null : this.checks.offload(owner, bytes, readers);
-  }
-
-  /**
-   * Runs `work` with `ref` held on its own: when the work fails, or nothing it did holds the
-   * payload (a publish nobody subscribes to), the artifact goes when it ends.
-   */
-  async heldWhile<T>(ref: PayloadRef | null, work: () => Promise<T>): Promise<T> {
-    const checks = this.checks;
-    if (ref === null || checks === null) return work();
-    const holder = newId('hld');
-    await checks.hold(autocommit, [{ artifact_id: ref.artifact_id, holder }]);
-    try {
-      return await work();
-    } finally {
-      await checks.release([holder]);
-    }
   }
 
   /** The value of an offloaded payload, read back whole (for those that keep it as a value). */

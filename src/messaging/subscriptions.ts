@@ -90,10 +90,10 @@ export class SubscriptionsService {
     // triggers and waits): then nothing is written at all.
     const candidates = await this.store.candidateSubscriptions(autocommit, topic);
     const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
-    // A payload streamed to storage is kept once, held by the publish until its listeners are
-    // done: subscribers get it by reference, a listener that asks reads it back.
+    // A payload streamed to storage is kept once: subscribers get it by reference, a listener
+    // that asks reads it back; once they are done it goes unless a message holds it.
     const ref = payload instanceof StagedPayload ? await this.deps.payloads.offload(caller, payload, subscribers) : null;
-    return this.deps.payloads.heldWhile(ref, async () => {
+    try {
       const sent = await this.deps.inbox.sendAsSender(
         caller,
         subscribers.map((destination) => ({
@@ -124,6 +124,8 @@ export class SubscriptionsService {
       }
       const ids = sent.messages.map((message) => message.message_id);
       return { topic, count: ids.length, message_ids: ids };
-    });
+    } finally {
+      if (ref !== null) await this.deps.payloads.discardUnheld(ref);
+    }
   }
 }

@@ -53,8 +53,11 @@ export class BudgetsStore extends Store {
     return dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id').execute();
   }
 
-  async list(tx: Tx, window: Page): Promise<Paged<BudgetRow>> {
-    return this.paginate(tx, dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id'), window);
+  /** `pausedAfter`: only the budgets pausing their scope past that time (a pause ends with its period). */
+  async list(tx: Tx, window: Page, pausedAfter: number | null): Promise<Paged<BudgetRow>> {
+    let query = dbOf(tx, this.db).selectFrom('budgets').selectAll().orderBy('id');
+    if (pausedAfter !== null) query = query.where('paused_until', '>', pausedAfter);
+    return this.paginate(tx, query, window);
   }
 
   /** The scopes budgets have (at most MAX_BUDGETS rows, on the scope index). */

@@ -198,9 +198,10 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
     });
   }
 
-  async list(window: Page): Promise<Paged<Budget>> {
+  /** `pausing`: only the budgets whose pause has not ended (what the console flags). */
+  async list(window: Page, pausing = false): Promise<Paged<Budget>> {
     const now = this.deps.clock.now();
-    const page = await this.deps.store.list(autocommit, window);
+    const page = await this.deps.store.list(autocommit, window, pausing ? now : null);
     return mapPage(page, (row) => toBudget(row, now));
   }
 

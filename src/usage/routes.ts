@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { created, deleted, list, ok } from '../http/reply.js';
-import { DataEnvelope, Deleted, ListEnvelope, page, PageQuery } from '../http/schemas.js';
+import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
 import type { BudgetsService } from './budgets.js';
 import {
   Budget,
+  BudgetListQuery,
   BudgetParams,
   CreateBudgetBody,
   RecordUsageBody,
@@ -68,14 +69,14 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         config: admin,
         schema: {
           tags: budgetTags,
-          summary: 'List budgets with their current period, oldest first (admin)',
-          querystring: PageQuery,
+          summary: 'List budgets with their current period, oldest first (admin); state=paused: only those pausing their scope',
+          querystring: BudgetListQuery,
           response: { 200: ListEnvelope(Budget) },
         },
       },
       async (request, reply) => {
         const window = page(request.query);
-        return list(reply, await service.list(window), window);
+        return list(reply, await service.list(window, request.query.state === 'paused'), window);
       },
     );
 
@@ -94,7 +95,7 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         config: admin,
         schema: {
           tags: budgetTags,
-          summary: 'Change a budget (admin): a limit raised above what the period spent resumes its agent',
+          summary: 'Change a budget (admin): a limit raised above what the period spent resumes what it paused',
           params: BudgetParams,
           body: UpdateBudgetBody,
           response: { 200: DataEnvelope(Budget) },
@@ -109,7 +110,7 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         config: admin,
         schema: {
           tags: budgetTags,
-          summary: 'Delete a budget (admin); its agent resumes',
+          summary: 'Delete a budget (admin); what it paused resumes',
           params: BudgetParams,
           response: { 200: Deleted },
         },
@@ -126,7 +127,7 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         config: admin,
         schema: {
           tags: budgetTags,
-          summary: 'Resume the agent a budget paused, for the rest of the period (admin)',
+          summary: 'Resume what a budget paused (its agent, capability, plan or everything), for the rest of the period (admin)',
           params: BudgetParams,
           response: { 200: DataEnvelope(Budget) },
         },

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AgentId, Timestamp } from '../http/schemas.js';
+import { AgentId, PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
  * The usage domain's schemas, written once: they validate requests (the acknowledge's `usage`
@@ -146,6 +146,16 @@ export const UpdateBudgetBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateBudgetBody = Static<typeof UpdateBudgetBody>;
+
+export const BudgetListQuery = Type.Composite([
+  PageQuery,
+  Type.Object({
+    state: Type.Optional(
+      Type.Literal('paused', { description: 'Only the budgets pausing their scope now: what is paused, in one short read' }),
+    ),
+  }),
+]);
+export type BudgetListQuery = Static<typeof BudgetListQuery>;
 
 export const BudgetParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 

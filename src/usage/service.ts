@@ -81,8 +81,18 @@ export class UsageService implements UsageRecorder, RunUsage, CallCosts {
     );
   }
 
+  /** Counted in the metrics once per agent and model of the batch: a turn's acks often share both. */
   committed(reports: readonly SourcedUsage[]): void {
-    for (const { source, usage } of reports) this.deps.metrics.usageRecorded({ agent_id: source.agent_id, ...usage });
+    const sums = new Map<string, { agent_id: string; model: string; input_tokens: number; output_tokens: number; cost_usd: number }>();
+    for (const { source, usage } of reports) {
+      const key = `${source.agent_id}\u0000${usage.model}`;
+      const sum = sums.get(key) ?? { agent_id: source.agent_id, model: usage.model, input_tokens: 0, output_tokens: 0, cost_usd: 0 };
+      sum.input_tokens += usage.input_tokens;
+      sum.output_tokens += usage.output_tokens;
+      sum.cost_usd += usage.cost_usd ?? 0;
+      sums.set(key, sum);
+    }
+    for (const sum of sums.values()) this.deps.metrics.usageRecorded(sum);
   }
 
   /** Usage outside an acknowledgement; an agent records only its own. */

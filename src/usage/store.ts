@@ -1,4 +1,7 @@
 import { sql, type Selectable } from 'kysely';
+import { BulkInsert } from '../db/bulk-insert.js';
+import type { DialectCapabilities } from '../db/capabilities.js';
+import type { Db } from '../db/database.js';
 import { Store } from '../db/store.js';
 import { dbOf } from '../db/tx.js';
 import type { UsageSum } from '../kernel/usage-ports.js';
@@ -11,8 +14,25 @@ export type UsageRow = Selectable<UsageRecordsTable>;
 /** The rollup's grain. */
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
-/** Rows per INSERT (well under either backend's bound on parameters). */
+/** Rows per INSERT of merged rollup rows (well under either backend's bound on parameters). */
 const INSERT_CHUNK = 500;
+
+const RECORD_TEMPLATE: Record<keyof UsageRow, null> = {
+  id: null,
+  agent_id: null,
+  model: null,
+  provider: null,
+  input_tokens: null,
+  output_tokens: null,
+  cached_tokens: null,
+  cost_usd: null,
+  message_id: null,
+  run_id: null,
+  step_id: null,
+  plan_id: null,
+  capability: null,
+  recorded_at: null,
+};
 
 /** What a total is grouped by, as a column of the rollup or of the records shaped as it (`day`: its hour, rounded down to the day). */
 const GROUP_COLUMNS = {
@@ -51,6 +71,15 @@ function sums(row: Record<keyof UsageSum, unknown>): UsageSum {
 
 /** Usage records and their hourly rollup: the only SQL of usage. */
 export class UsageStore extends Store {
+  // Each turn's acknowledgements with usage insert their records: compiled once per row count,
+  // not built by the query builder each time (a fixed cost per batch, so per ack at low load).
+  private readonly recordInsert: BulkInsert<'usage_records', keyof UsageRow>;
+
+  constructor(db: Db, caps: DialectCapabilities) {
+    super(db, caps);
+    this.recordInsert = new BulkInsert(db, 'usage_records', RECORD_TEMPLATE);
+  }
+
   /** The plan of a run and the capability of its step (either may be unknown: undefined). */
   async runContext(tx: Tx, runId: string, stepId: string | null): Promise<{ plan_id: string; capability: string | null } | undefined> {
     // Reads coordination's tables by key: usage is linked to a run without coordination knowing of it.
@@ -64,12 +93,7 @@ export class UsageStore extends Store {
 
   /** Inserts the records (a trigger adds each to its hour's row of the rollup: migration 0058). */
   async insert(tx: Tx, rows: readonly UsageRow[]): Promise<void> {
-    const db = dbOf(tx, this.db);
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK)
-      await db
-        .insertInto('usage_records')
-        .values(rows.slice(i, i + INSERT_CHUNK))
-        .execute();
+    await this.recordInsert.count(dbOf(tx, this.db), rows);
   }
 
   /** A run's records summed by step ('' for none), on the (run_id, step_id) index. */

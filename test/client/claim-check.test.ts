@@ -40,6 +40,32 @@ describeEachDialect('the SDK and large payloads', (dialect) => {
     expect((await hydrate(serverSide!)).payload).toEqual(payload);
   });
 
+  it('hydrate refuses bytes that differ from the reference: other bytes of its size, more bytes, fewer', async () => {
+    const sender = await clientOf('sdk-cc-d');
+    const receiver = await clientOf('sdk-cc-e');
+    const payloadOf = (letter: string) => ({ doc: letter.repeat(300 * 1024) });
+    for (const letter of ['a', 'b']) {
+      await sender.messaging.send({ body: { destination: 'sdk-cc-e', event_name: letter, payload: payloadOf(letter) } });
+    }
+    const { messages } = await receiver.messaging.receive({ query: { max: 2 } });
+    const [a, b] = ['a', 'b'].map((letter) => messages.find((m) => m.event_name === letter)!);
+    const ref = a!.payload_ref!;
+    expect(b!.payload_ref!.size_bytes).toBe(ref.size_bytes);
+    // b's bytes under a's reference: what a download corrupted on the way would give.
+    await expect(hydrate({ ...a!, payload_ref: { ...ref, url: b!.payload_ref!.url } })).rejects.toThrow(
+      new PayloadRefMismatchError(`payload reference ${ref.artifact_id}: sha256 mismatch`),
+    );
+    // Refused as soon as the bytes run over the size (not once they are all read).
+    await expect(hydrate({ ...a!, payload_ref: { ...ref, size_bytes: ref.size_bytes - 1 } })).rejects.toThrow(
+      new PayloadRefMismatchError(`payload reference ${ref.artifact_id}: more than the ${ref.size_bytes - 1} bytes expected`),
+    );
+    await expect(hydrate({ ...a!, payload_ref: { ...ref, size_bytes: ref.size_bytes + 1 } })).rejects.toThrow(
+      new PayloadRefMismatchError(`payload reference ${ref.artifact_id}: ${ref.size_bytes} bytes, expected ${ref.size_bytes + 1}`),
+    );
+    expect((await hydrate(a!)).payload).toEqual(payloadOf('a'));
+    expect((await hydrate(b!)).payload).toEqual(payloadOf('b'));
+  });
+
   for (const transport of ['poll', 'channel'] as const) {
     it(`the agent worker's handler gets a payload and a step input that came by reference (${transport})`, async () => {
       const worker = `sdk-cc-${transport}`;

@@ -319,18 +319,25 @@ describe('SDK client retries on server errors (a stand-in server answers the sta
   const replies: Array<{ status: number; headers?: Record<string, string>; body?: string }> = [];
   const seen: string[] = [];
   let url = '';
+  /** The size of each request's body, read to its end before the answer. */
+  const bodyBytes: number[] = [];
   const fake = createServer((req: IncomingMessage, res: ServerResponse) => {
     seen.push(`${req.method} ${req.url}`);
-    const reply = replies.shift() ?? { status: 500 };
-    res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-    res.end(
-      reply.body ??
-        JSON.stringify(
-          reply.status < 400
-            ? { data: { ok: true }, meta: {} }
-            : { error: { code: 'busy', message: `status ${reply.status}` }, meta: { request_id: 'req_fake' } },
-        ),
-    );
+    let length = 0;
+    req.on('data', (chunk: Buffer) => (length += chunk.length));
+    req.on('end', () => {
+      bodyBytes.push(length);
+      const reply = replies.shift() ?? { status: 500 };
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+      res.end(
+        reply.body ??
+          JSON.stringify(
+            reply.status < 400
+              ? { data: { ok: true }, meta: {} }
+              : { error: { code: 'busy', message: `status ${reply.status}` }, meta: { request_id: 'req_fake' } },
+          ),
+      );
+    });
   });
   beforeAll(async () => {
     await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
@@ -367,6 +374,16 @@ describe('SDK client retries on server errors (a stand-in server answers the sta
     await expect(client(events).tasks.update({ path: { id: 'tsk_1' }, body: { title: 't' } })).rejects.toMatchObject({ status: 500 });
     expect(seen).toEqual(['POST /api/v1/messaging/send', 'PATCH /core/api/v1/tasks/tsk_1']);
     expect(events).toEqual([]);
+  });
+
+  it('sends bytes whole again on each retry (the Node client streams them, a stream is read once)', async () => {
+    const events: RetryEvent[] = [];
+    bodyBytes.length = 0;
+    replies.push({ status: 503 }, { status: 200 });
+    const bytes = new Uint8Array(3 * 1024 * 1024 + 5).fill(7);
+    await client(events).artifacts.putUpload({ path: { upload_id: 'upl_1' }, query: { expires: 1, signature: 's' }, body: bytes });
+    expect(bodyBytes).toEqual([bytes.length, bytes.length]);
+    expect(events.map((e) => [e.method, e.status])).toEqual([['PUT', 503]]);
   });
 
   it('retries a send that carries an idempotency key on 503, after Retry-After, like a GET', async () => {

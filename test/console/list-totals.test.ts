@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
-import { EXACT_TOTAL_BOUND } from '../../src/db/paginate.js';
+import { EXACT_TOTAL_BOUND } from '../../src/kernel/pagination.js';
 import { signIn, useBrowser, WAIT_MS } from '../helpers/browser.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';

@@ -54,9 +54,9 @@ describeEachDialect('the console: usage, budgets, run cost, checkpoints and logs
     await signIn(page, server, '/console/settings/budgets');
     await page.getByText('No budgets yet.').waitFor({ timeout: WAIT_MS });
     const form = page.getByRole('form', { name: 'New budget' });
-    // Only an agent's budget can pause: any other scope warns.
+    // Any scope's budget can pause: a capability's, a plan's, everything's.
     await form.getByLabel('Scope').selectOption('capability');
-    expect(await form.getByLabel('On crossing').locator('option').allTextContents()).toEqual(['warn']);
+    expect(await form.getByLabel('On crossing').locator('option').allTextContents()).toEqual(['pause', 'warn']);
     await form.getByLabel('Scope').selectOption('agent');
     expect(await form.getByLabel('On crossing').inputValue()).toBe('pause');
     await form.getByLabel('Name').fill('runaway cap');

@@ -38,6 +38,19 @@ export async function acknowledge(agent: Api, messageId: string, output?: unknow
   if (res.status !== 200) throw new Error(`acknowledge failed: ${res.status} ${res.text}`);
 }
 
+/** The agent reports what it spent on one call of model `m` (1 token in, 1 out), of a run's step when named. */
+export async function reportUsage(agent: Api, agentId: string, cost: number, step?: { run_id: string; step_id: string }): Promise<void> {
+  const res = await agent.post('/api/v1/usage', {
+    agent_id: agentId,
+    model: 'm',
+    input_tokens: 1,
+    output_tokens: 1,
+    cost_usd: cost,
+    ...step,
+  });
+  if (res.status !== 201) throw new Error(`usage report failed: ${res.status} ${res.text}`);
+}
+
 export async function reject(agent: Api, messageId: string, reason: string, requeue = true): Promise<void> {
   const res = await agent.post('/api/v1/messaging/reject', { message_id: messageId, reason, requeue });
   if (res.status !== 200) throw new Error(`reject failed: ${res.status} ${res.text}`);

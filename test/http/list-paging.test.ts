@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
-import { EXACT_TOTAL_BOUND } from '../../src/db/paginate.js';
+import { EXACT_TOTAL_BOUND } from '../../src/kernel/pagination.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 

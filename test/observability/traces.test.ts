@@ -153,6 +153,24 @@ describeEachDialect('traces', (dialect) => {
     expect(message.traceparent).toBe(`00-${send.spanContext().traceId}-${idOf(send)}-01`);
   });
 
+  it('records nothing of a trace its caller did not sample, and hands that trace on to the receiver, unsampled', async () => {
+    const receiver = await server.agent(`unsampled-${dialect}`);
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const headers = { traceparent: `00-${traceId}-00f067aa0ba902b7-00` };
+    const sent = await server.api.post(
+      '/api/v1/messaging/send',
+      { destination: `unsampled-${dialect}`, event_name: 'quiet', payload: {} },
+      { headers },
+    );
+    expect(sent.status).toBe(201);
+    const received = await receiver.get(`/api/v1/messaging/receive?agent_id=unsampled-${dialect}&timeout=1`, { headers });
+    const [message] = received.body.data.messages;
+    expect(message.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    const acked = await receiver.post('/api/v1/messaging/acknowledge', { message_ids: [message.message_id] }, { headers });
+    expect(acked.status).toBe(200);
+    expect(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId)).toEqual([]);
+  });
+
   it('records one send span for a batch, whose context every message of it carries', async () => {
     const [a, b] = [`batch-a-${dialect}`, `batch-b-${dialect}`];
     const receivers = [await server.agent(a), await server.agent(b)];

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { receive, type InboxMessage } from '../helpers/agent.js';
+import { receive, reportUsage, type InboxMessage } from '../helpers/agent.js';
 import { Api } from '../helpers/api.js';
 import { FakeClock } from '../helpers/clock.js';
 import { describeEachDialect } from '../helpers/dialects.js';
@@ -55,17 +55,8 @@ describeEachDialect('budgets over capabilities, plans and everything', (dialect)
   const blocked = { status: 'waiting', blocked_by: 'budget', steps: [{ status: 'waiting', blocked_by: 'budget' }] };
 
   /** Usage of a run's step (its plan and capability count it), or of the agent alone. */
-  async function spend(agent: Api, agentId: string, cost: number, runId?: string) {
-    const res = await agent.post('/api/v1/usage', {
-      agent_id: agentId,
-      model: 'm',
-      input_tokens: 1,
-      output_tokens: 1,
-      cost_usd: cost,
-      ...(runId === undefined ? {} : { run_id: runId, step_id: 'work' }),
-    });
-    expect(res.status, res.text).toBe(201);
-  }
+  const spend = (agent: Api, agentId: string, cost: number, runId?: string) =>
+    reportUsage(agent, agentId, cost, runId === undefined ? undefined : { run_id: runId, step_id: 'work' });
 
   const found = async (capability: string, extra = '') =>
     ((await server.api.get(`/api/v1/discovery/agents?capability=${capability}${extra}`)).body.data.agents as { agent_id: string }[]).map(
@@ -155,6 +146,37 @@ describeEachDialect('budgets over capabilities, plans and everything', (dialect)
     expect(raised.body.data.state).toBe('ok');
     const [held] = await collect(agent, agentId, 1);
     expect(held!.payload).toMatchObject({ run_id: second, step_id: 'work' });
+  });
+
+  it('lists only the budgets pausing their scope with state=paused, until a resume or the period ends', async () => {
+    const capability = unique('cap');
+    const { agentId, agent } = await worker('listed-agent', [capability]);
+    const planId = await plan(capability);
+    const pausing = await create({ plan_id: planId, period: 'day', limits: { cost_usd: 1 }, action: 'pause' });
+    const warning = await create({ plan_id: planId, period: 'day', limits: { cost_usd: 1 }, action: 'warn' });
+    const runId = await start(planId);
+    await collect(agent, agentId, 1);
+    const pausedIds = async () => {
+      const res = await server.api.get(`${B}?state=paused&limit=100`);
+      expect(res.status, res.text).toBe(200);
+      return (res.body.data as { id: string; state: string; scope: unknown }[]).filter((b) => [pausing.id, warning.id].includes(b.id));
+    };
+    expect(await pausedIds()).toEqual([]);
+    await spend(agent, agentId, 2, runId);
+    expect(await state(warning.id)).toBe('exceeded');
+    expect(await pausedIds()).toMatchObject([{ id: pausing.id, state: 'paused', scope: { kind: 'plan', value: planId } }]);
+    expect((await server.api.get(`${B}?state=exceeded`)).status).toBe(400);
+
+    expect((await server.api.post(`${B}/${pausing.id}/resume`)).status).toBe(200);
+    expect(await pausedIds()).toEqual([]);
+    // Paused again in a new period, then that period ends: its pause with it.
+    clock.advance(DAY_MS);
+    const next = await start(planId);
+    await collect(agent, agentId, 1);
+    await spend(agent, agentId, 2, next);
+    expect(await pausedIds()).toMatchObject([{ id: pausing.id }]);
+    clock.advance(DAY_MS);
+    expect(await pausedIds()).toEqual([]);
   });
 
   it('a global budget pauses every agent: inboxes hold, lookups skip; a new period resumes them and delivers what was held', async () => {

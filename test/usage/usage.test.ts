@@ -1,7 +1,7 @@
 import { afterEach, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createAgent, Switchboard, withUsage } from '../../src/client/index.js';
-import { acknowledge, receiveOne } from '../helpers/agent.js';
+import { acknowledge, receive, receiveOne } from '../helpers/agent.js';
 import type { Api } from '../helpers/api.js';
 import { FakeClock } from '../helpers/clock.js';
 import { useTestDatabase } from '../helpers/database.js';
@@ -158,6 +158,61 @@ describeEachDialect('usage', (dialect) => {
     expect(spent).toMatchObject({ state: 'warning', spent: { tokens: 45 } });
     const warnings = (await server.api.get(`/api/v1/events?type=budget.warning&subject=${budget.body.data.id}`)).body.data;
     expect(warnings).toHaveLength(1);
+  });
+
+  it('a burst of acknowledgements with usage, batched by turn, records each once: totals, budgets and metrics add up', async () => {
+    const PER_AGENT = 8;
+    const agents = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const agentId = unique('burst');
+        const budget = await server.api.post('/api/v1/budgets', {
+          agent_id: agentId,
+          period: 'total',
+          limits: { cost_usd: 0.75 },
+          warn_at: 0.5,
+          action: 'warn',
+        });
+        expect(budget.status, budget.text).toBe(201);
+        return { agentId, api: await server.agent(agentId), budgetId: budget.body.data.id as string };
+      }),
+    );
+    const received = [];
+    for (const { agentId, api } of agents) {
+      for (let i = 0; i < PER_AGENT; i++)
+        await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: { i } });
+      const messages = await waitFor(async () => {
+        const got = await receive(api, agentId, 1, PER_AGENT);
+        return got.length > 0 ? got : null;
+      }, 10_000);
+      const rest = messages.length < PER_AGENT ? await receive(api, agentId, 5, PER_AGENT - messages.length) : [];
+      for (const message of [...messages, ...rest]) received.push({ api, agentId, messageId: message.message_id });
+    }
+    expect(received).toHaveLength(3 * PER_AGENT);
+    // All at once: the server takes many of them in one turn, into one transaction.
+    const acks = await Promise.all(
+      received.map(({ api, messageId }) =>
+        api.post('/api/v1/messaging/acknowledge', { message_id: messageId, usage: report('model-burst', 10, 5, 0.125) }),
+      ),
+    );
+    for (const ack of acks) expect(ack.status, ack.text).toBe(200);
+    for (const { agentId, api, budgetId } of agents) {
+      expect(await totals(`group_by=model&agent_id=${agentId}`)).toEqual([
+        { key: 'model-burst', count: PER_AGENT, input_tokens: 10 * PER_AGENT, output_tokens: 5 * PER_AGENT, cached_tokens: 0, cost_usd: 1 },
+      ]);
+      const spent = (await server.api.get(`/api/v1/budgets/${budgetId}`)).body.data;
+      expect(spent).toMatchObject({ state: 'exceeded', spent: { cost_usd: 1, tokens: 15 * PER_AGENT } });
+      // Crossed once each, at the 4th and the 6th record of the agent, whichever batch they fell in.
+      for (const type of ['budget.warning', 'budget.exceeded']) {
+        const crossings = (await server.api.get(`/api/v1/events?type=${type}&subject=${budgetId}`)).body.data;
+        expect(crossings, type).toHaveLength(1);
+      }
+      expect(await receive(api, agentId, 0)).toEqual([]);
+    }
+    const metrics = (await server.api.get('/metrics')).text;
+    for (const { agentId } of agents) {
+      expect(metrics).toContain(`switchboard_usage_tokens_total{agent="${agentId}",model="model-burst",kind="input"} ${10 * PER_AGENT}`);
+      expect(metrics).toContain(`switchboard_usage_cost_usd_total{agent="${agentId}",model="model-burst"} 1`);
+    }
   });
 
   it('records usage on its own: an agent only as itself, a run it names must exist', async () => {

@@ -7,7 +7,7 @@ import { HandlerUsage, withHandlerUsage } from './gen-ai-usage.js';
 import type { Switchboard } from './client.js';
 import { SwitchboardError } from './errors.js';
 import type { UsageReport } from './shapes.js';
-import { hydrate } from './payload-refs.js';
+import { hydrate } from './hydrate.js';
 import { handling, type HandledMessage, type HandlerContext } from './step-context.js';
 import type { Body, Message } from './types.js';
 

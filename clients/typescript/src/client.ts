@@ -1,5 +1,5 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { DEFAULT_INLINE_PAYLOAD_BYTES, offloading } from './payload-refs.js';
+import { DEFAULT_INLINE_PAYLOAD_BYTES, offloading, sha256Hex } from './payload-refs.js';
 import { OPERATIONS, PAGED, PUBLIC, type Domain, type OperationSpec, BYTE_ANSWERS } from './operations.js';
 import { Channel, type ChannelOptions, type ChannelSocket } from './channel.js';
 import { SwitchboardError } from './errors.js';
@@ -234,7 +234,8 @@ export class Switchboard {
       },
     };
     this.artifacts = Object.assign(artifacts, streams);
-    this.messaging = offloading(this.#domain('messaging'), this.artifacts, options.inlinePayloadBytes ?? DEFAULT_INLINE_PAYLOAD_BYTES);
+    const inlineLimit = options.inlinePayloadBytes ?? DEFAULT_INLINE_PAYLOAD_BYTES;
+    this.messaging = offloading(this.#domain('messaging'), this.artifacts, inlineLimit, (bytes) => this.sha256Hex(bytes));
     const events = this.#domain('events');
     this.events = Object.assign(events, { stream: (input: StreamEventsInput = {}) => this.#follow(events, input) });
     this.webhooks = this.#domain('webhooks');
@@ -373,16 +374,18 @@ export class Switchboard {
     const idempotent = IDEMPOTENT.has(method) || hasIdempotencyKey(body);
     for (let attempt = 0; ; attempt++) {
       const credentials = authenticate ? this.#credentials(method, pathWithQuery, bodySha256) : {};
+      // Made for each attempt: bytes may be sent as a stream, which is read once.
+      const sent = payload instanceof Uint8Array ? this.bytesBody(payload) : payload;
       let response: Response;
       try {
         response = await fetch(this.url + pathWithQuery, {
           method,
           headers: { ...headers, ...credentials },
-          body: payload,
+          body: sent,
           signal,
           // The cookie goes to the console's own origin only (the fetch default, said explicitly).
           ...(this.#session ? { credentials: 'same-origin' } : {}),
-          ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
+          ...(sent instanceof ReadableStream ? { duplex: 'half' } : {}),
         } as RequestInit);
       } catch (error) {
         if (attempt >= retries || !idempotent || signal?.aborted) throw error;
@@ -450,6 +453,16 @@ export class Switchboard {
         undefined,
       ),
     );
+  }
+
+  /** Bytes as fetch is given them: whole (a browser streams a request body only over HTTP/2); the Node client streams them. */
+  protected bytesBody(bytes: Uint8Array): Uint8Array | ReadableStream<Uint8Array> {
+    return bytes;
+  }
+
+  /** The hex SHA-256 of a payload sent by reference: WebCrypto here; node:crypto in the Node client. */
+  protected sha256Hex(bytes: Uint8Array): Promise<string> {
+    return sha256Hex(bytes);
   }
 
   /** Exponential backoff with jitter: 100 ms, 200 ms, 400 ms… (half to full), capped. */

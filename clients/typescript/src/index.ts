@@ -27,7 +27,8 @@ export {
 } from './agent.js';
 export type { Checkpoint, HandledMessage, HandlerContext } from './step-context.js';
 export { genAiUsageProcessor, type GenAiUsageProcessor } from './gen-ai-usage.js';
-export { DEFAULT_INLINE_PAYLOAD_BYTES, fetchPayloadRef, hydrate, PayloadRefMismatchError, type PayloadRef } from './payload-refs.js';
+export { DEFAULT_INLINE_PAYLOAD_BYTES, PayloadRefMismatchError, type PayloadRef } from './payload-refs.js';
+export { fetchPayloadRef, hydrate } from './hydrate.js';
 export { topicMatches } from './topics.js';
 export { OPERATIONS, PAGED, PUBLIC, type Domain, type HttpMethod, type OperationKey } from './operations.js';
 export type { Body, CallInput, DomainClient, Event, Item, Page, Message, Operation, Query, RawBody, Result, UsageReport } from './types.js';

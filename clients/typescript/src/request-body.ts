@@ -90,11 +90,16 @@ export async function encodeBody(body: unknown, headers: Record<string, string>,
       payload = body;
     }
   } else if (body instanceof Blob || body instanceof Uint8Array || typeof body === 'string') {
-    // Typed as a view of an ArrayBuffer: the DOM's Blob refuses SharedArrayBuffer views.
-    payload = body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]) : body;
+    // Bytes are sent as they are (no copy into a Blob); hashed for a signature as a Blob, which the
+    // signer reads as a stream. Typed as a view of an ArrayBuffer: the DOM's Blob refuses SharedArrayBuffer views.
+    payload = body;
     headers['content-type'] ??=
       typeof body === 'string' ? 'text/plain; charset=utf-8' : body instanceof Blob && body.type ? body.type : 'application/octet-stream';
-    if (hasher) headers['x-content-sha256'] = bodySha256 = await hasher.sha256Hex(payload);
+    if (hasher) {
+      headers['x-content-sha256'] = bodySha256 = await hasher.sha256Hex(
+        body instanceof Uint8Array ? new Blob([body as Uint8Array<ArrayBuffer>]) : body,
+      );
+    }
   } else if (isStream(body)) {
     headers['content-type'] ??= 'application/octet-stream';
     if (hasher) {

@@ -3032,7 +3032,7 @@ export interface Shapes {
     };
   };
   'budgets.list': {
-    query: { limit?: number | undefined; offset?: number | undefined };
+    query: { limit?: number | undefined; offset?: number | undefined; state?: 'paused' | undefined };
     data: {
       id: string;
       name: string;

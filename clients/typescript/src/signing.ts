@@ -3,6 +3,8 @@ import type { ChannelSocket } from './channel.js';
 import { Switchboard as BaseSwitchboard, type ClientOptions, type ConnectionOptions, type RequestSigner } from './client.js';
 import { openNodeSocket } from './node-socket.js';
 
+const CHUNK_BYTES = 1024 * 1024;
+
 /** The client's options in Node: an API key, an Ed25519 private key (PEM or KeyObject), or any signer. */
 export type SwitchboardOptions = ClientOptions | ({ agentId: string; privateKey: string | KeyObject } & ConnectionOptions);
 
@@ -32,6 +34,22 @@ export function ed25519Signer(agentId: string, privateKey: string | KeyObject): 
 export class Switchboard extends BaseSwitchboard {
   constructor(options: SwitchboardOptions) {
     super('privateKey' in options ? { ...options, signer: ed25519Signer(options.agentId, options.privateKey) } : options);
+  }
+
+  /** undici sends bytes given whole with several times the CPU it takes for the same bytes as a stream of 1 MiB chunks. */
+  protected override bytesBody(bytes: Uint8Array): ReadableStream<Uint8Array> {
+    let at = 0;
+    return new ReadableStream({
+      pull(controller) {
+        controller.enqueue(bytes.subarray(at, (at += CHUNK_BYTES)));
+        if (at >= bytes.length) controller.close();
+      },
+    });
+  }
+
+  /** node:crypto hashes the bytes where they are (WebCrypto's digest copies them first). */
+  protected override sha256Hex(bytes: Uint8Array): Promise<string> {
+    return Promise.resolve(createHash('sha256').update(bytes).digest('hex'));
   }
 
   /** The channel's WebSocket, with ws (a browser's cannot send the credentials). */

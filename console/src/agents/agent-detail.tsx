@@ -12,7 +12,7 @@ import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { Chips } from './agents.js';
 import { queryKeys } from '../query-keys.js';
-import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
+import { agentPaused, PausedBadge, PausedByBudget, usePauses } from '../usage/pauses.js';
 import './agents.css';
 
 /** Pages of the agent's inbox lists, in the URL. */
@@ -55,7 +55,7 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
     enabled: registered,
   });
   const groups = [...new Set(capabilities.data?.items.flatMap((c) => c.groups) ?? [])].sort();
-  const paused = usePausedAgents();
+  const pauses = usePauses();
 
   return (
     <section className="agent-detail">
@@ -63,7 +63,7 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
         <Link to="/agents">← Agents</Link>
       </p>
       <h1>
-        <code>{agentId}</code> <PausedBadge agentId={agentId} paused={paused} />
+        <code>{agentId}</code> <PausedBadge paused={agentPaused(pauses, agentId)} />
       </h1>
       <ErrorNotice error={health.error} />
       {health.data && registered && (
@@ -93,7 +93,8 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
           {capabilities.data?.items.map((capability) => (
             <tr key={capability.id}>
               <th scope="row">
-                <code>{capability.capability}</code>
+                <code>{capability.capability}</code>{' '}
+                <PausedByBudget budget={pauses.capability.get(capability.capability)} what="capability" />
               </th>
               <td>
                 {typeof capability.metadata.description === 'string' ? capability.metadata.description : <span className="muted">—</span>}

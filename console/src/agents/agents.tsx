@@ -1,6 +1,6 @@
 import { keepPreviousData, useQueries, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { ErrorNotice } from '../errors.js';
 import { filterText, FilterForm, TextFilter } from '../filter-fields.js';
 import { formatLoad, pageWindow, relativeTime } from '../format.js';
@@ -9,7 +9,7 @@ import { Pager } from '../pager.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { queryKeys } from '../query-keys.js';
-import { BUDGET_EVENTS, PausedBadge } from '../usage/budgets.js';
+import { agentPaused, BUDGET_EVENTS, PausedBadge, PausedByBudget, usePauses } from '../usage/pauses.js';
 
 export interface AgentsSearch {
   page?: number;
@@ -39,8 +39,9 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   const total = agents.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
   const shown = agents.data?.items ?? [];
-  // The lookup says which agents a budget paused (budgets themselves are for budgets:admin).
-  const paused = new Set(shown.filter((agent) => agent.paused).map((agent) => agent.agent_id));
+  // The lookup says which agents a budget paused, or the capability it names them for;
+  // which capabilities are paused is for budgets:admin (who reads budgets).
+  const pauses = usePauses();
   // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
   const capabilities = useQueries({
     queries: shown.map((agent) => ({
@@ -75,7 +76,9 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
                     <Link to="/agents/$agentId" params={{ agentId: agent.agent_id }}>
                       <code>{agent.agent_id}</code>
                     </Link>{' '}
-                    <PausedBadge agentId={agent.agent_id} paused={paused} />
+                    <PausedBadge
+                      paused={agent.paused && (agentPaused(pauses, agent.agent_id) || !pauses.capability.has(agent.capability))}
+                    />
                   </th>
                   <td>
                     <span className={`badge health-${agent.health}`}>{agent.health}</span>
@@ -87,7 +90,10 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
                     </time>
                   </td>
                   <td>
-                    <Chips items={names} />
+                    <Chips
+                      items={names}
+                      flag={(name) => <PausedByBudget budget={pauses.capability.get(name)} what="capability" compact />}
+                    />
                   </td>
                   <td>
                     <Chips items={groups} />
@@ -103,12 +109,16 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   );
 }
 
-export function Chips({ items }: { items: string[] }) {
+/** `flag`: what to show beside an item (a budget's pause of a capability). */
+export function Chips({ items, flag }: { items: string[]; flag?: (item: string) => ReactNode }) {
   if (items.length === 0) return <span className="muted">—</span>;
   return (
     <ul className="chips">
       {items.map((item) => (
-        <li key={item}>{item}</li>
+        <li key={item}>
+          {item}
+          {flag?.(item)}
+        </li>
       ))}
     </ul>
   );

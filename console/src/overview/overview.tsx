@@ -10,7 +10,7 @@ import { useSession } from '../session.js';
 import { RUN_STATUSES } from '../runs/status.js';
 import { queryKeys } from '../query-keys.js';
 import { ALERT_EVENTS } from '../alerts/alerts.js';
-import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
+import { agentPaused, PausedBadge, usePauses } from '../usage/pauses.js';
 import './overview.css';
 
 const HEALTHS = ['healthy', 'degraded', 'unhealthy'] as const;
@@ -109,7 +109,7 @@ function Messaging() {
     .slice(0, DEEPEST_SHOWN);
   const dead = sum((inbox) => inbox.dead_letters);
   // A paused agent's inbox holds its messages: the badge says why it grows.
-  const paused = usePausedAgents();
+  const pauses = usePauses();
   return (
     <Panel title="Inboxes" link={<Link to="/agents">Agents</Link>}>
       <ErrorNotice error={inboxes.error} />
@@ -126,7 +126,7 @@ function Messaging() {
         <ul className="failing" aria-label="Deepest inboxes">
           {deepest.map((inbox) => (
             <li key={inbox.agent_id}>
-              <code>{inbox.agent_id}</code> <PausedBadge agentId={inbox.agent_id} paused={paused} /> {inbox.pending} pending
+              <code>{inbox.agent_id}</code> <PausedBadge paused={agentPaused(pauses, inbox.agent_id)} /> {inbox.pending} pending
               {inbox.oldest_pending_at && (
                 <span className="muted">, oldest {relativeTime(inbox.oldest_pending_at, inboxes.dataUpdatedAt)}</span>
               )}

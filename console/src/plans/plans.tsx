@@ -14,6 +14,7 @@ import { Table } from '../table.js';
 import { RUN_EVENTS } from '../runs/runs.js';
 import { StartRunForm } from '../runs/start-run.js';
 import { queryKeys } from '../query-keys.js';
+import { PausedByBudget, usePauses } from '../usage/pauses.js';
 import '../runs/runs.css';
 
 export interface PlansSearch {
@@ -38,6 +39,7 @@ export function PlansView({ search }: { search: PlansSearch }) {
     queryFn: () => client.coordination.listPlans.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
+  const pauses = usePauses();
   const total = plans.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
   return (
@@ -68,7 +70,8 @@ export function PlansView({ search }: { search: PlansSearch }) {
               <th scope="row">
                 <Link to="/plans/$planId" params={{ planId: plan.id }}>
                   {plan.alias}
-                </Link>
+                </Link>{' '}
+                <PausedByBudget budget={pauses.plan.get(plan.id)} what="plan" />
               </th>
               <td>{plan.description ?? <span className="muted">—</span>}</td>
               <td>{plan.steps.length}</td>
@@ -91,6 +94,7 @@ export function PlansView({ search }: { search: PlansSearch }) {
 export function PlanDetailView({ planId, search }: { planId: string; search: PlanSearch }) {
   const { client, can } = useSession();
   const navigate = useNavigate({ from: '/plans/$planId' });
+  const pauses = usePauses();
   const current = useQuery({
     queryKey: queryKeys.plans.detail(planId),
     queryFn: () => client.coordination.getPlan({ path: { plan_id: planId } }),
@@ -139,6 +143,7 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
           </select>
         </label>
       </div>
+      <PausedByBudget budget={pauses.plan.get(current.data.id)} what="plan" />
       <ErrorNotice error={earlier.error} />
       {plan && (
         <>

@@ -13,7 +13,8 @@ import { StatusBadge } from './status.js';
 import { Table } from '../table.js';
 import { RUN_EVENTS, type Run } from './runs.js';
 import { queryKeys } from '../query-keys.js';
-import { PausedBadge, usePausedAgents } from '../usage/budgets.js';
+import type { PlanStep } from '../plans/plan-layout.js';
+import { agentPaused, PausedBadge, PausedByBudget, usePauses, type Pauses } from '../usage/pauses.js';
 import { CostLine, StepCheckpoint, StepLogs } from './step-work.js';
 import { RerunFromStep, rerunnable } from './rerun-step.js';
 import './runs.css';
@@ -142,7 +143,7 @@ function RunDetail({ run, now, search }: { run: Run; now: number; search: RunSea
       {plan.data && <PlanGraph steps={plan.data.steps} statuses={statuses} label={`Steps of run ${run.id} by status`} />}
 
       <h2>Steps</h2>
-      <Timeline run={run} now={now} />
+      <Timeline run={run} definitions={plan.data?.steps ?? []} now={now} />
 
       <h2>Input and output</h2>
       <div className="io">
@@ -236,10 +237,10 @@ function ReasonedAction({
 }
 
 /** The steps in plan order: when each ran (a bar on the run's time line), for how long, how many attempts, and their data. */
-function Timeline({ run, now }: { run: Run; now: number }) {
+function Timeline({ run, definitions, now }: { run: Run; definitions: readonly PlanStep[]; now: number }) {
   const start = Date.parse(run.started_at);
   const span = Math.max(1, (run.completed_at ? Date.parse(run.completed_at) : now) - start);
-  const paused = usePausedAgents();
+  const pauses = usePauses();
   const { can } = useSession();
   const rerun = can('runs:write') && rerunnable(run) ? run : null;
   return (
@@ -251,7 +252,9 @@ function Timeline({ run, now }: { run: Run; now: number }) {
           rerun={rerun}
           step={step}
           now={now}
-          paused={paused}
+          pauses={pauses}
+          planId={run.plan_id}
+          capability={definitions.find((definition) => definition.id === step.id)?.capability ?? null}
           place={(at) => Math.min(100, Math.max(0, ((at - start) / span) * 100))}
         />
       ))}
@@ -264,7 +267,9 @@ function TimelineStep({
   rerun,
   step,
   now,
-  paused,
+  pauses,
+  planId,
+  capability,
   place,
 }: {
   runId: string;
@@ -272,7 +277,10 @@ function TimelineStep({
   rerun: Run | null;
   step: RunStep;
   now: number;
-  paused: ReadonlySet<string>;
+  pauses: Pauses;
+  planId: string;
+  /** The capability the step's definition names, if any. */
+  capability: string | null;
   place(at: number): number;
 }) {
   const took = elapsed(step.started_at, step.completed_at, now);
@@ -288,10 +296,16 @@ function TimelineStep({
         <span className="muted">{step.type}</span>
         <StatusBadge status={step.status} />
         {step.blocked_by === 'no_agent' && <span className="muted">no healthy agent has the capability yet</span>}
-        {step.blocked_by === 'budget' && <span className="muted">its agents are paused by a budget</span>}
+        {step.blocked_by === 'budget' && <span className="muted">waits: a budget paused its plan, its capability or its agents</span>}
+        {step.blocked_by === 'budget' && <PausedByBudget budget={pauses.plan.get(planId)} what="plan" />}
+        {step.blocked_by === 'budget' && capability !== null && (
+          <span className="muted">
+            capability <code>{capability}</code> <PausedByBudget budget={pauses.capability.get(capability)} what="capability" />
+          </span>
+        )}
         {step.agent && (
           <span className="muted">
-            agent <code>{step.agent}</code> <PausedBadge agentId={step.agent} paused={paused} />
+            agent <code>{step.agent}</code> <PausedBadge paused={agentPaused(pauses, step.agent)} />
           </span>
         )}
         {step.usage && step.usage.count > 0 && <CostLine usage={step.usage} />}

@@ -8,6 +8,7 @@ import { useLiveRefresh } from '../live.js';
 import { queryKeys } from '../query-keys.js';
 import { useSession } from '../session.js';
 import { Table } from '../table.js';
+import { BUDGET_EVENTS, ResumeButton } from './pauses.js';
 import { formatCost, formatTokens } from './usage.js';
 import './usage.css';
 
@@ -20,10 +21,7 @@ type Action = Body<'budgets.create'>['action'];
 const BUDGETS_SHOWN = 100;
 const PERIODS: readonly Period[] = ['day', 'week', 'month', 'total'];
 const SCOPES: readonly Scope[] = ['agent', 'capability', 'plan', 'global'];
-/** A budget crossing its limits, paused or resumed is an event: the list and the paused badges follow it. */
-export const BUDGET_EVENTS = ['budget.*'];
-
-/** The budgets (admin), for this page and for the agents they paused. */
+/** The budgets (admin), for this page. */
 function useBudgets() {
   const { client, can } = useSession();
   return useQuery({
@@ -31,29 +29,6 @@ function useBudgets() {
     queryFn: () => client.budgets.list.page({ query: { limit: BUDGETS_SHOWN } }),
     enabled: can('budgets:admin'),
   });
-}
-
-/**
- * The agents a budget paused, by id. Only a budgets:admin principal may read budgets: for
- * anyone else the set is empty (the server still holds a paused agent's inbox for them).
- */
-export function usePausedAgents(): ReadonlySet<string> {
-  useLiveRefresh({ queryKey: queryKeys.budgets.all, events: BUDGET_EVENTS });
-  const budgets = useBudgets();
-  const items = budgets.data?.items ?? [];
-  return new Set(
-    items.filter((budget) => budget.state === 'paused' && budget.scope.kind === 'agent').map((budget) => budget.scope.value ?? ''),
-  );
-}
-
-/** The badge of an agent a budget paused. */
-export function PausedBadge({ agentId, paused }: { agentId: string; paused: ReadonlySet<string> }) {
-  if (!paused.has(agentId)) return null;
-  return (
-    <span className="badge health-unhealthy" title="A budget paused this agent: its inbox holds its messages until it resumes">
-      paused
-    </span>
-  );
 }
 
 /** Settings → Budgets (admin): each budget's spend in its period against its limits; create, edit, delete, resume. */
@@ -105,11 +80,10 @@ function BudgetRow({ budget, onEdit }: { budget: Budget; onEdit(): void }) {
   const { client } = useSession();
   const queryClient = useQueryClient();
   const refresh = () => queryClient.invalidateQueries({ queryKey: queryKeys.budgets.all });
-  const resume = useMutation({ mutationFn: () => client.budgets.resume({ path: { id: budget.id } }), onSuccess: refresh });
   const remove = useMutation({ mutationFn: () => client.budgets.delete({ path: { id: budget.id } }), onSuccess: refresh });
   const { limits, spent } = budget;
   return (
-    <tr data-budget={budget.id}>
+    <tr data-budget={budget.id} id={budget.id}>
       <th scope="row">
         {budget.name}
         <div className="muted">{budget.id}</div>
@@ -140,12 +114,7 @@ function BudgetRow({ budget, onEdit }: { budget: Budget; onEdit(): void }) {
         <div className="muted">on crossing: {budget.action}</div>
       </td>
       <td className="actions">
-        {budget.state === 'paused' && (
-          <button type="button" disabled={resume.isPending} onClick={() => resume.mutate()}>
-            Resume
-          </button>
-        )}
-        <ErrorNotice error={resume.error} />
+        {budget.state === 'paused' && <ResumeButton budget={budget} />}
         <button type="button" className="secondary" onClick={onEdit}>
           Edit
         </button>
@@ -179,10 +148,7 @@ function BudgetForm({ budget, onDone }: { budget: Budget | null; onDone(): void 
   const [cost, setCost] = useState(budget?.limits.cost_usd?.toString() ?? '');
   const [tokens, setTokens] = useState(budget?.limits.tokens?.toString() ?? '');
   const [warnAt, setWarnAt] = useState(budget?.warn_at?.toString() ?? '');
-  const [chosen, setAction] = useState<Action>(budget?.action === 'warn' ? 'warn' : 'pause');
-  // Only an agent can be paused: a budget on anything else warns.
-  const pausable = scope === 'agent';
-  const action = pausable ? chosen : 'warn';
+  const [action, setAction] = useState<Action>(budget?.action === 'warn' ? 'warn' : 'pause');
   const save = useMutation({
     mutationFn: () => {
       const limits = limitsOf(cost, tokens);
@@ -266,7 +232,7 @@ function BudgetForm({ budget, onDone }: { budget: Budget | null; onDone(): void 
         <label>
           On crossing
           <select value={action} onChange={(event) => setAction(event.target.value === 'warn' ? 'warn' : 'pause')}>
-            {pausable && <option value="pause">pause</option>}
+            <option value="pause">pause</option>
             <option value="warn">warn</option>
           </select>
         </label>

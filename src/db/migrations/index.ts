@@ -56,6 +56,8 @@ import * as messagesInboxTime from './0060-messages-inbox-time.js';
 import * as claimChecks from './0061-claim-checks.js';
 import * as stepPayloadRefs from './0062-step-payload-refs.js';
 import * as deliveryCapability from './0065-delivery-capability.js';
+import * as artifactOffloads from './0066-artifact-offloads.js';
+import * as usagePlanCovering from './0068-usage-plan-covering.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -122,4 +124,6 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0061-claim-checks': claimChecks,
   '0062-step-payload-refs': stepPayloadRefs,
   '0065-delivery-capability': deliveryCapability,
+  '0066-artifact-offloads': artifactOffloads,
+  '0068-usage-plan-covering': usagePlanCovering,
 };

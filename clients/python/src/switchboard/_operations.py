@@ -4381,6 +4381,7 @@ class BudgetsListArgs(TypedDict, total=False):
 
     limit: int
     offset: int
+    state: Literal["paused"]
 
 
 class BudgetsListItem(TypedDict):
@@ -6792,7 +6793,7 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             method="GET",
             path="/api/v1/budgets",
             path_params=(),
-            query_params=("limit", "offset",),
+            query_params=("limit", "offset", "state",),
             body="none",
             body_fields=(),
             paged=True,
@@ -7605,7 +7606,7 @@ class BudgetsOperations(Domain):
     """The budgets operations."""
 
     def list(self, **arguments: Unpack[BudgetsListArgs]) -> Paged[BudgetsListItem]:
-        """List budgets with their current period, oldest first (admin) (GET /api/v1/budgets)."""
+        """List budgets with their current period, oldest first (admin); state=paused: only those pausing their scope (GET /api/v1/budgets)."""
         return self._call("list", arguments)  # type: ignore[no-any-return]
 
     def create(self, **arguments: Unpack[BudgetsCreateArgs]) -> BudgetsCreateData:
@@ -7617,15 +7618,15 @@ class BudgetsOperations(Domain):
         return self._call("get", arguments)  # type: ignore[no-any-return]
 
     def update(self, **arguments: Unpack[BudgetsUpdateArgs]) -> BudgetsUpdateData:
-        """Change a budget (admin): a limit raised above what the period spent resumes its agent (PATCH /api/v1/budgets/{id})."""
+        """Change a budget (admin): a limit raised above what the period spent resumes what it paused (PATCH /api/v1/budgets/{id})."""
         return self._call("update", arguments)  # type: ignore[no-any-return]
 
     def delete(self, **arguments: Unpack[BudgetsDeleteArgs]) -> BudgetsDeleteData:
-        """Delete a budget (admin); its agent resumes (DELETE /api/v1/budgets/{id})."""
+        """Delete a budget (admin); what it paused resumes (DELETE /api/v1/budgets/{id})."""
         return self._call("delete", arguments)  # type: ignore[no-any-return]
 
     def resume(self, **arguments: Unpack[BudgetsResumeArgs]) -> BudgetsResumeData:
-        """Resume the agent a budget paused, for the rest of the period (admin) (POST /api/v1/budgets/{id}/resume)."""
+        """Resume what a budget paused (its agent, capability, plan or everything), for the rest of the period (admin) (POST /api/v1/budgets/{id}/resume)."""
         return self._call("resume", arguments)  # type: ignore[no-any-return]
 
 
