@@ -142,9 +142,9 @@ export function createCoordinationDomain(deps: {
     },
     redriven: (tx, letter) => continueFromLetter(tx, { store: stepWork, engine }, letter),
   };
-  deps.onPublish(async (event) => {
-    await firing.onEvent(event);
-    await coordination.handleEvent(event);
+  deps.onPublish(async (publication) => {
+    await firing.onEvent(publication);
+    await coordination.handleEvent(publication);
   });
 
   // Step timeouts, retry backoff, waits, approval deadlines and schedule triggers: one pass

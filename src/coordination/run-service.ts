@@ -4,7 +4,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { NotFound } from '../kernel/errors.js';
 import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
-import type { AuditTrail, PublishedEvent, SignedPayloadRef } from '../kernel/ports.js';
+import type { AuditTrail, Publication, SignedPayloadRef } from '../kernel/ports.js';
 import type { RunUsage, UsageSum } from '../kernel/usage-ports.js';
 import { parseNullableJson } from '../kernel/json.js';
 import { topicMatches } from '../kernel/topics.js';
@@ -298,10 +298,11 @@ export class RunService {
 
   // Engine plumbing
 
-  async handleEvent(event: PublishedEvent): Promise<void> {
-    // Most events resume nothing: look before opening a transaction.
+  async handleEvent(publication: Publication): Promise<void> {
+    // Most events resume nothing: look before opening a transaction (and reading a large payload).
     const waiters = await this.waiters();
-    if (!waiters.some((w) => topicMatches(w.wait_topic, event.topic))) return;
+    if (!waiters.some((w) => topicMatches(w.wait_topic, publication.topic))) return;
+    const event = await publication.event();
     await this.store.inTransaction((tx) => this.deps.engine.onEvent(tx, event));
   }
 

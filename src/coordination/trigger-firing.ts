@@ -2,7 +2,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, MethodNotAllowed, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
-import type { AuditTrail, PublishedEvent } from '../kernel/ports.js';
+import type { AuditTrail, Publication } from '../kernel/ports.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { topicMatches } from '../kernel/topics.js';
 import { decideSlots, Schedule } from '../kernel/cron.js';
@@ -251,9 +251,10 @@ export class TriggerFiring {
    * starts the runs of earlier ones wait for it and then start theirs together, in one
    * transaction (a commit and a few multi-row statements for many runs).
    */
-  async onEvent(event: PublishedEvent): Promise<number> {
-    const triggers = await this.matchingEventTriggers(event.topic);
+  async onEvent(publication: Publication): Promise<number> {
+    const triggers = await this.matchingEventTriggers(publication.topic);
     if (triggers.length === 0) return 0;
+    const event = await publication.event();
     const now = this.deps.clock.now();
     const data: Record<string, unknown> = {
       ...(isJsonObject(event.payload) ? event.payload : { payload: event.payload }),

@@ -170,7 +170,16 @@ export interface PublishedEvent {
   publisher: string;
 }
 
-export type PublishListener = (event: PublishedEvent) => Promise<void>;
+/**
+ * A publish as its listeners hear of it: a payload streamed to storage as the request arrived is
+ * read back into memory only when a listener asks for the event (a trigger or wait it concerns).
+ */
+export interface Publication {
+  topic: string;
+  event(): Promise<PublishedEvent>;
+}
+
+export type PublishListener = (publication: Publication) => Promise<void>;
 
 /**
  * Implemented by access groups (auth/groups): the groups an admin granted an agent, which open

@@ -59,6 +59,7 @@ export function createMessagingDomain(platform: Platform, events: EventLog) {
   const subscriptions = new SubscriptionsService({
     store: new SubscriptionsStore(platform.database.db, platform.database.caps),
     inbox,
+    payloads,
     clock,
     logger,
   });

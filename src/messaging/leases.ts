@@ -2,7 +2,7 @@ import { autocommit, type Tx } from '../kernel/tx.js';
 import { iso, type Clock } from '../kernel/clock.js';
 import { Conflict, Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import { SYSTEM_ACTOR, type AgentLimits, type EventLog, type OriginKind, type PayloadRef } from '../kernel/ports.js';
+import { StagedPayload, SYSTEM_ACTOR, type AgentLimits, type EventLog, type OriginKind, type PayloadRef } from '../kernel/ports.js';
 import { type UsageRecorder, type UsageReport } from '../kernel/usage-ports.js';
 import { TurnBatch } from '../kernel/turn-batch.js';
 import { spanClock, type InboxTracing } from './inbox-tracing.js';
@@ -174,18 +174,19 @@ export class Leases {
     if (reported !== null && this.usage === null) throw InvalidRequest.field('usage', 'is not recorded by this server');
     // Offloaded before the transaction: an output over the inline limit is kept as an artifact of
     // the receiver, its reference on the message and in the outcome (deleted if the ack fails).
-    const outputRef = output === undefined ? null : await this.deps.payloads.offloadOutput(caller, output, []);
-    const call: AckCall = {
-      caller,
-      ids,
-      output,
-      outputRef,
-      stored: output === undefined || outputRef !== null ? null : JSON.stringify(output),
-      usage: reported,
-      startTime: spanClock(),
-    };
-    const rows = await this.acks.add(call).catch(async (err: unknown) => {
-      if (outputRef !== null) await this.deps.payloads.discardOutput(outputRef);
+    const outputRef = output === undefined ? null : await this.deps.payloads.offload(caller, output, []);
+    const ack = async () =>
+      this.acks.add({
+        caller,
+        ids,
+        output: output instanceof StagedPayload ? await this.producersCopy(ids, outputRef!) : output,
+        outputRef,
+        stored: output === undefined || outputRef !== null ? null : JSON.stringify(output),
+        usage: reported,
+        startTime: spanClock(),
+      });
+    const rows = await ack().catch(async (err: unknown) => {
+      if (outputRef !== null) await this.deps.payloads.discardUnheld(outputRef);
       throw err;
     });
     // The producers (the messages' senders) read it.
@@ -197,6 +198,16 @@ export class Leases {
     );
     this.released(rows);
     return { acknowledged: ids };
+  }
+
+  /**
+   * An output streamed to storage as its body arrived, read back only when a producer keeps the
+   * value (a plan step's output for later templates, a routine execution's, an A2A task's): an
+   * acknowledgement of a message nobody hears of keeps it out of memory.
+   */
+  private async producersCopy(ids: string[], ref: PayloadRef): Promise<unknown> {
+    const rows = await this.store.findMessages(autocommit, ids);
+    return rows.some((row) => this.deps.outcomes.hears(row, 'acknowledged')) ? this.deps.payloads.read(ref) : undefined;
   }
 
   /**

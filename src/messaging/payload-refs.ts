@@ -1,4 +1,4 @@
-import type { Tx } from '../kernel/tx.js';
+import { autocommit, type Tx } from '../kernel/tx.js';
 import { InvalidRequest } from '../kernel/errors.js';
 import type { Readable } from 'node:stream';
 import type { ClaimChecks, OutgoingMessage, PayloadOwner, PayloadRef, SignedPayloadRef, StagedJson } from '../kernel/ports.js';
@@ -106,8 +106,8 @@ export class PayloadRefs {
     await this.discardIds(ids);
   }
 
-  /** An output offloaded for an acknowledgement that failed. */
-  async discardOutput(ref: PayloadRef): Promise<void> {
+  /** An offload whose request failed, or that nothing took (a publish nobody subscribes to): deleted unless a message holds it. */
+  async discardUnheld(ref: PayloadRef): Promise<void> {
     await this.discardIds([ref.artifact_id]);
   }
 
@@ -115,11 +115,18 @@ export class PayloadRefs {
     if (ids.length > 0 && this.checks !== null) await this.checks.discard(ids).catch(() => 0);
   }
 
-  /** An output over the inline limit, offloaded for the producer of `destination`'s message. */
-  async offloadOutput(owner: PayloadOwner, output: unknown, readers: readonly string[]): Promise<PayloadRef | null> {
-    const bytes = this.oversized(output);
-    if (bytes === null || this.checks === null) return null;
-    return this.checks.offload(owner, bytes, readers);
+  /** A value over the inline limit (an acknowledgement's output, a published payload), or one streamed to storage, kept as an artifact `readers` may read. */
+  async offload(owner: PayloadOwner, value: unknown, readers: readonly string[]): Promise<PayloadRef | null> {
+    if (this.checks === null) return null;
+    if (value instanceof StagedPayload) return this.checks.offload(owner, value.json, readers);
+    const bytes = this.oversized(value);
+    return bytes === null ? null : this.checks.offload(owner, bytes, readers);
+  }
+
+  /** The value of an offloaded payload, read back whole (for those that keep it as a value). */
+  async read(ref: PayloadRef): Promise<unknown> {
+    if (this.checks === null) throw new Error('a payload is stored by reference, but no artifacts are bound');
+    return JSON.parse((await this.checks.read(autocommit, ref)).toString('utf8')) as unknown;
   }
 
   /** Lets `readers` read an artifact `owner` made (an output's producers). */

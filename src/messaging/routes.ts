@@ -63,17 +63,18 @@ export function messagingRoutes(
     // One shutdown listener ends every long poll: a listener each cost a walk over all the others
     // on every add and remove (an AbortSignal's list), quadratic with 2,000 polls opening.
     const longPolls = new Set<() => void>();
-    // A send's large payloads go to storage as their bodies arrive, never parsed into memory whole.
+    // Large payloads and outputs go to storage as their bodies arrive, never parsed into memory whole.
     const streamed = (paths: OffloadPath[]) => streamedJsonBody({ paths, inlineBytes: payloads.inlineLimit, stage: () => payloads.stager });
-    const streamedSend = streamed([['payload']]);
+    const streamedPayload = streamed([['payload']]);
     const streamedBatch = streamed([['messages', 'payload']]);
+    const streamedOutput = streamed([['output']]);
     shutdown.addEventListener('abort', () => longPolls.forEach((abort) => abort()), { once: true });
 
     app.post(
       '/messaging/send',
       {
         bodyLimit: payloadBodyBytes,
-        ...streamedSend,
+        ...streamedPayload,
         config: {
           permission: 'messaging:write',
           conflict: "In a turn-mode thread, it is another participant's turn, or another message took this turn",
@@ -163,6 +164,7 @@ export function messagingRoutes(
       '/messaging/acknowledge',
       {
         bodyLimit: payloadBodyBytes,
+        ...streamedOutput,
         config: { permission: 'messaging:write', conflict: 'A message is settled already or has not been received' },
         schema: {
           tags,
@@ -360,6 +362,7 @@ export function messagingRoutes(
       '/messaging/publish',
       {
         bodyLimit: payloadBodyBytes,
+        ...streamedPayload,
         config: { permission: 'messaging:write' },
         schema: {
           tags,

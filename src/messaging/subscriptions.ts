@@ -4,8 +4,9 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
-import type { OutgoingMessage, PublishedEvent, PublishListener } from '../kernel/ports.js';
+import { StagedPayload, type OutgoingMessage, type Publication, type PublishedEvent, type PublishListener } from '../kernel/ports.js';
 import type { InboxService } from './inbox.js';
+import type { PayloadRefs } from './payload-refs.js';
 import { checkReceiver, type Caller } from './messages.js';
 import type { SubscriptionRow } from './store.js';
 import type { SubscriptionsStore } from './subscriptions-store.js';
@@ -29,7 +30,9 @@ function toSubscription(row: SubscriptionRow): Subscription {
 export class SubscriptionsService {
   private readonly publishListeners: PublishListener[] = [];
 
-  constructor(private readonly deps: { store: SubscriptionsStore; inbox: InboxService; clock: Clock; logger: Logger }) {}
+  constructor(
+    private readonly deps: { store: SubscriptionsStore; inbox: InboxService; payloads: PayloadRefs; clock: Clock; logger: Logger },
+  ) {}
 
   private get store() {
     return this.deps.store;
@@ -87,19 +90,42 @@ export class SubscriptionsService {
     // triggers and waits): then nothing is written at all.
     const candidates = await this.store.candidateSubscriptions(autocommit, topic);
     const subscribers = [...new Set(candidates.filter((s) => topicMatches(s.topic, topic)).map((s) => s.agent_id))];
-    const sent = await this.deps.inbox.sendAsSender(
-      caller,
-      subscribers.map((destination) => ({ ...flow, source, destination, event_name: topic, payload })),
-    );
-    const ids = sent.messages.map((message) => message.message_id);
-    const event: PublishedEvent = { topic, payload, published_at: iso(now), publisher: source };
-    for (const listener of this.publishListeners) {
-      try {
-        await listener(event);
-      } catch (err) {
-        this.deps.logger.error({ err, topic }, 'publish listener failed');
+    // A payload streamed to storage is kept once: subscribers get it by reference, a listener
+    // that asks reads it back; once they are done it goes unless a message holds it.
+    const ref = payload instanceof StagedPayload ? await this.deps.payloads.offload(caller, payload, subscribers) : null;
+    try {
+      const sent = await this.deps.inbox.sendAsSender(
+        caller,
+        subscribers.map((destination) => ({
+          ...flow,
+          source,
+          destination,
+          event_name: topic,
+          ...(ref === null ? { payload } : { payload_ref: ref }),
+        })),
+      );
+      let event: Promise<PublishedEvent> | undefined;
+      const publication: Publication = {
+        topic,
+        event: () =>
+          (event ??= (async () => ({
+            topic,
+            payload: ref === null ? payload : await this.deps.payloads.read(ref),
+            published_at: iso(now),
+            publisher: source,
+          }))()),
+      };
+      for (const listener of this.publishListeners) {
+        try {
+          await listener(publication);
+        } catch (err) {
+          this.deps.logger.error({ err, topic }, 'publish listener failed');
+        }
       }
+      const ids = sent.messages.map((message) => message.message_id);
+      return { topic, count: ids.length, message_ids: ids };
+    } finally {
+      if (ref !== null) await this.deps.payloads.discardUnheld(ref);
     }
-    return { topic, count: ids.length, message_ids: ids };
   }
 }

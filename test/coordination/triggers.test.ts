@@ -268,7 +268,10 @@ describeEachDialect('coordination triggers', (dialect) => {
       audit: server.app.platform.audit,
       notifier: server.app.platform.notifier,
     });
-    const event = (id: string, on = topic) => ({ topic: on, payload: { id }, published_at: new Date().toISOString(), publisher: 'test' });
+    const event = (id: string, on = topic) => ({
+      topic: on,
+      event: async () => ({ topic: on, payload: { id }, published_at: new Date().toISOString(), publisher: 'test' }),
+    });
     // Triggers read (an event nothing matches), so the three below are handled in the same turn.
     expect(await triggers.onEvent(event('none', unique('unmatched')))).toBe(0);
     const outcomes = await Promise.allSettled([triggers.onEvent(event('a')), triggers.onEvent(event('bad')), triggers.onEvent(event('b'))]);

@@ -292,6 +292,58 @@ describeEachDialect('the agent channel', (dialect) => {
     }
   });
 
+  it('sends a payload by reference: an artifact its agent may read, never beside a payload', async () => {
+    const conn = await open('ref-sender');
+    const target = await open('ref-target');
+    try {
+      target.write({ credit: 10 });
+      const sender = server.api.withKey(await keyOf('ref-sender'));
+      const content = { doc: 'r'.repeat(3000) };
+      const snippet = await sender.post('/api/v1/artifacts/snippets', { name: 'doc.json', content, metadata: { claim_check: true } });
+      expect(snippet.status, snippet.text).toBe(201);
+      const artifactId = snippet.body.data.id as string;
+      const sent = await conn.request('send', { destination: 'ref-target', event_name: 'ref', payload_ref: { artifact_id: artifactId } });
+      expect(sent.ok, JSON.stringify(sent)).toMatchObject({ status: 'sent' });
+      const pushed = (await target.frame((f) => f.message?.message_id === sent.ok.message_id)).message;
+      expect(pushed.payload).toBeNull();
+      expect(pushed.payload_ref).toMatchObject({
+        artifact_id: artifactId,
+        size_bytes: snippet.body.data.size_bytes,
+        sha256: snippet.body.data.sha256,
+      });
+      const fetched = await fetch(pushed.payload_ref.url as string);
+      expect(await fetched.json()).toEqual(content);
+
+      const both = await conn.request('send', {
+        destination: 'ref-target',
+        event_name: 'ref',
+        payload: {},
+        payload_ref: { artifact_id: artifactId },
+      });
+      expect(both.error).toMatchObject({ code: 'invalid_request' });
+      const other = server.api.withKey(await keyOf('ref-other'));
+      const foreign = await other.post('/api/v1/artifacts/snippets', { name: 'other.json', content: { o: 1 } });
+      const forbidden = await conn.request('send', {
+        destination: 'ref-target',
+        event_name: 'ref',
+        payload_ref: { artifact_id: foreign.body.data.id },
+      });
+      expect(forbidden.error).toMatchObject({ code: 'forbidden' });
+      const unknown = await conn.request('send', {
+        destination: 'ref-target',
+        event_name: 'ref',
+        payload_ref: { artifact_id: 'art_missing' },
+      });
+      expect(unknown.error).toMatchObject({ code: 'not_found' });
+      const malformed = await conn.request('send', { destination: 'ref-target', event_name: 'ref', payload_ref: { id: artifactId } });
+      expect(malformed.error).toMatchObject({ code: 'invalid_request' });
+      expect(target.messages().filter((m) => m.event_name === 'ref')).toHaveLength(1);
+    } finally {
+      conn.socket.close();
+      target.socket.close();
+    }
+  });
+
   it('heartbeat frames update discovery health', async () => {
     const conn = await open('beating-1');
     try {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import type { Api } from '../helpers/api.js';
 import { acknowledge, receive } from '../helpers/agent.js';
+import { waitFor } from '../helpers/wait.js';
 import { describeEachDialect } from '../helpers/dialects.js';
 import { useServer } from '../helpers/server.js';
 import { keyPair, signedHeaders } from '../helpers/signing.js';
@@ -40,6 +41,30 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     const res = await fetch(ref.url);
     expect(res.status).toBe(200);
     return res.text();
+  };
+
+  /**
+   * A plan started by an event trigger on `topic` whose filter must pass, its input `{n}` from
+   * the event; resolves with the completed run of it once one is.
+   */
+  const triggeredRun = async (topic: string, filter: string) => {
+    const plan = await server.api.post('/api/v1/coordination/plans', {
+      alias: `sp-${topic.replaceAll('.', '-')}`,
+      steps: [{ id: 'echo', type: 'transform', output: { n: '{{input.n}}' } }],
+    });
+    expect(plan.status, plan.text).toBe(201);
+    const trigger = await server.api.post('/api/v1/coordination/triggers', {
+      plan_id: plan.body.data.id,
+      type: 'event',
+      config: { topic, filter },
+      input_mapping: { n: '{{event.n}}' },
+    });
+    expect(trigger.status, trigger.text).toBe(201);
+    return () =>
+      waitFor(async () => {
+        const runs = (await server.api.get(`/api/v1/coordination/runs?plan_id=${plan.body.data.id}`)).body.data as any[];
+        return runs.find((r) => r.status === 'completed');
+      }, 10_000);
   };
 
   const artifactCount = async (api: Api) => (await api.get('/api/v1/artifacts')).body.meta.total as number;
@@ -95,6 +120,72 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
     for (const m of messages) await acknowledge(b, m.message_id);
   });
 
+  it('publishes a streamed payload as one artifact every subscriber reads, and hands its value to the trigger it concerns', async () => {
+    const { a, b } = await agents();
+    const c = await server.agent('sp-c');
+    const topic = `sp.big.${dialect}`;
+    for (const [agent, id] of [
+      [b, 'sp-b'],
+      [c, 'sp-c'],
+    ] as const)
+      expect((await agent.post(`${M}/subscribe`, { agent_id: id, topic })).status).toBe(201);
+    const completed = await triggeredRun(topic, 'event.n = 7 and $length(event.text) = 200000');
+    const text = `{ "n": 7, "text": "${'ü'.repeat(200_000)}" }`;
+    const published = await postRaw(a, 'publish', `{"topic": "${topic}", "payload": ${text}}`);
+    expect(published.status, published.text.slice(0, 300)).toBe(201);
+    expect(published.body.data.count).toBe(2);
+    const refs: Ref[] = [];
+    for (const [agent, id] of [
+      [b, 'sp-b'],
+      [c, 'sp-c'],
+    ] as const) {
+      const [message] = await receive(agent, id, 0, 1);
+      expect(message!.payload).toBeNull();
+      refs.push((message as unknown as { payload_ref: Ref }).payload_ref);
+      await acknowledge(agent, message!.message_id);
+    }
+    expect(refs[1]!.artifact_id).toBe(refs[0]!.artifact_id);
+    expect(await fetchRef(refs[1]!)).toBe(JSON.stringify(JSON.parse(text)));
+    expect((await completed()).input).toEqual({ n: 7 });
+  });
+
+  it('keeps no artifact of a streamed publish nobody subscribes to, after a trigger read its value', async () => {
+    const { a } = await agents();
+    const topic = `sp.nobody.${dialect}`;
+    const completed = await triggeredRun(topic, '$length(event.text) = 400000');
+    const before = await artifactCount(server.api);
+    const published = await postRaw(a, 'publish', `{"topic": "${topic}", "payload": {"n": 3, "text": "${'n'.repeat(400_000)}"}}`);
+    expect(published.status, published.text.slice(0, 300)).toBe(201);
+    expect(published.body.data.count).toBe(0);
+    expect((await completed()).input).toEqual({ n: 3 });
+    expect(await artifactCount(server.api)).toBe(before);
+    await expect.poll(stagingFiles).toBe(0);
+  });
+
+  it('stores a streamed acknowledgement output as JSON.stringify writes it, for the sender to read', async () => {
+    const { a, b } = await agents();
+    expect((await a.post(`${M}/send`, { destination: 'sp-b', event_name: 'work', payload: {} })).status).toBe(201);
+    const [message] = await receive(b, 'sp-b', 0, 1);
+    const text = looseJson(600);
+    const expected = JSON.stringify(JSON.parse(text));
+    expect(Buffer.byteLength(expected)).toBeGreaterThan(256 * 1024);
+    const acked = await postRaw(b, 'acknowledge', `{ "output" : ${text}, "message_id": "${message!.message_id}" }`);
+    expect(acked.status, acked.text.slice(0, 300)).toBe(200);
+    const shared = (await a.get('/api/v1/artifacts/shared?limit=100')).body.data as { id: string; sha256: string; owner: string }[];
+    const artifact = shared.find((item) => item.sha256 === sha256(expected));
+    expect(artifact?.owner).toBe('sp-b');
+    const download = await a.get(`/api/v1/artifacts/${artifact!.id}/download`);
+    expect(download.text === expected).toBe(true);
+
+    // Refused after its output went to storage: nothing of it is kept.
+    const before = await artifactCount(server.api);
+    const again = await postRaw(b, 'acknowledge', `{"message_id": "${message!.message_id}", "output": ${looseJson(601)}}`);
+    expect(again.status, again.text.slice(0, 300)).toBe(409);
+    const unknown = await postRaw(b, 'acknowledge', `{"message_id": "msg_unknown", "output": ${looseJson(602)}}`);
+    expect(unknown.status, unknown.text.slice(0, 300)).toBe(404);
+    expect(await artifactCount(server.api)).toBe(before);
+  });
+
   it('keeps inline a payload whose body is over the limit only by its spacing', async () => {
     const { a, b } = await agents();
     const payload = { words: Array.from({ length: 2000 }, (_, i) => `w${i}`) };
@@ -129,6 +220,13 @@ describeEachDialect('messaging: large payloads streamed from the request body', 
         'payload and payload_ref',
         `{"destination": "sp-b", "event_name": "x", "payload": ${payload}, "payload_ref": {"artifact_id": "art_x"}}`,
       ],
+      ['publish', 'cut short', `{"topic": "sp.bad", "payload": ${payload.slice(0, -10)}`],
+      ['publish', 'an unknown field', `{"topic": "sp.bad", "payload": ${payload}, "nope": 1}`],
+      ['publish', 'payload twice', `{"topic": "sp.bad", "payload": ${payload}, "payload": 1}`],
+      ['acknowledge', 'cut short', `{"message_id": "msg_x", "output": ${payload.slice(0, -10)}`],
+      ['acknowledge', 'garbage after', `{"message_id": "msg_x", "output": ${payload}} trailing`],
+      ['acknowledge', 'an output with message_ids', `{"message_ids": ["msg_x"], "output": ${payload}}`],
+      ['acknowledge', 'output twice', `{"message_id": "msg_x", "output": ${payload}, "output": 1}`],
       [
         'send-batch',
         'one bad message',
