@@ -36,6 +36,19 @@ describeEachDialect('usage', (dialect) => {
     return res.body.data.rows as { key: string | null; count: number; input_tokens: number; output_tokens: number; cost_usd: number }[];
   }
 
+  /** A total budget of `agentId` that warns at half of `costUsd`; its id. */
+  async function warningBudget(agentId: string, costUsd: number): Promise<string> {
+    const res = await server.api.post('/api/v1/budgets', {
+      agent_id: agentId,
+      period: 'total',
+      limits: { cost_usd: costUsd },
+      warn_at: 0.5,
+      action: 'warn',
+    });
+    expect(res.status, res.text).toBe(201);
+    return res.body.data.id as string;
+  }
+
   /** A run of a one-step plan whose step goes to the agent with `capability`. */
   async function runFor(agent: Api, agentId: string) {
     const capability = unique('summarize');
@@ -124,14 +137,7 @@ describeEachDialect('usage', (dialect) => {
   it('records the usage of a channel ack of several messages together, counted against budgets in order', async () => {
     const agentId = unique('batch');
     const agent = await server.agent(agentId);
-    const budget = await server.api.post('/api/v1/budgets', {
-      agent_id: agentId,
-      period: 'total',
-      limits: { cost_usd: 1 },
-      warn_at: 0.5,
-      action: 'warn',
-    });
-    expect(budget.status, budget.text).toBe(201);
+    const budgetId = await warningBudget(agentId, 1);
     for (let i = 0; i < 3; i++)
       expect((await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: { i } })).status).toBe(
         201,
@@ -154,9 +160,9 @@ describeEachDialect('usage', (dialect) => {
     expect(await totals(`group_by=model&agent_id=${agentId}`)).toEqual([
       { key: 'model-batch', count: 3, input_tokens: 30, output_tokens: 15, cached_tokens: 0, cost_usd: expect.closeTo(0.9, 9) },
     ]);
-    const spent = (await server.api.get(`/api/v1/budgets/${budget.body.data.id}`)).body.data;
+    const spent = (await server.api.get(`/api/v1/budgets/${budgetId}`)).body.data;
     expect(spent).toMatchObject({ state: 'warning', spent: { tokens: 45 } });
-    const warnings = (await server.api.get(`/api/v1/events?type=budget.warning&subject=${budget.body.data.id}`)).body.data;
+    const warnings = (await server.api.get(`/api/v1/events?type=budget.warning&subject=${budgetId}`)).body.data;
     expect(warnings).toHaveLength(1);
   });
 
@@ -165,15 +171,8 @@ describeEachDialect('usage', (dialect) => {
     const agents = await Promise.all(
       [0, 1, 2].map(async () => {
         const agentId = unique('burst');
-        const budget = await server.api.post('/api/v1/budgets', {
-          agent_id: agentId,
-          period: 'total',
-          limits: { cost_usd: 0.75 },
-          warn_at: 0.5,
-          action: 'warn',
-        });
-        expect(budget.status, budget.text).toBe(201);
-        return { agentId, api: await server.agent(agentId), budgetId: budget.body.data.id as string };
+        const budgetId = await warningBudget(agentId, 0.75);
+        return { agentId, api: await server.agent(agentId), budgetId };
       }),
     );
     const received = [];
