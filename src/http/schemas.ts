@@ -165,13 +165,22 @@ export function mapSubschemas<T>(schema: T, map: (subschema: unknown) => unknown
   return copy as T;
 }
 
+/**
+ * The copies by schema: the same copy for the same schema, so that the validators compiled from
+ * it (which Ajv keeps by schema object, http/server.ts) serve every app of the process.
+ */
+const bounded = new WeakMap<object, object>();
+
 /** A copy of a JSON schema in which every integer without an upper bound gets MAX_INTEGER. */
 export function withIntegerMaximum<T>(schema: T): T {
   if (!isSchemaObject(schema)) return schema;
+  const known = bounded.get(schema);
+  if (known) return known as T;
   const copy: Record<string, unknown> = mapSubschemas(schema, withIntegerMaximum);
   const type = copy.type;
   const integer = type === 'integer' || (Array.isArray(type) && type.includes('integer'));
   if (integer && copy.maximum === undefined && copy.exclusiveMaximum === undefined) copy.maximum = MAX_INTEGER;
+  bounded.set(schema, copy);
   return copy as T;
 }
 

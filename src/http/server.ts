@@ -120,6 +120,17 @@ function fullStorageReason(postponed: string[]): string {
   return `No storage space is left for writes: reads are served, writes answer 507 insufficient_storage${waiting}`;
 }
 
+// Two validators: query strings and path params arrive as text and are coerced to the
+// schema's types; JSON bodies are not (a number where a string belongs is a 400, never
+// silently converted). Unknown fields are errors everywhere. JSON numbers are
+// finite (`1e400` parses as Infinity); text ones coerced to Infinity pass ajv's finiteness
+// check, and meet the maximum every integer has (withBoundedRequestIntegers). One pair for the
+// process: Ajv keeps what it compiled by schema object, and the schemas are module constants, so
+// another app in the process (the test suites start hundreds) compiles none again.
+const validatorOptions = { removeAdditional: false, useDefaults: true, allErrors: true, strict: false } as const;
+const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false, strictNumbers: true }));
+const textValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: 'array' }));
+
 /** Builds the Fastify app: plumbing first, then every domain's routes under its root. */
 export async function buildHttpServer(options: HttpServerOptions): Promise<FastifyInstance> {
   const requestTimeoutMs = options.config.requestTimeoutSeconds * 1000;
@@ -148,14 +159,6 @@ export async function buildHttpServer(options: HttpServerOptions): Promise<Fasti
     clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  // Two validators: query strings and path params arrive as text and are coerced to the
-  // schema's types; JSON bodies are not (a number where a string belongs is a 400, never
-  // silently converted). Unknown fields are errors everywhere. JSON numbers are
-  // finite (`1e400` parses as Infinity); text ones coerced to Infinity pass ajv's finiteness
-  // check, and meet the maximum every integer has (withBoundedRequestIntegers).
-  const validatorOptions = { removeAdditional: false, useDefaults: true, allErrors: true, strict: false } as const;
-  const bodyValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: false, strictNumbers: true }));
-  const textValidator = addFormats.default(new Ajv.default({ ...validatorOptions, coerceTypes: 'array' }));
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
   app.setSerializerCompiler(compileSerializer);
 

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { databaseOptions, type DatabaseOptions } from '../../src/db/database.js';
+import { databaseOptions, sqliteFile, type DatabaseOptions } from '../../src/db/database.js';
 
 /** 'sqlite-no-group-commit' is SQLite with SWITCHBOARD_SQLITE_GROUP_COMMIT=off (db/sqlite-plain-driver.ts). */
 export type Dialect = 'sqlite' | 'sqlite-no-group-commit' | 'postgres';
@@ -32,12 +32,14 @@ export function postgresTestUrl(): string | undefined {
 }
 
 /**
- * A new database. `migrated`: on PostgreSQL, a copy of the suite's migrated template (see
- * global-setup.ts) instead of an empty one, for servers, which would migrate it at start anyway.
+ * A new database. `migrated`: a copy of the suite's migrated template (see global-setup.ts)
+ * instead of an empty one, for servers, which would migrate it at start anyway.
  */
 export async function createTestDatabase(dialect: Dialect, { migrated = false } = {}): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-test-'));
   if (dialect !== 'postgres') {
+    const template = migrated ? process.env.SWITCHBOARD_TEST_SQLITE_TEMPLATE : undefined;
+    if (template) fs.copyFileSync(template, sqliteFile(dataDir));
     const env: Record<string, string> = dialect === 'sqlite-no-group-commit' ? { SWITCHBOARD_SQLITE_GROUP_COMMIT: 'off' } : {};
     return testDatabase(dialect, dataDir, env, async () => fs.rmSync(dataDir, { recursive: true, force: true }));
   }

@@ -3,16 +3,43 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
-import { databaseOptions, openDatabase } from '../../src/db/database.js';
+import { databaseOptions, openDatabase, sqliteFile } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { LOCAL_POSTGRES_URL, postgresTestUrl } from './database.js';
+
+/** Before the suite: migrated template databases for both backends, removed after the suite. */
+export default async function setup(): Promise<() => Promise<void>> {
+  const dropSqliteTemplate = await sqliteTemplate();
+  const dropPostgresTemplate = await postgresTemplate();
+  return async () => {
+    await dropPostgresTemplate?.();
+    dropSqliteTemplate();
+  };
+}
+
+/**
+ * One migrated SQLite database file that the test servers' data dirs start with a copy of
+ * (copying takes a millisecond, migrating a new one about a quarter of a second of CPU).
+ */
+async function sqliteTemplate(): Promise<() => void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-sqlite-template-'));
+  const handle = openDatabase(databaseOptions(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir })));
+  try {
+    await migrateToLatest(handle);
+  } finally {
+    // Closing checkpoints the WAL into the file: the file alone is the migrated database.
+    await handle.close();
+  }
+  process.env.SWITCHBOARD_TEST_SQLITE_TEMPLATE = sqliteFile(dataDir);
+  return () => fs.rmSync(dataDir, { recursive: true, force: true });
+}
 
 /**
  * Before the suite: one migrated PostgreSQL database that the test servers' databases are copied
  * from (`CREATE DATABASE … TEMPLATE`, about a second less each than migrating a new one, and the
  * suite makes well over a hundred). Dropped after the suite.
  */
-export default async function setup(): Promise<(() => Promise<void>) | undefined> {
+async function postgresTemplate(): Promise<(() => Promise<void>) | undefined> {
   const baseUrl = await choosePostgres();
   if (!baseUrl) return undefined;
   const name = `sbtest_template_${process.pid}`;
