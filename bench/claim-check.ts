@@ -13,7 +13,7 @@
  *
  * While iterating (nothing is recorded): CLAIM_BENCH_DIALECTS=sqlite|postgres narrows it to one
  * backend, CLAIM_BENCH_ONLY=plain,sdk,raw to some round trips (printed only), and
- * CLAIM_BENCH_CPU_PROF=DIR writes the server's CPU profile there.
+ * BENCH_CPU_PROF=DIR writes the server's CPU profile there (bench/lib.ts).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -168,8 +168,8 @@ interface Figures {
   rssGrowthMiB: number;
 }
 
-async function dialectRun(dialect: 'sqlite' | 'postgres', profileDir: string | undefined) {
-  const server = await startSwitchboard({ dialect, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] });
+async function dialectRun(dialect: 'sqlite' | 'postgres') {
+  const server = await startSwitchboard({ dialect });
   const rssServing = server.rss();
   try {
     const senderKey = await agentKey(server, 'cc-sender');
@@ -325,7 +325,7 @@ async function dialectRun(dialect: 'sqlite' | 'postgres', profileDir: string | u
 
 export default async function claimCheck(): Promise<void> {
   const narrowed = process.env.CLAIM_BENCH_DIALECTS;
-  const profileDir = process.env.CLAIM_BENCH_CPU_PROF;
+  const profileDir = process.env.BENCH_CPU_PROF;
   const dialects = ((narrowed ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[]).filter(
     (d) => d === 'sqlite' || process.env.SWITCHBOARD_TEST_DATABASE_URL,
   );
@@ -335,7 +335,7 @@ export default async function claimCheck(): Promise<void> {
   const memory: string[] = [];
   let size = 0;
   for (const dialect of dialects) {
-    const result = await dialectRun(dialect, profileDir);
+    const result = await dialectRun(dialect);
     if (process.env.CLAIM_BENCH_ONLY) {
       console.log(dialect, JSON.stringify(result, null, 1));
       continue;
@@ -395,7 +395,7 @@ Where the time goes (measured 2026-11-29 on this machine, load average 6–12, s
 six full runs gave SQLite (b)/(a) 71%, 33%, 39%, 17%, 22% and 37%, PostgreSQL 68%, 77%, 52%, 72% and 56%;
 the CPU columns move less). The messaging part of a claim
 check costs the server next to nothing: in a CPU profile of the server's main thread (\`CLAIM_BENCH_ONLY=sdk
-CLAIM_BENCH_CPU_PROF=DIR\`) the send that adopts the reference, the receive that signs its URL and the confirm take
+BENCH_CPU_PROF=DIR\`) the send that adopts the reference, the receive that signs its URL and the confirm take
 under 5 ms per round trip together; the rest is the artifact transfer itself (sha256 of the upload ~30 ms, file
 reads, socket writes), the same functions as in a profile of (a). Read per thread from /proc/<pid>/task, most of
 the server's CPU in (a), (a') and (b) is V8's helper threads collecting the 20 MB of buffers (~140–180 ms against
