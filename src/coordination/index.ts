@@ -46,7 +46,7 @@ export type { ApprovalChannels } from './approval-notices.js';
 /** The setting whose secret signs approval links. */
 export const APPROVAL_LINK_SETTING = 'approval_link_key';
 
-const NOTHING_PAUSED: PausedScopes = { none: true, agent: () => false, capability: () => false, plan: () => false };
+const NOTHING_PAUSED: PausedScopes = { none: true, agent: () => false, capability: () => false, plan: () => false, pauseOf: () => null };
 
 /** The timer sleeps at most this long, so a lost wake-up costs at most a minute. */
 const MAX_SLEEP_MS = 60_000;
@@ -75,6 +75,7 @@ export function createCoordinationDomain(deps: {
   const channels = new LateBoundChannels();
   // Budgets (usage) are built after coordination: until bound, nothing is paused.
   let pauses: AgentPauses | null = null;
+  const pausesNow: AgentPauses = { pauses: (tx) => (pauses === null ? Promise.resolve(NOTHING_PAUSED) : pauses.pauses(tx)) };
   const timerStore = new ApprovalTimerStore(db, caps);
   const notices = new ApprovalNotices({
     timers: timerStore,
@@ -95,7 +96,7 @@ export function createCoordinationDomain(deps: {
     checkpoints: stepWork,
     inbox: deps.inbox,
     directory: deps.directory,
-    pauses: { pauses: (tx) => (pauses === null ? Promise.resolve(NOTHING_PAUSED) : pauses.pauses(tx)) },
+    pauses: pausesNow,
     events: deps.events,
     links,
     clock: platform.clock,
@@ -111,7 +112,7 @@ export function createCoordinationDomain(deps: {
   const { clock, notifier, audit } = platform;
   const coordination = new RunService({ runs: store, limits, plans, engine, clock, audit, refs });
   const services: CoordinationServices = {
-    plans: new PlanService({ plans, clock, notifier, audit }),
+    plans: new PlanService({ plans, clock, notifier, audit, pauses: pausesNow }),
     runs: coordination,
     decisions: new HumanDecisionService({ runs: store, engine, clock, links, audit, people: deps.people, refs }),
   };

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AgentId, JsonObject, Timestamp } from '../http/schemas.js';
+import { AgentId, JsonObject, NullableBudgetPause, Timestamp } from '../http/schemas.js';
 import { STRATEGIES } from '../discovery/routing.js';
 import { STEP_TYPES } from './plan-definition.js';
 
@@ -202,6 +202,7 @@ export const Plan = Type.Object(
     retention_days: Type.Union([RetentionDays, Type.Null()]),
     ...Limits,
     version: Type.Integer({ description: '1 on create, +1 on every update' }),
+    paused: NullableBudgetPause("A budget paused the plan: its runs' agent steps wait until it resumes"),
     created_by: Type.String(),
     created_at: Timestamp,
     updated_at: Timestamp,

@@ -6,6 +6,7 @@ import { newId } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { AuditTrail } from '../kernel/ports.js';
+import type { AgentPauses, BudgetPause, PausedScopes } from '../kernel/usage-ports.js';
 import type { Caller } from './caller.js';
 import { COORDINATION_CHANGED } from './engine.js';
 import type { ConcurrencyLimit, PlanDefinition, RateLimit, StepDefinition } from './plan-definition.js';
@@ -24,6 +25,7 @@ export interface Plan {
   rate_limit?: RateLimit;
   priority?: number;
   version: number;
+  paused: BudgetPause | null;
   created_by: string;
   created_at: string;
   updated_at: string;
@@ -50,7 +52,12 @@ function limitsOf({ concurrency, rate_limit, priority }: Pick<PlanDefinition, 'c
 }
 
 /** `created_by` is the plan's creator, who owns every version (auth/ownership.ts), not the version's author. */
-function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version: PlanVersionRow, updatedAt: number): Plan {
+function toPlan(
+  plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>,
+  version: PlanVersionRow,
+  updatedAt: number,
+  pauses: PausedScopes,
+): Plan {
   const definition = JSON.parse(version.definition) as PlanDefinition;
   return {
     id: plan.id,
@@ -61,6 +68,7 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version
     retention_days: definition.retention_days ?? null,
     ...limitsOf(definition),
     version: version.version,
+    paused: pauses.pauseOf('plan', plan.id),
     created_by: plan.created_by,
     created_at: iso(plan.created_at),
     updated_at: iso(updatedAt),
@@ -69,7 +77,7 @@ function toPlan(plan: Pick<PlanRow, 'id' | 'created_by' | 'created_at'>, version
 
 /** Plans: versioned, validated when saved (a new version per change); runs pin the version they start with. */
 export class PlanService {
-  constructor(private readonly deps: { plans: PlanStore; clock: Clock; notifier: Notifier; audit: AuditTrail }) {}
+  constructor(private readonly deps: { plans: PlanStore; clock: Clock; notifier: Notifier; audit: AuditTrail; pauses: AgentPauses }) {}
 
   private async validate(input: PlanInput, tx: Tx): Promise<PlanDefinition> {
     const definition: PlanDefinition = {
@@ -123,7 +131,7 @@ export class PlanService {
           await this.deps.audit.record(tx, { action: 'plan.create', resource: { type: 'plan', id: plan.id } });
           const version = this.versionRow(plan.id, 1, input.alias, definition, caller.actor, now);
           await this.deps.plans.insertPlan(tx, plan, version);
-          return toPlan(plan, version, now);
+          return toPlan(plan, version, now, await this.deps.pauses.pauses(tx));
         }),
       input.alias,
     );
@@ -144,21 +152,24 @@ export class PlanService {
 
   async getPlan(idOrAlias: string): Promise<Plan> {
     const plan = await this.planRow(autocommit, idOrAlias);
-    return toPlan(plan, (await this.deps.plans.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at);
+    const version = (await this.deps.plans.findVersion(autocommit, plan.id, plan.version))!;
+    return toPlan(plan, version, plan.updated_at, await this.deps.pauses.pauses(autocommit));
   }
 
   async getPlanVersion(idOrAlias: string, version: number): Promise<Plan> {
     const plan = await this.planRow(autocommit, idOrAlias);
     const row = await this.deps.plans.findVersion(autocommit, plan.id, version);
     if (!row) throw new NotFound('Plan version', `${plan.id}@${version}`);
-    return toPlan(plan, row, row.created_at);
+    return toPlan(plan, row, row.created_at, await this.deps.pauses.pauses(autocommit));
   }
 
+  /** The page's pauses come from one read of what budgets pause (a snapshot most of the time), not one per plan. */
   async listPlans(window: Page): Promise<Paged<Plan>> {
     const page = await this.deps.plans.listPlans(autocommit, window);
+    const pauses = await this.deps.pauses.pauses(autocommit);
     const items = await Promise.all(
       page.items.map(async (plan) =>
-        toPlan(plan, (await this.deps.plans.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at),
+        toPlan(plan, (await this.deps.plans.findVersion(autocommit, plan.id, plan.version))!, plan.updated_at, pauses),
       ),
     );
     return { ...page, items };
@@ -176,7 +187,7 @@ export class PlanService {
           const next = plan.version + 1;
           const version = this.versionRow(plan.id, next, input.alias, definition, caller.actor, now);
           await this.deps.plans.updatePlan(tx, plan.id, { alias: input.alias, version: next, updated_at: now }, version);
-          return toPlan(plan, version, now);
+          return toPlan(plan, version, now, await this.deps.pauses.pauses(tx));
         }),
       input.alias,
     ).then(async (updated) => {

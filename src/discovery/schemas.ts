@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AgentId, JsonObject, Meta, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
+import { AgentId, JsonObject, Meta, NullableBudgetPause, NullableTimestamp, PageQuery, Timestamp } from '../http/schemas.js';
 import { STRATEGIES } from './routing.js';
 
 /** Dotted lowercase names: `text.summarize`, `image.detect-faces`, `code.v2.review`. */
@@ -72,6 +72,9 @@ export const Capability = Type.Object(
     metadata: JsonObject,
     groups: Type.Array(Type.String()),
     max_concurrency: Type.Union([MaxConcurrency, Type.Null()]),
+    paused: NullableBudgetPause(
+      "A budget paused the capability (every agent's): plan steps naming it wait and lookups leave its agents out until it resumes",
+    ),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

@@ -15,7 +15,7 @@ import {
   type EventLog,
   type NewEvent,
 } from '../kernel/ports.js';
-import { type AgentPauses } from '../kernel/usage-ports.js';
+import { type AgentPauses, type PausedScopes } from '../kernel/usage-ports.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Embedder } from './embeddings.js';
 import { CapabilitySearch, type SearchInput } from './capability-search.js';
@@ -134,7 +134,7 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
     const groups = [...new Set(input.groups ?? [])];
     const now = this.clock.now();
     const id = newId('cap', now);
-    const row = await this.store.inTransaction(async (tx) => {
+    const { row, capability } = await this.store.inTransaction(async (tx) => {
       const known = await this.store.hasCapabilities(tx, agentId);
       const stored = await this.store.upsertCapability(
         tx,
@@ -151,18 +151,14 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
         groups,
       );
       await this.audit.record(tx, { action: 'capability.register', resource: { type: 'capability', id: stored.id } });
+      const capability = toCapability(stored, await this.pausesIn(tx));
       if (!known) {
-        await this.events.append(tx, {
-          type: 'agent.registered',
-          subject: agentId,
-          actor,
-          data: { agent_id: agentId, capability: toCapability(stored) },
-        });
+        await this.events.append(tx, { type: 'agent.registered', subject: agentId, actor, data: { agent_id: agentId, capability } });
       }
-      return stored;
+      return { row: stored, capability };
     });
     await this.announceChange();
-    return { capability: toCapability(row), created: row.id === id };
+    return { capability, created: row.id === id };
   }
 
   async listCapabilities(query: { agent_id?: string; capability?: string; group?: string }, window: Page): Promise<Paged<Capability>> {
@@ -171,13 +167,19 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
       { ...capabilityFilter(query.capability), agentId: query.agent_id, group: query.group },
       window,
     );
-    return mapPage(page, toCapability);
+    // One read of what budgets pause (a snapshot most of the time) for the whole page.
+    const pauses = await this.pausesIn(autocommit);
+    return mapPage(page, (row) => toCapability(row, pauses));
   }
 
   async getCapability(id: string): Promise<Capability> {
     const row = await this.store.findCapability(autocommit, id);
     if (!row) throw new NotFound('Capability', id);
-    return toCapability(row);
+    return toCapability(row, await this.pausesIn(autocommit));
+  }
+
+  private async pausesIn(tx: Tx): Promise<PausedScopes | null> {
+    return this.pauses === null ? null : this.pauses.pauses(tx);
   }
 
   /** Removes one capability; an agent may remove only its own (an agent acts only as itself), an admin any. */
@@ -320,7 +322,7 @@ export class DiscoveryService implements AgentDirectory, AgentLimits {
     const freshSince = input.include_unhealthy ? null : now - this.ttlMs;
     const limit = input.limit ?? 50;
     const offset = input.offset ?? 0;
-    const pauses = this.pauses === null ? null : await this.pauses.pauses(tx);
+    const pauses = await this.pausesIn(tx);
     // A budget pauses the agent, or the capability this row offers (every agent's, for lookups).
     const paused = (row: CandidateRow) => pauses !== null && (pauses.agent(row.agent_id) || pauses.capability(row.capability));
     const skipping = !input.include_paused && pauses !== null && !pauses.none;

@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { iso } from '../kernel/clock.js';
+import type { BudgetPause, PausedScopes } from '../kernel/usage-ports.js';
 import type { AgentEntry as AgentEntrySchema } from './schemas.js';
 import { healthOf, type Health } from './routing.js';
 import type { HeartbeatRow } from './heartbeats-store.js';
@@ -13,6 +14,7 @@ export interface Capability {
   metadata: Record<string, unknown>;
   groups: string[];
   max_concurrency: number | null;
+  paused: BudgetPause | null;
   created_at: string;
   updated_at: string;
 }
@@ -54,7 +56,8 @@ export function parseObject(text: string): Metadata {
   return JSON.parse(text) as Metadata;
 }
 
-export function toCapability(row: CapabilityRow): Capability {
+/** `pauses`: what budgets pause now (null: budgets are not bound, nothing is paused). */
+export function toCapability(row: CapabilityRow, pauses: PausedScopes | null): Capability {
   return {
     id: row.id,
     agent_id: row.agent_id,
@@ -62,6 +65,7 @@ export function toCapability(row: CapabilityRow): Capability {
     metadata: parseObject(row.metadata),
     groups: JSON.parse(row.groups) as string[],
     max_concurrency: row.max_concurrency,
+    paused: pauses?.pauseOf('capability', row.capability) ?? null,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };

@@ -226,6 +226,7 @@ export const SCHEMAS = asValidated({
   'usage.totals': { query: Usage.UsageQuery, data: Usage.UsageTotals },
   'budgets.create': { body: Usage.CreateBudgetBody, data: Usage.Budget },
   'budgets.list': { query: Usage.BudgetListQuery, data: list(Usage.Budget) },
+  'budgets.pauses': { data: Type.Array(Usage.ScopePause) },
   'budgets.get': { data: Usage.Budget },
   'budgets.update': { body: Usage.UpdateBudgetBody, data: Usage.Budget },
   'budgets.delete': { data: Deleted },

@@ -44,6 +44,16 @@ export const ErrorEnvelope = Type.Object({
 });
 
 /** What deleting a resource answers: its id. */
+/** A budget's pause of a scope (plan, capability…), shown to whoever reads that scope; null when none pauses it. */
+export const BudgetPause = Type.Object(
+  {
+    budget_id: Type.String({ description: 'The budget that paused it (its details are for budgets:admin)' }),
+    until: Timestamp,
+  },
+  { title: 'BudgetPause', description: 'A budget paused it until `until` (its period ends), or a resume, or a raised limit' },
+);
+export const NullableBudgetPause = (description: string) => Type.Union([BudgetPause, Type.Null()], { description });
+
 export const DeletedResource = Type.Object({ id: Type.String(), deleted: Type.Literal(true) }, { title: 'Deleted' });
 export const Deleted = DataEnvelope(DeletedResource);
 

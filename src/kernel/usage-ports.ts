@@ -36,6 +36,15 @@ export interface SourcedUsage {
   usage: UsageReport;
 }
 
+/** The kinds of scope a budget pauses: one agent, capability or plan, or every agent (value ''). */
+export type PauseScopeKind = 'global' | 'agent' | 'capability' | 'plan';
+
+/** A scope's pause as answers show it: the budget that paused it and when the pause ends (its period's end). */
+export interface BudgetPause {
+  budget_id: string;
+  until: string;
+}
+
 /** What budgets pause now: agents (each, or all with a global budget), capabilities and plans. */
 export interface PausedScopes {
   /** Nothing is paused (the common case). */
@@ -43,6 +52,8 @@ export interface PausedScopes {
   agent(agentId: string): boolean;
   capability(capability: string): boolean;
   plan(planId: string): boolean;
+  /** The pause of that scope itself (an agent's ignores the global one), the longest when several budgets pause it. */
+  pauseOf(kind: PauseScopeKind, value: string): BudgetPause | null;
 }
 
 /**

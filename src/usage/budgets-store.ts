@@ -3,6 +3,7 @@ import { Store } from '../db/store.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import type { Tx } from '../kernel/tx.js';
+import type { PauseScopeKind } from '../kernel/usage-ports.js';
 import type { BudgetsTable } from './tables.js';
 
 export type BudgetRow = Selectable<BudgetsTable>;
@@ -22,8 +23,8 @@ export interface BudgetScopes {
   plan: Set<string>;
 }
 
-/** Until when budgets pause scopes, by kind and scope value (the global kind's value is ''). */
-export type PausedUntil = Record<'global' | 'agent' | 'capability' | 'plan', Map<string, number>>;
+/** Until when budgets pause scopes and which budget does, by kind and scope value (the global kind's value is ''). */
+export type PausedUntil = Record<PauseScopeKind, Map<string, { until: number; budget_id: string }>>;
 
 /** Budgets: their definitions and their current period's consumption. */
 export class BudgetsStore extends Store {
@@ -104,18 +105,20 @@ export class BudgetsStore extends Store {
     return dbOf(tx, this.db).deleteFrom('budgets').where('id', '=', id).returningAll().executeTakeFirst();
   }
 
-  /** The scopes budgets pause past `now`, by kind, each with the end of its longest pause. */
+  /** The scopes budgets pause past `now`, by kind, each with its longest pause and the budget that makes it. */
   async pausedScopes(tx: Tx, now: number): Promise<PausedUntil> {
     const rows = await dbOf(tx, this.db)
       .selectFrom('budgets')
-      .select(['scope_kind', 'scope_value', 'paused_until'])
+      .select(['id', 'scope_kind', 'scope_value', 'paused_until'])
       .where('paused_until', '>', now)
+      .orderBy('id')
       .execute();
-    const until: PausedUntil = { global: new Map(), agent: new Map(), capability: new Map(), plan: new Map() };
+    const paused: PausedUntil = { global: new Map(), agent: new Map(), capability: new Map(), plan: new Map() };
     for (const row of rows) {
-      const byValue = until[row.scope_kind as keyof PausedUntil];
-      byValue.set(row.scope_value, Math.max(byValue.get(row.scope_value) ?? 0, Number(row.paused_until)));
+      const byValue = paused[row.scope_kind as PauseScopeKind];
+      const until = Number(row.paused_until);
+      if (until > (byValue.get(row.scope_value)?.until ?? 0)) byValue.set(row.scope_value, { until, budget_id: row.id });
     }
-    return until;
+    return paused;
   }
 }

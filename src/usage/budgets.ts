@@ -4,12 +4,12 @@ import { newId } from '../kernel/ids.js';
 import { type Page, type Paged, mapPage } from '../kernel/pagination.js';
 import type { Notifier } from '../kernel/notifier.js';
 import { SYSTEM_ACTOR, type AuditTrail, type EventLog, type InboxWaker } from '../kernel/ports.js';
-import { type AgentPauses, type BudgetReadings, type PausedScopes } from '../kernel/usage-ports.js';
+import { type AgentPauses, type BudgetPause, type BudgetReadings, type PausedScopes, type PauseScopeKind } from '../kernel/usage-ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetRow, BudgetScopes, BudgetsStore, PausedUntil, ScopeKeys } from './budgets-store.js';
 import { NoticedSnapshot } from './noticed-snapshot.js';
 import { isTimeZone, NEVER, periodAt, type Period } from './periods.js';
-import type { Budget, CreateBudgetBody, UpdateBudgetBody } from './schemas.js';
+import type { Budget, CreateBudgetBody, ScopePause, UpdateBudgetBody } from './schemas.js';
 
 /** Budgets at most: each ack with usage looks up the ones it counts against. */
 export const MAX_BUDGETS = 10_000;
@@ -43,15 +43,33 @@ interface Spent {
   output_tokens: number;
 }
 
+/** The pauses of `until` that have not ended at `now`, as answers show them. */
+function pausesAt(until: PausedUntil, now: number): ScopePause[] {
+  return (Object.keys(until) as PauseScopeKind[]).flatMap((kind) =>
+    [...until[kind]]
+      .filter(([, pause]) => pause.until > now)
+      .map(([value, pause]) => ({
+        scope: { kind, value: kind === 'global' ? null : value },
+        budget_id: pause.budget_id,
+        until: iso(pause.until),
+      })),
+  );
+}
+
 /** The scopes paused at `now`: a global pause pauses every agent. */
 function pausedAt(until: PausedUntil, now: number): PausedScopes {
-  const paused = (byValue: Map<string, number>, value: string) => (byValue.get(value) ?? 0) > now;
-  const global = paused(until.global, '');
+  const pauseOf = (kind: PauseScopeKind, value: string): BudgetPause | null => {
+    const pause = until[kind].get(value);
+    return pause !== undefined && pause.until > now ? { budget_id: pause.budget_id, until: iso(pause.until) } : null;
+  };
+  const paused = (kind: PauseScopeKind, value: string) => (until[kind].get(value)?.until ?? 0) > now;
+  const global = paused('global', '');
   return {
-    none: [until.global, until.agent, until.capability, until.plan].every((byValue) => [...byValue.values()].every((end) => end <= now)),
-    agent: (agentId) => global || paused(until.agent, agentId),
-    capability: (capability) => paused(until.capability, capability),
-    plan: (planId) => paused(until.plan, planId),
+    none: Object.values(until).every((byValue) => [...byValue.values()].every((pause) => pause.until <= now)),
+    agent: (agentId) => global || paused('agent', agentId),
+    capability: (capability) => paused('capability', capability),
+    plan: (planId) => paused('plan', planId),
+    pauseOf,
   };
 }
 
@@ -307,6 +325,12 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
         readers: this.readersOf(row),
       });
     }
+  }
+
+  /** Every scope a budget pauses now (what anyone who reads plans may know: not the budgets themselves). */
+  async current(): Promise<ScopePause[]> {
+    const now = this.deps.clock.now();
+    return pausesAt(await this.paused.read(() => this.deps.store.pausedScopes(autocommit, now)), now);
   }
 
   /**

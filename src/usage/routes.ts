@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { created, deleted, list, ok } from '../http/reply.js';
 import { DataEnvelope, Deleted, ListEnvelope, page } from '../http/schemas.js';
@@ -8,6 +9,7 @@ import {
   BudgetParams,
   CreateBudgetBody,
   RecordUsageBody,
+  ScopePause,
   UpdateBudgetBody,
   UsageQuery,
   UsageRecord,
@@ -78,6 +80,20 @@ export function budgetRoutes(service: BudgetsService): FastifyPluginAsyncTypebox
         const window = page(request.query);
         return list(reply, await service.list(window, request.query.state === 'paused'), window);
       },
+    );
+
+    app.get(
+      '/budgets/pauses',
+      {
+        // Whoever reads plans sees their steps wait: they may know what pauses them, not the budgets' limits.
+        config: { permission: 'plans:read' },
+        schema: {
+          tags: budgetTags,
+          summary: 'What budgets pause now (every agent, agents, capabilities, plans), each with its budget and end',
+          response: { 200: DataEnvelope(Type.Array(ScopePause)) },
+        },
+      },
+      async (_request, reply) => ok(reply, await service.current()),
     );
 
     app.get(

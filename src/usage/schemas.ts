@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AgentId, PageQuery, Timestamp } from '../http/schemas.js';
+import { AgentId, BudgetPause, PageQuery, Timestamp } from '../http/schemas.js';
 
 /**
  * The usage domain's schemas, written once: they validate requests (the acknowledge's `usage`
@@ -159,14 +159,16 @@ export type BudgetListQuery = Static<typeof BudgetListQuery>;
 
 export const BudgetParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
+const BudgetScope = Type.Object({
+  kind: Type.Union([Type.Literal('agent'), Type.Literal('capability'), Type.Literal('plan'), Type.Literal('global')]),
+  value: Type.Union([Type.String(), Type.Null()], { description: 'The agent id, capability or plan id; null for global' }),
+});
+
 export const Budget = Type.Object(
   {
     id: Type.String(),
     name: Type.String(),
-    scope: Type.Object({
-      kind: Type.Union([Type.Literal('agent'), Type.Literal('capability'), Type.Literal('plan'), Type.Literal('global')]),
-      value: Type.Union([Type.String(), Type.Null()]),
-    }),
+    scope: BudgetScope,
     period: Type.String(),
     time_zone: Type.String(),
     limits: Type.Object({ cost_usd: Type.Union([Type.Number(), Type.Null()]), tokens: Type.Union([Type.Integer(), Type.Null()]) }),
@@ -183,3 +185,6 @@ export const Budget = Type.Object(
   { title: 'Budget' },
 );
 export type Budget = Static<typeof Budget>;
+
+export const ScopePause = Type.Composite([Type.Object({ scope: BudgetScope }), BudgetPause], { title: 'ScopePause' });
+export type ScopePause = Static<typeof ScopePause>;

@@ -284,6 +284,7 @@ ROWS: dict[str, tuple[Row, type[SwitchboardError] | None]] = {
     "usage.totals": (lambda c, x: c.usage.totals(group_by="model"), None),
     "budgets.create": (lambda c, x: c.budgets.create(period="day", limits={"cost_usd": 5}, action="warn"), None),
     "budgets.list": (lambda c, x: c.budgets.list(), None),
+    "budgets.pauses": (lambda c, x: c.budgets.pauses(), None),
     "budgets.get": (lambda c, x: c.budgets.get(id="bdg_missing"), NotFound),
     "budgets.update": (lambda c, x: c.budgets.update(id="bdg_missing", warn_at=0.5), NotFound),
     "budgets.delete": (lambda c, x: c.budgets.delete(id="bdg_missing"), NotFound),

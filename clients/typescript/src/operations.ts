@@ -219,6 +219,7 @@ export const OPERATIONS = {
   budgets: {
     create: ['POST', '/api/v1/budgets'],
     list: ['GET', '/api/v1/budgets', PAGED],
+    pauses: ['GET', '/api/v1/budgets/pauses'],
     get: ['GET', '/api/v1/budgets/{id}'],
     update: ['PATCH', '/api/v1/budgets/{id}'],
     delete: ['DELETE', '/api/v1/budgets/{id}'],

@@ -677,6 +677,7 @@ export interface Shapes {
       capability: string;
       groups: string[];
       max_concurrency: number | null;
+      paused: { budget_id: string; until: string } | null;
     };
   };
   'discovery.listCapabilities': {
@@ -696,6 +697,7 @@ export interface Shapes {
       capability: string;
       groups: string[];
       max_concurrency: number | null;
+      paused: { budget_id: string; until: string } | null;
     }[];
   };
   'discovery.getCapability': {
@@ -708,6 +710,7 @@ export interface Shapes {
       capability: string;
       groups: string[];
       max_concurrency: number | null;
+      paused: { budget_id: string; until: string } | null;
     };
   };
   'discovery.removeCapability': { data: { id: string; deleted: true } };
@@ -742,11 +745,11 @@ export interface Shapes {
         metadata: { [x: string]: unknown };
         capability: string;
         groups: string[];
+        paused: boolean;
         capability_id: string;
         load: number | null;
         health: string;
         last_heartbeat: string | null;
-        paused: boolean;
       }[];
     };
   };
@@ -1182,6 +1185,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1194,6 +1198,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1212,7 +1217,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1231,7 +1235,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -1257,6 +1260,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1269,6 +1273,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1287,7 +1292,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1306,7 +1310,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -1325,12 +1328,14 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
+      paused: { budget_id: string; until: string } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1343,6 +1348,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1361,7 +1367,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1380,7 +1385,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -1404,12 +1408,14 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
+      paused: { budget_id: string; until: string } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1422,6 +1428,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1440,7 +1447,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1459,7 +1465,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -1482,12 +1487,14 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
+      paused: { budget_id: string; until: string } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1500,6 +1507,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1518,7 +1526,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1537,7 +1544,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -1563,6 +1569,7 @@ export interface Shapes {
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1575,6 +1582,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1593,7 +1601,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1612,7 +1619,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -1631,12 +1637,14 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
+      paused: { budget_id: string; until: string } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1649,6 +1657,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1667,7 +1676,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1686,7 +1694,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -1710,12 +1717,14 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
+      paused: { budget_id: string; until: string } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
         output?: unknown;
         capability?: string | undefined;
         max_concurrency?: number | undefined;
+        until?: string | undefined;
         strategy?: 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
         timeout_seconds?: number | undefined;
         seconds?: number | undefined;
@@ -1728,6 +1737,7 @@ export interface Shapes {
               output?: unknown;
               capability?: string | undefined;
               max_concurrency?: number | undefined;
+              until?: string | undefined;
               strategy?:
                 'round_robin' | 'least_loaded' | 'random' | 'first_available' | 'weighted' | 'latency' | 'trust' | 'cost' | undefined;
               timeout_seconds?: number | undefined;
@@ -1746,7 +1756,6 @@ export interface Shapes {
               then?: string | string[] | undefined;
               else?: string | string[] | undefined;
               for_each?: unknown;
-              until?: string | undefined;
               event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
               plan_id?: string | undefined;
               type: 'agent' | 'human_approval' | 'human_input' | 'condition' | 'parallel' | 'wait' | 'sub_plan' | 'transform';
@@ -1765,7 +1774,6 @@ export interface Shapes {
         then?: string | string[] | undefined;
         else?: string | string[] | undefined;
         for_each?: unknown;
-        until?: string | undefined;
         event?: { match?: { [x: string]: unknown } | undefined; topic: string } | undefined;
         plan_id?: string | undefined;
         id: string;
@@ -3058,6 +3066,9 @@ export interface Shapes {
       period_end: string | null;
       spent: { cost_usd: number; tokens: number };
     }[];
+  };
+  'budgets.pauses': {
+    data: { budget_id: string; until: string; scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null } }[];
   };
   'budgets.get': {
     data: {

@@ -996,6 +996,7 @@ class DiscoveryListCapabilitiesItem(TypedDict):
     metadata: dict[str, Any]
     groups: list[str]
     max_concurrency: int | None
+    paused: dict[str, Any] | None
     created_at: str
     updated_at: str
 
@@ -1035,6 +1036,7 @@ class DiscoveryRegisterCapabilityData(TypedDict):
     metadata: dict[str, Any]
     groups: list[str]
     max_concurrency: int | None
+    paused: dict[str, Any] | None
     created_at: str
     updated_at: str
 
@@ -1054,6 +1056,7 @@ class DiscoveryGetCapabilityData(TypedDict):
     metadata: dict[str, Any]
     groups: list[str]
     max_concurrency: int | None
+    paused: dict[str, Any] | None
     created_at: str
     updated_at: str
 
@@ -2115,6 +2118,7 @@ class _CoordinationListPlansItemRequired(TypedDict):
     output: dict[str, Any] | None
     retention_days: int | None
     version: int
+    paused: dict[str, Any] | None
     created_by: str
     created_at: str
     updated_at: str
@@ -2168,6 +2172,7 @@ class _CoordinationCreatePlanDataRequired(TypedDict):
     output: dict[str, Any] | None
     retention_days: int | None
     version: int
+    paused: dict[str, Any] | None
     created_by: str
     created_at: str
     updated_at: str
@@ -2195,6 +2200,7 @@ class _CoordinationGetPlanDataRequired(TypedDict):
     output: dict[str, Any] | None
     retention_days: int | None
     version: int
+    paused: dict[str, Any] | None
     created_by: str
     created_at: str
     updated_at: str
@@ -2249,6 +2255,7 @@ class _CoordinationUpdatePlanDataRequired(TypedDict):
     output: dict[str, Any] | None
     retention_days: int | None
     version: int
+    paused: dict[str, Any] | None
     created_by: str
     created_at: str
     updated_at: str
@@ -2290,6 +2297,7 @@ class _CoordinationGetPlanVersionDataRequired(TypedDict):
     output: dict[str, Any] | None
     retention_days: int | None
     version: int
+    paused: dict[str, Any] | None
     created_by: str
     created_at: str
     updated_at: str
@@ -4464,6 +4472,18 @@ class BudgetsCreateData(TypedDict):
     created_by: str
     created_at: str
     updated_at: str
+
+
+class BudgetsPausesArgs(TypedDict, total=False):
+    """The keyword arguments of budgets.pauses."""
+
+
+class BudgetsPausesElement(TypedDict):
+    """One element of what budgets.pauses returns."""
+
+    scope: dict[str, Any]
+    budget_id: str
+    until: str
 
 
 class BudgetsGetArgs(TypedDict):
@@ -6822,6 +6842,19 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
             public=False,
             streamed=False,
         ),
+        "pauses": Operation(
+            operation_id="budgets_pauses",
+            method="GET",
+            path="/api/v1/budgets/pauses",
+            path_params=(),
+            query_params=(),
+            body="none",
+            body_fields=(),
+            paged=False,
+            items_key=None,
+            public=False,
+            streamed=False,
+        ),
         "get": Operation(
             operation_id="budgets_get",
             method="GET",
@@ -7620,6 +7653,10 @@ class BudgetsOperations(Domain):
     def create(self, **arguments: Unpack[BudgetsCreateArgs]) -> BudgetsCreateData:
         """Create a budget (admin) (POST /api/v1/budgets)."""
         return self._call("create", arguments)  # type: ignore[no-any-return]
+
+    def pauses(self, **arguments: Unpack[BudgetsPausesArgs]) -> list[BudgetsPausesElement]:
+        """What budgets pause now (every agent, agents, capabilities, plans), each with its budget and end (GET /api/v1/budgets/pauses)."""
+        return self._call("pauses", arguments)  # type: ignore[no-any-return]
 
     def get(self, **arguments: Unpack[BudgetsGetArgs]) -> BudgetsGetData:
         """Get a budget (admin) (GET /api/v1/budgets/{id})."""
