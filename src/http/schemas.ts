@@ -48,9 +48,9 @@ export const ErrorEnvelope = Type.Object({
 export const BudgetPause = Type.Object(
   {
     budget_id: Type.String({ description: 'The budget that paused it (its details are for budgets:admin)' }),
-    until: Timestamp,
+    until: Type.Union([Timestamp, Type.Null()], { description: "When its period ends; null for a total budget's (until a resume)" }),
   },
-  { title: 'BudgetPause', description: 'A budget paused it until `until` (its period ends), or a resume, or a raised limit' },
+  { title: 'BudgetPause', description: 'A budget paused it until `until`, a resume, or a limit raised above what it spent' },
 );
 export const NullableBudgetPause = (description: string) => Type.Union([BudgetPause, Type.Null()], { description });
 

@@ -39,10 +39,10 @@ export interface SourcedUsage {
 /** The kinds of scope a budget pauses: one agent, capability or plan, or every agent (value ''). */
 export type PauseScopeKind = 'global' | 'agent' | 'capability' | 'plan';
 
-/** A scope's pause as answers show it: the budget that paused it and when the pause ends (its period's end). */
+/** A scope's pause as answers show it: the budget that paused it and when the pause ends (its period's end; null: a resume's). */
 export interface BudgetPause {
   budget_id: string;
-  until: string;
+  until: string | null;
 }
 
 /** What budgets pause now: agents (each, or all with a global budget), capabilities and plans. */

@@ -43,6 +43,9 @@ interface Spent {
   output_tokens: number;
 }
 
+/** A pause's end as answers show it: a total budget's has none (it lasts until a resume). */
+const untilOf = (until: number) => (until === NEVER ? null : iso(until));
+
 /** The pauses of `until` that have not ended at `now`, as answers show them. */
 function pausesAt(until: PausedUntil, now: number): ScopePause[] {
   return (Object.keys(until) as PauseScopeKind[]).flatMap((kind) =>
@@ -51,7 +54,7 @@ function pausesAt(until: PausedUntil, now: number): ScopePause[] {
       .map(([value, pause]) => ({
         scope: { kind, value: kind === 'global' ? null : value },
         budget_id: pause.budget_id,
-        until: iso(pause.until),
+        until: untilOf(pause.until),
       })),
   );
 }
@@ -60,7 +63,7 @@ function pausesAt(until: PausedUntil, now: number): ScopePause[] {
 function pausedAt(until: PausedUntil, now: number): PausedScopes {
   const pauseOf = (kind: PauseScopeKind, value: string): BudgetPause | null => {
     const pause = until[kind].get(value);
-    return pause !== undefined && pause.until > now ? { budget_id: pause.budget_id, until: iso(pause.until) } : null;
+    return pause !== undefined && pause.until > now ? { budget_id: pause.budget_id, until: untilOf(pause.until) } : null;
   };
   const paused = (kind: PauseScopeKind, value: string) => (until[kind].get(value)?.until ?? 0) > now;
   const global = paused('global', '');

@@ -10,7 +10,7 @@ const CAPABILITIES = '/api/v1/discovery/capabilities';
 
 interface Pause {
   budget_id: string;
-  until: string;
+  until: string | null;
 }
 interface ScopePause extends Pause {
   scope: { kind: string; value: string | null };
@@ -26,7 +26,7 @@ describeEachDialect('budget pauses readable without budgets:admin', (dialect) =>
   async function budget(body: Record<string, unknown>) {
     const res = await server.api.post(B, { period: 'day', limits: { cost_usd: 1 }, action: 'pause', ...body });
     expect(res.status, res.text).toBe(201);
-    return res.body.data as { id: string; period_end: string };
+    return res.body.data as { id: string; period_end: string | null };
   }
 
   async function read<T>(path: string): Promise<T> {
@@ -99,9 +99,10 @@ describeEachDialect('budget pauses readable without budgets:admin', (dialect) =>
     expect((await pauses()).filter((pause) => [planId, capability].includes(pause.scope.value ?? ''))).toEqual([]);
   });
 
-  it('sees the global pause in the pauses (not as every plan paused), and no longer once resumed', async () => {
+  it('sees the global pause in the pauses (not as every plan paused), without an end for a total budget, and no longer once resumed', async () => {
     const { agentId, agent, planId } = await setUp();
-    const global = await budget({ limits: { tokens: 1 } });
+    const global = await budget({ period: 'total', limits: { tokens: 1 } });
+    expect(global.period_end).toBeNull();
     try {
       await reportUsage(agent, agentId, 0);
       expect(await pauses()).toContainEqual({ scope: { kind: 'global', value: null }, budget_id: global.id, until: global.period_end });

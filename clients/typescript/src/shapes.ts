@@ -677,7 +677,7 @@ export interface Shapes {
       capability: string;
       groups: string[];
       max_concurrency: number | null;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
     };
   };
   'discovery.listCapabilities': {
@@ -697,7 +697,7 @@ export interface Shapes {
       capability: string;
       groups: string[];
       max_concurrency: number | null;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
     }[];
   };
   'discovery.getCapability': {
@@ -710,7 +710,7 @@ export interface Shapes {
       capability: string;
       groups: string[];
       max_concurrency: number | null;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
     };
   };
   'discovery.removeCapability': { data: { id: string; deleted: true } };
@@ -1328,7 +1328,7 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1408,7 +1408,7 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1487,7 +1487,7 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1637,7 +1637,7 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -1717,7 +1717,7 @@ export interface Shapes {
       updated_at: string;
       output: { [x: string]: unknown } | null;
       created_by: string;
-      paused: { budget_id: string; until: string } | null;
+      paused: { budget_id: string; until: string | null } | null;
       steps: {
         retry?: { max_attempts?: number | undefined; backoff_seconds?: number | undefined } | undefined;
         agent?: string | undefined;
@@ -3068,7 +3068,7 @@ export interface Shapes {
     }[];
   };
   'budgets.pauses': {
-    data: { budget_id: string; until: string; scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null } }[];
+    data: { budget_id: string; until: string | null; scope: { kind: 'agent' | 'capability' | 'plan' | 'global'; value: string | null } }[];
   };
   'budgets.get': {
     data: {

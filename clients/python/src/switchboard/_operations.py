@@ -4483,7 +4483,7 @@ class BudgetsPausesElement(TypedDict):
 
     scope: dict[str, Any]
     budget_id: str
-    until: str
+    until: str | None
 
 
 class BudgetsGetArgs(TypedDict):
