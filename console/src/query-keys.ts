@@ -66,7 +66,7 @@ export const queryKeys = {
     /** The log lines of a run's step. */
     stepLogs: (runId: string, stepId: string) => [...runs.detail(runId), 'logs', stepId] as const,
   },
-  /** No event says a plan changed: nothing invalidates the plans. */
+  /** No event says a plan changed: only budget events (a plan's `paused`) invalidate the plans. */
   plans: {
     /** `detail`: by id or alias, as the URL names it. */
     ...plans,
@@ -140,10 +140,12 @@ export const queryKeys = {
     all: ['usage'] as const,
     totals: (params: object) => ['usage', 'totals', params] as const,
   },
-  /** `paused`: the budgets pausing their scope now (the paused badges wherever those appear). */
+  /** `paused`: the budgets pausing their scope now (their names and Resume, budgets:admin). */
   budgets: {
     ...resource('budgets'),
     paused: () => ['budgets', 'paused'] as const,
+    /** What budgets pause now (every reader's, without the budgets). */
+    pauses: () => ['budgets', 'pauses'] as const,
   },
   alerts: {
     ...resource('alerts'),

@@ -137,4 +137,46 @@ describeEachDialect('the console: what budgets pause', (dialect) => {
       await server.api.delete(`${B}/${b.id}`);
     }
   });
+
+  it('shows a user without budgets:admin a paused plan, the step whose capability is paused, and every agent paused, without budget links or Resume', async () => {
+    const { capability, agentId, agent, alias, planId } = await setUp();
+    const planBudget = await budget({ name: unique('plan cap'), plan_id: planId });
+    const capabilityBudget = await budget({ name: unique('capability cap'), capability });
+    await spendInRun(agent, agentId, planId, 2);
+    expect([await state(planBudget.id), await state(capabilityBudget.id)]).toEqual(['paused', 'paused']);
+    const key = await server.api.post('/api/v1/auth/keys', { name: unique('viewer'), role: 'viewer' });
+    expect(key.status, key.text).toBe(201);
+
+    const page = await browser.open();
+    await signIn(page, server, '/console/plans', key.body.data.key as string);
+    const row = page.locator(`tr[data-plan="${alias}"]`);
+    await row.getByText('paused by budget').waitFor({ timeout: WAIT_MS });
+    expect(await row.getByRole('link', { name: planBudget.name }).count()).toBe(0);
+    await expectNoSerious(page, 'plans');
+
+    await page.goto(`${server.url}/console/plans/${planId}`);
+    await page.getByRole('heading', { name: alias, exact: true }).waitFor({ timeout: WAIT_MS });
+    await page.locator(`[data-paused-by="${planBudget.id}"]`).getByText('paused by budget').waitFor({ timeout: WAIT_MS });
+    const step = page.locator('tr[data-step="work"]');
+    await step
+      .locator(`[data-paused-by="${capabilityBudget.id}"]`)
+      .getByText(`capability ${capability} paused`)
+      .waitFor({ timeout: WAIT_MS });
+    expect(await page.getByRole('button', { name: /^Resume/ }).count()).toBe(0);
+    await expectNoSerious(page, 'plan');
+
+    const global = await budget({ name: unique('everything cap'), limits: { tokens: 1 } });
+    try {
+      await reportUsage(agent, agentId, 0);
+      expect(await state(global.id)).toBe('paused');
+      await page.reload();
+      const banner = page.getByTestId('global-pause');
+      await banner.getByText('Every agent is paused by budget').waitFor({ timeout: WAIT_MS });
+      expect(await banner.getByRole('link').count()).toBe(0);
+      expect(await banner.getByRole('button').count()).toBe(0);
+      await expectNoSerious(page, 'plan, every agent paused');
+    } finally {
+      await server.api.delete(`${B}/${global.id}`);
+    }
+  });
 });

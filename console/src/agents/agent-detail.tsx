@@ -12,7 +12,7 @@ import { useSession } from '../session.js';
 import { Table } from '../table.js';
 import { Chips } from './agents.js';
 import { queryKeys } from '../query-keys.js';
-import { agentPaused, PausedBadge, PausedByBudget, usePauses } from '../usage/pauses.js';
+import { agentPaused, BUDGET_EVENTS, PausedBadge, PausedByBudget, usePauses } from '../usage/pauses.js';
 import './agents.css';
 
 /** Pages of the agent's inbox lists, in the URL. */
@@ -29,7 +29,8 @@ const PAGE_SIZE = 20;
 const CAPABILITY_LIMIT = 100;
 // Sends, receives and acknowledgements are no events (their volume would drown the log): the
 // inbox's pending and leased lists are as fresh as the last refresh, dead letters are live.
-const AGENT_EVENTS = ['agent.*', 'message.*'];
+// Budget events: its capabilities' `paused`.
+const AGENT_EVENTS = ['agent.*', 'message.*', ...BUDGET_EVENTS];
 /** A delivery attempt's outcome in the console's tones (the health badges' colours); an open one plain. */
 const OUTCOME_BADGE: Record<string, string> = {
   acked: 'health-healthy',
@@ -93,8 +94,7 @@ export function AgentDetailView({ agentId }: { agentId: string }) {
           {capabilities.data?.items.map((capability) => (
             <tr key={capability.id}>
               <th scope="row">
-                <code>{capability.capability}</code>{' '}
-                <PausedByBudget budget={pauses.capability.get(capability.capability)} what="capability" />
+                <code>{capability.capability}</code> <PausedByBudget pause={capability.paused} what="capability" />
               </th>
               <td>
                 {typeof capability.metadata.description === 'string' ? capability.metadata.description : <span className="muted">—</span>}

@@ -39,8 +39,8 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
   const total = agents.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
   const shown = agents.data?.items ?? [];
-  // The lookup says which agents a budget paused, or the capability it names them for;
-  // which capabilities are paused is for budgets:admin (who reads budgets).
+  // The lookup says which agents a budget paused, or the capability it names them for; the
+  // pauses say which (every reader's).
   const pauses = usePauses();
   // Each agent's capabilities (the lookup names one per agent), for the agents on this page.
   const capabilities = useQueries({
@@ -92,7 +92,7 @@ export function AgentsView({ search }: { search: AgentsSearch }) {
                   <td>
                     <Chips
                       items={names}
-                      flag={(name) => <PausedByBudget budget={pauses.capability.get(name)} what="capability" compact />}
+                      flag={(name) => <PausedByBudget pause={pauses.capability.get(name)} what="capability" compact />}
                     />
                   </td>
                   <td>

@@ -14,7 +14,7 @@ import { Table } from '../table.js';
 import { RUN_EVENTS } from '../runs/runs.js';
 import { StartRunForm } from '../runs/start-run.js';
 import { queryKeys } from '../query-keys.js';
-import { PausedByBudget, usePauses } from '../usage/pauses.js';
+import { BUDGET_EVENTS, PausedByBudget, usePauses, type Pauses } from '../usage/pauses.js';
 import '../runs/runs.css';
 
 export interface PlansSearch {
@@ -39,7 +39,7 @@ export function PlansView({ search }: { search: PlansSearch }) {
     queryFn: () => client.coordination.listPlans.page({ query: { limit: PAGE_SIZE, offset } }),
     placeholderData: keepPreviousData,
   });
-  const pauses = usePauses();
+  useLiveRefresh({ queryKey: queryKeys.plans.all, events: BUDGET_EVENTS });
   const total = plans.data?.total ?? 0;
   const span = pageWindow(search.page ?? 1, PAGE_SIZE, total);
   return (
@@ -71,7 +71,7 @@ export function PlansView({ search }: { search: PlansSearch }) {
                 <Link to="/plans/$planId" params={{ planId: plan.id }}>
                   {plan.alias}
                 </Link>{' '}
-                <PausedByBudget budget={pauses.plan.get(plan.id)} what="plan" />
+                <PausedByBudget pause={plan.paused} what="plan" />
               </th>
               <td>{plan.description ?? <span className="muted">—</span>}</td>
               <td>{plan.steps.length}</td>
@@ -95,6 +95,7 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
   const { client, can } = useSession();
   const navigate = useNavigate({ from: '/plans/$planId' });
   const pauses = usePauses();
+  useLiveRefresh({ queryKey: queryKeys.plans.detail(planId), events: BUDGET_EVENTS });
   const current = useQuery({
     queryKey: queryKeys.plans.detail(planId),
     queryFn: () => client.coordination.getPlan({ path: { plan_id: planId } }),
@@ -143,7 +144,7 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
           </select>
         </label>
       </div>
-      <PausedByBudget budget={pauses.plan.get(current.data.id)} what="plan" />
+      <PausedByBudget pause={current.data.paused} what="plan" />
       <ErrorNotice error={earlier.error} />
       {plan && (
         <>
@@ -163,7 +164,9 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
                 </th>
                 <td>{step.type}</td>
                 <td>{step.depends_on?.length ? step.depends_on.join(', ') : <span className="muted">—</span>}</td>
-                <td>{stepSummary(step)}</td>
+                <td>
+                  {stepSummary(step)} <StepCapabilityPause step={step} pauses={pauses} />
+                </td>
               </tr>
             ))}
           </Table>
@@ -180,6 +183,13 @@ export function PlanDetailView({ planId, search }: { planId: string; search: Pla
       {can('runs:write') && <StartRunForm key={current.data.version} plan={current.data} />}
     </section>
   );
+}
+
+/** The pause of the capability an agent step (or a parallel step's repeated one) names: its steps wait. */
+function StepCapabilityPause({ step, pauses }: { step: PlanStep; pauses: Pauses }) {
+  const capability = step.capability ?? step.step?.capability;
+  if (capability === undefined) return null;
+  return <PausedByBudget pause={pauses.capability.get(capability)} what="capability" label={`capability ${capability} paused`} compact />;
 }
 
 /** What a step does, in a few words. */

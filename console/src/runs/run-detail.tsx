@@ -297,10 +297,10 @@ function TimelineStep({
         <StatusBadge status={step.status} />
         {step.blocked_by === 'no_agent' && <span className="muted">no healthy agent has the capability yet</span>}
         {step.blocked_by === 'budget' && <span className="muted">waits: a budget paused its plan, its capability or its agents</span>}
-        {step.blocked_by === 'budget' && <PausedByBudget budget={pauses.plan.get(planId)} what="plan" />}
+        {step.blocked_by === 'budget' && <PausedByBudget pause={pauses.plan.get(planId)} what="plan" />}
         {step.blocked_by === 'budget' && capability !== null && (
           <span className="muted">
-            capability <code>{capability}</code> <PausedByBudget budget={pauses.capability.get(capability)} what="capability" />
+            capability <code>{capability}</code> <PausedByBudget pause={pauses.capability.get(capability)} what="capability" />
           </span>
         )}
         {step.agent && (
