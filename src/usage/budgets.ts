@@ -333,7 +333,12 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
   /** Every scope a budget pauses now (what anyone who reads plans may know: not the budgets themselves). */
   async current(): Promise<ScopePause[]> {
     const now = this.deps.clock.now();
-    return pausesAt(await this.paused.read(() => this.deps.store.pausedScopes(autocommit, now)), now);
+    return pausesAt(await this.readPaused(now), now);
+  }
+
+  /** What budgets pause, from the snapshot (read again once a node told of a change). */
+  private readPaused(now: number): Promise<PausedUntil> {
+    return this.paused.read(() => this.deps.store.pausedScopes(autocommit, now));
   }
 
   /**
@@ -342,10 +347,7 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
    */
   async pauses(tx: Tx): Promise<PausedScopes> {
     const now = this.deps.clock.now();
-    const until =
-      tx === autocommit
-        ? await this.paused.read(() => this.deps.store.pausedScopes(autocommit, now))
-        : (this.paused.peek() ?? (await this.deps.store.pausedScopes(tx, now)));
+    const until = tx === autocommit ? await this.readPaused(now) : (this.paused.peek() ?? (await this.deps.store.pausedScopes(tx, now)));
     return pausedAt(until, now);
   }
 
