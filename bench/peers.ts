@@ -11,7 +11,8 @@
  *
  * Settings: BENCH_PEERS_SECONDS (each W1/W2 measurement, default 5), BENCH_PEERS_ROUNDS (2),
  * BENCH_PEERS_SAMPLES (W3, 300), BENCH_PEERS_WARMUP_SECONDS (one W1 per system first, 1),
- * BENCH_PEERS_SYSTEMS (comma-separated parts of system names to run, default all).
+ * BENCH_PEERS_SYSTEMS (comma-separated parts of system names to run, default all), BENCH_PEERS_WORKLOADS
+ * (comma-separated keys among w1, w2, w3, default all).
  * The HTTP rows run twice: plain, and with flow control in use (a priority from 0–9 and an
  * ordering key of 1,000 per queue on every message), each right after the other in every round.
  */
@@ -39,11 +40,16 @@ interface Workload {
   readonly title: string;
 }
 
-const WORKLOADS: Workload[] = [
+const ALL_WORKLOADS: Workload[] = [
   { key: 'w1', title: 'W1: 4 producers → 4 consumers, one message per awaited send, 1 KB' },
   { key: 'w2', title: 'W2: 4 producers → 4 consumers, sends in batches of 100, 1 KB' },
   { key: 'w3', title: 'W3: one producer, one waiting consumer, send → receive latency after a 5 ms pause, 1 KB' },
 ];
+const chosen = (process.env.BENCH_PEERS_WORKLOADS ?? '')
+  .split(',')
+  .map((key) => key.trim().toLowerCase())
+  .filter(Boolean);
+const WORKLOADS = ALL_WORKLOADS.filter((w) => chosen.length === 0 || chosen.includes(w.key));
 const QUEUES = 4;
 const BATCH = 100;
 const PAUSE_MS = 5;
