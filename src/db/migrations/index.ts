@@ -59,6 +59,7 @@ import * as deliveryCapability from './0065-delivery-capability.js';
 import * as artifactOffloads from './0066-artifact-offloads.js';
 import * as runOutputRef from './0067-run-output-ref.js';
 import * as usagePlanCovering from './0068-usage-plan-covering.js';
+import * as orderingHeld from './0069-ordering-held.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -128,4 +129,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0066-artifact-offloads': artifactOffloads,
   '0067-run-output-ref': runOutputRef,
   '0068-usage-plan-covering': usagePlanCovering,
+  '0069-ordering-held': orderingHeld,
 };
