@@ -117,4 +117,33 @@ describeEachDialect('messaging: ordering keys held by a flag', (dialect) => {
       }
     },
   );
+
+  it.runIf(dialect === 'postgres')(
+    'frees the one after when the next message of a key is settled while the ack of its head frees it',
+    async () => {
+      const admin = new pg.Client({ connectionString: server.database.databaseUrl! });
+      await admin.connect();
+      try {
+        await send('held-skip', 's1', { ordering_key: 'k' });
+        await send('held-skip', 's2', { ordering_key: 'k' });
+        await send('held-skip', 's3', { ordering_key: 'k' });
+        const [head] = await received('held-skip');
+        // s2 is cancelled in a transaction the ack's freeing of s2 waits for: the ack frees s3 instead.
+        await admin.query('begin');
+        await admin.query("update messages set state = 'cancelled' where event_name = 's2'");
+        const acked = server.api.post(`${M}/acknowledge`, { message_ids: [head!.message_id] });
+        for (;;) {
+          const { rows } = await admin.query(
+            "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+          );
+          if (rows[0].n > 0) break;
+        }
+        await admin.query('commit');
+        expect((await acked).status).toBe(200);
+        expect(await names('held-skip')).toEqual(['s3']);
+      } finally {
+        await admin.end();
+      }
+    },
+  );
 });

@@ -87,15 +87,23 @@ async function postgres(db: Kysely<unknown>, heldBehind: (row: string) => string
       when (new.ordering_key is not null and new.state = 'pending') execute function messages_hold()`,
     )
     .execute(db);
-  const lockName = (row: string) => `'ordering:' || ${row}destination || ':' || ${row}ordering_key`;
-  // A concurrent settle of the next message (an expiry) makes the update skip it: look again.
-  const release = (settled: string) => `declare k record; next_seq bigint; begin
-      for k in select destination, ordering_key, min(seq) as seq from (${settled}) as settled
-        group by destination, ordering_key order by ${lockName('')} collate "C" loop
-        perform pg_advisory_xact_lock(hashtext(${lockName('k.')}));
+  const keys = (settled: string) =>
+    `select destination, ordering_key, min(seq) as seq from (${settled}) as settled group by destination, ordering_key`;
+  const next = (key: string) => `select later.seq from messages as later where later.destination = ${key}.destination
+      and later.ordering_key = ${key}.ordering_key and later.seq > ${key}.seq and later.state = 'pending' order by later.seq limit 1`;
+  // One statement frees every key's next message. A concurrent settle of a next message (an
+  // expiry) makes the update skip it: then each key is looked at again, until one is freed.
+  const release = (settled: string) => `declare locked bigint; nexts bigint[]; freed bigint; k record; next_seq bigint; begin
+      select count(pg_advisory_xact_lock(hashtext(name))) into locked from (select distinct
+        ('ordering:' || destination || ':' || ordering_key) collate "C" as name from (${settled}) as settled order by name) as names;
+      if locked = 0 then return null; end if;
+      nexts := array(select next from (select (${next('keys')}) as next from (${keys(settled)}) as keys) as found where next is not null);
+      update messages set held = false where seq = any(nexts) and state = 'pending';
+      get diagnostics freed = row_count;
+      if freed = cardinality(nexts) then return null; end if;
+      for k in ${keys(settled)} loop
         loop
-          select seq into next_seq from messages as later where later.destination = k.destination and later.ordering_key = k.ordering_key
-            and later.seq > k.seq and later.state = 'pending' order by later.seq limit 1;
+          ${next('k')} into next_seq;
           exit when next_seq is null;
           update messages set held = false where seq = next_seq and state = 'pending';
           exit when found;
