@@ -10,16 +10,18 @@ import type { DialectCapabilities } from '../capabilities.js';
  *
  * Triggers keep the flag on every path: a new keyed message is held when an earlier message of its
  * key is pending; when a free message stops being pending (acked, dead, delivered at most once,
- * expired, deleted) the next pending one of its key is freed. A held message that stops being
- * pending keeps `held`, so a free one that stopped marks the point before which none is pending:
- * a send looks back only to the latest message of its key that is pending or free.
+ * cancelled, deleted; a lease running out leaves it pending) the next pending one of its key is
+ * freed. A held message that stops being pending keeps `held`, so a free one that stopped marks
+ * the point before which none is pending: a send looks back only to the latest message of its key
+ * that is pending or free.
  */
 export async function up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void> {
   await db.schema
     .alterTable('messages')
     .addColumn('held', 'boolean', (c) => c.notNull().defaultTo(false))
     .execute();
-  await sql`update messages set held = true where ordering_key is not null and state = 'pending' and exists (
+  // Settled messages too: one settled while an earlier one was pending must not end a send's look back.
+  await sql`update messages set held = true where ordering_key is not null and exists (
       select 1 from messages as earlier where earlier.destination = messages.destination
       and earlier.ordering_key = messages.ordering_key and earlier.state = 'pending' and earlier.seq < messages.seq)`.execute(db);
   // Free messages first in the claim's walk; held ones after them, in the same dequeue order.
