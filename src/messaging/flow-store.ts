@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
 import type { Tx } from '../kernel/tx.js';
@@ -10,20 +11,34 @@ import type { MessageRow, NewMessageRow } from './message-rows.js';
  */
 
 /**
+ * Whether the message in scope as `messages` waits behind another pending message of its
+ * ordering key and inbox sent before it (not settled yet, leased or not). Sends of a key commit
+ * in seq order (`orderingLocks`), so no later message of the key can be leased while an
+ * earlier one is pending, and the earliest pending one is the only one free. A correlated probe
+ * of messages_ordering, one index seek on seq, evaluated in the claim's own statement, so no
+ * per-message round trip: concurrent claims on PostgreSQL all see the earlier message pending
+ * and leave the later ones, and SKIP LOCKED keeps two from leasing the same head.
+ */
+export function heldByOrderingKey() {
+  return sql<boolean>`exists (select 1 from messages as held
+    where held.destination = messages.destination and held.ordering_key = messages.ordering_key
+    and held.state = 'pending' and held.seq < messages.seq)`;
+}
+
+/**
  * The transaction locks new messages' insert takes before it draws their seq (BulkInsert's
  * `locks`): one per (destination, ordering key) of `rows`, sorted so two inserts never wait on
  * each other in a cycle. A later send of a key waits for the earlier one's commit, so its seq
  * is higher and every snapshot that sees it sees the earlier one too. Without it, a later send
  * committing first was leased ahead of an earlier one still uncommitted, and a concurrent claim
- * could then lease that earlier one beside it. A settle of a key's free message takes the same
- * lock before it frees the next (migration 0069), in the same order: bytewise, as PostgreSQL's
- * "C" collation sorts. None on SQLite, whose single writer commits sends in seq order.
+ * could then lease that earlier one beside it. None on SQLite, whose single writer commits
+ * sends in seq order.
  */
 export function orderingLocks(caps: DialectCapabilities, rows: readonly NewMessageRow[]): string[] {
   if (caps.kind !== 'postgres') return [];
   const names = new Set<string>();
   for (const row of rows) if (row.ordering_key !== null) names.add(`ordering:${row.destination}:${row.ordering_key}`);
-  return [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return [...names].sort();
 }
 
 /** Sorts claimed rows as the claim chose them: priority (higher first), fairness rank, arrival. */

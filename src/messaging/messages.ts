@@ -44,13 +44,13 @@ export interface Message {
  */
 export const STEP_INPUT_REF = Symbol('step input ref');
 
-function stepInputRef(row: Omit<MessageRow, 'held'>, payload: unknown): PayloadRef | undefined {
+function stepInputRef(row: MessageRow, payload: unknown): PayloadRef | undefined {
   if (row.origin_kind !== 'plan_step' || payload === null || typeof payload !== 'object') return undefined;
   const ref = (payload as { input_ref?: PayloadRef }).input_ref;
   return ref !== undefined && typeof ref === 'object' && 'version' in ref ? ref : undefined;
 }
 
-export function toMessage(row: Omit<MessageRow, 'held'>): Message {
+export function toMessage(row: MessageRow): Message {
   const payload = JSON.parse(row.payload) as unknown;
   const inputRef = stepInputRef(row, payload);
   return {

@@ -7,7 +7,7 @@ import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf, txOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
-import { inDequeueOrder, orderingLocks, rankByFairness } from './flow-store.js';
+import { heldByOrderingKey, inDequeueOrder, orderingLocks, rankByFairness } from './flow-store.js';
 import { DELIVERY_TEMPLATE, MESSAGE_TEMPLATE, type DeliveryRow, type MessageRow, type NewMessageRow } from './message-rows.js';
 
 export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './message-rows.js';
@@ -289,7 +289,7 @@ export class MessagingStore extends Store {
             .where('state', '=', v.pending)
             .where(unindexedVisibleAt, '<=', v.now)
             .whereRef('deliveries', '<', 'max_deliveries')
-            .where('held', '=', sql.lit(false))
+            .where((eb) => eb.or([eb('ordering_key', 'is', null), eb.not(heldByOrderingKey())]))
             .orderBy('priority', 'desc')
             .orderBy('fair_rank')
             .orderBy('seq')

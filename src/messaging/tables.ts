@@ -36,8 +36,6 @@ export interface MessagesTable {
   priority: number;
   /** Messages of one key for one inbox are delivered one at a time, in send order. */
   ordering_key: string | null;
-  /** Pending behind an earlier pending message of its ordering key; set by triggers (SQLite answers 0 or 1). */
-  held: Generated<boolean | number>;
   /** Among equal priorities, receivers take keys in turn. */
   fairness_key: string | null;
   /** The message's place among its fairness key's pending messages (1, 2, …); 0 without a key. */
@@ -105,7 +103,7 @@ export interface MessagingTables {
 }
 
 export type MessageRow = Selectable<MessagesTable>;
-export type NewMessageRow = Omit<MessageRow, 'seq' | 'held'>;
+export type NewMessageRow = Omit<MessageRow, 'seq'>;
 export type DeliveryRow = Selectable<MessageDeliveriesTable>;
 export type SessionRow = Selectable<SessionsTable>;
 export type ThreadRow = Selectable<ThreadsTable>;

@@ -3,7 +3,11 @@ import { Store } from '../db/store.js';
 import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
+import { heldByOrderingKey } from './flow-store.js';
 import { leasedAt, unindexedVisibleAt, type DeliveryRow, type MessageRow } from './store.js';
+
+/** A message with whether a message of its ordering key sent before it, or leased now, is unsettled. */
+export type HeldMessageRow = MessageRow & { held: boolean };
 
 /** One agent's inbox in numbers: what waits, what is leased, what is dead. */
 export interface InboxCounts {
@@ -38,25 +42,22 @@ export class InboxViewsStore extends Store {
    * never by walking an inbox's waiting messages.
    */
   /**
-   * Messages held by their ordering key, counted inbox by inbox on messages_inbox (destination,
-   * state, held, …): a range of held entries each, never the inbox's other messages.
+   * Messages held by their ordering key: of each key's pending messages (leased or not) all but
+   * the first wait. A grouped walk of the partial index messages_ordering (keyed messages only),
+   * never of the messages table.
    */
   async countHeldByOrderingKey(tx: Tx): Promise<number> {
-    const row = await dbOf(tx, this.db)
-      .selectFrom('inbox_counters')
-      .select((eb) =>
-        eb.fn
-          .sum<number | string | null>(
-            eb
-              .selectFrom('messages')
-              .select((m) => m.fn.countAll().as('n'))
-              .whereRef('messages.destination', '=', 'inbox_counters.destination')
-              .where('messages.state', '=', 'pending')
-              .where('messages.held', '=', sql.lit(true)),
-          )
-          .as('held'),
-      )
-      .where('pending', '>', 0)
+    const db = dbOf(tx, this.db);
+    const keys = db
+      .selectFrom('messages')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('ordering_key', 'is not', null)
+      .where('state', '=', 'pending')
+      .groupBy(['destination', 'ordering_key'])
+      .as('keys');
+    const row = await db
+      .selectFrom(keys)
+      .select(sql<number | string | null>`sum(${sql.ref('keys.n')} - 1)`.as('held'))
       .executeTakeFirst();
     return Number(row?.held ?? 0);
   }
@@ -171,20 +172,23 @@ export class InboxViewsStore extends Store {
    * A page of the messages of `destination` that wait (pending) or are leased now, in the order
    * receives take them, each with whether its ordering key holds it back.
    */
-  async inboxMessages(tx: Tx, destination: string, leased: boolean, now: number, window: Page): Promise<Paged<MessageRow>> {
+  async inboxMessages(tx: Tx, destination: string, leased: boolean, now: number, window: Page): Promise<Paged<HeldMessageRow>> {
     const query = dbOf(tx, this.db)
       .selectFrom('messages')
       .selectAll()
+      .select(heldByOrderingKey().as('held'))
       .where('destination', '=', destination)
       .where('state', '=', 'pending')
       .where((eb) => (leased ? leasedAt(eb, now) : eb.not(leasedAt(eb, now))));
-    return this.paginate(tx, query, window, {
+    const page = await this.paginate(tx, query, window, {
       keyset: [
         { column: 'messages.priority', direction: 'desc', type: 'number' },
         { column: 'messages.fair_rank', direction: 'asc', type: 'number' },
         { column: 'messages.seq', direction: 'asc', type: 'number' },
       ],
     });
+    // SQLite answers a boolean as 0 or 1.
+    return { ...page, items: page.items.map((row) => ({ ...row, held: Boolean(row.held) })) };
   }
 
   async attemptsOf(tx: Tx, ids: string[]): Promise<DeliveryRow[]> {

@@ -59,7 +59,6 @@ import * as deliveryCapability from './0065-delivery-capability.js';
 import * as artifactOffloads from './0066-artifact-offloads.js';
 import * as runOutputRef from './0067-run-output-ref.js';
 import * as usagePlanCovering from './0068-usage-plan-covering.js';
-import * as orderingHeld from './0069-ordering-held.js';
 import * as usagePartialIndexes from './0070-usage-partial-indexes.js';
 
 export interface SwitchboardMigration {
@@ -130,6 +129,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0066-artifact-offloads': artifactOffloads,
   '0067-run-output-ref': runOutputRef,
   '0068-usage-plan-covering': usagePlanCovering,
-  '0069-ordering-held': orderingHeld,
   '0070-usage-partial-indexes': usagePartialIndexes,
 };
