@@ -108,7 +108,7 @@ describeEachDialect('approval links: memory under slow bodies with bogus tokens'
   const adminKey = `sk_test_${randomBytes(16).toString('hex')}`;
 
   it.runIf(process.platform === 'linux')(
-    `keeps RSS growth under 100 MB and /healthz under 200 ms while ${CONNECTIONS} decisions with bogus tokens stall in their bodies`,
+    `keeps RSS growth under 150 MB and /healthz under 200 ms while ${CONNECTIONS} decisions with bogus tokens stall in their bodies`,
     { timeout: 180_000 },
     async () => {
       // No anonymous budget: refusing before the body alone must bound the memory.
@@ -140,7 +140,10 @@ describeEachDialect('approval links: memory under slow bodies with bogus tokens'
         await within(Promise.all(partials.map((p) => p.answer)), 60_000, 'the answers to the stalled requests');
         const { growthMb, figures } = rss.stop();
         expect(refused).toBe(CONNECTIONS);
-        expect(growthMb, figures).toBeLessThan(100);
+        // Measured on Node 24 (2 cores): 89-117 MB against a baseline taken just after start-up
+        // (208-263 MB), most of it the 400 connections themselves; the bodies they stall in, read
+        // whole, would add 200 MB more.
+        expect(growthMb, figures).toBeLessThan(150);
         const median = latencies.sort((a, b) => a - b)[2]!;
         expect(median, `/healthz took ${latencies.map(Math.round).join(', ')} ms`).toBeLessThan(200);
       } finally {
