@@ -43,7 +43,6 @@ export const ErrorEnvelope = Type.Object({
   meta: Meta,
 });
 
-/** What deleting a resource answers: its id. */
 /** A budget's pause of a scope (plan, capability…), shown to whoever reads that scope; null when none pauses it. */
 export const BudgetPause = Type.Object(
   {
@@ -54,6 +53,7 @@ export const BudgetPause = Type.Object(
 );
 export const NullableBudgetPause = (description: string) => Type.Union([BudgetPause, Type.Null()], { description });
 
+/** What deleting a resource answers: its id. */
 export const DeletedResource = Type.Object({ id: Type.String(), deleted: Type.Literal(true) }, { title: 'Deleted' });
 export const Deleted = DataEnvelope(DeletedResource);
 
