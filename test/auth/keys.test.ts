@@ -106,7 +106,7 @@ describeEachDialect('API keys', (dialect) => {
 });
 
 describeEachDialect('API key revocation from anywhere', (dialect) => {
-  it('reaches a second node on the same database that had the key cached: its next request is 401', async () => {
+  it('reaches a second node on the same database that had the key cached: it answers 401 once the notice arrives', async () => {
     const first = await startServer(dialect);
     const second = await startServer(dialect, { database: first.database, adminKey: first.adminKey });
     try {
@@ -114,7 +114,9 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
       const onSecond = new Api(second.url, created.body.data.key);
       expect((await onSecond.get('/api/v1/auth/whoami')).status).toBe(200);
       expect((await first.api.delete(`/api/v1/auth/keys/${created.body.data.id}`)).status).toBe(200);
-      expect((await onSecond.get('/api/v1/auth/whoami')).status).toBe(401);
+      // The other node hears of it through the notifier after the revoke's commit, not before the
+      // revoke answers: under load a request can come first (CI saw one 200).
+      await waitFor(async () => (await onSecond.get('/api/v1/auth/whoami')).status === 401, 2000);
     } finally {
       await second.close();
       await first.close();
@@ -184,7 +186,9 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
       );
       await waitFor(() => second.app.platform.notifier.epoch !== epoch, 5000);
       expect((await first.api.delete(`/api/v1/auth/keys/${created.body.data.id}`)).status).toBe(200);
-      expect((await onSecond.get('/api/v1/auth/whoami')).status).toBe(401);
+      // The other node hears of it through the notifier after the revoke's commit, not before the
+      // revoke answers: under load a request can come first (CI saw one 200).
+      await waitFor(async () => (await onSecond.get('/api/v1/auth/whoami')).status === 401, 2000);
     } finally {
       await admin.end();
       await second.close();
