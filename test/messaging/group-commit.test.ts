@@ -16,18 +16,24 @@ describeEachDialect('messaging: group commit of sends and acknowledgements', (di
 
   it('inserts a burst of lone sends in shared statements, every one stored once', async () => {
     const inserts = vi.spyOn(MessagingStore.prototype, 'insertMessages');
-    const destination = unique('burst');
-    const sent = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => server.api.post(`${M}/send`, { destination, event_name: 'burst', payload: { i } })),
-    );
-    expect(sent.map((res) => res.status)).toEqual(sent.map(() => 201));
-    const sizes = inserts.mock.calls.map(([, rows]) => rows.length);
-    expect(sizes.reduce((a, b) => a + b, 0)).toBe(100);
-    expect(Math.max(...sizes)).toBeGreaterThan(1);
-    const inbox = await server.api.get(`${M}/inboxes/${destination}/messages?state=pending&limit=200`);
-    expect(inbox.status, inbox.text).toBe(200);
-    const ids = (inbox.body.data as { message_id: string }[]).map((m) => m.message_id).sort();
-    expect(ids).toEqual(sent.map((res) => res.body.data.message_id as string).sort());
+    // Requests that reach the server in separate turns go alone: a loaded machine can spread one
+    // burst that way, so up to five bursts are sent until one shares a statement.
+    for (let burst = 0; burst < 5; burst++) {
+      inserts.mockClear();
+      const destination = unique('burst');
+      const sent = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => server.api.post(`${M}/send`, { destination, event_name: 'burst', payload: { i } })),
+      );
+      expect(sent.map((res) => res.status)).toEqual(sent.map(() => 201));
+      const sizes = inserts.mock.calls.map(([, rows]) => rows.length);
+      expect(sizes.reduce((a, b) => a + b, 0)).toBe(100);
+      const inbox = await server.api.get(`${M}/inboxes/${destination}/messages?state=pending&limit=200`);
+      expect(inbox.status, inbox.text).toBe(200);
+      const ids = (inbox.body.data as { message_id: string }[]).map((m) => m.message_id).sort();
+      expect(ids).toEqual(sent.map((res) => res.body.data.message_id as string).sort());
+      if (Math.max(...sizes) > 1) return;
+    }
+    expect.fail('no burst of 100 concurrent sends shared an INSERT');
   });
 
   it('answers each acknowledgement of a burst on its own: refused ones fail, the others are acknowledged', async () => {
