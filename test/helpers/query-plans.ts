@@ -21,3 +21,30 @@ export async function planOf(handle: DatabaseHandle, dialect: Dialect, node: Roo
   const { rows } = await handle.db.executeQuery(CompiledQuery.raw(explain + compiled.sql, [...compiled.parameters]));
   return JSON.stringify(rows);
 }
+
+/** A parameter as an SQL literal (the values a store binds: text, numbers, null). */
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+  return `'${String(value).replace(/'/g, "''")}'`;
+}
+
+/**
+ * PostgreSQL's generic plan of a query as it was sent (JSON text): the plan a prepared statement falls
+ * back to after five executions, chosen without its parameters' values, from the table's
+ * statistics alone.
+ */
+export async function genericPlanOf(handle: DatabaseHandle, compiled: { sql: string; parameters: readonly unknown[] }): Promise<string> {
+  return handle.db.connection().execute(async (conn) => {
+    await conn.executeQuery(CompiledQuery.raw('set plan_cache_mode = force_generic_plan'));
+    await conn.executeQuery(CompiledQuery.raw(`prepare generic_plan as ${compiled.sql}`));
+    try {
+      const args = compiled.parameters.map(literal).join(', ');
+      const { rows } = await conn.executeQuery(CompiledQuery.raw(`explain (format json) execute generic_plan(${args})`));
+      return JSON.stringify(rows);
+    } finally {
+      await conn.executeQuery(CompiledQuery.raw('deallocate generic_plan'));
+      await conn.executeQuery(CompiledQuery.raw('reset plan_cache_mode'));
+    }
+  });
+}

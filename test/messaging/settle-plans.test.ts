@@ -1,0 +1,57 @@
+import { sql } from 'kysely';
+import pg from 'pg';
+import { describe, expect, it, vi } from 'vitest';
+import { autocommit } from '../../src/kernel/tx.js';
+import { MessagingStore } from '../../src/messaging/store.js';
+import { postgresTestUrl } from '../helpers/database.js';
+import { genericPlanOf } from '../helpers/query-plans.js';
+import { useServer } from '../helpers/server.js';
+
+const M = '/api/v1/messaging';
+
+/**
+ * An acknowledgement names up to 500 ids and checks each one's state and inbox. With statistics
+ * taken before a burst filled an inbox, PostgreSQL's generic plan (a named statement's, from its
+ * sixth run) walked the inbox's whole pending range on (destination, state, …) and filtered the
+ * ids, for every batch: the ack must find its rows by id whatever the statistics say. The other
+ * by-id statements (reject, release, extend, settle) name only the id. (SQLite plans without
+ * statistics of this kind.)
+ */
+(postgresTestUrl() ? describe : describe.skip)('messaging: the acknowledgement finds its rows by id [postgres]', () => {
+  const server = useServer('postgres');
+
+  it('uses the id index under statistics from before a burst', async () => {
+    const db = server.app.platform.database.db;
+    const agent = await server.agent('plan-acker');
+    const burst = async () => {
+      for (let batch = 0; batch < 10; batch++) {
+        const messages = Array.from({ length: 500 }, (_, i) => ({ destination: 'plan-acker', event_name: 'burst', payload: { i } }));
+        expect((await server.api.post(`${M}/send-batch`, { messages })).status).toBe(201);
+      }
+    };
+    // Statistics of a table whose messages spread over 50 inboxes and four states, then a burst
+    // of 5,000 into one inbox: its range of (destination, state) looks like 25 rows.
+    await sql`alter table messages set (autovacuum_enabled = off)`.execute(db);
+    await burst();
+    await sql`update messages set destination = 'elsewhere-' || (seq % 50),
+      state = (array['pending', 'acked', 'dead', 'delivered'])[1 + seq % 4]`.execute(db);
+    await sql`analyze messages`.execute(db);
+    await burst();
+    const got = await agent.get(`${M}/receive?max=100&timeout=0`);
+    const ids = (got.body.data.messages as { message_id: string }[]).map((m) => m.message_id);
+    expect(ids).toHaveLength(100);
+
+    // The statement as the driver sends it (the store compiles its text once, with markers for values).
+    const sent = vi.spyOn(pg.Client.prototype, 'query');
+    const store = new MessagingStore(db, server.app.platform.database.caps);
+    const acked = await store.acknowledgeReceived(autocommit, ids, 'plan-acker', null, Date.now());
+    // Named statements, sent as { text, values, name }: PostgreSQL plans them generically from the sixth run on.
+    const queries = sent.mock.calls.map(([query]) => query as unknown as { text?: string; values?: unknown[] });
+    const ack = queries.find((query) => query.text?.includes('"acked"'));
+    sent.mockRestore();
+    expect(acked).toHaveLength(100);
+    const plan = await genericPlanOf(server.app.platform.database, { sql: ack!.text!, parameters: ack!.values! });
+    expect(plan).toContain('messages_id_key');
+    expect(plan).not.toContain('messages_inbox');
+  });
+});
