@@ -18,7 +18,9 @@ export interface InboxLease {
  * ordering keys skipped; rows other claims hold skipped). The claims of one turn follow the
  * wake-ups of one INSERT of sends; each was a statement and a commit of its own, the costliest
  * thing a pushed message did on the database (W1 over the agent channel). Rows come grouped by
- * inbox, in dequeue order within each.
+ * inbox, in dequeue order within each. The attempts a redelivery ends are found by id (a join
+ * with `claimed`, which the planner takes for up to 100 rows per inbox, walked every attempt), and
+ * are those still open: the snapshot the CTEs share does not see the ones `attempts` inserts.
  */
 export async function claimInboxes(db: Db, statements: Statements, leases: readonly InboxLease[]): Promise<MessageRow[]> {
   const values = {
@@ -49,8 +51,8 @@ export async function claimInboxes(db: Db, statements: Statements, leases: reado
         from picked where messages.seq = picked.seq returning messages.*),
       attempts as (insert into message_deliveries (message_id, attempt, receiver, destination, delivered_at, capability)
         select id, deliveries, receiver, destination, cast(${v.now} as bigint), capability from claimed returning message_id),
-      ended as (update message_deliveries set outcome = ${v.expired}, reason = ${v.reason}, ended_at = ${v.now} from claimed
-        where message_deliveries.message_id = claimed.id and message_deliveries.attempt < claimed.deliveries
+      ended as (update message_deliveries set outcome = ${v.expired}, reason = ${v.reason}, ended_at = ${v.now}
+        where message_deliveries.message_id = any(array(select id from claimed where deliveries > 1))
           and message_deliveries.outcome is null returning message_deliveries.message_id)
       select * from claimed order by destination, priority desc, fair_rank, seq`,
   );
