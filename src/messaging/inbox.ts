@@ -378,7 +378,7 @@ export class InboxService implements Inbox, DeliveryStats, InboxWaker, InboxRead
    */
   watch(caller: Caller, agentId: string): InboxWatch {
     checkReceiver(caller, agentId);
-    return { waiter: this.wakeups.register(agentId), drained: false };
+    return { waiter: this.wakeups.register(agentId), drained: false, leased: false };
   }
 
   unwatch(watch: InboxWatch): void {

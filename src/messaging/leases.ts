@@ -61,6 +61,8 @@ const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 
 
 /** Acknowledge (or reject) calls one transaction carries at most. */
 const MAX_ACK_CALLS = 100;
+/** Inboxes `Leases.heardInboxes` keeps at most. */
+const HEARD_INBOXES = 10_000;
 
 /**
  * A message's life after its send: leased by a receive, then settled — acknowledged,
@@ -82,6 +84,25 @@ export class Leases {
       }),
     MAX_ACK_CALLS,
   );
+  /**
+   * Acknowledgements of one message each, without an output or usage, by an agent whose inbox has
+   * not been leased a message a producer hears of: one statement for the turn's, outside any
+   * transaction (`acknowledgeUnheard`). Answers null for a message it left alone (settled, not
+   * the caller's, or heard of after all, or a second ack of it in the turn), which then goes the
+   * way of `acks`, where it is acknowledged or refused with its reason. The agent channel acks as
+   * it is pushed, a message at a time: BEGIN and COMMIT around each ack were two of its five
+   * statements per message (W1 on PostgreSQL).
+   */
+  private readonly unheardAcks = new TurnBatch<{ id: string; destination: string }, MessageRow | null>(async (acks) => {
+    const byId = new Map((await this.store.acknowledgeUnheard(acks, this.deps.clock.now())).map((row) => [row.id, row]));
+    return acks.map((ack) => {
+      const row = byId.get(ack.id) ?? null;
+      byId.delete(ack.id);
+      return row;
+    });
+  }, MAX_ACK_CALLS);
+  /** Inboxes that were leased a message whose producer hears of its acknowledgement (bounded: cleared past HEARD_INBOXES). */
+  private readonly heardInboxes = new Set<string>();
   /** The acknowledgements of a turn: one transaction for all of them. */
   private readonly acks = new TurnBatch<AckCall, MessageRow[]>(
     (calls) => this.store.inTransaction((tx) => this.acknowledgeIn(tx, calls)),
@@ -137,6 +158,10 @@ export class Leases {
       },
       limit,
     );
+    if (rows.some((row) => outcomes.hears(row, 'acknowledged'))) {
+      if (this.heardInboxes.size >= HEARD_INBOXES) this.heardInboxes.clear();
+      this.heardInboxes.add(agentId);
+    }
     this.deps.tracing.received(agentId, rows, startTime);
     for (const row of rows) if (row.deliveries === 1) this.deps.metrics.messageQueued(row.origin_kind, (lease.now - row.created_at) / 1000);
     return rows.map(toMessage);
@@ -185,10 +210,12 @@ export class Leases {
         usage: reported,
         startTime: spanClock(),
       });
-    const rows = await ack().catch(async (err: unknown) => {
-      if (outputRef !== null) await this.deps.payloads.discardUnheld(outputRef);
-      throw err;
-    });
+    const rows =
+      (await this.acknowledgedUnheard(caller, ids, output, reported)) ??
+      (await ack().catch(async (err: unknown) => {
+        if (outputRef !== null) await this.deps.payloads.discardUnheld(outputRef);
+        throw err;
+      }));
     // The producers (the messages' senders) read it.
     if (outputRef !== null) await this.deps.payloads.share(caller, outputRef, [...new Set(rows.map((row) => row.source))]);
     if (reported !== null) this.usage!.committed(usageReports(rows, reported));
@@ -198,6 +225,23 @@ export class Leases {
     );
     this.released(rows);
     return { acknowledged: ids };
+  }
+
+  /** The message acknowledged by `unheardAcks`, or null when that is not for this call or left it alone. */
+  private async acknowledgedUnheard(
+    caller: Caller,
+    ids: string[],
+    output: unknown,
+    usage: ReadonlyMap<string, UsageReport> | null,
+  ): Promise<MessageRow[] | null> {
+    const destination = caller.admin ? null : caller.agentId;
+    if (ids.length !== 1 || output !== undefined || usage !== null || destination === null) return null;
+    if (!this.store.acksInOneStatement || this.heardInboxes.has(destination)) return null;
+    const startTime = spanClock();
+    const row = await this.unheardAcks.add({ id: ids[0]!, destination });
+    if (row === null) return null;
+    await this.deps.tracing.settling([row], 'ack', async () => undefined, startTime);
+    return [row];
   }
 
   /**

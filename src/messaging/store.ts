@@ -7,6 +7,8 @@ import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf, txOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
+import { TurnBatch } from '../kernel/turn-batch.js';
+import { acknowledgeUnheard, claimInboxes } from './inboxes-store.js';
 import { heldByOrderingKey, inDequeueOrder, orderingLocks, rankByFairness } from './flow-store.js';
 import { DELIVERY_TEMPLATE, MESSAGE_TEMPLATE, type DeliveryRow, type MessageRow, type NewMessageRow } from './message-rows.js';
 
@@ -77,6 +79,8 @@ function leaseValues({ destination, receiver, max, now, leaseMs }: Lease) {
   return { destination, receiver, max, now, visibleAt: now + leaseMs, pending: 'pending' as const, ...EXPIRED_ATTEMPT(now) };
 }
 type LeaseValues = ReturnType<typeof leaseValues>;
+/** Claims of different inboxes one statement carries at most. */
+const MAX_CLAIMS = 64;
 
 /** A message and its delivery count, which is the number of its current attempt. */
 type AttemptOf = Pick<MessageRow, 'id' | 'deliveries'>;
@@ -98,6 +102,19 @@ export class MessagingStore extends Store {
   private readonly deliveryInsert: BulkInsert<'message_deliveries', keyof DeliveryRow>;
   /** The insert of one message, the claim and next-visible: asked by every send and receive. */
   private readonly statements: Statements;
+  /** Whether `acknowledgeUnheard` is available: PostgreSQL's data-modifying CTEs. */
+  readonly acksInOneStatement = this.caps.writableCte;
+  /**
+   * PostgreSQL: a turn's claims of different inboxes in one statement (the wake-ups of one INSERT
+   * of sends claim together); else each its own, failing alone (`failed`: the others committed).
+   */
+  private readonly claims = new TurnBatch<LeaseValues, MessageRow[] | { failed: unknown }>(async (batch) => {
+    if (batch.length > 1 && new Set(batch.map((values) => values.destination)).size === batch.length) {
+      const rows = await claimInboxes(this.db, this.statements, batch);
+      return batch.map((values) => rows.filter((row) => row.destination === values.destination));
+    }
+    return Promise.all(batch.map((values) => this.claimOne(values).catch((failed: unknown) => ({ failed }))));
+  }, MAX_CLAIMS);
 
   constructor(db: Db, caps: DialectCapabilities) {
     super(db, caps);
@@ -168,7 +185,8 @@ export class MessagingStore extends Store {
     if (this.caps.writableCte) {
       // One statement, atomic on its own: no BEGIN and COMMIT round trips around it. Producers
       // that follow deliveries hear of them right after, before the receive answers.
-      const rows = (await this.db.executeQuery(this.statements.compiled('claim', values, (v) => this.claimInOneStatement(v)))).rows;
+      const rows = await this.claims.add(values);
+      if ('failed' in rows) throw rows.failed;
       if (followUp.wants(rows)) await this.inTransaction((tx) => followUp.record(tx, rows));
       return rows;
     }
@@ -177,6 +195,10 @@ export class MessagingStore extends Store {
       if (followUp.wants(rows)) await followUp.record(tx, rows);
       return rows;
     });
+  }
+
+  private async claimOne(values: LeaseValues): Promise<MessageRow[]> {
+    return (await this.db.executeQuery(this.statements.compiled('claim', values, (v) => this.claimInOneStatement(v)))).rows;
   }
 
   /**
@@ -365,6 +387,11 @@ export class MessagingStore extends Store {
         .selectAll();
     });
     return (await db.executeQuery(query)).rows as MessageRow[];
+  }
+
+  /** On PostgreSQL: inboxes-store.ts. */
+  acknowledgeUnheard(acks: readonly { id: string; destination: string }[], now: number): Promise<MessageRow[]> {
+    return acknowledgeUnheard(this.db, this.statements, acks, now);
   }
 
   /**

@@ -187,6 +187,36 @@ describeEachDialect('the agent channel', (dialect) => {
     }
   });
 
+  it('pushes and acks a message at a time with no next-visible lookup and, on PostgreSQL, no transaction per ack', async () => {
+    const conn = await open('lean-1');
+    const lookups = vi.spyOn(MessagingStore.prototype, 'nextVisibleAt');
+    const transactionalAcks = vi.spyOn(MessagingStore.prototype, 'acknowledgeReceived');
+    try {
+      conn.write({ credit: 100 });
+      await waitFor(() => lookups.mock.calls.some(([, destination]) => destination === 'lean-1'), 5_000, 5);
+      for (let n = 1; n <= 10; n++) {
+        const id = await sendHttp('lean-1', { n });
+        await conn.frame((f) => f.message?.message_id === id);
+        expect((await conn.request('ack', [id])).ok).toEqual({ acknowledged: [id], failed: [] });
+      }
+      // The first look found nothing and asked once; each push after that asked nothing (was 11).
+      expect(lookups.mock.calls.filter(([, destination]) => destination === 'lean-1').length).toBeLessThanOrEqual(2);
+      // One statement acknowledges them, outside a transaction (SQLite has no round trips to save).
+      if (dialect === 'postgres') expect(transactionalAcks).not.toHaveBeenCalled();
+      expect(await inbox('lean-1')).toMatchObject({ pending: 0, leased: 0 });
+      // Acked already, or someone else's: refused with its reason, as before.
+      const again = await conn.request('ack', [conn.messages()[0].message_id]);
+      expect(again.ok.failed).toEqual([expect.objectContaining({ error: expect.objectContaining({ code: 'conflict' }) })]);
+      const other = await sendHttp('lean-2', {});
+      const foreign = await conn.request('ack', [other]);
+      expect(foreign.ok.failed).toEqual([{ message_id: other, error: expect.objectContaining({ code: 'forbidden' }) }]);
+    } finally {
+      lookups.mockRestore();
+      transactionalAcks.mockRestore();
+      conn.socket.close();
+    }
+  });
+
   it('respects credit: granted 2 of 5 it gets exactly 2, in order, until more credit comes', async () => {
     for (let i = 0; i < 5; i++) await sendHttp('credit-1', { i });
     const conn = await open('credit-1');

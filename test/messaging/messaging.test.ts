@@ -190,6 +190,29 @@ describeEachDialect('messaging: send, receive, acknowledge', (dialect) => {
     expect(dead.attempts.map((a: { attempt: number; outcome: string }) => [a.attempt, a.outcome])).toEqual([[1, 'expired']]);
   });
 
+  it('ends the expired attempt of each message redelivered to several inboxes at once (claims of one turn share a statement)', async () => {
+    const producer = await server.agent('rx-producer');
+    const workers = await Promise.all(['rx-a', 'rx-b', 'rx-c'].map(async (id) => ({ id, client: await server.agent(id) })));
+    const sent = new Map<string, string>();
+    for (const { id, client } of workers) {
+      sent.set(id, (await producer.post(`${M}/send`, { destination: id, event_name: 'slow', max_deliveries: 2 })).body.data.message_id);
+      expect((await client.get(`${M}/receive?visibility_timeout=1`)).body.data.messages).toHaveLength(1);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const again = await Promise.all(workers.map(({ client }) => client.get(`${M}/receive?timeout=0`)));
+    expect(again.map((res) => res.body.data.messages.map((m: { message_id: string }) => m.message_id))).toEqual(
+      workers.map(({ id }) => [sent.get(id)]),
+    );
+    for (const { id, client } of workers) {
+      expect((await client.post(`${M}/reject`, { message_id: sent.get(id), reason: 'no', requeue: false })).status).toBe(200);
+      const dead = (await client.get(`${M}/dead-letters?agent_id=${id}`)).body.data[0];
+      expect(dead.attempts.map((a: { attempt: number; outcome: string }) => [a.attempt, a.outcome])).toEqual([
+        [1, 'expired'],
+        [2, 'rejected'],
+      ]);
+    }
+  });
+
   it('backs off exponentially by default and dead-letters at once with requeue=false', async () => {
     const producer = await server.agent('bo-producer');
     const worker = await server.agent('bo-worker');

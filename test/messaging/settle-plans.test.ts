@@ -53,5 +53,23 @@ const M = '/api/v1/messaging';
     const plan = await genericPlanOf(server.app.platform.database, { sql: ack!.text!, parameters: ack!.values! });
     expect(plan).toContain('messages_id_key');
     expect(plan).not.toContain('messages_inbox');
+
+    // The acknowledgements of one message each, from several inboxes in one statement, too.
+    const more = (await agent.get(`${M}/receive?max=10&timeout=0`)).body.data.messages as { message_id: string }[];
+    const sentOne = vi.spyOn(pg.Client.prototype, 'query');
+    const unheard = await store.acknowledgeUnheard(
+      more.map((m) => ({ id: m.message_id, destination: 'plan-acker' })),
+      Date.now(),
+    );
+    const one = sentOne.mock.calls
+      .map(([query]) => query as unknown as { text?: string; values?: unknown[] })
+      .find((q) => q.text?.includes('unnest'));
+    sentOne.mockRestore();
+    expect(unheard).toHaveLength(10);
+    // Arrays as PostgreSQL's text form, which genericPlanOf quotes as it quotes text.
+    const parameters = one!.values!.map((value) => (Array.isArray(value) ? `{${value.join(',')}}` : value));
+    const unheardPlan = await genericPlanOf(server.app.platform.database, { sql: one!.text!, parameters });
+    expect(unheardPlan).toContain('messages_id_key');
+    expect(unheardPlan).not.toContain('messages_inbox');
   });
 });

@@ -1,0 +1,88 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { Statements } from '../db/statements.js';
+import type { MessageRow } from './message-rows.js';
+
+/** A claim's values (store.ts `leaseValues`): what one inbox's lease takes. */
+export interface InboxLease {
+  destination: string;
+  receiver: string;
+  max: number;
+  now: number;
+  visibleAt: number;
+}
+
+/**
+ * PostgreSQL: the claims of several inboxes, one lease each, as one statement, each inbox's part
+ * chosen as store.ts `claimInOneStatement` chooses it (priority, fairness rank, arrival; held
+ * ordering keys skipped; rows other claims hold skipped). The claims of one turn follow the
+ * wake-ups of one INSERT of sends; each was a statement and a commit of its own, the costliest
+ * thing a pushed message did on the database (W1 over the agent channel). Rows come grouped by
+ * inbox, in dequeue order within each. The attempts a redelivery ends are found by id (a join
+ * with `claimed`, which the planner takes for up to 100 rows per inbox, walked every attempt), and
+ * are those still open: the snapshot the CTEs share does not see the ones `attempts` inserts.
+ */
+export async function claimInboxes(db: Db, statements: Statements, leases: readonly InboxLease[]): Promise<MessageRow[]> {
+  const values = {
+    inboxes: leases.map((lease) => lease.destination),
+    maxes: leases.map((lease) => lease.max),
+    receivers: leases.map((lease) => lease.receiver),
+    visibleAts: leases.map((lease) => lease.visibleAt),
+    // The latest: the statement runs after every claim of the turn asked.
+    now: Math.max(...leases.map((lease) => lease.now)),
+    pending: 'pending' as const,
+    expired: 'expired' as const,
+    reason: 'visibility timeout expired',
+  };
+  const query = statements.compiled(
+    'claim-inboxes',
+    values,
+    (v) => sql<MessageRow>`with picked as (select m.seq, r.receiver, r.visible_at
+        from unnest(cast(${v.inboxes} as text[]), cast(${v.maxes} as int[]), cast(${v.receivers} as text[]), cast(${v.visibleAts} as bigint[]))
+          as r(inbox, most, receiver, visible_at)
+        cross join lateral (select seq from messages
+          where destination = r.inbox and state = ${v.pending} and +visible_at <= ${v.now} and deliveries < max_deliveries
+            and (ordering_key is null or not exists (select 1 from messages as held where held.destination = messages.destination
+              and held.ordering_key = messages.ordering_key and held.state = 'pending' and held.seq < messages.seq))
+          order by priority desc, fair_rank, seq limit r.most for update skip locked) m),
+      claimed as (update messages set state = case when delivery_semantic = 'at_most_once' then 'delivered' else 'pending' end,
+          visible_at = picked.visible_at, retry_count = deliveries, deliveries = deliveries + 1, delivered_at = ${v.now},
+          receiver = picked.receiver
+        from picked where messages.seq = picked.seq returning messages.*),
+      attempts as (insert into message_deliveries (message_id, attempt, receiver, destination, delivered_at, capability)
+        select id, deliveries, receiver, destination, cast(${v.now} as bigint), capability from claimed returning message_id),
+      ended as (update message_deliveries set outcome = ${v.expired}, reason = ${v.reason}, ended_at = ${v.now}
+        where message_deliveries.message_id = any(array(select id from claimed where deliveries > 1))
+          and message_deliveries.outcome is null returning message_deliveries.message_id)
+      select * from claimed order by destination, priority desc, fair_rank, seq`,
+  );
+  return (await db.executeQuery(query)).rows;
+}
+
+/**
+ * PostgreSQL: acknowledges each of `acks` that is pending, delivered, addressed to its
+ * `destination` and has no origin (no producer hears of it), ending its attempt: one statement
+ * outside any transaction, for messages of several inboxes. Returns the rows it acknowledged.
+ */
+export async function acknowledgeUnheard(
+  db: Db,
+  statements: Statements,
+  acks: readonly { id: string; destination: string }[],
+  now: number,
+): Promise<MessageRow[]> {
+  const [ids, destinations] = [acks.map((ack) => ack.id), acks.map((ack) => ack.destination)];
+  const values = { ids, destinations, now, pending: 'pending' as const, acked: 'acked' as const, never: 0 };
+  // State and destination are compared as expressions no index covers (store.ts `unindexedState`).
+  const query = statements.compiled(
+    'ack-unheard',
+    values,
+    (v) => sql<MessageRow>`with acked as (update messages set state = ${v.acked}, acked_at = ${v.now}, output = null
+        from unnest(cast(${v.ids} as text[]), cast(${v.destinations} as text[])) as w(ack_id, inbox)
+        where messages.id = w.ack_id and (messages.state || '') = ${v.pending} and messages.deliveries > ${v.never}
+          and (messages.destination || '') = w.inbox and messages.origin_kind is null returning messages.*),
+        ended as (update message_deliveries set outcome = ${v.acked}, reason = null, ended_at = ${v.now} from acked
+          where message_deliveries.message_id = acked.id and message_deliveries.attempt = acked.deliveries returning 1)
+        select * from acked`,
+  );
+  return (await db.executeQuery(query)).rows;
+}
