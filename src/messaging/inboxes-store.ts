@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Statements } from '../db/statements.js';
+import { heldByOrderingKey } from './flow-store.js';
 import type { MessageRow } from './message-rows.js';
 
 /** A claim's values (store.ts `leaseValues`): what one inbox's lease takes. */
@@ -42,8 +43,7 @@ export async function claimInboxes(db: Db, statements: Statements, leases: reado
           as r(inbox, most, receiver, visible_at)
         cross join lateral (select seq from messages
           where destination = r.inbox and state = ${v.pending} and +visible_at <= ${v.now} and deliveries < max_deliveries
-            and (ordering_key is null or not exists (select 1 from messages as held where held.destination = messages.destination
-              and held.ordering_key = messages.ordering_key and held.state = 'pending' and held.seq < messages.seq))
+            and (ordering_key is null or not ${heldByOrderingKey()})
           order by priority desc, fair_rank, seq limit r.most for update skip locked) m),
       claimed as (update messages set state = case when delivery_semantic = 'at_most_once' then 'delivered' else 'pending' end,
           visible_at = picked.visible_at, retry_count = deliveries, deliveries = deliveries + 1, delivered_at = ${v.now},
