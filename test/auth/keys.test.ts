@@ -123,7 +123,7 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
     }
   });
 
-  it('reaches a running server when the CLI revokes: its next request is 401', async () => {
+  it('reaches a running server when the CLI revokes: its requests are 401 within 2 s', async () => {
     const server = await startServer(dialect);
     try {
       const created = await server.api.post('/api/v1/auth/keys', { agent_id: 'offline-revoked' });
@@ -136,8 +136,12 @@ describeEachDialect('API key revocation from anywhere', (dialect) => {
           ...(server.database.databaseUrl ? { DATABASE_URL: server.database.databaseUrl } : {}),
         },
       });
-      const after = await agent.get('/api/v1/auth/whoami');
-      expect(after.status).toBe(401);
+      // The server hears of it through the database's notice after the CLI's commit: under load a
+      // request can come first (CI saw one 200).
+      const after = await waitFor(async () => {
+        const res = await agent.get('/api/v1/auth/whoami');
+        return res.status === 401 ? res : null;
+      }, 2000);
       expect(after.body.error.message).toMatch(/revoked/);
     } finally {
       await server.close();
