@@ -1,8 +1,7 @@
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { BulkInsert } from '../db/bulk-insert.js';
 import { nextDue, type DialectCapabilities } from '../db/capabilities.js';
 import type { Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
 import { Statements } from '../db/statements.js';
 import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf, txOf } from '../db/tx.js';
@@ -10,19 +9,10 @@ import { Store } from '../db/store.js';
 import { TurnBatch } from '../kernel/turn-batch.js';
 import { acknowledgeUnheard, claimInboxes } from './inboxes-store.js';
 import { heldByOrderingKey, inDequeueOrder, orderingLocks, rankByFairness } from './flow-store.js';
+import { leasedAt, unindexedVisibleAt } from './visibility-store.js';
 import { DELIVERY_TEMPLATE, MESSAGE_TEMPLATE, type DeliveryRow, type MessageRow, type NewMessageRow } from './message-rows.js';
 
 export type { DeliveryRow, MessageRow, NewMessageRow, SessionRow, SubscriptionRow, ThreadRow } from './message-rows.js';
-
-/**
- * `visible_at` as an expression no index covers. Without statistics and with bound values,
- * SQLite chose messages_expiry (state, visible_at) for an inbox's claim and next-visible
- * lookup: a walk over every pending message of every inbox, then a sort (receive took 10 ms
- * instead of 1 ms beside 50,000 messages pending elsewhere). Hiding visible_at leaves
- * messages_inbox (destination, state, seq), whose order is the dequeue order; PostgreSQL
- * picks that index anyway.
- */
-export const unindexedVisibleAt = sql<number>`+${sql.ref('visible_at')}`;
 
 /**
  * An acknowledgement's checks of state and inbox, hidden from the indexes so that the id index
@@ -32,25 +22,6 @@ export const unindexedVisibleAt = sql<number>`+${sql.ref('visible_at')}`;
  */
 const unindexedState = sql<string>`(${sql.ref('state')} || '')`;
 const unindexedDestination = sql<string>`(${sql.ref('destination')} || '')`;
-
-/**
- * A message leased to a receiver now: received, its lease running, its attempt not yet ended
- * (a rejected message backing off is pending again, with its lease time as its retry time).
- */
-export function leasedAt(eb: ExpressionBuilder<Database, 'messages'>, now: number) {
-  return eb.and([
-    eb('messages.state', '=', 'pending'),
-    eb(unindexedVisibleAt, '>', now),
-    eb.exists(
-      eb
-        .selectFrom('message_deliveries')
-        .select('message_deliveries.attempt')
-        .whereRef('message_deliveries.message_id', '=', 'messages.id')
-        .whereRef('message_deliveries.attempt', '=', 'messages.deliveries')
-        .where('message_deliveries.outcome', 'is', null),
-    ),
-  ]);
-}
 
 /** How an attempt ends when its lease ran out and the message was delivered again. */
 const EXPIRED_ATTEMPT = (now: number) => ({ outcome: 'expired' as const, reason: 'visibility timeout expired', ended_at: now });
@@ -223,11 +194,25 @@ export class MessagingStore extends Store {
     });
   }
 
-  /** SQLite (and a limited agent's claim): the lease, the new attempts and the ends of the expired ones, one by one. */
+  /**
+   * SQLite (and a limited agent's claim): the lease, the settling of at-most-once messages, the
+   * new attempts and the ends of the expired ones, one by one. The lease leaves `state` out of
+   * its SET: SQLite rewrites the entries of every index on a column an UPDATE sets, same value or
+   * not, and five indexes of messages hold state (bench/RESULTS.md, "Ordering keys").
+   */
   private async claimStatementEach(trx: Db, values: LeaseValues): Promise<MessageRow[]> {
-    const rows = (await trx.executeQuery(this.statements.compiled('lease', values, (v) => this.lease(v)))).rows;
+    const rows = (await trx.executeQuery(this.statements.compiled('lease', values, (v) => this.lease(v, false)))).rows;
     if (rows.length === 0) return rows;
     rows.sort(inDequeueOrder);
+    const atMostOnce = rows.filter((row) => row.delivery_semantic === 'at_most_once');
+    if (atMostOnce.length > 0) {
+      await this.settle(
+        txOf(trx),
+        atMostOnce.map((row) => row.id),
+        { state: 'delivered' },
+      );
+      for (const row of atMostOnce) row.state = 'delivered';
+    }
     const { receiver, destination, now } = values;
     await this.deliveryInsert.run(
       trx,
@@ -264,7 +249,7 @@ export class MessagingStore extends Store {
    */
   private claimInOneStatement(v: LeaseValues) {
     return this.db
-      .with('claimed', () => this.lease(v))
+      .with('claimed', () => this.lease(v, true))
       .with('attempts', (db) =>
         db
           .insertInto('message_deliveries')
@@ -300,11 +285,12 @@ export class MessagingStore extends Store {
       .orderBy('seq');
   }
 
-  private lease(v: LeaseValues) {
+  /** The lease's UPDATE; `settlesAtMostOnce`: it also settles at-most-once messages as `delivered`. */
+  private lease(v: LeaseValues, settlesAtMostOnce: boolean) {
     return this.db
       .updateTable('messages')
       .set({
-        state: sql`case when delivery_semantic = 'at_most_once' then 'delivered' else 'pending' end`,
+        ...(settlesAtMostOnce && { state: sql`case when delivery_semantic = 'at_most_once' then 'delivered' else 'pending' end` }),
         visible_at: v.visibleAt,
         retry_count: sql`deliveries`,
         deliveries: sql`deliveries + 1`,

@@ -4,7 +4,8 @@ import type { Tx } from '../kernel/tx.js';
 import { dbOf } from '../db/tx.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { heldByOrderingKey } from './flow-store.js';
-import { leasedAt, unindexedVisibleAt, type DeliveryRow, type MessageRow } from './store.js';
+import { leasedAt, unindexedVisibleAt } from './visibility-store.js';
+import type { DeliveryRow, MessageRow } from './store.js';
 
 /** A message with whether a message of its ordering key sent before it, or leased now, is unsettled. */
 export type HeldMessageRow = MessageRow & { held: boolean };
@@ -36,15 +37,10 @@ export class InboxViewsStore extends Store {
   }
 
   /**
-   * The inboxes holding messages (pending, leased or dead), by agent id, or the one of
-   * `destination`. The list and its total read the counters (a row per agent, kept by triggers);
-   * the leased among a page's pending messages and the oldest waiting are read as in `waiting`,
-   * never by walking an inbox's waiting messages.
-   */
-  /**
    * Messages held by their ordering key: of each key's pending messages (leased or not) all but
-   * the first wait. A grouped walk of the partial index messages_ordering (keyed messages only),
-   * never of the messages table.
+   * the first wait. On PostgreSQL a grouped walk of the partial index messages_ordering (pending
+   * keyed messages only); SQLite, without statistics, walks every pending message on
+   * messages_retention instead.
    */
   async countHeldByOrderingKey(tx: Tx): Promise<number> {
     const db = dbOf(tx, this.db);
@@ -52,7 +48,8 @@ export class InboxViewsStore extends Store {
       .selectFrom('messages')
       .select((eb) => eb.fn.countAll<number | string>().as('n'))
       .where('ordering_key', 'is not', null)
-      .where('state', '=', 'pending')
+      // A literal, as in the index's own condition: a bound value proves no partial index applies.
+      .where('state', '=', sql.lit('pending'))
       .groupBy(['destination', 'ordering_key'])
       .as('keys');
     const row = await db
@@ -62,6 +59,12 @@ export class InboxViewsStore extends Store {
     return Number(row?.held ?? 0);
   }
 
+  /**
+   * The inboxes holding messages (pending, leased or dead), by agent id, or the one of
+   * `destination`. The list and its total read the counters (a row per agent, kept by triggers);
+   * the leased among a page's pending messages and the oldest waiting are read as in `waiting`,
+   * never by walking an inbox's waiting messages.
+   */
   async inboxCounts(tx: Tx, destination: string | undefined, now: number, window: Page, deepestFirst = false): Promise<Paged<InboxCounts>> {
     const db = dbOf(tx, this.db);
     let counters = db.selectFrom('inbox_counters').where((eb) => eb.or([eb('pending', '>', 0), eb('dead', '>', 0)]));

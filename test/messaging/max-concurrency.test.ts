@@ -84,6 +84,16 @@ describeEachDialect('messaging: agents limited by max_concurrency', (dialect) =>
     expect(again).toHaveLength(1);
   });
 
+  it('settles an at-most-once message as it leases it: the message takes no room afterwards', async () => {
+    const { agentId, client, receive } = await limitedAgent(1);
+    const once = await server.api.post(`${M}/send`, { destination: agentId, event_name: 'once', delivery_semantic: 'at_most_once' });
+    expect(once.status, once.text).toBe(201);
+    await sendMany(agentId, 1);
+    expect((await receive()).map((m) => m.message_id)).toEqual([once.body.data.message_id]);
+    expect((await client.post(`${M}/acknowledge`, { message_id: once.body.data.message_id })).status).toBe(409);
+    expect(await receive()).toHaveLength(1);
+  });
+
   it('refuses a max_concurrency below 1', async () => {
     const agentId = unique('bad');
     const client = await server.agent(agentId);

@@ -60,6 +60,7 @@ import * as artifactOffloads from './0066-artifact-offloads.js';
 import * as runOutputRef from './0067-run-output-ref.js';
 import * as usagePlanCovering from './0068-usage-plan-covering.js';
 import * as usagePartialIndexes from './0070-usage-partial-indexes.js';
+import * as orderingPending from './0071-ordering-pending.js';
 
 export interface SwitchboardMigration {
   up(db: Kysely<unknown>, caps: DialectCapabilities): Promise<void>;
@@ -130,4 +131,5 @@ export const migrations: Record<string, SwitchboardMigration> = {
   '0067-run-output-ref': runOutputRef,
   '0068-usage-plan-covering': usagePlanCovering,
   '0070-usage-partial-indexes': usagePartialIndexes,
+  '0071-ordering-pending': orderingPending,
 };
