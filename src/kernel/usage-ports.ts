@@ -27,7 +27,25 @@ export interface UsageSource {
 export interface UsageRecorder {
   /** The reports of one acknowledgement (a batch's, from the agent channel), together. */
   record(tx: Tx, reports: readonly SourcedUsage[]): Promise<void>;
+  /**
+   * The record of a report on a message no run owns, when its insert is all there is to do (no
+   * budget counts it, as this node knows now), for the acknowledgement's own statement to insert;
+   * else null, and it goes to `record`.
+   */
+  plain(agentId: string, usage: UsageReport): PlainUsageRecord | null;
   committed(reports: readonly SourcedUsage[]): void;
+}
+
+/** A usage record with nothing but its insert to do: its agent and message are the acknowledged message's. */
+export interface PlainUsageRecord {
+  id: string;
+  model: string;
+  provider: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number;
+  recorded_at: number;
 }
 
 /** A usage report and the acknowledged message it came with. */

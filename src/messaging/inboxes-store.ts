@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Statements } from '../db/statements.js';
+import type { PlainUsageRecord } from '../kernel/usage-ports.js';
 import { heldByOrderingKey } from './flow-store.js';
 import type { MessageRow } from './message-rows.js';
 
@@ -59,19 +60,41 @@ export async function claimInboxes(db: Db, statements: Statements, leases: reado
   return (await db.executeQuery(query)).rows;
 }
 
+/** An acknowledgement `acknowledgeUnheard` takes: a message, its inbox, and the usage its work reported. */
+export interface UnheardAck {
+  id: string;
+  destination: string;
+  usage: PlainUsageRecord | null;
+}
+
 /**
  * PostgreSQL: acknowledges each of `acks` that is pending, delivered, addressed to its
- * `destination` and has no origin (no producer hears of it), ending its attempt: one statement
- * outside any transaction, for messages of several inboxes. Returns the rows it acknowledged.
+ * `destination` and has no origin (no producer hears of it), ending its attempt and inserting the
+ * usage record it carries: one statement outside any transaction, for messages of several
+ * inboxes. Returns the rows it acknowledged. The records are the usage domain's (`UsageRecorder.plain`:
+ * nothing else is done for them); written here so that an ack and its usage stay one statement.
  */
-export async function acknowledgeUnheard(
-  db: Db,
-  statements: Statements,
-  acks: readonly { id: string; destination: string }[],
-  now: number,
-): Promise<MessageRow[]> {
+export async function acknowledgeUnheard(db: Db, statements: Statements, acks: readonly UnheardAck[], now: number): Promise<MessageRow[]> {
   const [ids, destinations] = [acks.map((ack) => ack.id), acks.map((ack) => ack.destination)];
-  const values = { ids, destinations, now, pending: 'pending' as const, acked: 'acked' as const, never: 0 };
+  const usage = acks.flatMap((ack) => (ack.usage === null ? [] : [{ ...ack.usage, message_id: ack.id }]));
+  const column = <K extends keyof (typeof usage)[number]>(key: K) => usage.map((record) => record[key]);
+  const values = {
+    ids,
+    destinations,
+    now,
+    pending: 'pending' as const,
+    acked: 'acked' as const,
+    never: 0,
+    usageIds: column('id'),
+    messageIds: column('message_id'),
+    models: column('model'),
+    providers: column('provider'),
+    inputs: column('input_tokens'),
+    outputs: column('output_tokens'),
+    cached: column('cached_tokens'),
+    costs: column('cost_usd'),
+    recordedAt: column('recorded_at'),
+  };
   // State and destination are compared as expressions no index covers (store.ts `unindexedState`).
   const query = statements.compiled(
     'ack-unheard',
@@ -81,7 +104,16 @@ export async function acknowledgeUnheard(
         where messages.id = w.ack_id and (messages.state || '') = ${v.pending} and messages.deliveries > ${v.never}
           and (messages.destination || '') = w.inbox and messages.origin_kind is null returning messages.*),
         ended as (update message_deliveries set outcome = ${v.acked}, reason = null, ended_at = ${v.now} from acked
-          where message_deliveries.message_id = acked.id and message_deliveries.attempt = acked.deliveries returning 1)
+          where message_deliveries.message_id = acked.id and message_deliveries.attempt = acked.deliveries returning 1),
+        used as (insert into usage_records (id, agent_id, model, provider, input_tokens, output_tokens, cached_tokens, cost_usd,
+            message_id, recorded_at)
+          select u.id, acked.destination, u.model, u.provider, u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_usd,
+            acked.id, u.recorded_at
+          from unnest(cast(${v.usageIds} as text[]), cast(${v.messageIds} as text[]), cast(${v.models} as text[]),
+            cast(${v.providers} as text[]), cast(${v.inputs} as bigint[]), cast(${v.outputs} as bigint[]),
+            cast(${v.cached} as bigint[]), cast(${v.costs} as double precision[]), cast(${v.recordedAt} as bigint[]))
+            as u(id, message_id, model, provider, input_tokens, output_tokens, cached_tokens, cost_usd, recorded_at)
+          join acked on acked.id = u.message_id returning 1)
         select * from acked`,
   );
   return (await db.executeQuery(query)).rows;

@@ -10,6 +10,7 @@ import type { InboxWakeups } from './inbox-wakeups.js';
 import { toMessage, type Caller, type Message } from './messages.js';
 import type { OutcomeDispatch } from './outcomes.js';
 import type { PayloadRefs } from './payload-refs.js';
+import type { UnheardAck } from './inboxes-store.js';
 import type { MessageRow, MessagingStore } from './store.js';
 
 const MAX_BACKOFF_S = 300;
@@ -85,15 +86,15 @@ export class Leases {
     MAX_ACK_CALLS,
   );
   /**
-   * Acknowledgements of one message each, without an output or usage, by an agent whose inbox has
-   * not been leased a message a producer hears of: one statement for the turn's, outside any
-   * transaction (`acknowledgeUnheard`). Answers null for a message it left alone (settled, not
+   * Acknowledgements of one message each, without an output, by an agent whose inbox has not
+   * been leased a message a producer hears of, with usage only when no budget counts it: one
+   * statement for the turn's, with their usage records, outside any transaction (`acknowledgeUnheard`). Answers null for a message it left alone (settled, not
    * the caller's, or heard of after all, or a second ack of it in the turn), which then goes the
    * way of `acks`, where it is acknowledged or refused with its reason. The agent channel acks as
    * it is pushed, a message at a time: BEGIN and COMMIT around each ack were two of its five
    * statements per message (W1 on PostgreSQL).
    */
-  private readonly unheardAcks = new TurnBatch<{ id: string; destination: string }, MessageRow | null>(async (acks) => {
+  private readonly unheardAcks = new TurnBatch<UnheardAck, MessageRow | null>(async (acks) => {
     const byId = new Map((await this.store.acknowledgeUnheard(acks, this.deps.clock.now())).map((row) => [row.id, row]));
     return acks.map((ack) => {
       const row = byId.get(ack.id) ?? null;
@@ -235,10 +236,13 @@ export class Leases {
     usage: ReadonlyMap<string, UsageReport> | null,
   ): Promise<MessageRow[] | null> {
     const destination = caller.admin ? null : caller.agentId;
-    if (ids.length !== 1 || output !== undefined || usage !== null || destination === null) return null;
+    if (ids.length !== 1 || output !== undefined || destination === null) return null;
     if (!this.store.acksInOneStatement || this.heardInboxes.has(destination)) return null;
+    const report = usage?.get(ids[0]!);
+    const record = report === undefined ? null : this.usage!.plain(destination, report);
+    if (usage !== null && (usage.size > 1 || record === null)) return null;
     const startTime = spanClock();
-    const row = await this.unheardAcks.add({ id: ids[0]!, destination });
+    const row = await this.unheardAcks.add({ id: ids[0]!, destination, usage: record });
     if (row === null) return null;
     await this.deps.tracing.settling([row], 'ack', async () => undefined, startTime);
     return [row];

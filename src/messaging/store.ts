@@ -7,7 +7,7 @@ import type { Tx } from '../kernel/tx.js';
 import { atomically, dbOf, txOf } from '../db/tx.js';
 import { Store } from '../db/store.js';
 import { TurnBatch } from '../kernel/turn-batch.js';
-import { acknowledgeUnheard, claimInboxes } from './inboxes-store.js';
+import { acknowledgeUnheard, claimInboxes, type UnheardAck } from './inboxes-store.js';
 import { heldByOrderingKey, inDequeueOrder, orderingLocks, rankByFairness } from './flow-store.js';
 import { leasedAt, unindexedVisibleAt } from './visibility-store.js';
 import { DELIVERY_TEMPLATE, MESSAGE_TEMPLATE, type DeliveryRow, type MessageRow, type NewMessageRow } from './message-rows.js';
@@ -376,7 +376,7 @@ export class MessagingStore extends Store {
   }
 
   /** On PostgreSQL: inboxes-store.ts. */
-  acknowledgeUnheard(acks: readonly { id: string; destination: string }[], now: number): Promise<MessageRow[]> {
+  acknowledgeUnheard(acks: readonly UnheardAck[], now: number): Promise<MessageRow[]> {
     return acknowledgeUnheard(this.db, this.statements, acks, now);
   }
 

@@ -38,25 +38,17 @@ export class InboxViewsStore extends Store {
 
   /**
    * Messages held by their ordering key: of each key's pending messages (leased or not) all but
-   * the first wait. On PostgreSQL a grouped walk of the partial index messages_ordering (pending
-   * keyed messages only); SQLite, without statistics, walks every pending message on
-   * messages_retention instead.
+   * the first wait. A grouped walk of the partial index messages_ordering (pending keyed messages
+   * only), never of the messages table: SQLite, which keeps no statistics, is told the index (it
+   * chose messages_retention, a walk of every pending message, at every metrics scrape).
    */
   async countHeldByOrderingKey(tx: Tx): Promise<number> {
-    const db = dbOf(tx, this.db);
-    const keys = db
-      .selectFrom('messages')
-      .select((eb) => eb.fn.countAll<number | string>().as('n'))
-      .where('ordering_key', 'is not', null)
-      // A literal, as in the index's own condition: a bound value proves no partial index applies.
-      .where('state', '=', sql.lit('pending'))
-      .groupBy(['destination', 'ordering_key'])
-      .as('keys');
-    const row = await db
-      .selectFrom(keys)
-      .select(sql<number | string | null>`sum(${sql.ref('keys.n')} - 1)`.as('held'))
-      .executeTakeFirst();
-    return Number(row?.held ?? 0);
+    const messages = this.caps.kind === 'sqlite' ? sql`messages indexed by messages_ordering` : sql`messages`;
+    // The state a literal, as in the index's own condition: a bound value proves no partial index applies.
+    const { rows } = await sql<{ held: number | string | null }>`select sum(n - 1) as held from (
+      select count(*) as n from ${messages} where ordering_key is not null and state = 'pending'
+      group by destination, ordering_key) as keys`.execute(dbOf(tx, this.db));
+    return Number(rows[0]?.held ?? 0);
   }
 
   /**

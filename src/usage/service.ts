@@ -4,7 +4,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Forbidden, InvalidRequest, NotFound } from '../kernel/errors.js';
 import { newId } from '../kernel/ids.js';
 import type { DomainMetrics } from '../kernel/metrics.js';
-import type { CallCosts, RunUsage, SourcedUsage, UsageRecorder, UsageReport, UsageSum } from '../kernel/usage-ports.js';
+import type { CallCosts, PlainUsageRecord, RunUsage, SourcedUsage, UsageRecorder, UsageReport, UsageSum } from '../kernel/usage-ports.js';
 import { autocommit, type Tx } from '../kernel/tx.js';
 import type { BudgetsService } from './budgets.js';
 import type { RecordUsageBody, UsageQuery, UsageRecord, UsageTotals } from './schemas.js';
@@ -29,6 +29,20 @@ interface Report {
   agentId: string;
   usage: UsageReport;
   link: Link;
+}
+
+/** What a report records, beside its agent and links, at `now`. */
+function plainRecord(usage: UsageReport, now: number): PlainUsageRecord {
+  return {
+    id: newId('usg', now),
+    model: usage.model,
+    provider: usage.provider ?? null,
+    input_tokens: usage.input_tokens,
+    output_tokens: usage.output_tokens,
+    cached_tokens: usage.cached_tokens ?? 0,
+    cost_usd: usage.cost_usd ?? 0,
+    recorded_at: now,
+  };
 }
 
 function toRecord(row: UsageRow): UsageRecord {
@@ -79,6 +93,13 @@ export class UsageService implements UsageRecorder, RunUsage, CallCosts {
         };
       }),
     );
+  }
+
+  /** Usage port: a record outside any run that no budget counts, for the acknowledgement's own statement. */
+  plain(agentId: string, usage: UsageReport): PlainUsageRecord | null {
+    return this.deps.budgets.countsNone({ agent_id: agentId, capability: null, plan_id: null })
+      ? plainRecord(usage, this.deps.clock.now())
+      : null;
   }
 
   /** Counted in the metrics once per agent and model of the batch: a turn's acks often share both. */
@@ -141,8 +162,11 @@ export class UsageService implements UsageRecorder, RunUsage, CallCosts {
     };
   }
 
-  /** `requireRun`: a run named but not found is a 404 (a report on its own), not a record without its plan (a step's run deleted since). */
-  /** The records of `reports`, their rollup and their budgets, in `tx`. */
+  /**
+   * The records of `reports`, their rollup and their budgets, in `tx`. `requireRun`: a run named
+   * but not found is a 404 (a report on its own), not a record without its plan (a step's run
+   * deleted since).
+   */
   private async insert(tx: Tx, reports: readonly Report[], requireRun = false): Promise<UsageRow[]> {
     const now = this.deps.clock.now();
     const rows: UsageRow[] = [];
@@ -150,18 +174,11 @@ export class UsageService implements UsageRecorder, RunUsage, CallCosts {
       const context = link.run_id === null ? undefined : await this.deps.store.runContext(tx, link.run_id, link.step_id);
       if (requireRun && link.run_id !== null && context === undefined) throw new NotFound('Run', link.run_id);
       rows.push({
-        id: newId('usg', now),
+        ...plainRecord(usage, now),
         agent_id: agentId,
-        model: usage.model,
-        provider: usage.provider ?? null,
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        cached_tokens: usage.cached_tokens ?? 0,
-        cost_usd: usage.cost_usd ?? 0,
         ...link,
         plan_id: context?.plan_id ?? null,
         capability: context?.capability ?? null,
-        recorded_at: now,
       });
     }
     await this.deps.store.insert(tx, rows);

@@ -1,19 +1,13 @@
-/** One report of usage: an acknowledgement's, or one recorded on its own. */
-export interface UsageRecordsTable {
-  id: string;
+import type { PlainUsageRecord } from '../kernel/usage-ports.js';
+
+/** One report of usage: an acknowledgement's, or one recorded on its own (the port's plain record, with whose and what work). */
+export interface UsageRecordsTable extends PlainUsageRecord {
   agent_id: string;
-  model: string;
-  provider: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  cost_usd: number;
   message_id: string | null;
   run_id: string | null;
   step_id: string | null;
   plan_id: string | null;
   capability: string | null;
-  recorded_at: number;
 }
 
 /**

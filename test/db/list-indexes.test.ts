@@ -116,6 +116,11 @@ describeEachDialect('list filters read through an index', (dialect) => {
       ['message_deliveries_agent_capability'],
     ],
     [
+      'messages held by their ordering key (the held gauge)',
+      () => new InboxViewsStore(db, handle.caps).countHeldByOrderingKey(autocommit),
+      ['messages_ordering'],
+    ],
+    [
       "an inbox's waiting messages",
       () => new InboxViewsStore(db, handle.caps).inboxMessages(autocommit, 'agent-a', false, 0, window),
       ['messages_inbox'],

@@ -54,12 +54,23 @@ const M = '/api/v1/messaging';
     expect(plan).toContain('messages_id_key');
     expect(plan).not.toContain('messages_inbox');
 
-    // The acknowledgements of one message each, from several inboxes in one statement, too.
+    // The acknowledgements of one message each, from several inboxes in one statement, too (half with usage records).
     const more = (await agent.get(`${M}/receive?max=10&timeout=0`)).body.data.messages as { message_id: string }[];
     const sentOne = vi.spyOn(pg.Client.prototype, 'query');
+    const now = Date.now();
+    const usage = (i: number) => ({
+      id: `usg_plan_${i}`,
+      model: 'm',
+      provider: 'p',
+      input_tokens: 1,
+      output_tokens: 2,
+      cached_tokens: 0,
+      cost_usd: 0.5,
+      recorded_at: now,
+    });
     const unheard = await store.acknowledgeUnheard(
-      more.map((m) => ({ id: m.message_id, destination: 'plan-acker' })),
-      Date.now(),
+      more.map((m, i) => ({ id: m.message_id, destination: 'plan-acker', usage: i % 2 === 0 ? usage(i) : null })),
+      now,
     );
     const one = sentOne.mock.calls
       .map(([query]) => query as unknown as { text?: string; values?: unknown[] })

@@ -1,4 +1,4 @@
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { createAgent, Switchboard, withUsage } from '../../src/client/index.js';
 import { acknowledge, receive, receiveOne } from '../helpers/agent.js';
@@ -6,6 +6,7 @@ import type { Api } from '../helpers/api.js';
 import { FakeClock } from '../helpers/clock.js';
 import { useTestDatabase } from '../helpers/database.js';
 import { describeEachDialect } from '../helpers/dialects.js';
+import { MessagingStore } from '../../src/messaging/store.js';
 import { startServer, useServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -47,6 +48,31 @@ describeEachDialect('usage', (dialect) => {
     });
     expect(res.status, res.text).toBe(201);
     return res.body.data.id as string;
+  }
+
+  /** An agent channel of `agent`, granted `credit`: its frames, a send of a frame, and the ids of the first `credit` messages pushed. */
+  async function channel(agent: Api, agentId: string, credit: number) {
+    const socket = new WebSocket(`${agent.baseUrl.replace(/^http/, 'ws')}/api/v1/messaging/channel?agent_id=${agentId}`, {
+      headers: { authorization: `Bearer ${agent.key}` },
+    });
+    stops.push(async () => socket.close());
+    const frames: any[] = [];
+    socket.on('message', (data) => frames.push(JSON.parse(String(data))));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    socket.send(JSON.stringify({ credit }));
+    const pushed = () =>
+      waitFor(() => {
+        const got = frames.filter((f) => f.message).map((f) => f.message.message_id as string);
+        return got.length === credit ? got : null;
+      }, 10_000);
+    return { frames, send: (frame: unknown) => socket.send(JSON.stringify(frame)), pushed };
+  }
+
+  async function sendWork(agentId: string, count: number) {
+    for (let i = 0; i < count; i++) {
+      const sent = await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: { i } });
+      expect(sent.status, sent.text).toBe(201);
+    }
   }
 
   /** A run of a one-step plan whose step goes to the agent with `capability`. */
@@ -138,23 +164,10 @@ describeEachDialect('usage', (dialect) => {
     const agentId = unique('batch');
     const agent = await server.agent(agentId);
     const budgetId = await warningBudget(agentId, 1);
-    for (let i = 0; i < 3; i++)
-      expect((await server.api.post('/api/v1/messaging/send', { destination: agentId, event_name: 'work', payload: { i } })).status).toBe(
-        201,
-      );
-    const socket = new WebSocket(`${agent.baseUrl.replace(/^http/, 'ws')}/api/v1/messaging/channel?agent_id=${agentId}`, {
-      headers: { authorization: `Bearer ${agent.key}` },
-    });
-    stops.push(async () => socket.close());
-    const frames: any[] = [];
-    socket.on('message', (data) => frames.push(JSON.parse(String(data))));
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-    socket.send(JSON.stringify({ credit: 3 }));
-    const ids = await waitFor(() => {
-      const got = frames.filter((f) => f.message).map((f) => f.message.message_id as string);
-      return got.length === 3 ? got : null;
-    }, 10_000);
-    socket.send(JSON.stringify({ id: 1, ack: ids.map((message_id) => ({ message_id, usage: report('model-batch', 10, 5, 0.3) })) }));
+    await sendWork(agentId, 3);
+    const { frames, send, pushed } = await channel(agent, agentId, 3);
+    const ids = await pushed();
+    send({ id: 1, ack: ids.map((message_id) => ({ message_id, usage: report('model-batch', 10, 5, 0.3) })) });
     const answer = await waitFor(() => frames.find((f) => f.id === 1), 10_000);
     expect(answer.ok).toMatchObject({ acknowledged: ids });
     expect(await totals(`group_by=model&agent_id=${agentId}`)).toEqual([
@@ -164,6 +177,36 @@ describeEachDialect('usage', (dialect) => {
     expect(spent).toMatchObject({ state: 'warning', spent: { tokens: 45 } });
     const warnings = (await server.api.get(`/api/v1/events?type=budget.warning&subject=${budgetId}`)).body.data;
     expect(warnings).toHaveLength(1);
+  });
+
+  it("records a lone channel ack's usage in the acknowledgement's own statement on PostgreSQL, unless a budget counts it", async () => {
+    const agentId = unique('lean');
+    const agent = await server.agent(agentId);
+    const transactional = vi.spyOn(MessagingStore.prototype, 'acknowledgeReceived');
+    const mine = () => transactional.mock.calls.filter(([, , destination]) => destination === agentId).length;
+    try {
+      await sendWork(agentId, 5);
+      const { frames, send, pushed } = await channel(agent, agentId, 5);
+      const ids = await pushed();
+      const ack = async (n: number) => {
+        send({ id: n, ack: [{ message_id: ids[n]!, usage: report('model-lean', 10, 5, 0.3) }] });
+        expect((await waitFor(() => frames.find((f) => f.id === n), 10_000)).ok).toMatchObject({ acknowledged: [ids[n]] });
+      };
+      // No budget counts the agent: on PostgreSQL the records ride on the one-statement acknowledgements.
+      for (const n of [0, 1, 2]) await ack(n);
+      expect(await totals(`group_by=model&agent_id=${agentId}`)).toEqual([
+        { key: 'model-lean', count: 3, input_tokens: 30, output_tokens: 15, cached_tokens: 0, cost_usd: expect.closeTo(0.9, 9) },
+      ]);
+      expect(mine()).toBe(dialect === 'postgres' ? 0 : 3);
+      // A budget of the agent counts the next ones: they take the transaction, which spends it.
+      const budgetId = await warningBudget(agentId, 10);
+      for (const n of [3, 4]) await ack(n);
+      expect(mine()).toBe(dialect === 'postgres' ? 2 : 5);
+      expect((await server.api.get(`/api/v1/budgets/${budgetId}`)).body.data).toMatchObject({ spent: { tokens: 30 } });
+      expect((await totals(`group_by=model&agent_id=${agentId}`))[0]).toMatchObject({ count: 5, input_tokens: 50 });
+    } finally {
+      transactional.mockRestore();
+    }
   });
 
   it('a burst of acknowledgements with usage, batched by turn, records each once: totals, budgets and metrics add up', async () => {
