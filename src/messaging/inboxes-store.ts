@@ -71,8 +71,9 @@ export interface UnheardAck {
  * PostgreSQL: acknowledges each of `acks` that is pending, delivered, addressed to its
  * `destination` and has no origin (no producer hears of it), ending its attempt and inserting the
  * usage record it carries: one statement outside any transaction, for messages of several
- * inboxes. Returns the rows it acknowledged. The records are the usage domain's (`UsageRecorder.plain`:
- * nothing else is done for them); written here so that an ack and its usage stay one statement.
+ * inboxes. Returns the rows it acknowledged. The records are the usage domain's
+ * (`UsageRecorder.plain`: nothing else is done for them), written here so that an acknowledgement
+ * and its usage stay one statement.
  */
 export async function acknowledgeUnheard(db: Db, statements: Statements, acks: readonly UnheardAck[], now: number): Promise<MessageRow[]> {
   const [ids, destinations] = [acks.map((ack) => ack.id), acks.map((ack) => ack.destination)];

@@ -88,9 +88,10 @@ export class Leases {
   /**
    * Acknowledgements of one message each, without an output, by an agent whose inbox has not
    * been leased a message a producer hears of, with usage only when no budget counts it: one
-   * statement for the turn's, with their usage records, outside any transaction (`acknowledgeUnheard`). Answers null for a message it left alone (settled, not
-   * the caller's, or heard of after all, or a second ack of it in the turn), which then goes the
-   * way of `acks`, where it is acknowledged or refused with its reason. The agent channel acks as
+   * statement for the turn's, with their usage records, outside any transaction
+   * (`acknowledgeUnheard`). Answers null for a message it left alone (settled, not the caller's,
+   * or heard of after all, or a second ack of it in the turn), which then goes the way of `acks`,
+   * where it is acknowledged or refused with its reason. The agent channel acks as
    * it is pushed, a message at a time: BEGIN and COMMIT around each ack were two of its five
    * statements per message (W1 on PostgreSQL).
    */
