@@ -134,7 +134,15 @@ describeEachDialect('the console: rerunning and replaying runs', (dialect) => {
       .getByText(/^2 runs would be replayed\. 3 runs matched, more than one replay takes/)
       .waitFor({ timeout: WAIT_MS });
     expect(await receive(agent, worker, 0)).toEqual([]);
+    // The replay's own answer first: CI twice saw no status here within 15 s (SQLite, under
+    // load, not reproduced alone); this says whether the call failed, hung or was answered.
+    const replayed = page.waitForResponse(
+      (res) => res.url().endsWith('/coordination/runs/replay') && !res.request().postData()?.includes('"dry_run":true'),
+      { timeout: WAIT_MS },
+    );
     await panel.getByRole('button', { name: 'Replay 2 runs' }).click();
+    const answer = await replayed;
+    expect(answer.status(), await answer.text()).toBe(200);
     await panel
       .getByRole('status')
       .getByText(/^Started 2 runs\./)
