@@ -176,6 +176,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   discovery.service.scores.costsFrom(usage.service);
   coordination.service.runs.reportUsageWith(usage.service);
   const cluster = createClusterDomain({ platform, version: VERSION, workers });
+  auth.service.confirmEndingsWith(cluster.service);
   const webhooks = createWebhooksDomain({ platform, events: events.log, feed: events.service });
   const notifications = createNotificationsDomain({ platform, targets: webhooks.service.targets, inbox: messaging.inbox });
   coordination.bindChannels(notifications.service);

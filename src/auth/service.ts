@@ -5,7 +5,7 @@ import { iso, type Clock } from '../kernel/clock.js';
 import { Unauthorized } from '../kernel/errors.js';
 import { newSecret } from '../kernel/ids.js';
 import type { Notifier } from '../kernel/notifier.js';
-import type { AuditTrail, EventLog } from '../kernel/ports.js';
+import type { AuditTrail, EventLog, NodeRegistry } from '../kernel/ports.js';
 import { sha256Hex } from '../kernel/sha256.js';
 import type { Page, Paged } from '../kernel/pagination.js';
 import { ApiKeys, KEY_PREFIX, scopesOf, type ApiKey, type CreateKeyInput, type KeyCreator, type RevokedKey } from './api-keys.js';
@@ -133,6 +133,11 @@ export class AuthService {
   /** Calls `listener` with each credential (key, session) ended that this node hears of (possibly twice). */
   onRevoked(listener: (credential: string) => void): () => void {
     return this.endings.onEnded(listener);
+  }
+
+  /** Endings wait until every live node of the cluster has forgotten what they ended (CredentialEndings.confirmWith). */
+  confirmEndingsWith(nodes: NodeRegistry): void {
+    this.endings.confirmWith(nodes);
   }
 
   /** Those of the given credentials (key and session ids) that no longer authenticate. */
