@@ -63,4 +63,34 @@ describeEachDialect('coordination run limits on two nodes', (dialect) => {
       await second.close();
     }
   });
+
+  it('ordering keys hold across nodes: receivers on both lease one message of a key at a time, in send order', async () => {
+    const second = await startServer(dialect, { database: server.database, adminKey: server.adminKey });
+    try {
+      const worker = unique('keyed');
+      const clients = [await server.agent(worker), await second.agent(worker)];
+      const sent = new Map<string, string[]>();
+      for (let i = 0; i < 24; i++) {
+        const key = `conv-${i % 4}`;
+        const res = await clients[i % 2]!.post('/api/v1/messaging/send', { destination: worker, event_name: 'turn', ordering_key: key });
+        expect(res.status, res.text).toBe(201);
+        sent.set(key, [...(sent.get(key) ?? []), res.body.data.message_id as string]);
+      }
+      const delivered = new Map<string, string[]>();
+      for (let round = 0; round < 24 && [...delivered.values()].flat().length < 24; round++) {
+        // Four receivers at once, two per node, each asking for more than the keys allow.
+        const batches = await Promise.all(
+          [0, 1, 0, 1].map((n) => clients[n]!.get(`/api/v1/messaging/receive?agent_id=${worker}&max=4&timeout=0`)),
+        );
+        const leased = batches.flatMap((b) => b.body.data.messages as { message_id: string; ordering_key: string }[]);
+        const keys = leased.map((m) => m.ordering_key);
+        expect(new Set(keys).size, `one lease per key at a time: ${keys.join(', ')}`).toBe(keys.length);
+        for (const m of leased) delivered.set(m.ordering_key, [...(delivered.get(m.ordering_key) ?? []), m.message_id]);
+        for (const [i, m] of leased.entries()) await acknowledge(clients[i % 2]!, m.message_id, {});
+      }
+      expect(delivered).toEqual(sent);
+    } finally {
+      await second.close();
+    }
+  });
 });
