@@ -15,16 +15,14 @@ export interface InboxLease {
 }
 
 /**
- * PostgreSQL: the claims of one or several inboxes, one lease each, as one statement (data-modifying
- * CTEs: no BEGIN and COMMIT round trips), each inbox's part chosen as SQLite's lease (store.ts)
- * chooses it: priority, fairness rank, arrival; held ordering keys skipped; rows other claims
- * hold skipped. At-most-once messages are settled as `delivered` as they are leased. The claims of
- * one turn follow the wake-ups of one INSERT of sends; each was a statement and a commit of its
- * own, the costliest thing a pushed message did on the database (W1 over the agent channel). Rows
- * come grouped by inbox, in dequeue order within each. The attempts a redelivery ends are found by
- * id (a join with `claimed`, which the planner takes for up to 100 rows per inbox, walked every
- * attempt), and are those still open: the snapshot the CTEs share does not see the ones `attempts`
- * inserts.
+ * PostgreSQL: the claims of several inboxes, one lease each, as one statement, each inbox's part
+ * chosen as store.ts `claimInOneStatement` chooses it (priority, fairness rank, arrival; held
+ * ordering keys skipped; rows other claims hold skipped). The claims of one turn follow the
+ * wake-ups of one INSERT of sends; each was a statement and a commit of its own, the costliest
+ * thing a pushed message did on the database (W1 over the agent channel). Rows come grouped by
+ * inbox, in dequeue order within each. The attempts a redelivery ends are found by id (a join
+ * with `claimed`, which the planner takes for up to 100 rows per inbox, walked every attempt), and
+ * are those still open: the snapshot the CTEs share does not see the ones `attempts` inserts.
  */
 export async function claimInboxes(db: Db, statements: Statements, leases: readonly InboxLease[]): Promise<MessageRow[]> {
   const values = {

@@ -47,7 +47,7 @@ export interface ClaimFollowUp {
  * them as parameters, as the query builder did (a literal could change SQLite's plan).
  */
 function leaseValues({ destination, receiver, max, now, leaseMs }: Lease) {
-  return { destination, receiver, max, now, visibleAt: now + leaseMs, pending: 'pending' as const };
+  return { destination, receiver, max, now, visibleAt: now + leaseMs, pending: 'pending' as const, ...EXPIRED_ATTEMPT(now) };
 }
 type LeaseValues = ReturnType<typeof leaseValues>;
 /** Claims of different inboxes one statement carries at most. */
@@ -84,7 +84,7 @@ export class MessagingStore extends Store {
       const rows = await claimInboxes(this.db, this.statements, batch);
       return batch.map((values) => rows.filter((row) => row.destination === values.destination));
     }
-    return Promise.all(batch.map((values) => claimInboxes(this.db, this.statements, [values]).catch((failed: unknown) => ({ failed }))));
+    return Promise.all(batch.map((values) => this.claimOne(values).catch((failed: unknown) => ({ failed }))));
   }, MAX_CLAIMS);
 
   constructor(db: Db, caps: DialectCapabilities) {
@@ -168,6 +168,10 @@ export class MessagingStore extends Store {
     });
   }
 
+  private async claimOne(values: LeaseValues): Promise<MessageRow[]> {
+    return (await this.db.executeQuery(this.statements.compiled('claim', values, (v) => this.claimInOneStatement(v)))).rows;
+  }
+
   /**
    * A claim for an agent that holds at most `limit` messages leased at once: its claims take
    * turns (a lock named for the inbox; SQLite has one writer), each leasing what room is left.
@@ -197,7 +201,7 @@ export class MessagingStore extends Store {
    * not, and five indexes of messages hold state (bench/RESULTS.md, "Ordering keys").
    */
   private async claimStatementEach(trx: Db, values: LeaseValues): Promise<MessageRow[]> {
-    const rows = (await trx.executeQuery(this.statements.compiled('lease', values, (v) => this.lease(v)))).rows;
+    const rows = (await trx.executeQuery(this.statements.compiled('lease', values, (v) => this.lease(v, false)))).rows;
     if (rows.length === 0) return rows;
     rows.sort(inDequeueOrder);
     const atMostOnce = rows.filter((row) => row.delivery_semantic === 'at_most_once');
@@ -238,11 +242,55 @@ export class MessagingStore extends Store {
     return rows;
   }
 
-  /** The lease's UPDATE, without `state` (claimStatementEach). */
-  private lease(v: LeaseValues) {
+  /**
+   * PostgreSQL runs the lease, the new attempts and the ends of the expired ones as one
+   * statement (data-modifying CTEs, which SQLite lacks): one round trip instead of two or three.
+   * The CTEs share one snapshot, so `expired` cannot touch the attempts `attempts` inserts.
+   */
+  private claimInOneStatement(v: LeaseValues) {
+    return this.db
+      .with('claimed', () => this.lease(v, true))
+      .with('attempts', (db) =>
+        db
+          .insertInto('message_deliveries')
+          .columns(['message_id', 'attempt', 'receiver', 'destination', 'delivered_at', 'capability'])
+          .expression((eb) =>
+            eb
+              .selectFrom('claimed')
+              .select([
+                'id',
+                'deliveries',
+                sql<string>`cast(${v.receiver} as text)`.as('receiver'),
+                'destination',
+                sql<number>`cast(${v.now} as bigint)`.as('delivered_at'),
+                'capability',
+              ]),
+          )
+          .returning('message_id'),
+      )
+      .with('expired', (db) =>
+        db
+          .updateTable('message_deliveries')
+          .from('claimed')
+          .set({ outcome: v.outcome, reason: v.reason, ended_at: v.ended_at })
+          .whereRef('message_deliveries.message_id', '=', 'claimed.id')
+          .whereRef('message_deliveries.attempt', '<', 'claimed.deliveries')
+          .where('message_deliveries.outcome', 'is', null)
+          .returning('message_deliveries.message_id'),
+      )
+      .selectFrom('claimed')
+      .selectAll()
+      .orderBy('priority', 'desc')
+      .orderBy('fair_rank')
+      .orderBy('seq');
+  }
+
+  /** The lease's UPDATE; `settlesAtMostOnce`: it also settles at-most-once messages as `delivered`. */
+  private lease(v: LeaseValues, settlesAtMostOnce: boolean) {
     return this.db
       .updateTable('messages')
       .set({
+        ...(settlesAtMostOnce && { state: sql`case when delivery_semantic = 'at_most_once' then 'delivered' else 'pending' end` }),
         visible_at: v.visibleAt,
         retry_count: sql`deliveries`,
         deliveries: sql`deliveries + 1`,
