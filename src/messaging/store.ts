@@ -246,6 +246,9 @@ export class MessagingStore extends Store {
    * PostgreSQL runs the lease, the new attempts and the ends of the expired ones as one
    * statement (data-modifying CTEs, which SQLite lacks): one round trip instead of two or three.
    * The CTEs share one snapshot, so `expired` cannot touch the attempts `attempts` inserts.
+   * The claim of one inbox stays this statement rather than `claimInboxes` with one lease: that
+   * one (unnest, a lateral join, a limit from a column) cost PostgreSQL +50% CPU per message and
+   * +0.9 ms p50 on W3 over the HTTP long poll, in two runs of each (bench/RESULTS.md).
    */
   private claimInOneStatement(v: LeaseValues) {
     return this.db
