@@ -82,9 +82,13 @@ export function RunsView({ search }: { search: RunsSearch }) {
         )}
       </div>
       {starting && can('runs:write') && <StartRunPicker plans={plans.data ?? []} />}
-      {replaying && can('runs:write') && <ReplayRuns key={JSON.stringify(filters)} search={search} onClose={() => setReplaying(false)} />}
+      {/* Sibling keys must differ: with the filters' key on both, React lost track of the panel and
+          showed copies of it without the replay's outcome. */}
+      {replaying && can('runs:write') && (
+        <ReplayRuns key={`replay ${JSON.stringify(filters)}`} search={search} onClose={() => setReplaying(false)} />
+      )}
       <RunFilters
-        key={JSON.stringify(filters)}
+        key={`filters ${JSON.stringify(filters)}`}
         search={search}
         plans={plans.data ?? []}
         onApply={(next) => void navigate({ search: next })}
