@@ -285,13 +285,13 @@ export class BudgetsService implements AgentPauses, BudgetReadings {
     return budget;
   }
 
-  /** Counts usage records against their budgets, in order, in the records' transaction. */
   /** Whether no budget counts a record of these keys, as far as the scopes this node holds say (false when it holds none). */
   countsNone(keys: ScopeKeys): boolean {
     const scopes = this.scopes.peek();
     return scopes !== null && !anyCovers(scopes, keys);
   }
 
+  /** Counts usage records against their budgets, in order, in the records' transaction. */
   async consume(tx: Tx, records: readonly (ScopeKeys & Spent)[]): Promise<void> {
     if (records.length === 0) return;
     // Read in `tx`: with one SQLite connection, a read outside it would wait for it to end.
